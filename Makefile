@@ -1,0 +1,39 @@
+# The two commands of the README. Both install what is missing, configure and build.
+#   make demo   build, then run the flagship C++ sample (a transformer encoder block)
+#   make test   build, run every suite (C++, C99, codegen, Python), then the C/C++ suites
+#               again under AddressSanitizer + UBSan
+#   make bench  graph-building throughput against onnx.helper and torch.fx
+PY      := /usr/bin/python3
+JOBS    ?= 2
+.PHONY: deps build demo test test-asan pytest bench clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake --preset default >/dev/null
+	@cmake --build --preset default -j$(JOBS)
+
+demo: build
+	./build/default/samples/transformer_block_cpp
+
+test-asan: deps
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan -j$(JOBS)
+	ctest --preset asan
+
+pytest: build
+	cd build/default && PYTHONPATH=$(CURDIR)/build/default/python $(PY) -m pytest -q $(CURDIR)/tests/python $(CURDIR)/tests/codegen
+
+test: build
+	ctest --preset default
+	$(MAKE) --no-print-directory test-asan
+	$(MAKE) --no-print-directory pytest
+
+bench: build
+	@scripts/install-deps.sh python3-onnx python3-torch
+	./build/default/bench/bench_build --benchmark_min_time=0.5
+	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/build_throughput.py
+
+clean:
+	rm -rf build

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build and the tests need, and nothing when all are present.
+# Idempotent: one `apt-get update`, only when something is missing. Pass extra package
+# names (e.g. the benchmark peers) as arguments.
+set -euo pipefail
+packages=(cmake ninja-build g++ ccache pkg-config python3 python3-dev python3-jinja2
+          python3-yaml python3-numpy python3-pytest pybind11-dev doctest-dev libbenchmark-dev
+          "$@")
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
