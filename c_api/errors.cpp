@@ -1,0 +1,52 @@
+// The thread-local last error and the handle checks shared by all entry points.
+#include <string>
+
+#include "c_api/handles.hpp"
+
+namespace esg::capi {
+namespace {
+thread_local esg_status t_status = ESG_OK;
+thread_local std::string t_message;
+thread_local std::string t_scratch;
+}  // namespace
+
+void set_error(esg_builder* b, esg_status status, const std::string& message) {
+  t_status = status;
+  t_message = message;
+  if (b && b->first_status == ESG_OK) {
+    b->first_status = status;
+    b->first_error = message;
+  }
+}
+
+void clear_error() {
+  t_status = ESG_OK;
+  t_message.clear();
+}
+
+ir::ValueId resolve(esg_tensor t, const esg_builder* expected, const std::string& what) {
+  if (!t.priv_builder)
+    throw ir::Error(ir::ErrorCode::InvalidArgument,
+                    what + " is not a valid tensor (the result of a failed call, or never set)");
+  if (expected && t.priv_builder != expected)
+    throw ir::Error(ir::ErrorCode::Lifetime, what + " belongs to another builder; tensors of two builders cannot be mixed");
+  if (t.priv_epoch != t.priv_builder->epoch || t.priv_value >= t.priv_builder->core.graph().values.size())
+    throw ir::Error(ir::ErrorCode::Lifetime, what + " was made before its builder built its graph and can no longer be used");
+  return t.priv_value;
+}
+
+esg_tensor make_tensor(esg_builder* b, ir::ValueId v) { return esg_tensor{b, v, b->epoch}; }
+
+const char* scratch(std::string s) {
+  t_scratch = std::move(s);
+  return t_scratch.c_str();
+}
+
+}  // namespace esg::capi
+
+extern "C" {
+
+ESG_API const char* esg_last_error(void) { return esg::capi::t_message.c_str(); }
+ESG_API esg_status esg_last_status(void) { return esg::capi::t_status; }
+
+}  // extern "C"

@@ -1,0 +1,52 @@
+// What the C ABI's opaque handles are, and the error plumbing every entry point shares.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "esgraph/c/esgraph.h"
+#include "ir/builder.hpp"
+#include "ir/error.hpp"
+
+struct esg_builder {
+  explicit esg_builder(std::string name) : core(std::move(name)) {}
+  esg::ir::Builder core;
+  uint32_t epoch = 1;  // bumped by each build; tensors of an older epoch are stale. Never 0.
+  esg_status first_status = ESG_OK;
+  std::string first_error;
+};
+
+struct esg_graph {
+  std::unique_ptr<esg::ir::Graph> g;
+};
+
+namespace esg::capi {
+
+// Records a failure: the thread's last error, and the builder's first error if it has none.
+void set_error(esg_builder* b, esg_status status, const std::string& message);
+void clear_error();
+// Runs `f`, turning exceptions into the thread's last error (and the builder's first).
+// Returns whether `f` succeeded.
+template <class F>
+bool guarded(esg_builder* b, F&& f) {
+  try {
+    clear_error();
+    f();
+    return true;
+  } catch (const ir::Error& e) {
+    set_error(b, static_cast<esg_status>(e.code()), e.what());
+  } catch (const std::bad_alloc&) {
+    set_error(b, ESG_ERR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    set_error(b, ESG_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  }
+  return false;
+}
+
+// The value of a tensor handle, checked: valid, of this builder (if given), not stale.
+// `what` names the argument in the error.
+ir::ValueId resolve(esg_tensor t, const esg_builder* expected, const std::string& what);
+esg_tensor make_tensor(esg_builder* b, ir::ValueId v);
+// Copies a string into thread-local storage that lives until the thread's next such call.
+const char* scratch(std::string s);
+
+}  // namespace esg::capi

@@ -1,0 +1,50 @@
+"""Command line of the codegen.
+
+    python3 -m esgraph_codegen generate --op-defs op_defs --rules compiler_core/ir/infer_rules.def --out build/gen
+    python3 -m esgraph_codegen check    --op-defs op_defs --rules compiler_core/ir/infer_rules.def
+
+`generate` writes every emitter's file (only those whose content changed) and touches
+`--stamp` if given; `check` only loads and validates. Both exit 1 with `file:line: problem`
+lines on invalid YAML.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import loader, render
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="esgraph_codegen", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", choices=("generate", "check"))
+    ap.add_argument("--op-defs", type=Path, required=True)
+    ap.add_argument("--rules", type=Path, required=True)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--stamp", type=Path)
+    args = ap.parse_args(argv)
+    try:
+        opset = loader.load_dir(args.op_defs, args.rules)
+    except loader.LoadError as e:
+        for p in e.problems:
+            print(p, file=sys.stderr)
+        print(f"esgraph_codegen: {len(e.problems)} problem(s) in {args.op_defs}", file=sys.stderr)
+        return 1
+    if args.command == "check":
+        print(f"{len(opset.ops)} ops OK")
+        return 0
+    if args.out is None:
+        ap.error("generate needs --out")
+    files = render.render_all(opset, args.op_defs.name)
+    changed = render.write_changed(files, args.out)
+    if args.stamp:
+        args.stamp.parent.mkdir(parents=True, exist_ok=True)
+        args.stamp.touch()
+    print(f"esgraph_codegen: {len(opset.ops)} ops, {len(changed)} of {len(files)} files updated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

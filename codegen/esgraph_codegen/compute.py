@@ -1,0 +1,60 @@
+"""The scalar expression language of elementwise ops (`compute:` in the YAML).
+
+Expressions are parsed with Python's own parser and then held to a small grammar, so the same
+text can later be lowered to C++ tile kernels and to Ascend C without ambiguity.
+"""
+from __future__ import annotations
+
+import ast
+from typing import List, Sequence
+
+FUNCTIONS = {
+    "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "sin": 1, "cos": 1, "tanh": 1,
+    "erf": 1, "floor": 1, "ceil": 1, "round": 1, "sign": 1, "cast": 1,
+    "min": 2, "max": 2, "pow": 2, "select": 3,
+}
+_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+_CMPOPS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+
+
+def parse(expr: str) -> ast.expr:
+    return ast.parse(expr.strip(), mode="eval").body
+
+
+def check(expr: str, names: Sequence[str]) -> List[str]:
+    """Problems with `expr` given the op's input and attribute names; empty when it is valid."""
+    try:
+        tree = parse(expr)
+    except SyntaxError as e:
+        return [f"cannot parse `{expr.strip()}`: {e.msg}"]
+    problems: List[str] = []
+
+    def visit(n: ast.AST) -> None:
+        if isinstance(n, ast.Constant):
+            if isinstance(n.value, bool) or not isinstance(n.value, (int, float)):
+                problems.append(f"only numeric literals are allowed, not {n.value!r}")
+        elif isinstance(n, ast.Name):
+            if n.id not in names:
+                problems.append(f"unknown name `{n.id}` (inputs and attributes: {', '.join(names)})")
+        elif isinstance(n, ast.BinOp) and isinstance(n.op, _BINOPS):
+            visit(n.left), visit(n.right)
+        elif isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.Not)):
+            visit(n.operand)
+        elif isinstance(n, ast.BoolOp):
+            for v in n.values:
+                visit(v)
+        elif isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], _CMPOPS):
+            visit(n.left), visit(n.comparators[0])
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.keywords:
+            arity = FUNCTIONS.get(n.func.id)
+            if arity is None:
+                problems.append(f"unknown function `{n.func.id}` (functions: {', '.join(sorted(FUNCTIONS))})")
+            elif arity != len(n.args):
+                problems.append(f"`{n.func.id}` takes {arity} argument(s), got {len(n.args)}")
+            for a in n.args:
+                visit(a)
+        else:
+            problems.append(f"`{ast.unparse(n)}` is not part of the expression language")
+
+    visit(tree)
+    return problems

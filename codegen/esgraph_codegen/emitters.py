@@ -1,0 +1,239 @@
+"""One emitter per generated file: its path under the output folder, its template and the
+helpers the template needs beyond the shared naming filters."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List
+
+from . import naming as n
+from .model import DTYPES, Attr, Example, OpDef, OpSet
+
+
+def dtype_enum(t: str) -> str:
+    return {"bool": "Bool"}.get(t, t.upper())
+
+
+# ---- C++ -------------------------------------------------------------------------------------
+def cpp_template(op: OpDef) -> str:
+    """Bodies are callables of any type: `fn()` (or `fn(params)`) returning a Tensor or a vector."""
+    if not op.subgraphs:
+        return ""
+    return "template <" + ", ".join(f"class {n.camel(s.name)}" for s in op.subgraphs) + ">\n"
+
+
+def cpp_params(op: OpDef) -> List[str]:
+    params = ["GraphBuilder& builder"] if op.takes_builder else []
+    for i in op.required_inputs:
+        kind = "const std::vector<Tensor>&" if i.variadic else "const Tensor&"
+        params.append(f"{kind} {n.cpp_name(i.name)}")
+    params += [f"{n.camel(s.name)}&& {n.cpp_name(s.name)}" for s in op.subgraphs]
+    params += [f"{n.cpp_attr_param(op, a)} {n.cpp_name(a.name)}" for a in op.required_attrs]
+    return params
+
+
+def builder_expr(op: OpDef) -> str:
+    if op.takes_builder:
+        return "builder.handle()"
+    return f"detail::builder_of({n.cpp_name(op.required_inputs[0].name)})"
+
+
+def c_args(op: OpDef) -> str:
+    args = ["builder.handle()"] if op.takes_builder else []
+    for i in op.required_inputs:
+        args += [f"{i.name}_c.data(), {i.name}_c.size()"] if i.variadic else [f"{n.cpp_name(i.name)}.handle()"]
+    args += [f"{s.name}_c" for s in op.subgraphs]
+    for a in op.required_attrs:
+        v = n.cpp_name(a.name)
+        args.append({"list<int>": f"esg_i64_list{{{v}.data(), {v}.size()}}",
+                     "list<float>": f"esg_f64_list{{{v}.data(), {v}.size()}}",
+                     "dtype": f"static_cast<esg_dtype>({v})",
+                     "enum": f"static_cast<{n.c_enum(op, a)}>({v})",
+                     "string": f"{v}.c_str()"}.get(a.type, v))
+    return ", ".join(args + ["options.c()"])
+
+
+def cpp_value(op: OpDef, a: Attr, value) -> str:
+    if a.type == "enum":
+        return f"esg::{n.cpp_enum(op, a)}::{n.camel(value)}"
+    if a.type == "dtype":
+        return f"esg::DType::{dtype_enum(value)}"
+    if a.is_list:
+        return "{" + ", ".join(n.c_literal(float(v) if a.type == "list<float>" else v) for v in value) + "}"
+    if a.type == "float":
+        return n.c_literal(float(value))
+    return n.c_literal(value)
+
+
+def example_args(op: OpDef, ex: Example) -> str:
+    given = dict(ex.attrs)
+    args = ["builder"] if op.takes_builder else []
+    args += ["in_" + i.name for i in op.required_inputs]
+    args += [cpp_value(op, a, given[a.name]) for a in op.required_attrs]
+    opts = "esg::" + n.cpp_options(op) + "()"
+    inputs = dict(ex.inputs)
+    for f in op.option_fields:
+        if isinstance(f, Attr) and f.name in given:
+            opts += f".{n.cpp_name(f.name)}({cpp_value(op, f, given[f.name])})"
+        elif not isinstance(f, Attr) and f.name in inputs:
+            opts += f".{n.cpp_name(f.name)}(in_{f.name})"
+    return ", ".join(args + [opts])
+
+
+# ---- op registry -------------------------------------------------------------------------------
+def type_var_ref(op: OpDef, t: str) -> str:
+    idx = [tv.name for tv in op.type_vars]
+    if t in idx:
+        return str(idx.index(t))
+    return "InputSchema::kAny" if t == "any" else "InputSchema::kFixed"
+
+
+def output_type(op: OpDef, o) -> str:
+    tvs = [tv.name for tv in op.type_vars]
+    if o.type in tvs:
+        return f"OutputType::TypeVar, {tvs.index(o.type)}, DType::Invalid, -1"
+    if o.type in DTYPES:
+        return f"OutputType::Fixed, -1, DType::{dtype_enum(o.type)}, -1"
+    if o.type == "subgraph":
+        return "OutputType::FromSubgraph, -1, DType::Invalid, -1"
+    ref = [a.name for a in op.attrs].index(o.type[5:])
+    return f"OutputType::FromAttr, -1, DType::Invalid, {ref}"
+
+
+def count(op: OpDef, o) -> str:
+    if o.count is None:
+        return "OutputCount::One, -1"
+    pools = {"attr": [a.name for a in op.attrs], "input": [i.name for i in op.inputs],
+             "subgraph": [s.name for s in op.subgraphs]}
+    kind = {"attr": "FromAttr", "input": "FromInput", "subgraph": "FromSubgraph"}[o.count.kind]
+    return f"OutputCount::{kind}, {pools[o.count.kind].index(o.count.ref)}"
+
+
+def input_index(op: OpDef, name) -> int:
+    return -1 if name is None else [i.name for i in op.inputs].index(name)
+
+
+def attr_schema(op: OpDef, a: Attr) -> str:
+    kinds = {"int": "Int", "float": "Float", "bool": "Bool", "string": "String", "dtype": "DType",
+             "enum": "Enum", "list<int>": "IntList", "list<float>": "FloatList"}
+    i, f, s, ints, floats, size = "0", "0.0", "nullptr", "nullptr", "nullptr", "0"
+    d = a.default
+    if not a.required:
+        if a.type in ("int", "bool"):
+            i = n.c_literal(int(d))
+        elif a.type == "enum":
+            i = str(a.values.index(d))
+        elif a.type == "dtype":
+            i = f"static_cast<int64_t>(DType::{dtype_enum(d)})"
+        elif a.type == "float":
+            f = n.c_literal(float(d))
+        elif a.type == "string":
+            s = n.c_literal(d)
+        elif d:
+            ints, floats = (f"{op.name}_{a.name}_default", "nullptr") if a.type == "list<int>" else ("nullptr", f"{op.name}_{a.name}_default")
+            size = str(len(d))
+    lo, hi = a.range if a.range else (None, None)
+    values = (f"{op.name}_{a.name}_values", len(a.values)) if a.type == "enum" else ("nullptr", 0)
+    return (f'{{"{a.name}", AttrKind::{kinds[a.type]}, {n.c_literal(a.required)}, {i}, {f}, {s}, {ints}, {floats}, '
+            f'{size}, {n.c_literal(lo is not None)}, {n.c_literal(hi is not None)}, '
+            f'{n.c_literal(float(lo or 0))}, {n.c_literal(float(hi or 0))}, {values[0]}, {values[1]}}}')
+
+
+def span(name: str, items) -> str:
+    return f"{{{name}, {len(items)}}}" if items else "{}"
+
+
+# ---- Python --------------------------------------------------------------------------------------
+def _py_default(op: OpDef, a: Attr) -> str:
+    d = a.default
+    if a.type == "enum" or a.type == "string" or a.type == "dtype":
+        return f'std::string("{d}")'
+    if a.is_list:
+        elem = "int64_t" if a.type == "list<int>" else "double"
+        return f"std::vector<{elem}>{{{', '.join(n.c_literal(v) for v in d)}}}"
+    return n.c_literal(float(d) if a.type == "float" else d)
+
+
+PY_CPP_TYPES = {"int": "int64_t", "float": "double", "bool": "bool", "string": "std::string",
+                "enum": "std::string", "dtype": "py::object", "list<int>": "std::vector<int64_t>",
+                "list<float>": "std::vector<double>"}
+
+
+def py_params(op: OpDef) -> List[str]:
+    params = []
+    for i in op.required_inputs:
+        params.append(f"py::object {n.py_name(i.name)}")
+    params += [f"py::function {n.py_name(s.name)}" for s in op.subgraphs]
+    params += [f"{PY_CPP_TYPES[a.type]} {n.py_name(a.name)}" for a in op.required_attrs]
+    params += [f"py::object {n.py_name(f.name)}" if n.is_input(f) else f"{PY_CPP_TYPES[f.type]} {n.py_name(f.name)}"
+               for f in op.option_fields]
+    return params
+
+
+def py_arg_specs(op: OpDef) -> List[str]:
+    specs = [f'py::arg("{n.py_name(i.name)}")' for i in op.required_inputs]
+    specs += [f'py::arg("{n.py_name(s.name)}")' for s in op.subgraphs]
+    specs += [f'py::arg("{n.py_name(a.name)}")' for a in op.required_attrs]
+    if op.option_fields:
+        specs.append("py::kw_only()")
+    for f in op.option_fields:
+        default = "py::none()" if n.is_input(f) else _py_default(op, f)
+        specs.append(f'py::arg("{n.py_name(f.name)}") = {default}')
+    return specs
+
+
+def py_call_args(op: OpDef) -> str:
+    args = ["lift.builder()"] if op.takes_builder else []
+    for i in op.required_inputs:
+        args.append(f"lift.all({n.py_name(i.name)})" if i.variadic else f"lift({n.py_name(i.name)})")
+    for s in op.subgraphs:
+        args.append(f"lift.body({n.py_name(s.name)})" if s.params else f"lift.branch({n.py_name(s.name)})")
+    for a in op.required_attrs:
+        v = n.py_name(a.name)
+        if a.type == "enum":
+            values = ", ".join(f'"{x}"' for x in a.values)
+            v = f'static_cast<esg::{n.cpp_enum(op, a)}>(enum_index("{op.name}", "{a.name}", {v}, {{{values}}}))'
+        elif a.type == "dtype":
+            v = f"to_dtype({v})"
+        args.append(v)
+    return ", ".join(args + ["options"])
+
+
+def pyi_params(op: OpDef) -> str:
+    params = []
+    for i in op.required_inputs:
+        params.append(f"{n.py_name(i.name)}: {'Sequence[TensorLike]' if i.variadic else 'TensorLike'}")
+    for s in op.subgraphs:
+        params.append(f"{n.py_name(s.name)}: Callable[..., Union[Tensor, Sequence[Tensor]]]")
+    params += [f"{n.py_name(a.name)}: {n.py_attr_type(op, a)}" for a in op.required_attrs]
+    if op.option_fields:
+        params.append("*")
+    for f in op.option_fields:
+        if n.is_input(f):
+            params.append(f"{n.py_name(f.name)}: Optional[TensorLike] = None")
+        else:
+            params.append(f"{n.py_name(f.name)}: {n.py_attr_type(op, f)} = {n.py_literal(f.default)}")
+    return ", ".join(params)
+
+
+HELPERS: Dict[str, Callable] = {f.__name__: f for f in (
+    dtype_enum, cpp_template, cpp_params, builder_expr, c_args, example_args, type_var_ref, output_type, count,
+    input_index, attr_schema, span, py_params, py_arg_specs, py_call_args, pyi_params)}
+
+
+@dataclass(frozen=True)
+class Emitter:
+    output: str      # path under the output folder
+    template: str
+
+
+EMITTERS = (
+    Emitter("include/esgraph/c/ops.h", "c_ops.h.j2"),
+    Emitter("src/ops_c.cpp", "c_ops.cpp.j2"),
+    Emitter("src/ir/ops.gen.hpp", "ops.gen.hpp.j2"),
+    Emitter("src/op_registry.cpp", "op_registry.cpp.j2"),
+    Emitter("include/esgraph/ops.hpp", "cpp_ops.hpp.j2"),
+    Emitter("python/py_ops.cpp", "py_ops.cpp.j2"),
+    Emitter("python/esgraph/ops.pyi", "ops.pyi.j2"),
+    Emitter("docs/ops.md", "ops.md.j2"),
+    Emitter("tests/op_examples_test.cpp", "op_examples_test.cpp.j2"),
+)

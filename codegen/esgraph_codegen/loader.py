@@ -1,0 +1,549 @@
+"""Loads op_defs/*.yaml into the frozen model, checking everything an emitter relies on.
+
+Every problem is reported as `file:line: what is wrong`, all of them in one run, so that a user
+who edits the YAML sees every mistake at once rather than one per build.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import yaml
+
+from . import compute
+from .model import (ATTR_TYPES, DTYPE_GROUPS, DTYPES, Attr, Example, ExampleTensor, Input,
+                    Location, OpDef, OpSet, Output, OutputCount, Subgraph, TypeVar)
+
+OP_KEYS = {"name", "since", "status", "summary", "doc", "type_vars", "inputs", "outputs", "attrs",
+           "subgraphs", "infer", "compute", "examples"}
+OP_REQUIRED = ("name", "since", "summary", "outputs", "infer")
+INPUT_KEYS = {"name", "type", "doc", "optional", "variadic", "min", "since"}
+OUTPUT_KEYS = {"name", "type", "doc", "count"}
+ATTR_KEYS = {"name", "type", "doc", "default", "required", "range", "values", "since"}
+SUBGRAPH_KEYS = {"name", "params", "doc"}
+EXAMPLE_KEYS = {"inputs", "attrs", "outputs"}
+TENSOR_KEYS = {"dtype", "value", "shape"}
+STATUSES = ("stable", "experimental", "deprecated")
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+TYPE_VAR_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+
+
+class LoadError(Exception):
+    """All problems found in a load, one `file:line: message` per line."""
+
+    def __init__(self, problems: Sequence[str]):
+        super().__init__("\n".join(problems))
+        self.problems = list(problems)
+
+
+class _Problems:
+    def __init__(self) -> None:
+        self.items: List[str] = []
+
+    def add(self, loc: Location, message: str) -> None:
+        self.items.append(f"{loc}: {message}")
+
+
+class _Node:
+    """A YAML node with its location, and the plain Python value of scalars."""
+
+    def __init__(self, node: yaml.Node, file: str, loader: yaml.SafeLoader):
+        self.node, self.file, self._loader = node, file, loader
+        self.loc = Location(file, node.start_mark.line + 1)
+
+    @property
+    def is_map(self) -> bool:
+        return isinstance(self.node, yaml.MappingNode)
+
+    @property
+    def is_seq(self) -> bool:
+        return isinstance(self.node, yaml.SequenceNode)
+
+    @property
+    def is_scalar(self) -> bool:
+        return isinstance(self.node, yaml.ScalarNode)
+
+    def items(self) -> List[Tuple["_Node", "_Node"]]:
+        return [(self._wrap(k), self._wrap(v)) for k, v in self.node.value]
+
+    def elements(self) -> List["_Node"]:
+        return [self._wrap(v) for v in self.node.value]
+
+    def plain(self):
+        return self._loader.construct_object(self.node, deep=True)
+
+    def _wrap(self, n: yaml.Node) -> "_Node":
+        return _Node(n, self.file, self._loader)
+
+
+def _parse_file(path: Path, display: str, problems: _Problems) -> Optional[_Node]:
+    text = path.read_text(encoding="utf-8")
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        problems.add(Location(display, line), f"not valid YAML: {getattr(e, 'problem', e)}")
+        return None
+    finally:
+        loader.dispose()
+    if root is None:
+        problems.add(Location(display, 1), "empty file; expected a mapping with `ops:`")
+        return None
+    return _Node(root, display, loader)
+
+
+def _mapping(node: _Node, allowed: set, what: str, problems: _Problems) -> Optional[Dict[str, _Node]]:
+    if not node.is_map:
+        problems.add(node.loc, f"{what} must be a mapping")
+        return None
+    out: Dict[str, _Node] = {}
+    for k, v in node.items():
+        key = k.plain()
+        if not isinstance(key, str) or key not in allowed:
+            problems.add(k.loc, f"unknown key `{key}` in {what} (allowed: {', '.join(sorted(allowed))})")
+        elif key in out:
+            problems.add(k.loc, f"duplicate key `{key}` in {what}")
+        else:
+            out[key] = v
+    return out
+
+
+def _scalar(fields: Dict[str, _Node], key: str, kind, what: str, problems: _Problems, default=None):
+    node = fields.get(key)
+    if node is None:
+        return default
+    value = node.plain() if node.is_scalar else None
+    ok = isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool))
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value, ok = float(value), True
+    if not ok:
+        problems.add(node.loc, f"`{key}` of {what} must be {_kind_name(kind)}, got {_describe(node)}")
+        return default
+    return value
+
+
+def _kind_name(kind) -> str:
+    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}[kind]
+
+
+def _describe(node: _Node) -> str:
+    if node.is_map:
+        return "a mapping"
+    if node.is_seq:
+        return "a list"
+    return repr(node.plain())
+
+
+def _seq(fields: Dict[str, _Node], key: str, what: str, problems: _Problems) -> List[_Node]:
+    node = fields.get(key)
+    if node is None:
+        return []
+    if not node.is_seq:
+        problems.add(node.loc, f"`{key}` of {what} must be a list")
+        return []
+    return node.elements()
+
+
+def _dtype_list(node: _Node, what: str, problems: _Problems) -> Tuple[str, ...]:
+    names = [node] if node.is_scalar else node.elements() if node.is_seq else []
+    if not names:
+        problems.add(node.loc, f"{what} must be a dtype, a dtype group or a list of them")
+    out: List[str] = []
+    for n in names:
+        v = n.plain()
+        if v in DTYPE_GROUPS:
+            out.extend(DTYPE_GROUPS[v])
+        elif v in DTYPES:
+            out.append(v)
+        else:
+            problems.add(n.loc, f"unknown dtype `{v}` in {what} (dtypes: {', '.join(DTYPES)}; "
+                                f"groups: {', '.join(DTYPE_GROUPS)})")
+    return tuple(dict.fromkeys(out))
+
+
+def _check_attr_value(attr_type: str, values: Tuple[str, ...], value, rng) -> Optional[str]:
+    """None when `value` fits the attribute, else what is wrong with it."""
+    def scalar_ok(t, v):
+        if t == "int":
+            return isinstance(v, int) and not isinstance(v, bool)
+        if t == "float":
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+        if t == "bool":
+            return isinstance(v, bool)
+        if t == "string":
+            return isinstance(v, str)
+        if t == "dtype":
+            return v in DTYPES
+        if t == "enum":
+            return v in values
+        return False
+
+    if attr_type.startswith("list<"):
+        elem = attr_type[5:-1]
+        if not isinstance(value, list) or not all(scalar_ok(elem, v) for v in value):
+            return f"expected a list of {elem}, got {value!r}"
+        items = value
+    else:
+        if not scalar_ok(attr_type, value):
+            expected = f"one of {', '.join(values)}" if attr_type == "enum" else attr_type
+            return f"expected {expected}, got {value!r}"
+        items = [value]
+    if rng is not None and attr_type in ("int", "float", "list<int>", "list<float>"):
+        lo, hi = rng
+        for v in items:
+            if (lo is not None and v < lo) or (hi is not None and v > hi):
+                return f"{v!r} is outside the range [{lo}, {hi}]"
+    return None
+
+
+def _example_tensor(node: _Node, what: str, problems: _Problems) -> Optional[ExampleTensor]:
+    fields = _mapping(node, TENSOR_KEYS, what, problems)
+    if fields is None:
+        return None
+    dtype = _scalar(fields, "dtype", str, what, problems)
+    if dtype not in DTYPES:
+        problems.add(node.loc, f"{what} needs a `dtype`, one of {', '.join(DTYPES)}")
+        return None
+    if ("value" in fields) == ("shape" in fields):
+        problems.add(node.loc, f"{what} needs exactly one of `value` and `shape`")
+        return None
+    if "shape" in fields:
+        shape = fields["shape"].plain()
+        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            problems.add(fields["shape"].loc, f"`shape` of {what} must be a list of sizes")
+            return None
+        return ExampleTensor(dtype, tuple(shape), None)
+    value = fields["value"].plain()
+    shape = _nested_shape(value)
+    if shape is None:
+        problems.add(fields["value"].loc, f"`value` of {what} is not a regular nested list of scalars")
+        return None
+    return ExampleTensor(dtype, shape, _freeze(value))
+
+
+def _nested_shape(value) -> Optional[Tuple[int, ...]]:
+    if isinstance(value, (bool, int, float)):
+        return ()
+    if not isinstance(value, list) or not value:
+        return (0,) if value == [] else None
+    shapes = {_nested_shape(v) for v in value}
+    if len(shapes) != 1 or None in shapes:
+        return None
+    return (len(value),) + shapes.pop()
+
+
+def _freeze(value):
+    return tuple(_freeze(v) for v in value) if isinstance(value, list) else value
+
+
+class _OpLoader:
+    def __init__(self, node: _Node, rules: Sequence[str], problems: _Problems):
+        self.node, self.rules, self.p = node, rules, problems
+        self.what = "op"
+        self.since = 1
+
+    def load(self) -> Optional[OpDef]:
+        f = _mapping(self.node, OP_KEYS, "an op", self.p)
+        if f is None:
+            return None
+        for key in OP_REQUIRED:
+            if key not in f:
+                self.p.add(self.node.loc, f"op {self._name(f)!s} is missing the required key `{key}`")
+        name = _scalar(f, "name", str, "an op", self.p, "")
+        self.what = f"op `{name}`"
+        if name and not NAME_RE.match(name):
+            self.p.add(f["name"].loc, f"op name `{name}` is not snake_case")
+        since = _scalar(f, "since", int, self.what, self.p, 1)
+        if since < 1:
+            self.p.add(f["since"].loc, f"`since` of {self.what} must be a version >= 1")
+        self.since = since
+        status = _scalar(f, "status", str, self.what, self.p, "stable")
+        if status not in STATUSES:
+            self.p.add(f["status"].loc, f"`status` of {self.what} must be one of {', '.join(STATUSES)}")
+        type_vars = self._type_vars(f)
+        attrs = tuple(a for a in (self._attr(n) for n in _seq(f, "attrs", self.what, self.p)) if a)
+        inputs = tuple(i for i in (self._input(n, type_vars) for n in _seq(f, "inputs", self.what, self.p)) if i)
+        subgraphs = tuple(s for s in (self._subgraph(n, inputs) for n in _seq(f, "subgraphs", self.what, self.p)) if s)
+        outputs = tuple(o for o in (self._output(n, type_vars, attrs, inputs, subgraphs)
+                                    for n in _seq(f, "outputs", self.what, self.p)) if o)
+        if "outputs" in f and not outputs:
+            self.p.add(f["outputs"].loc, f"{self.what} needs at least one output")
+        self._check_signature(inputs, attrs, subgraphs, outputs, type_vars)
+        infer = _scalar(f, "infer", str, self.what, self.p, "")
+        if "infer" in f and infer not in self.rules:
+            self.p.add(f["infer"].loc, f"unknown inference rule `{infer}` in {self.what} "
+                                       f"(known: {', '.join(self.rules)})")
+        expr = _scalar(f, "compute", str, self.what, self.p)
+        if expr is not None:
+            names = [i.name for i in inputs] + [a.name for a in attrs]
+            for problem in compute.check(expr, names):
+                self.p.add(f["compute"].loc, f"`compute` of {self.what}: {problem}")
+        examples = tuple(e for e in (self._example(n, inputs, attrs, outputs)
+                                     for n in _seq(f, "examples", self.what, self.p)) if e)
+        return OpDef(name=name, since=since, status=status,
+                     summary=_scalar(f, "summary", str, self.what, self.p, ""),
+                     doc=_scalar(f, "doc", str, self.what, self.p, ""),
+                     type_vars=type_vars, inputs=inputs, outputs=outputs, attrs=attrs,
+                     subgraphs=subgraphs, infer=infer, compute=expr, examples=examples,
+                     loc=self.node.loc)
+
+    @staticmethod
+    def _name(f: Dict[str, _Node]) -> str:
+        n = f.get("name")
+        return f"`{n.plain()}`" if n is not None and n.is_scalar else "(unnamed)"
+
+    def _type_vars(self, f) -> Tuple[TypeVar, ...]:
+        node = f.get("type_vars")
+        if node is None:
+            return ()
+        if not node.is_map:
+            self.p.add(node.loc, f"`type_vars` of {self.what} must be a mapping")
+            return ()
+        out = []
+        for k, v in node.items():
+            name = k.plain()
+            if not isinstance(name, str) or not TYPE_VAR_RE.match(name):
+                self.p.add(k.loc, f"type variable `{name}` of {self.what} must be CapitalCase")
+                continue
+            out.append(TypeVar(name, _dtype_list(v, f"type variable `{name}`", self.p), k.loc))
+        return tuple(out)
+
+    def _type_ok(self, t: str, type_vars, extra: Iterable[str] = ()) -> bool:
+        return t in DTYPES or any(tv.name == t for tv in type_vars) or t in extra
+
+    def _input(self, node: _Node, type_vars) -> Optional[Input]:
+        f = _mapping(node, INPUT_KEYS, f"an input of {self.what}", self.p)
+        if f is None:
+            return None
+        name = _scalar(f, "name", str, f"an input of {self.what}", self.p, "")
+        what = f"input `{name}` of {self.what}"
+        t = _scalar(f, "type", str, what, self.p, "")
+        if not self._type_ok(t, type_vars, ("any",)):
+            self.p.add(node.loc, f"{what} has type `{t}`, which is neither a dtype nor a declared type variable")
+        optional = _scalar(f, "optional", bool, what, self.p, False)
+        variadic = _scalar(f, "variadic", bool, what, self.p, False)
+        min_count = _scalar(f, "min", int, what, self.p, 1)
+        if "min" in f and not variadic:
+            self.p.add(f["min"].loc, f"`min` of {what} needs `variadic: true`")
+        if variadic and optional:
+            self.p.add(node.loc, f"{what} cannot be both variadic and optional")
+        return Input(name, t, optional, variadic, min_count, self._since(f, what),
+                     _scalar(f, "doc", str, what, self.p, ""), node.loc)
+
+    def _attr(self, node: _Node) -> Optional[Attr]:
+        f = _mapping(node, ATTR_KEYS, f"an attribute of {self.what}", self.p)
+        if f is None:
+            return None
+        name = _scalar(f, "name", str, f"an attribute of {self.what}", self.p, "")
+        what = f"attribute `{name}` of {self.what}"
+        t = _scalar(f, "type", str, what, self.p, "")
+        if t not in ATTR_TYPES:
+            self.p.add(node.loc, f"{what} has unknown type `{t}` (types: {', '.join(ATTR_TYPES)})")
+            return None
+        values: Tuple[str, ...] = ()
+        if t == "enum":
+            vnode = f.get("values")
+            values = tuple(vnode.plain()) if vnode is not None and vnode.is_seq else ()
+            if not values or not all(isinstance(v, str) and NAME_RE.match(v) for v in values):
+                self.p.add(node.loc, f"{what} is an enum and needs `values`, a list of snake_case names")
+        elif "values" in f:
+            self.p.add(f["values"].loc, f"`values` of {what} is only for enums")
+        rng = None
+        if "range" in f:
+            r = f["range"].plain()
+            if (t not in ("int", "float", "list<int>", "list<float>") or not isinstance(r, list)
+                    or len(r) != 2 or not all(v is None or isinstance(v, (int, float)) for v in r)):
+                self.p.add(f["range"].loc, f"`range` of {what} must be [lo, hi] on a numeric type")
+            else:
+                rng = (r[0], r[1])
+        required = _scalar(f, "required", bool, what, self.p, False)
+        has_default = "default" in f
+        default = f["default"].plain() if has_default else None
+        if required == has_default:
+            self.p.add(node.loc, f"{what} needs exactly one of `default` and `required: true`")
+        if has_default:
+            problem = _check_attr_value(t, values, default, rng)
+            if problem:
+                self.p.add(f["default"].loc, f"default of {what}: {problem}")
+            if t == "float" and isinstance(default, int):
+                default = float(default)
+            if isinstance(default, list):
+                default = tuple(float(v) if t == "list<float>" else v for v in default)
+        return Attr(name, t, required, default, rng, values, self._since(f, what),
+                    _scalar(f, "doc", str, what, self.p, ""), node.loc)
+
+    def _since(self, f, what: str) -> int:
+        """An input's or attribute's own version; the op's when not given."""
+        since = _scalar(f, "since", int, what, self.p, self.since)
+        if since < self.since:
+            self.p.add(f["since"].loc, f"`since` of {what} ({since}) is older than the op's ({self.since})")
+        return since
+
+    def _subgraph(self, node: _Node, inputs) -> Optional[Subgraph]:
+        f = _mapping(node, SUBGRAPH_KEYS, f"a subgraph of {self.what}", self.p)
+        if f is None:
+            return None
+        name = _scalar(f, "name", str, f"a subgraph of {self.what}", self.p, "")
+        what = f"subgraph `{name}` of {self.what}"
+        params = _scalar(f, "params", str, what, self.p)
+        if params is not None and not any(i.name == params and i.variadic for i in inputs):
+            self.p.add(f["params"].loc, f"`params` of {what} must name a variadic input")
+        return Subgraph(name, params, _scalar(f, "doc", str, what, self.p, ""), node.loc)
+
+    def _output(self, node: _Node, type_vars, attrs, inputs, subgraphs) -> Optional[Output]:
+        f = _mapping(node, OUTPUT_KEYS, f"an output of {self.what}", self.p)
+        if f is None:
+            return None
+        name = _scalar(f, "name", str, f"an output of {self.what}", self.p, "")
+        what = f"output `{name}` of {self.what}"
+        t = _scalar(f, "type", str, what, self.p, "")
+        if t.startswith("attr:"):
+            ref = next((a for a in attrs if a.name == t[5:]), None)
+            if ref is None or ref.type != "dtype":
+                self.p.add(node.loc, f"{what} takes its dtype from `{t[5:]}`, which is not a dtype attribute")
+        elif t == "subgraph":
+            if not subgraphs:
+                self.p.add(node.loc, f"{what} has type `subgraph` but the op has no subgraphs")
+        elif not self._type_ok(t, type_vars):
+            self.p.add(node.loc, f"{what} has type `{t}`, which is neither a dtype nor a declared type variable")
+        count = None
+        if "count" in f:
+            c = f["count"].plain()
+            if not isinstance(c, dict) or len(c) != 1 or next(iter(c)) not in ("attr", "input", "subgraph"):
+                self.p.add(f["count"].loc, f"`count` of {what} must be one of {{attr: X}}, {{input: X}}, {{subgraph: X}}")
+            else:
+                kind, ref = next(iter(c.items()))
+                valid = {"attr": [a.name for a in attrs if a.type in ("int", "list<int>", "list<float>")],
+                         "input": [i.name for i in inputs if i.variadic],
+                         "subgraph": [s.name for s in subgraphs]}[kind]
+                if ref not in valid:
+                    self.p.add(f["count"].loc, f"`count` of {what} refers to {kind} `{ref}`, which is not "
+                                               f"a {'list or int attribute' if kind == 'attr' else 'variadic input' if kind == 'input' else 'subgraph'} of the op")
+                count = OutputCount(kind, ref)
+        return Output(name, t, count, _scalar(f, "doc", str, what, self.p, ""), node.loc)
+
+    def _check_signature(self, inputs, attrs, subgraphs, outputs, type_vars) -> None:
+        seen: Dict[str, Location] = {}
+        for item in (*inputs, *attrs, *subgraphs, *outputs):
+            if not NAME_RE.match(item.name or "_"):
+                self.p.add(item.loc, f"`{item.name}` in {self.what} is not snake_case")
+            if item.name in seen and not isinstance(item, Output):
+                self.p.add(item.loc, f"duplicate name `{item.name}` in {self.what} (first at line {seen[item.name].line})")
+            seen.setdefault(item.name, item.loc)
+        optional_seen = False
+        for i in inputs:
+            if i.optional:
+                optional_seen = True
+            elif optional_seen:
+                self.p.add(i.loc, f"required input `{i.name}` of {self.what} follows an optional input")
+        if sum(i.variadic for i in inputs) > 1:
+            self.p.add(inputs[0].loc, f"{self.what} has more than one variadic input")
+        used = {i.type for i in inputs} | {o.type for o in outputs}
+        for tv in type_vars:
+            if tv.name not in used:
+                self.p.add(tv.loc, f"type variable `{tv.name}` of {self.what} is declared but never used")
+        if sum(o.is_list for o in outputs) and len(outputs) > 1:
+            self.p.add(outputs[0].loc, f"{self.what}: an output with a `count` must be the only output")
+
+    def _example(self, node: _Node, inputs, attrs, outputs) -> Optional[Example]:
+        what = f"an example of {self.what}"
+        f = _mapping(node, EXAMPLE_KEYS, what, self.p)
+        if f is None:
+            return None
+
+        def tensors(key, known: Dict[str, bool]):
+            out = []
+            group = f.get(key)
+            if group is None:
+                return ()
+            if not group.is_map:
+                self.p.add(group.loc, f"`{key}` of {what} must be a mapping")
+                return ()
+            for k, v in group.items():
+                name = k.plain()
+                if name not in known:
+                    self.p.add(k.loc, f"{what} names {key[:-1]} `{name}`, which {self.what} does not have")
+                    continue
+                if known[name]:
+                    if not v.is_seq:
+                        self.p.add(v.loc, f"`{name}` in {what} is a list of tensors")
+                        continue
+                    ts = tuple(_example_tensor(e, f"`{name}` in {what}", self.p) for e in v.elements())
+                    if None not in ts:
+                        out.append((name, ts))
+                else:
+                    t = _example_tensor(v, f"`{name}` in {what}", self.p)
+                    if t is not None:
+                        out.append((name, t))
+            return tuple(out)
+
+        ins = tensors("inputs", {i.name: i.variadic for i in inputs})
+        outs = tensors("outputs", {o.name: o.is_list for o in outputs})
+        given = {n for n, _ in ins}
+        for i in inputs:
+            if not i.optional and i.name not in given:
+                self.p.add(node.loc, f"{what} lacks the required input `{i.name}`")
+        if {n for n, _ in outs} != {o.name for o in outputs}:
+            self.p.add(node.loc, f"{what} must give every output of the op")
+        attr_values = []
+        anode = f.get("attrs")
+        if anode is not None and anode.is_map:
+            by_name = {a.name: a for a in attrs}
+            for k, v in anode.items():
+                a = by_name.get(k.plain())
+                if a is None:
+                    self.p.add(k.loc, f"{what} sets attribute `{k.plain()}`, which {self.what} does not have")
+                    continue
+                value = v.plain()
+                problem = _check_attr_value(a.type, a.values, value, a.range)
+                if problem:
+                    self.p.add(v.loc, f"attribute `{a.name}` in {what}: {problem}")
+                attr_values.append((a.name, tuple(value) if isinstance(value, list) else value))
+        set_attrs = {n for n, _ in attr_values}
+        for a in attrs:
+            if a.required and a.name not in set_attrs:
+                self.p.add(node.loc, f"{what} lacks the required attribute `{a.name}`")
+        return Example(ins, tuple(attr_values), outs, node.loc)
+
+
+def read_rules(path: Path) -> Tuple[str, ...]:
+    """The inference rule names of compiler_core/ir/infer_rules.def, in their order."""
+    return tuple(re.findall(r"^ESG_INFER_RULE\((\w+)\)", path.read_text(), re.M))
+
+
+def load(paths: Sequence[Path], rules: Sequence[str], root: Optional[Path] = None) -> OpSet:
+    """Loads and checks every file; raises LoadError listing all problems found."""
+    problems = _Problems()
+    ops: List[OpDef] = []
+    first: Dict[str, Location] = {}
+    for path in sorted(paths):
+        display = str(path.relative_to(root)) if root and path.is_relative_to(root) else str(path)
+        doc = _parse_file(path, display, problems)
+        if doc is None:
+            continue
+        fields = _mapping(doc, {"ops"}, "the file", problems)
+        if fields is None:
+            continue
+        if "ops" not in fields or not fields["ops"].is_seq:
+            problems.add(doc.loc, "the file needs `ops:`, a list of op entries")
+            continue
+        for node in fields["ops"].elements():
+            op = _OpLoader(node, rules, problems).load()
+            if op is None or not op.name:
+                continue
+            if op.name in first:
+                problems.add(op.loc, f"duplicate op `{op.name}` (first defined at {first[op.name]})")
+                continue
+            first[op.name] = op.loc
+            ops.append(op)
+    if problems.items:
+        raise LoadError(problems.items)
+    return OpSet(tuple(sorted(ops, key=lambda o: o.name)), tuple(rules))
+
+
+def load_dir(op_defs: Path, rules_file: Path) -> OpSet:
+    root = op_defs.resolve().parent
+    return load(sorted(op_defs.resolve().glob("*.yaml")), read_rules(rules_file), root)

@@ -1,0 +1,25 @@
+// Element types. The numeric values equal the C ABI's esg_dtype and the graph file's codes.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace esg::ir {
+
+enum class DType : uint8_t {
+  Invalid = 0,
+  F32 = 1, F16 = 2, BF16 = 3, F64 = 4,
+  I8 = 5, I16 = 6, I32 = 7, I64 = 8, U8 = 9,
+  Bool = 10,
+};
+constexpr int kNumDTypes = 11;
+
+const char* dtype_name(DType t);        // "f32", …; "invalid" for anything else
+size_t dtype_size(DType t);             // bytes per element; 0 for Invalid
+bool dtype_valid(DType t);
+bool dtype_is_float(DType t);
+bool dtype_is_int(DType t);
+DType dtype_from_name(std::string_view name);  // Invalid if unknown
+constexpr uint32_t dtype_bit(DType t) { return 1u << static_cast<unsigned>(t); }
+
+}  // namespace esg::ir

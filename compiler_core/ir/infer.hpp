@@ -1,0 +1,70 @@
+// The context a shape inference rule runs in. A rule reads the node's inputs and attributes and
+// sets its outputs' shapes (output dtypes are already set from the op's type variables, except
+// for ops whose outputs take their types from a body). A rule that rejects its inputs calls
+// fail(); the builder turns that into an error naming the op, the rule and the inputs.
+#pragma once
+#include <string>
+
+#include "ir/error.hpp"
+#include "ir/graph.hpp"
+
+namespace esg::ir {
+
+// Thrown by rules; carries only the rule's own explanation.
+struct InferFailure {
+  ErrorCode code;
+  std::string detail;
+};
+
+class InferContext {
+ public:
+  InferContext(Graph& g, const OpSchema& op, NodeId node) : g_(g), op_(op), node_(node) {}
+
+  const OpSchema& op() const { return op_; }
+  const Graph& graph() const { return g_; }
+  Graph& mutable_graph() { return g_; }
+
+  // Declared inputs (captures excluded); absent optional inputs are kNone.
+  size_t num_inputs() const;
+  bool has_input(size_t i) const { return input_id(i) != kNone; }
+  ValueId input_id(size_t i) const;
+  const Value& input(size_t i) const { return g_.values[input_id(i)]; }
+  const Shape& shape(size_t i) const { return input(i).shape; }
+
+  size_t num_outputs() const { return node().num_outputs; }
+  Value& output(size_t i) { return g_.values[node().first_output + i]; }
+  void set_shape(size_t i, const Shape& s) { output(i).shape = s; }
+
+  int64_t attr_int(const char* name) const;  // Int, Bool, DType and Enum attributes
+  double attr_float(const char* name) const;
+  bool attr_bool(const char* name) const { return attr_int(name) != 0; }
+  Span<int64_t> attr_ints(const char* name) const;
+  Span<RegionId> bodies() const { return g_.bodies(node()); }
+
+  // Normalizes a possibly negative axis against `rank`, failing with the attribute's name.
+  size_t axis(int64_t axis, size_t rank, const char* attr) const;
+  // A symbolic dimension standing for an expression the core does not simplify.
+  Dim derived_symbol(const std::string& expr) { return symbol_dim(g_.symbol(expr)); }
+
+  [[noreturn]] void fail(const std::string& detail) const { throw InferFailure{ErrorCode::Shape, detail}; }
+  [[noreturn]] void fail_attr(const std::string& detail) const { throw InferFailure{ErrorCode::Attribute, detail}; }
+  [[noreturn]] void fail_dtype(const std::string& detail) const { throw InferFailure{ErrorCode::DType, detail}; }
+
+ private:
+  const Node& node() const { return g_.nodes[node_]; }
+  const AttrValue& attr(const char* name) const;
+
+  Graph& g_;
+  const OpSchema& op_;
+  NodeId node_;
+};
+
+// Numpy broadcasting of two shapes; nullopt-like failure reported through ctx.
+Shape broadcast_shapes(InferContext& ctx, const Shape& a, const Shape& b);
+
+// The rules, one function each, named as in infer_rules.def.
+#define ESG_INFER_RULE(name) void infer_##name(InferContext& ctx);
+#include "ir/infer_rules.def"
+#undef ESG_INFER_RULE
+
+}  // namespace esg::ir

@@ -1,0 +1,543 @@
+// The shape inference rules named in infer_rules.def, one function each.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "ir/error.hpp"
+#include "ir/infer.hpp"
+
+namespace esg::ir {
+
+// ---- InferContext ------------------------------------------------------------------------
+size_t InferContext::num_inputs() const { return node().num_inputs - node().num_captures; }
+
+ValueId InferContext::input_id(size_t i) const {
+  if (i >= num_inputs()) return kNone;
+  return g_.operands[node().first_input + i];
+}
+
+const AttrValue& InferContext::attr(const char* name) const {
+  const int i = op_.attr_index(name);
+  if (i < 0)
+    throw Error(ErrorCode::Internal, std::string(op_.name) + ": rule `" + op_.infer_name +
+                                         "` reads attribute `" + name + "`, which the op does not declare");
+  return g_.attrs[node().first_attr + static_cast<size_t>(i)];
+}
+
+int64_t InferContext::attr_int(const char* name) const { return attr(name).i; }
+double InferContext::attr_float(const char* name) const { return attr(name).f; }
+Span<int64_t> InferContext::attr_ints(const char* name) const { return g_.ints_of(attr(name)); }
+
+size_t InferContext::axis(int64_t a, size_t rank, const char* attr_name) const {
+  const auto r = static_cast<int64_t>(rank);
+  if (a < -r || a >= r || rank == 0)
+    fail_attr("`" + std::string(attr_name) + "` = " + std::to_string(a) + " is out of range for rank " +
+              std::to_string(rank) + " (valid: " + (rank ? std::to_string(-r) + " .. " + std::to_string(r - 1) : "none") + ")");
+  return static_cast<size_t>(a < 0 ? a + r : a);
+}
+
+namespace {
+
+std::string list_str(Span<int64_t> v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Two dims that must agree; a symbolic one agrees with anything (checked when the graph runs).
+bool dims_compatible(Dim a, Dim b) { return a == b || dim_is_symbolic(a) || dim_is_symbolic(b); }
+
+// A static dim if both are static, else a symbol naming the expression.
+Dim combine(InferContext& ctx, Dim a, const char* op, Dim b, int64_t (*f)(int64_t, int64_t)) {
+  if (!dim_is_symbolic(a) && !dim_is_symbolic(b)) return f(a, b);
+  const Graph& g = ctx.graph();
+  return ctx.derived_symbol("(" + g.dim_str(a) + op + g.dim_str(b) + ")");
+}
+
+// Output size of a sliding window: floor or ceil of (in + pads - span) / stride, plus one.
+Dim window_out(InferContext& ctx, Dim in, int64_t pad_begin, int64_t pad_end, int64_t span, int64_t stride,
+               bool ceil_mode, const char* axis) {
+  const int64_t pads = pad_begin + pad_end;
+  if (dim_is_symbolic(in))
+    return ctx.derived_symbol("window(" + ctx.graph().dim_str(in) + "," + std::to_string(pads) + "," +
+                              std::to_string(span) + "," + std::to_string(stride) + (ceil_mode ? ",ceil)" : ")"));
+  const int64_t room = in + pads - span;
+  if (room < 0)
+    ctx.fail(std::string("the window (") + std::to_string(span) + ") is larger than the padded " + axis + " (" +
+             std::to_string(in + pads) + ")");
+  int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  // A last window that starts entirely inside the padding is dropped (as PyTorch and ONNX do).
+  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
+  return out;
+}
+
+void expect_len(InferContext& ctx, const char* attr, Span<int64_t> v, size_t n) {
+  if (v.size() != n)
+    ctx.fail_attr("`" + std::string(attr) + "` needs " + std::to_string(n) + " entries, got " + list_str(v));
+}
+
+void expect_rank(InferContext& ctx, size_t input, size_t rank) {
+  if (ctx.shape(input).rank() != rank)
+    ctx.fail("input `" + std::string(ctx.op().inputs[std::min(input, ctx.op().inputs.size() - 1)].name) +
+             "` must have rank " + std::to_string(rank) + ", got " + ctx.graph().shape_str(ctx.shape(input)));
+}
+
+}  // namespace
+
+Shape broadcast_shapes(InferContext& ctx, const Shape& a, const Shape& b) {
+  const size_t rank = std::max(a.rank(), b.rank());
+  Shape out;
+  out.resize(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const Dim da = i < rank - a.rank() ? 1 : a[i - (rank - a.rank())];
+    const Dim db = i < rank - b.rank() ? 1 : b[i - (rank - b.rank())];
+    if (da == db || db == 1) {
+      out[i] = da;
+    } else if (da == 1) {
+      out[i] = db;
+    } else if (dim_is_symbolic(da) || dim_is_symbolic(db)) {
+      out[i] = dim_is_symbolic(da) ? db : da;  // the symbol must be that size (or 1) at run time
+    } else {
+      const Graph& g = ctx.graph();
+      ctx.fail("cannot broadcast " + g.shape_str(a) + " with " + g.shape_str(b) + ": axis " +
+               std::to_string(static_cast<int64_t>(i) - static_cast<int64_t>(rank)) + " has sizes " +
+               std::to_string(da) + " and " + std::to_string(db) + ", neither 1");
+    }
+  }
+  return out;
+}
+
+void infer_unary(InferContext& ctx) { ctx.set_shape(0, ctx.shape(0)); }
+
+void infer_broadcast(InferContext& ctx) {
+  Shape s = ctx.shape(0);
+  for (size_t i = 1; i < ctx.num_inputs(); ++i)
+    if (ctx.has_input(i)) s = broadcast_shapes(ctx, s, ctx.shape(i));
+  ctx.set_shape(0, s);
+}
+
+void infer_reduce(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  const Span<int64_t> axes = ctx.attr_ints("axes");
+  const bool keep = ctx.attr_bool("keepdims");
+  bool reduced[kMaxRank] = {};
+  for (int64_t a : axes) {
+    const size_t ax = ctx.axis(a, x.rank(), "axes");
+    if (reduced[ax]) ctx.fail_attr("`axes` " + list_str(axes) + " names axis " + std::to_string(ax) + " twice");
+    reduced[ax] = true;
+  }
+  Shape out;
+  for (size_t i = 0; i < x.rank(); ++i) {
+    const bool r = axes.empty() || reduced[i];
+    if (!r) out.push_back(x[i]);
+    else if (keep) out.push_back(1);
+  }
+  ctx.set_shape(0, out);
+}
+
+void infer_arg_reduce(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  const size_t ax = ctx.axis(ctx.attr_int("axis"), x.rank(), "axis");
+  if (x[ax] == 0) ctx.fail("cannot take the arg-extremum of an empty axis");
+  Shape out;
+  for (size_t i = 0; i < x.rank(); ++i) {
+    if (i != ax) out.push_back(x[i]);
+    else if (ctx.attr_bool("keepdims")) out.push_back(1);
+  }
+  ctx.set_shape(0, out);
+}
+
+void infer_softmax(InferContext& ctx) {
+  ctx.axis(ctx.attr_int("axis"), ctx.shape(0).rank(), "axis");
+  ctx.set_shape(0, ctx.shape(0));
+}
+
+void infer_norm(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  const size_t ax = ctx.axis(ctx.attr_int("axis"), x.rank(), "axis");
+  Shape tail;
+  for (size_t i = ax; i < x.rank(); ++i) tail.push_back(x[i]);
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    const Shape& p = ctx.shape(i);
+    bool ok = p.rank() == tail.rank();
+    for (size_t d = 0; ok && d < p.rank(); ++d) ok = dims_compatible(p[d], tail[d]);
+    if (!ok)
+      ctx.fail("`" + std::string(ctx.op().inputs[i].name) + "` must have the normalized shape " +
+               ctx.graph().shape_str(tail) + ", got " + ctx.graph().shape_str(p));
+  }
+  ctx.set_shape(0, x);
+}
+
+void infer_matmul(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const Shape& a = ctx.shape(0);
+  const Shape& b = ctx.shape(1);
+  if (a.rank() < 2 || b.rank() < 2)
+    ctx.fail("both inputs need rank >= 2 (reshape a vector to [1,k] or [k,1]), got " + g.shape_str(a) +
+             " and " + g.shape_str(b));
+  const bool ta = ctx.attr_bool("transpose_a"), tb = ctx.attr_bool("transpose_b");
+  const Dim m = a[a.rank() - (ta ? 1 : 2)], ka = a[a.rank() - (ta ? 2 : 1)];
+  const Dim kb = b[b.rank() - (tb ? 1 : 2)], n = b[b.rank() - (tb ? 2 : 1)];
+  if (!dims_compatible(ka, kb))
+    ctx.fail("the contracted dimensions differ: " + g.dim_str(ka) + " (a" + (ta ? ", transposed" : "") + ") vs " +
+             g.dim_str(kb) + " (b" + (tb ? ", transposed" : "") + ")");
+  Shape ba = Shape::from(a.begin(), a.rank() - 2), bb = Shape::from(b.begin(), b.rank() - 2);
+  Shape out = broadcast_shapes(ctx, ba, bb);
+  out.push_back(m);
+  out.push_back(n);
+  ctx.set_shape(0, out);
+}
+
+void infer_conv2d(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  expect_rank(ctx, 0, 4);
+  expect_rank(ctx, 1, 4);
+  const Shape& x = ctx.shape(0);
+  const Shape& w = ctx.shape(1);
+  const Span<int64_t> strides = ctx.attr_ints("strides"), pads = ctx.attr_ints("pads"),
+                      dil = ctx.attr_ints("dilations");
+  expect_len(ctx, "strides", strides, 2);
+  expect_len(ctx, "pads", pads, 4);
+  expect_len(ctx, "dilations", dil, 2);
+  const int64_t groups = ctx.attr_int("groups");
+  if (!dim_is_symbolic(w[2]) && !dim_is_symbolic(w[3]) && (w[2] < 1 || w[3] < 1))
+    ctx.fail("the filter's spatial size must be positive, got " + g.shape_str(w));
+  if (!dim_is_symbolic(x[1]) && !dim_is_symbolic(w[1]) && x[1] != w[1] * groups)
+    ctx.fail("input channels " + g.dim_str(x[1]) + " must equal filter channels " + g.dim_str(w[1]) +
+             " x groups " + std::to_string(groups));
+  if (!dim_is_symbolic(w[0]) && w[0] % groups != 0)
+    ctx.fail("output channels " + g.dim_str(w[0]) + " must be divisible by groups " + std::to_string(groups));
+  if (ctx.has_input(2)) {
+    const Shape& bias = ctx.shape(2);
+    if (bias.rank() != 1 || !dims_compatible(bias[0], w[0]))
+      ctx.fail("`bias` must be [" + g.dim_str(w[0]) + "], got " + g.shape_str(bias));
+  }
+  Shape out{x[0], w[0], 0, 0};
+  for (size_t i = 0; i < 2; ++i) {
+    const Dim k = w[2 + i];
+    const int64_t span = dim_is_symbolic(k) ? 1 : dil[i] * (k - 1) + 1;
+    out[2 + i] = window_out(ctx, x[2 + i], pads[i], pads[i + 2], span, strides[i], false, i ? "width" : "height");
+  }
+  ctx.set_shape(0, out);
+}
+
+void infer_pool2d(InferContext& ctx) {
+  expect_rank(ctx, 0, 4);
+  const Shape& x = ctx.shape(0);
+  const Span<int64_t> kernel = ctx.attr_ints("kernel"), strides = ctx.attr_ints("strides"),
+                      pads = ctx.attr_ints("pads");
+  expect_len(ctx, "kernel", kernel, 2);
+  expect_len(ctx, "strides", strides, 2);
+  expect_len(ctx, "pads", pads, 4);
+  const bool ceil_mode = ctx.attr_bool("ceil_mode");
+  for (size_t i = 0; i < 2; ++i)
+    if (pads[i] >= kernel[i] || pads[i + 2] >= kernel[i])
+      ctx.fail_attr("padding " + list_str(pads) + " must be smaller than the kernel " + list_str(kernel));
+  Shape out{x[0], x[1], 0, 0};
+  for (size_t i = 0; i < 2; ++i)
+    out[2 + i] = window_out(ctx, x[2 + i], pads[i], pads[i + 2], kernel[i], strides[i], ceil_mode, i ? "width" : "height");
+  ctx.set_shape(0, out);
+}
+
+void infer_reshape(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const Shape& x = ctx.shape(0);
+  const Span<int64_t> spec = ctx.attr_ints("shape");
+  Shape out;
+  int infer_at = -1;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    if (spec[i] == -1) {
+      if (infer_at >= 0) ctx.fail_attr("`shape` " + list_str(spec) + " has more than one -1");
+      infer_at = static_cast<int>(i);
+      out.push_back(1);
+    } else if (spec[i] == 0) {
+      if (i >= x.rank()) ctx.fail_attr("`shape` " + list_str(spec) + " copies axis " + std::to_string(i) + " (0), which the input lacks");
+      out.push_back(x[i]);
+    } else {
+      out.push_back(spec[i]);
+    }
+  }
+  // Element counts, split into a static product and the symbolic factors (as a sorted multiset).
+  auto split = [&](const Shape& s, int skip, int64_t& n, std::vector<Dim>& syms) {
+    n = 1;
+    for (size_t i = 0; i < s.rank(); ++i) {
+      if (static_cast<int>(i) == skip) continue;
+      if (dim_is_symbolic(s[i])) syms.push_back(s[i]);
+      else n *= s[i];
+    }
+    std::sort(syms.begin(), syms.end());
+  };
+  int64_t n_in, n_out;
+  std::vector<Dim> s_in, s_out;
+  split(x, -1, n_in, s_in);
+  split(out, infer_at, n_out, s_out);
+  if (infer_at < 0) {
+    if (s_in == s_out && n_in != n_out)
+      ctx.fail("cannot reshape " + g.shape_str(x) + " (" + std::to_string(n_in) + " elements) to " + g.shape_str(out) +
+               " (" + std::to_string(n_out) + " elements)");
+  } else {
+    for (Dim d : s_out) {  // cancel symbols present on both sides
+      auto it = std::find(s_in.begin(), s_in.end(), d);
+      if (it != s_in.end()) s_in.erase(it);
+    }
+    if (n_out == 0 || n_in % n_out != 0) {
+      if (s_in.empty())
+        ctx.fail("cannot reshape " + g.shape_str(x) + " to " + list_str(spec) + ": " + std::to_string(n_in) +
+                 " elements do not divide into " + std::to_string(n_out));
+      std::string expr;
+      for (Dim d : s_in) expr += g.dim_str(d) + "*";
+      out[static_cast<size_t>(infer_at)] = ctx.derived_symbol("(" + expr + std::to_string(n_in) + "/" + std::to_string(n_out) + ")");
+    } else if (s_in.empty()) {
+      out[static_cast<size_t>(infer_at)] = n_in / n_out;
+    } else {
+      std::string expr;
+      for (Dim d : s_in) expr += (expr.empty() ? "" : "*") + g.dim_str(d);
+      const int64_t f = n_in / n_out;
+      out[static_cast<size_t>(infer_at)] = f == 1 && s_in.size() == 1 ? s_in[0] : ctx.derived_symbol(f == 1 ? expr : expr + "*" + std::to_string(f));
+    }
+  }
+  ctx.set_shape(0, out);
+}
+
+void infer_transpose(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  const Span<int64_t> perm = ctx.attr_ints("perm");
+  Shape out;
+  if (perm.empty()) {
+    for (size_t i = x.rank(); i-- > 0;) out.push_back(x[i]);
+  } else {
+    if (perm.size() != x.rank())
+      ctx.fail_attr("`perm` " + list_str(perm) + " must have one entry per axis of " + ctx.graph().shape_str(x));
+    bool seen[kMaxRank] = {};
+    for (int64_t p : perm) {
+      const size_t ax = ctx.axis(p, x.rank(), "perm");
+      if (seen[ax]) ctx.fail_attr("`perm` " + list_str(perm) + " is not a permutation");
+      seen[ax] = true;
+      out.push_back(x[ax]);
+    }
+  }
+  ctx.set_shape(0, out);
+}
+
+void infer_concat(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  Shape out = ctx.shape(0);
+  const size_t ax = ctx.axis(ctx.attr_int("axis"), out.rank(), "axis");
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    const Shape& s = ctx.shape(i);
+    bool ok = s.rank() == out.rank();
+    for (size_t d = 0; ok && d < s.rank(); ++d) ok = d == ax || dims_compatible(s[d], out[d]);
+    if (!ok)
+      ctx.fail("xs[" + std::to_string(i) + "] " + g.shape_str(s) + " does not match xs[0] " + g.shape_str(ctx.shape(0)) +
+               " outside axis " + std::to_string(ax));
+    out[ax] = combine(ctx, out[ax], "+", s[ax], [](int64_t a, int64_t b) { return a + b; });
+  }
+  ctx.set_shape(0, out);
+}
+
+void infer_split(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  const size_t ax = ctx.axis(ctx.attr_int("axis"), x.rank(), "axis");
+  const Span<int64_t> sizes = ctx.attr_ints("sizes");
+  if (sizes.empty()) ctx.fail_attr("`sizes` must name at least one piece");
+  int64_t total = 0;
+  for (int64_t s : sizes) total += s;
+  if (!dim_is_symbolic(x[ax]) && total != x[ax])
+    ctx.fail("`sizes` " + list_str(sizes) + " add up to " + std::to_string(total) + ", but axis " +
+             std::to_string(ax) + " has " + std::to_string(x[ax]));
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Shape s = x;
+    s[ax] = sizes[i];
+    ctx.set_shape(i, s);
+  }
+}
+
+void infer_slice(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  const Span<int64_t> starts = ctx.attr_ints("starts"), ends = ctx.attr_ints("ends"),
+                      axes = ctx.attr_ints("axes"), steps = ctx.attr_ints("steps");
+  if (starts.size() != ends.size() || (!axes.empty() && axes.size() != starts.size()) ||
+      (!steps.empty() && steps.size() != starts.size()))
+    ctx.fail_attr("`starts`, `ends` and (when given) `axes` and `steps` need the same length, got " +
+                  list_str(starts) + ", " + list_str(ends) + ", " + list_str(axes) + ", " + list_str(steps));
+  if (starts.size() > x.rank()) ctx.fail_attr("more slices than axes");
+  Shape out = x;
+  bool seen[kMaxRank] = {};
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const size_t ax = axes.empty() ? i : ctx.axis(axes[i], x.rank(), "axes");
+    if (seen[ax]) ctx.fail_attr("`axes` " + list_str(axes) + " names an axis twice");
+    seen[ax] = true;
+    const int64_t step = steps.empty() ? 1 : steps[i];
+    if (step == 0) ctx.fail_attr("`steps` cannot contain 0");
+    const Dim d = x[ax];
+    if (dim_is_symbolic(d)) {
+      const bool whole = step == 1 && starts[i] == 0 && ends[i] >= INT32_MAX;
+      out[ax] = whole ? d : ctx.derived_symbol("slice(" + ctx.graph().dim_str(d) + "," + std::to_string(starts[i]) + ":" +
+                                                   std::to_string(ends[i]) + ":" + std::to_string(step) + ")");
+      continue;
+    }
+    // numpy / ONNX clamping.
+    auto clamp = [&](int64_t v, bool is_end) {
+      if (v < 0) v += d;
+      if (step > 0) return std::clamp<int64_t>(v, 0, d);
+      (void)is_end;
+      return std::clamp<int64_t>(v, -1, d - 1);
+    };
+    const int64_t s = clamp(starts[i], false), e = clamp(ends[i], true);
+    const int64_t n = step > 0 ? (e - s + step - 1) / step : (s - e + (-step) - 1) / (-step);
+    out[ax] = std::max<int64_t>(n, 0);
+  }
+  ctx.set_shape(0, out);
+}
+
+void infer_gather(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  const Shape& idx = ctx.shape(1);
+  const size_t ax = ctx.axis(ctx.attr_int("axis"), x.rank(), "axis");
+  Shape out;
+  for (size_t i = 0; i < ax; ++i) out.push_back(x[i]);
+  if (out.rank() + idx.rank() + (x.rank() - ax - 1) > static_cast<size_t>(kMaxRank))
+    ctx.fail("the result would exceed rank " + std::to_string(kMaxRank));
+  for (Dim d : idx) out.push_back(d);
+  for (size_t i = ax + 1; i < x.rank(); ++i) out.push_back(x[i]);
+  ctx.set_shape(0, out);
+}
+
+void infer_expand(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const Shape& x = ctx.shape(0);
+  const Span<int64_t> spec = ctx.attr_ints("shape");
+  if (spec.size() < x.rank())
+    ctx.fail("cannot expand " + g.shape_str(x) + " to the lower rank " + list_str(spec));
+  const Shape target = Shape::from(spec.data(), spec.size());
+  const size_t lead = target.rank() - x.rank();
+  for (size_t i = 0; i < x.rank(); ++i)
+    if (x[i] != 1 && !dims_compatible(x[i], target[lead + i]))
+      ctx.fail("cannot expand " + g.shape_str(x) + " to " + list_str(spec) + ": axis " + std::to_string(lead + i) +
+               " has size " + g.dim_str(x[i]) + ", neither 1 nor " + std::to_string(target[lead + i]));
+  ctx.set_shape(0, target);
+}
+
+void infer_squeeze(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const Shape& x = ctx.shape(0);
+  const Span<int64_t> axes = ctx.attr_ints("axes");
+  bool drop[kMaxRank] = {};
+  for (int64_t a : axes) {
+    const size_t ax = ctx.axis(a, x.rank(), "axes");
+    if (x[ax] != 1 && !dim_is_symbolic(x[ax]))
+      ctx.fail("axis " + std::to_string(ax) + " of " + g.shape_str(x) + " has size " + g.dim_str(x[ax]) + ", not 1");
+    drop[ax] = true;
+  }
+  Shape out;
+  for (size_t i = 0; i < x.rank(); ++i)
+    if (!(axes.empty() ? x[i] == 1 : drop[i])) out.push_back(x[i]);
+  ctx.set_shape(0, out);
+}
+
+void infer_unsqueeze(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  const Span<int64_t> axes = ctx.attr_ints("axes");
+  const size_t rank = x.rank() + axes.size();
+  if (rank > static_cast<size_t>(kMaxRank)) ctx.fail("the result would exceed rank " + std::to_string(kMaxRank));
+  bool ins[kMaxRank] = {};
+  for (int64_t a : axes) {
+    const size_t ax = ctx.axis(a, rank, "axes");
+    if (ins[ax]) ctx.fail_attr("`axes` " + list_str(axes) + " names an axis twice");
+    ins[ax] = true;
+  }
+  Shape out;
+  size_t k = 0;
+  for (size_t i = 0; i < rank; ++i) out.push_back(ins[i] ? 1 : x[k++]);
+  ctx.set_shape(0, out);
+}
+
+void infer_pad(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const Shape& x = ctx.shape(0);
+  const Span<int64_t> pads = ctx.attr_ints("pads");
+  expect_len(ctx, "pads", pads, 2 * x.rank());
+  const bool reflect = ctx.attr_int("mode") == 1, edge = ctx.attr_int("mode") == 2;
+  Shape out = x;
+  for (size_t i = 0; i < x.rank(); ++i) {
+    const int64_t before = pads[i], after = pads[x.rank() + i];
+    if (!dim_is_symbolic(x[i])) {
+      if (reflect && (before >= x[i] || after >= x[i]))
+        ctx.fail("reflect padding " + std::to_string(std::max(before, after)) + " needs axis " + std::to_string(i) +
+                 " longer than that, got " + g.shape_str(x));
+      if (edge && x[i] == 0 && before + after > 0) ctx.fail("edge padding of an empty axis");
+    }
+    out[i] = combine(ctx, x[i], "+", before + after, [](int64_t a, int64_t b) { return a + b; });
+  }
+  ctx.set_shape(0, out);
+}
+
+void infer_fill(InferContext& ctx) {
+  const Span<int64_t> shape = ctx.attr_ints("shape");
+  ctx.set_shape(0, Shape::from(shape.data(), shape.size()));
+}
+
+void infer_range(InferContext& ctx) {
+  const double start = ctx.attr_float("start"), limit = ctx.attr_float("limit"), step = ctx.attr_float("step");
+  if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(limit))
+    ctx.fail_attr("`start`, `limit` and `step` must be finite, and `step` non-zero");
+  const double n = std::ceil((limit - start) / step);
+  if (n > 1e12) ctx.fail_attr("the range would have " + std::to_string(n) + " elements");
+  ctx.set_shape(0, Shape{static_cast<Dim>(std::max(n, 0.0))});
+}
+
+namespace {
+void check_scalar_bool(InferContext& ctx, const Value& v, const std::string& what) {
+  if (v.dtype != DType::Bool || v.shape.num_elements() > 1 || v.shape.rank() > 1)
+    ctx.fail(what + " must be a bool scalar, got " + dtype_name(v.dtype) + ctx.graph().shape_str(v.shape));
+}
+}  // namespace
+
+void infer_if_else(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  check_scalar_bool(ctx, ctx.input(0), "`cond`");
+  const Region& a = g.regions[ctx.bodies()[0]];
+  const Region& b = g.regions[ctx.bodies()[1]];
+  if (a.results.size() != b.results.size())
+    ctx.fail("the branches return " + std::to_string(a.results.size()) + " and " + std::to_string(b.results.size()) +
+             " tensors; they must return the same number");
+  for (size_t i = 0; i < a.results.size(); ++i) {
+    const Value& va = g.values[a.results[i]];
+    const Value& vb = g.values[b.results[i]];
+    if (va.dtype != vb.dtype || va.shape.rank() != vb.shape.rank())
+      ctx.fail("result " + std::to_string(i) + " is " + g.type_str(a.results[i]) + " in then_branch but " +
+               g.type_str(b.results[i]) + " in else_branch; dtypes and ranks must agree");
+    Shape s = va.shape;
+    for (size_t d = 0; d < s.rank(); ++d)
+      if (va.shape[d] != vb.shape[d])
+        s[d] = ctx.derived_symbol("if(" + g.dim_str(va.shape[d]) + "|" + g.dim_str(vb.shape[d]) + ")");
+    ctx.output(i).dtype = va.dtype;
+    ctx.set_shape(i, s);
+  }
+}
+
+void infer_while_loop(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const Region& cond = g.regions[ctx.bodies()[0]];
+  const Region& body = g.regions[ctx.bodies()[1]];
+  const size_t n = ctx.num_inputs();
+  if (cond.params.size() != n || body.params.size() != n)
+    ctx.fail("the bodies must take one parameter per loop-carried value (" + std::to_string(n) + ")");
+  if (cond.results.size() != 1) ctx.fail("`cond` must return exactly one tensor");
+  check_scalar_bool(ctx, g.values[cond.results[0]], "the result of `cond`");
+  if (body.results.size() != n)
+    ctx.fail("`body` returns " + std::to_string(body.results.size()) + " tensors for " + std::to_string(n) +
+             " loop-carried values");
+  for (size_t i = 0; i < n; ++i) {
+    const Value& in = ctx.input(i);
+    const Value& next = g.values[body.results[i]];
+    if (in.dtype != next.dtype || in.shape != next.shape)
+      ctx.fail("loop-carried value " + std::to_string(i) + " enters as " + g.type_str(ctx.input_id(i)) +
+               " but `body` returns " + g.type_str(body.results[i]) + "; they must match");
+    ctx.output(i).dtype = in.dtype;
+    ctx.set_shape(i, in.shape);
+  }
+}
+
+}  // namespace esg::ir

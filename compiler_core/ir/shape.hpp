@@ -1,0 +1,41 @@
+// Shapes: up to kMaxRank dimensions, each a size (>= 0) or a symbolic dimension (< 0), stored
+// inline so that creating a value allocates nothing.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+namespace esg::ir {
+
+using Dim = int64_t;
+constexpr int kMaxRank = 8;
+
+// Symbol k of a graph's symbol table is the dimension -(k + 1).
+constexpr bool dim_is_symbolic(Dim d) { return d < 0; }
+constexpr Dim symbol_dim(uint32_t symbol) { return -static_cast<Dim>(symbol) - 1; }
+constexpr uint32_t dim_symbol(Dim d) { return static_cast<uint32_t>(-(d + 1)); }
+
+class Shape {
+ public:
+  Shape() = default;
+  Shape(std::initializer_list<Dim> dims);
+  static Shape from(const Dim* dims, size_t rank);  // throws ir::Error beyond kMaxRank
+
+  size_t rank() const { return rank_; }
+  Dim operator[](size_t i) const { return dims_[i]; }
+  Dim& operator[](size_t i) { return dims_[i]; }
+  const Dim* begin() const { return dims_; }
+  const Dim* end() const { return dims_ + rank_; }
+  void push_back(Dim d);  // throws ir::Error beyond kMaxRank
+  void resize(size_t rank);
+  bool is_static() const;
+  int64_t num_elements() const;  // -1 if any dimension is symbolic
+  bool operator==(const Shape& o) const;
+  bool operator!=(const Shape& o) const { return !(*this == o); }
+
+ private:
+  Dim dims_[kMaxRank] = {};
+  uint8_t rank_ = 0;
+};
+
+}  // namespace esg::ir

@@ -1,0 +1,209 @@
+/* The C ABI from strict C99: build an MLP, check shapes, errors, options and files. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <esgraph/c/esgraph.h>
+
+static int passed = 0, failed = 0;
+#define CHECK(cond)                                                        \
+  do {                                                                     \
+    if (cond) {                                                            \
+      ++passed;                                                            \
+    } else {                                                               \
+      ++failed;                                                            \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, \
+              __LINE__, #cond, esg_last_error());                          \
+    }                                                                      \
+  } while (0)
+
+static int shape_is(esg_tensor t, size_t rank, const int64_t* dims) {
+  size_t i;
+  if (esg_tensor_rank(t) != rank) return 0;
+  for (i = 0; i < rank; ++i)
+    if (esg_tensor_dim(t, i) != dims[i]) return 0;
+  return 1;
+}
+
+static void test_mlp(const char* dir) {
+  esg_builder* b = esg_builder_create("mlp");
+  int64_t batch = esg_symbol(b, "batch");
+  int64_t xd[2], w1d[2] = {784, 256}, b1d[1] = {256}, w2d[2] = {256, 10}, b2d[1] = {10};
+  esg_tensor x, w1, b1, w2, b2, h, logits, probs;
+  esg_graph *g, *back;
+  char path[512];
+  char *text, *text2, *dot;
+  xd[0] = batch;
+  xd[1] = 784;
+  x = esg_input(b, "x", ESG_F32, xd, 2);
+  w1 = esg_input(b, "w1", ESG_F32, w1d, 2);
+  b1 = esg_input(b, "b1", ESG_F32, b1d, 1);
+  w2 = esg_input(b, "w2", ESG_F32, w2d, 2);
+  b2 = esg_input(b, "b2", ESG_F32, b2d, 1);
+  h = esg_relu(esg_add(esg_matmul(x, w1, NULL), b1, NULL), NULL);
+  logits = esg_add(esg_matmul(h, w2, NULL), b2, NULL);
+  probs = esg_softmax(logits, NULL);
+  CHECK(esg_builder_status(b) == ESG_OK);
+  CHECK(esg_tensor_dtype(probs) == ESG_F32);
+  {
+    int64_t want[2];
+    want[0] = batch;
+    want[1] = 10;
+    CHECK(shape_is(probs, 2, want));
+  }
+  CHECK(strcmp(esg_symbol_name(probs, batch), "batch") == 0);
+  g = esg_builder_build(b, &probs, 1);
+  CHECK(g != NULL);
+  CHECK(esg_graph_node_count(g) == 6);
+  CHECK(esg_graph_verify(g) == ESG_OK);
+  CHECK(!esg_tensor_valid(probs));
+  text = esg_graph_to_text(g);
+  CHECK(text && strstr(text, "graph mlp(%x: f32[batch,784]") == text);
+  dot = esg_graph_to_dot(g);
+  CHECK(dot && strstr(dot, "digraph") == dot);
+  sprintf(path, "%s/c99_mlp.esg", dir);
+  CHECK(esg_graph_save(g, path) == ESG_OK);
+  back = esg_graph_load(path);
+  CHECK(back != NULL);
+  text2 = esg_graph_to_text(back);
+  CHECK(text2 && strcmp(text, text2) == 0);
+  esg_free(text);
+  esg_free(text2);
+  esg_free(dot);
+  esg_graph_destroy(g);
+  esg_graph_destroy(back);
+  esg_builder_destroy(b);
+  remove(path);
+}
+
+static void test_options(void) {
+  esg_builder* b = esg_builder_create(NULL);
+  int64_t xd[4] = {1, 8, 16, 16}, wd[4] = {8, 4, 3, 3};
+  int64_t strides[2] = {2, 2}, want[4] = {1, 8, 8, 8};
+  esg_tensor x = esg_input(b, "x", ESG_F32, xd, 4), w = esg_input(b, "w", ESG_F32, wd, 4), y;
+  esg_conv2d_options o;
+  esg_gelu_options go;
+  esg_conv2d_options_init(&o);
+  CHECK(o.struct_size == sizeof o);
+  CHECK(o.groups == 1 && o.strides.size == 2 && o.strides.data[0] == 1);
+  o.groups = 2;
+  o.strides.data = strides;
+  o.pads.data = NULL;
+  o.pads.size = 0;
+  CHECK(!esg_tensor_valid(esg_conv2d(x, w, &o))); /* pads must have 4 entries */
+  CHECK(esg_last_status() == ESG_ERR_ATTRIBUTE);
+  esg_conv2d_options_init(&o);
+  o.groups = 2;
+  o.strides.data = strides;
+  {
+    int64_t pads[4] = {1, 1, 1, 1};
+    o.pads.data = pads;
+    y = esg_conv2d(x, w, &o);
+  }
+  CHECK(shape_is(y, 4, want));
+  esg_gelu_options_init(&go);
+  go.approximate = ESG_GELU_APPROXIMATE_TANH;
+  CHECK(esg_tensor_valid(esg_gelu(x, &go)));
+  go.struct_size = 0;
+  CHECK(!esg_tensor_valid(esg_gelu(x, &go)));
+  CHECK(esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  esg_builder_destroy(b);
+}
+
+/* A caller built against newer headers: a larger struct whose unknown tail is zero works,
+   a non-zero byte there is refused. */
+static void test_newer_options(void) {
+  struct newer {
+    esg_softmax_options known;
+    int64_t added_later;
+  } n;
+  esg_builder* b = esg_builder_create(NULL);
+  int64_t xd[2] = {2, 3};
+  esg_tensor x = esg_input(b, "x", ESG_F32, xd, 2);
+  esg_softmax_options_init_(&n.known, sizeof n);
+  CHECK(n.known.struct_size == sizeof n);
+  CHECK(n.known.axis == -1);
+  CHECK(n.added_later == 0);
+  CHECK(esg_tensor_valid(esg_softmax(x, &n.known)));
+  n.added_later = 5;
+  CHECK(!esg_tensor_valid(esg_softmax(x, &n.known)));
+  CHECK(esg_last_status() == ESG_ERR_UNSUPPORTED);
+  CHECK(strstr(esg_last_error(), "newer headers") != NULL);
+  esg_builder_destroy(b);
+}
+
+static void test_errors(void) {
+  esg_builder* b = esg_builder_create(NULL);
+  esg_builder* other = esg_builder_create(NULL);
+  int64_t ad[2] = {2, 3}, cd[1] = {4};
+  esg_tensor a = esg_input(b, "a", ESG_F32, ad, 2);
+  esg_tensor c = esg_input(b, "c", ESG_F32, cd, 1);
+  esg_tensor foreign = esg_input(other, "f", ESG_F32, cd, 1);
+  esg_tensor bad = esg_add(a, c, NULL), chained;
+  esg_tensor none;
+  CHECK(!esg_tensor_valid(bad));
+  CHECK(esg_last_status() == ESG_ERR_SHAPE);
+  CHECK(strstr(esg_last_error(), "cannot broadcast [2,3] with [4]") != NULL);
+  /* The chain goes on failing; the builder keeps the first error. */
+  chained = esg_exp(esg_neg(bad, NULL), NULL);
+  CHECK(!esg_tensor_valid(chained));
+  CHECK(esg_builder_status(b) == ESG_ERR_SHAPE);
+  CHECK(strstr(esg_builder_error(b), "cannot broadcast") != NULL);
+  CHECK(esg_builder_build(b, &a, 1) == NULL);
+  CHECK(!esg_tensor_valid(esg_add(c, foreign, NULL)));
+  CHECK(esg_last_status() == ESG_ERR_LIFETIME);
+  memset(&none, 0, sizeof none);
+  CHECK(!esg_tensor_valid(esg_exp(none, NULL)));
+  CHECK(esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_tensor_rank(none) == (size_t)-1);
+  CHECK(esg_graph_load("/nonexistent/x.esg") == NULL);
+  CHECK(esg_last_status() == ESG_ERR_IO);
+  CHECK(esg_graph_deserialize("junk", 4) == NULL);
+  CHECK(esg_last_status() == ESG_ERR_FORMAT);
+  CHECK(esg_input(NULL, "x", ESG_F32, cd, 1).priv_builder == NULL);
+  CHECK(esg_builder_pop_name_scope(b) == ESG_ERR_INVALID_ARGUMENT);
+  esg_builder_destroy(b);
+  esg_builder_destroy(other);
+}
+
+static void test_split_and_while(void) {
+  esg_builder* b = esg_builder_create(NULL);
+  int64_t xd[1] = {5}, sizes[2] = {2, 3};
+  esg_i64_list sl;
+  esg_tensor x = esg_input(b, "x", ESG_F32, xd, 1), first, i0, limit, cond_r, body_r[2], init[2], outs;
+  esg_subgraph cond, body;
+  int64_t none[1];
+  sl.data = sizes;
+  sl.size = 2;
+  first = esg_split(x, sl, NULL);
+  CHECK(esg_tensor_output_count(first) == 2);
+  CHECK(esg_tensor_dim(esg_tensor_output(first, 1), 0) == 3);
+  CHECK(!esg_tensor_valid(esg_tensor_output(first, 2)));
+  i0 = esg_constant(b, ESG_I64, none, 0, &sizes[0], sizeof(int64_t));
+  limit = esg_scalar_like(i0, 10);
+  init[0] = i0;
+  init[1] = x;
+  CHECK(esg_builder_begin_subgraph(b, init, 2) == ESG_OK);
+  cond_r = esg_less(esg_subgraph_param(b, 0), limit, NULL);
+  cond = esg_builder_end_subgraph(b, &cond_r, 1);
+  CHECK(esg_builder_begin_subgraph(b, init, 2) == ESG_OK);
+  body_r[0] = esg_add(esg_subgraph_param(b, 0), esg_scalar_like(i0, 1), NULL);
+  body_r[1] = esg_exp(esg_subgraph_param(b, 1), NULL);
+  body = esg_builder_end_subgraph(b, body_r, 2);
+  CHECK(cond != 0 && body != 0);
+  outs = esg_while(init, 2, cond, body, NULL);
+  CHECK(esg_tensor_output_count(outs) == 2);
+  CHECK(esg_tensor_dtype(esg_tensor_output(outs, 1)) == ESG_F32);
+  CHECK(esg_builder_status(b) == ESG_OK);
+  esg_builder_destroy(b);
+}
+
+int main(int argc, char** argv) {
+  test_mlp(argc > 1 ? argv[1] : ".");
+  test_options();
+  test_newer_options();
+  test_errors();
+  test_split_and_while();
+  printf("c99: %d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,121 @@
+// Bad input through the C++ API: each mistake throws the right exception, with a message that
+// names the op, the rule and the inputs, and leaves the builder usable.
+#include <doctest/doctest.h>
+
+#include <esgraph/esgraph.hpp>
+
+using esg::Tensor;
+
+namespace {
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  FAIL("no exception of the expected type");
+  return {};
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("adding [2,3] to [4] fails where it is written") {
+  esg::GraphBuilder b;
+  const Tensor a = b.input("a", esg::f32, {2, 3});
+  const Tensor c = b.input("c", esg::f32, {4});
+  const std::string m = message_of<esg::ShapeError>([&] { (void)(a + c); });
+  CHECK(contains(m, "add:"));
+  CHECK(contains(m, "cannot broadcast [2,3] with [4]"));
+  CHECK(contains(m, "rule `broadcast`"));
+  CHECK(contains(m, "a: f32[2,3], b: f32[4]"));
+  // The builder keeps the first error, and the graph cannot be built past it.
+  CHECK(b.status() == ESG_ERR_SHAPE);
+  CHECK(contains(b.error(), "cannot broadcast"));
+  CHECK_THROWS_AS(b.build({a}), esg::ShapeError);
+}
+
+TEST_CASE("an axis out of range names the attribute and the valid range") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {2, 3});
+  const std::string m = message_of<esg::AttributeError>([&] { esg::softmax(x, esg::SoftmaxOptions().axis(-3)); });
+  CHECK(contains(m, "`axis` = -3 is out of range for rank 2 (valid: -2 .. 1)"));
+  CHECK_THROWS_AS(esg::reduce_sum(x, esg::ReduceSumOptions().axes({0, -2})), esg::AttributeError);
+}
+
+TEST_CASE("dtypes are checked against the op's type variables") {
+  esg::GraphBuilder b;
+  const Tensor f = b.input("f", esg::f32, {2});
+  const Tensor i = b.input("i", esg::i32, {2});
+  CHECK(contains(message_of<esg::DTypeError>([&] { esg::add(f, i); }), "must share one dtype, got f32 and i32"));
+  CHECK(contains(message_of<esg::DTypeError>([&] { esg::exp(i); }), "T accepts only f32, f16, bf16, f64"));
+  CHECK(contains(message_of<esg::DTypeError>([&] { esg::logical_not(f); }), "must be bool, got f32"));
+}
+
+TEST_CASE("attribute values outside their range are refused") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {1, 1, 4, 4});
+  const Tensor w = b.input("w", esg::f32, {1, 1, 3, 3});
+  CHECK(contains(message_of<esg::AttributeError>([&] { esg::conv2d(x, w, esg::Conv2dOptions().groups(0)); }),
+                 "attribute `groups` is 0, outside [1, inf]"));
+  CHECK_THROWS_AS(esg::leaky_relu(x, esg::LeakyReluOptions().alpha(-1)), esg::AttributeError);
+  CHECK_THROWS_AS(esg::conv2d(x, w, esg::Conv2dOptions().strides({1})), esg::AttributeError);
+}
+
+TEST_CASE("tensors of two builders cannot be mixed") {
+  esg::GraphBuilder b1, b2;
+  const Tensor x = b1.input("x", esg::f32, {2});
+  const Tensor y = b2.input("y", esg::f32, {2});
+  CHECK(contains(message_of<esg::LifetimeError>([&] { (void)(x + y); }), "belongs to another builder"));
+  esg::LayerNormOptions o;
+  o.scale(y);
+  CHECK_THROWS_AS(esg::layer_norm(x, o), esg::LifetimeError);
+}
+
+TEST_CASE("tensors of a built graph can no longer be used") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {2});
+  const Tensor y = esg::exp(x);
+  esg::Graph g = b.build({y});
+  CHECK_FALSE(y.valid());
+  CHECK(contains(message_of<esg::LifetimeError>([&] { esg::log(y); }), "can no longer be used"));
+  CHECK_THROWS_AS(y.shape(), esg::LifetimeError);
+  // The builder itself starts a fresh graph.
+  const Tensor z = b.input("z", esg::f32, {3});
+  CHECK(esg::exp(z).shape() == std::vector<int64_t>{3});
+}
+
+TEST_CASE("a missing required input is an invalid argument") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {2});
+  CHECK(contains(message_of<esg::InvalidArgumentError>([&] { esg::add(x, Tensor()); }), "input `b` is not a valid tensor"));
+  CHECK_THROWS_AS(esg::concat({}, 0), esg::InvalidArgumentError);
+}
+
+TEST_CASE("shape rules reject what numpy would reject") {
+  esg::GraphBuilder b;
+  const Tensor m = b.input("m", esg::f32, {3, 4});
+  const Tensor n = b.input("n", esg::f32, {5, 6});
+  CHECK(contains(message_of<esg::ShapeError>([&] { esg::matmul(m, n); }), "contracted dimensions differ: 4 (a) vs 5 (b)"));
+  CHECK_THROWS_AS(esg::reshape(m, {5, -1}), esg::ShapeError);
+  CHECK_THROWS_AS(esg::reshape(m, {-1, -1}), esg::AttributeError);
+  CHECK_THROWS_AS(esg::split(m, {1, 1}), esg::ShapeError);
+  CHECK_THROWS_AS(esg::transpose(m, esg::TransposeOptions().perm({0, 0})), esg::AttributeError);
+  CHECK_THROWS_AS(esg::squeeze(m, esg::SqueezeOptions().axes({0})), esg::ShapeError);
+  CHECK_THROWS_AS(esg::expand(m, {2, 3}), esg::ShapeError);
+  CHECK_THROWS_AS(esg::pad(m, {1, 1}), esg::AttributeError);
+  CHECK_THROWS_AS(esg::pad(m, {3, 0, 0, 0}, esg::PadOptions().mode(esg::PadMode::Reflect)), esg::ShapeError);
+  CHECK_THROWS_AS(esg::concat({m, n}, 0), esg::ShapeError);
+  CHECK_THROWS_AS(esg::layer_norm(m, esg::LayerNormOptions().scale(n)), esg::ShapeError);
+  CHECK_THROWS_AS(esg::range(b, 1, esg::RangeOptions().step(0)), esg::AttributeError);
+}
+
+TEST_CASE("a failed call leaves the graph unchanged") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {2, 3});
+  const Tensor y = esg::exp(x);
+  CHECK_THROWS(esg::reduce_sum(x, esg::ReduceSumOptions().axes({7})));
+  CHECK_THROWS(esg::split(x, {1, 5}));
+  const Tensor z = esg::log(y);
+  CHECK(z.name() == "log_1");  // the failed nodes took no ids
+}
