@@ -15,7 +15,7 @@ build: deps
 	@cmake --build --preset default -j$(JOBS)
 
 demo: build
-	./build/default/samples/transformer_block_cpp
+	./build/default/samples/transformer_block_cpp build/default/encoder_block.esg
 
 test-asan: deps
 	@cmake --preset asan >/dev/null

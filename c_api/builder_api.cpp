@@ -105,6 +105,12 @@ ESG_API const char* esg_builder_error(const esg_builder* builder) {
   return builder ? builder->first_error.c_str() : "the builder is NULL";
 }
 
+ESG_API void esg_builder_clear_error(esg_builder* builder) {
+  if (!builder) return;
+  builder->first_status = ESG_OK;
+  builder->first_error.clear();
+}
+
 ESG_API int64_t esg_symbol(esg_builder* builder, const char* name) {
   int64_t d = 0;
   guarded(builder, [&] {

@@ -295,6 +295,8 @@ class GraphBuilder {
   // The first error of the builder's current graph (ESG_OK if none) and its message.
   esg_status status() const { return esg_builder_status(b_); }
   std::string error() const { return esg_builder_error(b_); }
+  // Forgets that error, e.g. after catching the exception it raised and moving on.
+  void clear_error() { esg_builder_clear_error(b_); }
 
   // Finishes the graph; tensors made so far can no longer be used with this builder.
   Graph build(const std::vector<Tensor>& outputs) {

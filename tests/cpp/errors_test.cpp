@@ -33,6 +33,10 @@ TEST_CASE("adding [2,3] to [4] fails where it is written") {
   CHECK(b.status() == ESG_ERR_SHAPE);
   CHECK(contains(b.error(), "cannot broadcast"));
   CHECK_THROWS_AS(b.build({a}), esg::ShapeError);
+  // Once the caller has handled it, the builder can go on: the failed call changed nothing.
+  b.clear_error();
+  CHECK(b.status() == ESG_OK);
+  CHECK(b.build({a}).node_count() == 0);
 }
 
 TEST_CASE("an axis out of range names the attribute and the valid range") {

@@ -107,6 +107,9 @@ ESG_API void esg_builder_destroy(esg_builder* builder);
 /* The builder's first error since it was created or last built (ESG_OK if none), and its message. */
 ESG_API esg_status esg_builder_status(const esg_builder* builder);
 ESG_API const char* esg_builder_error(const esg_builder* builder);
+/* Forgets the builder's first error (after the caller has dealt with it); the graph itself
+   was never changed by the failed call. */
+ESG_API void esg_builder_clear_error(esg_builder* builder);
 
 /*
  * A symbolic dimension named `name` (the same name gives the same dimension), usable wherever a

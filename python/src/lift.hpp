@@ -1,0 +1,77 @@
+// Python values into graph tensors and back: the glue every binding shares.
+//
+// A Python Tensor holds its builder (shared), so a builder lives as long as any of its tensors.
+// Arguments that are not Tensors — numpy arrays, Python scalars — become constants in the
+// builder of the call's Tensor arguments, taking that tensor's dtype when the conversion keeps
+// the value's kind (so `x + 1` and `x * np.ones(3)` work for an f32 `x`).
+#pragma once
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <esgraph/esgraph.hpp>
+
+namespace esgraph_py {
+namespace py = pybind11;
+
+struct PyBuilder {
+  explicit PyBuilder(const std::string& name) : b(name) {}
+  esg::GraphBuilder b;
+};
+using BuilderRef = std::shared_ptr<PyBuilder>;
+
+struct PyTensor {
+  esg::Tensor t;
+  BuilderRef owner;
+};
+
+// The builders entered with `with`, innermost last (per thread).
+std::vector<BuilderRef>& builder_stack();
+
+esg::DType to_dtype(py::handle obj);  // DType, "f32", numpy dtype or type
+std::optional<esg::DType> numpy_dtype(const py::dtype& dt);
+int64_t enum_index(const char* op, const char* attr, const std::string& value, std::initializer_list<const char*> values);
+// A constant holding `array` (any array-like) with `dtype`, or the array's own dtype.
+esg::Tensor make_constant(esg::GraphBuilder& b, py::handle array, std::optional<esg::DType> dtype);
+
+class Lift {
+ public:
+  // Finds the builder and the dtype hint among the call's tensor arguments (`seq` is a
+  // list argument, e.g. concat's inputs); falls back to the innermost `with` builder.
+  explicit Lift(std::initializer_list<py::handle> args, py::handle seq = py::handle());
+
+  esg::Tensor operator()(py::handle obj);
+  std::vector<esg::Tensor> all(py::handle seq);
+  esg::GraphBuilder& builder();
+
+  py::object wrap(const esg::Tensor& t) const;
+  py::object wrap(const std::vector<esg::Tensor>& ts) const;
+
+  // Bodies of control-flow ops from Python callables returning tensors (or liftable values).
+  auto branch(py::function f) {
+    return [this, f]() { return results(f()); };
+  }
+  auto body(py::function f) {
+    return [this, f](const std::vector<esg::Tensor>& params) {
+      py::tuple args(params.size());
+      for (size_t i = 0; i < params.size(); ++i) args[i] = wrap(params[i]);
+      return results(f(*args));
+    };
+  }
+
+ private:
+  void consider(py::handle obj);
+  std::vector<esg::Tensor> results(py::handle r);
+
+  BuilderRef owner_;
+  std::optional<esg::Tensor> like_;  // first tensor argument: its dtype is the hint
+};
+
+}  // namespace esgraph_py

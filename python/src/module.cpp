@@ -1,0 +1,239 @@
+// esgraph._C: the Python classes (GraphBuilder, Tensor, Graph, DType), the operator overloads
+// and the error types; the ops themselves come from the generated py_ops.cpp.
+#include "lift.hpp"
+
+namespace esgraph_py {
+
+void bind_ops(py::module_& m);
+
+namespace {
+
+// Exceptions that are both esgraph.Error and the builtin a Python user expects.
+struct PyErrors {
+  py::object base, invalid, shape, dtype, attr, lifetime, format, io, unsupported;
+};
+
+PyErrors& errors() {
+  static PyErrors e;
+  return e;
+}
+
+py::object new_error(py::module_& m, const char* name, py::handle builtin, const char* doc) {
+  py::tuple bases = builtin ? py::make_tuple(errors().base, builtin) : py::make_tuple(py::handle(PyExc_Exception));
+  const std::string qual = std::string("esgraph.") + name;
+  py::object cls = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(qual.c_str(), doc, bases.ptr(), nullptr));
+  if (!cls) throw py::error_already_set();
+  m.attr(name) = cls;
+  return cls;
+}
+
+py::object shape_tuple(const esg::Tensor& t) {
+  const std::vector<int64_t> s = t.shape();
+  py::tuple out(s.size());
+  for (size_t i = 0; i < s.size(); ++i)
+    out[i] = s[i] >= 0 ? py::object(py::int_(s[i])) : py::object(py::str(t.dim_name(i)));
+  return std::move(out);
+}
+
+std::vector<int64_t> dims_of(esg::GraphBuilder& b, const py::sequence& shape) {
+  std::vector<int64_t> dims;
+  for (py::handle d : shape) {
+    if (py::isinstance<py::str>(d)) dims.push_back(b.symbol(d.cast<std::string>()));
+    else if (py::isinstance<py::int_>(d)) dims.push_back(d.cast<int64_t>());
+    else throw py::type_error("a dimension is an int or a symbol name (str), got " + py::repr(d).cast<std::string>());
+  }
+  return dims;
+}
+
+std::vector<esg::Tensor> tensor_list(py::handle obj) {
+  std::vector<esg::Tensor> out;
+  if (py::isinstance<PyTensor>(obj)) return {obj.cast<const PyTensor&>().t};
+  for (py::handle t : obj.cast<py::sequence>()) {
+    if (!py::isinstance<PyTensor>(t)) throw py::type_error("expected Tensors, got " + py::repr(t).cast<std::string>());
+    out.push_back(t.cast<const PyTensor&>().t);
+  }
+  return out;
+}
+
+// A `with` scope over a builder's push/pop pair.
+struct ScopeGuard {
+  BuilderRef owner;
+  std::function<esg::GraphBuilder::Scope(esg::GraphBuilder&)> push;
+  std::optional<esg::GraphBuilder::Scope> scope;
+};
+
+template <class F>
+py::object binary(py::handle a, py::handle b, F op) {
+  Lift lift({a, b});
+  return lift.wrap(op(lift(a), lift(b)));
+}
+
+void bind_tensor(py::module_& m) {
+  py::class_<PyTensor> t(m, "Tensor", "A value of a graph being built; shape and dtype are known at once.");
+  t.def_property_readonly("shape", [](const PyTensor& self) { return shape_tuple(self.t); },
+                          "Sizes, with symbolic dimensions as their names (str).")
+      .def_property_readonly("dtype", [](const PyTensor& self) { return self.t.dtype(); })
+      .def_property_readonly("ndim", [](const PyTensor& self) { return self.t.rank(); })
+      .def_property("name", [](const PyTensor& self) { return self.t.name(); },
+                    [](PyTensor& self, const std::string& n) { self.t.set_name(n); })
+      .def_property_readonly("valid", [](const PyTensor& self) { return self.t.valid(); },
+                             "False once the builder has built its graph.")
+      .def("__repr__", [](const PyTensor& self) {
+        if (!self.t.valid()) return std::string("<esgraph.Tensor of a built graph>");
+        std::string dims;
+        for (size_t i = 0; i < self.t.rank(); ++i) dims += (i ? "," : "") + self.t.dim_name(i);
+        return "<esgraph.Tensor " + self.t.name() + ": " + esg::dtype_name(self.t.dtype()) + "[" + dims + "]>";
+      })
+      .def("__bool__", [](const PyTensor&) -> bool {
+        throw py::type_error("a graph tensor has no truth value while building; use esgraph.ops.if_ or where");
+      })
+      .def("__hash__", [](const PyTensor& self) { return std::hash<const void*>()(&self); });
+
+#define ESG_PY_BINARY(dunder, rdunder, fn)                                                               \
+  t.def(dunder, [](py::handle a, py::handle b) { return binary(a, b, [](auto x, auto y) { return fn(x, y); }); }, \
+        py::is_operator());                                                                              \
+  t.def(rdunder, [](py::handle a, py::handle b) { return binary(b, a, [](auto x, auto y) { return fn(x, y); }); }, \
+        py::is_operator());
+  ESG_PY_BINARY("__add__", "__radd__", esg::add)
+  ESG_PY_BINARY("__sub__", "__rsub__", esg::sub)
+  ESG_PY_BINARY("__mul__", "__rmul__", esg::mul)
+  ESG_PY_BINARY("__truediv__", "__rtruediv__", esg::div)
+  ESG_PY_BINARY("__pow__", "__rpow__", esg::pow)
+  ESG_PY_BINARY("__matmul__", "__rmatmul__", esg::matmul)
+  ESG_PY_BINARY("__and__", "__rand__", esg::logical_and)
+  ESG_PY_BINARY("__or__", "__ror__", esg::logical_or)
+#undef ESG_PY_BINARY
+#define ESG_PY_COMPARE(dunder, fn) \
+  t.def(dunder, [](py::handle a, py::handle b) { return binary(a, b, [](auto x, auto y) { return fn(x, y); }); }, py::is_operator());
+  ESG_PY_COMPARE("__lt__", esg::less)
+  ESG_PY_COMPARE("__le__", esg::less_equal)
+  ESG_PY_COMPARE("__gt__", esg::greater)
+  ESG_PY_COMPARE("__ge__", esg::greater_equal)
+  ESG_PY_COMPARE("__eq__", esg::equal)
+  ESG_PY_COMPARE("__ne__", esg::not_equal)
+#undef ESG_PY_COMPARE
+  t.def("__neg__", [](const PyTensor& a) { return PyTensor{esg::neg(a.t), a.owner}; });
+  t.def("__invert__", [](const PyTensor& a) { return PyTensor{esg::logical_not(a.t), a.owner}; });
+}
+
+void bind_graph(py::module_& m) {
+  py::class_<esg::Graph>(m, "Graph", "A finished graph: print it, draw it, save it.")
+      .def_property_readonly("node_count", &esg::Graph::node_count)
+      .def("to_text", &esg::Graph::to_text)
+      .def("__str__", &esg::Graph::to_text)
+      .def("to_dot", &esg::Graph::to_dot)
+      .def("verify", &esg::Graph::verify)
+      .def("save", [](const esg::Graph& g, const py::object& path) { g.save(py::str(path).cast<std::string>()); })
+      .def_static("load", [](const py::object& path) { return esg::Graph::load(py::str(path).cast<std::string>()); })
+      .def("serialize", [](const esg::Graph& g) {
+        const std::vector<uint8_t> b = g.serialize();
+        return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
+      })
+      .def_static("deserialize", [](const py::bytes& data) {
+        const std::string s = data;
+        return esg::Graph::deserialize(std::vector<uint8_t>(s.begin(), s.end()));
+      });
+}
+
+void bind_builder(py::module_& m) {
+  py::class_<ScopeGuard>(m, "_Scope")
+      .def("__enter__", [](ScopeGuard& s) { s.scope.emplace(s.push(s.owner->b)); })
+      .def("__exit__", [](ScopeGuard& s, py::args) { s.scope.reset(); });
+
+  py::class_<PyBuilder, BuilderRef>(m, "GraphBuilder",
+                                    "Builds one graph; use as `with esgraph.GraphBuilder() as b:`.")
+      .def(py::init([](const std::string& name) { return std::make_shared<PyBuilder>(name); }), py::arg("name") = "graph")
+      .def("__enter__", [](const BuilderRef& self) {
+        builder_stack().push_back(self);
+        return self;
+      })
+      .def("__exit__", [](const BuilderRef& self, py::args) {
+        auto& stack = builder_stack();
+        if (!stack.empty() && stack.back() == self) stack.pop_back();
+      })
+      .def("input", [](const BuilderRef& self, const std::string& name, py::handle dtype, const py::sequence& shape) {
+        return PyTensor{self->b.input(name, to_dtype(dtype), dims_of(self->b, shape)), self};
+      }, py::arg("name"), py::arg("dtype"), py::arg("shape"),
+         "A graph input; dimensions are ints or symbol names (str) for dynamic sizes.")
+      .def("constant", [](const BuilderRef& self, py::handle value, py::handle dtype) {
+        const std::optional<esg::DType> t = dtype.is_none() ? std::nullopt : std::optional<esg::DType>(to_dtype(dtype));
+        return PyTensor{make_constant(self->b, value, t), self};
+      }, py::arg("value"), py::arg("dtype") = py::none(), "A constant from a numpy array or nested lists (copied).")
+      .def("name_scope", [](const BuilderRef& self, const std::string& name) {
+        return ScopeGuard{self, [name](esg::GraphBuilder& b) { return b.name_scope(name); }, std::nullopt};
+      })
+      .def("annotate", [](const BuilderRef& self, const std::string& key, const std::string& value) {
+        return ScopeGuard{self, [key, value](esg::GraphBuilder& b) { return b.annotate(key, value); }, std::nullopt};
+      })
+      .def("control_deps", [](const BuilderRef& self, py::handle deps) {
+        std::vector<esg::Tensor> ts = tensor_list(deps);
+        return ScopeGuard{self, [ts](esg::GraphBuilder& b) { return b.control_deps(ts); }, std::nullopt};
+      })
+      .def_property_readonly("error", [](const BuilderRef& self) -> py::object {
+        if (self->b.status() == ESG_OK) return py::none();
+        return py::str(self->b.error());
+      }, "The first error of the graph being built, or None; build() refuses while it is set.")
+      .def("clear_error", [](const BuilderRef& self) { self->b.clear_error(); },
+           "Forgets the first error after handling the exception it raised.")
+      .def("build", [](const BuilderRef& self, py::handle outputs) { return self->b.build(tensor_list(outputs)); },
+           py::arg("outputs"), "Finishes the graph; its tensors can no longer be used.");
+}
+
+void bind_errors(py::module_& m) {
+  PyErrors& e = errors();
+  e.base = new_error(m, "Error", py::handle(), "Base of every esgraph error.");
+  e.invalid = new_error(m, "InvalidArgumentError", PyExc_ValueError, "A bad argument or option value.");
+  e.shape = new_error(m, "ShapeError", PyExc_ValueError, "Shapes that an op's inference rule rejects.");
+  e.dtype = new_error(m, "DTypeError", PyExc_TypeError, "A dtype an op does not accept.");
+  e.attr = new_error(m, "AttributeValueError", PyExc_ValueError, "An attribute out of range or of the wrong kind.");
+  e.lifetime = new_error(m, "LifetimeError", PyExc_ValueError, "Tensors of two builders, or of a graph already built.");
+  e.format = new_error(m, "FormatError", PyExc_ValueError, "A truncated, corrupted or unsupported graph file.");
+  e.io = new_error(m, "GraphIOError", PyExc_OSError, "A graph file that cannot be read or written.");
+  e.unsupported = new_error(m, "UnsupportedError", PyExc_ValueError, "An option newer than this library.");
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const esg::Error& ex) {
+      PyErrors& er = errors();
+      py::handle cls = er.base;
+      switch (ex.status()) {
+        case ESG_ERR_INVALID_ARGUMENT: cls = er.invalid; break;
+        case ESG_ERR_SHAPE: cls = er.shape; break;
+        case ESG_ERR_DTYPE: cls = er.dtype; break;
+        case ESG_ERR_ATTRIBUTE: cls = er.attr; break;
+        case ESG_ERR_LIFETIME: cls = er.lifetime; break;
+        case ESG_ERR_FORMAT: cls = er.format; break;
+        case ESG_ERR_IO: cls = er.io; break;
+        case ESG_ERR_UNSUPPORTED: cls = er.unsupported; break;
+        default: break;
+      }
+      PyErr_SetString(cls.ptr(), ex.what());
+    }
+  });
+}
+
+}  // namespace
+}  // namespace esgraph_py
+
+PYBIND11_MODULE(_C, m) {
+  using namespace esgraph_py;
+  m.doc() = "esgraph's compiled core; import esgraph instead.";
+  py::enum_<esg::DType> dtype(m, "DType");
+  for (int t = ESG_F32; t <= ESG_BOOL; ++t) {
+    const char* name = esg_dtype_name(static_cast<esg_dtype>(t));
+    dtype.value(name, static_cast<esg::DType>(t));
+    m.attr(name) = static_cast<esg::DType>(t);
+  }
+  bind_errors(m);
+  bind_tensor(m);
+  bind_graph(m);
+  bind_builder(m);
+  m.def("constant", [](py::handle value, py::handle dtype) {
+    Lift lift({});
+    const std::optional<esg::DType> t = dtype.is_none() ? std::nullopt : std::optional<esg::DType>(to_dtype(dtype));
+    return lift.wrap(make_constant(lift.builder(), value, t));
+  }, py::arg("value"), py::arg("dtype") = py::none(), "A constant in the innermost `with` builder.");
+  m.attr("__version__") = esg_version();
+  py::module_ ops = m.def_submodule("ops", "One function per op of op_defs/.");
+  bind_ops(ops);
+}
