@@ -57,3 +57,20 @@ def load_yaml(tmp_path, rules):
 def fixture_opset(rules):
     """The test ops of fixtures/test_ops.yaml; locations read `fixtures/test_ops.yaml:<line>`."""
     return loader.load([FIXTURE], rules, root=HERE)
+
+
+def split_args(call_args: str):
+    """Splits the argument list `a, {1, 2}, f(x, y)` at the commas outside brackets."""
+    args, depth, start = [], 0, 0
+    for i, ch in enumerate(call_args):
+        depth += ch in "({["
+        depth -= ch in ")}]"
+        if ch == "," and depth == 0:
+            args.append(call_args[start:i].strip())
+            start = i + 1
+    return args + [call_args[start:].strip()]
+
+
+@pytest.fixture(name="split_args")
+def split_args_fixture():
+    return split_args

@@ -102,17 +102,20 @@ def _c_struct_fields(header: str, struct: str):
     return [re.match(r"\s*(.+?) (\w+);", line).group(1, 2) for line in body.group(1).splitlines()]
 
 
+# The option fields of t_options: those of version 2 (the op's) in YAML order, optional inputs
+# before attributes; then those added in version 3, `bias` and `late`, though the YAML lists
+# them earlier.
+T_OPTIONS_FIELDS = ["scale", "mode", "epsilon", "keep_dims", "label", "acc_dtype", "sizes", "weights",
+                    "no_default", "bias", "late"]
+
+
 def test_c_options_struct_starts_with_size_and_orders_fields_by_since(rendered, fixture_opset):
     fields = _c_struct_fields(rendered["include/esgraph/c/ops.h"], "esg_t_options_options")
     assert fields[0] == ("size_t", "struct_size")
-    # Fields of version 2 (the op's) in YAML order, optional inputs before attributes; then
-    # those added in version 3, `bias` and `late`, though the YAML lists them earlier.
-    assert [name for _, name in fields[1:]] == [
-        "scale", "mode", "epsilon", "keep_dims", "label", "acc_dtype", "sizes", "weights",
-        "no_default", "bias", "late"]
+    assert [name for _, name in fields[1:]] == T_OPTIONS_FIELDS
     assert dict((n, t) for t, n in fields)["bias"] == "esg_tensor"
     op = fixture_opset.op("t_options")
-    assert [f.name for f in op.option_fields][-2:] == ["bias", "late"]
+    assert [f.name for f in op.option_fields] == T_OPTIONS_FIELDS
     assert [f.since for f in op.option_fields] == sorted(f.since for f in op.option_fields)
 
 
@@ -139,9 +142,8 @@ def test_c_function_declarations(rendered, decl):
 def test_python_stub_makes_options_keyword_only_in_struct_order(rendered):
     stub = rendered["python/esgraph/ops.pyi"]
     sig = re.search(r"^def t_options\((.*)\) -> Tensor:$", stub, re.M).group(1)
-    names = [p.split(":")[0] for p in sig.split(", ")]
-    assert names[:3] == ["x", "axis", "*"]
-    assert names[-2:] == ["bias", "late"]
+    names = re.findall(r"(?:^|, )(\*|\w+)(?=: |, |$)", sig)
+    assert names == ["x", "axis", "*"] + T_OPTIONS_FIELDS
     assert "def t_split(x: TensorLike, sizes: Sequence[int]) -> List[Tensor]:" in stub
     assert "def t_pair(x: TensorLike) -> List[Tensor]:" in stub
 
@@ -160,26 +162,14 @@ def test_render_only_selected_emitters(fixture_opset):
     assert list(files) == ["docs/ops.md"]
 
 
-def test_example_calls_pass_every_positional_argument(fixture_opset):
+def test_example_calls_pass_every_positional_argument(fixture_opset, split_args):
     """Each generated example call gives the C++ wrapper all its positional parameters plus the
     options, so the examples test compiles."""
     for op in fixture_opset.ops:
         for ex in op.examples:
-            args = _top_level_args(emitters.example_args(op, ex))
+            args = split_args(emitters.example_args(op, ex))
             assert len(args) == len(emitters.cpp_params(op)) + 1, (op.name, args)
             assert args[-1].startswith(f"esg::{naming.cpp_options(op)}()"), (op.name, args)
-
-
-def _top_level_args(call_args: str):
-    """Splits `a, {1, 2}, f(x, y)` at the commas outside brackets."""
-    args, depth, start = [], 0, 0
-    for i, ch in enumerate(call_args):
-        depth += ch in "({["
-        depth -= ch in ")}]"
-        if ch == "," and depth == 0:
-            args.append(call_args[start:i].strip())
-            start = i + 1
-    return args + [call_args[start:].strip()]
 
 
 def test_write_changed_writes_only_changed_files(rendered, tmp_path):

@@ -4,7 +4,7 @@
 
 #include <esgraph/esgraph.hpp>
 
-TEST_CASE("example 1 of t_generator (fixtures/test_ops.yaml:105)") {
+TEST_CASE("example 1 of t_generator (fixtures/test_ops.yaml:106)") {
   esg::GraphBuilder builder;
   const auto result = esg::t_generator(builder, {2, 3}, esg::TGeneratorPattern::Ramp, 1.0, "r", {0.5}, esg::TGeneratorOptions().dtype(esg::DType::I64));
   CHECK(result.dtype() == esg::DType::I64);
@@ -20,7 +20,7 @@ TEST_CASE("example 1 of t_options (fixtures/test_ops.yaml:48)") {
   CHECK(result.shape() == std::vector<int64_t>{2, 3});
 }
 
-TEST_CASE("example 1 of t_split (fixtures/test_ops.yaml:88)") {
+TEST_CASE("example 1 of t_split (fixtures/test_ops.yaml:89)") {
   esg::GraphBuilder builder;
   const esg::Tensor in_x = builder.input("x", esg::DType::F16, {5, 2});
   const auto result = esg::t_split(in_x, {2, 3}, esg::TSplitOptions());
@@ -47,7 +47,7 @@ TEST_CASE("example 2 of t_unary (fixtures/test_ops.yaml:21)") {
   CHECK(result.shape() == std::vector<int64_t>{3});
 }
 
-TEST_CASE("example 1 of t_variadic (fixtures/test_ops.yaml:74)") {
+TEST_CASE("example 1 of t_variadic (fixtures/test_ops.yaml:75)") {
   esg::GraphBuilder builder;
   std::vector<esg::Tensor> in_xs;
   in_xs.push_back(builder.input("xs0", esg::DType::I32, {2, 1}));

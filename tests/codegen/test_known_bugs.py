@@ -1,0 +1,155 @@
+"""Bugs of the codegen found while writing these tests, kept as strict xfails.
+
+Each test states the behaviour the codegen should have. It fails today (reported as xfailed);
+once the bug is fixed it passes, strict=True turns that into a failure, and the marker must be
+removed so the test guards the fix.
+"""
+from __future__ import annotations
+
+import pytest
+
+from esgraph_codegen import emitters, loader, render
+
+EXAMPLES = "tests/op_examples_test.cpp"
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="op_examples_test.cpp.j2 treats every output of a multi-output op as a list")
+def test_example_of_an_op_with_two_outputs_renders(load_yaml):
+    opset = load_yaml("""\
+        ops:
+          - name: t_x
+            since: 1
+            summary: A test op.
+            inputs: [{name: x, type: f32}]
+            outputs: [{name: values, type: f32}, {name: indices, type: i64}]
+            infer: arg_reduce
+            examples:
+              - inputs: {x: {dtype: f32, shape: [4]}}
+                outputs: {values: {dtype: f32, shape: []}, indices: {dtype: i64, shape: []}}
+        """)
+    text = render.render_all(opset, "op_defs", only=[EXAMPLES])[EXAMPLES]
+    assert "esg::DType::I64" in text
+
+
+@pytest.mark.xfail(strict=True, reason="the loader accepts examples on ops with bodies, and "
+                                       "emitters.example_args() passes no body to the C++ call")
+def test_example_of_an_op_with_bodies_is_rejected_or_passes_them(load_yaml, split_args):
+    try:
+        opset = load_yaml("""\
+            ops:
+              - name: t_x
+                since: 1
+                summary: A test op.
+                inputs: [{name: pred, type: bool}]
+                outputs: [{name: outs, type: subgraph, count: {subgraph: then_branch}}]
+                subgraphs: [{name: then_branch}, {name: else_branch}]
+                infer: if_else
+                examples:
+                  - inputs: {pred: {dtype: bool, shape: []}}
+                    outputs: {outs: [{dtype: f32, shape: [2]}]}
+            """)
+    except loader.LoadError:
+        return
+    op = opset.op("t_x")
+    args = split_args(emitters.example_args(op, op.examples[0]))
+    assert len(args) == len(emitters.cpp_params(op)) + 1, args
+
+
+@pytest.mark.xfail(strict=True, reason="_check_signature never reports a duplicate output name")
+def test_duplicate_output_names_are_rejected(load_yaml):
+    with pytest.raises(loader.LoadError, match="duplicate name `y`"):
+        load_yaml("""\
+            ops:
+              - name: t_x
+                since: 1
+                summary: A test op.
+                inputs: [{name: x, type: f32}]
+                outputs: [{name: y, type: f32}, {name: y, type: i64}]
+                infer: unary
+            """)
+
+
+@pytest.mark.xfail(strict=True, reason="duplicate enum values pass the loader and give a C enum "
+                                       "with a repeated enumerator")
+def test_duplicate_enum_values_are_rejected(load_yaml):
+    with pytest.raises(loader.LoadError):
+        load_yaml("""\
+            ops:
+              - name: t_x
+                since: 1
+                summary: A test op.
+                outputs: [{name: y, type: f32}]
+                attrs: [{name: mode, type: enum, values: [a, b, a], default: a}]
+                infer: fill
+            """)
+
+
+@pytest.mark.xfail(strict=True, reason="_example ignores `attrs:` silently when it is not a mapping")
+def test_example_attrs_that_are_not_a_mapping_are_rejected(load_yaml):
+    with pytest.raises(loader.LoadError, match="ops.yaml:9: "):
+        load_yaml("""\
+            ops:
+              - name: t_x
+                since: 1
+                summary: A test op.
+                outputs: [{name: y, type: f32}]
+                attrs: [{name: value, type: float, default: 0}]
+                infer: fill
+                examples:
+                  - attrs: [value, 2]
+                    outputs: {y: {dtype: f32, shape: []}}
+            """)
+
+
+@pytest.mark.xfail(strict=True, reason="an invalid example tensor is also reported as a missing input")
+def test_ragged_example_value_is_reported_once(load_yaml):
+    with pytest.raises(loader.LoadError) as err:
+        load_yaml("""\
+            ops:
+              - name: t_x
+                since: 1
+                summary: A test op.
+                inputs: [{name: x, type: f32}]
+                outputs: [{name: y, type: f32}]
+                infer: unary
+                examples:
+                  - inputs: {x: {dtype: f32, value: [[1, 2], [3]]}}
+                    outputs: {y: {dtype: f32, shape: [2]}}
+            """)
+    assert len(err.value.problems) == 1, err.value.problems
+
+
+@pytest.mark.xfail(strict=True, reason="an enum without values also gets `expected one of , got ...` "
+                                       "for its default")
+def test_enum_without_values_is_reported_once(load_yaml):
+    with pytest.raises(loader.LoadError) as err:
+        load_yaml("""\
+            ops:
+              - name: t_x
+                since: 1
+                summary: A test op.
+                outputs: [{name: y, type: f32}]
+                attrs: [{name: mode, type: enum, default: a}]
+                infer: fill
+            """)
+    assert len(err.value.problems) == 1, err.value.problems
+
+
+@pytest.mark.xfail(strict=True, reason="`more than one variadic input` points at the op's first "
+                                       "input, variadic or not")
+def test_second_variadic_input_is_located(load_yaml):
+    with pytest.raises(loader.LoadError) as err:
+        load_yaml("""\
+            ops:
+              - name: t_x
+                since: 1
+                summary: A test op.
+                inputs:
+                  - {name: x, type: f32}
+                  - {name: xs, type: f32, variadic: true}
+                  - {name: ys, type: f32, variadic: true}
+                outputs: [{name: y, type: f32}]
+                infer: concat
+            """)
+    assert err.value.problems == ["op_defs/ops.yaml:8: op `t_x` has more than one variadic input"]
