@@ -52,6 +52,21 @@ def c_args(op: OpDef) -> str:
     return ", ".join(args + ["options.c()"])
 
 
+def expected_outputs(op: OpDef, ex: Example):
+    """The example's expected tensors in result order (list outputs expanded)."""
+    given = dict(ex.outputs)
+    flat = []
+    for o in op.outputs:
+        t = given[o.name]
+        flat += list(t) if o.is_list else [t]
+    return flat
+
+
+def range_str(a: Attr) -> str:
+    lo, hi = a.range
+    return f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+
+
 def cpp_value(op: OpDef, a: Attr, value) -> str:
     if a.type == "enum":
         return f"esg::{n.cpp_enum(op, a)}::{n.camel(value)}"
@@ -216,7 +231,7 @@ def pyi_params(op: OpDef) -> str:
 
 
 HELPERS: Dict[str, Callable] = {f.__name__: f for f in (
-    dtype_enum, cpp_template, cpp_params, builder_expr, c_args, example_args, type_var_ref, output_type, count,
+    dtype_enum, expected_outputs, range_str, cpp_template, cpp_params, builder_expr, c_args, example_args, type_var_ref, output_type, count,
     input_index, attr_schema, span, py_params, py_arg_specs, py_call_args, pyi_params)}
 
 

@@ -189,7 +189,10 @@ def _check_attr_value(attr_type: str, values: Tuple[str, ...], value, rng) -> Op
     else:
         if not scalar_ok(attr_type, value):
             expected = f"one of {', '.join(values)}" if attr_type == "enum" else attr_type
-            return f"expected {expected}, got {value!r}"
+            hint = ""
+            if attr_type == "float" and isinstance(value, str) and re.fullmatch(r"[-+]?\d+[eE][-+]?\d+", value):
+                hint = " (YAML reads a number in e-notation without a dot as a string: write 1.0e-5)"
+            return f"expected {expected}, got {value!r}{hint}"
         items = [value]
     if rng is not None and attr_type in ("int", "float", "list<int>", "list<float>"):
         lo, hi = rng
@@ -267,6 +270,7 @@ class _OpLoader:
         attrs = tuple(a for a in (self._attr(n) for n in _seq(f, "attrs", self.what, self.p)) if a)
         inputs = tuple(i for i in (self._input(n, type_vars) for n in _seq(f, "inputs", self.what, self.p)) if i)
         subgraphs = tuple(s for s in (self._subgraph(n, inputs) for n in _seq(f, "subgraphs", self.what, self.p)) if s)
+        self.has_bodies = bool(subgraphs)
         outputs = tuple(o for o in (self._output(n, type_vars, attrs, inputs, subgraphs)
                                     for n in _seq(f, "outputs", self.what, self.p)) if o)
         if "outputs" in f and not outputs:
@@ -328,6 +332,8 @@ class _OpLoader:
         min_count = _scalar(f, "min", int, what, self.p, 1)
         if "min" in f and not variadic:
             self.p.add(f["min"].loc, f"`min` of {what} needs `variadic: true`")
+        if min_count < 0:
+            self.p.add(f["min"].loc, f"`min` of {what} cannot be negative")
         if variadic and optional:
             self.p.add(node.loc, f"{what} cannot be both variadic and optional")
         return Input(name, t, optional, variadic, min_count, self._since(f, what),
@@ -349,6 +355,9 @@ class _OpLoader:
             values = tuple(vnode.plain()) if vnode is not None and vnode.is_seq else ()
             if not values or not all(isinstance(v, str) and NAME_RE.match(v) for v in values):
                 self.p.add(node.loc, f"{what} is an enum and needs `values`, a list of snake_case names")
+                return None
+            if len(set(values)) != len(values):
+                self.p.add(f["values"].loc, f"`values` of {what} repeats a value: {list(values)}")
         elif "values" in f:
             self.p.add(f["values"].loc, f"`values` of {what} is only for enums")
         rng = None
@@ -357,6 +366,8 @@ class _OpLoader:
             if (t not in ("int", "float", "list<int>", "list<float>") or not isinstance(r, list)
                     or len(r) != 2 or not all(v is None or isinstance(v, (int, float)) for v in r)):
                 self.p.add(f["range"].loc, f"`range` of {what} must be [lo, hi] on a numeric type")
+            elif r[0] is not None and r[1] is not None and r[0] > r[1]:
+                self.p.add(f["range"].loc, f"`range` of {what} is empty: {r[0]} > {r[1]}")
             else:
                 rng = (r[0], r[1])
         required = _scalar(f, "required", bool, what, self.p, False)
@@ -428,9 +439,12 @@ class _OpLoader:
     def _check_signature(self, inputs, attrs, subgraphs, outputs, type_vars) -> None:
         seen: Dict[str, Location] = {}
         for item in (*inputs, *attrs, *subgraphs, *outputs):
-            if not NAME_RE.match(item.name or "_"):
+            if not item.name:
+                self.p.add(item.loc, f"an input, output, attribute or subgraph of {self.what} has no `name`")
+                continue
+            if not NAME_RE.match(item.name):
                 self.p.add(item.loc, f"`{item.name}` in {self.what} is not snake_case")
-            if item.name in seen and not isinstance(item, Output):
+            if item.name in seen:
                 self.p.add(item.loc, f"duplicate name `{item.name}` in {self.what} (first at line {seen[item.name].line})")
             seen.setdefault(item.name, item.loc)
         optional_seen = False
@@ -439,8 +453,10 @@ class _OpLoader:
                 optional_seen = True
             elif optional_seen:
                 self.p.add(i.loc, f"required input `{i.name}` of {self.what} follows an optional input")
-        if sum(i.variadic for i in inputs) > 1:
-            self.p.add(inputs[0].loc, f"{self.what} has more than one variadic input")
+        variadic = [i for i in inputs if i.variadic]
+        if len(variadic) > 1:
+            self.p.add(variadic[1].loc, f"{self.what} has more than one variadic input "
+                                        f"(`{variadic[0].name}` and `{variadic[1].name}`)")
         used = {i.type for i in inputs} | {o.type for o in outputs}
         for tv in type_vars:
             if tv.name not in used:
@@ -453,6 +469,10 @@ class _OpLoader:
         f = _mapping(node, EXAMPLE_KEYS, what, self.p)
         if f is None:
             return None
+        if self.has_bodies:
+            self.p.add(node.loc, f"{self.what} has bodies; examples of ops with bodies are not supported")
+            return None
+        bad_tensors = set()
 
         def tensors(key, known: Dict[str, bool]):
             out = []
@@ -474,23 +494,30 @@ class _OpLoader:
                     ts = tuple(_example_tensor(e, f"`{name}` in {what}", self.p) for e in v.elements())
                     if None not in ts:
                         out.append((name, ts))
+                    else:
+                        bad_tensors.add(name)
                 else:
                     t = _example_tensor(v, f"`{name}` in {what}", self.p)
                     if t is not None:
                         out.append((name, t))
+                    else:
+                        bad_tensors.add(name)
             return tuple(out)
 
         ins = tensors("inputs", {i.name: i.variadic for i in inputs})
         outs = tensors("outputs", {o.name: o.is_list for o in outputs})
-        given = {n for n, _ in ins}
+        given = {n for n, _ in ins} | bad_tensors
         for i in inputs:
             if not i.optional and i.name not in given:
                 self.p.add(node.loc, f"{what} lacks the required input `{i.name}`")
-        if {n for n, _ in outs} != {o.name for o in outputs}:
+        out_names = {o.name for o in outputs}
+        if {n for n, _ in outs} | (bad_tensors & out_names) != out_names:
             self.p.add(node.loc, f"{what} must give every output of the op")
         attr_values = []
         anode = f.get("attrs")
-        if anode is not None and anode.is_map:
+        if anode is not None and not anode.is_map:
+            self.p.add(anode.loc, f"`attrs` of {what} must be a mapping")
+        elif anode is not None:
             by_name = {a.name: a for a in attrs}
             for k, v in anode.items():
                 a = by_name.get(k.plain())

@@ -267,7 +267,7 @@ def test_two_variadic_inputs(load_yaml):
     (found,) = problems(load_yaml, text)
     location, message = found.split(": ", 1)
     assert location in [f"op_defs/ops.yaml:{n}" for n in marked_lines(text)]
-    assert message == "op `t_x` has more than one variadic input"
+    assert message == "op `t_x` has more than one variadic input (`xs` and `ys`)"
 
 
 # ---- attributes ----------------------------------------------------------------------------------

@@ -1,9 +1,5 @@
-"""Bugs of the codegen found while writing these tests, kept as strict xfails.
-
-Each test states the behaviour the codegen should have. It fails today (reported as xfailed);
-once the bug is fixed it passes, strict=True turns that into a failure, and the marker must be
-removed so the test guards the fix.
-"""
+"""Edge cases of the loader and the emitters that once went wrong: each test states the
+behaviour the codegen must keep."""
 from __future__ import annotations
 
 import pytest
@@ -13,8 +9,6 @@ from esgraph_codegen import emitters, loader, render
 EXAMPLES = "tests/op_examples_test.cpp"
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="op_examples_test.cpp.j2 treats every output of a multi-output op as a list")
 def test_example_of_an_op_with_two_outputs_renders(load_yaml):
     opset = load_yaml("""\
         ops:
@@ -32,8 +26,6 @@ def test_example_of_an_op_with_two_outputs_renders(load_yaml):
     assert "esg::DType::I64" in text
 
 
-@pytest.mark.xfail(strict=True, reason="the loader accepts examples on ops with bodies, and "
-                                       "emitters.example_args() passes no body to the C++ call")
 def test_example_of_an_op_with_bodies_is_rejected_or_passes_them(load_yaml, split_args):
     try:
         opset = load_yaml("""\
@@ -56,7 +48,6 @@ def test_example_of_an_op_with_bodies_is_rejected_or_passes_them(load_yaml, spli
     assert len(args) == len(emitters.cpp_params(op)) + 1, args
 
 
-@pytest.mark.xfail(strict=True, reason="_check_signature never reports a duplicate output name")
 def test_duplicate_output_names_are_rejected(load_yaml):
     with pytest.raises(loader.LoadError, match="duplicate name `y`"):
         load_yaml("""\
@@ -70,8 +61,6 @@ def test_duplicate_output_names_are_rejected(load_yaml):
             """)
 
 
-@pytest.mark.xfail(strict=True, reason="duplicate enum values pass the loader and give a C enum "
-                                       "with a repeated enumerator")
 def test_duplicate_enum_values_are_rejected(load_yaml):
     with pytest.raises(loader.LoadError):
         load_yaml("""\
@@ -85,7 +74,6 @@ def test_duplicate_enum_values_are_rejected(load_yaml):
             """)
 
 
-@pytest.mark.xfail(strict=True, reason="_example ignores `attrs:` silently when it is not a mapping")
 def test_example_attrs_that_are_not_a_mapping_are_rejected(load_yaml):
     with pytest.raises(loader.LoadError, match="ops.yaml:9: "):
         load_yaml("""\
@@ -102,7 +90,6 @@ def test_example_attrs_that_are_not_a_mapping_are_rejected(load_yaml):
             """)
 
 
-@pytest.mark.xfail(strict=True, reason="an invalid example tensor is also reported as a missing input")
 def test_ragged_example_value_is_reported_once(load_yaml):
     with pytest.raises(loader.LoadError) as err:
         load_yaml("""\
@@ -120,8 +107,6 @@ def test_ragged_example_value_is_reported_once(load_yaml):
     assert len(err.value.problems) == 1, err.value.problems
 
 
-@pytest.mark.xfail(strict=True, reason="an enum without values also gets `expected one of , got ...` "
-                                       "for its default")
 def test_enum_without_values_is_reported_once(load_yaml):
     with pytest.raises(loader.LoadError) as err:
         load_yaml("""\
@@ -136,8 +121,6 @@ def test_enum_without_values_is_reported_once(load_yaml):
     assert len(err.value.problems) == 1, err.value.problems
 
 
-@pytest.mark.xfail(strict=True, reason="`more than one variadic input` points at the op's first "
-                                       "input, variadic or not")
 def test_second_variadic_input_is_located(load_yaml):
     with pytest.raises(loader.LoadError) as err:
         load_yaml("""\
@@ -152,4 +135,27 @@ def test_second_variadic_input_is_located(load_yaml):
                 outputs: [{name: y, type: f32}]
                 infer: concat
             """)
-    assert err.value.problems == ["op_defs/ops.yaml:8: op `t_x` has more than one variadic input"]
+    assert err.value.problems == ["op_defs/ops.yaml:8: op `t_x` has more than one variadic input (`xs` and `ys`)"]
+
+
+@pytest.mark.parametrize("snippet, message", [
+    ("inputs: [{name: xs, type: f32, variadic: true, min: -1}]", "`min` of input `xs` of op `t_x` cannot be negative"),
+    ("inputs: [{name: x, type: f32}]\n    attrs: [{name: k, type: int, default: 2, range: [3, 1]}]",
+     "`range` of attribute `k` of op `t_x` is empty: 3 > 1"),
+    ("inputs: [{name: x, type: f32}]\n    attrs: [{name: eps, type: float, default: 1e-5}]",
+     "write 1.0e-5"),
+    ("inputs: [{type: f32}]", "has no `name`"),
+])
+def test_small_schema_mistakes_have_clear_messages(load_yaml, snippet, message):
+    text = f"""\
+ops:
+  - name: t_x
+    since: 1
+    summary: A test op.
+    {snippet}
+    outputs: [{{name: y, type: f32}}]
+    infer: unary
+"""
+    with pytest.raises(loader.LoadError) as err:
+        load_yaml(text)
+    assert any(message in p for p in err.value.problems), err.value.problems
