@@ -238,17 +238,17 @@ ESG_API esg_dtype esg_tensor_dtype(esg_tensor tensor) {
 
 ESG_API size_t esg_tensor_rank(esg_tensor tensor) {
   const ir::Value* v = value_of(tensor, "esg_tensor_rank");
-  return v ? v->shape.rank() : SIZE_MAX;
+  return v ? v->rank : SIZE_MAX;
 }
 
 ESG_API int64_t esg_tensor_dim(esg_tensor tensor, size_t axis) {
   const ir::Value* v = value_of(tensor, "esg_tensor_dim");
   if (!v) return 0;
-  if (axis >= v->shape.rank()) {
-    esg::capi::set_error(nullptr, ESG_ERR_INVALID_ARGUMENT, "esg_tensor_dim: axis " + std::to_string(axis) + " of a rank-" + std::to_string(v->shape.rank()) + " tensor");
+  if (axis >= v->rank) {
+    esg::capi::set_error(nullptr, ESG_ERR_INVALID_ARGUMENT, "esg_tensor_dim: axis " + std::to_string(axis) + " of a rank-" + std::to_string(v->rank) + " tensor");
     return 0;
   }
-  return v->shape[axis];
+  return tensor.priv_builder->core.graph().dims[v->dims + axis];
 }
 
 ESG_API const char* esg_symbol_name(esg_tensor tensor, int64_t dim) {

@@ -25,14 +25,13 @@ void clear_error() {
 }
 
 ir::ValueId resolve(esg_tensor t, const esg_builder* expected, const std::string& what) {
+  if (tensor_ok(t, expected)) return t.priv_value;
   if (!t.priv_builder)
     throw ir::Error(ir::ErrorCode::InvalidArgument,
                     what + " is not a valid tensor (the result of a failed call, or never set)");
   if (expected && t.priv_builder != expected)
     throw ir::Error(ir::ErrorCode::Lifetime, what + " belongs to another builder; tensors of two builders cannot be mixed");
-  if (t.priv_epoch != t.priv_builder->epoch || t.priv_value >= t.priv_builder->core.graph().values.size())
-    throw ir::Error(ir::ErrorCode::Lifetime, what + " was made before its builder built its graph and can no longer be used");
-  return t.priv_value;
+  throw ir::Error(ir::ErrorCode::Lifetime, what + " was made before its builder built its graph and can no longer be used");
 }
 
 esg_tensor make_tensor(esg_builder* b, ir::ValueId v) { return esg_tensor{b, v, b->epoch}; }

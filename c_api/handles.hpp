@@ -42,8 +42,13 @@ bool guarded(esg_builder* b, F&& f) {
   return false;
 }
 
-// The value of a tensor handle, checked: valid, of this builder (if given), not stale.
-// `what` names the argument in the error.
+// Whether a tensor handle is usable: set, of `expected` (if given), and not stale.
+inline bool tensor_ok(esg_tensor t, const esg_builder* expected) {
+  return t.priv_builder && (!expected || t.priv_builder == expected) && t.priv_epoch == t.priv_builder->epoch &&
+         t.priv_value < t.priv_builder->core.graph().values.size();
+}
+// The value of a tensor handle, or an exception saying why it is not usable; `what` names
+// the argument in the error.
 ir::ValueId resolve(esg_tensor t, const esg_builder* expected, const std::string& what);
 esg_tensor make_tensor(esg_builder* b, ir::ValueId v);
 // Copies a string into thread-local storage that lives until the thread's next such call.

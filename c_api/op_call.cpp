@@ -40,12 +40,17 @@ const char* OpCall::input_name() const {
   return next_input_ < op_.inputs.size() ? op_.inputs[next_input_].name : "?";
 }
 
-void OpCall::take(esg_tensor t, const std::string& what) {
+void OpCall::take(esg_tensor t, size_t element) {
   if (failed_) return;
+  if (tensor_ok(t, builder_)) {  // the common case, without building a message
+    builder_ = t.priv_builder;
+    inputs_.push_back(t.priv_value);
+    return;
+  }
   try {
-    const ir::ValueId v = resolve(t, builder_, std::string(function_) + ": " + what);
-    if (!builder_) builder_ = t.priv_builder;
-    inputs_.push_back(v);
+    std::string what = std::string(function_) + ": input `" + input_name();
+    if (element != SIZE_MAX) what += "[" + std::to_string(element) + "]";
+    resolve(t, builder_, what + "`");
   } catch (const ir::Error& e) {
     // Record the error in the input's builder too, unless the input is what is stale.
     if (!builder_ && t.priv_builder && t.priv_epoch == t.priv_builder->epoch) builder_ = t.priv_builder;
@@ -54,12 +59,12 @@ void OpCall::take(esg_tensor t, const std::string& what) {
 }
 
 void OpCall::input(esg_tensor t) {
-  take(t, std::string("input `") + input_name() + "`");
+  take(t, SIZE_MAX);
   ++next_input_;
 }
 
 void OpCall::optional_input(esg_tensor t) {
-  if (t.priv_builder) take(t, std::string("input `") + input_name() + "`");
+  if (t.priv_builder) take(t, SIZE_MAX);
   else inputs_.push_back(ir::kNone);
   ++next_input_;
 }
@@ -68,7 +73,7 @@ void OpCall::inputs(const esg_tensor* ts, size_t n) {
   if (n && !ts) {
     fail(ESG_ERR_INVALID_ARGUMENT, std::string(function_) + ": input `" + input_name() + "` has a count but no array");
   } else {
-    for (size_t i = 0; i < n; ++i) take(ts[i], std::string("input `") + input_name() + "[" + std::to_string(i) + "]`");
+    for (size_t i = 0; i < n; ++i) take(ts[i], i);
   }
   ++next_input_;
 }

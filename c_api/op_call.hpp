@@ -66,7 +66,7 @@ class OpCall {
  private:
   void fail(esg_status status, const std::string& message);
   const char* input_name() const;
-  void take(esg_tensor t, const std::string& what);
+  void take(esg_tensor t, size_t element);  // element: the index in a variadic input, or SIZE_MAX
 
   const ir::OpSchema& op_;
   const char* function_;

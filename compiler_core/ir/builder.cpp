@@ -12,16 +12,17 @@ namespace {
 
 // Sizes of every pool a node touches; restoring them undoes a half-made node.
 struct Checkpoint {
-  size_t nodes, values, operands, attrs, ints, floats, body_refs, dep_refs, notes;
+  size_t nodes, values, dims, operands, attrs, ints, floats, body_refs, dep_refs, notes;
 
   explicit Checkpoint(const Graph& g)
-      : nodes(g.nodes.size()), values(g.values.size()), operands(g.operands.size()),
+      : nodes(g.nodes.size()), values(g.values.size()), dims(g.dims.size()), operands(g.operands.size()),
         attrs(g.attrs.size()), ints(g.ints.size()), floats(g.floats.size()),
         body_refs(g.body_refs.size()), dep_refs(g.dep_refs.size()), notes(g.notes.size()) {}
 
   void restore(Graph& g) const {
     g.nodes.resize(nodes);
     g.values.resize(values);
+    g.dims.resize(dims);
     g.operands.resize(operands);
     g.attrs.resize(attrs);
     g.ints.resize(ints);
@@ -194,16 +195,17 @@ NodeId Builder::add_op(const OpSchema& op, Span<ValueId> inputs, Span<AttrArg> a
     for (size_t i = 0; i < op.attrs.size(); ++i) {
       const AttrSchema& as = op.attrs[i];
       const AttrArg& arg = attrs[i];
-      const std::string where = "attribute `" + std::string(as.name) + "`";
+      // Messages are built only on failure: this loop runs for every attribute of every node.
+      auto where = [&] { return "attribute `" + std::string(as.name) + "`"; };
       if (arg.present && arg.kind != as.kind)
-        throw error(ErrorCode::Attribute, where + " takes " + attr_kind_name(as.kind) + ", got " +
+        throw error(ErrorCode::Attribute, where() + " takes " + attr_kind_name(as.kind) + ", got " +
                                               attr_kind_name(arg.kind));
-      if (!arg.present && as.required) throw error(ErrorCode::Attribute, where + " is required");
+      if (!arg.present && as.required) throw error(ErrorCode::Attribute, where() + " is required");
       AttrValue v;
       v.kind = as.kind;
       auto in_range = [&](double x) {
         if ((as.has_lo && x < as.lo) || (as.has_hi && x > as.hi))
-          throw error(ErrorCode::Attribute, where + " is " + num_str(x) + ", outside [" +
+          throw error(ErrorCode::Attribute, where() + " is " + num_str(x) + ", outside [" +
                                                 (as.has_lo ? num_str(as.lo) : "-inf") + ", " +
                                                 (as.has_hi ? num_str(as.hi) : "inf") + "]");
       };
@@ -212,13 +214,13 @@ NodeId Builder::add_op(const OpSchema& op, Span<ValueId> inputs, Span<AttrArg> a
         case AttrKind::Bool: v.i = (arg.present ? arg.i : as.i) != 0; break;
         case AttrKind::Float:
           v.f = arg.present ? arg.f : as.f;
-          if (std::isnan(v.f)) throw error(ErrorCode::Attribute, where + " is NaN");
+          if (std::isnan(v.f)) throw error(ErrorCode::Attribute, where() + " is NaN");
           in_range(v.f);
           break;
         case AttrKind::DType:
           v.i = arg.present ? arg.i : as.i;
           if (!dtype_valid(static_cast<DType>(v.i)))
-            throw error(ErrorCode::Attribute, where + " is not a dtype (code " + std::to_string(v.i) + ")");
+            throw error(ErrorCode::Attribute, where() + " is not a dtype (code " + std::to_string(v.i) + ")");
           break;
         case AttrKind::Enum:
           v.i = arg.present ? arg.i : as.i;
@@ -226,14 +228,14 @@ NodeId Builder::add_op(const OpSchema& op, Span<ValueId> inputs, Span<AttrArg> a
             std::string names;
             for (uint32_t e = 0; e < as.num_enum_values; ++e)
               names += (e ? ", " : "") + std::to_string(e) + "=" + as.enum_values[e];
-            throw error(ErrorCode::Attribute, where + " is " + std::to_string(v.i) + "; valid: " + names);
+            throw error(ErrorCode::Attribute, where() + " is " + std::to_string(v.i) + "; valid: " + names);
           }
           break;
         case AttrKind::String: v.offset = g.intern(arg.present && arg.s ? arg.s : (as.s ? as.s : "")); break;
         case AttrKind::IntList: {
           const int64_t* p = arg.present ? arg.ints : as.ints;
           v.size = static_cast<uint32_t>(arg.present ? arg.size : as.list_size);
-          if (v.size && !p) throw error(ErrorCode::InvalidArgument, where + " has a size but no data");
+          if (v.size && !p) throw error(ErrorCode::InvalidArgument, where() + " has a size but no data");
           v.offset = static_cast<uint32_t>(g.ints.size());
           for (uint32_t e = 0; e < v.size; ++e) in_range(static_cast<double>(p[e]));
           g.ints.insert(g.ints.end(), p, p + v.size);
@@ -242,7 +244,7 @@ NodeId Builder::add_op(const OpSchema& op, Span<ValueId> inputs, Span<AttrArg> a
         case AttrKind::FloatList: {
           const double* p = arg.present ? arg.floats : as.floats;
           v.size = static_cast<uint32_t>(arg.present ? arg.size : as.list_size);
-          if (v.size && !p) throw error(ErrorCode::InvalidArgument, where + " has a size but no data");
+          if (v.size && !p) throw error(ErrorCode::InvalidArgument, where() + " has a size but no data");
           v.offset = static_cast<uint32_t>(g.floats.size());
           for (uint32_t e = 0; e < v.size; ++e) in_range(p[e]);
           g.floats.insert(g.floats.end(), p, p + v.size);
@@ -346,10 +348,10 @@ ValueId Builder::add_input(std::string_view name, DType dtype, const Shape& shap
   Graph& g = *graph_;
   Value v;
   v.dtype = dtype;
-  v.shape = shape;
   v.name = name.empty() ? 0 : g.intern(name);
   const ValueId id = static_cast<ValueId>(g.values.size());
   g.values.push_back(v);
+  g.set_shape(id, shape);
   g.regions[0].params.push_back(id);
   return id;
 }
@@ -372,10 +374,10 @@ ValueId Builder::add_constant(DType dtype, const Shape& shape, const void* data,
   try {
     const NodeId id = add_op(constant_op(), {}, {});
     g.nodes[id].blob = static_cast<uint32_t>(g.blobs.size() - 1);
-    Value& v = g.values[g.nodes[id].first_output];
-    v.dtype = dtype;
-    v.shape = shape;
-    return g.nodes[id].first_output;
+    const ValueId out = g.nodes[id].first_output;
+    g.values[out].dtype = dtype;
+    g.set_shape(out, shape);
+    return out;
   } catch (...) {
     g.blobs.pop_back();
     throw;
@@ -428,7 +430,7 @@ RegionId Builder::begin_region(Span<ValueId> params_like) {
   std::vector<ParamType> types;
   for (ValueId v : params_like) {
     check_value(v);
-    types.push_back({graph_->values[v].dtype, graph_->values[v].shape});
+    types.push_back({graph_->values[v].dtype, graph_->shape(v)});
   }
   return begin_region(types);
 }
@@ -444,10 +446,10 @@ RegionId Builder::begin_region(const std::vector<ParamType>& params) {
     if (!dtype_valid(t.dtype)) throw Error(ErrorCode::DType, "a body parameter has an invalid dtype");
     Value p;
     p.dtype = t.dtype;
-    p.shape = t.shape;
     p.region = id;
     r.params.push_back(static_cast<ValueId>(g.values.size()));
     g.values.push_back(p);
+    g.set_shape(r.params.back(), t.shape);
   }
   g.regions.push_back(std::move(r));
   region_stack_.push_back(id);

@@ -42,7 +42,7 @@ std::string Graph::shape_str(const Shape& s) const {
 }
 
 std::string Graph::type_str(ValueId v) const {
-  return std::string(dtype_name(values[v].dtype)) + shape_str(values[v].shape);
+  return std::string(dtype_name(values[v].dtype)) + shape_str(shape(v));
 }
 
 std::string Graph::node_name(NodeId n) const {

@@ -13,6 +13,7 @@
 
 #include "ir/dtype.hpp"
 #include "ir/op_schema.hpp"
+#include "ir/pool_allocator.hpp"
 #include "ir/shape.hpp"
 
 namespace esg::ir {
@@ -34,13 +35,15 @@ struct AttrValue {
   AttrValue() : kind(AttrKind::Int), i(0) {}
 };
 
+// 24 bytes: the dimensions live in Graph::dims, so a value costs little more than its rank.
 struct Value {
   NodeId producer = kNone;  // kNone for region params (graph inputs, body params, captures)
   uint32_t index = 0;       // which output of the producer
   RegionId region = 0;
-  DType dtype = DType::Invalid;
   StrId name = 0;           // 0: derived from the producer when printed
-  Shape shape;
+  uint32_t dims = 0;        // offset of the shape in Graph::dims
+  uint8_t rank = 0;
+  DType dtype = DType::Invalid;
 };
 
 struct Node {
@@ -74,19 +77,27 @@ class Graph {
   explicit Graph(std::string name = "graph");
 
   std::string name;
-  std::vector<Node> nodes;
-  std::vector<Value> values;
+  Pool<Node> nodes;
+  Pool<Value> values;
   std::vector<Region> regions;
-  std::vector<ValueId> operands;
-  std::vector<AttrValue> attrs;
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
-  std::vector<RegionId> body_refs;
-  std::vector<NodeId> dep_refs;
-  std::vector<StrId> notes;
+  Pool<Dim> dims;
+  Pool<ValueId> operands;
+  Pool<AttrValue> attrs;
+  Pool<int64_t> ints;
+  Pool<double> floats;
+  Pool<RegionId> body_refs;
+  Pool<NodeId> dep_refs;
+  Pool<StrId> notes;
   std::vector<std::string> strings;
   std::vector<std::string> symbols;
   std::vector<std::vector<uint8_t>> blobs;
+
+  Shape shape(ValueId v) const { return Shape::from(dims.data() + values[v].dims, values[v].rank); }
+  void set_shape(ValueId v, const Shape& s) {
+    values[v].dims = static_cast<uint32_t>(dims.size());
+    values[v].rank = static_cast<uint8_t>(s.rank());
+    dims.insert(dims.end(), s.begin(), s.end());
+  }
 
   // Accessors of a node's pools.
   Span<ValueId> inputs(const Node& n) const { return {operands.data() + n.first_input, n.num_inputs}; }

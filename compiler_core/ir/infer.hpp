@@ -29,11 +29,11 @@ class InferContext {
   bool has_input(size_t i) const { return input_id(i) != kNone; }
   ValueId input_id(size_t i) const;
   const Value& input(size_t i) const { return g_.values[input_id(i)]; }
-  const Shape& shape(size_t i) const { return input(i).shape; }
+  Shape shape(size_t i) const { return g_.shape(input_id(i)); }
 
   size_t num_outputs() const { return node().num_outputs; }
   Value& output(size_t i) { return g_.values[node().first_output + i]; }
-  void set_shape(size_t i, const Shape& s) { output(i).shape = s; }
+  void set_shape(size_t i, const Shape& s) { g_.set_shape(node().first_output + static_cast<ValueId>(i), s); }
 
   int64_t attr_int(const char* name) const;  // Int, Bool, DType and Enum attributes
   double attr_float(const char* name) const;

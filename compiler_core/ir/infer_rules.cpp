@@ -488,31 +488,32 @@ void infer_range(InferContext& ctx) {
 }
 
 namespace {
-void check_scalar_bool(InferContext& ctx, const Value& v, const std::string& what) {
-  if (v.dtype != DType::Bool || v.shape.num_elements() > 1 || v.shape.rank() > 1)
-    ctx.fail(what + " must be a bool scalar, got " + dtype_name(v.dtype) + ctx.graph().shape_str(v.shape));
+void check_scalar_bool(InferContext& ctx, ValueId id, const std::string& what) {
+  const Value& v = ctx.graph().values[id];
+  const Shape s = ctx.graph().shape(id);
+  if (v.dtype != DType::Bool || s.num_elements() > 1 || s.rank() > 1)
+    ctx.fail(what + " must be a bool scalar, got " + ctx.graph().type_str(id));
 }
 }  // namespace
 
 void infer_if_else(InferContext& ctx) {
   const Graph& g = ctx.graph();
-  check_scalar_bool(ctx, ctx.input(0), "`cond`");
+  check_scalar_bool(ctx, ctx.input_id(0), "`cond`");
   const Region& a = g.regions[ctx.bodies()[0]];
   const Region& b = g.regions[ctx.bodies()[1]];
   if (a.results.size() != b.results.size())
     ctx.fail("the branches return " + std::to_string(a.results.size()) + " and " + std::to_string(b.results.size()) +
              " tensors; they must return the same number");
   for (size_t i = 0; i < a.results.size(); ++i) {
-    const Value& va = g.values[a.results[i]];
-    const Value& vb = g.values[b.results[i]];
-    if (va.dtype != vb.dtype || va.shape.rank() != vb.shape.rank())
+    const DType ta = g.values[a.results[i]].dtype, tb = g.values[b.results[i]].dtype;
+    const Shape sa = g.shape(a.results[i]), sb = g.shape(b.results[i]);
+    if (ta != tb || sa.rank() != sb.rank())
       ctx.fail("result " + std::to_string(i) + " is " + g.type_str(a.results[i]) + " in then_branch but " +
                g.type_str(b.results[i]) + " in else_branch; dtypes and ranks must agree");
-    Shape s = va.shape;
+    Shape s = sa;
     for (size_t d = 0; d < s.rank(); ++d)
-      if (va.shape[d] != vb.shape[d])
-        s[d] = ctx.derived_symbol("if(" + g.dim_str(va.shape[d]) + "|" + g.dim_str(vb.shape[d]) + ")");
-    ctx.output(i).dtype = va.dtype;
+      if (sa[d] != sb[d]) s[d] = ctx.derived_symbol("if(" + g.dim_str(sa[d]) + "|" + g.dim_str(sb[d]) + ")");
+    ctx.output(i).dtype = ta;
     ctx.set_shape(i, s);
   }
 }
@@ -525,18 +526,18 @@ void infer_while_loop(InferContext& ctx) {
   if (cond.params.size() != n || body.params.size() != n)
     ctx.fail("the bodies must take one parameter per loop-carried value (" + std::to_string(n) + ")");
   if (cond.results.size() != 1) ctx.fail("`cond` must return exactly one tensor");
-  check_scalar_bool(ctx, g.values[cond.results[0]], "the result of `cond`");
+  check_scalar_bool(ctx, cond.results[0], "the result of `cond`");
   if (body.results.size() != n)
     ctx.fail("`body` returns " + std::to_string(body.results.size()) + " tensors for " + std::to_string(n) +
              " loop-carried values");
   for (size_t i = 0; i < n; ++i) {
-    const Value& in = ctx.input(i);
-    const Value& next = g.values[body.results[i]];
-    if (in.dtype != next.dtype || in.shape != next.shape)
+    const DType t = ctx.input(i).dtype;
+    const Shape s = ctx.shape(i);
+    if (t != g.values[body.results[i]].dtype || s != g.shape(body.results[i]))
       ctx.fail("loop-carried value " + std::to_string(i) + " enters as " + g.type_str(ctx.input_id(i)) +
                " but `body` returns " + g.type_str(body.results[i]) + "; they must match");
-    ctx.output(i).dtype = in.dtype;
-    ctx.set_shape(i, in.shape);
+    ctx.output(i).dtype = t;
+    ctx.set_shape(i, s);
   }
 }
 

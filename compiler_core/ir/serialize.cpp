@@ -121,7 +121,7 @@ class GraphWriter {
     for (ValueId v : g_.inputs()) {
       w.u8(kInput);
       w.str(g_.values[v].name ? g_.strings[g_.values[v].name] : "");
-      write_shape(w, g_.values[v].dtype, g_.values[v].shape);
+      write_shape(w, g_.values[v].dtype, g_.shape(v));
       assign(v);
     }
     region(0);
@@ -195,7 +195,7 @@ class GraphWriter {
       w.u8(kBegin);
       w.u32(static_cast<uint32_t>(body.params.size()));
       for (ValueId p : body.params) {
-        write_shape(w, g_.values[p].dtype, g_.values[p].shape);
+        write_shape(w, g_.values[p].dtype, g_.shape(p));
         assign(p);
       }
       region(b);
@@ -206,7 +206,7 @@ class GraphWriter {
     }
     if (n.blob != kNone) {
       w.u8(kConstant);
-      write_shape(w, g_.values[n.first_output].dtype, g_.values[n.first_output].shape);
+      write_shape(w, g_.values[n.first_output].dtype, g_.shape(n.first_output));
       w.u32(static_cast<uint32_t>(blobs_.size()));
       blobs_.push_back(&g_.blobs[n.blob]);
     } else {

@@ -12,7 +12,8 @@ struct Span {
 
   Span() = default;
   Span(const T* p, size_t n) : ptr(p), len(n) {}
-  Span(const std::vector<T>& v) : ptr(v.data()), len(v.size()) {}  // NOLINT: implicit by design
+  template <class A>
+  Span(const std::vector<T, A>& v) : ptr(v.data()), len(v.size()) {}  // NOLINT: implicit by design
   const T* begin() const { return ptr; }
   const T* end() const { return ptr + len; }
   const T* data() const { return ptr; }

@@ -15,6 +15,7 @@ void verify(const Graph& g) {
     if (r != 0 && (reg.parent >= r || reg.owner >= g.nodes.size())) fail("region " + std::to_string(r) + " has no valid parent/owner");
     if (reg.captures_inner.size() != reg.captures_outer.size()) fail("unpaired captures in region " + std::to_string(r));
     for (ValueId p : reg.params) {
+      if (p < g.values.size() && g.values[p].dims + g.values[p].rank > g.dims.size()) fail("a parameter's shape is outside the pool");
       if (p >= g.values.size() || g.values[p].region != r || g.values[p].producer != kNone) fail("bad parameter in region " + std::to_string(r));
       defined[p] = true;
     }
@@ -51,7 +52,7 @@ void verify(const Graph& g) {
     }
     if ((n.blob != kNone) != (n.op == &constant_op())) fail(where + " constant data mismatch");
     if (n.blob != kNone && (n.blob >= g.blobs.size() ||
-                            g.blobs[n.blob].size() != static_cast<size_t>(g.values[n.first_output].shape.num_elements()) * dtype_size(g.values[n.first_output].dtype)))
+                            g.blobs[n.blob].size() != static_cast<size_t>(g.shape(n.first_output).num_elements()) * dtype_size(g.values[n.first_output].dtype)))
       fail(where + " has constant data of the wrong size");
   }
   for (size_t r = 0; r < g.regions.size(); ++r)
