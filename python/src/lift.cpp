@@ -73,10 +73,11 @@ Lift::Lift(std::initializer_list<py::handle> args, py::handle seq) {
 }
 
 void Lift::consider(py::handle obj) {
-  if (owner_ || !obj || !py::isinstance<PyTensor>(obj)) return;
-  const PyTensor& t = obj.cast<const PyTensor&>();
-  owner_ = t.owner;
-  like_ = t.t;
+  if (owner_) return;
+  if (const PyTensor* t = as_tensor(obj)) {
+    owner_ = t->owner;
+    like_ = t->t;
+  }
 }
 
 esg::GraphBuilder& Lift::builder() {
@@ -89,7 +90,7 @@ esg::GraphBuilder& Lift::builder() {
 }
 
 esg::Tensor Lift::operator()(py::handle obj) {
-  if (py::isinstance<PyTensor>(obj)) return obj.cast<const PyTensor&>().t;
+  if (const PyTensor* t = as_tensor(obj)) return t->t;
   if (obj.is_none()) throw py::type_error("None is not a tensor");
   esg::GraphBuilder& b = builder();
   // Python scalars take the tensor operand's dtype; arrays do when their kind allows it.
@@ -127,7 +128,7 @@ std::vector<esg::Tensor> Lift::results(py::handle r) {
   return {(*this)(r)};
 }
 
-py::object Lift::wrap(const esg::Tensor& t) const { return py::cast(PyTensor{t, owner_}); }
+py::object Lift::wrap(const esg::Tensor& t) const { return to_python(PyTensor{t, owner_}); }
 
 py::object Lift::wrap(const std::vector<esg::Tensor>& ts) const {
   py::list out;

@@ -32,6 +32,24 @@ struct PyTensor {
   BuilderRef owner;
 };
 
+// The Tensor behind a Python object, or nullptr. Every op call asks this of every argument, so
+// it compares the exact type and reads the instance directly instead of going through
+// pybind11's type lookup (which hashed type names and dominated the cost of a call).
+inline PyTensor* as_tensor(py::handle obj) {
+  static const py::detail::type_info* type = py::detail::get_type_info(typeid(PyTensor));
+  if (!obj || Py_TYPE(obj.ptr()) != type->type) return nullptr;
+  auto* inst = reinterpret_cast<py::detail::instance*>(obj.ptr());
+  return inst->get_value_and_holder(type).value_ptr<PyTensor>();
+}
+
+// A new Python Tensor, again without the type lookup of py::cast.
+inline py::object to_python(PyTensor t) {
+  static const py::detail::type_info* type = py::detail::get_type_info(typeid(PyTensor));
+  auto move = [](const void* p) -> void* { return new PyTensor(std::move(*static_cast<PyTensor*>(const_cast<void*>(p)))); };
+  return py::reinterpret_steal<py::object>(
+      py::detail::type_caster_generic::cast(&t, py::return_value_policy::move, py::handle(), type, nullptr, move));
+}
+
 // The builders entered with `with`, innermost last (per thread).
 std::vector<BuilderRef>& builder_stack();
 

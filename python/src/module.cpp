@@ -47,10 +47,12 @@ std::vector<int64_t> dims_of(esg::GraphBuilder& b, const py::sequence& shape) {
 
 std::vector<esg::Tensor> tensor_list(py::handle obj) {
   std::vector<esg::Tensor> out;
-  if (py::isinstance<PyTensor>(obj)) return {obj.cast<const PyTensor&>().t};
-  for (py::handle t : obj.cast<py::sequence>()) {
-    if (!py::isinstance<PyTensor>(t)) throw py::type_error("expected Tensors, got " + py::repr(t).cast<std::string>());
-    out.push_back(t.cast<const PyTensor&>().t);
+  if (const PyTensor* t = as_tensor(obj)) return {t->t};
+  if (!py::isinstance<py::sequence>(obj)) throw py::type_error("expected a Tensor or a list of Tensors, got " + py::repr(obj).cast<std::string>());
+  for (py::handle item : obj.cast<py::sequence>()) {
+    const PyTensor* t = as_tensor(item);
+    if (!t) throw py::type_error("expected Tensors, got " + py::repr(item).cast<std::string>());
+    out.push_back(t->t);
   }
   return out;
 }
