@@ -263,7 +263,8 @@ ESG_API const char* esg_tensor_name(esg_tensor tensor) {
 }
 
 ESG_API esg_status esg_tensor_set_name(esg_tensor tensor, const char* name) {
-  guarded(tensor.priv_builder, [&] {
+  // A stale tensor's error belongs to no graph: it must not become the new graph's first error.
+  guarded(esg::capi::tensor_ok(tensor, nullptr) ? tensor.priv_builder : nullptr, [&] {
     const ir::ValueId v = resolve(tensor, nullptr, "esg_tensor_set_name: the tensor");
     if (!name || !*name) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_tensor_set_name: the name is empty");
     ir::Graph& g = tensor.priv_builder->core.graph();

@@ -196,10 +196,28 @@ def py_arg_specs(op: OpDef) -> List[str]:
     return specs
 
 
+def py_arg_type(op: OpDef, i) -> str:
+    """The ArgType literal of an input: its type variable's index or its fixed dtype."""
+    tvs = [tv.name for tv in op.type_vars]
+    if i.type in tvs:
+        return f"ArgType{{{tvs.index(i.type)}, {{}}}}"
+    if i.type in DTYPES:
+        return f"ArgType{{-1, esg::DType::{dtype_enum(i.type)}}}"
+    return "ArgType{}"
+
+
+def py_lift(op: OpDef) -> str:
+    """The Lift of a call: every tensor argument with its type (a variadic one as the list)."""
+    singles = ", ".join(f"{{{n.py_name(i.name)}, {py_arg_type(op, i)}}}" for i in op.inputs if not i.variadic)
+    lists = [f"{{{n.py_name(i.name)}, {py_arg_type(op, i)}}}" for i in op.inputs if i.variadic]
+    return f"Lift lift({{{singles}}}{', ' + lists[0] if lists else ''});"
+
+
 def py_call_args(op: OpDef) -> str:
     args = ["lift.builder()"] if op.takes_builder else []
     for i in op.required_inputs:
-        args.append(f"lift.all({n.py_name(i.name)})" if i.variadic else f"lift({n.py_name(i.name)})")
+        v = n.py_name(i.name)
+        args.append(f"lift.all({v}, {py_arg_type(op, i)})" if i.variadic else f"lift({v}, {py_arg_type(op, i)})")
     for s in op.subgraphs:
         args.append(f"lift.body({n.py_name(s.name)})" if s.params else f"lift.branch({n.py_name(s.name)})")
     for a in op.required_attrs:
@@ -232,7 +250,7 @@ def pyi_params(op: OpDef) -> str:
 
 HELPERS: Dict[str, Callable] = {f.__name__: f for f in (
     dtype_enum, expected_outputs, range_str, cpp_template, cpp_params, builder_expr, c_args, example_args, type_var_ref, output_type, count,
-    input_index, attr_schema, span, py_params, py_arg_specs, py_call_args, pyi_params)}
+    input_index, attr_schema, span, py_params, py_arg_specs, py_arg_type, py_lift, py_call_args, pyi_params)}
 
 
 @dataclass(frozen=True)

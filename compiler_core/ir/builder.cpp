@@ -344,7 +344,7 @@ ValueId Builder::add_input(std::string_view name, DType dtype, const Shape& shap
   for (Dim d : shape)
     if (dim_is_symbolic(d) && dim_symbol(d) >= graph_->symbols.size())
       throw Error(ErrorCode::Shape, "input `" + std::string(name) + "`: dimension " + std::to_string(d) +
-                                        " is neither a size nor a symbol of this builder");
+                                        " is neither a size (>= 0) nor a symbol of this builder");
   Graph& g = *graph_;
   Value v;
   v.dtype = dtype;

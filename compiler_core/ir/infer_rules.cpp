@@ -415,7 +415,8 @@ void infer_expand(InferContext& ctx) {
   for (size_t i = 0; i < x.rank(); ++i)
     if (x[i] != 1 && !dims_compatible(x[i], target[lead + i]))
       ctx.fail("cannot expand " + g.shape_str(x) + " to " + list_str(spec) + ": axis " + std::to_string(lead + i) +
-               " has size " + g.dim_str(x[i]) + ", neither 1 nor " + std::to_string(target[lead + i]));
+               " has size " + g.dim_str(x[i]) + ", which cannot become " + std::to_string(target[lead + i]) +
+               " (only a size-1 axis expands)");
   ctx.set_shape(0, target);
 }
 

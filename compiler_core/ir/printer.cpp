@@ -135,12 +135,12 @@ std::string to_dot(const Graph& g) {
   };
   for (ValueId v = 0; v < g.values.size(); ++v)
     if (g.values[v].producer == kNone)
-      out += "  v" + std::to_string(v) + " [shape=ellipse, label=\"" + dot_escape(g.value_name(v) + "\\n" + g.type_str(v)) + "\"];\n";
+      out += "  v" + std::to_string(v) + " [shape=ellipse, label=\"" + dot_escape(g.value_name(v)) + "\\n" + dot_escape(g.type_str(v)) + "\"];\n";
   std::vector<std::string> clusters(g.regions.size());
   for (NodeId id = 0; id < g.nodes.size(); ++id) {
     const Node& n = g.nodes[id];
-    std::string label = std::string(n.op->name) + "\\n" + g.node_name(id);
-    clusters[n.region] += "    n" + std::to_string(id) + " [label=\"" + dot_escape(label) + "\"];\n";
+    const std::string label = dot_escape(n.op->name) + "\\n" + dot_escape(g.node_name(id));
+    clusters[n.region] += "    n" + std::to_string(id) + " [label=\"" + label + "\"];\n";
     const Span<ValueId> ins = g.inputs(n);
     for (ValueId v : ins)
       if (v != kNone)

@@ -11,8 +11,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <unordered_map>
 
 #include "ir/builder.hpp"
@@ -476,9 +476,16 @@ void save(const Graph& g, const std::string& path) {
 }
 
 std::unique_ptr<Graph> load(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw Error(ErrorCode::Io, "cannot open `" + path + "`: " + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  uint8_t chunk[1 << 16];
+  size_t n;
+  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + n);
+  const bool failed = std::ferror(f);
+  const int err = errno;
+  std::fclose(f);
+  if (failed) throw Error(ErrorCode::Io, "cannot read `" + path + "`: " + std::strerror(err));
   return deserialize(bytes.data(), bytes.size());
 }
 

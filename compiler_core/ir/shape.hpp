@@ -10,10 +10,15 @@ namespace esg::ir {
 using Dim = int64_t;
 constexpr int kMaxRank = 8;
 
-// Symbol k of a graph's symbol table is the dimension -(k + 1).
+// Symbol k of a graph's symbol table is the dimension kSymbolBase + k: negative, and far from
+// small negative numbers, so that a stray -1 is an error rather than some symbol.
+constexpr Dim kSymbolBase = -(Dim{1} << 62);
 constexpr bool dim_is_symbolic(Dim d) { return d < 0; }
-constexpr Dim symbol_dim(uint32_t symbol) { return -static_cast<Dim>(symbol) - 1; }
-constexpr uint32_t dim_symbol(Dim d) { return static_cast<uint32_t>(-(d + 1)); }
+constexpr Dim symbol_dim(uint32_t symbol) { return kSymbolBase + static_cast<Dim>(symbol); }
+// The symbol index of a symbolic dimension; UINT32_MAX for a negative number that is none.
+constexpr uint32_t dim_symbol(Dim d) {
+  return d >= kSymbolBase && d < kSymbolBase + (Dim{1} << 32) ? static_cast<uint32_t>(d - kSymbolBase) : UINT32_MAX;
+}
 
 class Shape {
  public:

@@ -1,5 +1,7 @@
 #include "lift.hpp"
 
+#include <cstring>
+
 namespace esgraph_py {
 
 std::vector<BuilderRef>& builder_stack() {
@@ -33,7 +35,7 @@ esg::DType to_dtype(py::handle obj) {
     const std::string name = obj.cast<std::string>();
     for (int t = ESG_F32; t <= ESG_BOOL; ++t)
       if (name == esg_dtype_name(static_cast<esg_dtype>(t))) return static_cast<esg::DType>(t);
-    throw py::value_error("unknown dtype '" + name + "'; dtypes: f32 f16 bf16 f64 i8 i16 i32 i64 u8 bool");
+    throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "unknown dtype '" + name + "'; dtypes: f32 f16 bf16 f64 i8 i16 i32 i64 u8 bool");
   }
   try {
     if (auto t = numpy_dtype(py::dtype::from_args(py::reinterpret_borrow<py::object>(obj)))) return *t;
@@ -49,12 +51,47 @@ int64_t enum_index(const char* op, const char* attr, const std::string& value, s
     if (value == v) return i;
     valid += (i++ ? ", " : "") + std::string("'") + v + "'";
   }
-  throw py::value_error(std::string(op) + ": `" + attr + "` is '" + value + "'; valid: " + valid);
+  throw esg::AttributeError(ESG_ERR_ATTRIBUTE, std::string(op) + ": `" + attr + "` is '" + value + "'; valid: " + valid);
 }
+
+namespace {
+
+bool is_float(esg::DType t) { return t == esg::f32 || t == esg::f16 || t == esg::bf16 || t == esg::f64; }
+
+// Exact bytes of a Python int in an integer dtype, or an error naming the range.
+esg::Tensor int_scalar(esg::GraphBuilder& b, esg::DType t, py::handle obj) {
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  long long lo = 0, hi = 0;
+  switch (t) {
+    case esg::DType::I8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case esg::DType::I16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case esg::DType::I32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case esg::DType::I64: lo = INT64_MIN, hi = INT64_MAX; break;
+    case esg::DType::U8: lo = 0, hi = UINT8_MAX; break;
+    default: break;
+  }
+  if (overflow || v < lo || v > hi)
+    throw esg::DTypeError(ESG_ERR_DTYPE, py::repr(obj).cast<std::string>() + " does not fit in " + esg::dtype_name(t) +
+                                             " (range " + std::to_string(lo) + " .. " + std::to_string(hi) + ")");
+  unsigned char bytes[8];
+  const size_t n = esg_dtype_size(static_cast<esg_dtype>(t));
+  const int64_t wide = v;
+  if (t == esg::DType::U8) bytes[0] = static_cast<unsigned char>(v);
+  else if (n == 1) { const int8_t x = static_cast<int8_t>(wide); std::memcpy(bytes, &x, 1); }
+  else if (n == 2) { const int16_t x = static_cast<int16_t>(wide); std::memcpy(bytes, &x, 2); }
+  else if (n == 4) { const int32_t x = static_cast<int32_t>(wide); std::memcpy(bytes, &x, 4); }
+  else std::memcpy(bytes, &wide, 8);
+  return b.constant(t, {}, bytes, n);
+}
+
+}  // namespace
 
 esg::Tensor make_constant(esg::GraphBuilder& b, py::handle obj, std::optional<esg::DType> dtype) {
   py::array arr = py::array::ensure(obj, py::array::c_style | py::array::forcecast);
   if (!arr) throw py::type_error("cannot turn " + py::repr(obj).cast<std::string>() + " into a tensor");
+  if (!dtype && !py::isinstance<py::array>(obj) && arr.dtype().kind() == 'f') dtype = esg::f32;
   if (dtype) {
     if (*dtype == esg::bf16) throw py::type_error("numpy has no bf16; build an f32 constant and cast it");
     static const char* kNumpy[] = {"", "float32", "float16", "", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"};
@@ -66,18 +103,17 @@ esg::Tensor make_constant(esg::GraphBuilder& b, py::handle obj, std::optional<es
   return b.constant(*t, shape, arr.data(), static_cast<size_t>(arr.nbytes()));
 }
 
-Lift::Lift(std::initializer_list<py::handle> args, py::handle seq) {
-  for (py::handle a : args) consider(a);
-  if (seq && py::isinstance<py::sequence>(seq) && !py::isinstance<py::str>(seq))
-    for (py::handle a : seq.cast<py::sequence>()) consider(a);
+Lift::Lift(std::initializer_list<Arg> args, Arg seq) {
+  for (const Arg& a : args) consider(a.obj, a.type);
+  if (seq.obj && py::isinstance<py::sequence>(seq.obj) && !py::isinstance<py::str>(seq.obj))
+    for (py::handle a : seq.obj.cast<py::sequence>()) consider(a, seq.type);
 }
 
-void Lift::consider(py::handle obj) {
-  if (owner_) return;
-  if (const PyTensor* t = as_tensor(obj)) {
-    owner_ = t->owner;
-    like_ = t->t;
-  }
+void Lift::consider(py::handle obj, ArgType type) {
+  const PyTensor* t = as_tensor(obj);
+  if (!t) return;
+  if (!owner_) owner_ = t->owner;
+  if (type.type_var >= 0 && !like_[type.type_var]) like_[type.type_var] = t->t;
 }
 
 esg::GraphBuilder& Lift::builder() {
@@ -89,43 +125,53 @@ esg::GraphBuilder& Lift::builder() {
   return owner_->b;
 }
 
-esg::Tensor Lift::operator()(py::handle obj) {
+esg::Tensor Lift::operator()(py::handle obj, ArgType type) {
   if (const PyTensor* t = as_tensor(obj)) return t->t;
   if (obj.is_none()) throw py::type_error("None is not a tensor");
   esg::GraphBuilder& b = builder();
-  // Python scalars take the tensor operand's dtype; arrays do when their kind allows it.
-  if (like_ && (py::isinstance<py::bool_>(obj) || py::isinstance<py::int_>(obj) || py::isinstance<py::float_>(obj))) {
-    const esg::DType t = like_->dtype();
-    const bool is_float = py::isinstance<py::float_>(obj);
-    if (is_float && t != esg::f32 && t != esg::f16 && t != esg::bf16 && t != esg::f64)
-      throw py::type_error("cannot combine the float " + py::repr(obj).cast<std::string>() + " with a " +
-                           esg::dtype_name(t) + " tensor; cast the tensor first");
-    return like_->scalar(obj.cast<double>());
+  const std::optional<esg::Tensor>& like = type.type_var >= 0 ? like_[type.type_var] : std::nullopt;
+  std::optional<esg::DType> hint;
+  if (like) hint = like->dtype();
+  else if (static_cast<int>(type.fixed) != 0) hint = type.fixed;
+  if (!hint) return make_constant(b, obj, std::nullopt);
+  const esg::DType t = *hint;
+  // Python scalars: exact for integers (range-checked), any number for floats.
+  if (py::isinstance<py::bool_>(obj) || py::isinstance<py::int_>(obj) || py::isinstance<py::float_>(obj)) {
+    const bool is_f = py::isinstance<py::float_>(obj), is_b = py::isinstance<py::bool_>(obj);
+    if (t == esg::boolean && !is_b)
+      throw esg::DTypeError(ESG_ERR_DTYPE, "cannot use " + py::repr(obj).cast<std::string>() + " where a bool tensor goes");
+    if (is_f && !is_float(t))
+      throw esg::DTypeError(ESG_ERR_DTYPE, "cannot combine the float " + py::repr(obj).cast<std::string>() + " with a " +
+                                               esg::dtype_name(t) + " tensor; cast the tensor first");
+    if (t == esg::boolean) {
+      const unsigned char byte = obj.cast<bool>();
+      return b.constant(t, {}, &byte, 1);
+    }
+    if (!is_float(t)) return int_scalar(b, t, obj);
+    return like ? like->scalar(obj.cast<double>()) : make_constant(b, obj, t);
   }
-  std::optional<esg::DType> dtype;
-  if (like_) {
-    const py::array arr = py::array::ensure(obj);
-    const esg::DType t = like_->dtype();
-    const bool t_float = t == esg::f32 || t == esg::f16 || t == esg::bf16 || t == esg::f64;
-    const char kind = arr ? arr.dtype().kind() : 0;
-    if (kind == 'b' || ((kind == 'i' || kind == 'u') && t != esg::boolean) || (kind == 'f' && t_float)) dtype = t;
-  } else if (py::isinstance<py::float_>(obj)) {
-    dtype = esg::f32;  // a bare Python float is f32, as in the rest of the API
-  }
-  return make_constant(b, obj, dtype);
+  // Array-likes take the slot's dtype when the conversion keeps their kind.
+  const py::array arr = py::array::ensure(obj);
+  const char kind = arr ? arr.dtype().kind() : 0;
+  const bool fits = kind == 'b' ? true : (kind == 'i' || kind == 'u') ? t != esg::boolean : kind == 'f' ? is_float(t) : false;
+  return make_constant(b, obj, fits ? hint : std::nullopt);
 }
 
-std::vector<esg::Tensor> Lift::all(py::handle seq) {
+std::vector<esg::Tensor> Lift::all(py::handle seq, ArgType type) {
   if (!py::isinstance<py::sequence>(seq) || py::isinstance<py::str>(seq))
     throw py::type_error("expected a list of tensors, got " + py::repr(seq).cast<std::string>());
   std::vector<esg::Tensor> out;
-  for (py::handle item : seq.cast<py::sequence>()) out.push_back((*this)(item));
+  for (py::handle item : seq.cast<py::sequence>()) out.push_back((*this)(item, type));
   return out;
 }
 
-std::vector<esg::Tensor> Lift::results(py::handle r) {
-  if (py::isinstance<py::list>(r) || py::isinstance<py::tuple>(r)) return all(r);
-  return {(*this)(r)};
+std::vector<esg::Tensor> Lift::results(py::handle r, const std::vector<esg::DType>& types) {
+  auto type_of = [&](size_t i) { return ArgType{-1, i < types.size() ? types[i] : static_cast<esg::DType>(0)}; };
+  if (!py::isinstance<py::list>(r) && !py::isinstance<py::tuple>(r)) return {(*this)(r, type_of(0))};
+  std::vector<esg::Tensor> out;
+  size_t i = 0;
+  for (py::handle item : r.cast<py::sequence>()) out.push_back((*this)(item, type_of(i++)));
+  return out;
 }
 
 py::object Lift::wrap(const esg::Tensor& t) const { return to_python(PyTensor{t, owner_}); }

@@ -56,40 +56,61 @@ std::vector<BuilderRef>& builder_stack();
 esg::DType to_dtype(py::handle obj);  // DType, "f32", numpy dtype or type
 std::optional<esg::DType> numpy_dtype(const py::dtype& dt);
 int64_t enum_index(const char* op, const char* attr, const std::string& value, std::initializer_list<const char*> values);
-// A constant holding `array` (any array-like) with `dtype`, or the array's own dtype.
-esg::Tensor make_constant(esg::GraphBuilder& b, py::handle array, std::optional<esg::DType> dtype);
+// A constant holding `value` (a Python scalar or any array-like) with `dtype`, or with the
+// value's own dtype (numpy's, except that Python floats default to f32).
+esg::Tensor make_constant(esg::GraphBuilder& b, py::handle value, std::optional<esg::DType> dtype);
+
+// How an argument is typed in its op: by a type variable (shared with other arguments), a
+// fixed dtype, or anything (type_var < 0 and fixed Invalid).
+struct ArgType {
+  int8_t type_var = -1;
+  esg::DType fixed = static_cast<esg::DType>(0);
+};
+struct Arg {
+  py::handle obj;
+  ArgType type;
+};
 
 class Lift {
  public:
-  // Finds the builder and the dtype hint among the call's tensor arguments (`seq` is a
-  // list argument, e.g. concat's inputs); falls back to the innermost `with` builder.
-  explicit Lift(std::initializer_list<py::handle> args, py::handle seq = py::handle());
+  // Finds the builder among the call's Tensor arguments (`seq` is a list argument, e.g.
+  // concat's inputs), falling back to the innermost `with` builder, and the dtype each type
+  // variable has in this call, from the first Tensor argument of that variable.
+  explicit Lift(std::initializer_list<Arg> args, Arg seq = {});
 
-  esg::Tensor operator()(py::handle obj);
-  std::vector<esg::Tensor> all(py::handle seq);
+  // The argument as a tensor: Tensors as they are; Python scalars and array-likes become
+  // constants of the dtype their slot has in this call (its type variable's or fixed dtype)
+  // when the value's kind allows it, else of their own dtype (Python floats: f32).
+  esg::Tensor operator()(py::handle obj, ArgType type);
+  std::vector<esg::Tensor> all(py::handle seq, ArgType type);
   esg::GraphBuilder& builder();
 
   py::object wrap(const esg::Tensor& t) const;
   py::object wrap(const std::vector<esg::Tensor>& ts) const;
 
-  // Bodies of control-flow ops from Python callables returning tensors (or liftable values).
+  // Bodies of control-flow ops from Python callables returning tensors or liftable values; a
+  // loop body's results take the dtypes of the loop-carried values.
   auto branch(py::function f) {
-    return [this, f]() { return results(f()); };
+    return [this, f]() { return results(f(), {}); };
   }
   auto body(py::function f) {
     return [this, f](const std::vector<esg::Tensor>& params) {
       py::tuple args(params.size());
-      for (size_t i = 0; i < params.size(); ++i) args[i] = wrap(params[i]);
-      return results(f(*args));
+      std::vector<esg::DType> types;
+      for (size_t i = 0; i < params.size(); ++i) {
+        args[i] = wrap(params[i]);
+        types.push_back(params[i].dtype());
+      }
+      return results(f(*args), types);
     };
   }
 
  private:
-  void consider(py::handle obj);
-  std::vector<esg::Tensor> results(py::handle r);
+  void consider(py::handle obj, ArgType type);
+  std::vector<esg::Tensor> results(py::handle r, const std::vector<esg::DType>& types);
 
   BuilderRef owner_;
-  std::optional<esg::Tensor> like_;  // first tensor argument: its dtype is the hint
+  std::optional<esg::Tensor> like_[8];  // per type variable: the first Tensor argument
 };
 
 }  // namespace esgraph_py

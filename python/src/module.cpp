@@ -39,7 +39,9 @@ std::vector<int64_t> dims_of(esg::GraphBuilder& b, const py::sequence& shape) {
   std::vector<int64_t> dims;
   for (py::handle d : shape) {
     if (py::isinstance<py::str>(d)) dims.push_back(b.symbol(d.cast<std::string>()));
-    else if (py::isinstance<py::int_>(d)) dims.push_back(d.cast<int64_t>());
+    else if (py::isinstance<py::int_>(d) && d.cast<int64_t>() >= 0) dims.push_back(d.cast<int64_t>());
+    else if (py::isinstance<py::int_>(d))
+      throw esg::ShapeError(ESG_ERR_SHAPE, "dimension " + py::repr(d).cast<std::string>() + " is negative; name a dynamic size with a str");
     else throw py::type_error("a dimension is an int or a symbol name (str), got " + py::repr(d).cast<std::string>());
   }
   return dims;
@@ -64,11 +66,13 @@ struct ScopeGuard {
   std::optional<esg::GraphBuilder::Scope> scope;
 };
 
+// Both operands of an operator share one type variable, except for the logical ones (bool).
 template <class F>
-py::object binary(py::handle a, py::handle b, F op) {
-  Lift lift({a, b});
-  return lift.wrap(op(lift(a), lift(b)));
+py::object binary(py::handle a, py::handle b, F op, ArgType type = ArgType{0, {}}) {
+  Lift lift({{a, type}, {b, type}});
+  return lift.wrap(op(lift(a, type), lift(b, type)));
 }
+constexpr ArgType kBool{-1, esg::DType::Bool};
 
 void bind_tensor(py::module_& m) {
   py::class_<PyTensor> t(m, "Tensor", "A value of a graph being built; shape and dtype are known at once.");
@@ -102,9 +106,13 @@ void bind_tensor(py::module_& m) {
   ESG_PY_BINARY("__truediv__", "__rtruediv__", esg::div)
   ESG_PY_BINARY("__pow__", "__rpow__", esg::pow)
   ESG_PY_BINARY("__matmul__", "__rmatmul__", esg::matmul)
-  ESG_PY_BINARY("__and__", "__rand__", esg::logical_and)
-  ESG_PY_BINARY("__or__", "__ror__", esg::logical_or)
 #undef ESG_PY_BINARY
+  t.def("__and__", [](py::handle a, py::handle b) { return binary(a, b, [](auto x, auto y) { return esg::logical_and(x, y); }, kBool); }, py::is_operator());
+  t.def("__rand__", [](py::handle a, py::handle b) { return binary(b, a, [](auto x, auto y) { return esg::logical_and(x, y); }, kBool); }, py::is_operator());
+  t.def("__or__", [](py::handle a, py::handle b) { return binary(a, b, [](auto x, auto y) { return esg::logical_or(x, y); }, kBool); }, py::is_operator());
+  t.def("__ror__", [](py::handle a, py::handle b) { return binary(b, a, [](auto x, auto y) { return esg::logical_or(x, y); }, kBool); }, py::is_operator());
+  // numpy defers to these operators instead of broadcasting over a Tensor as an object.
+  t.attr("__array_ufunc__") = py::none();
 #define ESG_PY_COMPARE(dunder, fn) \
   t.def(dunder, [](py::handle a, py::handle b) { return binary(a, b, [](auto x, auto y) { return fn(x, y); }); }, py::is_operator());
   ESG_PY_COMPARE("__lt__", esg::less)

@@ -68,9 +68,6 @@ def test_nested_if_captures_through_every_level(b, p, x):
     assert str(graph).count("if(") == 2
 
 
-@pytest.mark.xfail(strict=True, reason="a Python scalar returned by an if_ branch is lifted with the "
-                   "dtype of `cond` (Lift's hint is the op's first tensor argument), so "
-                   "if_(p, lambda: 1, lambda: 2) yields a bool tensor and the values become True")
 def test_if_branches_returning_python_ints_are_not_bool(p):
     (out,) = ops.if_(p, lambda: 1, lambda: 2)
     assert out.dtype != esgraph.bool_
@@ -136,9 +133,6 @@ def test_while_init_is_a_list(x):
         ops.while_([], lambda: True, lambda: [])
 
 
-@pytest.mark.xfail(strict=True, reason="a Python scalar returned by a while_ body is lifted with the "
-                   "dtype of init[0] rather than of its own loop-carried value: with init [i64, f32] a "
-                   "body returning (i + 1, 0.5) raises 'cannot combine the float 0.5 with a i64 tensor'")
 def test_while_body_returning_a_python_float_for_a_float_value(b):
     n = b.input("n", esgraph.i64, [])
     s = b.input("s", esgraph.f32, [])

@@ -120,17 +120,11 @@ def test_saving_into_a_missing_directory_is_a_graph_io_error(graph, tmp_path):
         graph.save(tmp_path / "no" / "such" / "dir" / "g.esg")
 
 
-@pytest.mark.xfail(strict=True, reason="Graph.load of a directory surfaces a std::ios failure as "
-                   "ESG_ERR_INTERNAL ('internal error: basic_filebuf::underflow error reading the "
-                   "file: Is a directory', base esgraph.Error) instead of GraphIOError")
 def test_loading_a_directory_is_a_graph_io_error(tmp_path):
     with pytest.raises(esgraph.GraphIOError):
         esgraph.Graph.load(tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="to_dot passes the intended DOT line break `\\n` of node labels "
-                   "through dot_escape, which doubles the backslash: labels read 'x\\\\nf32[2]' and "
-                   "Graphviz shows a literal backslash-n instead of two lines")
 def test_dot_labels_break_lines_with_backslash_n():
     with esgraph.GraphBuilder("g") as b:
         x = b.input("x", esgraph.f32, [2])

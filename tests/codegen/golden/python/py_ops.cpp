@@ -7,18 +7,18 @@ namespace esgraph_py {
 
 void bind_ops(py::module_& m) {
   m.def("t_body", [](py::object init, py::function cond, py::function body) {
-    Lift lift({}, init);
+    Lift lift({}, {init, ArgType{}});
     esg::TBodyOptions options;
-    return lift.wrap(esg::t_body(lift.all(init), lift.body(cond), lift.body(body), options));
+    return lift.wrap(esg::t_body(lift.all(init, ArgType{}), lift.body(cond), lift.body(body), options));
   },
   py::arg("init"),
   py::arg("cond"),
   py::arg("body"),
   R"esgdoc(Bodies that take one parameter per tensor of a variadic input (as `while`).)esgdoc");
   m.def("t_branch", [](py::object pred, py::function then_branch, py::function else_branch) {
-    Lift lift({pred});
+    Lift lift({{pred, ArgType{-1, esg::DType::Bool}}});
     esg::TBranchOptions options;
-    return lift.wrap(esg::t_branch(lift(pred), lift.branch(then_branch), lift.branch(else_branch), options));
+    return lift.wrap(esg::t_branch(lift(pred, ArgType{-1, esg::DType::Bool}), lift.branch(then_branch), lift.branch(else_branch), options));
   },
   py::arg("pred"),
   py::arg("then_branch"),
@@ -39,9 +39,9 @@ void bind_ops(py::module_& m) {
   py::arg("dtype") = std::string("f32"),
   R"esgdoc(No tensor input, so the builder comes first; the output dtype is an attribute.)esgdoc");
   m.def("t_options", [](py::object x, int64_t axis, py::object scale, std::string mode, double epsilon, bool keep_dims, std::string label, py::object acc_dtype, std::vector<int64_t> sizes, std::vector<double> weights, std::vector<int64_t> no_default, py::object bias, int64_t late) {
-    Lift lift({x, bias, scale});
+    Lift lift({{x, ArgType{0, {}}}, {bias, ArgType{0, {}}}, {scale, ArgType{-1, esg::DType::F32}}});
     esg::TOptionsOptions options;
-    if (!scale.is_none()) options.scale(lift(scale));
+    if (!scale.is_none()) options.scale(lift(scale, ArgType{-1, esg::DType::F32}));
     options.mode(static_cast<esg::TOptionsMode>(enum_index("t_options", "mode", mode, {"nearest", "linear", "cubic"})));
     options.epsilon(epsilon);
     options.keep_dims(keep_dims);
@@ -50,9 +50,9 @@ void bind_ops(py::module_& m) {
     options.sizes(sizes);
     options.weights(weights);
     options.no_default(no_default);
-    if (!bias.is_none()) options.bias(lift(bias));
+    if (!bias.is_none()) options.bias(lift(bias, ArgType{0, {}}));
     options.late(late);
-    return lift.wrap(esg::t_options(lift(x), axis, options));
+    return lift.wrap(esg::t_options(lift(x, ArgType{0, {}}), axis, options));
   },
   py::arg("x"),
   py::arg("axis"),
@@ -70,25 +70,25 @@ void bind_ops(py::module_& m) {
   py::arg("late") = 4,
   R"esgdoc(Every attribute type; optional inputs and an attribute added after the op.)esgdoc");
   m.def("t_pair", [](py::object x) {
-    Lift lift({x});
+    Lift lift({{x, ArgType{0, {}}}});
     esg::TPairOptions options;
-    return lift.wrap(esg::t_pair(lift(x), options));
+    return lift.wrap(esg::t_pair(lift(x, ArgType{0, {}}), options));
   },
   py::arg("x"),
   R"esgdoc(Two outputs, one of a concrete dtype.)esgdoc");
   m.def("t_split", [](py::object x, std::vector<int64_t> sizes) {
-    Lift lift({x});
+    Lift lift({{x, ArgType{0, {}}}});
     esg::TSplitOptions options;
-    return lift.wrap(esg::t_split(lift(x), sizes, options));
+    return lift.wrap(esg::t_split(lift(x, ArgType{0, {}}), sizes, options));
   },
   py::arg("x"),
   py::arg("sizes"),
   R"esgdoc(A list output whose length is that of a list attribute.)esgdoc");
   m.def("t_unary", [](py::object x, double alpha) {
-    Lift lift({x});
+    Lift lift({{x, ArgType{0, {}}}});
     esg::TUnaryOptions options;
     options.alpha(alpha);
-    return lift.wrap(esg::t_unary(lift(x), options));
+    return lift.wrap(esg::t_unary(lift(x, ArgType{0, {}}), options));
   },
   py::arg("x"),
   py::kw_only(),
@@ -99,10 +99,10 @@ Scaled exponential linear unit: `x` where positive, `alpha * (exp(x) - 1)` elsew
 The doc runs over two lines.
 )esgdoc");
   m.def("t_variadic", [](py::object xs, int64_t axis) {
-    Lift lift({}, xs);
+    Lift lift({}, {xs, ArgType{0, {}}});
     esg::TVariadicOptions options;
     options.axis(axis);
-    return lift.wrap(esg::t_variadic(lift.all(xs), options));
+    return lift.wrap(esg::t_variadic(lift.all(xs, ArgType{0, {}}), options));
   },
   py::arg("xs"),
   py::kw_only(),
