@@ -84,7 +84,7 @@ void scalar_bytes(ir::DType t, double v, unsigned char* out) {
 
 extern "C" {
 
-ESG_API const char* esg_version(void) { return "0.1.0"; }
+ESG_API const char* esg_version(void) { return ESG_VERSION_STRING; }
 
 ESG_API const char* esg_dtype_name(esg_dtype dtype) { return ir::dtype_name(static_cast<ir::DType>(dtype)); }
 ESG_API size_t esg_dtype_size(esg_dtype dtype) { return ir::dtype_size(static_cast<ir::DType>(dtype)); }

@@ -259,8 +259,23 @@ class Emitter:
     template: str
 
 
+def version_nodes(opset: OpSet):
+    """(node name, symbols) per API version, oldest first: the linker version script."""
+    by_api = {}
+    for since, sym in opset.project.core_symbols:
+        by_api.setdefault(since, []).append(sym)
+    for op in opset.ops:
+        by_api.setdefault(op.since, []).extend([n.c_fn(op), n.c_options(op) + "_init_"])
+    last = max([opset.project.api, *by_api])
+    return [(f"ESGRAPH_API_{v}", sorted(by_api.get(v, []))) for v in range(1, last + 1)]
+
+
+HELPERS["version_nodes"] = version_nodes
+
 EMITTERS = (
     Emitter("include/esgraph/c/ops.h", "c_ops.h.j2"),
+    Emitter("include/esgraph/c/version.h", "c_version.h.j2"),
+    Emitter("src/esgraph.map", "esgraph.map.j2"),
     Emitter("src/ops_c.cpp", "c_ops.cpp.j2"),
     Emitter("src/ir/ops.gen.hpp", "ops.gen.hpp.j2"),
     Emitter("src/op_registry.cpp", "op_registry.cpp.j2"),

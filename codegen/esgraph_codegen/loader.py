@@ -243,8 +243,8 @@ def _freeze(value):
 
 
 class _OpLoader:
-    def __init__(self, node: _Node, rules: Sequence[str], problems: _Problems):
-        self.node, self.rules, self.p = node, rules, problems
+    def __init__(self, node: _Node, rules: Sequence[str], problems: _Problems, api: Optional[int] = None):
+        self.node, self.rules, self.p, self.api = node, rules, problems, api
         self.what = "op"
         self.since = 1
 
@@ -263,6 +263,9 @@ class _OpLoader:
         if since < 1:
             self.p.add(f["since"].loc, f"`since` of {self.what} must be a version >= 1")
         self.since = since
+        if self.api is not None and since > self.api:
+            self.p.add(f["since"].loc, f"`since` of {self.what} is {since}, newer than the API version "
+                                       f"being developed ({self.api}, in VERSION)")
         status = _scalar(f, "status", str, self.what, self.p, "stable")
         if status not in STATUSES:
             self.p.add(f["status"].loc, f"`status` of {self.what} must be one of {', '.join(STATUSES)}")
@@ -391,6 +394,9 @@ class _OpLoader:
         since = _scalar(f, "since", int, what, self.p, self.since)
         if since < self.since:
             self.p.add(f["since"].loc, f"`since` of {what} ({since}) is older than the op's ({self.since})")
+        if self.api is not None and since > self.api:
+            self.p.add(f["since"].loc, f"`since` of {what} is {since}, newer than the API version "
+                                       f"being developed ({self.api}, in VERSION)")
         return since
 
     def _subgraph(self, node: _Node, inputs) -> Optional[Subgraph]:
@@ -538,10 +544,16 @@ class _OpLoader:
 
 def read_rules(path: Path) -> Tuple[str, ...]:
     """The inference rule names of compiler_core/ir/infer_rules.def, in their order."""
-    return tuple(re.findall(r"^ESG_INFER_RULE\((\w+)\)", path.read_text(), re.M))
+    return tuple(name for name, _ in read_rule_versions(path))
 
 
-def load(paths: Sequence[Path], rules: Sequence[str], root: Optional[Path] = None) -> OpSet:
+def read_rule_versions(path: Path) -> Tuple[Tuple[str, int], ...]:
+    """(name, version) of every rule of compiler_core/ir/infer_rules.def."""
+    return tuple((m[0], int(m[1])) for m in re.findall(r"^ESG_INFER_RULE\((\w+),\s*(\d+)\)", path.read_text(), re.M))
+
+
+def load(paths: Sequence[Path], rules: Sequence[str], root: Optional[Path] = None,
+         api: Optional[int] = None) -> OpSet:
     """Loads and checks every file; raises LoadError listing all problems found."""
     problems = _Problems()
     ops: List[OpDef] = []
@@ -558,7 +570,7 @@ def load(paths: Sequence[Path], rules: Sequence[str], root: Optional[Path] = Non
             problems.add(doc.loc, "the file needs `ops:`, a list of op entries")
             continue
         for node in fields["ops"].elements():
-            op = _OpLoader(node, rules, problems).load()
+            op = _OpLoader(node, rules, problems, api).load()
             if op is None or not op.name:
                 continue
             if op.name in first:
@@ -571,6 +583,6 @@ def load(paths: Sequence[Path], rules: Sequence[str], root: Optional[Path] = Non
     return OpSet(tuple(sorted(ops, key=lambda o: o.name)), tuple(rules))
 
 
-def load_dir(op_defs: Path, rules_file: Path) -> OpSet:
+def load_dir(op_defs: Path, rules_file: Path, api: Optional[int] = None) -> OpSet:
     root = op_defs.resolve().parent
-    return load(sorted(op_defs.resolve().glob("*.yaml")), read_rules(rules_file), root)
+    return load(sorted(op_defs.resolve().glob("*.yaml")), read_rules(rules_file), root, api)

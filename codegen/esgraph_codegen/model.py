@@ -178,9 +178,23 @@ class OpDef:
 
 
 @dataclass(frozen=True)
+class Project:
+    """What VERSION says, and the hand-written C functions with their API versions."""
+    version: str = "0.0.0"
+    api: int = 1
+    core_symbols: Tuple[Tuple[int, str], ...] = ()
+
+    @property
+    def version_parts(self) -> Tuple[int, int, int]:
+        major, minor, patch = (int(p) for p in self.version.split("."))
+        return major, minor, patch
+
+
+@dataclass(frozen=True)
 class OpSet:
     ops: Tuple[OpDef, ...]
     infer_rules: Tuple[str, ...] = field(default=())
+    project: Project = field(default_factory=Project)
 
     def op(self, name: str) -> Optional[OpDef]:
         return next((o for o in self.ops if o.name == name), None)

@@ -63,7 +63,7 @@ class InferContext {
 Shape broadcast_shapes(InferContext& ctx, const Shape& a, const Shape& b);
 
 // The rules, one function each, named as in infer_rules.def.
-#define ESG_INFER_RULE(name) void infer_##name(InferContext& ctx);
+#define ESG_INFER_RULE(name, version) void infer_##name(InferContext& ctx);
 #include "ir/infer_rules.def"
 #undef ESG_INFER_RULE
 

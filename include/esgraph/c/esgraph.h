@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "esgraph/c/version.h"
+
 #if defined(_WIN32)
 #  if defined(ESGRAPH_BUILDING)
 #    define ESG_API __declspec(dllexport)
@@ -34,10 +36,7 @@
 extern "C" {
 #endif
 
-/* ---- versions ------------------------------------------------------------------------------ */
-#define ESG_VERSION_MAJOR 0
-#define ESG_VERSION_MINOR 1
-#define ESG_VERSION_PATCH 0
+/* ---- versions (the headers': esgraph/c/version.h; the library's: esg_version()) ----------- */
 /* The library's version, "major.minor.patch". */
 ESG_API const char* esg_version(void);
 
