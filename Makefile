@@ -3,9 +3,10 @@
 #   make test   build, run every suite (C++, C99, codegen, Python), then the C/C++ suites
 #               again under AddressSanitizer + UBSan
 #   make bench  graph-building throughput against onnx.helper and torch.fx
+#   make release-snapshot   record the current API version (see scripts/release-snapshot.sh)
 PY      := /usr/bin/python3
 JOBS    ?= 2
-.PHONY: deps build demo test test-asan pytest bench clean
+.PHONY: deps build demo test test-asan pytest bench release-snapshot clean
 
 deps:
 	@scripts/install-deps.sh
@@ -34,6 +35,10 @@ bench: build
 	@scripts/install-deps.sh python3-onnx python3-torch
 	./build/default/bench/bench_build --benchmark_min_time=0.5
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/build_throughput.py
+
+# Records the API version of VERSION: op-set history, ABI baseline, frozen headers, graph files.
+release-snapshot: build
+	scripts/release-snapshot.sh
 
 clean:
 	rm -rf build

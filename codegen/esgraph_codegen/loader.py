@@ -553,7 +553,7 @@ def read_rule_versions(path: Path) -> Tuple[Tuple[str, int], ...]:
 
 
 def load(paths: Sequence[Path], rules: Sequence[str], root: Optional[Path] = None,
-         api: Optional[int] = None) -> OpSet:
+         api: Optional[int] = None, top_keys: Iterable[str] = ("ops",)) -> OpSet:
     """Loads and checks every file; raises LoadError listing all problems found."""
     problems = _Problems()
     ops: List[OpDef] = []
@@ -563,7 +563,7 @@ def load(paths: Sequence[Path], rules: Sequence[str], root: Optional[Path] = Non
         doc = _parse_file(path, display, problems)
         if doc is None:
             continue
-        fields = _mapping(doc, {"ops"}, "the file", problems)
+        fields = _mapping(doc, set(top_keys), "the file", problems)
         if fields is None:
             continue
         if "ops" not in fields or not fields["ops"].is_seq:

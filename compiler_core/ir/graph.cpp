@@ -1,5 +1,7 @@
 #include "ir/graph.hpp"
 
+#include <algorithm>
+
 namespace esg::ir {
 
 Graph::Graph(std::string graph_name) : name(std::move(graph_name)) {
@@ -54,7 +56,24 @@ std::string Graph::node_name(NodeId n) const {
 std::string Graph::value_name(ValueId v) const {
   const Value& val = values[v];
   if (val.name) return strings[val.name];
-  if (val.producer == kNone) return "arg" + std::to_string(v);
+  if (val.producer == kNone) {
+    // Parameters are named by where they sit, not by value id, so that a graph prints the
+    // same after a save and load: "input<i>", "<node>.<body>.p<i>" or ".c<i>" for a capture.
+    const Region& r = regions[val.region];
+    auto index_in = [v](const std::vector<ValueId>& ids) {
+      return std::to_string(std::find(ids.begin(), ids.end(), v) - ids.begin());
+    };
+    const bool is_param = std::find(r.params.begin(), r.params.end(), v) != r.params.end();
+    if (val.region == 0) return "input" + index_in(r.params);
+    std::string body = "body";
+    if (r.owner != kNone) {
+      const Node& owner = nodes[r.owner];
+      const Span<RegionId> bs = bodies(owner);
+      const size_t k = static_cast<size_t>(std::find(bs.begin(), bs.end(), val.region) - bs.begin());
+      body = node_name(r.owner) + "." + (k < owner.op->subgraphs.size() ? owner.op->subgraphs[k].name : "body");
+    }
+    return body + (is_param ? ".p" + index_in(r.params) : ".c" + index_in(r.captures_inner));
+  }
   std::string n = node_name(val.producer);
   return nodes[val.producer].num_outputs == 1 ? n : n + ":" + std::to_string(val.index);
 }

@@ -1,0 +1,202 @@
+/*
+ * esgraph C ABI: the one stable boundary of the project.
+ *
+ * C99. Opaque handles, explicit append-only enum values, and status codes with a thread-local
+ * message. Every op has one function, generated from op_defs/ into <esgraph/c/ops.h>:
+ *
+ *     esg_tensor y = esg_add(a, b, NULL);
+ *     if (!esg_tensor_valid(y)) fprintf(stderr, "%s\n", esg_last_error());
+ *
+ * A call that fails returns an invalid tensor (or a non-zero esg_status), sets the calling
+ * thread's last error, and records the error in the builder if it is the builder's first, so a
+ * chain of calls can be checked once with esg_builder_status().
+ */
+#ifndef ESGRAPH_C_ESGRAPH_H
+#define ESGRAPH_C_ESGRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "esgraph/c/version.h"
+
+#if defined(_WIN32)
+#  if defined(ESGRAPH_BUILDING)
+#    define ESG_API __declspec(dllexport)
+#  else
+#    define ESG_API __declspec(dllimport)
+#  endif
+#elif defined(ESGRAPH_BUILDING)
+#  define ESG_API __attribute__((visibility("default")))
+#else
+#  define ESG_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- versions (the headers': esgraph/c/version.h; the library's: esg_version()) ----------- */
+/* The library's version, "major.minor.patch". */
+ESG_API const char* esg_version(void);
+
+/* ---- status codes (values are fixed forever; new codes are appended) ----------------------- */
+typedef enum esg_status {
+  ESG_OK = 0,
+  ESG_ERR_INVALID_ARGUMENT = 1, /* a null pointer, an index out of range, a bad option value   */
+  ESG_ERR_SHAPE = 2,            /* shapes that the op's inference rule rejects                   */
+  ESG_ERR_DTYPE = 3,            /* a dtype the op does not accept, or inputs that disagree        */
+  ESG_ERR_ATTRIBUTE = 4,        /* an attribute of the wrong type, out of range, or unknown       */
+  ESG_ERR_LIFETIME = 5,         /* tensors of two builders, or of a graph already built           */
+  ESG_ERR_FORMAT = 6,           /* a truncated, corrupted or unsupported graph file               */
+  ESG_ERR_IO = 7,               /* a file that cannot be read or written                          */
+  ESG_ERR_UNSUPPORTED = 8,      /* an option of a newer library, a feature not built in          */
+  ESG_ERR_INTERNAL = 9,         /* a bug in esgraph: please report it                             */
+  ESG_ERR_OUT_OF_MEMORY = 10
+} esg_status;
+
+/* The calling thread's last error message ("" after a success), and its status code. */
+ESG_API const char* esg_last_error(void);
+ESG_API esg_status esg_last_status(void);
+
+/* ---- dtypes (values fixed forever) --------------------------------------------------------- */
+typedef enum esg_dtype {
+  ESG_DTYPE_INVALID = 0,
+  ESG_F32 = 1, ESG_F16 = 2, ESG_BF16 = 3, ESG_F64 = 4,
+  ESG_I8 = 5, ESG_I16 = 6, ESG_I32 = 7, ESG_I64 = 8, ESG_U8 = 9,
+  ESG_BOOL = 10
+} esg_dtype;
+
+ESG_API const char* esg_dtype_name(esg_dtype dtype);
+ESG_API size_t esg_dtype_size(esg_dtype dtype);
+
+/* ---- handles ------------------------------------------------------------------------------- */
+typedef struct esg_builder esg_builder; /* builds one graph at a time                          */
+typedef struct esg_graph esg_graph;     /* a finished, immutable graph                          */
+
+/*
+ * A tensor: one value in a builder's graph. A small value type, cheap to copy; its fields are
+ * private. A zero-initialized esg_tensor ({0}) means "no tensor" (e.g. an optional input left
+ * out). A tensor stays usable until its builder builds or resets; using it afterwards, or with
+ * a tensor of another builder, fails with ESG_ERR_LIFETIME.
+ */
+typedef struct esg_tensor {
+  esg_builder* priv_builder;
+  uint32_t priv_value;
+  uint32_t priv_epoch;
+} esg_tensor;
+
+/* A body of a control-flow op (esg_if, esg_while), built with esg_builder_begin_subgraph. */
+typedef uint32_t esg_subgraph;
+
+typedef struct esg_i64_list {
+  const int64_t* data;
+  size_t size;
+} esg_i64_list;
+
+typedef struct esg_f64_list {
+  const double* data;
+  size_t size;
+} esg_f64_list;
+
+/* ---- builders ------------------------------------------------------------------------------ */
+ESG_API esg_builder* esg_builder_create(const char* graph_name);
+ESG_API void esg_builder_destroy(esg_builder* builder);
+
+/* The builder's first error since it was created or last built (ESG_OK if none), and its message. */
+ESG_API esg_status esg_builder_status(const esg_builder* builder);
+ESG_API const char* esg_builder_error(const esg_builder* builder);
+/* Forgets the builder's first error (after the caller has dealt with it); the graph itself
+   was never changed by the failed call. */
+ESG_API void esg_builder_clear_error(esg_builder* builder);
+
+/*
+ * A symbolic dimension named `name` (the same name gives the same dimension), usable wherever a
+ * dims array is taken. Symbolic dimensions are negative numbers; never compute with them.
+ */
+ESG_API int64_t esg_symbol(esg_builder* builder, const char* name);
+
+/* A graph input. `dims` holds `rank` sizes or symbolic dimensions. */
+ESG_API esg_tensor esg_input(esg_builder* builder, const char* name, esg_dtype dtype,
+                             const int64_t* dims, size_t rank);
+
+/* A constant; `data` holds the elements in row-major order, copied into the graph. */
+ESG_API esg_tensor esg_constant(esg_builder* builder, esg_dtype dtype, const int64_t* dims,
+                                size_t rank, const void* data, size_t nbytes);
+
+/* A rank-0 constant of `like`'s dtype and builder, holding `value` converted to that dtype. */
+ESG_API esg_tensor esg_scalar_like(esg_tensor like, double value);
+
+/* ---- scopes: apply to every node created until the matching pop ---------------------------- */
+/* Prefixes node names with "scope/". */
+ESG_API esg_status esg_builder_push_name_scope(esg_builder* builder, const char* scope);
+/* Attaches the string annotation key=value (e.g. a stream or device hint) to nodes. */
+ESG_API esg_status esg_builder_push_annotation(esg_builder* builder, const char* key, const char* value);
+/* Makes nodes run after the producers of `deps`. */
+ESG_API esg_status esg_builder_push_control_deps(esg_builder* builder, const esg_tensor* deps, size_t count);
+ESG_API esg_status esg_builder_pop_name_scope(esg_builder* builder);
+ESG_API esg_status esg_builder_pop_annotation(esg_builder* builder);
+ESG_API esg_status esg_builder_pop_control_deps(esg_builder* builder);
+
+/*
+ * Bodies of control-flow ops. Between begin and end, new nodes go into the body; a body may use
+ * tensors of the enclosing graph directly (they are captured). `params_like` gives the body one
+ * parameter per tensor, with the same dtype and shape (esg_while's loop-carried values); pass
+ * NULL, 0 for none (esg_if's branches).
+ */
+ESG_API esg_status esg_builder_begin_subgraph(esg_builder* builder, const esg_tensor* params_like,
+                                              size_t count);
+ESG_API esg_tensor esg_subgraph_param(esg_builder* builder, size_t index);
+/* Abandons the innermost body and all made in it (e.g. when building it failed). */
+ESG_API esg_status esg_builder_cancel_subgraph(esg_builder* builder);
+/* Ends the innermost body with its results; returns 0 on failure. */
+ESG_API esg_subgraph esg_builder_end_subgraph(esg_builder* builder, const esg_tensor* results,
+                                              size_t count);
+
+/*
+ * Finishes the graph with the given outputs and resets the builder for the next graph: tensors
+ * made before this call can no longer be used. Returns NULL if the builder holds an error (the
+ * first one is reported) or an output is invalid. The caller owns the graph.
+ */
+ESG_API esg_graph* esg_builder_build(esg_builder* builder, const esg_tensor* outputs, size_t count);
+
+/* ---- tensors ------------------------------------------------------------------------------- */
+ESG_API bool esg_tensor_valid(esg_tensor tensor);
+ESG_API esg_dtype esg_tensor_dtype(esg_tensor tensor);
+/* The rank, or SIZE_MAX for an invalid tensor. */
+ESG_API size_t esg_tensor_rank(esg_tensor tensor);
+/* Dimension `axis` (symbolic dimensions are negative; see esg_symbol_name), or 0 on error. */
+ESG_API int64_t esg_tensor_dim(esg_tensor tensor, size_t axis);
+/* The name of a symbolic dimension of the tensor's builder, or NULL. */
+ESG_API const char* esg_symbol_name(esg_tensor tensor, int64_t dim);
+/* The value's name: the one set, else one derived from its node ("matmul_3:0"). */
+ESG_API const char* esg_tensor_name(esg_tensor tensor);
+ESG_API esg_status esg_tensor_set_name(esg_tensor tensor, const char* name);
+/* Ops with several outputs return their first; these reach the others. */
+ESG_API size_t esg_tensor_output_count(esg_tensor tensor);
+ESG_API esg_tensor esg_tensor_output(esg_tensor tensor, size_t index);
+
+/* ---- graphs -------------------------------------------------------------------------------- */
+ESG_API void esg_graph_destroy(esg_graph* graph);
+ESG_API size_t esg_graph_node_count(const esg_graph* graph);
+/* Text renderings; the caller frees them with esg_free. NULL on error. */
+ESG_API char* esg_graph_to_text(const esg_graph* graph);
+ESG_API char* esg_graph_to_dot(const esg_graph* graph);
+ESG_API void esg_free(void* memory);
+/* Checks the graph's invariants (see docs/graph-format.md); ESG_OK or the first violation. */
+ESG_API esg_status esg_graph_verify(const esg_graph* graph);
+
+/* The versioned binary format of docs/graph-format.md. */
+ESG_API esg_status esg_graph_save(const esg_graph* graph, const char* path);
+ESG_API esg_graph* esg_graph_load(const char* path);
+/* The same format in memory; *data is freed with esg_free. */
+ESG_API esg_status esg_graph_serialize(const esg_graph* graph, void** data, size_t* size);
+ESG_API esg_graph* esg_graph_deserialize(const void* data, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "esgraph/c/ops.h"
+
+#endif /* ESGRAPH_C_ESGRAPH_H */

@@ -1,0 +1,345 @@
+// esgraph C++ API: header-only C++17 over the C ABI (<esgraph/c/esgraph.h>).
+//
+//   esg::GraphBuilder b("mlp");
+//   auto x = b.input("x", esg::f32, {b.symbol("batch"), 784});
+//   auto h = esg::relu(esg::matmul(x, w1) + b1);
+//   esg::Graph g = b.build({h});
+//
+// Every tensor knows its dtype and shape as soon as it is made; a call the op's rules reject
+// throws at the call site (esg::ShapeError, esg::DTypeError, …) with the op, the rule and the
+// inputs' shapes in the message.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "esgraph/c/esgraph.h"
+
+namespace esg {
+
+// ---- errors -----------------------------------------------------------------------------------
+class Error : public std::runtime_error {
+ public:
+  Error(esg_status status, const std::string& message) : std::runtime_error(message), status_(status) {}
+  esg_status status() const noexcept { return status_; }
+
+ private:
+  esg_status status_;
+};
+#define ESG_DEFINE_ERROR(Name) \
+  class Name : public Error {  \
+   public:                     \
+    using Error::Error;        \
+  };
+ESG_DEFINE_ERROR(InvalidArgumentError)  // a bad argument or option value
+ESG_DEFINE_ERROR(ShapeError)            // shapes an op's inference rule rejects
+ESG_DEFINE_ERROR(DTypeError)            // dtypes an op does not accept
+ESG_DEFINE_ERROR(AttributeError)        // an attribute of the wrong kind or out of range
+ESG_DEFINE_ERROR(LifetimeError)         // tensors of two builders, or of a built graph
+ESG_DEFINE_ERROR(FormatError)           // a bad graph file
+ESG_DEFINE_ERROR(IoError)               // a file that cannot be read or written
+ESG_DEFINE_ERROR(UnsupportedError)      // an option newer than the library
+#undef ESG_DEFINE_ERROR
+
+namespace detail {
+[[noreturn]] inline void throw_status(esg_status s, const std::string& message) {
+  switch (s) {
+    case ESG_ERR_INVALID_ARGUMENT: throw InvalidArgumentError(s, message);
+    case ESG_ERR_SHAPE: throw ShapeError(s, message);
+    case ESG_ERR_DTYPE: throw DTypeError(s, message);
+    case ESG_ERR_ATTRIBUTE: throw AttributeError(s, message);
+    case ESG_ERR_LIFETIME: throw LifetimeError(s, message);
+    case ESG_ERR_FORMAT: throw FormatError(s, message);
+    case ESG_ERR_IO: throw IoError(s, message);
+    case ESG_ERR_UNSUPPORTED: throw UnsupportedError(s, message);
+    case ESG_ERR_OUT_OF_MEMORY: throw std::bad_alloc();
+    default: throw Error(s, message);
+  }
+}
+[[noreturn]] inline void throw_last() { throw_status(esg_last_status(), esg_last_error()); }
+inline void check(esg_status s) {
+  if (s != ESG_OK) throw_last();
+}
+}  // namespace detail
+
+// ---- dtypes -----------------------------------------------------------------------------------
+enum class DType : int {
+  F32 = ESG_F32, F16 = ESG_F16, BF16 = ESG_BF16, F64 = ESG_F64,
+  I8 = ESG_I8, I16 = ESG_I16, I32 = ESG_I32, I64 = ESG_I64, U8 = ESG_U8,
+  Bool = ESG_BOOL,
+};
+inline constexpr DType f32 = DType::F32, f16 = DType::F16, bf16 = DType::BF16, f64 = DType::F64,
+                       i8 = DType::I8, i16 = DType::I16, i32 = DType::I32, i64 = DType::I64,
+                       u8 = DType::U8, boolean = DType::Bool;
+inline const char* dtype_name(DType t) { return esg_dtype_name(static_cast<esg_dtype>(t)); }
+
+// ---- tensors ----------------------------------------------------------------------------------
+// A value in a builder's graph: a small handle, cheap to copy. Valid until its builder builds.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(esg_tensor h) : h_(h) {}
+
+  esg_tensor handle() const { return h_; }
+  bool valid() const { return esg_tensor_valid(h_); }
+  DType dtype() const { return static_cast<DType>(checked(esg_tensor_dtype(h_) != ESG_DTYPE_INVALID, esg_tensor_dtype(h_))); }
+  size_t rank() const { return checked(esg_tensor_rank(h_) != SIZE_MAX, esg_tensor_rank(h_)); }
+  // Sizes; a symbolic dimension is negative (see dim_name).
+  std::vector<int64_t> shape() const {
+    std::vector<int64_t> s(rank());
+    for (size_t i = 0; i < s.size(); ++i) s[i] = esg_tensor_dim(h_, i);
+    return s;
+  }
+  int64_t dim(size_t axis) const {
+    const int64_t d = esg_tensor_dim(h_, axis);
+    if (esg_last_status() != ESG_OK) detail::throw_last();
+    return d;
+  }
+  // "128" or the symbol's name ("batch").
+  std::string dim_name(size_t axis) const {
+    const int64_t d = dim(axis);
+    if (d >= 0) return std::to_string(d);
+    const char* n = esg_symbol_name(h_, d);
+    return n ? n : "?";
+  }
+  std::string name() const {
+    const char* n = esg_tensor_name(h_);
+    if (!n) detail::throw_last();
+    return n;
+  }
+  Tensor& set_name(const std::string& name) {
+    detail::check(esg_tensor_set_name(h_, name.c_str()));
+    return *this;
+  }
+  // A rank-0 constant of this tensor's dtype (how scalars join expressions).
+  Tensor scalar(double value) const {
+    const esg_tensor t = esg_scalar_like(h_, value);
+    if (!esg_tensor_valid(t)) detail::throw_last();
+    return Tensor(t);
+  }
+
+ private:
+  template <class T>
+  static T checked(bool ok, T v) {
+    if (!ok) detail::throw_last();
+    return v;
+  }
+  esg_tensor h_{nullptr, 0, 0};
+};
+
+class GraphBuilder;
+
+namespace detail {
+inline Tensor checked(esg_tensor t) {
+  if (!esg_tensor_valid(t)) throw_last();
+  return Tensor(t);
+}
+inline std::vector<Tensor> outputs(esg_tensor first) {
+  checked(first);
+  std::vector<Tensor> out;
+  const size_t n = esg_tensor_output_count(first);
+  for (size_t i = 0; i < n; ++i) out.push_back(checked(esg_tensor_output(first, i)));
+  return out;
+}
+inline std::vector<esg_tensor> handles(const std::vector<Tensor>& ts) {
+  std::vector<esg_tensor> out;
+  out.reserve(ts.size());
+  for (const Tensor& t : ts) out.push_back(t.handle());
+  return out;
+}
+inline esg_builder* builder_of(const Tensor& t) { return t.handle().priv_builder; }
+inline esg_builder* builder_of(const std::vector<Tensor>& ts) {
+  return ts.empty() ? nullptr : builder_of(ts.front());
+}
+inline std::vector<Tensor> to_list(const Tensor& t) { return {t}; }
+inline std::vector<Tensor> to_list(std::vector<Tensor> ts) { return ts; }
+
+// Builds a body from a callable: `fn()` or `fn(params)`, returning a Tensor or a vector. If
+// the callable throws, the half-built body is discarded and the builder stays usable.
+template <class F>
+esg_subgraph body(esg_builder* b, const std::vector<esg_tensor>& params_like, F&& fn) {
+  if (!b) throw InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "a body needs a valid tensor to find its builder");
+  check(esg_builder_begin_subgraph(b, params_like.data(), params_like.size()));
+  std::vector<esg_tensor> results;
+  try {
+    if constexpr (std::is_invocable_v<F>) {
+      results = handles(to_list(fn()));
+    } else {
+      std::vector<Tensor> params;
+      for (size_t i = 0; i < params_like.size(); ++i) params.push_back(checked(esg_subgraph_param(b, i)));
+      results = handles(to_list(fn(params)));
+    }
+  } catch (...) {
+    esg_builder_cancel_subgraph(b);
+    throw;
+  }
+  const esg_subgraph s = esg_builder_end_subgraph(b, results.data(), results.size());
+  if (!s) {
+    const esg_status status = esg_last_status();
+    const std::string message = esg_last_error();
+    esg_builder_cancel_subgraph(b);
+    throw_status(status, message);
+  }
+  return s;
+}
+}  // namespace detail
+
+// ---- graphs -----------------------------------------------------------------------------------
+// A finished graph; owns its C handle.
+class Graph {
+ public:
+  explicit Graph(esg_graph* g) : g_(g) {
+    if (!g_) detail::throw_last();
+  }
+  Graph(Graph&& o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
+  Graph& operator=(Graph&& o) noexcept {
+    std::swap(g_, o.g_);
+    return *this;
+  }
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph() { esg_graph_destroy(g_); }
+
+  esg_graph* handle() const { return g_; }
+  size_t node_count() const { return esg_graph_node_count(g_); }
+  std::string to_text() const { return take(esg_graph_to_text(g_)); }
+  std::string to_dot() const { return take(esg_graph_to_dot(g_)); }
+  void verify() const { detail::check(esg_graph_verify(g_)); }
+  void save(const std::string& path) const { detail::check(esg_graph_save(g_, path.c_str())); }
+  static Graph load(const std::string& path) { return Graph(esg_graph_load(path.c_str())); }
+  std::vector<uint8_t> serialize() const {
+    void* data = nullptr;
+    size_t size = 0;
+    detail::check(esg_graph_serialize(g_, &data, &size));
+    const auto* p = static_cast<const uint8_t*>(data);
+    std::vector<uint8_t> out(p, p + size);
+    esg_free(data);
+    return out;
+  }
+  static Graph deserialize(const std::vector<uint8_t>& bytes) {
+    return Graph(esg_graph_deserialize(bytes.data(), bytes.size()));
+  }
+
+ private:
+  static std::string take(char* s) {
+    if (!s) detail::throw_last();
+    std::string out(s);
+    esg_free(s);
+    return out;
+  }
+  esg_graph* g_;
+};
+
+// ---- builders ---------------------------------------------------------------------------------
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(const std::string& name = "graph") : b_(esg_builder_create(name.c_str())) {
+    if (!b_) detail::throw_last();
+  }
+  GraphBuilder(const GraphBuilder&) = delete;
+  GraphBuilder& operator=(const GraphBuilder&) = delete;
+  ~GraphBuilder() { esg_builder_destroy(b_); }
+
+  esg_builder* handle() const { return b_; }
+
+  // A symbolic dimension, usable in input shapes.
+  int64_t symbol(const std::string& name) {
+    const int64_t d = esg_symbol(b_, name.c_str());
+    if (d == 0) detail::throw_last();
+    return d;
+  }
+  Tensor input(const std::string& name, DType dtype, const std::vector<int64_t>& shape) {
+    return detail::checked(esg_input(b_, name.c_str(), static_cast<esg_dtype>(dtype), shape.data(), shape.size()));
+  }
+  Tensor constant(DType dtype, const std::vector<int64_t>& shape, const void* data, size_t nbytes) {
+    return detail::checked(esg_constant(b_, static_cast<esg_dtype>(dtype), shape.data(), shape.size(), data, nbytes));
+  }
+  Tensor constant(const std::vector<float>& values, const std::vector<int64_t>& shape) {
+    return constant(f32, shape, values.data(), values.size() * sizeof(float));
+  }
+
+  // Scopes, as RAII guards: `auto scope = b.name_scope("encoder");`.
+  class Scope {
+   public:
+    Scope(esg_builder* b, esg_status (*pop)(esg_builder*)) : b_(b), pop_(pop) {}
+    Scope(Scope&& o) noexcept : b_(std::exchange(o.b_, nullptr)), pop_(o.pop_) {}
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    ~Scope() {
+      if (b_) pop_(b_);
+    }
+
+   private:
+    esg_builder* b_;
+    esg_status (*pop_)(esg_builder*);
+  };
+  [[nodiscard]] Scope name_scope(const std::string& scope) {
+    detail::check(esg_builder_push_name_scope(b_, scope.c_str()));
+    return Scope(b_, esg_builder_pop_name_scope);
+  }
+  [[nodiscard]] Scope annotate(const std::string& key, const std::string& value) {
+    detail::check(esg_builder_push_annotation(b_, key.c_str(), value.c_str()));
+    return Scope(b_, esg_builder_pop_annotation);
+  }
+  [[nodiscard]] Scope control_deps(const std::vector<Tensor>& deps) {
+    const std::vector<esg_tensor> h = detail::handles(deps);
+    detail::check(esg_builder_push_control_deps(b_, h.data(), h.size()));
+    return Scope(b_, esg_builder_pop_control_deps);
+  }
+
+  // The first error of the builder's current graph (ESG_OK if none) and its message.
+  esg_status status() const { return esg_builder_status(b_); }
+  std::string error() const { return esg_builder_error(b_); }
+  // Forgets that error, e.g. after catching the exception it raised and moving on.
+  void clear_error() { esg_builder_clear_error(b_); }
+
+  // Finishes the graph; tensors made so far can no longer be used with this builder.
+  Graph build(const std::vector<Tensor>& outputs) {
+    const std::vector<esg_tensor> h = detail::handles(outputs);
+    return Graph(esg_builder_build(b_, h.data(), h.size()));
+  }
+
+ private:
+  esg_builder* b_;
+};
+
+}  // namespace esg
+
+#include "esgraph/ops.hpp"
+
+namespace esg {
+
+// ---- operators --------------------------------------------------------------------------------
+// Arithmetic scalars become rank-0 constants of the tensor operand's dtype.
+template <class S>
+using if_scalar = std::enable_if_t<std::is_arithmetic_v<S>, int>;
+
+#define ESG_BINARY_OPERATOR(sym, op)                                                                  \
+  inline Tensor operator sym(const Tensor& a, const Tensor& b) { return op(a, b); }                   \
+  template <class S, if_scalar<S> = 0>                                                                \
+  Tensor operator sym(const Tensor& a, S b) { return op(a, a.scalar(static_cast<double>(b))); }      \
+  template <class S, if_scalar<S> = 0>                                                                \
+  Tensor operator sym(S a, const Tensor& b) { return op(b.scalar(static_cast<double>(a)), b); }
+ESG_BINARY_OPERATOR(+, add)
+ESG_BINARY_OPERATOR(-, sub)
+ESG_BINARY_OPERATOR(*, mul)
+ESG_BINARY_OPERATOR(/, div)
+ESG_BINARY_OPERATOR(<, less)
+ESG_BINARY_OPERATOR(<=, less_equal)
+ESG_BINARY_OPERATOR(>, greater)
+ESG_BINARY_OPERATOR(>=, greater_equal)
+ESG_BINARY_OPERATOR(==, equal)
+ESG_BINARY_OPERATOR(!=, not_equal)
+#undef ESG_BINARY_OPERATOR
+
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+inline Tensor operator!(const Tensor& a) { return logical_not(a); }
+inline Tensor operator&&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
+inline Tensor operator||(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
+
+}  // namespace esg
