@@ -30,7 +30,7 @@ for base in "${baselines[@]}"; do
   set +e
   report=$(abidiff --no-added-syms "$base" "$current")
   rc=$?
-  added=$(abidiff "$base" "$current" | grep -E "Added function|added function" || true)
+  added=$(abidiff "$base" "$current" | grep -E "^ *\[A\]" || true)
   set -e
   name=$(basename "$base")
   if (( rc & 8 )); then

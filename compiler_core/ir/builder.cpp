@@ -122,6 +122,18 @@ NodeId Builder::add_op(const OpSchema& op, Span<ValueId> inputs, Span<AttrArg> a
   // ---- inputs: count, presence, visibility -----------------------------------------------
   const int variadic = op.variadic_input();
   const size_t fixed = op.inputs.size() - (variadic >= 0 ? 1 : 0);
+  // Trailing optional inputs may be left out (a caller or a graph file from before they were
+  // added); the node stores them as absent, so every node of an op has the same layout.
+  ValueId padded[16];
+  if (variadic < 0 && inputs.size() < op.inputs.size() && op.inputs.size() <= 16) {
+    bool omittable = true;
+    for (size_t s = inputs.size(); s < op.inputs.size(); ++s) omittable = omittable && op.inputs[s].optional;
+    if (omittable) {
+      std::copy(inputs.begin(), inputs.end(), padded);
+      std::fill(padded + inputs.size(), padded + op.inputs.size(), kNone);
+      inputs = Span<ValueId>(padded, op.inputs.size());
+    }
+  }
   if (variadic < 0 ? inputs.size() != op.inputs.size() : inputs.size() < fixed)
     throw error(ErrorCode::InvalidArgument, "takes " + std::to_string(op.inputs.size()) +
                                                 " input(s), got " + std::to_string(inputs.size()));

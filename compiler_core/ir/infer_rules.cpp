@@ -148,8 +148,15 @@ void infer_arg_reduce(InferContext& ctx) {
 }
 
 void infer_softmax(InferContext& ctx) {
-  ctx.axis(ctx.attr_int("axis"), ctx.shape(0).rank(), "axis");
-  ctx.set_shape(0, ctx.shape(0));
+  const Shape x = ctx.shape(0);
+  ctx.axis(ctx.attr_int("axis"), x.rank(), "axis");
+  if (ctx.has_input(1)) {  // softmax's mask (API 2): broadcasts to x without growing it
+    const Shape mask = ctx.shape(1);
+    if (broadcast_shapes(ctx, x, mask) != x)
+      ctx.fail("`mask` " + ctx.graph().shape_str(mask) + " must broadcast to x's shape " + ctx.graph().shape_str(x) +
+               " without changing it");
+  }
+  ctx.set_shape(0, x);
 }
 
 void infer_norm(InferContext& ctx) {

@@ -47,7 +47,9 @@ class TextPrinter {
     for (uint32_t i = 0; i < n.num_outputs; ++i) out_ += (i ? ", " : "") + ref(g_, n.first_output + i);
     out_ += " = " + std::string(n.op->name) + "(";
     const Span<ValueId> ins = g_.inputs(n);
-    for (uint32_t i = 0; i < n.num_inputs - n.num_captures; ++i) out_ += (i ? ", " : "") + ref(g_, ins[i]);
+    uint32_t shown = n.num_inputs - n.num_captures;
+    while (shown > 0 && ins[shown - 1] == kNone) --shown;  // absent trailing optional inputs
+    for (uint32_t i = 0; i < shown; ++i) out_ += (i ? ", " : "") + ref(g_, ins[i]);
     out_ += ")";
     if (n.num_captures) {
       out_ += " captures(";

@@ -114,3 +114,14 @@ TEST_CASE("a transformer encoder block builds with every shape known") {
   g.verify();
   CHECK(g.to_dot().find("digraph \"encoder\"") == 0);
 }
+
+TEST_CASE("softmax's API 2 options: a mask and a scale") {
+  esg::GraphBuilder b;
+  const Tensor scores = b.input("scores", esg::f32, {2, 4, 8, 8});
+  const Tensor mask = b.input("mask", esg::f32, {1, 1, 8, 8});
+  const Tensor p = esg::softmax(scores, esg::SoftmaxOptions().mask(mask).scale(0.125));
+  CHECK(p.shape() == Dims{2, 4, 8, 8});
+  CHECK_THROWS_AS(esg::softmax(mask, esg::SoftmaxOptions().mask(scores)), esg::ShapeError);
+  b.clear_error();
+  CHECK(b.build({p}).to_text().find("softmax(%scores, %mask) {axis=-1, scale=0.125}") != std::string::npos);
+}
