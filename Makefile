@@ -24,7 +24,7 @@ test-asan: deps
 	ctest --preset asan
 
 pytest: build
-	cd build/default && PYTHONPATH=$(CURDIR)/build/default/python $(PY) -m pytest -q $(CURDIR)/tests/python $(CURDIR)/tests/codegen
+	cd build/default && PYTHONPATH=$(CURDIR)/build/default/python $(PY) -m pytest -q $(CURDIR)/tests/python $(CURDIR)/tests/codegen $(CURDIR)/tests/tools
 
 test: build
 	ctest --preset default

@@ -3,6 +3,8 @@
 # recorded baseline in abi/: an incompatible change fails, compatible changes are reported.
 #   scripts/abi-check.sh <libesgraph.so> <generated include dir>
 #   scripts/abi-check.sh --record <libesgraph.so> <generated include dir> <api>   (release step)
+# ESG_ABI_CURRENT=<file.abi> compares that dump instead of dumping the library, and
+# ESG_ABI_BASELINES=<dir> takes the baselines from there (both for the script's own tests).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 record=""
@@ -19,11 +21,15 @@ if [ -n "$record" ]; then
   echo "abi-check: recorded abi/libesgraph-api-$3.abi"
   exit 0
 fi
-current=$(mktemp --suffix=.abi)
-trap 'rm -f "$current"' EXIT
-dump "$current"
+if [ -n "${ESG_ABI_CURRENT:-}" ]; then
+  current=$ESG_ABI_CURRENT
+else
+  current=$(mktemp --suffix=.abi)
+  trap 'rm -f "$current"' EXIT
+  dump "$current"
+fi
 shopt -s nullglob
-baselines=("$top"/abi/libesgraph-api-*.abi)
+baselines=("${ESG_ABI_BASELINES:-$top/abi}"/libesgraph-api-*.abi)
 [ ${#baselines[@]} -gt 0 ] || { echo "abi-check: no baseline in abi/"; exit 1; }
 status=0
 for base in "${baselines[@]}"; do
