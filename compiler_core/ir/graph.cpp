@@ -10,23 +10,19 @@ Graph::Graph(std::string graph_name) : name(std::move(graph_name)) {
   regions.emplace_back();
 }
 
-StrId Graph::intern(std::string_view s) {
-  auto it = string_index_.find(std::string(s));
-  if (it != string_index_.end()) return it->second;
-  StrId id = static_cast<StrId>(strings.size());
-  strings.emplace_back(s);
-  string_index_.emplace(strings.back(), id);
-  return id;
+namespace {
+// The index of `s` in `table`, appending it the first time.
+uint32_t intern_in(std::vector<std::string>& table, std::unordered_map<std::string, uint32_t>& index,
+                   std::string_view s) {
+  const auto [it, added] = index.emplace(std::string(s), static_cast<uint32_t>(table.size()));
+  if (added) table.emplace_back(s);
+  return it->second;
 }
+}  // namespace
 
-uint32_t Graph::symbol(std::string_view sym) {
-  auto it = symbol_index_.find(std::string(sym));
-  if (it != symbol_index_.end()) return it->second;
-  uint32_t id = static_cast<uint32_t>(symbols.size());
-  symbols.emplace_back(sym);
-  symbol_index_.emplace(symbols.back(), id);
-  return id;
-}
+StrId Graph::intern(std::string_view s) { return intern_in(strings, string_index_, s); }
+
+uint32_t Graph::symbol(std::string_view sym) { return intern_in(symbols, symbol_index_, sym); }
 
 std::string Graph::dim_str(Dim d) const {
   if (!dim_is_symbolic(d)) return std::to_string(d);

@@ -5,17 +5,8 @@
 
 #include <esgraph/c/esgraph.h>
 
-static int passed = 0, failed = 0;
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (cond) {                                                            \
-      ++passed;                                                            \
-    } else {                                                               \
-      ++failed;                                                            \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, \
-              __LINE__, #cond, esg_last_error());                          \
-    }                                                                      \
-  } while (0)
+#include "check.h"
+
 
 static int shape_is(esg_tensor t, size_t rank, const int64_t* dims) {
   size_t i;
@@ -204,6 +195,5 @@ int main(int argc, char** argv) {
   test_newer_options();
   test_errors();
   test_split_and_while();
-  printf("c99: %d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_summary("c99");
 }

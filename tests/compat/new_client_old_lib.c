@@ -6,15 +6,8 @@
 
 #include <esgraph/c/esgraph.h>
 
-static int passed = 0, failed = 0;
-#define CHECK(cond)                                                                           \
-  do {                                                                                        \
-    if (cond) ++passed;                                                                       \
-    else {                                                                                    \
-      ++failed;                                                                               \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed: %s\n", __FILE__, __LINE__, #cond, esg_last_error()); \
-    }                                                                                         \
-  } while (0)
+#include "check.h"
+
 
 int main(void) {
   esg_builder* b = esg_builder_create("new_client");
@@ -41,7 +34,6 @@ int main(void) {
   esg_builder_clear_error(b);
   CHECK(esg_tensor_valid(esg_softmax(x, NULL)));
   esg_builder_destroy(b);
-  printf("new client (headers %s) on the API-1 library (%s): %d passed, %d failed\n", ESG_VERSION_STRING, esg_version(),
-         passed, failed);
-  return failed ? 1 : 0;
+  printf("new client: headers %s, library %s\n", ESG_VERSION_STRING, esg_version());
+  return check_summary("new client on an older library");
 }

@@ -5,15 +5,8 @@
 
 #include <esgraph/c/esgraph.h>
 
-static int passed = 0, failed = 0;
-#define CHECK(cond)                                                                           \
-  do {                                                                                        \
-    if (cond) ++passed;                                                                       \
-    else {                                                                                    \
-      ++failed;                                                                               \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed: %s\n", __FILE__, __LINE__, #cond, esg_last_error()); \
-    }                                                                                         \
-  } while (0)
+#include "check.h"
+
 
 int main(void) {
   esg_builder* b = esg_builder_create("old_client");
@@ -58,6 +51,6 @@ int main(void) {
   CHECK(esg_version() != NULL && strlen(esg_version()) >= 5);
   esg_graph_destroy(g);
   esg_builder_destroy(b);
-  printf("old C client (headers %s, library %s): %d passed, %d failed\n", ESG_VERSION_STRING, esg_version(), passed, failed);
-  return failed ? 1 : 0;
+  printf("old C client: headers %s, library %s\n", ESG_VERSION_STRING, esg_version());
+  return check_summary("old C client");
 }
