@@ -151,6 +151,33 @@ static void test_errors(void) {
   CHECK(esg_last_status() == ESG_ERR_IO);
   CHECK(esg_graph_deserialize("junk", 4) == NULL);
   CHECK(esg_last_status() == ESG_ERR_FORMAT);
+  {
+    /* An axis out of range names the attribute and the valid range. */
+    esg_softmax_options so;
+    esg_softmax_options_init(&so);
+    so.axis = -3;
+    CHECK(!esg_tensor_valid(esg_softmax(a, &so)));
+    CHECK(esg_last_status() == ESG_ERR_ATTRIBUTE);
+    CHECK(strstr(esg_last_error(), "`axis` = -3 is out of range for rank 2 (valid: -2 .. 1)") != NULL);
+  }
+  {
+    /* Every truncation of a real graph file is refused, without a crash or a leak. */
+    esg_builder* fb = esg_builder_create("f");
+    esg_tensor t = esg_exp(esg_input(fb, "t", ESG_F32, cd, 1), NULL);
+    esg_graph* g = esg_builder_build(fb, &t, 1);
+    void* bytes = NULL;
+    size_t n = 0, cut, refused = 0;
+    CHECK(esg_graph_serialize(g, &bytes, &n) == ESG_OK);
+    for (cut = 0; cut < n; ++cut) {
+      esg_graph* back = esg_graph_deserialize(bytes, cut);
+      refused += back == NULL && esg_last_status() == ESG_ERR_FORMAT;
+      esg_graph_destroy(back);
+    }
+    CHECK(refused == n);
+    esg_free(bytes);
+    esg_graph_destroy(g);
+    esg_builder_destroy(fb);
+  }
   CHECK(esg_input(NULL, "x", ESG_F32, cd, 1).priv_builder == NULL);
   CHECK(esg_builder_pop_name_scope(b) == ESG_ERR_INVALID_ARGUMENT);
   esg_builder_destroy(b);
