@@ -5,6 +5,7 @@
 
 #include "c_api/handles.hpp"
 #include "ir/graph.hpp"
+#include "ir/half.hpp"
 
 using esg::capi::guarded;
 using esg::capi::make_tensor;
@@ -36,40 +37,8 @@ void scalar_bytes(ir::DType t, double v, unsigned char* out) {
   switch (t) {
     case ir::DType::F32: { float f = static_cast<float>(v); std::memcpy(out, &f, 4); break; }
     case ir::DType::F64: std::memcpy(out, &v, 8); break;
-    case ir::DType::F16: case ir::DType::BF16: {
-      const float f = static_cast<float>(v);
-      uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      uint16_t h;
-      if (t == ir::DType::BF16) {
-        h = static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);  // round to nearest even
-      } else {
-        // IEEE half, round to nearest even, with subnormals, infinities and NaN.
-        const uint32_t sign = (bits >> 16) & 0x8000u;
-        const int32_t exp = static_cast<int32_t>((bits >> 23) & 0xFF) - 127 + 15;
-        uint32_t mant = bits & 0x7FFFFFu;
-        if (((bits >> 23) & 0xFF) == 0xFF) h = static_cast<uint16_t>(sign | 0x7C00u | (mant ? 0x200u : 0));
-        else if (exp >= 31) h = static_cast<uint16_t>(sign | 0x7C00u);
-        else if (exp <= 0) {
-          if (exp < -10) { h = static_cast<uint16_t>(sign); }
-          else {
-            mant |= 0x800000u;
-            const uint32_t shift = static_cast<uint32_t>(14 - exp);
-            uint32_t half = mant >> shift;
-            const uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-            if (rem > mid || (rem == mid && (half & 1))) ++half;
-            h = static_cast<uint16_t>(sign | half);
-          }
-        } else {
-          uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-          const uint32_t rem = mant & 0x1FFFu;
-          if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) ++half;
-          h = static_cast<uint16_t>(half);
-        }
-      }
-      std::memcpy(out, &h, 2);
-      break;
-    }
+    case ir::DType::F16: { const uint16_t h = ir::float_to_f16(static_cast<float>(v)); std::memcpy(out, &h, 2); break; }
+    case ir::DType::BF16: { const uint16_t h = ir::float_to_bf16(static_cast<float>(v)); std::memcpy(out, &h, 2); break; }
     case ir::DType::I8: { int8_t x = static_cast<int8_t>(v); std::memcpy(out, &x, 1); break; }
     case ir::DType::I16: { int16_t x = static_cast<int16_t>(v); std::memcpy(out, &x, 2); break; }
     case ir::DType::I32: { int32_t x = static_cast<int32_t>(v); std::memcpy(out, &x, 4); break; }

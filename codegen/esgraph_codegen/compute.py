@@ -58,3 +58,41 @@ def check(expr: str, names: Sequence[str]) -> List[str]:
 
     visit(tree)
     return problems
+
+
+_CPP_FUNCS = {
+    "abs": "e_abs", "exp": "e_exp", "log": "e_log", "sqrt": "e_sqrt", "rsqrt": "e_rsqrt",
+    "sin": "e_sin", "cos": "e_cos", "tanh": "e_tanh", "erf": "e_erf", "floor": "e_floor",
+    "ceil": "e_ceil", "round": "e_round", "sign": "e_sign", "cast": "e_cast", "min": "e_min",
+    "max": "e_max", "pow": "e_pow", "select": "e_select",
+}
+_CPP_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}
+_CPP_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+def to_cpp(expr: str, inputs, attrs) -> str:
+    """The expression as C++ over `in[i]` (the op's inputs, in order) and `attr[j]` (its
+    attributes, in order), using the e_* helpers of compiler_core/eval/scalar_math.hpp."""
+    inputs, attrs = list(inputs), list(attrs)
+
+    def emit(n: ast.AST) -> str:
+        if isinstance(n, ast.Constant):
+            return repr(n.value) if isinstance(n.value, float) else f"int64_t{{{n.value}}}"
+        if isinstance(n, ast.Name):
+            return f"in[{inputs.index(n.id)}]" if n.id in inputs else f"attr[{attrs.index(n.id)}]"
+        if isinstance(n, ast.BinOp):
+            if isinstance(n.op, ast.Div):
+                return f"e_div({emit(n.left)}, {emit(n.right)})"
+            return f"({emit(n.left)} {_CPP_BINOPS[type(n.op)]} {emit(n.right)})"
+        if isinstance(n, ast.UnaryOp):
+            return f"(-{emit(n.operand)})" if isinstance(n.op, ast.USub) else f"(!{emit(n.operand)})"
+        if isinstance(n, ast.BoolOp):
+            op = " && " if isinstance(n.op, ast.And) else " || "
+            return "(" + op.join(emit(v) for v in n.values) + ")"
+        if isinstance(n, ast.Compare):
+            return f"({emit(n.left)} {_CPP_CMPOPS[type(n.ops[0])]} {emit(n.comparators[0])})"
+        if isinstance(n, ast.Call):
+            return f"{_CPP_FUNCS[n.func.id]}({', '.join(emit(a) for a in n.args)})"
+        raise ValueError(f"cannot translate {ast.unparse(n)}")
+
+    return emit(parse(expr))

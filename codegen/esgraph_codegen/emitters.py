@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Dict, List
 
+from . import compute
 from . import naming as n
 from .model import DTYPES, Attr, Example, OpDef, OpSet
 
@@ -270,7 +271,57 @@ def version_nodes(opset: OpSet):
     return [(f"ESGRAPH_API_{v}", sorted(by_api.get(v, []))) for v in range(1, last + 1)]
 
 
+def compute_cpp(op: OpDef) -> str:
+    return compute.to_cpp(op.compute, [i.name for i in op.inputs], [a.name for a in op.attrs])
+
+
+def _flat(value):
+    if isinstance(value, tuple):
+        return [v for x in value for v in _flat(x)]
+    return [value]
+
+
+def _tensors(spec):
+    return list(spec) if isinstance(spec, tuple) else [spec]
+
+
+def example_has_values(op: OpDef, ex: Example) -> bool:
+    tensors = [t for _, s in ex.inputs + ex.outputs for t in _tensors(s)]
+    return all(t.value is not None for t in tensors)
+
+
+def example_value_calls(op: OpDef, ex: Example) -> List[str]:
+    """The ExampleCase calls of an example: inputs in schema order, attributes, outputs."""
+    def tensor(t):
+        values = ", ".join(n.c_literal(float(v)) for v in _flat(t.value))
+        return f"DType::{dtype_enum(t.dtype)}, {{{', '.join(map(str, t.shape))}}}, {{{values}}}"
+
+    given, calls = dict(ex.inputs), []
+    for i in op.inputs:
+        if i.name not in given:
+            calls.append(".absent()")
+        else:
+            calls += [f".input({tensor(t)})" for t in _tensors(given[i.name])]
+    for idx, a in enumerate(op.attrs):
+        value = dict(ex.attrs).get(a.name)
+        if value is None:
+            continue
+        if a.type == "list<int>":
+            calls.append(f".ints({idx}, {{{', '.join(map(str, value))}}})")
+        else:
+            ctor = {"int": lambda: f"of_int({value})", "float": lambda: f"of_float({n.c_literal(float(value))})",
+                    "bool": lambda: f"of_bool({n.c_literal(value)})",
+                    "dtype": lambda: f"of_dtype(DType::{dtype_enum(value)})",
+                    "enum": lambda: f"of_enum({a.values.index(value)})"}[a.type]()
+            calls.append(f".attr({idx}, AttrArg::{ctor})")
+    calls += [f".expect({tensor(t)})" for t in expected_outputs(op, ex)]
+    return calls
+
+
 HELPERS["version_nodes"] = version_nodes
+HELPERS["example_has_values"] = example_has_values
+HELPERS["example_value_calls"] = example_value_calls
+HELPERS["compute_cpp"] = compute_cpp
 
 EMITTERS = (
     Emitter("include/esgraph/c/ops.h", "c_ops.h.j2"),
@@ -279,9 +330,11 @@ EMITTERS = (
     Emitter("src/ops_c.cpp", "c_ops.cpp.j2"),
     Emitter("src/ir/ops.gen.hpp", "ops.gen.hpp.j2"),
     Emitter("src/op_registry.cpp", "op_registry.cpp.j2"),
+    Emitter("src/eval/elementwise.gen.cpp", "eval_elementwise.cpp.j2"),
     Emitter("include/esgraph/ops.hpp", "cpp_ops.hpp.j2"),
     Emitter("python/py_ops.cpp", "py_ops.cpp.j2"),
     Emitter("python/esgraph/ops.pyi", "ops.pyi.j2"),
     Emitter("docs/ops.md", "ops.md.j2"),
     Emitter("tests/op_examples_test.cpp", "op_examples_test.cpp.j2"),
+    Emitter("tests/op_values_test.cpp", "op_values_test.cpp.j2"),
 )

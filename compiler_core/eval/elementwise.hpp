@@ -1,0 +1,25 @@
+// Elementwise ops in the evaluator: the generated scalar functions (from the YAML) and the
+// one broadcasting loop that applies them.
+#pragma once
+#include <vector>
+
+#include "eval/host_tensor.hpp"
+#include "ir/op_schema.hpp"
+
+namespace esg::eval {
+
+struct ElementwiseFn {
+  const ir::OpSchema* op;
+  double (*f)(const double* in, const double* attr);
+  int64_t (*i)(const int64_t* in, const double* attr);
+};
+
+// The scalar functions of `op`, or nullptr if it is not elementwise.
+const ElementwiseFn* find_elementwise(const ir::OpSchema& op);
+
+// out = fn(inputs…) with numpy broadcasting; `out` already has its shape and dtype. Computes in
+// double when any input or the output is a float dtype, else in int64.
+void run_elementwise(const ElementwiseFn& fn, const std::vector<const HostTensor*>& inputs,
+                     const std::vector<double>& attrs, HostTensor& out);
+
+}  // namespace esg::eval

@@ -1,0 +1,219 @@
+#include "eval/evaluate.hpp"
+
+#include <string>
+#include <unordered_map>
+
+#include "eval/elementwise.hpp"
+#include "eval/kernels.hpp"
+#include "ir/builder.hpp"
+#include "ir/error.hpp"
+
+namespace esg::eval {
+namespace {
+
+using ir::Graph;
+using ir::kNone;
+using ir::NodeId;
+using ir::RegionId;
+using ir::ValueId;
+
+// Replays the nodes of `r` (and of their bodies) into `b`, mapping old values to new ones.
+class Replay {
+ public:
+  Replay(const Graph& g, ir::Builder& b) : g_(g), b_(b) {}
+  std::unordered_map<ValueId, ValueId> map;
+
+  void region(RegionId r) {
+    for (NodeId n : g_.regions[r].nodes) node(n);
+  }
+
+ private:
+  ValueId get(ValueId v) {
+    // A body's capture stands for the outer value it captured; the builder captures anew.
+    while (!map.count(v)) {
+      const ir::Region& reg = g_.regions[g_.values[v].region];
+      size_t i = 0;
+      while (i < reg.captures_inner.size() && reg.captures_inner[i] != v) ++i;
+      if (i == reg.captures_inner.size()) throw ir::Error(ir::ErrorCode::Internal, "replay: an unmapped value");
+      v = reg.captures_outer[i];
+    }
+    return map.at(v);
+  }
+
+  void node(NodeId id) {
+    const ir::Node& n = g_.nodes[id];
+    NodeId made;
+    if (n.blob != kNone) {
+      const ValueId out = n.first_output;
+      const ValueId v = b_.add_constant(g_.values[out].dtype, g_.shape(out), g_.blobs[n.blob].data(), g_.blobs[n.blob].size());
+      made = b_.graph().values[v].producer;
+    } else {
+      std::vector<RegionId> bodies;
+      for (RegionId body : g_.bodies(n)) {
+        std::vector<ValueId> like;
+        const ir::Region& reg = g_.regions[body];
+        const int params_input = n.op->subgraphs[bodies.size()].params_input;
+        if (params_input >= 0)  // a loop: parameters shaped as the (new) loop-carried values
+          for (uint32_t i = 0; i < n.num_inputs - n.num_captures; ++i) like.push_back(get(g_.operands[n.first_input + i]));
+        b_.begin_region(like);
+        const ir::Span<ValueId> params = b_.region_params();
+        for (size_t i = 0; i < reg.params.size(); ++i) map[reg.params[i]] = params[i];
+        region(body);
+        std::vector<ValueId> results;
+        for (ValueId v : reg.results) results.push_back(get(v));
+        bodies.push_back(b_.end_region(results));
+      }
+      std::vector<ValueId> inputs;
+      for (uint32_t i = 0; i < n.num_inputs - n.num_captures; ++i) {
+        const ValueId v = g_.operands[n.first_input + i];
+        inputs.push_back(v == kNone ? kNone : get(v));
+      }
+      std::vector<ir::AttrArg> attrs;
+      for (size_t i = 0; i < n.op->attrs.size(); ++i) {
+        const ir::AttrValue& a = g_.attrs[n.first_attr + i];
+        ir::AttrArg arg;
+        arg.kind = a.kind;
+        arg.present = true;
+        arg.i = a.i;
+        arg.f = a.kind == ir::AttrKind::Float ? a.f : 0;
+        if (a.kind == ir::AttrKind::String) arg.s = g_.string_of(a).c_str();
+        if (a.kind == ir::AttrKind::IntList) arg.ints = g_.ints_of(a).data(), arg.size = a.size;
+        if (a.kind == ir::AttrKind::FloatList) arg.floats = g_.floats_of(a).data(), arg.size = a.size;
+        attrs.push_back(arg);
+      }
+      made = b_.add_op(*n.op, inputs, attrs, bodies);
+    }
+    for (uint32_t i = 0; i < n.num_outputs; ++i) map[n.first_output + i] = b_.graph().nodes[made].first_output + i;
+  }
+
+  const Graph& g_;
+  ir::Builder& b_;
+};
+
+// Runs a specialized graph's regions over tensors held by value id.
+class Runner {
+ public:
+  explicit Runner(const Graph& g) : g_(g) {}
+  std::unordered_map<ValueId, HostTensor> env;
+
+  void region(RegionId r) {
+    for (NodeId n : g_.regions[r].nodes) node(n);
+  }
+
+ private:
+  const HostTensor& at(ValueId v) const {
+    const auto it = env.find(v);
+    if (it == env.end()) throw ir::Error(ir::ErrorCode::Internal, "evaluate: value " + g_.value_name(v) + " was not computed");
+    return it->second;
+  }
+
+  // Binds a body's parameters and captures, runs it, and returns its results.
+  std::vector<HostTensor> body(RegionId r, const std::vector<HostTensor>& params) {
+    const ir::Region& reg = g_.regions[r];
+    for (size_t i = 0; i < reg.params.size(); ++i) env[reg.params[i]] = params[i];
+    for (size_t i = 0; i < reg.captures_inner.size(); ++i) env[reg.captures_inner[i]] = at(reg.captures_outer[i]);
+    region(r);
+    std::vector<HostTensor> out;
+    for (ValueId v : reg.results) out.push_back(at(v));
+    return out;
+  }
+
+  void node(NodeId id) {
+    const ir::Node& n = g_.nodes[id];
+    const ir::OpSchema& op = *n.op;
+    if (n.blob != kNone) {
+      HostTensor t(g_.values[n.first_output].dtype, g_.shape(n.first_output));
+      t.bytes = g_.blobs[n.blob];
+      env[n.first_output] = std::move(t);
+      return;
+    }
+    const uint32_t declared = n.num_inputs - n.num_captures;
+    if (op.subgraphs.size()) {
+      std::vector<HostTensor> outs;
+      if (std::string(op.name) == "if") {
+        outs = body(g_.bodies(n)[load_i(at(g_.operands[n.first_input]), 0) ? 0 : 1], {});
+      } else {  // while
+        for (uint32_t i = 0; i < declared; ++i) outs.push_back(at(g_.operands[n.first_input + i]));
+        for (int64_t iter = 0;; ++iter) {
+          if (iter > (int64_t{1} << 31)) throw ir::Error(ir::ErrorCode::InvalidArgument, "while: more than 2^31 iterations");
+          if (!load_i(body(g_.bodies(n)[0], outs)[0], 0)) break;
+          outs = body(g_.bodies(n)[1], outs);
+        }
+      }
+      for (uint32_t i = 0; i < n.num_outputs; ++i) env[n.first_output + i] = outs[i];
+      return;
+    }
+    std::vector<const HostTensor*> in;
+    for (uint32_t i = 0; i < declared; ++i) {
+      const ValueId v = g_.operands[n.first_input + i];
+      in.push_back(v == kNone ? nullptr : &at(v));
+    }
+    std::vector<HostTensor*> out;
+    for (uint32_t i = 0; i < n.num_outputs; ++i) {
+      const ValueId v = n.first_output + i;
+      const ir::Shape s = g_.shape(v);
+      if (!s.is_static()) throw ir::Error(ir::ErrorCode::Unsupported, "evaluate: " + g_.value_name(v) + " has no concrete shape");
+      env[v] = HostTensor(g_.values[v].dtype, s);
+    }
+    for (uint32_t i = 0; i < n.num_outputs; ++i) out.push_back(&env[n.first_output + i]);
+    if (const ElementwiseFn* ew = find_elementwise(op)) {
+      std::vector<double> attrs;
+      for (size_t i = 0; i < op.attrs.size(); ++i) {
+        const ir::AttrValue& a = g_.attrs[n.first_attr + i];
+        attrs.push_back(a.kind == ir::AttrKind::Float ? a.f : static_cast<double>(a.i));
+      }
+      std::vector<const HostTensor*> present;
+      for (const HostTensor* t : in) present.push_back(t);
+      run_elementwise(*ew, present, attrs, *out[0]);
+      return;
+    }
+    const Kernel k = find_kernel(op);
+    if (!k) throw ir::Error(ir::ErrorCode::Unsupported, std::string("evaluate: no kernel for `") + op.name + "`");
+    k(KernelCall{g_, n, in, out});
+  }
+
+  const Graph& g_;
+};
+
+}  // namespace
+
+std::unique_ptr<Graph> specialize(const Graph& g, const std::vector<ir::Shape>& input_shapes) {
+  if (input_shapes.size() != g.inputs().size())
+    throw ir::Error(ir::ErrorCode::InvalidArgument, "the graph takes " + std::to_string(g.inputs().size()) +
+                                                        " input(s), got " + std::to_string(input_shapes.size()));
+  ir::Builder b(g.name);
+  Replay replay(g, b);
+  for (size_t i = 0; i < input_shapes.size(); ++i) {
+    const ValueId v = g.inputs()[i];
+    const ir::Shape want = g.shape(v);
+    const ir::Shape& got = input_shapes[i];
+    bool fits = want.rank() == got.rank();
+    for (size_t d = 0; fits && d < got.rank(); ++d) fits = ir::dim_is_symbolic(want[d]) || want[d] == got[d];
+    if (!fits)
+      throw ir::Error(ir::ErrorCode::Shape, "input " + g.value_name(v) + " is " + g.shape_str(want) + ", got " + g.shape_str(got));
+    replay.map[v] = b.add_input(g.value_name(v), g.values[v].dtype, got);
+  }
+  replay.region(0);
+  std::vector<ValueId> outs;
+  for (ValueId v : g.outputs()) outs.push_back(replay.map.at(v));
+  return b.finish(outs);
+}
+
+std::vector<HostTensor> evaluate(const Graph& g, const std::vector<HostTensor>& inputs) {
+  std::vector<ir::Shape> shapes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i < g.inputs().size() && inputs[i].dtype != g.values[g.inputs()[i]].dtype)
+      throw ir::Error(ir::ErrorCode::DType, "input " + g.value_name(g.inputs()[i]) + " is " +
+                                                ir::dtype_name(g.values[g.inputs()[i]].dtype) + ", got " + ir::dtype_name(inputs[i].dtype));
+    shapes.push_back(inputs[i].shape);
+  }
+  const std::unique_ptr<Graph> spec = specialize(g, shapes);
+  Runner run(*spec);
+  for (size_t i = 0; i < inputs.size(); ++i) run.env[spec->inputs()[i]] = inputs[i];
+  run.region(0);
+  std::vector<HostTensor> out;
+  for (ValueId v : spec->outputs()) out.push_back(run.env.at(v));
+  return out;
+}
+
+}  // namespace esg::eval

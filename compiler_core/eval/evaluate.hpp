@@ -1,0 +1,21 @@
+// The reference evaluator: runs a graph on the host, op by op, with numpy's semantics. It is
+// the numeric oracle of the tests (every YAML example's values, graph files of old releases)
+// and is meant to become constant folding; the compiled CPU backend replaces it for speed.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "eval/host_tensor.hpp"
+#include "ir/graph.hpp"
+
+namespace esg::eval {
+
+// The graph rebuilt through the builder with concrete input shapes: every rule runs again, so
+// symbolic dimensions become sizes (and inputs that fit no rule fail here, as when building).
+std::unique_ptr<ir::Graph> specialize(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes);
+
+// The graph's outputs for these inputs (in the graph's input order). Throws ir::Error on a wrong
+// input count, dtype or rank, or when an op cannot run (an index out of range).
+std::vector<HostTensor> evaluate(const ir::Graph& g, const std::vector<HostTensor>& inputs);
+
+}  // namespace esg::eval

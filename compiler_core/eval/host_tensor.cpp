@@ -1,0 +1,56 @@
+#include "eval/host_tensor.hpp"
+
+#include <cmath>
+
+#include "ir/half.hpp"
+
+namespace esg::eval {
+
+double load_f(const HostTensor& t, int64_t i) {
+  switch (t.dtype) {
+    case ir::DType::F32: return t.data<float>()[i];
+    case ir::DType::F64: return t.data<double>()[i];
+    case ir::DType::F16: return ir::f16_to_float(t.data<uint16_t>()[i]);
+    case ir::DType::BF16: return ir::bf16_to_float(t.data<uint16_t>()[i]);
+    default: return static_cast<double>(load_i(t, i));
+  }
+}
+
+int64_t load_i(const HostTensor& t, int64_t i) {
+  switch (t.dtype) {
+    case ir::DType::I8: return t.data<int8_t>()[i];
+    case ir::DType::I16: return t.data<int16_t>()[i];
+    case ir::DType::I32: return t.data<int32_t>()[i];
+    case ir::DType::I64: return t.data<int64_t>()[i];
+    case ir::DType::U8: return t.data<uint8_t>()[i];
+    case ir::DType::Bool: return t.data<uint8_t>()[i] != 0;
+    default: return static_cast<int64_t>(load_f(t, i));
+  }
+}
+
+void store_f(HostTensor& t, int64_t i, double v) {
+  switch (t.dtype) {
+    case ir::DType::F32: t.data<float>()[i] = static_cast<float>(v); break;
+    case ir::DType::F64: t.data<double>()[i] = v; break;
+    case ir::DType::F16: t.data<uint16_t>()[i] = ir::float_to_f16(static_cast<float>(v)); break;
+    case ir::DType::BF16: t.data<uint16_t>()[i] = ir::float_to_bf16(static_cast<float>(v)); break;
+    case ir::DType::Bool: t.data<uint8_t>()[i] = v != 0; break;
+    default:
+      // Float to integer truncates toward zero; out-of-range values are clamped rather than UB.
+      store_i(t, i, std::isnan(v) ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v));
+  }
+}
+
+void store_i(HostTensor& t, int64_t i, int64_t v) {
+  switch (t.dtype) {
+    case ir::DType::I8: t.data<int8_t>()[i] = static_cast<int8_t>(v); break;
+    case ir::DType::I16: t.data<int16_t>()[i] = static_cast<int16_t>(v); break;
+    case ir::DType::I32: t.data<int32_t>()[i] = static_cast<int32_t>(v); break;
+    case ir::DType::I64: t.data<int64_t>()[i] = v; break;
+    case ir::DType::U8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+    case ir::DType::Bool: t.data<uint8_t>()[i] = v != 0; break;
+    default: store_f(t, i, static_cast<double>(v));
+  }
+}
+
+}  // namespace esg::eval

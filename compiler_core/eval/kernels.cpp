@@ -1,0 +1,432 @@
+// The evaluator's kernels for the ops that are not elementwise. Written for clarity and exact
+// numpy semantics, not speed: values go through double (floats) or int64 (integers), and
+// data-movement ops copy elements by index whatever their dtype.
+#include "eval/kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "eval/indexing.hpp"
+#include "ir/error.hpp"
+
+namespace esg::eval {
+namespace {
+
+using ir::Shape;
+
+size_t norm_axis(int64_t a, size_t rank) { return static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(rank) : a); }
+
+// Copies element `from` of `src` to element `to` of `dst` (same dtype).
+void copy_elem(const HostTensor& src, int64_t from, HostTensor& dst, int64_t to) {
+  const size_t w = ir::dtype_size(src.dtype);
+  std::memcpy(dst.bytes.data() + static_cast<size_t>(to) * w, src.bytes.data() + static_cast<size_t>(from) * w, w);
+}
+
+// The multi-index of linear position `i` in `s`.
+std::vector<int64_t> unravel(int64_t i, const Shape& s) {
+  std::vector<int64_t> idx(s.rank());
+  for (size_t d = s.rank(); d-- > 0;) {
+    idx[d] = s[d] ? i % s[d] : 0;
+    i = s[d] ? i / s[d] : 0;
+  }
+  return idx;
+}
+
+int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>& strides) {
+  int64_t off = 0;
+  for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[d];
+  return off;
+}
+
+// ---- reductions --------------------------------------------------------------------------
+enum class Reduce { Sum, Mean, Max, Min, Prod };
+
+void reduce(const KernelCall& c, Reduce kind) {
+  const HostTensor& x = *c.in[0];
+  HostTensor& y = *c.out[0];
+  const ir::Span<int64_t> axes = c.ints("axes");
+  std::vector<bool> reduced(x.shape.rank(), axes.empty());
+  for (int64_t a : axes) reduced[norm_axis(a, x.shape.rank())] = true;
+  // The output index of each input element: reduced axes dropped (or kept as size 1).
+  std::vector<int64_t> out_strides(x.shape.rank(), 0);
+  int64_t stride = 1;
+  for (size_t d = x.shape.rank(); d-- > 0;) {
+    if (reduced[d]) continue;
+    out_strides[d] = stride;
+    stride *= x.shape[d];
+  }
+  const bool floating = ir::dtype_is_float(x.dtype);
+  const int64_t n_out = y.size(), n_in = x.size();
+  std::vector<double> acc(static_cast<size_t>(n_out));
+  std::vector<int64_t> iacc(static_cast<size_t>(n_out));
+  std::vector<bool> seen(static_cast<size_t>(n_out), false);
+  for (int64_t i = 0; i < n_in; ++i) {
+    const size_t o = static_cast<size_t>(ravel(unravel(i, x.shape), out_strides));
+    const double v = floating ? load_f(x, i) : 0;
+    const int64_t w = floating ? 0 : load_i(x, i);
+    if (!seen[o]) {
+      seen[o] = true;
+      acc[o] = v;
+      iacc[o] = w;
+      continue;
+    }
+    switch (kind) {
+      case Reduce::Sum: case Reduce::Mean: acc[o] += v; iacc[o] += w; break;
+      case Reduce::Prod: acc[o] *= v; iacc[o] *= w; break;
+      case Reduce::Max: acc[o] = std::isnan(v) ? v : std::max(acc[o], v); iacc[o] = std::max(iacc[o], w); break;
+      case Reduce::Min: acc[o] = std::isnan(v) ? v : std::min(acc[o], v); iacc[o] = std::min(iacc[o], w); break;
+    }
+  }
+  const int64_t count = n_out ? n_in / n_out : 0;
+  for (int64_t o = 0; o < n_out; ++o) {
+    const size_t k = static_cast<size_t>(o);
+    if (!seen[k]) {  // an empty reduction: the identity, as numpy gives for sum and prod
+      if (kind == Reduce::Max || kind == Reduce::Min) throw ir::Error(ir::ErrorCode::Shape, "max/min of an empty axis");
+      store_f(y, o, kind == Reduce::Prod ? 1.0 : kind == Reduce::Mean ? std::nan("") : 0.0);
+    } else if (floating) {
+      store_f(y, o, kind == Reduce::Mean ? acc[k] / static_cast<double>(count) : acc[k]);
+    } else {
+      store_i(y, o, kind == Reduce::Mean ? iacc[k] / count : iacc[k]);
+    }
+  }
+}
+
+// The positions along `axis` of every lane: calls f(base offset, stride, length) per lane.
+template <class F>
+void for_each_lane(const Shape& s, size_t axis, F f) {
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= s[d];
+  for (size_t d = axis + 1; d < s.rank(); ++d) inner *= s[d];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) f(o * s[axis] * inner + i, inner, s[axis]);
+}
+
+void arg_reduce(const KernelCall& c, bool is_max) {
+  const HostTensor& x = *c.in[0];
+  HostTensor& y = *c.out[0];
+  int64_t k = 0;
+  for_each_lane(x.shape, norm_axis(c.attr_int("axis"), x.shape.rank()), [&](int64_t base, int64_t stride, int64_t n) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < n; ++j) {
+      const double v = load_f(x, base + j * stride), b = load_f(x, base + best * stride);
+      if (is_max ? v > b : v < b) best = j;
+    }
+    store_i(y, k++, best);
+  });
+}
+
+void softmax(const KernelCall& c, bool log) {
+  const HostTensor& x = *c.in[0];
+  HostTensor& y = *c.out[0];
+  // API 2: softmax(scale * x + mask); log_softmax has neither.
+  const bool has_extras = c.node.op->attr_index("scale") >= 0;
+  const double scale = has_extras ? c.attr_float("scale") : 1.0;
+  const HostTensor* mask = c.in.size() > 1 ? c.in[1] : nullptr;
+  std::vector<double> z(static_cast<size_t>(x.size()));
+  if (mask) {
+    BroadcastWalk walk(x.shape, {x.shape, mask->shape});
+    for (int64_t i = 0; i < x.size(); ++i, walk.next()) z[static_cast<size_t>(i)] = scale * load_f(x, i) + load_f(*mask, walk.offset(1));
+  } else {
+    for (int64_t i = 0; i < x.size(); ++i) z[static_cast<size_t>(i)] = scale * load_f(x, i);
+  }
+  for_each_lane(x.shape, norm_axis(c.attr_int("axis"), x.shape.rank()), [&](int64_t base, int64_t stride, int64_t n) {
+    double m = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, z[static_cast<size_t>(base + j * stride)]);
+    for (int64_t j = 0; j < n; ++j) sum += std::exp(z[static_cast<size_t>(base + j * stride)] - m);
+    for (int64_t j = 0; j < n; ++j) {
+      const double v = z[static_cast<size_t>(base + j * stride)] - m;
+      store_f(y, base + j * stride, log ? v - std::log(sum) : std::exp(v) / sum);
+    }
+  });
+}
+
+void norm(const KernelCall& c, bool rms) {
+  const HostTensor& x = *c.in[0];
+  HostTensor& y = *c.out[0];
+  const size_t axis = norm_axis(c.attr_int("axis"), x.shape.rank());
+  int64_t inner = 1;
+  for (size_t d = axis; d < x.shape.rank(); ++d) inner *= x.shape[d];
+  const double eps = c.attr_float("epsilon");
+  const HostTensor* scale = c.in.size() > 1 ? c.in[1] : nullptr;
+  const HostTensor* bias = c.in.size() > 2 ? c.in[2] : nullptr;
+  for (int64_t base = 0; base < x.size(); base += inner) {
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < inner; ++j) mean += load_f(x, base + j);
+    mean = rms ? 0 : mean / static_cast<double>(inner);
+    for (int64_t j = 0; j < inner; ++j) var += (load_f(x, base + j) - mean) * (load_f(x, base + j) - mean);
+    const double inv = 1.0 / std::sqrt(var / static_cast<double>(inner) + eps);
+    for (int64_t j = 0; j < inner; ++j) {
+      double v = (load_f(x, base + j) - mean) * inv;
+      if (scale) v *= load_f(*scale, j);
+      if (bias) v += load_f(*bias, j);
+      store_f(y, base + j, v);
+    }
+  }
+}
+
+void matmul(const KernelCall& c) {
+  const HostTensor& a = *c.in[0];
+  const HostTensor& b = *c.in[1];
+  HostTensor& y = *c.out[0];
+  const bool ta = c.attr_int("transpose_a") != 0, tb = c.attr_int("transpose_b") != 0;
+  const size_t ra = a.shape.rank(), rb = b.shape.rank(), ry = y.shape.rank();
+  const int64_t m = y.shape[ry - 2], n = y.shape[ry - 1], k = a.shape[ra - (ta ? 2 : 1)];
+  // Batch offsets by broadcasting the leading axes.
+  const Shape batch = Shape::from(y.shape.begin(), ry - 2);
+  const BroadcastWalk proto(batch, {Shape::from(a.shape.begin(), ra - 2), Shape::from(b.shape.begin(), rb - 2)});
+  BroadcastWalk walk = proto;
+  const bool floating = ir::dtype_is_float(y.dtype);
+  const int64_t batches = batch.num_elements();
+  for (int64_t bt = 0; bt < batches; ++bt, walk.next()) {
+    const int64_t oa = walk.offset(0) * m * k, ob = walk.offset(1) * k * n, oy = bt * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double f = 0;
+        int64_t s = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const int64_t ia = oa + (ta ? p * m + i : i * k + p), ib = ob + (tb ? j * k + p : p * n + j);
+          if (floating) f += load_f(a, ia) * load_f(b, ib);
+          else s += load_i(a, ia) * load_i(b, ib);
+        }
+        floating ? store_f(y, oy + i * n + j, f) : store_i(y, oy + i * n + j, s);
+      }
+  }
+}
+
+void conv2d(const KernelCall& c) {
+  const HostTensor& x = *c.in[0];
+  const HostTensor& w = *c.in[1];
+  const HostTensor* bias = c.in.size() > 2 ? c.in[2] : nullptr;
+  HostTensor& y = *c.out[0];
+  const ir::Span<int64_t> st = c.ints("strides"), pads = c.ints("pads"), dil = c.ints("dilations");
+  const int64_t groups = c.attr_int("groups");
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t O = w.shape[0], CG = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  const int64_t OH = y.shape[2], OW = y.shape[3], OG = O / groups;
+  (void)C;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o) {
+      const int64_t g = o / OG;
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = bias ? load_f(*bias, o) : 0;
+          for (int64_t ci = 0; ci < CG; ++ci)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const int64_t ih = oh * st[0] - pads[0] + kh * dil[0], iw = ow * st[1] - pads[1] + kw * dil[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                const int64_t cin = g * CG + ci;
+                acc += load_f(x, ((n * x.shape[1] + cin) * H + ih) * W + iw) * load_f(w, ((o * CG + ci) * KH + kh) * KW + kw);
+              }
+          store_f(y, ((n * O + o) * OH + oh) * OW + ow, acc);
+        }
+    }
+}
+
+void pool2d(const KernelCall& c, bool is_max) {
+  const HostTensor& x = *c.in[0];
+  HostTensor& y = *c.out[0];
+  const ir::Span<int64_t> k = c.ints("kernel"), st = c.ints("strides"), pads = c.ints("pads");
+  const int64_t NC = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
+  for (int64_t nc = 0; nc < NC; ++nc)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0;
+        int64_t count = 0;  // average over the window's elements inside the input (padding excluded)
+        for (int64_t kh = 0; kh < k[0]; ++kh)
+          for (int64_t kw = 0; kw < k[1]; ++kw) {
+            const int64_t ih = oh * st[0] - pads[0] + kh, iw = ow * st[1] - pads[1] + kw;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            const double v = load_f(x, (nc * H + ih) * W + iw);
+            acc = is_max ? std::max(acc, v) : acc + v;
+            ++count;
+          }
+        store_f(y, (nc * OH + oh) * OW + ow, is_max ? acc : acc / static_cast<double>(count ? count : 1));
+      }
+}
+
+// ---- data movement -----------------------------------------------------------------------
+void copy_bytes(const KernelCall& c) { c.out[0]->bytes = c.in[0]->bytes; }  // reshape, squeeze, unsqueeze
+
+void transpose(const KernelCall& c) {
+  const HostTensor& x = *c.in[0];
+  HostTensor& y = *c.out[0];
+  const size_t r = x.shape.rank();
+  ir::Span<int64_t> perm = c.ints("perm");
+  std::vector<int64_t> p(r);
+  for (size_t i = 0; i < r; ++i) p[i] = perm.empty() ? static_cast<int64_t>(r - 1 - i) : static_cast<int64_t>(norm_axis(perm[i], r));
+  const std::vector<int64_t> xs = strides_of(x.shape);
+  for (int64_t i = 0; i < y.size(); ++i) {
+    const std::vector<int64_t> idx = unravel(i, y.shape);
+    int64_t from = 0;
+    for (size_t d = 0; d < r; ++d) from += idx[d] * xs[static_cast<size_t>(p[d])];
+    copy_elem(x, from, y, i);
+  }
+}
+
+void concat(const KernelCall& c) {
+  HostTensor& y = *c.out[0];
+  const size_t axis = norm_axis(c.attr_int("axis"), y.shape.rank());
+  int64_t at = 0;
+  for (const HostTensor* x : c.in) {
+    const std::vector<int64_t> ys = strides_of(y.shape);
+    for (int64_t i = 0; i < x->size(); ++i) {
+      std::vector<int64_t> idx = unravel(i, x->shape);
+      idx[axis] += at;
+      copy_elem(*x, i, y, ravel(idx, ys));
+    }
+    at += x->shape[axis];
+  }
+}
+
+void split(const KernelCall& c) {
+  const HostTensor& x = *c.in[0];
+  const size_t axis = norm_axis(c.attr_int("axis"), x.shape.rank());
+  const std::vector<int64_t> xs = strides_of(x.shape);
+  int64_t at = 0;
+  for (HostTensor* y : c.out) {
+    for (int64_t i = 0; i < y->size(); ++i) {
+      std::vector<int64_t> idx = unravel(i, y->shape);
+      idx[axis] += at;
+      copy_elem(x, ravel(idx, xs), *y, i);
+    }
+    at += y->shape[axis];
+  }
+}
+
+void slice(const KernelCall& c) {
+  const HostTensor& x = *c.in[0];
+  HostTensor& y = *c.out[0];
+  const size_t r = x.shape.rank();
+  const ir::Span<int64_t> starts = c.ints("starts"), axes = c.ints("axes"), steps = c.ints("steps");
+  std::vector<int64_t> start(r, 0), step(r, 1);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const size_t ax = axes.empty() ? i : norm_axis(axes[i], r);
+    const int64_t d = x.shape[ax], s = steps.empty() ? 1 : steps[i];
+    int64_t v = starts[i] < 0 ? starts[i] + d : starts[i];
+    v = s > 0 ? std::clamp<int64_t>(v, 0, d) : std::clamp<int64_t>(v, -1, d - 1);
+    start[ax] = v;
+    step[ax] = s;
+  }
+  const std::vector<int64_t> xs = strides_of(x.shape);
+  for (int64_t i = 0; i < y.size(); ++i) {
+    std::vector<int64_t> idx = unravel(i, y.shape);
+    for (size_t d = 0; d < r; ++d) idx[d] = start[d] + idx[d] * step[d];
+    copy_elem(x, ravel(idx, xs), y, i);
+  }
+}
+
+void gather(const KernelCall& c) {
+  const HostTensor& x = *c.in[0];
+  const HostTensor& ind = *c.in[1];
+  HostTensor& y = *c.out[0];
+  const size_t axis = norm_axis(c.attr_int("axis"), x.shape.rank());
+  const std::vector<int64_t> xs = strides_of(x.shape);
+  const size_t ir_ = ind.shape.rank();
+  for (int64_t i = 0; i < y.size(); ++i) {
+    const std::vector<int64_t> idx = unravel(i, y.shape);
+    std::vector<int64_t> src(x.shape.rank());
+    for (size_t d = 0; d < axis; ++d) src[d] = idx[d];
+    std::vector<int64_t> in_idx(idx.begin() + static_cast<std::ptrdiff_t>(axis), idx.begin() + static_cast<std::ptrdiff_t>(axis + ir_));
+    int64_t pick = load_i(ind, ravel(in_idx, strides_of(ind.shape)));
+    if (pick < 0) pick += x.shape[axis];
+    if (pick < 0 || pick >= x.shape[axis])
+      throw ir::Error(ir::ErrorCode::InvalidArgument, "gather: index " + std::to_string(pick) + " is out of range for an axis of " +
+                                                          std::to_string(x.shape[axis]));
+    src[axis] = pick;
+    for (size_t d = axis + 1; d < x.shape.rank(); ++d) src[d] = idx[d - 1 + ir_];
+    copy_elem(x, ravel(src, xs), y, i);
+  }
+}
+
+void expand(const KernelCall& c) {
+  HostTensor& y = *c.out[0];
+  BroadcastWalk walk(y.shape, {c.in[0]->shape});
+  for (int64_t i = 0; i < y.size(); ++i, walk.next()) copy_elem(*c.in[0], walk.offset(0), y, i);
+}
+
+void pad(const KernelCall& c) {
+  const HostTensor& x = *c.in[0];
+  HostTensor& y = *c.out[0];
+  const size_t r = x.shape.rank();
+  const ir::Span<int64_t> pads = c.ints("pads");
+  const int64_t mode = c.attr_int("mode");  // constant, reflect, edge
+  const double value = c.attr_float("value");
+  const std::vector<int64_t> xs = strides_of(x.shape);
+  for (int64_t i = 0; i < y.size(); ++i) {
+    std::vector<int64_t> idx = unravel(i, y.shape);
+    bool outside = false;
+    for (size_t d = 0; d < r; ++d) {
+      int64_t v = idx[d] - pads[d];
+      const int64_t n = x.shape[d];
+      if (v < 0 || v >= n) {
+        if (mode == 0) outside = true;
+        else if (mode == 1) v = v < 0 ? -v : 2 * (n - 1) - v;
+        else v = v < 0 ? 0 : n - 1;
+      }
+      idx[d] = v;
+    }
+    if (outside) store_f(y, i, value);
+    else copy_elem(x, ravel(idx, xs), y, i);
+  }
+}
+
+void fill(const KernelCall& c) {
+  for (int64_t i = 0; i < c.out[0]->size(); ++i) store_f(*c.out[0], i, c.attr_float("value"));
+}
+
+void range(const KernelCall& c) {
+  const double start = c.attr_float("start"), step = c.attr_float("step");
+  for (int64_t i = 0; i < c.out[0]->size(); ++i) store_f(*c.out[0], i, start + static_cast<double>(i) * step);
+}
+
+}  // namespace
+
+const ir::AttrValue& KernelCall::attr(const char* name) const {
+  const int i = node.op->attr_index(name);
+  if (i < 0) throw ir::Error(ir::ErrorCode::Internal, std::string(node.op->name) + ": no attribute `" + name + "`");
+  return graph.attrs[node.first_attr + static_cast<size_t>(i)];
+}
+int64_t KernelCall::attr_int(const char* name) const { return attr(name).i; }
+double KernelCall::attr_float(const char* name) const { return attr(name).f; }
+ir::Span<int64_t> KernelCall::ints(const char* name) const { return graph.ints_of(attr(name)); }
+
+Kernel find_kernel(const ir::OpSchema& op) {
+  static const std::map<std::string, Kernel> table = {
+      {"reduce_sum", [](const KernelCall& c) { reduce(c, Reduce::Sum); }},
+      {"reduce_mean", [](const KernelCall& c) { reduce(c, Reduce::Mean); }},
+      {"reduce_max", [](const KernelCall& c) { reduce(c, Reduce::Max); }},
+      {"reduce_min", [](const KernelCall& c) { reduce(c, Reduce::Min); }},
+      {"reduce_prod", [](const KernelCall& c) { reduce(c, Reduce::Prod); }},
+      {"argmax", [](const KernelCall& c) { arg_reduce(c, true); }},
+      {"argmin", [](const KernelCall& c) { arg_reduce(c, false); }},
+      {"softmax", [](const KernelCall& c) { softmax(c, false); }},
+      {"log_softmax", [](const KernelCall& c) { softmax(c, true); }},
+      {"layer_norm", [](const KernelCall& c) { norm(c, false); }},
+      {"rms_norm", [](const KernelCall& c) { norm(c, true); }},
+      {"matmul", matmul},
+      {"conv2d", conv2d},
+      {"max_pool2d", [](const KernelCall& c) { pool2d(c, true); }},
+      {"avg_pool2d", [](const KernelCall& c) { pool2d(c, false); }},
+      {"reshape", copy_bytes},
+      {"squeeze", copy_bytes},
+      {"unsqueeze", copy_bytes},
+      {"transpose", transpose},
+      {"concat", concat},
+      {"split", split},
+      {"slice", slice},
+      {"gather", gather},
+      {"expand", expand},
+      {"pad", pad},
+      {"fill", fill},
+      {"range", range},
+  };
+  const auto it = table.find(op.name);
+  return it == table.end() ? nullptr : it->second;
+}
+
+}  // namespace esg::eval

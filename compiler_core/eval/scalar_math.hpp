@@ -1,0 +1,56 @@
+// The functions compute expressions may use (op_defs/README.md), over the evaluator's compute
+// domains: double for float dtypes, int64 for integers and bool. Mixed operands take their
+// common type, as C++ arithmetic does.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace esg::eval {
+
+template <class A, class B>
+using Common = std::common_type_t<A, B>;
+
+template <class A, class B>
+Common<A, B> e_min(A a, B b) { return std::min<Common<A, B>>(a, b); }
+template <class A, class B>
+Common<A, B> e_max(A a, B b) { return std::max<Common<A, B>>(a, b); }
+template <class A, class B>
+Common<A, B> e_div(A a, B b) {
+  using C = Common<A, B>;
+  if constexpr (std::is_integral_v<C>) return b == 0 ? C{0} : static_cast<C>(a / b);  // numpy gives 0 too
+  else return static_cast<C>(a) / static_cast<C>(b);
+}
+template <class C, class A, class B>
+Common<A, B> e_select(C c, A a, B b) { return c ? Common<A, B>(a) : Common<A, B>(b); }
+template <class A, class B>
+double e_pow(A a, B b) { return std::pow(static_cast<double>(a), static_cast<double>(b)); }
+
+template <class T>
+T e_abs(T x) { return x < 0 ? -x : x; }
+template <class T>
+T e_sign(T x) { return static_cast<T>((x > 0) - (x < 0)); }
+template <class T>
+T e_cast(T x) { return x; }  // the conversion happens when the result is stored
+template <class T>
+double e_round(T x) { return std::nearbyint(static_cast<double>(x)); }  // half to even
+#define ESG_UNARY(name, expr) \
+  template <class T>          \
+  double name(T v) {          \
+    const double x = static_cast<double>(v); \
+    return expr;              \
+  }
+ESG_UNARY(e_exp, std::exp(x))
+ESG_UNARY(e_log, std::log(x))
+ESG_UNARY(e_sqrt, std::sqrt(x))
+ESG_UNARY(e_rsqrt, 1.0 / std::sqrt(x))
+ESG_UNARY(e_sin, std::sin(x))
+ESG_UNARY(e_cos, std::cos(x))
+ESG_UNARY(e_tanh, std::tanh(x))
+ESG_UNARY(e_erf, std::erf(x))
+ESG_UNARY(e_floor, std::floor(x))
+ESG_UNARY(e_ceil, std::ceil(x))
+#undef ESG_UNARY
+
+}  // namespace esg::eval
