@@ -1,0 +1,31 @@
+// The compiler's view of a graph for scheduling and memory planning: ops over values with
+// byte sizes, nothing else. Built from an ir::Graph with concrete shapes (from_graph), or
+// directly by tests (random DAGs).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ir/graph.hpp"
+
+namespace esg::plan {
+
+struct Dag {
+  struct Op {
+    std::vector<int> inputs;   // value ids
+    std::vector<int> outputs;  // value ids; each value has exactly one producer or none
+    bool elementwise = false;  // an output may reuse a dying input of the same size in place
+  };
+  std::vector<int64_t> value_bytes;
+  std::vector<Op> ops;
+  std::vector<int> graph_inputs;   // live before the first op (the caller's buffers)
+  std::vector<int> graph_outputs;  // live after the last op (the caller's buffers)
+
+  int num_values() const { return static_cast<int>(value_bytes.size()); }
+  int num_ops() const { return static_cast<int>(ops.size()); }
+  std::vector<int> producers() const;  // op of each value, -1 for graph inputs
+};
+
+// Region 0 of a graph whose shapes are all concrete (eval::specialize gives one).
+Dag from_graph(const ir::Graph& g);
+
+}  // namespace esg::plan

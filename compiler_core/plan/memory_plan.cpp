@@ -1,0 +1,204 @@
+#include "plan/memory_plan.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+namespace esg::plan {
+namespace {
+
+int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+struct Lifetime {
+  int first = 0, last = -1;  // steps of the order
+};
+
+// When each value is born and last used, as steps of `order`.
+std::vector<Lifetime> lifetimes(const Dag& d, const std::vector<int>& order) {
+  std::vector<Lifetime> life(static_cast<size_t>(d.num_values()));
+  for (int t = 0; t < static_cast<int>(order.size()); ++t) {
+    const Dag::Op& op = d.ops[static_cast<size_t>(order[static_cast<size_t>(t)])];
+    for (int v : op.outputs) life[static_cast<size_t>(v)] = {t, t};
+    for (int v : op.inputs) life[static_cast<size_t>(v)].last = std::max(life[static_cast<size_t>(v)].last, t);
+  }
+  return life;
+}
+
+std::vector<char> in_arena(const Dag& d) {
+  std::vector<char> a(static_cast<size_t>(d.num_values()), 1);
+  for (int v : d.graph_inputs) a[static_cast<size_t>(v)] = 0;
+  for (int v : d.graph_outputs) a[static_cast<size_t>(v)] = 0;
+  return a;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const MemoryPlanOptions& options) {
+  const size_t nv = static_cast<size_t>(d.num_values());
+  const std::vector<Lifetime> life = lifetimes(d, order);
+  const std::vector<char> arena = in_arena(d);
+  MemoryPlan plan;
+  plan.offset.assign(nv, -1);
+  plan.in_place_of.assign(nv, -1);
+
+  // Buffers: a value, or a value with the inputs it took over in place (one group).
+  std::vector<int> group(nv);
+  std::iota(group.begin(), group.end(), 0);
+  std::vector<int64_t> bytes(nv);
+  std::vector<Lifetime> span = life;
+  for (size_t v = 0; v < nv; ++v) bytes[v] = align_up(d.value_bytes[v], options.alignment);
+  if (options.reuse && options.in_place) {
+    for (int t = 0; t < static_cast<int>(order.size()); ++t) {
+      const Dag::Op& op = d.ops[static_cast<size_t>(order[static_cast<size_t>(t)])];
+      if (!op.elementwise) continue;
+      std::vector<int> taken;
+      for (int o : op.outputs) {
+        if (!arena[static_cast<size_t>(o)]) continue;
+        for (int i : op.inputs) {
+          const size_t g = static_cast<size_t>(group[static_cast<size_t>(i)]);
+          if (!arena[static_cast<size_t>(i)] || life[static_cast<size_t>(i)].last != t || bytes[g] != bytes[static_cast<size_t>(o)] ||
+              std::count(op.inputs.begin(), op.inputs.end(), i) != 1 || std::find(taken.begin(), taken.end(), i) != taken.end())
+            continue;
+          taken.push_back(i);
+          plan.in_place_of[static_cast<size_t>(o)] = i;
+          group[static_cast<size_t>(o)] = static_cast<int>(g);
+          span[g].last = std::max(span[g].last, life[static_cast<size_t>(o)].last);
+          break;
+        }
+      }
+    }
+  }
+
+  // The lower bound: the most bytes of buffers alive at one step.
+  std::vector<int> roots;
+  for (size_t v = 0; v < nv; ++v)
+    if (arena[v] && group[v] == static_cast<int>(v)) roots.push_back(static_cast<int>(v));
+  {
+    std::vector<int64_t> delta(order.size() + 2, 0);
+    for (int r : roots) {
+      plan.no_reuse_bytes += bytes[static_cast<size_t>(r)];
+      delta[static_cast<size_t>(span[static_cast<size_t>(r)].first)] += bytes[static_cast<size_t>(r)];
+      delta[static_cast<size_t>(span[static_cast<size_t>(r)].last) + 1] -= bytes[static_cast<size_t>(r)];
+    }
+    int64_t live = 0;
+    for (int64_t x : delta) plan.lower_bound = std::max(plan.lower_bound, live += x);
+    for (size_t v = 0; v < nv; ++v)
+      if (arena[v] && group[v] != static_cast<int>(v)) plan.no_reuse_bytes += bytes[v];
+  }
+
+  // Greedy placement: buffers one by one, each into a gap among the buffers already placed
+  // whose lifetimes overlap it. Which order and which gap work best depends on the graph, so a
+  // few classic variants run (each O(n^2) at worst, on lifetimes only) and the smallest wins:
+  // by size (TFLite's greedy-by-size), by size x lifetime, by lifetime length, and by birth;
+  // each with best fit (the smallest gap that fits) and first fit (the lowest offset).
+  // Which buffers overlap in time, found once by a sweep over births: O(n log n + pairs), so a
+  // placement looks only at its own neighbours rather than at every placed buffer.
+  std::vector<std::vector<int>> overlapping(nv);
+  {
+    std::vector<int> by_birth = roots;
+    std::sort(by_birth.begin(), by_birth.end(), [&](int a, int b) { return span[static_cast<size_t>(a)].first < span[static_cast<size_t>(b)].first; });
+    for (size_t x = 0; x < by_birth.size(); ++x)
+      for (size_t y = x + 1; y < by_birth.size() && span[static_cast<size_t>(by_birth[y])].first <= span[static_cast<size_t>(by_birth[x])].last; ++y) {
+        overlapping[static_cast<size_t>(by_birth[x])].push_back(by_birth[y]);
+        overlapping[static_cast<size_t>(by_birth[y])].push_back(by_birth[x]);
+      }
+  }
+  // The offset for buffer r given the buffers placed so far (offset >= 0): the lowest (first
+  // fit) or the tightest (best fit) gap that holds it, else above them all.
+  std::vector<std::pair<int64_t, int64_t>> busy;
+  auto fit = [&](size_t r, const std::vector<int64_t>& offset, bool best_fit) {
+    busy.clear();
+    for (int p : overlapping[r])
+      if (offset[static_cast<size_t>(p)] >= 0) busy.push_back({offset[static_cast<size_t>(p)], offset[static_cast<size_t>(p)] + bytes[static_cast<size_t>(p)]});
+    std::sort(busy.begin(), busy.end());
+    int64_t best = -1, best_gap = INT64_MAX, at = 0;
+    for (const auto& [off, end] : busy) {
+      if (off - at >= bytes[r] && off - at < best_gap) {
+        best = at, best_gap = off - at;
+        if (!best_fit) break;
+      }
+      at = std::max(at, end);
+    }
+    return best >= 0 ? best : at;
+  };
+  auto place = [&](const std::vector<int>& sequence, bool best_fit, std::vector<int64_t>& offset) {
+    std::fill(offset.begin(), offset.end(), -1);
+    int64_t top = 0;
+    for (int r : sequence) {
+      offset[static_cast<size_t>(r)] = fit(static_cast<size_t>(r), offset, best_fit);
+      top = std::max(top, offset[static_cast<size_t>(r)] + bytes[static_cast<size_t>(r)]);
+    }
+    return top;
+  };
+  if (!options.reuse) {
+    for (int r : roots) plan.offset[static_cast<size_t>(r)] = plan.arena_bytes, plan.arena_bytes += bytes[static_cast<size_t>(r)];
+  } else {
+    auto length = [&](int v) { return static_cast<int64_t>(span[static_cast<size_t>(v)].last - span[static_cast<size_t>(v)].first + 1); };
+    auto size = [&](int v) { return bytes[static_cast<size_t>(v)]; };
+    const std::vector<std::function<std::pair<int64_t, int64_t>(int)>> keys = {
+        [&](int v) { return std::make_pair(-size(v), static_cast<int64_t>(span[static_cast<size_t>(v)].first)); },
+        [&](int v) { return std::make_pair(-size(v) * length(v), -size(v)); },
+        [&](int v) { return std::make_pair(-length(v), -size(v)); },
+        [&](int v) { return std::make_pair(static_cast<int64_t>(span[static_cast<size_t>(v)].first), -size(v)); },
+        [&](int v) { return std::make_pair(-static_cast<int64_t>(span[static_cast<size_t>(v)].last), -size(v)); },
+        [&](int v) { return std::make_pair(-static_cast<int64_t>(std::min<int64_t>(length(v), 8)) * size(v), -size(v)); },
+    };
+    plan.arena_bytes = INT64_MAX;
+    std::vector<int64_t> offset(nv, -1);
+    auto try_sequence = [&](const std::vector<int>& sequence) {
+      for (const bool best_fit : {true, false}) {
+        const int64_t top = place(sequence, best_fit, offset);
+        if (top < plan.arena_bytes) {
+          plan.arena_bytes = top;
+          for (int r : roots) plan.offset[static_cast<size_t>(r)] = offset[static_cast<size_t>(r)];
+        }
+      }
+    };
+    // Large graphs try the first three orders only: each placement costs O(pairs log pairs).
+    for (size_t k = 0; k < (roots.size() > 4000 ? 3 : keys.size()); ++k) {
+      const auto& key = keys[k];
+      std::vector<int> sequence = roots;
+      std::stable_sort(sequence.begin(), sequence.end(), [&](int a, int b) { return key(a) < key(b); });
+      try_sequence(sequence);
+    }
+    if (roots.empty()) plan.arena_bytes = 0;
+  }
+  for (size_t v = 0; v < nv; ++v)
+    if (arena[v] && group[v] != static_cast<int>(v)) plan.offset[v] = plan.offset[static_cast<size_t>(group[v])];
+  return plan;
+}
+
+std::string check_plan(const Dag& d, const std::vector<int>& order, const MemoryPlan& plan, int64_t alignment) {
+  const std::vector<Lifetime> life = lifetimes(d, order);
+  const std::vector<char> arena = in_arena(d);
+  const size_t nv = static_cast<size_t>(d.num_values());
+  // A legitimate in-place pair: the output of an elementwise op over an input that dies there.
+  auto legit = [&](size_t o, size_t i) {
+    if (plan.in_place_of[o] != static_cast<int>(i)) return false;
+    for (const Dag::Op& op : d.ops)
+      if (op.elementwise && std::count(op.outputs.begin(), op.outputs.end(), static_cast<int>(o)) &&
+          std::count(op.inputs.begin(), op.inputs.end(), static_cast<int>(i)) == 1)
+        return life[i].last == life[o].first;
+    return false;
+  };
+  // Values sharing bytes through a chain of in-place pairs form one buffer over time.
+  std::vector<size_t> values;
+  for (size_t v = 0; v < nv; ++v) {
+    if (!arena[v]) continue;
+    if (plan.offset[v] < 0 || plan.offset[v] % alignment) return "value " + std::to_string(v) + " has a bad offset";
+    if (plan.offset[v] + d.value_bytes[v] > plan.arena_bytes) return "value " + std::to_string(v) + " ends past the arena";
+    values.push_back(v);
+  }
+  std::sort(values.begin(), values.end(), [&](size_t a, size_t b) { return life[a].first < life[b].first; });
+  for (size_t x = 0; x < values.size(); ++x)
+    for (size_t y = x + 1; y < values.size(); ++y) {
+      const size_t a = values[x], b = values[y];
+      if (life[b].first > life[a].last) break;  // sorted by birth: no later value overlaps a either
+      const bool bytes_overlap = plan.offset[a] < plan.offset[b] + d.value_bytes[b] && plan.offset[b] < plan.offset[a] + d.value_bytes[a];
+      if (bytes_overlap && !legit(a, b) && !legit(b, a))
+        return "values " + std::to_string(a) + " and " + std::to_string(b) + " are alive together and share bytes";
+    }
+  return "";
+}
+
+}  // namespace esg::plan

@@ -1,0 +1,35 @@
+// Memory planning: every intermediate value gets an offset in one arena (graph inputs and
+// outputs stay in the caller's buffers). Values whose lifetimes overlap never share bytes;
+// the others are packed greedily by size into the smallest gap that fits (the approach of
+// TFLite's arena planner), and an elementwise op's output may take over, in place, the buffer
+// of an input that dies at that op.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "plan/dag.hpp"
+
+namespace esg::plan {
+
+struct MemoryPlanOptions {
+  int64_t alignment = 64;  // every offset and size is a multiple
+  bool reuse = true;       // false: every value its own bytes (the "no reuse" baseline)
+  bool in_place = true;
+};
+
+struct MemoryPlan {
+  std::vector<int64_t> offset;  // per value; -1 for graph inputs and outputs
+  std::vector<int> in_place_of;  // the input a value took over in place, or -1
+  int64_t arena_bytes = 0;       // the planned peak
+  int64_t lower_bound = 0;       // the largest sum of (aligned) values alive at once
+  int64_t no_reuse_bytes = 0;    // what the arena would take without reuse
+};
+
+MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const MemoryPlanOptions& options = {});
+
+// An independent check of a plan against the DAG and order: "" when no two values alive at the
+// same step share a byte (except a legitimate in-place pair), offsets are aligned and within
+// the arena; otherwise the first problem found.
+std::string check_plan(const Dag& d, const std::vector<int>& order, const MemoryPlan& plan, int64_t alignment = 64);
+
+}  // namespace esg::plan
