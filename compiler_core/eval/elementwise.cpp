@@ -4,11 +4,11 @@
 
 namespace esg::eval {
 
-void run_elementwise(const ElementwiseFn& fn, const std::vector<const HostTensor*>& inputs,
-                     const std::vector<double>& attrs, HostTensor& out) {
+void run_elementwise(const ElementwiseFn& fn, const std::vector<const TensorRef*>& inputs,
+                     const std::vector<double>& attrs, const TensorRef& out) {
   bool floating = ir::dtype_is_float(out.dtype);
   std::vector<ir::Shape> shapes;
-  for (const HostTensor* t : inputs) {
+  for (const TensorRef* t : inputs) {
     floating = floating || ir::dtype_is_float(t->dtype);
     shapes.push_back(t->shape);
   }

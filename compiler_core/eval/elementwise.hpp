@@ -19,7 +19,7 @@ const ElementwiseFn* find_elementwise(const ir::OpSchema& op);
 
 // out = fn(inputs…) with numpy broadcasting; `out` already has its shape and dtype. Computes in
 // double when any input or the output is a float dtype, else in int64.
-void run_elementwise(const ElementwiseFn& fn, const std::vector<const HostTensor*>& inputs,
-                     const std::vector<double>& attrs, HostTensor& out);
+void run_elementwise(const ElementwiseFn& fn, const std::vector<const TensorRef*>& inputs,
+                     const std::vector<double>& attrs, const TensorRef& out);
 
 }  // namespace esg::eval

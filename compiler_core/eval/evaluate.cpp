@@ -143,39 +143,47 @@ class Runner {
       for (uint32_t i = 0; i < n.num_outputs; ++i) env[n.first_output + i] = outs[i];
       return;
     }
-    std::vector<const HostTensor*> in;
+    // Refs to the inputs and to freshly allocated outputs (refs stay valid: env is a node map).
+    std::vector<TensorRef> in_refs(declared), out_refs(n.num_outputs);
+    std::vector<const TensorRef*> in(declared, nullptr), out;
     for (uint32_t i = 0; i < declared; ++i) {
       const ValueId v = g_.operands[n.first_input + i];
-      in.push_back(v == kNone ? nullptr : &at(v));
+      if (v == kNone) continue;
+      in_refs[i] = at(v).ref();
+      in[i] = &in_refs[i];
     }
-    std::vector<HostTensor*> out;
     for (uint32_t i = 0; i < n.num_outputs; ++i) {
       const ValueId v = n.first_output + i;
       const ir::Shape s = g_.shape(v);
       if (!s.is_static()) throw ir::Error(ir::ErrorCode::Unsupported, "evaluate: " + g_.value_name(v) + " has no concrete shape");
       env[v] = HostTensor(g_.values[v].dtype, s);
     }
-    for (uint32_t i = 0; i < n.num_outputs; ++i) out.push_back(&env[n.first_output + i]);
-    if (const ElementwiseFn* ew = find_elementwise(op)) {
-      std::vector<double> attrs;
-      for (size_t i = 0; i < op.attrs.size(); ++i) {
-        const ir::AttrValue& a = g_.attrs[n.first_attr + i];
-        attrs.push_back(a.kind == ir::AttrKind::Float ? a.f : static_cast<double>(a.i));
-      }
-      std::vector<const HostTensor*> present;
-      for (const HostTensor* t : in) present.push_back(t);
-      run_elementwise(*ew, present, attrs, *out[0]);
-      return;
-    }
-    const Kernel k = find_kernel(op);
-    if (!k) throw ir::Error(ir::ErrorCode::Unsupported, std::string("evaluate: no kernel for `") + op.name + "`");
-    k(KernelCall{g_, n, in, out});
+    for (uint32_t i = 0; i < n.num_outputs; ++i) out_refs[i] = env[n.first_output + i].ref();
+    for (const TensorRef& r : out_refs) out.push_back(&r);
+    run_kernel(g_, n, in, out);
   }
 
   const Graph& g_;
 };
 
 }  // namespace
+
+void run_kernel(const Graph& g, const ir::Node& n, const std::vector<const TensorRef*>& in,
+                const std::vector<const TensorRef*>& out) {
+  const ir::OpSchema& op = *n.op;
+  if (const ElementwiseFn* ew = find_elementwise(op)) {
+    std::vector<double> attrs;
+    for (size_t i = 0; i < op.attrs.size(); ++i) {
+      const ir::AttrValue& a = g.attrs[n.first_attr + i];
+      attrs.push_back(a.kind == ir::AttrKind::Float ? a.f : static_cast<double>(a.i));
+    }
+    run_elementwise(*ew, in, attrs, *out[0]);
+    return;
+  }
+  const Kernel k = find_kernel(op);
+  if (!k) throw ir::Error(ir::ErrorCode::Unsupported, std::string("no kernel for `") + op.name + "`");
+  k(KernelCall{g, n, in, out});
+}
 
 std::unique_ptr<Graph> specialize(const Graph& g, const std::vector<ir::Shape>& input_shapes) {
   if (input_shapes.size() != g.inputs().size())

@@ -14,6 +14,10 @@ namespace esg::eval {
 // symbolic dimensions become sizes (and inputs that fit no rule fail here, as when building).
 std::unique_ptr<ir::Graph> specialize(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes);
 
+// Runs one node's kernel (not constants or control flow) on tensors the caller provides.
+void run_kernel(const ir::Graph& g, const ir::Node& n, const std::vector<const TensorRef*>& in,
+                const std::vector<const TensorRef*>& out);
+
 // The graph's outputs for these inputs (in the graph's input order). Throws ir::Error on a wrong
 // input count, dtype or rank, or when an op cannot run (an index out of range).
 std::vector<HostTensor> evaluate(const ir::Graph& g, const std::vector<HostTensor>& inputs);

@@ -6,7 +6,7 @@
 
 namespace esg::eval {
 
-double load_f(const HostTensor& t, int64_t i) {
+double load_f(const TensorRef& t, int64_t i) {
   switch (t.dtype) {
     case ir::DType::F32: return t.data<float>()[i];
     case ir::DType::F64: return t.data<double>()[i];
@@ -16,7 +16,7 @@ double load_f(const HostTensor& t, int64_t i) {
   }
 }
 
-int64_t load_i(const HostTensor& t, int64_t i) {
+int64_t load_i(const TensorRef& t, int64_t i) {
   switch (t.dtype) {
     case ir::DType::I8: return t.data<int8_t>()[i];
     case ir::DType::I16: return t.data<int16_t>()[i];
@@ -28,7 +28,7 @@ int64_t load_i(const HostTensor& t, int64_t i) {
   }
 }
 
-void store_f(HostTensor& t, int64_t i, double v) {
+void store_f(const TensorRef& t, int64_t i, double v) {
   switch (t.dtype) {
     case ir::DType::F32: t.data<float>()[i] = static_cast<float>(v); break;
     case ir::DType::F64: t.data<double>()[i] = v; break;
@@ -41,7 +41,7 @@ void store_f(HostTensor& t, int64_t i, double v) {
   }
 }
 
-void store_i(HostTensor& t, int64_t i, int64_t v) {
+void store_i(const TensorRef& t, int64_t i, int64_t v) {
   switch (t.dtype) {
     case ir::DType::I8: t.data<int8_t>()[i] = static_cast<int8_t>(v); break;
     case ir::DType::I16: t.data<int16_t>()[i] = static_cast<int16_t>(v); break;

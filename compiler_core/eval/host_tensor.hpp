@@ -1,4 +1,5 @@
-// A tensor in host memory: dtype, concrete shape and its bytes, row-major.
+// Tensors in host memory, row-major: TensorRef points at bytes owned elsewhere (a caller's
+// buffer, a model's arena); HostTensor owns its bytes. Kernels work on refs.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -9,6 +10,17 @@
 
 namespace esg::eval {
 
+struct TensorRef {
+  ir::DType dtype = ir::DType::F32;
+  ir::Shape shape;
+  uint8_t* bytes = nullptr;
+
+  int64_t size() const { return shape.num_elements(); }
+  size_t nbytes() const { return static_cast<size_t>(size()) * ir::dtype_size(dtype); }
+  template <class T>
+  T* data() const { return reinterpret_cast<T*>(bytes); }
+};
+
 struct HostTensor {
   ir::DType dtype = ir::DType::F32;
   ir::Shape shape;
@@ -17,18 +29,24 @@ struct HostTensor {
   HostTensor() = default;
   HostTensor(ir::DType t, const ir::Shape& s)
       : dtype(t), shape(s), bytes(static_cast<size_t>(s.num_elements()) * ir::dtype_size(t)) {}
+  explicit HostTensor(const TensorRef& r) : dtype(r.dtype), shape(r.shape), bytes(r.bytes, r.bytes + r.nbytes()) {}
   int64_t size() const { return shape.num_elements(); }
   template <class T>
   T* data() { return reinterpret_cast<T*>(bytes.data()); }
   template <class T>
   const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
+  TensorRef ref() const { return {dtype, shape, const_cast<uint8_t*>(bytes.data())}; }
 };
 
 // Element i as a double or int64, whatever the dtype; and the reverse, converting as a cast
 // does (floats truncate toward zero into integers, anything non-zero is true).
-double load_f(const HostTensor& t, int64_t i);
-int64_t load_i(const HostTensor& t, int64_t i);
-void store_f(HostTensor& t, int64_t i, double v);
-void store_i(HostTensor& t, int64_t i, int64_t v);
+double load_f(const TensorRef& t, int64_t i);
+int64_t load_i(const TensorRef& t, int64_t i);
+void store_f(const TensorRef& t, int64_t i, double v);
+void store_i(const TensorRef& t, int64_t i, int64_t v);
+inline double load_f(const HostTensor& t, int64_t i) { return load_f(t.ref(), i); }
+inline int64_t load_i(const HostTensor& t, int64_t i) { return load_i(t.ref(), i); }
+inline void store_f(HostTensor& t, int64_t i, double v) { store_f(t.ref(), i, v); }
+inline void store_i(HostTensor& t, int64_t i, int64_t v) { store_i(t.ref(), i, v); }
 
 }  // namespace esg::eval

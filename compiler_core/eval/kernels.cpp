@@ -21,9 +21,9 @@ using ir::Shape;
 size_t norm_axis(int64_t a, size_t rank) { return static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(rank) : a); }
 
 // Copies element `from` of `src` to element `to` of `dst` (same dtype).
-void copy_elem(const HostTensor& src, int64_t from, HostTensor& dst, int64_t to) {
+void copy_elem(const TensorRef& src, int64_t from, const TensorRef& dst, int64_t to) {
   const size_t w = ir::dtype_size(src.dtype);
-  std::memcpy(dst.bytes.data() + static_cast<size_t>(to) * w, src.bytes.data() + static_cast<size_t>(from) * w, w);
+  std::memcpy(dst.bytes + static_cast<size_t>(to) * w, src.bytes + static_cast<size_t>(from) * w, w);
 }
 
 // The multi-index of linear position `i` in `s`.
@@ -46,8 +46,8 @@ int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>& strid
 enum class Reduce { Sum, Mean, Max, Min, Prod };
 
 void reduce(const KernelCall& c, Reduce kind) {
-  const HostTensor& x = *c.in[0];
-  HostTensor& y = *c.out[0];
+  const TensorRef& x = *c.in[0];
+  const TensorRef& y = *c.out[0];
   const ir::Span<int64_t> axes = c.ints("axes");
   std::vector<bool> reduced(x.shape.rank(), axes.empty());
   for (int64_t a : axes) reduced[norm_axis(a, x.shape.rank())] = true;
@@ -106,8 +106,8 @@ void for_each_lane(const Shape& s, size_t axis, F f) {
 }
 
 void arg_reduce(const KernelCall& c, bool is_max) {
-  const HostTensor& x = *c.in[0];
-  HostTensor& y = *c.out[0];
+  const TensorRef& x = *c.in[0];
+  const TensorRef& y = *c.out[0];
   int64_t k = 0;
   for_each_lane(x.shape, norm_axis(c.attr_int("axis"), x.shape.rank()), [&](int64_t base, int64_t stride, int64_t n) {
     int64_t best = 0;
@@ -120,12 +120,12 @@ void arg_reduce(const KernelCall& c, bool is_max) {
 }
 
 void softmax(const KernelCall& c, bool log) {
-  const HostTensor& x = *c.in[0];
-  HostTensor& y = *c.out[0];
+  const TensorRef& x = *c.in[0];
+  const TensorRef& y = *c.out[0];
   // API 2: softmax(scale * x + mask); log_softmax has neither.
   const bool has_extras = c.node.op->attr_index("scale") >= 0;
   const double scale = has_extras ? c.attr_float("scale") : 1.0;
-  const HostTensor* mask = c.in.size() > 1 ? c.in[1] : nullptr;
+  const TensorRef* mask = c.in.size() > 1 ? c.in[1] : nullptr;
   std::vector<double> z(static_cast<size_t>(x.size()));
   if (mask) {
     BroadcastWalk walk(x.shape, {x.shape, mask->shape});
@@ -145,14 +145,14 @@ void softmax(const KernelCall& c, bool log) {
 }
 
 void norm(const KernelCall& c, bool rms) {
-  const HostTensor& x = *c.in[0];
-  HostTensor& y = *c.out[0];
+  const TensorRef& x = *c.in[0];
+  const TensorRef& y = *c.out[0];
   const size_t axis = norm_axis(c.attr_int("axis"), x.shape.rank());
   int64_t inner = 1;
   for (size_t d = axis; d < x.shape.rank(); ++d) inner *= x.shape[d];
   const double eps = c.attr_float("epsilon");
-  const HostTensor* scale = c.in.size() > 1 ? c.in[1] : nullptr;
-  const HostTensor* bias = c.in.size() > 2 ? c.in[2] : nullptr;
+  const TensorRef* scale = c.in.size() > 1 ? c.in[1] : nullptr;
+  const TensorRef* bias = c.in.size() > 2 ? c.in[2] : nullptr;
   for (int64_t base = 0; base < x.size(); base += inner) {
     double mean = 0, var = 0;
     for (int64_t j = 0; j < inner; ++j) mean += load_f(x, base + j);
@@ -169,9 +169,9 @@ void norm(const KernelCall& c, bool rms) {
 }
 
 void matmul(const KernelCall& c) {
-  const HostTensor& a = *c.in[0];
-  const HostTensor& b = *c.in[1];
-  HostTensor& y = *c.out[0];
+  const TensorRef& a = *c.in[0];
+  const TensorRef& b = *c.in[1];
+  const TensorRef& y = *c.out[0];
   const bool ta = c.attr_int("transpose_a") != 0, tb = c.attr_int("transpose_b") != 0;
   const size_t ra = a.shape.rank(), rb = b.shape.rank(), ry = y.shape.rank();
   const int64_t m = y.shape[ry - 2], n = y.shape[ry - 1], k = a.shape[ra - (ta ? 2 : 1)];
@@ -198,10 +198,10 @@ void matmul(const KernelCall& c) {
 }
 
 void conv2d(const KernelCall& c) {
-  const HostTensor& x = *c.in[0];
-  const HostTensor& w = *c.in[1];
-  const HostTensor* bias = c.in.size() > 2 ? c.in[2] : nullptr;
-  HostTensor& y = *c.out[0];
+  const TensorRef& x = *c.in[0];
+  const TensorRef& w = *c.in[1];
+  const TensorRef* bias = c.in.size() > 2 ? c.in[2] : nullptr;
+  const TensorRef& y = *c.out[0];
   const ir::Span<int64_t> st = c.ints("strides"), pads = c.ints("pads"), dil = c.ints("dilations");
   const int64_t groups = c.attr_int("groups");
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
@@ -228,8 +228,8 @@ void conv2d(const KernelCall& c) {
 }
 
 void pool2d(const KernelCall& c, bool is_max) {
-  const HostTensor& x = *c.in[0];
-  HostTensor& y = *c.out[0];
+  const TensorRef& x = *c.in[0];
+  const TensorRef& y = *c.out[0];
   const ir::Span<int64_t> k = c.ints("kernel"), st = c.ints("strides"), pads = c.ints("pads");
   const int64_t NC = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
   for (int64_t nc = 0; nc < NC; ++nc)
@@ -250,11 +250,13 @@ void pool2d(const KernelCall& c, bool is_max) {
 }
 
 // ---- data movement -----------------------------------------------------------------------
-void copy_bytes(const KernelCall& c) { c.out[0]->bytes = c.in[0]->bytes; }  // reshape, squeeze, unsqueeze
+void copy_bytes(const KernelCall& c) {  // reshape, squeeze, unsqueeze (in place when they share memory)
+  if (c.out[0]->bytes != c.in[0]->bytes) std::memmove(c.out[0]->bytes, c.in[0]->bytes, c.in[0]->nbytes());
+}
 
 void transpose(const KernelCall& c) {
-  const HostTensor& x = *c.in[0];
-  HostTensor& y = *c.out[0];
+  const TensorRef& x = *c.in[0];
+  const TensorRef& y = *c.out[0];
   const size_t r = x.shape.rank();
   ir::Span<int64_t> perm = c.ints("perm");
   std::vector<int64_t> p(r);
@@ -269,10 +271,10 @@ void transpose(const KernelCall& c) {
 }
 
 void concat(const KernelCall& c) {
-  HostTensor& y = *c.out[0];
+  const TensorRef& y = *c.out[0];
   const size_t axis = norm_axis(c.attr_int("axis"), y.shape.rank());
   int64_t at = 0;
-  for (const HostTensor* x : c.in) {
+  for (const TensorRef* x : c.in) {
     const std::vector<int64_t> ys = strides_of(y.shape);
     for (int64_t i = 0; i < x->size(); ++i) {
       std::vector<int64_t> idx = unravel(i, x->shape);
@@ -284,11 +286,11 @@ void concat(const KernelCall& c) {
 }
 
 void split(const KernelCall& c) {
-  const HostTensor& x = *c.in[0];
+  const TensorRef& x = *c.in[0];
   const size_t axis = norm_axis(c.attr_int("axis"), x.shape.rank());
   const std::vector<int64_t> xs = strides_of(x.shape);
   int64_t at = 0;
-  for (HostTensor* y : c.out) {
+  for (const TensorRef* y : c.out) {
     for (int64_t i = 0; i < y->size(); ++i) {
       std::vector<int64_t> idx = unravel(i, y->shape);
       idx[axis] += at;
@@ -299,8 +301,8 @@ void split(const KernelCall& c) {
 }
 
 void slice(const KernelCall& c) {
-  const HostTensor& x = *c.in[0];
-  HostTensor& y = *c.out[0];
+  const TensorRef& x = *c.in[0];
+  const TensorRef& y = *c.out[0];
   const size_t r = x.shape.rank();
   const ir::Span<int64_t> starts = c.ints("starts"), axes = c.ints("axes"), steps = c.ints("steps");
   std::vector<int64_t> start(r, 0), step(r, 1);
@@ -321,9 +323,9 @@ void slice(const KernelCall& c) {
 }
 
 void gather(const KernelCall& c) {
-  const HostTensor& x = *c.in[0];
-  const HostTensor& ind = *c.in[1];
-  HostTensor& y = *c.out[0];
+  const TensorRef& x = *c.in[0];
+  const TensorRef& ind = *c.in[1];
+  const TensorRef& y = *c.out[0];
   const size_t axis = norm_axis(c.attr_int("axis"), x.shape.rank());
   const std::vector<int64_t> xs = strides_of(x.shape);
   const size_t ir_ = ind.shape.rank();
@@ -344,14 +346,14 @@ void gather(const KernelCall& c) {
 }
 
 void expand(const KernelCall& c) {
-  HostTensor& y = *c.out[0];
+  const TensorRef& y = *c.out[0];
   BroadcastWalk walk(y.shape, {c.in[0]->shape});
   for (int64_t i = 0; i < y.size(); ++i, walk.next()) copy_elem(*c.in[0], walk.offset(0), y, i);
 }
 
 void pad(const KernelCall& c) {
-  const HostTensor& x = *c.in[0];
-  HostTensor& y = *c.out[0];
+  const TensorRef& x = *c.in[0];
+  const TensorRef& y = *c.out[0];
   const size_t r = x.shape.rank();
   const ir::Span<int64_t> pads = c.ints("pads");
   const int64_t mode = c.attr_int("mode");  // constant, reflect, edge

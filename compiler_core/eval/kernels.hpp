@@ -10,8 +10,8 @@ namespace esg::eval {
 struct KernelCall {
   const ir::Graph& graph;
   const ir::Node& node;
-  std::vector<const HostTensor*> in;  // declared inputs; nullptr for an absent optional one
-  std::vector<HostTensor*> out;       // shaped and allocated by the caller
+  std::vector<const TensorRef*> in;  // declared inputs; nullptr for an absent optional one
+  std::vector<const TensorRef*> out;  // shaped, with their memory, by the caller
 
   int64_t attr_int(const char* name) const;  // int, bool, enum and dtype attributes
   double attr_float(const char* name) const;
