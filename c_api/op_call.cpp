@@ -11,29 +11,34 @@ void init_options(void* options, size_t size, const void* d, size_t known) {
   std::memcpy(options, &size, sizeof size);  // struct_size, the first field of every options struct
 }
 
-bool OpCall::read_options(void* dst, size_t known, const void* src) {
-  if (!src) return true;
+void read_options(void* dst, size_t known, const void* src, const char* function) {
+  if (!src) return;
   size_t size;
   std::memcpy(&size, src, sizeof size);
-  if (size < sizeof(size_t)) {
-    fail(ESG_ERR_INVALID_ARGUMENT, std::string(function_) + ": options.struct_size is " + std::to_string(size) +
-                                       "; initialize the options with " + function_ + "_options_init() first");
-    return false;
-  }
+  if (size < sizeof(size_t))
+    throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(function) + ": options.struct_size is " + std::to_string(size) +
+                                                        "; initialize the options with " + function + "_options_init() first");
   if (size > known) {
     // A caller built against newer headers: fine as long as it left every newer field unchanged.
     const auto* tail = static_cast<const unsigned char*>(src) + known;
     for (size_t i = 0; i < size - known; ++i)
-      if (tail[i] != 0) {
-        fail(ESG_ERR_UNSUPPORTED, std::string(function_) + ": the options set a field this library (esgraph " +
-                                      esg_version() + ") does not know, at byte " + std::to_string(known + i) +
-                                      " of " + std::to_string(size) + "; the caller was built against newer headers");
-        return false;
-      }
+      if (tail[i] != 0)
+        throw ir::Error(ir::ErrorCode::Unsupported, std::string(function) + ": the options set a field this library (esgraph " +
+                                                        esg_version() + ") does not know, at byte " + std::to_string(known + i) +
+                                                        " of " + std::to_string(size) + "; the caller was built against newer headers");
   }
   std::memcpy(dst, src, std::min(size, known));
   std::memcpy(dst, &known, sizeof known);
-  return true;
+}
+
+bool OpCall::read_options(void* dst, size_t known, const void* src) {
+  try {
+    esg::capi::read_options(dst, known, src, function_);
+    return true;
+  } catch (const ir::Error& e) {
+    fail(static_cast<esg_status>(e.code()), e.what());
+    return false;
+  }
 }
 
 const char* OpCall::input_name() const {

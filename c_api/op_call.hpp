@@ -14,6 +14,9 @@ namespace esg::capi {
 // bytes): fields the caller's (older) struct lacks are left out, fields the library does not
 // know (a newer caller) are zeroed, which is what read_options expects for "unchanged".
 void init_options(void* options, size_t size, const void* d, size_t known);
+// Copies a caller's options over the defaults in `dst` (`known` bytes), checking the struct's
+// version; throws ir::Error naming `function` when the caller set a field this library lacks.
+void read_options(void* dst, size_t known, const void* src, const char* function);
 
 template <class T, size_t N>
 class InlineVec {

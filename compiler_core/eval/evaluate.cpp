@@ -1,5 +1,6 @@
 #include "eval/evaluate.hpp"
 
+#include <cstring>
 #include <string>
 #include <unordered_map>
 
@@ -99,6 +100,7 @@ class Runner {
   void region(RegionId r) {
     for (NodeId n : g_.regions[r].nodes) node(n);
   }
+  void node(NodeId id);
 
  private:
   const HostTensor& at(ValueId v) const {
@@ -118,7 +120,10 @@ class Runner {
     return out;
   }
 
-  void node(NodeId id) {
+  const Graph& g_;
+};
+
+void Runner::node(NodeId id) {
     const ir::Node& n = g_.nodes[id];
     const ir::OpSchema& op = *n.op;
     if (n.blob != kNone) {
@@ -161,10 +166,7 @@ class Runner {
     for (uint32_t i = 0; i < n.num_outputs; ++i) out_refs[i] = env[n.first_output + i].ref();
     for (const TensorRef& r : out_refs) out.push_back(&r);
     run_kernel(g_, n, in, out);
-  }
-
-  const Graph& g_;
-};
+}
 
 }  // namespace
 
@@ -183,6 +185,22 @@ void run_kernel(const Graph& g, const ir::Node& n, const std::vector<const Tenso
   const Kernel k = find_kernel(op);
   if (!k) throw ir::Error(ir::ErrorCode::Unsupported, std::string("no kernel for `") + op.name + "`");
   k(KernelCall{g, n, in, out});
+}
+
+void run_control_flow(const Graph& g, NodeId id, const std::vector<const TensorRef*>& inputs,
+                      const std::vector<const TensorRef*>& out) {
+  const ir::Node& n = g.nodes[id];
+  Runner run(g);
+  for (uint32_t i = 0; i < n.num_inputs; ++i)
+    if (g.operands[n.first_input + i] != kNone) run.env[g.operands[n.first_input + i]] = HostTensor(*inputs[i]);
+  run.node(id);
+  for (uint32_t i = 0; i < n.num_outputs; ++i) {
+    const HostTensor& r = run.env.at(n.first_output + i);
+    if (r.shape != out[i]->shape)
+      throw ir::Error(ir::ErrorCode::Shape, "`" + std::string(n.op->name) + "` produced " + g.shape_str(r.shape) + " where " +
+                                                g.shape_str(out[i]->shape) + " was planned");
+    std::memcpy(out[i]->bytes, r.bytes.data(), r.bytes.size());
+  }
 }
 
 std::unique_ptr<Graph> specialize(const Graph& g, const std::vector<ir::Shape>& input_shapes) {

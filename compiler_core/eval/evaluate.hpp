@@ -18,6 +18,11 @@ std::unique_ptr<ir::Graph> specialize(const ir::Graph& g, const std::vector<ir::
 void run_kernel(const ir::Graph& g, const ir::Node& n, const std::vector<const TensorRef*>& in,
                 const std::vector<const TensorRef*>& out);
 
+// Runs a control-flow node (if, while) of a specialized graph: `inputs` are all its operands,
+// captures included; results are copied into `out`, whose shapes must match.
+void run_control_flow(const ir::Graph& g, ir::NodeId id, const std::vector<const TensorRef*>& inputs,
+                      const std::vector<const TensorRef*>& out);
+
 // The graph's outputs for these inputs (in the graph's input order). Throws ir::Error on a wrong
 // input count, dtype or rank, or when an op cannot run (an index out of range).
 std::vector<HostTensor> evaluate(const ir::Graph& g, const std::vector<HostTensor>& inputs);

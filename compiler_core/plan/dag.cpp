@@ -11,9 +11,11 @@ std::vector<int> Dag::producers() const {
   return p;
 }
 
-Dag from_graph(const ir::Graph& g) {
-  Dag d;
-  std::vector<int> id(g.values.size(), -1);
+GraphDag from_graph(const ir::Graph& g) {
+  GraphDag out;
+  Dag& d = out.dag;
+  std::vector<int>& id = out.value;
+  id.assign(g.values.size(), -1);
   auto value = [&](ir::ValueId v) {
     if (id[v] < 0) {
       const ir::Shape s = g.shape(v);
@@ -26,6 +28,11 @@ Dag from_graph(const ir::Graph& g) {
   for (ir::ValueId v : g.inputs()) d.graph_inputs.push_back(value(v));
   for (ir::NodeId n : g.regions[0].nodes) {
     const ir::Node& node = g.nodes[n];
+    if (node.blob != ir::kNone) {
+      d.graph_inputs.push_back(value(node.first_output));
+      continue;
+    }
+    out.nodes.push_back(n);
     Dag::Op op;
     op.elementwise = node.op->elementwise;
     for (ir::ValueId v : g.inputs(node))
@@ -34,7 +41,7 @@ Dag from_graph(const ir::Graph& g) {
     d.ops.push_back(std::move(op));
   }
   for (ir::ValueId v : g.outputs()) d.graph_outputs.push_back(value(v));
-  return d;
+  return out;
 }
 
 }  // namespace esg::plan

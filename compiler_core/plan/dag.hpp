@@ -25,7 +25,13 @@ struct Dag {
   std::vector<int> producers() const;  // op of each value, -1 for graph inputs
 };
 
-// Region 0 of a graph whose shapes are all concrete (eval::specialize gives one).
-Dag from_graph(const ir::Graph& g);
+// Region 0 of a graph whose shapes are all concrete (eval::specialize gives one). Constants
+// are not ops: their values count as inputs (they live in the graph, not in the arena).
+struct GraphDag {
+  Dag dag;
+  std::vector<ir::NodeId> nodes;  // the node of each op
+  std::vector<int> value;         // the DAG value of each graph value, or -1
+};
+GraphDag from_graph(const ir::Graph& g);
 
 }  // namespace esg::plan

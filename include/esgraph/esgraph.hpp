@@ -10,7 +10,9 @@
 // inputs' shapes in the message.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
@@ -307,6 +309,128 @@ class GraphBuilder {
  private:
   esg_builder* b_;
 };
+
+// ---- compiled models --------------------------------------------------------------------------
+// Host data that owns its bytes (row-major): what models take and give.
+class HostTensor {
+ public:
+  HostTensor(DType dtype, std::vector<int64_t> shape)
+      : dtype_(dtype), shape_(std::move(shape)), bytes_(count() * esg_dtype_size(static_cast<esg_dtype>(dtype))) {}
+  template <class T>
+  static HostTensor from(DType dtype, const std::vector<T>& values, std::vector<int64_t> shape) {
+    HostTensor t(dtype, std::move(shape));
+    if (values.size() != t.count() || sizeof(T) != esg_dtype_size(static_cast<esg_dtype>(dtype)))
+      throw InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "HostTensor::from: values do not match the dtype and shape");
+    std::memcpy(t.bytes_.data(), values.data(), t.bytes_.size());
+    return t;
+  }
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  size_t count() const {
+    size_t n = 1;
+    for (int64_t d : shape_) n *= static_cast<size_t>(d);
+    return n;
+  }
+  template <class T>
+  T* data() { return reinterpret_cast<T*>(bytes_.data()); }
+  template <class T>
+  std::vector<T> values() const {
+    std::vector<T> out(count());
+    std::memcpy(out.data(), bytes_.data(), std::min(bytes_.size(), out.size() * sizeof(T)));
+    return out;
+  }
+  esg_buffer buffer() const {
+    return esg_buffer{const_cast<uint8_t*>(bytes_.data()), bytes_.size(), static_cast<esg_dtype>(dtype_), shape_.data(), shape_.size()};
+  }
+
+ private:
+  DType dtype_;
+  std::vector<int64_t> shape_;
+  std::vector<uint8_t> bytes_;
+};
+
+class CompileOptions {
+ public:
+  CompileOptions() { esg_compile_options_init(&raw_); }
+  CompileOptions& streams(int n) { raw_.streams = n; return *this; }
+  CompileOptions& threads(int n) { raw_.threads = n; return *this; }
+  CompileOptions& fusion(bool on) { raw_.fusion = on; return *this; }
+  CompileOptions& memory_reuse(bool on) { raw_.memory_reuse = on; return *this; }
+  CompileOptions& verify_each_pass(bool on) { raw_.verify_each_pass = on; return *this; }
+  CompileOptions& symbol(const std::string& name, int64_t size) {
+    names_.push_back(name);
+    sizes_.push_back(size);
+    return *this;
+  }
+  const esg_compile_options* c() const {
+    pointers_.clear();
+    for (const std::string& n : names_) pointers_.push_back(n.c_str());
+    raw_.symbol_names = pointers_.data();
+    raw_.symbol_sizes = sizes_.data();
+    raw_.num_symbols = names_.size();
+    return &raw_;
+  }
+
+ private:
+  mutable esg_compile_options raw_;
+  std::vector<std::string> names_;
+  std::vector<int64_t> sizes_;
+  mutable std::vector<const char*> pointers_;
+};
+
+// A compiled graph; runs are thread-safe.
+class Model {
+ public:
+  explicit Model(esg_model* m) : m_(m) {
+    if (!m_) detail::throw_last();
+  }
+  Model(Model&& o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
+  Model& operator=(Model&& o) noexcept {
+    std::swap(m_, o.m_);
+    return *this;
+  }
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  ~Model() { esg_model_destroy(m_); }
+
+  esg_model* handle() const { return m_; }
+  // Runs into newly allocated outputs.
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) const {
+    std::vector<esg_buffer> in;
+    for (const HostTensor& t : inputs) in.push_back(t.buffer());
+    std::vector<HostTensor> outs;
+    for (size_t i = 0; i < esg_model_num_outputs(m_); ++i) {
+      esg_dtype dt;
+      int64_t dims[8];
+      size_t rank = 0;
+      detail::check(esg_model_output_shape(m_, in.data(), in.size(), i, &dt, dims, 8, &rank));
+      outs.emplace_back(static_cast<DType>(dt), std::vector<int64_t>(dims, dims + rank));
+    }
+    run(inputs, outs);
+    return outs;
+  }
+  // Runs into the caller's outputs (zero-copy).
+  void run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>& outputs) const {
+    std::vector<esg_buffer> in, out;
+    for (const HostTensor& t : inputs) in.push_back(t.buffer());
+    for (const HostTensor& t : outputs) out.push_back(t.buffer());
+    detail::check(esg_model_run(m_, in.data(), in.size(), out.data(), out.size()));
+  }
+  std::string report() const {
+    char* r = esg_model_report(m_);
+    if (!r) detail::throw_last();
+    std::string out(r);
+    esg_free(r);
+    return out;
+  }
+
+ private:
+  esg_model* m_;
+};
+
+inline Model compile(const Graph& graph, const CompileOptions& options = {}) {
+  return Model(esg_compile(graph.handle(), options.c()));
+}
 
 }  // namespace esg
 

@@ -16,8 +16,8 @@ Errors are raised where an expression is written: `esgraph.ShapeError` (a `Value
 `esgraph.DTypeError` (a `TypeError`), and so on, all subclasses of `esgraph.Error`.
 """
 from ._C import (AttributeValueError, DType, DTypeError, Error, FormatError, Graph,
-                 GraphBuilder, GraphIOError, InvalidArgumentError, LifetimeError, ShapeError,
-                 Tensor, UnsupportedError, __version__, constant)
+                 GraphBuilder, GraphIOError, InvalidArgumentError, LifetimeError, Model,
+                 ShapeError, Tensor, UnsupportedError, __version__, compile, constant)
 from ._C import bf16, f16, f32, f64, i8, i16, i32, i64, u8
 from . import ops
 
@@ -25,7 +25,7 @@ bool_ = getattr(__import__("esgraph._C", fromlist=["_C"]), "bool")
 
 __all__ = [
     "AttributeValueError", "DType", "DTypeError", "Error", "FormatError", "Graph", "GraphBuilder",
-    "GraphIOError", "InvalidArgumentError", "LifetimeError", "ShapeError", "Tensor",
-    "UnsupportedError", "constant", "ops", "bf16", "bool_", "f16", "f32", "f64", "i8", "i16",
+    "GraphIOError", "InvalidArgumentError", "LifetimeError", "Model", "ShapeError", "Tensor",
+    "UnsupportedError", "compile", "constant", "ops", "bf16", "bool_", "f16", "f32", "f64", "i8", "i16",
     "i32", "i64", "u8",
 ]

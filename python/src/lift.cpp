@@ -88,15 +88,17 @@ esg::Tensor int_scalar(esg::GraphBuilder& b, esg::DType t, py::handle obj) {
 
 }  // namespace
 
+py::array make_numpy(const py::array& a, esg::DType dtype) {
+  if (dtype == esg::bf16) throw esg::DTypeError(ESG_ERR_DTYPE, "numpy has no bf16; cast the graph's bf16 values to f32 for numpy");
+  static const char* kNumpy[] = {"", "float32", "float16", "", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"};
+  return py::array::ensure(a.attr("astype")(kNumpy[static_cast<int>(dtype)]), py::array::c_style);
+}
+
 esg::Tensor make_constant(esg::GraphBuilder& b, py::handle obj, std::optional<esg::DType> dtype) {
   py::array arr = py::array::ensure(obj, py::array::c_style | py::array::forcecast);
   if (!arr) throw py::type_error("cannot turn " + py::repr(obj).cast<std::string>() + " into a tensor");
   if (!dtype && !py::isinstance<py::array>(obj) && arr.dtype().kind() == 'f') dtype = esg::f32;
-  if (dtype) {
-    if (*dtype == esg::bf16) throw py::type_error("numpy has no bf16; build an f32 constant and cast it");
-    static const char* kNumpy[] = {"", "float32", "float16", "", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"};
-    arr = py::array::ensure(arr.attr("astype")(kNumpy[static_cast<int>(*dtype)]), py::array::c_style);
-  }
+  if (dtype) arr = make_numpy(arr, *dtype);
   const std::optional<esg::DType> t = numpy_dtype(arr.dtype());
   if (!t) throw py::type_error("numpy dtype " + py::str(arr.dtype()).cast<std::string>() + " has no esgraph dtype");
   std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());

@@ -56,6 +56,9 @@ std::vector<BuilderRef>& builder_stack();
 esg::DType to_dtype(py::handle obj);  // DType, "f32", numpy dtype or type
 std::optional<esg::DType> numpy_dtype(const py::dtype& dt);
 int64_t enum_index(const char* op, const char* attr, const std::string& value, std::initializer_list<const char*> values);
+// `a` as a C-contiguous array of `dtype` (a copy when it is not one already).
+py::array make_numpy(const py::array& a, esg::DType dtype);
+
 // A constant holding `value` (a Python scalar or any array-like) with `dtype`, or with the
 // value's own dtype (numpy's, except that Python floats default to f32).
 esg::Tensor make_constant(esg::GraphBuilder& b, py::handle value, std::optional<esg::DType> dtype);

@@ -2,6 +2,8 @@
 // and the error types; the ops themselves come from the generated py_ops.cpp.
 #include "lift.hpp"
 
+#include <map>
+
 namespace esgraph_py {
 
 void bind_ops(py::module_& m);
@@ -189,6 +191,86 @@ void bind_builder(py::module_& m) {
            py::arg("outputs"), "Finishes the graph; its tensors can no longer be used.");
 }
 
+// numpy arrays in, numpy arrays out, without copies where the dtypes already match.
+py::list run_model(const esg::Model& model, const std::vector<py::handle>& args) {
+  esg_model* h = model.handle();
+  const size_t n_in = esg_model_num_inputs(h), n_out = esg_model_num_outputs(h);
+  if (args.size() != n_in)
+    throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "the model takes " + std::to_string(n_in) + " input(s), got " + std::to_string(args.size()));
+  std::vector<py::array> arrays;
+  std::vector<esg_buffer> in;
+  std::vector<std::vector<int64_t>> dims(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    const esg::DType want = static_cast<esg::DType>(esg_model_input_dtype(h, i));
+    py::array a = py::array::ensure(args[i], py::array::c_style | py::array::forcecast);
+    if (!a) throw py::type_error("input " + std::to_string(i) + " is not array-like");
+    const std::optional<esg::DType> have = numpy_dtype(a.dtype());
+    if (!have || *have != want) a = make_numpy(a, want);
+    arrays.push_back(a);
+    dims[i].assign(a.shape(), a.shape() + a.ndim());
+    in.push_back({a.mutable_data(), static_cast<size_t>(a.nbytes()), static_cast<esg_dtype>(want), dims[i].data(), dims[i].size()});
+  }
+  py::list outs;
+  std::vector<esg_buffer> out;
+  std::vector<std::vector<int64_t>> odims(n_out, std::vector<int64_t>(8));
+  for (size_t i = 0; i < n_out; ++i) {
+    esg_dtype dt;
+    size_t rank = 0;
+    esg::detail::check(esg_model_output_shape(h, in.data(), in.size(), i, &dt, odims[i].data(), 8, &rank));
+    odims[i].resize(rank);
+    py::array a = make_numpy(py::array(py::dtype("float32"), std::vector<py::ssize_t>(odims[i].begin(), odims[i].end())), static_cast<esg::DType>(dt));
+    out.push_back({a.mutable_data(), static_cast<size_t>(a.nbytes()), dt, odims[i].data(), odims[i].size()});
+    outs.append(a);
+  }
+  esg::detail::check(esg_model_run(h, in.data(), in.size(), out.data(), out.size()));
+  return outs;
+}
+
+void bind_model(py::module_& m) {
+  py::class_<esg::Model>(m, "Model", "A compiled graph: call it with numpy arrays.")
+      .def("__call__", [](const esg::Model& self, py::args args) -> py::object {
+        py::list outs = run_model(self, std::vector<py::handle>(args.begin(), args.end()));
+        if (outs.size() == 1) return outs[0];
+        return py::tuple(outs);
+      }, "Runs the model on positional inputs; returns one array, or a tuple for several outputs.")
+      .def("run", [](const esg::Model& self, py::handle inputs) {
+        std::vector<py::handle> args;
+        if (py::isinstance<py::dict>(inputs)) {
+          const py::dict d = inputs.cast<py::dict>();
+          for (size_t i = 0; i < esg_model_num_inputs(self.handle()); ++i) {
+            const char* name = esg_model_input_name(self.handle(), i);
+            if (!d.contains(name)) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, std::string("run: no value for input `") + name + "`");
+            args.push_back(d[name]);
+          }
+          if (d.size() != args.size()) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "run: the dict names inputs the model does not have");
+        } else {
+          for (py::handle h : inputs.cast<py::sequence>()) args.push_back(h);
+        }
+        return run_model(self, args);
+      }, py::arg("inputs"), "Runs on inputs given as {name: array} or a list; returns the outputs as a list.")
+      .def("report", &esg::Model::report)
+      .def_property_readonly("input_names", [](const esg::Model& self) {
+        std::vector<std::string> names;
+        for (size_t i = 0; i < esg_model_num_inputs(self.handle()); ++i) names.push_back(esg_model_input_name(self.handle(), i));
+        return names;
+      })
+      .def_property_readonly("output_names", [](const esg::Model& self) {
+        std::vector<std::string> names;
+        for (size_t i = 0; i < esg_model_num_outputs(self.handle()); ++i) names.push_back(esg_model_output_name(self.handle(), i));
+        return names;
+      });
+  m.def("compile", [](const esg::Graph& g, int streams, int threads, bool fusion, bool memory_reuse, bool verify_each_pass,
+                      const std::map<std::string, int64_t>& shapes) {
+    esg::CompileOptions o;
+    o.streams(streams).threads(threads).fusion(fusion).memory_reuse(memory_reuse).verify_each_pass(verify_each_pass);
+    for (const auto& [name, size] : shapes) o.symbol(name, size);
+    return esg::compile(g, o);
+  }, py::arg("graph"), py::kw_only(), py::arg("streams") = 1, py::arg("threads") = 0, py::arg("fusion") = true,
+     py::arg("memory_reuse") = true, py::arg("verify_each_pass") = false,
+     py::arg("shapes") = std::map<std::string, int64_t>{},
+     "Compiles a graph for the host CPU. `shapes` binds symbolic dimensions by name; unbound ones bind at each call.");
+}
+
 void bind_errors(py::module_& m) {
   PyErrors& e = errors();
   e.base = new_error(m, "Error", py::handle(), "Base of every esgraph error.");
@@ -238,6 +320,7 @@ PYBIND11_MODULE(_C, m) {
   bind_tensor(m);
   bind_graph(m);
   bind_builder(m);
+  bind_model(m);
   m.def("constant", [](py::handle value, py::handle dtype) {
     Lift lift({});
     const std::optional<esg::DType> t = dtype.is_none() ? std::nullopt : std::optional<esg::DType>(to_dtype(dtype));

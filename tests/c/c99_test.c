@@ -216,11 +216,75 @@ static void test_split_and_while(void) {
   esg_builder_destroy(b);
 }
 
+static void test_compile_and_run(void) {
+  esg_builder* b = esg_builder_create("c_model");
+  int64_t xd[2], w_dims[2] = {2, 2}, one[1] = {2};
+  float w[4] = {1, 2, 3, 4}, x[2] = {1, 1}, y[2] = {0, 0};
+  esg_tensor tx, tw, ty;
+  esg_graph* g;
+  esg_model* m;
+  esg_compile_options o;
+  esg_buffer in, out, bad;
+  const char* names[1] = {"batch"};
+  int64_t sizes[1] = {1};
+  int64_t out_dims[2];
+  size_t rank = 0;
+  esg_dtype dt = ESG_DTYPE_INVALID;
+  char* report;
+  xd[0] = esg_symbol(b, "batch");
+  xd[1] = 2;
+  tx = esg_input(b, "x", ESG_F32, xd, 2);
+  tw = esg_constant(b, ESG_F32, w_dims, 2, w, sizeof w);
+  ty = esg_matmul(tx, tw, NULL);
+  g = esg_builder_build(b, &ty, 1);
+  esg_compile_options_init(&o);
+  CHECK(o.streams == 1 && o.fusion && o.memory_reuse);
+  o.symbol_names = names;
+  o.symbol_sizes = sizes;
+  o.num_symbols = 1;
+  m = esg_compile(g, &o);
+  esg_graph_destroy(g); /* the model keeps its own copy */
+  CHECK(m != NULL);
+  CHECK(esg_model_num_inputs(m) == 1 && esg_model_num_outputs(m) == 1);
+  CHECK(strcmp(esg_model_input_name(m, 0), "x") == 0);
+  in.data = x;
+  in.nbytes = sizeof x;
+  in.dtype = ESG_F32;
+  in.dims = xd;
+  xd[0] = 1;
+  in.rank = 2;
+  CHECK(esg_model_output_shape(m, &in, 1, 0, &dt, out_dims, 2, &rank) == ESG_OK);
+  CHECK(dt == ESG_F32 && rank == 2 && out_dims[0] == 1 && out_dims[1] == 2);
+  out.data = y;
+  out.nbytes = sizeof y;
+  out.dtype = ESG_F32;
+  out.dims = out_dims;
+  out.rank = 2;
+  CHECK(esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
+  CHECK(y[0] == 4 && y[1] == 6); /* [1,1] @ [[1,2],[3,4]] */
+  bad = in;
+  bad.nbytes = 4;
+  CHECK(esg_model_run(m, &bad, 1, &out, 1) == ESG_ERR_INVALID_ARGUMENT);
+  bad = in;
+  bad.dims = one;
+  bad.rank = 1;
+  bad.nbytes = 8;
+  CHECK(esg_model_run(m, &bad, 1, &out, 1) == ESG_ERR_SHAPE);
+  CHECK(esg_model_run(m, &in, 0, &out, 1) == ESG_ERR_INVALID_ARGUMENT);
+  report = esg_model_report(m);
+  CHECK(report && strstr(report, "arena") != NULL);
+  esg_free(report);
+  esg_model_destroy(m);
+  CHECK(esg_compile(NULL, NULL) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  esg_builder_destroy(b);
+}
+
 int main(int argc, char** argv) {
   test_mlp(argc > 1 ? argv[1] : ".");
   test_options();
   test_newer_options();
   test_errors();
   test_split_and_while();
+  test_compile_and_run();
   return check_summary("c99");
 }

@@ -193,6 +193,53 @@ ESG_API esg_graph* esg_graph_load(const char* path);
 ESG_API esg_status esg_graph_serialize(const esg_graph* graph, void** data, size_t* size);
 ESG_API esg_graph* esg_graph_deserialize(const void* data, size_t size);
 
+/* ---- compiled models -------------------------------------------------------------------- */
+typedef struct esg_model esg_model; /* a compiled graph: thread-safe to run */
+
+typedef struct esg_compile_options {
+  size_t struct_size;
+  int32_t streams;          /* streams to spread independent branches over: 1 (default) .. 16 */
+  int32_t threads;          /* worker threads: 0 (default) for the machine's cores */
+  bool fusion;              /* fuse elementwise groups (default true) */
+  bool memory_reuse;        /* share arena bytes between values whose lifetimes do not overlap (default true) */
+  bool verify_each_pass;    /* check the graph's invariants after every pass (default false) */
+  const char* const* symbol_names; /* sizes of symbolic dimensions, bound at compile time:   */
+  const int64_t* symbol_sizes;     /* names and sizes, num_symbols each; unbound ones bind at */
+  size_t num_symbols;              /* each run, one plan per set of input shapes             */
+} esg_compile_options;
+ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size);
+#define esg_compile_options_init(options) esg_compile_options_init_((options), sizeof(*(options)))
+
+/* A caller-owned tensor, read (inputs) or written (outputs) in place: no copies. */
+typedef struct esg_buffer {
+  void* data;
+  size_t nbytes;
+  esg_dtype dtype;
+  const int64_t* dims;
+  size_t rank;
+} esg_buffer;
+
+/* Compiles `graph` for the host CPU; the graph may be destroyed afterwards. NULL on error. */
+ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options* options);
+ESG_API void esg_model_destroy(esg_model* model);
+ESG_API size_t esg_model_num_inputs(const esg_model* model);
+ESG_API size_t esg_model_num_outputs(const esg_model* model);
+/* The graph's names of input and output `index` (valid while the model lives), or NULL. */
+ESG_API const char* esg_model_input_name(const esg_model* model, size_t index);
+ESG_API const char* esg_model_output_name(const esg_model* model, size_t index);
+/* The dtype of input `index`, or ESG_DTYPE_INVALID. */
+ESG_API esg_dtype esg_model_input_dtype(const esg_model* model, size_t index);
+/* The dtype and shape of output `index` for inputs of the given buffers' shapes (data unused). */
+ESG_API esg_status esg_model_output_shape(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
+                                          size_t index, esg_dtype* dtype, int64_t* dims, size_t capacity, size_t* rank);
+/* Runs the model: inputs in the graph's input order, outputs in its output order, each buffer
+   of exactly the expected dtype and shape. */
+ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
+                                 const esg_buffer* outputs, size_t num_outputs);
+/* What compiling did: passes and their times, kernels, streams and events, memory (planned
+   peak, lower bound, size without reuse). Free with esg_free. */
+ESG_API char* esg_model_report(const esg_model* model);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,151 @@
+// C entry points of compiled models.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "c_api/handles.hpp"
+#include "c_api/op_call.hpp"
+#include "runtime/model.hpp"
+
+using esg::capi::guarded;
+namespace ir = esg::ir;
+
+struct esg_model {
+  explicit esg_model(std::unique_ptr<esg::runtime::Model> model) : m(std::move(model)) {
+    const ir::Graph& g = m->graph();
+    for (ir::ValueId v : g.inputs()) input_names.push_back(g.value_name(v));
+    for (ir::ValueId v : g.outputs()) output_names.push_back(g.value_name(v));
+  }
+  std::unique_ptr<esg::runtime::Model> m;
+  std::vector<std::string> input_names, output_names;
+};
+
+namespace {
+
+void need_model(const esg_model* m, const char* fn) {
+  if (!m || !m->m) throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(fn) + ": the model is NULL");
+}
+
+// A caller's buffer as a tensor ref, checking what can be checked without the model.
+esg::eval::TensorRef ref_of(const esg_buffer& b, const char* what) {
+  if (b.rank && !b.dims) throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(what) + ": dims is NULL");
+  esg::eval::TensorRef r{static_cast<ir::DType>(b.dtype), ir::Shape::from(b.dims, b.rank), static_cast<uint8_t*>(b.data)};
+  if (!ir::dtype_valid(r.dtype)) throw ir::Error(ir::ErrorCode::DType, std::string(what) + ": invalid dtype");
+  for (ir::Dim d : r.shape)
+    if (d < 0) throw ir::Error(ir::ErrorCode::Shape, std::string(what) + ": a negative dimension");
+  if (b.nbytes != r.nbytes())
+    throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(what) + ": nbytes is " + std::to_string(b.nbytes) + " but " +
+                                                        ir::dtype_name(r.dtype) + " of that shape takes " + std::to_string(r.nbytes()));
+  return r;
+}
+
+std::vector<esg::eval::TensorRef> refs_of(const esg_buffer* bufs, size_t n, const char* what) {
+  if (n && !bufs) throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(what) + ": a count but no array");
+  std::vector<esg::eval::TensorRef> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(ref_of(bufs[i], (std::string(what) + " " + std::to_string(i)).c_str()));
+  return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size) {
+  esg_compile_options d;
+  std::memset(&d, 0, sizeof d);
+  d.streams = 1;
+  d.fusion = true;
+  d.memory_reuse = true;
+  esg::capi::init_options(options, struct_size, &d, sizeof d);
+}
+
+ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options* options) {
+  esg_model* model = nullptr;
+  guarded(nullptr, [&] {
+    if (!graph || !graph->g) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: the graph is NULL");
+    esg_compile_options o;
+    esg_compile_options_init_(&o, sizeof o);
+    esg::capi::read_options(&o, sizeof o, options, "esg_compile");
+    esg::runtime::CompileOptions co;
+    co.streams = o.streams;
+    co.threads = o.threads;
+    co.fusion = o.fusion;
+    co.memory_reuse = o.memory_reuse;
+    co.verify_each_pass = o.verify_each_pass;
+    if (o.num_symbols && (!o.symbol_names || !o.symbol_sizes))
+      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: num_symbols without symbol_names or symbol_sizes");
+    for (size_t i = 0; i < o.num_symbols; ++i) {
+      if (!o.symbol_names[i]) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: a symbol name is NULL");
+      co.symbols.emplace_back(o.symbol_names[i], o.symbol_sizes[i]);
+    }
+    model = new esg_model(std::make_unique<esg::runtime::Model>(std::make_unique<ir::Graph>(*graph->g), co));
+  });
+  return model;
+}
+
+ESG_API void esg_model_destroy(esg_model* model) { delete model; }
+
+ESG_API size_t esg_model_num_inputs(const esg_model* model) { return model && model->m ? model->m->graph().inputs().size() : 0; }
+ESG_API size_t esg_model_num_outputs(const esg_model* model) { return model && model->m ? model->m->graph().outputs().size() : 0; }
+
+ESG_API const char* esg_model_input_name(const esg_model* model, size_t index) {
+  return model && index < model->input_names.size() ? model->input_names[index].c_str() : nullptr;
+}
+ESG_API const char* esg_model_output_name(const esg_model* model, size_t index) {
+  return model && index < model->output_names.size() ? model->output_names[index].c_str() : nullptr;
+}
+
+ESG_API esg_dtype esg_model_input_dtype(const esg_model* model, size_t index) {
+  if (!model || index >= model->input_names.size()) return ESG_DTYPE_INVALID;
+  const ir::Graph& g = model->m->graph();
+  return static_cast<esg_dtype>(g.values[g.inputs()[index]].dtype);
+}
+
+ESG_API esg_status esg_model_output_shape(const esg_model* model, const esg_buffer* inputs, size_t num_inputs, size_t index,
+                                          esg_dtype* dtype, int64_t* dims, size_t capacity, size_t* rank) {
+  guarded(nullptr, [&] {
+    need_model(model, "esg_model_output_shape");
+    std::vector<ir::Shape> shapes;
+    if (num_inputs != model->m->graph().inputs().size())
+      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_output_shape: the model takes " +
+                                                          std::to_string(model->m->graph().inputs().size()) + " input(s)");
+    if (num_inputs && !inputs) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_output_shape: inputs is NULL");
+    for (size_t i = 0; i < num_inputs; ++i) {
+      if (inputs[i].rank && !inputs[i].dims) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_output_shape: dims is NULL");
+      shapes.push_back(ir::Shape::from(inputs[i].dims, inputs[i].rank));
+    }
+    const std::vector<ir::Shape> outs = model->m->output_shapes(shapes);
+    if (index >= outs.size()) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_output_shape: no output " + std::to_string(index));
+    if (dtype) *dtype = static_cast<esg_dtype>(model->m->graph().values[model->m->graph().outputs()[index]].dtype);
+    if (rank) *rank = outs[index].rank();
+    if (outs[index].rank() > capacity || (outs[index].rank() && !dims))
+      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_output_shape: output " + std::to_string(index) + " has rank " +
+                                                          std::to_string(outs[index].rank()) + ", more than dims holds");
+    std::copy(outs[index].begin(), outs[index].end(), dims);
+  });
+  return esg_last_status();
+}
+
+ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* inputs, size_t num_inputs, const esg_buffer* outputs,
+                                 size_t num_outputs) {
+  guarded(nullptr, [&] {
+    need_model(model, "esg_model_run");
+    model->m->run(refs_of(inputs, num_inputs, "esg_model_run: input"), refs_of(outputs, num_outputs, "esg_model_run: output"));
+  });
+  return esg_last_status();
+}
+
+ESG_API char* esg_model_report(const esg_model* model) {
+  char* out = nullptr;
+  guarded(nullptr, [&] {
+    need_model(model, "esg_model_report");
+    const std::string r = model->m->report();
+    out = static_cast<char*>(std::malloc(r.size() + 1));
+    if (!out) throw std::bad_alloc();
+    std::memcpy(out, r.c_str(), r.size() + 1);
+  });
+  return out;
+}
+
+}  // extern "C"

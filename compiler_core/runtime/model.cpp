@@ -1,0 +1,259 @@
+#include "runtime/model.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <sstream>
+
+#include "eval/evaluate.hpp"
+#include "ir/error.hpp"
+#include "ir/verify.hpp"
+#include "plan/schedule.hpp"
+
+namespace esg::runtime {
+namespace {
+
+using ir::Error;
+using ir::ErrorCode;
+
+constexpr int64_t kAlign = 64;
+
+std::string shape_list(const ir::Graph& g, const ir::Shape& s) { return g.shape_str(s); }
+
+}  // namespace
+
+Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options) {
+  using clock = std::chrono::steady_clock;
+  auto step = [&](const char* name, auto&& f) {
+    const auto t0 = clock::now();
+    f();
+    if (options.verify_each_pass) ir::verify(*graph_);
+    const double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
+    std::ostringstream line;
+    line.precision(1);
+    line << std::fixed << name << " (" << us << " us" << (options.verify_each_pass ? ", verified" : "") << ")";
+    log_.push_back(line.str());
+  };
+  step("specialize to the input shapes", [&] { graph_ = eval::specialize(g, input_shapes); });
+  const ir::Graph& sg = *graph_;
+  for (ir::NodeId n : sg.regions[0].nodes)
+    for (uint32_t i = 0; i < sg.nodes[n].num_outputs; ++i)
+      if (!sg.shape(sg.nodes[n].first_output + i).is_static())
+        throw Error(ErrorCode::Unsupported, "compile: " + sg.value_name(sg.nodes[n].first_output + i) + " has the shape " +
+                                                sg.shape_str(sg.shape(sg.nodes[n].first_output + i)) +
+                                                ", which depends on data (an `if` whose branches differ in shape)");
+  plan::GraphDag gd;
+  std::vector<int> order;
+  step("build the dependency graph", [&] { gd = plan::from_graph(sg); });
+  step("order for memory (the best of greedy, depth-first, breadth-first)", [&] { order = plan::memory_aware_order(gd.dag); });
+  step("assign streams and events", [&] { streams_ = plan::assign_streams(gd.dag, order, options.streams); });
+  plan::MemoryPlanOptions mo;
+  mo.alignment = kAlign;
+  mo.reuse = options.memory_reuse;
+  mo.in_place = options.memory_reuse;
+  step("plan memory", [&] { memory_ = plan::plan_memory(gd.dag, order, mo); });
+  arena_bytes_ = memory_.arena_bytes;
+
+  // Bind every operand and result to where it lives.
+  std::vector<int> input_index(sg.values.size(), -1), output_index(sg.values.size(), -1);
+  for (size_t i = 0; i < sg.inputs().size(); ++i) input_index[sg.inputs()[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < sg.outputs().size(); ++i) {
+    const ir::ValueId v = sg.outputs()[i];
+    const bool produced = sg.values[v].producer != ir::kNone && sg.nodes[sg.values[v].producer].blob == ir::kNone;
+    if (output_index[v] < 0 && produced) output_index[v] = static_cast<int>(i);
+    else output_copies_.push_back({static_cast<int>(i), v});  // an input, a constant, or a repeated output
+  }
+  auto slot = [&](ir::ValueId v) -> Slot {
+    if (input_index[v] >= 0) return {Slot::Input, input_index[v]};
+    if (output_index[v] >= 0) return {Slot::Output, output_index[v]};
+    const ir::NodeId p = sg.values[v].producer;
+    if (p != ir::kNone && sg.nodes[p].blob != ir::kNone) return {Slot::Constant, p};
+    return {Slot::Arena, memory_.offset[static_cast<size_t>(gd.value[v])]};
+  };
+  step("bind the launch list", [&] {
+    for (int op : order) {
+      Launch l;
+      l.node = gd.nodes[static_cast<size_t>(op)];
+      l.stream = streams_.stream[static_cast<size_t>(op)];
+      const ir::Node& n = sg.nodes[l.node];
+      for (uint32_t i = 0; i < n.num_inputs; ++i) {
+        const ir::ValueId v = sg.operands[n.first_input + i];
+        l.in.push_back(v == ir::kNone ? Slot{Slot::Arena, -1} : slot(v));
+      }
+      for (uint32_t i = 0; i < n.num_outputs; ++i) l.out.push_back(slot(n.first_output + i));
+      launches_.push_back(std::move(l));
+    }
+  });
+}
+
+eval::TensorRef Plan::ref(const Slot& s, ir::ValueId v, uint8_t* arena, const std::vector<eval::TensorRef>& in,
+                          const std::vector<eval::TensorRef>& out) const {
+  const ir::Graph& g = *graph_;
+  eval::TensorRef r{g.values[v].dtype, g.shape(v), nullptr};
+  switch (s.kind) {
+    case Slot::Arena: r.bytes = arena + s.at; break;
+    case Slot::Input: r.bytes = in[static_cast<size_t>(s.at)].bytes; break;
+    case Slot::Output: r.bytes = out[static_cast<size_t>(s.at)].bytes; break;
+    case Slot::Constant: r.bytes = const_cast<uint8_t*>(g.blobs[g.nodes[static_cast<ir::NodeId>(s.at)].blob].data()); break;
+  }
+  return r;
+}
+
+void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const {
+  // An arena per concurrent run, reused across runs: one allocation the first time only.
+  std::unique_ptr<uint8_t[]> arena;
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!pool_.empty()) {
+      arena = std::move(pool_.back());
+      pool_.pop_back();
+    }
+  }
+  if (!arena) arena.reset(new uint8_t[static_cast<size_t>(arena_bytes_ + kAlign)]);
+  const uintptr_t raw = reinterpret_cast<uintptr_t>(arena.get());
+  uint8_t* base = arena.get() + (kAlign - raw % kAlign) % kAlign;
+  const ir::Graph& g = *graph_;
+  std::vector<eval::TensorRef> in_refs, out_refs;
+  std::vector<const eval::TensorRef*> in_ptrs, out_ptrs;
+  for (const Launch& l : launches_) {
+    const ir::Node& n = g.nodes[l.node];
+    in_refs.assign(l.in.size(), {});
+    out_refs.assign(l.out.size(), {});
+    in_ptrs.assign(l.in.size(), nullptr);
+    out_ptrs.clear();
+    for (size_t i = 0; i < l.in.size(); ++i) {
+      if (l.in[i].kind == Slot::Arena && l.in[i].at < 0) continue;  // an absent optional input
+      in_refs[i] = ref(l.in[i], g.operands[n.first_input + i], base, inputs, outputs);
+      in_ptrs[i] = &in_refs[i];
+    }
+    for (size_t i = 0; i < l.out.size(); ++i) {
+      out_refs[i] = ref(l.out[i], n.first_output + static_cast<ir::ValueId>(i), base, inputs, outputs);
+      out_ptrs.push_back(&out_refs[i]);
+    }
+    if (n.op->subgraphs.size()) {
+      eval::run_control_flow(g, l.node, in_ptrs, out_ptrs);
+    } else {
+      // Kernels take the declared inputs; captures exist only for control flow.
+      in_ptrs.resize(n.num_inputs - n.num_captures);
+      eval::run_kernel(g, n, in_ptrs, out_ptrs);
+    }
+  }
+  for (const auto& [index, v] : output_copies_) {
+    const ir::NodeId p = g.values[v].producer;
+    const bool is_input = std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
+    const uint8_t* from = is_input ? inputs[static_cast<size_t>(std::find(g.inputs().begin(), g.inputs().end(), v) - g.inputs().begin())].bytes
+                          : g.nodes[p].blob != ir::kNone ? g.blobs[g.nodes[p].blob].data()
+                                                          : outputs[static_cast<size_t>(std::find(g.outputs().begin(), g.outputs().end(), v) - g.outputs().begin())].bytes;
+    std::memmove(outputs[static_cast<size_t>(index)].bytes, from, outputs[static_cast<size_t>(index)].nbytes());
+  }
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  pool_.push_back(std::move(arena));
+}
+
+std::string Plan::report() const {
+  const ir::Graph& g = *graph_;
+  std::ostringstream out;
+  out << "passes:\n";
+  for (const std::string& l : log_) out << "  " << l << "\n";
+  out << "launches: " << launches_.size() << " kernels (unfused: one per op)\n";
+  out << "streams: " << streams_.num_streams << ", events: " << streams_.events.size() << "\n";
+  for (int s = 0; s < streams_.num_streams; ++s) out << "  stream " << s << ": " << streams_.sequence[static_cast<size_t>(s)].size() << " ops\n";
+  out << "memory: arena " << memory_.arena_bytes << " bytes (planned peak), lower bound " << memory_.lower_bound
+      << " bytes (max live set of this order), " << memory_.no_reuse_bytes << " bytes without reuse\n";
+  size_t in_place = 0;
+  for (int v : memory_.in_place_of) in_place += v >= 0;
+  out << "  in place: " << in_place << " values reuse a dying input's buffer\n";
+  out << "inputs:";
+  for (ir::ValueId v : g.inputs()) out << " " << g.value_name(v) << ": " << g.type_str(v);
+  out << "\noutputs:";
+  for (ir::ValueId v : g.outputs()) out << " " << g.value_name(v) << ": " << g.type_str(v);
+  out << "\n";
+  return out.str();
+}
+
+Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(std::move(graph)), options_(std::move(options)) {
+  if (options_.streams < 1 || options_.streams > 16)
+    throw Error(ErrorCode::InvalidArgument, "compile: streams must be 1..16, got " + std::to_string(options_.streams));
+  if (options_.threads < 0 || options_.threads > 256)
+    throw Error(ErrorCode::InvalidArgument, "compile: threads must be 0..256, got " + std::to_string(options_.threads));
+  ir::verify(*graph_);
+  for (const auto& [name, size] : options_.symbols) {
+    const auto it = std::find(graph_->symbols.begin(), graph_->symbols.end(), name);
+    if (it == graph_->symbols.end()) throw Error(ErrorCode::InvalidArgument, "compile: the graph has no symbol `" + name + "`");
+    if (size < 0) throw Error(ErrorCode::InvalidArgument, "compile: symbol `" + name + "` bound to a negative size");
+  }
+  // With every symbol of the inputs bound, compile now; otherwise on the first run.
+  std::vector<ir::Shape> shapes;
+  bool all_bound = true;
+  for (ir::ValueId v : graph_->inputs()) {
+    ir::Shape s = graph_->shape(v);
+    for (size_t d = 0; d < s.rank(); ++d) {
+      if (!ir::dim_is_symbolic(s[d])) continue;
+      const std::string& name = graph_->symbols[ir::dim_symbol(s[d])];
+      const auto it = std::find_if(options_.symbols.begin(), options_.symbols.end(), [&](const auto& p) { return p.first == name; });
+      if (it == options_.symbols.end()) all_bound = false;
+      else s[d] = it->second;
+    }
+    shapes.push_back(s);
+  }
+  if (all_bound) plan_for(shapes);
+}
+
+const Plan& Model::plan_for(const std::vector<ir::Shape>& shapes) const {
+  std::vector<std::vector<int64_t>> key;
+  for (const ir::Shape& s : shapes) key.emplace_back(s.begin(), s.end());
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& p = plans_[key];
+  if (!p) p = std::make_unique<Plan>(*graph_, shapes, options_);
+  return *p;
+}
+
+std::vector<ir::Shape> Model::output_shapes(const std::vector<ir::Shape>& input_shapes) const {
+  const Plan& p = plan_for(input_shapes);
+  std::vector<ir::Shape> out;
+  for (ir::ValueId v : p.graph().outputs()) out.push_back(p.graph().shape(v));
+  return out;
+}
+
+void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const {
+  const ir::Graph& g = *graph_;
+  if (inputs.size() != g.inputs().size())
+    throw Error(ErrorCode::InvalidArgument, "run: the model takes " + std::to_string(g.inputs().size()) + " input(s), got " +
+                                                std::to_string(inputs.size()));
+  if (outputs.size() != g.outputs().size())
+    throw Error(ErrorCode::InvalidArgument, "run: the model gives " + std::to_string(g.outputs().size()) + " output(s), got " +
+                                                std::to_string(outputs.size()) + " buffer(s)");
+  std::vector<ir::Shape> shapes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::ValueId v = g.inputs()[i];
+    const std::string what = "run: input " + std::to_string(i) + " (" + g.value_name(v) + ": " + g.type_str(v) + ")";
+    if (inputs[i].dtype != g.values[v].dtype)
+      throw Error(ErrorCode::DType, what + " got " + ir::dtype_name(inputs[i].dtype) + " data");
+    const ir::Shape want = g.shape(v);
+    bool fits = want.rank() == inputs[i].shape.rank();
+    for (size_t d = 0; fits && d < want.rank(); ++d) fits = ir::dim_is_symbolic(want[d]) ? inputs[i].shape[d] >= 0 : want[d] == inputs[i].shape[d];
+    if (!fits) throw Error(ErrorCode::Shape, what + " got the shape " + shape_list(g, inputs[i].shape));
+    if (!inputs[i].bytes && inputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what + " has no data");
+    shapes.push_back(inputs[i].shape);
+  }
+  const Plan& p = plan_for(shapes);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const ir::ValueId v = p.graph().outputs()[i];
+    const std::string what = "run: output " + std::to_string(i) + " (" + p.graph().type_str(v) + ")";
+    if (outputs[i].dtype != p.graph().values[v].dtype)
+      throw Error(ErrorCode::DType, what + " got a " + ir::dtype_name(outputs[i].dtype) + " buffer");
+    if (outputs[i].shape != p.graph().shape(v)) throw Error(ErrorCode::Shape, what + " got a buffer of shape " + shape_list(g, outputs[i].shape));
+    if (!outputs[i].bytes && outputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what + " has no data");
+  }
+  p.run(inputs, outputs);
+}
+
+std::string Model::report() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (plans_.empty()) return "no plan yet: the graph has symbolic sizes; the first run compiles one for its shapes\n";
+  std::string out;
+  for (const auto& [key, p] : plans_) out += p->report();
+  return out;
+}
+
+}  // namespace esg::runtime

@@ -1,0 +1,85 @@
+// A compiled model: a graph specialized to concrete shapes, ordered, assigned to streams and
+// planned into one arena, as a flat launch list bound to arena offsets and the caller's buffers.
+// A run walks the list; nothing is looked up or allocated per op.
+//
+// Graphs with symbolic dimensions compile once per set of input shapes: bound in the options,
+// or on the first run with new shapes (each set of shapes is its own plan, kept).
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "eval/host_tensor.hpp"
+#include "ir/graph.hpp"
+#include "plan/memory_plan.hpp"
+#include "plan/streams.hpp"
+
+namespace esg::runtime {
+
+struct CompileOptions {
+  int streams = 1;             // 1..16
+  int threads = 0;             // 0: the machine's cores; at most 256
+  bool fusion = true;          // accepted; fusion arrives with the optimizing backend
+  bool memory_reuse = true;
+  bool verify_each_pass = false;
+  std::vector<std::pair<std::string, int64_t>> symbols;  // sizes of symbolic dimensions
+};
+
+// One plan: the graph at concrete shapes and everything needed to run it.
+class Plan {
+ public:
+  Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options);
+  // Runs with the caller's inputs and outputs (already checked against the plan's types).
+  void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
+  std::string report() const;
+  const ir::Graph& graph() const { return *graph_; }
+
+ private:
+  // Where a tensor lives during a run.
+  struct Slot {
+    enum Kind : uint8_t { Arena, Input, Output, Constant } kind;
+    int64_t at;  // arena offset, input/output index, or node id of the constant
+  };
+  struct Launch {
+    ir::NodeId node;
+    std::vector<Slot> in, out;  // operands (captures included) and results
+    int stream;
+  };
+  eval::TensorRef ref(const Slot& s, ir::ValueId v, uint8_t* arena, const std::vector<eval::TensorRef>& in,
+                      const std::vector<eval::TensorRef>& out) const;
+
+  std::unique_ptr<ir::Graph> graph_;
+  std::vector<Launch> launches_;
+  plan::MemoryPlan memory_;
+  plan::StreamPlan streams_;
+  std::vector<std::string> log_;
+  std::vector<std::pair<int, ir::ValueId>> output_copies_;  // outputs to fill from another slot
+  int64_t arena_bytes_ = 0;
+
+  mutable std::mutex pool_mu_;  // arenas of finished runs, so concurrent runs each have one
+  mutable std::vector<std::unique_ptr<uint8_t[]>> pool_;
+};
+
+class Model {
+ public:
+  Model(std::unique_ptr<ir::Graph> graph, CompileOptions options);
+
+  const ir::Graph& graph() const { return *graph_; }
+  // Checks the inputs and outputs against the graph's types, then runs the plan for their shapes.
+  void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
+  // The output shapes for these input shapes (compiling their plan if needed).
+  std::vector<ir::Shape> output_shapes(const std::vector<ir::Shape>& input_shapes) const;
+  std::string report() const;
+
+ private:
+  const Plan& plan_for(const std::vector<ir::Shape>& input_shapes) const;
+
+  std::unique_ptr<ir::Graph> graph_;
+  CompileOptions options_;
+  mutable std::mutex mu_;
+  mutable std::map<std::vector<std::vector<int64_t>>, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace esg::runtime

@@ -1,0 +1,111 @@
+// Compiling and running graphs through the C++ API.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <thread>
+
+#include <esgraph/esgraph.hpp>
+
+using esg::HostTensor;
+using esg::Tensor;
+
+namespace {
+
+// y = relu(x @ w + b) with small integers, so the expected values are exact.
+esg::Graph mlp(bool symbolic) {
+  esg::GraphBuilder b("mlp");
+  const Tensor x = b.input("x", esg::f32, {symbolic ? b.symbol("batch") : 2, 3});
+  const Tensor w = b.constant({1, 0, 0, 1, 1, -1}, {3, 2});
+  const Tensor bias = b.constant({0.5f, -10.0f}, {2});
+  return b.build({esg::relu(esg::matmul(x, w) + bias)});
+}
+
+std::vector<float> run_mlp(const esg::Model& m, std::vector<float> x, int64_t batch) {
+  return m.run({HostTensor::from(esg::f32, x, {batch, 3})})[0].values<float>();
+}
+
+}  // namespace
+
+TEST_CASE("a compiled MLP computes what the math says") {
+  const esg::Model m = esg::compile(mlp(false));
+  // x = [[1,2,3],[4,5,6]]: x@w = [[4,-1],[10,-1]]; + b = [[4.5,-11],[10.5,-11]]; relu.
+  CHECK(run_mlp(m, {1, 2, 3, 4, 5, 6}, 2) == std::vector<float>{4.5f, 0, 10.5f, 0});
+  const std::string report = m.report();
+  CHECK(report.find("plan memory") != std::string::npos);
+  CHECK(report.find("lower bound") != std::string::npos);
+  CHECK(report.find("launches: 3 kernels") != std::string::npos);
+}
+
+TEST_CASE("a symbolic batch compiles once per batch size, bound or at run time") {
+  const esg::Model lazy = esg::compile(mlp(true));
+  CHECK(lazy.report().find("no plan yet") != std::string::npos);
+  CHECK(run_mlp(lazy, {1, 2, 3}, 1) == std::vector<float>{4.5f, 0});
+  CHECK(run_mlp(lazy, std::vector<float>(12, 1.0f), 4).size() == 8);
+  const esg::Model bound = esg::compile(mlp(true), esg::CompileOptions().symbol("batch", 2));
+  CHECK(bound.report().find("x: f32[2,3]") != std::string::npos);
+  CHECK_THROWS_AS(esg::compile(mlp(true), esg::CompileOptions().symbol("nope", 2)), esg::InvalidArgumentError);
+}
+
+TEST_CASE("options: streams, no reuse and verification give the same results") {
+  const esg::Graph g = mlp(false);
+  const std::vector<float> want = run_mlp(esg::compile(g), {1, 2, 3, 4, 5, 6}, 2);
+  for (const esg::CompileOptions& o : {esg::CompileOptions().streams(2), esg::CompileOptions().memory_reuse(false),
+                                       esg::CompileOptions().verify_each_pass(true).fusion(false)})
+    CHECK(run_mlp(esg::compile(g, o), {1, 2, 3, 4, 5, 6}, 2) == want);
+  CHECK_THROWS_AS(esg::compile(g, esg::CompileOptions().streams(0)), esg::InvalidArgumentError);
+  CHECK_THROWS_AS(esg::compile(g, esg::CompileOptions().threads(-1)), esg::InvalidArgumentError);
+}
+
+TEST_CASE("wrong inputs and outputs at run time are clear errors") {
+  const esg::Model m = esg::compile(mlp(false));
+  CHECK_THROWS_AS(m.run({}), esg::InvalidArgumentError);
+  CHECK_THROWS_AS(m.run({HostTensor(esg::f64, {2, 3})}), esg::DTypeError);
+  CHECK_THROWS_AS(m.run({HostTensor(esg::f32, {3, 3})}), esg::ShapeError);
+  std::vector<HostTensor> wrong_out{HostTensor(esg::f32, {2, 3})};
+  CHECK_THROWS_AS(m.run({HostTensor(esg::f32, {2, 3})}, wrong_out), esg::ShapeError);
+  // The model is intact after all that.
+  CHECK(run_mlp(m, {1, 2, 3, 4, 5, 6}, 2)[0] == 4.5f);
+}
+
+TEST_CASE("one model runs from several threads at once") {
+  esg::GraphBuilder b("wide");
+  const Tensor x = b.input("x", esg::f32, {64, 64});
+  Tensor y = x;
+  for (int i = 0; i < 8; ++i) y = esg::tanh(esg::matmul(y, x) * 0.01f);
+  const esg::Model m = esg::compile(b.build({y}));
+  std::vector<float> xs(64 * 64);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i));
+  const std::vector<float> want = m.run({HostTensor::from(esg::f32, xs, {64, 64})})[0].values<float>();
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 5; ++r) ok[static_cast<size_t>(t)] += m.run({HostTensor::from(esg::f32, xs, {64, 64})})[0].values<float>() == want;
+    });
+  for (auto& t : threads) t.join();
+  CHECK(ok == std::vector<int>{5, 5, 5, 5});
+}
+
+TEST_CASE("outputs that are inputs, constants or repeated are filled too") {
+  esg::GraphBuilder b("passthrough");
+  const Tensor x = b.input("x", esg::f32, {2});
+  const Tensor c = b.constant({7, 8}, {2});
+  const Tensor y = esg::exp(x);
+  const esg::Model m = esg::compile(b.build({x, c, y, y}));
+  const auto outs = m.run({HostTensor::from(esg::f32, std::vector<float>{0, 1}, {2})});
+  CHECK(outs[0].values<float>() == std::vector<float>{0, 1});
+  CHECK(outs[1].values<float>() == std::vector<float>{7, 8});
+  CHECK(outs[2].values<float>()[0] == 1.0f);
+  CHECK(outs[3].values<float>() == outs[2].values<float>());
+}
+
+TEST_CASE("control flow runs inside a compiled model") {
+  esg::GraphBuilder b("loop");
+  const Tensor n = b.input("n", esg::i64, {});
+  const Tensor v = b.input("v", esg::f32, {2});
+  const auto outs = esg::while_({n, v}, [&](const std::vector<Tensor>& s) { return s[0] > 0; },
+                                [&](const std::vector<Tensor>& s) { return std::vector<Tensor>{s[0] - 1, s[1] * 2}; });
+  const esg::Model m = esg::compile(b.build({outs[1]}));
+  const auto r = m.run({HostTensor::from(esg::i64, std::vector<int64_t>{3}, {}), HostTensor::from(esg::f32, std::vector<float>{1, 2}, {2})});
+  CHECK(r[0].values<float>() == std::vector<float>{8, 16});
+}
