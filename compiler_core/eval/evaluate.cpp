@@ -8,6 +8,7 @@
 #include "eval/kernels.hpp"
 #include "ir/builder.hpp"
 #include "ir/error.hpp"
+#include "ir/replay.hpp"
 
 namespace esg::eval {
 namespace {
@@ -17,79 +18,6 @@ using ir::kNone;
 using ir::NodeId;
 using ir::RegionId;
 using ir::ValueId;
-
-// Replays the nodes of `r` (and of their bodies) into `b`, mapping old values to new ones.
-class Replay {
- public:
-  Replay(const Graph& g, ir::Builder& b) : g_(g), b_(b) {}
-  std::unordered_map<ValueId, ValueId> map;
-
-  void region(RegionId r) {
-    for (NodeId n : g_.regions[r].nodes) node(n);
-  }
-
- private:
-  ValueId get(ValueId v) {
-    // A body's capture stands for the outer value it captured; the builder captures anew.
-    while (!map.count(v)) {
-      const ir::Region& reg = g_.regions[g_.values[v].region];
-      size_t i = 0;
-      while (i < reg.captures_inner.size() && reg.captures_inner[i] != v) ++i;
-      if (i == reg.captures_inner.size()) throw ir::Error(ir::ErrorCode::Internal, "replay: an unmapped value");
-      v = reg.captures_outer[i];
-    }
-    return map.at(v);
-  }
-
-  void node(NodeId id) {
-    const ir::Node& n = g_.nodes[id];
-    NodeId made;
-    if (n.blob != kNone) {
-      const ValueId out = n.first_output;
-      const ValueId v = b_.add_constant(g_.values[out].dtype, g_.shape(out), g_.blobs[n.blob].data(), g_.blobs[n.blob].size());
-      made = b_.graph().values[v].producer;
-    } else {
-      std::vector<RegionId> bodies;
-      for (RegionId body : g_.bodies(n)) {
-        std::vector<ValueId> like;
-        const ir::Region& reg = g_.regions[body];
-        const int params_input = n.op->subgraphs[bodies.size()].params_input;
-        if (params_input >= 0)  // a loop: parameters shaped as the (new) loop-carried values
-          for (uint32_t i = 0; i < n.num_inputs - n.num_captures; ++i) like.push_back(get(g_.operands[n.first_input + i]));
-        b_.begin_region(like);
-        const ir::Span<ValueId> params = b_.region_params();
-        for (size_t i = 0; i < reg.params.size(); ++i) map[reg.params[i]] = params[i];
-        region(body);
-        std::vector<ValueId> results;
-        for (ValueId v : reg.results) results.push_back(get(v));
-        bodies.push_back(b_.end_region(results));
-      }
-      std::vector<ValueId> inputs;
-      for (uint32_t i = 0; i < n.num_inputs - n.num_captures; ++i) {
-        const ValueId v = g_.operands[n.first_input + i];
-        inputs.push_back(v == kNone ? kNone : get(v));
-      }
-      std::vector<ir::AttrArg> attrs;
-      for (size_t i = 0; i < n.op->attrs.size(); ++i) {
-        const ir::AttrValue& a = g_.attrs[n.first_attr + i];
-        ir::AttrArg arg;
-        arg.kind = a.kind;
-        arg.present = true;
-        arg.i = a.i;
-        arg.f = a.kind == ir::AttrKind::Float ? a.f : 0;
-        if (a.kind == ir::AttrKind::String) arg.s = g_.string_of(a).c_str();
-        if (a.kind == ir::AttrKind::IntList) arg.ints = g_.ints_of(a).data(), arg.size = a.size;
-        if (a.kind == ir::AttrKind::FloatList) arg.floats = g_.floats_of(a).data(), arg.size = a.size;
-        attrs.push_back(arg);
-      }
-      made = b_.add_op(*n.op, inputs, attrs, bodies);
-    }
-    for (uint32_t i = 0; i < n.num_outputs; ++i) map[n.first_output + i] = b_.graph().nodes[made].first_output + i;
-  }
-
-  const Graph& g_;
-  ir::Builder& b_;
-};
 
 // Runs a specialized graph's regions over tensors held by value id.
 class Runner {
@@ -207,8 +135,6 @@ std::unique_ptr<Graph> specialize(const Graph& g, const std::vector<ir::Shape>& 
   if (input_shapes.size() != g.inputs().size())
     throw ir::Error(ir::ErrorCode::InvalidArgument, "the graph takes " + std::to_string(g.inputs().size()) +
                                                         " input(s), got " + std::to_string(input_shapes.size()));
-  ir::Builder b(g.name);
-  Replay replay(g, b);
   for (size_t i = 0; i < input_shapes.size(); ++i) {
     const ValueId v = g.inputs()[i];
     const ir::Shape want = g.shape(v);
@@ -217,12 +143,8 @@ std::unique_ptr<Graph> specialize(const Graph& g, const std::vector<ir::Shape>& 
     for (size_t d = 0; fits && d < got.rank(); ++d) fits = ir::dim_is_symbolic(want[d]) || want[d] == got[d];
     if (!fits)
       throw ir::Error(ir::ErrorCode::Shape, "input " + g.value_name(v) + " is " + g.shape_str(want) + ", got " + g.shape_str(got));
-    replay.map[v] = b.add_input(g.value_name(v), g.values[v].dtype, got);
   }
-  replay.region(0);
-  std::vector<ValueId> outs;
-  for (ValueId v : g.outputs()) outs.push_back(replay.map.at(v));
-  return b.finish(outs);
+  return ir::rebuild(g, &input_shapes);
 }
 
 std::vector<HostTensor> evaluate(const Graph& g, const std::vector<HostTensor>& inputs) {

@@ -8,6 +8,7 @@
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
 #include "ir/verify.hpp"
+#include "passes/passes.hpp"
 #include "plan/schedule.hpp"
 
 namespace esg::runtime {
@@ -35,6 +36,7 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
     log_.push_back(line.str());
   };
   step("specialize to the input shapes", [&] { graph_ = eval::specialize(g, input_shapes); });
+  graph_ = passes::optimize(*graph_, options.verify_each_pass, &log_);
   const ir::Graph& sg = *graph_;
   for (ir::NodeId n : sg.regions[0].nodes)
     for (uint32_t i = 0; i < sg.nodes[n].num_outputs; ++i)

@@ -1,0 +1,264 @@
+#include "passes/passes.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <sstream>
+#include <unordered_map>
+
+#include "eval/evaluate.hpp"
+#include "ir/error.hpp"
+#include "ir/replay.hpp"
+#include "ir/verify.hpp"
+
+namespace esg::passes {
+namespace {
+
+using ir::Graph;
+using ir::kNone;
+using ir::NodeId;
+using ir::Replay;
+using ir::ValueId;
+
+const ir::AttrValue& attr(const Graph& g, const ir::Node& n, const char* name) {
+  const int i = n.op->attr_index(name);
+  if (i < 0) throw ir::Error(ir::ErrorCode::Internal, std::string("pass: no attribute ") + name);
+  return g.attrs[n.first_attr + static_cast<size_t>(i)];
+}
+
+bool is_op(const ir::Node& n, const char* name) { return std::strcmp(n.op->name, name) == 0; }
+
+// The node producing a value of the graph being built, or nullptr for inputs and parameters.
+const ir::Node* producer(const Graph& g, ValueId v) {
+  return g.values[v].producer == kNone ? nullptr : &g.nodes[g.values[v].producer];
+}
+
+// Whether a constant of the new graph holds `value` in every element.
+bool constant_all(const Graph& g, ValueId v, double value) {
+  const ir::Node* p = producer(g, v);
+  if (!p || p->blob == kNone) return false;
+  eval::TensorRef t{g.values[v].dtype, g.shape(v), const_cast<uint8_t*>(g.blobs[p->blob].data())};
+  for (int64_t i = 0; i < t.size(); ++i)
+    if (eval::load_f(t, i) != value) return false;
+  return true;
+}
+
+// A binary op whose second (or first, when it commutes) operand is a neutral constant: the
+// other operand, if the result has its shape and dtype.
+ValueId neutral_operand(Replay& r, const ir::Node& n) {
+  const Graph& g = r.to().graph();
+  const ValueId a = r.get(r.from().operands[n.first_input]), b = r.get(r.from().operands[n.first_input + 1]);
+  const ValueId out_old = n.first_output;
+  auto same_as_out = [&](ValueId v) {
+    return g.values[v].dtype == r.from().values[out_old].dtype && g.shape(v) == r.from().shape(out_old);
+  };
+  const bool add = is_op(n, "add"), sub = is_op(n, "sub"), mul = is_op(n, "mul"), div = is_op(n, "div");
+  const double neutral = add || sub ? 0.0 : 1.0;
+  if ((add || sub || mul || div) && constant_all(g, b, neutral) && same_as_out(a)) return a;
+  if ((add || mul) && constant_all(g, a, neutral) && same_as_out(b)) return b;
+  return kNone;
+}
+
+// Widening conversions that lose nothing, so cast(cast(x, A), B) == cast(x, B).
+bool lossless(ir::DType from, ir::DType to) {
+  using ir::DType;
+  if (from == to || from == DType::Bool) return true;
+  const int fs = static_cast<int>(ir::dtype_size(from)), ts = static_cast<int>(ir::dtype_size(to));
+  if (ir::dtype_is_float(from)) return to == DType::F64 || (to == DType::F32 && from != DType::F64);
+  if (ir::dtype_is_float(to)) return ts > fs * 2 || (to == DType::F64 && fs <= 4) || (to == DType::F32 && fs <= 2);
+  if (from == DType::U8) return ts > 1 || to == DType::U8;
+  return to != DType::U8 && ts >= fs;
+}
+
+std::unique_ptr<Graph> run_pass(const Graph& g, const Replay::Hook& hook) { return ir::rebuild(g, nullptr, hook); }
+
+}  // namespace
+
+std::unique_ptr<Graph> eliminate_dead_code(const Graph& g) {
+  std::vector<char> live(g.nodes.size(), 0);
+  std::vector<ValueId> work(g.outputs().begin(), g.outputs().end());
+  while (!work.empty()) {
+    const ValueId v = work.back();
+    work.pop_back();
+    const NodeId p = g.values[v].producer;
+    if (p == kNone || live[p]) continue;
+    live[p] = 1;
+    for (ValueId in : g.inputs(g.nodes[p]))
+      if (in != kNone) work.push_back(in);
+    for (NodeId d : g.deps(g.nodes[p]))
+      for (uint32_t i = 0; i < g.nodes[d].num_outputs; ++i) work.push_back(g.nodes[d].first_output + i);
+  }
+  return run_pass(g, [&](Replay&, NodeId n) { return g.nodes[n].region == 0 && !live[n]; });
+}
+
+std::unique_ptr<Graph> eliminate_common_subexpressions(const Graph& g) {
+  std::unordered_map<std::string, NodeId> seen;  // key -> node of the new graph
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.num_bodies || n.num_deps || n.num_notes) return false;
+    std::ostringstream key;
+    key << n.op->name << '(';
+    for (ValueId v : g.inputs(n)) key << (v == kNone ? -1 : static_cast<int64_t>(r.get(v))) << ',';
+    key << ')';
+    if (n.blob != kNone) {
+      key << ir::dtype_name(g.values[n.first_output].dtype) << g.shape_str(g.shape(n.first_output));
+      key.write(reinterpret_cast<const char*>(g.blobs[n.blob].data()), static_cast<std::streamsize>(g.blobs[n.blob].size()));
+    }
+    const ir::Span<ir::AttrValue> attrs = g.node_attrs(n);
+    for (size_t i = 0; i < attrs.size(); ++i) {
+      const ir::AttrValue& a = attrs[i];
+      key << '|' << static_cast<int>(a.kind) << ':';
+      if (a.kind == ir::AttrKind::Float) key << a.f;
+      else if (a.kind == ir::AttrKind::IntList) for (int64_t v : g.ints_of(a)) key << v << ',';
+      else if (a.kind == ir::AttrKind::FloatList) for (double v : g.floats_of(a)) key << v << ',';
+      else if (a.kind == ir::AttrKind::String) key << g.string_of(a);
+      else key << a.i;
+    }
+    const auto found = seen.find(key.str());
+    if (found == seen.end()) {
+      seen.emplace(key.str(), r.copy(id));
+      return true;
+    }
+    const ir::Node& earlier = r.to().graph().nodes[found->second];
+    for (uint32_t i = 0; i < n.num_outputs; ++i) r.set(n.first_output + i, earlier.first_output + i);
+    return true;
+  });
+}
+
+std::unique_ptr<Graph> fold_constants(const Graph& g, int64_t max_elements) {
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.blob != kNone || n.num_bodies || n.num_inputs == 0) return false;
+    const Graph& t = r.to().graph();
+    std::vector<eval::TensorRef> in(n.num_inputs);
+    std::vector<const eval::TensorRef*> in_ptrs(n.num_inputs, nullptr);
+    for (uint32_t i = 0; i < n.num_inputs; ++i) {
+      const ValueId old = g.operands[n.first_input + i];
+      if (old == kNone) continue;
+      const ValueId v = r.get(old);
+      const ir::Node* p = producer(t, v);
+      if (!p || p->blob == kNone) return false;
+      in[i] = {t.values[v].dtype, t.shape(v), const_cast<uint8_t*>(t.blobs[p->blob].data())};
+      in_ptrs[i] = &in[i];
+    }
+    for (uint32_t i = 0; i < n.num_outputs; ++i) {
+      const ir::Shape s = g.shape(n.first_output + i);
+      if (!s.is_static() || s.num_elements() > max_elements) return false;
+    }
+    std::vector<eval::HostTensor> out;
+    for (uint32_t i = 0; i < n.num_outputs; ++i) out.emplace_back(g.values[n.first_output + i].dtype, g.shape(n.first_output + i));
+    std::vector<eval::TensorRef> out_refs;
+    for (const eval::HostTensor& o : out) out_refs.push_back(o.ref());
+    std::vector<const eval::TensorRef*> out_ptrs;
+    for (const eval::TensorRef& o : out_refs) out_ptrs.push_back(&o);
+    eval::run_kernel(g, n, in_ptrs, out_ptrs);
+    for (uint32_t i = 0; i < n.num_outputs; ++i)
+      r.set(n.first_output + i, r.to().add_constant(out[i].dtype, out[i].shape, out[i].bytes.data(), out[i].bytes.size()));
+    return true;
+  });
+}
+
+std::unique_ptr<Graph> simplify(const Graph& g) {
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.num_bodies || n.num_deps) return false;
+    const Graph& t = r.to().graph();
+    if (is_op(n, "add") || is_op(n, "sub") || is_op(n, "mul") || is_op(n, "div")) {
+      const ValueId same = neutral_operand(r, n);
+      if (same == kNone) return false;
+      r.set(n.first_output, same);
+      return true;
+    }
+    const ValueId x = n.num_inputs == 0 || g.operands[n.first_input] == kNone ? kNone : r.get(g.operands[n.first_input]);
+    const ir::Node* inner = x == kNone ? nullptr : producer(t, x);
+    if (is_op(n, "cast")) {
+      const ir::DType to = static_cast<ir::DType>(attr(g, n, "to").i);
+      if (t.values[x].dtype == to) {
+        r.set(n.first_output, x);
+        return true;
+      }
+      if (inner && is_op(*inner, "cast")) {
+        const ValueId src = t.operands[inner->first_input];
+        if (!lossless(t.values[src].dtype, t.values[x].dtype)) return false;
+        if (t.values[src].dtype == to) {  // a round trip through a wider dtype
+          r.set(n.first_output, src);
+          return true;
+        }
+        ir::AttrArg a = ir::AttrArg::of_dtype(to);
+        const ValueId in[] = {src};
+        r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*n.op, {in, 1}, {&a, 1})].first_output);
+        return true;
+      }
+      return false;
+    }
+    if (is_op(n, "transpose") && inner && is_op(*inner, "transpose")) {
+      // Compose the permutations; nothing is left when they cancel.
+      const size_t rank = g.shape(n.first_output).rank();
+      auto perm = [&](const Graph& gr, const ir::Node& node) {
+        const ir::Span<int64_t> p = gr.ints_of(attr(gr, node, "perm"));
+        std::vector<int64_t> out(rank);
+        for (size_t i = 0; i < rank; ++i)
+          out[i] = p.empty() ? static_cast<int64_t>(rank - 1 - i) : (p[i] < 0 ? p[i] + static_cast<int64_t>(rank) : p[i]);
+        return out;
+      };
+      const std::vector<int64_t> outer = perm(g, n), first = perm(t, *inner);
+      std::vector<int64_t> composed(rank);
+      bool identity = true;
+      for (size_t i = 0; i < rank; ++i) {
+        composed[i] = first[static_cast<size_t>(outer[i])];
+        identity = identity && composed[i] == static_cast<int64_t>(i);
+      }
+      const ValueId src = t.operands[inner->first_input];
+      if (identity) {
+        r.set(n.first_output, src);
+        return true;
+      }
+      ir::AttrArg a = ir::AttrArg::of_ints(composed.data(), composed.size());
+      const ValueId in[] = {src};
+      r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*n.op, {in, 1}, {&a, 1})].first_output);
+      return true;
+    }
+    if (is_op(n, "reshape") && inner && is_op(*inner, "reshape")) {
+      const ir::Shape s = g.shape(n.first_output);
+      if (!s.is_static()) return false;
+      const ValueId src = t.operands[inner->first_input];
+      std::vector<int64_t> spec(s.begin(), s.end());
+      if (g.shape(n.first_output) == t.shape(src)) {
+        r.set(n.first_output, src);
+        return true;
+      }
+      ir::AttrArg a = ir::AttrArg::of_ints(spec.data(), spec.size());
+      const ValueId in[] = {src};
+      r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*n.op, {in, 1}, {&a, 1})].first_output);
+      return true;
+    }
+    return false;
+  });
+}
+
+std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::string>* log) {
+  using Pass = std::unique_ptr<Graph> (*)(const Graph&);
+  const std::pair<const char*, Pass> pipeline[] = {
+      {"simplify (x*1, x+0, transpose/reshape/cast chains)", simplify},
+      {"fold constants", [](const Graph& x) { return fold_constants(x); }},
+      {"eliminate common subexpressions", eliminate_common_subexpressions},
+      {"eliminate dead code", eliminate_dead_code},
+  };
+  std::unique_ptr<Graph> cur = std::make_unique<Graph>(g);
+  for (const auto& [name, pass] : pipeline) {
+    const size_t before = cur->nodes.size();
+    const auto t0 = std::chrono::steady_clock::now();
+    cur = pass(*cur);
+    if (verify) ir::verify(*cur);
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    if (log) {
+      std::ostringstream line;
+      line.precision(1);
+      line << std::fixed << name << ": " << before << " -> " << cur->nodes.size() << " nodes (" << us << " us"
+           << (verify ? ", verified" : "") << ")";
+      log->push_back(line.str());
+    }
+  }
+  return cur;
+}
+
+}  // namespace esg::passes

@@ -1,0 +1,28 @@
+// Graph-to-graph passes, each a rebuild through the builder (ir/replay.hpp), so every result
+// is checked and re-inferred like a freshly built graph. They work on the graph's top level;
+// bodies of control flow are copied as they are.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.hpp"
+
+namespace esg::passes {
+
+// Drops nodes nothing the outputs need depends on.
+std::unique_ptr<ir::Graph> eliminate_dead_code(const ir::Graph& g);
+// Merges nodes with the same op, inputs and attributes (equal constants too).
+std::unique_ptr<ir::Graph> eliminate_common_subexpressions(const ir::Graph& g);
+// Computes nodes whose inputs are all constants (up to `max_elements` per output) with the
+// reference kernels, replacing them by constants.
+std::unique_ptr<ir::Graph> fold_constants(const ir::Graph& g, int64_t max_elements = int64_t{1} << 16);
+// x*1, 1*x, x/1, x+0, 0+x, x-0 (when the result is x's shape and dtype), casts to the same
+// dtype, cast chains through a lossless dtype, transpose chains (to one, or none), reshape
+// chains (to one, or none).
+std::unique_ptr<ir::Graph> simplify(const ir::Graph& g);
+
+// The pipeline: simplify, fold, CSE, DCE; each step's node counts and time go to `log`.
+std::unique_ptr<ir::Graph> optimize(const ir::Graph& g, bool verify, std::vector<std::string>* log);
+
+}  // namespace esg::passes
