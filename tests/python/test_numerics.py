@@ -1,0 +1,1120 @@
+"""Values computed by compiled esgraph models, checked against an independent reference.
+
+1. Every YAML example that gives values for all its inputs and outputs runs compiled, with the
+   example's input values, and must reproduce the example's output values.
+2. Every op runs on seeded random data and is compared with numpy (or with a short numpy
+   reference written here, for conv2d and pooling).
+3. One graph gives the same values whatever the compile options, and at two sizes of a
+   symbolic batch dimension.
+4. Bad input at run time is refused with the documented errors; array-likes are converted.
+
+Floats are compared with rtol=1e-5, atol=1e-6; integers and bools exactly, and the dtype of
+every result must be the one expected. References are computed in float64 and then cast.
+"""
+import math
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+
+import esgraph
+from esgraph import ops
+
+from esgraph_op_set import OP_SET, py_name
+
+RTOL, ATOL = 1e-5, 1e-6
+NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i8": np.int8,
+                "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "bool": np.bool_}
+f32, f64, i32, i64 = np.float32, np.float64, np.int32, np.int64
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+def build(fn, *arrays, symbolic=None):
+    """The graph of `fn` over one input per array (named x0, x1, …; dtype and shape of the array).
+
+    `symbolic` maps an input index to a list of (axis, symbol name) made dynamic."""
+    with esgraph.GraphBuilder("numerics") as b:
+        inputs = []
+        for i, a in enumerate(arrays):
+            shape = list(a.shape)
+            for axis, name in (symbolic or {}).get(i, []):
+                shape[axis] = name
+            inputs.append(b.input(f"x{i}", a.dtype, shape))
+        result = fn(*inputs)
+    several = isinstance(result, (list, tuple))
+    return b.build(list(result) if several else [result]), several
+
+
+def run(fn, *arrays, **options):
+    """Builds `fn` over graph inputs shaped as `arrays`, compiles with `options`, runs on `arrays`.
+
+    Returns one numpy array, or a list when `fn` returns a list or tuple of tensors."""
+    graph, several = build(fn, *arrays)
+    outs = esgraph.compile(graph, **options).run(list(arrays))
+    return outs if several else outs[0]
+
+
+def check(got, want):
+    """`got` has the dtype and shape of `want` and its values (floats to RTOL/ATOL, others exactly)."""
+    want = np.asarray(want)
+    assert isinstance(got, np.ndarray)
+    assert got.dtype == want.dtype, f"dtype {got.dtype}, expected {want.dtype}"
+    assert got.shape == want.shape, f"shape {got.shape}, expected {want.shape}"
+    if want.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def rng_for(*key):
+    """A generator seeded by the test's parameters, so that every case has its own data."""
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def normal(rng, shape, dtype=f32, scale=2.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def positive(rng, shape, dtype=f32):
+    return rng.uniform(0.1, 4.0, shape).astype(dtype)
+
+
+def small_ints(rng, shape, dtype=i32, lo=-5, hi=6):
+    return rng.integers(lo, hi, shape).astype(dtype)
+
+
+# ---- 1. YAML examples with values ------------------------------------------------------------
+def _tensors(spec):
+    return list(spec) if isinstance(spec, tuple) else [spec]
+
+
+def _has_all_values(example):
+    tensors = [t for _, spec in example.inputs + example.outputs for t in _tensors(spec)]
+    return all(t.value is not None for t in tensors)
+
+
+def _example_cases():
+    return [pytest.param(op, example, id=f"{op.name}-{index + 1}")
+            for op in OP_SET.ops for index, example in enumerate(op.examples) if _has_all_values(example)]
+
+
+def _array(t):
+    return np.array(t.value, dtype=NUMPY_DTYPES[t.dtype])
+
+
+@pytest.mark.parametrize("op, example", _example_cases())
+def test_yaml_example_values(op, example):
+    given = dict(example.inputs)
+    attrs = {name: list(v) if isinstance(v, tuple) else v for name, v in example.attrs}
+    feeds = []
+    with esgraph.GraphBuilder(op.name) as b:
+        def tensor(name, t):
+            feeds.append(_array(t))
+            return b.input(name, t.dtype, list(t.shape))
+
+        args, kwargs = [], {}
+        for inp in op.inputs:
+            if inp.name not in given:
+                continue
+            if inp.variadic:
+                value = [tensor(f"{inp.name}{i}", t) for i, t in enumerate(given[inp.name])]
+            else:
+                value = tensor(inp.name, given[inp.name])
+            if inp.optional:
+                kwargs[inp.name] = value
+            else:
+                args.append(value)
+        args.extend(attrs.pop(attr.name) for attr in op.required_attrs)
+        result = getattr(ops, py_name(op.name))(*args, **attrs, **kwargs)
+    results = result if isinstance(result, list) else [result]
+    (_, expected), = example.outputs
+    expected = _tensors(expected)
+    assert len(results) == len(expected)
+    got = esgraph.compile(b.build(results)).run(feeds)
+    for g, want in zip(got, expected):
+        check(g, _array(want))
+
+
+def test_every_op_but_control_flow_has_a_value_example():
+    """The example test above is not vacuous: it runs at least one example of every op."""
+    covered = {p.values[0].name for p in _example_cases()}
+    assert {op.name for op in OP_SET.ops} - covered == {"if", "while"}
+
+
+# ---- 2. numpy parity on random data: elementwise ---------------------------------------------
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[f64])(x)
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+
+
+def _rounding_data(rng, shape):
+    """Random values with exact halves (ties) and zeros mixed in."""
+    x = normal(rng, shape)
+    ties = rng.integers(-8, 9, shape) / 2
+    return np.where(rng.random(shape) < 0.5, ties, x).astype(f32)
+
+
+# name: (esgraph call, float64 reference, data)
+UNARY = {
+    "exp": (ops.exp, np.exp, normal),
+    "log": (ops.log, np.log, positive),
+    "sqrt": (ops.sqrt, np.sqrt, positive),
+    "rsqrt": (ops.rsqrt, lambda x: 1 / np.sqrt(x), positive),
+    "reciprocal": (ops.reciprocal, lambda x: 1 / x, lambda r, s: positive(r, s) * np.sign(normal(r, s))),
+    "sigmoid": (ops.sigmoid, lambda x: 1 / (1 + np.exp(-x)), normal),
+    "tanh": (ops.tanh, np.tanh, normal),
+    "relu": (ops.relu, lambda x: np.maximum(x, 0), normal),
+    "leaky_relu": (lambda x: ops.leaky_relu(x, alpha=0.2), lambda x: np.where(x >= 0, x, 0.2 * x), normal),
+    "leaky_relu default": (ops.leaky_relu, lambda x: np.where(x >= 0, x, 0.01 * x), normal),
+    "gelu exact": (ops.gelu, lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))), normal),
+    "gelu tanh": (lambda x: ops.gelu(x, approximate="tanh"), _gelu_tanh, normal),
+    "silu": (ops.silu, lambda x: x / (1 + np.exp(-x)), normal),
+    "erf": (ops.erf, _erf, normal),
+    "sin": (ops.sin, np.sin, normal),
+    "cos": (ops.cos, np.cos, normal),
+    "abs": (ops.abs, np.abs, _rounding_data),
+    "neg": (ops.neg, np.negative, normal),
+    "floor": (ops.floor, np.floor, _rounding_data),
+    "ceil": (ops.ceil, np.ceil, _rounding_data),
+    "round": (ops.round, np.round, _rounding_data),
+    "sign": (ops.sign, np.sign, _rounding_data),
+    "clip": (lambda x: ops.clip(x, min=-0.5, max=0.7), lambda x: np.clip(x, -0.5, 0.7), normal),
+    "clip min only": (lambda x: ops.clip(x, min=0.25), lambda x: np.maximum(x, 0.25), normal),
+}
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 5), (0, 3), ()], ids=str)
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_float(name, shape):
+    fn, ref, data = UNARY[name]
+    x = data(rng_for(name, shape), shape)
+    check(run(fn, x), ref(x.astype(f64)).astype(f32))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, i32, i64])
+@pytest.mark.parametrize("name, fn, ref", [("abs", ops.abs, np.abs), ("neg", ops.neg, np.negative),
+                                           ("relu", ops.relu, lambda x: np.maximum(x, 0)),
+                                           ("sign", ops.sign, np.sign)])
+def test_unary_int(name, fn, ref, dtype):
+    x = small_ints(rng_for(name, dtype), (4, 6), dtype, -50, 51)
+    check(run(fn, x), ref(x).astype(dtype))
+
+
+def test_logical_not():
+    x = rng_for().random((3, 5)) < 0.5
+    check(run(ops.logical_not, x), ~x)
+
+
+# Broadcast pairs of shapes, with size-1, size-0 and rank-0 operands.
+BROADCAST = [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((2, 1, 4), (3, 1)), ((3, 1, 1), (1, 4, 2)),
+             ((), (2, 3)), ((5, 1), ()), ((1,), (5, 0)), ((0, 3), (1, 3)), ((2, 0, 1), (1, 4))]
+
+FLOAT_BINARY = {
+    "add": (ops.add, np.add), "sub": (ops.sub, np.subtract), "mul": (ops.mul, np.multiply),
+    "div": (ops.div, np.divide), "pow": (ops.pow, np.power),
+    "maximum": (ops.maximum, np.maximum), "minimum": (ops.minimum, np.minimum),
+}
+COMPARE = {
+    "equal": (ops.equal, np.equal), "not_equal": (ops.not_equal, np.not_equal),
+    "less": (ops.less, np.less), "less_equal": (ops.less_equal, np.less_equal),
+    "greater": (ops.greater, np.greater), "greater_equal": (ops.greater_equal, np.greater_equal),
+}
+
+
+@pytest.mark.parametrize("shapes", BROADCAST, ids=str)
+@pytest.mark.parametrize("name", FLOAT_BINARY)
+def test_binary_float_broadcast(name, shapes):
+    fn, ref = FLOAT_BINARY[name]
+    rng = rng_for(name, shapes)
+    a = positive(rng, shapes[0]) if name == "pow" else normal(rng, shapes[0])
+    b = (positive(rng, shapes[1]) * np.sign(normal(rng, shapes[1])) if name == "div"
+         else normal(rng, shapes[1], scale=1.0))
+    check(run(fn, a, b), ref(a.astype(f64), b.astype(f64)).astype(f32))
+
+
+@pytest.mark.parametrize("dtype", [f32, i32, i64, np.int8, np.uint8])
+@pytest.mark.parametrize("shapes", BROADCAST[:5], ids=str)
+@pytest.mark.parametrize("name", COMPARE)
+def test_comparison(name, shapes, dtype):
+    fn, ref = COMPARE[name]
+    rng = rng_for(name, shapes, dtype)
+    a, b = small_ints(rng, shapes[0], dtype, 0, 3), small_ints(rng, shapes[1], dtype, 0, 3)  # many ties
+    check(run(fn, a, b), ref(a, b))
+
+
+def test_equal_on_bools():
+    rng = rng_for()
+    a, b = rng.random((4, 3)) < 0.5, rng.random((3,)) < 0.5
+    check(run(ops.equal, a, b), a == b)
+    check(run(ops.not_equal, a, b), a != b)
+
+
+def _int_div(a, b):
+    """Integer division truncating toward zero, with 0 for a division by zero."""
+    safe = np.where(b == 0, 1, b)
+    q = np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)
+    return np.where(b == 0, 0, q)
+
+
+INT_BINARY = {
+    "add": (ops.add, np.add), "sub": (ops.sub, np.subtract), "mul": (ops.mul, np.multiply),
+    "div": (ops.div, _int_div), "maximum": (ops.maximum, np.maximum), "minimum": (ops.minimum, np.minimum),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, i32, i64])
+@pytest.mark.parametrize("shapes", BROADCAST[1:4], ids=str)
+@pytest.mark.parametrize("name", INT_BINARY)
+def test_binary_int_broadcast(name, shapes, dtype):
+    fn, ref = INT_BINARY[name]
+    rng = rng_for(name, shapes, dtype)
+    a, b = small_ints(rng, shapes[0], dtype, -11, 12), small_ints(rng, shapes[1], dtype, -4, 5)
+    check(run(fn, a, b), ref(a.astype(i64), b.astype(i64)).astype(dtype))
+
+
+def test_integer_division_truncates_toward_zero():
+    a = np.array([7, -7, 7, -7, 0, 5, -5], i32)
+    b = np.array([2, 2, -2, -2, 3, 0, 0], i32)
+    check(run(ops.div, a, b), np.array([3, -3, -3, 3, 0, 0, 0], i32))
+
+
+def test_u8_add_mul():
+    rng = rng_for()
+    a, b = rng.integers(0, 15, (3, 4)).astype(np.uint8), rng.integers(0, 15, (4,)).astype(np.uint8)
+    check(run(ops.add, a, b), a + b)
+    check(run(ops.mul, a, b), a * b)
+
+
+@pytest.mark.parametrize("shapes", BROADCAST, ids=str)
+@pytest.mark.parametrize("name, fn, ref", [("and", ops.logical_and, np.logical_and),
+                                           ("or", ops.logical_or, np.logical_or)])
+def test_logical_broadcast(name, fn, ref, shapes):
+    rng = rng_for(name, shapes)
+    a, b = rng.random(shapes[0]) < 0.5, rng.random(shapes[1]) < 0.5
+    check(run(fn, a, b), ref(a, b))
+
+
+@pytest.mark.parametrize("dtype", [f32, i32, np.bool_])
+@pytest.mark.parametrize("shapes", [((2, 3), (2, 3), (2, 3)), ((3, 1), (1, 4), ()), ((4,), (2, 1, 1), (3, 1)),
+                                    ((0, 1), (1, 2), (2,))], ids=str)
+def test_where(shapes, dtype):
+    rng = rng_for(shapes, dtype)
+    cond = rng.random(shapes[0]) < 0.5
+    lo, hi = (0, 2) if dtype == np.bool_ else (-9, 10)
+    a, b = (small_ints(rng, s, i32, lo, hi).astype(dtype) for s in shapes[1:])
+    check(run(ops.where, cond, a, b), np.where(cond, a, b))
+
+
+CAST_TYPES = [f32, i32, i64, np.bool_]
+
+
+@pytest.mark.parametrize("to", CAST_TYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("src", CAST_TYPES, ids=lambda t: np.dtype(t).name)
+def test_cast(src, to):
+    rng = rng_for(src, to)
+    x = (rng.standard_normal((4, 5)) * 50).astype(f64)
+    x[0, :3] = [0.0, -0.7, 0.3]  # zeros and magnitudes below one
+    if np.dtype(src).kind == "i":
+        x = np.trunc(x)
+    x = x.astype(src)
+    check(run(lambda t: ops.cast(t, np.dtype(to)), x), x.astype(to))  # numpy truncates toward zero too
+
+
+def test_cast_float_to_int_truncates_toward_zero():
+    x = np.array([1.7, -2.2, -0.5, 0.5, 2.999, -2.999], f32)
+    check(run(lambda t: ops.cast(t, esgraph.i32), x), np.array([1, -2, 0, 0, 2, -2], i32))
+    check(run(lambda t: ops.cast(t, esgraph.i64), x), np.array([1, -2, 0, 0, 2, -2], i64))
+
+
+# ---- 2. reductions and normalizations --------------------------------------------------------
+REDUCE = {"reduce_sum": np.sum, "reduce_mean": np.mean, "reduce_max": np.max, "reduce_min": np.min,
+          "reduce_prod": np.prod}
+AXES = [[], [0], [1, 3], [-1], [-3, -1], [2, 0], [0, 1, 2, 3]]
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axes", AXES, ids=str)
+@pytest.mark.parametrize("name", REDUCE)
+def test_reduce_float(name, axes, keepdims):
+    rng = rng_for(name, axes, keepdims)
+    x = rng.uniform(0.5, 1.5, (2, 3, 4, 5)).astype(f32) if name == "reduce_prod" else normal(rng, (2, 3, 4, 5))
+    axis = tuple(axes) if axes else None
+    got = run(lambda t: getattr(ops, name)(t, axes=axes, keepdims=keepdims), x)
+    check(got, REDUCE[name](x.astype(f64), axis=axis, keepdims=keepdims).astype(f32))
+
+
+@pytest.mark.parametrize("dtype", [i32, i64])
+@pytest.mark.parametrize("name", ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"])
+def test_reduce_int(name, dtype):
+    x = small_ints(rng_for(name, dtype), (3, 4, 2), dtype, -2, 3)  # a product of 24 stays in i32
+    for axes in ([], [1], [-1, 0]):
+        axis = tuple(axes) if axes else None
+        got = run(lambda t: getattr(ops, name)(t, axes=axes), x)
+        check(got, REDUCE[name](x, axis=axis).astype(dtype))
+
+
+@pytest.mark.parametrize("name, identity", [("reduce_sum", 0.0), ("reduce_prod", 1.0)])
+def test_reduce_over_an_empty_axis(name, identity):
+    x = np.zeros((2, 0, 3), f32)
+    check(run(lambda t: getattr(ops, name)(t, axes=[1]), x), np.full((2, 3), identity, f32))
+    check(run(lambda t: getattr(ops, name)(t, axes=[1], keepdims=True), x), np.full((2, 1, 3), identity, f32))
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -3])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_arg_reduce(name, axis, keepdims):
+    x = small_ints(rng_for(name, axis, keepdims), (3, 4, 5), f32, 0, 4)  # ties: the first one wins
+    ref = getattr(np, name)(x, axis=axis, keepdims=keepdims).astype(i64)
+    check(run(lambda t: getattr(ops, name)(t, axis=axis, keepdims=keepdims), x), ref)
+
+
+def test_arg_reduce_int_input():
+    x = small_ints(rng_for(), (4, 6), i32, -3, 3)
+    check(run(lambda t: ops.argmax(t, axis=1), x), np.argmax(x, axis=1).astype(i64))
+    check(run(lambda t: ops.argmin(t, axis=0), x), np.argmin(x, axis=0).astype(i64))
+
+
+def _softmax(z, axis):
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -2])
+def test_softmax_and_log_softmax(axis):
+    x = normal(rng_for(axis), (3, 4, 5), scale=4.0)
+    z = x.astype(f64)
+    check(run(lambda t: ops.softmax(t, axis=axis), x), _softmax(z, axis).astype(f32))
+    check(run(lambda t: ops.log_softmax(t, axis=axis), x), np.log(_softmax(z, axis)).astype(f32))
+
+
+def test_softmax_default_axis_is_last():
+    x = normal(rng_for(), (3, 4))
+    check(run(ops.softmax, x), _softmax(x.astype(f64), -1).astype(f32))
+    check(run(ops.log_softmax, x), np.log(_softmax(x.astype(f64), -1)).astype(f32))
+
+
+@pytest.mark.parametrize("mask_shape", [(5,), (4, 1), (2, 1, 5)], ids=str)
+def test_softmax_with_scale_and_mask(mask_shape):
+    rng = rng_for(mask_shape)
+    x = normal(rng, (2, 4, 5))
+    mask = np.where(rng.random(mask_shape) < 0.3, -1e4, 0).astype(f32)
+    got = run(lambda t, m: ops.softmax(t, mask=m, scale=0.5, axis=-1), x, mask)
+    check(got, _softmax(0.5 * x.astype(f64) + mask, -1).astype(f32))
+
+
+def test_softmax_of_large_values_is_stable():
+    x = np.array([[1000, 1001, 1002], [-1000, -1000, -1000]], f32)
+    check(run(ops.softmax, x), _softmax(x.astype(f64), -1).astype(f32))
+    check(run(ops.log_softmax, x), np.log(_softmax(x.astype(f64), -1)).astype(f32))
+
+
+def _layer_norm(x, axis, scale=None, bias=None, eps=1e-5):
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    y = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + eps)
+    return y * (1 if scale is None else scale) + (0 if bias is None else bias)
+
+
+def _rms_norm(x, axis, scale=None, eps=1e-6):
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    return x / np.sqrt((x * x).mean(axes, keepdims=True) + eps) * (1 if scale is None else scale)
+
+
+@pytest.mark.parametrize("with_scale, with_bias", [(False, False), (True, False), (True, True), (False, True)])
+@pytest.mark.parametrize("axis", [-1, 1, -2, 2])
+def test_layer_norm(axis, with_scale, with_bias):
+    rng = rng_for(axis, with_scale, with_bias)
+    x = normal(rng, (2, 3, 8)) + 3.0
+    trailing = x.shape[axis % 3:]
+    extra = {}
+    if with_scale:
+        extra["scale"] = normal(rng, trailing)
+    if with_bias:
+        extra["bias"] = normal(rng, trailing)
+    names = list(extra)
+    got = run(lambda t, *p: ops.layer_norm(t, axis=axis, **dict(zip(names, p))), x, *extra.values())
+    check(got, _layer_norm(x.astype(f64), axis, extra.get("scale"), extra.get("bias")).astype(f32))
+
+
+def test_layer_norm_epsilon():
+    x = np.array([[1, 1.1, 0.9, 1.0]], f32)
+    check(run(lambda t: ops.layer_norm(t, epsilon=0.5), x), _layer_norm(x.astype(f64), -1, eps=0.5).astype(f32))
+
+
+@pytest.mark.parametrize("with_scale", [False, True])
+@pytest.mark.parametrize("axis", [-1, -2, 1])
+def test_rms_norm(axis, with_scale):
+    rng = rng_for(axis, with_scale)
+    x = normal(rng, (2, 3, 8))
+    scale = normal(rng, x.shape[axis % 3:]) if with_scale else None
+    if with_scale:
+        got = run(lambda t, s: ops.rms_norm(t, axis=axis, scale=s), x, scale)
+    else:
+        got = run(lambda t: ops.rms_norm(t, axis=axis), x)
+    check(got, _rms_norm(x.astype(f64), axis, scale).astype(f32))
+
+
+def test_rms_norm_epsilon():
+    x = np.array([[0.01, -0.02, 0.03]], f32)
+    check(run(lambda t: ops.rms_norm(t, epsilon=1e-3), x), _rms_norm(x.astype(f64), -1, eps=1e-3).astype(f32))
+
+
+# ---- 2. matmul, convolution, pooling ---------------------------------------------------------
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("a_shape, b_shape", [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)),
+                                              ((2, 1, 3, 4), (5, 4, 6)), ((1, 3, 1), (2, 1, 2)), ((3, 0), (0, 2)),
+                                              ((0, 3, 4), (4, 2))], ids=str)
+def test_matmul(a_shape, b_shape, transpose_a, transpose_b):
+    rng = rng_for(a_shape, b_shape, transpose_a, transpose_b)
+    a, b = normal(rng, a_shape, scale=1.0), normal(rng, b_shape, scale=1.0)
+    # Store the operands transposed where the op transposes them back.
+    a_in = np.ascontiguousarray(a.swapaxes(-1, -2)) if transpose_a else a
+    b_in = np.ascontiguousarray(b.swapaxes(-1, -2)) if transpose_b else b
+    got = run(lambda x, y: ops.matmul(x, y, transpose_a=transpose_a, transpose_b=transpose_b), a_in, b_in)
+    check(got, np.matmul(a.astype(f64), b.astype(f64)).astype(f32))
+
+
+@pytest.mark.parametrize("dtype", [i32, i64])
+def test_matmul_int(dtype):
+    rng = rng_for(dtype)
+    a, b = small_ints(rng, (2, 3, 4), dtype), small_ints(rng, (4, 2), dtype)
+    check(run(ops.matmul, a, b), np.matmul(a, b))
+
+
+def test_matmul_operator():
+    rng = rng_for()
+    a, b = normal(rng, (3, 4)), normal(rng, (4, 2))
+    check(run(lambda x, y: x @ y, a, b), (a.astype(f64) @ b.astype(f64)).astype(f32))
+
+
+def conv2d_reference(x, w, bias=None, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), groups=1):
+    """NCHW cross-correlation with an OIHW filter: one einsum per kernel tap and group."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.pad(x.astype(f64), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (h + pads[0] + pads[2] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (wd + pads[1] + pads[3] - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    y = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for g in range(groups):
+        xg, wg = xp[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og].astype(f64)
+        for i in range(kh):
+            for j in range(kw):
+                r0, c0 = i * dilations[0], j * dilations[1]
+                patch = xg[:, :, r0:r0 + strides[0] * (oh - 1) + 1:strides[0], c0:c0 + strides[1] * (ow - 1) + 1:strides[1]]
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, wg[:, :, i, j])
+    if bias is not None:
+        y += bias.astype(f64)[None, :, None, None]
+    return y
+
+
+def test_conv2d_reference_on_a_hand_computed_case():
+    x = np.arange(16, dtype=f64).reshape(1, 1, 4, 4)
+    w = np.array([[[[1, 0], [0, -1]]]], f64)
+    # Each output is x[r, c] - x[r + 1, c + 1] = -5 everywhere; stride 2 keeps the even corners.
+    np.testing.assert_array_equal(conv2d_reference(x, w, strides=(2, 2)), np.full((1, 1, 2, 2), -5.0))
+    # A zero pad on top: the first row sees zeros above, so its outputs are -x[0, c + 1].
+    y = conv2d_reference(x, w, pads=(1, 0, 0, 0))
+    np.testing.assert_array_equal(y[0, 0, 0], -x[0, 0, 0, 1:])
+
+
+CONV_CASES = {
+    "plain": dict(x=(1, 1, 5, 5), w=(1, 1, 3, 3)),
+    "channels+bias": dict(x=(2, 3, 6, 5), w=(4, 3, 3, 2), bias=True),
+    "strides": dict(x=(1, 2, 7, 8), w=(3, 2, 3, 3), strides=[2, 3]),
+    "pads asymmetric": dict(x=(1, 2, 5, 6), w=(2, 2, 3, 3), pads=[1, 0, 2, 1]),
+    "dilations": dict(x=(1, 2, 9, 7), w=(2, 2, 3, 2), dilations=[2, 3]),
+    "groups": dict(x=(2, 4, 6, 6), w=(6, 2, 3, 3), groups=2, bias=True),
+    "depthwise": dict(x=(1, 3, 5, 5), w=(3, 1, 3, 3), groups=3, pads=[1, 1, 1, 1]),
+    "everything": dict(x=(2, 6, 9, 10), w=(4, 3, 3, 2), strides=[2, 1], pads=[2, 1, 0, 1], dilations=[1, 2],
+                       groups=2, bias=True),
+    "1x1": dict(x=(1, 4, 3, 3), w=(5, 4, 1, 1)),
+}
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d(case):
+    spec = dict(CONV_CASES[case])
+    rng = rng_for(case)
+    x, w = normal(rng, spec.pop("x"), scale=1.0), normal(rng, spec.pop("w"), scale=1.0)
+    arrays = [x, w] + ([normal(rng, (w.shape[0],))] if spec.pop("bias", False) else [])
+    if len(arrays) == 3:
+        got = run(lambda a, b, c: ops.conv2d(a, b, bias=c, **spec), *arrays)
+    else:
+        got = run(lambda a, b: ops.conv2d(a, b, **spec), *arrays)
+    check(got, conv2d_reference(*arrays, **spec).astype(f32))
+
+
+def pool2d_reference(x, kernel, strides=(1, 1), pads=(0, 0, 0, 0), ceil_mode=False, kind="max"):
+    """Windows over the input padded with NaN; max or mean over the values inside the input."""
+    n, c, h, w = x.shape
+    sizes = []
+    for size, k, s, before, after in ((h, kernel[0], strides[0], pads[0], pads[2]),
+                                      (w, kernel[1], strides[1], pads[1], pads[3])):
+        room = size + before + after - k
+        out = (-(-room // s) if ceil_mode else room // s) + 1
+        if ceil_mode and (out - 1) * s >= size + before:  # a window starting in the padding is dropped
+            out -= 1
+        sizes.append(out)
+    oh, ow = sizes
+    # Enough NaN after the input for windows that overhang it in ceil mode.
+    extra_h = max(0, (oh - 1) * strides[0] + kernel[0] - (h + pads[0]))
+    extra_w = max(0, (ow - 1) * strides[1] + kernel[1] - (w + pads[1]))
+    xp = np.pad(x.astype(f64), ((0, 0), (0, 0), (pads[0], extra_h), (pads[1], extra_w)), constant_values=np.nan)
+    y = np.empty((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * strides[0]:i * strides[0] + kernel[0], j * strides[1]:j * strides[1] + kernel[1]]
+            y[:, :, i, j] = (np.nanmax if kind == "max" else np.nanmean)(win, axis=(2, 3))
+    return y
+
+
+def test_pool2d_reference_on_a_hand_computed_case():
+    x = np.arange(9, dtype=f64).reshape(1, 1, 3, 3)
+    y = pool2d_reference(x, (2, 2), strides=(2, 2), ceil_mode=True, kind="avg")
+    np.testing.assert_array_equal(y[0, 0], [[(0 + 1 + 3 + 4) / 4, (2 + 5) / 2], [(6 + 7) / 2, 8]])
+    y = pool2d_reference(x, (3, 3), pads=(1, 1, 1, 1), kind="max")
+    np.testing.assert_array_equal(y[0, 0], [[4, 5, 5], [7, 8, 8], [7, 8, 8]])
+
+
+POOL_CASES = {
+    "2x2": dict(x=(1, 2, 4, 4), kernel=[2, 2]),
+    "stride 2": dict(x=(2, 3, 6, 7), kernel=[2, 2], strides=[2, 2]),
+    "3x3 stride 2 pads": dict(x=(1, 2, 7, 7), kernel=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    "asymmetric pads": dict(x=(1, 1, 5, 6), kernel=[3, 2], strides=[1, 2], pads=[2, 0, 1, 1]),
+    "ceil_mode exact fit": dict(x=(1, 3, 7, 7), kernel=[3, 3], strides=[2, 2], ceil_mode=True),
+    "ceil_mode overhang": dict(x=(1, 2, 6, 5), kernel=[3, 2], strides=[2, 2], ceil_mode=True),
+    "ceil_mode pads": dict(x=(2, 1, 6, 6), kernel=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=True),
+    "ceil_mode drops a window in the padding": dict(x=(1, 1, 5, 5), kernel=[2, 2], strides=[2, 2],
+                                                    pads=[1, 1, 1, 1], ceil_mode=True),
+}
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_pool2d(case, kind):
+    spec = dict(POOL_CASES[case])
+    x = normal(rng_for(case, kind), spec.pop("x"))
+    op = ops.max_pool2d if kind == "max" else ops.avg_pool2d
+    got = run(lambda t: op(t, spec["kernel"], **{k: v for k, v in spec.items() if k != "kernel"}), x)
+    check(got, pool2d_reference(x, kind=kind, **spec).astype(f32))
+
+
+def test_max_pool2d_int():
+    x = small_ints(rng_for(), (1, 2, 5, 5), i32, -20, 20)
+    got = run(lambda t: ops.max_pool2d(t, [3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), x)
+    check(got, pool2d_reference(x, (3, 3), (2, 2), (1, 1, 1, 1)).astype(i32))
+
+
+# ---- 2. data movement ------------------------------------------------------------------------
+@pytest.mark.parametrize("spec, want", [([0, -1], (2, 12)), ([-1, 4], (6, 4)), ([0, 3, 2, 2], (2, 3, 2, 2)),
+                                        ([4, 0, 2], (4, 3, 2)), ([24], (24,)), ([-1], (24,)),
+                                        ([2, 0, -1], (2, 3, 4)), ([1, 24, 1], (1, 24, 1))], ids=str)
+def test_reshape(spec, want):
+    x = normal(rng_for(spec), (2, 3, 4))
+    check(run(lambda t: ops.reshape(t, spec), x), x.reshape(want))
+
+
+def test_reshape_to_and_from_rank_0():
+    x = np.array([[2.5]], f32)
+    check(run(lambda t: ops.reshape(t, []), x), x.reshape(()))
+    check(run(lambda t: ops.reshape(t, [1, 1, 1]), x.reshape(())), x.reshape(1, 1, 1))
+
+
+@pytest.mark.parametrize("perm", [[], [1, 0, 2], [2, 0, 1], [0, 1, 2], [-1, 0, 1]], ids=str)
+@pytest.mark.parametrize("dtype", [f32, i64, np.bool_, np.int8])
+def test_transpose(perm, dtype):
+    x = small_ints(rng_for(perm, dtype), (2, 3, 4), dtype, 0, 100 if dtype != np.bool_ else 2)
+    check(run(lambda t: ops.transpose(t, perm=perm), x), np.transpose(x, [p % 3 for p in perm] or None))
+
+
+@pytest.mark.parametrize("axis, shapes", [(0, [(1, 3), (2, 3), (0, 3)]), (1, [(2, 1), (2, 4), (2, 2)]),
+                                          (-1, [(2, 3, 1), (2, 3, 2)]), (1, [(2, 2, 3), (2, 1, 3), (2, 0, 3)]),
+                                          (0, [(4,)])], ids=str)
+def test_concat(axis, shapes):
+    rng = rng_for(axis, shapes)
+    xs = [normal(rng, s) for s in shapes]
+    check(run(lambda *ts: ops.concat(list(ts), axis), *xs), np.concatenate(xs, axis=axis))
+
+
+@pytest.mark.parametrize("axis, sizes", [(0, [2, 3]), (1, [1, 2, 0, 1]), (-1, [5]), (-2, [3, 0, 1]), (2, [2, 2, 1])],
+                         ids=str)
+def test_split(axis, sizes):
+    shape = [2, 3, 4]
+    shape[axis] = sum(sizes)
+    x = normal(rng_for(axis, sizes), shape)
+    got = run(lambda t: ops.split(t, sizes, axis=axis), x)
+    want = np.split(x, np.cumsum(sizes)[:-1], axis=axis)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        check(g, w)
+
+
+SLICES = [  # starts, ends, axes, steps
+    ([1], [4], [1], [2]),
+    ([-1], [-6], [], [-1]),
+    ([0, 1], [2, 5], [], []),
+    ([4, -1], [0, 0], [0, 1], [-2, -3]),
+    ([10], [-10], [1], [-1]),          # clamped both ways
+    ([-100], [100], [-1], [3]),
+    ([2], [2], [0], []),               # empty
+    ([3], [1], [0], [1]),              # empty: start after end
+    ([1, 0], [3, 6], [-1, 0], [1, 2]),
+    ([-2], [-100], [0], [-1]),         # to the very beginning with a negative step
+]
+
+
+@pytest.mark.parametrize("starts, ends, axes, steps", SLICES, ids=str)
+def test_slice(starts, ends, axes, steps):
+    x = normal(rng_for(starts, ends, axes, steps), (5, 6, 3))
+    index = [slice(None)] * x.ndim
+    for i, (s, e) in enumerate(zip(starts, ends)):
+        index[axes[i] if axes else i] = slice(s, e, steps[i] if steps else 1)
+    check(run(lambda t: ops.slice(t, starts, ends, axes=axes, steps=steps), x), x[tuple(index)])
+
+
+@pytest.mark.parametrize("index_dtype", [i32, i64])
+@pytest.mark.parametrize("axis, index_shape", [(0, (3,)), (1, (2, 2)), (-1, ()), (2, (4,)), (-3, (1, 2, 1)),
+                                               (1, (0,))], ids=str)
+def test_gather(axis, index_shape, index_dtype):
+    rng = rng_for(axis, index_shape, index_dtype)
+    x = normal(rng, (3, 4, 5))
+    n = x.shape[axis]
+    indices = rng.integers(-n, n, index_shape).astype(index_dtype)  # negative indices count from the end
+    check(run(lambda t, i: ops.gather(t, i, axis=axis), x, indices), np.take(x, indices, axis=axis))
+
+
+@pytest.mark.parametrize("src, shape", [((3, 1), (2, 3, 4)), ((1,), (5,)), ((2, 1, 3), (2, 4, 3)), ((), (2, 2)),
+                                        ((1, 3), (0, 3)), ((4,), (4,))], ids=str)
+def test_expand(src, shape):
+    x = normal(rng_for(src, shape), src)
+    check(run(lambda t: ops.expand(t, list(shape)), x), np.broadcast_to(x, shape))
+
+
+@pytest.mark.parametrize("shape, axes", [((1, 3, 1, 2), []), ((1, 3, 1, 2), [0]), ((1, 3, 1, 2), [-2]),
+                                         ((1, 3, 1, 2), [2, 0]), ((1, 1), [])], ids=str)
+def test_squeeze(shape, axes):
+    x = normal(rng_for(shape, axes), shape)
+    check(run(lambda t: ops.squeeze(t, axes=axes), x), np.squeeze(x, axis=tuple(axes) if axes else None))
+
+
+@pytest.mark.parametrize("axes, want", [([0], (1, 2, 3)), ([-1], (2, 3, 1)), ([0, -1], (1, 2, 3, 1)),
+                                        ([1, 3], (2, 1, 3, 1)), ([2], (2, 3, 1))], ids=str)
+def test_unsqueeze(axes, want):
+    x = normal(rng_for(axes), (2, 3))
+    check(run(lambda t: ops.unsqueeze(t, axes), x), x.reshape(want))
+
+
+@pytest.mark.parametrize("pads", [[1, 2, 0, 1], [0, 0, 2, 2], [2, 1, 1, 3], [0, 0, 0, 0]], ids=str)
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad(mode, pads):
+    x = normal(rng_for(mode, pads), (4, 5))
+    width = [(pads[i], pads[2 + i]) for i in range(2)]
+    want = np.pad(x, width, mode=mode, **({"constant_values": 1.5} if mode == "constant" else {}))
+    check(run(lambda t: ops.pad(t, pads, mode=mode, value=1.5), x), want)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad_int_rank_3(mode):
+    x = small_ints(rng_for(mode), (3, 2, 4), i32, -9, 10)
+    pads = [1, 0, 2, 2, 1, 3]
+    width = [(pads[i], pads[3 + i]) for i in range(3)]
+    want = np.pad(x, width, mode=mode, **({"constant_values": 7} if mode == "constant" else {}))
+    check(run(lambda t: ops.pad(t, pads, mode=mode, value=7), x), want)
+
+
+def test_pad_default_is_zeros():
+    x = np.ones((2, 2), f32)
+    check(run(lambda t: ops.pad(t, [1, 1, 1, 1]), x), np.pad(x, 1))
+
+
+@pytest.mark.parametrize("shape, value, dtype", [([2, 3], 1.5, f32), ([4], -7, i64), ([2, 2], 3, i32),
+                                                 ([3], 1, np.bool_), ([0, 2], 9, f32), ([], 2.25, f64)], ids=str)
+def test_fill(shape, value, dtype):
+    check(run(lambda: ops.fill(shape, value=value, dtype=np.dtype(dtype))), np.full(shape, value, dtype))
+
+
+def test_fill_defaults():
+    check(run(lambda: ops.fill([2, 1])), np.zeros((2, 1), f32))
+
+
+@pytest.mark.parametrize("start, limit, step, dtype", [(0, 5, 1, i64), (1, 2, 0.25, f32), (5, -3, -2, i32),
+                                                       (0.5, 3, 0.7, f64), (3, 3, 1, i64), (-2, 7, 3, i64),
+                                                       (10, 0, -1.5, f32)], ids=str)
+def test_range(start, limit, step, dtype):
+    got = run(lambda: ops.range(limit, start=start, step=step, dtype=np.dtype(dtype)))
+    check(got, np.arange(start, limit, step, dtype=f64).astype(dtype))
+
+
+def test_range_defaults():
+    check(run(lambda: ops.range(4)), np.arange(4, dtype=i64))
+
+
+# ---- 2. control flow ------------------------------------------------------------------------
+@pytest.mark.parametrize("pred", [True, False])
+def test_if_takes_the_branch_of_the_runtime_condition(pred):
+    rng = rng_for(pred)
+    x, w = normal(rng, (2, 3)), normal(rng, (3, 4))
+    got = run(lambda p, t, m: ops.if_(p, lambda: (ops.exp(t), t @ m), lambda: (-t, ops.fill([2, 4], value=5.0))),
+              np.array(pred), x, w)
+    want = ([np.exp(x.astype(f64)), x.astype(f64) @ w] if pred else [-x, np.full((2, 4), 5.0)])
+    for g, value in zip(got, want):
+        check(g, np.asarray(value).astype(f32))
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_while_iterates_until_the_condition_fails(n):
+    x = normal(rng_for(n), (3,), scale=1.0)
+
+    def graph(limit, t):
+        i0 = ops.fill([], value=0, dtype=esgraph.i64)
+        return ops.while_([i0, t], lambda i, v: i < limit, lambda i, v: (i + 1, v * 2.0 + t))
+
+    i, v = run(graph, np.array(n, i64), x)
+    want = x.astype(f64)
+    for _ in range(n):
+        want = want * 2 + x
+    check(i, np.array(n, i64))
+    check(v, want.astype(f32))
+
+
+# ---- 3. compile options and symbolic sizes ---------------------------------------------------
+OPTIONS = {
+    "streams=3": dict(streams=3),
+    "memory_reuse=False": dict(memory_reuse=False),
+    "fusion=False": dict(fusion=False),
+    "verify_each_pass": dict(verify_each_pass=True),
+    "all changed": dict(streams=3, memory_reuse=False, fusion=False, verify_each_pass=True),
+    "threads=2": dict(threads=2),
+}
+
+_W = rng_for("weights").standard_normal((8, 8)).astype(f32)
+_BIAS = rng_for("bias").standard_normal(8).astype(f32)
+
+
+def mlp_block(x):
+    """Branches, reductions, broadcasts and reshapes: several values alive at once for the planner."""
+    h = x @ _W + _BIAS
+    a, n = ops.relu(h), ops.layer_norm(h)
+    s = ops.softmax(a * 0.5, axis=-1)
+    r = ops.reduce_sum(s * n, axes=[1], keepdims=True)
+    t = ops.tanh(r) + ops.sigmoid(h)
+    cat = ops.concat([ops.transpose(a), ops.transpose(n)], 0)
+    u = ops.reshape(ops.exp(ops.slice(x, [0], [1], axes=[0])), [1, 8])  # [1, 8] broadcast below
+    v = ops.sub(u, t)
+    return [t, cat, v, ops.argmax(t, axis=1), ops.cast(ops.greater(v, 0.0), esgraph.i64) + 1]
+
+
+def mlp_block_reference(x):
+    x = x.astype(f64)
+    h = x @ _W + _BIAS
+    a, n = np.maximum(h, 0), _layer_norm(h, -1)
+    s = _softmax(a * 0.5, -1)
+    r = (s * n).sum(1, keepdims=True)
+    t = np.tanh(r) + 1 / (1 + np.exp(-h))
+    cat = np.concatenate([a.T, n.T], 0)
+    v = np.exp(x[:1]) - t
+    return [t.astype(f32), cat.astype(f32), v.astype(f32), t.argmax(1), (v > 0).astype(i64) + 1]
+
+
+def cast_chain(x):
+    """Casts that widen and narrow intermediate values, each of which dies at its cast."""
+    i = ops.cast(x * 3.0, esgraph.i32)
+    wide = ops.cast(i + 1, esgraph.i64)
+    back = ops.cast(wide * 2, esgraph.f64)
+    flag = ops.cast(ops.cast(ops.less(x, 0.0), esgraph.f32) * 2.0, esgraph.bool_)
+    return [ops.cast(back, esgraph.f32), ops.where(flag, x, x * 10.0)]
+
+
+def cast_chain_reference(x):
+    back = ((x * f32(3)).astype(i32) + 1).astype(i64) * 2
+    return [back.astype(f64).astype(f32), np.where(x < 0, x, x * f32(10))]
+
+
+def broadcast_chain(x):
+    """Elementwise ops whose broadcast operand is an intermediate that dies at the op."""
+    row = ops.exp(ops.reduce_mean(x, axes=[0], keepdims=True))          # [1, n]: dies at the mul
+    col = ops.sqrt(ops.reduce_max(ops.abs(x), axes=[1], keepdims=True))  # [m, 1]: dies at the sub
+    return [ops.neg(col - (row * x + 1.0))]
+
+
+def broadcast_chain_reference(x):
+    x = x.astype(f64)
+    row, col = np.exp(x.mean(0, keepdims=True)), np.sqrt(np.abs(x).max(1, keepdims=True))
+    return [(-(col - (row * x + 1))).astype(f32)]
+
+
+# The planner lets an elementwise op's output take over a dying input's buffer when their sizes
+# rounded up to 64 bytes agree, also when the input is smaller: a narrower dtype (bool or i32
+# cast to a wider one) or a broadcast operand. The kernel then overwrites input elements it has
+# not read yet. Shapes marked True hit that; the others (sizes differ after rounding) do not.
+IN_PLACE_BUG = ("memory_reuse=True (the default) lets an elementwise op write its output over a "
+                "dying input of the same 64-byte-rounded size but fewer bytes (a widening cast, a broadcast "
+                "operand), overwriting elements not read yet; see test_in_place_* for reproducers")
+GRAPHS = {  # name: (graph, numpy reference, input shape, hits the in-place bug)
+    "mlp block": (mlp_block, mlp_block_reference, (4, 8), False),
+    "cast chain 3x4": (cast_chain, cast_chain_reference, (3, 4), True),
+    "cast chain 16": (cast_chain, cast_chain_reference, (16,), True),
+    "cast chain 4x8": (cast_chain, cast_chain_reference, (4, 8), False),
+    "broadcast chain 2x8": (broadcast_chain, broadcast_chain_reference, (2, 8), True),
+    "broadcast chain 4x4": (broadcast_chain, broadcast_chain_reference, (4, 4), True),
+    "broadcast chain 8x16": (broadcast_chain, broadcast_chain_reference, (8, 16), False),
+}
+
+
+def _option_cases():
+    """Every option set with every graph; a graph hit by the bug differs once memory reuse is off."""
+    return [pytest.param(option, name, id=f"{option}-{name}",
+                         marks=[pytest.mark.xfail(strict=True, raises=AssertionError, reason=IN_PLACE_BUG)]
+                         if GRAPHS[name][3] and OPTIONS[option].get("memory_reuse", True) is False else [])
+            for option in OPTIONS for name in GRAPHS]
+
+
+@pytest.mark.parametrize("option, graph_name", _option_cases())
+def test_compile_options_give_identical_results(option, graph_name):
+    fn, ref, shape, _ = GRAPHS[graph_name]
+    x = normal(rng_for(graph_name), shape)
+    graph, _ = build(fn, x)
+    base = esgraph.compile(graph).run([x])
+    other = esgraph.compile(graph, **OPTIONS[option]).run([x])
+    for got, want in zip(other, base):
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+
+
+def _numpy_cases():
+    return [pytest.param(name, reuse, id=f"{name}-memory_reuse={reuse}",
+                         marks=[pytest.mark.xfail(strict=True, raises=AssertionError, reason=IN_PLACE_BUG)] if GRAPHS[name][3] and reuse else [])
+            for name in GRAPHS for reuse in (True, False)]
+
+
+@pytest.mark.parametrize("graph_name, memory_reuse", _numpy_cases())
+def test_option_graphs_match_numpy(graph_name, memory_reuse):
+    """The graphs above are right, not only consistent, with and without memory reuse."""
+    fn, ref, shape, _ = GRAPHS[graph_name]
+    x = normal(rng_for(graph_name), shape)
+    got = run(fn, x, memory_reuse=memory_reuse)
+    for g, w in zip(got, ref(x)):
+        check(g, w)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=IN_PLACE_BUG)
+@pytest.mark.parametrize("src, to", [(np.bool_, f32), (i32, i64), (f32, f64)], ids=["bool-f32", "i32-i64", "f32-f64"])
+def test_in_place_widening_cast(src, to):
+    """cast(neg-or-not(x)) * 2 where the cast's input is an intermediate of 4 elements."""
+    x = np.array([-1, 2, -3, 4], f32)
+
+    def graph(t):
+        narrow = ops.less(t, 0.0) if src == np.bool_ else ops.cast(ops.neg(t), np.dtype(src))
+        return ops.cast(narrow, np.dtype(to)) * 2
+
+    narrow = (x < 0) if src == np.bool_ else (-x).astype(src)
+    check(run(graph, x), narrow.astype(to) * to(2))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=IN_PLACE_BUG)
+def test_in_place_broadcast_operand():
+    """neg(exp(t) * c) with t: [1, 4] and c: [4, 4]; exp(t) dies at the mul and is broadcast."""
+    t, c = np.array([[0, 1, 2, 3]], f32), np.full((4, 4), 2, f32)
+    check(run(lambda a, b: ops.neg(ops.exp(a) * b), t, c), (-np.exp(t.astype(f64)) * 2).astype(f32) + np.zeros((4, 4), f32))
+
+
+def test_in_place_reuse_happens_and_is_right_for_same_sized_values():
+    """Control for the two tests above: same-shape, same-dtype chains reuse buffers correctly."""
+    x = normal(rng_for(), (4, 4))
+    graph, _ = build(lambda t: ops.neg(ops.exp(t) * t + 1.0), x)
+    model = esgraph.compile(graph)
+    check(model(x), (-(np.exp(x.astype(f64)) * x + 1)).astype(f32))
+    assert "in place: 0 values" not in model.report()
+
+
+def test_repeated_runs_give_the_same_values():
+    x = normal(rng_for(), (4, 8))
+    graph, _ = build(mlp_block, x)
+    model = esgraph.compile(graph, streams=3)
+    first = model.run([x])
+    for _ in range(3):
+        for got, want in zip(model.run([x]), first):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_outputs_that_are_inputs_constants_or_repeated():
+    x = normal(rng_for(), (2, 3))
+
+    def graph(t):
+        y = t * 2.0
+        return [t, y, y, esgraph.constant(np.arange(4, dtype=i32)), ops.reshape(t, [3, 2]), ops.exp(y), y]
+
+    got = run(graph, x)
+    y = x * f32(2)
+    for g, w in zip(got, [x, y, y, np.arange(4, dtype=i32), x.reshape(3, 2), np.exp(y.astype(f64)).astype(f32), y]):
+        check(g, w)
+    got[1][0, 0] = 123.0  # every output is an array of its own
+    assert got[2][0, 0] == y[0, 0] and got[6][0, 0] == y[0, 0]
+
+
+def test_symbolic_batch_at_two_sizes():
+    graph, _ = build(mlp_block, np.zeros((1, 8), f32), symbolic={0: [(0, "batch")]})
+    model = esgraph.compile(graph)
+    for batch in (2, 5, 2):
+        x = normal(rng_for(batch), (batch, 8))
+        got = model(x)
+        assert isinstance(got, tuple) and len(got) == 5
+        for g, w in zip(got, mlp_block_reference(x)):
+            check(g, w)
+
+
+def test_symbolic_batch_bound_at_compile_time():
+    graph, _ = build(broadcast_chain, np.zeros((1, 8), f32), symbolic={0: [(0, "batch")]})
+    for batch in (3, 6):
+        x = normal(rng_for(batch), (batch, 8))
+        got = esgraph.compile(graph, shapes={"batch": batch}).run({"x0": x})
+        for g, w in zip(got, broadcast_chain_reference(x)):
+            check(g, w)
+
+
+def test_two_symbolic_dimensions():
+    rng = rng_for()
+    graph, _ = build(lambda a, b: ops.softmax(a @ b, axis=-1), np.zeros((1, 3), f32), np.zeros((3, 1), f32),
+                     symbolic={0: [(0, "m")], 1: [(1, "n")]})
+    model = esgraph.compile(graph)
+    for m, n in ((2, 5), (4, 1), (1, 7)):
+        a, b = normal(rng, (m, 3)), normal(rng, (3, n))
+        check(model(a, b), _softmax(a.astype(f64) @ b.astype(f64), -1).astype(f32))
+
+
+# ---- 4. bad input at run time ---------------------------------------------------------------
+@pytest.fixture
+def add_model():
+    """Inputs a, b: f32[2, 3] and c: f32[batch, 3]; outputs a + b and the column sums of c."""
+    with esgraph.GraphBuilder("add") as gb:
+        y = gb.input("a", esgraph.f32, [2, 3]) + gb.input("b", esgraph.f32, [2, 3])
+        z = ops.reduce_sum(gb.input("c", esgraph.f32, ["batch", 3]), axes=[0])
+    return esgraph.compile(gb.build([y, z]))
+
+
+def _abc(batch=4):
+    rng = rng_for(batch)
+    return normal(rng, (2, 3)), normal(rng, (2, 3)), normal(rng, (batch, 3))
+
+
+def test_model_call_and_run_agree(add_model):
+    a, b, c = _abc()
+    y, z = add_model(a, b, c)
+    check(y, a + b)
+    check(z, c.astype(f64).sum(0).astype(f32))
+    for outs in (add_model.run([a, b, c]), add_model.run({"a": a, "b": b, "c": c}), add_model.run({"c": c, "b": b, "a": a})):
+        assert isinstance(outs, list)
+        np.testing.assert_array_equal(outs[0], y)
+        np.testing.assert_array_equal(outs[1], z)
+
+
+@pytest.mark.parametrize("count", [0, 2, 4])
+def test_wrong_number_of_inputs(add_model, count):
+    arrays = list(_abc()) + [np.zeros((2, 3), f32)]
+    with pytest.raises(esgraph.InvalidArgumentError, match="3 input"):
+        add_model(*arrays[:count])
+    with pytest.raises(esgraph.InvalidArgumentError, match="3 input"):
+        add_model.run(arrays[:count])
+
+
+@pytest.mark.parametrize("which, shape", [(0, (2, 4)), (0, (3, 3)), (1, (2, 3, 1)), (1, (6,)), (2, (4, 2)), (2, (3,)),
+                                          (0, ())], ids=str)
+def test_wrong_shape(add_model, which, shape):
+    arrays = list(_abc())
+    arrays[which] = np.zeros(shape, f32)
+    with pytest.raises(esgraph.ShapeError) as info:
+        add_model(*arrays)
+    assert isinstance(info.value, ValueError)
+
+
+def test_symbolic_dimension_takes_any_size_including_zero(add_model):
+    a, b, _ = _abc()
+    for batch in (0, 1, 7):
+        c = normal(rng_for(batch), (batch, 3))
+        check(add_model(a, b, c)[1], c.astype(f64).sum(0).astype(f32))
+
+
+@pytest.mark.parametrize("convert", [lambda x: x.astype(f64), lambda x: x.astype(np.float16).astype(f64),
+                                     lambda x: x.tolist(), lambda x: np.asfortranarray(x.astype(f64)),
+                                     lambda x: x.astype(i64)],
+                         ids=["float64", "float16 values as float64", "nested lists", "fortran order", "int64"])
+def test_other_dtype_kinds_are_converted(add_model, convert):
+    a, b, c = _abc()
+    y, z = add_model(convert(a), b, convert(c))
+    want_a, want_c = np.asarray(convert(a)).astype(f32), np.asarray(convert(c)).astype(f32)
+    check(y, want_a + b)
+    check(z, want_c.astype(f64).sum(0).astype(f32))
+
+
+def test_float_data_for_an_int_input_is_converted():
+    x = np.array([1.9, -1.9, 3.0])
+    check(run(lambda t: t * 2, x.astype(i32)), np.array([2, -2, 6], i32))
+    graph, _ = build(lambda t: t * 2, x.astype(i32))
+    check(esgraph.compile(graph)(x), x.astype(i32) * 2)  # numpy's astype: truncation
+
+
+def test_non_contiguous_input():
+    x = normal(rng_for(), (4, 6))
+    view = x[::2, ::3]
+    check(run(ops.neg, np.ascontiguousarray(view)), -view)
+    graph, _ = build(ops.neg, np.ascontiguousarray(view))
+    check(esgraph.compile(graph)(view), -view)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError,
+                   reason="run_model takes input buffers with py::array::mutable_data(), so a read-only array "
+                          "raises 'array is not writeable' although inputs are only read")
+def test_read_only_input():
+    x = normal(rng_for(), (2, 3))
+    x.setflags(write=False)
+    graph, _ = build(ops.neg, x)
+    check(esgraph.compile(graph)(x), -x)
+
+
+@pytest.mark.xfail(strict=True, raises=RuntimeWarning,
+                   reason="run_model allocates each output as an uninitialized float32 array and converts it "
+                          "with astype() to the output dtype: for an integer output, garbage NaNs warn "
+                          "'invalid value encountered in cast' (and the buffer is allocated twice)")
+def test_integer_outputs_run_without_warnings():
+    x = np.arange(64, dtype=i32)
+    graph, _ = build(lambda t: t + 1, x)
+    model = esgraph.compile(graph)
+    for _ in range(5):
+        junk = np.full(64, np.nan, f32)  # freed memory full of NaN, which the next allocation may reuse
+        del junk
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = model(x)
+        check(got, x + 1)
+
+
+def test_run_with_a_missing_name(add_model):
+    a, b, c = _abc()
+    with pytest.raises(esgraph.InvalidArgumentError, match="`b`"):
+        add_model.run({"a": a, "c": c})
+    with pytest.raises(esgraph.InvalidArgumentError):
+        add_model.run({})
+
+
+def test_run_with_an_unknown_name(add_model):
+    a, b, c = _abc()
+    with pytest.raises(esgraph.InvalidArgumentError):
+        add_model.run({"a": a, "b": b, "c": c, "d": c})
+
+
+def test_an_error_leaves_the_model_usable(add_model):
+    a, b, c = _abc()
+    with pytest.raises(esgraph.ShapeError):
+        add_model(a, np.zeros((5, 5), f32), c)
+    check(add_model(a, b, c)[0], a + b)
+
+
+def test_input_and_output_names(add_model):
+    assert add_model.input_names == ["a", "b", "c"]
+    assert len(add_model.output_names) == 2
