@@ -1,5 +1,7 @@
 #include "plan/dag.hpp"
 
+#include <algorithm>
+
 #include "ir/error.hpp"
 
 namespace esg::plan {
@@ -11,8 +13,17 @@ std::vector<int> Dag::producers() const {
   return p;
 }
 
-GraphDag from_graph(const ir::Graph& g) {
+GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& fused) {
   GraphDag out;
+  std::vector<int> group_of(g.nodes.size(), -1);
+  for (size_t k = 0; k < fused.size(); ++k)
+    for (ir::NodeId n : fused[k]) group_of[n] = static_cast<int>(k);
+  std::vector<char> outside_use(g.values.size(), 0);  // used by a node not in its producer's group
+  for (ir::NodeId n : g.regions[0].nodes)
+    for (ir::ValueId v : g.inputs(g.nodes[n]))
+      if (v != ir::kNone && g.values[v].producer != ir::kNone && (group_of[g.values[v].producer] < 0 || group_of[g.values[v].producer] != group_of[n]))
+        outside_use[v] = 1;
+  for (ir::ValueId v : g.outputs()) outside_use[v] = 1;
   Dag& d = out.dag;
   std::vector<int>& id = out.value;
   id.assign(g.values.size(), -1);
@@ -32,12 +43,31 @@ GraphDag from_graph(const ir::Graph& g) {
       d.graph_inputs.push_back(value(node.first_output));
       continue;
     }
+    const int k = group_of[n];
+    if (k >= 0 && fused[static_cast<size_t>(k)].back() != n) continue;  // a group is one op, at its last member
     out.nodes.push_back(n);
+    out.group.push_back(k);
     Dag::Op op;
-    op.elementwise = node.op->elementwise;
-    for (ir::ValueId v : g.inputs(node))
-      if (v != ir::kNone) op.inputs.push_back(value(v));
-    for (uint32_t i = 0; i < node.num_outputs; ++i) op.outputs.push_back(value(node.first_output + i));
+    const bool elementwise = k >= 0 || node.op->elementwise;
+    for (ir::NodeId m : k >= 0 ? fused[static_cast<size_t>(k)] : std::vector<ir::NodeId>{n}) {
+      for (ir::ValueId v : g.inputs(g.nodes[m]))
+        if (v != ir::kNone && (k < 0 || g.values[v].producer == ir::kNone || group_of[g.values[v].producer] != k) &&
+            std::find(op.inputs.begin(), op.inputs.end(), value(v)) == op.inputs.end())
+          op.inputs.push_back(value(v));
+      for (uint32_t i = 0; i < g.nodes[m].num_outputs; ++i)
+        if (k < 0 || outside_use[g.nodes[m].first_output + i]) op.outputs.push_back(value(g.nodes[m].first_output + i));
+    }
+    // In place: an input of the output's exact shape and element width (no broadcast, no
+    // widening cast), which an elementwise kernel reads at each index before writing it.
+    if (elementwise && node.num_outputs == 1) {
+      const ir::ValueId out_v = node.first_output;
+      for (ir::NodeId m : k >= 0 ? fused[static_cast<size_t>(k)] : std::vector<ir::NodeId>{n})
+        for (ir::ValueId v : g.inputs(g.nodes[m]))
+          if (v != ir::kNone && id[v] >= 0 && std::find(op.inputs.begin(), op.inputs.end(), id[v]) != op.inputs.end() &&
+              g.shape(v) == g.shape(out_v) && ir::dtype_size(g.values[v].dtype) == ir::dtype_size(g.values[out_v].dtype) &&
+              std::find(op.reusable.begin(), op.reusable.end(), id[v]) == op.reusable.end())
+            op.reusable.push_back(id[v]);
+    }
     d.ops.push_back(std::move(op));
   }
   for (ir::ValueId v : g.outputs()) d.graph_outputs.push_back(value(v));

@@ -11,9 +11,10 @@ namespace esg::plan {
 
 struct Dag {
   struct Op {
-    std::vector<int> inputs;   // value ids
-    std::vector<int> outputs;  // value ids; each value has exactly one producer or none
-    bool elementwise = false;  // an output may reuse a dying input of the same size in place
+    std::vector<int> inputs;    // value ids
+    std::vector<int> outputs;   // value ids; each value has exactly one producer or none
+    std::vector<int> reusable;  // inputs an output may overwrite in place: read element by element
+                                // at the same index the output is written (same shape and width)
   };
   std::vector<int64_t> value_bytes;
   std::vector<Op> ops;
@@ -27,11 +28,14 @@ struct Dag {
 
 // Region 0 of a graph whose shapes are all concrete (eval::specialize gives one). Constants
 // are not ops: their values count as inputs (they live in the graph, not in the arena).
+// `fused` lists groups of nodes that run as one op: it reads what they read from outside and
+// writes what is used outside; their values inside take no memory.
 struct GraphDag {
   Dag dag;
-  std::vector<ir::NodeId> nodes;  // the node of each op
+  std::vector<ir::NodeId> nodes;  // the node of each op (a group's last member)
+  std::vector<int> group;         // the index in `fused` an op runs, or -1
   std::vector<int> value;         // the DAG value of each graph value, or -1
 };
-GraphDag from_graph(const ir::Graph& g);
+GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& fused = {});
 
 }  // namespace esg::plan

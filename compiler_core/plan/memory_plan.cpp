@@ -50,14 +50,14 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
   if (options.reuse && options.in_place) {
     for (int t = 0; t < static_cast<int>(order.size()); ++t) {
       const Dag::Op& op = d.ops[static_cast<size_t>(order[static_cast<size_t>(t)])];
-      if (!op.elementwise) continue;
       std::vector<int> taken;
       for (int o : op.outputs) {
         if (!arena[static_cast<size_t>(o)]) continue;
-        for (int i : op.inputs) {
+        for (int i : op.reusable) {
           const size_t g = static_cast<size_t>(group[static_cast<size_t>(i)]);
-          if (!arena[static_cast<size_t>(i)] || life[static_cast<size_t>(i)].last != t || bytes[g] != bytes[static_cast<size_t>(o)] ||
-              std::count(op.inputs.begin(), op.inputs.end(), i) != 1 || std::find(taken.begin(), taken.end(), i) != taken.end())
+          if (!arena[static_cast<size_t>(i)] || life[static_cast<size_t>(i)].last != t ||
+              d.value_bytes[static_cast<size_t>(i)] != d.value_bytes[static_cast<size_t>(o)] || bytes[g] != bytes[static_cast<size_t>(o)] ||
+              std::find(taken.begin(), taken.end(), i) != taken.end())
             continue;
           taken.push_back(i);
           plan.in_place_of[static_cast<size_t>(o)] = i;
@@ -172,13 +172,13 @@ std::string check_plan(const Dag& d, const std::vector<int>& order, const Memory
   const std::vector<Lifetime> life = lifetimes(d, order);
   const std::vector<char> arena = in_arena(d);
   const size_t nv = static_cast<size_t>(d.num_values());
-  // A legitimate in-place pair: the output of an elementwise op over an input that dies there.
+  // A legitimate in-place pair: an op's output over one of its reusable inputs, dying there.
   auto legit = [&](size_t o, size_t i) {
     if (plan.in_place_of[o] != static_cast<int>(i)) return false;
     for (const Dag::Op& op : d.ops)
-      if (op.elementwise && std::count(op.outputs.begin(), op.outputs.end(), static_cast<int>(o)) &&
-          std::count(op.inputs.begin(), op.inputs.end(), static_cast<int>(i)) == 1)
-        return life[i].last == life[o].first;
+      if (std::count(op.outputs.begin(), op.outputs.end(), static_cast<int>(o)) &&
+          std::count(op.reusable.begin(), op.reusable.end(), static_cast<int>(i)))
+        return life[i].last == life[o].first && d.value_bytes[i] == d.value_bytes[o];
     return false;
   };
   // Values sharing bytes through a chain of in-place pairs form one buffer over time.

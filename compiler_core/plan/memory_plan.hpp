@@ -1,8 +1,8 @@
 // Memory planning: every intermediate value gets an offset in one arena (graph inputs and
 // outputs stay in the caller's buffers). Values whose lifetimes overlap never share bytes;
 // the others are packed greedily by size into the smallest gap that fits (the approach of
-// TFLite's arena planner), and an elementwise op's output may take over, in place, the buffer
-// of an input that dies at that op.
+// TFLite's arena planner), and an op's output may take over, in place, the buffer of one of
+// its reusable inputs (Dag::Op::reusable) that dies at that op.
 #pragma once
 #include <string>
 #include <vector>

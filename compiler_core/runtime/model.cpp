@@ -46,7 +46,12 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
                                                 ", which depends on data (an `if` whose branches differ in shape)");
   plan::GraphDag gd;
   std::vector<int> order;
-  step("build the dependency graph", [&] { gd = plan::from_graph(sg); });
+  if (options.fusion) step("fuse elementwise groups", [&] { groups_ = find_groups(sg); });
+  step("build the dependency graph", [&] {
+    std::vector<std::vector<ir::NodeId>> members;
+    for (const FusedGroup& grp : groups_) members.push_back(grp.members);
+    gd = plan::from_graph(sg, members);
+  });
   step("order for memory (the best of greedy, depth-first, breadth-first)", [&] { order = plan::memory_aware_order(gd.dag); });
   step("assign streams and events", [&] { streams_ = plan::assign_streams(gd.dag, order, options.streams); });
   plan::MemoryPlanOptions mo;
@@ -76,13 +81,19 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
     for (int op : order) {
       Launch l;
       l.node = gd.nodes[static_cast<size_t>(op)];
+      l.group = gd.group[static_cast<size_t>(op)];
       l.stream = streams_.stream[static_cast<size_t>(op)];
-      const ir::Node& n = sg.nodes[l.node];
-      for (uint32_t i = 0; i < n.num_inputs; ++i) {
-        const ir::ValueId v = sg.operands[n.first_input + i];
-        l.in.push_back(v == ir::kNone ? Slot{Slot::Arena, -1} : slot(v));
+      if (l.group >= 0) {
+        for (ir::ValueId v : groups_[static_cast<size_t>(l.group)].inputs) l.in.push_back(slot(v));
+        for (ir::ValueId v : groups_[static_cast<size_t>(l.group)].outputs) l.out.push_back(slot(v));
+      } else {
+        const ir::Node& n = sg.nodes[l.node];
+        for (uint32_t i = 0; i < n.num_inputs; ++i) {
+          const ir::ValueId v = sg.operands[n.first_input + i];
+          l.in.push_back(v == ir::kNone ? Slot{Slot::Arena, -1} : slot(v));
+        }
+        for (uint32_t i = 0; i < n.num_outputs; ++i) l.out.push_back(slot(n.first_output + i));
       }
-      for (uint32_t i = 0; i < n.num_outputs; ++i) l.out.push_back(slot(n.first_output + i));
       launches_.push_back(std::move(l));
     }
   });
@@ -119,6 +130,19 @@ void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eva
   std::vector<const eval::TensorRef*> in_ptrs, out_ptrs;
   for (const Launch& l : launches_) {
     const ir::Node& n = g.nodes[l.node];
+    if (l.group >= 0) {
+      const FusedGroup& grp = groups_[static_cast<size_t>(l.group)];
+      in_refs.clear();
+      out_refs.clear();
+      for (size_t i = 0; i < l.in.size(); ++i) in_refs.push_back(ref(l.in[i], grp.inputs[i], base, inputs, outputs));
+      for (size_t i = 0; i < l.out.size(); ++i) out_refs.push_back(ref(l.out[i], grp.outputs[i], base, inputs, outputs));
+      in_ptrs.clear();
+      out_ptrs.clear();
+      for (const eval::TensorRef& r : in_refs) in_ptrs.push_back(&r);
+      for (const eval::TensorRef& r : out_refs) out_ptrs.push_back(&r);
+      run_group(g, grp, in_ptrs, out_ptrs);
+      continue;
+    }
     in_refs.assign(l.in.size(), {});
     out_refs.assign(l.out.size(), {});
     in_ptrs.assign(l.in.size(), nullptr);
@@ -157,7 +181,15 @@ std::string Plan::report() const {
   std::ostringstream out;
   out << "passes:\n";
   for (const std::string& l : log_) out << "  " << l << "\n";
-  out << "launches: " << launches_.size() << " kernels (unfused: one per op)\n";
+  size_t fused_ops = 0;
+  for (const FusedGroup& grp : groups_) fused_ops += grp.members.size();
+  out << "launches: " << launches_.size() << " kernels (" << groups_.size() << " fused groups of " << fused_ops
+      << " elementwise ops; one kernel per other op)\n";
+  for (const FusedGroup& grp : groups_) {
+    out << "  fused:";
+    for (ir::NodeId m : grp.members) out << " " << g.nodes[m].op->name;
+    out << " over " << g.shape_str(grp.shape) << "\n";
+  }
   out << "streams: " << streams_.num_streams << ", events: " << streams_.events.size() << "\n";
   for (int s = 0; s < streams_.num_streams; ++s) out << "  stream " << s << ": " << streams_.sequence[static_cast<size_t>(s)].size() << " ops\n";
   out << "memory: arena " << memory_.arena_bytes << " bytes (planned peak), lower bound " << memory_.lower_bound

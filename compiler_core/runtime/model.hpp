@@ -15,13 +15,14 @@
 #include "ir/graph.hpp"
 #include "plan/memory_plan.hpp"
 #include "plan/streams.hpp"
+#include "runtime/fusion.hpp"
 
 namespace esg::runtime {
 
 struct CompileOptions {
   int streams = 1;             // 1..16
   int threads = 0;             // 0: the machine's cores; at most 256
-  bool fusion = true;          // accepted; fusion arrives with the optimizing backend
+  bool fusion = true;          // fuse connected elementwise ops into one tiled kernel
   bool memory_reuse = true;
   bool verify_each_pass = false;
   std::vector<std::pair<std::string, int64_t>> symbols;  // sizes of symbolic dimensions
@@ -43,14 +44,16 @@ class Plan {
     int64_t at;  // arena offset, input/output index, or node id of the constant
   };
   struct Launch {
-    ir::NodeId node;
-    std::vector<Slot> in, out;  // operands (captures included) and results
+    ir::NodeId node;            // the op, or a fused group's last member
+    int group;                  // the fused group it runs, or -1
+    std::vector<Slot> in, out;  // operands (captures included) and results; a group's inputs and outputs
     int stream;
   };
   eval::TensorRef ref(const Slot& s, ir::ValueId v, uint8_t* arena, const std::vector<eval::TensorRef>& in,
                       const std::vector<eval::TensorRef>& out) const;
 
   std::unique_ptr<ir::Graph> graph_;
+  std::vector<FusedGroup> groups_;
   std::vector<Launch> launches_;
   plan::MemoryPlan memory_;
   plan::StreamPlan streams_;

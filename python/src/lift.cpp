@@ -88,10 +88,14 @@ esg::Tensor int_scalar(esg::GraphBuilder& b, esg::DType t, py::handle obj) {
 
 }  // namespace
 
-py::array make_numpy(const py::array& a, esg::DType dtype) {
+py::dtype numpy_dtype_of(esg::DType dtype) {
   if (dtype == esg::bf16) throw esg::DTypeError(ESG_ERR_DTYPE, "numpy has no bf16; cast the graph's bf16 values to f32 for numpy");
   static const char* kNumpy[] = {"", "float32", "float16", "", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"};
-  return py::array::ensure(a.attr("astype")(kNumpy[static_cast<int>(dtype)]), py::array::c_style);
+  return py::dtype(kNumpy[static_cast<int>(dtype)]);
+}
+
+py::array make_numpy(const py::array& a, esg::DType dtype) {
+  return py::array::ensure(a.attr("astype")(numpy_dtype_of(dtype)), py::array::c_style);
 }
 
 esg::Tensor make_constant(esg::GraphBuilder& b, py::handle obj, std::optional<esg::DType> dtype) {

@@ -56,6 +56,8 @@ std::vector<BuilderRef>& builder_stack();
 esg::DType to_dtype(py::handle obj);  // DType, "f32", numpy dtype or type
 std::optional<esg::DType> numpy_dtype(const py::dtype& dt);
 int64_t enum_index(const char* op, const char* attr, const std::string& value, std::initializer_list<const char*> values);
+// The numpy dtype of an esgraph dtype (bf16 has none: an esgraph.DTypeError).
+py::dtype numpy_dtype_of(esg::DType dtype);
 // `a` as a C-contiguous array of `dtype` (a copy when it is not one already).
 py::array make_numpy(const py::array& a, esg::DType dtype);
 

@@ -208,7 +208,8 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args)
     if (!have || *have != want) a = make_numpy(a, want);
     arrays.push_back(a);
     dims[i].assign(a.shape(), a.shape() + a.ndim());
-    in.push_back({a.mutable_data(), static_cast<size_t>(a.nbytes()), static_cast<esg_dtype>(want), dims[i].data(), dims[i].size()});
+    // Inputs are only read: a read-only array is fine.
+    in.push_back({const_cast<void*>(a.data()), static_cast<size_t>(a.nbytes()), static_cast<esg_dtype>(want), dims[i].data(), dims[i].size()});
   }
   py::list outs;
   std::vector<esg_buffer> out;
@@ -218,7 +219,7 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args)
     size_t rank = 0;
     esg::detail::check(esg_model_output_shape(h, in.data(), in.size(), i, &dt, odims[i].data(), 8, &rank));
     odims[i].resize(rank);
-    py::array a = make_numpy(py::array(py::dtype("float32"), std::vector<py::ssize_t>(odims[i].begin(), odims[i].end())), static_cast<esg::DType>(dt));
+    py::array a(numpy_dtype_of(static_cast<esg::DType>(dt)), std::vector<py::ssize_t>(odims[i].begin(), odims[i].end()));
     out.push_back({a.mutable_data(), static_cast<size_t>(a.nbytes()), dt, odims[i].data(), odims[i].size()});
     outs.append(a);
   }

@@ -33,7 +33,7 @@ TEST_CASE("a compiled MLP computes what the math says") {
   const std::string report = m.report();
   CHECK(report.find("plan memory") != std::string::npos);
   CHECK(report.find("lower bound") != std::string::npos);
-  CHECK(report.find("launches: 3 kernels") != std::string::npos);
+  CHECK(report.find("launches: 2 kernels (1 fused groups of 2 elementwise ops") != std::string::npos);  // matmul; add+relu
 }
 
 TEST_CASE("a symbolic batch compiles once per batch size, bound or at run time") {
@@ -108,4 +108,64 @@ TEST_CASE("control flow runs inside a compiled model") {
   const esg::Model m = esg::compile(b.build({outs[1]}));
   const auto r = m.run({HostTensor::from(esg::i64, std::vector<int64_t>{3}, {}), HostTensor::from(esg::f32, std::vector<float>{1, 2}, {2})});
   CHECK(r[0].values<float>() == std::vector<float>{8, 16});
+}
+
+namespace {
+size_t kernels(const esg::Graph& g, const esg::CompileOptions& o = {}) {
+  const std::string r = esg::compile(g, o).report();
+  const size_t at = r.find("launches: ");
+  return std::stoul(r.substr(at + 10));
+}
+}  // namespace
+
+TEST_CASE("kernel counts: elementwise chains fuse into one kernel") {
+  {
+    esg::GraphBuilder b;
+    const Tensor a = b.input("a", esg::f32, {64, 32}), c = b.input("c", esg::f32, {32}), d = b.input("d", esg::f32, {64, 1});
+    const esg::Graph g = b.build({a + c + d});
+    CHECK(kernels(g) == 1);
+    CHECK(kernels(g, esg::CompileOptions().fusion(false)) == 2);
+  }
+  {
+    // GELU written out (the tanh approximation) is one kernel too.
+    esg::GraphBuilder b;
+    const Tensor x = b.input("x", esg::f32, {128});
+    const Tensor y = x * 0.5f * (esg::tanh((x + x * x * x * 0.044715f) * 0.7978845608f) + 1.0f);
+    CHECK(kernels(b.build({y})) == 1);
+  }
+  {
+    esg::GraphBuilder b;
+    const Tensor x = b.input("x", esg::f32, {8, 16});
+    CHECK(kernels(b.build({esg::layer_norm(x)})) == 1);
+    const Tensor z = b.input("z", esg::f32, {8, 16});
+    CHECK(kernels(b.build({esg::softmax(z)})) == 1);
+  }
+  {
+    // A value used both inside and after a chain escapes the group: two kernels.
+    esg::GraphBuilder b;
+    const Tensor x = b.input("x", esg::f32, {16});
+    const Tensor e = esg::exp(x);
+    const Tensor y = esg::reduce_sum(e + 1.0f);
+    CHECK(kernels(b.build({y, esg::softmax(e)})) == 4);  // exp, (add), sum, softmax: exp escapes to softmax
+  }
+}
+
+TEST_CASE("fused and unfused runs give the same bytes") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {33, 17}), w = b.input("w", esg::f32, {17});
+  const Tensor i = b.input("i", esg::i32, {33, 1});
+  const Tensor y = esg::sigmoid(x * w - 0.25f) * esg::cast(esg::abs(i * 3 - 7), esg::f32) + esg::exp(-x);
+  const esg::Graph g = b.build({y, esg::maximum(i, i * i - 5)});
+  std::vector<float> xs(33 * 17), ws(17);
+  std::vector<int32_t> is(33);
+  for (size_t k = 0; k < xs.size(); ++k) xs[k] = std::sin(static_cast<float>(k)) * 2;
+  for (size_t k = 0; k < ws.size(); ++k) ws[k] = std::cos(static_cast<float>(k));
+  for (size_t k = 0; k < is.size(); ++k) is[k] = static_cast<int32_t>(k) - 16;
+  const std::vector<HostTensor> in{HostTensor::from(esg::f32, xs, {33, 17}), HostTensor::from(esg::f32, ws, {17}),
+                                   HostTensor::from(esg::i32, is, {33, 1})};
+  const auto fused = esg::compile(g).run(in);
+  const auto plain = esg::compile(g, esg::CompileOptions().fusion(false)).run(in);
+  CHECK(fused[0].values<float>() == plain[0].values<float>());
+  CHECK(fused[1].values<int32_t>() == plain[1].values<int32_t>());
+  CHECK(kernels(g) < kernels(g, esg::CompileOptions().fusion(false)));
 }

@@ -16,9 +16,14 @@ int add_value(Dag& d, int64_t bytes) {
   d.value_bytes.push_back(bytes);
   return d.num_values() - 1;
 }
+// An op over `in`; an elementwise one may write its output over a same-size input in place.
 int add_op(Dag& d, std::vector<int> in, int64_t out_bytes, bool elementwise = true) {
   const int out = add_value(d, out_bytes);
-  d.ops.push_back({std::move(in), {out}, elementwise});
+  std::vector<int> reusable;
+  if (elementwise)
+    for (int v : in)
+      if (d.value_bytes[static_cast<size_t>(v)] == out_bytes) reusable.push_back(v);
+  d.ops.push_back({std::move(in), {out}, reusable});
   return out;
 }
 
@@ -98,7 +103,7 @@ TEST_CASE("chains and residual graphs reach the lower bound exactly") {
 
 TEST_CASE("in-place reuse: an elementwise chain runs in at most two buffers") {
   Dag d = chain(40, 4096);
-  for (auto& op : d.ops) op.elementwise = true;
+  for (auto& op : d.ops) op.reusable = op.inputs;
   const MemoryPlan p = checked_plan(d, memory_aware_order(d));
   CHECK(p.arena_bytes <= 2 * 4096);
   MemoryPlanOptions no_in_place;

@@ -20,7 +20,7 @@ Dag small_dag(int ops, std::mt19937& rng) {
     std::vector<int> in;
     for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) in.push_back(static_cast<int>(rng() % static_cast<uint32_t>(d.num_values())));
     d.value_bytes.push_back(64);
-    d.ops.push_back({in, {d.num_values() - 1}, false});
+    d.ops.push_back({in, {d.num_values() - 1}, {}});
   }
   d.graph_outputs = {d.num_values() - 1};
   return d;
@@ -88,13 +88,13 @@ TEST_CASE("independent branches go to different streams, joined by one event eac
     int v = 0;
     for (int i = 0; i < 3; ++i) {
       d.value_bytes.push_back(64);
-      d.ops.push_back({{v}, {d.num_values() - 1}, false});
+      d.ops.push_back({{v}, {d.num_values() - 1}, {}});
       v = d.num_values() - 1;
     }
     ends.push_back(v);
   }
   d.value_bytes.push_back(64);
-  d.ops.push_back({ends, {d.num_values() - 1}, false});
+  d.ops.push_back({ends, {d.num_values() - 1}, {}});
   d.graph_outputs = {d.num_values() - 1};
   // Branch by branch (depth-first), as the memory-aware order runs them.
   const std::vector<int> order = dfs_order(d);

@@ -849,14 +849,10 @@ def broadcast_chain_reference(x):
     return [(-(col - (row * x + 1))).astype(f32)]
 
 
-# The planner lets an elementwise op's output take over a dying input's buffer when their sizes
-# rounded up to 64 bytes agree, also when the input is smaller: a narrower dtype (bool or i32
-# cast to a wider one) or a broadcast operand. The kernel then overwrites input elements it has
-# not read yet. Shapes marked True hit that; the others (sizes differ after rounding) do not.
-IN_PLACE_BUG = ("memory_reuse=True (the default) lets an elementwise op write its output over a "
-                "dying input of the same 64-byte-rounded size but fewer bytes (a widening cast, a broadcast "
-                "operand), overwriting elements not read yet; see test_in_place_* for reproducers")
-GRAPHS = {  # name: (graph, numpy reference, input shape, hits the in-place bug)
+# Shapes marked True once made the planner put an output over a dying input of the same
+# 64-byte-rounded size but fewer bytes (a widening cast, a broadcast operand); in-place reuse now
+# requires the same shape and element width. They stay as regression cases.
+GRAPHS = {  # name: (graph, numpy reference, input shape, once hit the in-place bug)
     "mlp block": (mlp_block, mlp_block_reference, (4, 8), False),
     "cast chain 3x4": (cast_chain, cast_chain_reference, (3, 4), True),
     "cast chain 16": (cast_chain, cast_chain_reference, (16,), True),
@@ -868,11 +864,8 @@ GRAPHS = {  # name: (graph, numpy reference, input shape, hits the in-place bug)
 
 
 def _option_cases():
-    """Every option set with every graph; a graph hit by the bug differs once memory reuse is off."""
-    return [pytest.param(option, name, id=f"{option}-{name}",
-                         marks=[pytest.mark.xfail(strict=True, raises=AssertionError, reason=IN_PLACE_BUG)]
-                         if GRAPHS[name][3] and OPTIONS[option].get("memory_reuse", True) is False else [])
-            for option in OPTIONS for name in GRAPHS]
+    """Every option set with every graph."""
+    return [pytest.param(option, name, id=f"{option}-{name}") for option in OPTIONS for name in GRAPHS]
 
 
 @pytest.mark.parametrize("option, graph_name", _option_cases())
@@ -888,9 +881,7 @@ def test_compile_options_give_identical_results(option, graph_name):
 
 
 def _numpy_cases():
-    return [pytest.param(name, reuse, id=f"{name}-memory_reuse={reuse}",
-                         marks=[pytest.mark.xfail(strict=True, raises=AssertionError, reason=IN_PLACE_BUG)] if GRAPHS[name][3] and reuse else [])
-            for name in GRAPHS for reuse in (True, False)]
+    return [pytest.param(name, reuse, id=f"{name}-memory_reuse={reuse}") for name in GRAPHS for reuse in (True, False)]
 
 
 @pytest.mark.parametrize("graph_name, memory_reuse", _numpy_cases())
@@ -903,7 +894,6 @@ def test_option_graphs_match_numpy(graph_name, memory_reuse):
         check(g, w)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=IN_PLACE_BUG)
 @pytest.mark.parametrize("src, to", [(np.bool_, f32), (i32, i64), (f32, f64)], ids=["bool-f32", "i32-i64", "f32-f64"])
 def test_in_place_widening_cast(src, to):
     """cast(neg-or-not(x)) * 2 where the cast's input is an intermediate of 4 elements."""
@@ -917,7 +907,6 @@ def test_in_place_widening_cast(src, to):
     check(run(graph, x), narrow.astype(to) * to(2))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=IN_PLACE_BUG)
 def test_in_place_broadcast_operand():
     """neg(exp(t) * c) with t: [1, 4] and c: [4, 4]; exp(t) dies at the mul and is broadcast."""
     t, c = np.array([[0, 1, 2, 3]], f32), np.full((4, 4), 2, f32)
@@ -925,10 +914,10 @@ def test_in_place_broadcast_operand():
 
 
 def test_in_place_reuse_happens_and_is_right_for_same_sized_values():
-    """Control for the two tests above: same-shape, same-dtype chains reuse buffers correctly."""
+    """Beside the two tests above: same-shape, same-dtype chains still reuse buffers, correctly."""
     x = normal(rng_for(), (4, 4))
     graph, _ = build(lambda t: ops.neg(ops.exp(t) * t + 1.0), x)
-    model = esgraph.compile(graph)
+    model = esgraph.compile(graph, fusion=False)  # fused, the chain has no intermediates to reuse
     check(model(x), (-(np.exp(x.astype(f64)) * x + 1)).astype(f32))
     assert "in place: 0 values" not in model.report()
 
@@ -1067,9 +1056,6 @@ def test_non_contiguous_input():
     check(esgraph.compile(graph)(view), -view)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="run_model takes input buffers with py::array::mutable_data(), so a read-only array "
-                          "raises 'array is not writeable' although inputs are only read")
 def test_read_only_input():
     x = normal(rng_for(), (2, 3))
     x.setflags(write=False)
@@ -1077,10 +1063,6 @@ def test_read_only_input():
     check(esgraph.compile(graph)(x), -x)
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeWarning,
-                   reason="run_model allocates each output as an uninitialized float32 array and converts it "
-                          "with astype() to the output dtype: for an integer output, garbage NaNs warn "
-                          "'invalid value encountered in cast' (and the buffer is allocated twice)")
 def test_integer_outputs_run_without_warnings():
     x = np.arange(64, dtype=i32)
     graph, _ = build(lambda t: t + 1, x)

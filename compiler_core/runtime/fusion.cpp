@@ -1,0 +1,195 @@
+#include "runtime/fusion.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "eval/elementwise.hpp"
+#include "eval/indexing.hpp"
+#include "ir/half.hpp"
+
+namespace esg::runtime {
+namespace {
+
+using ir::Graph;
+using ir::kNone;
+using ir::NodeId;
+using ir::ValueId;
+
+bool fusible(const Graph& g, NodeId n) {
+  const ir::Node& node = g.nodes[n];
+  return node.region == 0 && node.blob == kNone && node.num_bodies == 0 && node.num_deps == 0 && node.num_outputs == 1 &&
+         eval::find_elementwise(*node.op) != nullptr;
+}
+
+int find(std::vector<int>& parent, int x) {
+  while (parent[static_cast<size_t>(x)] != x) x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+  return x;
+}
+
+// A value of `dtype` as the unfused kernel would have stored and reloaded it (see store_f).
+double round_to(ir::DType t, double v) {
+  const int64_t i = std::isnan(v) ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v);
+  switch (t) {
+    case ir::DType::F32: return static_cast<float>(v);
+    case ir::DType::F64: return v;
+    case ir::DType::F16: return ir::f16_to_float(ir::float_to_f16(static_cast<float>(v)));
+    case ir::DType::BF16: return ir::bf16_to_float(ir::float_to_bf16(static_cast<float>(v)));
+    case ir::DType::I8: return static_cast<int8_t>(i);
+    case ir::DType::I16: return static_cast<int16_t>(i);
+    case ir::DType::I32: return static_cast<int32_t>(i);
+    case ir::DType::U8: return static_cast<uint8_t>(i);
+    case ir::DType::Bool: return v != 0;
+    default: return static_cast<double>(i);
+  }
+}
+
+}  // namespace
+
+std::vector<FusedGroup> find_groups(const Graph& g) {
+  const std::vector<NodeId>& nodes = g.regions[0].nodes;
+  std::vector<std::vector<NodeId>> consumers(g.values.size());
+  for (NodeId n : nodes)
+    for (ValueId v : g.inputs(g.nodes[n]))
+      if (v != kNone) consumers[v].push_back(n);
+  std::vector<char> is_output(g.values.size(), 0);
+  for (ValueId v : g.outputs()) is_output[v] = 1;
+
+  std::vector<int> parent(g.nodes.size()), size(g.nodes.size(), 1);
+  std::iota(parent.begin(), parent.end(), 0);
+  for (NodeId n : nodes) {
+    if (!fusible(g, n)) continue;
+    const ValueId out = g.nodes[n].first_output;
+    const ir::Shape shape = g.shape(out);
+    for (ValueId v : g.inputs(g.nodes[n])) {
+      if (v == kNone || g.values[v].producer == kNone) continue;
+      const NodeId p = g.values[v].producer;
+      if (!fusible(g, p) || is_output[v] || g.shape(v) != shape) continue;
+      const bool stays_inside = std::all_of(consumers[v].begin(), consumers[v].end(), [&](NodeId c) {
+        return fusible(g, c) && g.shape(g.nodes[c].first_output) == shape;
+      });
+      const int a = find(parent, static_cast<int>(p)), b = find(parent, static_cast<int>(n));
+      if (!stays_inside || a == b || size[static_cast<size_t>(a)] + size[static_cast<size_t>(b)] > kMaxGroupOps) continue;
+      parent[static_cast<size_t>(b)] = a;
+      size[static_cast<size_t>(a)] += size[static_cast<size_t>(b)];
+    }
+  }
+  std::vector<std::vector<NodeId>> by_root(g.nodes.size());
+  for (NodeId n : nodes)
+    if (fusible(g, n)) by_root[static_cast<size_t>(find(parent, static_cast<int>(n)))].push_back(n);
+
+  std::vector<FusedGroup> groups;
+  for (const std::vector<NodeId>& members : by_root) {
+    if (members.size() < 2) continue;
+    FusedGroup grp;
+    grp.members = members;
+    grp.shape = g.shape(g.nodes[members.back()].first_output);
+    std::vector<char> member(g.nodes.size(), 0);
+    for (NodeId m : members) member[m] = 1;
+    for (NodeId m : members) {
+      for (ValueId v : g.inputs(g.nodes[m]))
+        if (v != kNone && (g.values[v].producer == kNone || !member[g.values[v].producer]) &&
+            std::find(grp.inputs.begin(), grp.inputs.end(), v) == grp.inputs.end())
+          grp.inputs.push_back(v);
+      const ValueId out = g.nodes[m].first_output;
+      const bool escapes = is_output[out] || std::any_of(consumers[out].begin(), consumers[out].end(), [&](NodeId c) { return !member[c]; });
+      if (escapes) grp.outputs.push_back(out);
+    }
+    // No path may leave the group and come back: a group input computed from a member.
+    bool cycle = false;
+    std::vector<char> seen(g.nodes.size(), 0);
+    std::vector<NodeId> work;
+    for (ValueId v : grp.inputs)
+      if (g.values[v].producer != kNone) work.push_back(g.values[v].producer);
+    while (!work.empty() && !cycle) {
+      const NodeId n = work.back();
+      work.pop_back();
+      if (seen[n]) continue;
+      seen[n] = 1;
+      if (member[n]) cycle = true;
+      for (ValueId v : g.inputs(g.nodes[n]))
+        if (v != kNone && g.values[v].producer != kNone) work.push_back(g.values[v].producer);
+    }
+    if (!cycle) groups.push_back(std::move(grp));
+  }
+  return groups;
+}
+
+void run_group(const Graph& g, const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
+               const std::vector<const eval::TensorRef*>& out) {
+  // Each member's operands: an input of the group (index) or an earlier member (its slot).
+  struct Operand {
+    bool from_input;
+    size_t index;
+  };
+  struct Step {
+    const eval::ElementwiseFn* fn;
+    std::vector<Operand> operands;
+    std::vector<double> attrs;
+    ir::DType dtype;
+    bool floating;
+    int output = -1;  // position in group.outputs, or -1
+  };
+  std::vector<Step> steps;
+  for (NodeId m : group.members) {
+    const ir::Node& n = g.nodes[m];
+    Step s{eval::find_elementwise(*n.op), {}, {}, g.values[n.first_output].dtype, false, -1};
+    s.floating = ir::dtype_is_float(s.dtype);
+    for (ValueId v : g.inputs(n)) {
+      const auto member_at = std::find_if(group.members.begin(), group.members.end(), [&](NodeId x) { return g.nodes[x].first_output == v; });
+      if (member_at != group.members.end()) {
+        s.operands.push_back({false, static_cast<size_t>(member_at - group.members.begin())});
+      } else {
+        s.operands.push_back({true, static_cast<size_t>(std::find(group.inputs.begin(), group.inputs.end(), v) - group.inputs.begin())});
+        s.floating = s.floating || ir::dtype_is_float(g.values[v].dtype);
+      }
+    }
+    for (size_t i = 0; i < n.op->attrs.size(); ++i) {
+      const ir::AttrValue& a = g.attrs[n.first_attr + i];
+      s.attrs.push_back(a.kind == ir::AttrKind::Float ? a.f : static_cast<double>(a.i));
+    }
+    const auto o = std::find(group.outputs.begin(), group.outputs.end(), n.first_output);
+    if (o != group.outputs.end()) s.output = static_cast<int>(o - group.outputs.begin());
+    steps.push_back(std::move(s));
+  }
+  std::vector<ir::Shape> in_shapes;
+  for (const eval::TensorRef* t : in) in_shapes.push_back(t->shape);
+  eval::BroadcastWalk walk(group.shape, in_shapes);
+  const int64_t total = group.shape.num_elements();
+  // One tile of every input and every member's results: small enough for L1/L2. A tile's inputs
+  // are all read before any of its outputs is written, so an output may share an input's memory.
+  const size_t T = static_cast<size_t>(kTileElements);
+  std::vector<double> tile(steps.size() * T), in_f(in.size() * T);
+  std::vector<int64_t> in_i(in.size() * T);
+  std::vector<double> f(8);
+  std::vector<int64_t> iv(8);
+  for (int64_t base = 0; base < total; base += kTileElements) {
+    const int64_t count = std::min(kTileElements, total - base);
+    for (int64_t e = 0; e < count; ++e, walk.next())
+      for (size_t k = 0; k < in.size(); ++k) {
+        const size_t at = k * T + static_cast<size_t>(e);
+        if (ir::dtype_is_float(in[k]->dtype)) in_f[at] = eval::load_f(*in[k], walk.offset(k)), in_i[at] = static_cast<int64_t>(in_f[at]);
+        else in_i[at] = eval::load_i(*in[k], walk.offset(k)), in_f[at] = static_cast<double>(in_i[at]);
+      }
+    for (size_t si = 0; si < steps.size(); ++si) {
+      const Step& s = steps[si];
+      f.resize(s.operands.size());
+      iv.resize(s.operands.size());
+      double* result = &tile[si * T];
+      for (int64_t e = 0; e < count; ++e) {
+        for (size_t k = 0; k < s.operands.size(); ++k) {
+          const Operand& o = s.operands[k];
+          const size_t at = o.index * T + static_cast<size_t>(e);
+          f[k] = o.from_input ? in_f[at] : tile[at];
+          iv[k] = o.from_input ? in_i[at] : static_cast<int64_t>(tile[at]);
+        }
+        const double r = s.floating ? s.fn->f(f.data(), s.attrs.data()) : static_cast<double>(s.fn->i(iv.data(), s.attrs.data()));
+        result[e] = round_to(s.dtype, r);
+      }
+      if (s.output >= 0)
+        for (int64_t e = 0; e < count; ++e) eval::store_f(*out[static_cast<size_t>(s.output)], base + e, result[e]);
+    }
+  }
+}
+
+}  // namespace esg::runtime

@@ -1,0 +1,33 @@
+// Elementwise fusion: connected elementwise ops over one iteration space run as one kernel, tile
+// by tile, so their intermediates never reach memory. Each op's scalar math is the function
+// generated from its YAML `compute:`; results are rounded to each intermediate's dtype, so a
+// fused group computes exactly what the unfused ops would.
+#pragma once
+#include <vector>
+
+#include "eval/host_tensor.hpp"
+#include "ir/graph.hpp"
+
+namespace esg::runtime {
+
+struct FusedGroup {
+  std::vector<ir::NodeId> members;  // in creation (topological) order
+  std::vector<ir::ValueId> inputs;  // read from outside the group
+  std::vector<ir::ValueId> outputs; // used outside the group or graph outputs
+  ir::Shape shape;                  // the iteration space: every member's output shape
+};
+
+// The explicit limits of a group: a fused kernel keeps a tile of every member's results.
+constexpr int kMaxGroupOps = 32;
+constexpr int64_t kTileElements = 512;
+
+// Groups of two or more elementwise ops of region 0. An op joins its producer's group when
+// every consumer of the producer's value is an elementwise op of the same shape (so the value
+// stays inside), the value is not a graph output, and no path leaves the group and comes back.
+std::vector<FusedGroup> find_groups(const ir::Graph& g);
+
+// Runs a group: `in` and `out` follow group.inputs and group.outputs.
+void run_group(const ir::Graph& g, const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
+               const std::vector<const eval::TensorRef*>& out);
+
+}  // namespace esg::runtime
