@@ -79,12 +79,14 @@ std::vector<FusedGroup> find_groups(const Graph& g) {
     if (fusible(g, n)) by_root[static_cast<size_t>(find(parent, static_cast<int>(n)))].push_back(n);
 
   std::vector<FusedGroup> groups;
+  std::vector<char> member(g.nodes.size(), 0);
+  std::vector<uint32_t> seen(g.nodes.size(), 0);
+  uint32_t stamp = 0;
   for (const std::vector<NodeId>& members : by_root) {
     if (members.size() < 2) continue;
     FusedGroup grp;
     grp.members = members;
     grp.shape = g.shape(g.nodes[members.back()].first_output);
-    std::vector<char> member(g.nodes.size(), 0);
     for (NodeId m : members) member[m] = 1;
     for (NodeId m : members) {
       for (ValueId v : g.inputs(g.nodes[m]))
@@ -95,21 +97,25 @@ std::vector<FusedGroup> find_groups(const Graph& g) {
       const bool escapes = is_output[out] || std::any_of(consumers[out].begin(), consumers[out].end(), [&](NodeId c) { return !member[c]; });
       if (escapes) grp.outputs.push_back(out);
     }
-    // No path may leave the group and come back: a group input computed from a member.
+    // No path may leave the group and come back: a group input computed from a member. Nodes
+    // are in creation order and use only earlier values, so the search stops before the first
+    // member: it walks only what lies between the group's members.
     bool cycle = false;
-    std::vector<char> seen(g.nodes.size(), 0);
+    const NodeId first = members.front();
+    ++stamp;
     std::vector<NodeId> work;
     for (ValueId v : grp.inputs)
-      if (g.values[v].producer != kNone) work.push_back(g.values[v].producer);
+      if (g.values[v].producer != kNone && g.values[v].producer >= first) work.push_back(g.values[v].producer);
     while (!work.empty() && !cycle) {
       const NodeId n = work.back();
       work.pop_back();
-      if (seen[n]) continue;
-      seen[n] = 1;
+      if (seen[n] == stamp) continue;
+      seen[n] = stamp;
       if (member[n]) cycle = true;
       for (ValueId v : g.inputs(g.nodes[n]))
-        if (v != kNone && g.values[v].producer != kNone) work.push_back(g.values[v].producer);
+        if (v != kNone && g.values[v].producer != kNone && g.values[v].producer >= first) work.push_back(g.values[v].producer);
     }
+    for (NodeId m : members) member[m] = 0;
     if (!cycle) groups.push_back(std::move(grp));
   }
   return groups;
