@@ -136,6 +136,17 @@ ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* input
   return esg_last_status();
 }
 
+ESG_API esg_status esg_model_profile(const esg_model* model, const esg_buffer* inputs, size_t num_inputs, const esg_buffer* outputs,
+                                     size_t num_outputs, const char* trace_path) {
+  guarded(nullptr, [&] {
+    need_model(model, "esg_model_profile");
+    if (!trace_path) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_profile: trace_path is NULL");
+    model->m->profile(refs_of(inputs, num_inputs, "esg_model_profile: input"), refs_of(outputs, num_outputs, "esg_model_profile: output"),
+                      trace_path);
+  });
+  return esg_last_status();
+}
+
 ESG_API char* esg_model_report(const esg_model* model) {
   char* out = nullptr;
   guarded(nullptr, [&] {

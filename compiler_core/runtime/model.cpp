@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include "eval/evaluate.hpp"
@@ -112,7 +113,10 @@ eval::TensorRef Plan::ref(const Slot& s, ir::ValueId v, uint8_t* arena, const st
   return r;
 }
 
-void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const {
+void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+               std::vector<TraceEvent>* trace) const {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
   // An arena per concurrent run, reused across runs: one allocation the first time only.
   std::unique_ptr<uint8_t[]> arena;
   {
@@ -130,6 +134,16 @@ void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eva
   std::vector<const eval::TensorRef*> in_ptrs, out_ptrs;
   for (const Launch& l : launches_) {
     const ir::Node& n = g.nodes[l.node];
+    const auto started = clock::now();
+    if (trace) {  // the kernel's name; recorded with its time once it has run
+      std::string name = l.group >= 0 ? "fused" : n.op->name;
+      if (l.group >= 0)
+        for (ir::NodeId m : groups_[static_cast<size_t>(l.group)].members) name += std::string(" ") + g.nodes[m].op->name;
+      trace->push_back({name, l.stream, std::chrono::duration<double, std::micro>(started - t0).count(), 0});
+    }
+    auto finished = [&] {
+      if (trace) trace->back().duration_us = std::chrono::duration<double, std::micro>(clock::now() - started).count();
+    };
     if (l.group >= 0) {
       const FusedGroup& grp = groups_[static_cast<size_t>(l.group)];
       in_refs.clear();
@@ -141,6 +155,7 @@ void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eva
       for (const eval::TensorRef& r : in_refs) in_ptrs.push_back(&r);
       for (const eval::TensorRef& r : out_refs) out_ptrs.push_back(&r);
       run_group(g, grp, in_ptrs, out_ptrs);
+      finished();
       continue;
     }
     in_refs.assign(l.in.size(), {});
@@ -163,6 +178,7 @@ void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eva
       in_ptrs.resize(n.num_inputs - n.num_captures);
       eval::run_kernel(g, n, in_ptrs, out_ptrs);
     }
+    finished();
   }
   for (const auto& [index, v] : output_copies_) {
     const ir::NodeId p = g.values[v].producer;
@@ -249,7 +265,28 @@ std::vector<ir::Shape> Model::output_shapes(const std::vector<ir::Shape>& input_
   return out;
 }
 
-void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const {
+void Model::profile(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+                    const std::string& path) const {
+  std::vector<TraceEvent> trace;
+  run(inputs, outputs, &trace);
+  std::ofstream f(path);
+  if (!f) throw Error(ErrorCode::Io, "profile: cannot write `" + path + "`");
+  auto quoted = [](const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) q += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+    return q + "\"";
+  };
+  f << "{\"traceEvents\": [\n";
+  for (size_t i = 0; i < trace.size(); ++i)
+    f << "  {\"name\": " << quoted(trace[i].name) << ", \"cat\": \"kernel\", \"ph\": \"X\", \"pid\": 0, \"tid\": "
+      << trace[i].stream << ", \"ts\": " << trace[i].start_us << ", \"dur\": " << trace[i].duration_us << "}"
+      << (i + 1 < trace.size() ? ",\n" : "\n");
+  f << "], \"displayTimeUnit\": \"ns\"}\n";
+  if (!f.flush()) throw Error(ErrorCode::Io, "profile: cannot write `" + path + "`");
+}
+
+void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+                std::vector<TraceEvent>* trace) const {
   const ir::Graph& g = *graph_;
   if (inputs.size() != g.inputs().size())
     throw Error(ErrorCode::InvalidArgument, "run: the model takes " + std::to_string(g.inputs().size()) + " input(s), got " +
@@ -279,7 +316,7 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
     if (outputs[i].shape != p.graph().shape(v)) throw Error(ErrorCode::Shape, what + " got a buffer of shape " + shape_list(g, outputs[i].shape));
     if (!outputs[i].bytes && outputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what + " has no data");
   }
-  p.run(inputs, outputs);
+  p.run(inputs, outputs, trace);
 }
 
 std::string Model::report() const {

@@ -29,11 +29,20 @@ struct CompileOptions {
 };
 
 // One plan: the graph at concrete shapes and everything needed to run it.
+// One kernel of a profiled run: what ran, on which stream, when (microseconds from the start).
+struct TraceEvent {
+  std::string name;
+  int stream;
+  double start_us, duration_us;
+};
+
 class Plan {
  public:
   Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options);
-  // Runs with the caller's inputs and outputs (already checked against the plan's types).
-  void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
+  // Runs with the caller's inputs and outputs (already checked against the plan's types); with
+  // `trace`, also records every kernel's time.
+  void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+           std::vector<TraceEvent>* trace = nullptr) const;
   std::string report() const;
   const ir::Graph& graph() const { return *graph_; }
 
@@ -71,7 +80,12 @@ class Model {
 
   const ir::Graph& graph() const { return *graph_; }
   // Checks the inputs and outputs against the graph's types, then runs the plan for their shapes.
-  void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
+  void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+           std::vector<TraceEvent>* trace = nullptr) const;
+  // The same, writing the kernels' times as a Chrome trace (one row per stream; Perfetto and
+  // chrome://tracing open it).
+  void profile(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+               const std::string& path) const;
   // The output shapes for these input shapes (compiling their plan if needed).
   std::vector<ir::Shape> output_shapes(const std::vector<ir::Shape>& input_shapes) const;
   std::string report() const;

@@ -396,6 +396,12 @@ class Model {
   esg_model* handle() const { return m_; }
   // Runs into newly allocated outputs.
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) const {
+    std::vector<HostTensor> outs = allocate_outputs(inputs);
+    run(inputs, outs);
+    return outs;
+  }
+  // Outputs of the right dtypes and shapes for these inputs.
+  std::vector<HostTensor> allocate_outputs(const std::vector<HostTensor>& inputs) const {
     std::vector<esg_buffer> in;
     for (const HostTensor& t : inputs) in.push_back(t.buffer());
     std::vector<HostTensor> outs;
@@ -406,7 +412,6 @@ class Model {
       detail::check(esg_model_output_shape(m_, in.data(), in.size(), i, &dt, dims, 8, &rank));
       outs.emplace_back(static_cast<DType>(dt), std::vector<int64_t>(dims, dims + rank));
     }
-    run(inputs, outs);
     return outs;
   }
   // Runs into the caller's outputs (zero-copy).
@@ -415,6 +420,15 @@ class Model {
     for (const HostTensor& t : inputs) in.push_back(t.buffer());
     for (const HostTensor& t : outputs) out.push_back(t.buffer());
     detail::check(esg_model_run(m_, in.data(), in.size(), out.data(), out.size()));
+  }
+  // Runs once and writes every kernel's time to `trace_path` as a Chrome trace.
+  std::vector<HostTensor> profile(const std::vector<HostTensor>& inputs, const std::string& trace_path) const {
+    std::vector<HostTensor> outs = allocate_outputs(inputs);
+    std::vector<esg_buffer> in, out;
+    for (const HostTensor& t : inputs) in.push_back(t.buffer());
+    for (const HostTensor& t : outs) out.push_back(t.buffer());
+    detail::check(esg_model_profile(m_, in.data(), in.size(), out.data(), out.size(), trace_path.c_str()));
+    return outs;
   }
   std::string report() const {
     char* r = esg_model_report(m_);

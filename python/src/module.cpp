@@ -192,7 +192,8 @@ void bind_builder(py::module_& m) {
 }
 
 // numpy arrays in, numpy arrays out, without copies where the dtypes already match.
-py::list run_model(const esg::Model& model, const std::vector<py::handle>& args) {
+// With `trace_path`, the run also writes every kernel's time there (a Chrome trace).
+py::list run_model(const esg::Model& model, const std::vector<py::handle>& args, const char* trace_path = nullptr) {
   esg_model* h = model.handle();
   const size_t n_in = esg_model_num_inputs(h), n_out = esg_model_num_outputs(h);
   if (args.size() != n_in)
@@ -223,7 +224,8 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args)
     out.push_back({a.mutable_data(), static_cast<size_t>(a.nbytes()), dt, odims[i].data(), odims[i].size()});
     outs.append(a);
   }
-  esg::detail::check(esg_model_run(h, in.data(), in.size(), out.data(), out.size()));
+  esg::detail::check(trace_path ? esg_model_profile(h, in.data(), in.size(), out.data(), out.size(), trace_path)
+                                : esg_model_run(h, in.data(), in.size(), out.data(), out.size()));
   return outs;
 }
 
@@ -250,6 +252,9 @@ void bind_model(py::module_& m) {
         return run_model(self, args);
       }, py::arg("inputs"), "Runs on inputs given as {name: array} or a list; returns the outputs as a list.")
       .def("report", &esg::Model::report)
+      .def("profile", [](const esg::Model& self, py::args args, const std::string& path) {
+        return run_model(self, std::vector<py::handle>(args.begin(), args.end()), path.c_str());
+      }, py::arg("path"), "Runs once, writing each kernel's time to `path` as a Chrome trace; returns the outputs as a list.")
       .def_property_readonly("input_names", [](const esg::Model& self) {
         std::vector<std::string> names;
         for (size_t i = 0; i < esg_model_num_inputs(self.handle()); ++i) names.push_back(esg_model_input_name(self.handle(), i));

@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <esgraph/esgraph.hpp>
@@ -168,4 +171,19 @@ TEST_CASE("fused and unfused runs give the same bytes") {
   CHECK(fused[0].values<float>() == plain[0].values<float>());
   CHECK(fused[1].values<int32_t>() == plain[1].values<int32_t>());
   CHECK(kernels(g) < kernels(g, esg::CompileOptions().fusion(false)));
+}
+
+TEST_CASE("profiling writes a Chrome trace with one event per kernel") {
+  const esg::Model m = esg::compile(mlp(false));
+  const std::string path = "esg_profile_test.json";
+  const auto outs = m.profile({HostTensor::from(esg::f32, std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3})}, path);
+  CHECK(outs[0].values<float>() == std::vector<float>{4.5f, 0, 10.5f, 0});
+  std::ifstream f(path);
+  const std::string json((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK(json.rfind("{\"traceEvents\": [", 0) == 0);
+  CHECK(json.find("\"name\": \"matmul\"") != std::string::npos);
+  CHECK(json.find("\"name\": \"fused add relu\"") != std::string::npos);
+  CHECK(json.find("\"ph\": \"X\"") != std::string::npos);
+  std::remove(path.c_str());
+  CHECK_THROWS_AS(m.profile({HostTensor::from(esg::f32, std::vector<float>(6), {2, 3})}, "/nonexistent/dir/t.json"), esg::IoError);
 }

@@ -32,3 +32,17 @@ def test_a_mask_that_would_grow_the_scores_is_refused():
         scores = b.input("scores", esgraph.f32, [4, 8])
         with pytest.raises(esgraph.ShapeError, match="must broadcast to x's shape"):
             ops.softmax(scores, mask=b.input("m", esgraph.f32, [2, 4, 8]))
+
+
+def test_a_profiled_run_writes_a_chrome_trace(tmp_path):
+    import json
+    with esgraph.GraphBuilder() as b:
+        x = b.input("x", esgraph.f32, [4, 8])
+        y = ops.relu(x @ np.ones((8, 3), np.float32) + 1.0)
+    model = esgraph.compile(b.build([y]))
+    path = tmp_path / "trace.json"
+    (out,) = model.profile(np.ones((4, 8), np.float32), path=str(path))
+    np.testing.assert_array_equal(out, np.full((4, 3), 9, np.float32))
+    events = json.loads(path.read_text())["traceEvents"]
+    assert [e["name"] for e in events] == ["matmul", "fused add relu"]
+    assert all(e["ph"] == "X" and e["dur"] >= 0 for e in events)

@@ -236,6 +236,10 @@ ESG_API esg_status esg_model_output_shape(const esg_model* model, const esg_buff
    of exactly the expected dtype and shape. */
 ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
                                  const esg_buffer* outputs, size_t num_outputs);
+/* esg_model_run that also writes each kernel's time to `trace_path` as a Chrome trace (one row
+   per stream; open it in Perfetto or chrome://tracing). */
+ESG_API esg_status esg_model_profile(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
+                                     const esg_buffer* outputs, size_t num_outputs, const char* trace_path);
 /* What compiling did: passes and their times, kernels, streams and events, memory (planned
    peak, lower bound, size without reuse). Free with esg_free. */
 ESG_API char* esg_model_report(const esg_model* model);
