@@ -2,7 +2,7 @@
 #   make demo   build, then run the flagship C++ sample (a transformer encoder block)
 #   make test   build, run every suite (C++, C99, codegen, Python), then the C/C++ suites
 #               again under AddressSanitizer + UBSan
-#   make bench  graph-building throughput against onnx.helper and torch.fx
+#   make bench  graph building against onnx.helper and torch.fx, compile time, an elementwise chain
 #   make release-snapshot   record the current API version (see scripts/release-snapshot.sh)
 PY      := /usr/bin/python3
 JOBS    ?= 2
@@ -35,6 +35,7 @@ bench: build
 	@scripts/install-deps.sh python3-onnx python3-torch
 	./build/default/bench/bench_build --benchmark_min_time=0.5
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/build_throughput.py
+	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/elementwise_chain.py
 
 # Records the API version of VERSION: op-set history, ABI baseline, frozen headers, graph files.
 release-snapshot: build

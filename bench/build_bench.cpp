@@ -71,8 +71,30 @@ void BM_BuildEncoderCpp(benchmark::State& state) {
   state.counters["nodes/s"] = benchmark::Counter(static_cast<double>(state.iterations() * nodes), benchmark::Counter::kIsRate);
 }
 
+// Compile time (specialize, passes, fusion, order, streams, memory plan, launch list) of a chain
+// with a softmax every 64 ops, so fusion has groups to find and break.
+void BM_CompileChain(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  esg::GraphBuilder b("chain");
+  esg::Tensor x = b.input("x", esg::f32, {4, 64});
+  const esg::Tensor bias = b.input("bias", esg::f32, {64});
+  for (int64_t i = 0; i < n; i += 4) {
+    x = esg::sigmoid(esg::relu((x + bias) * bias));
+    if (i % 64 == 0) x = esg::softmax(x);
+  }
+  const esg::Graph g = b.build({x});
+  for (auto _ : state) {
+    esg::Model m = esg::compile(g);
+    benchmark::DoNotOptimize(m.handle());
+  }
+  state.counters["nodes"] = static_cast<double>(g.node_count());
+  state.counters["nodes/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * static_cast<double>(g.node_count()),
+                                                 benchmark::Counter::kIsRate);
+}
+
 }  // namespace
 
+BENCHMARK(BM_CompileChain)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BuildChainC)->Arg(1000)->Arg(10000)->Arg(100000);
 BENCHMARK(BM_BuildChainCpp)->Arg(1000)->Arg(10000)->Arg(100000);
 BENCHMARK(BM_BuildEncoderCpp)->Arg(12)->Arg(96);

@@ -1,0 +1,66 @@
+"""A chain of 8 elementwise ops on N floats, side by side in one run: esgraph fused and
+unfused, PyTorch eager, numpy, and the machine's copy bandwidth (a STREAM-copy stand-in:
+numpy copying N floats). Medians of several runs.
+
+    PYTHONPATH=build/default/python /usr/bin/python3 bench/elementwise_chain.py [--n 16777216]
+"""
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import esgraph
+from esgraph import ops
+
+
+def chain(x):
+    # 8 ops: mul, add, tanh, mul, sub, sigmoid, mul, add
+    y = x * 1.5 + 0.25
+    y = ops.tanh(y) * 0.5 - 0.125 if isinstance(y, esgraph.Tensor) else np.tanh(y) * 0.5 - 0.125
+    return (ops.sigmoid(y) if isinstance(y, esgraph.Tensor) else 1 / (1 + np.exp(-y))) * 2.0 + x
+
+
+def median_seconds(fn, runs):
+    fn()  # warm up (and compile plans)
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=1 << 22)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    x = np.random.default_rng(0).standard_normal(args.n).astype(np.float32)
+    with esgraph.GraphBuilder("chain") as b:
+        y = chain(b.input("x", esgraph.f32, [args.n]))
+    graph = b.build([y])
+    fused, unfused = esgraph.compile(graph), esgraph.compile(graph, fusion=False)
+    assert np.allclose(fused(x), chain(x), rtol=1e-5, atol=1e-6)
+    results = {
+        "esgraph fused": median_seconds(lambda: fused(x), args.runs),
+        "esgraph unfused": median_seconds(lambda: unfused(x), args.runs),
+        "numpy": median_seconds(lambda: chain(x), args.runs),
+    }
+    try:
+        import torch
+        tx = torch.from_numpy(x)
+        results["torch eager"] = median_seconds(lambda: (torch.sigmoid(torch.tanh(tx * 1.5 + 0.25) * 0.5 - 0.125) * 2.0 + tx), args.runs)
+    except ImportError:
+        pass
+    dst = np.empty_like(x)
+    copy = median_seconds(lambda: np.copyto(dst, x), args.runs)
+    gbs = 2 * x.nbytes / copy / 1e9
+    print(f"N = {args.n} floats; copy bandwidth {gbs:.1f} GB/s (read + write)")
+    print(f"{'':18} {'ms':>9} {'GB/s':>7} {'vs fused':>9}")
+    for name, s in results.items():
+        print(f"{name:18} {s * 1e3:9.2f} {2 * x.nbytes / s / 1e9:7.2f} {s / results['esgraph fused']:8.2f}x")
+
+
+if __name__ == "__main__":
+    main()
