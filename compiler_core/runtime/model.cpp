@@ -206,7 +206,8 @@ std::string Plan::report() const {
     for (ir::NodeId m : grp.members) out << " " << g.nodes[m].op->name;
     out << " over " << g.shape_str(grp.shape) << "\n";
   }
-  out << "streams: " << streams_.num_streams << ", events: " << streams_.events.size() << "\n";
+  out << "streams: " << streams_.num_streams << ", events: " << streams_.events.size()
+      << (streams_.num_streams > 1 ? " (planned; run in order on the calling thread for now)" : "") << "\n";
   for (int s = 0; s < streams_.num_streams; ++s) out << "  stream " << s << ": " << streams_.sequence[static_cast<size_t>(s)].size() << " ops\n";
   out << "memory: arena " << memory_.arena_bytes << " bytes (planned peak), lower bound " << memory_.lower_bound
       << " bytes (max live set of this order), " << memory_.no_reuse_bytes << " bytes without reuse\n";

@@ -20,8 +20,8 @@
 namespace esg::runtime {
 
 struct CompileOptions {
-  int streams = 1;             // 1..16
-  int threads = 0;             // 0: the machine's cores; at most 256
+  int streams = 1;             // 1..16; planned (events and all), run in order for now
+  int threads = 0;             // 0: the machine's cores; at most 256; for the threaded executor
   bool fusion = true;          // fuse connected elementwise ops into one tiled kernel
   bool memory_reuse = true;
   bool verify_each_pass = false;

@@ -198,8 +198,10 @@ typedef struct esg_model esg_model; /* a compiled graph: thread-safe to run */
 
 typedef struct esg_compile_options {
   size_t struct_size;
-  int32_t streams;          /* streams to spread independent branches over: 1 (default) .. 16 */
-  int32_t threads;          /* worker threads: 0 (default) for the machine's cores */
+  int32_t streams;          /* streams to spread independent branches over: 1 (default) .. 16;
+                               planned now, run in order on the calling thread for the moment */
+  int32_t threads;          /* worker threads, 0 (default) for the machine's cores; 0..256 is
+                               checked, and used once the threaded executor lands */
   bool fusion;              /* fuse elementwise groups (default true) */
   bool memory_reuse;        /* share arena bytes between values whose lifetimes do not overlap (default true) */
   bool verify_each_pass;    /* check the graph's invariants after every pass (default false) */
