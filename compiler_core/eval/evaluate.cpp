@@ -52,48 +52,48 @@ class Runner {
 };
 
 void Runner::node(NodeId id) {
-    const ir::Node& n = g_.nodes[id];
-    const ir::OpSchema& op = *n.op;
-    if (n.blob != kNone) {
-      HostTensor t(g_.values[n.first_output].dtype, g_.shape(n.first_output));
-      t.bytes = g_.blobs[n.blob];
-      env[n.first_output] = std::move(t);
-      return;
-    }
-    const uint32_t declared = n.num_inputs - n.num_captures;
-    if (op.subgraphs.size()) {
-      std::vector<HostTensor> outs;
-      if (std::string(op.name) == "if") {
-        outs = body(g_.bodies(n)[load_i(at(g_.operands[n.first_input]), 0) ? 0 : 1], {});
-      } else {  // while
-        for (uint32_t i = 0; i < declared; ++i) outs.push_back(at(g_.operands[n.first_input + i]));
-        for (int64_t iter = 0;; ++iter) {
-          if (iter > (int64_t{1} << 31)) throw ir::Error(ir::ErrorCode::InvalidArgument, "while: more than 2^31 iterations");
-          if (!load_i(body(g_.bodies(n)[0], outs)[0], 0)) break;
-          outs = body(g_.bodies(n)[1], outs);
-        }
+  const ir::Node& n = g_.nodes[id];
+  const ir::OpSchema& op = *n.op;
+  if (n.blob != kNone) {
+    HostTensor t(g_.values[n.first_output].dtype, g_.shape(n.first_output));
+    t.bytes = g_.blobs[n.blob];
+    env[n.first_output] = std::move(t);
+    return;
+  }
+  const uint32_t declared = n.num_inputs - n.num_captures;
+  if (op.subgraphs.size()) {
+    std::vector<HostTensor> outs;
+    if (std::string(op.name) == "if") {
+      outs = body(g_.bodies(n)[load_i(at(g_.operands[n.first_input]), 0) ? 0 : 1], {});
+    } else {  // while
+      for (uint32_t i = 0; i < declared; ++i) outs.push_back(at(g_.operands[n.first_input + i]));
+      for (int64_t iter = 0;; ++iter) {
+        if (iter > (int64_t{1} << 31)) throw ir::Error(ir::ErrorCode::InvalidArgument, "while: more than 2^31 iterations");
+        if (!load_i(body(g_.bodies(n)[0], outs)[0], 0)) break;
+        outs = body(g_.bodies(n)[1], outs);
       }
-      for (uint32_t i = 0; i < n.num_outputs; ++i) env[n.first_output + i] = outs[i];
-      return;
     }
-    // Refs to the inputs and to freshly allocated outputs (refs stay valid: env is a node map).
-    std::vector<TensorRef> in_refs(declared), out_refs(n.num_outputs);
-    std::vector<const TensorRef*> in(declared, nullptr), out;
-    for (uint32_t i = 0; i < declared; ++i) {
-      const ValueId v = g_.operands[n.first_input + i];
-      if (v == kNone) continue;
-      in_refs[i] = at(v).ref();
-      in[i] = &in_refs[i];
-    }
-    for (uint32_t i = 0; i < n.num_outputs; ++i) {
-      const ValueId v = n.first_output + i;
-      const ir::Shape s = g_.shape(v);
-      if (!s.is_static()) throw ir::Error(ir::ErrorCode::Unsupported, "evaluate: " + g_.value_name(v) + " has no concrete shape");
-      env[v] = HostTensor(g_.values[v].dtype, s);
-    }
-    for (uint32_t i = 0; i < n.num_outputs; ++i) out_refs[i] = env[n.first_output + i].ref();
-    for (const TensorRef& r : out_refs) out.push_back(&r);
-    run_kernel(g_, n, in, out);
+    for (uint32_t i = 0; i < n.num_outputs; ++i) env[n.first_output + i] = outs[i];
+    return;
+  }
+  // Refs to the inputs and to freshly allocated outputs (refs stay valid: env is a node map).
+  std::vector<TensorRef> in_refs(declared), out_refs(n.num_outputs);
+  std::vector<const TensorRef*> in(declared, nullptr), out;
+  for (uint32_t i = 0; i < declared; ++i) {
+    const ValueId v = g_.operands[n.first_input + i];
+    if (v == kNone) continue;
+    in_refs[i] = at(v).ref();
+    in[i] = &in_refs[i];
+  }
+  for (uint32_t i = 0; i < n.num_outputs; ++i) {
+    const ValueId v = n.first_output + i;
+    const ir::Shape s = g_.shape(v);
+    if (!s.is_static()) throw ir::Error(ir::ErrorCode::Unsupported, "evaluate: " + g_.value_name(v) + " has no concrete shape");
+    env[v] = HostTensor(g_.values[v].dtype, s);
+  }
+  for (uint32_t i = 0; i < n.num_outputs; ++i) out_refs[i] = env[n.first_output + i].ref();
+  for (const TensorRef& r : out_refs) out.push_back(&r);
+  run_kernel(g_, n, in, out);
 }
 
 }  // namespace
