@@ -32,8 +32,11 @@ test: build
 	$(MAKE) --no-print-directory pytest
 
 bench: build
-	@scripts/install-deps.sh python3-onnx python3-torch
+	@scripts/install-deps.sh python3-onnx python3-torch libopenblas-dev libblis-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev
+	@cmake --preset default >/dev/null
+	@cmake --build --preset default -j$(JOBS)
 	./build/default/bench/bench_build --benchmark_min_time=0.5
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 BLIS_NUM_THREADS=1 ./build/default/bench/bench_gemm --benchmark_min_time=0.2
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/build_throughput.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/elementwise_chain.py
 
