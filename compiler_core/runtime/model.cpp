@@ -9,6 +9,7 @@
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
 #include "ir/verify.hpp"
+#include "cpu/fast_kernels.hpp"
 #include "passes/passes.hpp"
 #include "plan/schedule.hpp"
 
@@ -83,6 +84,7 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
       Launch l;
       l.node = gd.nodes[static_cast<size_t>(op)];
       l.group = gd.group[static_cast<size_t>(op)];
+      l.fast = l.group >= 0 ? nullptr : cpu::find_fast_kernel(sg, sg.nodes[l.node]);
       l.stream = streams_.stream[static_cast<size_t>(op)];
       if (l.group >= 0) {
         for (ir::ValueId v : groups_[static_cast<size_t>(l.group)].inputs) l.in.push_back(slot(v));
@@ -176,7 +178,8 @@ void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eva
     } else {
       // Kernels take the declared inputs; captures exist only for control flow.
       in_ptrs.resize(n.num_inputs - n.num_captures);
-      eval::run_kernel(g, n, in_ptrs, out_ptrs);
+      if (l.fast) l.fast(eval::KernelCall{g, n, in_ptrs, out_ptrs});
+      else eval::run_kernel(g, n, in_ptrs, out_ptrs);
     }
     finished();
   }
@@ -199,7 +202,9 @@ std::string Plan::report() const {
   for (const std::string& l : log_) out << "  " << l << "\n";
   size_t fused_ops = 0;
   for (const FusedGroup& grp : groups_) fused_ops += grp.members.size();
-  out << "launches: " << launches_.size() << " kernels (" << groups_.size() << " fused groups of " << fused_ops
+  size_t fast = 0;
+  for (const Launch& l : launches_) fast += l.fast != nullptr;
+  out << "launches: " << launches_.size() << " kernels (" << fast << " fast, " << launches_.size() - fast << " reference; " << groups_.size() << " fused groups of " << fused_ops
       << " elementwise ops; one kernel per other op)\n";
   for (const FusedGroup& grp : groups_) {
     out << "  fused:";

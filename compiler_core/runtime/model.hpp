@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "eval/host_tensor.hpp"
+#include "eval/kernels.hpp"
 #include "ir/graph.hpp"
 #include "plan/memory_plan.hpp"
 #include "plan/streams.hpp"
@@ -55,6 +56,7 @@ class Plan {
   struct Launch {
     ir::NodeId node;            // the op, or a fused group's last member
     int group;                  // the fused group it runs, or -1
+    eval::Kernel fast;          // the CPU backend's kernel for it, or nullptr (reference)
     std::vector<Slot> in, out;  // operands (captures included) and results; a group's inputs and outputs
     int stream;
   };

@@ -1,0 +1,49 @@
+// Matrix products through oneDNN (chosen over OpenBLAS, BLIS and XNNPACK on our shapes:
+// bench/RESULTS.md). oneDNN picks its kernels for the CPU at run time.
+#include <oneapi/dnnl/dnnl.h>
+
+#include <cstring>
+#include <string>
+
+#include "cpu/fast_kernels.hpp"
+#include "eval/indexing.hpp"
+#include "ir/error.hpp"
+
+namespace esg::cpu {
+namespace {
+
+// matmul with numpy batch broadcasting: one sgemm per batch, at the broadcast offsets.
+void matmul_f32(const eval::KernelCall& c) {
+  const eval::TensorRef& a = *c.in[0];
+  const eval::TensorRef& b = *c.in[1];
+  const eval::TensorRef& y = *c.out[0];
+  const bool ta = c.attr_int("transpose_a") != 0, tb = c.attr_int("transpose_b") != 0;
+  const size_t ra = a.shape.rank(), rb = b.shape.rank(), ry = y.shape.rank();
+  const int64_t m = y.shape[ry - 2], n = y.shape[ry - 1], k = a.shape[ra - (ta ? 2 : 1)];
+  const ir::Shape batch = ir::Shape::from(y.shape.begin(), ry - 2);
+  eval::BroadcastWalk walk(batch, {ir::Shape::from(a.shape.begin(), ra - 2), ir::Shape::from(b.shape.begin(), rb - 2)});
+  if (y.size() == 0) return;
+  if (k == 0) {  // an empty sum: zeros (oneDNN refuses K = 0)
+    std::memset(y.bytes, 0, y.nbytes());
+    return;
+  }
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* py = y.data<float>();
+  const int64_t batches = batch.num_elements();
+  for (int64_t i = 0; i < batches; ++i, walk.next()) {
+    const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, pa + walk.offset(0) * m * k, ta ? m : k,
+                                       pb + walk.offset(1) * k * n, tb ? k : n, 0.0f, py + i * m * n, n);
+    if (s != dnnl_success) throw ir::Error(ir::ErrorCode::Internal, "matmul: oneDNN sgemm failed with status " + std::to_string(s));
+  }
+}
+
+}  // namespace
+
+eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
+  const std::string op = n.op->name;
+  if (op == "matmul" && g.values[n.first_output].dtype == ir::DType::F32) return matmul_f32;
+  return nullptr;
+}
+
+}  // namespace esg::cpu
