@@ -261,12 +261,26 @@ void transpose(const KernelCall& c) {
   ir::Span<int64_t> perm = c.ints("perm");
   std::vector<int64_t> p(r);
   for (size_t i = 0; i < r; ++i) p[i] = perm.empty() ? static_cast<int64_t>(r - 1 - i) : static_cast<int64_t>(norm_axis(perm[i], r));
+  if (y.size() == 0) return;
   const std::vector<int64_t> xs = strides_of(x.shape);
-  for (int64_t i = 0; i < y.size(); ++i) {
-    const std::vector<int64_t> idx = unravel(i, y.shape);
-    int64_t from = 0;
-    for (size_t d = 0; d < r; ++d) from += idx[d] * xs[static_cast<size_t>(p[d])];
-    copy_elem(x, from, y, i);
+  // Walk the output in order with an odometer, keeping the source offset up to date; when the
+  // last axis stays last, whole rows are contiguous on both sides and copied at once.
+  const bool rows = r > 0 && p[r - 1] == static_cast<int64_t>(r - 1);
+  const size_t outer = rows ? r - 1 : r;
+  const size_t w = ir::dtype_size(x.dtype);
+  const size_t run = rows ? static_cast<size_t>(y.shape[r - 1]) * w : w;
+  std::vector<int64_t> idx(outer, 0);
+  int64_t from = 0;
+  uint8_t* dst = y.bytes;
+  for (int64_t done = 0; done < y.size(); done += static_cast<int64_t>(run / w)) {
+    std::memcpy(dst, x.bytes + static_cast<size_t>(from) * w, run);
+    dst += run;
+    for (size_t d = outer; d-- > 0;) {
+      from += xs[static_cast<size_t>(p[d])];
+      if (++idx[d] < y.shape[d]) break;
+      from -= xs[static_cast<size_t>(p[d])] * y.shape[d];
+      idx[d] = 0;
+    }
   }
 }
 

@@ -169,31 +169,72 @@ void run_group(const Graph& g, const FusedGroup& group, const std::vector<const 
   std::vector<int64_t> in_i(in.size() * T);
   std::vector<double> f(8);
   std::vector<int64_t> iv(8);
+  // Inputs of the group's own shape are read straight through (no broadcast walk), f32 ones
+  // without a dtype switch per element; the same for f32 outputs.
+  std::vector<char> direct(in.size());
+  for (size_t k = 0; k < in.size(); ++k) direct[k] = in[k]->shape == group.shape;
   for (int64_t base = 0; base < total; base += kTileElements) {
     const int64_t count = std::min(kTileElements, total - base);
-    for (int64_t e = 0; e < count; ++e, walk.next())
-      for (size_t k = 0; k < in.size(); ++k) {
-        const size_t at = k * T + static_cast<size_t>(e);
-        if (ir::dtype_is_float(in[k]->dtype)) in_f[at] = eval::load_f(*in[k], walk.offset(k)), in_i[at] = static_cast<int64_t>(in_f[at]);
-        else in_i[at] = eval::load_i(*in[k], walk.offset(k)), in_f[at] = static_cast<double>(in_i[at]);
+    for (size_t k = 0; k < in.size(); ++k) {
+      double* fk = &in_f[k * T];
+      int64_t* ik = &in_i[k * T];
+      const bool floating = ir::dtype_is_float(in[k]->dtype);
+      if (direct[k] && in[k]->dtype == ir::DType::F32) {
+        const float* src = in[k]->data<float>() + base;
+        for (int64_t e = 0; e < count; ++e) fk[e] = src[e], ik[e] = static_cast<int64_t>(src[e]);
+      } else if (direct[k]) {
+        for (int64_t e = 0; e < count; ++e)
+          floating ? (fk[e] = eval::load_f(*in[k], base + e), ik[e] = static_cast<int64_t>(fk[e]))
+                   : (ik[e] = eval::load_i(*in[k], base + e), fk[e] = static_cast<double>(ik[e]));
       }
+    }
+    bool any_broadcast = false;
+    for (size_t k = 0; k < in.size(); ++k) any_broadcast = any_broadcast || !direct[k];
+    if (any_broadcast)
+      for (int64_t e = 0; e < count; ++e, walk.next())
+        for (size_t k = 0; k < in.size(); ++k) {
+          if (direct[k]) continue;
+          const size_t at = k * T + static_cast<size_t>(e);
+          if (ir::dtype_is_float(in[k]->dtype)) in_f[at] = eval::load_f(*in[k], walk.offset(k)), in_i[at] = static_cast<int64_t>(in_f[at]);
+          else in_i[at] = eval::load_i(*in[k], walk.offset(k)), in_f[at] = static_cast<double>(in_i[at]);
+        }
     for (size_t si = 0; si < steps.size(); ++si) {
       const Step& s = steps[si];
       f.resize(s.operands.size());
       iv.resize(s.operands.size());
       double* result = &tile[si * T];
-      for (int64_t e = 0; e < count; ++e) {
-        for (size_t k = 0; k < s.operands.size(); ++k) {
-          const Operand& o = s.operands[k];
-          const size_t at = o.index * T + static_cast<size_t>(e);
-          f[k] = o.from_input ? in_f[at] : tile[at];
-          iv[k] = o.from_input ? in_i[at] : static_cast<int64_t>(tile[at]);
-        }
-        const double r = s.floating ? s.fn->f(f.data(), s.attrs.data()) : static_cast<double>(s.fn->i(iv.data(), s.attrs.data()));
-        result[e] = round_to(s.dtype, r);
+      // Operand rows of this tile, resolved once per step rather than per element.
+      std::vector<const double*> rows_f(s.operands.size());
+      std::vector<const int64_t*> rows_i(s.operands.size());
+      for (size_t k = 0; k < s.operands.size(); ++k) {
+        const Operand& o = s.operands[k];
+        rows_f[k] = o.from_input ? &in_f[o.index * T] : &tile[o.index * T];
+        rows_i[k] = o.from_input ? &in_i[o.index * T] : nullptr;
       }
-      if (s.output >= 0)
-        for (int64_t e = 0; e < count; ++e) eval::store_f(*out[static_cast<size_t>(s.output)], base + e, result[e]);
+      if (s.floating) {
+        for (int64_t e = 0; e < count; ++e) {
+          for (size_t k = 0; k < s.operands.size(); ++k) f[k] = rows_f[k][e];
+          result[e] = s.fn->f(f.data(), s.attrs.data());
+        }
+      } else {
+        for (int64_t e = 0; e < count; ++e) {
+          for (size_t k = 0; k < s.operands.size(); ++k) iv[k] = rows_i[k] ? rows_i[k][e] : static_cast<int64_t>(rows_f[k][e]);
+          result[e] = static_cast<double>(s.fn->i(iv.data(), s.attrs.data()));
+        }
+      }
+      if (s.dtype == ir::DType::F32) {
+        for (int64_t e = 0; e < count; ++e) result[e] = static_cast<float>(result[e]);
+      } else if (s.dtype != ir::DType::F64) {
+        for (int64_t e = 0; e < count; ++e) result[e] = round_to(s.dtype, result[e]);
+      }
+      if (s.output < 0) continue;
+      const eval::TensorRef& dst = *out[static_cast<size_t>(s.output)];
+      if (dst.dtype == ir::DType::F32) {
+        float* d = dst.data<float>() + base;
+        for (int64_t e = 0; e < count; ++e) d[e] = static_cast<float>(result[e]);
+      } else {
+        for (int64_t e = 0; e < count; ++e) eval::store_f(dst, base + e, result[e]);
+      }
     }
   }
 }
