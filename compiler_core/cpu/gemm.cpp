@@ -40,10 +40,8 @@ void matmul_f32(const eval::KernelCall& c) {
 
 }  // namespace
 
-eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
-  const std::string op = n.op->name;
-  if (op == "matmul" && g.values[n.first_output].dtype == ir::DType::F32) return matmul_f32;
-  return nullptr;
+eval::Kernel gemm_kernel(const ir::Graph& g, const ir::Node& n) {
+  return std::string(n.op->name) == "matmul" && g.values[n.first_output].dtype == ir::DType::F32 ? matmul_f32 : nullptr;
 }
 
 }  // namespace esg::cpu

@@ -1,0 +1,13 @@
+#include "cpu/fast_kernels.hpp"
+
+namespace esg::cpu {
+
+eval::Kernel gemm_kernel(const ir::Graph& g, const ir::Node& n);
+eval::Kernel normalize_kernel(const ir::Graph& g, const ir::Node& n);
+
+eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
+  if (const eval::Kernel k = gemm_kernel(g, n)) return k;
+  return normalize_kernel(g, n);
+}
+
+}  // namespace esg::cpu

@@ -1,0 +1,82 @@
+// f32 softmax, log-softmax, layer norm and RMS norm over the last axis, the common case: plain
+// loops over contiguous rows, accumulating in double as the reference kernels do, so both give
+// the same results to rounding.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cpu/fast_kernels.hpp"
+
+namespace esg::cpu {
+namespace {
+
+bool last_axis(int64_t axis, size_t rank) { return axis == -1 || axis == static_cast<int64_t>(rank) - 1; }
+
+template <bool kLog>
+void softmax_rows(const eval::KernelCall& c) {
+  const eval::TensorRef& x = *c.in[0];
+  const eval::TensorRef& y = *c.out[0];
+  const int64_t n = x.shape[x.shape.rank() - 1];
+  if (n == 0) return;
+  const bool scaled = c.node.op->attr_index("scale") >= 0;
+  const double scale = scaled ? c.attr_float("scale") : 1.0;
+  const float* src = x.data<float>();
+  float* dst = y.data<float>();
+  std::vector<double> z(static_cast<size_t>(n));
+  for (int64_t row = 0; row < x.size() / n; ++row, src += n, dst += n) {
+    double m = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, z[static_cast<size_t>(j)] = scale * src[j]);
+    for (int64_t j = 0; j < n; ++j) sum += std::exp(z[static_cast<size_t>(j)] - m);
+    const double log_sum = std::log(sum);
+    for (int64_t j = 0; j < n; ++j)
+      dst[j] = static_cast<float>(kLog ? z[static_cast<size_t>(j)] - m - log_sum : std::exp(z[static_cast<size_t>(j)] - m) / sum);
+  }
+}
+
+template <bool kRms>
+void norm_rows(const eval::KernelCall& c) {
+  const eval::TensorRef& x = *c.in[0];
+  const eval::TensorRef& y = *c.out[0];
+  const int64_t n = x.shape[x.shape.rank() - 1];
+  if (n == 0) return;
+  const float* scale = c.in.size() > 1 && c.in[1] ? c.in[1]->data<float>() : nullptr;
+  const float* bias = c.in.size() > 2 && c.in[2] ? c.in[2]->data<float>() : nullptr;
+  const double eps = c.attr_float("epsilon");
+  const float* src = x.data<float>();
+  float* dst = y.data<float>();
+  for (int64_t row = 0; row < x.size() / n; ++row, src += n, dst += n) {
+    double mean = 0, var = 0;
+    if (!kRms) {
+      for (int64_t j = 0; j < n; ++j) mean += src[j];
+      mean /= static_cast<double>(n);
+    }
+    for (int64_t j = 0; j < n; ++j) var += (src[j] - mean) * (src[j] - mean);
+    const double inv = 1.0 / std::sqrt(var / static_cast<double>(n) + eps);
+    for (int64_t j = 0; j < n; ++j) {
+      double v = (src[j] - mean) * inv;
+      if (scale) v *= scale[j];
+      if (bias) v += bias[j];
+      dst[j] = static_cast<float>(v);
+    }
+  }
+}
+
+}  // namespace
+
+eval::Kernel normalize_kernel(const ir::Graph& g, const ir::Node& n) {
+  const std::string op = n.op->name;
+  const bool is_softmax = op == "softmax" || op == "log_softmax", is_norm = op == "layer_norm" || op == "rms_norm";
+  if ((!is_softmax && !is_norm) || g.values[n.first_output].dtype != ir::DType::F32) return nullptr;
+  const size_t rank = g.shape(n.first_output).rank();
+  const int64_t axis = g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("axis"))].i;
+  if (rank == 0 || !last_axis(axis, rank)) return nullptr;
+  if (op == "softmax") {
+    const bool masked = n.num_inputs - n.num_captures > 1 && g.operands[n.first_input + 1] != ir::kNone;
+    return masked ? nullptr : softmax_rows<false>;
+  }
+  if (op == "log_softmax") return softmax_rows<true>;
+  return op == "layer_norm" ? norm_rows<false> : norm_rows<true>;
+}
+
+}  // namespace esg::cpu
