@@ -1,11 +1,17 @@
 """An MLP and a transformer encoder layer (batch 8, sequence 128, width 512, 8 heads), esgraph
-compiled vs PyTorch eager on the same weights, side by side in one run; medians of several
-runs, results checked against each other.
+compiled vs PyTorch eager and ONNX Runtime (CPU, the PyTorch model exported with
+torch.onnx.export, run from Node through onnxruntime-node when bench/node_modules has it) on the
+same weights, side by side in one run; medians of several runs, results checked against each
+other.
 
     PYTHONPATH=build/default/python /usr/bin/python3 bench/models.py [--runs 5]
 """
 import argparse
+import os
+import shutil
 import statistics
+import subprocess
+import tempfile
 import time
 
 import numpy as np
@@ -67,6 +73,27 @@ def encoder(batch=8, seq=128, dm=512, heads=8, ff=2048):
     return b.build([y]), ref, rng.standard_normal((batch, seq, dm)).astype(np.float32)
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def ort_ms(ref, x, runs):
+    """ONNX Runtime's median time for the PyTorch model, or None when it is not installed."""
+    if not shutil.which("node") or not os.path.isdir(os.path.join(HERE, "node_modules", "onnxruntime-node")):
+        return None
+
+    class Wrapped(torch.nn.Module):
+        def forward(self, inp):
+            return ref(inp)
+
+    with tempfile.TemporaryDirectory() as d:
+        model, data = os.path.join(d, "m.onnx"), os.path.join(d, "x.f32")
+        torch.onnx.export(Wrapped(), torch.from_numpy(x), model, opset_version=14)
+        x.astype(np.float32).tofile(data)
+        out = subprocess.run(["node", os.path.join(HERE, "ort_run.js"), model, data, ",".join(map(str, x.shape)), str(runs)],
+                             capture_output=True, text=True, cwd=HERE)
+        return float(out.stdout) if out.returncode == 0 else None
+
+
 def median_ms(fn, runs):
     fn()
     times = []
@@ -81,7 +108,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
-    print(f"{'model':10} {'esgraph ms':>11} {'torch ms':>9} {'esgraph/torch':>14}")
+    print(f"{'model':10} {'esgraph ms':>11} {'torch ms':>9} {'ORT ms':>8} {'esgraph/torch':>14} {'esgraph/ORT':>12}")
     for name, make in (("mlp", mlp), ("encoder", encoder)):
         graph, ref, x = make()
         model = esgraph.compile(graph)
@@ -90,7 +117,10 @@ def main():
             np.testing.assert_allclose(model(x), ref(tx).numpy(), rtol=2e-3, atol=2e-4)
             ours = median_ms(lambda: model(x), args.runs)
             theirs = median_ms(lambda: ref(tx), args.runs)
-        print(f"{name:10} {ours:11.2f} {theirs:9.2f} {ours / theirs:13.1f}x")
+        ort = ort_ms(ref, x, args.runs)
+        ort_col = f"{ort:8.2f}" if ort else f"{'-':>8}"
+        ratio = f"{ours / ort:11.1f}x" if ort else f"{'-':>12}"
+        print(f"{name:10} {ours:11.2f} {theirs:9.2f} {ort_col} {ours / theirs:13.1f}x {ratio}")
 
 
 if __name__ == "__main__":
