@@ -369,20 +369,23 @@ ValueId Builder::add_input(std::string_view name, DType dtype, const Shape& shap
 }
 
 ValueId Builder::add_constant(DType dtype, const Shape& shape, const void* data, size_t nbytes) {
+  if (nbytes && !data) throw Error(ErrorCode::InvalidArgument, "constant: data is NULL");
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  return add_constant(dtype, shape, std::make_shared<const std::vector<uint8_t>>(bytes, bytes + nbytes));
+}
+
+ValueId Builder::add_constant(DType dtype, const Shape& shape, std::shared_ptr<const std::vector<uint8_t>> bytes) {
   if (!dtype_valid(dtype)) throw Error(ErrorCode::DType, "constant: invalid dtype");
   if (!shape.is_static()) throw Error(ErrorCode::Shape, "constant: the shape must be static");
   for (Dim d : shape)
     if (d < 0) throw Error(ErrorCode::Shape, "constant: negative dimension");
   const size_t expected = static_cast<size_t>(shape.num_elements()) * dtype_size(dtype);
-  if (nbytes != expected)
+  if (!bytes || bytes->size() != expected)
     throw Error(ErrorCode::InvalidArgument, "constant: " + std::string(dtype_name(dtype)) + graph_->shape_str(shape) +
                                                 " needs " + std::to_string(expected) + " bytes, got " +
-                                                std::to_string(nbytes));
-  if (nbytes && !data) throw Error(ErrorCode::InvalidArgument, "constant: data is NULL");
+                                                std::to_string(bytes ? bytes->size() : 0));
   Graph& g = *graph_;
-  const Checkpoint cp(g);
-  const auto* bytes = static_cast<const uint8_t*>(data);
-  g.blobs.emplace_back(bytes, bytes + nbytes);
+  g.blobs.push_back(std::move(bytes));
   try {
     const NodeId id = add_op(constant_op(), {}, {});
     g.nodes[id].blob = static_cast<uint32_t>(g.blobs.size() - 1);

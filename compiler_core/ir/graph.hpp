@@ -6,6 +6,7 @@
 // is the body of a control-flow node and names its parent region.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -90,7 +91,8 @@ class Graph {
   Pool<StrId> notes;
   std::vector<std::string> strings;
   std::vector<std::string> symbols;
-  std::vector<std::vector<uint8_t>> blobs;
+  // Constants' bytes, shared: copies of a graph (specialization, every pass) share them.
+  std::vector<std::shared_ptr<const std::vector<uint8_t>>> blobs;
 
   Shape shape(ValueId v) const { return Shape::from(dims.data() + values[v].dims, values[v].rank); }
   void set_shape(ValueId v, const Shape& s) {

@@ -61,7 +61,7 @@ class TextPrinter {
     const Span<AttrValue> av = g_.node_attrs(n);
     for (size_t i = 0; i < av.size(); ++i)
       attrs += (attrs.empty() ? "" : ", ") + std::string(n.op->attrs[i].name) + "=" + attr_str(g_, n.op->attrs[i], av[i]);
-    if (n.blob != kNone) attrs += "bytes=" + std::to_string(g_.blobs[n.blob].size());
+    if (n.blob != kNone) attrs += "bytes=" + std::to_string(g_.blobs[n.blob]->size());
     for (uint32_t i = 0; i < n.num_notes; ++i)
       attrs += (attrs.empty() ? "@" : ", @") + g_.strings[g_.notes[n.first_note + 2 * i]] + "=\"" +
                g_.strings[g_.notes[n.first_note + 2 * i + 1]] + "\"";

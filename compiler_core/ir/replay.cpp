@@ -26,7 +26,7 @@ NodeId Replay::copy(NodeId id) {
   NodeId made;
   if (n.blob != kNone) {
     const ValueId out = n.first_output;
-    made = to_.graph().values[to_.add_constant(g.values[out].dtype, g.shape(out), g.blobs[n.blob].data(), g.blobs[n.blob].size())].producer;
+    made = to_.graph().values[to_.add_constant(g.values[out].dtype, g.shape(out), g.blobs[n.blob])].producer;
   } else {
     std::vector<RegionId> bodies;
     for (RegionId body : g.bodies(n)) {

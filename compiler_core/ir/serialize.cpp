@@ -208,7 +208,7 @@ class GraphWriter {
       w.u8(kConstant);
       write_shape(w, g_.values[n.first_output].dtype, g_.shape(n.first_output));
       w.u32(static_cast<uint32_t>(blobs_.size()));
-      blobs_.push_back(&g_.blobs[n.blob]);
+      blobs_.push_back(g_.blobs[n.blob].get());
     } else {
       w.u8(kNode);
       w.str(n.op->name);

@@ -51,8 +51,8 @@ void verify(const Graph& g) {
       defined[n.first_output + i] = true;
     }
     if ((n.blob != kNone) != (n.op == &constant_op())) fail(where + " constant data mismatch");
-    if (n.blob != kNone && (n.blob >= g.blobs.size() ||
-                            g.blobs[n.blob].size() != static_cast<size_t>(g.shape(n.first_output).num_elements()) * dtype_size(g.values[n.first_output].dtype)))
+    if (n.blob != kNone && (n.blob >= g.blobs.size() || !g.blobs[n.blob] ||
+                            g.blobs[n.blob]->size() != static_cast<size_t>(g.shape(n.first_output).num_elements()) * dtype_size(g.values[n.first_output].dtype)))
       fail(where + " has constant data of the wrong size");
   }
   for (size_t r = 0; r < g.regions.size(); ++r)

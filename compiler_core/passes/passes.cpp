@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "eval/evaluate.hpp"
@@ -36,7 +37,7 @@ const ir::Node* producer(const Graph& g, ValueId v) {
 bool constant_all(const Graph& g, ValueId v, double value) {
   const ir::Node* p = producer(g, v);
   if (!p || p->blob == kNone) return false;
-  eval::TensorRef t{g.values[v].dtype, g.shape(v), const_cast<uint8_t*>(g.blobs[p->blob].data())};
+  eval::TensorRef t{g.values[v].dtype, g.shape(v), const_cast<uint8_t*>(g.blobs[p->blob]->data())};
   for (int64_t i = 0; i < t.size(); ++i)
     if (eval::load_f(t, i) != value) return false;
   return true;
@@ -99,9 +100,10 @@ std::unique_ptr<Graph> eliminate_common_subexpressions(const Graph& g) {
     key << n.op->name << '(';
     for (ValueId v : g.inputs(n)) key << (v == kNone ? -1 : static_cast<int64_t>(r.get(v))) << ',';
     key << ')';
-    if (n.blob != kNone) {
-      key << ir::dtype_name(g.values[n.first_output].dtype) << g.shape_str(g.shape(n.first_output));
-      key.write(reinterpret_cast<const char*>(g.blobs[n.blob].data()), static_cast<std::streamsize>(g.blobs[n.blob].size()));
+    if (n.blob != kNone) {  // constants: by type and a hash of the bytes, compared in full on a match
+      const std::vector<uint8_t>& bytes = *g.blobs[n.blob];
+      key << ir::dtype_name(g.values[n.first_output].dtype) << g.shape_str(g.shape(n.first_output))
+          << std::hash<std::string_view>()(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
     }
     const ir::Span<ir::AttrValue> attrs = g.node_attrs(n);
     for (size_t i = 0; i < attrs.size(); ++i) {
@@ -114,11 +116,14 @@ std::unique_ptr<Graph> eliminate_common_subexpressions(const Graph& g) {
       else key << a.i;
     }
     const auto found = seen.find(key.str());
-    if (found == seen.end()) {
-      seen.emplace(key.str(), r.copy(id));
+    const ir::Graph& t = r.to().graph();
+    if (found == seen.end() ||
+        (n.blob != kNone && *t.blobs[t.nodes[found->second].blob] != *g.blobs[n.blob])) {  // a hash collision
+      if (found == seen.end()) seen.emplace(key.str(), r.copy(id));
+      else r.copy(id);
       return true;
     }
-    const ir::Node& earlier = r.to().graph().nodes[found->second];
+    const ir::Node& earlier = t.nodes[found->second];
     for (uint32_t i = 0; i < n.num_outputs; ++i) r.set(n.first_output + i, earlier.first_output + i);
     return true;
   });
@@ -137,7 +142,7 @@ std::unique_ptr<Graph> fold_constants(const Graph& g, int64_t max_elements) {
       const ValueId v = r.get(old);
       const ir::Node* p = producer(t, v);
       if (!p || p->blob == kNone) return false;
-      in[i] = {t.values[v].dtype, t.shape(v), const_cast<uint8_t*>(t.blobs[p->blob].data())};
+      in[i] = {t.values[v].dtype, t.shape(v), const_cast<uint8_t*>(t.blobs[p->blob]->data())};
       in_ptrs[i] = &in[i];
     }
     for (uint32_t i = 0; i < n.num_outputs; ++i) {

@@ -110,7 +110,7 @@ eval::TensorRef Plan::ref(const Slot& s, ir::ValueId v, uint8_t* arena, const st
     case Slot::Arena: r.bytes = arena + s.at; break;
     case Slot::Input: r.bytes = in[static_cast<size_t>(s.at)].bytes; break;
     case Slot::Output: r.bytes = out[static_cast<size_t>(s.at)].bytes; break;
-    case Slot::Constant: r.bytes = const_cast<uint8_t*>(g.blobs[g.nodes[static_cast<ir::NodeId>(s.at)].blob].data()); break;
+    case Slot::Constant: r.bytes = const_cast<uint8_t*>(g.blobs[g.nodes[static_cast<ir::NodeId>(s.at)].blob]->data()); break;
   }
   return r;
 }
@@ -187,7 +187,7 @@ void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eva
     const ir::NodeId p = g.values[v].producer;
     const bool is_input = std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
     const uint8_t* from = is_input ? inputs[static_cast<size_t>(std::find(g.inputs().begin(), g.inputs().end(), v) - g.inputs().begin())].bytes
-                          : g.nodes[p].blob != ir::kNone ? g.blobs[g.nodes[p].blob].data()
+                          : g.nodes[p].blob != ir::kNone ? g.blobs[g.nodes[p].blob]->data()
                                                           : outputs[static_cast<size_t>(std::find(g.outputs().begin(), g.outputs().end(), v) - g.outputs().begin())].bytes;
     std::memmove(outputs[static_cast<size_t>(index)].bytes, from, outputs[static_cast<size_t>(index)].nbytes());
   }
