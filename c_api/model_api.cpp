@@ -147,16 +147,21 @@ ESG_API esg_status esg_model_profile(const esg_model* model, const esg_buffer* i
   return esg_last_status();
 }
 
-ESG_API char* esg_model_report(const esg_model* model) {
+namespace {
+char* text_of(const esg_model* model, const char* fn, std::string (esg::runtime::Model::*get)() const) {
   char* out = nullptr;
   guarded(nullptr, [&] {
-    need_model(model, "esg_model_report");
-    const std::string r = model->m->report();
+    need_model(model, fn);
+    const std::string r = (model->m.get()->*get)();
     out = static_cast<char*>(std::malloc(r.size() + 1));
     if (!out) throw std::bad_alloc();
     std::memcpy(out, r.c_str(), r.size() + 1);
   });
   return out;
 }
+}  // namespace
+
+ESG_API char* esg_model_report(const esg_model* model) { return text_of(model, "esg_model_report", &esg::runtime::Model::report); }
+ESG_API char* esg_model_to_dot(const esg_model* model) { return text_of(model, "esg_model_to_dot", &esg::runtime::Model::to_dot); }
 
 }  // extern "C"

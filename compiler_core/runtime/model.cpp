@@ -227,6 +227,44 @@ std::string Plan::report() const {
   return out.str();
 }
 
+std::string Plan::to_dot() const {
+  const ir::Graph& g = *graph_;
+  std::ostringstream out;
+  out << "digraph \"" << g.name << " (compiled)\" {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
+  std::map<ir::ValueId, size_t> writer;  // value -> the launch that writes it
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const Launch& l = launches_[i];
+    std::vector<ir::ValueId> outs;
+    std::string label;
+    if (l.group >= 0) {
+      const FusedGroup& grp = groups_[static_cast<size_t>(l.group)];
+      outs = grp.outputs;
+      label = "fused";
+      for (ir::NodeId m : grp.members) label += std::string("\\n") + g.nodes[m].op->name;
+    } else {
+      const ir::Node& n = g.nodes[l.node];
+      for (uint32_t k = 0; k < n.num_outputs; ++k) outs.push_back(n.first_output + k);
+      label = std::string(n.op->name) + (l.fast ? " (fast)" : "");
+    }
+    for (ir::ValueId v : outs) writer[v] = i;
+    out << "  k" << i << " [label=\"" << label << "\\nstream " << l.stream << "\"" << (l.group >= 0 ? ", style=bold" : "") << "];\n";
+  }
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const Launch& l = launches_[i];
+    std::vector<ir::ValueId> ins;
+    if (l.group >= 0) ins = groups_[static_cast<size_t>(l.group)].inputs;
+    else
+      for (ir::ValueId v : g.inputs(g.nodes[l.node])) ins.push_back(v);
+    for (ir::ValueId v : ins) {
+      if (v == ir::kNone) continue;
+      const auto w = writer.find(v);
+      if (w != writer.end()) out << "  k" << w->second << " -> k" << i << " [label=\"" << g.type_str(v) << "\"];\n";
+    }
+  }
+  out << "}\n";
+  return out.str();
+}
+
 Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(std::move(graph)), options_(std::move(options)) {
   if (options_.streams < 1 || options_.streams > 16)
     throw Error(ErrorCode::InvalidArgument, "compile: streams must be 1..16, got " + std::to_string(options_.streams));
@@ -323,6 +361,13 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
     if (!outputs[i].bytes && outputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what + " has no data");
   }
   p.run(inputs, outputs, trace);
+}
+
+std::string Model::to_dot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  for (const auto& [key, p] : plans_) out += p->to_dot();
+  return out;
 }
 
 std::string Model::report() const {

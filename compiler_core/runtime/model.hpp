@@ -45,6 +45,9 @@ class Plan {
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
            std::vector<TraceEvent>* trace = nullptr) const;
   std::string report() const;
+  // The launch list as Graphviz DOT: one box per kernel (a fused group lists its ops), one row
+  // per stream, edges where a kernel reads what another wrote, dashed for events.
+  std::string to_dot() const;
   const ir::Graph& graph() const { return *graph_; }
 
  private:
@@ -91,6 +94,7 @@ class Model {
   // The output shapes for these input shapes (compiling their plan if needed).
   std::vector<ir::Shape> output_shapes(const std::vector<ir::Shape>& input_shapes) const;
   std::string report() const;
+  std::string to_dot() const;  // of every plan compiled so far
 
  private:
   const Plan& plan_for(const std::vector<ir::Shape>& input_shapes) const;

@@ -430,15 +430,17 @@ class Model {
     detail::check(esg_model_profile(m_, in.data(), in.size(), out.data(), out.size(), trace_path.c_str()));
     return outs;
   }
-  std::string report() const {
-    char* r = esg_model_report(m_);
-    if (!r) detail::throw_last();
-    std::string out(r);
-    esg_free(r);
-    return out;
-  }
+  std::string report() const { return take(esg_model_report(m_)); }
+  // The compiled launch list (kernels, fused groups, streams) as Graphviz DOT.
+  std::string to_dot() const { return take(esg_model_to_dot(m_)); }
 
  private:
+  static std::string take(char* s) {
+    if (!s) detail::throw_last();
+    std::string out(s);
+    esg_free(s);
+    return out;
+  }
   esg_model* m_;
 };
 

@@ -252,6 +252,7 @@ void bind_model(py::module_& m) {
         return run_model(self, args);
       }, py::arg("inputs"), "Runs on inputs given as {name: array} or a list; returns the outputs as a list.")
       .def("report", &esg::Model::report)
+      .def("to_dot", &esg::Model::to_dot, "The compiled launch list as Graphviz DOT.")
       .def("profile", [](const esg::Model& self, py::args args, const std::string& path) {
         return run_model(self, std::vector<py::handle>(args.begin(), args.end()), path.c_str());
       }, py::arg("path"), "Runs once, writing each kernel's time to `path` as a Chrome trace; returns the outputs as a list.")

@@ -188,3 +188,13 @@ TEST_CASE("profiling writes a Chrome trace with one event per kernel") {
   std::remove(path.c_str());
   CHECK_THROWS_AS(m.profile({HostTensor::from(esg::f32, std::vector<float>(6), {2, 3})}, "/nonexistent/dir/t.json"), esg::IoError);
 }
+
+TEST_CASE("the compiled graph exports as DOT with its fused groups") {
+  const esg::Model m = esg::compile(mlp(false));
+  const std::string dot = m.to_dot();
+  CHECK(dot.rfind("digraph \"mlp (compiled)\"", 0) == 0);
+  CHECK(dot.find("matmul (fast)") != std::string::npos);
+  CHECK(dot.find("fused\\nadd\\nrelu") != std::string::npos);
+  CHECK(dot.find("k0 -> k1") != std::string::npos);
+  CHECK(esg::compile(mlp(true)).to_dot().empty());  // no plan before the first run binds the batch
+}

@@ -46,3 +46,12 @@ def test_a_profiled_run_writes_a_chrome_trace(tmp_path):
     events = json.loads(path.read_text())["traceEvents"]
     assert [e["name"] for e in events] == ["matmul", "fused add relu"]
     assert all(e["ph"] == "X" and e["dur"] >= 0 for e in events)
+
+
+def test_the_compiled_graph_exports_as_dot():
+    with esgraph.GraphBuilder() as b:
+        x = b.input("x", esgraph.f32, [4])
+        y = ops.exp(x) + 1.0
+    dot = esgraph.compile(b.build([y])).to_dot()
+    assert dot.startswith('digraph "graph (compiled)"')
+    assert "fused\\nexp\\nadd" in dot

@@ -238,6 +238,9 @@ ESG_API esg_status esg_model_output_shape(const esg_model* model, const esg_buff
    of exactly the expected dtype and shape. */
 ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
                                  const esg_buffer* outputs, size_t num_outputs);
+/* The compiled launch list as Graphviz DOT (kernels, fused groups, streams); free with
+   esg_free. Empty until a plan exists (symbolic sizes bind at the first run). */
+ESG_API char* esg_model_to_dot(const esg_model* model);
 /* esg_model_run that also writes each kernel's time to `trace_path` as a Chrome trace (one row
    per stream; open it in Perfetto or chrome://tracing). */
 ESG_API esg_status esg_model_profile(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
