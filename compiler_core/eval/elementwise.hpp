@@ -12,6 +12,8 @@ struct ElementwiseFn {
   const ir::OpSchema* op;
   double (*f)(const double* in, const double* attr);
   int64_t (*i)(const int64_t* in, const double* attr);
+  // out[e] = f(rows[0][e], rows[1][e], …) for e < n; `out` overlaps no row.
+  void (*row_f)(const double* const* rows, const double* attr, double* out, int64_t n);
 };
 
 // The scalar functions of `op`, or nullptr if it is not elementwise.

@@ -167,12 +167,25 @@ void run_group(const Graph& g, const FusedGroup& group, const std::vector<const 
   const size_t T = static_cast<size_t>(kTileElements);
   std::vector<double> tile(steps.size() * T), in_f(in.size() * T);
   std::vector<int64_t> in_i(in.size() * T);
-  std::vector<double> f(8);
   std::vector<int64_t> iv(8);
+  std::vector<const double*> rows_f;
+  std::vector<const int64_t*> rows_i;
   // Inputs of the group's own shape are read straight through (no broadcast walk), f32 ones
   // without a dtype switch per element; the same for f32 outputs.
-  std::vector<char> direct(in.size());
-  for (size_t k = 0; k < in.size(); ++k) direct[k] = in[k]->shape == group.shape;
+  // Single-element inputs (scalar constants, mostly) fill their tile row once for all tiles.
+  std::vector<char> direct(in.size()), splat(in.size());
+  bool any_broadcast = false;
+  for (size_t k = 0; k < in.size(); ++k) {
+    direct[k] = in[k]->shape == group.shape;
+    splat[k] = !direct[k] && in[k]->shape.num_elements() == 1;
+    any_broadcast = any_broadcast || (!direct[k] && !splat[k]);
+    if (!splat[k]) continue;
+    const bool floating = ir::dtype_is_float(in[k]->dtype);
+    const double fv = floating ? eval::load_f(*in[k], 0) : static_cast<double>(eval::load_i(*in[k], 0));
+    const int64_t iv0 = floating ? static_cast<int64_t>(fv) : eval::load_i(*in[k], 0);
+    std::fill_n(&in_f[k * T], T, fv);
+    std::fill_n(&in_i[k * T], T, iv0);
+  }
   for (int64_t base = 0; base < total; base += kTileElements) {
     const int64_t count = std::min(kTileElements, total - base);
     for (size_t k = 0; k < in.size(); ++k) {
@@ -188,34 +201,28 @@ void run_group(const Graph& g, const FusedGroup& group, const std::vector<const 
                    : (ik[e] = eval::load_i(*in[k], base + e), fk[e] = static_cast<double>(ik[e]));
       }
     }
-    bool any_broadcast = false;
-    for (size_t k = 0; k < in.size(); ++k) any_broadcast = any_broadcast || !direct[k];
     if (any_broadcast)
       for (int64_t e = 0; e < count; ++e, walk.next())
         for (size_t k = 0; k < in.size(); ++k) {
-          if (direct[k]) continue;
+          if (direct[k] || splat[k]) continue;
           const size_t at = k * T + static_cast<size_t>(e);
           if (ir::dtype_is_float(in[k]->dtype)) in_f[at] = eval::load_f(*in[k], walk.offset(k)), in_i[at] = static_cast<int64_t>(in_f[at]);
           else in_i[at] = eval::load_i(*in[k], walk.offset(k)), in_f[at] = static_cast<double>(in_i[at]);
         }
     for (size_t si = 0; si < steps.size(); ++si) {
       const Step& s = steps[si];
-      f.resize(s.operands.size());
       iv.resize(s.operands.size());
       double* result = &tile[si * T];
       // Operand rows of this tile, resolved once per step rather than per element.
-      std::vector<const double*> rows_f(s.operands.size());
-      std::vector<const int64_t*> rows_i(s.operands.size());
+      rows_f.resize(s.operands.size());
+      rows_i.resize(s.operands.size());
       for (size_t k = 0; k < s.operands.size(); ++k) {
         const Operand& o = s.operands[k];
         rows_f[k] = o.from_input ? &in_f[o.index * T] : &tile[o.index * T];
         rows_i[k] = o.from_input ? &in_i[o.index * T] : nullptr;
       }
       if (s.floating) {
-        for (int64_t e = 0; e < count; ++e) {
-          for (size_t k = 0; k < s.operands.size(); ++k) f[k] = rows_f[k][e];
-          result[e] = s.fn->f(f.data(), s.attrs.data());
-        }
+        s.fn->row_f(rows_f.data(), s.attrs.data(), result, count);
       } else {
         for (int64_t e = 0; e < count; ++e) {
           for (size_t k = 0; k < s.operands.size(); ++k) iv[k] = rows_i[k] ? rows_i[k][e] : static_cast<int64_t>(rows_f[k][e]);

@@ -922,6 +922,25 @@ def test_in_place_reuse_happens_and_is_right_for_same_sized_values():
     assert "in place: 0 values" not in model.report()
 
 
+@pytest.mark.parametrize("rows", [1, 3, 37])  # 37 x 41 spans several 512-element tiles, unevenly
+def test_fused_group_over_several_tiles_with_scalar_and_row_operands(rows):
+    """One fused group: scalar constants (float and int), a broadcast row, a three-input where."""
+    x = normal(rng_for(rows), (rows, 41))
+    row = normal(rng_for("row"), (1, 41))
+
+    def graph(t, r):
+        y = ops.tanh(t * 1.5 + r) - 0.25
+        k = ops.cast(ops.cast(t * 4.0, esgraph.i32) * 3 + 1, esgraph.f32)
+        return ops.where(ops.greater(y, 0.0), ops.sigmoid(y) * k, y * 2.0 + t)
+
+    model = esgraph.compile(build(graph, x, row)[0])
+    assert "fused" in model.report()
+    xd, rd = x.astype(f64), row.astype(f64)
+    y = np.tanh(xd * 1.5 + rd) - 0.25
+    k = ((xd * 4).astype(f32).astype(i32) * 3 + 1).astype(f64)
+    check(model(x, row), np.where(y > 0, 1 / (1 + np.exp(-y)) * k, y * 2 + xd).astype(f32))
+
+
 def test_repeated_runs_give_the_same_values():
     x = normal(rng_for(), (4, 8))
     graph, _ = build(mlp_block, x)
