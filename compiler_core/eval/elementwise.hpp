@@ -8,6 +8,10 @@
 
 namespace esg::eval {
 
+// Attributes of an elementwise op, passed to its math as doubles from a fixed array on the stack
+// (the generated table asserts every op fits).
+constexpr size_t kMaxElementwiseAttrs = 4;
+
 struct ElementwiseFn {
   const ir::OpSchema* op;
   double (*f)(const double* in, const double* attr);
@@ -21,7 +25,7 @@ const ElementwiseFn* find_elementwise(const ir::OpSchema& op);
 
 // out = fn(inputs…) with numpy broadcasting; `out` already has its shape and dtype. Computes in
 // double when any input or the output is a float dtype, else in int64.
-void run_elementwise(const ElementwiseFn& fn, const std::vector<const TensorRef*>& inputs,
-                     const std::vector<double>& attrs, const TensorRef& out);
+void run_elementwise(const ElementwiseFn& fn, const std::vector<const TensorRef*>& inputs, const double* attrs,
+                     const TensorRef& out);
 
 }  // namespace esg::eval

@@ -102,10 +102,10 @@ void run_kernel(const Graph& g, const ir::Node& n, const std::vector<const Tenso
                 const std::vector<const TensorRef*>& out) {
   const ir::OpSchema& op = *n.op;
   if (const ElementwiseFn* ew = find_elementwise(op)) {
-    std::vector<double> attrs;
+    double attrs[kMaxElementwiseAttrs];
     for (size_t i = 0; i < op.attrs.size(); ++i) {
       const ir::AttrValue& a = g.attrs[n.first_attr + i];
-      attrs.push_back(a.kind == ir::AttrKind::Float ? a.f : static_cast<double>(a.i));
+      attrs[i] = a.kind == ir::AttrKind::Float ? a.f : static_cast<double>(a.i);
     }
     run_elementwise(*ew, in, attrs, *out[0]);
     return;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "eval/elementwise.hpp"
 #include "eval/indexing.hpp"
@@ -42,6 +43,41 @@ double round_to(ir::DType t, double v) {
     case ir::DType::Bool: return v != 0;
     default: return static_cast<double>(i);
   }
+}
+
+// run_group's working memory: tiles of inputs and results, operand rows, per-input modes.
+struct Scratch {
+  std::vector<double> tile, in_f;
+  std::vector<int64_t> in_i, iv;
+  std::vector<const double*> rows_f;
+  std::vector<const int64_t*> rows_i;
+  std::vector<char> direct, splat;
+};
+
+std::vector<FusedStep> bind_steps(const Graph& g, const FusedGroup& group) {
+  std::vector<FusedStep> steps;
+  for (NodeId m : group.members) {
+    const ir::Node& n = g.nodes[m];
+    FusedStep s{eval::find_elementwise(*n.op), {}, {}, g.values[n.first_output].dtype, false, -1};
+    s.floating = ir::dtype_is_float(s.dtype);
+    for (ValueId v : g.inputs(n)) {
+      const auto member_at = std::find_if(group.members.begin(), group.members.end(), [&](NodeId x) { return g.nodes[x].first_output == v; });
+      if (member_at != group.members.end()) {
+        s.operands.push_back({false, static_cast<size_t>(member_at - group.members.begin())});
+      } else {
+        s.operands.push_back({true, static_cast<size_t>(std::find(group.inputs.begin(), group.inputs.end(), v) - group.inputs.begin())});
+        s.floating = s.floating || ir::dtype_is_float(g.values[v].dtype);
+      }
+    }
+    for (size_t i = 0; i < n.op->attrs.size(); ++i) {
+      const ir::AttrValue& a = g.attrs[n.first_attr + i];
+      s.attrs.push_back(a.kind == ir::AttrKind::Float ? a.f : static_cast<double>(a.i));
+    }
+    const auto o = std::find(group.outputs.begin(), group.outputs.end(), n.first_output);
+    if (o != group.outputs.end()) s.output = static_cast<int>(o - group.outputs.begin());
+    steps.push_back(std::move(s));
+  }
+  return steps;
 }
 
 }  // namespace
@@ -116,64 +152,38 @@ std::vector<FusedGroup> find_groups(const Graph& g) {
         if (v != kNone && g.values[v].producer != kNone && g.values[v].producer >= first) work.push_back(g.values[v].producer);
     }
     for (NodeId m : members) member[m] = 0;
-    if (!cycle) groups.push_back(std::move(grp));
+    if (cycle) continue;
+    grp.steps = bind_steps(g, grp);
+    groups.push_back(std::move(grp));
   }
   return groups;
 }
 
-void run_group(const Graph& g, const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
+void run_group(const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
                const std::vector<const eval::TensorRef*>& out) {
-  // Each member's operands: an input of the group (index) or an earlier member (its slot).
-  struct Operand {
-    bool from_input;
-    size_t index;
-  };
-  struct Step {
-    const eval::ElementwiseFn* fn;
-    std::vector<Operand> operands;
-    std::vector<double> attrs;
-    ir::DType dtype;
-    bool floating;
-    int output = -1;  // position in group.outputs, or -1
-  };
-  std::vector<Step> steps;
-  for (NodeId m : group.members) {
-    const ir::Node& n = g.nodes[m];
-    Step s{eval::find_elementwise(*n.op), {}, {}, g.values[n.first_output].dtype, false, -1};
-    s.floating = ir::dtype_is_float(s.dtype);
-    for (ValueId v : g.inputs(n)) {
-      const auto member_at = std::find_if(group.members.begin(), group.members.end(), [&](NodeId x) { return g.nodes[x].first_output == v; });
-      if (member_at != group.members.end()) {
-        s.operands.push_back({false, static_cast<size_t>(member_at - group.members.begin())});
-      } else {
-        s.operands.push_back({true, static_cast<size_t>(std::find(group.inputs.begin(), group.inputs.end(), v) - group.inputs.begin())});
-        s.floating = s.floating || ir::dtype_is_float(g.values[v].dtype);
-      }
-    }
-    for (size_t i = 0; i < n.op->attrs.size(); ++i) {
-      const ir::AttrValue& a = g.attrs[n.first_attr + i];
-      s.attrs.push_back(a.kind == ir::AttrKind::Float ? a.f : static_cast<double>(a.i));
-    }
-    const auto o = std::find(group.outputs.begin(), group.outputs.end(), n.first_output);
-    if (o != group.outputs.end()) s.output = static_cast<int>(o - group.outputs.begin());
-    steps.push_back(std::move(s));
-  }
-  std::vector<ir::Shape> in_shapes;
-  for (const eval::TensorRef* t : in) in_shapes.push_back(t->shape);
-  eval::BroadcastWalk walk(group.shape, in_shapes);
+  const std::vector<FusedStep>& steps = group.steps;
   const int64_t total = group.shape.num_elements();
   // One tile of every input and every member's results: small enough for L1/L2. A tile's inputs
   // are all read before any of its outputs is written, so an output may share an input's memory.
-  const size_t T = static_cast<size_t>(kTileElements);
-  std::vector<double> tile(steps.size() * T), in_f(in.size() * T);
-  std::vector<int64_t> in_i(in.size() * T);
-  std::vector<int64_t> iv(8);
-  std::vector<const double*> rows_f;
-  std::vector<const int64_t*> rows_i;
+  // The buffers are the thread's own and kept between runs: a run of tiny groups allocates nothing.
+  const size_t T = static_cast<size_t>(std::clamp<int64_t>(total, 1, kTileElements));
+  thread_local Scratch scratch;
+  std::vector<double>& tile = scratch.tile;
+  std::vector<double>& in_f = scratch.in_f;
+  std::vector<int64_t>& in_i = scratch.in_i;
+  std::vector<int64_t>& iv = scratch.iv;
+  std::vector<const double*>& rows_f = scratch.rows_f;
+  std::vector<const int64_t*>& rows_i = scratch.rows_i;
+  std::vector<char>& direct = scratch.direct;
+  std::vector<char>& splat = scratch.splat;
+  tile.resize(steps.size() * T);
+  in_f.resize(in.size() * T);
+  in_i.resize(in.size() * T);
   // Inputs of the group's own shape are read straight through (no broadcast walk), f32 ones
   // without a dtype switch per element; the same for f32 outputs.
   // Single-element inputs (scalar constants, mostly) fill their tile row once for all tiles.
-  std::vector<char> direct(in.size()), splat(in.size());
+  direct.assign(in.size(), 0);
+  splat.assign(in.size(), 0);
   bool any_broadcast = false;
   for (size_t k = 0; k < in.size(); ++k) {
     direct[k] = in[k]->shape == group.shape;
@@ -185,6 +195,12 @@ void run_group(const Graph& g, const FusedGroup& group, const std::vector<const 
     const int64_t iv0 = floating ? static_cast<int64_t>(fv) : eval::load_i(*in[k], 0);
     std::fill_n(&in_f[k * T], T, fv);
     std::fill_n(&in_i[k * T], T, iv0);
+  }
+  std::optional<eval::BroadcastWalk> walk;
+  if (any_broadcast) {
+    std::vector<ir::Shape> in_shapes;
+    for (const eval::TensorRef* t : in) in_shapes.push_back(t->shape);
+    walk.emplace(group.shape, in_shapes);
   }
   for (int64_t base = 0; base < total; base += kTileElements) {
     const int64_t count = std::min(kTileElements, total - base);
@@ -202,22 +218,22 @@ void run_group(const Graph& g, const FusedGroup& group, const std::vector<const 
       }
     }
     if (any_broadcast)
-      for (int64_t e = 0; e < count; ++e, walk.next())
+      for (int64_t e = 0; e < count; ++e, walk->next())
         for (size_t k = 0; k < in.size(); ++k) {
           if (direct[k] || splat[k]) continue;
           const size_t at = k * T + static_cast<size_t>(e);
-          if (ir::dtype_is_float(in[k]->dtype)) in_f[at] = eval::load_f(*in[k], walk.offset(k)), in_i[at] = static_cast<int64_t>(in_f[at]);
-          else in_i[at] = eval::load_i(*in[k], walk.offset(k)), in_f[at] = static_cast<double>(in_i[at]);
+          if (ir::dtype_is_float(in[k]->dtype)) in_f[at] = eval::load_f(*in[k], walk->offset(k)), in_i[at] = static_cast<int64_t>(in_f[at]);
+          else in_i[at] = eval::load_i(*in[k], walk->offset(k)), in_f[at] = static_cast<double>(in_i[at]);
         }
     for (size_t si = 0; si < steps.size(); ++si) {
-      const Step& s = steps[si];
+      const FusedStep& s = steps[si];
       iv.resize(s.operands.size());
       double* result = &tile[si * T];
       // Operand rows of this tile, resolved once per step rather than per element.
       rows_f.resize(s.operands.size());
       rows_i.resize(s.operands.size());
       for (size_t k = 0; k < s.operands.size(); ++k) {
-        const Operand& o = s.operands[k];
+        const FusedStep::Operand& o = s.operands[k];
         rows_f[k] = o.from_input ? &in_f[o.index * T] : &tile[o.index * T];
         rows_i[k] = o.from_input ? &in_i[o.index * T] : nullptr;
       }

@@ -5,16 +5,32 @@
 #pragma once
 #include <vector>
 
+#include "eval/elementwise.hpp"
 #include "eval/host_tensor.hpp"
 #include "ir/graph.hpp"
 
 namespace esg::runtime {
+
+// One member of a group, bound when the group is found so that a run looks nothing up.
+struct FusedStep {
+  struct Operand {
+    bool from_input;  // a group input (index into inputs) or an earlier member (its step)
+    size_t index;
+  };
+  const eval::ElementwiseFn* fn;
+  std::vector<Operand> operands;
+  std::vector<double> attrs;
+  ir::DType dtype;
+  bool floating;    // computes in double (any float operand or result), else in int64
+  int output = -1;  // position in FusedGroup::outputs, or -1
+};
 
 struct FusedGroup {
   std::vector<ir::NodeId> members;  // in creation (topological) order
   std::vector<ir::ValueId> inputs;  // read from outside the group
   std::vector<ir::ValueId> outputs; // used outside the group or graph outputs
   ir::Shape shape;                  // the iteration space: every member's output shape
+  std::vector<FusedStep> steps;     // one per member
 };
 
 // The explicit limits of a group: a fused kernel keeps a tile of every member's results.
@@ -27,7 +43,7 @@ constexpr int64_t kTileElements = 512;
 std::vector<FusedGroup> find_groups(const ir::Graph& g);
 
 // Runs a group: `in` and `out` follow group.inputs and group.outputs.
-void run_group(const ir::Graph& g, const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
+void run_group(const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
                const std::vector<const eval::TensorRef*>& out);
 
 }  // namespace esg::runtime

@@ -11,6 +11,7 @@ namespace esg::eval {
 namespace {
 
 // t_unary: select(x > 0, x, alpha * (exp(x) - 1))
+static_assert(1 <= kMaxElementwiseAttrs, "t_unary: too many attributes for elementwise math");
 template <class C>
 C ew_t_unary(const C* in, const double* attr) {
   (void)attr;
