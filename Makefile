@@ -2,7 +2,7 @@
 #   make demo   build, then run the flagship C++ sample (a transformer encoder block)
 #   make test   build, run every suite (C++, C99, codegen, Python), then the C/C++ suites
 #               again under AddressSanitizer + UBSan
-#   make bench  graph building against onnx.helper and torch.fx, compile time, an elementwise chain
+#   make bench  graph building against onnx.helper and torch.fx, compile time, per-launch overhead, an elementwise chain
 #   make release-snapshot   record the current API version (see scripts/release-snapshot.sh)
 PY      := /usr/bin/python3
 JOBS    ?= 2
@@ -36,6 +36,7 @@ bench: build
 	@cmake --preset default >/dev/null
 	@cmake --build --preset default -j$(JOBS)
 	./build/default/bench/bench_build --benchmark_min_time=0.5
+	./build/default/bench/bench_launch --benchmark_min_time=0.3
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 BLIS_NUM_THREADS=1 ./build/default/bench/bench_gemm --benchmark_min_time=0.2
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/build_throughput.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/elementwise_chain.py
