@@ -40,6 +40,7 @@ bench: build
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 BLIS_NUM_THREADS=1 ./build/default/bench/bench_gemm --benchmark_min_time=0.2
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/build_throughput.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/elementwise_chain.py
+	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/norms.py
 	cd bench && npm install --ignore-scripts --no-save onnxruntime-node >/dev/null
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/models.py
 

@@ -27,10 +27,15 @@ void softmax_rows(const eval::KernelCall& c) {
   for (int64_t row = 0; row < x.size() / n; ++row, src += n, dst += n) {
     double m = -std::numeric_limits<double>::infinity(), sum = 0;
     for (int64_t j = 0; j < n; ++j) m = std::max(m, z[static_cast<size_t>(j)] = scale * src[j]);
-    for (int64_t j = 0; j < n; ++j) sum += std::exp(z[static_cast<size_t>(j)] - m);
-    const double log_sum = std::log(sum);
-    for (int64_t j = 0; j < n; ++j)
-      dst[j] = static_cast<float>(kLog ? z[static_cast<size_t>(j)] - m - log_sum : std::exp(z[static_cast<size_t>(j)] - m) / sum);
+    if (kLog) {
+      for (int64_t j = 0; j < n; ++j) sum += std::exp(z[static_cast<size_t>(j)] - m);
+      const double log_sum = std::log(sum);
+      for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<float>(z[static_cast<size_t>(j)] - m - log_sum);
+      continue;
+    }
+    // exp once per element: kept in z for the division (exp dominates this kernel)
+    for (int64_t j = 0; j < n; ++j) sum += z[static_cast<size_t>(j)] = std::exp(z[static_cast<size_t>(j)] - m);
+    for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<float>(z[static_cast<size_t>(j)] / sum);
   }
 }
 

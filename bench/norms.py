@@ -1,0 +1,57 @@
+"""layer_norm and softmax over the last axis, alone: esgraph's compiled kernels vs PyTorch's own
+fused CPU kernels, on the encoder's shapes (tokens x width, and attention scores), side by side
+in one run; medians of several runs, results checked against PyTorch's. esgraph runs on the
+calling thread, so PyTorch is measured with one thread and with two (this machine's cores).
+
+    PYTHONPATH=build/default/python /usr/bin/python3 bench/norms.py [--runs 21]
+"""
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+import esgraph
+from esgraph import ops
+
+SHAPES = {"tokens 1024x512": (1024, 512), "scores 8192x128": (8192, 128)}
+OPS = {
+    "layer_norm": (ops.layer_norm, lambda t: torch.nn.functional.layer_norm(t, t.shape[-1:])),
+    "softmax": (ops.softmax, lambda t: torch.softmax(t, dim=-1)),
+}
+
+
+def median_ms(fn, runs):
+    fn()  # warm up
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=21)
+    args = ap.parse_args()
+    print(f"{'op':<11} {'shape':<17} {'esgraph ms':>10} {'torch 1t ms':>11} {'torch 2t ms':>11} {'vs torch 1t':>11}")
+    for op_name, (ours, theirs) in OPS.items():
+        for shape_name, shape in SHAPES.items():
+            x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+            with esgraph.GraphBuilder(op_name) as b:
+                y = ours(b.input("x", esgraph.f32, list(shape)))
+            model = esgraph.compile(b.build([y]))
+            xt = torch.from_numpy(x)
+            np.testing.assert_allclose(model(x), theirs(xt).numpy(), rtol=1e-4, atol=1e-5)
+            ms = median_ms(lambda: model(x), args.runs)
+            torch.set_num_threads(1)
+            torch_1t = median_ms(lambda: theirs(xt), args.runs)
+            torch.set_num_threads(2)
+            torch_nt = median_ms(lambda: theirs(xt), args.runs)
+            print(f"{op_name:<11} {shape_name:<17} {ms:>10.3f} {torch_1t:>11.3f} {torch_nt:>11.3f} {ms / torch_1t:>10.2f}x")
+
+
+if __name__ == "__main__":
+    main()
