@@ -13,6 +13,21 @@ namespace {
 
 bool last_axis(int64_t axis, size_t rank) { return axis == -1 || axis == static_cast<int64_t>(rank) - 1; }
 
+// sum of term(j) for j < n in double, over 8 independent partial sums: the compiler may not
+// reorder one running sum, so a single accumulator serializes on the add's latency.
+template <class Term>
+double lane_sum(int64_t n, Term term) {
+  constexpr int kLanes = 8;
+  double lanes[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] += term(j + l);
+  double sum = 0;
+  for (; j < n; ++j) sum += term(j);
+  for (double l : lanes) sum += l;
+  return sum;
+}
+
 template <bool kLog>
 void softmax_rows(const eval::KernelCall& c) {
   const eval::TensorRef& x = *c.in[0];
@@ -33,9 +48,23 @@ void softmax_rows(const eval::KernelCall& c) {
       for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<float>(z[static_cast<size_t>(j)] - m - log_sum);
       continue;
     }
-    // exp once per element: kept in z for the division (exp dominates this kernel)
-    for (int64_t j = 0; j < n; ++j) sum += z[static_cast<size_t>(j)] = std::exp(z[static_cast<size_t>(j)] - m);
+    // exp dominates this kernel: once per element, kept in z for the division, and in f32 (the
+    // argument is <= 0 and the result is rounded to f32 anyway; the sum stays in double)
+    for (int64_t j = 0; j < n; ++j) sum += z[static_cast<size_t>(j)] = std::exp(static_cast<float>(z[static_cast<size_t>(j)] - m));
     for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<float>(z[static_cast<size_t>(j)] / sum);
+  }
+}
+
+// dst = (src - mean) * inv_std [* scale] [+ bias] in f32: one branch-free loop per combination
+// so the compiler vectorizes it (the statistics above stay in double).
+template <bool kScale, bool kBias>
+void normalize_row(const float* src, float* dst, int64_t n, float mean, float inv_std, const float* scale,
+                   const float* bias) {
+  for (int64_t j = 0; j < n; ++j) {
+    float v = (src[j] - mean) * inv_std;
+    if constexpr (kScale) v *= scale[j];
+    if constexpr (kBias) v += bias[j];
+    dst[j] = v;
   }
 }
 
@@ -51,19 +80,14 @@ void norm_rows(const eval::KernelCall& c) {
   const float* src = x.data<float>();
   float* dst = y.data<float>();
   for (int64_t row = 0; row < x.size() / n; ++row, src += n, dst += n) {
-    double mean = 0, var = 0;
-    if (!kRms) {
-      for (int64_t j = 0; j < n; ++j) mean += src[j];
-      mean /= static_cast<double>(n);
-    }
-    for (int64_t j = 0; j < n; ++j) var += (src[j] - mean) * (src[j] - mean);
+    const double mean = kRms ? 0.0 : lane_sum(n, [&](int64_t j) { return static_cast<double>(src[j]); }) / static_cast<double>(n);
+    const double var = lane_sum(n, [&](int64_t j) { return (src[j] - mean) * (src[j] - mean); });
     const double inv = 1.0 / std::sqrt(var / static_cast<double>(n) + eps);
-    for (int64_t j = 0; j < n; ++j) {
-      double v = (src[j] - mean) * inv;
-      if (scale) v *= scale[j];
-      if (bias) v += bias[j];
-      dst[j] = static_cast<float>(v);
-    }
+    const float m = static_cast<float>(mean), k = static_cast<float>(inv);
+    if (scale && bias) normalize_row<true, true>(src, dst, n, m, k, scale, bias);
+    else if (scale) normalize_row<true, false>(src, dst, n, m, k, scale, bias);
+    else if (bias) normalize_row<false, true>(src, dst, n, m, k, scale, bias);
+    else normalize_row<false, false>(src, dst, n, m, k, scale, bias);
   }
 }
 
