@@ -25,7 +25,7 @@ void run_chain(benchmark::State& state, bool fusion) {
   std::vector<esg::HostTensor> outputs = model.allocate_outputs(inputs);
   model.run(inputs, outputs);  // the first run sets up the arena
   for (auto _ : state) model.run(inputs, outputs);
-  state.counters["ns/op"] = benchmark::Counter(static_cast<double>(state.iterations() * n),
+  state.counters["time_per_op"] = benchmark::Counter(static_cast<double>(state.iterations() * n),
                                                benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
