@@ -182,6 +182,8 @@ void run_group(const FusedGroup& group, const std::vector<const eval::TensorRef*
   // Inputs of the group's own shape are read straight through (no broadcast walk), f32 ones
   // without a dtype switch per element; the same for f32 outputs.
   // Single-element inputs (scalar constants, mostly) fill their tile row once for all tiles.
+  // Integer inputs fill both rows, float inputs only the double row: a member with a float
+  // operand computes in double, so no one reads a float input as int64.
   direct.assign(in.size(), 0);
   splat.assign(in.size(), 0);
   bool any_broadcast = false;
@@ -192,9 +194,8 @@ void run_group(const FusedGroup& group, const std::vector<const eval::TensorRef*
     if (!splat[k]) continue;
     const bool floating = ir::dtype_is_float(in[k]->dtype);
     const double fv = floating ? eval::load_f(*in[k], 0) : static_cast<double>(eval::load_i(*in[k], 0));
-    const int64_t iv0 = floating ? static_cast<int64_t>(fv) : eval::load_i(*in[k], 0);
     std::fill_n(&in_f[k * T], T, fv);
-    std::fill_n(&in_i[k * T], T, iv0);
+    if (!floating) std::fill_n(&in_i[k * T], T, eval::load_i(*in[k], 0));
   }
   std::optional<eval::BroadcastWalk> walk;
   if (any_broadcast) {
@@ -210,11 +211,11 @@ void run_group(const FusedGroup& group, const std::vector<const eval::TensorRef*
       const bool floating = ir::dtype_is_float(in[k]->dtype);
       if (direct[k] && in[k]->dtype == ir::DType::F32) {
         const float* src = in[k]->data<float>() + base;
-        for (int64_t e = 0; e < count; ++e) fk[e] = src[e], ik[e] = static_cast<int64_t>(src[e]);
+        std::copy_n(src, count, fk);
       } else if (direct[k]) {
         for (int64_t e = 0; e < count; ++e)
-          floating ? (fk[e] = eval::load_f(*in[k], base + e), ik[e] = static_cast<int64_t>(fk[e]))
-                   : (ik[e] = eval::load_i(*in[k], base + e), fk[e] = static_cast<double>(ik[e]));
+          floating ? void(fk[e] = eval::load_f(*in[k], base + e))
+                   : void(fk[e] = static_cast<double>(ik[e] = eval::load_i(*in[k], base + e)));
       }
     }
     if (any_broadcast)
@@ -222,7 +223,7 @@ void run_group(const FusedGroup& group, const std::vector<const eval::TensorRef*
         for (size_t k = 0; k < in.size(); ++k) {
           if (direct[k] || splat[k]) continue;
           const size_t at = k * T + static_cast<size_t>(e);
-          if (ir::dtype_is_float(in[k]->dtype)) in_f[at] = eval::load_f(*in[k], walk->offset(k)), in_i[at] = static_cast<int64_t>(in_f[at]);
+          if (ir::dtype_is_float(in[k]->dtype)) in_f[at] = eval::load_f(*in[k], walk->offset(k));
           else in_i[at] = eval::load_i(*in[k], walk->offset(k)), in_f[at] = static_cast<double>(in_i[at]);
         }
     for (size_t si = 0; si < steps.size(); ++si) {
@@ -235,7 +236,7 @@ void run_group(const FusedGroup& group, const std::vector<const eval::TensorRef*
       for (size_t k = 0; k < s.operands.size(); ++k) {
         const FusedStep::Operand& o = s.operands[k];
         rows_f[k] = o.from_input ? &in_f[o.index * T] : &tile[o.index * T];
-        rows_i[k] = o.from_input ? &in_i[o.index * T] : nullptr;
+        rows_i[k] = o.from_input && !ir::dtype_is_float(in[o.index]->dtype) ? &in_i[o.index * T] : nullptr;
       }
       if (s.floating) {
         s.fn->row_f(rows_f.data(), s.attrs.data(), result, count);
