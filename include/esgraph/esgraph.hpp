@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -137,6 +138,13 @@ class Tensor {
 class GraphBuilder;
 
 namespace detail {
+// The deleter of an owning wrapper (a unique_ptr) over a C handle: the library's destroy function.
+template <auto DestroyFn>
+struct Destroyer {
+  template <class H>
+  void operator()(H* h) const { DestroyFn(h); }
+};
+
 inline Tensor checked(esg_tensor t) {
   if (!esg_tensor_valid(t)) throw_last();
   return Tensor(t);
@@ -198,26 +206,18 @@ class Graph {
   explicit Graph(esg_graph* g) : g_(g) {
     if (!g_) detail::throw_last();
   }
-  Graph(Graph&& o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
-  Graph& operator=(Graph&& o) noexcept {
-    std::swap(g_, o.g_);
-    return *this;
-  }
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
-  ~Graph() { esg_graph_destroy(g_); }
 
-  esg_graph* handle() const { return g_; }
-  size_t node_count() const { return esg_graph_node_count(g_); }
-  std::string to_text() const { return take(esg_graph_to_text(g_)); }
-  std::string to_dot() const { return take(esg_graph_to_dot(g_)); }
-  void verify() const { detail::check(esg_graph_verify(g_)); }
-  void save(const std::string& path) const { detail::check(esg_graph_save(g_, path.c_str())); }
+  esg_graph* handle() const { return g_.get(); }
+  size_t node_count() const { return esg_graph_node_count(g_.get()); }
+  std::string to_text() const { return take(esg_graph_to_text(g_.get())); }
+  std::string to_dot() const { return take(esg_graph_to_dot(g_.get())); }
+  void verify() const { detail::check(esg_graph_verify(g_.get())); }
+  void save(const std::string& path) const { detail::check(esg_graph_save(g_.get(), path.c_str())); }
   static Graph load(const std::string& path) { return Graph(esg_graph_load(path.c_str())); }
   std::vector<uint8_t> serialize() const {
     void* data = nullptr;
     size_t size = 0;
-    detail::check(esg_graph_serialize(g_, &data, &size));
+    detail::check(esg_graph_serialize(g_.get(), &data, &size));
     const auto* p = static_cast<const uint8_t*>(data);
     std::vector<uint8_t> out(p, p + size);
     esg_free(data);
@@ -234,7 +234,7 @@ class Graph {
     esg_free(s);
     return out;
   }
-  esg_graph* g_;
+  std::unique_ptr<esg_graph, detail::Destroyer<esg_graph_destroy>> g_;
 };
 
 // ---- builders ---------------------------------------------------------------------------------
@@ -384,16 +384,8 @@ class Model {
   explicit Model(esg_model* m) : m_(m) {
     if (!m_) detail::throw_last();
   }
-  Model(Model&& o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
-  Model& operator=(Model&& o) noexcept {
-    std::swap(m_, o.m_);
-    return *this;
-  }
-  Model(const Model&) = delete;
-  Model& operator=(const Model&) = delete;
-  ~Model() { esg_model_destroy(m_); }
 
-  esg_model* handle() const { return m_; }
+  esg_model* handle() const { return m_.get(); }
   // Runs into newly allocated outputs.
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) const {
     std::vector<HostTensor> outs = allocate_outputs(inputs);
@@ -405,11 +397,11 @@ class Model {
     std::vector<esg_buffer> in;
     for (const HostTensor& t : inputs) in.push_back(t.buffer());
     std::vector<HostTensor> outs;
-    for (size_t i = 0; i < esg_model_num_outputs(m_); ++i) {
+    for (size_t i = 0; i < esg_model_num_outputs(m_.get()); ++i) {
       esg_dtype dt;
       int64_t dims[8];
       size_t rank = 0;
-      detail::check(esg_model_output_shape(m_, in.data(), in.size(), i, &dt, dims, 8, &rank));
+      detail::check(esg_model_output_shape(m_.get(), in.data(), in.size(), i, &dt, dims, 8, &rank));
       outs.emplace_back(static_cast<DType>(dt), std::vector<int64_t>(dims, dims + rank));
     }
     return outs;
@@ -419,7 +411,7 @@ class Model {
     std::vector<esg_buffer> in, out;
     for (const HostTensor& t : inputs) in.push_back(t.buffer());
     for (const HostTensor& t : outputs) out.push_back(t.buffer());
-    detail::check(esg_model_run(m_, in.data(), in.size(), out.data(), out.size()));
+    detail::check(esg_model_run(m_.get(), in.data(), in.size(), out.data(), out.size()));
   }
   // Runs once and writes every kernel's time to `trace_path` as a Chrome trace.
   std::vector<HostTensor> profile(const std::vector<HostTensor>& inputs, const std::string& trace_path) const {
@@ -427,12 +419,12 @@ class Model {
     std::vector<esg_buffer> in, out;
     for (const HostTensor& t : inputs) in.push_back(t.buffer());
     for (const HostTensor& t : outs) out.push_back(t.buffer());
-    detail::check(esg_model_profile(m_, in.data(), in.size(), out.data(), out.size(), trace_path.c_str()));
+    detail::check(esg_model_profile(m_.get(), in.data(), in.size(), out.data(), out.size(), trace_path.c_str()));
     return outs;
   }
-  std::string report() const { return take(esg_model_report(m_)); }
+  std::string report() const { return take(esg_model_report(m_.get())); }
   // The compiled launch list (kernels, fused groups, streams) as Graphviz DOT.
-  std::string to_dot() const { return take(esg_model_to_dot(m_)); }
+  std::string to_dot() const { return take(esg_model_to_dot(m_.get())); }
 
  private:
   static std::string take(char* s) {
@@ -441,7 +433,7 @@ class Model {
     esg_free(s);
     return out;
   }
-  esg_model* m_;
+  std::unique_ptr<esg_model, detail::Destroyer<esg_model_destroy>> m_;
 };
 
 inline Model compile(const Graph& graph, const CompileOptions& options = {}) {
