@@ -60,39 +60,46 @@ def check(expr: str, names: Sequence[str]) -> List[str]:
     return problems
 
 
-_CPP_FUNCS = {
-    "abs": "e_abs", "exp": "e_exp", "log": "e_log", "sqrt": "e_sqrt", "rsqrt": "e_rsqrt",
-    "sin": "e_sin", "cos": "e_cos", "tanh": "e_tanh", "erf": "e_erf", "floor": "e_floor",
-    "ceil": "e_ceil", "round": "e_round", "sign": "e_sign", "cast": "e_cast", "min": "e_min",
-    "max": "e_max", "pow": "e_pow", "select": "e_select",
-}
+# The helpers have the expression language's names with a prefix per compute domain: e_* are
+# the evaluator's (compiler_core/eval/scalar_math.hpp, double or int64), f_* the CPU backend's
+# f32 ones (compiler_core/cpu/vector_math.hpp).
+DOMAINS = {"reference": "e_", "f32": "f_"}
 _CPP_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}
 _CPP_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 
-def to_cpp(expr: str, inputs, attrs) -> str:
+def to_cpp(expr: str, inputs, attrs, domain: str = "reference") -> str:
     """The expression as C++ over `in[i]` (the op's inputs, in order) and `attr[j]` (its
-    attributes, in order), using the e_* helpers of compiler_core/eval/scalar_math.hpp."""
-    inputs, attrs = list(inputs), list(attrs)
+    attributes, in order), using the helpers of `domain` (see DOMAINS). In the reference domain
+    integer literals stay int64 so integer math stays exact; in f32 every literal is a float."""
+    inputs, attrs, prefix = list(inputs), list(attrs), DOMAINS[domain]
+
+    def literal(value) -> str:
+        if domain == "f32":
+            return f"{float(value)!r}f"
+        return repr(value) if isinstance(value, float) else f"int64_t{{{value}}}"
 
     def emit(n: ast.AST) -> str:
         if isinstance(n, ast.Constant):
-            return repr(n.value) if isinstance(n.value, float) else f"int64_t{{{n.value}}}"
+            return literal(n.value)
         if isinstance(n, ast.Name):
             return f"in[{inputs.index(n.id)}]" if n.id in inputs else f"attr[{attrs.index(n.id)}]"
         if isinstance(n, ast.BinOp):
             if isinstance(n.op, ast.Div):
-                return f"e_div({emit(n.left)}, {emit(n.right)})"
+                return f"{prefix}div({emit(n.left)}, {emit(n.right)})"
             return f"({emit(n.left)} {_CPP_BINOPS[type(n.op)]} {emit(n.right)})"
         if isinstance(n, ast.UnaryOp):
             return f"(-{emit(n.operand)})" if isinstance(n.op, ast.USub) else f"(!{emit(n.operand)})"
         if isinstance(n, ast.BoolOp):
+            if domain == "f32":  # both sides evaluated: no branch, so the loop vectorizes
+                op = " & " if isinstance(n.op, ast.And) else " | "
+                return "(" + op.join(f"({emit(v)} != 0.0f)" for v in n.values) + ")"
             op = " && " if isinstance(n.op, ast.And) else " || "
             return "(" + op.join(emit(v) for v in n.values) + ")"
         if isinstance(n, ast.Compare):
             return f"({emit(n.left)} {_CPP_CMPOPS[type(n.ops[0])]} {emit(n.comparators[0])})"
         if isinstance(n, ast.Call):
-            return f"{_CPP_FUNCS[n.func.id]}({', '.join(emit(a) for a in n.args)})"
+            return f"{prefix}{n.func.id}({', '.join(emit(a) for a in n.args)})"
         raise ValueError(f"cannot translate {ast.unparse(n)}")
 
     return emit(parse(expr))

@@ -271,8 +271,8 @@ def version_nodes(opset: OpSet):
     return [(f"ESGRAPH_API_{v}", sorted(by_api.get(v, []))) for v in range(1, last + 1)]
 
 
-def compute_cpp(op: OpDef) -> str:
-    return compute.to_cpp(op.compute, [i.name for i in op.inputs], [a.name for a in op.attrs])
+def compute_cpp(op: OpDef, domain: str = "reference") -> str:
+    return compute.to_cpp(op.compute, [i.name for i in op.inputs], [a.name for a in op.attrs], domain)
 
 
 def _flat(value):
@@ -331,6 +331,7 @@ EMITTERS = (
     Emitter("src/ir/ops.gen.hpp", "ops.gen.hpp.j2"),
     Emitter("src/op_registry.cpp", "op_registry.cpp.j2"),
     Emitter("src/eval/elementwise.gen.cpp", "eval_elementwise.cpp.j2"),
+    Emitter("src/cpu/elementwise_f32.gen.cpp", "cpu_elementwise_f32.cpp.j2"),
     Emitter("include/esgraph/ops.hpp", "cpp_ops.hpp.j2"),
     Emitter("python/py_ops.cpp", "py_ops.cpp.j2"),
     Emitter("python/esgraph/ops.pyi", "ops.pyi.j2"),

@@ -1,11 +1,14 @@
 #include "cpu/fast_kernels.hpp"
 
+#include "cpu/elementwise_f32.hpp"
+
 namespace esg::cpu {
 
 eval::Kernel gemm_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel normalize_kernel(const ir::Graph& g, const ir::Node& n);
 
 eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
+  if (const eval::Kernel k = elementwise_f32_kernel(g, n)) return k;
   if (const eval::Kernel k = gemm_kernel(g, n)) return k;
   return normalize_kernel(g, n);
 }

@@ -58,7 +58,8 @@ std::vector<FusedStep> bind_steps(const Graph& g, const FusedGroup& group) {
   std::vector<FusedStep> steps;
   for (NodeId m : group.members) {
     const ir::Node& n = g.nodes[m];
-    FusedStep s{eval::find_elementwise(*n.op), {}, {}, g.values[n.first_output].dtype, false, -1};
+    const cpu::ElementwiseF32* f32 = cpu::find_elementwise_f32(*n.op);
+    FusedStep s{eval::find_elementwise(*n.op), f32 ? f32->row : nullptr, {}, {}, {}, g.values[n.first_output].dtype, false, -1};
     s.floating = ir::dtype_is_float(s.dtype);
     for (ValueId v : g.inputs(n)) {
       const auto member_at = std::find_if(group.members.begin(), group.members.end(), [&](NodeId x) { return g.nodes[x].first_output == v; });
@@ -72,12 +73,51 @@ std::vector<FusedStep> bind_steps(const Graph& g, const FusedGroup& group) {
     for (size_t i = 0; i < n.op->attrs.size(); ++i) {
       const ir::AttrValue& a = g.attrs[n.first_attr + i];
       s.attrs.push_back(a.kind == ir::AttrKind::Float ? a.f : static_cast<double>(a.i));
+      s.attrs_f32.push_back(static_cast<float>(s.attrs.back()));
     }
     const auto o = std::find(group.outputs.begin(), group.outputs.end(), n.first_output);
     if (o != group.outputs.end()) s.output = static_cast<int>(o - group.outputs.begin());
     steps.push_back(std::move(s));
   }
   return steps;
+}
+
+// A group of ops the f32 kernel serves runs on f32 rows (find_groups keeps them apart from the
+// others).
+void bind_f32(const Graph& g, FusedGroup& group) {
+  if (!cpu::elementwise_f32_kernel(g, g.nodes[group.members.front()])) return;
+  std::vector<ir::Shape> shapes;
+  for (ValueId v : group.inputs) shapes.push_back(g.shape(v));
+  group.layouts.resize(shapes.size());
+  group.run = cpu::plan_operands(group.shape, shapes.data(), shapes.size(), group.layouts.data());
+  group.f32 = true;
+}
+
+// An all-f32 group: chunks of every member's results on f32 rows; f32 inputs are read in place
+// where a chunk's elements are contiguous. The chunk's outputs are stored after all
+// its members ran, since an output may share an input's memory (in-place reuse). Results of
+// comparisons and logic are 0 or 1, as bools are.
+void run_group_f32(const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
+                   const std::vector<const eval::TensorRef*>& out) {
+  constexpr size_t T = static_cast<size_t>(cpu::kChunk);
+  thread_local std::vector<float> tile, own;
+  thread_local std::vector<const float*> in_rows, rows;
+  tile.resize(group.steps.size() * T);
+  own.resize(in.size() * T);
+  in_rows.resize(in.size());
+  for (size_t k = 0; k < in.size(); ++k) cpu::prepare_row(*in[k], group.layouts[k], &own[k * T]);
+  cpu::for_each_chunk(group.shape.num_elements(), group.run, [&](int64_t base, int64_t n) {
+    for (size_t k = 0; k < in.size(); ++k) in_rows[k] = cpu::chunk_row(*in[k], group.layouts[k], group.shape, base, n, &own[k * T]);
+    for (size_t si = 0; si < group.steps.size(); ++si) {
+      const FusedStep& s = group.steps[si];
+      rows.resize(s.operands.size());
+      for (size_t k = 0; k < s.operands.size(); ++k)
+        rows[k] = s.operands[k].from_input ? in_rows[s.operands[k].index] : &tile[s.operands[k].index * T];
+      s.row_f32(rows.data(), s.attrs_f32.data(), &tile[si * T], n);
+    }
+    for (size_t si = 0; si < group.steps.size(); ++si)
+      if (group.steps[si].output >= 0) cpu::store_row(&tile[si * T], *out[static_cast<size_t>(group.steps[si].output)], base, n);
+  });
 }
 
 }  // namespace
@@ -91,6 +131,10 @@ std::vector<FusedGroup> find_groups(const Graph& g) {
   std::vector<char> is_output(g.values.size(), 0);
   for (ValueId v : g.outputs()) is_output[v] = 1;
 
+  // Ops the f32 kernel serves fuse only with each other, so that a value computes alike fused
+  // and unfused (f32 rows there, the reference's double/int64 math for the rest).
+  std::vector<char> f32(g.nodes.size(), 0);
+  for (NodeId n : nodes) f32[n] = cpu::elementwise_f32_kernel(g, g.nodes[n]) != nullptr;
   std::vector<int> parent(g.nodes.size()), size(g.nodes.size(), 1);
   std::iota(parent.begin(), parent.end(), 0);
   for (NodeId n : nodes) {
@@ -100,9 +144,9 @@ std::vector<FusedGroup> find_groups(const Graph& g) {
     for (ValueId v : g.inputs(g.nodes[n])) {
       if (v == kNone || g.values[v].producer == kNone) continue;
       const NodeId p = g.values[v].producer;
-      if (!fusible(g, p) || is_output[v] || g.shape(v) != shape) continue;
+      if (!fusible(g, p) || f32[p] != f32[n] || is_output[v] || g.shape(v) != shape) continue;
       const bool stays_inside = std::all_of(consumers[v].begin(), consumers[v].end(), [&](NodeId c) {
-        return fusible(g, c) && g.shape(g.nodes[c].first_output) == shape;
+        return fusible(g, c) && f32[c] == f32[n] && g.shape(g.nodes[c].first_output) == shape;
       });
       const int a = find(parent, static_cast<int>(p)), b = find(parent, static_cast<int>(n));
       if (!stays_inside || a == b || size[static_cast<size_t>(a)] + size[static_cast<size_t>(b)] > kMaxGroupOps) continue;
@@ -154,6 +198,7 @@ std::vector<FusedGroup> find_groups(const Graph& g) {
     for (NodeId m : members) member[m] = 0;
     if (cycle) continue;
     grp.steps = bind_steps(g, grp);
+    bind_f32(g, grp);
     groups.push_back(std::move(grp));
   }
   return groups;
@@ -161,6 +206,7 @@ std::vector<FusedGroup> find_groups(const Graph& g) {
 
 void run_group(const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
                const std::vector<const eval::TensorRef*>& out) {
+  if (group.f32) return run_group_f32(group, in, out);
   const std::vector<FusedStep>& steps = group.steps;
   const int64_t total = group.shape.num_elements();
   // One tile of every input and every member's results: small enough for L1/L2. A tile's inputs

@@ -1,0 +1,124 @@
+#include "cpu/elementwise_f32.hpp"
+
+#include <cstring>
+
+#include "cpu/fast_kernels.hpp"
+#include "eval/elementwise.hpp"
+
+namespace esg::cpu {
+
+int64_t plan_operands(const ir::Shape& out, const ir::Shape* in, size_t count, OperandLayout* layout) {
+  const size_t rank = out.rank();
+  const int64_t total = out.num_elements();
+  int64_t run = std::max<int64_t>(total, 1);
+  for (size_t k = 0; k < count; ++k) {
+    OperandLayout& l = layout[k];
+    const ir::Shape& s = in[k];
+    // Right-aligned broadcast strides of a row-major operand.
+    int64_t step = 1;
+    for (size_t d = rank; d-- > 0;) {
+      const size_t lead = rank - s.rank();
+      const bool has = d >= lead && s[d - lead] != 1;
+      l.stride[d] = has ? step : 0;
+      if (has) step *= s[d - lead];
+    }
+    if (s == out) l.access = Access::Direct;
+    else if (s.num_elements() == 1) l.access = Access::Scalar;
+    if (s == out || s.num_elements() == 1) continue;
+    // The longest run of inner axes along which the operand is all contiguous or all broadcast.
+    int64_t inner = 1;
+    int mode = -1;  // 1 contiguous, 0 broadcast, -1 not yet known
+    for (size_t d = rank; d-- > 0;) {
+      if (out[d] == 1) continue;
+      const int m = l.stride[d] == 0 ? 0 : l.stride[d] == inner ? 1 : 2;
+      if (mode == -1 && m != 2) mode = m;
+      if (m != mode) break;
+      inner *= out[d];
+    }
+    l.access = mode == 0 ? Access::Repeated : Access::Contiguous;
+    run = std::min(run, std::max<int64_t>(inner, 1));
+  }
+  return run;
+}
+
+namespace {
+int64_t offset(const OperandLayout& l, const ir::Shape& out, int64_t base) {
+  int64_t at = 0;
+  for (size_t d = out.rank(); d-- > 0 && base > 0;) {
+    at += base % out[d] * l.stride[d];
+    base /= out[d];
+  }
+  return at;
+}
+
+float element(const eval::TensorRef& t, int64_t at) {
+  return t.dtype == ir::DType::F32 ? t.data<float>()[at] : float(t.data<uint8_t>()[at] != 0);
+}
+}  // namespace
+
+void prepare_row(const eval::TensorRef& t, const OperandLayout& l, float* own) {
+  if (l.access == Access::Scalar) std::fill_n(own, kChunk, element(t, 0));
+}
+
+const float* chunk_row(const eval::TensorRef& t, const OperandLayout& l, const ir::Shape& out, int64_t base, int64_t n,
+                       float* own) {
+  switch (l.access) {
+    case Access::Scalar: return own;
+    case Access::Repeated: std::fill_n(own, n, element(t, offset(l, out, base))); return own;
+    case Access::Direct:
+    case Access::Contiguous: break;
+  }
+  const int64_t at = l.access == Access::Direct ? base : offset(l, out, base);
+  if (t.dtype == ir::DType::F32) return t.data<float>() + at;
+  const uint8_t* b = t.data<uint8_t>() + at;
+  for (int64_t e = 0; e < n; ++e) own[e] = b[e] != 0;
+  return own;
+}
+
+void store_row(const float* row, const eval::TensorRef& t, int64_t at, int64_t n) {
+  if (t.dtype == ir::DType::F32) {
+    std::memcpy(t.data<float>() + at, row, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  uint8_t* b = t.data<uint8_t>() + at;
+  for (int64_t e = 0; e < n; ++e) b[e] = row[e] != 0;
+}
+
+eval::Kernel elementwise_f32_kernel(const ir::Graph& g, const ir::Node& n) {
+  const ElementwiseF32* ew = n.op->elementwise ? find_elementwise_f32(*n.op) : nullptr;
+  if (!ew || n.num_outputs != 1) return nullptr;
+  const ir::DType out = g.values[n.first_output].dtype;
+  if (!f32_row_dtype(out)) return nullptr;
+  const auto inputs = g.inputs(n);
+  if (inputs.size() > kMaxOperands) return nullptr;
+  for (ir::ValueId v : inputs)
+    if (v == ir::kNone || !f32_row_dtype(g.values[v].dtype)) return nullptr;
+  return ew->kernel;
+}
+
+void run_rows_f32(RowF32 row, const eval::KernelCall& c) {
+  const eval::TensorRef& out = *c.out[0];
+  const size_t count = c.in.size();
+  ir::Shape shapes[kMaxOperands];
+  for (size_t k = 0; k < count; ++k) shapes[k] = c.in[k]->shape;
+  OperandLayout layout[kMaxOperands];
+  const int64_t run = plan_operands(out.shape, shapes, count, layout);
+  float attrs[eval::kMaxElementwiseAttrs];
+  for (size_t i = 0; i < c.node.op->attrs.size(); ++i) {
+    const ir::AttrValue& a = c.graph.attrs[c.node.first_attr + i];
+    attrs[i] = static_cast<float>(a.kind == ir::AttrKind::Float ? a.f : static_cast<double>(a.i));
+  }
+  // Rows that are not read in place live on the stack; results go through a chunk there too
+  // because the output may share an input's memory (in-place reuse) and a row's output
+  // overlaps no row.
+  float own[kMaxOperands][kChunk], result[kChunk];
+  const float* rows[kMaxOperands];
+  for (size_t k = 0; k < count; ++k) prepare_row(*c.in[k], layout[k], own[k]);
+  for_each_chunk(out.size(), run, [&](int64_t base, int64_t n) {
+    for (size_t k = 0; k < count; ++k) rows[k] = chunk_row(*c.in[k], layout[k], out.shape, base, n, own[k]);
+    row(rows, attrs, result, n);
+    store_row(result, out, base, n);
+  });
+}
+
+}  // namespace esg::cpu

@@ -1,0 +1,88 @@
+// f32 elementwise kernels of the CPU backend: each op's YAML compute expression in f32 over
+// contiguous rows (generated: elementwise_f32.gen.cpp), the operand layouts they serve, and the
+// unfused kernel built on them. The fused tile loop (runtime/fusion) calls the same rows, so a
+// value computes alike fused and unfused.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "eval/kernels.hpp"
+#include "ir/graph.hpp"
+
+// The generated row loops are built for baseline x86-64 and for x86-64-v3 (AVX2, FMA); the
+// dynamic loader picks the clone this CPU runs (GCC's function multiversioning). The level, not
+// a CPU name: an "arch=haswell" clone would run on Haswells only.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ESG_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define ESG_CPU_CLONES
+#endif
+
+namespace esg::cpu {
+
+// out[e] = op(rows[0][e], rows[1][e], …) for e < n; `out` overlaps no row. Results of
+// comparisons and logic are 0 or 1.
+using RowF32 = void (*)(const float* const* rows, const float* attr, float* out, int64_t n);
+
+struct ElementwiseF32 {
+  const ir::OpSchema* op;
+  RowF32 row;
+  eval::Kernel kernel;  // the op unfused: run_elementwise_f32<row>
+};
+
+// The f32 functions of `op`, or nullptr if it is not elementwise.
+const ElementwiseF32* find_elementwise_f32(const ir::OpSchema& op);
+
+// Operands per elementwise op at most (where has three); what the kernels keep on the stack.
+constexpr size_t kMaxOperands = 4;
+// Elements per row call: a chunk of every operand stays in L1.
+constexpr int64_t kChunk = 512;
+
+// How an operand is read over the output's elements, chunk by chunk: chunks never cross a
+// multiple of the run length (plan_operands), and within one every operand is either contiguous
+// in memory or a single element.
+enum class Access : uint8_t {
+  Direct,      // the output's own shape: element e at e
+  Scalar,      // one element in all: a row filled once per run of the kernel
+  Contiguous,  // broadcast along outer axes only over a run: elements from offset(base) on
+  Repeated,    // broadcast along the inner axes of a run: element offset(base), repeated
+};
+struct OperandLayout {
+  Access access;
+  int64_t stride[ir::kMaxRank];  // per output axis, 0 where broadcast
+};
+// The layouts of `count` operands against the output shape; returns the run length (>= 1).
+int64_t plan_operands(const ir::Shape& out, const ir::Shape* in, size_t count, OperandLayout* layout);
+
+// fn(base, n) over [0, total) in pieces of at most kChunk elements, none crossing a multiple of
+// `run` (plan_operands' result).
+template <class Fn>
+void for_each_chunk(int64_t total, int64_t run, Fn fn) {
+  for (int64_t base = 0; base < total;) {
+    const int64_t n = std::min({kChunk, total - base, run - base % run});
+    fn(base, n);
+    base += n;
+  }
+}
+
+// The dtypes f32 rows read and write: f32, and bool as 0 or 1.
+inline bool f32_row_dtype(ir::DType t) { return t == ir::DType::F32 || t == ir::DType::Bool; }
+// Fills a Scalar operand's row (kChunk floats) once per run of a kernel.
+void prepare_row(const eval::TensorRef& t, const OperandLayout& l, float* own);
+// An operand's row for the chunk of output elements [base, base + n): in place for f32 read
+// directly or contiguously, else converted or repeated into `own` (kChunk floats).
+const float* chunk_row(const eval::TensorRef& t, const OperandLayout& l, const ir::Shape& out, int64_t base, int64_t n,
+                       float* own);
+// A row into elements [at, at + n) of an f32 or bool tensor.
+void store_row(const float* row, const eval::TensorRef& t, int64_t at, int64_t n);
+
+// The f32 kernel for this node, or nullptr: an elementwise op whose inputs and result are f32 or
+// bool. Fusion groups exactly the ops it serves.
+eval::Kernel elementwise_f32_kernel(const ir::Graph& g, const ir::Node& n);
+
+// The unfused kernel: chunks of rows, single-element operands splatted once per call.
+void run_rows_f32(RowF32 row, const eval::KernelCall& c);
+template <RowF32 row>
+void run_elementwise_f32(const eval::KernelCall& c) { run_rows_f32(row, c); }
+
+}  // namespace esg::cpu

@@ -1,0 +1,103 @@
+// The functions compute expressions may use (op_defs/README.md), in f32 for the CPU backend's
+// vectorized elementwise kernels. exp, expm1 and tanh are written branch-free (selects, no
+// calls, no tables) so that a loop over them vectorizes for whatever ISA the caller is compiled
+// for; the rest map to the C library, whose f32 functions are correctly rounded or close to it.
+//
+// exp and expm1 reduce x = n·ln2 + r with |r| <= ln2/2 (Cody–Waite, ln2 split into a short high
+// part so n·ln2_hi is exact), take expm1(r) from its Taylor series to r^7 (truncation error
+// below 2e-8 relative at |r| = ln2/2, under one f32 ulp), and scale by 2^n built from the
+// exponent bits in two halves so that n from -150 to 128 (denormal results, overflow to inf)
+// needs no special case. NaN is passed through by a final select; the reduction itself runs
+// on a NaN-free argument so no float-to-int conversion ever sees a NaN.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+// Inlined into every loop that uses them even where GCC's size heuristics would not: a call
+// stops the loop from vectorizing.
+#define ESG_VM_INLINE inline __attribute__((always_inline))
+
+namespace esg::cpu::vm {
+
+ESG_VM_INLINE float from_bits(int32_t i) {
+  float f;
+  std::memcpy(&f, &i, sizeof f);
+  return f;
+}
+
+// 2^n for -150 <= n <= 128, as the product of two normal powers of two.
+ESG_VM_INLINE float pow2(int32_t n) {
+  const int32_t h = n >> 1;
+  return from_bits((h + 127) << 23) * from_bits((n - h + 127) << 23);
+}
+
+struct Reduced {
+  float scale;  // 2^n
+  float q;      // expm1(r)
+};
+
+// x = n·ln2 + r; x must not be NaN. Arguments are clamped to where exp is finite and not zero
+// (beyond them exp is inf or rounds to 0 anyway).
+ESG_VM_INLINE Reduced reduce(float x) {
+  x = x < -104.0f ? -104.0f : x;
+  x = x > 88.75f ? 88.75f : x;
+  // round to nearest without a call: adding 1.5·2^23 leaves no fraction bits (|x·log2e| < 2^22)
+  constexpr float kShift = 12582912.0f;
+  const float n = (x * 1.44269504088896341f + kShift) - kShift;
+  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+  const float q =
+      r + r * r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040))))));
+  return {pow2(static_cast<int32_t>(n)), q};
+}
+
+ESG_VM_INLINE float exp(float x) {
+  const bool nan = x != x;
+  const Reduced e = reduce(nan ? 0.0f : x);
+  const float y = e.scale + e.scale * e.q;
+  return nan ? x : y;
+}
+
+ESG_VM_INLINE float expm1(float x) {
+  const bool nan = x != x;
+  const Reduced e = reduce(nan ? 0.0f : x);
+  const float y = e.scale * e.q + (e.scale - 1.0f);  // exact q when n = 0: no cancellation near 0
+  return nan ? x : y;
+}
+
+// tanh|x| = -u / (u + 2) with u = expm1(-2|x|): accurate near 0 (u ≈ -2|x|) and exactly 1 once
+// u rounds to -1.
+ESG_VM_INLINE float tanh(float x) {
+  const float u = vm::expm1(-2.0f * std::fabs(x));
+  return std::copysign(-u / (u + 2.0f), x);  // NaN: u is NaN, so is the quotient
+}
+
+}  // namespace esg::cpu::vm
+
+namespace esg::cpu {
+
+// The expression helpers in the f32 domain: every operand, literal and attribute is a float.
+ESG_VM_INLINE float f_abs(float x) { return std::fabs(x); }
+ESG_VM_INLINE float f_exp(float x) { return vm::exp(x); }
+ESG_VM_INLINE float f_log(float x) { return std::log(x); }
+ESG_VM_INLINE float f_sqrt(float x) { return std::sqrt(x); }
+ESG_VM_INLINE float f_rsqrt(float x) { return 1.0f / std::sqrt(x); }
+ESG_VM_INLINE float f_sin(float x) { return std::sin(x); }
+ESG_VM_INLINE float f_cos(float x) { return std::cos(x); }
+ESG_VM_INLINE float f_tanh(float x) { return vm::tanh(x); }
+ESG_VM_INLINE float f_erf(float x) { return std::erf(x); }
+ESG_VM_INLINE float f_floor(float x) { return std::floor(x); }
+ESG_VM_INLINE float f_ceil(float x) { return std::ceil(x); }
+ESG_VM_INLINE float f_round(float x) { return std::nearbyint(x); }  // half to even
+ESG_VM_INLINE float f_sign(float x) { return static_cast<float>((x > 0) - (x < 0)); }
+ESG_VM_INLINE float f_cast(float x) { return x; }
+// min and max keep the reference's NaN behaviour (std::min/std::max: the first operand wins
+// when the comparison is false).
+ESG_VM_INLINE float f_min(float a, float b) { return b < a ? b : a; }
+ESG_VM_INLINE float f_max(float a, float b) { return a < b ? b : a; }
+ESG_VM_INLINE float f_div(float a, float b) { return a / b; }
+ESG_VM_INLINE float f_pow(float a, float b) { return std::pow(a, b); }
+template <class C>
+float f_select(C c, float a, float b) { return c ? a : b; }
+
+}  // namespace esg::cpu

@@ -1,0 +1,120 @@
+// The CPU backend's f32 pieces against independent references: the vectorizable exp, expm1 and
+// tanh against the C library in double precision over their whole range and at the special
+// values, and the operand layouts of broadcasting against a plain index computation.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "cpu/elementwise_f32.hpp"
+#include "cpu/vector_math.hpp"
+
+namespace {
+
+// Distance in units in the last place of `want` (rounded to f32), for finite results.
+double ulps(float got, double want) {
+  const float w = static_cast<float>(want);
+  if (got == w) return 0;
+  const float spacing = std::nextafter(std::fabs(w), std::numeric_limits<float>::infinity()) - std::fabs(w);
+  return std::fabs(static_cast<double>(got) - want) / spacing;
+}
+
+template <class Got, class Want>
+double max_ulps(Got got, Want want, float lo, float hi) {
+  double worst = 0;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (int i = 0; i < 200000; ++i) {
+    const float x = i < 1000 ? lo + (hi - lo) * static_cast<float>(i) / 1000 : dist(rng);
+    const double w = want(static_cast<double>(x));
+    if (std::isfinite(w) && std::fabs(w) > 1.2e-38) worst = std::max(worst, ulps(got(x), w));
+  }
+  return worst;
+}
+
+}  // namespace
+
+// Ulps from the exact value (so a correctly rounded result may be 0.5 off): exp and expm1
+// within 2, tanh (a quotient of two rounded values) within 3.
+TEST_CASE("f32 exp, expm1 and tanh are within 2-3 ulps of the C library in double") {
+  using namespace esg::cpu;
+  CHECK(max_ulps(vm::exp, [](double x) { return std::exp(x); }, -87.0f, 88.7f) <= 2);
+  CHECK(max_ulps(vm::exp, [](double x) { return std::exp(x); }, -1.0f, 1.0f) <= 2);
+  CHECK(max_ulps(vm::expm1, [](double x) { return std::expm1(x); }, -20.0f, 80.0f) <= 2);
+  CHECK(max_ulps(vm::expm1, [](double x) { return std::expm1(x); }, -1e-3f, 1e-3f) <= 2);
+  CHECK(max_ulps(vm::tanh, [](double x) { return std::tanh(x); }, -10.0f, 10.0f) <= 3);
+  CHECK(max_ulps(vm::tanh, [](double x) { return std::tanh(x); }, -0.01f, 0.01f) <= 3);
+}
+
+TEST_CASE("f32 exp, expm1 and tanh at their special values") {
+  using namespace esg::cpu;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK(vm::exp(0.0f) == 1.0f);
+  CHECK(vm::exp(89.0f) == inf);
+  CHECK(vm::exp(inf) == inf);
+  CHECK(vm::exp(-inf) == 0.0f);
+  CHECK(vm::exp(-110.0f) == 0.0f);
+  CHECK(std::isnan(vm::exp(nan)));
+  // Denormal results: e^-100 = 3.72e-44 is 26.6 times the smallest denormal.
+  CHECK(std::fabs(vm::exp(-100.0f) - static_cast<float>(std::exp(-100.0))) <= std::numeric_limits<float>::denorm_min());
+  CHECK(vm::expm1(0.0f) == 0.0f);
+  CHECK(vm::expm1(1e-30f) == 1e-30f);
+  CHECK(vm::expm1(-inf) == -1.0f);
+  CHECK(vm::expm1(inf) == inf);
+  CHECK(std::isnan(vm::expm1(nan)));
+  CHECK(vm::tanh(0.0f) == 0.0f);
+  CHECK(std::signbit(vm::tanh(-0.0f)));
+  CHECK(vm::tanh(1e-30f) == 1e-30f);
+  CHECK(vm::tanh(inf) == 1.0f);
+  CHECK(vm::tanh(-inf) == -1.0f);
+  CHECK(vm::tanh(30.0f) == 1.0f);
+  CHECK(std::isnan(vm::tanh(nan)));
+}
+
+TEST_CASE("operand layouts read what numpy broadcasting reads, chunk by chunk") {
+  using esg::ir::Shape;
+  using namespace esg::cpu;
+  // An operand of shape `in` against an output of shape `out`: each element the chunks read is
+  // compared with the element a plain right-aligned broadcast index gives.
+  auto check_reads = [](const Shape& out, const Shape& in) {
+    CAPTURE(out.rank());
+    CAPTURE(in.rank());
+    OperandLayout layout;
+    const int64_t run = plan_operands(out, &in, 1, &layout);
+    REQUIRE(run >= 1);
+    std::vector<float> data(static_cast<size_t>(in.num_elements()));
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i);
+    const esg::eval::TensorRef t{esg::ir::DType::F32, in, reinterpret_cast<uint8_t*>(data.data())};
+    float own[kChunk];
+    prepare_row(t, layout, own);
+    int64_t mismatches = 0;
+    for_each_chunk(out.num_elements(), run, [&](int64_t base, int64_t n) {
+      const float* row = chunk_row(t, layout, out, base, n, own);
+      for (int64_t e = 0; e < n; ++e) {
+        int64_t rest = base + e, at = 0, stride = 1;
+        for (size_t d = out.rank(); d-- > 0;) {
+          const int64_t coord = rest % out[d];
+          rest /= out[d];
+          const size_t lead = out.rank() - in.rank();
+          if (d >= lead && in[d - lead] != 1) at += coord * stride;
+          if (d >= lead) stride *= in[d - lead];
+        }
+        mismatches += row[e] != data[static_cast<size_t>(at)];
+      }
+    });
+    CHECK(mismatches == 0);
+    return layout.access;
+  };
+  CHECK(check_reads({4, 300}, {4, 300}) == Access::Direct);
+  CHECK(check_reads({4, 300}, {1}) == Access::Scalar);
+  CHECK(check_reads({4, 300}, {300}) == Access::Contiguous);
+  CHECK(check_reads({4, 300}, {1, 300}) == Access::Contiguous);
+  CHECK(check_reads({4, 300}, {4, 1}) == Access::Repeated);
+  CHECK(check_reads({3, 5, 700}, {3, 1, 700}) == Access::Contiguous);
+  CHECK(check_reads({3, 5, 7}, {5, 1}) == Access::Repeated);
+  CHECK(check_reads({2, 1, 3, 1, 5}, {3, 1, 5}) == Access::Contiguous);
+  CHECK(check_reads({6, 1025}, {6, 1}) == Access::Repeated);
+  CHECK(check_reads({0, 5}, {5}) == Access::Contiguous);
+}
