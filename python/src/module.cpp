@@ -191,9 +191,12 @@ void bind_builder(py::module_& m) {
            py::arg("outputs"), "Finishes the graph; its tensors can no longer be used.");
 }
 
-// numpy arrays in, numpy arrays out, without copies where the dtypes already match.
-// With `trace_path`, the run also writes every kernel's time there (a Chrome trace).
-py::list run_model(const esg::Model& model, const std::vector<py::handle>& args, const char* trace_path = nullptr) {
+// numpy arrays in, numpy arrays out, without copies where the dtypes already match. The outputs
+// are new arrays, or the caller's (`out`: one C-contiguous, writeable array of the exact dtype
+// and shape per output, written in place). With `trace_path`, the run also writes every
+// kernel's time there (a Chrome trace).
+py::list run_model(const esg::Model& model, const std::vector<py::handle>& args, const char* trace_path = nullptr,
+                   py::handle given = py::none()) {
   esg_model* h = model.handle();
   const size_t n_in = esg_model_num_inputs(h), n_out = esg_model_num_outputs(h);
   if (args.size() != n_in)
@@ -212,6 +215,13 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
     // Inputs are only read: a read-only array is fine.
     in.push_back({const_cast<void*>(a.data()), static_cast<size_t>(a.nbytes()), static_cast<esg_dtype>(want), dims[i].data(), dims[i].size()});
   }
+  std::vector<py::handle> out_args;
+  if (!given.is_none()) {
+    if (!py::isinstance<py::sequence>(given)) throw py::type_error("out: expected a list of numpy arrays");
+    for (py::handle o : given.cast<py::sequence>()) out_args.push_back(o);
+    if (out_args.size() != n_out)
+      throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "out: the model has " + std::to_string(n_out) + " output(s), got " + std::to_string(out_args.size()) + " array(s)");
+  }
   py::list outs;
   std::vector<esg_buffer> out;
   std::vector<std::vector<int64_t>> odims(n_out, std::vector<int64_t>(8));
@@ -220,7 +230,31 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
     size_t rank = 0;
     esg::detail::check(esg_model_output_shape(h, in.data(), in.size(), i, &dt, odims[i].data(), 8, &rank));
     odims[i].resize(rank);
-    py::array a(numpy_dtype_of(static_cast<esg::DType>(dt)), std::vector<py::ssize_t>(odims[i].begin(), odims[i].end()));
+    const std::vector<py::ssize_t> shape(odims[i].begin(), odims[i].end());
+    const py::dtype want = numpy_dtype_of(static_cast<esg::DType>(dt));
+    py::array a;
+    if (out_args.empty()) {
+      a = py::array(want, shape);
+    } else {
+      const std::string what = "out[" + std::to_string(i) + "]: ";
+      if (!py::isinstance<py::array>(out_args[i])) throw py::type_error(what + "expected a numpy array");
+      a = py::reinterpret_borrow<py::array>(out_args[i]);
+      if (numpy_dtype(a.dtype()) != std::optional<esg::DType>(static_cast<esg::DType>(dt)))
+        throw py::type_error(what + "dtype " + py::str(py::handle(a.dtype())).cast<std::string>() + ", the output is " + py::str(py::handle(want)).cast<std::string>());
+      if (std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()) != shape)
+        throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, what + "shape " + py::str(py::tuple(py::cast(std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim())))).cast<std::string>() +
+                                                                    ", the output's is " + py::str(py::tuple(py::cast(shape))).cast<std::string>());
+      if (!(a.flags() & py::array::c_style) || !a.writeable())
+        throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, what + "must be C-contiguous and writeable");
+      // The run reads inputs after writing outputs: shared bytes would corrupt the results.
+      const auto* lo = static_cast<const char*>(a.data());
+      for (size_t k = 0; k < in.size(); ++k) {
+        const auto* b = static_cast<const char*>(in[k].data);
+        const size_t size = in[k].nbytes;
+        if (a.nbytes() > 0 && size > 0 && lo < b + size && b < lo + a.nbytes())
+          throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, what + "shares memory with input " + std::to_string(k));
+      }
+    }
     out.push_back({a.mutable_data(), static_cast<size_t>(a.nbytes()), dt, odims[i].data(), odims[i].size()});
     outs.append(a);
   }
@@ -236,7 +270,7 @@ void bind_model(py::module_& m) {
         if (outs.size() == 1) return outs[0];
         return py::tuple(outs);
       }, "Runs the model on positional inputs; returns one array, or a tuple for several outputs.")
-      .def("run", [](const esg::Model& self, py::handle inputs) {
+      .def("run", [](const esg::Model& self, py::handle inputs, py::handle out) {
         std::vector<py::handle> args;
         if (py::isinstance<py::dict>(inputs)) {
           const py::dict d = inputs.cast<py::dict>();
@@ -249,8 +283,10 @@ void bind_model(py::module_& m) {
         } else {
           for (py::handle h : inputs.cast<py::sequence>()) args.push_back(h);
         }
-        return run_model(self, args);
-      }, py::arg("inputs"), "Runs on inputs given as {name: array} or a list; returns the outputs as a list.")
+        return run_model(self, args, nullptr, out);
+      }, py::arg("inputs"), py::kw_only(), py::arg("out") = py::none(),
+         "Runs on inputs given as {name: array} or a list; returns the outputs as a list. With `out`, a list of "
+         "arrays (exact dtype and shape, C-contiguous, writeable), writes the outputs there and returns them.")
       .def("report", &esg::Model::report)
       .def("to_dot", &esg::Model::to_dot, "The compiled launch list as Graphviz DOT.")
       .def("profile", [](const esg::Model& self, py::args args, const std::string& path) {

@@ -1095,6 +1095,44 @@ def test_integer_outputs_run_without_warnings():
         check(got, x + 1)
 
 
+def test_run_into_the_callers_arrays(add_model):
+    a, b, c = _abc()
+    y, z = np.full((2, 3), np.nan, f32), np.full(3, np.nan, f32)
+    outs = add_model.run([a, b, c], out=[y, z])
+    assert outs[0] is y and outs[1] is z
+    check(y, a + b)
+    check(z, c.astype(f64).sum(0).astype(f32))
+
+
+def _bad_outs():
+    y, z = np.empty((2, 3), f32), np.empty(3, f32)
+    return {
+        "count": ([y], esgraph.InvalidArgumentError, "2 output"),
+        "dtype": ([y.astype(f64), z], TypeError, r"out\[0\]: dtype float64"),
+        "shape": ([y, np.empty(4, f32)], esgraph.InvalidArgumentError, r"out\[1\]: shape \(4,\)"),
+        "strided": ([np.empty((2, 6), f32)[:, ::2], z], esgraph.InvalidArgumentError, "C-contiguous"),
+        "read-only": ([np.frombuffer(bytes(24), f32).reshape(2, 3), z], esgraph.InvalidArgumentError, "writeable"),
+        "not an array": ([[[0.0] * 3] * 2, z], TypeError, "numpy array"),
+        "not a list": (5, TypeError, "list"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_outs()))
+def test_run_refuses_unusable_output_arrays(add_model, case):
+    a, b, c = _abc()
+    out, error, message = _bad_outs()[case]
+    with pytest.raises(error, match=message):
+        add_model.run([a, b, c], out=out)
+    check(add_model(a, b, c)[0], a + b)
+
+
+def test_output_array_sharing_an_input_is_refused(add_model):
+    a, b, c = _abc()
+    with pytest.raises(esgraph.InvalidArgumentError, match="shares memory with input 1"):
+        add_model.run([a, b, c], out=[b, np.empty(3, f32)])
+    np.testing.assert_array_equal(b, _abc()[1])  # untouched
+
+
 def test_run_with_a_missing_name(add_model):
     a, b, c = _abc()
     with pytest.raises(esgraph.InvalidArgumentError, match="`b`"):
