@@ -84,6 +84,14 @@ void store_row(const float* row, const eval::TensorRef& t, int64_t at, int64_t n
   for (int64_t e = 0; e < n; ++e) b[e] = row[e] != 0;
 }
 
+void split_elements(int64_t total, const eval::Parallel* parallel, const std::function<void(int64_t, int64_t)>& piece) {
+  const int64_t most = parallel ? parallel->threads() : 1;
+  const int64_t pieces = std::max<int64_t>(1, std::min(most, total / kMinElementsPerThread));
+  if (pieces == 1) return piece(0, total);
+  const int64_t chunks = (total + kChunk - 1) / kChunk;
+  parallel->run(pieces, [&](int64_t i) { piece(std::min(total, chunks * i / pieces * kChunk), std::min(total, chunks * (i + 1) / pieces * kChunk)); });
+}
+
 eval::Kernel elementwise_f32_kernel(const ir::Graph& g, const ir::Node& n) {
   const ElementwiseF32* ew = n.op->elementwise ? find_elementwise_f32(*n.op) : nullptr;
   if (!ew || n.num_outputs != 1) return nullptr;
@@ -108,16 +116,18 @@ void run_rows_f32(RowF32 row, const eval::KernelCall& c) {
     const ir::AttrValue& a = c.graph.attrs[c.node.first_attr + i];
     attrs[i] = static_cast<float>(a.kind == ir::AttrKind::Float ? a.f : static_cast<double>(a.i));
   }
-  // Rows that are not read in place live on the stack; results go through a chunk there too
-  // because the output may share an input's memory (in-place reuse) and a row's output
-  // overlaps no row.
-  float own[kMaxOperands][kChunk], result[kChunk];
-  const float* rows[kMaxOperands];
-  for (size_t k = 0; k < count; ++k) prepare_row(*c.in[k], layout[k], own[k]);
-  for_each_chunk(out.size(), run, [&](int64_t base, int64_t n) {
-    for (size_t k = 0; k < count; ++k) rows[k] = chunk_row(*c.in[k], layout[k], out.shape, base, n, own[k]);
-    row(rows, attrs, result, n);
-    store_row(result, out, base, n);
+  split_elements(out.size(), c.parallel, [&](int64_t begin, int64_t end) {
+    // Rows that are not read in place live on this thread's stack; results go through a chunk
+    // there too because the output may share an input's memory (in-place reuse) and a row's
+    // output overlaps no row.
+    float own[kMaxOperands][kChunk], result[kChunk];
+    const float* rows[kMaxOperands];
+    for (size_t k = 0; k < count; ++k) prepare_row(*c.in[k], layout[k], own[k]);
+    for_each_chunk(begin, end, run, [&](int64_t base, int64_t n) {
+      for (size_t k = 0; k < count; ++k) rows[k] = chunk_row(*c.in[k], layout[k], out.shape, base, n, own[k]);
+      row(rows, attrs, result, n);
+      store_row(result, out, base, n);
+    });
   });
 }
 

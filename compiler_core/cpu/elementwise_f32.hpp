@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 
 #include "eval/kernels.hpp"
 #include "ir/graph.hpp"
@@ -54,16 +55,22 @@ struct OperandLayout {
 // The layouts of `count` operands against the output shape; returns the run length (>= 1).
 int64_t plan_operands(const ir::Shape& out, const ir::Shape* in, size_t count, OperandLayout* layout);
 
-// fn(base, n) over [0, total) in pieces of at most kChunk elements, none crossing a multiple of
-// `run` (plan_operands' result).
+// fn(base, n) over [begin, end) in chunks of at most kChunk elements, none crossing a multiple
+// of `run` (plan_operands' result).
 template <class Fn>
-void for_each_chunk(int64_t total, int64_t run, Fn fn) {
-  for (int64_t base = 0; base < total;) {
-    const int64_t n = std::min({kChunk, total - base, run - base % run});
+void for_each_chunk(int64_t begin, int64_t end, int64_t run, Fn fn) {
+  for (int64_t base = begin; base < end;) {
+    const int64_t n = std::min({kChunk, end - base, run - base % run});
     fn(base, n);
     base += n;
   }
 }
+
+// Below this many elements a kernel runs on one thread: waking workers costs more.
+constexpr int64_t kMinElementsPerThread = 64 * 1024;
+// piece(begin, end) over [0, total) split into one range per thread of `parallel` (none: one
+// range), at multiples of kChunk.
+void split_elements(int64_t total, const eval::Parallel* parallel, const std::function<void(int64_t, int64_t)>& piece);
 
 // The dtypes f32 rows read and write: f32, and bool as 0 or 1.
 inline bool f32_row_dtype(ir::DType t) { return t == ir::DType::F32 || t == ir::DType::Bool; }

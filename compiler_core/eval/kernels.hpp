@@ -1,5 +1,6 @@
 // The evaluator's kernels for non-elementwise ops, looked up by op.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "eval/host_tensor.hpp"
@@ -7,11 +8,21 @@
 
 namespace esg::eval {
 
+// Where a kernel may spread independent pieces of its work: piece(i) for i < pieces, on any
+// threads, returning when all are done. Pieces must not throw.
+class Parallel {
+ public:
+  virtual ~Parallel() = default;
+  virtual int threads() const = 0;
+  virtual void run(int64_t pieces, const std::function<void(int64_t)>& piece) const = 0;
+};
+
 struct KernelCall {
   const ir::Graph& graph;
   const ir::Node& node;
   std::vector<const TensorRef*> in;  // declared inputs; nullptr for an absent optional one
   std::vector<const TensorRef*> out;  // shaped, with their memory, by the caller
+  const Parallel* parallel = nullptr;  // none: the kernel runs on the calling thread
 
   int64_t attr_int(const char* name) const;  // int, bool, enum and dtype attributes
   double attr_float(const char* name) const;

@@ -98,25 +98,28 @@ void bind_f32(const Graph& g, FusedGroup& group) {
 // its members ran, since an output may share an input's memory (in-place reuse). Results of
 // comparisons and logic are 0 or 1, as bools are.
 void run_group_f32(const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
-                   const std::vector<const eval::TensorRef*>& out) {
+                   const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel) {
   constexpr size_t T = static_cast<size_t>(cpu::kChunk);
-  thread_local std::vector<float> tile, own;
-  thread_local std::vector<const float*> in_rows, rows;
-  tile.resize(group.steps.size() * T);
-  own.resize(in.size() * T);
-  in_rows.resize(in.size());
-  for (size_t k = 0; k < in.size(); ++k) cpu::prepare_row(*in[k], group.layouts[k], &own[k * T]);
-  cpu::for_each_chunk(group.shape.num_elements(), group.run, [&](int64_t base, int64_t n) {
-    for (size_t k = 0; k < in.size(); ++k) in_rows[k] = cpu::chunk_row(*in[k], group.layouts[k], group.shape, base, n, &own[k * T]);
-    for (size_t si = 0; si < group.steps.size(); ++si) {
-      const FusedStep& s = group.steps[si];
-      rows.resize(s.operands.size());
-      for (size_t k = 0; k < s.operands.size(); ++k)
-        rows[k] = s.operands[k].from_input ? in_rows[s.operands[k].index] : &tile[s.operands[k].index * T];
-      s.row_f32(rows.data(), s.attrs_f32.data(), &tile[si * T], n);
-    }
-    for (size_t si = 0; si < group.steps.size(); ++si)
-      if (group.steps[si].output >= 0) cpu::store_row(&tile[si * T], *out[static_cast<size_t>(group.steps[si].output)], base, n);
+  cpu::split_elements(group.shape.num_elements(), parallel, [&](int64_t begin, int64_t end) {
+    // The buffers are the running thread's own and kept between runs.
+    thread_local std::vector<float> tile, own;
+    thread_local std::vector<const float*> in_rows, rows;
+    tile.resize(group.steps.size() * T);
+    own.resize(in.size() * T);
+    in_rows.resize(in.size());
+    for (size_t k = 0; k < in.size(); ++k) cpu::prepare_row(*in[k], group.layouts[k], &own[k * T]);
+    cpu::for_each_chunk(begin, end, group.run, [&](int64_t base, int64_t n) {
+      for (size_t k = 0; k < in.size(); ++k) in_rows[k] = cpu::chunk_row(*in[k], group.layouts[k], group.shape, base, n, &own[k * T]);
+      for (size_t si = 0; si < group.steps.size(); ++si) {
+        const FusedStep& s = group.steps[si];
+        rows.resize(s.operands.size());
+        for (size_t k = 0; k < s.operands.size(); ++k)
+          rows[k] = s.operands[k].from_input ? in_rows[s.operands[k].index] : &tile[s.operands[k].index * T];
+        s.row_f32(rows.data(), s.attrs_f32.data(), &tile[si * T], n);
+      }
+      for (size_t si = 0; si < group.steps.size(); ++si)
+        if (group.steps[si].output >= 0) cpu::store_row(&tile[si * T], *out[static_cast<size_t>(group.steps[si].output)], base, n);
+    });
   });
 }
 
@@ -205,8 +208,8 @@ std::vector<FusedGroup> find_groups(const Graph& g) {
 }
 
 void run_group(const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
-               const std::vector<const eval::TensorRef*>& out) {
-  if (group.f32) return run_group_f32(group, in, out);
+               const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel) {
+  if (group.f32) return run_group_f32(group, in, out, parallel);
   const std::vector<FusedStep>& steps = group.steps;
   const int64_t total = group.shape.num_elements();
   // One tile of every input and every member's results: small enough for L1/L2. A tile's inputs

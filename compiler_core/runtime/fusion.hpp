@@ -50,8 +50,9 @@ constexpr int64_t kTileElements = 512;  // of the double/int64 path; the f32 one
 // stays inside), the value is not a graph output, and no path leaves the group and comes back.
 std::vector<FusedGroup> find_groups(const ir::Graph& g);
 
-// Runs a group: `in` and `out` follow group.inputs and group.outputs.
+// Runs a group: `in` and `out` follow group.inputs and group.outputs. An f32 group of many
+// elements spreads its chunks over `parallel`'s threads.
 void run_group(const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
-               const std::vector<const eval::TensorRef*>& out);
+               const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel = nullptr);
 
 }  // namespace esg::runtime

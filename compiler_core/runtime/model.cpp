@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
@@ -116,7 +117,7 @@ eval::TensorRef Plan::ref(const Slot& s, ir::ValueId v, uint8_t* arena, const st
 }
 
 void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
-               std::vector<TraceEvent>* trace) const {
+               std::vector<TraceEvent>* trace, const eval::Parallel* parallel) const {
   using clock = std::chrono::steady_clock;
   const auto t0 = trace ? clock::now() : clock::time_point{};  // the clock costs ~20 ns: only when tracing
   // An arena per concurrent run, reused across runs: one allocation the first time only.
@@ -156,7 +157,7 @@ void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eva
       out_ptrs.clear();
       for (const eval::TensorRef& r : in_refs) in_ptrs.push_back(&r);
       for (const eval::TensorRef& r : out_refs) out_ptrs.push_back(&r);
-      run_group(grp, in_ptrs, out_ptrs);
+      run_group(grp, in_ptrs, out_ptrs, parallel);
       finished();
       continue;
     }
@@ -178,7 +179,7 @@ void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eva
     } else {
       // Kernels take the declared inputs; captures exist only for control flow.
       in_ptrs.resize(n.num_inputs - n.num_captures);
-      if (l.fast) l.fast(eval::KernelCall{g, n, in_ptrs, out_ptrs});
+      if (l.fast) l.fast(eval::KernelCall{g, n, in_ptrs, out_ptrs, parallel});
       else eval::run_kernel(g, n, in_ptrs, out_ptrs);
     }
     finished();
@@ -290,6 +291,8 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(
     }
     shapes.push_back(s);
   }
+  const int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
   if (all_bound) plan_for(shapes);
 }
 
@@ -360,7 +363,7 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
     if (outputs[i].shape != p.graph().shape(v)) throw Error(ErrorCode::Shape, what + " got a buffer of shape " + shape_list(g, outputs[i].shape));
     if (!outputs[i].bytes && outputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what + " has no data");
   }
-  p.run(inputs, outputs, trace);
+  p.run(inputs, outputs, trace, pool_.get());
 }
 
 std::string Model::to_dot() const {

@@ -17,12 +17,13 @@
 #include "plan/memory_plan.hpp"
 #include "plan/streams.hpp"
 #include "runtime/fusion.hpp"
+#include "runtime/thread_pool.hpp"
 
 namespace esg::runtime {
 
 struct CompileOptions {
   int streams = 1;             // 1..16; planned (events and all), run in order for now
-  int threads = 0;             // 0: the machine's cores; at most 256; for the threaded executor
+  int threads = 0;             // 0: the machine's cores; at most 256; large elementwise kernels split over them
   bool fusion = true;          // fuse connected elementwise ops into one tiled kernel
   bool memory_reuse = true;
   bool verify_each_pass = false;
@@ -41,9 +42,9 @@ class Plan {
  public:
   Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options);
   // Runs with the caller's inputs and outputs (already checked against the plan's types); with
-  // `trace`, also records every kernel's time.
+  // `trace`, also records every kernel's time. Kernels that split their work use `parallel`.
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
-           std::vector<TraceEvent>* trace = nullptr) const;
+           std::vector<TraceEvent>* trace = nullptr, const eval::Parallel* parallel = nullptr) const;
   std::string report() const;
   // The launch list as Graphviz DOT: one box per kernel (a fused group lists its ops), one row
   // per stream, edges where a kernel reads what another wrote, dashed for events.
@@ -103,6 +104,7 @@ class Model {
   CompileOptions options_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<std::vector<int64_t>>, std::unique_ptr<Plan>> plans_;
+  std::unique_ptr<ThreadPool> pool_;  // none with one thread
 };
 
 }  // namespace esg::runtime

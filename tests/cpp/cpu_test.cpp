@@ -90,7 +90,7 @@ TEST_CASE("operand layouts read what numpy broadcasting reads, chunk by chunk") 
     float own[kChunk];
     prepare_row(t, layout, own);
     int64_t mismatches = 0;
-    for_each_chunk(out.num_elements(), run, [&](int64_t base, int64_t n) {
+    for_each_chunk(0, out.num_elements(), run, [&](int64_t base, int64_t n) {
       const float* row = chunk_row(t, layout, out, base, n, own);
       for (int64_t e = 0; e < n; ++e) {
         int64_t rest = base + e, at = 0, stride = 1;

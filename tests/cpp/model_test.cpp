@@ -198,3 +198,34 @@ TEST_CASE("the compiled graph exports as DOT with its fused groups") {
   CHECK(dot.find("k0 -> k1") != std::string::npos);
   CHECK(esg::compile(mlp(true)).to_dot().empty());  // no plan before the first run binds the batch
 }
+
+TEST_CASE("kernels split over threads give the bytes of one thread, also from concurrent runs") {
+  // 300 x 700 elements: the fused and the unfused elementwise kernels split their work; the
+  // column operand [300, 1] and the row operand [700] are read through their broadcast layouts.
+  esg::GraphBuilder b("split");
+  const Tensor x = b.input("x", esg::f32, {300, 700}), col = b.input("col", esg::f32, {300, 1}), row = b.input("row", esg::f32, {700});
+  const Tensor y = esg::sigmoid(x * row - col) + esg::tanh(x) * 0.5f;
+  const esg::Graph g = b.build({y, esg::greater(x, col)});
+  std::vector<float> xs(300 * 700), cs(300), rs(700);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i) * 0.01f) * 3;
+  for (size_t i = 0; i < cs.size(); ++i) cs[i] = std::cos(static_cast<float>(i));
+  for (size_t i = 0; i < rs.size(); ++i) rs[i] = std::sin(static_cast<float>(i) * 0.3f);
+  const std::vector<HostTensor> in{HostTensor::from(esg::f32, xs, {300, 700}), HostTensor::from(esg::f32, cs, {300, 1}),
+                                   HostTensor::from(esg::f32, rs, {700})};
+  for (bool fusion : {true, false}) {
+    CAPTURE(fusion);
+    const auto want = esg::compile(g, esg::CompileOptions().fusion(fusion).threads(1)).run(in);
+    const esg::Model m = esg::compile(g, esg::CompileOptions().fusion(fusion).threads(2));
+    std::vector<std::thread> threads;
+    std::vector<int> ok(3, 0);
+    for (int t = 0; t < 3; ++t)
+      threads.emplace_back([&, t] {
+        for (int r = 0; r < 4; ++r) {
+          const auto got = m.run(in);
+          ok[static_cast<size_t>(t)] += got[0].values<float>() == want[0].values<float>() && got[1].values<uint8_t>() == want[1].values<uint8_t>();
+        }
+      });
+    for (auto& t : threads) t.join();
+    CHECK(ok == std::vector<int>{4, 4, 4});
+  }
+}

@@ -791,6 +791,8 @@ OPTIONS = {
     "verify_each_pass": dict(verify_each_pass=True),
     "all changed": dict(streams=3, memory_reuse=False, fusion=False, verify_each_pass=True),
     "threads=2": dict(threads=2),
+    "threads=1": dict(threads=1),
+    "threads=3, fusion=False": dict(threads=3, fusion=False),
 }
 
 _W = rng_for("weights").standard_normal((8, 8)).astype(f32)
@@ -860,6 +862,8 @@ GRAPHS = {  # name: (graph, numpy reference, input shape, once hit the in-place 
     "broadcast chain 2x8": (broadcast_chain, broadcast_chain_reference, (2, 8), True),
     "broadcast chain 4x4": (broadcast_chain, broadcast_chain_reference, (4, 4), True),
     "broadcast chain 8x16": (broadcast_chain, broadcast_chain_reference, (8, 16), False),
+    # Large enough for the elementwise kernels to split their work over threads.
+    "broadcast chain 300x700": (broadcast_chain, broadcast_chain_reference, (300, 700), False),
 }
 
 

@@ -1,0 +1,71 @@
+#include "runtime/thread_pool.hpp"
+
+namespace esg::runtime {
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void ThreadPool::drain(const std::function<void(int64_t)>& piece, int64_t pieces, uint64_t generation) const {
+  for (;;) {
+    int64_t i;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // A worker that woke late must not take a piece of the next job with this one's function.
+      if (generation_ != generation || next_ >= pieces) return;
+      i = next_++;
+    }
+    piece(i);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (++finished_ == pieces) done_.notify_all();
+  }
+}
+
+void ThreadPool::work() {
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(int64_t)>* job;
+    int64_t pieces;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      job = job_;
+      pieces = pieces_;
+    }
+    drain(*job, pieces, seen);
+  }
+}
+
+void ThreadPool::run(int64_t pieces, const std::function<void(int64_t)>& piece) const {
+  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+  if (workers_.empty() || pieces < 2 || !busy.owns_lock()) {
+    for (int64_t i = 0; i < pieces; ++i) piece(i);
+    return;
+  }
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = &piece;
+    pieces_ = pieces;
+    next_ = finished_ = 0;
+    generation = ++generation_;
+  }
+  wake_.notify_all();
+  drain(piece, pieces, generation);
+  std::unique_lock<std::mutex> lock(mu_);
+  done_.wait(lock, [&] { return finished_ == pieces_; });
+  job_ = nullptr;
+}
+
+}  // namespace esg::runtime

@@ -1,0 +1,41 @@
+// Worker threads for the kernels that split their work (large elementwise kernels, fused or
+// not): eval::Parallel over a fixed set of threads that sleep between runs. The calling thread
+// takes part, so threads = 1 means no worker at all. A pool serves one split at a time; a
+// kernel that finds it busy (another run of the same model on another thread) runs its pieces
+// itself, which is correct and keeps concurrent runs from waiting on each other.
+#pragma once
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "eval/kernels.hpp"
+
+namespace esg::runtime {
+
+class ThreadPool final : public eval::Parallel {
+ public:
+  explicit ThreadPool(int threads);  // threads >= 1, the caller included
+  ~ThreadPool() override;
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const override { return static_cast<int>(workers_.size()) + 1; }
+  void run(int64_t pieces, const std::function<void(int64_t)>& piece) const override;
+
+ private:
+  void work();
+  // Takes and runs pieces of job `generation` until none is left.
+  void drain(const std::function<void(int64_t)>& piece, int64_t pieces, uint64_t generation) const;
+
+  std::vector<std::thread> workers_;
+  mutable std::mutex busy_;  // held by the thread whose job the pool runs
+  mutable std::mutex mu_;
+  mutable std::condition_variable wake_, done_;
+  mutable const std::function<void(int64_t)>* job_ = nullptr;
+  mutable int64_t pieces_ = 0, next_ = 0, finished_ = 0;
+  mutable uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace esg::runtime
