@@ -15,16 +15,17 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::drain(const std::function<void(int64_t)>& piece, int64_t pieces, uint64_t generation) const {
+void ThreadPool::drain(const std::function<void(int64_t)>* piece, int64_t pieces, uint64_t generation) const {
   for (;;) {
     int64_t i;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      // A worker that woke late must not take a piece of the next job with this one's function.
+      // A worker that woke late must not take a piece of a finished job (its function is gone)
+      // or of the next one with this one's function. A job lives until its last piece is done.
       if (generation_ != generation || next_ >= pieces) return;
       i = next_++;
     }
-    piece(i);
+    (*piece)(i);
     std::lock_guard<std::mutex> lock(mu_);
     if (++finished_ == pieces) done_.notify_all();
   }
@@ -43,7 +44,7 @@ void ThreadPool::work() {
       job = job_;
       pieces = pieces_;
     }
-    drain(*job, pieces, seen);
+    drain(job, pieces, seen);
   }
 }
 
@@ -62,7 +63,7 @@ void ThreadPool::run(int64_t pieces, const std::function<void(int64_t)>& piece) 
     generation = ++generation_;
   }
   wake_.notify_all();
-  drain(piece, pieces, generation);
+  drain(&piece, pieces, generation);
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, [&] { return finished_ == pieces_; });
   job_ = nullptr;

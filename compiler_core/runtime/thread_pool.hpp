@@ -26,7 +26,7 @@ class ThreadPool final : public eval::Parallel {
  private:
   void work();
   // Takes and runs pieces of job `generation` until none is left.
-  void drain(const std::function<void(int64_t)>& piece, int64_t pieces, uint64_t generation) const;
+  void drain(const std::function<void(int64_t)>* piece, int64_t pieces, uint64_t generation) const;
 
   std::vector<std::thread> workers_;
   mutable std::mutex busy_;  // held by the thread whose job the pool runs

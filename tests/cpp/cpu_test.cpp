@@ -1,15 +1,19 @@
-// The CPU backend's f32 pieces against independent references: the vectorizable exp, expm1 and
+// The CPU backend's pieces against independent references: the vectorizable exp, expm1 and
 // tanh against the C library in double precision over their whole range and at the special
-// values, and the operand layouts of broadcasting against a plain index computation.
+// values; the operand layouts of broadcasting against a plain index computation; the thread pool
+// under racing callers.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "cpu/elementwise_f32.hpp"
 #include "cpu/vector_math.hpp"
+#include "runtime/thread_pool.hpp"
 
 namespace {
 
@@ -117,4 +121,22 @@ TEST_CASE("operand layouts read what numpy broadcasting reads, chunk by chunk") 
   CHECK(check_reads({2, 1, 3, 1, 5}, {3, 1, 5}) == Access::Contiguous);
   CHECK(check_reads({6, 1025}, {6, 1}) == Access::Repeated);
   CHECK(check_reads({0, 5}, {5}) == Access::Contiguous);
+}
+
+TEST_CASE("the thread pool runs every piece once, job after job, with callers racing for it") {
+  esg::runtime::ThreadPool pool(3);
+  CHECK(pool.threads() == 3);
+  std::vector<std::thread> callers;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&, t] {
+      for (int job = 0; job < 300; ++job) {
+        const int64_t pieces = 1 + (job * 7 + t) % 9;
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(pieces));
+        pool.run(pieces, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
+        for (const auto& h : hits) bad[static_cast<size_t>(t)] += h.load() != 1;
+      }
+    });
+  for (std::thread& c : callers) c.join();
+  CHECK(bad == std::vector<int>{0, 0, 0, 0});
 }
