@@ -85,11 +85,8 @@ void store_row(const float* row, const eval::TensorRef& t, int64_t at, int64_t n
 }
 
 void split_elements(int64_t total, const eval::Parallel* parallel, const std::function<void(int64_t, int64_t)>& piece) {
-  const int64_t most = parallel ? parallel->threads() : 1;
-  const int64_t pieces = std::max<int64_t>(1, std::min(most, total / kMinElementsPerThread));
-  if (pieces == 1) return piece(0, total);
-  const int64_t chunks = (total + kChunk - 1) / kChunk;
-  parallel->run(pieces, [&](int64_t i) { piece(std::min(total, chunks * i / pieces * kChunk), std::min(total, chunks * (i + 1) / pieces * kChunk)); });
+  split_work((total + kChunk - 1) / kChunk, kChunk, parallel,
+             [&](int64_t begin, int64_t end) { piece(begin * kChunk, std::min(total, end * kChunk)); });
 }
 
 eval::Kernel elementwise_f32_kernel(const ir::Graph& g, const ir::Node& n) {

@@ -7,17 +7,9 @@
 #include <cstdint>
 #include <functional>
 
+#include "cpu/split.hpp"
 #include "eval/kernels.hpp"
 #include "ir/graph.hpp"
-
-// The generated row loops are built for baseline x86-64 and for x86-64-v3 (AVX2, FMA); the
-// dynamic loader picks the clone this CPU runs (GCC's function multiversioning). The level, not
-// a CPU name: an "arch=haswell" clone would run on Haswells only.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ESG_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define ESG_CPU_CLONES
-#endif
 
 namespace esg::cpu {
 
@@ -66,10 +58,8 @@ void for_each_chunk(int64_t begin, int64_t end, int64_t run, Fn fn) {
   }
 }
 
-// Below this many elements a kernel runs on one thread: waking workers costs more.
-constexpr int64_t kMinElementsPerThread = 64 * 1024;
-// piece(begin, end) over [0, total) split into one range per thread of `parallel` (none: one
-// range), at multiples of kChunk.
+// piece(begin, end) over the elements [0, total), split as cpu/split.hpp does, at multiples of
+// kChunk.
 void split_elements(int64_t total, const eval::Parallel* parallel, const std::function<void(int64_t, int64_t)>& piece);
 
 // The dtypes f32 rows read and write: f32, and bool as 0 or 1.

@@ -14,6 +14,15 @@
 #include <cstdint>
 #include <cstring>
 
+// Loops over these functions (the generated rows, softmax) are built for baseline x86-64 and for
+// x86-64-v3 (AVX2, FMA); the dynamic loader picks the clone this CPU runs (GCC's function
+// multiversioning). The level, not a CPU name: an "arch=haswell" clone runs on Haswells only.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ESG_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define ESG_CPU_CLONES
+#endif
+
 // Inlined into every loop that uses them even where GCC's size heuristics would not: a call
 // stops the loop from vectorizing.
 #define ESG_VM_INLINE inline __attribute__((always_inline))
