@@ -1,5 +1,8 @@
 // Matrix products through oneDNN (chosen over OpenBLAS, BLIS and XNNPACK on our shapes:
-// bench/RESULTS.md). oneDNN picks its kernels for the CPU at run time.
+// bench/RESULTS.md). oneDNN picks its kernels for the CPU at run time; its threads are OpenMP's,
+// whose count is a per-thread setting: each call gets the model's free threads, one inside a
+// stream (the streams themselves use the cores) or beside a concurrent run.
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cstring>
@@ -31,6 +34,7 @@ void matmul_f32(const eval::KernelCall& c) {
   const float* pb = b.data<float>();
   float* py = y.data<float>();
   const int64_t batches = batch.num_elements();
+  omp_set_num_threads(c.parallel ? c.parallel->free_threads() : 1);
   for (int64_t i = 0; i < batches; ++i, walk.next()) {
     const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, pa + walk.offset(0) * m * k, ta ? m : k,
                                        pb + walk.offset(1) * k * n, tb ? k : n, 0.0f, py + i * m * n, n);

@@ -9,12 +9,17 @@
 namespace esg::eval {
 
 // Where a kernel may spread independent pieces of its work: piece(i) for i < pieces, on any
-// threads, returning when all are done. Pieces must not throw.
+// threads (possibly all on the calling one), returning when all are done. Pieces must not throw.
 class Parallel {
  public:
   virtual ~Parallel() = default;
   virtual int threads() const = 0;
+  // The threads a kernel may use right now: threads(), or 1 while the pool runs another job.
+  virtual int free_threads() const = 0;
   virtual void run(int64_t pieces, const std::function<void(int64_t)>& piece) const = 0;
+  // The same, but every piece on its own thread at once, so pieces may wait for each other;
+  // false, having run nothing, when that many threads are not free.
+  virtual bool run_together(int64_t pieces, const std::function<void(int64_t)>& piece) const = 0;
 };
 
 struct KernelCall {

@@ -47,6 +47,26 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
   std::vector<int64_t> bytes(nv);
   std::vector<Lifetime> span = life;
   for (size_t v = 0; v < nv; ++v) bytes[v] = align_up(d.value_bytes[v], options.alignment);
+  // With several streams, a value whose producer and consumers are not all on one stream is
+  // alive for the whole run: only one stream's order is known to hold, so its bytes are never
+  // reused (nor taken over in place). Every other value lives within its stream.
+  const bool streams = !options.op_stream.empty();
+  std::vector<int> value_stream(nv, 0);
+  std::vector<char> shared(nv, 0);
+  if (streams) {
+    std::vector<int> seen(nv, -1);
+    auto touch = [&](int v, int op) {
+      const int s = options.op_stream[static_cast<size_t>(op)];
+      if (seen[static_cast<size_t>(v)] < 0) seen[static_cast<size_t>(v)] = s, value_stream[static_cast<size_t>(v)] = s;
+      else if (seen[static_cast<size_t>(v)] != s) shared[static_cast<size_t>(v)] = 1;
+    };
+    for (int op : order) {
+      for (int v : d.ops[static_cast<size_t>(op)].outputs) touch(v, op);
+      for (int v : d.ops[static_cast<size_t>(op)].inputs) touch(v, op);
+    }
+    for (size_t v = 0; v < nv; ++v)
+      if (shared[v]) span[v] = {0, static_cast<int>(order.size()) - 1};
+  }
   if (options.reuse && options.in_place) {
     for (int t = 0; t < static_cast<int>(order.size()); ++t) {
       const Dag::Op& op = d.ops[static_cast<size_t>(order[static_cast<size_t>(t)])];
@@ -55,14 +75,14 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
         if (!arena[static_cast<size_t>(o)]) continue;
         for (int i : op.reusable) {
           const size_t g = static_cast<size_t>(group[static_cast<size_t>(i)]);
-          if (!arena[static_cast<size_t>(i)] || life[static_cast<size_t>(i)].last != t ||
+          if (!arena[static_cast<size_t>(i)] || shared[static_cast<size_t>(i)] || life[static_cast<size_t>(i)].last != t ||
               d.value_bytes[static_cast<size_t>(i)] != d.value_bytes[static_cast<size_t>(o)] || bytes[g] != bytes[static_cast<size_t>(o)] ||
               std::find(taken.begin(), taken.end(), i) != taken.end())
             continue;
           taken.push_back(i);
           plan.in_place_of[static_cast<size_t>(o)] = i;
           group[static_cast<size_t>(o)] = static_cast<int>(g);
-          span[g].last = std::max(span[g].last, life[static_cast<size_t>(o)].last);
+          span[g].last = std::max(span[g].last, span[static_cast<size_t>(o)].last);
           break;
         }
       }
@@ -93,8 +113,9 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
   // each with best fit (the smallest gap that fits) and first fit (the lowest offset).
   // Which buffers overlap in time, found once by a sweep over births: O(n log n + pairs), so a
   // placement looks only at its own neighbours rather than at every placed buffer.
+  // Streams place their buffers in disjoint parts of the arena, one after the other.
   std::vector<std::vector<int>> overlapping(nv);
-  {
+  auto find_overlaps = [&](const std::vector<int>& roots) {
     std::vector<int> by_birth = roots;
     std::sort(by_birth.begin(), by_birth.end(), [&](int a, int b) { return span[static_cast<size_t>(a)].first < span[static_cast<size_t>(b)].first; });
     for (size_t x = 0; x < by_birth.size(); ++x)
@@ -102,7 +123,7 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
         overlapping[static_cast<size_t>(by_birth[x])].push_back(by_birth[y]);
         overlapping[static_cast<size_t>(by_birth[y])].push_back(by_birth[x]);
       }
-  }
+  };
   // The offset for buffer r given the buffers placed so far (offset >= 0): the lowest (first
   // fit) or the tightest (best fit) gap that holds it, else above them all.
   std::vector<std::pair<int64_t, int64_t>> busy;
@@ -130,9 +151,18 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
     }
     return top;
   };
+  const int num_parts = streams ? 1 + *std::max_element(options.op_stream.begin(), options.op_stream.end()) : 1;
+  const std::vector<int> all_roots = roots;
+  for (int part = 0; part < num_parts; ++part) {
+  roots.clear();
+  for (int r : all_roots)
+    if (value_stream[static_cast<size_t>(r)] == part) roots.push_back(r);
+  const int64_t base = plan.arena_bytes;
   if (!options.reuse) {
     for (int r : roots) plan.offset[static_cast<size_t>(r)] = plan.arena_bytes, plan.arena_bytes += bytes[static_cast<size_t>(r)];
   } else {
+    find_overlaps(roots);
+    int64_t part_bytes = INT64_MAX;
     auto length = [&](int v) { return static_cast<int64_t>(span[static_cast<size_t>(v)].last - span[static_cast<size_t>(v)].first + 1); };
     auto size = [&](int v) { return bytes[static_cast<size_t>(v)]; };
     const std::vector<std::function<std::pair<int64_t, int64_t>(int)>> keys = {
@@ -143,14 +173,13 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
         [&](int v) { return std::make_pair(-static_cast<int64_t>(span[static_cast<size_t>(v)].last), -size(v)); },
         [&](int v) { return std::make_pair(-static_cast<int64_t>(std::min<int64_t>(length(v), 8)) * size(v), -size(v)); },
     };
-    plan.arena_bytes = INT64_MAX;
     std::vector<int64_t> offset(nv, -1);
     auto try_sequence = [&](const std::vector<int>& sequence) {
       for (const bool best_fit : {true, false}) {
         const int64_t top = place(sequence, best_fit, offset);
-        if (top < plan.arena_bytes) {
-          plan.arena_bytes = top;
-          for (int r : roots) plan.offset[static_cast<size_t>(r)] = offset[static_cast<size_t>(r)];
+        if (top < part_bytes) {
+          part_bytes = top;
+          for (int r : roots) plan.offset[static_cast<size_t>(r)] = base + offset[static_cast<size_t>(r)];
         }
       }
     };
@@ -161,14 +190,16 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
       std::stable_sort(sequence.begin(), sequence.end(), [&](int a, int b) { return key(a) < key(b); });
       try_sequence(sequence);
     }
-    if (roots.empty()) plan.arena_bytes = 0;
+    plan.arena_bytes = base + (roots.empty() ? 0 : part_bytes);
+  }
   }
   for (size_t v = 0; v < nv; ++v)
     if (arena[v] && group[v] != static_cast<int>(v)) plan.offset[v] = plan.offset[static_cast<size_t>(group[v])];
   return plan;
 }
 
-std::string check_plan(const Dag& d, const std::vector<int>& order, const MemoryPlan& plan, int64_t alignment) {
+std::string check_plan(const Dag& d, const std::vector<int>& order, const MemoryPlan& plan, int64_t alignment,
+                       const std::vector<int>& op_stream) {
   const std::vector<Lifetime> life = lifetimes(d, order);
   const std::vector<char> arena = in_arena(d);
   const size_t nv = static_cast<size_t>(d.num_values());
@@ -197,6 +228,26 @@ std::string check_plan(const Dag& d, const std::vector<int>& order, const Memory
       const bool bytes_overlap = plan.offset[a] < plan.offset[b] + d.value_bytes[b] && plan.offset[b] < plan.offset[a] + d.value_bytes[a];
       if (bytes_overlap && !legit(a, b) && !legit(b, a))
         return "values " + std::to_string(a) + " and " + std::to_string(b) + " are alive together and share bytes";
+    }
+  if (op_stream.empty()) return "";
+  // On several streams, only the order of one stream is known to hold: when a value's bytes are
+  // written again later, every use of it must be on the stream of the op writing them.
+  std::vector<int> users(nv, -1), writer(nv, -1);  // users: -2 when on several streams
+  for (int op = 0; op < d.num_ops(); ++op) {
+    const int s = op_stream[static_cast<size_t>(op)];
+    auto use = [&](int v) { users[static_cast<size_t>(v)] = users[static_cast<size_t>(v)] == -1 || users[static_cast<size_t>(v)] == s ? s : -2; };
+    for (int v : d.ops[static_cast<size_t>(op)].inputs) use(v);
+    for (int v : d.ops[static_cast<size_t>(op)].outputs) use(v), writer[static_cast<size_t>(v)] = s;
+  }
+  std::sort(values.begin(), values.end(), [&](size_t a, size_t b) { return plan.offset[a] < plan.offset[b]; });
+  for (size_t x = 0; x < values.size(); ++x)
+    for (size_t y = x + 1; y < values.size() && plan.offset[values[y]] < plan.offset[values[x]] + d.value_bytes[values[x]]; ++y) {
+      size_t a = values[x], b = values[y];
+      if (d.value_bytes[a] == 0 || d.value_bytes[b] == 0) continue;
+      if (life[b].first < life[a].first) std::swap(a, b);  // a first, b writes the bytes later
+      if (users[a] != writer[b])
+        return "values " + std::to_string(a) + " and " + std::to_string(b) + " share bytes, but " + std::to_string(a) +
+               " is used on a stream other than the one writing " + std::to_string(b);
     }
   return "";
 }

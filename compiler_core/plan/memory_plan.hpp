@@ -15,6 +15,9 @@ struct MemoryPlanOptions {
   int64_t alignment = 64;  // every offset and size is a multiple
   bool reuse = true;       // false: every value its own bytes (the "no reuse" baseline)
   bool in_place = true;
+  // The stream of each op when the ops run on several streams (empty: one stream). Each stream's
+  // values get their own part of the arena; a value used on two streams is never reused.
+  std::vector<int> op_stream;
 };
 
 struct MemoryPlan {
@@ -29,7 +32,9 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
 
 // An independent check of a plan against the DAG and order: "" when no two values alive at the
 // same step share a byte (except a legitimate in-place pair), offsets are aligned and within
-// the arena; otherwise the first problem found.
-std::string check_plan(const Dag& d, const std::vector<int>& order, const MemoryPlan& plan, int64_t alignment = 64);
+// the arena, and, given each op's stream, values that share bytes are used on one stream only;
+// otherwise the first problem found.
+std::string check_plan(const Dag& d, const std::vector<int>& order, const MemoryPlan& plan, int64_t alignment = 64,
+                       const std::vector<int>& op_stream = {});
 
 }  // namespace esg::plan

@@ -1,7 +1,9 @@
 #include "runtime/model.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -61,6 +63,7 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   mo.alignment = kAlign;
   mo.reuse = options.memory_reuse;
   mo.in_place = options.memory_reuse;
+  if (streams_.num_streams > 1) mo.op_stream = streams_.stream;
   step("plan memory", [&] { memory_ = plan::plan_memory(gd.dag, order, mo); });
   arena_bytes_ = memory_.arena_bytes;
 
@@ -100,6 +103,13 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
       }
       launches_.push_back(std::move(l));
     }
+    // The launch list is `order`; events name ops: turn both into launch indexes per stream.
+    std::vector<int> launch_of(order.size());
+    for (size_t i = 0; i < order.size(); ++i) launch_of[static_cast<size_t>(order[i])] = static_cast<int>(i);
+    waits_.assign(launches_.size(), {});
+    for (const plan::Event& e : streams_.events) waits_[static_cast<size_t>(launch_of[static_cast<size_t>(e.before)])].push_back(launch_of[static_cast<size_t>(e.after)]);
+    stream_launches_.assign(static_cast<size_t>(streams_.num_streams), {});
+    for (size_t i = 0; i < launches_.size(); ++i) stream_launches_[static_cast<size_t>(launches_[i].stream)].push_back(static_cast<int>(i));
   });
 }
 
@@ -114,6 +124,46 @@ eval::TensorRef Plan::ref(const Slot& s, ir::ValueId v, uint8_t* arena, const st
     case Slot::Constant: r.bytes = const_cast<uint8_t*>(g.blobs[g.nodes[static_cast<ir::NodeId>(s.at)].blob]->data()); break;
   }
   return r;
+}
+
+void Plan::launch(const Launch& l, uint8_t* base, const std::vector<eval::TensorRef>& inputs,
+                  const std::vector<eval::TensorRef>& outputs, const eval::Parallel* parallel, LaunchScratch& s) const {
+  const ir::Graph& g = *graph_;
+  const ir::Node& n = g.nodes[l.node];
+  if (l.group >= 0) {
+    const FusedGroup& grp = groups_[static_cast<size_t>(l.group)];
+    s.in_refs.clear();
+    s.out_refs.clear();
+    for (size_t i = 0; i < l.in.size(); ++i) s.in_refs.push_back(ref(l.in[i], grp.inputs[i], base, inputs, outputs));
+    for (size_t i = 0; i < l.out.size(); ++i) s.out_refs.push_back(ref(l.out[i], grp.outputs[i], base, inputs, outputs));
+    s.in_ptrs.clear();
+    s.out_ptrs.clear();
+    for (const eval::TensorRef& r : s.in_refs) s.in_ptrs.push_back(&r);
+    for (const eval::TensorRef& r : s.out_refs) s.out_ptrs.push_back(&r);
+    run_group(grp, s.in_ptrs, s.out_ptrs, parallel);
+    return;
+  }
+  s.in_refs.assign(l.in.size(), {});
+  s.out_refs.assign(l.out.size(), {});
+  s.in_ptrs.assign(l.in.size(), nullptr);
+  s.out_ptrs.clear();
+  for (size_t i = 0; i < l.in.size(); ++i) {
+    if (l.in[i].kind == Slot::Arena && l.in[i].at < 0) continue;  // an absent optional input
+    s.in_refs[i] = ref(l.in[i], g.operands[n.first_input + i], base, inputs, outputs);
+    s.in_ptrs[i] = &s.in_refs[i];
+  }
+  for (size_t i = 0; i < l.out.size(); ++i) {
+    s.out_refs[i] = ref(l.out[i], n.first_output + static_cast<ir::ValueId>(i), base, inputs, outputs);
+    s.out_ptrs.push_back(&s.out_refs[i]);
+  }
+  if (n.op->subgraphs.size()) {
+    eval::run_control_flow(g, l.node, s.in_ptrs, s.out_ptrs);
+  } else {
+    // Kernels take the declared inputs; captures exist only for control flow.
+    s.in_ptrs.resize(n.num_inputs - n.num_captures);
+    if (l.fast) l.fast(eval::KernelCall{g, n, s.in_ptrs, s.out_ptrs, parallel});
+    else eval::run_kernel(g, n, s.in_ptrs, s.out_ptrs);
+  }
 }
 
 void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
@@ -133,56 +183,48 @@ void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eva
   const uintptr_t raw = reinterpret_cast<uintptr_t>(arena.get());
   uint8_t* base = arena.get() + (kAlign - raw % kAlign) % kAlign;
   const ir::Graph& g = *graph_;
-  std::vector<eval::TensorRef> in_refs, out_refs;
-  std::vector<const eval::TensorRef*> in_ptrs, out_ptrs;
-  for (const Launch& l : launches_) {
-    const ir::Node& n = g.nodes[l.node];
-    const auto started = trace ? clock::now() : clock::time_point{};
-    if (trace) {  // the kernel's name; recorded with its time once it has run
-      std::string name = l.group >= 0 ? "fused" : n.op->name;
-      if (l.group >= 0)
-        for (ir::NodeId m : groups_[static_cast<size_t>(l.group)].members) name += std::string(" ") + g.nodes[m].op->name;
-      trace->push_back({name, l.stream, std::chrono::duration<double, std::micro>(started - t0).count(), 0});
-    }
-    auto finished = [&] {
-      if (trace) trace->back().duration_us = std::chrono::duration<double, std::micro>(clock::now() - started).count();
-    };
-    if (l.group >= 0) {
-      const FusedGroup& grp = groups_[static_cast<size_t>(l.group)];
-      in_refs.clear();
-      out_refs.clear();
-      for (size_t i = 0; i < l.in.size(); ++i) in_refs.push_back(ref(l.in[i], grp.inputs[i], base, inputs, outputs));
-      for (size_t i = 0; i < l.out.size(); ++i) out_refs.push_back(ref(l.out[i], grp.outputs[i], base, inputs, outputs));
-      in_ptrs.clear();
-      out_ptrs.clear();
-      for (const eval::TensorRef& r : in_refs) in_ptrs.push_back(&r);
-      for (const eval::TensorRef& r : out_refs) out_ptrs.push_back(&r);
-      run_group(grp, in_ptrs, out_ptrs, parallel);
-      finished();
-      continue;
-    }
-    in_refs.assign(l.in.size(), {});
-    out_refs.assign(l.out.size(), {});
-    in_ptrs.assign(l.in.size(), nullptr);
-    out_ptrs.clear();
-    for (size_t i = 0; i < l.in.size(); ++i) {
-      if (l.in[i].kind == Slot::Arena && l.in[i].at < 0) continue;  // an absent optional input
-      in_refs[i] = ref(l.in[i], g.operands[n.first_input + i], base, inputs, outputs);
-      in_ptrs[i] = &in_refs[i];
-    }
-    for (size_t i = 0; i < l.out.size(); ++i) {
-      out_refs[i] = ref(l.out[i], n.first_output + static_cast<ir::ValueId>(i), base, inputs, outputs);
-      out_ptrs.push_back(&out_refs[i]);
-    }
-    if (n.op->subgraphs.size()) {
-      eval::run_control_flow(g, l.node, in_ptrs, out_ptrs);
-    } else {
-      // Kernels take the declared inputs; captures exist only for control flow.
-      in_ptrs.resize(n.num_inputs - n.num_captures);
-      if (l.fast) l.fast(eval::KernelCall{g, n, in_ptrs, out_ptrs, parallel});
-      else eval::run_kernel(g, n, in_ptrs, out_ptrs);
-    }
-    finished();
+  std::mutex trace_mu;
+  auto timed = [&](const Launch& l, LaunchScratch& s) {
+    if (!trace) return launch(l, base, inputs, outputs, parallel, s);
+    const auto started = clock::now();
+    launch(l, base, inputs, outputs, parallel, s);
+    const auto finished = clock::now();
+    std::string name = l.group >= 0 ? "fused" : g.nodes[l.node].op->name;
+    if (l.group >= 0)
+      for (ir::NodeId m : groups_[static_cast<size_t>(l.group)].members) name += std::string(" ") + g.nodes[m].op->name;
+    std::lock_guard<std::mutex> lock(trace_mu);
+    trace->push_back({name, l.stream, std::chrono::duration<double, std::micro>(started - t0).count(),
+                      std::chrono::duration<double, std::micro>(finished - started).count()});
+  };
+  // Streams run at once, one thread each, when the pool has a thread per stream free: a launch
+  // first waits for the events it needs (the launches of other streams it depends on). Else the
+  // launch list runs in order on this thread, which every event already respects.
+  bool ran = false;
+  if (streams_.num_streams > 1 && parallel) {
+    std::unique_ptr<std::atomic<bool>[]> done(new std::atomic<bool>[launches_.size()]);
+    for (size_t i = 0; i < launches_.size(); ++i) done[i].store(false, std::memory_order_relaxed);
+    std::mutex mu;
+    std::condition_variable finished;
+    ran = parallel->run_together(streams_.num_streams, [&](int64_t stream) {
+      LaunchScratch s;
+      for (int at : stream_launches_[static_cast<size_t>(stream)]) {
+        for (int w : waits_[static_cast<size_t>(at)]) {
+          if (done[static_cast<size_t>(w)].load(std::memory_order_acquire)) continue;
+          std::unique_lock<std::mutex> lock(mu);
+          finished.wait(lock, [&] { return done[static_cast<size_t>(w)].load(std::memory_order_acquire); });
+        }
+        timed(launches_[static_cast<size_t>(at)], s);
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          done[static_cast<size_t>(at)].store(true, std::memory_order_release);
+        }
+        finished.notify_all();
+      }
+    });
+  }
+  if (!ran) {
+    thread_local LaunchScratch s;
+    for (const Launch& l : launches_) timed(l, s);
   }
   for (const auto& [index, v] : output_copies_) {
     const ir::NodeId p = g.values[v].producer;
@@ -213,7 +255,7 @@ std::string Plan::report() const {
     out << " over " << g.shape_str(grp.shape) << "\n";
   }
   out << "streams: " << streams_.num_streams << ", events: " << streams_.events.size()
-      << (streams_.num_streams > 1 ? " (planned; run in order on the calling thread for now)" : "") << "\n";
+      << (streams_.num_streams > 1 ? " (one thread each when the pool has them free, else in order)" : "") << "\n";
   for (int s = 0; s < streams_.num_streams; ++s) out << "  stream " << s << ": " << streams_.sequence[static_cast<size_t>(s)].size() << " ops\n";
   out << "memory: arena " << memory_.arena_bytes << " bytes (planned peak), lower bound " << memory_.lower_bound
       << " bytes (max live set of this order), " << memory_.no_reuse_bytes << " bytes without reuse\n";

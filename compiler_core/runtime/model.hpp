@@ -22,7 +22,7 @@
 namespace esg::runtime {
 
 struct CompileOptions {
-  int streams = 1;             // 1..16; planned (events and all), run in order for now
+  int streams = 1;             // 1..16; each on its own thread of the pool when free (threads >= streams)
   int threads = 0;             // 0: the machine's cores; at most 256; large elementwise kernels split over them
   bool fusion = true;          // fuse connected elementwise ops into one tiled kernel
   bool memory_reuse = true;
@@ -66,10 +66,19 @@ class Plan {
   };
   eval::TensorRef ref(const Slot& s, ir::ValueId v, uint8_t* arena, const std::vector<eval::TensorRef>& in,
                       const std::vector<eval::TensorRef>& out) const;
+  // A launch's operand refs, kept by each thread between launches so a run allocates nothing.
+  struct LaunchScratch {
+    std::vector<eval::TensorRef> in_refs, out_refs;
+    std::vector<const eval::TensorRef*> in_ptrs, out_ptrs;
+  };
+  void launch(const Launch& l, uint8_t* arena, const std::vector<eval::TensorRef>& in, const std::vector<eval::TensorRef>& out,
+              const eval::Parallel* parallel, LaunchScratch& scratch) const;
 
   std::unique_ptr<ir::Graph> graph_;
   std::vector<FusedGroup> groups_;
   std::vector<Launch> launches_;
+  std::vector<std::vector<int>> waits_;            // per launch: launches of other streams it waits for
+  std::vector<std::vector<int>> stream_launches_;  // per stream: its launches in order
   plan::MemoryPlan memory_;
   plan::StreamPlan streams_;
   std::vector<std::string> log_;

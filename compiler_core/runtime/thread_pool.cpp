@@ -49,11 +49,24 @@ void ThreadPool::work() {
 }
 
 void ThreadPool::run(int64_t pieces, const std::function<void(int64_t)>& piece) const {
-  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
-  if (workers_.empty() || pieces < 2 || !busy.owns_lock()) {
+  bool idle = false;
+  if (workers_.empty() || pieces < 2 || !busy_.compare_exchange_strong(idle, true)) {
     for (int64_t i = 0; i < pieces; ++i) piece(i);
     return;
   }
+  start(pieces, piece);
+}
+
+bool ThreadPool::run_together(int64_t pieces, const std::function<void(int64_t)>& piece) const {
+  bool idle = false;
+  if (pieces > threads() || !busy_.compare_exchange_strong(idle, true)) return false;
+  // Every thread takes at most one piece before it blocks, and there are enough threads: a
+  // piece waiting for another never waits for one that no thread will start.
+  start(pieces, piece);
+  return true;
+}
+
+void ThreadPool::start(int64_t pieces, const std::function<void(int64_t)>& piece) const {
   uint64_t generation;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -67,6 +80,7 @@ void ThreadPool::run(int64_t pieces, const std::function<void(int64_t)>& piece) 
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, [&] { return finished_ == pieces_; });
   job_ = nullptr;
+  busy_.store(false);
 }
 
 }  // namespace esg::runtime

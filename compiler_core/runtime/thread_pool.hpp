@@ -1,9 +1,10 @@
-// Worker threads for the kernels that split their work (large elementwise kernels, fused or
-// not): eval::Parallel over a fixed set of threads that sleep between runs. The calling thread
-// takes part, so threads = 1 means no worker at all. A pool serves one split at a time; a
-// kernel that finds it busy (another run of the same model on another thread) runs its pieces
-// itself, which is correct and keeps concurrent runs from waiting on each other.
+// Worker threads for the streams of a run and for the kernels that split their work:
+// eval::Parallel over a fixed set of threads that sleep between jobs. The calling thread takes
+// part, so threads = 1 means no worker at all. A pool serves one job at a time; a kernel that
+// finds it busy (inside a stream, or another run of the same model) runs its pieces itself,
+// which is correct and keeps concurrent runs from waiting on each other.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -21,15 +22,18 @@ class ThreadPool final : public eval::Parallel {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const override { return static_cast<int>(workers_.size()) + 1; }
+  int free_threads() const override { return busy_.load() ? 1 : threads(); }
   void run(int64_t pieces, const std::function<void(int64_t)>& piece) const override;
+  bool run_together(int64_t pieces, const std::function<void(int64_t)>& piece) const override;
 
  private:
   void work();
+  void start(int64_t pieces, const std::function<void(int64_t)>& piece) const;  // with busy_ taken
   // Takes and runs pieces of job `generation` until none is left.
   void drain(const std::function<void(int64_t)>* piece, int64_t pieces, uint64_t generation) const;
 
   std::vector<std::thread> workers_;
-  mutable std::mutex busy_;  // held by the thread whose job the pool runs
+  mutable std::atomic<bool> busy_{false};  // a job is running (a flag, not a mutex: its owner's kernels test it too)
   mutable std::mutex mu_;
   mutable std::condition_variable wake_, done_;
   mutable const std::function<void(int64_t)>* job_ = nullptr;

@@ -793,6 +793,10 @@ OPTIONS = {
     "threads=2": dict(threads=2),
     "threads=1": dict(threads=1),
     "threads=3, fusion=False": dict(threads=3, fusion=False),
+    # Streams run concurrently when the pool has a thread per stream.
+    "streams=2": dict(streams=2, threads=2),
+    "streams=4, threads=4, memory_reuse=False": dict(streams=4, threads=4, memory_reuse=False),
+    "streams=3, threads=3, fusion=False": dict(streams=3, threads=3, fusion=False),
 }
 
 _W = rng_for("weights").standard_normal((8, 8)).astype(f32)
