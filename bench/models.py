@@ -108,6 +108,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
+    torch.set_num_threads(os.cpu_count())  # Debian's build starts with one; esgraph and ORT use every core
     print(f"{'model':10} {'esgraph ms':>11} {'torch ms':>9} {'ORT ms':>8} {'esgraph/torch':>14} {'esgraph/ORT':>12}")
     for name, make in (("mlp", mlp), ("encoder", encoder)):
         graph, ref, x = make()

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cpu/fast_kernels.hpp"
+#include "cpu/gemm.hpp"
 #include "eval/indexing.hpp"
 #include "ir/error.hpp"
 
@@ -43,6 +44,20 @@ void matmul_f32(const eval::KernelCall& c) {
 }
 
 }  // namespace
+
+void gemm_rows(const eval::TensorRef& a, const eval::TensorRef& b, bool transpose_b, int64_t first, int64_t last,
+               float* out, int threads) {
+  const int64_t k = a.shape[a.shape.rank() - 1], n = b.shape[transpose_b ? 0 : 1];
+  if (last <= first) return;
+  if (k == 0) {
+    std::memset(out, 0, static_cast<size_t>((last - first) * n) * sizeof(float));
+    return;
+  }
+  omp_set_num_threads(threads);
+  const dnnl_status_t s = dnnl_sgemm('N', transpose_b ? 'T' : 'N', last - first, n, k, 1.0f, a.data<float>() + first * k, k,
+                                     b.data<float>(), transpose_b ? k : n, 0.0f, out, n);
+  if (s != dnnl_success) throw ir::Error(ir::ErrorCode::Internal, "matmul: oneDNN sgemm failed with status " + std::to_string(s));
+}
 
 eval::Kernel gemm_kernel(const ir::Graph& g, const ir::Node& n) {
   return std::string(n.op->name) == "matmul" && g.values[n.first_output].dtype == ir::DType::F32 ? matmul_f32 : nullptr;

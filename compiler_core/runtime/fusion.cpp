@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 
+#include "cpu/gemm.hpp"
 #include "eval/elementwise.hpp"
 #include "eval/indexing.hpp"
 #include "ir/half.hpp"
@@ -57,16 +58,20 @@ struct Scratch {
 std::vector<FusedStep> bind_steps(const Graph& g, const FusedGroup& group) {
   std::vector<FusedStep> steps;
   for (NodeId m : group.members) {
+    if (m == group.head) continue;
     const ir::Node& n = g.nodes[m];
     const cpu::ElementwiseF32* f32 = cpu::find_elementwise_f32(*n.op);
     FusedStep s{eval::find_elementwise(*n.op), f32 ? f32->row : nullptr, {}, {}, {}, g.values[n.first_output].dtype, false, -1};
     s.floating = ir::dtype_is_float(s.dtype);
     for (ValueId v : g.inputs(n)) {
+      // Steps are the members without the head, in order.
       const auto member_at = std::find_if(group.members.begin(), group.members.end(), [&](NodeId x) { return g.nodes[x].first_output == v; });
-      if (member_at != group.members.end()) {
-        s.operands.push_back({false, static_cast<size_t>(member_at - group.members.begin())});
+      if (member_at != group.members.end() && *member_at == group.head) {
+        s.operands.push_back({FusedStep::From::Head, 0});
+      } else if (member_at != group.members.end()) {
+        s.operands.push_back({FusedStep::From::Step, static_cast<size_t>(member_at - group.members.begin()) - (group.head != kNone)});
       } else {
-        s.operands.push_back({true, static_cast<size_t>(std::find(group.inputs.begin(), group.inputs.end(), v) - group.inputs.begin())});
+        s.operands.push_back({FusedStep::From::Input, static_cast<size_t>(std::find(group.inputs.begin(), group.inputs.end(), v) - group.inputs.begin())});
         s.floating = s.floating || ir::dtype_is_float(g.values[v].dtype);
       }
     }
@@ -84,10 +89,47 @@ std::vector<FusedStep> bind_steps(const Graph& g, const FusedGroup& group) {
 
 // A group of ops the f32 kernel serves runs on f32 rows (find_groups keeps them apart from the
 // others).
+// A matmul whose result only this group reads, over the group's shape, as the group's head: its
+// rows computed block by block right before the members that use them. Its operands must come
+// from before the group's first member (so no path from the group leads back into it); B must be
+// one matrix and A not transposed, so that A's rows are the result's rows.
+NodeId find_head(const Graph& g, const std::vector<NodeId>& members, const std::vector<char>& member,
+                 const std::vector<std::vector<NodeId>>& consumers, const std::vector<char>& is_output) {
+  const ir::Shape shape = g.shape(g.nodes[members.back()].first_output);
+  for (NodeId m : members)
+    for (ValueId v : g.inputs(g.nodes[m])) {
+      if (v == kNone || g.values[v].producer == kNone) continue;
+      const NodeId p = g.values[v].producer;
+      const ir::Node& n = g.nodes[p];
+      if (std::string_view(n.op->name) != "matmul" || n.region != 0 || n.num_deps != 0 || is_output[v] ||
+          g.values[v].dtype != ir::DType::F32 || g.shape(v) != shape || shape.rank() < 2)
+        continue;
+      const auto in = g.inputs(n);
+      if (g.values[in[0]].dtype != ir::DType::F32 || g.values[in[1]].dtype != ir::DType::F32 || g.shape(in[1]).rank() != 2 ||
+          g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("transpose_a"))].i != 0)
+        continue;
+      const bool only_here = std::all_of(consumers[v].begin(), consumers[v].end(), [&](NodeId c) { return member[c] != 0; });
+      const bool before = std::all_of(in.begin(), in.end(), [&](ValueId x) { return g.values[x].producer == kNone || g.values[x].producer < members.front(); });
+      if (only_here && before) return p;
+    }
+  return kNone;
+}
+
 void bind_f32(const Graph& g, FusedGroup& group) {
-  if (!cpu::elementwise_f32_kernel(g, g.nodes[group.members.front()])) return;
+  if (!cpu::elementwise_f32_kernel(g, g.nodes[group.members.back()])) return;
+  group.read_by_steps.assign(group.inputs.size(), 0);
+  for (const FusedStep& s : group.steps)
+    for (const FusedStep::Operand& o : s.operands)
+      if (o.from == FusedStep::From::Input) group.read_by_steps[o.index] = 1;
   std::vector<ir::Shape> shapes;
-  for (ValueId v : group.inputs) shapes.push_back(g.shape(v));
+  for (size_t k = 0; k < group.inputs.size(); ++k) shapes.push_back(group.read_by_steps[k] ? g.shape(group.inputs[k]) : group.shape);
+  if (group.head != kNone) {
+    const auto in = g.inputs(g.nodes[group.head]);
+    group.head_a = static_cast<size_t>(std::find(group.inputs.begin(), group.inputs.end(), in[0]) - group.inputs.begin());
+    group.head_b = static_cast<size_t>(std::find(group.inputs.begin(), group.inputs.end(), in[1]) - group.inputs.begin());
+    const ir::Node& n = g.nodes[group.head];
+    group.head_transpose_b = g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("transpose_b"))].i != 0;
+  }
   group.layouts.resize(shapes.size());
   group.run = cpu::plan_operands(group.shape, shapes.data(), shapes.size(), group.layouts.data());
   group.f32 = true;
@@ -96,30 +138,51 @@ void bind_f32(const Graph& g, FusedGroup& group) {
 // An all-f32 group: chunks of every member's results on f32 rows; f32 inputs are read in place
 // where a chunk's elements are contiguous. The chunk's outputs are stored after all
 // its members ran, since an output may share an input's memory (in-place reuse). Results of
-// comparisons and logic are 0 or 1, as bools are.
+// comparisons and logic are 0 or 1, as bools are. With a head, the group runs block of rows by
+// block of rows: the head's rows into a block the size of L2's share, then the members over it.
 void run_group_f32(const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
                    const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel) {
   constexpr size_t T = static_cast<size_t>(cpu::kChunk);
-  cpu::split_elements(group.shape.num_elements(), parallel, [&](int64_t begin, int64_t end) {
+  const int64_t total = group.shape.num_elements();
+  const int64_t width = group.shape.rank() ? group.shape[group.shape.rank() - 1] : 1;
+  const bool head = group.head != kNone;
+  if (total == 0) return;
+  // Without a head, blocks of kChunk elements; with one, blocks of whole rows.
+  const int64_t block = head ? std::max(kHeadMinRows, kHeadBlockElements / width) * width : cpu::kChunk;
+  const int64_t blocks = (total + block - 1) / block;
+  cpu::split_work(blocks, block, parallel, [&](int64_t first, int64_t last) {
     // The buffers are the running thread's own and kept between runs.
-    thread_local std::vector<float> tile, own;
+    thread_local std::vector<float> tile, own, head_rows;
     thread_local std::vector<const float*> in_rows, rows;
     tile.resize(group.steps.size() * T);
     own.resize(in.size() * T);
     in_rows.resize(in.size());
-    for (size_t k = 0; k < in.size(); ++k) cpu::prepare_row(*in[k], group.layouts[k], &own[k * T]);
-    cpu::for_each_chunk(begin, end, group.run, [&](int64_t base, int64_t n) {
-      for (size_t k = 0; k < in.size(); ++k) in_rows[k] = cpu::chunk_row(*in[k], group.layouts[k], group.shape, base, n, &own[k * T]);
-      for (size_t si = 0; si < group.steps.size(); ++si) {
-        const FusedStep& s = group.steps[si];
-        rows.resize(s.operands.size());
-        for (size_t k = 0; k < s.operands.size(); ++k)
-          rows[k] = s.operands[k].from_input ? in_rows[s.operands[k].index] : &tile[s.operands[k].index * T];
-        s.row_f32(rows.data(), s.attrs_f32.data(), &tile[si * T], n);
-      }
-      for (size_t si = 0; si < group.steps.size(); ++si)
-        if (group.steps[si].output >= 0) cpu::store_row(&tile[si * T], *out[static_cast<size_t>(group.steps[si].output)], base, n);
-    });
+    if (head) head_rows.resize(static_cast<size_t>(block));
+    for (size_t k = 0; k < in.size(); ++k)
+      if (group.read_by_steps[k]) cpu::prepare_row(*in[k], group.layouts[k], &own[k * T]);
+    for (int64_t b = first; b < last; ++b) {
+      const int64_t begin = b * block, end = std::min(total, begin + block);
+      if (head)
+        cpu::gemm_rows(*in[group.head_a], *in[group.head_b], group.head_transpose_b, begin / width, end / width, head_rows.data(),
+                       parallel ? parallel->free_threads() : 1);
+      cpu::for_each_chunk(begin, end, group.run, [&](int64_t base, int64_t n) {
+        for (size_t k = 0; k < in.size(); ++k)
+          if (group.read_by_steps[k]) in_rows[k] = cpu::chunk_row(*in[k], group.layouts[k], group.shape, base, n, &own[k * T]);
+        for (size_t si = 0; si < group.steps.size(); ++si) {
+          const FusedStep& s = group.steps[si];
+          rows.resize(s.operands.size());
+          for (size_t k = 0; k < s.operands.size(); ++k) {
+            const FusedStep::Operand& o = s.operands[k];
+            rows[k] = o.from == FusedStep::From::Input ? in_rows[o.index]
+                      : o.from == FusedStep::From::Step ? &tile[o.index * T]
+                                                        : head_rows.data() + (base - begin);
+          }
+          s.row_f32(rows.data(), s.attrs_f32.data(), &tile[si * T], n);
+        }
+        for (size_t si = 0; si < group.steps.size(); ++si)
+          if (group.steps[si].output >= 0) cpu::store_row(&tile[si * T], *out[static_cast<size_t>(group.steps[si].output)], base, n);
+      });
+    }
   });
 }
 
@@ -165,12 +228,19 @@ std::vector<FusedGroup> find_groups(const Graph& g) {
   std::vector<char> member(g.nodes.size(), 0);
   std::vector<uint32_t> seen(g.nodes.size(), 0);
   uint32_t stamp = 0;
-  for (const std::vector<NodeId>& members : by_root) {
-    if (members.size() < 2) continue;
+  for (std::vector<NodeId> members : by_root) {
+    if (members.empty()) continue;
+    for (NodeId m : members) member[m] = 1;
+    const NodeId head = f32[members.front()] ? find_head(g, members, member, consumers, is_output) : kNone;
+    if (members.size() < 2 && head == kNone) {
+      member[members.front()] = 0;
+      continue;
+    }
+    if (head != kNone) members.insert(members.begin(), head), member[head] = 1;
     FusedGroup grp;
     grp.members = members;
+    grp.head = head;
     grp.shape = g.shape(g.nodes[members.back()].first_output);
-    for (NodeId m : members) member[m] = 1;
     for (NodeId m : members) {
       for (ValueId v : g.inputs(g.nodes[m]))
         if (v != kNone && (g.values[v].producer == kNone || !member[g.values[v].producer]) &&
@@ -284,8 +354,9 @@ void run_group(const FusedGroup& group, const std::vector<const eval::TensorRef*
       rows_i.resize(s.operands.size());
       for (size_t k = 0; k < s.operands.size(); ++k) {
         const FusedStep::Operand& o = s.operands[k];
-        rows_f[k] = o.from_input ? &in_f[o.index * T] : &tile[o.index * T];
-        rows_i[k] = o.from_input && !ir::dtype_is_float(in[o.index]->dtype) ? &in_i[o.index * T] : nullptr;
+        const bool from_input = o.from == FusedStep::From::Input;  // no head here: heads join f32 groups only
+        rows_f[k] = from_input ? &in_f[o.index * T] : &tile[o.index * T];
+        rows_i[k] = from_input && !ir::dtype_is_float(in[o.index]->dtype) ? &in_i[o.index * T] : nullptr;
       }
       if (s.floating) {
         s.fn->row_f(rows_f.data(), s.attrs.data(), result, count);

@@ -15,9 +15,10 @@ namespace esg::runtime {
 
 // One member of a group, bound when the group is found so that a run looks nothing up.
 struct FusedStep {
+  enum class From : uint8_t { Input, Step, Head };
   struct Operand {
-    bool from_input;  // a group input (index into inputs) or an earlier member (its step)
-    size_t index;
+    From from;     // a group input, an earlier member's result, or the head's
+    size_t index;  // into FusedGroup::inputs, or the step's position
   };
   const eval::ElementwiseFn* fn;
   cpu::RowF32 row_f32;  // its f32 row, or nullptr
@@ -30,24 +31,34 @@ struct FusedStep {
 };
 
 struct FusedGroup {
-  std::vector<ir::NodeId> members;  // in creation (topological) order
+  std::vector<ir::NodeId> members;  // in creation (topological) order, the head first
+  ir::NodeId head = ir::kNone;      // a matmul whose result only the group reads (its epilogue), or none
   std::vector<ir::ValueId> inputs;  // read from outside the group
   std::vector<ir::ValueId> outputs; // used outside the group or graph outputs
   ir::Shape shape;                  // the iteration space: every member's output shape
   std::vector<FusedStep> steps;     // one per member
-  // Runs on f32 rows: every member is an op the f32 kernel serves.
+  // Runs on f32 rows: every member but the head is an op the f32 kernel serves.
   bool f32 = false;
-  std::vector<cpu::OperandLayout> layouts;  // per input
+  std::vector<cpu::OperandLayout> layouts;  // per input (Direct for inputs only the head reads)
+  std::vector<char> read_by_steps;          // per input
   int64_t run = 1;                          // see cpu::plan_operands
+  size_t head_a = 0, head_b = 0;            // the head's operands in `inputs`
+  bool head_transpose_b = false;
 };
 
 // The explicit limits of a group: a fused kernel keeps a tile of every member's results.
 constexpr int kMaxGroupOps = 32;
 constexpr int64_t kTileElements = 512;  // of the double/int64 path; the f32 one uses cpu::kChunk
+// A head's rows per block: as many whole rows as fit this many elements (64 KB), but at least
+// kHeadMinRows, so that each GEMM call has rows enough to pay for packing B.
+constexpr int64_t kHeadBlockElements = 16 * 1024;
+constexpr int64_t kHeadMinRows = 64;
 
 // Groups of two or more elementwise ops of region 0. An op joins its producer's group when
 // every consumer of the producer's value is an elementwise op of the same shape (so the value
 // stays inside), the value is not a graph output, and no path leaves the group and comes back.
+// An f32 group (or a single f32 op) also takes in a matmul whose result only it reads: the
+// matmul's epilogue, computed block of rows by block of rows.
 std::vector<FusedGroup> find_groups(const ir::Graph& g);
 
 // Runs a group: `in` and `out` follow group.inputs and group.outputs. An f32 group of many

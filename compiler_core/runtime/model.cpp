@@ -243,15 +243,14 @@ std::string Plan::report() const {
   std::ostringstream out;
   out << "passes:\n";
   for (const std::string& l : log_) out << "  " << l << "\n";
-  size_t fused_ops = 0;
-  for (const FusedGroup& grp : groups_) fused_ops += grp.members.size();
-  size_t fast = 0;
+  size_t fused_ops = 0, heads = 0, fast = 0;
+  for (const FusedGroup& grp : groups_) fused_ops += grp.members.size(), heads += grp.head != ir::kNone;
   for (const Launch& l : launches_) fast += l.fast != nullptr;
-  out << "launches: " << launches_.size() << " kernels (" << fast << " fast, " << launches_.size() - fast << " reference; " << groups_.size() << " fused groups of " << fused_ops
-      << " elementwise ops; one kernel per other op)\n";
+  out << "launches: " << launches_.size() << " kernels (" << groups_.size() << " fused groups of " << fused_ops << " ops, " << heads
+      << " of them a matmul with its epilogue; " << fast << " fast; " << launches_.size() - fast - groups_.size() << " reference)\n";
   for (const FusedGroup& grp : groups_) {
     out << "  fused:";
-    for (ir::NodeId m : grp.members) out << " " << g.nodes[m].op->name;
+    for (ir::NodeId m : grp.members) out << " " << g.nodes[m].op->name << (m == grp.head ? " +" : "");
     out << " over " << g.shape_str(grp.shape) << "\n";
   }
   out << "streams: " << streams_.num_streams << ", events: " << streams_.events.size()
