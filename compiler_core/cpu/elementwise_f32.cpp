@@ -7,13 +7,18 @@
 
 namespace esg::cpu {
 
-int64_t plan_operands(const ir::Shape& out, const ir::Shape* in, size_t count, OperandLayout* layout) {
+int64_t plan_operands(const ir::Shape& out, const ir::Shape* const* in, size_t count, OperandLayout* layout) {
   const size_t rank = out.rank();
   const int64_t total = out.num_elements();
   int64_t run = std::max<int64_t>(total, 1);
   for (size_t k = 0; k < count; ++k) {
     OperandLayout& l = layout[k];
-    const ir::Shape& s = in[k];
+    const ir::Shape& s = *in[k];
+    // The common cases first: they need no strides.
+    if (s == out || s.num_elements() == 1) {
+      l.access = s == out ? Access::Direct : Access::Scalar;
+      continue;
+    }
     // Right-aligned broadcast strides of a row-major operand.
     int64_t step = 1;
     for (size_t d = rank; d-- > 0;) {
@@ -22,9 +27,6 @@ int64_t plan_operands(const ir::Shape& out, const ir::Shape* in, size_t count, O
       l.stride[d] = has ? step : 0;
       if (has) step *= s[d - lead];
     }
-    if (s == out) l.access = Access::Direct;
-    else if (s.num_elements() == 1) l.access = Access::Scalar;
-    if (s == out || s.num_elements() == 1) continue;
     // The longest run of inner axes along which the operand is all contiguous or all broadcast.
     int64_t inner = 1;
     int mode = -1;  // 1 contiguous, 0 broadcast, -1 not yet known
@@ -84,11 +86,6 @@ void store_row(const float* row, const eval::TensorRef& t, int64_t at, int64_t n
   for (int64_t e = 0; e < n; ++e) b[e] = row[e] != 0;
 }
 
-void split_elements(int64_t total, const eval::Parallel* parallel, const std::function<void(int64_t, int64_t)>& piece) {
-  split_work((total + kChunk - 1) / kChunk, kChunk, parallel,
-             [&](int64_t begin, int64_t end) { piece(begin * kChunk, std::min(total, end * kChunk)); });
-}
-
 eval::Kernel elementwise_f32_kernel(const ir::Graph& g, const ir::Node& n) {
   const ElementwiseF32* ew = n.op->elementwise ? find_elementwise_f32(*n.op) : nullptr;
   if (!ew || n.num_outputs != 1) return nullptr;
@@ -104,8 +101,8 @@ eval::Kernel elementwise_f32_kernel(const ir::Graph& g, const ir::Node& n) {
 void run_rows_f32(RowF32 row, const eval::KernelCall& c) {
   const eval::TensorRef& out = *c.out[0];
   const size_t count = c.in.size();
-  ir::Shape shapes[kMaxOperands];
-  for (size_t k = 0; k < count; ++k) shapes[k] = c.in[k]->shape;
+  const ir::Shape* shapes[kMaxOperands];
+  for (size_t k = 0; k < count; ++k) shapes[k] = &c.in[k]->shape;
   OperandLayout layout[kMaxOperands];
   const int64_t run = plan_operands(out.shape, shapes, count, layout);
   float attrs[eval::kMaxElementwiseAttrs];

@@ -45,7 +45,7 @@ struct OperandLayout {
   int64_t stride[ir::kMaxRank];  // per output axis, 0 where broadcast
 };
 // The layouts of `count` operands against the output shape; returns the run length (>= 1).
-int64_t plan_operands(const ir::Shape& out, const ir::Shape* in, size_t count, OperandLayout* layout);
+int64_t plan_operands(const ir::Shape& out, const ir::Shape* const* in, size_t count, OperandLayout* layout);
 
 // fn(base, n) over [begin, end) in chunks of at most kChunk elements, none crossing a multiple
 // of `run` (plan_operands' result).
@@ -60,7 +60,11 @@ void for_each_chunk(int64_t begin, int64_t end, int64_t run, Fn fn) {
 
 // piece(begin, end) over the elements [0, total), split as cpu/split.hpp does, at multiples of
 // kChunk.
-void split_elements(int64_t total, const eval::Parallel* parallel, const std::function<void(int64_t, int64_t)>& piece);
+template <class Piece>
+void split_elements(int64_t total, const eval::Parallel* parallel, Piece&& piece) {
+  split_work((total + kChunk - 1) / kChunk, kChunk, parallel,
+             [&](int64_t begin, int64_t end) { piece(begin * kChunk, std::min(total, end * kChunk)); });
+}
 
 // The dtypes f32 rows read and write: f32, and bool as 0 or 1.
 inline bool f32_row_dtype(ir::DType t) { return t == ir::DType::F32 || t == ir::DType::Bool; }

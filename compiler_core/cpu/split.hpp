@@ -14,12 +14,13 @@ namespace esg::cpu {
 constexpr int64_t kMinElementsPerThread = 64 * 1024;
 
 // piece(begin, end) over the units [0, units), each of about `unit_elements` elements: one
-// contiguous range per thread of `parallel` (none: a single range on the calling thread).
-inline void split_work(int64_t units, int64_t unit_elements, const eval::Parallel* parallel,
-                       const std::function<void(int64_t, int64_t)>& piece) {
+// contiguous range per thread of `parallel` (none: a single range on the calling thread). A
+// template, so that the common unsplit call builds no std::function (a heap allocation).
+template <class Piece>
+void split_work(int64_t units, int64_t unit_elements, const eval::Parallel* parallel, Piece&& piece) {
   const int64_t most = parallel ? parallel->threads() : 1;
   const int64_t pieces = std::max<int64_t>(1, std::min({most, units, units * unit_elements / kMinElementsPerThread}));
-  if (pieces == 1) return piece(0, units);
+  if (pieces == 1) return piece(int64_t{0}, units);
   parallel->run(pieces, [&](int64_t i) { piece(units * i / pieces, units * (i + 1) / pieces); });
 }
 

@@ -131,7 +131,9 @@ void bind_f32(const Graph& g, FusedGroup& group) {
     group.head_transpose_b = g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("transpose_b"))].i != 0;
   }
   group.layouts.resize(shapes.size());
-  group.run = cpu::plan_operands(group.shape, shapes.data(), shapes.size(), group.layouts.data());
+  std::vector<const ir::Shape*> pointers;
+  for (const ir::Shape& s : shapes) pointers.push_back(&s);
+  group.run = cpu::plan_operands(group.shape, pointers.data(), pointers.size(), group.layouts.data());
   group.f32 = true;
 }
 
