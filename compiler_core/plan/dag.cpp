@@ -58,11 +58,12 @@ GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId
         if (k < 0 || outside_use[g.nodes[m].first_output + i]) op.outputs.push_back(value(g.nodes[m].first_output + i));
     }
     // In place: an input of the output's exact shape and element width (no broadcast, no
-    // widening cast), which an elementwise kernel reads at each index before writing it.
+    // widening cast), which an elementwise kernel reads at each index before writing it. A fused
+    // group's matmul head reads its operands whole, block after block: never in place.
     if (elementwise && node.num_outputs == 1) {
       const ir::ValueId out_v = node.first_output;
       for (ir::NodeId m : k >= 0 ? fused[static_cast<size_t>(k)] : std::vector<ir::NodeId>{n})
-        for (ir::ValueId v : g.inputs(g.nodes[m]))
+        for (ir::ValueId v : g.nodes[m].op->elementwise ? g.inputs(g.nodes[m]) : ir::Span<ir::ValueId>{})
           if (v != ir::kNone && id[v] >= 0 && std::find(op.inputs.begin(), op.inputs.end(), id[v]) != op.inputs.end() &&
               g.shape(v) == g.shape(out_v) && ir::dtype_size(g.values[v].dtype) == ir::dtype_size(g.values[out_v].dtype) &&
               std::find(op.reusable.begin(), op.reusable.end(), id[v]) == op.reusable.end())

@@ -185,6 +185,23 @@ TEST_CASE("kernel counts: a matmul's epilogue (bias, activation, residual) joins
       }
     CHECK(worst < 1e-5);
   }
+  // The head reads B whole for every block of rows: B must not be overwritten in place by the
+  // group's output even where it dies there and has the output's shape (two blocks of 64 rows).
+  {
+    esg::GraphBuilder b3("b in place");
+    const Tensor p = b3.input("p", esg::f32, {128, 128}), v_in = b3.input("v", esg::f32, {128, 256});
+    const Tensor y3 = esg::matmul(p, esg::relu(v_in)) * 2.0f;
+    const esg::Graph g3 = b3.build({esg::matmul(p, y3)});
+    std::vector<float> ps(128 * 128), vs(128 * 256);
+    for (size_t i = 0; i < ps.size(); ++i) ps[i] = std::sin(static_cast<float>(i) * 0.7f) * 0.1f;
+    for (size_t i = 0; i < vs.size(); ++i) vs[i] = std::cos(static_cast<float>(i) * 0.3f);
+    const std::vector<HostTensor> in3{HostTensor::from(esg::f32, ps, {128, 128}), HostTensor::from(esg::f32, vs, {128, 256})};
+    const std::vector<float> fused = esg::compile(g3).run(in3)[0].values<float>();
+    const std::vector<float> plain = esg::compile(g3, esg::CompileOptions().fusion(false)).run(in3)[0].values<float>();
+    double worst = 0;
+    for (size_t i = 0; i < fused.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(fused[i]) - plain[i]) / (1 + std::fabs(plain[i])));
+    CHECK(worst < 1e-5);
+  }
   // A matmul whose result is also used elsewhere stays a kernel of its own.
   esg::GraphBuilder b2("shared");
   const Tensor x2 = b2.input("x", esg::f32, {8, 8});
@@ -295,5 +312,21 @@ TEST_CASE("streams run on their own threads and give the bytes of one stream, al
       });
     for (auto& c : callers) c.join();
     CHECK(ok == std::vector<int>{10, 10});
+  }
+}
+
+TEST_CASE("a kernel failing inside a stream stops the run with its error; the model stays usable") {
+  // Two branches on two streams; one gathers with an index from the caller.
+  esg::GraphBuilder b("failing");
+  const Tensor x = b.input("x", esg::f32, {64, 64}), i = b.input("i", esg::i64, {4});
+  const Tensor left = esg::tanh(esg::matmul(x, x)) * 2.0f;
+  const Tensor right = esg::gather(esg::relu(x) + 1.0f, i);
+  const esg::Model m = esg::compile(b.build({left, right}), esg::CompileOptions().streams(2).threads(2));
+  const HostTensor xs = HostTensor::from(esg::f32, std::vector<float>(64 * 64, 0.5f), {64, 64});
+  for (int r = 0; r < 3; ++r) {
+    CHECK_THROWS_WITH_AS(m.run({xs, HostTensor::from(esg::i64, std::vector<int64_t>{0, 1, 99, 2}, {4})}),
+                         doctest::Contains("out of range"), esg::Error);
+    const auto ok = m.run({xs, HostTensor::from(esg::i64, std::vector<int64_t>{0, 1, 63, 2}, {4})});
+    CHECK(ok[1].values<float>()[0] == 1.5f);
   }
 }
