@@ -5,9 +5,9 @@
 //
 // exp and expm1 reduce x = n·ln2 + r with |r| <= ln2/2 (Cody–Waite, ln2 split into a short high
 // part so n·ln2_hi is exact), take expm1(r) from its Taylor series to r^7 (truncation error
-// below 2e-8 relative at |r| = ln2/2, under one f32 ulp), and scale by 2^n built from the
-// exponent bits in two halves so that n from -150 to 128 (denormal results, overflow to inf)
-// needs no special case. NaN is passed through by a final select; the reduction itself runs
+// below 2e-8 relative at |r| = ln2/2, under one f32 ulp), and scale by 2^n as two normal powers
+// of two built from exponent bits and applied one after the other, so that n from -150 to 128
+// (denormal results, results near FLT_MAX) needs no special case. NaN is passed through by a final select; the reduction itself runs
 // on a NaN-free argument so no float-to-int conversion ever sees a NaN.
 #pragma once
 #include <cmath>
@@ -35,15 +35,13 @@ ESG_VM_INLINE float from_bits(int32_t i) {
   return f;
 }
 
-// 2^n for -150 <= n <= 128, as the product of two normal powers of two.
-ESG_VM_INLINE float pow2(int32_t n) {
-  const int32_t h = n >> 1;
-  return from_bits((h + 127) << 23) * from_bits((n - h + 127) << 23);
-}
+// 2^k for -126 <= k <= 127.
+ESG_VM_INLINE float pow2(int32_t k) { return from_bits((k + 127) << 23); }
 
 struct Reduced {
-  float scale;  // 2^n
-  float q;      // expm1(r)
+  float hi, lo;  // 2^n = hi·lo, both normal: n from -150 (denormal results) to 128 (near FLT_MAX)
+  float inv_hi;  // 1 / hi
+  float q;       // expm1(r)
 };
 
 // x = n·ln2 + r; x must not be NaN. Arguments are clamped to where exp is finite and not zero
@@ -57,20 +55,25 @@ ESG_VM_INLINE Reduced reduce(float x) {
   const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
   const float q =
       r + r * r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040))))));
-  return {pow2(static_cast<int32_t>(n)), q};
+  const int32_t k = static_cast<int32_t>(n), h = k >> 1;
+  return {pow2(h), pow2(k - h), pow2(-h), q};
 }
 
+// Each result scaled in two steps, the last one last: 2^n alone overflows for n = 128 and
+// rounds to 0 for n = -150, where the results themselves are finite or denormal.
 ESG_VM_INLINE float exp(float x) {
   const bool nan = x != x;
   const Reduced e = reduce(nan ? 0.0f : x);
-  const float y = e.scale + e.scale * e.q;
+  const float y = e.hi * (e.lo + e.lo * e.q);
   return nan ? x : y;
 }
 
+// 2^n·(1 + q) - 1 = hi·(lo·q + (lo - 1/hi)): lo - 1/hi is exact for the n where it matters
+// (|n| small), and for n = 0 the result is q itself, so there is no cancellation near 0.
 ESG_VM_INLINE float expm1(float x) {
   const bool nan = x != x;
   const Reduced e = reduce(nan ? 0.0f : x);
-  const float y = e.scale * e.q + (e.scale - 1.0f);  // exact q when n = 0: no cancellation near 0
+  const float y = e.hi * (e.lo * e.q + (e.lo - e.inv_hi));
   return nan ? x : y;
 }
 
