@@ -9,7 +9,8 @@
 namespace esg::eval {
 
 // Where a kernel may spread independent pieces of its work: piece(i) for i < pieces, on any
-// threads (possibly all on the calling one), returning when all are done. Pieces must not throw.
+// threads (possibly all on the calling one), returning when all are done; then the first
+// exception a piece threw, if any, is rethrown.
 class Parallel {
  public:
   virtual ~Parallel() = default;

@@ -205,20 +205,31 @@ void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eva
     for (size_t i = 0; i < launches_.size(); ++i) done[i].store(false, std::memory_order_relaxed);
     std::mutex mu;
     std::condition_variable finished;
+    bool failed = false;  // a kernel threw: the other streams stop instead of waiting for it
     ran = parallel->run_together(streams_.num_streams, [&](int64_t stream) {
       LaunchScratch s;
-      for (int at : stream_launches_[static_cast<size_t>(stream)]) {
-        for (int w : waits_[static_cast<size_t>(at)]) {
-          if (done[static_cast<size_t>(w)].load(std::memory_order_acquire)) continue;
-          std::unique_lock<std::mutex> lock(mu);
-          finished.wait(lock, [&] { return done[static_cast<size_t>(w)].load(std::memory_order_acquire); });
+      try {
+        for (int at : stream_launches_[static_cast<size_t>(stream)]) {
+          for (int w : waits_[static_cast<size_t>(at)]) {
+            if (done[static_cast<size_t>(w)].load(std::memory_order_acquire)) continue;
+            std::unique_lock<std::mutex> lock(mu);
+            finished.wait(lock, [&] { return failed || done[static_cast<size_t>(w)].load(std::memory_order_acquire); });
+            if (failed) return;
+          }
+          timed(launches_[static_cast<size_t>(at)], s);
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            done[static_cast<size_t>(at)].store(true, std::memory_order_release);
+          }
+          finished.notify_all();
         }
-        timed(launches_[static_cast<size_t>(at)], s);
+      } catch (...) {
         {
           std::lock_guard<std::mutex> lock(mu);
-          done[static_cast<size_t>(at)].store(true, std::memory_order_release);
+          failed = true;
         }
         finished.notify_all();
+        throw;  // the pool rethrows it to this run's caller once every stream has stopped
       }
     });
   }

@@ -1,5 +1,8 @@
 #include "runtime/thread_pool.hpp"
 
+#include <exception>
+#include <utility>
+
 namespace esg::runtime {
 
 ThreadPool::ThreadPool(int threads) {
@@ -25,8 +28,14 @@ void ThreadPool::drain(const std::function<void(int64_t)>* piece, int64_t pieces
       if (generation_ != generation || next_ >= pieces) return;
       i = next_++;
     }
-    (*piece)(i);
+    std::exception_ptr failure;
+    try {
+      (*piece)(i);
+    } catch (...) {
+      failure = std::current_exception();
+    }
     std::lock_guard<std::mutex> lock(mu_);
+    if (failure && !error_) error_ = failure;
     if (++finished_ == pieces) done_.notify_all();
   }
 }
@@ -73,6 +82,7 @@ void ThreadPool::start(int64_t pieces, const std::function<void(int64_t)>& piece
     job_ = &piece;
     pieces_ = pieces;
     next_ = finished_ = 0;
+    error_ = nullptr;
     generation = ++generation_;
   }
   wake_.notify_all();
@@ -80,7 +90,10 @@ void ThreadPool::start(int64_t pieces, const std::function<void(int64_t)>& piece
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, [&] { return finished_ == pieces_; });
   job_ = nullptr;
+  const std::exception_ptr error = std::exchange(error_, nullptr);
+  lock.unlock();
   busy_.store(false);
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace esg::runtime

@@ -6,6 +6,7 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -39,6 +40,7 @@ class ThreadPool final : public eval::Parallel {
   mutable const std::function<void(int64_t)>* job_ = nullptr;
   mutable int64_t pieces_ = 0, next_ = 0, finished_ = 0;
   mutable uint64_t generation_ = 0;
+  mutable std::exception_ptr error_;  // the job's first failed piece, rethrown to its caller
   bool stop_ = false;
 };
 
