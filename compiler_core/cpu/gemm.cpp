@@ -16,6 +16,19 @@
 namespace esg::cpu {
 namespace {
 
+// OpenMP's thread count for this thread's parallel regions (oneDNN's), restored afterwards: the
+// calling thread may be the user's, running other OpenMP code.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~OmpThreads() { omp_set_num_threads(saved_); }
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
 // matmul with numpy batch broadcasting: one sgemm per batch, at the broadcast offsets.
 void matmul_f32(const eval::KernelCall& c) {
   const eval::TensorRef& a = *c.in[0];
@@ -35,7 +48,7 @@ void matmul_f32(const eval::KernelCall& c) {
   const float* pb = b.data<float>();
   float* py = y.data<float>();
   const int64_t batches = batch.num_elements();
-  omp_set_num_threads(c.parallel ? c.parallel->free_threads() : 1);
+  const OmpThreads threads(c.parallel ? c.parallel->free_threads() : 1);
   for (int64_t i = 0; i < batches; ++i, walk.next()) {
     const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, pa + walk.offset(0) * m * k, ta ? m : k,
                                        pb + walk.offset(1) * k * n, tb ? k : n, 0.0f, py + i * m * n, n);
@@ -53,7 +66,7 @@ void gemm_rows(const eval::TensorRef& a, const eval::TensorRef& b, bool transpos
     std::memset(out, 0, static_cast<size_t>((last - first) * n) * sizeof(float));
     return;
   }
-  omp_set_num_threads(threads);
+  const OmpThreads scoped(threads);
   const dnnl_status_t s = dnnl_sgemm('N', transpose_b ? 'T' : 'N', last - first, n, k, 1.0f, a.data<float>() + first * k, k,
                                      b.data<float>(), transpose_b ? k : n, 0.0f, out, n);
   if (s != dnnl_success) throw ir::Error(ir::ErrorCode::Internal, "matmul: oneDNN sgemm failed with status " + std::to_string(s));
