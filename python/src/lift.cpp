@@ -10,6 +10,7 @@ std::vector<BuilderRef>& builder_stack() {
 }
 
 std::optional<esg::DType> numpy_dtype(const py::dtype& dt) {
+  if (!dt.attr("isnative").cast<bool>()) return std::nullopt;  // byte-swapped: converted like any other dtype
   const char kind = dt.kind();
   const auto size = dt.itemsize();
   if (kind == 'f') {

@@ -246,14 +246,17 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
                                                                     ", the output's is " + py::str(py::tuple(py::cast(shape))).cast<std::string>());
       if (!(a.flags() & py::array::c_style) || !a.writeable())
         throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, what + "must be C-contiguous and writeable");
-      // The run reads inputs after writing outputs: shared bytes would corrupt the results.
+      // The run reads inputs and earlier outputs after writing an output: shared bytes would
+      // corrupt the results.
       const auto* lo = static_cast<const char*>(a.data());
-      for (size_t k = 0; k < in.size(); ++k) {
-        const auto* b = static_cast<const char*>(in[k].data);
-        const size_t size = in[k].nbytes;
-        if (a.nbytes() > 0 && size > 0 && lo < b + size && b < lo + a.nbytes())
-          throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, what + "shares memory with input " + std::to_string(k));
-      }
+      auto overlaps = [&](const esg_buffer& other) {
+        const auto* b = static_cast<const char*>(other.data);
+        return a.nbytes() > 0 && other.nbytes > 0 && lo < b + other.nbytes && b < lo + a.nbytes();
+      };
+      for (size_t k = 0; k < in.size(); ++k)
+        if (overlaps(in[k])) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, what + "shares memory with input " + std::to_string(k));
+      for (size_t k = 0; k < out.size(); ++k)
+        if (overlaps(out[k])) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, what + "shares memory with out[" + std::to_string(k) + "]");
     }
     out.push_back({a.mutable_data(), static_cast<size_t>(a.nbytes()), dt, odims[i].data(), odims[i].size()});
     outs.append(a);

@@ -1139,6 +1139,17 @@ def test_output_array_sharing_an_input_is_refused(add_model):
     with pytest.raises(esgraph.InvalidArgumentError, match="shares memory with input 1"):
         add_model.run([a, b, c], out=[b, np.empty(3, f32)])
     np.testing.assert_array_equal(b, _abc()[1])  # untouched
+    both = np.empty(6, f32)
+    with pytest.raises(esgraph.InvalidArgumentError, match=r"out\[1\]: shares memory with out\[0\]"):
+        add_model.run([a, b, c], out=[both.reshape(2, 3), both[:3]])
+
+
+def test_byte_swapped_arrays_are_converted_in_and_refused_out(add_model):
+    a, b, c = _abc()
+    y = add_model.run([a.astype(">f4"), b, c])[0]
+    check(y, a + b)
+    with pytest.raises(TypeError, match="dtype >f4"):
+        add_model.run([a, b, c], out=[np.empty((2, 3), ">f4"), np.empty(3, f32)])
 
 
 def test_run_with_a_missing_name(add_model):
