@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -23,6 +24,14 @@ using ir::Error;
 using ir::ErrorCode;
 
 constexpr int64_t kAlign = 64;
+
+bool check_plans_from_environment() {
+  static const bool on = [] {
+    const char* v = std::getenv("ESG_CHECK_PLANS");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  return on;
+}
 
 std::string shape_list(const ir::Graph& g, const ir::Shape& s) { return g.shape_str(s); }
 
@@ -66,6 +75,13 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   if (streams_.num_streams > 1) mo.op_stream = streams_.stream;
   step("plan memory", [&] { memory_ = plan::plan_memory(gd.dag, order, mo); });
   arena_bytes_ = memory_.arena_bytes;
+  // The independent checker proves the plan: with verify_each_pass, and on every model the test
+  // suites compile (their environment sets ESG_CHECK_PLANS=1).
+  if (options.verify_each_pass || check_plans_from_environment())
+    step("check the memory plan", [&] {
+      const std::string problem = plan::check_plan(gd.dag, order, memory_, kAlign, mo.op_stream);
+      if (!problem.empty()) throw Error(ErrorCode::Internal, "compile: the memory plan is wrong: " + problem);
+    });
 
   // Bind every operand and result to where it lives.
   std::vector<int> input_index(sg.values.size(), -1), output_index(sg.values.size(), -1);

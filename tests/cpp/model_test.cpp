@@ -35,6 +35,7 @@ TEST_CASE("a compiled MLP computes what the math says") {
   CHECK(run_mlp(m, {1, 2, 3, 4, 5, 6}, 2) == std::vector<float>{4.5f, 0, 10.5f, 0});
   const std::string report = m.report();
   CHECK(report.find("plan memory") != std::string::npos);
+  CHECK(report.find("check the memory plan") != std::string::npos);  // ctest sets ESG_CHECK_PLANS=1
   CHECK(report.find("lower bound") != std::string::npos);
   // matmul through oneDNN with add+relu as its epilogue: one kernel.
   CHECK(report.find("launches: 1 kernels (1 fused groups of 3 ops, 1 of them a matmul with its epilogue; 0 fast; 0 reference)") != std::string::npos);

@@ -3,6 +3,7 @@
 The codegen package is put on sys.path so that the example tests can read op_defs/ with the
 codegen's own loader (see esgraph_op_set.py) instead of keeping a copy of the YAML here.
 """
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO / "codegen") not in sys.path:
     sys.path.insert(0, str(REPO / "codegen"))
+
+# Every model the suite compiles has its memory plan proven by the independent checker.
+os.environ.setdefault("ESG_CHECK_PLANS", "1")
 
 import esgraph  # noqa: E402
 
