@@ -56,6 +56,22 @@ TEST_CASE("f32 exp, expm1 and tanh are within 2-3 ulps of the C library in doubl
   CHECK(max_ulps(vm::tanh, [](double x) { return std::tanh(x); }, -0.01f, 0.01f) <= 3);
 }
 
+TEST_CASE("f32 erf is within 1.5e-7 of the C library's in double, and odd, and passes NaN") {
+  using namespace esg::cpu;
+  double worst = 0;
+  for (int i = -600000; i <= 600000; ++i) {
+    const float x = static_cast<float>(i) * 1e-5f;
+    worst = std::max(worst, std::fabs(static_cast<double>(vm::erf(x)) - std::erf(static_cast<double>(x))));
+    if (vm::erf(-x) != -vm::erf(x)) FAIL("erf(-x) != -erf(x) at x = " << x);
+  }
+  CHECK(worst <= 1.5e-7);
+  CHECK(vm::erf(0.0f) == 0.0f);
+  CHECK(std::fabs(vm::erf(1e-30f) / 1e-30f - 1.1283792f) < 1e-6f);  // erf(x) = 2x/sqrt(pi) near 0
+  CHECK(vm::erf(std::numeric_limits<float>::infinity()) == 1.0f);
+  CHECK(vm::erf(-std::numeric_limits<float>::infinity()) == -1.0f);
+  CHECK(std::isnan(vm::erf(std::numeric_limits<float>::quiet_NaN())));
+}
+
 TEST_CASE("f32 exp, expm1 and tanh at their special values") {
   using namespace esg::cpu;
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
