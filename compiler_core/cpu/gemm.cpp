@@ -40,36 +40,33 @@ void matmul_f32(const eval::KernelCall& c) {
   const ir::Shape batch = ir::Shape::from(y.shape.begin(), ry - 2);
   eval::BroadcastWalk walk(batch, {ir::Shape::from(a.shape.begin(), ra - 2), ir::Shape::from(b.shape.begin(), rb - 2)});
   if (y.size() == 0) return;
-  if (k == 0) {  // an empty sum: zeros (oneDNN refuses K = 0)
-    std::memset(y.bytes, 0, y.nbytes());
-    return;
-  }
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* py = y.data<float>();
   const int64_t batches = batch.num_elements();
-  const OmpThreads threads(c.parallel ? c.parallel->free_threads() : 1);
-  for (int64_t i = 0; i < batches; ++i, walk.next()) {
-    const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, pa + walk.offset(0) * m * k, ta ? m : k,
-                                       pb + walk.offset(1) * k * n, tb ? k : n, 0.0f, py + i * m * n, n);
-    if (s != dnnl_success) throw ir::Error(ir::ErrorCode::Internal, "matmul: oneDNN sgemm failed with status " + std::to_string(s));
-  }
+  const int threads = c.parallel ? c.parallel->free_threads() : 1;
+  for (int64_t i = 0; i < batches; ++i, walk.next())
+    sgemm(ta, tb, m, n, k, pa + walk.offset(0) * m * k, ta ? m : k, pb + walk.offset(1) * k * n, tb ? k : n, py + i * m * n, n, threads);
 }
 
 }  // namespace
 
-void gemm_rows(const eval::TensorRef& a, const eval::TensorRef& b, bool transpose_b, int64_t first, int64_t last,
-               float* out, int threads) {
-  const int64_t k = a.shape[a.shape.rank() - 1], n = b.shape[transpose_b ? 0 : 1];
-  if (last <= first) return;
-  if (k == 0) {
-    std::memset(out, 0, static_cast<size_t>((last - first) * n) * sizeof(float));
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+           float* c, int64_t ldc, int threads) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: zeros (oneDNN refuses K = 0)
+    for (int64_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, static_cast<size_t>(n) * sizeof(float));
     return;
   }
   const OmpThreads scoped(threads);
-  const dnnl_status_t s = dnnl_sgemm('N', transpose_b ? 'T' : 'N', last - first, n, k, 1.0f, a.data<float>() + first * k, k,
-                                     b.data<float>(), transpose_b ? k : n, 0.0f, out, n);
-  if (s != dnnl_success) throw ir::Error(ir::ErrorCode::Internal, "matmul: oneDNN sgemm failed with status " + std::to_string(s));
+  const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  if (s != dnnl_success) throw ir::Error(ir::ErrorCode::Internal, "oneDNN sgemm failed with status " + std::to_string(s));
+}
+
+void gemm_rows(const eval::TensorRef& a, const eval::TensorRef& b, bool transpose_b, int64_t first, int64_t last,
+               float* out, int threads) {
+  const int64_t k = a.shape[a.shape.rank() - 1], n = b.shape[transpose_b ? 0 : 1];
+  if (last > first) sgemm(false, transpose_b, last - first, n, k, a.data<float>() + first * k, k, b.data<float>(), transpose_b ? k : n, out, n, threads);
 }
 
 eval::Kernel gemm_kernel(const ir::Graph& g, const ir::Node& n) {

@@ -1,10 +1,16 @@
-// GEMM for kernels other than matmul's own: rows of a product, for fused matmul epilogues.
+// GEMM for the CPU kernels: one call into oneDNN for everything (matmul, fused matmul
+// epilogues, convolution).
 #pragma once
 #include <cstdint>
 
 #include "eval/host_tensor.hpp"
 
 namespace esg::cpu {
+
+// c[m, n] = op(a)[m, k] · op(b)[k, n], row-major with leading dimensions lda, ldb, ldc; op
+// transposes with ta / tb. `threads` for oneDNN's OpenMP (the caller's setting is restored).
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+           float* c, int64_t ldc, int threads);
 
 // Rows [first, last) of A·B into `out` (row-major, N floats a row): A is f32 [..., M, K] with
 // its leading dimensions taken as more rows, B one f32 matrix [K, N] ([N, K] with

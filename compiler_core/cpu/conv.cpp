@@ -1,0 +1,115 @@
+// f32 conv2d (NCHW input, OIHW filter) as GEMMs through oneDNN: per image and group, the input
+// patches are laid out as a [C/groups·kH·kW, OH·OW] matrix (im2col; a 1x1 filter with unit
+// strides and no padding reads the image itself), and the group's filters [O/groups, C/groups·kH·kW]
+// multiply it straight into the output's [O/groups, OH·OW] rows. Images and groups split over the
+// model's threads.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cpu/fast_kernels.hpp"
+#include "cpu/gemm.hpp"
+#include "cpu/split.hpp"
+
+namespace esg::cpu {
+namespace {
+
+struct ConvShape {
+  int64_t C, H, W;          // input channels of one group, input size
+  int64_t KH, KW;           // filter size
+  int64_t OH, OW;           // output size
+  int64_t sh, sw, pt, pl, dh, dw;
+};
+
+// col[(c·KH + kh)·KW + kw][oh·OW + ow] = x[c][oh·sh - pt + kh·dh][ow·sw - pl + kw·dw], 0 outside.
+void im2col(const float* x, const ConvShape& s, float* col) {
+  const int64_t P = s.OH * s.OW;
+  for (int64_t c = 0; c < s.C; ++c)
+    for (int64_t kh = 0; kh < s.KH; ++kh)
+      for (int64_t kw = 0; kw < s.KW; ++kw) {
+        float* row = col + ((c * s.KH + kh) * s.KW + kw) * P;
+        for (int64_t oh = 0; oh < s.OH; ++oh, row += s.OW) {
+          const int64_t ih = oh * s.sh - s.pt + kh * s.dh;
+          if (ih < 0 || ih >= s.H) {
+            std::fill_n(row, s.OW, 0.0f);
+            continue;
+          }
+          const float* in = x + (c * s.H + ih) * s.W;
+          for (int64_t ow = 0; ow < s.OW; ++ow) {
+            const int64_t iw = ow * s.sw - s.pl + kw * s.dw;
+            row[ow] = iw >= 0 && iw < s.W ? in[iw] : 0.0f;
+          }
+        }
+      }
+}
+
+// One input channel and one filter (depthwise): out += w[kh][kw] · shifted input, tap by tap,
+// over the output columns whose input column is inside the image (found once per tap, so the
+// inner loop has no test and vectorizes). A GEMM of 1 x kH·kW x OH·OW would be all overhead.
+void depthwise(const float* image, const float* w, float b, const ConvShape& s, float* out) {
+  std::fill_n(out, s.OH * s.OW, b);
+  for (int64_t kh = 0; kh < s.KH; ++kh)
+    for (int64_t kw = 0; kw < s.KW; ++kw) {
+      const float wv = w[kh * s.KW + kw];
+      const int64_t shift = kw * s.dw - s.pl;  // iw = ow·sw + shift
+      const int64_t lo = shift >= 0 ? 0 : (-shift + s.sw - 1) / s.sw;
+      const int64_t hi = s.W - 1 - shift < 0 ? 0 : std::min(s.OW, (s.W - 1 - shift) / s.sw + 1);
+      for (int64_t oh = 0; oh < s.OH; ++oh) {
+        const int64_t ih = oh * s.sh - s.pt + kh * s.dh;
+        if (ih < 0 || ih >= s.H) continue;
+        const float* in = image + ih * s.W + shift;
+        float* o = out + oh * s.OW;
+        for (int64_t ow = lo; ow < hi; ++ow) o[ow] += wv * in[ow * s.sw];
+      }
+    }
+}
+
+void conv2d_f32(const eval::KernelCall& c) {
+  const eval::TensorRef& x = *c.in[0];
+  const eval::TensorRef& w = *c.in[1];
+  const eval::TensorRef* bias = c.in.size() > 2 ? c.in[2] : nullptr;
+  const eval::TensorRef& y = *c.out[0];
+  const ir::Span<int64_t> st = c.ints("strides"), pads = c.ints("pads"), dil = c.ints("dilations");
+  const int64_t groups = c.attr_int("groups");
+  const int64_t N = x.shape[0], O = w.shape[0], OG = O / groups;
+  const ConvShape s{w.shape[1], x.shape[2], x.shape[3], w.shape[2], w.shape[3], y.shape[2], y.shape[3],
+                    st[0], st[1], pads[0], pads[1], dil[0], dil[1]};
+  const int64_t K = s.C * s.KH * s.KW, P = s.OH * s.OW;
+  const bool direct = s.KH == 1 && s.KW == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 && s.pl == 0 &&
+                      pads[2] == 0 && pads[3] == 0;
+  if (y.size() == 0) return;
+  split_work(N * groups, OG * P * std::max<int64_t>(K, 1), c.parallel, [&](int64_t first, int64_t last) {  // work: multiply-adds
+    thread_local std::vector<float> col;
+    const bool per_channel = s.C == 1 && OG == 1;
+    if (!direct && !per_channel) col.resize(static_cast<size_t>(K * P));
+    const int threads = c.parallel ? c.parallel->free_threads() : 1;
+    for (int64_t i = first; i < last; ++i) {
+      const int64_t n = i / groups, g = i % groups;
+      const float* image = x.data<float>() + (n * groups + g) * s.C * s.H * s.W;
+      float* out = y.data<float>() + (n * O + g * OG) * P;
+      if (per_channel) {
+        depthwise(image, w.data<float>() + g * K, bias ? bias->data<float>()[g] : 0.0f, s, out);
+        continue;
+      }
+      if (!direct) im2col(image, s, col.data());
+      sgemm(false, false, OG, P, K, w.data<float>() + g * OG * K, K, direct ? image : col.data(), P, out, P, threads);
+      if (bias)
+        for (int64_t o = 0; o < OG; ++o) {
+          const float b = bias->data<float>()[g * OG + o];
+          for (int64_t p = 0; p < P; ++p) out[o * P + p] += b;
+        }
+    }
+  });
+}
+
+}  // namespace
+
+eval::Kernel conv_kernel(const ir::Graph& g, const ir::Node& n) {
+  if (std::string(n.op->name) != "conv2d" || g.values[n.first_output].dtype != ir::DType::F32) return nullptr;
+  for (ir::ValueId v : g.inputs(n))
+    if (v != ir::kNone && g.values[v].dtype != ir::DType::F32) return nullptr;
+  return conv2d_f32;
+}
+
+}  // namespace esg::cpu
