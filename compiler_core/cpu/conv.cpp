@@ -1,8 +1,9 @@
 // f32 conv2d (NCHW input, OIHW filter) as GEMMs through oneDNN: per image and group, the input
 // patches are laid out as a [C/groups·kH·kW, OH·OW] matrix (im2col; a 1x1 filter with unit
 // strides and no padding reads the image itself), and the group's filters [O/groups, C/groups·kH·kW]
-// multiply it straight into the output's [O/groups, OH·OW] rows. Images and groups split over the
-// model's threads.
+// multiply it straight into the output's [O/groups, OH·OW] rows; one input channel per filter
+// (depthwise) accumulates tap by tap instead. Images and groups split over the model's threads,
+// each keeping its im2col buffer between runs.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -79,7 +80,8 @@ void conv2d_f32(const eval::KernelCall& c) {
   const bool direct = s.KH == 1 && s.KW == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 && s.pl == 0 &&
                       pads[2] == 0 && pads[3] == 0;
   if (y.size() == 0) return;
-  split_work(N * groups, OG * P * std::max<int64_t>(K, 1), c.parallel, [&](int64_t first, int64_t last) {  // work: multiply-adds
+  // The work of a unit (an image's group) counted in multiply-adds.
+  split_work(N * groups, OG * P * std::max<int64_t>(K, 1), c.parallel, [&](int64_t first, int64_t last) {
     thread_local std::vector<float> col;
     const bool per_channel = s.C == 1 && OG == 1;
     if (!direct && !per_channel) col.resize(static_cast<size_t>(K * P));
