@@ -314,7 +314,9 @@ void bind_model(py::module_& m) {
   }, py::arg("graph"), py::kw_only(), py::arg("streams") = 1, py::arg("threads") = 0, py::arg("fusion") = true,
      py::arg("memory_reuse") = true, py::arg("verify_each_pass") = false,
      py::arg("shapes") = std::map<std::string, int64_t>{},
-     "Compiles a graph for the host CPU. `shapes` binds symbolic dimensions by name; unbound ones bind at each call.");
+     "Compiles a graph for the host CPU. `shapes` binds symbolic dimensions by name; unbound ones bind at each call. "
+     "`threads` (0: every core) are shared by large kernels and by `streams`, which run at once when there is a "
+     "thread per stream.");
 }
 
 void bind_errors(py::module_& m) {

@@ -199,9 +199,10 @@ typedef struct esg_model esg_model; /* a compiled graph: thread-safe to run */
 typedef struct esg_compile_options {
   size_t struct_size;
   int32_t streams;          /* streams to spread independent branches over: 1 (default) .. 16;
-                               planned now, run in order on the calling thread for the moment */
-  int32_t threads;          /* worker threads, 0 (default) for the machine's cores; 0..256 is
-                               checked, and used once the threaded executor lands */
+                               each runs on its own thread when `threads` has one free per stream,
+                               else the launch list runs in order */
+  int32_t threads;          /* threads a run may use, the caller's included: 0 (default) for the
+                               machine's cores, 1 .. 256; large kernels and streams share them */
   bool fusion;              /* fuse elementwise groups (default true) */
   bool memory_reuse;        /* share arena bytes between values whose lifetimes do not overlap (default true) */
   bool verify_each_pass;    /* check the graph's invariants after every pass (default false) */
