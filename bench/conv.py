@@ -5,8 +5,6 @@ of 11 runs; results checked against PyTorch's.
     PYTHONPATH=build/default/python /usr/bin/python3 bench/conv.py
 """
 import os
-import statistics
-import time
 
 import numpy as np
 import torch
@@ -14,18 +12,11 @@ import torch
 import esgraph
 from esgraph import ops
 
+from timing import median_ms  # bench/timing.py
+
 # (batch, channels, size, filters, kernel, groups, stride)
 SHAPES = [(8, 64, 56, 64, 3, 1, 1), (8, 128, 28, 128, 3, 1, 2), (8, 256, 14, 256, 1, 1, 1), (8, 64, 56, 64, 3, 64, 1)]
 
-
-def median_ms(fn, runs=11):
-    fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
 
 
 def main():
@@ -47,8 +38,8 @@ def main():
 
         out = model(x)
         np.testing.assert_allclose(out, theirs().numpy(), rtol=1e-4, atol=1e-4)
-        ours = median_ms(lambda: model.run([x], out=[out]))
-        torch_ms = median_ms(theirs)
+        ours = median_ms(lambda: model.run([x], out=[out]), 11)
+        torch_ms = median_ms(theirs, 11)
         print(f"x{list(x.shape)} w{list(w.shape)} stride {stride} groups {groups:>2}: esgraph {ours:7.2f} ms"
               f"  torch {torch_ms:7.2f} ms  esgraph/torch {ours / torch_ms:4.2f}x")
 

@@ -6,13 +6,13 @@ numpy copying N floats). Medians of several runs.
 """
 import argparse
 import os
-import statistics
-import time
 
 import numpy as np
 
 import esgraph
 from esgraph import ops
+
+from timing import median_ms  # bench/timing.py
 
 
 def chain(x):
@@ -21,15 +21,6 @@ def chain(x):
     y = ops.tanh(y) * 0.5 - 0.125 if isinstance(y, esgraph.Tensor) else np.tanh(y) * 0.5 - 0.125
     return (ops.sigmoid(y) if isinstance(y, esgraph.Tensor) else 1 / (1 + np.exp(-y))) * 2.0 + x
 
-
-def median_seconds(fn, runs):
-    fn()  # warm up (and compile plans)
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main():
@@ -49,11 +40,11 @@ def main():
     # machine a fresh 64 MB array costs its page faults on every run.
     y = np.empty_like(x)
     results = {
-        "esgraph fused": median_seconds(lambda: fused.run([x], out=[y]), args.runs),
-        "esgraph fused 1 thread": median_seconds(lambda: fused_1t.run([x], out=[y]), args.runs),
-        "esgraph unfused": median_seconds(lambda: unfused.run([x], out=[y]), args.runs),
-        "esgraph fused, new": median_seconds(lambda: fused(x), args.runs),
-        "numpy, new": median_seconds(lambda: chain(x), args.runs),
+        "esgraph fused": 1e-3 * median_ms(lambda: fused.run([x], out=[y]), args.runs),
+        "esgraph fused 1 thread": 1e-3 * median_ms(lambda: fused_1t.run([x], out=[y]), args.runs),
+        "esgraph unfused": 1e-3 * median_ms(lambda: unfused.run([x], out=[y]), args.runs),
+        "esgraph fused, new": 1e-3 * median_ms(lambda: fused(x), args.runs),
+        "numpy, new": 1e-3 * median_ms(lambda: chain(x), args.runs),
     }
     try:
         import torch
@@ -64,12 +55,12 @@ def main():
             torch.mul(tx, 1.5, out=a), a.add_(0.25), a.tanh_(), a.mul_(0.5), a.sub_(0.125), a.sigmoid_(), a.mul_(2.0)
             torch.add(a, tx, out=b)
 
-        results["torch eager, in place"] = median_seconds(torch_in_place, args.runs)
-        results["torch eager, new"] = median_seconds(lambda: (torch.sigmoid(torch.tanh(tx * 1.5 + 0.25) * 0.5 - 0.125) * 2.0 + tx), args.runs)
+        results["torch eager, in place"] = 1e-3 * median_ms(torch_in_place, args.runs)
+        results["torch eager, new"] = 1e-3 * median_ms(lambda: (torch.sigmoid(torch.tanh(tx * 1.5 + 0.25) * 0.5 - 0.125) * 2.0 + tx), args.runs)
     except ImportError:
         pass
     dst = np.empty_like(x)
-    copy = median_seconds(lambda: np.copyto(dst, x), args.runs)
+    copy = 1e-3 * median_ms(lambda: np.copyto(dst, x), args.runs)
     gbs = 2 * x.nbytes / copy / 1e9
     print(f"N = {args.n} floats; copy bandwidth {gbs:.1f} GB/s (read + write)")
     print(f"{'':24} {'ms':>9} {'GB/s':>7} {'vs fused':>9}")

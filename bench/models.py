@@ -9,16 +9,16 @@ other.
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import tempfile
-import time
 
 import numpy as np
 import torch
 
 import esgraph
 from esgraph import ops
+
+from timing import median_ms  # bench/timing.py
 
 rng = np.random.default_rng(0)
 
@@ -93,15 +93,6 @@ def ort_ms(ref, x, runs):
                              capture_output=True, text=True, cwd=HERE)
         return float(out.stdout) if out.returncode == 0 else None
 
-
-def median_ms(fn, runs):
-    fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
 
 
 def main():

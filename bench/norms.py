@@ -6,8 +6,6 @@ one thread and on two (this machine's cores); ratios compare like with like.
     PYTHONPATH=build/default/python /usr/bin/python3 bench/norms.py [--runs 21]
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
 import torch
@@ -15,21 +13,14 @@ import torch
 import esgraph
 from esgraph import ops
 
+from timing import median_ms  # bench/timing.py
+
 SHAPES = {"tokens 1024x512": (1024, 512), "scores 8192x128": (8192, 128)}
 OPS = {
     "layer_norm": (ops.layer_norm, lambda t: torch.nn.functional.layer_norm(t, t.shape[-1:])),
     "softmax": (ops.softmax, lambda t: torch.softmax(t, dim=-1)),
 }
 
-
-def median_ms(fn, runs):
-    fn()  # warm up
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
 
 
 def main():

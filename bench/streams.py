@@ -7,13 +7,13 @@ runs, side by side in one run, results checked against each other.
     PYTHONPATH=build/default/python /usr/bin/python3 bench/streams.py [--runs 21]
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 import esgraph
 from esgraph import ops
+
+from timing import median_ms  # bench/timing.py
 
 
 def branches(x, n_branches, depth):
@@ -25,15 +25,6 @@ def branches(x, n_branches, depth):
         total = y if total is None else total + y
     return total
 
-
-def median_ms(fn, runs):
-    fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
 
 
 def main():
