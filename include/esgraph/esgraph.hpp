@@ -65,6 +65,13 @@ namespace detail {
   }
 }
 [[noreturn]] inline void throw_last() { throw_status(esg_last_status(), esg_last_error()); }
+// A string the library allocated, copied and freed; nullptr is the last error.
+inline std::string take_string(char* s) {
+  if (!s) throw_last();
+  std::string out(s);
+  esg_free(s);
+  return out;
+}
 inline void check(esg_status s) {
   if (s != ESG_OK) throw_last();
 }
@@ -209,8 +216,8 @@ class Graph {
 
   esg_graph* handle() const { return g_.get(); }
   size_t node_count() const { return esg_graph_node_count(g_.get()); }
-  std::string to_text() const { return take(esg_graph_to_text(g_.get())); }
-  std::string to_dot() const { return take(esg_graph_to_dot(g_.get())); }
+  std::string to_text() const { return detail::take_string(esg_graph_to_text(g_.get())); }
+  std::string to_dot() const { return detail::take_string(esg_graph_to_dot(g_.get())); }
   void verify() const { detail::check(esg_graph_verify(g_.get())); }
   void save(const std::string& path) const { detail::check(esg_graph_save(g_.get(), path.c_str())); }
   static Graph load(const std::string& path) { return Graph(esg_graph_load(path.c_str())); }
@@ -228,12 +235,6 @@ class Graph {
   }
 
  private:
-  static std::string take(char* s) {
-    if (!s) detail::throw_last();
-    std::string out(s);
-    esg_free(s);
-    return out;
-  }
   std::unique_ptr<esg_graph, detail::Destroyer<esg_graph_destroy>> g_;
 };
 
@@ -422,17 +423,11 @@ class Model {
     detail::check(esg_model_profile(m_.get(), in.data(), in.size(), out.data(), out.size(), trace_path.c_str()));
     return outs;
   }
-  std::string report() const { return take(esg_model_report(m_.get())); }
+  std::string report() const { return detail::take_string(esg_model_report(m_.get())); }
   // The compiled launch list (kernels, fused groups, streams) as Graphviz DOT.
-  std::string to_dot() const { return take(esg_model_to_dot(m_.get())); }
+  std::string to_dot() const { return detail::take_string(esg_model_to_dot(m_.get())); }
 
  private:
-  static std::string take(char* s) {
-    if (!s) detail::throw_last();
-    std::string out(s);
-    esg_free(s);
-    return out;
-  }
   std::unique_ptr<esg_model, detail::Destroyer<esg_model_destroy>> m_;
 };
 
