@@ -279,6 +279,67 @@ static void test_compile_and_run(void) {
   esg_builder_destroy(b);
 }
 
+/* Two branches on two streams, each on its own thread; a kernel error inside a stream comes back
+ * as the run's status and leaves the model usable; out-of-range options are refused. */
+static void test_streams_and_threads(void) {
+  esg_builder* b = esg_builder_create("branches");
+  const int64_t xd[2] = {64, 64}, id[1] = {4};
+  static float x[64 * 64], left[64 * 64], right[4 * 64];
+  int64_t idx[4] = {0, 1, 63, 2};
+  int64_t left_dims[2] = {64, 64}, right_dims[2] = {4, 64};
+  esg_tensor tx = esg_input(b, "x", ESG_F32, xd, 2), ti = esg_input(b, "i", ESG_I64, id, 1), ty[2];
+  esg_graph* g;
+  esg_model* m;
+  esg_compile_options o;
+  esg_buffer in[2], out[2];
+  size_t k;
+  for (k = 0; k < 64 * 64; ++k) x[k] = 0.01f * (float)(k % 7);
+  ty[0] = esg_tanh(esg_matmul(tx, tx, NULL), NULL);
+  ty[1] = esg_gather(esg_add(tx, tx, NULL), ti, NULL);
+  g = esg_builder_build(b, ty, 2);
+  esg_compile_options_init(&o);
+  o.streams = 17;
+  CHECK(esg_compile(g, &o) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  o.streams = 2;
+  o.threads = -1;
+  CHECK(esg_compile(g, &o) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  o.threads = 2;
+  m = esg_compile(g, &o);
+  CHECK(m != NULL);
+  in[0].data = x;
+  in[0].nbytes = sizeof x;
+  in[0].dtype = ESG_F32;
+  in[0].dims = xd;
+  in[0].rank = 2;
+  in[1].data = idx;
+  in[1].nbytes = sizeof idx;
+  in[1].dtype = ESG_I64;
+  in[1].dims = id;
+  in[1].rank = 1;
+  out[0].data = left;
+  out[0].nbytes = sizeof left;
+  out[0].dtype = ESG_F32;
+  out[0].dims = left_dims;
+  out[0].rank = 2;
+  out[1].data = right;
+  out[1].nbytes = sizeof right;
+  out[1].dtype = ESG_F32;
+  out[1].dims = right_dims;
+  out[1].rank = 2;
+  for (k = 0; k < 3; ++k) {
+    idx[2] = 99; /* out of range: the gather's stream fails, the other stops */
+    CHECK(esg_model_run(m, in, 2, out, 2) == ESG_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(esg_last_error(), "out of range") != NULL);
+    idx[2] = 63;
+    CHECK(esg_model_run(m, in, 2, out, 2) == ESG_OK);
+    CHECK(right[2 * 64 + 1] == 2 * x[63 * 64 + 1] && right[1 * 64 + 5] == 2 * x[1 * 64 + 5]);
+    CHECK(left[0] > 0.0f && left[0] < 1.0f);
+  }
+  esg_model_destroy(m);
+  esg_graph_destroy(g);
+  esg_builder_destroy(b);
+}
+
 int main(int argc, char** argv) {
   test_mlp(argc > 1 ? argv[1] : ".");
   test_options();
@@ -286,5 +347,6 @@ int main(int argc, char** argv) {
   test_errors();
   test_split_and_while();
   test_compile_and_run();
+  test_streams_and_threads();
   return check_summary("c99");
 }
