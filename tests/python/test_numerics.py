@@ -1180,3 +1180,17 @@ def test_an_error_leaves_the_model_usable(add_model):
 def test_input_and_output_names(add_model):
     assert add_model.input_names == ["a", "b", "c"]
     assert len(add_model.output_names) == 2
+
+
+def test_a_kernel_error_inside_a_stream_raises_and_the_model_stays_usable():
+    with esgraph.GraphBuilder("branches") as gb:
+        x = gb.input("x", esgraph.f32, [64, 64])
+        i = gb.input("i", esgraph.i64, [4])
+        left, right = ops.tanh(x @ x), ops.gather(x + x, i)
+    model = esgraph.compile(gb.build([left, right]), streams=2, threads=2)
+    xs = normal(rng_for("streams"), (64, 64), scale=0.1)
+    for _ in range(3):
+        with pytest.raises(esgraph.InvalidArgumentError, match="out of range"):
+            model(xs, np.array([0, 1, 99, 2]))
+        _, got = model(xs, np.array([0, 1, 63, 2]))
+        check(got, (xs + xs)[[0, 1, 63, 2]])
