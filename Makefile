@@ -3,10 +3,11 @@
 #   make test   build, run every suite (C++, C99, codegen, Python), then the C/C++ suites
 #               again under AddressSanitizer + UBSan
 #   make bench  graph building against onnx.helper and torch.fx, compile time, per-launch overhead, an elementwise chain
+#   make conformance  ONNX's node test suite through the importer; rewrites docs/conformance.md
 #   make release-snapshot   record the current API version (see scripts/release-snapshot.sh)
 PY      := /usr/bin/python3
 JOBS    ?= 2
-.PHONY: deps build demo test test-asan pytest bench release-snapshot clean
+.PHONY: deps build demo test test-asan pytest conformance bench release-snapshot clean
 
 deps:
 	@scripts/install-deps.sh
@@ -24,7 +25,10 @@ test-asan: deps
 	ctest --preset asan
 
 pytest: build
-	cd build/default && PYTHONPATH=$(CURDIR)/build/default/python $(PY) -m pytest -q $(CURDIR)/tests/python $(CURDIR)/tests/codegen $(CURDIR)/tests/tools
+	cd build/default && PYTHONPATH=$(CURDIR)/build/default/python $(PY) -m pytest -q $(CURDIR)/tests/python $(CURDIR)/tests/codegen $(CURDIR)/tests/tools $(CURDIR)/tests/conformance
+
+conformance: build
+	PYTHONPATH=$(CURDIR)/build/default/python $(PY) tests/conformance/report.py --write
 
 test: build
 	ctest --preset default

@@ -1,0 +1,40 @@
+"""ONNX models in esgraph.
+
+    g = esgraph.onnx.load("model.onnx")          # or an onnx.ModelProto
+    y = esgraph.compile(g)(x)
+
+Initializers become constants; shape operands (Reshape's shape, Slice's starts, ...) must be
+known while importing: constants, or computed from constants and static shapes. The conformance
+suite (`docs/conformance.md`) checks the opsets of ONNX 1.12 (up to 17); 1 to 18 are accepted. A model
+that cannot be imported raises `ImportFailed`, which lists every unsupported node at once.
+"""
+import os
+
+import onnx
+
+from ._importer import MAX_OPSET, MIN_OPSET, ImportFailed, load_graph
+from .converters import CONVERTERS
+
+__all__ = ["ImportFailed", "load", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
+
+
+def load(model, *, input_shapes=None, constants=None, name=None):
+    """An esgraph Graph from an ONNX model: a path, bytes, or an `onnx.ModelProto`.
+
+    `input_shapes` ({input name: [dims]}) overrides the model's input shapes: integers for
+    fixed sizes, strings for symbolic ones. `constants` ({input name: array}) freezes inputs
+    to the given values: what a model needs when it takes a shape operand (Reshape's shape,
+    Squeeze's axes, ...) as an input; `ImportFailed.needed_constants` names them.
+    """
+    if isinstance(model, (str, os.PathLike)):
+        model = onnx.load(os.fspath(model))
+    elif isinstance(model, (bytes, bytearray)):
+        model = onnx.load_from_string(bytes(model))
+    elif not isinstance(model, onnx.ModelProto):
+        raise TypeError(f"load: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
+    return load_graph(model, input_shapes=input_shapes, constants=constants, name=name)
+
+
+def supported_ops():
+    """The ONNX op types the importer converts."""
+    return sorted(CONVERTERS)

@@ -1,0 +1,49 @@
+"""ONNX element types <-> esgraph dtypes <-> numpy dtypes: the one table both directions use."""
+import numpy as np
+
+from .. import _C
+
+# ONNX TensorProto.DataType value -> esgraph dtype. Types esgraph has no counterpart for
+# (strings, unsigned 16/32/64-bit, complex) are absent and reported as unsupported.
+ONNX_TO_ESG = {
+    1: _C.f32, 2: _C.u8, 3: _C.i8, 5: _C.i16, 6: _C.i32, 7: _C.i64,
+    9: getattr(_C, "bool"), 10: _C.f16, 11: _C.f64, 16: _C.bf16,
+}
+ESG_TO_ONNX = {v: k for k, v in ONNX_TO_ESG.items()}
+
+ONNX_TYPE_NAMES = {
+    0: "UNDEFINED", 1: "FLOAT", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32",
+    7: "INT64", 8: "STRING", 9: "BOOL", 10: "FLOAT16", 11: "DOUBLE", 12: "UINT32", 13: "UINT64",
+    14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16",
+}
+
+_NUMPY = {
+    _C.f32: np.float32, _C.f64: np.float64, _C.f16: np.float16, _C.i8: np.int8, _C.i16: np.int16,
+    _C.i32: np.int32, _C.i64: np.int64, _C.u8: np.uint8, getattr(_C, "bool"): np.bool_,
+}
+
+
+class UnsupportedType(Exception):
+    """An ONNX element type esgraph has no dtype for."""
+
+
+def esg_dtype(onnx_type: int):
+    try:
+        return ONNX_TO_ESG[onnx_type]
+    except KeyError:
+        raise UnsupportedType(f"element type {ONNX_TYPE_NAMES.get(onnx_type, onnx_type)}") from None
+
+
+def numpy_dtype(dtype):
+    """The numpy dtype of an esgraph dtype (bf16 has none: it is refused)."""
+    try:
+        return np.dtype(_NUMPY[dtype])
+    except KeyError:
+        raise UnsupportedType(f"dtype {dtype.name} has no numpy counterpart") from None
+
+
+def from_numpy(dtype: np.dtype):
+    for esg, np_type in _NUMPY.items():
+        if np.dtype(np_type) == dtype:
+            return esg
+    raise UnsupportedType(f"numpy dtype {dtype}")

@@ -1,0 +1,308 @@
+"""Walks an ONNX graph and rebuilds it through esgraph's builder API.
+
+Each ONNX value resolves to an esgraph Tensor, or, when it is known while importing
+(initializers, Constant nodes, shapes of static tensors and anything computed only from those),
+to a numpy array. Known values are what lets ONNX's tensor-valued shape operands (Reshape's
+`shape`, Slice's `starts`, ...) become the static attributes esgraph's ops take. A node whose
+inputs are all known is folded: converted in a scratch builder, compiled and run by esgraph
+itself, so folding uses the same kernels as the imported model.
+
+Conversion goes on past a failing node, skipping only what depends on it, so that one error
+lists every node that cannot be imported.
+"""
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from .. import _C
+from . import _dtypes
+from .converters import CONVERTERS, Unsupported
+
+MIN_OPSET, MAX_OPSET = 1, 18
+
+
+class ImportFailed(_C.Error, ValueError):
+    """An ONNX model esgraph cannot import; `failures` lists (node description, reason)."""
+
+    def __init__(self, model_name, failures, needed_constants=()):
+        self.failures = list(failures)
+        # Values whose contents had to be known while importing (shape operands computed at
+        # run time); graph inputs among them can be given with load(constants=...).
+        self.needed_constants = sorted(needed_constants)
+        lines = [f"cannot import ONNX model '{model_name}': {len(self.failures)} unsupported node(s)"]
+        lines += [f"  {where}: {why}" for where, why in self.failures]
+        super().__init__("\n".join(lines))
+
+
+class _Poisoned:
+    """The output of a node that failed to convert; its consumers are skipped silently."""
+
+
+POISONED = _Poisoned()
+
+
+def _attribute(a):
+    if a.type == onnx.AttributeProto.TENSOR:
+        return numpy_helper.to_array(a.t)
+    if a.type == onnx.AttributeProto.GRAPH:
+        return a.g
+    if a.type == onnx.AttributeProto.GRAPHS:
+        return list(a.graphs)
+    value = onnx.helper.get_attribute_value(a)
+    if isinstance(value, bytes):
+        return value.decode()
+    if a.type in (onnx.AttributeProto.INTS, onnx.AttributeProto.FLOATS):
+        return list(value)
+    return value
+
+
+class Node:
+    """What a converter sees of one ONNX node: its attributes, and its inputs as esgraph
+    tensors (`x(i)`) or as import-time constants (`const(i)`)."""
+
+    def __init__(self, importer, proto, opset):
+        self.proto = proto
+        self.op_type = proto.op_type
+        self.opset = opset
+        self.attrs = {a.name: _attribute(a) for a in proto.attribute}
+        self._importer = importer
+        self._inputs = [importer.lookup(name) if name else None for name in proto.input]
+        self.num_outputs = len(proto.output)
+
+    @property
+    def num_inputs(self):
+        return len(self._inputs)
+
+    def has(self, i):
+        return i < len(self._inputs) and self._inputs[i] is not None
+
+    def known(self, i):
+        return self.has(i) and isinstance(self._inputs[i], np.ndarray)
+
+    def x(self, i):
+        """Input i as a tensor of the graph being built (None when absent)."""
+        if not self.has(i):
+            return None
+        v = self._inputs[i]
+        return self._importer.as_tensor(v) if isinstance(v, np.ndarray) else v
+
+    def const(self, i, what=None):
+        """Input i as a numpy array; it must be known while importing."""
+        if not self.has(i):
+            raise Unsupported(f"input {i} ({what or 'operand'}) is missing")
+        v = self._inputs[i]
+        if not isinstance(v, np.ndarray):
+            self._importer.needed_constants.add(self.proto.input[i])
+            raise Unsupported(f"input {i} ({what or 'operand'}) must be a constant or computable from "
+                              "constants and static shapes; it is computed at run time")
+        return v
+
+    def ints(self, i, what=None):
+        return [int(v) for v in np.asarray(self.const(i, what)).reshape(-1)]
+
+    def shape(self, i):
+        v = self._inputs[i]
+        return tuple(v.shape) if isinstance(v, np.ndarray) else v.shape
+
+    def rank(self, i):
+        return len(self.shape(i))
+
+    def dtype(self, i):
+        v = self._inputs[i]
+        return _dtypes.from_numpy(v.dtype) if isinstance(v, np.ndarray) else v.dtype
+
+    def attr(self, name, default=None):
+        return self.attrs.get(name, default)
+
+    def subgraph(self, name):
+        return self._importer.subgraph_function(self.attrs[name])
+
+    def describe(self):
+        label = f" '{self.proto.name}'" if self.proto.name else ""
+        return f"{self.op_type}{label} (outputs {', '.join(self.proto.output)})"
+
+
+class Importer:
+    def __init__(self, model, input_shapes=None, constants=None):
+        self.model = model
+        self.opset = self._opset(model)
+        self.input_shapes = dict(input_shapes or {})
+        self.given_constants = {k: np.asarray(v) for k, v in (constants or {}).items()}
+        self.needed_constants = set()
+        self.values = {}
+        self.failures = []
+        self._constants = {}
+
+    @staticmethod
+    def _opset(model):
+        versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+        if not versions:
+            return MAX_OPSET
+        opset = versions[0]
+        if not MIN_OPSET <= opset <= MAX_OPSET:
+            raise ImportFailed(model.graph.name, [("model", f"opset {opset} is outside the supported "
+                                                            f"{MIN_OPSET}..{MAX_OPSET}")])
+        return opset
+
+    def lookup(self, name):
+        if name not in self.values:
+            raise Unsupported(f"value '{name}' is used before it is defined")
+        return self.values[name]
+
+    def as_tensor(self, array):
+        # One esgraph constant per known array and builder, however many nodes read it.
+        key = id(array)
+        if key not in self._constants:  # the array is kept alive with its tensor: ids stay unique
+            self._constants[key] = (array, _C.constant(np.require(array, requirements="C")))
+        return self._constants[key][1]
+
+    def run(self, builder):
+        self._builder = builder
+        graph = self.model.graph
+        for init in graph.initializer:
+            self.values[init.name] = self._initializer(init)
+        for sparse in graph.sparse_initializer:
+            self.failures.append((f"sparse initializer '{sparse.values.name}'", "sparse tensors are not supported"))
+            self.values[sparse.values.name] = POISONED
+        unknown = sorted(set(self.given_constants) - {vi.name for vi in graph.input})
+        if unknown:
+            raise ImportFailed(graph.name or "model", [("constants", f"the model has no input named {', '.join(unknown)}")])
+        for name, value in self.given_constants.items():
+            self.values[name] = value
+        for vi in graph.input:
+            if vi.name not in self.values:
+                self.values[vi.name] = self._graph_input(builder, vi)
+        self.convert_nodes(graph.node)
+        if self.failures:
+            raise ImportFailed(graph.name or "model", self.failures, self.needed_constants)
+        return [self._output(vi) for vi in graph.output]
+
+    def _initializer(self, init):
+        try:
+            _dtypes.esg_dtype(init.data_type)
+            return numpy_helper.to_array(init)
+        except _dtypes.UnsupportedType as e:
+            self.failures.append((f"initializer '{init.name}'", str(e)))
+            return POISONED
+
+    def _graph_input(self, builder, vi):
+        t = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type"):
+            self.failures.append((f"input '{vi.name}'", "only tensor inputs are supported"))
+            return POISONED
+        try:
+            dtype = _dtypes.esg_dtype(t.elem_type)
+        except _dtypes.UnsupportedType as e:
+            self.failures.append((f"input '{vi.name}'", str(e)))
+            return POISONED
+        if vi.name in self.input_shapes:
+            dims = list(self.input_shapes[vi.name])
+        elif not t.HasField("shape"):
+            self.failures.append((f"input '{vi.name}'", "has no rank; give it with input_shapes="))
+            return POISONED
+        else:
+            dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or f"{vi.name}_{i}")
+                    for i, d in enumerate(t.shape.dim)]
+        return builder.input(vi.name, dtype, dims)
+
+    def _output(self, vi):
+        v = self.values[vi.name]
+        return self.as_tensor(v) if isinstance(v, np.ndarray) else v
+
+    def convert_nodes(self, nodes):
+        for proto in nodes:
+            self._convert(proto)
+
+    def _convert(self, proto):
+        if proto.domain not in ("", "ai.onnx"):
+            return self._fail(proto, f"domain '{proto.domain}' is not supported")
+        convert = CONVERTERS.get(proto.op_type)
+        if convert is None:
+            return self._fail(proto, "no converter for this op type")
+        try:
+            node = Node(self, proto, self.opset)
+        except Unsupported as e:
+            return self._fail(proto, str(e))
+        if any(v is POISONED for v in node._inputs):
+            return self._poison(proto)
+        foldable = not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in proto.attribute)
+        try:
+            if foldable and node._inputs and all(v is None or isinstance(v, np.ndarray) for v in node._inputs):
+                outputs = self._fold(node, convert)
+            else:
+                outputs = convert(node)
+        except (Unsupported, _C.Error, _dtypes.UnsupportedType) as e:
+            return self._fail(proto, str(e))
+        except Exception as e:  # a converter's own bug: still one report, with the exception's type
+            return self._fail(proto, f"{type(e).__name__}: {e}")
+        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        if len(outputs) < len([o for o in proto.output if o]):
+            return self._fail(proto, f"converter produced {len(outputs)} output(s)")
+        for name, value in zip(proto.output, outputs):
+            if name:
+                self.values[name] = value
+
+    def _fold(self, node, convert):
+        outer = self._builder, self._constants
+        with _C.GraphBuilder("fold") as scratch:
+            self._builder, self._constants = scratch, {}
+            try:
+                outputs = convert(node)
+            finally:
+                self._builder, self._constants = outer
+            single = not isinstance(outputs, (list, tuple))
+            outputs = [outputs] if single else list(outputs)
+            tensors = [o for o in outputs if isinstance(o, _C.Tensor)]
+            if tensors:
+                results = iter(_C.compile(scratch.build(tensors)).run([]))
+                outputs = [next(results) if isinstance(o, _C.Tensor) else o for o in outputs]
+        return outputs[0] if single else outputs
+
+    def _fail(self, proto, reason):
+        label = f" '{proto.name}'" if proto.name else ""
+        self.failures.append((f"{proto.op_type}{label} -> {', '.join(o for o in proto.output if o)}", reason))
+        self._poison(proto)
+
+    def _poison(self, proto):
+        for name in proto.output:
+            if name:
+                self.values[name] = POISONED
+
+    def subgraph_function(self, graph):
+        """An ONNX subgraph as a Python function of its formal inputs, for if_/while_ bodies;
+        outer-scope values are captured by name."""
+        def body(*params):
+            saved = dict(self.values)
+            try:
+                for vi, p in zip(graph.input, params):
+                    self.values[vi.name] = p
+                for init in graph.initializer:
+                    self.values[init.name] = self._initializer(init)
+                failures_before = len(self.failures)
+                self.convert_nodes(graph.node)
+                if len(self.failures) > failures_before:
+                    raise Unsupported("its subgraph '" + graph.name + "' has unsupported nodes (listed above)")
+                return [self._output(vi) for vi in graph.output]
+            finally:
+                self.values = saved
+        return body
+
+
+def load_graph(model, input_shapes=None, constants=None, name=None):
+    importer = Importer(model, input_shapes, constants)
+    with _C.GraphBuilder(name or model.graph.name or "onnx") as b:
+        outputs = importer.run(b)
+        # An output needs a tensor of its own: ONNX lets a graph return an input, a constant,
+        # or one value twice, and naming those after the output would rename the input, the
+        # constant or the earlier output.
+        claimed = {vi.name for vi in model.graph.input}
+        claimed.update(importer.given_constants)
+        claimed.update(t.name for _, t in importer._constants.values())
+        named = []
+        for vi, t in zip(model.graph.output, outputs):
+            if t.name in claimed:
+                t = _C.ops.reshape(t, [0] * t.ndim)
+            t.name = vi.name
+            claimed.add(vi.name)
+            named.append(t)
+    return b.build(named)

@@ -1,0 +1,16 @@
+"""If: both branches become esgraph bodies (outer values are captured automatically); a
+condition known while importing keeps only the branch taken."""
+import numpy as np
+
+from ... import _C
+from .registry import converts
+
+ops = _C.ops
+
+
+@converts("If")
+def if_(n):
+    then_body, else_body = n.subgraph("then_branch"), n.subgraph("else_branch")
+    if n.known(0):
+        return (then_body if bool(np.asarray(n.const(0)).reshape(-1)[0]) else else_body)()
+    return ops.if_(n.x(0), then_body, else_body)

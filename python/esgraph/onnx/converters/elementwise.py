@@ -1,0 +1,207 @@
+"""Elementwise ONNX ops: most map to one esgraph op; the activations ONNX defines by formula
+are written as that formula over esgraph ops (the compiler fuses them back into one kernel)."""
+import math
+from functools import reduce as fold_left
+
+from ... import _C
+from .. import _dtypes
+from .registry import Unsupported, check_attrs, converts
+
+ops = _C.ops
+_FLOATS = (_C.f32, _C.f64, _C.f16, _C.bf16)
+
+_UNARY = {
+    "Abs": ops.abs, "Neg": ops.neg, "Exp": ops.exp, "Log": ops.log, "Sqrt": ops.sqrt,
+    "Reciprocal": ops.reciprocal, "Sigmoid": ops.sigmoid, "Tanh": ops.tanh, "Relu": ops.relu,
+    "Erf": ops.erf, "Sin": ops.sin, "Cos": ops.cos, "Floor": ops.floor, "Ceil": ops.ceil,
+    "Round": ops.round, "Sign": ops.sign, "Not": ops.logical_not,
+}
+_BINARY = {
+    "Add": ops.add, "Sub": ops.sub, "Mul": ops.mul, "Div": ops.div, "Equal": ops.equal,
+    "Less": ops.less, "LessOrEqual": ops.less_equal, "Greater": ops.greater,
+    "GreaterOrEqual": ops.greater_equal, "And": ops.logical_and, "Or": ops.logical_or,
+    "Xor": ops.not_equal,
+}
+_VARIADIC = {"Max": ops.maximum, "Min": ops.minimum, "Sum": ops.add}
+
+
+def _unary(fn):
+    def convert(n):
+        check_attrs(n, ())
+        return fn(n.x(0))
+    return convert
+
+
+def _binary(fn):
+    def convert(n):
+        check_attrs(n, ("broadcast",) if n.opset < 7 else ())  # legacy broadcast with `axis` is refused
+        return fn(n.x(0), n.x(1))
+    return convert
+
+
+def _variadic(fn):
+    def convert(n):
+        check_attrs(n, ())
+        return fold_left(fn, [n.x(i) for i in range(n.num_inputs)])
+    return convert
+
+
+for _op, _fn in _UNARY.items():
+    converts(_op)(_unary(_fn))
+for _op, _fn in _BINARY.items():
+    converts(_op)(_binary(_fn))
+for _op, _fn in _VARIADIC.items():
+    converts(_op)(_variadic(_fn))
+
+
+@converts("Mean")
+def mean(n):
+    check_attrs(n, ())
+    return _variadic(ops.add)(n) / float(n.num_inputs)
+
+
+@converts("Pow")
+def pow_(n):
+    check_attrs(n, ())
+    base, exponent = n.x(0), n.x(1)
+    if base.dtype in _FLOATS:
+        # ONNX lets the exponent's type differ from the base's.
+        return ops.pow(base, exponent if exponent.dtype == base.dtype else ops.cast(exponent, base.dtype))
+    # Integer powers: in f64, exact for the results an integer type holds up to 2**53.
+    return ops.cast(ops.round(ops.pow(ops.cast(base, _C.f64), ops.cast(exponent, _C.f64))), base.dtype)
+
+
+@converts("Where")
+def where(n):
+    return ops.where(n.x(0), n.x(1), n.x(2))
+
+
+@converts("Identity")
+def identity(n):
+    return n.x(0)
+
+
+@converts("Dropout")
+def dropout(n):
+    # Inference: the identity; the mask output, when asked for, keeps everything.
+    check_attrs(n, ("seed", "ratio", "is_test"))
+    if n.has(2) and not (n.known(2) and not bool(n.const(2))):
+        raise Unsupported("training_mode (random masks) is not supported; only a constant false")
+    x = n.x(0)
+    if n.num_outputs > 1 and n.proto.output[1]:
+        return [x, ops.fill(list(x.shape), value=1, dtype=getattr(_C, "bool"))]
+    return x
+
+
+@converts("Cast")
+def cast(n):
+    check_attrs(n, ("to", "saturate"))
+    return ops.cast(n.x(0), _dtypes.esg_dtype(n.attr("to")))
+
+
+@converts("CastLike")
+def cast_like(n):
+    return ops.cast(n.x(0), n.dtype(1))
+
+
+@converts("Clip")
+def clip(n):
+    if n.opset < 11:
+        return ops.clip(n.x(0), min=n.attr("min", -math.inf), max=n.attr("max", math.inf))
+    if all(n.known(i) or not n.has(i) for i in (1, 2)):
+        low, high = (float(n.const(i)) if n.has(i) else default for i, default in ((1, -math.inf), (2, math.inf)))
+        return ops.clip(n.x(0), min=low, max=high)
+    y = n.x(0)  # bounds computed at run time
+    if n.has(1):
+        y = ops.maximum(y, n.x(1))
+    return ops.minimum(y, n.x(2)) if n.has(2) else y
+
+
+@converts("LeakyRelu")
+def leaky_relu(n):
+    return ops.leaky_relu(n.x(0), alpha=n.attr("alpha", 0.01))
+
+
+@converts("PRelu")
+def prelu(n):
+    x = n.x(0)
+    return ops.where(x < 0, x * n.x(1), x)
+
+
+@converts("Elu")
+def elu(n):
+    x = n.x(0)
+    return ops.where(x > 0, x, n.attr("alpha", 1.0) * (ops.exp(x) - 1))
+
+
+@converts("Selu")
+def selu(n):
+    x = n.x(0)
+    alpha, gamma = n.attr("alpha", 1.67326319217681884765625), n.attr("gamma", 1.05070102214813232421875)
+    return gamma * ops.where(x > 0, x, alpha * (ops.exp(x) - 1))
+
+
+@converts("Celu")
+def celu(n):
+    x, alpha = n.x(0), n.attr("alpha", 1.0)
+    return ops.relu(x) + ops.minimum(alpha * (ops.exp(x / alpha) - 1), 0)
+
+
+@converts("Softplus")
+def softplus(n):
+    x = n.x(0)  # log(1 + exp(x)) without overflow for large x
+    return ops.relu(x) + ops.log(ops.exp(-ops.abs(x)) + 1)
+
+
+@converts("Softsign")
+def softsign(n):
+    x = n.x(0)
+    return x / (ops.abs(x) + 1)
+
+
+@converts("HardSigmoid")
+def hard_sigmoid(n):
+    return ops.clip(n.x(0) * n.attr("alpha", 0.2) + n.attr("beta", 0.5), min=0, max=1)
+
+
+@converts("HardSwish")
+def hard_swish(n):
+    x = n.x(0)
+    return x * ops.clip(x * (1 / 6) + 0.5, min=0, max=1)
+
+
+@converts("ThresholdedRelu")
+def thresholded_relu(n):
+    x = n.x(0)
+    return ops.where(x > n.attr("alpha", 1.0), x, 0)
+
+
+@converts("Shrink")
+def shrink(n):
+    x, bias, lambd = n.x(0), n.attr("bias", 0.0), n.attr("lambd", 0.5)
+    return ops.where(x < -lambd, x + bias, ops.where(x > lambd, x - bias, 0))
+
+
+@converts("Tan")
+def tan(n):
+    x = n.x(0)
+    return ops.sin(x) / ops.cos(x)
+
+
+@converts("IsNaN")
+def is_nan(n):
+    x = n.x(0)
+    return ops.not_equal(x, x)
+
+
+@converts("IsInf")
+def is_inf(n):
+    x = n.x(0)
+    pos, neg = n.attr("detect_positive", 1), n.attr("detect_negative", 1)
+    if pos and neg:
+        return ops.equal(ops.abs(x), math.inf)
+    if pos:
+        return ops.equal(x, math.inf)
+    if neg:
+        return ops.equal(x, -math.inf)
+    return ops.not_equal(x, x) & ops.equal(x, x)

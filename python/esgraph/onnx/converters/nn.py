@@ -1,0 +1,190 @@
+"""Matrix products, convolution, pooling and normalization."""
+import math
+
+from ... import _C
+from .registry import Unsupported, check_attrs, converts
+
+ops = _C.ops
+
+
+def _static(dims, what):
+    if any(not isinstance(d, int) for d in dims):
+        raise Unsupported(f"{what} needs static dimensions, got {tuple(dims)}")
+    return list(dims)
+
+
+@converts("MatMul")
+def matmul(n):
+    return ops.matmul(n.x(0), n.x(1))
+
+
+@converts("Gemm")
+def gemm(n):
+    check_attrs(n, ("alpha", "beta", "transA", "transB", "broadcast"))
+    y = ops.matmul(n.x(0), n.x(1), transpose_a=bool(n.attr("transA", 0)), transpose_b=bool(n.attr("transB", 0)))
+    alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
+    if alpha != 1.0:
+        y = y * alpha
+    if n.has(2) and beta != 0.0:
+        c = n.x(2)
+        y = y + (c * beta if beta != 1.0 else c)
+    return y
+
+
+def _spatial(n, what):
+    """The number of spatial axes of input 0, refusing what esgraph's 2-D kernels cannot run."""
+    spatial = n.rank(0) - 2
+    if spatial not in (1, 2):
+        raise Unsupported(f"{what} over {spatial} spatial axes (esgraph has 1-D and 2-D)")
+    return spatial
+
+
+def _pads(n, spatial, kernel, strides, dilations):
+    """ONNX pads (begins then ends) for the node's auto_pad, as esgraph's [top, left, bottom, right]."""
+    auto_pad = n.attr("auto_pad", "NOTSET")
+    if auto_pad in ("NOTSET", "VALID"):
+        pads = n.attr("pads", [0] * (2 * spatial)) if auto_pad == "NOTSET" else [0] * (2 * spatial)
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        sizes = _static(n.shape(0)[2:], "auto_pad=" + auto_pad)
+        begins, ends = [], []
+        for size, k, s, d in zip(sizes, kernel, strides, dilations):
+            total = max((math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size, 0)
+            small, large = total // 2, total - total // 2
+            begins.append(small if auto_pad == "SAME_UPPER" else large)
+            ends.append(large if auto_pad == "SAME_UPPER" else small)
+        pads = begins + ends
+    else:
+        raise Unsupported(f"auto_pad={auto_pad}")
+    if spatial == 1:  # 1-D runs as 2-D over a unit height
+        pads = [0, pads[0], 0, pads[1]]
+    return list(pads)
+
+
+def _as_2d(spatial, values, fill):
+    return [fill] + list(values) if spatial == 1 else list(values)
+
+
+@converts("Conv")
+def conv(n):
+    check_attrs(n, ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
+    spatial = _spatial(n, "Conv")
+    x, w = n.x(0), n.x(1)
+    kernel = n.attr("kernel_shape") or _static(w.shape[2:], "Conv's kernel")
+    strides = n.attr("strides", [1] * spatial)
+    dilations = n.attr("dilations", [1] * spatial)
+    pads = _pads(n, spatial, kernel, strides, dilations)
+    if spatial == 1:
+        x, w = ops.unsqueeze(x, [2]), ops.unsqueeze(w, [2])
+    y = ops.conv2d(x, w, bias=n.x(2), strides=_as_2d(spatial, strides, 1), pads=pads,
+                   dilations=_as_2d(spatial, dilations, 1), groups=n.attr("group", 1))
+    return ops.squeeze(y, axes=[2]) if spatial == 1 else y
+
+
+def _pool(n, reduce_op):
+    check_attrs(n, ("auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads",
+                    "storage_order", "strides"))
+    if n.num_outputs > 1 and n.proto.output[1]:
+        raise Unsupported("the Indices output is not supported")
+    spatial = _spatial(n, n.op_type)
+    kernel = n.attr("kernel_shape")
+    strides = n.attr("strides", [1] * spatial)
+    dilations = n.attr("dilations", [1] * spatial)
+    if any(d != 1 for d in dilations):
+        raise Unsupported("dilated pooling is not supported")
+    pads = _pads(n, spatial, kernel, strides, dilations)
+    x = n.x(0)
+    if spatial == 1:
+        x = ops.unsqueeze(x, [2])
+    if reduce_op is ops.avg_pool2d and n.attr("count_include_pad", 0) and any(pads):
+        # esgraph averages over the window's elements inside the input; counting the padding
+        # means padding with zeros first.
+        top, left, bottom, right = pads
+        x = ops.pad(x, [0, 0, top, left, 0, 0, bottom, right])
+        pads = [0, 0, 0, 0]
+    y = reduce_op(x, _as_2d(spatial, kernel, 1), strides=_as_2d(spatial, strides, 1), pads=pads,
+                  ceil_mode=bool(n.attr("ceil_mode", 0)))
+    return ops.squeeze(y, axes=[2]) if spatial == 1 else y
+
+
+@converts("MaxPool")
+def max_pool(n):
+    return _pool(n, ops.max_pool2d)
+
+
+@converts("AveragePool")
+def average_pool(n):
+    return _pool(n, ops.avg_pool2d)
+
+
+@converts("GlobalAveragePool")
+def global_average_pool(n):
+    return ops.reduce_mean(n.x(0), axes=list(range(2, n.rank(0))), keepdims=True)
+
+
+@converts("GlobalMaxPool")
+def global_max_pool(n):
+    return ops.reduce_max(n.x(0), axes=list(range(2, n.rank(0))), keepdims=True)
+
+
+def _per_channel(t, rank):
+    """A [C] parameter shaped to broadcast along axis 1 of a rank-`rank` input."""
+    return ops.reshape(t, [-1] + [1] * (rank - 2))
+
+
+@converts("BatchNormalization")
+def batch_norm(n):
+    check_attrs(n, ("epsilon", "momentum", "training_mode", "spatial", "is_test", "consumed_inputs"))
+    if n.attr("training_mode", 0) or any(o for o in n.proto.output[1:]):
+        raise Unsupported("training mode (running statistics outputs) is not supported")
+    x, rank = n.x(0), n.rank(0)
+    scale, bias, mean, var = (_per_channel(n.x(i), rank) for i in (1, 2, 3, 4))
+    return (x - mean) * (scale * ops.rsqrt(var + n.attr("epsilon", 1e-5))) + bias
+
+
+@converts("InstanceNormalization")
+def instance_norm(n):
+    x, rank = n.x(0), n.rank(0)
+    y = ops.layer_norm(x, axis=2, epsilon=n.attr("epsilon", 1e-5))
+    return y * _per_channel(n.x(1), rank) + _per_channel(n.x(2), rank)
+
+
+@converts("LayerNormalization")
+def layer_norm(n):
+    check_attrs(n, ("axis", "epsilon", "stash_type"))
+    x, axis, epsilon = n.x(0), n.attr("axis", -1), n.attr("epsilon", 1e-5)
+    normalized = list(x.shape[axis:])
+
+    def trailing(t):  # ONNX lets scale and bias broadcast; esgraph wants the normalized shape
+        return t if t is None or list(t.shape) == normalized else ops.expand(t, _static(normalized, "a broadcast scale"))
+    y = ops.layer_norm(x, scale=trailing(n.x(1)), bias=trailing(n.x(2)), axis=axis, epsilon=epsilon)
+    if n.num_outputs == 1:
+        return y
+    # The statistics outputs, when asked for, keep the normalized axes as size 1.
+    axes = list(range(axis % x.ndim, x.ndim))
+    mean = ops.reduce_mean(x, axes=axes, keepdims=True)
+    centered = x - mean
+    inv_std = ops.rsqrt(ops.reduce_mean(centered * centered, axes=axes, keepdims=True) + epsilon)
+    return [y, mean, inv_std]
+
+
+def _softmax(n, fn):
+    x = n.x(0)
+    if n.opset >= 13:
+        return fn(x, axis=n.attr("axis", -1))
+    # Before opset 13 the input is seen as a matrix [prod(shape[:axis]), prod(shape[axis:])].
+    axis = n.attr("axis", 1) % max(x.ndim, 1)
+    if axis == x.ndim - 1:
+        return fn(x, axis=-1)
+    inner = math.prod(_static(x.shape[axis:], f"{n.op_type} before opset 13"))
+    y = fn(ops.reshape(x, [-1, inner]), axis=-1)
+    return ops.reshape(y, _static(x.shape, f"{n.op_type} before opset 13"))
+
+
+@converts("Softmax")
+def softmax(n):
+    return _softmax(n, ops.softmax)
+
+
+@converts("LogSoftmax")
+def log_softmax(n):
+    return _softmax(n, ops.log_softmax)

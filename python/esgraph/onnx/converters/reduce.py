@@ -1,0 +1,63 @@
+"""Reductions and arg-reductions. ONNX keeps reduced axes by default; axes move from an
+attribute to an input at opset 13 (ReduceSum) or 18 (the others)."""
+from ... import _C
+from .registry import check_attrs, converts
+
+ops = _C.ops
+
+
+def _axes(n):
+    if n.has(1):
+        return n.ints(1, "axes")
+    return list(n.attr("axes", []))
+
+
+def _reduction(compose):
+    def convert(n):
+        check_attrs(n, ("axes", "keepdims", "noop_with_empty_axes"))
+        axes = _axes(n)
+        x = n.x(0)
+        if not axes and n.attr("noop_with_empty_axes", 0):
+            return x
+        return compose(x, axes, bool(n.attr("keepdims", 1)))
+    return convert
+
+
+def _log_sum_exp(x, axes, keepdims):
+    # max + log(sum(exp(x - max))): no overflow for large inputs.
+    top = ops.reduce_max(x, axes=axes, keepdims=True)
+    y = ops.log(ops.reduce_sum(ops.exp(x - top), axes=axes, keepdims=True)) + top
+    return y if keepdims else ops.squeeze(y, axes=axes or list(range(x.ndim)))
+
+
+_REDUCTIONS = {
+    "ReduceSum": lambda x, a, k: ops.reduce_sum(x, axes=a, keepdims=k),
+    "ReduceMean": lambda x, a, k: ops.reduce_mean(x, axes=a, keepdims=k),
+    "ReduceMax": lambda x, a, k: ops.reduce_max(x, axes=a, keepdims=k),
+    "ReduceMin": lambda x, a, k: ops.reduce_min(x, axes=a, keepdims=k),
+    "ReduceProd": lambda x, a, k: ops.reduce_prod(x, axes=a, keepdims=k),
+    "ReduceL1": lambda x, a, k: ops.reduce_sum(ops.abs(x), axes=a, keepdims=k),
+    "ReduceL2": lambda x, a, k: ops.sqrt(ops.reduce_sum(x * x, axes=a, keepdims=k)),
+    "ReduceSumSquare": lambda x, a, k: ops.reduce_sum(x * x, axes=a, keepdims=k),
+    "ReduceLogSum": lambda x, a, k: ops.log(ops.reduce_sum(x, axes=a, keepdims=k)),
+    "ReduceLogSumExp": _log_sum_exp,
+}
+for _op, _compose in _REDUCTIONS.items():
+    converts(_op)(_reduction(_compose))
+
+
+def _arg(fn):
+    def convert(n):
+        check_attrs(n, ("axis", "keepdims", "select_last_index"))
+        x, axis, keepdims = n.x(0), n.attr("axis", 0), bool(n.attr("keepdims", 1))
+        if not n.attr("select_last_index", 0):
+            return fn(x, axis=axis, keepdims=keepdims)
+        # The last of equal elements is the first one of the reversed axis.
+        length = x.shape[axis]
+        flipped = fn(ops.slice(x, [-1], [-(2**62)], axes=[axis], steps=[-1]), axis=axis, keepdims=keepdims)
+        return (flipped * -1) + (length - 1)
+    return convert
+
+
+converts("ArgMax")(_arg(ops.argmax))
+converts("ArgMin")(_arg(ops.argmin))

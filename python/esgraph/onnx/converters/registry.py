@@ -1,0 +1,22 @@
+"""The converter table: ONNX op type -> function(Node) -> output value(s)."""
+CONVERTERS = {}
+
+
+class Unsupported(Exception):
+    """A node this converter cannot express in esgraph; the reason names the attribute or input."""
+
+
+def converts(*op_types):
+    def register(fn):
+        for op in op_types:
+            assert op not in CONVERTERS, f"two converters for {op}"
+            CONVERTERS[op] = fn
+        return fn
+    return register
+
+
+def check_attrs(node, supported):
+    """Refuses attributes this converter does not handle (rather than ignoring them)."""
+    extra = sorted(set(node.attrs) - set(supported))
+    if extra:
+        raise Unsupported(f"attribute(s) {', '.join(extra)} not supported")

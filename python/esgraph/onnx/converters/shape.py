@@ -1,0 +1,218 @@
+"""Shape manipulation, indexing and the ops that produce constants. ONNX passes shapes, axes
+and sizes as tensors; here they must be known while importing (see Node.const)."""
+import math
+
+import numpy as np
+
+from ... import _C
+from .. import _dtypes
+from .nn import _static
+from .registry import Unsupported, check_attrs, converts
+
+ops = _C.ops
+
+
+@converts("Constant")
+def constant(n):
+    (name, value), = n.attrs.items()
+    if name == "sparse_value":
+        raise Unsupported("sparse constants are not supported")
+    if name in ("value_string", "value_strings"):
+        raise Unsupported("string constants are not supported")
+    dtypes = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64, "value_ints": np.int64}
+    return np.asarray(value, dtype=dtypes.get(name))
+
+
+@converts("Shape")
+def shape(n):
+    dims = n.shape(0)
+    rank = len(dims)
+    start, end = n.attr("start", 0), n.attr("end", rank)
+    return np.array(_static(dims[slice(start, end)], "Shape of a tensor"), dtype=np.int64)
+
+
+@converts("Size")
+def size(n):
+    return np.array(math.prod(_static(n.shape(0), "Size of a tensor")), dtype=np.int64)
+
+
+@converts("ConstantOfShape")
+def constant_of_shape(n):
+    value = n.attr("value", np.zeros(1, np.float32))
+    dtype = _dtypes.from_numpy(value.dtype)
+    return ops.fill(n.ints(0, "shape"), value=float(value.reshape(-1)[0]), dtype=dtype)
+
+
+@converts("Range")
+def range_(n):
+    start, limit, delta = (n.const(i, name) for i, name in ((0, "start"), (1, "limit"), (2, "delta")))
+    return ops.range(float(limit), start=float(start), step=float(delta), dtype=n.dtype(0))
+
+
+@converts("EyeLike")
+def eye_like(n):
+    rows, cols = _static(n.shape(0), "EyeLike")
+    dtype = _dtypes.esg_dtype(n.attr("dtype")) if "dtype" in n.attrs else n.dtype(0)
+    return np.eye(rows, cols, k=n.attr("k", 0), dtype=_dtypes.numpy_dtype(dtype))
+
+
+@converts("Reshape")
+def reshape(n):
+    check_attrs(n, ("allowzero", "shape"))
+    dims = n.ints(1, "shape") if n.opset >= 5 else list(n.attr("shape"))
+    if n.attr("allowzero", 0) and 0 in dims:
+        raise Unsupported("allowzero=1 with a zero in the shape is not supported")
+    return ops.reshape(n.x(0), dims)
+
+
+@converts("Flatten")
+def flatten(n):
+    x = n.x(0)
+    axis = n.attr("axis", 1)
+    axis = axis + x.ndim if axis < 0 else axis
+    lead, trail = x.shape[:axis], x.shape[axis:]
+    if all(isinstance(d, int) for d in trail):
+        return ops.reshape(x, [-1, math.prod(trail)])
+    return ops.reshape(x, [math.prod(_static(lead, "Flatten")), -1])
+
+
+@converts("Transpose")
+def transpose(n):
+    return ops.transpose(n.x(0), perm=n.attr("perm", list(reversed(range(n.rank(0))))))
+
+
+@converts("Concat")
+def concat(n):
+    return ops.concat([n.x(i) for i in range(n.num_inputs) if n.has(i)], n.attr("axis"))
+
+
+@converts("Split")
+def split(n):
+    x, axis = n.x(0), n.attr("axis", 0)
+    if n.has(1):
+        sizes = n.ints(1, "split")
+    elif "split" in n.attrs:
+        sizes = list(n.attr("split"))
+    else:
+        length = _static([x.shape[axis]], "Split into equal parts")[0]
+        parts = n.attr("num_outputs", n.num_outputs)
+        chunk = -(-length // parts)  # the last part may be smaller (opset 18)
+        sizes = [min(chunk, length - i * chunk) for i in range(parts)]
+    return ops.split(x, sizes, axis=axis)
+
+
+@converts("Slice")
+def slice_(n):
+    if n.opset < 10:
+        starts, ends = n.attr("starts"), n.attr("ends")
+        axes = n.attr("axes", list(range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        starts, ends = n.ints(1, "starts"), n.ints(2, "ends")
+        axes = n.ints(3, "axes") if n.has(3) else list(range(len(starts)))
+        steps = n.ints(4, "steps") if n.has(4) else [1] * len(starts)
+    return ops.slice(n.x(0), list(starts), list(ends), axes=list(axes), steps=list(steps))
+
+
+@converts("Gather")
+def gather(n):
+    return ops.gather(n.x(0), n.x(1), axis=n.attr("axis", 0))
+
+
+@converts("Expand")
+def expand(n):
+    # ONNX broadcasts both ways: the result has the larger of each pair of dimensions.
+    x, dims = n.x(0), n.ints(1, "shape")
+    rank = max(x.ndim, len(dims))
+    have = [1] * (rank - x.ndim) + list(x.shape)
+    want = [1] * (rank - len(dims)) + dims
+    out = [h if w == 1 else w for h, w in zip(have, want)]
+    return ops.expand(x, _static(out, "Expand"))
+
+
+def _axes_operand(n):
+    return n.ints(1, "axes") if n.opset >= 13 and n.has(1) else list(n.attr("axes", []))
+
+
+@converts("Squeeze")
+def squeeze(n):
+    return ops.squeeze(n.x(0), axes=_axes_operand(n))
+
+
+@converts("Unsqueeze")
+def unsqueeze(n):
+    return ops.unsqueeze(n.x(0), _axes_operand(n))
+
+
+@converts("Pad")
+def pad(n):
+    check_attrs(n, ("mode", "pads", "value"))
+    x = n.x(0)
+    if n.opset < 11:
+        pads, value = list(n.attr("pads")), n.attr("value", 0.0)
+    else:
+        pads = n.ints(1, "pads")
+        value = float(n.const(2, "constant_value")) if n.has(2) else 0.0
+        if n.has(3):  # opset 18: pads for the listed axes only
+            axes = [a % x.ndim for a in n.ints(3, "axes")]
+            full = [0] * (2 * x.ndim)
+            for i, a in enumerate(axes):
+                full[a], full[x.ndim + a] = pads[i], pads[len(axes) + i]
+            pads = full
+    mode = n.attr("mode", "constant")
+    if mode not in ("constant", "reflect", "edge"):
+        raise Unsupported(f"mode={mode}")
+    # Negative pads crop: pad by the positive parts, then slice the negative ones away.
+    y = ops.pad(x, [max(p, 0) for p in pads], mode=mode, value=value) if any(p > 0 for p in pads) else x
+    if any(p < 0 for p in pads):
+        rank = x.ndim
+        axes = [a for a in range(rank) if pads[a] < 0 or pads[rank + a] < 0]
+        starts = [-min(pads[a], 0) for a in axes]
+        ends = [min(pads[rank + a], 0) or 2**62 for a in axes]
+        y = ops.slice(y, starts, ends, axes=axes)
+    return y
+
+
+@converts("Tile")
+def tile(n):
+    # Interleave a unit axis before each axis, broadcast it to the repeat count, merge the pairs.
+    x, repeats = n.x(0), n.ints(1, "repeats")
+    dims = _static(x.shape, "Tile")
+    spread = ops.reshape(x, [v for d in dims for v in (1, d)])
+    tiled = ops.expand(spread, [v for r, d in zip(repeats, dims) for v in (r, d)])
+    return ops.reshape(tiled, [r * d for r, d in zip(repeats, dims)])
+
+
+def _blocks(n):
+    b = n.attr("blocksize")
+    dims = _static(n.shape(0), n.op_type)
+    if len(dims) != 4:
+        raise Unsupported(f"{n.op_type} takes a 4-D input")
+    return n.x(0), b, dims
+
+
+@converts("DepthToSpace")
+def depth_to_space(n):
+    x, b, (N, C, H, W) = _blocks(n)
+    c = C // (b * b)
+    if n.attr("mode", "DCR") == "DCR":
+        y = ops.transpose(ops.reshape(x, [N, b, b, c, H, W]), perm=[0, 3, 4, 1, 5, 2])
+    else:
+        y = ops.transpose(ops.reshape(x, [N, c, b, b, H, W]), perm=[0, 1, 4, 2, 5, 3])
+    return ops.reshape(y, [N, c, H * b, W * b])
+
+
+@converts("SpaceToDepth")
+def space_to_depth(n):
+    x, b, (N, C, H, W) = _blocks(n)
+    y = ops.transpose(ops.reshape(x, [N, C, H // b, b, W // b, b]), perm=[0, 3, 5, 1, 2, 4])
+    return ops.reshape(y, [N, C * b * b, H // b, W // b])
+
+
+@converts("Trilu")
+def trilu(n):
+    x = n.x(0)
+    rows, cols = _static(x.shape[-2:], "Trilu")
+    k = int(n.const(1, "k")) if n.has(1) else 0
+    keep = (np.triu if n.attr("upper", 1) else np.tril)(np.ones((rows, cols), dtype=bool), k)
+    return ops.where(keep, x, 0)

@@ -1,0 +1,94 @@
+"""ONNX's backend node test cases, run through esgraph: import -> compile -> CPU run -> compare.
+
+The cases come from the generators Debian's python3-onnx ships (onnx.backend.test.case.node);
+their expected outputs are ONNX's own numpy references, so nothing here is checked against
+esgraph's own output.
+"""
+import collections
+import warnings
+
+import numpy as np
+
+# The generators were written for numpy < 1.24, which still had these aliases.
+for _alias, _type in (("float", float), ("int", int), ("bool", bool), ("object", object)):
+    if _alias not in np.__dict__:
+        setattr(np, _alias, _type)
+
+Result = collections.namedtuple("Result", "case op status reason frozen", defaults=((),))
+PASS, UNSUPPORTED, MISMATCH, ERROR = "pass", "unsupported", "mismatch", "error"
+
+
+def collect():
+    """Every generated node test case: (name, op type, model, data sets, rtol, atol)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from onnx.backend.test.case import node
+        cases = node.collect_testcases(None) if "op_type" in node.collect_testcases.__code__.co_varnames \
+            else node.collect_testcases()
+    return [c for c in cases if c.kind == "node"]
+
+
+def ops_of(cases):
+    """{case name: the op type it tests}. An `_expanded` case runs the op's function body, so
+    it counts for the op of its unexpanded twin."""
+    direct = {c.name: c.model.graph.node[0].op_type for c in cases if c.model.graph.node}
+    return {name: direct.get(name.replace("_expanded", ""), op) for name, op in direct.items()}
+
+
+def _compare(expected, got, rtol, atol):
+    if got.shape != expected.shape:
+        return f"shape {got.shape}, expected {expected.shape}"
+    if expected.dtype != got.dtype:
+        return f"dtype {got.dtype}, expected {expected.dtype}"
+    if expected.dtype.kind in "fc":
+        bad = ~np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        bad = got != expected
+    if bad.any():
+        i = np.flatnonzero(bad)[0]
+        return (f"{int(bad.sum())} of {bad.size} elements differ, first at flat index {i}: "
+                f"{got.reshape(-1)[i]!r}, expected {expected.reshape(-1)[i]!r}")
+    return None
+
+
+def run_case(case, op, esgraph):
+    """One case's Result; every exception becomes a reason, never a crash of the whole run."""
+    names = [vi.name for vi in case.model.graph.input]
+    frozen = ()
+    try:
+        # Shape operands the suite passes as graph inputs are frozen to the case's values, as a
+        # user of a static-shape compiler would do (load(constants=...)); each retry learns more.
+        while True:
+            try:
+                graph = esgraph.onnx.load(case.model, constants={k: values[k] for k in frozen}) if frozen \
+                    else esgraph.onnx.load(case.model)
+                break
+            except esgraph.onnx.ImportFailed as e:
+                more = tuple(name for name in e.needed_constants if name in names and name not in frozen)
+                if not more or len(case.data_sets) != 1:
+                    raise
+                values = dict(zip(names, case.data_sets[0][0]))
+                frozen += more
+    except esgraph.onnx.ImportFailed as e:
+        return Result(case.name, op, UNSUPPORTED, "; ".join(why for _, why in e.failures))
+    except Exception as e:  # noqa: BLE001 — reported per case
+        return Result(case.name, op, ERROR, f"import: {type(e).__name__}: {e}")
+    if any(_is_bf16(vi) for vi in list(case.model.graph.input) + list(case.model.graph.output)):
+        return Result(case.name, op, UNSUPPORTED, "bf16 inputs: numpy has no bf16 dtype")
+    try:
+        model = esgraph.compile(graph)
+        for inputs, outputs in case.data_sets:
+            got = model.run([a for a, name in zip(inputs, names) if name not in frozen])
+            if len(got) != len(outputs):
+                return Result(case.name, op, MISMATCH, f"{len(got)} outputs, expected {len(outputs)}")
+            for k, (e, g) in enumerate(zip(outputs, got)):
+                why = _compare(np.asarray(e), g, case.rtol, case.atol)
+                if why:
+                    return Result(case.name, op, MISMATCH, f"output {k}: {why}")
+    except Exception as e:  # noqa: BLE001
+        return Result(case.name, op, ERROR, f"{type(e).__name__}: {e}".splitlines()[0])
+    return Result(case.name, op, PASS, "", frozen)
+
+
+def _is_bf16(value_info):
+    return value_info.type.tensor_type.elem_type == 16
