@@ -9,7 +9,8 @@ import ast
 from typing import List, Sequence
 
 FUNCTIONS = {
-    "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "sin": 1, "cos": 1, "tanh": 1,
+    "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
+    "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1, "atanh": 1,
     "erf": 1, "floor": 1, "ceil": 1, "round": 1, "sign": 1, "cast": 1,
     "min": 2, "max": 2, "pow": 2, "select": 3,
 }

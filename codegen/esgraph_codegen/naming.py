@@ -82,6 +82,8 @@ def c_literal(value) -> str:
             return "INFINITY"
         if value == float("-inf"):
             return "-INFINITY"
+        if value != value:
+            return "NAN"
         return repr(value)
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -111,6 +111,16 @@ ESG_VM_INLINE float f_sqrt(float x) { return std::sqrt(x); }
 ESG_VM_INLINE float f_rsqrt(float x) { return 1.0f / std::sqrt(x); }
 ESG_VM_INLINE float f_sin(float x) { return std::sin(x); }
 ESG_VM_INLINE float f_cos(float x) { return std::cos(x); }
+// libm's: these are rare in models, not worth a polynomial of our own yet.
+ESG_VM_INLINE float f_tan(float x) { return std::tan(x); }
+ESG_VM_INLINE float f_asin(float x) { return std::asin(x); }
+ESG_VM_INLINE float f_acos(float x) { return std::acos(x); }
+ESG_VM_INLINE float f_atan(float x) { return std::atan(x); }
+ESG_VM_INLINE float f_sinh(float x) { return std::sinh(x); }
+ESG_VM_INLINE float f_cosh(float x) { return std::cosh(x); }
+ESG_VM_INLINE float f_asinh(float x) { return std::asinh(x); }
+ESG_VM_INLINE float f_acosh(float x) { return std::acosh(x); }
+ESG_VM_INLINE float f_atanh(float x) { return std::atanh(x); }
 ESG_VM_INLINE float f_tanh(float x) { return vm::tanh(x); }
 ESG_VM_INLINE float f_erf(float x) { return vm::erf(x); }
 ESG_VM_INLINE float f_floor(float x) { return std::floor(x); }

@@ -184,6 +184,22 @@ UNARY = {
     "sign": (ops.sign, np.sign, _rounding_data),
     "clip": (lambda x: ops.clip(x, min=-0.5, max=0.7), lambda x: np.clip(x, -0.5, 0.7), normal),
     "clip min only": (lambda x: ops.clip(x, min=0.25), lambda x: np.maximum(x, 0.25), normal),
+    "tan": (ops.tan, np.tan, normal),
+    "asin": (ops.asin, np.arcsin, lambda r, s: np.tanh(normal(r, s)).astype(f32)),
+    "acos": (ops.acos, np.arccos, lambda r, s: np.tanh(normal(r, s)).astype(f32)),
+    "atan": (ops.atan, np.arctan, normal),
+    "sinh": (ops.sinh, np.sinh, normal),
+    "cosh": (ops.cosh, np.cosh, normal),
+    "asinh": (ops.asinh, np.arcsinh, normal),
+    "acosh": (ops.acosh, np.arccosh, lambda r, s: (1 + positive(r, s)).astype(f32)),
+    "atanh": (ops.atanh, np.arctanh, lambda r, s: np.tanh(normal(r, s)).astype(f32)),
+    "softplus": (ops.softplus, lambda x: np.logaddexp(0, x), lambda r, s: (30 * normal(r, s)).astype(f32)),
+    "softsign": (ops.softsign, lambda x: x / (1 + np.abs(x)), normal),
+    "elu": (lambda x: ops.elu(x, alpha=0.5), lambda x: np.where(x > 0, x, 0.5 * np.expm1(x)), normal),
+    "selu": (ops.selu, lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * np.expm1(x)), normal),
+    "hard_sigmoid": (ops.hard_sigmoid, lambda x: np.clip(0.2 * x + 0.5, 0, 1), lambda r, s: (4 * normal(r, s)).astype(f32)),
+    "hard_swish": (ops.hard_swish, lambda x: x * np.clip(x / 6 + 0.5, 0, 1), lambda r, s: (4 * normal(r, s)).astype(f32)),
+    "mish": (ops.mish, lambda x: x * np.tanh(np.logaddexp(0, x)), lambda r, s: (4 * normal(r, s)).astype(f32)),
 }
 
 
@@ -202,6 +218,16 @@ def test_unary_float(name, shape):
 def test_unary_int(name, fn, ref, dtype):
     x = small_ints(rng_for(name, dtype), (4, 6), dtype, -50, 51)
     check(run(fn, x), ref(x).astype(dtype))
+
+
+def test_is_nan_and_is_inf():
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -1.5, 3.4e38, -3.4e38], dtype=f32)
+    check(run(ops.is_nan, x), np.isnan(x))
+    check(run(ops.is_inf, x), np.isinf(x))
+    check(run(lambda t: ops.is_inf(t, negative=False), x), np.isposinf(x))
+    check(run(lambda t: ops.is_inf(t, positive=False), x), np.isneginf(x))
+    big = np.array([1e300, -np.inf, np.nan], dtype=f64)  # finite beyond f32's range stays finite
+    check(run(ops.is_inf, big), np.isinf(big))
 
 
 def test_logical_not():

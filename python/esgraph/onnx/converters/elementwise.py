@@ -1,5 +1,6 @@
-"""Elementwise ONNX ops: most map to one esgraph op; the activations ONNX defines by formula
-are written as that formula over esgraph ops (the compiler fuses them back into one kernel)."""
+"""Elementwise ONNX ops: most map to one esgraph op; the few ONNX defines by a formula esgraph
+has no op for are written as that formula over esgraph ops (the compiler fuses them back into
+one kernel)."""
 import math
 from functools import reduce as fold_left
 
@@ -14,7 +15,10 @@ _UNARY = {
     "Abs": ops.abs, "Neg": ops.neg, "Exp": ops.exp, "Log": ops.log, "Sqrt": ops.sqrt,
     "Reciprocal": ops.reciprocal, "Sigmoid": ops.sigmoid, "Tanh": ops.tanh, "Relu": ops.relu,
     "Erf": ops.erf, "Sin": ops.sin, "Cos": ops.cos, "Floor": ops.floor, "Ceil": ops.ceil,
-    "Round": ops.round, "Sign": ops.sign, "Not": ops.logical_not,
+    "Round": ops.round, "Sign": ops.sign, "Not": ops.logical_not, "Tan": ops.tan, "Asin": ops.asin,
+    "Acos": ops.acos, "Atan": ops.atan, "Sinh": ops.sinh, "Cosh": ops.cosh, "Asinh": ops.asinh,
+    "Acosh": ops.acosh, "Atanh": ops.atanh, "Softplus": ops.softplus, "Softsign": ops.softsign,
+    "HardSwish": ops.hard_swish, "Mish": ops.mish, "IsNaN": ops.is_nan,
 }
 _BINARY = {
     "Add": ops.add, "Sub": ops.sub, "Mul": ops.mul, "Div": ops.div, "Equal": ops.equal,
@@ -128,17 +132,6 @@ def prelu(n):
     return ops.where(x < 0, x * n.x(1), x)
 
 
-@converts("Elu")
-def elu(n):
-    x = n.x(0)
-    return ops.where(x > 0, x, n.attr("alpha", 1.0) * (ops.exp(x) - 1))
-
-
-@converts("Selu")
-def selu(n):
-    x = n.x(0)
-    alpha, gamma = n.attr("alpha", 1.67326319217681884765625), n.attr("gamma", 1.05070102214813232421875)
-    return gamma * ops.where(x > 0, x, alpha * (ops.exp(x) - 1))
 
 
 @converts("Celu")
@@ -147,27 +140,8 @@ def celu(n):
     return ops.relu(x) + ops.minimum(alpha * (ops.exp(x / alpha) - 1), 0)
 
 
-@converts("Softplus")
-def softplus(n):
-    x = n.x(0)  # log(1 + exp(x)) without overflow for large x
-    return ops.relu(x) + ops.log(ops.exp(-ops.abs(x)) + 1)
 
 
-@converts("Softsign")
-def softsign(n):
-    x = n.x(0)
-    return x / (ops.abs(x) + 1)
-
-
-@converts("HardSigmoid")
-def hard_sigmoid(n):
-    return ops.clip(n.x(0) * n.attr("alpha", 0.2) + n.attr("beta", 0.5), min=0, max=1)
-
-
-@converts("HardSwish")
-def hard_swish(n):
-    x = n.x(0)
-    return x * ops.clip(x * (1 / 6) + 0.5, min=0, max=1)
 
 
 @converts("ThresholdedRelu")
@@ -182,26 +156,23 @@ def shrink(n):
     return ops.where(x < -lambd, x + bias, ops.where(x > lambd, x - bias, 0))
 
 
-@converts("Tan")
-def tan(n):
-    x = n.x(0)
-    return ops.sin(x) / ops.cos(x)
+@converts("Elu")
+def elu(n):
+    return ops.elu(n.x(0), alpha=n.attr("alpha", 1.0))
 
 
-@converts("IsNaN")
-def is_nan(n):
-    x = n.x(0)
-    return ops.not_equal(x, x)
+@converts("Selu")
+def selu(n):
+    return ops.selu(n.x(0), alpha=n.attr("alpha", 1.67326319217681884765625),
+                    gamma=n.attr("gamma", 1.05070102214813232421875))
+
+
+@converts("HardSigmoid")
+def hard_sigmoid(n):
+    return ops.hard_sigmoid(n.x(0), alpha=n.attr("alpha", 0.2), beta=n.attr("beta", 0.5))
 
 
 @converts("IsInf")
 def is_inf(n):
-    x = n.x(0)
-    pos, neg = n.attr("detect_positive", 1), n.attr("detect_negative", 1)
-    if pos and neg:
-        return ops.equal(ops.abs(x), math.inf)
-    if pos:
-        return ops.equal(x, math.inf)
-    if neg:
-        return ops.equal(x, -math.inf)
-    return ops.not_equal(x, x) & ops.equal(x, x)
+    return ops.is_inf(n.x(0), positive=bool(n.attr("detect_positive", 1)),
+                      negative=bool(n.attr("detect_negative", 1)))
