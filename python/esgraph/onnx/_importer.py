@@ -15,23 +15,11 @@ import onnx
 from onnx import numpy_helper
 
 from .. import _C
+from .._frontend import ImportFailed
 from . import _dtypes
 from .converters import CONVERTERS, Unsupported
 
 MIN_OPSET, MAX_OPSET = 1, 18
-
-
-class ImportFailed(_C.Error, ValueError):
-    """An ONNX model esgraph cannot import; `failures` lists (node description, reason)."""
-
-    def __init__(self, model_name, failures, needed_constants=()):
-        self.failures = list(failures)
-        # Values whose contents had to be known while importing (shape operands computed at
-        # run time); graph inputs among them can be given with load(constants=...).
-        self.needed_constants = sorted(needed_constants)
-        lines = [f"cannot import ONNX model '{model_name}': {len(self.failures)} unsupported node(s)"]
-        lines += [f"  {where}: {why}" for where, why in self.failures]
-        super().__init__("\n".join(lines))
 
 
 class _Poisoned:
