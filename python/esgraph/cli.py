@@ -1,0 +1,156 @@
+"""The esgraph command line: run, inspect and draw models.
+
+    python3 -m esgraph run  model.onnx [-i x=input.npy] [--bind N=8] [--repeat 20]
+    python3 -m esgraph info model.onnx
+    python3 -m esgraph dot  model.onnx [-o graph.dot] [--compiled]
+
+Models are ONNX files (.onnx) or esgraph graph files (anything else, as written by
+Graph.save). Symbolic dimensions are bound with --bind; inputs not given with -i are random.
+"""
+import argparse
+import collections
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from . import _C
+
+
+def _load(path):
+    """(graph, the ONNX model or None)."""
+    if path.endswith(".onnx"):
+        import onnx
+
+        from . import onnx as esg_onnx
+        model = onnx.load(path)
+        return esg_onnx.load(model), model
+    return _C.Graph.load(path), None
+
+
+def _bindings(pairs):
+    out = {}
+    for pair in pairs or []:
+        name, _, value = pair.partition("=")
+        if not value.lstrip("-").isdigit():
+            raise SystemExit(f"--bind expects NAME=SIZE, got '{pair}'")
+        out[name] = int(value)
+    return out
+
+
+def _signature(graph):
+    """The graph's inputs as (name, dtype name, dims) from the first line of its text form."""
+    header = graph.to_text().splitlines()[0]
+    params = header[header.index("(") + 1:header.rindex(")")]
+    result = []
+    for part in filter(None, (p.strip() for p in params.split("%"))):
+        name, _, typ = part.rstrip(", ").partition(": ")
+        dtype, _, dims = typ.partition("[")
+        result.append((name, dtype, [d if not d.lstrip("-").isdigit() else int(d)
+                                     for d in dims.rstrip("]").split(",") if d]))
+    return result
+
+
+def _inputs(graph, given, bind):
+    arrays = {}
+    files = dict(g.split("=", 1) for g in given or [])
+    rng = np.random.default_rng(0)
+    for name, dtype, dims in _signature(graph):
+        if name in files:
+            arrays[name] = np.load(files.pop(name))
+            continue
+        shape = []
+        for d in dims:
+            if isinstance(d, str) and d not in bind:
+                raise SystemExit(f"input '{name}' has the symbolic dimension '{d}': give --bind {d}=SIZE or -i {name}=FILE.npy")
+            shape.append(bind[d] if isinstance(d, str) else d)
+        if dtype.startswith("f"):
+            arrays[name] = rng.standard_normal(shape).astype(np.float16 if dtype == "f16" else
+                                                            np.float64 if dtype == "f64" else np.float32)
+        elif dtype == "bool":
+            arrays[name] = rng.random(shape) < 0.5
+        else:
+            arrays[name] = rng.integers(0, 4, shape).astype({"i8": np.int8, "i16": np.int16, "i32": np.int32,
+                                                              "i64": np.int64, "u8": np.uint8}[dtype])
+    if files:
+        raise SystemExit(f"the model has no input named {', '.join(files)}")
+    return arrays
+
+
+def cmd_run(args):
+    graph, _ = _load(args.model)
+    bind = _bindings(args.bind)
+    start = time.perf_counter()
+    model = _C.compile(graph, threads=args.threads, shapes=bind)
+    compile_ms = (time.perf_counter() - start) * 1e3
+    inputs = _inputs(graph, args.input, bind)
+    outputs = model.run(inputs)
+    times = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        model.run(inputs)
+        times.append((time.perf_counter() - start) * 1e3)
+    for name, value in zip(model.output_names, outputs):
+        print(f"{name}: {value.dtype}{list(value.shape)}")
+        print(np.array2string(value, threshold=args.show, edgeitems=3, precision=5))
+    print(f"compile {compile_ms:.1f} ms; run median {statistics.median(times):.3f} ms over {args.repeat} run(s)"
+          if times else f"compile {compile_ms:.1f} ms")
+    return 0
+
+
+def cmd_info(args):
+    graph, onnx_model = _load(args.model)
+    print(f"model: {args.model}")
+    for name, dtype, dims in _signature(graph):
+        print(f"  input  {name}: {dtype}[{', '.join(map(str, dims))}]")
+    if onnx_model is not None:
+        for vi in onnx_model.graph.output:
+            print(f"  output {vi.name}")
+        counts = collections.Counter(n.op_type for n in onnx_model.graph.node)
+        print(f"ONNX ops ({sum(counts.values())} nodes): " + ", ".join(f"{op} {n}" for op, n in counts.most_common()))
+    print(f"esgraph nodes: {graph.node_count}")
+    bind = _bindings(args.bind)
+    symbols = {d for _, _, dims in _signature(graph) for d in dims if isinstance(d, str)}
+    if symbols - set(bind):
+        print(f"memory plan: bind {', '.join(sorted(symbols - set(bind)))} with --bind to see it")
+        return 0
+    print(_C.compile(graph, shapes=bind).report())
+    return 0
+
+
+def cmd_dot(args):
+    graph, _ = _load(args.model)
+    text = _C.compile(graph, shapes=_bindings(args.bind)).to_dot() if args.compiled else graph.to_dot()
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="esgraph", description="Run, inspect and draw models with esgraph.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="compile and run a model; print its outputs and timing")
+    run.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", help="an input from a .npy file")
+    run.add_argument("--repeat", type=int, default=10, help="timed runs after the first (default 10)")
+    run.add_argument("--threads", type=int, default=0, help="threads (0: every core)")
+    run.add_argument("--show", type=int, default=20, help="print arrays up to this many elements in full")
+    info = sub.add_parser("info", help="inputs, outputs, ops and the memory plan")
+    dot = sub.add_parser("dot", help="the graph as Graphviz DOT")
+    dot.add_argument("-o", "--output", help="write here instead of stdout")
+    dot.add_argument("--compiled", action="store_true", help="the compiled launch list (fused kernels)")
+    for p in (run, info, dot):
+        p.add_argument("model", help="an .onnx file or an esgraph graph file")
+        p.add_argument("--bind", action="append", metavar="SYMBOL=SIZE", help="a size for a symbolic dimension")
+    args = parser.parse_args(argv)
+    if not os.path.exists(args.model):
+        parser.error(f"no such file: {args.model}")
+    try:
+        return {"run": cmd_run, "info": cmd_info, "dot": cmd_dot}[args.command](args)
+    except _C.Error as e:
+        print(f"esgraph: {e}", file=sys.stderr)
+        return 1
