@@ -102,8 +102,8 @@ class Node:
     def attr(self, name, default=None):
         return self.attrs.get(name, default)
 
-    def subgraph(self, name):
-        return self._importer.subgraph_function(self.attrs[name])
+    def subgraph(self, name, inline=False):
+        return self._importer.subgraph_function(self.attrs[name], inline)
 
     def describe(self):
         label = f" '{self.proto.name}'" if self.proto.name else ""
@@ -152,18 +152,25 @@ class Importer:
         for sparse in graph.sparse_initializer:
             self.failures.append((f"sparse initializer '{sparse.values.name}'", "sparse tensors are not supported"))
             self.values[sparse.values.name] = POISONED
-        unknown = sorted(set(self.given_constants) - {vi.name for vi in graph.input})
-        if unknown:
-            raise ImportFailed(graph.name or "model", [("constants", f"the model has no input named {', '.join(unknown)}")])
+        declared = {vi.name: vi for vi in graph.input}
+        for option, given in (("constants", self.given_constants), ("input_shapes", self.input_shapes)):
+            unknown = sorted(set(given) - set(declared))
+            if unknown:
+                raise ImportFailed(graph.name or "model", [(option, f"the model has no input named {', '.join(unknown)}")])
         for name, value in self.given_constants.items():
-            self.values[name] = value
+            # A frozen input keeps the element type the model declares for it.
+            elem_type = declared[name].type.tensor_type.elem_type
+            self.values[name] = np.asarray(value, dtype=_dtypes.numpy_dtype(_dtypes.esg_dtype(elem_type)))
         for vi in graph.input:
             if vi.name not in self.values:
                 self.values[vi.name] = self._graph_input(builder, vi)
         self.convert_nodes(graph.node)
         if self.failures:
             raise ImportFailed(graph.name or "model", self.failures, self.needed_constants)
-        return [self._output(vi) for vi in graph.output]
+        outputs = [self._result(vi.name) for vi in graph.output]
+        if self.failures:
+            raise ImportFailed(graph.name or "model", self.failures, self.needed_constants)
+        return [self.as_tensor(v) if isinstance(v, np.ndarray) else v for v in outputs]
 
     def _initializer(self, init):
         try:
@@ -192,10 +199,6 @@ class Importer:
             dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or f"{vi.name}_{i}")
                     for i, d in enumerate(t.shape.dim)]
         return builder.input(vi.name, dtype, dims)
-
-    def _output(self, vi):
-        v = self.values[vi.name]
-        return self.as_tensor(v) if isinstance(v, np.ndarray) else v
 
     def convert_nodes(self, nodes):
         for proto in nodes:
@@ -256,11 +259,15 @@ class Importer:
             if name:
                 self.values[name] = POISONED
 
-    def subgraph_function(self, graph):
-        """An ONNX subgraph as a Python function of its formal inputs, for if_/while_ bodies;
-        outer-scope values are captured by name."""
+    def subgraph_function(self, graph, inline=False):
+        """An ONNX subgraph as a Python function of its formal inputs; outer-scope values are
+        captured by name. As an if_/while_ body (the default) it returns tensors and makes its
+        constants inside the body; `inline` converts it into the current scope and keeps
+        values known while importing as they are."""
         def body(*params):
-            saved = dict(self.values)
+            saved_values, saved_constants = dict(self.values), self._constants
+            if not inline:
+                self._constants = {}  # a body's constants belong to the body
             try:
                 for vi, p in zip(graph.input, params):
                     self.values[vi.name] = p
@@ -268,12 +275,19 @@ class Importer:
                     self.values[init.name] = self._initializer(init)
                 failures_before = len(self.failures)
                 self.convert_nodes(graph.node)
+                results = [self._result(vi.name) for vi in graph.output]
                 if len(self.failures) > failures_before:
-                    raise Unsupported("its subgraph '" + graph.name + "' has unsupported nodes (listed above)")
-                return [self._output(vi) for vi in graph.output]
+                    raise Unsupported(f"its subgraph '{graph.name}' has unsupported nodes (listed above)")
+                return results if inline else [self.as_tensor(v) if isinstance(v, np.ndarray) else v for v in results]
             finally:
-                self.values = saved
+                self.values, self._constants = saved_values, saved_constants
         return body
+
+    def _result(self, name):
+        if name not in self.values:
+            self.failures.append((f"output '{name}'", "no node produces it"))
+            return POISONED
+        return self.values[name]
 
 
 def load_graph(model, input_shapes=None, constants=None, name=None):

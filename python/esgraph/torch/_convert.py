@@ -96,17 +96,20 @@ def from_module(module, example_inputs, *, name=None):
     if type(module) in MODULES and len(example_inputs) not in _ROOTS:
         raise ImportFailed(type(module).__name__, [("inputs", f"{len(example_inputs)} inputs to a single layer")])
     root = _ROOTS[len(example_inputs)](module) if type(module) in MODULES else module
-    gm = fx.GraphModule(root, _Tracer().trace(root))
     label = name or type(module).__name__
+    try:
+        gm = fx.GraphModule(root, _Tracer().trace(root))
+    except (fx.proxy.TraceError, TypeError) as e:  # data-dependent control flow, unpacked shapes, ...
+        raise ImportFailed(label, [("module", f"torch.fx cannot trace it symbolically: {e}")]) from e
     missing = [(_describe(n), "no converter") for n in gm.graph.nodes if _converter(gm, n) is None]
     if missing:
         raise ImportFailed(label, missing)
-    with torch.no_grad():
-        ShapeProp(gm).propagate(*example_inputs)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(example_inputs):
         raise ImportFailed(label, [("inputs", f"the module takes {len(placeholders)} input(s), "
                                               f"{len(example_inputs)} example(s) given")])
+    with torch.no_grad():
+        ShapeProp(gm).propagate(*example_inputs)
     failures, env, outputs = [], {}, None
     with _C.GraphBuilder(label) as b:
         for node in gm.graph.nodes:

@@ -146,6 +146,10 @@ def _identity(x, *args, **kwargs):
     return x
 
 
+def _clamp(x, min=None, max=None):
+    return ops.clip(x, min=-math.inf if min is None else min, max=math.inf if max is None else max)
+
+
 def _masked_fill(x, mask, value):
     return ops.where(mask, value, x)
 
@@ -181,8 +185,7 @@ FUNCTIONS = {
     torch.mean: _reduce(ops.reduce_mean), torch.sum: _reduce(ops.reduce_sum),
     torch.amax: _reduce(ops.reduce_max), torch.amin: _reduce(ops.reduce_min),
     torch.where: ops.where, torch.maximum: ops.maximum, torch.minimum: ops.minimum,
-    torch.clamp: lambda x, min=None, max=None: ops.clip(x, min=-math.inf if min is None else min,
-                                                         max=math.inf if max is None else max),
+    torch.clamp: _clamp,
     torch.chunk: _chunk, torch.split: _split,
 }
 
@@ -196,5 +199,6 @@ METHODS = {
     "tanh": ops.tanh, "exp": ops.exp, "pow": operator.pow, "float": lambda x: _cast(x, torch.float32),
     "to": _to, "type_as": lambda x, other: ops.cast(x, other.dtype), "masked_fill": _masked_fill,
     "add": _binary(operator.add), "mul": operator.mul, "sub": _binary(operator.sub),
-    "div": operator.truediv, "matmul": ops.matmul, "t": lambda x: ops.transpose(x),
+    "div": operator.truediv, "matmul": ops.matmul, "t": lambda x: ops.transpose(x), "clamp": _clamp,
+    "abs": ops.abs, "neg": ops.neg, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt, "log": ops.log,
 }

@@ -10,7 +10,7 @@ ops = _C.ops
 
 @converts("If")
 def if_(n):
-    then_body, else_body = n.subgraph("then_branch"), n.subgraph("else_branch")
     if n.known(0):
-        return (then_body if bool(np.asarray(n.const(0)).reshape(-1)[0]) else else_body)()
-    return ops.if_(n.x(0), then_body, else_body)
+        taken = "then_branch" if bool(np.asarray(n.const(0)).reshape(-1)[0]) else "else_branch"
+        return n.subgraph(taken, inline=True)()
+    return ops.if_(n.x(0), n.subgraph("then_branch"), n.subgraph("else_branch"))

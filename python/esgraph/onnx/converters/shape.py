@@ -28,7 +28,12 @@ def shape(n):
     dims = n.shape(0)
     rank = len(dims)
     start, end = n.attr("start", 0), n.attr("end", rank)
-    return np.array(_static(dims[slice(start, end)], "Shape of a tensor"), dtype=np.int64)
+    dims = dims[slice(start, end)]
+    symbolic = [d for d in dims if not isinstance(d, int)]
+    if symbolic:
+        raise Unsupported(f"Shape of a tensor with symbolic dimensions ({', '.join(map(str, symbolic))}): "
+                          "esgraph compiles static shapes; fix them with load(input_shapes=...)")
+    return np.array(dims, dtype=np.int64)
 
 
 @converts("Size")
