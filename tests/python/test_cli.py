@@ -1,0 +1,111 @@
+"""`python3 -m esgraph`: run, info and dot on ONNX files and esgraph graph files, as a user
+types them, plus the mistakes a user makes on the command line."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import esgraph
+from esgraph import ops
+
+W = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
+
+
+def esgraph_cli(*args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.run([sys.executable, "-m", "esgraph", *map(str, args)], capture_output=True, text=True, env=env)
+
+
+@pytest.fixture
+def onnx_file(tmp_path):
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])], "cli",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+        [numpy_helper.from_array(W, "w")])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+    return path
+
+
+def test_run_with_an_npy_input_prints_the_outputs(onnx_file, tmp_path):
+    x = np.array([[1, -2, 3, 4], [0, 0, 0, 1]], dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    r = esgraph_cli("run", onnx_file, "-i", f"x={tmp_path / 'x.npy'}", "--repeat", 3)
+    assert r.returncode == 0, r.stderr
+    want = np.maximum(x @ W, 0)
+    assert "y: float32[2, 3]" in r.stdout
+    printed = r.stdout.split("]\n", 1)[1].split("compile")[0]
+    got = np.array([[float(v) for v in row.strip(" []").split()] for row in printed.strip().splitlines()])
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+    assert "run median" in r.stdout
+
+
+def test_run_with_random_inputs_needs_the_symbol_bound(onnx_file):
+    r = esgraph_cli("run", onnx_file)
+    assert r.returncode != 0 and "--bind N=" in r.stderr
+    r = esgraph_cli("run", onnx_file, "--bind", "N=5", "--repeat", 0)
+    assert r.returncode == 0, r.stderr
+    assert "y: float32[5, 3]" in r.stdout
+
+
+def test_info_shows_ops_and_the_memory_plan(onnx_file):
+    r = esgraph_cli("info", onnx_file, "--bind", "N=2")
+    assert r.returncode == 0, r.stderr
+    assert "input  x: f32[N, 4]" in r.stdout
+    assert "MatMul 1" in r.stdout and "Relu 1" in r.stdout
+    assert "memory: arena" in r.stdout and "launches:" in r.stdout
+    unbound = esgraph_cli("info", onnx_file)
+    assert unbound.returncode == 0 and "bind N" in unbound.stdout
+
+
+def test_dot_of_an_esgraph_graph_file(tmp_path):
+    with esgraph.GraphBuilder("saved") as b:
+        x = b.input("x", esgraph.f32, [2, 2])
+        y = ops.exp(x) + 1
+    path = tmp_path / "g.esg"
+    b.build([y]).save(path)
+    r = esgraph_cli("dot", path, "-o", tmp_path / "g.dot")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "g.dot").read_text().startswith("digraph")
+    compiled = esgraph_cli("dot", path, "--compiled")
+    assert compiled.returncode == 0 and "digraph" in compiled.stdout
+    run = esgraph_cli("run", path, "--repeat", 1)
+    assert run.returncode == 0 and "float32[2, 2]" in run.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "missing.onnx"], "no such file"),
+    (["frobnicate", "m.onnx"], "invalid choice"),
+])
+def test_command_line_mistakes(args, message):
+    r = esgraph_cli(*args)
+    assert r.returncode == 2 and message in r.stderr
+
+
+def test_bad_bind_and_unknown_input(onnx_file, tmp_path):
+    r = esgraph_cli("run", onnx_file, "--bind", "N=many")
+    assert r.returncode != 0 and "NAME=SIZE" in r.stderr
+    np.save(tmp_path / "z.npy", np.zeros(3, np.float32))
+    r = esgraph_cli("run", onnx_file, "--bind", "N=1", "-i", f"z={tmp_path / 'z.npy'}")
+    assert r.returncode != 0 and "no input named z" in r.stderr
+
+
+def test_a_corrupt_graph_file_is_an_error_not_a_crash(tmp_path):
+    path = tmp_path / "bad.esg"
+    path.write_bytes(b"ESG\x00garbage")
+    r = esgraph_cli("info", path)
+    assert r.returncode == 1 and r.stderr.startswith("esgraph: ")
+
+
+def test_an_unsupported_onnx_model_lists_its_nodes(tmp_path):
+    graph = helper.make_graph([helper.make_node("NonZero", ["x"], ["y"])], "nz",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, [1, None])])
+    path = tmp_path / "nz.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+    r = esgraph_cli("info", path)
+    assert r.returncode == 1 and "NonZero" in r.stderr and "Traceback" not in r.stderr
