@@ -39,6 +39,8 @@ def _attribute(a):
     value = onnx.helper.get_attribute_value(a)
     if isinstance(value, bytes):
         return value.decode()
+    if a.type == onnx.AttributeProto.STRINGS:
+        return [v.decode() for v in value]
     if a.type in (onnx.AttributeProto.INTS, onnx.AttributeProto.FLOATS):
         return list(value)
     return value

@@ -10,6 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .. import _C
+from .._recurrent import gru_cell, lstm_cell, rnn_cell, scan
 
 ops = _C.ops
 
@@ -165,48 +166,43 @@ def transformer_encoder_layer(m, src, src_mask=None, src_key_padding_mask=None):
     return norm(m.norm2, x + feed_forward(x))
 
 
-def lstm(m, x, state=None):
-    """nn.LSTM unrolled over the (static) sequence: gates i, f, g, o as PyTorch orders them."""
-    if m.proj_size:
+def recurrent(m, x, state=None):
+    """nn.LSTM / nn.GRU / nn.RNN unrolled over the (static) sequence (esgraph/_recurrent.py)."""
+    is_lstm, is_gru = isinstance(m, nn.LSTM), isinstance(m, nn.GRU)
+    if getattr(m, "proj_size", 0):
         raise Unsupported("LSTM with proj_size")
     if not m.batch_first:
         x = ops.transpose(x, perm=[1, 0, 2])  # [N, T, F]
-    n, steps = x.shape[0], x.shape[1]
+    n = x.shape[0]
     dirs, hidden = 2 if m.bidirectional else 1, m.hidden_size
-    h0 = c0 = None
-    if state is not None:
-        h0, c0 = state
+    h0, c0 = (state if is_lstm else (state, None)) if state is not None else (None, None)
     h_n, c_n = [], []
     for layer in range(m.num_layers):
         outs = []
         for d in range(dirs):
             sfx = f"_l{layer}" + ("_reverse" if d else "")
-            w_ih, w_hh = _param(getattr(m, "weight_ih" + sfx)), _param(getattr(m, "weight_hh" + sfx))
-            bias = None
-            if m.bias:
-                bias = _param(getattr(m, "bias_ih" + sfx)) + _param(getattr(m, "bias_hh" + sfx))
-            pre = linear(x, w_ih, bias)  # every step's input projection in one product: [N, T, 4H]
+            w_hh = _param(getattr(m, "weight_hh" + sfx))
+            b_ih, b_hh = (getattr(m, name + sfx) if m.bias else None for name in ("bias_ih", "bias_hh"))
             k = layer * dirs + d
             h = ops.fill([n, hidden]) if h0 is None else _row(h0, k)
             c = ops.fill([n, hidden]) if c0 is None else _row(c0, k)
-            step_outs = [None] * steps
-            for t in (reversed(range(steps)) if d else range(steps)):
-                gates = ops.reshape(ops.slice(pre, [t], [t + 1], axes=[1]), [n, 4 * hidden]) + \
-                    ops.matmul(h, w_hh, transpose_b=True)
-                i, f, g, o = ops.split(gates, [hidden] * 4, axis=1)
-                c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
-                h = ops.sigmoid(o) * ops.tanh(c)
-                step_outs[t] = ops.unsqueeze(h, [1])
-            outs.append(ops.concat(step_outs, 1))
+            if is_lstm:
+                bias = None if b_ih is None else _param(b_ih + b_hh)
+                cell = lstm_cell(w_hh, hidden, "ifgo")
+            elif is_gru:  # the candidate's recurrent bias is applied inside the reset gate
+                bias = None if b_ih is None else _param(b_ih + torch.cat([b_hh[:2 * hidden], torch.zeros(hidden)]))
+                cell = gru_cell(w_hh, None if b_hh is None else _param(b_hh[2 * hidden:]), hidden, "rzn", True)
+            else:
+                bias = None if b_ih is None else _param(b_ih + b_hh)
+                cell = rnn_cell(w_hh, ops.tanh if m.nonlinearity == "tanh" else ops.relu)
+            y, h, c = scan(linear(x, _param(getattr(m, "weight_ih" + sfx)), bias), h, c, cell, reverse=bool(d))
+            outs.append(y)
             h_n.append(ops.unsqueeze(h, [0]))
             c_n.append(ops.unsqueeze(c, [0]))
         x = outs[0] if dirs == 1 else ops.concat(outs, 2)
     out = x if m.batch_first else ops.transpose(x, perm=[1, 0, 2])
-    return out, (ops.concat(h_n, 0), ops.concat(c_n, 0))
-
-
-def _row(state, k):
-    return ops.squeeze(ops.slice(state, [k], [k + 1], axes=[0]), axes=[0])
+    h_n = ops.concat(h_n, 0)
+    return (out, (h_n, ops.concat(c_n, 0))) if is_lstm else (out, h_n)
 
 
 def _layer_norm(m, x):
@@ -241,5 +237,5 @@ MODULES = {
                                     False, m.count_include_pad, m.divisor_override),
     nn.AdaptiveAvgPool2d: _adaptive_avg_pool, nn.Flatten: _flatten,
     nn.MultiheadAttention: multi_head_attention, nn.TransformerEncoderLayer: transformer_encoder_layer,
-    nn.LSTM: lstm,
+    nn.LSTM: recurrent, nn.GRU: recurrent, nn.RNN: recurrent,
 }

@@ -1,0 +1,80 @@
+"""Models built from torch.nn layers by PyTorch's own code, imported both ways — torch.fx
+(esgraph.torch) and torch.onnx.export then esgraph.onnx.load — compiled, run, and compared
+with PyTorch's forward pass within 1e-4 relative error."""
+import io
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import esgraph
+import esgraph.onnx
+import esgraph.torch
+
+
+class ConvBNNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, stride=2, padding=1, groups=2), nn.BatchNorm2d(32), nn.ReLU(),
+            nn.Conv2d(32, 32, 3, padding=2, dilation=2, groups=32), nn.BatchNorm2d(32), nn.ReLU(),
+            nn.MaxPool2d(2), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.classifier = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+def _models():
+    torch.manual_seed(0)
+    net = ConvBNNet()
+    for m in net.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2)
+    return {
+        "transformer_encoder_layer": (nn.TransformerEncoderLayer(64, 8, 256, batch_first=True), (torch.randn(2, 16, 64),)),
+        "transformer_encoder_layer_norm_first": (nn.TransformerEncoderLayer(64, 4, 128, norm_first=True,
+                                                                             activation="gelu"), (torch.randn(16, 2, 64),)),
+        "multihead_attention": (nn.MultiheadAttention(32, 4), (torch.randn(6, 2, 32),) * 3),
+        "lstm_bidirectional_2_layers": (nn.LSTM(16, 24, num_layers=2, bidirectional=True), (torch.randn(9, 3, 16),)),
+        "gru": (nn.GRU(16, 24, batch_first=True), (torch.randn(3, 9, 16),)),
+        "rnn_relu": (nn.RNN(16, 24, nonlinearity="relu"), (torch.randn(9, 3, 16),)),
+        "conv_batch_norm_stack": (net, (torch.randn(2, 3, 24, 24),)),
+    }
+
+
+MODELS = _models()
+
+
+def _flat(value):
+    out = []
+    torch.fx.node.map_aggregate(value, lambda o: out.append(o) if o is not None else o)
+    return out
+
+
+def _via_onnx(module, inputs, opset):
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, inputs, buf, opset_version=opset)
+    return esgraph.onnx.load(buf.getvalue())
+
+
+@pytest.mark.parametrize("route", ["fx", "onnx13", "onnx17"])
+@pytest.mark.parametrize("name", MODELS)
+def test_matches_pytorch(name, route):
+    module, inputs = MODELS[name]
+    module.eval()
+    graph = esgraph.torch.from_module(module, inputs) if route == "fx" else _via_onnx(module, inputs, int(route[4:]))
+    with torch.no_grad():
+        want = _flat(module(*inputs))
+    got = esgraph.compile(graph).run([x.numpy() for x in inputs])
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        w = w.numpy()
+        scale = np.abs(w).max()
+        assert np.abs(g - w).max() <= 1e-4 * scale, f"max error {np.abs(g - w).max()} at scale {scale}"
