@@ -284,33 +284,43 @@ void transpose(const KernelCall& c) {
   }
 }
 
+// concat and split move whole blocks: below the axis both sides are contiguous, so each
+// outer index copies one run of prod(shape[axis:]) elements.
+int64_t outer_of(const ir::Shape& s, size_t axis) {
+  int64_t n = 1;
+  for (size_t d = 0; d < axis; ++d) n *= s[d];
+  return n;
+}
+
+size_t block_bytes(const TensorRef& t, size_t axis) {
+  int64_t n = 1;
+  for (size_t d = axis; d < t.shape.rank(); ++d) n *= t.shape[d];
+  return static_cast<size_t>(n) * ir::dtype_size(t.dtype);
+}
+
 void concat(const KernelCall& c) {
   const TensorRef& y = *c.out[0];
   const size_t axis = norm_axis(c.attr_int("axis"), y.shape.rank());
-  int64_t at = 0;
+  const int64_t outer = outer_of(y.shape, axis);
+  const size_t row = block_bytes(y, axis);
+  size_t at = 0;
   for (const TensorRef* x : c.in) {
-    const std::vector<int64_t> ys = strides_of(y.shape);
-    for (int64_t i = 0; i < x->size(); ++i) {
-      std::vector<int64_t> idx = unravel(i, x->shape);
-      idx[axis] += at;
-      copy_elem(*x, i, y, ravel(idx, ys));
-    }
-    at += x->shape[axis];
+    const size_t run = block_bytes(*x, axis);
+    for (int64_t o = 0; o < outer; ++o) std::memcpy(y.bytes + static_cast<size_t>(o) * row + at, x->bytes + static_cast<size_t>(o) * run, run);
+    at += run;
   }
 }
 
 void split(const KernelCall& c) {
   const TensorRef& x = *c.in[0];
   const size_t axis = norm_axis(c.attr_int("axis"), x.shape.rank());
-  const std::vector<int64_t> xs = strides_of(x.shape);
-  int64_t at = 0;
+  const int64_t outer = outer_of(x.shape, axis);
+  const size_t row = block_bytes(x, axis);
+  size_t at = 0;
   for (const TensorRef* y : c.out) {
-    for (int64_t i = 0; i < y->size(); ++i) {
-      std::vector<int64_t> idx = unravel(i, y->shape);
-      idx[axis] += at;
-      copy_elem(x, ravel(idx, xs), *y, i);
-    }
-    at += y->shape[axis];
+    const size_t run = block_bytes(*y, axis);
+    for (int64_t o = 0; o < outer; ++o) std::memcpy(y->bytes + static_cast<size_t>(o) * run, x.bytes + static_cast<size_t>(o) * row + at, run);
+    at += run;
   }
 }
 
@@ -328,11 +338,29 @@ void slice(const KernelCall& c) {
     start[ax] = v;
     step[ax] = s;
   }
+  if (y.size() == 0) return;
+  // An odometer over the output keeps the source offset; along the last axis a unit step is
+  // one contiguous run on both sides.
   const std::vector<int64_t> xs = strides_of(x.shape);
-  for (int64_t i = 0; i < y.size(); ++i) {
-    std::vector<int64_t> idx = unravel(i, y.shape);
-    for (size_t d = 0; d < r; ++d) idx[d] = start[d] + idx[d] * step[d];
-    copy_elem(x, ravel(idx, xs), y, i);
+  const size_t w = ir::dtype_size(x.dtype);
+  const int64_t len = r ? y.shape[r - 1] : 1, last_step = r ? step[r - 1] * xs[r - 1] : 0;
+  int64_t from = 0;
+  for (size_t d = 0; d < r; ++d) from += start[d] * xs[d];
+  std::vector<int64_t> idx(r ? r - 1 : 0, 0);
+  uint8_t* dst = y.bytes;
+  for (int64_t done = 0; done < y.size(); done += len) {
+    if (last_step == 1) {
+      std::memcpy(dst, x.bytes + static_cast<size_t>(from) * w, static_cast<size_t>(len) * w);
+    } else {
+      for (int64_t k = 0; k < len; ++k) std::memcpy(dst + static_cast<size_t>(k) * w, x.bytes + static_cast<size_t>(from + k * last_step) * w, w);
+    }
+    dst += static_cast<size_t>(len) * w;
+    for (size_t d = idx.size(); d-- > 0;) {
+      from += step[d] * xs[d];
+      if (++idx[d] < y.shape[d]) break;
+      from -= step[d] * xs[d] * y.shape[d];
+      idx[d] = 0;
+    }
   }
 }
 

@@ -162,6 +162,48 @@ std::unique_ptr<Graph> fold_constants(const Graph& g, int64_t max_elements) {
   });
 }
 
+// A transpose's permutation with negative and defaulted (reversed) entries resolved.
+std::vector<int64_t> perm_of(const Graph& gr, const ir::Node& node, size_t rank) {
+  const ir::Span<int64_t> p = gr.ints_of(attr(gr, node, "perm"));
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i)
+    out[i] = p.empty() ? static_cast<int64_t>(rank - 1 - i) : (p[i] < 0 ? p[i] + static_cast<int64_t>(rank) : p[i]);
+  return out;
+}
+
+// matmul(a, transpose(x, p)) where p brings x's last axis to the second-to-last place is
+// matmul(a, transpose(x, p'), transpose_b) with p' keeping the last axis last: the GEMM reads
+// the transposed operand in place and what remains moves whole rows (or nothing).
+bool fold_transposes_into_matmul(Replay& r, const Graph& g, const ir::Node& n) {
+  const Graph& t = r.to().graph();
+  ValueId operand[2];
+  ir::AttrArg flags[2];
+  bool changed = false;
+  for (uint32_t k = 0; k < 2; ++k) {
+    operand[k] = r.get(g.operands[n.first_input + k]);
+    flags[k] = ir::AttrArg::of_bool(attr(g, n, k == 0 ? "transpose_a" : "transpose_b").i != 0);
+    const ir::Node* p = producer(t, operand[k]);
+    const size_t rank = t.shape(operand[k]).rank();
+    if (!p || !is_op(*p, "transpose") || rank < 2) continue;
+    std::vector<int64_t> perm = perm_of(t, *p, rank);
+    if (perm[rank - 2] != static_cast<int64_t>(rank - 1)) continue;
+    std::swap(perm[rank - 2], perm[rank - 1]);
+    operand[k] = t.operands[p->first_input];
+    bool identity = true;
+    for (size_t i = 0; i < rank; ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+    if (!identity) {
+      ir::AttrArg a = ir::AttrArg::of_ints(perm.data(), perm.size());
+      const ValueId in[] = {operand[k]};
+      operand[k] = r.to().graph().nodes[r.to().add_op(*p->op, {in, 1}, {&a, 1})].first_output;
+    }
+    flags[k].i = !flags[k].i;
+    changed = true;
+  }
+  if (!changed) return false;
+  r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*n.op, {operand, 2}, {flags, 2})].first_output);
+  return true;
+}
+
 std::unique_ptr<Graph> simplify(const Graph& g) {
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
@@ -173,6 +215,7 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
       r.set(n.first_output, same);
       return true;
     }
+    if (is_op(n, "matmul")) return fold_transposes_into_matmul(r, g, n);
     const ValueId x = n.num_inputs == 0 || g.operands[n.first_input] == kNone ? kNone : r.get(g.operands[n.first_input]);
     const ir::Node* inner = x == kNone ? nullptr : producer(t, x);
     if (is_op(n, "cast")) {
@@ -198,14 +241,7 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
     if (is_op(n, "transpose") && inner && is_op(*inner, "transpose")) {
       // Compose the permutations; nothing is left when they cancel.
       const size_t rank = g.shape(n.first_output).rank();
-      auto perm = [&](const Graph& gr, const ir::Node& node) {
-        const ir::Span<int64_t> p = gr.ints_of(attr(gr, node, "perm"));
-        std::vector<int64_t> out(rank);
-        for (size_t i = 0; i < rank; ++i)
-          out[i] = p.empty() ? static_cast<int64_t>(rank - 1 - i) : (p[i] < 0 ? p[i] + static_cast<int64_t>(rank) : p[i]);
-        return out;
-      };
-      const std::vector<int64_t> outer = perm(g, n), first = perm(t, *inner);
+      const std::vector<int64_t> outer = perm_of(g, n, rank), first = perm_of(t, *inner, rank);
       std::vector<int64_t> composed(rank);
       bool identity = true;
       for (size_t i = 0; i < rank; ++i) {
@@ -243,7 +279,7 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
 std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::string>* log) {
   using Pass = std::unique_ptr<Graph> (*)(const Graph&);
   const std::pair<const char*, Pass> pipeline[] = {
-      {"simplify (x*1, x+0, transpose/reshape/cast chains)", simplify},
+      {"simplify (x*1, x+0, transpose/reshape/cast chains, transposes into matmul)", simplify},
       {"fold constants", [](const Graph& x) { return fold_constants(x); }},
       {"eliminate common subexpressions", eliminate_common_subexpressions},
       {"eliminate dead code", eliminate_dead_code},

@@ -280,6 +280,15 @@ std::string Plan::report() const {
     for (ir::NodeId m : grp.members) out << " " << g.nodes[m].op->name << (m == grp.head ? " +" : "");
     out << " over " << g.shape_str(grp.shape) << "\n";
   }
+  // The ops without a CPU kernel of their own, by name: where a model's time may go.
+  std::map<std::string, int> slow;
+  for (const Launch& l : launches_)
+    if (l.group < 0 && l.fast == nullptr) ++slow[g.nodes[l.node].op->name];
+  if (!slow.empty()) {
+    out << "  reference kernels:";
+    for (const auto& [name, count] : slow) out << " " << name << " x" << count;
+    out << "\n";
+  }
   out << "streams: " << streams_.num_streams << ", events: " << streams_.events.size()
       << (streams_.num_streams > 1 ? " (one thread each when the pool has them free, else in order)" : "") << "\n";
   for (int s = 0; s < streams_.num_streams; ++s) out << "  stream " << s << ": " << streams_.sequence[static_cast<size_t>(s)].size() << " ops\n";
