@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/fast_kernels.hpp"
+#include "cpu/row_math.hpp"
 #include "cpu/split.hpp"
 #include "cpu/vector_math.hpp"
 
@@ -15,35 +16,6 @@ namespace esg::cpu {
 namespace {
 
 bool last_axis(int64_t axis, size_t rank) { return axis == -1 || axis == static_cast<int64_t>(rank) - 1; }
-
-// sum of term(j) for j < n in double, over 8 independent partial sums: the compiler may not
-// reorder one running sum, so a single accumulator serializes on the add's latency.
-template <class Term>
-double lane_sum(int64_t n, Term term) {
-  constexpr int kLanes = 8;
-  double lanes[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] += term(j + l);
-  double sum = 0;
-  for (; j < n; ++j) sum += term(j);
-  for (double l : lanes) sum += l;
-  return sum;
-}
-
-// The largest of z[0..n): 8 independent running maxima, so the loop vectorizes.
-float row_max(const float* z, int64_t n) {
-  constexpr int kLanes = 8;
-  float lanes[kLanes];
-  std::fill_n(lanes, kLanes, -std::numeric_limits<float>::infinity());
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] = lanes[l] < z[j + l] ? z[j + l] : lanes[l];
-  float m = -std::numeric_limits<float>::infinity();
-  for (; j < n; ++j) m = std::max(m, z[j]);
-  for (float l : lanes) m = std::max(m, l);
-  return m;
-}
 
 // One softmax row: e = exp(z - max z) with z = scale·x, once per element in f32 (the argument is
 // <= 0 and the result is rounded to f32 anyway), the sum in double, then one multiply per

@@ -216,6 +216,15 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
       return true;
     }
     if (is_op(n, "matmul")) return fold_transposes_into_matmul(r, g, n);
+    if (is_op(n, "pow")) {
+      // x ** 2 (how exported layer norms square) is one multiply rather than a call to pow.
+      const ValueId base = r.get(g.operands[n.first_input]), exponent = r.get(g.operands[n.first_input + 1]);
+      if (!constant_all(t, exponent, 2.0) || t.shape(base) != g.shape(n.first_output)) return false;
+      const ir::OpSchema* mul = ir::find_op("mul");
+      const ValueId in[] = {base, base};
+      r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*mul, {in, 2}, {})].first_output);
+      return true;
+    }
     const ValueId x = n.num_inputs == 0 || g.operands[n.first_input] == kNone ? kNone : r.get(g.operands[n.first_input]);
     const ir::Node* inner = x == kNone ? nullptr : producer(t, x);
     if (is_op(n, "cast")) {

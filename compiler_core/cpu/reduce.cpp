@@ -1,0 +1,51 @@
+// f32 reduce_sum and reduce_mean over trailing axes (the layout of a decomposed layer norm and
+// of most pooling-by-reduction): each output element is one contiguous row of the input, summed
+// in double as the reference kernel does, the rows split over the model's threads.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "cpu/fast_kernels.hpp"
+#include "cpu/row_math.hpp"
+#include "cpu/split.hpp"
+#include "cpu/vector_math.hpp"
+
+namespace esg::cpu {
+namespace {
+
+ESG_CPU_CLONES double row_sum(const float* x, int64_t n) {
+  return lane_sum(n, [&](int64_t j) { return static_cast<double>(x[j]); });
+}
+
+template <bool kMean>
+void reduce_rows(const eval::KernelCall& c) {
+  const eval::TensorRef& x = *c.in[0];
+  const eval::TensorRef& y = *c.out[0];
+  const int64_t rows = y.size();
+  if (rows == 0) return;
+  const int64_t n = x.size() / rows;
+  split_work(rows, n, c.parallel, [&](int64_t first, int64_t last) {
+    for (int64_t row = first; row < last; ++row) {
+      const double sum = n ? row_sum(x.data<float>() + row * n, n) : 0.0;
+      y.data<float>()[row] = static_cast<float>(kMean ? sum / static_cast<double>(n) : sum);
+    }
+  });
+}
+
+}  // namespace
+
+eval::Kernel reduce_kernel(const ir::Graph& g, const ir::Node& n) {
+  const std::string op = n.op->name;
+  if ((op != "reduce_sum" && op != "reduce_mean") || g.values[n.first_output].dtype != ir::DType::F32) return nullptr;
+  const size_t rank = g.shape(g.operands[n.first_input]).rank();
+  const ir::Span<int64_t> axes = g.ints_of(g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("axes"))]);
+  if (rank == 0 || axes.empty()) return op == "reduce_mean" ? reduce_rows<true> : reduce_rows<false>;  // every axis
+  std::vector<int64_t> norm;
+  for (int64_t a : axes) norm.push_back(a < 0 ? a + static_cast<int64_t>(rank) : a);
+  std::sort(norm.begin(), norm.end());
+  for (size_t i = 0; i < norm.size(); ++i)  // exactly the last norm.size() axes
+    if (norm[i] != static_cast<int64_t>(rank - norm.size() + i)) return nullptr;
+  return op == "reduce_mean" ? reduce_rows<true> : reduce_rows<false>;
+}
+
+}  // namespace esg::cpu

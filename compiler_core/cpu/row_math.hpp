@@ -1,0 +1,39 @@
+// Loops over one contiguous row shared by the row kernels (normalize.cpp, reduce.cpp): several
+// independent accumulators, because the compiler may not reorder a single running sum or max,
+// which would serialize on the operation's latency.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace esg::cpu {
+
+// sum of term(j) for j < n in double, over 8 partial sums.
+template <class Term>
+double lane_sum(int64_t n, Term term) {
+  constexpr int kLanes = 8;
+  double lanes[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] += term(j + l);
+  double sum = 0;
+  for (; j < n; ++j) sum += term(j);
+  for (double l : lanes) sum += l;
+  return sum;
+}
+
+// The largest of z[0..n): 8 running maxima, so the loop vectorizes.
+inline float row_max(const float* z, int64_t n) {
+  constexpr int kLanes = 8;
+  float lanes[kLanes];
+  std::fill_n(lanes, kLanes, -std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] = lanes[l] < z[j + l] ? z[j + l] : lanes[l];
+  float m = -std::numeric_limits<float>::infinity();
+  for (; j < n; ++j) m = std::max(m, z[j]);
+  for (float l : lanes) m = std::max(m, l);
+  return m;
+}
+
+}  // namespace esg::cpu
