@@ -331,3 +331,52 @@ TEST_CASE("a kernel failing inside a stream stops the run with its error; the mo
     CHECK(ok[1].values<float>()[0] == 1.5f);
   }
 }
+
+TEST_CASE("simplification: a transposed matmul operand becomes a flag, x**2 a multiply; trailing reductions have CPU kernels") {
+  // q [2,3,4] times k^T where k arrives as [2,4,3] transposed by {0,2,1}: one kernel, the GEMM
+  // reading k in place.
+  esg::GraphBuilder b;
+  const Tensor q = b.input("q", esg::f32, {2, 3, 4}), k = b.input("k", esg::f32, {2, 5, 4});
+  const Tensor y = esg::matmul(q, esg::transpose(k, esg::TransposeOptions().perm({0, 2, 1})));
+  // [N, L, H, D] -> {0, 2, 3, 1} is the K^T of exported attention: a row-moving transpose remains.
+  const Tensor k4 = b.input("k4", esg::f32, {1, 5, 2, 4}), q4 = b.input("q4", esg::f32, {1, 2, 3, 4});
+  const Tensor scores = esg::matmul(q4, esg::transpose(k4, esg::TransposeOptions().perm({0, 2, 3, 1})));
+  const Tensor sq = esg::pow(q, b.constant({2.0f}, {}));
+  const Tensor mean_last = esg::reduce_mean(k, esg::ReduceMeanOptions().axes({-1}).keepdims(true));
+  const Tensor sum_two = esg::reduce_sum(k4, esg::ReduceSumOptions().axes({3, 2}));
+  const esg::Graph g = b.build({y, scores, sq, mean_last, sum_two});
+  const esg::Model m = esg::compile(g);
+  const std::string report = m.report();
+  CHECK(report.find("pow") == std::string::npos);
+  CHECK(report.find("reference kernels: transpose x1\n") != std::string::npos);  // only k4's row shuffle
+
+  std::vector<float> qv(24), kv(40), k4v(40), q4v(24);
+  for (size_t i = 0; i < qv.size(); ++i) qv[i] = static_cast<float>(i % 7) - 3, q4v[i] = static_cast<float>(i % 5) - 2;
+  for (size_t i = 0; i < kv.size(); ++i) kv[i] = static_cast<float>(i % 9) - 4, k4v[i] = static_cast<float>(i % 4) - 1;
+  const auto out = m.run({HostTensor::from(esg::f32, qv, {2, 3, 4}), HostTensor::from(esg::f32, kv, {2, 5, 4}),
+                          HostTensor::from(esg::f32, k4v, {1, 5, 2, 4}), HostTensor::from(esg::f32, q4v, {1, 2, 3, 4})});
+  const std::vector<float> yv = out[0].values<float>(), sv = out[1].values<float>(), sqv = out[2].values<float>(),
+                           mv = out[3].values<float>(), tv = out[4].values<float>();
+  for (int n = 0; n < 2; ++n)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 5; ++j) {
+        float want = 0;
+        for (int d = 0; d < 4; ++d) want += qv[static_cast<size_t>(n * 12 + i * 4 + d)] * kv[static_cast<size_t>(n * 20 + j * 4 + d)];
+        CHECK(yv[static_cast<size_t>(n * 15 + i * 5 + j)] == want);
+      }
+  for (int h = 0; h < 2; ++h)  // scores[0, h, i, j] = sum_d q4[0, h, i, d] * k4[0, j, h, d]
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 5; ++j) {
+        float want = 0;
+        for (int d = 0; d < 4; ++d) want += q4v[static_cast<size_t>(h * 12 + i * 4 + d)] * k4v[static_cast<size_t>(j * 8 + h * 4 + d)];
+        CHECK(sv[static_cast<size_t>(h * 15 + i * 5 + j)] == want);
+      }
+  for (size_t i = 0; i < qv.size(); ++i) CHECK(sqv[i] == qv[i] * qv[i]);
+  for (size_t r = 0; r < 10; ++r)
+    CHECK(mv[r] == doctest::Approx((kv[r * 4] + kv[r * 4 + 1] + kv[r * 4 + 2] + kv[r * 4 + 3]) / 4));
+  for (size_t r = 0; r < 5; ++r) {
+    float want = 0;
+    for (size_t j = 0; j < 8; ++j) want += k4v[r * 8 + j];
+    CHECK(tv[r] == want);
+  }
+}
