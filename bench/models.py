@@ -8,8 +8,6 @@ other.
 """
 import argparse
 import os
-import shutil
-import subprocess
 import tempfile
 
 import numpy as np
@@ -18,6 +16,7 @@ import torch
 import esgraph
 from esgraph import ops
 
+import ort  # bench/ort.py
 from timing import median_ms  # bench/timing.py
 
 rng = np.random.default_rng(0)
@@ -73,12 +72,9 @@ def encoder(batch=8, seq=128, dm=512, heads=8, ff=2048):
     return b.build([y]), ref, rng.standard_normal((batch, seq, dm)).astype(np.float32)
 
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
 def ort_ms(ref, x, runs):
     """ONNX Runtime's median time for the PyTorch model, or None when it is not installed."""
-    if not shutil.which("node") or not os.path.isdir(os.path.join(HERE, "node_modules", "onnxruntime-node")):
+    if not ort.available():
         return None
 
     class Wrapped(torch.nn.Module):
@@ -86,13 +82,9 @@ def ort_ms(ref, x, runs):
             return ref(inp)
 
     with tempfile.TemporaryDirectory() as d:
-        model, data = os.path.join(d, "m.onnx"), os.path.join(d, "x.f32")
+        model = os.path.join(d, "m.onnx")
         torch.onnx.export(Wrapped(), torch.from_numpy(x), model, opset_version=14)
-        x.astype(np.float32).tofile(data)
-        out = subprocess.run(["node", os.path.join(HERE, "ort_run.js"), model, data, ",".join(map(str, x.shape)), str(runs)],
-                             capture_output=True, text=True, cwd=HERE)
-        return float(out.stdout) if out.returncode == 0 else None
-
+        return ort.median_ms(model, x, runs)
 
 
 def main():
