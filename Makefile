@@ -2,7 +2,8 @@
 #   make demo   build, then run the flagship C++ sample (a transformer encoder block)
 #   make test   build, run every suite (C++, C99, codegen, Python), then the C/C++ suites
 #               again under AddressSanitizer + UBSan
-#   make bench  graph building against onnx.helper and torch.fx, compile time, per-launch overhead, an elementwise chain
+#   make bench  graph building against onnx.helper and torch.fx, compile time, per-launch overhead, an elementwise chain,
+#               models written in esgraph and imported from torch.nn, against PyTorch and ONNX Runtime
 #   make conformance  ONNX's node test suite through the importer; rewrites docs/conformance.md
 #   make release-snapshot   record the current API version (see scripts/release-snapshot.sh)
 PY      := /usr/bin/python3
@@ -47,6 +48,7 @@ bench: build
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/norms.py
 	cd bench && npm install --ignore-scripts --no-save onnxruntime-node >/dev/null
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/models.py
+	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/imported_models.py
 
 # Records the API version of VERSION: op-set history, ABI baseline, frozen headers, graph files.
 release-snapshot: build
