@@ -198,3 +198,16 @@ def test_supported_lists_layers():
     table = esg_torch.supported()
     assert {"Linear", "Conv2d", "LSTM", "MultiheadAttention", "TransformerEncoderLayer"} <= set(table["modules"])
     assert "view" in table["methods"]
+
+
+def test_vector_operands_of_matmul_follow_numpy():
+    class Products(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(6, 3))
+            self.v = nn.Parameter(torch.randn(6))
+
+        def forward(self, x):
+            return self.v @ x, x @ self.w, torch.matmul(self.v, self.w)
+
+    check_module(Products(), torch.randn(6, 6))

@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import _C
+from .._compose import numpy_matmul
 from ._modules import Unsupported, conv, linear, pool
 
 ops = _C.ops
@@ -161,7 +162,7 @@ FUNCTIONS = {
     operator.truediv: operator.truediv, torch.div: operator.truediv,
     operator.neg: operator.neg, torch.neg: operator.neg,
     operator.pow: operator.pow, torch.pow: operator.pow,
-    operator.matmul: ops.matmul, torch.matmul: ops.matmul, torch.bmm: ops.matmul,
+    operator.matmul: numpy_matmul, torch.matmul: numpy_matmul, torch.bmm: ops.matmul,
     operator.getitem: _getitem, builtins.getattr: builtins.getattr,
     operator.floordiv: operator.floordiv, operator.mod: operator.mod,
     torch.relu: ops.relu, F.relu: lambda x, inplace=False: ops.relu(x),
@@ -199,6 +200,6 @@ METHODS = {
     "tanh": ops.tanh, "exp": ops.exp, "pow": operator.pow, "float": lambda x: _cast(x, torch.float32),
     "to": _to, "type_as": lambda x, other: ops.cast(x, other.dtype), "masked_fill": _masked_fill,
     "add": _binary(operator.add), "mul": operator.mul, "sub": _binary(operator.sub),
-    "div": operator.truediv, "matmul": ops.matmul, "t": lambda x: ops.transpose(x), "clamp": _clamp,
+    "div": operator.truediv, "matmul": numpy_matmul, "t": lambda x: ops.transpose(x), "clamp": _clamp,
     "abs": ops.abs, "neg": ops.neg, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt, "log": ops.log,
 }

@@ -176,3 +176,20 @@ def hard_sigmoid(n):
 def is_inf(n):
     return ops.is_inf(n.x(0), positive=bool(n.attr("detect_positive", 1)),
                       negative=bool(n.attr("detect_negative", 1)))
+
+
+@converts("Mod")
+def mod(n):
+    # In f64, exact for the integers it holds below 2**53: fmod truncates the quotient (C's
+    # fmod), the default floors it (Python's %, the sign of the divisor).
+    a, b = n.x(0), n.x(1)
+    wide_a, wide_b = ops.cast(a, _C.f64), ops.cast(b, _C.f64)
+    q = wide_a / wide_b
+    if n.attr("fmod", 0):
+        q = ops.sign(q) * ops.floor(ops.abs(q))
+    elif a.dtype in _FLOATS:
+        raise Unsupported("fmod=0 is defined for integers only")
+    else:
+        q = ops.floor(q)
+    r = wide_a - q * wide_b
+    return ops.cast(r if a.dtype in _FLOATS else ops.round(r), a.dtype)

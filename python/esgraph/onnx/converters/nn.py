@@ -2,6 +2,7 @@
 import math
 
 from ... import _C
+from ..._compose import numpy_matmul
 from .registry import Unsupported, check_attrs, converts
 
 ops = _C.ops
@@ -15,7 +16,7 @@ def _static(dims, what):
 
 @converts("MatMul")
 def matmul(n):
-    return ops.matmul(n.x(0), n.x(1))
+    return numpy_matmul(n.x(0), n.x(1))
 
 
 @converts("Gemm")
@@ -188,3 +189,22 @@ def softmax(n):
 @converts("LogSoftmax")
 def log_softmax(n):
     return _softmax(n, ops.log_softmax)
+
+
+@converts("MeanVarianceNormalization")
+def mean_variance_normalization(n):
+    # ONNX's definition: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`.
+    x, axes = n.x(0), list(n.attr("axes", [0, 2, 3]))
+    mean = ops.reduce_mean(x, axes=axes, keepdims=True)
+    std = ops.sqrt(ops.reduce_mean(x * x, axes=axes, keepdims=True) - mean * mean)
+    return (x - mean) / (std + 1e-9)
+
+
+@converts("LpNormalization")
+def lp_normalization(n):
+    x, axis, p = n.x(0), n.attr("axis", -1), n.attr("p", 2)
+    if p == 1:
+        return x / ops.reduce_sum(ops.abs(x), axes=[axis], keepdims=True)
+    if p == 2:
+        return x / ops.sqrt(ops.reduce_sum(x * x, axes=[axis], keepdims=True))
+    raise Unsupported(f"p={p}")

@@ -1,0 +1,99 @@
+"""Indexing ops written over esgraph's gather, where, matmul and reductions, with the index
+arithmetic (grids, strides) as constants from the static shapes."""
+import numpy as np
+
+from ... import _C
+from ..._compose import numpy_matmul
+from .nn import _static
+from .registry import Unsupported, check_attrs, converts
+
+ops = _C.ops
+_INTS = (_C.i8, _C.i16, _C.i32, _C.i64, _C.u8)
+
+
+def _wrapped(idx, size):
+    """Negative indices count from the end."""
+    return ops.where(idx < 0, idx + size, idx)
+
+
+@converts("OneHot")
+def one_hot(n):
+    indices, depth = n.x(0), int(np.asarray(n.const(1, "depth")).reshape(-1)[0])
+    values = n.x(2)
+    off, on = ops.split(ops.reshape(values, [2]), [1, 1])
+    rank = indices.ndim
+    axis = n.attr("axis", -1)
+    axis = axis + rank + 1 if axis < 0 else axis
+    idx = ops.cast(indices, _C.i64) if indices.dtype not in _INTS else ops.cast(indices, _C.i64)
+    positions = np.arange(depth, dtype=np.int64).reshape([depth] + [1] * (rank - axis))
+    hot = ops.equal(ops.unsqueeze(_wrapped(idx, depth), [axis]), positions)
+    return ops.where(hot, ops.reshape(on, []), ops.reshape(off, []))
+
+
+@converts("Hardmax")
+def hardmax(n):
+    x = n.x(0)
+    axis = n.attr("axis", -1 if n.opset >= 13 else 1)
+    if n.opset < 13 and axis % x.ndim != x.ndim - 1:
+        raise Unsupported("Hardmax before opset 13 on an axis other than the last")
+    axis = axis % x.ndim
+    top = ops.argmax(x, axis=axis, keepdims=True)
+    positions = np.arange(x.shape[axis], dtype=np.int64).reshape([-1] + [1] * (x.ndim - 1 - axis))
+    return ops.cast(ops.equal(top, positions), x.dtype)
+
+
+@converts("CumSum")
+def cumsum(n):
+    # A product with a triangular 0/1 matrix along the axis, moved last and back.
+    x = n.x(0)
+    axis = int(np.asarray(n.const(1, "axis")).reshape(-1)[0]) % x.ndim
+    length = _static([x.shape[axis]], "CumSum")[0]
+    i, j = np.meshgrid(np.arange(length), np.arange(length), indexing="ij")
+    exclusive, reverse = n.attr("exclusive", 0), n.attr("reverse", 0)
+    keep = (i > j if exclusive else i >= j) if reverse else (i < j if exclusive else i <= j)
+    perm = [d for d in range(x.ndim) if d != axis] + [axis]
+    inverse = list(np.argsort(perm))
+    moved = ops.transpose(x, perm=perm) if axis != x.ndim - 1 else x
+    y = numpy_matmul(moved, keep.astype(_numpy_of(x.dtype)))
+    return ops.transpose(y, perm=inverse) if axis != x.ndim - 1 else y
+
+
+def _numpy_of(dtype):
+    from .. import _dtypes
+    return _dtypes.numpy_dtype(dtype)
+
+
+@converts("GatherElements")
+def gather_elements(n):
+    data, indices = n.x(0), n.x(1)
+    shape = _static(data.shape, "GatherElements")
+    out = _static(indices.shape, "GatherElements")
+    axis = n.attr("axis", 0) % len(shape)
+    strides = np.cumprod([1] + shape[::-1])[:-1][::-1].astype(np.int64)
+    grids = np.meshgrid(*[np.arange(s, dtype=np.int64) for s in out], indexing="ij") if out else []
+    base = sum((g * strides[d] for d, g in enumerate(grids) if d != axis), np.zeros(out, np.int64))
+    flat = _wrapped(ops.cast(indices, _C.i64), shape[axis]) * int(strides[axis]) + base
+    return ops.gather(ops.reshape(data, [-1]), flat)
+
+
+@converts("GatherND")
+def gather_nd(n):
+    data, indices = n.x(0), n.x(1)
+    if n.attr("batch_dims", 0):
+        raise Unsupported("batch_dims is not supported")
+    shape = _static(data.shape, "GatherND")
+    k = _static([indices.shape[-1]], "GatherND")[0]
+    lead = shape[:k]
+    strides = np.cumprod([1] + lead[::-1])[:-1][::-1].astype(np.int64)
+    idx = _wrapped(ops.cast(indices, _C.i64), np.array(lead, np.int64))
+    flat = ops.reduce_sum(idx * strides, axes=[-1])
+    return ops.gather(ops.reshape(data, [int(np.prod(lead))] + shape[k:]), flat, axis=0)
+
+
+@converts("Compress")
+def compress(n):
+    keep = np.flatnonzero(np.asarray(n.const(1, "condition")).reshape(-1)).astype(np.int64)
+    x, axis = n.x(0), n.attr("axis")
+    if axis is None:
+        return ops.gather(ops.reshape(x, [-1]), keep)
+    return ops.gather(x, keep, axis=axis)
