@@ -1,4 +1,4 @@
-"""`python3 -m esgraph`: run, info and dot on ONNX files and esgraph graph files, as a user
+"""The `python3 -m esgraph` command line: run, info and dot on ONNX files and esgraph graph files, as a user
 types them, plus the mistakes a user makes on the command line."""
 import os
 import subprocess
