@@ -340,6 +340,74 @@ static void test_streams_and_threads(void) {
   esg_builder_destroy(b);
 }
 
+/* Reading a finished graph back: inputs, outputs, nodes in order, attributes of every kind,
+ * constants' bytes; bad ids and indexes are errors, not crashes. */
+static void test_inspection(void) {
+  esg_builder* b = esg_builder_create("inspect");
+  int64_t xd[2], wd[2] = {3, 2}, pads[4] = {0, 1, 1, 0};
+  float w[6] = {1, 2, 3, 4, 5, 6};
+  esg_tensor x, wt, y, z;
+  esg_leaky_relu_options lr;
+  esg_pad_options po;
+  esg_graph* g;
+  const int64_t* ints = NULL;
+  const void* data;
+  size_t nbytes = 0, n, i, found_pad = 0;
+  xd[0] = esg_symbol(b, "batch");
+  xd[1] = 3;
+  x = esg_input(b, "x", ESG_F32, xd, 2);
+  wt = esg_constant(b, ESG_F32, wd, 2, w, sizeof w);
+  esg_leaky_relu_options_init(&lr);
+  lr.alpha = 0.25;
+  y = esg_leaky_relu(esg_matmul(x, wt, NULL), &lr);
+  esg_pad_options_init(&po);
+  po.mode = ESG_PAD_MODE_REFLECT;
+  z = esg_pad(y, (esg_i64_list){pads, 4}, &po);
+  CHECK(esg_tensor_set_name(z, "z") == ESG_OK);
+  g = esg_builder_build(b, &z, 1);
+  CHECK(g != NULL);
+  CHECK(strcmp(esg_graph_name(g), "inspect") == 0);
+  CHECK(esg_graph_input_count(g) == 1 && esg_graph_output_count(g) == 1);
+  CHECK(strcmp(esg_graph_value_name(g, esg_graph_input(g, 0)), "x") == 0);
+  CHECK(strcmp(esg_graph_value_name(g, esg_graph_output(g, 0)), "z") == 0);
+  CHECK(esg_graph_value_rank(g, esg_graph_input(g, 0)) == 2);
+  CHECK(strcmp(esg_graph_dim_symbol(g, esg_graph_value_dim(g, esg_graph_input(g, 0), 0)), "batch") == 0);
+  CHECK(esg_graph_value_dim(g, esg_graph_output(g, 0), 1) == 3);
+  n = esg_graph_top_node_count(g);
+  CHECK(n == 4);  /* constant, matmul, leaky_relu, pad */
+  CHECK(strcmp(esg_graph_node_op(g, 0), "constant") == 0);
+  data = esg_graph_node_data(g, 0, &nbytes);
+  CHECK(data && nbytes == sizeof w && memcmp(data, w, sizeof w) == 0);
+  CHECK(esg_graph_node_data(g, 1, &nbytes) == NULL && nbytes == 0);
+  CHECK(strcmp(esg_graph_node_op(g, 1), "matmul") == 0);
+  CHECK(esg_graph_node_input_count(g, 1) == 2 && esg_graph_node_input(g, 1, 0) == esg_graph_input(g, 0));
+  CHECK(esg_graph_node_input(g, 1, 1) == esg_graph_node_output(g, 0, 0));
+  CHECK(esg_graph_node_attr_kind(g, 1, 0) == ESG_ATTR_BOOL && esg_graph_node_attr_int(g, 1, 0) == 0);
+  CHECK(esg_graph_node_attr_float(g, 2, 0) == 0.25);
+  for (i = 0; i < n; ++i) {
+    if (strcmp(esg_graph_node_op(g, i), "pad") != 0) continue;
+    found_pad = 1;
+    CHECK(esg_graph_node_attr_count(g, i) == 3);
+    CHECK(strcmp(esg_graph_node_attr_name(g, i, 0), "pads") == 0);
+    CHECK(esg_graph_node_attr_ints(g, i, 0, &ints) == 4 && ints && ints[1] == 1 && ints[3] == 0);
+    CHECK(esg_graph_node_attr_kind(g, i, 1) == ESG_ATTR_ENUM && strcmp(esg_graph_node_attr_string(g, i, 1), "reflect") == 0);
+    CHECK(esg_graph_node_output(g, i, 0) == esg_graph_output(g, 0));
+    CHECK(esg_graph_node_body_count(g, i) == 0);
+  }
+  CHECK(found_pad);
+  /* Out of range or of the wrong kind: a clear error and a neutral result. */
+  CHECK(esg_graph_node_op(g, 99) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(esg_last_error(), "no node 99") != NULL);
+  CHECK(esg_graph_value_name(g, -5) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_graph_node_attr_float(g, 1, 0) == 0.0 && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_graph_node_attr_ints(g, 2, 0, &ints) == 0 && ints == NULL);
+  CHECK(esg_graph_value_dim(g, esg_graph_input(g, 0), 7) == 0 && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_graph_dim_symbol(g, 3) == NULL);
+  CHECK(esg_graph_input(NULL, 0) == -1 && esg_graph_top_node_count(NULL) == 0);
+  esg_graph_destroy(g);
+  esg_builder_destroy(b);
+}
+
 int main(int argc, char** argv) {
   test_mlp(argc > 1 ? argv[1] : ".");
   test_options();
@@ -348,5 +416,6 @@ int main(int argc, char** argv) {
   test_split_and_while();
   test_compile_and_run();
   test_streams_and_threads();
+  test_inspection();
   return check_summary("c99");
 }
