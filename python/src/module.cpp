@@ -1,5 +1,6 @@
 // esgraph._C: the Python classes (GraphBuilder, Tensor, Graph, DType), the operator overloads
 // and the error types; the ops themselves come from the generated py_ops.cpp.
+#include "graph_inspect.hpp"
 #include "lift.hpp"
 
 #include <map>
@@ -134,6 +135,9 @@ void bind_graph(py::module_& m) {
       .def("to_text", &esg::Graph::to_text)
       .def("__str__", &esg::Graph::to_text)
       .def("to_dot", &esg::Graph::to_dot)
+      .def("inspect", &inspect_graph,
+           "The graph as plain data: name, inputs, outputs (value ids), nodes in order (op, inputs, outputs, "
+           "attrs, bodies, and for constants `data`), and values {id: name, dtype, shape}.")
       .def("verify", &esg::Graph::verify)
       .def("save", [](const esg::Graph& g, const py::object& path) { g.save(py::str(path).cast<std::string>()); })
       .def_static("load", [](const py::object& path) { return esg::Graph::load(py::str(path).cast<std::string>()); })
