@@ -21,11 +21,9 @@ import pytest
 import esgraph
 from esgraph import ops
 
-from esgraph_op_set import OP_SET, py_name
+from esgraph_op_set import OP_SET, build_value_example, value_examples
 
 RTOL, ATOL = 1e-5, 1e-6
-NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i8": np.int8,
-                "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "bool": np.bool_}
 f32, f64, i32, i64 = np.float32, np.float64, np.int32, np.int64
 
 
@@ -85,55 +83,18 @@ def small_ints(rng, shape, dtype=i32, lo=-5, hi=6):
 
 
 # ---- 1. YAML examples with values ------------------------------------------------------------
-def _tensors(spec):
-    return list(spec) if isinstance(spec, tuple) else [spec]
-
-
-def _has_all_values(example):
-    tensors = [t for _, spec in example.inputs + example.outputs for t in _tensors(spec)]
-    return all(t.value is not None for t in tensors)
-
-
 def _example_cases():
-    return [pytest.param(op, example, id=f"{op.name}-{index + 1}")
-            for op in OP_SET.ops for index, example in enumerate(op.examples) if _has_all_values(example)]
-
-
-def _array(t):
-    return np.array(t.value, dtype=NUMPY_DTYPES[t.dtype])
+    return [pytest.param(op, example, id=f"{op.name}-{op.examples.index(example) + 1}")
+            for op, example in value_examples()]
 
 
 @pytest.mark.parametrize("op, example", _example_cases())
 def test_yaml_example_values(op, example):
-    given = dict(example.inputs)
-    attrs = {name: list(v) if isinstance(v, tuple) else v for name, v in example.attrs}
-    feeds = []
-    with esgraph.GraphBuilder(op.name) as b:
-        def tensor(name, t):
-            feeds.append(_array(t))
-            return b.input(name, t.dtype, list(t.shape))
-
-        args, kwargs = [], {}
-        for inp in op.inputs:
-            if inp.name not in given:
-                continue
-            if inp.variadic:
-                value = [tensor(f"{inp.name}{i}", t) for i, t in enumerate(given[inp.name])]
-            else:
-                value = tensor(inp.name, given[inp.name])
-            if inp.optional:
-                kwargs[inp.name] = value
-            else:
-                args.append(value)
-        args.extend(attrs.pop(attr.name) for attr in op.required_attrs)
-        result = getattr(ops, py_name(op.name))(*args, **attrs, **kwargs)
-    results = result if isinstance(result, list) else [result]
-    (_, expected), = example.outputs
-    expected = _tensors(expected)
-    assert len(results) == len(expected)
-    got = esgraph.compile(b.build(results)).run(feeds)
+    graph, feeds, expected = build_value_example(op, example)
+    got = esgraph.compile(graph).run(feeds)
+    assert len(got) == len(expected)
     for g, want in zip(got, expected):
-        check(g, _array(want))
+        check(g, want)
 
 
 def test_every_op_but_control_flow_has_a_value_example():

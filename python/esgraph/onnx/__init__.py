@@ -2,6 +2,7 @@
 
     g = esgraph.onnx.load("model.onnx")          # or an onnx.ModelProto
     y = esgraph.compile(g)(x)
+    esgraph.onnx.save(g, "out.onnx")             # any graph of ops ONNX has
 
 Initializers become constants; shape operands (Reshape's shape, Slice's starts, ...) must be
 known while importing: constants, or computed from constants and static shapes. The conformance
@@ -13,9 +14,10 @@ import os
 import onnx
 
 from ._importer import MAX_OPSET, MIN_OPSET, ImportFailed, load_graph
+from ._exporter import to_model
 from .converters import CONVERTERS
 
-__all__ = ["ImportFailed", "load", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
+__all__ = ["ImportFailed", "load", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
 
 
 def load(model, *, input_shapes=None, constants=None, name=None):
@@ -33,6 +35,14 @@ def load(model, *, input_shapes=None, constants=None, name=None):
     elif not isinstance(model, onnx.ModelProto):
         raise TypeError(f"load: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
     return load_graph(model, input_shapes=input_shapes, constants=constants, name=name)
+
+
+def save(graph, path):
+    """Writes an esgraph graph as an ONNX model (opset 17) that passes onnx.checker; returns the
+    ModelProto. Graphs with if/while are not exported yet (ImportFailed lists such nodes)."""
+    model = to_model(graph)
+    onnx.save(model, os.fspath(path))
+    return model
 
 
 def supported_ops():
