@@ -19,14 +19,21 @@ import numpy as np
 from . import _C
 
 
-def _load(path):
-    """(graph, the ONNX model or None)."""
+def _load(path, bind):
+    """(graph, the ONNX model or None). ONNX inputs' symbolic dimensions named in `bind` are
+    fixed while importing, so shape computations on them (Shape -> Gather -> Reshape, as
+    exporters write for a dynamic batch) fold."""
     if path.endswith(".onnx"):
         import onnx
 
         from . import onnx as esg_onnx
         model = onnx.load(path)
-        return esg_onnx.load(model), model
+        shapes = {}
+        for vi in model.graph.input:
+            dims = vi.type.tensor_type.shape.dim
+            if any(d.dim_param in bind for d in dims):
+                shapes[vi.name] = [bind.get(d.dim_param, d.dim_param) if d.dim_param else d.dim_value for d in dims]
+        return esg_onnx.load(model, input_shapes=shapes), model
     return _C.Graph.load(path), None
 
 
@@ -51,6 +58,13 @@ def _signature(graph):
         result.append((name, dtype, [d if not d.lstrip("-").isdigit() else int(d)
                                      for d in dims.rstrip("]").split(",") if d]))
     return result
+
+
+def _compile(graph, bind, **options):
+    """Compiles with the bindings of the symbols the graph still has (an ONNX import may have
+    fixed the others already)."""
+    symbols = {d for _, _, dims in _signature(graph) for d in dims if isinstance(d, str)}
+    return _C.compile(graph, shapes={k: v for k, v in bind.items() if k in symbols}, **options)
 
 
 def _inputs(graph, given, bind):
@@ -80,10 +94,10 @@ def _inputs(graph, given, bind):
 
 
 def cmd_run(args):
-    graph, _ = _load(args.model)
     bind = _bindings(args.bind)
+    graph, _ = _load(args.model, bind)
     start = time.perf_counter()
-    model = _C.compile(graph, threads=args.threads, shapes=bind)
+    model = _compile(graph, bind, threads=args.threads)
     compile_ms = (time.perf_counter() - start) * 1e3
     inputs = _inputs(graph, args.input, bind)
     outputs = model.run(inputs)
@@ -101,7 +115,7 @@ def cmd_run(args):
 
 
 def cmd_info(args):
-    graph, onnx_model = _load(args.model)
+    graph, onnx_model = _load(args.model, _bindings(args.bind))
     print(f"model: {args.model}")
     for name, dtype, dims in _signature(graph):
         print(f"  input  {name}: {dtype}[{', '.join(map(str, dims))}]")
@@ -116,13 +130,14 @@ def cmd_info(args):
     if symbols - set(bind):
         print(f"memory plan: bind {', '.join(sorted(symbols - set(bind)))} with --bind to see it")
         return 0
-    print(_C.compile(graph, shapes=bind).report())
+    print(_compile(graph, bind).report())
     return 0
 
 
 def cmd_dot(args):
-    graph, _ = _load(args.model)
-    text = _C.compile(graph, shapes=_bindings(args.bind)).to_dot() if args.compiled else graph.to_dot()
+    bind = _bindings(args.bind)
+    graph, _ = _load(args.model, bind)
+    text = _compile(graph, bind).to_dot() if args.compiled else graph.to_dot()
     if args.output:
         with open(args.output, "w") as f:
             f.write(text)
