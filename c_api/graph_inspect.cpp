@@ -83,7 +83,13 @@ ESG_API int64_t esg_graph_output(const esg_graph* graph, size_t index) {
 ESG_API const char* esg_graph_value_name(const esg_graph* graph, int64_t value) {
   return read<const char*>(nullptr, [&] {
     const ir::Graph& g = graph_of(graph, "esg_graph_value_name");
-    return esg::capi::scratch(g.value_name(value_of(g, value, "esg_graph_value_name")));
+    const ir::ValueId v = value_of(g, value, "esg_graph_value_name");
+    esg_graph* owner = const_cast<esg_graph*>(graph);  // the name cache only; the graph stays as it is
+    std::call_once(owner->names_once, [&] {
+      owner->value_names.reserve(g.values.size());
+      for (ir::ValueId i = 0; i < g.values.size(); ++i) owner->value_names.push_back(g.value_name(i));
+    });
+    return owner->value_names[v].c_str();
   });
 }
 

@@ -1,7 +1,9 @@
 // What the C ABI's opaque handles are, and the error plumbing every entry point shares.
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "esgraph/c/esgraph.h"
 #include "ir/builder.hpp"
@@ -16,7 +18,13 @@ struct esg_builder {
 };
 
 struct esg_graph {
+  explicit esg_graph(std::unique_ptr<esg::ir::Graph> graph) : g(std::move(graph)) {}
   std::unique_ptr<esg::ir::Graph> g;
+  // Every value's printed name, made on the first esg_graph_value_name so that the strings
+  // live as long as the graph (a graph is immutable once built; call_once keeps readers on
+  // several threads safe).
+  std::once_flag names_once;
+  std::vector<std::string> value_names;
 };
 
 namespace esg::capi {
