@@ -211,3 +211,61 @@ def test_vector_operands_of_matmul_follow_numpy():
             return self.v @ x, x @ self.w, torch.matmul(self.v, self.w)
 
     check_module(Products(), torch.randn(6, 6))
+
+
+def test_recurrent_layers_with_an_initial_state():
+    lstm, gru = nn.LSTM(4, 3, num_layers=2, batch_first=True), nn.GRU(4, 3, bidirectional=True)
+
+    class WithState(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm, self.gru = lstm, gru
+
+        def forward(self, x, h, c, g):
+            return self.lstm(x, (h, c))[0], self.gru(x.transpose(0, 1), g)[1]
+
+    check_module(WithState(), torch.randn(2, 5, 4), torch.randn(2, 2, 3), torch.randn(2, 2, 3), torch.randn(2, 2, 3))
+
+
+class Divisions(nn.Module):
+    def forward(self, x, n):
+        return n / 2, torch.div(n, 3, rounding_mode="floor"), torch.div(-n, 3, rounding_mode="trunc"), x / n
+
+
+def test_division_follows_pytorch_types_and_rounding():
+    n = torch.tensor([[-7, -1, 0, 5, 8]], dtype=torch.int64)
+    check_module(Divisions(), torch.randn(1, 5), n)
+
+
+class Pools(nn.Module):
+    def forward(self, x):
+        # positional arguments in F.avg_pool2d's own order: kernel, stride, padding, ceil_mode
+        return F.avg_pool2d(x, 2, 2, 0, True), F.avg_pool2d(x, 3, 1, 1), F.max_pool2d(x, 3, 2, 1, 1, True)
+
+
+def test_functional_pooling_arguments_by_position():
+    check_module(Pools(), torch.randn(1, 2, 5, 5))
+
+
+def test_padding_counted_with_ceil_mode_is_refused_not_wrong():
+    class Ceil(nn.Module):
+        def forward(self, x):
+            return F.avg_pool2d(x, 2, 2, 1, True)
+
+    with pytest.raises(esg_torch.ImportFailed, match="ceil_mode"):
+        esg_torch.from_module(Ceil(), (torch.randn(1, 1, 5, 5),))
+
+
+class Types(nn.Module):
+    def forward(self, x, i):
+        return (torch.sum(x, dim=1, dtype=torch.float64), i.sum(), F.softmax(x, dim=-1, dtype=torch.float64),
+                i.to(x), x.squeeze(1), x.unsqueeze(1).squeeze(1))
+
+
+def test_dtypes_and_squeeze_follow_pytorch():
+    check_module(Types(), torch.randn(2, 3), torch.arange(6, dtype=torch.int32).reshape(2, 3))
+
+
+def test_embedding_with_max_norm_is_refused():
+    with pytest.raises(esg_torch.ImportFailed, match="max_norm"):
+        esg_torch.from_module(nn.Embedding(5, 2, max_norm=1.0), (torch.tensor([1, 2]),))

@@ -14,15 +14,9 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from .. import _C
 from .._frontend import ImportFailed
+from ._dtypes import TO_ESG
 from ._functions import FUNCTIONS, METHODS
 from ._modules import MODULES, Unsupported
-
-_DTYPES = {
-    torch.float32: _C.f32, torch.float64: _C.f64, torch.float16: _C.f16, torch.bfloat16: _C.bf16,
-    torch.int8: _C.i8, torch.int16: _C.i16, torch.int32: _C.i32, torch.int64: _C.i64,
-    torch.uint8: _C.u8, torch.bool: getattr(_C, "bool"),
-}
-
 
 class _Tracer(fx.Tracer):
     # A layer esgraph converts as a whole stays one call_module node.
@@ -118,11 +112,13 @@ def from_module(module, example_inputs, *, name=None):
             if _holds_failed((args, kwargs)):  # downstream of a failure: already reported
                 env[node] = _FAILED
                 continue
+            env[node] = _FAILED
             try:
                 env[node] = _convert_node(b, gm, node, args, kwargs)
-            except (Unsupported, _C.Error, TypeError, ValueError, IndexError, KeyError) as e:
-                failures.append((_describe(node), f"{type(e).__name__}: {e}" if not isinstance(e, Unsupported) else str(e)))
-                env[node] = _FAILED
+            except Unsupported as e:
+                failures.append((_describe(node), str(e)))
+            except Exception as e:  # a converter's own limit or bug: still one report, with its type
+                failures.append((_describe(node), f"{type(e).__name__}: {e}"))
             if node.op == "output":
                 outputs = env[node]
         if failures:
@@ -154,9 +150,9 @@ def _holds_failed(value):
 def _convert_node(b, gm, node, args, kwargs):
     if node.op == "placeholder":
         meta = node.meta["tensor_meta"]
-        if meta.dtype not in _DTYPES:
+        if meta.dtype not in TO_ESG:
             raise Unsupported(f"input dtype {meta.dtype}")
-        return b.input(node.target, _DTYPES[meta.dtype], list(meta.shape))
+        return b.input(node.target, TO_ESG[meta.dtype], list(meta.shape))
     if node.op == "get_attr":
         return _to_tensor_constant(_fetch(gm, node.target))
     if node.op == "output":

@@ -9,12 +9,11 @@ import torch.nn.functional as F
 
 from .. import _C
 from .._compose import numpy_matmul
-from ._modules import Unsupported, conv, linear, pool
+from ._dtypes import FLOATS, TO_ESG
+from ._modules import Unsupported, avg_pool, conv, flatten, linear, max_pool, softplus
 
 ops = _C.ops
 Tensor = _C.Tensor
-_DTYPES = {torch.float32: _C.f32, torch.float64: _C.f64, torch.float16: _C.f16, torch.int64: _C.i64,
-           torch.int32: _C.i32, torch.bool: getattr(_C, "bool")}
 
 
 def _axis(dim, rank):
@@ -26,8 +25,14 @@ def _dims(args):
     return list(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)) else list(args)
 
 
-def _reduce(fn):
+def _reduce(fn, promotes_ints=False):
+    """torch.sum / mean / amax / amin; sum and mean take `dtype`, and sum adds integers and
+    booleans up in int64 as PyTorch does."""
     def convert(x, dim=None, keepdim=False, *, dtype=None):
+        if dtype is not None:
+            x = _cast(x, dtype)
+        elif promotes_ints and x.dtype not in FLOATS:
+            x = ops.cast(x, _C.i64)
         axes = [] if dim is None else ([dim] if isinstance(dim, int) else list(dim))
         return fn(x, axes=axes, keepdims=keepdim)
     return convert
@@ -37,8 +42,43 @@ def _softmax(fn):
     def convert(x, dim=None, _stacklevel=3, dtype=None):
         if dim is None:
             raise Unsupported("softmax without dim")
-        return fn(x, axis=dim)
+        return fn(x if dtype is None else _cast(x, dtype), axis=dim)
     return convert
+
+
+_WIDTH = {getattr(_C, "bool"): 0, _C.u8: 1, _C.i8: 1, _C.i16: 2, _C.i32: 3, _C.i64: 4,
+          _C.f16: 5, _C.bf16: 5, _C.f32: 6, _C.f64: 7}
+
+
+def _promote(a, b):
+    """Two tensors of different dtypes meet in the wider one, floats above integers, as
+    PyTorch's type promotion does for tensors of one kind (Python scalars adapt by themselves)."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype != b.dtype:
+        to = max(a.dtype, b.dtype, key=lambda d: _WIDTH[d])
+        a, b = (v if v.dtype == to else ops.cast(v, to) for v in (a, b))
+    return a, b
+
+
+def _is_float(v):
+    return v.dtype in FLOATS if isinstance(v, Tensor) else isinstance(v, float)
+
+
+def _divide(a, b, *, rounding_mode=None):
+    """torch.div: true division gives floats even for integers; "trunc" and "floor" round the
+    quotient and keep an integer dtype."""
+    a, b = _promote(a, b)
+    floats = _is_float(a) or _is_float(b)
+    if rounding_mode is None:
+        if not floats:  # integers divide into the default float dtype
+            a, b = (ops.cast(v, _C.f32) if isinstance(v, Tensor) else float(v) for v in (a, b))
+        return a / b
+    if rounding_mode not in ("trunc", "floor"):
+        raise Unsupported(f"rounding_mode={rounding_mode}")
+    like = a if isinstance(a, Tensor) else b
+    wide = [ops.cast(v, _C.f64) if isinstance(v, Tensor) else float(v) for v in (a, b)]
+    q = wide[0] / wide[1]
+    q = ops.floor(q) if rounding_mode == "floor" else ops.sign(q) * ops.floor(ops.abs(q))
+    return q if floats and like.dtype == _C.f64 else ops.cast(q, like.dtype)
 
 
 def _getitem(x, index):
@@ -89,12 +129,6 @@ def _split(x, size, dim=0):
     return ops.split(x, sizes, axis=dim)
 
 
-def _flatten(x, start_dim=0, end_dim=-1):
-    start, end = _axis(start_dim, x.ndim), _axis(end_dim, x.ndim)
-    shape = list(x.shape)
-    return ops.reshape(x, shape[:start] + [math.prod(shape[start:end + 1])] + shape[end + 1:])
-
-
 def _transpose(x, a, b):
     perm = list(range(x.ndim))
     perm[a], perm[b] = perm[b], perm[a]
@@ -102,14 +136,19 @@ def _transpose(x, a, b):
 
 
 def _cast(x, dtype):
-    if dtype not in _DTYPES:
+    if dtype not in TO_ESG:
         raise Unsupported(f"cast to {dtype}")
-    return ops.cast(x, _DTYPES[dtype])
+    return ops.cast(x, TO_ESG[dtype])
 
 
 def _to(x, *args, **kwargs):
-    dtypes = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.dtype)]
-    return _cast(x, dtypes[0]) if dtypes else x
+    """Tensor.to: a dtype, or another tensor's dtype; devices and flags change nothing here."""
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, torch.dtype):
+            return _cast(x, a)
+        if isinstance(a, Tensor):
+            return ops.cast(x, a.dtype)
+    return x
 
 
 def _expand(x, *sizes):
@@ -132,11 +171,15 @@ def _stack(tensors, dim=0):
 
 
 def _squeeze(x, dim=None):
+    if dim is not None and x.shape[dim] != 1:
+        return x  # PyTorch leaves an axis that is not 1 alone
     return ops.squeeze(x, axes=[] if dim is None else [dim])
 
 
 def _binary(fn):
+    """add, sub, mul (and their methods) with type promotion and add/sub's `alpha`."""
     def convert(a, b, *, alpha=None):
+        a, b = _promote(a, b)
         if alpha is not None and alpha != 1:
             b = b * alpha
         return fn(a, b)
@@ -158,8 +201,8 @@ def _masked_fill(x, mask, value):
 FUNCTIONS = {
     operator.add: _binary(operator.add), torch.add: _binary(operator.add),
     operator.sub: _binary(operator.sub), torch.sub: _binary(operator.sub),
-    operator.mul: operator.mul, torch.mul: operator.mul,
-    operator.truediv: operator.truediv, torch.div: operator.truediv,
+    operator.mul: _binary(operator.mul), torch.mul: _binary(operator.mul),
+    operator.truediv: _divide, torch.div: _divide, torch.true_divide: _divide,
     operator.neg: operator.neg, torch.neg: operator.neg,
     operator.pow: operator.pow, torch.pow: operator.pow,
     operator.matmul: numpy_matmul, torch.matmul: numpy_matmul, torch.bmm: ops.matmul,
@@ -172,18 +215,17 @@ FUNCTIONS = {
     F.leaky_relu: lambda x, negative_slope=0.01, inplace=False: ops.leaky_relu(x, alpha=negative_slope),
     F.hardswish: lambda x, inplace=False: ops.hard_swish(x), F.mish: lambda x, inplace=False: ops.mish(x),
     F.elu: lambda x, alpha=1.0, inplace=False: ops.elu(x, alpha=alpha),
-    F.softplus: lambda x, beta=1, threshold=20: ops.softplus(x) if beta == 1 else ops.softplus(x * beta) / beta,
+    F.softplus: softplus,
     F.softmax: _softmax(ops.softmax), torch.softmax: _softmax(ops.softmax),
     F.log_softmax: _softmax(ops.log_softmax), torch.log_softmax: _softmax(ops.log_softmax),
     F.layer_norm: _layer_norm, F.linear: linear, F.conv2d: conv,
-    F.max_pool2d: lambda x, *a, **k: pool(ops.max_pool2d, x, *a, **k),
-    F.avg_pool2d: lambda x, *a, **k: pool(ops.avg_pool2d, x, *a, **k),
-    F.dropout: _identity, torch.flatten: _flatten, torch.cat: lambda ts, dim=0: ops.concat(list(ts), dim),
+    F.max_pool2d: max_pool, F.avg_pool2d: avg_pool,
+    F.dropout: _identity, torch.flatten: flatten, torch.cat: lambda ts, dim=0: ops.concat(list(ts), dim),
     torch.concat: lambda ts, dim=0: ops.concat(list(ts), dim), torch.stack: _stack,
     torch.transpose: _transpose, torch.permute: lambda x, dims: ops.transpose(x, perm=list(dims)),
     torch.reshape: lambda x, shape: ops.reshape(x, list(shape)), torch.squeeze: _squeeze,
     torch.unsqueeze: lambda x, dim: ops.unsqueeze(x, [_axis(dim, x.ndim + 1)]),
-    torch.mean: _reduce(ops.reduce_mean), torch.sum: _reduce(ops.reduce_sum),
+    torch.mean: _reduce(ops.reduce_mean), torch.sum: _reduce(ops.reduce_sum, promotes_ints=True),
     torch.amax: _reduce(ops.reduce_max), torch.amin: _reduce(ops.reduce_min),
     torch.where: ops.where, torch.maximum: ops.maximum, torch.minimum: ops.minimum,
     torch.clamp: _clamp,
@@ -193,13 +235,13 @@ FUNCTIONS = {
 METHODS = {
     "view": lambda x, *s: ops.reshape(x, _dims(s)), "reshape": lambda x, *s: ops.reshape(x, _dims(s)),
     "permute": lambda x, *d: ops.transpose(x, perm=_dims(d)), "transpose": _transpose,
-    "contiguous": _identity, "size": _size, "dim": lambda x: x.ndim, "flatten": _flatten,
+    "contiguous": _identity, "size": _size, "dim": lambda x: x.ndim, "flatten": flatten,
     "unsqueeze": lambda x, dim: ops.unsqueeze(x, [_axis(dim, x.ndim + 1)]), "squeeze": _squeeze,
-    "mean": _reduce(ops.reduce_mean), "sum": _reduce(ops.reduce_sum), "softmax": _softmax(ops.softmax),
+    "mean": _reduce(ops.reduce_mean), "sum": _reduce(ops.reduce_sum, promotes_ints=True), "softmax": _softmax(ops.softmax),
     "chunk": _chunk, "split": _split, "expand": _expand, "relu": ops.relu, "sigmoid": ops.sigmoid,
     "tanh": ops.tanh, "exp": ops.exp, "pow": operator.pow, "float": lambda x: _cast(x, torch.float32),
     "to": _to, "type_as": lambda x, other: ops.cast(x, other.dtype), "masked_fill": _masked_fill,
-    "add": _binary(operator.add), "mul": operator.mul, "sub": _binary(operator.sub),
-    "div": operator.truediv, "matmul": numpy_matmul, "t": lambda x: ops.transpose(x), "clamp": _clamp,
+    "add": _binary(operator.add), "mul": _binary(operator.mul), "sub": _binary(operator.sub),
+    "div": _divide, "matmul": numpy_matmul, "t": lambda x: ops.transpose(x), "clamp": _clamp,
     "abs": ops.abs, "neg": ops.neg, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt, "log": ops.log,
 }

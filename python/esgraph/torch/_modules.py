@@ -10,6 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .. import _C
+from .._compose import avg_pool_counting_padding
 from .._recurrent import gru_cell, lstm_cell, rnn_cell, scan
 
 ops = _C.ops
@@ -47,18 +48,40 @@ def conv(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                       groups=groups)
 
 
-def pool(fn, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False,
-         count_include_pad=True, divisor_override=None):
-    if return_indices or divisor_override is not None or _pair(dilation) != [1, 1]:
-        raise Unsupported("pooling with indices, a divisor override or dilation")
+def _pool_geometry(kernel_size, stride, padding):
     kernel = _pair(kernel_size)
     strides = kernel if stride is None or stride == [] else _pair(stride)
     ph, pw = _pair(padding)
-    pads = [ph, pw, ph, pw]
-    if fn is ops.avg_pool2d and count_include_pad and any(pads):
-        x = ops.pad(x, [0, 0, ph, pw, 0, 0, ph, pw])  # PyTorch counts the zero padding
-        pads = [0, 0, 0, 0]
-    return fn(x, kernel, strides=strides, pads=pads, ceil_mode=ceil_mode)
+    return kernel, strides, [ph, pw, ph, pw]
+
+
+def max_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """F.max_pool2d's arguments."""
+    if return_indices or _pair(dilation) != [1, 1]:
+        raise Unsupported("max pooling with indices or dilation")
+    kernel, strides, pads = _pool_geometry(kernel_size, stride, padding)
+    return ops.max_pool2d(x, kernel, strides=strides, pads=pads, ceil_mode=ceil_mode)
+
+
+def avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """F.avg_pool2d's arguments."""
+    if divisor_override is not None:
+        raise Unsupported("average pooling with a divisor override")
+    kernel, strides, pads = _pool_geometry(kernel_size, stride, padding)
+    if count_include_pad:  # PyTorch's default: the zero padding counts
+        return avg_pool_counting_padding(x, kernel, strides, pads, ceil_mode)
+    return ops.avg_pool2d(x, kernel, strides=strides, pads=pads, ceil_mode=ceil_mode)
+
+
+def softplus(x, beta=1, threshold=20):
+    """F.softplus: log(1 + exp(beta x)) / beta; esgraph's form needs no overflow threshold."""
+    return ops.softplus(x) if beta == 1 else ops.softplus(x * beta) / beta
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    start, end = start_dim % x.ndim, end_dim % x.ndim
+    shape = list(x.shape)
+    return ops.reshape(x, shape[:start] + [math.prod(shape[start:end + 1])] + shape[end + 1:])
 
 
 def _activation(act):
@@ -205,6 +228,17 @@ def recurrent(m, x, state=None):
     return (out, (h_n, ops.concat(c_n, 0))) if is_lstm else (out, h_n)
 
 
+def _embedding(m, idx):
+    if m.max_norm is not None:
+        raise Unsupported("Embedding with max_norm (it renormalizes the weights as it reads them)")
+    return ops.gather(_param(m.weight), idx, axis=0)
+
+
+def _row(state, k):
+    """Layer-and-direction k of an initial state [layers * directions, N, H]."""
+    return ops.squeeze(ops.slice(state, [k], [k + 1], axes=[0]), axes=[0])
+
+
 def _layer_norm(m, x):
     if m.weight is None and m.elementwise_affine:
         raise Unsupported("layer norm without weights")
@@ -212,30 +246,24 @@ def _layer_norm(m, x):
                           epsilon=m.eps)
 
 
-def _flatten(m, x):
-    start, end = m.start_dim % x.ndim, m.end_dim % x.ndim
-    shape = list(x.shape)
-    return ops.reshape(x, shape[:start] + [math.prod(shape[start:end + 1])] + shape[end + 1:])
-
-
 MODULES = {
     nn.Linear: lambda m, x: linear(x, _param(m.weight), _param(m.bias)),
     nn.Conv1d: _conv_module, nn.Conv2d: _conv_module,
     nn.BatchNorm1d: _batch_norm, nn.BatchNorm2d: _batch_norm,
     nn.LayerNorm: _layer_norm,
-    nn.Embedding: lambda m, idx: ops.gather(_param(m.weight), idx, axis=0),
+    nn.Embedding: lambda m, idx: _embedding(m, idx),
     nn.ReLU: lambda m, x: ops.relu(x), nn.GELU: lambda m, x: ops.gelu(x, approximate=m.approximate),
     nn.SiLU: lambda m, x: ops.silu(x), nn.Sigmoid: lambda m, x: ops.sigmoid(x), nn.Tanh: lambda m, x: ops.tanh(x),
     nn.LeakyReLU: lambda m, x: ops.leaky_relu(x, alpha=m.negative_slope),
     nn.Hardswish: lambda m, x: ops.hard_swish(x), nn.ELU: lambda m, x: ops.elu(x, alpha=m.alpha),
-    nn.Mish: lambda m, x: ops.mish(x), nn.Softplus: lambda m, x: ops.softplus(x * m.beta) / m.beta,
+    nn.Mish: lambda m, x: ops.mish(x), nn.Softplus: lambda m, x: softplus(x, m.beta),
     nn.Softmax: lambda m, x: ops.softmax(x, axis=m.dim), nn.LogSoftmax: lambda m, x: ops.log_softmax(x, axis=m.dim),
     nn.Dropout: lambda m, x: x, nn.Identity: lambda m, x, *a, **k: x,
-    nn.MaxPool2d: lambda m, x: pool(ops.max_pool2d, x, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode,
-                                    m.return_indices),
-    nn.AvgPool2d: lambda m, x: pool(ops.avg_pool2d, x, m.kernel_size, m.stride, m.padding, 1, m.ceil_mode,
-                                    False, m.count_include_pad, m.divisor_override),
-    nn.AdaptiveAvgPool2d: _adaptive_avg_pool, nn.Flatten: _flatten,
+    nn.MaxPool2d: lambda m, x: max_pool(x, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode,
+                                        m.return_indices),
+    nn.AvgPool2d: lambda m, x: avg_pool(x, m.kernel_size, m.stride, m.padding, m.ceil_mode, m.count_include_pad,
+                                        m.divisor_override),
+    nn.AdaptiveAvgPool2d: _adaptive_avg_pool, nn.Flatten: lambda m, x: flatten(x, m.start_dim, m.end_dim),
     nn.MultiheadAttention: multi_head_attention, nn.TransformerEncoderLayer: transformer_encoder_layer,
     nn.LSTM: recurrent, nn.GRU: recurrent, nn.RNN: recurrent,
 }
