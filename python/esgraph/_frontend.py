@@ -1,4 +1,4 @@
-"""What the model importers (esgraph.onnx, esgraph.torch) share: the one error they raise."""
+"""What the model importers and exporters (esgraph.onnx, esgraph.torch) share: their errors."""
 from . import _C
 
 
@@ -6,11 +6,20 @@ class ImportFailed(_C.Error, ValueError):
     """A model esgraph cannot import; `failures` lists (node description, reason), every
     unsupported node at once rather than the first one."""
 
+    verb = "import model"
+
     def __init__(self, model_name, failures, needed_constants=()):
         self.failures = list(failures)
         # Values whose contents had to be known while importing (shape operands computed at
         # run time); for ONNX, graph inputs among them can be given with load(constants=...).
         self.needed_constants = sorted(needed_constants)
-        lines = [f"cannot import model '{model_name}': {len(self.failures)} unsupported node(s)"]
+        lines = [f"cannot {self.verb} '{model_name}': {len(self.failures)} unsupported node(s)"]
         lines += [f"  {where}: {why}" for where, why in self.failures]
         super().__init__("\n".join(lines))
+
+
+class ExportFailed(ImportFailed):
+    """A graph esgraph cannot write in another format; `failures` lists every node that stops it."""
+
+    verb = "export graph"
+

@@ -48,16 +48,10 @@ def _bindings(pairs):
 
 
 def _signature(graph):
-    """The graph's inputs as (name, dtype name, dims) from the first line of its text form."""
-    header = graph.to_text().splitlines()[0]
-    params = header[header.index("(") + 1:header.rindex(")")]
-    result = []
-    for part in filter(None, (p.strip() for p in params.split("%"))):
-        name, _, typ = part.rstrip(", ").partition(": ")
-        dtype, _, dims = typ.partition("[")
-        result.append((name, dtype, [d if not d.lstrip("-").isdigit() else int(d)
-                                     for d in dims.rstrip("]").split(",") if d]))
-    return result
+    """The graph's inputs as (name, dtype name, dims), symbolic dims as their names."""
+    info = graph.inspect()
+    return [(info["values"][v]["name"], info["values"][v]["dtype"].name, list(info["values"][v]["shape"]))
+            for v in info["inputs"]]
 
 
 def _compile(graph, bind, **options):
@@ -69,7 +63,14 @@ def _compile(graph, bind, **options):
 
 def _inputs(graph, given, bind):
     arrays = {}
-    files = dict(g.split("=", 1) for g in given or [])
+    files = {}
+    for g in given or []:
+        name, sep, path = g.partition("=")
+        if not sep or not name or not path:
+            raise SystemExit(f"-i expects NAME=FILE.npy, got '{g}'")
+        if not os.path.isfile(path):
+            raise SystemExit(f"-i {name}: no such file: {path}")
+        files[name] = path
     rng = np.random.default_rng(0)
     for name, dtype, dims in _signature(graph):
         if name in files:

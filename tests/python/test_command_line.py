@@ -94,6 +94,12 @@ def test_bad_bind_and_unknown_input(onnx_file, tmp_path):
     assert r.returncode != 0 and "no input named z" in r.stderr
 
 
+@pytest.mark.parametrize("arg, message", [("x", "NAME=FILE.npy"), ("x=missing.npy", "no such file")])
+def test_bad_input_arguments(onnx_file, arg, message):
+    r = esgraph_cli("run", onnx_file, "--bind", "N=1", "-i", arg)
+    assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr
+
+
 def test_a_corrupt_graph_file_is_an_error_not_a_crash(tmp_path):
     path = tmp_path / "bad.esg"
     path.write_bytes(b"ESG\x00garbage")

@@ -62,13 +62,14 @@ def test_outputs_that_are_inputs_constants_or_repeated():
         np.testing.assert_array_equal(g, np.array(want, np.float32))
 
 
-def test_control_flow_is_refused_with_the_node_named():
+def test_control_flow_is_refused_as_an_export_error_naming_the_node():
     with esgraph.GraphBuilder("branchy") as b:
         p = b.input("p", esgraph.bool_, [])
         x = b.input("x", esgraph.f32, [2])
         y, = ops.if_(p, lambda: [x + 1], lambda: [x - 1])
-    with pytest.raises(esgraph.onnx.ImportFailed, match="control flow"):
+    with pytest.raises(esgraph.onnx.ExportFailed, match="cannot export graph 'branchy'") as info:
         esgraph.onnx.to_model(b.build([y]))
+    assert info.value.failures == [("if (node 0)", "control flow is not exported yet")]
 
 
 def test_an_imported_model_exports_back():
@@ -80,3 +81,22 @@ def test_an_imported_model_exports_back():
     graph = esgraph.torch.from_module(layer, (x,))
     first = esgraph.compile(graph).run([x.numpy()])
     np.testing.assert_allclose(roundtrip(graph, [x.numpy()])[0], first[0], rtol=1e-5, atol=1e-6)
+
+
+def test_generated_names_never_take_a_graph_value_name():
+    with esgraph.GraphBuilder("names") as b:
+        x = b.input("sqrt__1", esgraph.f32, [3])
+        y = ops.rsqrt(x)
+    model = esgraph.onnx.to_model(b.build([y]))
+    assert model.graph.input[0].name == "sqrt__1"
+    x = np.array([1, 4, 16], np.float32)
+    np.testing.assert_allclose(esgraph.compile(esgraph.onnx.load(model))(x), 1 / np.sqrt(x))
+
+
+def test_negative_transpose_axes_are_written_as_onnx_wants():
+    with esgraph.GraphBuilder("perm") as b:
+        x = b.input("x", esgraph.f32, [2, 3, 4])
+        y = ops.transpose(x, perm=[0, -1, 1])
+    model = esgraph.onnx.to_model(b.build([y]))
+    onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    assert list(model.graph.node[0].attribute[0].ints) == [0, 2, 1]

@@ -828,3 +828,43 @@ def test_symbolic_dims_from_dim_param_survive():
     for batch in (1, 5):
         x, y_in = rand(batch, 4, seed=batch), rand(batch, 2, seed=batch + 10)
         close(compiled(x, y_in), x @ w + y_in, rtol=1e-5, atol=1e-5)
+
+
+def _single(op, inputs, outputs, inits=(), opset=13, **attrs):
+    graph = helper.make_graph([helper.make_node(op, [i[0] for i in inputs] + [t.name for t in inits], ["y"], **attrs)], op,
+                              [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                              [helper.make_tensor_value_info("y", *outputs)], list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def test_log_sum_exp_of_a_row_of_minus_infinity_is_minus_infinity():
+    model = _single("ReduceLogSumExp", [("x", TensorProto.FLOAT, [2, 3])], (TensorProto.FLOAT, [2, 1]), axes=[1])
+    x = np.array([[-np.inf] * 3, [0, 1, 2]], np.float32)
+    got = esgraph.compile(esgraph.onnx.load(model))(x)
+    with np.errstate(divide="ignore"):  # log(0) is the -inf expected
+        want = np.log(np.exp(x.astype(np.float64)).sum(1, keepdims=True)).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_range_beyond_exact_doubles_is_refused():
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("a", 2**53 + 1), ("l", 2**53 + 4), ("d", 1))]
+    graph = helper.make_graph([helper.make_node("Range", ["a", "l", "d"], ["y"])], "r", [],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, [3])], inits)
+    with pytest.raises(esgraph.onnx.ImportFailed, match="exactly"):
+        esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+
+
+def test_a_constant_cast_to_bf16_is_computed_at_run_time():
+    init = numpy_helper.from_array(np.array([1.5, -2.25], np.float32), "c")
+    graph = helper.make_graph([helper.make_node("Cast", ["c"], ["b"], to=TensorProto.BFLOAT16),
+                               helper.make_node("Cast", ["b"], ["y"], to=TensorProto.FLOAT)], "bf",
+                              [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], [init])
+    got = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))).run([])
+    np.testing.assert_array_equal(got[0], np.array([1.5, -2.25], np.float32))  # exact in bf16
+
+
+def test_average_pool_counting_padding_with_ceil_mode_is_refused():
+    model = _single("AveragePool", [("x", TensorProto.FLOAT, [1, 1, 5, 5])], (TensorProto.FLOAT, [1, 1, 3, 3]),
+                    kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)
+    with pytest.raises(esgraph.onnx.ImportFailed, match="ceil_mode"):
+        esgraph.onnx.load(model)

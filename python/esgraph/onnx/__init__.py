@@ -13,11 +13,12 @@ import os
 
 import onnx
 
-from ._importer import MAX_OPSET, MIN_OPSET, ImportFailed, load_graph
+from .._frontend import ExportFailed, ImportFailed
+from ._importer import MAX_OPSET, MIN_OPSET, load_graph
 from ._exporter import to_model
 from .converters import CONVERTERS
 
-__all__ = ["ImportFailed", "load", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
+__all__ = ["ExportFailed", "ImportFailed", "load", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
 
 
 def load(model, *, input_shapes=None, constants=None, name=None):
@@ -39,7 +40,7 @@ def load(model, *, input_shapes=None, constants=None, name=None):
 
 def save(graph, path):
     """Writes an esgraph graph as an ONNX model (opset 17) that passes onnx.checker; returns the
-    ModelProto. Graphs with if/while are not exported yet (ImportFailed lists such nodes)."""
+    ModelProto. Graphs with if/while are not exported yet (ExportFailed lists such nodes)."""
     model = to_model(graph)
     onnx.save(model, os.fspath(path))
     return model

@@ -12,7 +12,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from .. import _C
-from .._frontend import ImportFailed
+from .._frontend import ExportFailed
 from . import _dtypes
 
 OPSET = 17
@@ -24,6 +24,7 @@ class _Emitter:
         self.nodes, self.initializers = [], []
         self.names = {}
         self._taken = set()
+        self._value_names = {meta["name"] for meta in info["values"].values()}
         self._count = 0
 
     def name(self, value):
@@ -38,10 +39,13 @@ class _Emitter:
         return self.names[value]
 
     def fresh(self, hint):
-        self._count += 1
-        name = f"{hint}__{self._count}"
-        self._taken.add(name)
-        return name
+        """A name for an ONNX-only value, never one a graph value has or will be given."""
+        while True:
+            self._count += 1
+            name = f"{hint}__{self._count}"
+            if name not in self._taken and name not in self._value_names:
+                self._taken.add(name)
+                return name
 
     def const(self, array, hint="const"):
         name = self.fresh(hint)
@@ -170,7 +174,8 @@ def _emit(e, n):
     elif op == "reshape":
         e.node("Reshape", [ins[0], e.const(np.array(a["shape"], np.int64), "shape")], outs)
     elif op == "transpose":
-        e.node("Transpose", ins, outs, perm=a["perm"] or None)
+        rank = len(e.info["values"][x]["shape"])
+        e.node("Transpose", ins, outs, perm=[p % rank for p in a["perm"]] or None)
     elif op == "concat":
         e.node("Concat", ins, outs, axis=a["axis"])
     elif op == "split":
@@ -203,9 +208,17 @@ def _emit(e, n):
         raise ValueError(f"op {op} has no ONNX export yet")
 
 
+def _tensor_info(name, meta):
+    dims = [d if isinstance(d, int) else str(d) for d in meta["shape"]]
+    return helper.make_tensor_value_info(name, _dtypes.ESG_TO_ONNX[meta["dtype"]], dims)
+
+
 def to_model(graph):
+    """The graph as an onnx.ModelProto (opset 17), checked by onnx.checker."""
     info = graph.inspect()
     e = _Emitter(info)
+    for v in info["inputs"] + info["outputs"]:  # the graph's own names first: they stay as they are
+        e.name(v)
     failures = []
     for i, n in enumerate(info["nodes"]):
         if n["bodies"]:
@@ -216,29 +229,23 @@ def to_model(graph):
         except (ValueError, KeyError, _dtypes.UnsupportedType) as ex:
             failures.append((f"{n['op']} (node {i})", str(ex)))
     if failures:
-        raise ImportFailed(info["name"], failures)
-
-    def value_info(v):
-        meta = info["values"][v]
-        dims = [d if isinstance(d, int) else str(d) for d in meta["shape"]]
-        return helper.make_tensor_value_info(e.name(v), _dtypes.ESG_TO_ONNX[meta["dtype"]], dims)
-
-    inputs = [value_info(v) for v in info["inputs"]]
-    outputs = []
+        raise ExportFailed(info["name"], failures)
+    inputs = [_tensor_info(e.name(v), info["values"][v]) for v in info["inputs"]]
+    outputs, produced = [], {node_out for node in e.nodes for node_out in node.output}
     for v in info["outputs"]:
-        if v in info["inputs"] or any(init.name == e.name(v) for init in e.initializers) or \
-                any(o.name == e.name(v) for o in outputs):
-            # ONNX outputs must come from nodes, each named once: give such outputs an Identity.
-            meta = info["values"][v]
-            alias = e.fresh(meta["name"])
-            e.node("Identity", [e.name(v)], [alias])
-            dims = [d if isinstance(d, int) else str(d) for d in meta["shape"]]
-            outputs.append(helper.make_tensor_value_info(alias, _dtypes.ESG_TO_ONNX[meta["dtype"]], dims))
-        else:
-            outputs.append(value_info(v))
+        name = e.name(v)
+        if name not in produced or any(o.name == name for o in outputs):
+            # ONNX outputs come from nodes, each named once: an input, a constant or a repeated
+            # output is given through an Identity.
+            name = e.fresh(info["values"][v]["name"])
+            e.node("Identity", [e.name(v)], [name])
+        outputs.append(_tensor_info(name, info["values"][v]))
     onnx_graph = helper.make_graph(e.nodes, info["name"], inputs, outputs, e.initializers)
     model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="esgraph", producer_version=_C.__version__)
     model.ir_version = 8
-    onnx.checker.check_model(model)
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as ex:  # a defect of the exporter: reported, not leaked
+        raise ExportFailed(info["name"], [("model", f"onnx.checker: {ex}".splitlines()[0])]) from ex
     return model

@@ -161,8 +161,12 @@ class Importer:
                 raise ImportFailed(graph.name or "model", [(option, f"the model has no input named {', '.join(unknown)}")])
         for name, value in self.given_constants.items():
             # A frozen input keeps the element type the model declares for it.
-            elem_type = declared[name].type.tensor_type.elem_type
-            self.values[name] = np.asarray(value, dtype=_dtypes.numpy_dtype(_dtypes.esg_dtype(elem_type)))
+            try:
+                elem_type = declared[name].type.tensor_type.elem_type
+                self.values[name] = np.asarray(value, dtype=_dtypes.numpy_dtype(_dtypes.esg_dtype(elem_type)))
+            except _dtypes.UnsupportedType as e:
+                self.failures.append((f"constants['{name}']", str(e)))
+                self.values[name] = POISONED
         for vi in graph.input:
             if vi.name not in self.values:
                 self.values[vi.name] = self._graph_input(builder, vi)
@@ -221,7 +225,10 @@ class Importer:
         foldable = not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in proto.attribute)
         try:
             if foldable and node._inputs and all(v is None or isinstance(v, np.ndarray) for v in node._inputs):
-                outputs = self._fold(node, convert)
+                try:
+                    outputs = self._fold(node, convert)
+                except _C.DTypeError:  # a result numpy cannot hold (bf16): computed at run time
+                    outputs = convert(node)
             else:
                 outputs = convert(node)
         except (Unsupported, _C.Error, _dtypes.UnsupportedType) as e:

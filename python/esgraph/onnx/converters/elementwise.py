@@ -132,16 +132,10 @@ def prelu(n):
     return ops.where(x < 0, x * n.x(1), x)
 
 
-
-
 @converts("Celu")
 def celu(n):
     x, alpha = n.x(0), n.attr("alpha", 1.0)
     return ops.relu(x) + ops.minimum(alpha * (ops.exp(x / alpha) - 1), 0)
-
-
-
-
 
 
 @converts("ThresholdedRelu")

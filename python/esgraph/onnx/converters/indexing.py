@@ -4,11 +4,11 @@ import numpy as np
 
 from ... import _C
 from ..._compose import numpy_matmul
+from .. import _dtypes
 from .nn import _static
 from .registry import Unsupported, check_attrs, converts
 
 ops = _C.ops
-_INTS = (_C.i8, _C.i16, _C.i32, _C.i64, _C.u8)
 
 
 def _wrapped(idx, size):
@@ -24,7 +24,7 @@ def one_hot(n):
     rank = indices.ndim
     axis = n.attr("axis", -1)
     axis = axis + rank + 1 if axis < 0 else axis
-    idx = ops.cast(indices, _C.i64) if indices.dtype not in _INTS else ops.cast(indices, _C.i64)
+    idx = ops.cast(indices, _C.i64)  # ONNX allows float indices: truncated
     positions = np.arange(depth, dtype=np.int64).reshape([depth] + [1] * (rank - axis))
     hot = ops.equal(ops.unsqueeze(_wrapped(idx, depth), [axis]), positions)
     return ops.where(hot, ops.reshape(on, []), ops.reshape(off, []))
@@ -54,13 +54,8 @@ def cumsum(n):
     perm = [d for d in range(x.ndim) if d != axis] + [axis]
     inverse = list(np.argsort(perm))
     moved = ops.transpose(x, perm=perm) if axis != x.ndim - 1 else x
-    y = numpy_matmul(moved, keep.astype(_numpy_of(x.dtype)))
+    y = numpy_matmul(moved, keep.astype(_dtypes.numpy_dtype(x.dtype)))
     return ops.transpose(y, perm=inverse) if axis != x.ndim - 1 else y
-
-
-def _numpy_of(dtype):
-    from .. import _dtypes
-    return _dtypes.numpy_dtype(dtype)
 
 
 @converts("GatherElements")

@@ -2,7 +2,7 @@
 import math
 
 from ... import _C
-from ..._compose import numpy_matmul
+from ..._compose import avg_pool_counting_padding, numpy_matmul
 from .registry import Unsupported, check_attrs, converts
 
 ops = _C.ops
@@ -96,12 +96,10 @@ def _pool(n, reduce_op):
     x = n.x(0)
     if spatial == 1:
         x = ops.unsqueeze(x, [2])
-    if reduce_op is ops.avg_pool2d and n.attr("count_include_pad", 0) and any(pads):
-        # esgraph averages over the window's elements inside the input; counting the padding
-        # means padding with zeros first.
-        top, left, bottom, right = pads
-        x = ops.pad(x, [0, 0, top, left, 0, 0, bottom, right])
-        pads = [0, 0, 0, 0]
+    if reduce_op is ops.avg_pool2d and n.attr("count_include_pad", 0):
+        y = avg_pool_counting_padding(x, _as_2d(spatial, kernel, 1), _as_2d(spatial, strides, 1), pads,
+                                      bool(n.attr("ceil_mode", 0)))
+        return ops.squeeze(y, axes=[2]) if spatial == 1 else y
     y = reduce_op(x, _as_2d(spatial, kernel, 1), strides=_as_2d(spatial, strides, 1), pads=pads,
                   ceil_mode=bool(n.attr("ceil_mode", 0)))
     return ops.squeeze(y, axes=[2]) if spatial == 1 else y
@@ -135,6 +133,8 @@ def _per_channel(t, rank):
 @converts("BatchNormalization")
 def batch_norm(n):
     check_attrs(n, ("epsilon", "momentum", "training_mode", "spatial", "is_test", "consumed_inputs"))
+    if not n.attr("spatial", 1):
+        raise Unsupported("spatial=0 (per-element statistics) is not supported")
     if n.attr("training_mode", 0) or any(o for o in n.proto.output[1:]):
         raise Unsupported("training mode (running statistics outputs) is not supported")
     x, rank = n.x(0), n.rank(0)

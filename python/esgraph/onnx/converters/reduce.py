@@ -24,8 +24,10 @@ def _reduction(compose):
 
 
 def _log_sum_exp(x, axes, keepdims):
-    # max + log(sum(exp(x - max))): no overflow for large inputs.
+    # max + log(sum(exp(x - max))): no overflow for large inputs; a row of -inf (whose max is
+    # not finite) shifts by 0 and gives log(0) = -inf as it should.
     top = ops.reduce_max(x, axes=axes, keepdims=True)
+    top = ops.where(ops.is_inf(top), 0.0, top)
     y = ops.log(ops.reduce_sum(ops.exp(x - top), axes=axes, keepdims=True)) + top
     return y if keepdims else ops.squeeze(y, axes=axes or list(range(x.ndim)))
 

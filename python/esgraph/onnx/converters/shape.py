@@ -41,17 +41,26 @@ def size(n):
     return np.array(math.prod(_static(n.shape(0), "Size of a tensor")), dtype=np.int64)
 
 
+def _exact_float(value, what):
+    """esgraph's fill and range take their numbers as doubles: integers beyond 2**53 would change."""
+    v = value.item() if isinstance(value, np.ndarray) else value
+    if isinstance(v, (int, np.integer)) and abs(int(v)) > 2**53:
+        raise Unsupported(f"{what} {v} is beyond the integers a double holds exactly")
+    return float(v)
+
+
 @converts("ConstantOfShape")
 def constant_of_shape(n):
     value = n.attr("value", np.zeros(1, np.float32))
     dtype = _dtypes.from_numpy(value.dtype)
-    return ops.fill(n.ints(0, "shape"), value=float(value.reshape(-1)[0]), dtype=dtype)
+    return ops.fill(n.ints(0, "shape"), value=_exact_float(value.reshape(-1)[0], "value"), dtype=dtype)
 
 
 @converts("Range")
 def range_(n):
-    start, limit, delta = (n.const(i, name) for i, name in ((0, "start"), (1, "limit"), (2, "delta")))
-    return ops.range(float(limit), start=float(start), step=float(delta), dtype=n.dtype(0))
+    start, limit, delta = (_exact_float(np.asarray(n.const(i, name)).reshape(-1)[0], name)
+                           for i, name in ((0, "start"), (1, "limit"), (2, "delta")))
+    return ops.range(limit, start=start, step=delta, dtype=n.dtype(0))
 
 
 @converts("EyeLike")
