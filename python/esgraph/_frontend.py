@@ -10,8 +10,8 @@ class ImportFailed(_C.Error, ValueError):
 
     def __init__(self, model_name, failures, needed_constants=()):
         self.failures = list(failures)
-        # Values whose contents had to be known while importing (shape operands computed at
-        # run time); for ONNX, graph inputs among them can be given with load(constants=...).
+        # ONNX: the graph inputs whose values shape operands are computed from; given with
+        # load(constants=...), they make those operands known while importing.
         self.needed_constants = sorted(needed_constants)
         lines = [f"cannot {self.verb} '{model_name}': {len(self.failures)} unsupported node(s)"]
         lines += [f"  {where}: {why}" for where, why in self.failures]

@@ -78,3 +78,17 @@ def test_matches_pytorch(name, route):
         w = w.numpy()
         scale = np.abs(w).max()
         assert np.abs(g - w).max() <= 1e-4 * scale, f"max error {np.abs(g - w).max()} at scale {scale}"
+
+
+@pytest.mark.parametrize("mode, align", [("nearest", None), ("bilinear", False), ("bilinear", True), ("bicubic", False)])
+def test_interpolation_exported_by_pytorch(mode, align):
+    # torch.onnx.export writes Resize with the coordinate mode PyTorch uses; esgraph lowers it
+    # to one matrix product per axis.
+    class Up(nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.interpolate(x, size=(7, 9), mode=mode, align_corners=align)
+
+    x = torch.randn(1, 2, 4, 5)
+    graph = _via_onnx(Up(), (x,), 13)
+    want = Up()(x).numpy()
+    np.testing.assert_allclose(esgraph.compile(graph)(x.numpy()), want, rtol=1e-4, atol=1e-5)

@@ -27,7 +27,8 @@ def load(model, *, input_shapes=None, constants=None, name=None):
     `input_shapes` ({input name: [dims]}) overrides the model's input shapes: integers for
     fixed sizes, strings for symbolic ones. `constants` ({input name: array}) freezes inputs
     to the given values: what a model needs when it takes a shape operand (Reshape's shape,
-    Squeeze's axes, ...) as an input; `ImportFailed.needed_constants` names them.
+    Squeeze's axes, ...) as an input, or computes one from inputs; `ImportFailed.needed_constants`
+    names the inputs to freeze.
     """
     if isinstance(model, (str, os.PathLike)):
         model = onnx.load(os.fspath(model))

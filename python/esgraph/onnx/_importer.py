@@ -172,11 +172,29 @@ class Importer:
                 self.values[vi.name] = self._graph_input(builder, vi)
         self.convert_nodes(graph.node)
         if self.failures:
-            raise ImportFailed(graph.name or "model", self.failures, self.needed_constants)
+            raise ImportFailed(graph.name or "model", self.failures, self._inputs_behind(self.needed_constants))
         outputs = [self._result(vi.name) for vi in graph.output]
         if self.failures:
-            raise ImportFailed(graph.name or "model", self.failures, self.needed_constants)
+            raise ImportFailed(graph.name or "model", self.failures, self._inputs_behind(self.needed_constants))
         return [self.as_tensor(v) if isinstance(v, np.ndarray) else v for v in outputs]
+
+    def _inputs_behind(self, names):
+        """The graph inputs the values `names` are computed from: given with constants=, they
+        would make those values known. Shape and Size read no data, so the walk stops there."""
+        graph = self.model.graph
+        producer = {o: node for node in graph.node for o in node.output}
+        inputs = {vi.name for vi in graph.input}
+        found, seen, todo = set(), set(), list(names)
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in inputs:
+                found.add(name)
+            elif name in producer and producer[name].op_type not in ("Shape", "Size"):
+                todo.extend(i for i in producer[name].input if i)
+        return found
 
     def _initializer(self, init):
         try:

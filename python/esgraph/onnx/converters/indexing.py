@@ -12,7 +12,9 @@ ops = _C.ops
 
 
 def _wrapped(idx, size):
-    """Negative indices count from the end."""
+    """Negative indices count from the end (a tensor, or a numpy array known while importing)."""
+    if isinstance(idx, np.ndarray):
+        return np.where(idx < 0, idx + size, idx)
     return ops.where(idx < 0, idx + size, idx)
 
 
@@ -60,14 +62,20 @@ def cumsum(n):
 
 @converts("GatherElements")
 def gather_elements(n):
-    data, indices = n.x(0), n.x(1)
+    return _gather_elements(n.x(0), n.x(1), n.attr("axis", 0))
+
+
+def _gather_elements(data, indices, axis):
+    """data's elements at `indices` along `axis` (a tensor or a numpy array), elsewhere at the
+    index's own position: one gather from the flattened data at computed flat offsets."""
     shape = _static(data.shape, "GatherElements")
     out = _static(indices.shape, "GatherElements")
-    axis = n.attr("axis", 0) % len(shape)
+    axis = axis % len(shape)
     strides = np.cumprod([1] + shape[::-1])[:-1][::-1].astype(np.int64)
     grids = np.meshgrid(*[np.arange(s, dtype=np.int64) for s in out], indexing="ij") if out else []
     base = sum((g * strides[d] for d, g in enumerate(grids) if d != axis), np.zeros(out, np.int64))
-    flat = _wrapped(ops.cast(indices, _C.i64), shape[axis]) * int(strides[axis]) + base
+    idx = indices.astype(np.int64) if isinstance(indices, np.ndarray) else ops.cast(indices, _C.i64)
+    flat = _wrapped(idx, shape[axis]) * int(strides[axis]) + base
     return ops.gather(ops.reshape(data, [-1]), flat)
 
 
@@ -92,3 +100,17 @@ def compress(n):
     if axis is None:
         return ops.gather(ops.reshape(x, [-1]), keep)
     return ops.gather(x, keep, axis=axis)
+
+
+@converts("ReverseSequence")
+def reverse_sequence(n):
+    # Each batch entry's first lens[b] steps reversed: GatherElements along the time axis with
+    # the reversed positions as constant indices.
+    x = n.x(0)
+    dims = _static(x.shape, "ReverseSequence")
+    lens = np.asarray(n.const(1, "sequence_lens")).reshape(-1)
+    batch_axis, time_axis = n.attr("batch_axis", 1), n.attr("time_axis", 0)
+    grids = np.meshgrid(*[np.arange(d, dtype=np.int64) for d in dims], indexing="ij")
+    t, b = grids[time_axis], grids[batch_axis]
+    length = lens[b]
+    return _gather_elements(x, np.where(t < length, length - 1 - t, t), time_axis)

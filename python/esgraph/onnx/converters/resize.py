@@ -1,0 +1,126 @@
+"""Resize and Upsample, lowered to one matrix product per resized axis: along an axis every
+ONNX mode (nearest, linear, cubic; every coordinate transformation) is a fixed linear map from
+the input positions to the output positions, computed here from the static sizes."""
+import math
+
+import numpy as np
+
+from ... import _C
+from .. import _dtypes
+from .nn import _static
+from .registry import Unsupported, check_attrs, converts
+
+ops = _C.ops
+
+
+def _source_position(x, scale, length_in, length_out, mode):
+    """Where output position x samples the input, in input coordinates. `length_out` is
+    scale * length_in, unrounded, as ONNX defines align_corners and pytorch_half_pixel."""
+    if mode == "half_pixel":
+        return (x + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return (x + 0.5) / scale - 0.5 if length_out > 1 else -0.5
+    if mode == "align_corners":
+        return 0.0 if length_out == 1 else x * (length_in - 1) / (length_out - 1)
+    if mode == "asymmetric":
+        return x / scale
+    if mode == "tf_half_pixel_for_nn":
+        return (x + 0.5) / scale
+    raise Unsupported(f"coordinate_transformation_mode={mode}")
+
+
+def _taps(ratio, method, nearest_mode, cubic_a):
+    """Weights of the neighbours left of (and including) floor(position) and right of it: two
+    for nearest and linear, four for cubic. An integer position weighs fully on itself."""
+    if method == "nearest":
+        if ratio == 1.0:
+            return [0.0, 1.0]
+        up = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5, "floor": False,
+              "ceil": True}[nearest_mode]
+        return [0.0, 1.0] if up else [1.0, 0.0]
+    if method == "linear":
+        return [1.0 - ratio, ratio]
+    a, r, s = cubic_a, ratio, 1.0 - ratio
+    return [((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+            ((a + 2) * r - (a + 3)) * r * r + 1,
+            ((a + 2) * s - (a + 3)) * s * s + 1,
+            ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a]
+
+
+def interpolation_matrix(length_in, length_out, scale, method, coordinates, nearest_mode, cubic_a,
+                         exclude_outside):
+    """[length_out, length_in]: row x holds the weights output x gives each input position.
+    Neighbours beyond the edges repeat the edge, or drop out (exclude_outside) with the rest
+    renormalized."""
+    w = np.zeros((length_out, length_in))
+    for x in range(length_out):
+        pos = _source_position(x, scale, length_in, scale * length_in, coordinates)
+        base = math.floor(pos)
+        ratio = 1.0 if pos == base else pos - base
+        taps = _taps(ratio, method, nearest_mode, cubic_a)
+        # The len(taps) nearest positions, the lower one first on a tie: an integer position
+        # is the right-hand one of the middle pair.
+        first = base - len(taps) // 2 + (0 if ratio == 1.0 else 1)
+        idx = [first + k for k in range(len(taps))]
+        if exclude_outside:
+            taps = [t if 0 <= i < length_in else 0.0 for t, i in zip(taps, idx)]
+            total = sum(taps)
+            taps = [t / total for t in taps]
+        for t, i in zip(taps, idx):
+            w[x, min(max(i, 0), length_in - 1)] += t
+    return w
+
+
+def resize_axes(x, out_dims, scales, method, coordinates, nearest_mode="round_prefer_floor", cubic_a=-0.75,
+                exclude_outside=False):
+    dims = _static(x.shape, "Resize")
+    dtype = _dtypes.numpy_dtype(x.dtype)
+    if dtype.kind != "f":
+        raise Unsupported("Resize of a non-float tensor")
+    y = x
+    for axis, (n_in, n_out, scale) in enumerate(zip(dims, out_dims, scales)):
+        if n_in == n_out and scale == 1.0:
+            continue
+        w = interpolation_matrix(n_in, n_out, scale, method, coordinates, nearest_mode, cubic_a, exclude_outside)
+        perm = [d for d in range(len(dims)) if d != axis] + [axis]
+        moved = ops.transpose(y, perm=perm) if axis != len(dims) - 1 else y
+        moved = ops.matmul(moved, w.T.astype(dtype))
+        y = ops.transpose(moved, perm=list(np.argsort(perm))) if axis != len(dims) - 1 else moved
+    return y
+
+
+@converts("Resize")
+def resize(n):
+    check_attrs(n, ("coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+                    "mode", "nearest_mode"))
+    x = n.x(0)
+    dims = _static(x.shape, "Resize")
+    if n.opset < 11:  # Resize-10: (X, scales), asymmetric coordinates
+        scales = [float(s) for s in np.asarray(n.const(1, "scales")).reshape(-1)]
+        coordinates = "asymmetric"
+    else:
+        coordinates = n.attr("coordinate_transformation_mode", "half_pixel")
+        scales = [float(s) for s in np.asarray(n.const(2, "scales")).reshape(-1)] if n.has(2) and \
+            np.asarray(n.const(2, "scales")).size else None
+    if n.has(3) and n.opset >= 11:
+        sizes = n.ints(3, "sizes")
+        scales = [o / i for o, i in zip(sizes, dims)]
+    elif scales is not None:
+        sizes = [int(math.floor(d * s)) for d, s in zip(dims, scales)]
+    else:
+        raise Unsupported("Resize needs scales or sizes")
+    method = n.attr("mode", "nearest")
+    return resize_axes(x, sizes, scales, method, coordinates, n.attr("nearest_mode", "round_prefer_floor"),
+                       n.attr("cubic_coeff_a", -0.75), bool(n.attr("exclude_outside", 0)))
+
+
+@converts("Upsample")
+def upsample(n):
+    x = n.x(0)
+    dims = _static(x.shape, "Upsample")
+    scales = list(n.attr("scales")) if "scales" in n.attrs else \
+        [float(s) for s in np.asarray(n.const(1, "scales")).reshape(-1)]
+    sizes = [int(math.floor(d * s)) for d, s in zip(dims, scales)]
+    method = n.attr("mode", "nearest")
+    return resize_axes(x, sizes, scales, "linear" if method in ("linear", "bilinear") else "nearest",
+                       "asymmetric", "floor")
