@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import onnx_node_suite as suite  # noqa: E402
-from report import SCOPE_OF  # noqa: E402
+from report import scope_of  # noqa: E402
 
 import esgraph  # noqa: E402
 import esgraph.onnx  # noqa: E402,F401
@@ -22,8 +22,9 @@ OP_OF = suite.ops_of(CASES)
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_node_case(case):
     op = OP_OF[case.name]
-    if op in SCOPE_OF:
-        pytest.skip(f"{op} is out of scope ({SCOPE_OF[op]})")
+    why = scope_of(case.name, op)
+    if why:
+        pytest.skip(f"out of scope ({why})")
     result = suite.run_case(case, op, esgraph)
     if result.status == suite.UNSUPPORTED:
         pytest.skip(result.reason)
