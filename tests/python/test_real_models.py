@@ -44,6 +44,9 @@ def _models():
         "gru": (nn.GRU(16, 24, batch_first=True), (torch.randn(3, 9, 16),)),
         "rnn_relu": (nn.RNN(16, 24, nonlinearity="relu"), (torch.randn(9, 3, 16),)),
         "conv_batch_norm_stack": (net, (torch.randn(2, 3, 24, 24),)),
+        "transposed_conv_decoder": (nn.Sequential(
+            nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1, groups=2), nn.ReLU(),
+            nn.ConvTranspose2d(4, 3, 3, stride=1, padding=2, dilation=2)), (torch.randn(2, 8, 5, 6),)),
     }
 
 

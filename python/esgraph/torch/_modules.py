@@ -10,7 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .. import _C
-from .._compose import avg_pool_counting_padding
+from .._compose import avg_pool_counting_padding, conv_transpose2d
 from .._recurrent import gru_cell, lstm_cell, rnn_cell, scan
 
 ops = _C.ops
@@ -115,6 +115,14 @@ def _conv_module(m, x):
                  m.padding if isinstance(m.padding, str) else [0, m.padding[0]], [1, m.dilation[0]], m.groups)
         return ops.squeeze(y, axes=[2])
     return conv(x, _param(m.weight), _param(m.bias), m.stride, m.padding, m.dilation, m.groups)
+
+
+def _conv_transpose_module(m, x, output_size=None):
+    if output_size is not None or m.padding_mode != "zeros":
+        raise Unsupported("ConvTranspose2d with output_size or a padding mode")
+    ph, pw = m.padding
+    return conv_transpose2d(x, _param(m.weight), _param(m.bias), list(m.stride), list(m.dilation), m.groups,
+                            [ph, pw], [ph, pw], list(m.output_padding))
 
 
 def _adaptive_avg_pool(m, x):
@@ -248,7 +256,7 @@ def _layer_norm(m, x):
 
 MODULES = {
     nn.Linear: lambda m, x: linear(x, _param(m.weight), _param(m.bias)),
-    nn.Conv1d: _conv_module, nn.Conv2d: _conv_module,
+    nn.Conv1d: _conv_module, nn.Conv2d: _conv_module, nn.ConvTranspose2d: _conv_transpose_module,
     nn.BatchNorm1d: _batch_norm, nn.BatchNorm2d: _batch_norm,
     nn.LayerNorm: _layer_norm,
     nn.Embedding: lambda m, idx: _embedding(m, idx),

@@ -2,7 +2,7 @@
 import math
 
 from ... import _C
-from ..._compose import avg_pool_counting_padding, numpy_matmul
+from ..._compose import avg_pool_counting_padding, conv_transpose2d, numpy_matmul
 from .registry import Unsupported, check_attrs, converts
 
 ops = _C.ops
@@ -78,6 +78,42 @@ def conv(n):
         x, w = ops.unsqueeze(x, [2]), ops.unsqueeze(w, [2])
     y = ops.conv2d(x, w, bias=n.x(2), strides=_as_2d(spatial, strides, 1), pads=pads,
                    dilations=_as_2d(spatial, dilations, 1), groups=n.attr("group", 1))
+    return ops.squeeze(y, axes=[2]) if spatial == 1 else y
+
+
+@converts("ConvTranspose")
+def conv_transpose(n):
+    check_attrs(n, ("auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
+                    "strides"))
+    spatial = _spatial(n, "ConvTranspose")
+    x, w = n.x(0), n.x(1)
+    sizes = _static(x.shape[2:], "ConvTranspose")
+    kernel = n.attr("kernel_shape") or _static(w.shape[2:], "ConvTranspose's kernel")
+    strides = n.attr("strides", [1] * spatial)
+    dilations = n.attr("dilations", [1] * spatial)
+    extra = n.attr("output_padding", [0] * spatial)
+    groups = n.attr("group", 1)
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    auto_pad = n.attr("auto_pad", "NOTSET")
+    out_shape = n.attr("output_shape")
+    if out_shape is None and auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out_shape = [i * s for i, s in zip(sizes, strides)]
+    if out_shape is not None:
+        out_shape = list(out_shape)[-spatial:]
+        total = [s * (i - 1) + e + op - o for s, i, e, op, o in zip(strides, sizes, extents, extra, out_shape)]
+        upper = auto_pad == "SAME_UPPER"
+        begins = [t // 2 if upper else t - t // 2 for t in total]
+        ends = [t - t // 2 if upper else t // 2 for t in total]
+    elif auto_pad in ("NOTSET", "VALID"):
+        pads = n.attr("pads", [0] * (2 * spatial)) if auto_pad == "NOTSET" else [0] * (2 * spatial)
+        begins, ends = list(pads[:spatial]), list(pads[spatial:])
+    else:
+        raise Unsupported(f"auto_pad={auto_pad}")
+    if spatial == 1:  # 1-D runs as 2-D over a unit height
+        x, w = ops.unsqueeze(x, [2]), ops.unsqueeze(w, [2])
+        strides, dilations = [1] + list(strides), [1] + list(dilations)
+        begins, ends, extra = [0] + begins, [0] + ends, [0] + list(extra)
+    y = conv_transpose2d(x, w, n.x(2), strides, dilations, groups, begins, ends, extra)
     return ops.squeeze(y, axes=[2]) if spatial == 1 else y
 
 

@@ -5,6 +5,7 @@ import math
 import numpy as np
 
 from ... import _C
+from ..._compose import pad_or_crop
 from .. import _dtypes
 from .nn import _static
 from .registry import Unsupported, check_attrs, converts
@@ -176,15 +177,7 @@ def pad(n):
     mode = n.attr("mode", "constant")
     if mode not in ("constant", "reflect", "edge"):
         raise Unsupported(f"mode={mode}")
-    # Negative pads crop: pad by the positive parts, then slice the negative ones away.
-    y = ops.pad(x, [max(p, 0) for p in pads], mode=mode, value=value) if any(p > 0 for p in pads) else x
-    if any(p < 0 for p in pads):
-        rank = x.ndim
-        axes = [a for a in range(rank) if pads[a] < 0 or pads[rank + a] < 0]
-        starts = [-min(pads[a], 0) for a in axes]
-        ends = [min(pads[rank + a], 0) or 2**62 for a in axes]
-        y = ops.slice(y, starts, ends, axes=axes)
-    return y
+    return pad_or_crop(x, pads, mode=mode, value=value)
 
 
 @converts("Tile")
