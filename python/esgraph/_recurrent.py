@@ -18,12 +18,17 @@ def scan(pre, h, c, cell, reverse=False):
     return ops.concat(outs, 1), h, c
 
 
-def lstm_cell(w_hh, hidden, order):
-    """LSTM with gates stacked in `order` (PyTorch: "ifgo"; ONNX: "iofg", g being the cell gate)."""
+def lstm_cell(w_hh, hidden, order, peephole=None):
+    """LSTM with gates stacked in `order` (PyTorch: "ifgo"; ONNX: "iofg", g being the cell gate).
+    `peephole` ({"i", "f", "o"}: [H] weights, ONNX's P) lets the gates see the cell state: i and
+    f the previous one, o the new one."""
     def cell(x_t, h, c):
         gates = dict(zip(order, ops.split(x_t + ops.matmul(h, w_hh, transpose_b=True), [hidden] * 4, axis=1)))
+        if peephole:
+            gates["i"], gates["f"] = gates["i"] + peephole["i"] * c, gates["f"] + peephole["f"] * c
         c = ops.sigmoid(gates["f"]) * c + ops.sigmoid(gates["i"]) * ops.tanh(gates["g"])
-        return ops.sigmoid(gates["o"]) * ops.tanh(c), c
+        o = gates["o"] + peephole["o"] * c if peephole else gates["o"]
+        return ops.sigmoid(o) * ops.tanh(c), c
     return cell
 
 

@@ -32,7 +32,8 @@ OUT_OF_SCOPE_CASES = {
     "training": ["test_training_dropout", "test_batchnorm_epsilon_training_mode", "test_batchnorm_example_training_mode"],
     "strings": ["test_cast_FLOAT_to_STRING", "test_cast_STRING_to_FLOAT", "test_castlike_FLOAT_to_STRING",
                 "test_castlike_STRING_to_FLOAT"],
-    "sequences and optionals": ["test_identity_opt", "test_identity_sequence", "test_if_opt", "test_if_seq"],
+    "sequences and optionals": ["test_identity_opt", "test_identity_sequence", "test_if_opt", "test_if_seq",
+                                "test_loop13_seq", "test_loop16_seq_none"],
 }
 
 

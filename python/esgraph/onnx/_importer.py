@@ -69,6 +69,14 @@ class Node:
     def known(self, i):
         return self.has(i) and isinstance(self._inputs[i], np.ndarray)
 
+    def tensor(self, v):
+        """A value as a tensor of the graph being built (known arrays become constants)."""
+        return self._importer.as_tensor(v) if isinstance(v, np.ndarray) else v
+
+    def value(self, i):
+        """Input i as the importer holds it: a numpy array when known, else a tensor (None when absent)."""
+        return self._inputs[i] if self.has(i) else None
+
     def x(self, i):
         """Input i as a tensor of the graph being built (None when absent)."""
         if not self.has(i):

@@ -1,5 +1,6 @@
 """If: both branches become esgraph bodies (outer values are captured automatically); a
-condition known while importing keeps only the branch taken."""
+condition known while importing keeps only the branch taken. Loop: unrolled while importing,
+which needs the trip count and every iteration's condition known then."""
 import numpy as np
 
 from ... import _C
@@ -14,3 +15,39 @@ def if_(n):
         taken = "then_branch" if bool(np.asarray(n.const(0)).reshape(-1)[0]) else "else_branch"
         return n.subgraph(taken, inline=True)()
     return ops.if_(n.x(0), n.subgraph("then_branch"), n.subgraph("else_branch"))
+
+
+MAX_UNROLLED_ITERATIONS = 4096
+
+
+@converts("Loop")
+def loop(n):
+    trip = int(np.asarray(n.const(0, "M")).reshape(-1)[0]) if n.has(0) else None
+    going = bool(np.asarray(n.const(1, "cond")).reshape(-1)[0]) if n.has(1) else True
+    carried = [n.value(i) for i in range(2, n.num_inputs)]
+    body = n.subgraph("body", inline=True)
+    scans, i = None, 0
+    while going and (trip is None or i < trip):
+        if i == MAX_UNROLLED_ITERATIONS:
+            raise Unsupported(f"more than {MAX_UNROLLED_ITERATIONS} iterations to unroll")
+        results = body(np.array(i, np.int64), np.array(going), *carried)
+        if not isinstance(results[0], np.ndarray):
+            raise Unsupported("a loop condition computed at run time (esgraph unrolls Loop while importing)")
+        going = bool(results[0].reshape(-1)[0])
+        carried = results[1:1 + len(carried)]
+        step = results[1 + len(carried):]
+        scans = [[] for _ in step] if scans is None else scans
+        for k, v in enumerate(step):
+            scans[k].append(v)
+        i += 1
+    n_scans = n.num_outputs - len(carried)
+    if n_scans and not scans:
+        raise Unsupported("scan outputs of a loop that runs no iteration")
+    stacked = []
+    for values in scans or []:
+        if all(isinstance(v, np.ndarray) for v in values):
+            stacked.append(np.stack(values))
+        else:
+            stacked.append(ops.concat([ops.unsqueeze(n.tensor(v), [0]) for v in values], 0))
+    return carried + stacked
+

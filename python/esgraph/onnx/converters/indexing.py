@@ -81,16 +81,24 @@ def _gather_elements(data, indices, axis):
 
 @converts("GatherND")
 def gather_nd(n):
+    # The leading batch_dims axes are one flattened batch axis; within an entry, the last index
+    # axis addresses the next k data axes. One gather from the data flattened to
+    # [batch * prod(addressed axes), rest...] at batch * prod + sum(index * stride).
     data, indices = n.x(0), n.x(1)
-    if n.attr("batch_dims", 0):
-        raise Unsupported("batch_dims is not supported")
     shape = _static(data.shape, "GatherND")
-    k = _static([indices.shape[-1]], "GatherND")[0]
-    lead = shape[:k]
+    index_shape = _static(indices.shape, "GatherND")
+    b = n.attr("batch_dims", 0)
+    k = index_shape[-1]
+    batch, lead, rest = int(np.prod(shape[:b])), shape[b:b + k], shape[b + k:]
     strides = np.cumprod([1] + lead[::-1])[:-1][::-1].astype(np.int64)
     idx = _wrapped(ops.cast(indices, _C.i64), np.array(lead, np.int64))
     flat = ops.reduce_sum(idx * strides, axes=[-1])
-    return ops.gather(ops.reshape(data, [int(np.prod(lead))] + shape[k:]), flat, axis=0)
+    if b:
+        entries = index_shape[:-1]
+        batch_index = np.arange(batch, dtype=np.int64).reshape(shape[:b] + [1] * (len(entries) - b))
+        flat = flat + batch_index * int(np.prod(lead))
+    table = ops.reshape(data, [batch * int(np.prod(lead))] + rest)
+    return ops.gather(table, flat, axis=0)
 
 
 @converts("Compress")

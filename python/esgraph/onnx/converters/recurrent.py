@@ -29,8 +29,6 @@ def recurrent(n):
         activation = ops.tanh
     if n.attr("clip") is not None or n.attr("input_forget", 0):
         raise Unsupported("clip and input_forget are not supported")
-    if kind == "LSTM" and n.has(7):
-        raise Unsupported("peephole connections (input P) are not supported")
     layout = n.attr("layout", 0)
     x = n.x(0) if layout else ops.transpose(n.x(0), perm=[1, 0, 2])  # batch-first [N, T, I]
     batch, steps = x.shape[0], x.shape[1]
@@ -51,7 +49,11 @@ def recurrent(n):
         h0 = _direction_slice(n.x(5), d, layout) if n.has(5) else ops.fill([batch, hidden], dtype=x.dtype)
         c0 = _direction_slice(n.x(6), d, layout) if kind == "LSTM" and n.has(6) else ops.fill([batch, hidden], dtype=x.dtype)
         if kind == "LSTM":
-            cell = lstm_cell(r, hidden, "iofg")
+            peephole = None
+            if n.has(7):  # P: [dirs, 3H], the i, o, f gates' weights on the cell state
+                p_i, p_o, p_f = ops.split(_direction_slice(n.x(7), d), [hidden] * 3)
+                peephole = {"i": p_i, "o": p_o, "f": p_f}
+            cell = lstm_cell(r, hidden, "iofg", peephole)
         elif kind == "GRU":
             cell = gru_cell(r, b_hn, hidden, "zrn", n.attr("linear_before_reset", 0))
         else:
