@@ -387,6 +387,86 @@ void gather(const KernelCall& c) {
   }
 }
 
+// ---- scatter and top-k -------------------------------------------------------------------------
+// An index read from `indices`, negative ones counted from the end, checked against the axis.
+int64_t checked_index(const TensorRef& ind, int64_t at, int64_t size, const char* op) {
+  int64_t v = load_i(ind, at);
+  if (v < 0) v += size;
+  if (v < 0 || v >= size)
+    throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(op) + ": index " + std::to_string(load_i(ind, at)) +
+                                                        " is out of range for an axis of " + std::to_string(size));
+  return v;
+}
+
+// y[at] = update, or y[at] combined with it (reduction: 1 add, 2 mul) in double.
+void scatter_one(const TensorRef& y, int64_t at, const TensorRef& updates, int64_t from, int64_t reduction) {
+  if (reduction == 0) return copy_elem(updates, from, y, at);
+  if (ir::dtype_is_float(y.dtype)) {
+    const double a = load_f(y, at), b = load_f(updates, from);
+    return store_f(y, at, reduction == 1 ? a + b : a * b);
+  }
+  const int64_t ia = load_i(y, at), ib = load_i(updates, from);  // integers stay exact
+  store_i(y, at, reduction == 1 ? ia + ib : ia * ib);
+}
+
+void scatter_elements(const KernelCall& c) {
+  const TensorRef &data = *c.in[0], &ind = *c.in[1], &upd = *c.in[2], &y = *c.out[0];
+  const size_t axis = norm_axis(c.attr_int("axis"), data.shape.rank());
+  const int64_t reduction = c.attr_int("reduction");
+  if (y.bytes != data.bytes) std::memmove(y.bytes, data.bytes, data.nbytes());
+  const std::vector<int64_t> ys = strides_of(y.shape);
+  for (int64_t i = 0; i < ind.size(); ++i) {
+    std::vector<int64_t> idx = unravel(i, ind.shape);
+    idx[axis] = checked_index(ind, i, data.shape[axis], "scatter_elements");
+    scatter_one(y, ravel(idx, ys), upd, i, reduction);
+  }
+}
+
+void scatter_nd(const KernelCall& c) {
+  const TensorRef &data = *c.in[0], &ind = *c.in[1], &upd = *c.in[2], &y = *c.out[0];
+  const int64_t reduction = c.attr_int("reduction");
+  if (y.bytes != data.bytes) std::memmove(y.bytes, data.bytes, data.nbytes());
+  const auto k = static_cast<size_t>(ind.shape[ind.shape.rank() - 1]);
+  const std::vector<int64_t> ys = strides_of(y.shape);
+  int64_t slice = 1;
+  for (size_t d = k; d < data.shape.rank(); ++d) slice *= data.shape[d];
+  const int64_t tuples = k ? ind.size() / static_cast<int64_t>(k) : 0;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t base = 0;
+    for (size_t j = 0; j < k; ++j)
+      base += checked_index(ind, t * static_cast<int64_t>(k) + static_cast<int64_t>(j), data.shape[j], "scatter_nd") * ys[j];
+    for (int64_t e = 0; e < slice; ++e) scatter_one(y, base + e, upd, t * slice + e, reduction);
+  }
+}
+
+void top_k(const KernelCall& c) {
+  const TensorRef &x = *c.in[0], &values = *c.out[0], &indices = *c.out[1];
+  const size_t axis = norm_axis(c.attr_int("axis"), x.shape.rank());
+  const int64_t k = c.attr_int("k");
+  const bool largest = c.attr_int("largest") != 0;
+  if (values.size() == 0) return;
+  const int64_t inner = strides_of(x.shape)[axis];
+  std::vector<int64_t> order;
+  int64_t lane = 0;
+  for_each_lane(x.shape, axis, [&](int64_t base, int64_t stride, int64_t n) {
+    order.resize(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) order[static_cast<size_t>(j)] = j;
+    // A stable order keeps equal elements by position; doubles hold every element exactly
+    // enough to order it (int64 beyond 2^53 aside).
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      const double va = load_f(x, base + a * stride), vb = load_f(x, base + b * stride);
+      return largest ? va > vb : va < vb;
+    });
+    // The output lane with the same outer and inner position: k elements apart by `inner`.
+    const int64_t outer = lane / inner, in = lane % inner, out_base = outer * k * inner + in;
+    for (int64_t j = 0; j < k; ++j) {
+      copy_elem(x, base + order[static_cast<size_t>(j)] * stride, values, out_base + j * inner);
+      store_i(indices, out_base + j * inner, order[static_cast<size_t>(j)]);
+    }
+    ++lane;
+  });
+}
+
 void expand(const KernelCall& c) {
   const TensorRef& y = *c.out[0];
   BroadcastWalk walk(y.shape, {c.in[0]->shape});
@@ -464,6 +544,9 @@ Kernel find_kernel(const ir::OpSchema& op) {
       {"split", split},
       {"slice", slice},
       {"gather", gather},
+      {"scatter_elements", scatter_elements},
+      {"scatter_nd", scatter_nd},
+      {"top_k", top_k},
       {"expand", expand},
       {"pad", pad},
       {"fill", fill},

@@ -147,6 +147,17 @@ void infer_arg_reduce(InferContext& ctx) {
   ctx.set_shape(0, out);
 }
 
+void infer_top_k(InferContext& ctx) {
+  Shape out = ctx.shape(0);
+  const size_t ax = ctx.axis(ctx.attr_int("axis"), out.rank(), "axis");
+  const int64_t k = ctx.attr_int("k");
+  if (!dim_is_symbolic(out[ax]) && k > out[ax])
+    ctx.fail_attr("`k` = " + std::to_string(k) + " is larger than the axis (" + std::to_string(out[ax]) + ")");
+  out[ax] = k;
+  ctx.set_shape(0, out);
+  ctx.set_shape(1, out);
+}
+
 void infer_softmax(InferContext& ctx) {
   const Shape x = ctx.shape(0);
   ctx.axis(ctx.attr_int("axis"), x.rank(), "axis");
@@ -409,6 +420,41 @@ void infer_gather(InferContext& ctx) {
   for (Dim d : idx) out.push_back(d);
   for (size_t i = ax + 1; i < x.rank(); ++i) out.push_back(x[i]);
   ctx.set_shape(0, out);
+}
+
+void infer_scatter_elements(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const Shape& data = ctx.shape(0);
+  const Shape& idx = ctx.shape(1);
+  const Shape& upd = ctx.shape(2);
+  ctx.axis(ctx.attr_int("axis"), data.rank(), "axis");
+  if (idx.rank() != data.rank())
+    ctx.fail("`indices` " + g.shape_str(idx) + " must have the rank of `data` " + g.shape_str(data));
+  if (upd.rank() != idx.rank())
+    ctx.fail("`updates` " + g.shape_str(upd) + " must have the shape of `indices` " + g.shape_str(idx));
+  for (size_t i = 0; i < idx.rank(); ++i)
+    if (!dims_compatible(idx[i], upd[i]))
+      ctx.fail("`updates` " + g.shape_str(upd) + " must have the shape of `indices` " + g.shape_str(idx));
+  ctx.set_shape(0, data);
+}
+
+void infer_scatter_nd(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const Shape& data = ctx.shape(0);
+  const Shape& idx = ctx.shape(1);
+  const Shape& upd = ctx.shape(2);
+  if (idx.rank() == 0 || dim_is_symbolic(idx[idx.rank() - 1]))
+    ctx.fail("`indices` " + g.shape_str(idx) + " needs a static last axis (the index tuples' length)");
+  const auto k = static_cast<size_t>(idx[idx.rank() - 1]);
+  if (k > data.rank())
+    ctx.fail("index tuples of length " + std::to_string(k) + " address more axes than `data` " + g.shape_str(data) + " has");
+  Shape want;
+  for (size_t i = 0; i + 1 < idx.rank(); ++i) want.push_back(idx[i]);
+  for (size_t i = k; i < data.rank(); ++i) want.push_back(data[i]);
+  bool ok = want.rank() == upd.rank();
+  for (size_t i = 0; ok && i < want.rank(); ++i) ok = dims_compatible(want[i], upd[i]);
+  if (!ok) ctx.fail("`updates` " + g.shape_str(upd) + " must have the shape " + g.shape_str(want) + " (indices.shape[:-1] + data.shape[k:])");
+  ctx.set_shape(0, data);
 }
 
 void infer_expand(InferContext& ctx) {

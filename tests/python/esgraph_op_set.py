@@ -69,6 +69,11 @@ def build_value_example(op, example):
         args.extend(attrs.pop(attr.name) for attr in op.required_attrs)
         result = getattr(ops, py_name(op.name))(*args, **attrs, **kwargs)
     results = result if isinstance(result, list) else [result]
-    (_, expected), = example.outputs
-    return b.build(results), feeds, [example_array(t) for t in example_tensors(expected)]
+    return b.build(results), feeds, [example_array(t) for t in expected_tensors(op, example)]
+
+
+def expected_tensors(op, example):
+    """The example's output tensors in the op's result order (a list output expanded)."""
+    given = dict(example.outputs)
+    return [t for out in op.outputs for t in example_tensors(given[out.name])]
 

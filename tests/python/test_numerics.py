@@ -1181,3 +1181,57 @@ def test_a_kernel_error_inside_a_stream_raises_and_the_model_stays_usable():
             model(xs, np.array([0, 1, 99, 2]))
         _, got = model(xs, np.array([0, 1, 63, 2]))
         check(got, (xs + xs)[[0, 1, 63, 2]])
+
+
+# ---- top_k and scatter against numpy ---------------------------------------------------------
+@pytest.mark.parametrize("axis, largest", [(-1, True), (0, False), (1, True)])
+@pytest.mark.parametrize("dtype", [f32, i32])
+def test_top_k_matches_a_stable_numpy_sort(axis, largest, dtype):
+    rng = rng_for("top_k", axis, largest, dtype)
+    x = rng.integers(-5, 6, (4, 7, 3)).astype(dtype)  # many ties: their order is checked too
+    k = 3
+    order = np.argsort(-x if largest else x, axis=axis, kind="stable")
+    want_idx = np.take(order, np.arange(k), axis=axis)
+    values, indices = run(lambda t: ops.top_k(t, k, axis=axis, largest=largest), x)
+    check(indices, want_idx.astype(i64))
+    check(values, np.take_along_axis(x, want_idx, axis=axis))
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul"])
+def test_scatter_elements_matches_numpy(reduction):
+    rng = rng_for("scatter_elements", reduction)
+    data = rng.integers(-3, 4, (3, 5)).astype(i64)
+    # distinct targets per row for `none` (ONNX leaves repeated writes unordered); any for the others
+    idx = np.stack([rng.permutation(5)[:4] for _ in range(3)]) if reduction == "none" else rng.integers(-5, 5, (3, 4))
+    upd = rng.integers(-3, 4, (3, 4)).astype(i64)
+    want = data.copy()
+    rows = np.repeat(np.arange(3)[:, None], 4, axis=1)
+    cols = np.where(idx < 0, idx + 5, idx)
+    if reduction == "none":
+        want[rows, cols] = upd
+    elif reduction == "add":
+        np.add.at(want, (rows, cols), upd)
+    else:
+        np.multiply.at(want, (rows, cols), upd)
+    got = run(lambda d, i, u: ops.scatter_elements(d, i, u, axis=1, reduction=reduction), data, idx.astype(i64), upd)
+    check(got, want)
+
+
+def test_scatter_nd_matches_numpy():
+    rng = rng_for("scatter_nd")
+    data = normal(rng, (4, 3, 2))
+    idx = np.array([[3, 1], [0, 2], [1, 0]], dtype=i64)
+    upd = normal(rng, (3, 2))
+    want = data.copy()
+    want[idx[:, 0], idx[:, 1]] = upd
+    check(run(lambda d, i, u: ops.scatter_nd(d, i, u), data, idx, upd), want)
+
+
+def test_scatter_and_top_k_refuse_bad_input():
+    x = np.zeros((2, 3), f32)
+    with pytest.raises(esgraph.AttributeValueError, match="larger than the axis"):
+        run(lambda t: ops.top_k(t, 4), x)
+    with pytest.raises(esgraph.ShapeError, match="shape of `indices`"):
+        run(lambda d, i, u: ops.scatter_elements(d, i, u), x, np.zeros((2, 3), i64), np.zeros((2, 2), f32))
+    with pytest.raises(esgraph.InvalidArgumentError, match="out of range"):
+        run(lambda d, i, u: ops.scatter_elements(d, i, u), x, np.full((2, 3), 7, i64), np.zeros((2, 3), f32))

@@ -186,6 +186,13 @@ def _emit(e, n):
         steps = a["steps"] or [1] * count
         e.node("Slice", [ins[0]] + [e.const(np.array(v, np.int64), k) for k, v in
                                     (("starts", a["starts"]), ("ends", a["ends"]), ("axes", axes), ("steps", steps))], outs)
+    elif op == "top_k":
+        e.node("TopK", [ins[0], e.const(np.array([a["k"]], np.int64), "k")], outs, axis=a["axis"],
+               largest=int(a["largest"]), sorted=1)
+    elif op == "scatter_elements":
+        e.node("ScatterElements", ins, outs, axis=a["axis"], reduction=a["reduction"])
+    elif op == "scatter_nd":
+        e.node("ScatterND", ins, outs, reduction=a["reduction"])
     elif op == "gather":
         e.node("Gather", ins, outs, axis=a["axis"])
     elif op == "expand":

@@ -122,3 +122,23 @@ def reverse_sequence(n):
     t, b = grids[time_axis], grids[batch_axis]
     length = lens[b]
     return _gather_elements(x, np.where(t < length, length - 1 - t, t), time_axis)
+
+
+@converts("TopK")
+def top_k(n):
+    check_attrs(n, ("axis", "largest", "sorted", "k"))
+    k = int(np.asarray(n.const(1, "K")).reshape(-1)[0]) if n.opset >= 10 else n.attr("k")
+    return ops.top_k(n.x(0), k, axis=n.attr("axis", -1), largest=bool(n.attr("largest", 1)))
+
+
+@converts("ScatterElements", "Scatter")
+def scatter_elements(n):
+    check_attrs(n, ("axis", "reduction"))
+    return ops.scatter_elements(n.x(0), n.x(1), n.x(2), axis=n.attr("axis", 0), reduction=n.attr("reduction", "none"))
+
+
+@converts("ScatterND")
+def scatter_nd(n):
+    check_attrs(n, ("reduction",))
+    return ops.scatter_nd(n.x(0), ops.cast(n.x(1), _C.i64), n.x(2), reduction=n.attr("reduction", "none"))
+
