@@ -868,3 +868,19 @@ def test_average_pool_counting_padding_with_ceil_mode_is_refused():
                     kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)
     with pytest.raises(esgraph.onnx.ImportFailed, match="ceil_mode"):
         esgraph.onnx.load(model)
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("...ii->...i", [(2, 3, 4, 4)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("...ij,...jk", [(2, 3, 4), (4, 5)]),
+    ("ii", [(4, 4)]), ("iij->j", [(3, 3, 2)]), ("i,j->ij", [(3,), (4,)]), ("b...i,b...i->b...", [(2, 3, 4), (2, 3, 4)]),
+])
+def test_einsum_matches_numpy(equation, shapes):
+    names = [f"x{i}" for i in range(len(shapes))]
+    graph = helper.make_graph([helper.make_node("Einsum", names, ["y"], equation=equation)], "einsum",
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in zip(names, shapes)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    rng = np.random.default_rng(len(equation))
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    got = esgraph.compile(esgraph.onnx.load(model)).run(xs)[0]
+    np.testing.assert_allclose(got, np.einsum(equation, *xs), rtol=1e-5, atol=1e-5)
