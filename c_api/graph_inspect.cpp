@@ -1,6 +1,6 @@
-// C entry points that read a finished graph: its inputs, outputs, values, nodes, attributes and
-// constants — what an exporter needs, in the graph's own terms (the top level's topological
-// order; ids checked, never trusted).
+// C entry points that read a finished graph: its bodies (the top level and those of if/while
+// nodes), values, nodes, attributes and constants — what an exporter needs, in the graph's own
+// terms (ids checked, never trusted).
 #include <string>
 
 #include "c_api/handles.hpp"
@@ -21,12 +21,25 @@ ir::ValueId value_of(const ir::Graph& g, int64_t v, const char* fn) {
   return static_cast<ir::ValueId>(v);
 }
 
-const ir::Node& node_of(const ir::Graph& g, size_t node, const char* fn) {
-  const std::vector<ir::NodeId>& top = g.regions[0].nodes;
-  if (node >= top.size())
+const ir::Node& node_of(const ir::Graph& g, int64_t node, const char* fn) {
+  if (node < 0 || static_cast<uint64_t>(node) >= g.nodes.size())
     throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(fn) + ": no node " + std::to_string(node) + " (the graph has " +
-                                                         std::to_string(top.size()) + ")");
-  return g.nodes[top[node]];
+                                                         std::to_string(g.nodes.size()) + ")");
+  return g.nodes[static_cast<size_t>(node)];
+}
+
+const ir::Region& body_of(const ir::Graph& g, int64_t body, const char* fn) {
+  if (body < 0 || static_cast<uint64_t>(body) >= g.regions.size())
+    throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(fn) + ": no body " + std::to_string(body));
+  return g.regions[static_cast<size_t>(body)];
+}
+
+template <class T>
+T at(const std::vector<T>& list, size_t index, const char* fn, const char* what) {
+  if (index >= list.size())
+    throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(fn) + ": no " + what + " " + std::to_string(index) + " (there are " +
+                                                         std::to_string(list.size()) + ")");
+  return list[index];
 }
 
 const ir::AttrValue& attr_of(const ir::Graph& g, const ir::Node& n, size_t attr, const char* fn) {
@@ -44,6 +57,16 @@ T read(T fallback, F&& f) {
   return out;
 }
 
+// A body's list (nodes, params or results): its length, or one entry.
+size_t body_list_size(const esg_graph* graph, int64_t body, std::vector<uint32_t> ir::Region::*list, const char* fn) {
+  return read<size_t>(0, [&] { return (body_of(graph_of(graph, fn), body, fn).*list).size(); });
+}
+
+int64_t body_list_item(const esg_graph* graph, int64_t body, size_t index, std::vector<uint32_t> ir::Region::*list,
+                       const char* fn, const char* what) {
+  return read<int64_t>(-1, [&]() -> int64_t { return at(body_of(graph_of(graph, fn), body, fn).*list, index, fn, what); });
+}
+
 }  // namespace
 
 extern "C" {
@@ -52,20 +75,12 @@ ESG_API const char* esg_graph_name(const esg_graph* graph) {
   return read<const char*>(nullptr, [&] { return graph_of(graph, "esg_graph_name").name.c_str(); });
 }
 
-ESG_API size_t esg_graph_top_node_count(const esg_graph* graph) {
-  return read<size_t>(0, [&] { return graph_of(graph, "esg_graph_top_node_count").regions[0].nodes.size(); });
-}
-
 ESG_API size_t esg_graph_input_count(const esg_graph* graph) {
   return read<size_t>(0, [&] { return graph_of(graph, "esg_graph_input_count").inputs().size(); });
 }
 
 ESG_API int64_t esg_graph_input(const esg_graph* graph, size_t index) {
-  return read<int64_t>(-1, [&]() -> int64_t {
-    const ir::Graph& g = graph_of(graph, "esg_graph_input");
-    if (index >= g.inputs().size()) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_graph_input: no input " + std::to_string(index));
-    return g.inputs()[index];
-  });
+  return read<int64_t>(-1, [&]() -> int64_t { return at(graph_of(graph, "esg_graph_input").inputs(), index, "esg_graph_input", "input"); });
 }
 
 ESG_API size_t esg_graph_output_count(const esg_graph* graph) {
@@ -73,10 +88,46 @@ ESG_API size_t esg_graph_output_count(const esg_graph* graph) {
 }
 
 ESG_API int64_t esg_graph_output(const esg_graph* graph, size_t index) {
+  return read<int64_t>(-1, [&]() -> int64_t { return at(graph_of(graph, "esg_graph_output").outputs(), index, "esg_graph_output", "output"); });
+}
+
+ESG_API size_t esg_graph_body_node_count(const esg_graph* graph, int64_t body) {
+  return body_list_size(graph, body, &ir::Region::nodes, "esg_graph_body_node_count");
+}
+
+ESG_API int64_t esg_graph_body_node(const esg_graph* graph, int64_t body, size_t index) {
+  return body_list_item(graph, body, index, &ir::Region::nodes, "esg_graph_body_node", "node");
+}
+
+ESG_API size_t esg_graph_body_param_count(const esg_graph* graph, int64_t body) {
+  return body_list_size(graph, body, &ir::Region::params, "esg_graph_body_param_count");
+}
+
+ESG_API int64_t esg_graph_body_param(const esg_graph* graph, int64_t body, size_t index) {
+  return body_list_item(graph, body, index, &ir::Region::params, "esg_graph_body_param", "parameter");
+}
+
+ESG_API size_t esg_graph_body_result_count(const esg_graph* graph, int64_t body) {
+  return body_list_size(graph, body, &ir::Region::results, "esg_graph_body_result_count");
+}
+
+ESG_API int64_t esg_graph_body_result(const esg_graph* graph, int64_t body, size_t index) {
+  return body_list_item(graph, body, index, &ir::Region::results, "esg_graph_body_result", "result");
+}
+
+ESG_API size_t esg_graph_body_capture_count(const esg_graph* graph, int64_t body) {
+  return read<size_t>(0, [&] {
+    return body_of(graph_of(graph, "esg_graph_body_capture_count"), body, "esg_graph_body_capture_count").captures_inner.size();
+  });
+}
+
+ESG_API int64_t esg_graph_body_capture(const esg_graph* graph, int64_t body, size_t index, int64_t* outer) {
+  if (outer) *outer = -1;
   return read<int64_t>(-1, [&]() -> int64_t {
-    const ir::Graph& g = graph_of(graph, "esg_graph_output");
-    if (index >= g.outputs().size()) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_graph_output: no output " + std::to_string(index));
-    return g.outputs()[index];
+    const ir::Region& r = body_of(graph_of(graph, "esg_graph_body_capture"), body, "esg_graph_body_capture");
+    const ir::ValueId inner = at(r.captures_inner, index, "esg_graph_body_capture", "capture");
+    if (outer) *outer = r.captures_outer[index];
+    return inner;
   });
 }
 
@@ -125,14 +176,14 @@ ESG_API const char* esg_graph_dim_symbol(const esg_graph* graph, int64_t dim) {
   });
 }
 
-ESG_API const char* esg_graph_node_op(const esg_graph* graph, size_t node) {
+ESG_API const char* esg_graph_node_op(const esg_graph* graph, int64_t node) {
   return read<const char*>(nullptr, [&] {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_op");
     return node_of(g, node, "esg_graph_node_op").op->name;
   });
 }
 
-ESG_API size_t esg_graph_node_input_count(const esg_graph* graph, size_t node) {
+ESG_API size_t esg_graph_node_input_count(const esg_graph* graph, int64_t node) {
   return read<size_t>(0, [&]() -> size_t {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_input_count");
     const ir::Node& n = node_of(g, node, "esg_graph_node_input_count");
@@ -140,7 +191,7 @@ ESG_API size_t esg_graph_node_input_count(const esg_graph* graph, size_t node) {
   });
 }
 
-ESG_API int64_t esg_graph_node_input(const esg_graph* graph, size_t node, size_t index) {
+ESG_API int64_t esg_graph_node_input(const esg_graph* graph, int64_t node, size_t index) {
   return read<int64_t>(-1, [&]() -> int64_t {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_input");
     const ir::Node& n = node_of(g, node, "esg_graph_node_input");
@@ -150,14 +201,14 @@ ESG_API int64_t esg_graph_node_input(const esg_graph* graph, size_t node, size_t
   });
 }
 
-ESG_API size_t esg_graph_node_output_count(const esg_graph* graph, size_t node) {
+ESG_API size_t esg_graph_node_output_count(const esg_graph* graph, int64_t node) {
   return read<size_t>(0, [&]() -> size_t {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_output_count");
     return node_of(g, node, "esg_graph_node_output_count").num_outputs;
   });
 }
 
-ESG_API int64_t esg_graph_node_output(const esg_graph* graph, size_t node, size_t index) {
+ESG_API int64_t esg_graph_node_output(const esg_graph* graph, int64_t node, size_t index) {
   return read<int64_t>(-1, [&]() -> int64_t {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_output");
     const ir::Node& n = node_of(g, node, "esg_graph_node_output");
@@ -166,14 +217,23 @@ ESG_API int64_t esg_graph_node_output(const esg_graph* graph, size_t node, size_
   });
 }
 
-ESG_API size_t esg_graph_node_body_count(const esg_graph* graph, size_t node) {
+ESG_API size_t esg_graph_node_body_count(const esg_graph* graph, int64_t node) {
   return read<size_t>(0, [&]() -> size_t {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_body_count");
     return node_of(g, node, "esg_graph_node_body_count").num_bodies;
   });
 }
 
-ESG_API const void* esg_graph_node_data(const esg_graph* graph, size_t node, size_t* nbytes) {
+ESG_API int64_t esg_graph_node_body(const esg_graph* graph, int64_t node, size_t index) {
+  return read<int64_t>(-1, [&]() -> int64_t {
+    const ir::Graph& g = graph_of(graph, "esg_graph_node_body");
+    const ir::Node& n = node_of(g, node, "esg_graph_node_body");
+    if (index >= n.num_bodies) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_graph_node_body: no body " + std::to_string(index));
+    return g.bodies(n)[index];
+  });
+}
+
+ESG_API const void* esg_graph_node_data(const esg_graph* graph, int64_t node, size_t* nbytes) {
   if (nbytes) *nbytes = 0;
   return read<const void*>(nullptr, [&]() -> const void* {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_data");
@@ -184,14 +244,14 @@ ESG_API const void* esg_graph_node_data(const esg_graph* graph, size_t node, siz
   });
 }
 
-ESG_API size_t esg_graph_node_attr_count(const esg_graph* graph, size_t node) {
+ESG_API size_t esg_graph_node_attr_count(const esg_graph* graph, int64_t node) {
   return read<size_t>(0, [&]() -> size_t {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_attr_count");
     return node_of(g, node, "esg_graph_node_attr_count").op->attrs.size();
   });
 }
 
-ESG_API const char* esg_graph_node_attr_name(const esg_graph* graph, size_t node, size_t attr) {
+ESG_API const char* esg_graph_node_attr_name(const esg_graph* graph, int64_t node, size_t attr) {
   return read<const char*>(nullptr, [&] {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_attr_name");
     const ir::Node& n = node_of(g, node, "esg_graph_node_attr_name");
@@ -200,7 +260,7 @@ ESG_API const char* esg_graph_node_attr_name(const esg_graph* graph, size_t node
   });
 }
 
-ESG_API esg_attr_kind esg_graph_node_attr_kind(const esg_graph* graph, size_t node, size_t attr) {
+ESG_API esg_attr_kind esg_graph_node_attr_kind(const esg_graph* graph, int64_t node, size_t attr) {
   return read<esg_attr_kind>(static_cast<esg_attr_kind>(0), [&] {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_attr_kind");
     const ir::Node& n = node_of(g, node, "esg_graph_node_attr_kind");
@@ -208,7 +268,7 @@ ESG_API esg_attr_kind esg_graph_node_attr_kind(const esg_graph* graph, size_t no
   });
 }
 
-ESG_API int64_t esg_graph_node_attr_int(const esg_graph* graph, size_t node, size_t attr) {
+ESG_API int64_t esg_graph_node_attr_int(const esg_graph* graph, int64_t node, size_t attr) {
   return read<int64_t>(0, [&]() -> int64_t {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_attr_int");
     const ir::AttrValue& a = attr_of(g, node_of(g, node, "esg_graph_node_attr_int"), attr, "esg_graph_node_attr_int");
@@ -218,7 +278,7 @@ ESG_API int64_t esg_graph_node_attr_int(const esg_graph* graph, size_t node, siz
   });
 }
 
-ESG_API double esg_graph_node_attr_float(const esg_graph* graph, size_t node, size_t attr) {
+ESG_API double esg_graph_node_attr_float(const esg_graph* graph, int64_t node, size_t attr) {
   return read<double>(0.0, [&]() -> double {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_attr_float");
     const ir::AttrValue& a = attr_of(g, node_of(g, node, "esg_graph_node_attr_float"), attr, "esg_graph_node_attr_float");
@@ -228,7 +288,7 @@ ESG_API double esg_graph_node_attr_float(const esg_graph* graph, size_t node, si
   });
 }
 
-ESG_API const char* esg_graph_node_attr_string(const esg_graph* graph, size_t node, size_t attr) {
+ESG_API const char* esg_graph_node_attr_string(const esg_graph* graph, int64_t node, size_t attr) {
   return read<const char*>(nullptr, [&]() -> const char* {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_attr_string");
     const ir::Node& n = node_of(g, node, "esg_graph_node_attr_string");
@@ -239,7 +299,7 @@ ESG_API const char* esg_graph_node_attr_string(const esg_graph* graph, size_t no
   });
 }
 
-ESG_API size_t esg_graph_node_attr_ints(const esg_graph* graph, size_t node, size_t attr, const int64_t** values) {
+ESG_API size_t esg_graph_node_attr_ints(const esg_graph* graph, int64_t node, size_t attr, const int64_t** values) {
   if (values) *values = nullptr;
   return read<size_t>(0, [&]() -> size_t {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_attr_ints");
@@ -251,7 +311,7 @@ ESG_API size_t esg_graph_node_attr_ints(const esg_graph* graph, size_t node, siz
   });
 }
 
-ESG_API size_t esg_graph_node_attr_floats(const esg_graph* graph, size_t node, size_t attr, const double** values) {
+ESG_API size_t esg_graph_node_attr_floats(const esg_graph* graph, int64_t node, size_t attr, const double** values) {
   if (values) *values = nullptr;
   return read<size_t>(0, [&]() -> size_t {
     const ir::Graph& g = graph_of(graph, "esg_graph_node_attr_floats");

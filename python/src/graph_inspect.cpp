@@ -1,12 +1,13 @@
-// Graph.inspect(): every top-level node with its op, operands, attributes and (for constants)
-// its data as a numpy array; every value it mentions with name, dtype and shape (symbols as
-// their names). Plain dicts and lists, so exporters and tools need nothing else.
+// Graph.inspect(): every node with its op, operands, attributes, the bodies it owns and (for
+// constants) its data as a numpy array; every value it mentions with name, dtype and shape
+// (symbols as their names). Plain dicts and lists, so exporters and tools need nothing else.
 #include "graph_inspect.hpp"
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <functional>
 
 #include "lift.hpp"
 
@@ -15,7 +16,7 @@ namespace py = pybind11;
 namespace esgraph_py {
 namespace {
 
-py::object attr_value(const esg_graph* g, size_t node, size_t k) {
+py::object attr_value(const esg_graph* g, int64_t node, size_t k) {
   switch (esg_graph_node_attr_kind(g, node, k)) {
     case ESG_ATTR_INT: return py::int_(esg_graph_node_attr_int(g, node, k));
     case ESG_ATTR_BOOL: return py::bool_(esg_graph_node_attr_int(g, node, k) != 0);
@@ -64,38 +65,56 @@ py::dict inspect_graph(const esg::Graph& graph) {
     }
     return py::int_(v);
   };
-  py::list inputs, outputs, nodes;
-  for (size_t i = 0; i < esg_graph_input_count(g); ++i) inputs.append(mention(esg_graph_input(g, i)));
-  for (size_t i = 0; i < esg_graph_output_count(g); ++i) outputs.append(mention(esg_graph_output(g, i)));
-  for (size_t n = 0; n < esg_graph_top_node_count(g); ++n) {
-    py::dict node;
-    node["op"] = esg_graph_node_op(g, n);
-    py::list ins, outs;
-    for (size_t k = 0; k < esg_graph_node_input_count(g, n); ++k) ins.append(mention(esg_graph_node_input(g, n, k)));
-    for (size_t k = 0; k < esg_graph_node_output_count(g, n); ++k) outs.append(mention(esg_graph_node_output(g, n, k)));
-    node["inputs"] = ins;
-    node["outputs"] = outs;
-    py::dict attrs;
-    for (size_t k = 0; k < esg_graph_node_attr_count(g, n); ++k) attrs[esg_graph_node_attr_name(g, n, k)] = attr_value(g, n, k);
-    node["attrs"] = attrs;
-    node["bodies"] = esg_graph_node_body_count(g, n);
-    size_t nbytes = 0;
-    if (const void* data = esg_graph_node_data(g, n, &nbytes)) {
-      const int64_t v = esg_graph_node_output(g, n, 0);
-      const esg::DType dtype = static_cast<esg::DType>(esg_graph_value_dtype(g, v));
-      std::vector<py::ssize_t> dims;
-      for (py::handle d : shape_of(g, v)) dims.push_back(d.cast<py::ssize_t>());
-      py::array a(numpy_dtype_of(dtype), dims);
-      std::memcpy(a.mutable_data(), data, nbytes);
-      node["data"] = a;
+  // A body: its parameters, captures (inner, outer) and results, and its nodes in order, each
+  // with the bodies it owns.
+  std::function<py::dict(int64_t)> body = [&](int64_t b) {
+    py::list params, results, captures, nodes;
+    for (size_t i = 0; i < esg_graph_body_param_count(g, b); ++i) params.append(mention(esg_graph_body_param(g, b, i)));
+    for (size_t i = 0; i < esg_graph_body_capture_count(g, b); ++i) {
+      int64_t outer = -1;
+      const int64_t inner = esg_graph_body_capture(g, b, i, &outer);
+      captures.append(py::make_tuple(mention(inner), mention(outer)));
     }
-    nodes.append(node);
-  }
+    for (size_t i = 0; i < esg_graph_body_node_count(g, b); ++i) {
+      const int64_t n = esg_graph_body_node(g, b, i);
+      py::dict node;
+      node["op"] = esg_graph_node_op(g, n);
+      py::list ins, outs, bodies;
+      for (size_t k = 0; k < esg_graph_node_input_count(g, n); ++k) ins.append(mention(esg_graph_node_input(g, n, k)));
+      for (size_t k = 0; k < esg_graph_node_output_count(g, n); ++k) outs.append(mention(esg_graph_node_output(g, n, k)));
+      for (size_t k = 0; k < esg_graph_node_body_count(g, n); ++k) bodies.append(body(esg_graph_node_body(g, n, k)));
+      node["inputs"] = ins;
+      node["outputs"] = outs;
+      node["bodies"] = bodies;
+      py::dict attrs;
+      for (size_t k = 0; k < esg_graph_node_attr_count(g, n); ++k) attrs[esg_graph_node_attr_name(g, n, k)] = attr_value(g, n, k);
+      node["attrs"] = attrs;
+      size_t nbytes = 0;
+      if (const void* data = esg_graph_node_data(g, n, &nbytes)) {
+        const int64_t v = esg_graph_node_output(g, n, 0);
+        const esg::DType dtype = static_cast<esg::DType>(esg_graph_value_dtype(g, v));
+        std::vector<py::ssize_t> dims;
+        for (py::handle d : shape_of(g, v)) dims.push_back(d.cast<py::ssize_t>());
+        py::array a(numpy_dtype_of(dtype), dims);
+        std::memcpy(a.mutable_data(), data, nbytes);
+        node["data"] = a;
+      }
+      nodes.append(node);
+    }
+    for (size_t i = 0; i < esg_graph_body_result_count(g, b); ++i) results.append(mention(esg_graph_body_result(g, b, i)));
+    py::dict out;
+    out["params"] = params;
+    out["captures"] = captures;
+    out["results"] = results;
+    out["nodes"] = nodes;
+    return out;
+  };
+  py::dict top = body(0);
   py::dict out;
   out["name"] = esg_graph_name(g);
-  out["inputs"] = inputs;
-  out["outputs"] = outputs;
-  out["nodes"] = nodes;
+  out["inputs"] = top["params"];
+  out["outputs"] = top["results"];
+  out["nodes"] = top["nodes"];
   out["values"] = values;
   return out;
 }

@@ -137,7 +137,8 @@ void bind_graph(py::module_& m) {
       .def("to_dot", &esg::Graph::to_dot)
       .def("inspect", &inspect_graph,
            "The graph as plain data: name, inputs, outputs (value ids), nodes in order (op, inputs, outputs, "
-           "attrs, bodies, and for constants `data`), and values {id: name, dtype, shape}.")
+           "attrs, bodies — each with params, captures as (inner, outer), results and nodes — and for constants "
+           "`data`), and values {id: name, dtype, shape}.")
       .def("verify", &esg::Graph::verify)
       .def("save", [](const esg::Graph& g, const py::object& path) { g.save(py::str(path).cast<std::string>()); })
       .def_static("load", [](const py::object& path) { return esg::Graph::load(py::str(path).cast<std::string>()); })

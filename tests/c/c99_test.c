@@ -353,6 +353,7 @@ static void test_inspection(void) {
   const int64_t* ints = NULL;
   const void* data;
   size_t nbytes = 0, n, i, found_pad = 0;
+  int64_t node[4], outer = 0;
   xd[0] = esg_symbol(b, "batch");
   xd[1] = 3;
   x = esg_input(b, "x", ESG_F32, xd, 2);
@@ -377,37 +378,43 @@ static void test_inspection(void) {
   CHECK(esg_graph_value_rank(g, esg_graph_input(g, 0)) == 2);
   CHECK(strcmp(esg_graph_dim_symbol(g, esg_graph_value_dim(g, esg_graph_input(g, 0), 0)), "batch") == 0);
   CHECK(esg_graph_value_dim(g, esg_graph_output(g, 0), 1) == 3);
-  n = esg_graph_top_node_count(g);
+  n = esg_graph_body_node_count(g, 0);
   CHECK(n == 4);  /* constant, matmul, leaky_relu, pad */
-  CHECK(strcmp(esg_graph_node_op(g, 0), "constant") == 0);
-  data = esg_graph_node_data(g, 0, &nbytes);
+  for (i = 0; i < n && i < 4; ++i) node[i] = esg_graph_body_node(g, 0, i);
+  CHECK(esg_graph_body_param_count(g, 0) == 1 && esg_graph_body_param(g, 0, 0) == esg_graph_input(g, 0));
+  CHECK(esg_graph_body_result(g, 0, 0) == esg_graph_output(g, 0) && esg_graph_body_capture_count(g, 0) == 0);
+  CHECK(strcmp(esg_graph_node_op(g, node[0]), "constant") == 0);
+  data = esg_graph_node_data(g, node[0], &nbytes);
   CHECK(data && nbytes == sizeof w && memcmp(data, w, sizeof w) == 0);
-  CHECK(esg_graph_node_data(g, 1, &nbytes) == NULL && nbytes == 0);
-  CHECK(strcmp(esg_graph_node_op(g, 1), "matmul") == 0);
-  CHECK(esg_graph_node_input_count(g, 1) == 2 && esg_graph_node_input(g, 1, 0) == esg_graph_input(g, 0));
-  CHECK(esg_graph_node_input(g, 1, 1) == esg_graph_node_output(g, 0, 0));
-  CHECK(esg_graph_node_attr_kind(g, 1, 0) == ESG_ATTR_BOOL && esg_graph_node_attr_int(g, 1, 0) == 0);
-  CHECK(esg_graph_node_attr_float(g, 2, 0) == 0.25);
+  CHECK(esg_graph_node_data(g, node[1], &nbytes) == NULL && nbytes == 0);
+  CHECK(strcmp(esg_graph_node_op(g, node[1]), "matmul") == 0);
+  CHECK(esg_graph_node_input_count(g, node[1]) == 2 && esg_graph_node_input(g, node[1], 0) == esg_graph_input(g, 0));
+  CHECK(esg_graph_node_input(g, node[1], 1) == esg_graph_node_output(g, node[0], 0));
+  CHECK(esg_graph_node_attr_kind(g, node[1], 0) == ESG_ATTR_BOOL && esg_graph_node_attr_int(g, node[1], 0) == 0);
+  CHECK(esg_graph_node_attr_float(g, node[2], 0) == 0.25);
   for (i = 0; i < n; ++i) {
-    if (strcmp(esg_graph_node_op(g, i), "pad") != 0) continue;
+    int64_t id = node[i];
+    if (strcmp(esg_graph_node_op(g, id), "pad") != 0) continue;
     found_pad = 1;
-    CHECK(esg_graph_node_attr_count(g, i) == 3);
-    CHECK(strcmp(esg_graph_node_attr_name(g, i, 0), "pads") == 0);
-    CHECK(esg_graph_node_attr_ints(g, i, 0, &ints) == 4 && ints && ints[1] == 1 && ints[3] == 0);
-    CHECK(esg_graph_node_attr_kind(g, i, 1) == ESG_ATTR_ENUM && strcmp(esg_graph_node_attr_string(g, i, 1), "reflect") == 0);
-    CHECK(esg_graph_node_output(g, i, 0) == esg_graph_output(g, 0));
-    CHECK(esg_graph_node_body_count(g, i) == 0);
+    CHECK(esg_graph_node_attr_count(g, id) == 3);
+    CHECK(strcmp(esg_graph_node_attr_name(g, id, 0), "pads") == 0);
+    CHECK(esg_graph_node_attr_ints(g, id, 0, &ints) == 4 && ints && ints[1] == 1 && ints[3] == 0);
+    CHECK(esg_graph_node_attr_kind(g, id, 1) == ESG_ATTR_ENUM && strcmp(esg_graph_node_attr_string(g, id, 1), "reflect") == 0);
+    CHECK(esg_graph_node_output(g, id, 0) == esg_graph_output(g, 0));
+    CHECK(esg_graph_node_body_count(g, id) == 0 && esg_graph_node_body(g, id, 0) == -1);
   }
   CHECK(found_pad);
   /* Out of range or of the wrong kind: a clear error and a neutral result. */
   CHECK(esg_graph_node_op(g, 99) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
   CHECK(strstr(esg_last_error(), "no node 99") != NULL);
   CHECK(esg_graph_value_name(g, -5) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
-  CHECK(esg_graph_node_attr_float(g, 1, 0) == 0.0 && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
-  CHECK(esg_graph_node_attr_ints(g, 2, 0, &ints) == 0 && ints == NULL);
+  CHECK(esg_graph_node_attr_float(g, node[1], 0) == 0.0 && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_graph_node_attr_ints(g, node[2], 0, &ints) == 0 && ints == NULL);
+  CHECK(esg_graph_body_node(g, 7, 0) == -1 && strstr(esg_last_error(), "no body 7") != NULL);
+  CHECK(esg_graph_body_capture(g, 0, 0, &outer) == -1 && outer == -1);
   CHECK(esg_graph_value_dim(g, esg_graph_input(g, 0), 7) == 0 && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
   CHECK(esg_graph_dim_symbol(g, 3) == NULL);
-  CHECK(esg_graph_input(NULL, 0) == -1 && esg_graph_top_node_count(NULL) == 0);
+  CHECK(esg_graph_input(NULL, 0) == -1 && esg_graph_body_node_count(NULL, 0) == 0);
   esg_graph_destroy(g);
   esg_builder_destroy(b);
 }

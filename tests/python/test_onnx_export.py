@@ -62,14 +62,24 @@ def test_outputs_that_are_inputs_constants_or_repeated():
         np.testing.assert_array_equal(g, np.array(want, np.float32))
 
 
-def test_control_flow_is_refused_as_an_export_error_naming_the_node():
-    with esgraph.GraphBuilder("branchy") as b:
-        p = b.input("p", esgraph.bool_, [])
+@pytest.mark.parametrize("p, k", [(True, 2), (False, 7)])
+def test_if_and_while_export_as_if_and_loop(p, k):
+    with esgraph.GraphBuilder("control") as b:
+        cond = b.input("p", esgraph.bool_, [])
         x = b.input("x", esgraph.f32, [2])
-        y, = ops.if_(p, lambda: [x + 1], lambda: [x - 1])
-    with pytest.raises(esgraph.onnx.ExportFailed, match="cannot export graph 'branchy'") as info:
-        esgraph.onnx.to_model(b.build([y]))
-    assert info.value.failures == [("if (node 0)", "control flow is not exported yet")]
+        start = b.input("k", esgraph.i64, [])
+        y, = ops.if_(cond, lambda: [ops.exp(x) + 1], lambda: [x - 1])
+        i, acc = ops.while_([start, x], lambda i, a: i < 5, lambda i, a: [i + 1, a * 2 + x])
+    model = esgraph.onnx.to_model(b.build([y, i, acc]))
+    assert [n.op_type for n in model.graph.node] == ["If", "Less", "Loop"]  # the first test runs before the loop
+    xv = np.array([1.0, 2.0], np.float32)
+    got = esgraph.compile(esgraph.onnx.load(model)).run([np.array(p), xv, np.array(k, np.int64)])
+    want_acc = xv.copy()
+    for _ in range(max(5 - k, 0)):
+        want_acc = want_acc * 2 + xv
+    np.testing.assert_allclose(got[0], np.exp(xv) + 1 if p else xv - 1, rtol=1e-6)
+    assert got[1] == max(k, 5)
+    np.testing.assert_array_equal(got[2], want_acc)
 
 
 def test_an_imported_model_exports_back():

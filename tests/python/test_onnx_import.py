@@ -884,3 +884,26 @@ def test_einsum_matches_numpy(equation, shapes):
     xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     got = esgraph.compile(esgraph.onnx.load(model)).run(xs)[0]
     np.testing.assert_allclose(got, np.einsum(equation, *xs), rtol=1e-5, atol=1e-5)
+
+
+def test_loop_with_a_trip_count_given_at_run_time_becomes_a_while():
+    # y = x; repeat M times: y = y * 2 + 1 (the trip count is an input, so nothing unrolls)
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["y_in", "two"], ["t"]), helper.make_node("Add", ["t", "one"], ["y_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("y_in", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("y_out", TensorProto.FLOAT, [3])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["m", "", "x"], ["y"], body=body)], "loop",
+        [helper.make_tensor_value_info("m", TensorProto.INT64, []), helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [numpy_helper.from_array(np.array(2, np.float32), "two"), numpy_helper.from_array(np.array(1, np.float32), "one")])
+    model = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))
+    x = np.array([0, 1, -1], np.float32)
+    for m in (0, 1, 4):
+        want = x.copy()
+        for _ in range(m):
+            want = want * 2 + 1
+        np.testing.assert_array_equal(model.run([np.array(m, np.int64), x])[0], want)
+

@@ -179,20 +179,31 @@ ESG_API esg_tensor esg_tensor_output(esg_tensor tensor, size_t index);
 /* ---- graphs -------------------------------------------------------------------------------- */
 ESG_API void esg_graph_destroy(esg_graph* graph);
 ESG_API size_t esg_graph_node_count(const esg_graph* graph);
-/* Inspection (API 2): what a graph holds, for exporters and tools. Values are named by id, nodes
- * by their index in the top level's topological order (0 .. esg_graph_top_node_count - 1,
- * constants included; the nodes inside if/while bodies are not listed). Ids and indexes out of range give -1, NULL
- * or 0 and set the last error. Strings stay valid while the graph lives. */
+/* Inspection (API 2): what a graph holds, for exporters and tools. Values and nodes are named by
+ * id. A graph is a tree of bodies: body 0 is its top level, and each if/while node owns bodies
+ * of its own; a body lists its nodes in topological order, its parameters, its results and the
+ * values it captures from the body around it. Ids and indexes out of range give -1, NULL or 0
+ * and set the last error. Strings stay valid while the graph lives. */
 typedef enum esg_attr_kind {
   ESG_ATTR_INT = 1, ESG_ATTR_FLOAT = 2, ESG_ATTR_BOOL = 3, ESG_ATTR_STRING = 4, ESG_ATTR_DTYPE = 5,
   ESG_ATTR_ENUM = 6, ESG_ATTR_INT_LIST = 7, ESG_ATTR_FLOAT_LIST = 8
 } esg_attr_kind;
 ESG_API const char* esg_graph_name(const esg_graph* graph);
-ESG_API size_t esg_graph_top_node_count(const esg_graph* graph);
+/* The graph's inputs and outputs: body 0's parameters and results. */
 ESG_API size_t esg_graph_input_count(const esg_graph* graph);
-ESG_API int64_t esg_graph_input(const esg_graph* graph, size_t index);   /* a value id */
+ESG_API int64_t esg_graph_input(const esg_graph* graph, size_t index);
 ESG_API size_t esg_graph_output_count(const esg_graph* graph);
-ESG_API int64_t esg_graph_output(const esg_graph* graph, size_t index);  /* a value id */
+ESG_API int64_t esg_graph_output(const esg_graph* graph, size_t index);
+ESG_API size_t esg_graph_body_node_count(const esg_graph* graph, int64_t body);
+ESG_API int64_t esg_graph_body_node(const esg_graph* graph, int64_t body, size_t index);
+ESG_API size_t esg_graph_body_param_count(const esg_graph* graph, int64_t body);
+ESG_API int64_t esg_graph_body_param(const esg_graph* graph, int64_t body, size_t index);
+ESG_API size_t esg_graph_body_result_count(const esg_graph* graph, int64_t body);
+ESG_API int64_t esg_graph_body_result(const esg_graph* graph, int64_t body, size_t index);
+/* Capture `index` of a body: the value inside it, and (in *outer) the value of the enclosing
+ * body it stands for. */
+ESG_API size_t esg_graph_body_capture_count(const esg_graph* graph, int64_t body);
+ESG_API int64_t esg_graph_body_capture(const esg_graph* graph, int64_t body, size_t index, int64_t* outer);
 ESG_API const char* esg_graph_value_name(const esg_graph* graph, int64_t value);
 ESG_API esg_dtype esg_graph_value_dtype(const esg_graph* graph, int64_t value);
 ESG_API size_t esg_graph_value_rank(const esg_graph* graph, int64_t value);
@@ -200,27 +211,28 @@ ESG_API size_t esg_graph_value_rank(const esg_graph* graph, int64_t value);
 ESG_API int64_t esg_graph_value_dim(const esg_graph* graph, int64_t value, size_t axis);
 ESG_API const char* esg_graph_dim_symbol(const esg_graph* graph, int64_t dim);
 /* The node's op name ("constant" for constants). */
-ESG_API const char* esg_graph_node_op(const esg_graph* graph, size_t node);
-/* Declared inputs (an absent optional one is -1), then outputs, as value ids. */
-ESG_API size_t esg_graph_node_input_count(const esg_graph* graph, size_t node);
-ESG_API int64_t esg_graph_node_input(const esg_graph* graph, size_t node, size_t index);
-ESG_API size_t esg_graph_node_output_count(const esg_graph* graph, size_t node);
-ESG_API int64_t esg_graph_node_output(const esg_graph* graph, size_t node, size_t index);
-/* The number of bodies of an if/while node (0 for every other op). */
-ESG_API size_t esg_graph_node_body_count(const esg_graph* graph, size_t node);
+ESG_API const char* esg_graph_node_op(const esg_graph* graph, int64_t node);
+/* Declared inputs (an absent optional one is -1; captures are the bodies'), then outputs. */
+ESG_API size_t esg_graph_node_input_count(const esg_graph* graph, int64_t node);
+ESG_API int64_t esg_graph_node_input(const esg_graph* graph, int64_t node, size_t index);
+ESG_API size_t esg_graph_node_output_count(const esg_graph* graph, int64_t node);
+ESG_API int64_t esg_graph_node_output(const esg_graph* graph, int64_t node, size_t index);
+/* The bodies of an if/while node, in the op's declared order (none for other ops). */
+ESG_API size_t esg_graph_node_body_count(const esg_graph* graph, int64_t node);
+ESG_API int64_t esg_graph_node_body(const esg_graph* graph, int64_t node, size_t index);
 /* A constant's bytes (row-major, its value's dtype); NULL for other nodes. */
-ESG_API const void* esg_graph_node_data(const esg_graph* graph, size_t node, size_t* nbytes);
+ESG_API const void* esg_graph_node_data(const esg_graph* graph, int64_t node, size_t* nbytes);
 /* Attributes in the op's declared order, every one present (defaults filled in). Int, bool,
  * dtype and enum (the index into the op's values) read as int; enums also as their name. */
-ESG_API size_t esg_graph_node_attr_count(const esg_graph* graph, size_t node);
-ESG_API const char* esg_graph_node_attr_name(const esg_graph* graph, size_t node, size_t attr);
-ESG_API esg_attr_kind esg_graph_node_attr_kind(const esg_graph* graph, size_t node, size_t attr);
-ESG_API int64_t esg_graph_node_attr_int(const esg_graph* graph, size_t node, size_t attr);
-ESG_API double esg_graph_node_attr_float(const esg_graph* graph, size_t node, size_t attr);
-ESG_API const char* esg_graph_node_attr_string(const esg_graph* graph, size_t node, size_t attr);
+ESG_API size_t esg_graph_node_attr_count(const esg_graph* graph, int64_t node);
+ESG_API const char* esg_graph_node_attr_name(const esg_graph* graph, int64_t node, size_t attr);
+ESG_API esg_attr_kind esg_graph_node_attr_kind(const esg_graph* graph, int64_t node, size_t attr);
+ESG_API int64_t esg_graph_node_attr_int(const esg_graph* graph, int64_t node, size_t attr);
+ESG_API double esg_graph_node_attr_float(const esg_graph* graph, int64_t node, size_t attr);
+ESG_API const char* esg_graph_node_attr_string(const esg_graph* graph, int64_t node, size_t attr);
 /* A list attribute: its length, with *values pointing at its elements. */
-ESG_API size_t esg_graph_node_attr_ints(const esg_graph* graph, size_t node, size_t attr, const int64_t** values);
-ESG_API size_t esg_graph_node_attr_floats(const esg_graph* graph, size_t node, size_t attr, const double** values);
+ESG_API size_t esg_graph_node_attr_ints(const esg_graph* graph, int64_t node, size_t attr, const int64_t** values);
+ESG_API size_t esg_graph_node_attr_floats(const esg_graph* graph, int64_t node, size_t attr, const double** values);
 
 /* Text renderings; the caller frees them with esg_free. NULL on error. */
 ESG_API char* esg_graph_to_text(const esg_graph* graph);

@@ -2,8 +2,9 @@
 
 One emitter per esgraph op turns a node into ONNX nodes: most ops have an ONNX counterpart;
 the rest (rsqrt, silu, gelu, mish, rms_norm, softmax's scale and mask, matmul's transpose
-flags, not_equal) are written as the short ONNX subgraph they stand for. Constants become
-initializers; symbolic dimensions become dim_params.
+flags, not_equal) are written as the short ONNX subgraph they stand for; if and while become
+If and Loop with their bodies as subgraphs. Constants become initializers; symbolic
+dimensions become dim_params.
 """
 import math
 
@@ -18,33 +19,55 @@ from . import _dtypes
 OPSET = 17
 
 
-class _Emitter:
+class _Names:
+    """The names of one model: ONNX wants each once, subgraphs included."""
+
     def __init__(self, info):
+        self.taken = set()
+        self.graph_values = {meta["name"] for meta in info["values"].values()}
+        self.count = 0
+
+
+class _Emitter:
+    """Writes ONNX nodes for one scope: the graph, a subgraph (If branch, Loop body), or an
+    inline copy of a body in its parent's node list. Value names resolve through the enclosing
+    scopes; a value first named here is defined here."""
+
+    def __init__(self, info, names=None, parent=None, inline=False):
         self.info = info
-        self.nodes, self.initializers = [], []
-        self.names = {}
-        self._taken = set()
-        self._value_names = {meta["name"] for meta in info["values"].values()}
-        self._count = 0
+        self.shared = names or _Names(info)
+        self.parent = parent
+        self.nodes, self.initializers = (parent.nodes, parent.initializers) if inline else ([], [])
+        self.local = {}
+
+    def child(self, inline=False):
+        return _Emitter(self.info, self.shared, self, inline)
+
+    def bind(self, value, name):
+        self.local[value] = name
 
     def name(self, value):
         """The ONNX name of an esgraph value id: its own name, made unique."""
-        if value not in self.names:
-            base = self.info["values"][value]["name"]
-            name, k = base, 1
-            while name in self._taken:
-                name, k = f"{base}_{k}", k + 1
-            self._taken.add(name)
-            self.names[value] = name
-        return self.names[value]
+        scope = self
+        while scope is not None:
+            if value in scope.local:
+                return scope.local[value]
+            scope = scope.parent
+        base = self.info["values"][value]["name"]
+        name, k = base, 1
+        while name in self.shared.taken:
+            name, k = f"{base}_{k}", k + 1
+        self.shared.taken.add(name)
+        self.local[value] = name
+        return name
 
     def fresh(self, hint):
         """A name for an ONNX-only value, never one a graph value has or will be given."""
         while True:
-            self._count += 1
-            name = f"{hint}__{self._count}"
-            if name not in self._taken and name not in self._value_names:
-                self._taken.add(name)
+            self.shared.count += 1
+            name = f"{hint}__{self.shared.count}"
+            if name not in self.shared.taken and name not in self.shared.graph_values:
+                self.shared.taken.add(name)
                 return name
 
     def const(self, array, hint="const"):
@@ -57,6 +80,69 @@ class _Emitter:
         self.nodes.append(helper.make_node(op_type, [i or "" for i in inputs], outputs,
                                            **{k: v for k, v in attrs.items() if v is not None}))
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def outputs(self, values):
+        """Value infos for `values` as this scope's outputs: ONNX outputs come from this scope's
+        nodes, each named once, so anything else (an input, a constant, an outer value, a repeat)
+        goes through an Identity."""
+        produced = {o for node in self.nodes for o in node.output}
+        infos = []
+        for v in values:
+            name = self.name(v)
+            if name not in produced or any(i.name == name for i in infos):
+                alias = self.fresh(self.info["values"][v]["name"])
+                self.node("Identity", [name], [alias])
+                name = alias
+            infos.append(_tensor_info(name, self.info["values"][v]))
+        return infos
+
+
+def _tensor_info(name, meta):
+    dims = [d if isinstance(d, int) else str(d) for d in meta["shape"]]
+    return helper.make_tensor_value_info(name, _dtypes.ESG_TO_ONNX[meta["dtype"]], dims)
+
+
+def _emit_body(scope, body, params):
+    """Emits an esgraph body's nodes into `scope`, its parameters bound to the ONNX names
+    `params` and its captures to the enclosing values' names; returns its results' value ids."""
+    for inner, outer in body["captures"]:
+        scope.bind(inner, scope.parent.name(outer))
+    for value, name in zip(body["params"], params):
+        scope.bind(value, name)
+    for n in body["nodes"]:
+        _emit(scope, n)
+    return body["results"]
+
+
+def _emit_if(e, n, ins, outs):
+    branches = []
+    for label, body in zip(("then", "else"), n["bodies"]):
+        child = e.child()
+        results = _emit_body(child, body, [])
+        branches.append(helper.make_graph(child.nodes, e.fresh(label), [], child.outputs(results), child.initializers))
+    e.node("If", ins, outs, then_branch=branches[0], else_branch=branches[1])
+
+
+def _emit_while(e, n, ins, outs):
+    # ONNX Loop tests its condition before the first iteration from an input and before each
+    # next one from the body's first output: the cond body is written once here, on the
+    # initial values, and once at the end of the loop body, on the next ones.
+    cond, body = n["bodies"]
+    first = e.child(inline=True)
+    first_test = first.name(_emit_body(first, cond, ins)[0])
+    child = e.child()
+    iteration, going = child.fresh("iteration"), child.fresh("condition")
+    carried = [child.fresh(e.info["values"][v]["name"]) for v in body["params"]]
+    nexts = _emit_body(child, body, carried)
+    test = child.child(inline=True)
+    next_test = _emit_body(test, cond, [child.name(v) for v in nexts])[0]
+    child.bind(next_test, test.name(next_test))
+    inputs = [helper.make_tensor_value_info(iteration, TensorProto.INT64, []),
+              helper.make_tensor_value_info(going, TensorProto.BOOL, [])]
+    inputs += [_tensor_info(name, e.info["values"][v]) for name, v in zip(carried, body["params"])]
+    graph = helper.make_graph(child.nodes, e.fresh("loop_body"), inputs, child.outputs([next_test] + list(nexts)),
+                              child.initializers)
+    e.node("Loop", ["", first_test] + ins, outs, body=graph)
 
 
 def _numpy_dtype(esg_dtype):
@@ -92,6 +178,10 @@ def _emit(e, n):
     x = n["inputs"][0] if n["inputs"] else None
     if op == "constant":
         e.initializers.append(numpy_helper.from_array(n["data"], outs[0]))
+    elif op == "if":
+        _emit_if(e, n, ins, outs)
+    elif op == "while":
+        _emit_while(e, n, ins, outs)
     elif op in _UNARY:
         e.node(_UNARY[op], ins, outs)
     elif op in _BINARY:
@@ -215,11 +305,6 @@ def _emit(e, n):
         raise ValueError(f"op {op} has no ONNX export yet")
 
 
-def _tensor_info(name, meta):
-    dims = [d if isinstance(d, int) else str(d) for d in meta["shape"]]
-    return helper.make_tensor_value_info(name, _dtypes.ESG_TO_ONNX[meta["dtype"]], dims)
-
-
 def to_model(graph):
     """The graph as an onnx.ModelProto (opset 17), checked by onnx.checker."""
     info = graph.inspect()
@@ -228,9 +313,6 @@ def to_model(graph):
         e.name(v)
     failures = []
     for i, n in enumerate(info["nodes"]):
-        if n["bodies"]:
-            failures.append((f"{n['op']} (node {i})", "control flow is not exported yet"))
-            continue
         try:
             _emit(e, n)
         except (ValueError, KeyError, _dtypes.UnsupportedType) as ex:
@@ -238,16 +320,7 @@ def to_model(graph):
     if failures:
         raise ExportFailed(info["name"], failures)
     inputs = [_tensor_info(e.name(v), info["values"][v]) for v in info["inputs"]]
-    outputs, produced = [], {node_out for node in e.nodes for node_out in node.output}
-    for v in info["outputs"]:
-        name = e.name(v)
-        if name not in produced or any(o.name == name for o in outputs):
-            # ONNX outputs come from nodes, each named once: an input, a constant or a repeated
-            # output is given through an Identity.
-            name = e.fresh(info["values"][v]["name"])
-            e.node("Identity", [e.name(v)], [name])
-        outputs.append(_tensor_info(name, info["values"][v]))
-    onnx_graph = helper.make_graph(e.nodes, info["name"], inputs, outputs, e.initializers)
+    onnx_graph = helper.make_graph(e.nodes, info["name"], inputs, e.outputs(info["outputs"]), e.initializers)
     model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="esgraph", producer_version=_C.__version__)
     model.ir_version = 8

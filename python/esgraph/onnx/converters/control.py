@@ -4,7 +4,7 @@ which needs the trip count and every iteration's condition known then."""
 import numpy as np
 
 from ... import _C
-from .registry import converts
+from .registry import Unsupported, converts
 
 ops = _C.ops
 
@@ -20,8 +20,27 @@ def if_(n):
 MAX_UNROLLED_ITERATIONS = 4096
 
 
+class _RuntimeCondition(Unsupported):
+    pass
+
+
 @converts("Loop")
 def loop(n):
+    """Unrolled while importing when the trip count and every condition are known (and always
+    for scan outputs, which stack per iteration); otherwise an esgraph while_ whose loop
+    values are the iteration number, the condition and the carried values."""
+    scan_outputs = n.num_outputs - (n.num_inputs - 2)
+    known = all(n.known(i) or not n.has(i) for i in (0, 1))
+    if scan_outputs or known:
+        try:
+            return _unrolled(n)
+        except _RuntimeCondition:
+            if scan_outputs:
+                raise
+    return _while_loop(n)
+
+
+def _unrolled(n):
     trip = int(np.asarray(n.const(0, "M")).reshape(-1)[0]) if n.has(0) else None
     going = bool(np.asarray(n.const(1, "cond")).reshape(-1)[0]) if n.has(1) else True
     carried = [n.value(i) for i in range(2, n.num_inputs)]
@@ -32,7 +51,7 @@ def loop(n):
             raise Unsupported(f"more than {MAX_UNROLLED_ITERATIONS} iterations to unroll")
         results = body(np.array(i, np.int64), np.array(going), *carried)
         if not isinstance(results[0], np.ndarray):
-            raise Unsupported("a loop condition computed at run time (esgraph unrolls Loop while importing)")
+            raise _RuntimeCondition("a loop condition computed at run time, with scan outputs (which need unrolling)")
         going = bool(results[0].reshape(-1)[0])
         carried = results[1:1 + len(carried)]
         step = results[1 + len(carried):]
@@ -51,3 +70,18 @@ def loop(n):
             stacked.append(ops.concat([ops.unsqueeze(n.tensor(v), [0]) for v in values], 0))
     return carried + stacked
 
+
+def _while_loop(n):
+    body = n.subgraph("body")
+    trip = n.x(0)
+    start = [n.tensor(np.array(0, np.int64)), n.x(1) if n.has(1) else n.tensor(np.array(True))]
+    carried = [n.x(i) for i in range(2, n.num_inputs)]
+
+    def condition(i, going, *values):
+        return going if trip is None else ops.logical_and(going, i < trip)
+
+    def step(i, going, *values):
+        results = body(i, going, *values)
+        return [i + 1, results[0]] + list(results[1:])
+
+    return ops.while_(start + carried, condition, step)[2:]
