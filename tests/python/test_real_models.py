@@ -95,3 +95,19 @@ def test_interpolation_exported_by_pytorch(mode, align):
     graph = _via_onnx(Up(), (x,), 13)
     want = Up()(x).numpy()
     np.testing.assert_allclose(esgraph.compile(graph)(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("pool", [
+    lambda x: torch.nn.functional.max_pool3d(x, 2, stride=(1, 2, 2), padding=1),
+    lambda x: torch.nn.functional.avg_pool3d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+    lambda x: torch.nn.functional.avg_pool3d(x, (1, 2, 3), stride=(1, 2, 1)),
+    lambda x: torch.nn.functional.max_pool3d(x, 2, dilation=2, ceil_mode=True),
+], ids=["max3d_padded", "avg3d_ceil", "avg3d_anisotropic", "max3d_dilated"])
+def test_3d_and_dilated_pooling_exported_by_pytorch(pool):
+    class Pool(nn.Module):
+        def forward(self, x):
+            return pool(x)
+
+    x = torch.randn(2, 3, 5, 6, 7)
+    np.testing.assert_allclose(esgraph.compile(_via_onnx(Pool(), (x,), 13))(x.numpy()), Pool()(x).numpy(),
+                               rtol=1e-5, atol=1e-6)

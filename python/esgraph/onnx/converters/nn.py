@@ -2,7 +2,7 @@
 import math
 
 from ... import _C
-from ..._compose import avg_pool_counting_padding, conv_transpose2d, numpy_matmul
+from ..._compose import conv_transpose2d, numpy_matmul
 from .registry import Unsupported, check_attrs, converts
 
 ops = _C.ops
@@ -42,6 +42,14 @@ def _spatial(n, what):
 
 def _pads(n, spatial, kernel, strides, dilations):
     """ONNX pads (begins then ends) for the node's auto_pad, as esgraph's [top, left, bottom, right]."""
+    pads = onnx_pads(n, spatial, kernel, strides, dilations)
+    if spatial == 1:  # 1-D runs as 2-D over a unit height
+        pads = [0, pads[0], 0, pads[1]]
+    return pads
+
+
+def onnx_pads(n, spatial, kernel, strides, dilations):
+    """The node's pads, all begins then all ends, with auto_pad resolved."""
     auto_pad = n.attr("auto_pad", "NOTSET")
     if auto_pad in ("NOTSET", "VALID"):
         pads = n.attr("pads", [0] * (2 * spatial)) if auto_pad == "NOTSET" else [0] * (2 * spatial)
@@ -56,8 +64,6 @@ def _pads(n, spatial, kernel, strides, dilations):
         pads = begins + ends
     else:
         raise Unsupported(f"auto_pad={auto_pad}")
-    if spatial == 1:  # 1-D runs as 2-D over a unit height
-        pads = [0, pads[0], 0, pads[1]]
     return list(pads)
 
 
@@ -115,50 +121,6 @@ def conv_transpose(n):
         begins, ends, extra = [0] + begins, [0] + ends, [0] + list(extra)
     y = conv_transpose2d(x, w, n.x(2), strides, dilations, groups, begins, ends, extra)
     return ops.squeeze(y, axes=[2]) if spatial == 1 else y
-
-
-def _pool(n, reduce_op):
-    check_attrs(n, ("auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads",
-                    "storage_order", "strides"))
-    if n.num_outputs > 1 and n.proto.output[1]:
-        raise Unsupported("the Indices output is not supported")
-    spatial = _spatial(n, n.op_type)
-    kernel = n.attr("kernel_shape")
-    strides = n.attr("strides", [1] * spatial)
-    dilations = n.attr("dilations", [1] * spatial)
-    if any(d != 1 for d in dilations):
-        raise Unsupported("dilated pooling is not supported")
-    pads = _pads(n, spatial, kernel, strides, dilations)
-    x = n.x(0)
-    if spatial == 1:
-        x = ops.unsqueeze(x, [2])
-    if reduce_op is ops.avg_pool2d and n.attr("count_include_pad", 0):
-        y = avg_pool_counting_padding(x, _as_2d(spatial, kernel, 1), _as_2d(spatial, strides, 1), pads,
-                                      bool(n.attr("ceil_mode", 0)))
-        return ops.squeeze(y, axes=[2]) if spatial == 1 else y
-    y = reduce_op(x, _as_2d(spatial, kernel, 1), strides=_as_2d(spatial, strides, 1), pads=pads,
-                  ceil_mode=bool(n.attr("ceil_mode", 0)))
-    return ops.squeeze(y, axes=[2]) if spatial == 1 else y
-
-
-@converts("MaxPool")
-def max_pool(n):
-    return _pool(n, ops.max_pool2d)
-
-
-@converts("AveragePool")
-def average_pool(n):
-    return _pool(n, ops.avg_pool2d)
-
-
-@converts("GlobalAveragePool")
-def global_average_pool(n):
-    return ops.reduce_mean(n.x(0), axes=list(range(2, n.rank(0))), keepdims=True)
-
-
-@converts("GlobalMaxPool")
-def global_max_pool(n):
-    return ops.reduce_max(n.x(0), axes=list(range(2, n.rank(0))), keepdims=True)
 
 
 def _per_channel(t, rank):

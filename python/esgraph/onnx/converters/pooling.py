@@ -1,0 +1,122 @@
+"""MaxPool, AveragePool and the global pools. 1-D and 2-D windows run on esgraph's pooling
+kernels; 3-D windows, dilated windows and MaxPool's Indices output are written as one strided
+slice of the (padded) input per window offset, combined elementwise — exact for any rank, and
+what a window of a few elements costs anyway."""
+import itertools
+import math
+
+import numpy as np
+
+from ... import _C
+from ..._compose import avg_pool_counting_padding
+from .nn import _as_2d, _pads, _spatial, _static, onnx_pads
+from .registry import Unsupported, check_attrs, converts
+
+ops = _C.ops
+
+
+def _out_size(size, begin, end, extent, stride, ceil_mode):
+    span = size + begin + end - extent
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + begin:  # a last window starting in the padding is dropped
+        out -= 1
+    return out
+
+
+def pool_by_shifts(x, kind, kernel, strides, pads, dilations, ceil_mode, count_include_pad, want_indices,
+                   column_major=False):
+    """kind "max" or "avg" over windows of any rank, from strided slices of the padded input;
+    with `want_indices`, max also gives each maximum's flat index into the input (its spatial
+    part column-major with `column_major`, as ONNX's storage_order=1)."""
+    dims = _static(x.shape, "pooling")
+    batch, channels, sizes = dims[0], dims[1], dims[2:]
+    rank = len(sizes)
+    begins, ends = pads[:rank], pads[rank:]
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    outs = [_out_size(*a, ceil_mode) for a in zip(sizes, begins, ends, extents, strides)]
+    # Padding so that every window fits: the declared pads, and past them what ceil_mode needs.
+    tails = [max(0, (o - 1) * s + e - (n + b)) for o, s, e, n, b in zip(outs, strides, extents, sizes, begins)]
+    fill = -math.inf if kind == "max" else 0.0
+    padded = ops.pad(x, [0, 0] + begins + [0, 0] + tails, value=fill) if any(begins) or any(tails) else x
+    positions = [np.arange(o) * s - b for o, s, b in zip(outs, strides, begins)]  # window starts, input coordinates
+    best = best_index = total = None
+    for offset in itertools.product(*[range(k) for k in kernel]):
+        starts = [b + o * d + p[0] for b, o, d, p in zip(begins, offset, dilations, positions)]
+        window = ops.slice(padded, starts, [st + (o - 1) * s + 1 for st, o, s in zip(starts, outs, strides)],
+                           axes=list(range(2, 2 + rank)), steps=list(strides))
+        if kind == "avg":
+            total = window if total is None else total + window
+        elif best is None:
+            best = window
+            best_index = _flat_index(batch, channels, sizes, positions, offset, dilations, column_major) if want_indices else None
+        else:
+            take = window > best  # the first maximum wins
+            best = ops.where(take, window, best)
+            if want_indices:
+                best_index = ops.where(take, _flat_index(batch, channels, sizes, positions, offset, dilations, column_major), best_index)
+    if kind == "max":
+        return (best, best_index) if want_indices else best
+    counts = np.ones([1, 1] + outs)
+    for axis, (p, k, d, n, b, e) in enumerate(zip(positions, kernel, dilations, sizes, begins, ends)):
+        taps = p[:, None] + np.arange(k)[None, :] * d
+        low, high = (-b, n + e) if count_include_pad else (0, n)
+        shape = [1] * (2 + rank)
+        shape[2 + axis] = len(p)
+        counts = counts * ((taps >= low) & (taps < high)).sum(1).reshape(shape)
+    return total / counts.astype(np.float32 if x.dtype == _C.f32 else np.float64)
+
+
+def _flat_index(batch, channels, sizes, positions, offset, dilations, column_major):
+    """The index into the input (N, C, spatial...) of each window's element at `offset`."""
+    grids = np.meshgrid(*[p + o * d for p, o, d in zip(positions, offset, dilations)], indexing="ij")
+    spatial = np.zeros(grids[0].shape, np.int64)
+    order = list(zip(grids, sizes))
+    for g, n in (reversed(order) if column_major else order):
+        spatial = spatial * n + g
+    planes = (np.arange(batch)[:, None] * channels + np.arange(channels)[None, :]) * int(np.prod(sizes))
+    return planes.reshape([batch, channels] + [1] * len(sizes)) + spatial
+
+
+def _pool(n, kind):
+    check_attrs(n, ("auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads",
+                    "storage_order", "strides"))
+    want_indices = n.num_outputs > 1 and bool(n.proto.output[1])
+    spatial = n.rank(0) - 2
+    kernel = n.attr("kernel_shape")
+    strides = n.attr("strides", [1] * spatial)
+    dilations = n.attr("dilations", [1] * spatial)
+    ceil_mode = bool(n.attr("ceil_mode", 0))
+    count_pad = bool(n.attr("count_include_pad", 0))
+    if spatial > 2 or any(d != 1 for d in dilations) or want_indices:
+        return pool_by_shifts(n.x(0), kind, kernel, strides, onnx_pads(n, spatial, kernel, strides, dilations),
+                              dilations, ceil_mode, count_pad, want_indices, bool(n.attr("storage_order", 0)))
+    _spatial(n, n.op_type)
+    pads = _pads(n, spatial, kernel, strides, dilations)
+    x = ops.unsqueeze(n.x(0), [2]) if spatial == 1 else n.x(0)
+    kernel2, strides2 = _as_2d(spatial, kernel, 1), _as_2d(spatial, strides, 1)
+    if kind == "avg" and count_pad:
+        y = avg_pool_counting_padding(x, kernel2, strides2, pads, ceil_mode)
+    else:
+        y = (ops.max_pool2d if kind == "max" else ops.avg_pool2d)(x, kernel2, strides=strides2, pads=pads,
+                                                                   ceil_mode=ceil_mode)
+    return ops.squeeze(y, axes=[2]) if spatial == 1 else y
+
+
+@converts("MaxPool")
+def max_pool(n):
+    return _pool(n, "max")
+
+
+@converts("AveragePool")
+def average_pool(n):
+    return _pool(n, "avg")
+
+
+@converts("GlobalAveragePool")
+def global_average_pool(n):
+    return ops.reduce_mean(n.x(0), axes=list(range(2, n.rank(0))), keepdims=True)
+
+
+@converts("GlobalMaxPool")
+def global_max_pool(n):
+    return ops.reduce_max(n.x(0), axes=list(range(2, n.rank(0))), keepdims=True)
