@@ -43,25 +43,62 @@ def pad_or_crop(x, pads, mode="constant", value=0.0):
     return y
 
 
-def conv_transpose2d(x, w, bias, strides, dilations, groups, begins, ends, output_padding):
-    """A transposed 2-D convolution (w: [C_in, C_out / groups, kH, kW]) as the direct one it
-    equals: the input spread out by the strides (zeros between), padded by (kernel extent - 1
-    - pad) on each side (output_padding added at the end), then convolved at stride 1 with the
-    kernel flipped and its in/out channels swapped per group. Static shapes only."""
-    batch, channels, h, wd = x.shape
-    c_in, c_out_per_group, kh, kw = w.shape
-    if any(not isinstance(d, int) for d in (batch, channels, h, wd, c_in, c_out_per_group, kh, kw)):
-        raise ValueError("a transposed convolution needs static shapes")
-    sh, sw = strides
-    if (sh, sw) != (1, 1):
-        spread = ops.pad(ops.reshape(x, [batch, channels, h, 1, wd, 1]), [0] * 6 + [0, 0, 0, sh - 1, 0, sw - 1])
-        x = ops.slice(ops.reshape(spread, [batch, channels, h * sh, wd * sw]), [0, 0],
-                      [(h - 1) * sh + 1, (wd - 1) * sw + 1], axes=[2, 3])
-    extents = [(k - 1) * d + 1 for k, d in zip((kh, kw), dilations)]
+def _static_dims(t, what):
+    if any(not isinstance(d, int) for d in t.shape):
+        raise ValueError(f"{what} needs static shapes, got {t.shape}")
+    return list(t.shape)
+
+
+def conv_nd(x, w, bias=None, strides=None, dilations=None, groups=1):
+    """Convolution over 2 or 3 spatial axes, unpadded (pad first). 3-D runs as one 2-D
+    convolution per kernel depth over the depth slices it reads, summed: the depth axis folds
+    into the batch."""
+    spatial = x.ndim - 2
+    strides, dilations = list(strides or [1] * spatial), list(dilations or [1] * spatial)
+    if spatial == 2:
+        return ops.conv2d(x, w, bias=bias, strides=strides, dilations=dilations, groups=groups)
+    if spatial != 3:
+        raise ValueError(f"convolution over {spatial} spatial axes")
+    n, c, depth, h, wd = _static_dims(x, "a 3-D convolution")
+    o, _, kd, kh, kw = _static_dims(w, "a 3-D convolution")
+    out_depth = (depth - (kd - 1) * dilations[0] - 1) // strides[0] + 1
+    planes = ops.transpose(x, perm=[0, 2, 1, 3, 4])  # [N, D, C, H, W]
+    total = None
+    for k in range(kd):
+        start = k * dilations[0]
+        taken = ops.slice(planes, [start], [start + (out_depth - 1) * strides[0] + 1], axes=[1], steps=[strides[0]])
+        kernel = ops.reshape(ops.slice(w, [k], [k + 1], axes=[2]), [o, -1, kh, kw])
+        y = ops.conv2d(ops.reshape(taken, [n * out_depth, c, h, wd]), kernel, strides=strides[1:],
+                       dilations=dilations[1:], groups=groups)
+        total = y if total is None else total + y
+    out = ops.transpose(ops.reshape(total, [n, out_depth] + list(total.shape[1:])), perm=[0, 2, 1, 3, 4])
+    return out if bias is None else out + ops.reshape(bias, [-1, 1, 1, 1])
+
+
+def conv_transpose_nd(x, w, bias, strides, dilations, groups, begins, ends, output_padding):
+    """A transposed convolution over 2 or 3 spatial axes (w: [C_in, C_out / groups, k...]) as
+    the direct one it equals: the input spread out by the strides (zeros between), padded by
+    (kernel extent - 1 - pad) on each side (output_padding added at the end), then convolved
+    at stride 1 with the kernel flipped and its in/out channels swapped per group."""
+    dims = _static_dims(x, "a transposed convolution")
+    wdims = _static_dims(w, "a transposed convolution")
+    batch, channels, sizes = dims[0], dims[1], dims[2:]
+    c_in, c_out_per_group, kernel = wdims[0], wdims[1], wdims[2:]
+    spatial = len(sizes)
+    if any(s != 1 for s in strides):  # a unit axis after each spatial one, padded to the stride
+        spread = ops.reshape(x, [batch, channels] + [v for n in sizes for v in (n, 1)])
+        tail = [v for s in strides for v in (0, s - 1)]
+        spread = ops.pad(spread, [0] * (2 + 2 * spatial) + [0, 0] + tail)
+        x = ops.reshape(spread, [batch, channels] + [n * s for n, s in zip(sizes, strides)])
+        x = ops.slice(x, [0] * spatial, [(n - 1) * s + 1 for n, s in zip(sizes, strides)],
+                      axes=list(range(2, 2 + spatial)))
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
     x = pad_or_crop(x, [0, 0] + [e - 1 - b for e, b in zip(extents, begins)] +
                     [0, 0] + [e - 1 - p + op for e, p, op in zip(extents, ends, output_padding)])
-    flipped = ops.slice(w, [-1, -1], [-(2**62), -(2**62)], axes=[2, 3], steps=[-1, -1])
-    per_group = ops.reshape(flipped, [groups, c_in // groups, c_out_per_group, kh, kw])
-    swapped = ops.reshape(ops.transpose(per_group, perm=[0, 2, 1, 3, 4]), [groups * c_out_per_group, c_in // groups, kh, kw])
-    return ops.conv2d(x, swapped, bias=bias, dilations=list(dilations), groups=groups)
+    axes = list(range(2, 2 + spatial))
+    flipped = ops.slice(w, [-1] * spatial, [-(2**62)] * spatial, axes=axes, steps=[-1] * spatial)
+    per_group = ops.reshape(flipped, [groups, c_in // groups, c_out_per_group] + kernel)
+    swapped = ops.reshape(ops.transpose(per_group, perm=[0, 2, 1] + [3 + i for i in range(spatial)]),
+                          [groups * c_out_per_group, c_in // groups] + kernel)
+    return conv_nd(x, swapped, bias, dilations=list(dilations), groups=groups)
 

@@ -47,6 +47,10 @@ def _models():
         "transposed_conv_decoder": (nn.Sequential(
             nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1, groups=2), nn.ReLU(),
             nn.ConvTranspose2d(4, 3, 3, stride=1, padding=2, dilation=2)), (torch.randn(2, 8, 5, 6),)),
+        "volumetric_conv": (nn.Sequential(
+            nn.Conv3d(2, 4, 3, stride=(1, 2, 2), padding=1, groups=2), nn.ReLU(),
+            nn.ConvTranspose3d(4, 2, (2, 3, 3), stride=2, padding=(0, 1, 1), output_padding=(1, 1, 0), dilation=(1, 1, 2))),
+            (torch.randn(1, 2, 4, 6, 5),)),
     }
 
 

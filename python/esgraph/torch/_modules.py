@@ -10,7 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .. import _C
-from .._compose import avg_pool_counting_padding, conv_transpose2d
+from .._compose import avg_pool_counting_padding, conv_nd, conv_transpose_nd, pad_or_crop
 from .._recurrent import gru_cell, lstm_cell, rnn_cell, scan
 
 ops = _C.ops
@@ -119,10 +119,18 @@ def _conv_module(m, x):
 
 def _conv_transpose_module(m, x, output_size=None):
     if output_size is not None or m.padding_mode != "zeros":
-        raise Unsupported("ConvTranspose2d with output_size or a padding mode")
-    ph, pw = m.padding
-    return conv_transpose2d(x, _param(m.weight), _param(m.bias), list(m.stride), list(m.dilation), m.groups,
-                            [ph, pw], [ph, pw], list(m.output_padding))
+        raise Unsupported(f"{type(m).__name__} with output_size or a padding mode")
+    pads = list(m.padding)
+    return conv_transpose_nd(x, _param(m.weight), _param(m.bias), list(m.stride), list(m.dilation), m.groups,
+                             pads, pads, list(m.output_padding))
+
+
+def _conv3d_module(m, x):
+    if m.padding_mode != "zeros" or isinstance(m.padding, str):
+        raise Unsupported("Conv3d with a padding mode or string padding")
+    pads = list(m.padding)
+    return conv_nd(pad_or_crop(x, [0, 0] + pads + [0, 0] + pads), _param(m.weight), _param(m.bias), list(m.stride),
+                   list(m.dilation), m.groups)
 
 
 def _adaptive_avg_pool(m, x):
@@ -256,7 +264,8 @@ def _layer_norm(m, x):
 
 MODULES = {
     nn.Linear: lambda m, x: linear(x, _param(m.weight), _param(m.bias)),
-    nn.Conv1d: _conv_module, nn.Conv2d: _conv_module, nn.ConvTranspose2d: _conv_transpose_module,
+    nn.Conv1d: _conv_module, nn.Conv2d: _conv_module, nn.Conv3d: _conv3d_module,
+    nn.ConvTranspose2d: _conv_transpose_module, nn.ConvTranspose3d: _conv_transpose_module,
     nn.BatchNorm1d: _batch_norm, nn.BatchNorm2d: _batch_norm,
     nn.LayerNorm: _layer_norm,
     nn.Embedding: lambda m, idx: _embedding(m, idx),

@@ -2,7 +2,7 @@
 import math
 
 from ... import _C
-from ..._compose import conv_transpose2d, numpy_matmul
+from ..._compose import conv_nd, conv_transpose_nd, numpy_matmul, pad_or_crop
 from .registry import Unsupported, check_attrs, converts
 
 ops = _C.ops
@@ -32,11 +32,11 @@ def gemm(n):
     return y
 
 
-def _spatial(n, what):
-    """The number of spatial axes of input 0, refusing what esgraph's 2-D kernels cannot run."""
+def _spatial(n, what, most=2):
+    """The number of spatial axes of input 0, refusing what esgraph cannot run."""
     spatial = n.rank(0) - 2
-    if spatial not in (1, 2):
-        raise Unsupported(f"{what} over {spatial} spatial axes (esgraph has 1-D and 2-D)")
+    if not 1 <= spatial <= most:
+        raise Unsupported(f"{what} over {spatial} spatial axes (esgraph has 1-D to {most}-D)")
     return spatial
 
 
@@ -74,11 +74,15 @@ def _as_2d(spatial, values, fill):
 @converts("Conv")
 def conv(n):
     check_attrs(n, ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
-    spatial = _spatial(n, "Conv")
+    spatial = _spatial(n, "Conv", most=3)
     x, w = n.x(0), n.x(1)
     kernel = n.attr("kernel_shape") or _static(w.shape[2:], "Conv's kernel")
     strides = n.attr("strides", [1] * spatial)
     dilations = n.attr("dilations", [1] * spatial)
+    if spatial == 3:  # padded first, then 2-D convolutions per kernel depth
+        pads = onnx_pads(n, spatial, kernel, strides, dilations)
+        x = pad_or_crop(x, [0, 0] + pads[:3] + [0, 0] + pads[3:])
+        return conv_nd(x, w, n.x(2), strides, dilations, n.attr("group", 1))
     pads = _pads(n, spatial, kernel, strides, dilations)
     if spatial == 1:
         x, w = ops.unsqueeze(x, [2]), ops.unsqueeze(w, [2])
@@ -91,7 +95,7 @@ def conv(n):
 def conv_transpose(n):
     check_attrs(n, ("auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
                     "strides"))
-    spatial = _spatial(n, "ConvTranspose")
+    spatial = _spatial(n, "ConvTranspose", most=3)
     x, w = n.x(0), n.x(1)
     sizes = _static(x.shape[2:], "ConvTranspose")
     kernel = n.attr("kernel_shape") or _static(w.shape[2:], "ConvTranspose's kernel")
@@ -119,7 +123,7 @@ def conv_transpose(n):
         x, w = ops.unsqueeze(x, [2]), ops.unsqueeze(w, [2])
         strides, dilations = [1] + list(strides), [1] + list(dilations)
         begins, ends, extra = [0] + begins, [0] + ends, [0] + list(extra)
-    y = conv_transpose2d(x, w, n.x(2), strides, dilations, groups, begins, ends, extra)
+    y = conv_transpose_nd(x, w, n.x(2), strides, dilations, groups, begins, ends, extra)
     return ops.squeeze(y, axes=[2]) if spatial == 1 else y
 
 
