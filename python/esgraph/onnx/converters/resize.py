@@ -13,7 +13,7 @@ from .registry import Unsupported, check_attrs, converts
 ops = _C.ops
 
 
-def _source_position(x, scale, length_in, length_out, mode):
+def _source_position(x, scale, length_in, length_out, mode, roi=None):
     """Where output position x samples the input, in input coordinates. `length_out` is
     scale * length_in, unrounded, as ONNX defines align_corners and pytorch_half_pixel."""
     if mode == "half_pixel":
@@ -26,6 +26,11 @@ def _source_position(x, scale, length_in, length_out, mode):
         return x / scale
     if mode == "tf_half_pixel_for_nn":
         return (x + 0.5) / scale
+    if mode == "tf_crop_and_resize":
+        start, end = roi
+        if length_out > 1:
+            return start * (length_in - 1) + x * (end - start) * (length_in - 1) / (length_out - 1)
+        return 0.5 * (start + end) * (length_in - 1)
     raise Unsupported(f"coordinate_transformation_mode={mode}")
 
 
@@ -48,13 +53,16 @@ def _taps(ratio, method, nearest_mode, cubic_a):
 
 
 def interpolation_matrix(length_in, length_out, scale, method, coordinates, nearest_mode, cubic_a,
-                         exclude_outside):
-    """[length_out, length_in]: row x holds the weights output x gives each input position.
-    Neighbours beyond the edges repeat the edge, or drop out (exclude_outside) with the rest
-    renormalized."""
+                         exclude_outside, roi=None):
+    """([length_out, length_in], outside): row x holds the weights output x gives each input
+    position; outside[x] says that x samples beyond the input (tf_crop_and_resize extrapolates
+    there). Neighbours beyond the edges repeat the edge, or drop out (exclude_outside) with the
+    rest renormalized."""
     w = np.zeros((length_out, length_in))
+    outside = np.zeros(length_out, bool)
     for x in range(length_out):
-        pos = _source_position(x, scale, length_in, scale * length_in, coordinates)
+        pos = _source_position(x, scale, length_in, scale * length_in, coordinates, roi)
+        outside[x] = pos < 0 or pos > length_in - 1
         base = math.floor(pos)
         ratio = 1.0 if pos == base else pos - base
         taps = _taps(ratio, method, nearest_mode, cubic_a)
@@ -68,24 +76,32 @@ def interpolation_matrix(length_in, length_out, scale, method, coordinates, near
             taps = [t / total for t in taps]
         for t, i in zip(taps, idx):
             w[x, min(max(i, 0), length_in - 1)] += t
-    return w
+    return w, outside
 
 
 def resize_axes(x, out_dims, scales, method, coordinates, nearest_mode="round_prefer_floor", cubic_a=-0.75,
-                exclude_outside=False):
+                exclude_outside=False, roi=None, extrapolation=0.0):
+    """Axis by axis, the last first (as ONNX's reference nests them, which decides where
+    tf_crop_and_resize's extrapolated values mix in)."""
     dims = _static(x.shape, "Resize")
     dtype = _dtypes.numpy_dtype(x.dtype)
     if dtype.kind != "f":
         raise Unsupported("Resize of a non-float tensor")
+    rank = len(dims)
     y = x
-    for axis, (n_in, n_out, scale) in enumerate(zip(dims, out_dims, scales)):
-        if n_in == n_out and scale == 1.0:
+    for axis in reversed(range(rank)):
+        n_in, n_out, scale = dims[axis], out_dims[axis], scales[axis]
+        crop = None if roi is None else (roi[axis], roi[rank + axis])
+        if n_in == n_out and scale == 1.0 and (crop is None or crop == (0.0, 1.0)):
             continue
-        w = interpolation_matrix(n_in, n_out, scale, method, coordinates, nearest_mode, cubic_a, exclude_outside)
-        perm = [d for d in range(len(dims)) if d != axis] + [axis]
-        moved = ops.transpose(y, perm=perm) if axis != len(dims) - 1 else y
+        w, outside = interpolation_matrix(n_in, n_out, scale, method, coordinates, nearest_mode, cubic_a,
+                                          exclude_outside, crop)
+        perm = [d for d in range(rank) if d != axis] + [axis]
+        moved = ops.transpose(y, perm=perm) if axis != rank - 1 else y
         moved = ops.matmul(moved, w.T.astype(dtype))
-        y = ops.transpose(moved, perm=list(np.argsort(perm))) if axis != len(dims) - 1 else moved
+        if coordinates == "tf_crop_and_resize" and outside.any():
+            moved = ops.where(outside, extrapolation, moved)
+        y = ops.transpose(moved, perm=list(np.argsort(perm))) if axis != rank - 1 else moved
     return y
 
 
@@ -110,8 +126,12 @@ def resize(n):
     else:
         raise Unsupported("Resize needs scales or sizes")
     method = n.attr("mode", "nearest")
+    roi = None
+    if coordinates == "tf_crop_and_resize":
+        roi = [float(v) for v in np.asarray(n.const(1, "roi")).reshape(-1)]
     return resize_axes(x, sizes, scales, method, coordinates, n.attr("nearest_mode", "round_prefer_floor"),
-                       n.attr("cubic_coeff_a", -0.75), bool(n.attr("exclude_outside", 0)))
+                       n.attr("cubic_coeff_a", -0.75), bool(n.attr("exclude_outside", 0)), roi,
+                       n.attr("extrapolation_value", 0.0))
 
 
 @converts("Upsample")

@@ -75,9 +75,15 @@ def eye_like(n):
 def reshape(n):
     check_attrs(n, ("allowzero", "shape"))
     dims = n.ints(1, "shape") if n.opset >= 5 else list(n.attr("shape"))
+    x = n.x(0)
     if n.attr("allowzero", 0) and 0 in dims:
-        raise Unsupported("allowzero=1 with a zero in the shape is not supported")
-    return ops.reshape(n.x(0), dims)
+        # A literal zero-size axis: only an empty input fits, and an empty tensor holds no data.
+        if -1 in dims:
+            raise Unsupported("allowzero=1 with both a zero and a -1 in the shape")
+        if math.prod(_static(x.shape, "Reshape with allowzero")) != 0:
+            raise Unsupported(f"allowzero=1: a shape with a zero axis {dims} for a non-empty input")
+        return ops.fill(dims, dtype=x.dtype)
+    return ops.reshape(x, dims)
 
 
 @converts("Flatten")
