@@ -907,3 +907,19 @@ def test_loop_with_a_trip_count_given_at_run_time_becomes_a_while():
             want = want * 2 + 1
         np.testing.assert_array_equal(model.run([np.array(m, np.int64), x])[0], want)
 
+
+
+@pytest.mark.parametrize("op, onnx_type, dtype", [("MaxPool", TensorProto.INT8, np.int8),
+                                                  ("AveragePool", TensorProto.FLOAT16, np.float16)])
+def test_3d_pooling_of_integer_and_half_tensors(op, onnx_type, dtype):
+    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"], kernel_shape=[2, 2, 2], pads=[1, 1, 1, 0, 0, 0],
+                                                strides=[2, 2, 2])], "pool3d",
+                              [helper.make_tensor_value_info("x", onnx_type, [1, 1, 3, 3, 3])],
+                              [helper.make_tensor_value_info("y", onnx_type, None)])
+    x = (np.arange(27) - 13).reshape(1, 1, 3, 3, 3).astype(dtype)
+    got = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))(x)
+    want = np.zeros((1, 1, 2, 2, 2), dtype)
+    for d, h, w in np.ndindex(2, 2, 2):  # windows start at 2*i - 1; the padding is not counted
+        box = x[0, 0, max(2 * d - 1, 0):2 * d + 1, max(2 * h - 1, 0):2 * h + 1, max(2 * w - 1, 0):2 * w + 1]
+        want[0, 0, d, h, w] = box.max() if op == "MaxPool" else box.astype(np.float64).mean()
+    np.testing.assert_array_equal(got, want)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ... import _C
 from ..._compose import avg_pool_counting_padding
+from .. import _dtypes
 from .nn import _as_2d, _pads, _spatial, _static, onnx_pads
 from .registry import Unsupported, check_attrs, converts
 
@@ -36,7 +37,9 @@ def pool_by_shifts(x, kind, kernel, strides, pads, dilations, ceil_mode, count_i
     outs = [_out_size(*a, ceil_mode) for a in zip(sizes, begins, ends, extents, strides)]
     # Padding so that every window fits: the declared pads, and past them what ceil_mode needs.
     tails = [max(0, (o - 1) * s + e - (n + b)) for o, s, e, n, b in zip(outs, strides, extents, sizes, begins)]
-    fill = -math.inf if kind == "max" else 0.0
+    np_dtype = _dtypes.numpy_dtype(x.dtype)
+    lowest = -math.inf if np_dtype.kind == "f" else float(np.iinfo(np_dtype).min)
+    fill = lowest if kind == "max" else 0.0
     padded = ops.pad(x, [0, 0] + begins + [0, 0] + tails, value=fill) if any(begins) or any(tails) else x
     positions = [np.arange(o) * s - b for o, s, b in zip(outs, strides, begins)]  # window starts, input coordinates
     best = best_index = total = None
@@ -63,7 +66,7 @@ def pool_by_shifts(x, kind, kernel, strides, pads, dilations, ceil_mode, count_i
         shape = [1] * (2 + rank)
         shape[2 + axis] = len(p)
         counts = counts * ((taps >= low) & (taps < high)).sum(1).reshape(shape)
-    return total / counts.astype(np.float32 if x.dtype == _C.f32 else np.float64)
+    return total / counts.astype(np_dtype)
 
 
 def _flat_index(batch, channels, sizes, positions, offset, dilations, column_major):
