@@ -923,3 +923,26 @@ def test_3d_pooling_of_integer_and_half_tensors(op, onnx_type, dtype):
         box = x[0, 0, max(2 * d - 1, 0):2 * d + 1, max(2 * h - 1, 0):2 * h + 1, max(2 * w - 1, 0):2 * w + 1]
         want[0, 0, d, h, w] = box.max() if op == "MaxPool" else box.astype(np.float64).mean()
     np.testing.assert_array_equal(got, want)
+
+
+def test_scan_with_reversed_input_and_output_axis_matches_numpy():
+    # state s += x_t (x read backwards along axis 1); each step outputs s * 2, stacked on axis 1
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]), helper.make_node("Mul", ["s_out", "two"], ["y_t"])], "body",
+        [helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("y_t", TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.array(2, np.float32), "two")])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "x"], ["s", "y"], body=body, num_scan_inputs=1, scan_input_axes=[1],
+                          scan_input_directions=[1], scan_output_axes=[1])], "scan",
+        [helper.make_tensor_value_info("s0", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    model = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))
+    s0, x = np.array([1, -1], np.float32), np.arange(8, dtype=np.float32).reshape(2, 4)
+    state, outs = s0.copy(), []
+    for t in reversed(range(4)):
+        state = state + x[:, t]
+        outs.append(state * 2)
+    got_s, got_y = model.run([s0, x])
+    np.testing.assert_array_equal(got_s, state)
+    np.testing.assert_array_equal(got_y, np.stack(outs, axis=1))

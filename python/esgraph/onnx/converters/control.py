@@ -85,3 +85,64 @@ def _while_loop(n):
         return [i + 1, results[0]] + list(results[1:])
 
     return ops.while_(start + carried, condition, step)[2:]
+
+
+def _run_scan(body, states, inputs, in_axes, in_dirs):
+    """The unrolled steps: (final states, each step's scan outputs)."""
+    lengths = {x.shape[a] for x, a in zip(inputs, in_axes)}
+    if len(lengths) != 1 or not isinstance(next(iter(lengths)), int):
+        raise Unsupported(f"scan inputs of static, equal lengths (got {sorted(map(str, lengths))})")
+    length = lengths.pop()
+    if length > MAX_UNROLLED_ITERATIONS:
+        raise Unsupported(f"more than {MAX_UNROLLED_ITERATIONS} steps to unroll")
+    steps = []
+    for t in range(length):
+        slices = [ops.squeeze(ops.slice(x, [length - 1 - t if d else t], [(length - 1 - t if d else t) + 1], axes=[a]),
+                              axes=[a]) for x, a, d in zip(inputs, in_axes, in_dirs)]
+        results = body(*states, *slices)
+        states = results[:len(states)]
+        steps.append(results[len(states):])
+    return states, steps
+
+
+def _stack(n, values, axis, reverse=False):
+    values = [n.tensor(v) for v in values]
+    if reverse:
+        values.reverse()
+    axis = axis % (values[0].ndim + 1)
+    return ops.concat([ops.unsqueeze(v, [axis]) for v in values], axis)
+
+
+@converts("Scan")
+def scan(n):
+    """Unrolled over the (static) scan length: each step's body sees one slice of every scan
+    input and the carried state; scan outputs are stacked along their axes. Scan-8 carries a
+    leading batch axis, unrolled as well."""
+    body = n.subgraph("body", inline=True)
+    m = n.attr("num_scan_inputs")
+    if n.opset >= 9:
+        n_state = n.num_inputs - m
+        inputs = [n.x(i) for i in range(n_state, n.num_inputs)]
+        in_axes = [a % x.ndim for a, x in zip(n.attr("scan_input_axes", [0] * m), inputs)]
+        states, steps = _run_scan(body, [n.value(i) for i in range(n_state)], inputs, in_axes,
+                                  n.attr("scan_input_directions", [0] * m))
+        k = n.num_outputs - n_state
+        out_axes, out_dirs = n.attr("scan_output_axes", [0] * k), n.attr("scan_output_directions", [0] * k)
+        return states + [_stack(n, [step[j] for step in steps], out_axes[j], out_dirs[j]) for j in range(k)]
+    # Scan-8: (sequence_lens, states..., scan inputs...), every one with a batch axis first.
+    if n.has(0):
+        raise Unsupported("Scan-8 with sequence_lens")
+    n_state = n.num_inputs - 1 - m
+    batch = n.shape(1)[0] if n.num_inputs > 1 else None
+    if not isinstance(batch, int):
+        raise Unsupported("Scan-8 needs a static batch")
+    def row(i, b):
+        return ops.squeeze(ops.slice(n.x(i), [b], [b + 1], axes=[0]), axes=[0])
+    finals, outputs = [], []
+    for b in range(batch):
+        states, steps = _run_scan(body, [row(1 + i, b) for i in range(n_state)],
+                                  [row(1 + n_state + i, b) for i in range(m)], [0] * m, n.attr("directions", [0] * m))
+        finals.append(states)
+        outputs.append([_stack(n, [step[j] for step in steps], 0) for j in range(n.num_outputs - n_state)])
+    return [_stack(n, [f[j] for f in finals], 0) for j in range(n_state)] + \
+        [_stack(n, [o[j] for o in outputs], 0) for j in range(n.num_outputs - n_state)]
