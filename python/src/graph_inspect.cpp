@@ -95,7 +95,8 @@ py::dict inspect_graph(const esg::Graph& graph) {
         const esg::DType dtype = static_cast<esg::DType>(esg_graph_value_dtype(g, v));
         std::vector<py::ssize_t> dims;
         for (py::handle d : shape_of(g, v)) dims.push_back(d.cast<py::ssize_t>());
-        py::array a(numpy_dtype_of(dtype), dims);
+        // bf16 constants as their bit patterns in uint16, as the model's inputs and outputs.
+        py::array a(dtype == esg::bf16 ? py::dtype("uint16") : numpy_dtype_of(dtype), dims);
         std::memcpy(a.mutable_data(), data, nbytes);
         node["data"] = a;
       }

@@ -213,8 +213,16 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
     const esg::DType want = static_cast<esg::DType>(esg_model_input_dtype(h, i));
     py::array a = py::array::ensure(args[i], py::array::c_style | py::array::forcecast);
     if (!a) throw py::type_error("input " + std::to_string(i) + " is not array-like");
-    const std::optional<esg::DType> have = numpy_dtype(a.dtype());
-    if (!have || *have != want) a = make_numpy(a, want);
+    if (want == esg::bf16) {
+      // numpy has no bf16: its values cross as their bit patterns in uint16, as ONNX's numpy
+      // helpers keep them. A float array would be converted by value into nonsense.
+      if (!a.dtype().is(py::dtype("uint16")))
+        throw esg::DTypeError(ESG_ERR_DTYPE, "input " + std::to_string(i) + " is bf16: give its bit patterns as a numpy uint16 array, got " +
+                                                  py::str(py::handle(a.dtype())).cast<std::string>());
+    } else {
+      const std::optional<esg::DType> have = numpy_dtype(a.dtype());
+      if (!have || *have != want) a = make_numpy(a, want);
+    }
     arrays.push_back(a);
     dims[i].assign(a.shape(), a.shape() + a.ndim());
     // Inputs are only read: a read-only array is fine.
@@ -236,7 +244,8 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
     esg::detail::check(esg_model_output_shape(h, in.data(), in.size(), i, &dt, odims[i].data(), 8, &rank));
     odims[i].resize(rank);
     const std::vector<py::ssize_t> shape(odims[i].begin(), odims[i].end());
-    const py::dtype want = numpy_dtype_of(static_cast<esg::DType>(dt));
+    // bf16 outputs come back as their bit patterns in uint16 (see the inputs above).
+    const py::dtype want = static_cast<esg::DType>(dt) == esg::bf16 ? py::dtype("uint16") : numpy_dtype_of(static_cast<esg::DType>(dt));
     py::array a;
     if (out_args.empty()) {
       a = py::array(want, shape);
@@ -244,7 +253,7 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
       const std::string what = "out[" + std::to_string(i) + "]: ";
       if (!py::isinstance<py::array>(out_args[i])) throw py::type_error(what + "expected a numpy array");
       a = py::reinterpret_borrow<py::array>(out_args[i]);
-      if (numpy_dtype(a.dtype()) != std::optional<esg::DType>(static_cast<esg::DType>(dt)))
+      if (!a.dtype().is(want))
         throw py::type_error(what + "dtype " + py::str(py::handle(a.dtype())).cast<std::string>() + ", the output is " + py::str(py::handle(want)).cast<std::string>());
       if (std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()) != shape)
         throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, what + "shape " + py::str(py::tuple(py::cast(std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim())))).cast<std::string>() +

@@ -37,6 +37,14 @@ OUT_OF_SCOPE_CASES = {
 }
 
 
+# Cases whose expected outputs follow a rule esgraph deliberately does not: the test fails if
+# such a case starts to pass (the entry is then stale).
+_BF16_ROUNDING = ("esgraph rounds f32 to bf16 to nearest even (as PyTorch, CANN and ONNX from 1.14 do); "
+                  "ONNX 1.12's expected values truncate")
+KNOWN_DEVIATIONS = {name: _BF16_ROUNDING for name in (
+    "test_cast_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16_expanded")}
+
+
 def scope_of(case, op):
     """Why a case is out of scope, or None."""
     if op in SCOPE_OF:
@@ -114,6 +122,8 @@ def render(results):
         names = sorted(r.case for r in results if r.op not in SCOPE_OF and scope_of(r.case, r.op) == why)
         if names:
             lines.append(f"- {why}, cases of other ops: {', '.join(f'`{n}`' for n in names)}")
+    lines += ["", "## Known deviations", ""]
+    lines += [f"- `{name}`: {why}" for name, why in KNOWN_DEVIATIONS.items()]
     lines += ["", "## Cases that do not pass", ""]
     for r in sorted((r for r in cases if r.status != suite.PASS), key=lambda r: (r.op, r.case)):
         lines.append(f"- `{r.case}` ({r.status}): {r.reason}")

@@ -1235,3 +1235,23 @@ def test_scatter_and_top_k_refuse_bad_input():
         run(lambda d, i, u: ops.scatter_elements(d, i, u), x, np.zeros((2, 3), i64), np.zeros((2, 2), f32))
     with pytest.raises(esgraph.InvalidArgumentError, match="out of range"):
         run(lambda d, i, u: ops.scatter_elements(d, i, u), x, np.full((2, 3), 7, i64), np.zeros((2, 3), f32))
+
+
+def _bf16_bits_nearest_even(x):
+    bits = x.astype(f32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def test_bf16_crosses_numpy_as_uint16_bit_patterns():
+    # numpy has no bf16: model inputs and outputs of that dtype are their bits in uint16.
+    x = np.array([1.0, 3.14159265, -2.5e-3, 65504.0, 1 / 3], dtype=f32)
+    bits = run(lambda t: ops.cast(t, esgraph.bf16), x)
+    assert bits.dtype == np.uint16
+    np.testing.assert_array_equal(bits, _bf16_bits_nearest_even(x))
+    with esgraph.GraphBuilder("from_bf16") as b:
+        t = b.input("t", esgraph.bf16, [5])
+        y = ops.cast(t, esgraph.f32)
+    model = esgraph.compile(b.build([y]))
+    np.testing.assert_array_equal(model(bits), (bits.astype(np.uint32) << 16).view(f32))
+    with pytest.raises(esgraph.DTypeError, match="bit patterns as a numpy uint16"):
+        model(x)  # float values would be read as bits: refused

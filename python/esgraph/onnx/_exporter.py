@@ -177,7 +177,11 @@ def _emit(e, n):
     outs = [e.name(v) for v in n["outputs"]]
     x = n["inputs"][0] if n["inputs"] else None
     if op == "constant":
-        e.initializers.append(numpy_helper.from_array(n["data"], outs[0]))
+        if e.info["values"][n["outputs"][0]]["dtype"] == _C.bf16:  # bit patterns in uint16
+            data = n["data"]
+            e.initializers.append(helper.make_tensor(outs[0], TensorProto.BFLOAT16, data.shape, data.tobytes(), raw=True))
+        else:
+            e.initializers.append(numpy_helper.from_array(n["data"], outs[0]))
     elif op == "if":
         _emit_if(e, n, ins, outs)
     elif op == "while":

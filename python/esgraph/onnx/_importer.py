@@ -253,7 +253,7 @@ class Importer:
             if foldable and node._inputs and all(v is None or isinstance(v, np.ndarray) for v in node._inputs):
                 try:
                     outputs = self._fold(node, convert)
-                except _C.DTypeError:  # a result numpy cannot hold (bf16): computed at run time
+                except _C.DTypeError:  # a bf16 result (or the op's own dtype error, raised again here)
                     outputs = convert(node)
             else:
                 outputs = convert(node)
@@ -279,6 +279,8 @@ class Importer:
             single = not isinstance(outputs, (list, tuple))
             outputs = [outputs] if single else list(outputs)
             tensors = [o for o in outputs if isinstance(o, _C.Tensor)]
+            if any(t.dtype == _C.bf16 for t in tensors):  # numpy holds bf16 only as bits: left to run time
+                raise _C.DTypeError("a bf16 result is not folded")
             if tensors:
                 results = iter(_C.compile(scratch.build(tensors)).run([]))
                 outputs = [next(results) if isinstance(o, _C.Tensor) else o for o in outputs]
