@@ -216,7 +216,7 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
     if (want == esg::bf16) {
       // numpy has no bf16: its values cross as their bit patterns in uint16, as ONNX's numpy
       // helpers keep them. A float array would be converted by value into nonsense.
-      if (!a.dtype().is(py::dtype("uint16")))
+      if (!a.dtype().equal(py::dtype("uint16")))
         throw esg::DTypeError(ESG_ERR_DTYPE, "input " + std::to_string(i) + " is bf16: give its bit patterns as a numpy uint16 array, got " +
                                                   py::str(py::handle(a.dtype())).cast<std::string>());
     } else {
@@ -253,7 +253,7 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
       const std::string what = "out[" + std::to_string(i) + "]: ";
       if (!py::isinstance<py::array>(out_args[i])) throw py::type_error(what + "expected a numpy array");
       a = py::reinterpret_borrow<py::array>(out_args[i]);
-      if (!a.dtype().is(want))
+      if (!a.dtype().equal(want))
         throw py::type_error(what + "dtype " + py::str(py::handle(a.dtype())).cast<std::string>() + ", the output is " + py::str(py::handle(want)).cast<std::string>());
       if (std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()) != shape)
         throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, what + "shape " + py::str(py::tuple(py::cast(std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim())))).cast<std::string>() +
