@@ -415,6 +415,9 @@ void scatter_elements(const KernelCall& c) {
   const int64_t reduction = c.attr_int("reduction");
   if (y.bytes != data.bytes) std::memmove(y.bytes, data.bytes, data.nbytes());
   const std::vector<int64_t> ys = strides_of(y.shape);
+  for (size_t d = 0; d < ind.shape.rank(); ++d)  // symbolic shapes reach here unchecked
+    if (d != axis && ind.shape[d] > data.shape[d])
+      throw ir::Error(ir::ErrorCode::InvalidArgument, "scatter_elements: `indices` is larger than `data` on axis " + std::to_string(d));
   for (int64_t i = 0; i < ind.size(); ++i) {
     std::vector<int64_t> idx = unravel(i, ind.shape);
     idx[axis] = checked_index(ind, i, data.shape[axis], "scatter_elements");
@@ -430,7 +433,8 @@ void scatter_nd(const KernelCall& c) {
   const std::vector<int64_t> ys = strides_of(y.shape);
   int64_t slice = 1;
   for (size_t d = k; d < data.shape.rank(); ++d) slice *= data.shape[d];
-  const int64_t tuples = k ? ind.size() / static_cast<int64_t>(k) : 0;
+  int64_t tuples = 1;  // every index tuple (an empty one addresses all of `data`)
+  for (size_t d = 0; d + 1 < ind.shape.rank(); ++d) tuples *= ind.shape[d];
   for (int64_t t = 0; t < tuples; ++t) {
     int64_t base = 0;
     for (size_t j = 0; j < k; ++j)
@@ -451,10 +455,13 @@ void top_k(const KernelCall& c) {
   for_each_lane(x.shape, axis, [&](int64_t base, int64_t stride, int64_t n) {
     order.resize(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j) order[static_cast<size_t>(j)] = j;
-    // A stable order keeps equal elements by position; doubles hold every element exactly
+    // A stable order keeps equal elements by position; NaN ranks above every number (as
+    // numpy sorts it), so the order stays strict-weak. Doubles hold every element exactly
     // enough to order it (int64 beyond 2^53 aside).
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
       const double va = load_f(x, base + a * stride), vb = load_f(x, base + b * stride);
+      const bool na = std::isnan(va), nb = std::isnan(vb);
+      if (na || nb) return largest ? na && !nb : nb && !na;
       return largest ? va > vb : va < vb;
     });
     // The output lane with the same outer and inner position: k elements apart by `inner`.

@@ -427,14 +427,18 @@ void infer_scatter_elements(InferContext& ctx) {
   const Shape& data = ctx.shape(0);
   const Shape& idx = ctx.shape(1);
   const Shape& upd = ctx.shape(2);
-  ctx.axis(ctx.attr_int("axis"), data.rank(), "axis");
   if (idx.rank() != data.rank())
     ctx.fail("`indices` " + g.shape_str(idx) + " must have the rank of `data` " + g.shape_str(data));
   if (upd.rank() != idx.rank())
     ctx.fail("`updates` " + g.shape_str(upd) + " must have the shape of `indices` " + g.shape_str(idx));
-  for (size_t i = 0; i < idx.rank(); ++i)
+  const size_t ax = ctx.axis(ctx.attr_int("axis"), data.rank(), "axis");
+  for (size_t i = 0; i < idx.rank(); ++i) {
     if (!dims_compatible(idx[i], upd[i]))
       ctx.fail("`updates` " + g.shape_str(upd) + " must have the shape of `indices` " + g.shape_str(idx));
+    // Off the scattered axis an index position is also the data position: it must exist.
+    if (i != ax && !dim_is_symbolic(idx[i]) && !dim_is_symbolic(data[i]) && idx[i] > data[i])
+      ctx.fail("`indices` " + g.shape_str(idx) + " is larger than `data` " + g.shape_str(data) + " on axis " + std::to_string(i));
+  }
   ctx.set_shape(0, data);
 }
 

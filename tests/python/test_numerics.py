@@ -1255,3 +1255,21 @@ def test_bf16_crosses_numpy_as_uint16_bit_patterns():
     np.testing.assert_array_equal(model(bits), (bits.astype(np.uint32) << 16).view(f32))
     with pytest.raises(esgraph.DTypeError, match="bit patterns as a numpy uint16"):
         model(x)  # float values would be read as bits: refused
+
+
+def test_top_k_ranks_nan_above_every_number():
+    x = np.array([1, np.nan, 5, 3, np.nan, 9, 2], f32)
+    values, indices = run(lambda t: ops.top_k(t, 3), x)
+    check(indices, np.array([1, 4, 5], i64))
+    values, indices = run(lambda t: ops.top_k(t, 2, largest=False), x)
+    check(indices, np.array([0, 6], i64))
+
+
+def test_scatter_nd_with_empty_index_tuples_replaces_everything():
+    data, upd = np.array([1, 2], f32), np.array([[5, 6]], f32)
+    check(run(lambda d, i, u: ops.scatter_nd(d, i, u), data, np.zeros((1, 0), i64), upd), np.array([5, 6], f32))
+
+
+def test_scatter_elements_refuses_indices_larger_than_data():
+    with pytest.raises(esgraph.ShapeError, match="larger than `data`"):
+        run(lambda d, i, u: ops.scatter_elements(d, i, u), np.zeros((1, 1), f32), np.zeros((1, 4), i64), np.zeros((1, 4), f32))

@@ -946,3 +946,55 @@ def test_scan_with_reversed_input_and_output_axis_matches_numpy():
     got_s, got_y = model.run([s0, x])
     np.testing.assert_array_equal(got_s, state)
     np.testing.assert_array_equal(got_y, np.stack(outs, axis=1))
+
+
+def test_max_pool_indices_never_point_into_padding_and_nan_wins():
+    graph = helper.make_graph([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2],
+                                                pads=[1, 1, 1, 1], dilations=[1, 1])], "pool",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("i", TensorProto.INT64, None)])
+    model = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])))
+    y, i = model.run([np.full((1, 1, 3, 3), -np.inf, np.float32)])
+    assert (i >= 0).all() and (y == -np.inf).all()
+    np.testing.assert_array_equal(i.ravel(), [0, 1, 3, 4])  # as PyTorch: the first real element of each window
+    x = np.zeros((1, 1, 3, 3), np.float32)
+    x[0, 0, 2, 2] = np.nan
+    y, _ = model.run([x])
+    assert np.isnan(y[0, 0, 1, 1]) and not np.isnan(y[0, 0, 0, 0])
+
+
+def test_loop_beyond_the_unroll_limit_runs_as_a_while():
+    body = helper.make_graph(
+        [helper.make_node("Add", ["y_in", "one"], ["y_out"]), helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("y_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("y_out", TensorProto.FLOAT, [1])])
+    graph = helper.make_graph([helper.make_node("Loop", ["m", "", "x"], ["y"], body=body)], "long",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+                              [numpy_helper.from_array(np.array(5000, np.int64), "m"),
+                               numpy_helper.from_array(np.array(1, np.float32), "one")])
+    graph_in = esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    assert "while" in graph_in.to_text()
+    np.testing.assert_array_equal(esgraph.compile(graph_in)(np.zeros(1, np.float32)), [5000.0])
+
+
+def test_bf16_initializers_stay_bf16():
+    init = helper.make_tensor("c", TensorProto.BFLOAT16, [3], [1.5, -2.0, 4.0])
+    graph = helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"])], "bf16",
+                              [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [3])], [init])
+    model = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))
+    x_bits = np.array([0x3F80, 0x4000, 0xC000], np.uint16)  # 1, 2, -2
+    y_bits = model(x_bits)
+    np.testing.assert_array_equal((y_bits.astype(np.uint32) << 16).view(np.float32), [2.5, 0.0, 2.0])
+
+
+def test_einsum_refuses_upper_case_letters():
+    graph = helper.make_graph([helper.make_node("Einsum", ["a", "b"], ["y"], equation="Ab,bc")], "e",
+                              [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+                               helper.make_tensor_value_info("b", TensorProto.FLOAT, [3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    with pytest.raises(esgraph.onnx.ImportFailed, match="upper-case"):
+        esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))

@@ -207,6 +207,9 @@ class Importer:
     def _initializer(self, init):
         try:
             _dtypes.esg_dtype(init.data_type)
+            if init.data_type == onnx.TensorProto.BFLOAT16:
+                # numpy_helper reads bf16 as its float values; the graph keeps them as bf16.
+                return _C.ops.cast(_C.constant(numpy_helper.to_array(init).astype(np.float32)), _C.bf16)
             return numpy_helper.to_array(init)
         except _dtypes.UnsupportedType as e:
             self.failures.append((f"initializer '{init.name}'", str(e)))

@@ -21,7 +21,8 @@ MAX_UNROLLED_ITERATIONS = 4096
 
 
 class _RuntimeCondition(Unsupported):
-    pass
+    """Unrolling cannot go on (a condition known only at run time, or too many iterations);
+    without scan outputs the loop becomes a while_ instead."""
 
 
 @converts("Loop")
@@ -46,9 +47,11 @@ def _unrolled(n):
     carried = [n.value(i) for i in range(2, n.num_inputs)]
     body = n.subgraph("body", inline=True)
     scans, i = None, 0
+    if trip is not None and trip > MAX_UNROLLED_ITERATIONS:
+        raise _RuntimeCondition(f"more than {MAX_UNROLLED_ITERATIONS} iterations to unroll")
     while going and (trip is None or i < trip):
         if i == MAX_UNROLLED_ITERATIONS:
-            raise Unsupported(f"more than {MAX_UNROLLED_ITERATIONS} iterations to unroll")
+            raise _RuntimeCondition(f"more than {MAX_UNROLLED_ITERATIONS} iterations to unroll")
         results = body(np.array(i, np.int64), np.array(going), *carried)
         if not isinstance(results[0], np.ndarray):
             raise _RuntimeCondition("a loop condition computed at run time, with scan outputs (which need unrolling)")
@@ -93,6 +96,8 @@ def _run_scan(body, states, inputs, in_axes, in_dirs):
     if len(lengths) != 1 or not isinstance(next(iter(lengths)), int):
         raise Unsupported(f"scan inputs of static, equal lengths (got {sorted(map(str, lengths))})")
     length = lengths.pop()
+    if length == 0:
+        raise Unsupported("a scan over zero steps")
     if length > MAX_UNROLLED_ITERATIONS:
         raise Unsupported(f"more than {MAX_UNROLLED_ITERATIONS} steps to unroll")
     steps = []

@@ -14,6 +14,8 @@ _ELLIPSIS_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # equations use lower case; th
 def parse(equation, ranks):
     """(the operands' letter strings, the output's), with every ellipsis written out."""
     equation = equation.replace(" ", "")
+    if any(c.isupper() for c in equation):
+        raise Unsupported("upper-case letters in an einsum equation (ONNX allows lower case only)")
     lhs, arrow, rhs = equation.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(ranks):

@@ -42,21 +42,30 @@ def pool_by_shifts(x, kind, kernel, strides, pads, dilations, ceil_mode, count_i
     fill = lowest if kind == "max" else 0.0
     padded = ops.pad(x, [0, 0] + begins + [0, 0] + tails, value=fill) if any(begins) or any(tails) else x
     positions = [np.arange(o) * s - b for o, s, b in zip(outs, strides, begins)]  # window starts, input coordinates
-    best = best_index = total = None
+    floats = np_dtype.kind == "f"
+    best = best_index = best_real = total = None
     for offset in itertools.product(*[range(k) for k in kernel]):
         starts = [b + o * d + p[0] for b, o, d, p in zip(begins, offset, dilations, positions)]
         window = ops.slice(padded, starts, [st + (o - 1) * s + 1 for st, o, s in zip(starts, outs, strides)],
                            axes=list(range(2, 2 + rank)), steps=list(strides))
         if kind == "avg":
             total = window if total is None else total + window
-        elif best is None:
-            best = window
-            best_index = _flat_index(batch, channels, sizes, positions, offset, dilations, column_major) if want_indices else None
-        else:
-            take = window > best  # the first maximum wins
-            best = ops.where(take, window, best)
-            if want_indices:
-                best_index = ops.where(take, _flat_index(batch, channels, sizes, positions, offset, dilations, column_major), best_index)
+            continue
+        # Which windows hold a real input element at this offset (not padding): a maximum is
+        # taken from those first, so that its index never points into the padding.
+        real = _inside(sizes, positions, offset, dilations)
+        index = _flat_index(batch, channels, sizes, positions, offset, dilations, column_major) if want_indices else None
+        if best is None:
+            best, best_index, best_real = window, index, real
+            continue
+        take = (window > best) | ~best_real
+        if floats:  # NaN wins, as in numpy and PyTorch
+            take = take | (ops.is_nan(window) & ~ops.is_nan(best))
+        take = take & real
+        best = ops.where(take, window, best)
+        if want_indices:
+            best_index = ops.where(take, index, best_index)
+        best_real = best_real | real
     if kind == "max":
         return (best, best_index) if want_indices else best
     counts = np.ones([1, 1] + outs)
@@ -67,6 +76,15 @@ def pool_by_shifts(x, kind, kernel, strides, pads, dilations, ceil_mode, count_i
         shape[2 + axis] = len(p)
         counts = counts * ((taps >= low) & (taps < high)).sum(1).reshape(shape)
     return total / counts.astype(np_dtype)
+
+
+def _inside(sizes, positions, offset, dilations):
+    """[1, 1, out...] booleans: the element at `offset` of each window lies inside the input."""
+    grids = np.meshgrid(*[p + o * d for p, o, d in zip(positions, offset, dilations)], indexing="ij")
+    inside = np.ones(grids[0].shape, bool)
+    for g, n in zip(grids, sizes):
+        inside &= (g >= 0) & (g < n)
+    return inside.reshape((1, 1) + inside.shape)
 
 
 def _flat_index(batch, channels, sizes, positions, offset, dilations, column_major):
