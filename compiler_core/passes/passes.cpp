@@ -171,10 +171,22 @@ std::vector<int64_t> perm_of(const Graph& gr, const ir::Node& node, size_t rank)
   return out;
 }
 
+// How many times each value of `g` is read (operands, captures included, and graph outputs).
+std::vector<uint32_t> use_counts(const Graph& g) {
+  std::vector<uint32_t> uses(g.values.size(), 0);
+  for (const ir::Node& node : g.nodes)
+    for (uint32_t i = 0; i < node.num_inputs; ++i)
+      if (g.operands[node.first_input + i] != kNone) ++uses[g.operands[node.first_input + i]];
+  for (ValueId v : g.outputs()) ++uses[v];
+  return uses;
+}
+
 // matmul(a, transpose(x, p)) where p brings x's last axis to the second-to-last place is
 // matmul(a, transpose(x, p'), transpose_b) with p' keeping the last axis last: the GEMM reads
-// the transposed operand in place and what remains moves whole rows (or nothing).
-bool fold_transposes_into_matmul(Replay& r, const Graph& g, const ir::Node& n) {
+// the transposed operand in place and what remains moves whole rows (or nothing). A transpose
+// that others read too stays whole unless nothing would remain of it: a second, partial copy
+// would add work rather than save it.
+bool fold_transposes_into_matmul(Replay& r, const Graph& g, const ir::Node& n, const std::vector<uint32_t>& uses) {
   const Graph& t = r.to().graph();
   ValueId operand[2];
   ir::AttrArg flags[2];
@@ -188,12 +200,14 @@ bool fold_transposes_into_matmul(Replay& r, const Graph& g, const ir::Node& n) {
     std::vector<int64_t> perm = perm_of(t, *p, rank);
     if (perm[rank - 2] != static_cast<int64_t>(rank - 1)) continue;
     std::swap(perm[rank - 2], perm[rank - 1]);
-    operand[k] = t.operands[p->first_input];
+    const ValueId source = t.operands[p->first_input];
     bool identity = true;
     for (size_t i = 0; i < rank; ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+    if (!identity && uses[g.operands[n.first_input + k]] > 1) continue;  // the transpose is read elsewhere too
+    operand[k] = source;
     if (!identity) {
       ir::AttrArg a = ir::AttrArg::of_ints(perm.data(), perm.size());
-      const ValueId in[] = {operand[k]};
+      const ValueId in[] = {source};
       operand[k] = r.to().graph().nodes[r.to().add_op(*p->op, {in, 1}, {&a, 1})].first_output;
     }
     flags[k].i = !flags[k].i;
@@ -205,6 +219,7 @@ bool fold_transposes_into_matmul(Replay& r, const Graph& g, const ir::Node& n) {
 }
 
 std::unique_ptr<Graph> simplify(const Graph& g) {
+  const std::vector<uint32_t> uses = use_counts(g);
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
     if (n.region != 0 || n.num_bodies || n.num_deps) return false;
@@ -215,7 +230,7 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
       r.set(n.first_output, same);
       return true;
     }
-    if (is_op(n, "matmul")) return fold_transposes_into_matmul(r, g, n);
+    if (is_op(n, "matmul")) return fold_transposes_into_matmul(r, g, n, uses);
     if (is_op(n, "pow")) {
       // x ** 2 (how exported layer norms square) is one multiply rather than a call to pow.
       const ValueId base = r.get(g.operands[n.first_input]), exponent = r.get(g.operands[n.first_input + 1]);

@@ -23,3 +23,18 @@ class ExportFailed(ImportFailed):
 
     verb = "export graph"
 
+
+def name_outputs(tensors, names, claimed):
+    """Gives each output tensor its name. An output needs a tensor of its own: a model may
+    return an input, a constant or one value twice, and naming those (whose names are in
+    `claimed`) would rename the input, the constant or the earlier output; they go through a
+    copy instead (a reshape to the same shape)."""
+    claimed, named = set(claimed), []
+    for t, name in zip(tensors, names):
+        if t.name in claimed:
+            t = _C.ops.reshape(t, [0] * t.ndim)
+        t.name = name
+        claimed.add(name)
+        named.append(t)
+    return named
+

@@ -184,6 +184,17 @@ static void test_errors(void) {
   esg_builder_destroy(other);
 }
 
+/* A caller-owned buffer over `data`. */
+static esg_buffer buffer(void* data, size_t nbytes, esg_dtype dtype, const int64_t* dims, size_t rank) {
+  esg_buffer b;
+  b.data = data;
+  b.nbytes = nbytes;
+  b.dtype = dtype;
+  b.dims = dims;
+  b.rank = rank;
+  return b;
+}
+
 static void test_split_and_while(void) {
   esg_builder* b = esg_builder_create(NULL);
   int64_t xd[1] = {5}, sizes[2] = {2, 3};
@@ -213,6 +224,33 @@ static void test_split_and_while(void) {
   CHECK(esg_tensor_output_count(outs) == 2);
   CHECK(esg_tensor_dtype(esg_tensor_output(outs, 1)) == ESG_F32);
   CHECK(esg_builder_status(b) == ESG_OK);
+  {
+    /* The finished graph shows the while's two bodies: parameters, results, and the cond
+     * body's capture of `limit` from the top level. */
+    char limit_name[64];
+    esg_tensor result = esg_tensor_output(outs, 1);
+    esg_graph* g;
+    size_t n, i;
+    int64_t node = -1, cond_body, step_body, outer = -1;
+    strncpy(limit_name, esg_tensor_name(limit), sizeof limit_name - 1);
+    limit_name[sizeof limit_name - 1] = 0;
+    g = esg_builder_build(b, &result, 1);
+    CHECK(g != NULL);
+    n = esg_graph_body_node_count(g, 0);
+    for (i = 0; i < n; ++i)
+      if (strcmp(esg_graph_node_op(g, esg_graph_body_node(g, 0, i)), "while") == 0) node = esg_graph_body_node(g, 0, i);
+    CHECK(node >= 0 && esg_graph_node_body_count(g, node) == 2);
+    cond_body = esg_graph_node_body(g, node, 0);
+    step_body = esg_graph_node_body(g, node, 1);
+    CHECK(cond_body > 0 && step_body > 0 && cond_body != step_body);
+    CHECK(esg_graph_body_param_count(g, cond_body) == 2 && esg_graph_body_result_count(g, cond_body) == 1);
+    CHECK(esg_graph_value_dtype(g, esg_graph_body_result(g, cond_body, 0)) == ESG_BOOL);
+    CHECK(esg_graph_body_result_count(g, step_body) == 2 && esg_graph_body_node_count(g, step_body) >= 2);
+    CHECK(esg_graph_body_capture_count(g, cond_body) == 1);
+    CHECK(esg_graph_body_capture(g, cond_body, 0, &outer) >= 0 && outer >= 0);
+    CHECK(strcmp(esg_graph_value_name(g, outer), limit_name) == 0);
+    esg_graph_destroy(g);
+  }
   esg_builder_destroy(b);
 }
 
@@ -247,19 +285,11 @@ static void test_compile_and_run(void) {
   CHECK(m != NULL);
   CHECK(esg_model_num_inputs(m) == 1 && esg_model_num_outputs(m) == 1);
   CHECK(strcmp(esg_model_input_name(m, 0), "x") == 0);
-  in.data = x;
-  in.nbytes = sizeof x;
-  in.dtype = ESG_F32;
-  in.dims = xd;
   xd[0] = 1;
-  in.rank = 2;
+  in = buffer(x, sizeof x, ESG_F32, xd, 2);
   CHECK(esg_model_output_shape(m, &in, 1, 0, &dt, out_dims, 2, &rank) == ESG_OK);
   CHECK(dt == ESG_F32 && rank == 2 && out_dims[0] == 1 && out_dims[1] == 2);
-  out.data = y;
-  out.nbytes = sizeof y;
-  out.dtype = ESG_F32;
-  out.dims = out_dims;
-  out.rank = 2;
+  out = buffer(y, sizeof y, ESG_F32, out_dims, 2);
   CHECK(esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
   CHECK(y[0] == 4 && y[1] == 6); /* [1,1] @ [[1,2],[3,4]] */
   bad = in;
@@ -306,26 +336,10 @@ static void test_streams_and_threads(void) {
   o.threads = 2;
   m = esg_compile(g, &o);
   CHECK(m != NULL);
-  in[0].data = x;
-  in[0].nbytes = sizeof x;
-  in[0].dtype = ESG_F32;
-  in[0].dims = xd;
-  in[0].rank = 2;
-  in[1].data = idx;
-  in[1].nbytes = sizeof idx;
-  in[1].dtype = ESG_I64;
-  in[1].dims = id;
-  in[1].rank = 1;
-  out[0].data = left;
-  out[0].nbytes = sizeof left;
-  out[0].dtype = ESG_F32;
-  out[0].dims = left_dims;
-  out[0].rank = 2;
-  out[1].data = right;
-  out[1].nbytes = sizeof right;
-  out[1].dtype = ESG_F32;
-  out[1].dims = right_dims;
-  out[1].rank = 2;
+  in[0] = buffer(x, sizeof x, ESG_F32, xd, 2);
+  in[1] = buffer(idx, sizeof idx, ESG_I64, id, 1);
+  out[0] = buffer(left, sizeof left, ESG_F32, left_dims, 2);
+  out[1] = buffer(right, sizeof right, ESG_F32, right_dims, 2);
   for (k = 0; k < 3; ++k) {
     idx[2] = 99; /* out of range: the gather's stream fails, the other stops */
     CHECK(esg_model_run(m, in, 2, out, 2) == ESG_ERR_INVALID_ARGUMENT);

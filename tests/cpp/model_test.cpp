@@ -332,6 +332,20 @@ TEST_CASE("a kernel failing inside a stream stops the run with its error; the mo
   }
 }
 
+namespace {
+// scores[0, h, i, j] = sum_d q[0, h, i, d] * k[0, j, h, d] for q [1, 2, 3, 4] and k [1, 5, 2, 4]:
+// attention scores with K in [batch, length, heads, depth] order, as exporters write them.
+std::vector<float> attention_scores(const std::vector<float>& q, const std::vector<float>& k) {
+  std::vector<float> s(30, 0.0f);
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 5; ++j)
+        for (int d = 0; d < 4; ++d)
+          s[static_cast<size_t>(h * 15 + i * 5 + j)] += q[static_cast<size_t>(h * 12 + i * 4 + d)] * k[static_cast<size_t>(j * 8 + h * 4 + d)];
+  return s;
+}
+}  // namespace
+
 TEST_CASE("simplification: a transposed matmul operand becomes a flag, x**2 a multiply; trailing reductions have CPU kernels") {
   // q [2,3,4] times k^T where k arrives as [2,4,3] transposed by {0,2,1}: one kernel, the GEMM
   // reading k in place.
@@ -364,13 +378,7 @@ TEST_CASE("simplification: a transposed matmul operand becomes a flag, x**2 a mu
         for (int d = 0; d < 4; ++d) want += qv[static_cast<size_t>(n * 12 + i * 4 + d)] * kv[static_cast<size_t>(n * 20 + j * 4 + d)];
         CHECK(yv[static_cast<size_t>(n * 15 + i * 5 + j)] == want);
       }
-  for (int h = 0; h < 2; ++h)  // scores[0, h, i, j] = sum_d q4[0, h, i, d] * k4[0, j, h, d]
-    for (int i = 0; i < 3; ++i)
-      for (int j = 0; j < 5; ++j) {
-        float want = 0;
-        for (int d = 0; d < 4; ++d) want += q4v[static_cast<size_t>(h * 12 + i * 4 + d)] * k4v[static_cast<size_t>(j * 8 + h * 4 + d)];
-        CHECK(sv[static_cast<size_t>(h * 15 + i * 5 + j)] == want);
-      }
+  CHECK(sv == attention_scores(q4v, k4v));
   for (size_t i = 0; i < qv.size(); ++i) CHECK(sqv[i] == qv[i] * qv[i]);
   for (size_t r = 0; r < 10; ++r)
     CHECK(mv[r] == doctest::Approx((kv[r * 4] + kv[r * 4 + 1] + kv[r * 4 + 2] + kv[r * 4 + 3]) / 4));
@@ -379,4 +387,17 @@ TEST_CASE("simplification: a transposed matmul operand becomes a flag, x**2 a mu
     for (size_t j = 0; j < 8; ++j) want += k4v[r * 8 + j];
     CHECK(tv[r] == want);
   }
+}
+
+TEST_CASE("simplification: a transpose read elsewhere too is not split into a second, partial copy") {
+  esg::GraphBuilder b;
+  const Tensor k4 = b.input("k4", esg::f32, {1, 5, 2, 4}), q4 = b.input("q4", esg::f32, {1, 2, 3, 4});
+  const Tensor kt = esg::transpose(k4, esg::TransposeOptions().perm({0, 2, 3, 1}));
+  const esg::Model m = esg::compile(b.build({esg::matmul(q4, kt), kt}));
+  CHECK(m.report().find("reference kernels: transpose x1\n") != std::string::npos);
+  std::vector<float> kv(40), qv(24);
+  for (size_t i = 0; i < kv.size(); ++i) kv[i] = static_cast<float>(i % 4) - 1;
+  for (size_t i = 0; i < qv.size(); ++i) qv[i] = static_cast<float>(i % 5) - 2;
+  const auto out = m.run({HostTensor::from(esg::f32, kv, {1, 5, 2, 4}), HostTensor::from(esg::f32, qv, {1, 2, 3, 4})});
+  CHECK(out[0].values<float>() == attention_scores(qv, kv));
 }

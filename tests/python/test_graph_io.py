@@ -132,3 +132,31 @@ def test_dot_labels_break_lines_with_backslash_n():
     dot = b.build([y]).to_dot()
     assert 'label="x\\nf32[2]"' in dot  # DOT source text: x, backslash, n, f32[2]
     assert "\\\\n" not in dot
+
+
+def test_inspect_shows_nodes_values_and_bodies():
+    with esgraph.GraphBuilder("inspected") as b:
+        p = b.input("p", esgraph.bool_, [])
+        x = b.input("x", esgraph.f32, ["n", 2])
+        w = np.array([[1, 2], [3, 4]], np.float32)
+        h = ops.matmul(x, w, transpose_b=True)
+        y, = ops.if_(p, lambda: [h + 1], lambda: [ops.neg(h)])
+    info = b.build([y]).inspect()
+    values = info["values"]
+    assert info["name"] == "inspected"
+    assert [values[v]["name"] for v in info["inputs"]] == ["p", "x"]
+    assert values[info["inputs"][1]]["shape"] == ("n", 2) and values[info["inputs"][1]]["dtype"] == esgraph.f32
+    ops_ = [n["op"] for n in info["nodes"]]
+    assert ops_ == ["constant", "matmul", "if"]
+    constant, matmul, branch = info["nodes"]
+    np.testing.assert_array_equal(constant["data"], w)
+    assert matmul["attrs"] == {"transpose_a": False, "transpose_b": True}
+    assert matmul["inputs"] == [info["inputs"][1], constant["outputs"][0]]
+    then_body, else_body = branch["bodies"]
+    assert [n["op"] for n in then_body["nodes"]] == ["constant", "add"]  # the literal 1 is the body's own constant
+    assert [n["op"] for n in else_body["nodes"]] == ["neg"]
+    # each body reads h through a capture that stands for the top-level value
+    for body in (then_body, else_body):
+        assert [outer for _, outer in body["captures"]] == [matmul["outputs"][0]]
+        assert len(body["results"]) == 1
+    assert info["outputs"] == branch["outputs"]

@@ -998,3 +998,16 @@ def test_einsum_refuses_upper_case_letters():
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     with pytest.raises(esgraph.onnx.ImportFailed, match="upper-case"):
         esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+
+
+def test_supported_ops_lists_the_converters():
+    ops_ = esgraph.onnx.supported_ops()
+    assert ops_ == sorted(ops_)
+    assert {"Conv", "Gemm", "LSTM", "Resize", "TopK", "ScatterND", "Loop", "Einsum"} <= set(ops_)
+    assert len(ops_) >= 120
+
+
+def test_input_shapes_naming_an_unknown_input_fail():
+    model = _single("Relu", [("x", TensorProto.FLOAT, [2])], (TensorProto.FLOAT, [2]))
+    with pytest.raises(esgraph.onnx.ImportFailed, match="no input named z"):
+        esgraph.onnx.load(model, input_shapes={"z": [3]})

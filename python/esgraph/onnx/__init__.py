@@ -41,7 +41,8 @@ def load(model, *, input_shapes=None, constants=None, name=None):
 
 def save(graph, path):
     """Writes an esgraph graph as an ONNX model (opset 17) that passes onnx.checker; returns the
-    ModelProto. Graphs with if/while are not exported yet (ExportFailed lists such nodes)."""
+    ModelProto. if and while become If and Loop; a graph the exporter cannot write raises
+    ExportFailed listing its nodes."""
     model = to_model(graph)
     onnx.save(model, os.fspath(path))
     return model

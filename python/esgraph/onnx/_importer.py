@@ -15,7 +15,7 @@ import onnx
 from onnx import numpy_helper
 
 from .. import _C
-from .._frontend import ImportFailed
+from .._frontend import ImportFailed, name_outputs
 from . import _dtypes
 from .converters import CONVERTERS, Unsupported
 
@@ -334,17 +334,7 @@ def load_graph(model, input_shapes=None, constants=None, name=None):
     importer = Importer(model, input_shapes, constants)
     with _C.GraphBuilder(name or model.graph.name or "onnx") as b:
         outputs = importer.run(b)
-        # An output needs a tensor of its own: ONNX lets a graph return an input, a constant,
-        # or one value twice, and naming those after the output would rename the input, the
-        # constant or the earlier output.
-        claimed = {vi.name for vi in model.graph.input}
-        claimed.update(importer.given_constants)
+        claimed = {vi.name for vi in model.graph.input} | set(importer.given_constants)
         claimed.update(t.name for _, t in importer._constants.values())
-        named = []
-        for vi, t in zip(model.graph.output, outputs):
-            if t.name in claimed:
-                t = _C.ops.reshape(t, [0] * t.ndim)
-            t.name = vi.name
-            claimed.add(vi.name)
-            named.append(t)
+        named = name_outputs(outputs, [vi.name for vi in model.graph.output], claimed)
     return b.build(named)

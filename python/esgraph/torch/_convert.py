@@ -13,7 +13,7 @@ import torch.fx as fx
 from torch.fx.passes.shape_prop import ShapeProp
 
 from .. import _C
-from .._frontend import ImportFailed
+from .._frontend import ImportFailed, name_outputs
 from ._dtypes import TO_ESG
 from ._functions import FUNCTIONS, METHODS
 from ._modules import MODULES, Unsupported
@@ -127,11 +127,9 @@ def from_module(module, example_inputs, *, name=None):
         flat = []
         fx.node.map_aggregate(outputs, lambda o: flat.append(o) if o is not None else o)
         flat = [o if isinstance(o, _C.Tensor) else _C.constant(np.asarray(o)) for o in flat]
-        for i, t in enumerate(flat):
-            if t.name in {p.target for p in placeholders} or any(t.name == e.name for e in flat[:i]):
-                flat[i] = t = _C.ops.reshape(t, [0] * t.ndim)
-            t.name = f"output_{i}" if len(flat) > 1 else "output"
-    return b.build(flat)
+        names = [f"output_{i}" for i in range(len(flat))] if len(flat) > 1 else ["output"]
+        named = name_outputs(flat, names, {p.target for p in placeholders})
+    return b.build(named)
 
 
 class _Failed:
