@@ -44,6 +44,9 @@ void scalar_bytes(ir::DType t, double v, unsigned char* out) {
     case ir::DType::I32: { int32_t x = static_cast<int32_t>(v); std::memcpy(out, &x, 4); break; }
     case ir::DType::I64: { int64_t x = static_cast<int64_t>(v); std::memcpy(out, &x, 8); break; }
     case ir::DType::U8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(out, &x, 1); break; }
+    case ir::DType::U16: { uint16_t x = static_cast<uint16_t>(v); std::memcpy(out, &x, 2); break; }
+    case ir::DType::U32: { uint32_t x = static_cast<uint32_t>(v); std::memcpy(out, &x, 4); break; }
+    case ir::DType::U64: { uint64_t x = static_cast<uint64_t>(v); std::memcpy(out, &x, 8); break; }
     case ir::DType::Bool: out[0] = v != 0; break;
     case ir::DType::Invalid: break;
   }

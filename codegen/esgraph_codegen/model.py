@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Tuple, Union
 
-DTYPES = ("f32", "f16", "bf16", "f64", "i8", "i16", "i32", "i64", "u8", "bool")
+DTYPES = ("f32", "f16", "bf16", "f64", "i8", "i16", "i32", "i64", "u8", "bool", "u16", "u32", "u64")
 # The C enum values of the dtypes; append-only, like every enum of the C ABI.
 DTYPE_CODES = {name: code for code, name in enumerate(DTYPES, start=1)}
 DTYPE_GROUPS = {
     "float": ("f32", "f16", "bf16", "f64"),
-    "int": ("i8", "i16", "i32", "i64", "u8"),
+    "int": ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"),
 }
 DTYPE_GROUPS["numeric"] = DTYPE_GROUPS["float"] + DTYPE_GROUPS["int"]
 DTYPE_GROUPS["all"] = DTYPE_GROUPS["numeric"] + ("bool",)

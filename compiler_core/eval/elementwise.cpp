@@ -44,7 +44,11 @@ bool run_rows(const ElementwiseFn& fn, const std::vector<const TensorRef*>& inpu
 void run_elementwise(const ElementwiseFn& fn, const std::vector<const TensorRef*>& inputs, const double* attrs,
                      const TensorRef& out) {
   bool floating = ir::dtype_is_float(out.dtype);
-  for (const TensorRef* t : inputs) floating = floating || ir::dtype_is_float(t->dtype);
+  bool u64 = false;
+  for (const TensorRef* t : inputs) {
+    floating = floating || ir::dtype_is_float(t->dtype);
+    u64 = u64 || t->dtype == ir::DType::U64;
+  }
   if (floating && run_rows(fn, inputs, attrs, out)) return;
   std::vector<ir::Shape> shapes;
   for (const TensorRef* t : inputs) shapes.push_back(t->shape);
@@ -52,10 +56,14 @@ void run_elementwise(const ElementwiseFn& fn, const std::vector<const TensorRef*
   const int64_t n = out.size();
   std::vector<double> f(inputs.size());
   std::vector<int64_t> i(inputs.size());
+  std::vector<uint64_t> u(inputs.size());
   for (int64_t e = 0; e < n; ++e, walk.next()) {
     if (floating) {
       for (size_t k = 0; k < inputs.size(); ++k) f[k] = load_f(*inputs[k], walk.offset(k));
       store_f(out, e, fn.f(f.data(), attrs));
+    } else if (u64) {  // load_i gives u64's bits; other inputs (a select's condition) convert as in C++
+      for (size_t k = 0; k < inputs.size(); ++k) u[k] = static_cast<uint64_t>(load_i(*inputs[k], walk.offset(k)));
+      store_i(out, e, static_cast<int64_t>(fn.u(u.data(), attrs)));  // the bits, for a u64 out
     } else {
       for (size_t k = 0; k < inputs.size(); ++k) i[k] = load_i(*inputs[k], walk.offset(k));
       store_i(out, e, fn.i(i.data(), attrs));

@@ -16,6 +16,7 @@ struct ElementwiseFn {
   const ir::OpSchema* op;
   double (*f)(const double* in, const double* attr);
   int64_t (*i)(const int64_t* in, const double* attr);
+  uint64_t (*u)(const uint64_t* in, const double* attr);  // u64 math: its upper half compares and divides unsigned
   // out[e] = f(rows[0][e], rows[1][e], …) for e < n; `out` overlaps no row.
   void (*row_f)(const double* const* rows, const double* attr, double* out, int64_t n);
 };
@@ -24,7 +25,8 @@ struct ElementwiseFn {
 const ElementwiseFn* find_elementwise(const ir::OpSchema& op);
 
 // out = fn(inputs…) with numpy broadcasting; `out` already has its shape and dtype. Computes in
-// double when any input or the output is a float dtype, else in int64.
+// double when any input or the output is a float dtype, else in uint64 when an input is u64,
+// else in int64 (exact for every other integer dtype).
 void run_elementwise(const ElementwiseFn& fn, const std::vector<const TensorRef*>& inputs, const double* attrs,
                      const TensorRef& out);
 

@@ -12,6 +12,7 @@ double load_f(const TensorRef& t, int64_t i) {
     case ir::DType::F64: return t.data<double>()[i];
     case ir::DType::F16: return ir::f16_to_float(t.data<uint16_t>()[i]);
     case ir::DType::BF16: return ir::bf16_to_float(t.data<uint16_t>()[i]);
+    case ir::DType::U64: return static_cast<double>(t.data<uint64_t>()[i]);
     default: return static_cast<double>(load_i(t, i));
   }
 }
@@ -23,6 +24,9 @@ int64_t load_i(const TensorRef& t, int64_t i) {
     case ir::DType::I32: return t.data<int32_t>()[i];
     case ir::DType::I64: return t.data<int64_t>()[i];
     case ir::DType::U8: return t.data<uint8_t>()[i];
+    case ir::DType::U16: return t.data<uint16_t>()[i];
+    case ir::DType::U32: return t.data<uint32_t>()[i];
+    case ir::DType::U64: return static_cast<int64_t>(t.data<uint64_t>()[i]);  // the bits; see load_u
     case ir::DType::Bool: return t.data<uint8_t>()[i] != 0;
     default: return static_cast<int64_t>(load_f(t, i));
   }
@@ -35,6 +39,12 @@ void store_f(const TensorRef& t, int64_t i, double v) {
     case ir::DType::F16: t.data<uint16_t>()[i] = ir::float_to_f16(static_cast<float>(v)); break;
     case ir::DType::BF16: t.data<uint16_t>()[i] = ir::float_to_bf16(static_cast<float>(v)); break;
     case ir::DType::Bool: t.data<uint8_t>()[i] = v != 0; break;
+    case ir::DType::U64:  // the upper half of u64's range is out of int64's
+      if (v >= 9.2e18) {
+        t.data<uint64_t>()[i] = v >= 1.8446744073709552e19 ? UINT64_MAX : static_cast<uint64_t>(v);
+        break;
+      }
+      [[fallthrough]];
     default:
       // Float to integer truncates toward zero; out-of-range values are clamped rather than UB.
       store_i(t, i, std::isnan(v) ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v));
@@ -48,6 +58,9 @@ void store_i(const TensorRef& t, int64_t i, int64_t v) {
     case ir::DType::I32: t.data<int32_t>()[i] = static_cast<int32_t>(v); break;
     case ir::DType::I64: t.data<int64_t>()[i] = v; break;
     case ir::DType::U8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+    case ir::DType::U16: t.data<uint16_t>()[i] = static_cast<uint16_t>(v); break;
+    case ir::DType::U32: t.data<uint32_t>()[i] = static_cast<uint32_t>(v); break;
+    case ir::DType::U64: t.data<uint64_t>()[i] = static_cast<uint64_t>(v); break;
     case ir::DType::Bool: t.data<uint8_t>()[i] = v != 0; break;
     default: store_f(t, i, static_cast<double>(v));
   }

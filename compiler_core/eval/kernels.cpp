@@ -60,6 +60,13 @@ void reduce(const KernelCall& c, Reduce kind) {
     stride *= x.shape[d];
   }
   const bool floating = ir::dtype_is_float(x.dtype);
+  const bool u64 = x.dtype == ir::DType::U64;  // its bits ride in int64; order and divide them unsigned
+  const auto imax = [u64](int64_t a, int64_t b) {
+    return u64 ? static_cast<int64_t>(std::max<uint64_t>(static_cast<uint64_t>(a), static_cast<uint64_t>(b))) : std::max(a, b);
+  };
+  const auto imin = [u64](int64_t a, int64_t b) {
+    return u64 ? static_cast<int64_t>(std::min<uint64_t>(static_cast<uint64_t>(a), static_cast<uint64_t>(b))) : std::min(a, b);
+  };
   const int64_t n_out = y.size(), n_in = x.size();
   std::vector<double> acc(static_cast<size_t>(n_out));
   std::vector<int64_t> iacc(static_cast<size_t>(n_out));
@@ -77,8 +84,8 @@ void reduce(const KernelCall& c, Reduce kind) {
     switch (kind) {
       case Reduce::Sum: case Reduce::Mean: acc[o] += v; iacc[o] += w; break;
       case Reduce::Prod: acc[o] *= v; iacc[o] *= w; break;
-      case Reduce::Max: acc[o] = std::isnan(v) ? v : std::max(acc[o], v); iacc[o] = std::max(iacc[o], w); break;
-      case Reduce::Min: acc[o] = std::isnan(v) ? v : std::min(acc[o], v); iacc[o] = std::min(iacc[o], w); break;
+      case Reduce::Max: acc[o] = std::isnan(v) ? v : std::max(acc[o], v); iacc[o] = imax(iacc[o], w); break;
+      case Reduce::Min: acc[o] = std::isnan(v) ? v : std::min(acc[o], v); iacc[o] = imin(iacc[o], w); break;
     }
   }
   const int64_t count = n_out ? n_in / n_out : 0;
@@ -90,7 +97,8 @@ void reduce(const KernelCall& c, Reduce kind) {
     } else if (floating) {
       store_f(y, o, kind == Reduce::Mean ? acc[k] / static_cast<double>(count) : acc[k]);
     } else {
-      store_i(y, o, kind == Reduce::Mean ? iacc[k] / count : iacc[k]);
+      const int64_t mean = u64 ? static_cast<int64_t>(static_cast<uint64_t>(iacc[k]) / static_cast<uint64_t>(count)) : iacc[k] / count;
+      store_i(y, o, kind == Reduce::Mean ? mean : iacc[k]);
     }
   }
 }

@@ -1,5 +1,5 @@
 // The functions compute expressions may use (op_defs/README.md), over the evaluator's compute
-// domains: double for float dtypes, int64 for integers and bool. Mixed operands take their
+// domains: double for float dtypes, uint64 for u64, int64 for other integers and bool. Mixed operands take their
 // common type, as C++ arithmetic does.
 #pragma once
 #include <algorithm>
@@ -28,9 +28,15 @@ template <class A, class B>
 double e_pow(A a, B b) { return std::pow(static_cast<double>(a), static_cast<double>(b)); }
 
 template <class T>
-T e_abs(T x) { return x < 0 ? -x : x; }
+T e_abs(T x) {
+  if constexpr (std::is_unsigned_v<T>) return x;
+  else return x < 0 ? -x : x;
+}
 template <class T>
-T e_sign(T x) { return static_cast<T>((x > 0) - (x < 0)); }
+T e_sign(T x) {
+  if constexpr (std::is_unsigned_v<T>) return x != 0;
+  else return static_cast<T>((x > 0) - (x < 0));
+}
 template <class T>
 T e_cast(T x) { return x; }  // the conversion happens when the result is stored
 template <class T>

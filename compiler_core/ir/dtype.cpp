@@ -2,9 +2,9 @@
 
 namespace esg::ir {
 namespace {
-constexpr const char* kNames[kNumDTypes] = {"invalid", "f32", "f16", "bf16", "f64", "i8",
-                                            "i16",     "i32", "i64", "u8",   "bool"};
-constexpr size_t kSizes[kNumDTypes] = {0, 4, 2, 2, 8, 1, 2, 4, 8, 1, 1};
+constexpr const char* kNames[kNumDTypes] = {"invalid", "f32", "f16", "bf16", "f64", "i8",  "i16",
+                                            "i32",     "i64", "u8",  "bool", "u16", "u32", "u64"};
+constexpr size_t kSizes[kNumDTypes] = {0, 4, 2, 2, 8, 1, 2, 4, 8, 1, 1, 2, 4, 8};
 }  // namespace
 
 bool dtype_valid(DType t) {
@@ -16,7 +16,10 @@ bool dtype_is_float(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
 }
 bool dtype_is_int(DType t) {
-  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || t == DType::U8;
+  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || dtype_is_unsigned(t);
+}
+bool dtype_is_unsigned(DType t) {
+  return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
 }
 DType dtype_from_name(std::string_view name) {
   for (int i = 1; i < kNumDTypes; ++i)

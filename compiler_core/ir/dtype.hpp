@@ -11,14 +11,16 @@ enum class DType : uint8_t {
   F32 = 1, F16 = 2, BF16 = 3, F64 = 4,
   I8 = 5, I16 = 6, I32 = 7, I64 = 8, U8 = 9,
   Bool = 10,
+  U16 = 11, U32 = 12, U64 = 13,
 };
-constexpr int kNumDTypes = 11;
+constexpr int kNumDTypes = 14;
 
 const char* dtype_name(DType t);        // "f32", …; "invalid" for anything else
 size_t dtype_size(DType t);             // bytes per element; 0 for Invalid
 bool dtype_valid(DType t);
 bool dtype_is_float(DType t);
 bool dtype_is_int(DType t);
+bool dtype_is_unsigned(DType t);  // u8 … u64
 DType dtype_from_name(std::string_view name);  // Invalid if unknown
 constexpr uint32_t dtype_bit(DType t) { return 1u << static_cast<unsigned>(t); }
 

@@ -66,8 +66,8 @@ bool lossless(ir::DType from, ir::DType to) {
   const int fs = static_cast<int>(ir::dtype_size(from)), ts = static_cast<int>(ir::dtype_size(to));
   if (ir::dtype_is_float(from)) return to == DType::F64 || (to == DType::F32 && from != DType::F64);
   if (ir::dtype_is_float(to)) return ts > fs * 2 || (to == DType::F64 && fs <= 4) || (to == DType::F32 && fs <= 2);
-  if (from == DType::U8) return ts > 1 || to == DType::U8;
-  return to != DType::U8 && ts >= fs;
+  if (ir::dtype_is_unsigned(from)) return ts > fs || (ir::dtype_is_unsigned(to) && ts == fs);
+  return !ir::dtype_is_unsigned(to) && ts >= fs;
 }
 
 std::unique_ptr<Graph> run_pass(const Graph& g, const Replay::Hook& hook) { return ir::rebuild(g, nullptr, hook); }

@@ -18,10 +18,18 @@ using ir::kNone;
 using ir::NodeId;
 using ir::ValueId;
 
+// A fused group carries its tiles as doubles, exact for integers up to 2^53: 64-bit integers
+// keep their unfused kernels, which compute in int64 or uint64.
+bool wide_int(ir::DType t) { return t == ir::DType::I64 || t == ir::DType::U64; }
+
 bool fusible(const Graph& g, NodeId n) {
   const ir::Node& node = g.nodes[n];
-  return node.region == 0 && node.blob == kNone && node.num_bodies == 0 && node.num_deps == 0 && node.num_outputs == 1 &&
-         eval::find_elementwise(*node.op) != nullptr;
+  if (node.region != 0 || node.blob != kNone || node.num_bodies != 0 || node.num_deps != 0 || node.num_outputs != 1 ||
+      eval::find_elementwise(*node.op) == nullptr || wide_int(g.values[node.first_output].dtype))
+    return false;
+  for (ValueId v : g.inputs(node))
+    if (wide_int(g.values[v].dtype)) return false;
+  return true;
 }
 
 int find(std::vector<int>& parent, int x) {
@@ -41,6 +49,9 @@ double round_to(ir::DType t, double v) {
     case ir::DType::I16: return static_cast<int16_t>(i);
     case ir::DType::I32: return static_cast<int32_t>(i);
     case ir::DType::U8: return static_cast<uint8_t>(i);
+    case ir::DType::U16: return static_cast<uint16_t>(i);
+    case ir::DType::U32: return static_cast<uint32_t>(i);
+    case ir::DType::U64: return v >= 9.2e18 ? std::min(v, 1.8446744073709552e19) : static_cast<double>(static_cast<uint64_t>(i));
     case ir::DType::Bool: return v != 0;
     default: return static_cast<double>(i);
   }

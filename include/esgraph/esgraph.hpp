@@ -81,11 +81,12 @@ inline void check(esg_status s) {
 enum class DType : int {
   F32 = ESG_F32, F16 = ESG_F16, BF16 = ESG_BF16, F64 = ESG_F64,
   I8 = ESG_I8, I16 = ESG_I16, I32 = ESG_I32, I64 = ESG_I64, U8 = ESG_U8,
-  Bool = ESG_BOOL,
+  Bool = ESG_BOOL, U16 = ESG_U16, U32 = ESG_U32, U64 = ESG_U64,
 };
 inline constexpr DType f32 = DType::F32, f16 = DType::F16, bf16 = DType::BF16, f64 = DType::F64,
                        i8 = DType::I8, i16 = DType::I16, i32 = DType::I32, i64 = DType::I64,
-                       u8 = DType::U8, boolean = DType::Bool;
+                       u8 = DType::U8, u16 = DType::U16, u32 = DType::U32, u64 = DType::U64,
+                       boolean = DType::Bool;
 inline const char* dtype_name(DType t) { return esg_dtype_name(static_cast<esg_dtype>(t)); }
 
 // ---- tensors ----------------------------------------------------------------------------------

@@ -86,9 +86,10 @@ def _inputs(graph, given, bind):
                                                             np.float64 if dtype == "f64" else np.float32)
         elif dtype == "bool":
             arrays[name] = rng.random(shape) < 0.5
+        elif dtype == "bf16":  # bit patterns: the upper halves of random f32s
+            arrays[name] = (rng.standard_normal(shape).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
         else:
-            arrays[name] = rng.integers(0, 4, shape).astype({"i8": np.int8, "i16": np.int16, "i32": np.int32,
-                                                              "i64": np.int64, "u8": np.uint8}[dtype])
+            arrays[name] = rng.integers(0, 4, shape).astype(getattr(_C, dtype).numpy)
     if files:
         raise SystemExit(f"the model has no input named {', '.join(files)}")
     return arrays

@@ -22,21 +22,36 @@ std::optional<esg::DType> numpy_dtype(const py::dtype& dt) {
     if (size == 2) return esg::i16;
     if (size == 4) return esg::i32;
     if (size == 8) return esg::i64;
-  } else if (kind == 'u' && size == 1) {
-    return esg::u8;
+  } else if (kind == 'u') {
+    if (size == 1) return esg::u8;
+    if (size == 2) return esg::u16;
+    if (size == 4) return esg::u32;
+    if (size == 8) return esg::u64;
   } else if (kind == 'b') {
     return esg::boolean;
   }
   return std::nullopt;
 }
 
+const std::vector<esg::DType>& all_dtypes() {
+  static const std::vector<esg::DType> kAll = [] {
+    std::vector<esg::DType> all;  // codes are dense from f32 on; the first without a size ends them
+    for (int t = ESG_F32; esg_dtype_size(static_cast<esg_dtype>(t)) != 0; ++t) all.push_back(static_cast<esg::DType>(t));
+    return all;
+  }();
+  return kAll;
+}
+
 esg::DType to_dtype(py::handle obj) {
   if (py::isinstance<esg::DType>(obj)) return obj.cast<esg::DType>();
   if (py::isinstance<py::str>(obj)) {
     const std::string name = obj.cast<std::string>();
-    for (int t = ESG_F32; t <= ESG_BOOL; ++t)
-      if (name == esg_dtype_name(static_cast<esg_dtype>(t))) return static_cast<esg::DType>(t);
-    throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "unknown dtype '" + name + "'; dtypes: f32 f16 bf16 f64 i8 i16 i32 i64 u8 bool");
+    std::string names;
+    for (esg::DType t : all_dtypes()) {
+      if (name == esg::dtype_name(t)) return t;
+      names += std::string(" ") + esg::dtype_name(t);
+    }
+    throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "unknown dtype '" + name + "'; dtypes:" + names);
   }
   try {
     if (auto t = numpy_dtype(py::dtype::from_args(py::reinterpret_borrow<py::object>(obj)))) return *t;
@@ -71,16 +86,27 @@ esg::Tensor int_scalar(esg::GraphBuilder& b, esg::DType t, py::handle obj) {
     case esg::DType::I32: lo = INT32_MIN, hi = INT32_MAX; break;
     case esg::DType::I64: lo = INT64_MIN, hi = INT64_MAX; break;
     case esg::DType::U8: lo = 0, hi = UINT8_MAX; break;
+    case esg::DType::U16: lo = 0, hi = UINT16_MAX; break;
+    case esg::DType::U32: lo = 0, hi = UINT32_MAX; break;
+    case esg::DType::U64: lo = 0, hi = INT64_MAX; break;  // and beyond, below
     default: break;
+  }
+  if (t == esg::DType::U64 && overflow > 0) {  // above int64: only u64 holds it
+    const unsigned long long u = PyLong_AsUnsignedLongLong(obj.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      throw esg::DTypeError(ESG_ERR_DTYPE, py::repr(obj).cast<std::string>() + " does not fit in u64 (range 0 .. 18446744073709551615)");
+    }
+    return b.constant(t, {}, &u, 8);
   }
   if (overflow || v < lo || v > hi)
     throw esg::DTypeError(ESG_ERR_DTYPE, py::repr(obj).cast<std::string>() + " does not fit in " + esg::dtype_name(t) +
-                                             " (range " + std::to_string(lo) + " .. " + std::to_string(hi) + ")");
+                                             " (range " + std::to_string(lo) + " .. " +
+                                             (t == esg::DType::U64 ? "18446744073709551615" : std::to_string(hi)) + ")");
   unsigned char bytes[8];
   const size_t n = esg_dtype_size(static_cast<esg_dtype>(t));
   const int64_t wide = v;
-  if (t == esg::DType::U8) bytes[0] = static_cast<unsigned char>(v);
-  else if (n == 1) { const int8_t x = static_cast<int8_t>(wide); std::memcpy(bytes, &x, 1); }
+  if (n == 1) { const int8_t x = static_cast<int8_t>(wide); std::memcpy(bytes, &x, 1); }
   else if (n == 2) { const int16_t x = static_cast<int16_t>(wide); std::memcpy(bytes, &x, 2); }
   else if (n == 4) { const int32_t x = static_cast<int32_t>(wide); std::memcpy(bytes, &x, 4); }
   else std::memcpy(bytes, &wide, 8);
@@ -91,7 +117,8 @@ esg::Tensor int_scalar(esg::GraphBuilder& b, esg::DType t, py::handle obj) {
 
 py::dtype numpy_dtype_of(esg::DType dtype) {
   if (dtype == esg::bf16) throw esg::DTypeError(ESG_ERR_DTYPE, "numpy has no bf16; cast the graph's bf16 values to f32 for numpy");
-  static const char* kNumpy[] = {"", "float32", "float16", "", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"};
+  static const char* kNumpy[] = {"",      "float32", "float16", "",       "float64", "int8",   "int16",
+                                 "int32", "int64",   "uint8",   "bool",   "uint16",  "uint32", "uint64"};
   return py::dtype(kNumpy[static_cast<int>(dtype)]);
 }
 

@@ -53,6 +53,7 @@ inline py::object to_python(PyTensor t) {
 // The builders entered with `with`, innermost last (per thread).
 std::vector<BuilderRef>& builder_stack();
 
+const std::vector<esg::DType>& all_dtypes();  // in code order
 esg::DType to_dtype(py::handle obj);  // DType, "f32", numpy dtype or type
 std::optional<esg::DType> numpy_dtype(const py::dtype& dt);
 int64_t enum_index(const char* op, const char* attr, const std::string& value, std::initializer_list<const char*> values);

@@ -373,11 +373,12 @@ PYBIND11_MODULE(_C, m) {
   using namespace esgraph_py;
   m.doc() = "esgraph's compiled core; import esgraph instead.";
   py::enum_<esg::DType> dtype(m, "DType");
-  for (int t = ESG_F32; t <= ESG_BOOL; ++t) {
-    const char* name = esg_dtype_name(static_cast<esg_dtype>(t));
-    dtype.value(name, static_cast<esg::DType>(t));
-    m.attr(name) = static_cast<esg::DType>(t);
+  for (esg::DType t : all_dtypes()) {
+    dtype.value(esg::dtype_name(t), t);
+    m.attr(esg::dtype_name(t)) = t;
   }
+  // The numpy dtype of a model's arrays of this dtype; bf16 crosses numpy as uint16 bit patterns.
+  dtype.def_property_readonly("numpy", [](esg::DType t) { return t == esg::bf16 ? py::dtype("uint16") : numpy_dtype_of(t); });
   bind_errors(m);
   bind_tensor(m);
   bind_graph(m);

@@ -309,6 +309,37 @@ static void test_compile_and_run(void) {
   esg_builder_destroy(b);
 }
 
+/* u64 values above int64's range cross the C ABI and compare unsigned; the dtype codes of
+ * API 2 have names and sizes, and the first code after them has neither. */
+static void test_unsigned(void) {
+  esg_builder* b = esg_builder_create(NULL);
+  int64_t dims[1] = {3};
+  uint64_t floor_value = (uint64_t)1 << 63, x[3], y[3] = {0, 0, 0};
+  esg_tensor tx, tf, ty;
+  esg_graph* g;
+  esg_model* m;
+  esg_buffer in, out;
+  x[0] = 5;
+  x[1] = UINT64_MAX;
+  x[2] = floor_value + 1;
+  CHECK(esg_dtype_size(ESG_U16) == 2 && esg_dtype_size(ESG_U32) == 4 && esg_dtype_size(ESG_U64) == 8);
+  CHECK(strcmp(esg_dtype_name(ESG_U16), "u16") == 0 && strcmp(esg_dtype_name(ESG_U64), "u64") == 0);
+  CHECK(esg_dtype_size((esg_dtype)(ESG_U64 + 1)) == 0 && strcmp(esg_dtype_name((esg_dtype)(ESG_U64 + 1)), "invalid") == 0);
+  tx = esg_input(b, "x", ESG_U64, dims, 1);
+  tf = esg_constant(b, ESG_U64, NULL, 0, &floor_value, sizeof floor_value);
+  ty = esg_maximum(tx, tf, NULL);
+  g = esg_builder_build(b, &ty, 1);
+  m = esg_compile(g, NULL);
+  esg_graph_destroy(g);
+  CHECK(m != NULL);
+  in = buffer(x, sizeof x, ESG_U64, dims, 1);
+  out = buffer(y, sizeof y, ESG_U64, dims, 1);
+  CHECK(esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
+  CHECK(y[0] == floor_value && y[1] == UINT64_MAX && y[2] == floor_value + 1);
+  esg_model_destroy(m);
+  esg_builder_destroy(b);
+}
+
 /* Two branches on two streams, each on its own thread; a kernel error inside a stream comes back
  * as the run's status and leaves the model usable; out-of-range options are refused. */
 static void test_streams_and_threads(void) {
@@ -440,6 +471,7 @@ int main(int argc, char** argv) {
   test_errors();
   test_split_and_while();
   test_compile_and_run();
+  test_unsigned();
   test_streams_and_threads();
   test_inspection();
   return check_summary("c99");

@@ -124,6 +124,19 @@ size_t kernels(const esg::Graph& g, const esg::CompileOptions& o = {}) {
 }
 }  // namespace
 
+TEST_CASE("u64 arithmetic stays exact above int64's range, fused or not") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::u64, {3});
+  const esg::Graph g = b.build({esg::minimum(x * 2u, x) + 1u});  // wraps as C's unsigned math does
+  const uint64_t big = (uint64_t{1} << 63) + 5;
+  const std::vector<uint64_t> want{4, 11, UINT64_MAX};  // x*2 wraps: big*2 = 10, (2^64-1)*2 = 2^64-2
+  for (bool fusion : {true, false}) {
+    const esg::Model m = esg::compile(g, esg::CompileOptions().fusion(fusion));
+    const auto outs = m.run({esg::HostTensor::from(esg::u64, std::vector<uint64_t>{3, big, UINT64_MAX}, {3})});
+    CHECK(outs.at(0).values<uint64_t>() == want);
+  }
+}
+
 TEST_CASE("kernel counts: elementwise chains fuse into one kernel") {
   {
     esg::GraphBuilder b;

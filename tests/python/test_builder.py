@@ -313,15 +313,18 @@ def test_bad_dtypes(b):
     with pytest.raises(TypeError, match="cannot use .* as a dtype"):
         ops.cast(x, object)
     with pytest.raises(TypeError, match="as a dtype"):
-        ops.cast(x, np.uint16)  # numpy, but not an esgraph dtype
+        ops.cast(x, np.complex64)  # numpy, but not an esgraph dtype
 
 
 def test_dtype_enum():
     assert esgraph.f32 == esgraph.DType.f32
     assert esgraph.bool_ == esgraph.DType.bool
     assert [t.name for t in (esgraph.f32, esgraph.f16, esgraph.bf16, esgraph.f64, esgraph.i8, esgraph.i16,
-                             esgraph.i32, esgraph.i64, esgraph.u8, esgraph.bool_)] == [
-        "f32", "f16", "bf16", "f64", "i8", "i16", "i32", "i64", "u8", "bool"]
+                             esgraph.i32, esgraph.i64, esgraph.u8, esgraph.bool_, esgraph.u16, esgraph.u32,
+                             esgraph.u64)] == [
+        "f32", "f16", "bf16", "f64", "i8", "i16", "i32", "i64", "u8", "bool", "u16", "u32", "u64"]
+    assert [int(t) for t in (esgraph.bool_, esgraph.u16, esgraph.u32, esgraph.u64)] == [10, 11, 12, 13]  # the C ABI's codes
+    assert esgraph.u64.numpy == np.uint64 and esgraph.bf16.numpy == np.uint16  # bf16: bit patterns
     assert esgraph.f32 != esgraph.f64
 
 

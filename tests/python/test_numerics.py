@@ -276,6 +276,66 @@ def test_u8_add_mul():
     check(run(ops.mul, a, b), a * b)
 
 
+UNSIGNED = [np.uint8, np.uint16, np.uint32, np.uint64]
+
+
+def _unsigned_operands(dtype):
+    """Pairs over the whole range of `dtype`: zero, one, the top values and its middle (for u64,
+    the values above int64's range), then random ones; b never zero (division is separate)."""
+    top = np.iinfo(dtype).max
+    edges = [0, 1, 2, top, top - 1, top // 2, top // 2 + 1, top // 3]
+    rng = rng_for(dtype)
+    a = np.concatenate([np.array(edges, dtype), rng.integers(0, top, 8, dtype=dtype, endpoint=True)])
+    b = np.concatenate([np.array(edges[::-1], dtype), rng.integers(0, top, 8, dtype=dtype, endpoint=True)])
+    return a, np.maximum(b, 1).astype(dtype)
+
+
+UNSIGNED_BINARY = {
+    "add": (ops.add, np.add), "sub": (ops.sub, np.subtract), "mul": (ops.mul, np.multiply),  # all wrap
+    "div": (ops.div, np.floor_divide), "maximum": (ops.maximum, np.maximum), "minimum": (ops.minimum, np.minimum),
+    "less": (ops.less, np.less), "greater_equal": (ops.greater_equal, np.greater_equal),
+    "equal": (ops.equal, np.equal),
+}
+
+
+@pytest.mark.parametrize("dtype", UNSIGNED, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("name", UNSIGNED_BINARY)
+def test_binary_unsigned_full_range(name, dtype):
+    fn, ref = UNSIGNED_BINARY[name]
+    a, b = _unsigned_operands(dtype)
+    with np.errstate(over="ignore"):
+        expected = ref(a, b)
+    check(run(fn, a, b), expected)
+    check(run(fn, a[:, None], b[None, :5]), ref(a[:, None], b[None, :5]))  # broadcast walk
+
+
+@pytest.mark.parametrize("dtype", UNSIGNED, ids=lambda t: np.dtype(t).name)
+def test_unsigned_division_by_zero_gives_zero(dtype):
+    a = np.array([5, np.iinfo(dtype).max], dtype)
+    check(run(ops.div, a, np.zeros(2, dtype)), np.zeros(2, dtype))
+
+
+@pytest.mark.parametrize("dtype", UNSIGNED, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("name", ["reduce_max", "reduce_min", "reduce_sum"])
+def test_reduce_unsigned_full_range(name, dtype):
+    a, b = _unsigned_operands(dtype)
+    x = np.stack([a, b]).reshape(2, 4, 4)
+    for axes in ([], [1], [0, 2]):
+        with np.errstate(over="ignore"):
+            expected = REDUCE[name](x, axis=tuple(axes) if axes else None).astype(dtype)
+        check(run(lambda t: getattr(ops, name)(t, axes=axes), x), expected)
+
+
+def test_u64_above_int64_casts_and_chains_exactly():
+    x = np.array([2**63, 2**64 - 1, 2**63 + 12345, 7], np.uint64)
+    check(run(lambda t: ops.cast(t, esgraph.f64), x), x.astype(f64))
+    back = x[[0, 2, 3]].astype(f64)  # (2**64 - 1 rounds to 2**64, which u64 does not hold)
+    check(run(lambda t: ops.cast(t, esgraph.u64), back), back.astype(np.uint64))
+    # A chain that fusion would otherwise carry in double tiles: exact to the last bit.
+    check(run(lambda t: ops.maximum(t + t, t) - 1, x), np.maximum(x + x, x) - np.uint64(1))
+    check(run(lambda t: ops.argmax(t, axis=0), x), np.array(1, i64))
+
+
 @pytest.mark.parametrize("shapes", BROADCAST, ids=str)
 @pytest.mark.parametrize("name, fn, ref", [("and", ops.logical_and, np.logical_and),
                                            ("or", ops.logical_or, np.logical_or)])

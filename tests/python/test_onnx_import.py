@@ -492,19 +492,42 @@ def test_one_error_lists_every_unsupported_node():
 
 
 def test_unsupported_element_type_is_reported():
-    model = make([helper.make_node("Identity", ["x"], ["y"])], [vi("x", TensorProto.UINT32, [3])],
-                 [vi("y", TensorProto.UINT32, [3])])
+    model = make([helper.make_node("Identity", ["x"], ["y"])], [vi("x", TensorProto.COMPLEX64, [3])],
+                 [vi("y", TensorProto.COMPLEX64, [3])])
     with pytest.raises(esgraph.onnx.ImportFailed) as info:
         esgraph.onnx.load(model)
-    assert info.value.failures == [("input 'x'", "element type UINT32")]
+    assert info.value.failures == [("input 'x'", "element type COMPLEX64")]
 
 
 def test_unsupported_initializer_type_is_reported():
     model = make([helper.make_node("Add", ["x", "c"], ["y"])], [vi("x", F32, [2])], [vi("y", F32, [2])],
-                 [init("c", np.array([1, 2], dtype=np.uint64))])
+                 [init("c", np.array([1, 2], dtype=np.complex64))])
     with pytest.raises(esgraph.onnx.ImportFailed) as info:
         esgraph.onnx.load(model)
-    assert info.value.failures == [("initializer 'c'", "element type UINT64")]
+    assert info.value.failures == [("initializer 'c'", "element type COMPLEX64")]
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+def test_integer_mod_is_exact_beyond_f64(fmod):
+    a = np.array([2**62 + 3, -(2**62) - 3, 7, -7, 0], np.int64)
+    b = np.array([7, 7, -3, 3, 5], np.int64)
+    model = make([helper.make_node("Mod", ["a", "b"], ["y"], fmod=fmod)], [vi("a", I64, [5]), vi("b", I64, [5])],
+                 [vi("y", I64, [5])])
+    expected = np.fmod(a, b) if fmod else np.mod(a, b)
+    np.testing.assert_array_equal(run(model, a, b)[0], expected)
+
+
+def test_bit_shift_of_u64_and_refusal_of_signed():
+    x = np.array([1, 2**63 + 1, 2**64 - 1], np.uint64)
+    s = np.array([63, 1, 4], np.uint64)
+    for direction, expected in (("LEFT", x << s), ("RIGHT", x >> s)):
+        model = make([helper.make_node("BitShift", ["x", "s"], ["y"], direction=direction)],
+                     [vi("x", TensorProto.UINT64, [3]), vi("s", TensorProto.UINT64, [3])], [vi("y", TensorProto.UINT64, [3])])
+        np.testing.assert_array_equal(run(model, x, s)[0], expected)
+    signed = make([helper.make_node("BitShift", ["x", "x"], ["y"], direction="LEFT")], [vi("x", I64, [3])],
+                  [vi("y", I64, [3])])
+    with pytest.raises(esgraph.onnx.ImportFailed, match="unsigned integers, not i64"):
+        esgraph.onnx.load(signed)
 
 
 def test_input_without_a_shape_is_reported_and_input_shapes_fixes_it():

@@ -109,7 +109,7 @@ def test_reflected_logic_with_python_bools(b):
 
 
 # ---- Python scalars adopt the tensor's dtype ----------------------------------------------------
-@pytest.mark.parametrize("dtype", ["i8", "i16", "i32", "i64", "u8"])
+@pytest.mark.parametrize("dtype", ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"])
 def test_int_tensor_plus_int_stays_int(b, dtype):
     i = b.input("i", dtype, [3])
     for out in (i + 1, 1 + i, i * 2, i - 1, 3 - i, i / 2, True * i):

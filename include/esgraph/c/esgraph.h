@@ -64,7 +64,8 @@ typedef enum esg_dtype {
   ESG_DTYPE_INVALID = 0,
   ESG_F32 = 1, ESG_F16 = 2, ESG_BF16 = 3, ESG_F64 = 4,
   ESG_I8 = 5, ESG_I16 = 6, ESG_I32 = 7, ESG_I64 = 8, ESG_U8 = 9,
-  ESG_BOOL = 10
+  ESG_BOOL = 10,
+  ESG_U16 = 11, ESG_U32 = 12, ESG_U64 = 13 /* API 2 */
 } esg_dtype;
 
 ESG_API const char* esg_dtype_name(esg_dtype dtype);

@@ -4,10 +4,10 @@ import numpy as np
 from .. import _C
 
 # ONNX TensorProto.DataType value -> esgraph dtype. Types esgraph has no counterpart for
-# (strings, unsigned 16/32/64-bit, complex) are absent and reported as unsupported.
+# (strings, complex) are absent and reported as unsupported.
 ONNX_TO_ESG = {
-    1: _C.f32, 2: _C.u8, 3: _C.i8, 5: _C.i16, 6: _C.i32, 7: _C.i64,
-    9: getattr(_C, "bool"), 10: _C.f16, 11: _C.f64, 16: _C.bf16,
+    1: _C.f32, 2: _C.u8, 3: _C.i8, 4: _C.u16, 5: _C.i16, 6: _C.i32, 7: _C.i64,
+    9: getattr(_C, "bool"), 10: _C.f16, 11: _C.f64, 12: _C.u32, 13: _C.u64, 16: _C.bf16,
 }
 ESG_TO_ONNX = {v: k for k, v in ONNX_TO_ESG.items()}
 
@@ -17,10 +17,8 @@ ONNX_TYPE_NAMES = {
     14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16",
 }
 
-_NUMPY = {
-    _C.f32: np.float32, _C.f64: np.float64, _C.f16: np.float16, _C.i8: np.int8, _C.i16: np.int16,
-    _C.i32: np.int32, _C.i64: np.int64, _C.u8: np.uint8, getattr(_C, "bool"): np.bool_,
-}
+# Every dtype but bf16, whose uint16 bit patterns are not a numpy type of their own.
+_NUMPY = {t: t.numpy for t in _C.DType.__members__.values() if t != _C.bf16}
 
 
 class UnsupportedType(Exception):

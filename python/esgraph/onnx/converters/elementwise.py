@@ -10,6 +10,7 @@ from .registry import Unsupported, check_attrs, converts
 
 ops = _C.ops
 _FLOATS = (_C.f32, _C.f64, _C.f16, _C.bf16)
+_UNSIGNED = (_C.u8, _C.u16, _C.u32, _C.u64)
 
 _UNARY = {
     "Abs": ops.abs, "Neg": ops.neg, "Exp": ops.exp, "Log": ops.log, "Sqrt": ops.sqrt,
@@ -174,16 +175,35 @@ def is_inf(n):
 
 @converts("Mod")
 def mod(n):
-    # In f64, exact for the integers it holds below 2**53: fmod truncates the quotient (C's
-    # fmod), the default floors it (Python's %, the sign of the divisor).
+    check_attrs(n, ("fmod",))
     a, b = n.x(0), n.x(1)
-    wide_a, wide_b = ops.cast(a, _C.f64), ops.cast(b, _C.f64)
-    q = wide_a / wide_b
-    if n.attr("fmod", 0):
+    fmod = bool(n.attr("fmod", 0))
+    if a.dtype in _FLOATS:
+        if not fmod:
+            raise Unsupported("fmod=0 is defined for integers only")
+        # In f64, so f32's quotient does not round: C's fmod truncates the quotient.
+        wide_a, wide_b = ops.cast(a, _C.f64), ops.cast(b, _C.f64)
+        q = wide_a / wide_b
         q = ops.sign(q) * ops.floor(ops.abs(q))
-    elif a.dtype in _FLOATS:
-        raise Unsupported("fmod=0 is defined for integers only")
-    else:
-        q = ops.floor(q)
-    r = wide_a - q * wide_b
-    return ops.cast(r if a.dtype in _FLOATS else ops.round(r), a.dtype)
+        return ops.cast(wide_a - q * wide_b, a.dtype)
+    # Integers stay exact in their own type: division truncates (C's %, which fmod=1 asks for);
+    # the default takes the divisor's sign (Python's %), one step of b away when the signs differ.
+    r = a - (a / b) * b
+    if fmod or a.dtype in _UNSIGNED:
+        return r
+    return ops.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
+@converts("BitShift")
+def bit_shift(n):
+    check_attrs(n, ("direction",))
+    x, amount = n.x(0), n.x(1)
+    if x.dtype not in _UNSIGNED:
+        raise Unsupported(f"BitShift is defined for unsigned integers, not {x.dtype.name}")
+    direction = n.attr("direction", "")
+    if direction not in ("LEFT", "RIGHT"):
+        raise Unsupported(f"BitShift direction '{direction}' (LEFT or RIGHT)")
+    # A shift by s is a product or quotient with 2**s, which f64 holds exactly for every
+    # shift below 64; integer products wrap and quotients truncate as shifts do.
+    scale = ops.cast(ops.pow(_C.constant(2.0, _C.f64), ops.cast(amount, _C.f64)), x.dtype)
+    return x * scale if direction == "LEFT" else x / scale

@@ -53,7 +53,7 @@ const AttrSchema t_generator_attrs[] = {
 
 // t_options (fixtures/test_ops.yaml:25)
 const TypeVarSchema t_options_type_vars[] = {
-  {"T", mask({DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8})},
+  {"T", mask({DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32, DType::U64})},
 };
 const InputSchema t_options_inputs[] = {
   {"x", 0, DType::Invalid, false, false, 1},
@@ -121,7 +121,7 @@ const AttrSchema t_unary_attrs[] = {
 
 // t_variadic (fixtures/test_ops.yaml:65)
 const TypeVarSchema t_variadic_type_vars[] = {
-  {"T", mask({DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::Bool})},
+  {"T", mask({DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32, DType::U64, DType::Bool})},
 };
 const InputSchema t_variadic_inputs[] = {
   {"xs", 0, DType::Invalid, false, true, 2},
