@@ -6,6 +6,7 @@ text can later be lowered to C++ tile kernels and to Ascend C without ambiguity.
 from __future__ import annotations
 
 import ast
+import re
 from typing import List, Sequence
 
 FUNCTIONS = {
@@ -104,3 +105,110 @@ def to_cpp(expr: str, inputs, attrs, domain: str = "reference") -> str:
         raise ValueError(f"cannot translate {ast.unparse(n)}")
 
     return emit(parse(expr))
+
+
+# Ascend C: the vector instructions of kernel_operator.h over f32 tiles in the Unified Buffer.
+# An expression becomes one instruction per tensor-valued node, each writing a temporary tile;
+# scalar subexpressions (literals, attributes) fold into the instructions' scalar operands.
+ASCENDC_UNARY = {"exp": "Exp", "log": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "abs": "Abs", "tanh": "Tanh",
+                 "erf": "Erf", "sin": "Sin", "cos": "Cos"}
+_ASCENDC_BINARY = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div"}
+
+
+class NotLowerable(ValueError):
+    """An expression outside what the Ascend C lowering covers (the op runs unfused there)."""
+
+
+def to_ascendc(expr: str, inputs, attrs):
+    """(statements, temporaries) for `expr` as Ascend C, or raises NotLowerable.
+
+    Statements name tiles by placeholder: `$y` the result, `$i<k>` input k, `$t<k>` temporary k
+    (all LocalTensor<float> of `$n` elements); `$p<k>` is attribute k's value, a float literal
+    substituted when a kernel is generated (attributes are constants of the graph)."""
+    inputs, attrs = list(inputs), list(attrs)
+    code: List[str] = []
+    temps = [0]
+
+    def tile(*operands) -> str:
+        # A temporary is read once, by its parent: the parent writes over it (the vector
+        # instructions allow a destination equal to a source), so a chain needs one tile.
+        for v in operands:
+            if v.startswith("$t"):
+                return v
+        temps[0] += 1
+        return f"$t{temps[0] - 1}"
+
+    def scalar(text: str):
+        return ("s", text)
+
+    def emit(n: ast.AST):
+        if isinstance(n, ast.Constant):
+            return scalar(f"{float(n.value)!r}f")
+        if isinstance(n, ast.Name):
+            if n.id in inputs:
+                return ("t", f"$i{inputs.index(n.id)}")
+            return scalar(f"$p{attrs.index(n.id)}")
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            kind, v = emit(n.operand)
+            if kind == "s":
+                return scalar(f"(-{v})")
+            out = tile(v)
+            code.append(f"Muls({out}, {v}, -1.0f, $n);")
+            return ("t", out)
+        if isinstance(n, ast.BinOp) and type(n.op) in _ASCENDC_BINARY:
+            (lk, lv), (rk, rv) = emit(n.left), emit(n.right)
+            sym = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}[type(n.op)]
+            if lk == "s" and rk == "s":
+                return scalar(f"({lv} {sym} {rv})")
+            out = tile(lv, rv)
+            if lk == "t" and rk == "t":
+                code.append(f"{_ASCENDC_BINARY[type(n.op)]}({out}, {lv}, {rv}, $n);")
+            elif isinstance(n.op, ast.Add):
+                t, s = (lv, rv) if lk == "t" else (rv, lv)
+                code.append(f"Adds({out}, {t}, {s}, $n);")
+            elif isinstance(n.op, ast.Mult):
+                t, s = (lv, rv) if lk == "t" else (rv, lv)
+                code.append(f"Muls({out}, {t}, {s}, $n);")
+            elif isinstance(n.op, ast.Sub) and lk == "t":
+                code.append(f"Adds({out}, {lv}, -({rv}), $n);")
+            elif isinstance(n.op, ast.Sub):  # s - t
+                code.extend([f"Muls({out}, {rv}, -1.0f, $n);", f"Adds({out}, {out}, {lv}, $n);"])
+            elif lk == "t":  # t / s
+                code.append(f"Muls({out}, {lv}, 1.0f / ({rv}), $n);")
+            else:  # s / t
+                code.append(f"Reciprocal({out}, {rv}, $n);")
+                if lv != "1.0f":
+                    code.append(f"Muls({out}, {out}, {lv}, $n);")
+            return ("t", out)
+        if isinstance(n, ast.Call) and n.func.id in ("max", "min"):
+            (lk, lv), (rk, rv) = (emit(a) for a in n.args)
+            name = "Max" if n.func.id == "max" else "Min"
+            if lk == "s" and rk == "s":
+                return scalar(f"std::{n.func.id}({lv}, {rv})")
+            out = tile(lv, rv)
+            if lk == "t" and rk == "t":
+                code.append(f"{name}({out}, {lv}, {rv}, $n);")
+            else:
+                t, s = (lv, rv) if lk == "t" else (rv, lv)
+                code.append(f"{name}s({out}, {t}, {s}, $n);")
+            return ("t", out)
+        if isinstance(n, ast.Call) and n.func.id in ASCENDC_UNARY:
+            kind, v = emit(n.args[0])
+            if kind == "s":
+                raise NotLowerable(f"`{ast.unparse(n)}` of a scalar")
+            out = tile(v)
+            code.append(f"{ASCENDC_UNARY[n.func.id]}({out}, {v}, $n);")
+            return ("t", out)
+        raise NotLowerable(f"`{ast.unparse(n)}` has no Ascend C lowering yet")
+
+    kind, value = emit(parse(expr))
+    if kind == "s":
+        code.append(f"Duplicate($y, {value}, $n);")
+    elif value.startswith("$t"):  # the last tile is the result: write it in place
+        code = [re.sub(re.escape(value) + r"\b", "$y", c) for c in code]
+    else:
+        code.append(f"Adds($y, {value}, 0.0f, $n);")  # the result is an input: a copy
+    used = sorted({int(m) for c in code for m in re.findall(r"\$t(\d+)", c)})
+    renumber = {old: new for new, old in enumerate(used)}
+    code = [re.sub(r"\$t(\d+)", lambda m: f"$t{renumber[int(m.group(1))]}", c) for c in code]
+    return code, len(used)

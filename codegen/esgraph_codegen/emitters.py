@@ -275,6 +275,16 @@ def compute_cpp(op: OpDef, domain: str = "reference") -> str:
     return compute.to_cpp(op.compute, [i.name for i in op.inputs], [a.name for a in op.attrs], domain)
 
 
+def ascendc_lowering(op: OpDef):
+    """The op's compute expression as Ascend C statements (empty with a reason when none)."""
+    from types import SimpleNamespace
+    try:
+        statements, temps = compute.to_ascendc(op.compute, [i.name for i in op.inputs], [a.name for a in op.attrs])
+        return SimpleNamespace(statements=statements, temps=temps, reason="")
+    except compute.NotLowerable as e:
+        return SimpleNamespace(statements=[], temps=0, reason=str(e).replace("\\", "\\\\").replace('"', '\\"'))
+
+
 def _flat(value):
     if isinstance(value, tuple):
         return [v for x in value for v in _flat(x)]
@@ -322,6 +332,7 @@ HELPERS["version_nodes"] = version_nodes
 HELPERS["example_has_values"] = example_has_values
 HELPERS["example_value_calls"] = example_value_calls
 HELPERS["compute_cpp"] = compute_cpp
+HELPERS["ascendc_lowering"] = ascendc_lowering
 
 EMITTERS = (
     Emitter("include/esgraph/c/ops.h", "c_ops.h.j2"),
@@ -332,6 +343,7 @@ EMITTERS = (
     Emitter("src/op_registry.cpp", "op_registry.cpp.j2"),
     Emitter("src/eval/elementwise.gen.cpp", "eval_elementwise.cpp.j2"),
     Emitter("src/cpu/elementwise_f32.gen.cpp", "cpu_elementwise_f32.cpp.j2"),
+    Emitter("src/ascend/ascendc_ops.gen.cpp", "ascendc_ops.cpp.j2"),
     Emitter("include/esgraph/ops.hpp", "cpp_ops.hpp.j2"),
     Emitter("python/py_ops.cpp", "py_ops.cpp.j2"),
     Emitter("python/esgraph/ops.pyi", "ops.pyi.j2"),

@@ -17,6 +17,7 @@ enum class ErrorCode : int {
   Unsupported = 8,
   Internal = 9,
   OutOfMemory = 10,
+  Backend = 11,  // a device runtime that is missing or failed
 };
 
 class Error : public std::runtime_error {

@@ -201,7 +201,7 @@ void run_group_f32(const FusedGroup& group, const std::vector<const eval::Tensor
 
 }  // namespace
 
-std::vector<FusedGroup> find_groups(const Graph& g) {
+std::vector<FusedGroup> find_groups(const Graph& g, const GroupingOptions& options) {
   const std::vector<NodeId>& nodes = g.regions[0].nodes;
   std::vector<std::vector<NodeId>> consumers(g.values.size());
   for (NodeId n : nodes)
@@ -228,7 +228,7 @@ std::vector<FusedGroup> find_groups(const Graph& g) {
         return fusible(g, c) && f32[c] == f32[n] && g.shape(g.nodes[c].first_output) == shape;
       });
       const int a = find(parent, static_cast<int>(p)), b = find(parent, static_cast<int>(n));
-      if (!stays_inside || a == b || size[static_cast<size_t>(a)] + size[static_cast<size_t>(b)] > kMaxGroupOps) continue;
+      if (!stays_inside || a == b || size[static_cast<size_t>(a)] + size[static_cast<size_t>(b)] > options.max_ops) continue;
       parent[static_cast<size_t>(b)] = a;
       size[static_cast<size_t>(a)] += size[static_cast<size_t>(b)];
     }
@@ -244,8 +244,8 @@ std::vector<FusedGroup> find_groups(const Graph& g) {
   for (std::vector<NodeId> members : by_root) {
     if (members.empty()) continue;
     for (NodeId m : members) member[m] = 1;
-    const NodeId head = f32[members.front()] ? find_head(g, members, member, consumers, is_output) : kNone;
-    if (members.size() < 2 && head == kNone) {
+    const NodeId head = options.matmul_heads && f32[members.front()] ? find_head(g, members, member, consumers, is_output) : kNone;
+    if (members.size() < 2 && head == kNone && !options.single_ops) {
       member[members.front()] = 0;
       continue;
     }

@@ -59,7 +59,15 @@ constexpr int64_t kHeadMinRows = 64;
 // stays inside), the value is not a graph output, and no path leaves the group and comes back.
 // An f32 group (or a single f32 op) also takes in a matmul whose result only it reads: the
 // matmul's epilogue, computed block of rows by block of rows.
-std::vector<FusedGroup> find_groups(const ir::Graph& g);
+// What a backend wants grouped. The CPU takes matmul heads and leaves single ops to their own
+// kernels; a device backend that launches generated kernels wants every elementwise op in a
+// group (of one, when it fuses with nothing) and runs matmuls on its own library.
+struct GroupingOptions {
+  bool matmul_heads = true;
+  bool single_ops = false;
+  int max_ops = kMaxGroupOps;  // 1: no fusion
+};
+std::vector<FusedGroup> find_groups(const ir::Graph& g, const GroupingOptions& options = {});
 
 // Runs a group: `in` and `out` follow group.inputs and group.outputs. An f32 group of many
 // elements spreads its chunks over `parallel`'s threads.

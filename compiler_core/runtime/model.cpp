@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ascend/device_program.hpp"
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
 #include "ir/verify.hpp"
@@ -38,7 +39,8 @@ std::string shape_list(const ir::Graph& g, const ir::Shape& s) { return g.shape_
 
 }  // namespace
 
-Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options) {
+Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options,
+           const GroupingOptions& grouping) {
   using clock = std::chrono::steady_clock;
   auto step = [&](const char* name, auto&& f) {
     const auto t0 = clock::now();
@@ -61,7 +63,7 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
                                                 ", which depends on data (an `if` whose branches differ in shape)");
   plan::GraphDag gd;
   std::vector<int> order;
-  if (options.fusion) step("fuse elementwise groups", [&] { groups_ = find_groups(sg); });
+  if (options.fusion || grouping.single_ops) step("fuse elementwise groups", [&] { groups_ = find_groups(sg, grouping); });
   step("build the dependency graph", [&] {
     std::vector<std::vector<ir::NodeId>> members;
     for (const FusedGroup& grp : groups_) members.push_back(grp.members);
@@ -254,6 +256,13 @@ void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eva
     thread_local LaunchScratch s;
     for (const Launch& l : launches_) timed(l, s);
   }
+  fill_output_copies(inputs, outputs);
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  pool_.push_back(std::move(arena));
+}
+
+void Plan::fill_output_copies(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const {
+  const ir::Graph& g = *graph_;
   for (const auto& [index, v] : output_copies_) {
     const ir::NodeId p = g.values[v].producer;
     const bool is_input = std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
@@ -262,8 +271,6 @@ void Plan::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eva
                                                           : outputs[static_cast<size_t>(std::find(g.outputs().begin(), g.outputs().end(), v) - g.outputs().begin())].bytes;
     std::memmove(outputs[static_cast<size_t>(index)].bytes, from, outputs[static_cast<size_t>(index)].nbytes());
   }
-  std::lock_guard<std::mutex> lock(pool_mu_);
-  pool_.push_back(std::move(arena));
 }
 
 std::string Plan::report() const {
@@ -374,17 +381,35 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(
   if (all_bound) plan_for(shapes);
 }
 
-const Plan& Model::plan_for(const std::vector<ir::Shape>& shapes) const {
+const Model::Compiled& Model::plan_for(const std::vector<ir::Shape>& shapes) const {
   std::vector<std::vector<int64_t>> key;
   for (const ir::Shape& s : shapes) key.emplace_back(s.begin(), s.end());
   std::lock_guard<std::mutex> lock(mu_);
-  auto& p = plans_[key];
-  if (!p) p = std::make_unique<Plan>(*graph_, shapes, options_);
-  return *p;
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+  Compiled c;
+  if (options_.backend == CompileOptions::Backend::Cpu) {
+    c.plan = std::make_unique<Plan>(*graph_, shapes, options_);
+  } else {
+    // The device launches a generated kernel per elementwise group (single ops included) and
+    // runs matmuls on its own library, so no group takes a matmul head.
+    GroupingOptions grouping;
+    grouping.matmul_heads = false;
+    grouping.single_ops = true;
+    grouping.max_ops = options_.fusion ? kMaxGroupOps : 1;
+    c.plan = std::make_unique<Plan>(*graph_, shapes, options_, grouping);
+    ascend::DeviceOptions d;
+    d.simulated = options_.backend == CompileOptions::Backend::AscendSim;
+    d.device = options_.device;
+    d.ai_cores = options_.ai_cores;
+    c.device = std::make_unique<ascend::DeviceProgram>(*c.plan, d);
+  }
+  return plans_.emplace(key, std::move(c)).first->second;
 }
 
+Model::~Model() = default;
+
 std::vector<ir::Shape> Model::output_shapes(const std::vector<ir::Shape>& input_shapes) const {
-  const Plan& p = plan_for(input_shapes);
+  const Plan& p = *plan_for(input_shapes).plan;
   std::vector<ir::Shape> out;
   for (ir::ValueId v : p.graph().outputs()) out.push_back(p.graph().shape(v));
   return out;
@@ -392,6 +417,8 @@ std::vector<ir::Shape> Model::output_shapes(const std::vector<ir::Shape>& input_
 
 void Model::profile(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
                     const std::string& path) const {
+  if (options_.backend != CompileOptions::Backend::Cpu)
+    throw Error(ErrorCode::Unsupported, "profile: traces come from the CPU backend only so far");
   std::vector<TraceEvent> trace;
   run(inputs, outputs, &trace);
   std::ofstream f(path);
@@ -432,7 +459,8 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
     if (!inputs[i].bytes && inputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what + " has no data");
     shapes.push_back(inputs[i].shape);
   }
-  const Plan& p = plan_for(shapes);
+  const Compiled& c = plan_for(shapes);
+  const Plan& p = *c.plan;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const ir::ValueId v = p.graph().outputs()[i];
     const std::string what = "run: output " + std::to_string(i) + " (" + p.graph().type_str(v) + ")";
@@ -441,13 +469,14 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
     if (outputs[i].shape != p.graph().shape(v)) throw Error(ErrorCode::Shape, what + " got a buffer of shape " + shape_list(g, outputs[i].shape));
     if (!outputs[i].bytes && outputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what + " has no data");
   }
-  p.run(inputs, outputs, trace, pool_.get());
+  if (c.device) c.device->run(inputs, outputs);
+  else p.run(inputs, outputs, trace, pool_.get());
 }
 
 std::string Model::to_dot() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
-  for (const auto& [key, p] : plans_) out += p->to_dot();
+  for (const auto& [key, c] : plans_) out += c.plan->to_dot();
   return out;
 }
 
@@ -455,7 +484,7 @@ std::string Model::report() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (plans_.empty()) return "no plan yet: the graph has symbolic sizes; the first run compiles one for its shapes\n";
   std::string out;
-  for (const auto& [key, p] : plans_) out += p->report();
+  for (const auto& [key, c] : plans_) out += c.plan->report() + (c.device ? c.device->report() : "");
   return out;
 }
 

@@ -19,6 +19,10 @@
 #include "runtime/fusion.hpp"
 #include "runtime/thread_pool.hpp"
 
+namespace esg::ascend {
+class DeviceProgram;
+}
+
 namespace esg::runtime {
 
 struct CompileOptions {
@@ -28,6 +32,11 @@ struct CompileOptions {
   bool memory_reuse = true;
   bool verify_each_pass = false;
   std::vector<std::pair<std::string, int64_t>> symbols;  // sizes of symbolic dimensions
+  // Where the model runs: the host CPU, an Ascend NPU through AscendCL, or the simulated
+  // Ascend device (the same backend code against a stand-in AscendCL).
+  enum class Backend { Cpu, Ascend, AscendSim } backend = Backend::Cpu;
+  int device = 0;    // the Ascend device id
+  int ai_cores = 0;  // Ascend: blocks per kernel at most (0: the device's default)
 };
 
 // One plan: the graph at concrete shapes and everything needed to run it.
@@ -40,7 +49,8 @@ struct TraceEvent {
 
 class Plan {
  public:
-  Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options);
+  Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options,
+       const GroupingOptions& grouping = {});
   // Runs with the caller's inputs and outputs (already checked against the plan's types); with
   // `trace`, also records every kernel's time. Kernels that split their work use `parallel`.
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
@@ -51,11 +61,11 @@ class Plan {
   std::string to_dot() const;
   const ir::Graph& graph() const { return *graph_; }
 
- private:
+  // The launch list, for a device backend to translate (the CPU runs it as it is).
   // Where a tensor lives during a run.
   struct Slot {
     enum Kind : uint8_t { Arena, Input, Output, Constant } kind;
-    int64_t at;  // arena offset, input/output index, or node id of the constant
+    int64_t at;  // arena offset, input/output index, or node id of the constant; an absent optional input: Arena, -1
   };
   struct Launch {
     ir::NodeId node;            // the op, or a fused group's last member
@@ -64,6 +74,15 @@ class Plan {
     std::vector<Slot> in, out;  // operands (captures included) and results; a group's inputs and outputs
     int stream;
   };
+  const std::vector<Launch>& launches() const { return launches_; }
+  const std::vector<FusedGroup>& groups() const { return groups_; }
+  const std::vector<std::vector<int>>& waits() const { return waits_; }  // per launch: launches of other streams first
+  int num_streams() const { return streams_.num_streams; }
+  int64_t arena_bytes() const { return arena_bytes_; }
+  // Outputs that are inputs, constants or repeated outputs, copied once the outputs are filled.
+  void fill_output_copies(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
+
+ private:
   eval::TensorRef ref(const Slot& s, ir::ValueId v, uint8_t* arena, const std::vector<eval::TensorRef>& in,
                       const std::vector<eval::TensorRef>& out) const;
   // A launch's operand refs, kept by each thread between launches so a run allocates nothing.
@@ -92,6 +111,7 @@ class Plan {
 class Model {
  public:
   Model(std::unique_ptr<ir::Graph> graph, CompileOptions options);
+  ~Model();
 
   const ir::Graph& graph() const { return *graph_; }
   // Checks the inputs and outputs against the graph's types, then runs the plan for their shapes.
@@ -107,12 +127,17 @@ class Model {
   std::string to_dot() const;  // of every plan compiled so far
 
  private:
-  const Plan& plan_for(const std::vector<ir::Shape>& input_shapes) const;
+  // A plan, and its device program when the backend is not the CPU.
+  struct Compiled {
+    std::unique_ptr<Plan> plan;
+    std::unique_ptr<ascend::DeviceProgram> device;
+  };
+  const Compiled& plan_for(const std::vector<ir::Shape>& input_shapes) const;
 
   std::unique_ptr<ir::Graph> graph_;
   CompileOptions options_;
   mutable std::mutex mu_;
-  mutable std::map<std::vector<std::vector<int64_t>>, std::unique_ptr<Plan>> plans_;
+  mutable std::map<std::vector<std::vector<int64_t>>, Compiled> plans_;
   std::unique_ptr<ThreadPool> pool_;  // none with one thread
 };
 

@@ -47,6 +47,7 @@ ESG_DEFINE_ERROR(LifetimeError)         // tensors of two builders, or of a buil
 ESG_DEFINE_ERROR(FormatError)           // a bad graph file
 ESG_DEFINE_ERROR(IoError)               // a file that cannot be read or written
 ESG_DEFINE_ERROR(UnsupportedError)      // an option newer than the library
+ESG_DEFINE_ERROR(BackendError)          // a device runtime that is missing or failed
 #undef ESG_DEFINE_ERROR
 
 namespace detail {
@@ -61,6 +62,7 @@ namespace detail {
     case ESG_ERR_IO: throw IoError(s, message);
     case ESG_ERR_UNSUPPORTED: throw UnsupportedError(s, message);
     case ESG_ERR_OUT_OF_MEMORY: throw std::bad_alloc();
+    case ESG_ERR_BACKEND: throw BackendError(s, message);
     default: throw Error(s, message);
   }
 }
@@ -359,6 +361,10 @@ class CompileOptions {
   CompileOptions& fusion(bool on) { raw_.fusion = on; return *this; }
   CompileOptions& memory_reuse(bool on) { raw_.memory_reuse = on; return *this; }
   CompileOptions& verify_each_pass(bool on) { raw_.verify_each_pass = on; return *this; }
+  // "cpu" (default), "ascend" or "ascend-sim" (see esg_compile_options).
+  CompileOptions& backend(const std::string& name) { backend_ = name; return *this; }
+  CompileOptions& device(int id) { raw_.device = id; return *this; }
+  CompileOptions& ai_cores(int n) { raw_.ai_cores = n; return *this; }
   CompileOptions& symbol(const std::string& name, int64_t size) {
     names_.push_back(name);
     sizes_.push_back(size);
@@ -370,6 +376,7 @@ class CompileOptions {
     raw_.symbol_names = pointers_.data();
     raw_.symbol_sizes = sizes_.data();
     raw_.num_symbols = names_.size();
+    raw_.backend = backend_.empty() ? nullptr : backend_.c_str();
     return &raw_;
   }
 
@@ -377,6 +384,7 @@ class CompileOptions {
   mutable esg_compile_options raw_;
   std::vector<std::string> names_;
   std::vector<int64_t> sizes_;
+  std::string backend_;
   mutable std::vector<const char*> pointers_;
 };
 

@@ -15,7 +15,7 @@
 Errors are raised where an expression is written: `esgraph.ShapeError` (a `ValueError`),
 `esgraph.DTypeError` (a `TypeError`), and so on, all subclasses of `esgraph.Error`.
 """
-from ._C import (AttributeValueError, DType, DTypeError, Error, FormatError, Graph,
+from ._C import (AttributeValueError, BackendError, DType, DTypeError, Error, FormatError, Graph,
                  GraphBuilder, GraphIOError, InvalidArgumentError, LifetimeError, Model,
                  ShapeError, Tensor, UnsupportedError, __version__, compile, constant)
 from ._C import bf16, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
@@ -24,7 +24,7 @@ from . import ops
 bool_ = getattr(__import__("esgraph._C", fromlist=["_C"]), "bool")
 
 __all__ = [
-    "AttributeValueError", "DType", "DTypeError", "Error", "FormatError", "Graph", "GraphBuilder",
+    "AttributeValueError", "BackendError", "DType", "DTypeError", "Error", "FormatError", "Graph", "GraphBuilder",
     "GraphIOError", "InvalidArgumentError", "LifetimeError", "Model", "ShapeError", "Tensor",
     "UnsupportedError", "compile", "constant", "ops", "bf16", "bool_", "f16", "f32", "f64", "i8", "i16",
     "i32", "i64", "u8", "u16", "u32", "u64",

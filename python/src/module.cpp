@@ -13,7 +13,7 @@ namespace {
 
 // Exceptions that are both esgraph.Error and the builtin a Python user expects.
 struct PyErrors {
-  py::object base, invalid, shape, dtype, attr, lifetime, format, io, unsupported;
+  py::object base, invalid, shape, dtype, attr, lifetime, format, io, unsupported, backend;
 };
 
 PyErrors& errors() {
@@ -320,17 +320,20 @@ void bind_model(py::module_& m) {
         return names;
       });
   m.def("compile", [](const esg::Graph& g, int streams, int threads, bool fusion, bool memory_reuse, bool verify_each_pass,
-                      const std::map<std::string, int64_t>& shapes) {
+                      const std::map<std::string, int64_t>& shapes, const std::string& backend, int device, int ai_cores) {
     esg::CompileOptions o;
     o.streams(streams).threads(threads).fusion(fusion).memory_reuse(memory_reuse).verify_each_pass(verify_each_pass);
+    o.backend(backend).device(device).ai_cores(ai_cores);
     for (const auto& [name, size] : shapes) o.symbol(name, size);
     return esg::compile(g, o);
   }, py::arg("graph"), py::kw_only(), py::arg("streams") = 1, py::arg("threads") = 0, py::arg("fusion") = true,
      py::arg("memory_reuse") = true, py::arg("verify_each_pass") = false,
-     py::arg("shapes") = std::map<std::string, int64_t>{},
-     "Compiles a graph for the host CPU. `shapes` binds symbolic dimensions by name; unbound ones bind at each call. "
+     py::arg("shapes") = std::map<std::string, int64_t>{}, py::arg("backend") = "cpu", py::arg("device") = 0,
+     py::arg("ai_cores") = 0,
+     "Compiles a graph. `shapes` binds symbolic dimensions by name; unbound ones bind at each call. "
      "`threads` (0: every core) are shared by large kernels and by `streams`, which run at once when there is a "
-     "thread per stream.");
+     "thread per stream. `backend`: 'cpu' (the host), 'ascend' (an Ascend NPU through AscendCL; `device` picks "
+     "it, `ai_cores` caps the blocks per kernel) or 'ascend-sim' (the same backend on esgraph's simulated device).");
 }
 
 void bind_errors(py::module_& m) {
@@ -344,6 +347,7 @@ void bind_errors(py::module_& m) {
   e.format = new_error(m, "FormatError", PyExc_ValueError, "A truncated, corrupted or unsupported graph file.");
   e.io = new_error(m, "GraphIOError", PyExc_OSError, "A graph file that cannot be read or written.");
   e.unsupported = new_error(m, "UnsupportedError", PyExc_ValueError, "An option newer than this library.");
+  e.backend = new_error(m, "BackendError", PyExc_RuntimeError, "A device runtime that is missing or failed.");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -359,6 +363,7 @@ void bind_errors(py::module_& m) {
         case ESG_ERR_FORMAT: cls = er.format; break;
         case ESG_ERR_IO: cls = er.io; break;
         case ESG_ERR_UNSUPPORTED: cls = er.unsupported; break;
+        case ESG_ERR_BACKEND: cls = er.backend; break;
         default: break;
       }
       PyErr_SetString(cls.ptr(), ex.what());

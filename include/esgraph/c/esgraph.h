@@ -52,7 +52,8 @@ typedef enum esg_status {
   ESG_ERR_IO = 7,               /* a file that cannot be read or written                          */
   ESG_ERR_UNSUPPORTED = 8,      /* an option of a newer library, a feature not built in          */
   ESG_ERR_INTERNAL = 9,         /* a bug in esgraph: please report it                             */
-  ESG_ERR_OUT_OF_MEMORY = 10
+  ESG_ERR_OUT_OF_MEMORY = 10,
+  ESG_ERR_BACKEND = 11          /* a device runtime that is missing or failed (API 2)             */
 } esg_status;
 
 /* The calling thread's last error message ("" after a success), and its status code. */
@@ -265,6 +266,13 @@ typedef struct esg_compile_options {
   const char* const* symbol_names; /* sizes of symbolic dimensions, bound at compile time:   */
   const int64_t* symbol_sizes;     /* names and sizes, num_symbols each; unbound ones bind at */
   size_t num_symbols;              /* each run, one plan per set of input shapes             */
+  /* API 2: where the model runs. NULL or "cpu" (default): the host CPU. "ascend": an Ascend NPU
+     through AscendCL, loaded at run time (ASCEND_HOME_PATH, CANN's install paths, then the
+     dynamic linker); ESG_ERR_BACKEND says what was looked for when it is missing.
+     "ascend-sim": the same backend on esgraph's simulated device (docs/ascend.md). */
+  const char* backend;
+  int32_t device;           /* Ascend: the device id (default 0) */
+  int32_t ai_cores;         /* Ascend: blocks per kernel at most, 0 (default): the device's */
 } esg_compile_options;
 ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size);
 #define esg_compile_options_init(options) esg_compile_options_init_((options), sizeof(*(options)))
@@ -278,7 +286,8 @@ typedef struct esg_buffer {
   size_t rank;
 } esg_buffer;
 
-/* Compiles `graph` for the host CPU; the graph may be destroyed afterwards. NULL on error. */
+/* Compiles `graph` for the options' backend (the host CPU by default); the graph may be
+   destroyed afterwards. NULL on error. */
 ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options* options);
 ESG_API void esg_model_destroy(esg_model* model);
 ESG_API size_t esg_model_num_inputs(const esg_model* model);

@@ -1,0 +1,87 @@
+// The part of AscendCL (CANN's runtime, libascendcl.so) the Ascend backend calls, declared here
+// from CANN's public documentation so that nothing of CANN is needed to build: the handle
+// types, the constants, and one table of the functions, resolved by name at run time.
+// Signatures and values: acl/acl.h, acl/acl_base.h and acl/acl_rt.h of CANN 8.x (the open
+// runtime's include/external/acl; docs/ascend.md lists the sources).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace esg::ascend::acl {
+
+using Error = int;  // aclError
+constexpr Error kSuccess = 0;
+
+using Context = void*;    // aclrtContext
+using Stream = void*;     // aclrtStream
+using Event = void*;      // aclrtEvent
+using BinHandle = void*;  // aclrtBinHandle
+using FuncHandle = void*; // aclrtFuncHandle
+using ModelRI = void*;    // aclmdlRI: a captured stream, replayed as one submission
+
+enum MemcpyKind : int {  // aclrtMemcpyKind
+  kHostToHost = 0,
+  kHostToDevice = 1,
+  kDeviceToHost = 2,
+  kDeviceToDevice = 3,
+};
+enum MallocPolicy : int {  // aclrtMemMallocPolicy
+  kHugeFirst = 0,
+  kHugeOnly = 1,
+  kNormalOnly = 2,
+};
+enum CaptureMode : int {  // aclmdlRICaptureMode
+  kCaptureGlobal = 0,
+  kCaptureThreadLocal = 1,
+  kCaptureRelaxed = 2,
+};
+
+// X(name, return type, parameter list): every function the backend resolves. A stand-in
+// library (tests/ascend_sim) implements exactly these.
+#define ESG_ACL_FUNCTIONS(X)                                                                            \
+  X(aclInit, Error, (const char* config_path))                                                           \
+  X(aclFinalize, Error, ())                                                                              \
+  X(aclrtGetDeviceCount, Error, (uint32_t * count))                                                      \
+  X(aclrtSetDevice, Error, (int32_t device))                                                             \
+  X(aclrtResetDevice, Error, (int32_t device))                                                           \
+  X(aclrtCreateContext, Error, (Context * context, int32_t device))                                      \
+  X(aclrtDestroyContext, Error, (Context context))                                                       \
+  X(aclrtSetCurrentContext, Error, (Context context))                                                    \
+  X(aclrtCreateStream, Error, (Stream * stream))                                                         \
+  X(aclrtDestroyStream, Error, (Stream stream))                                                          \
+  X(aclrtSynchronizeStream, Error, (Stream stream))                                                      \
+  X(aclrtCreateEvent, Error, (Event * event))                                                            \
+  X(aclrtDestroyEvent, Error, (Event event))                                                             \
+  X(aclrtRecordEvent, Error, (Event event, Stream stream))                                               \
+  X(aclrtStreamWaitEvent, Error, (Stream stream, Event event))                                           \
+  X(aclrtMallocAlign32, Error, (void** ptr, size_t size, MallocPolicy policy))                           \
+  X(aclrtFree, Error, (void* ptr))                                                                       \
+  X(aclrtMemcpy, Error, (void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind))     \
+  X(aclrtMemcpyAsync, Error,                                                                             \
+    (void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind, Stream stream))          \
+  /* path: absolute; options may be null */                                                             \
+  X(aclrtBinaryLoadFromFile, Error, (const char* path, void* options, BinHandle* handle))                \
+  X(aclrtBinaryGetFunction, Error, (BinHandle handle, const char* kernel_name, FuncHandle* func))        \
+  X(aclrtBinaryUnLoad, Error, (BinHandle handle))                                                        \
+  /* args: one 8-byte slot per kernel parameter, in device memory */                                   \
+  X(aclrtLaunchKernel, Error,                                                                            \
+    (FuncHandle func, uint32_t block_dim, const void* args, size_t args_size, Stream stream))           \
+  X(aclGetRecentErrMsg, const char*, ())
+
+// The model-capture functions: optional (older CANN lacks them); without them a run replays
+// the launch list.
+#define ESG_ACL_CAPTURE_FUNCTIONS(X)                                                                    \
+  X(aclmdlRICaptureBegin, Error, (Stream stream, CaptureMode mode))                                      \
+  X(aclmdlRICaptureEnd, Error, (Stream stream, ModelRI * model))                                         \
+  X(aclmdlRIExecuteAsync, Error, (ModelRI model, Stream stream))                                         \
+  X(aclmdlRIDestroy, Error, (ModelRI model))
+
+// The table, as pointers.
+struct Functions {
+#define ESG_ACL_POINTER(name, ret, params) ret(*name) params = nullptr;
+  ESG_ACL_FUNCTIONS(ESG_ACL_POINTER)
+  ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_POINTER)
+#undef ESG_ACL_POINTER
+};
+
+}  // namespace esg::ascend::acl

@@ -1,0 +1,111 @@
+#include "ascend/acl_library.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "ir/error.hpp"
+
+namespace esg::ascend {
+namespace {
+
+using ir::Error;
+using ir::ErrorCode;
+
+constexpr const char* kLibraryName = "libascendcl.so";
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::mutex& registry_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+// Every library opened, by path: AscendCL is initialized once per process and stays loaded.
+std::map<std::string, std::shared_ptr<AclLibrary>>& registry() {
+  static auto* libraries = new std::map<std::string, std::shared_ptr<AclLibrary>>();  // outlives static destructors
+  return *libraries;
+}
+
+}  // namespace
+
+std::vector<std::string> AclLibrary::search_paths() {
+  std::vector<std::string> dirs;
+  for (const char* var : {"ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"})
+    if (!env(var).empty()) dirs.push_back(env(var) + "/lib64/" + kLibraryName);
+  for (const char* root : {"/usr/local/Ascend/ascend-toolkit/latest", "/usr/local/Ascend/latest", "/usr/local/Ascend/cann"})
+    dirs.push_back(std::string(root) + "/lib64/" + kLibraryName);
+  dirs.push_back(kLibraryName);  // the dynamic linker's own search: LD_LIBRARY_PATH, ld.so.cache
+  return dirs;
+}
+
+std::shared_ptr<AclLibrary> AclLibrary::open(const std::string& path) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  const std::vector<std::string> candidates = path.empty() ? search_paths() : std::vector<std::string>{path};
+  std::string tried;
+  void* handle = nullptr;
+  std::string found;
+  for (const std::string& c : candidates) {
+    if (auto it = registry().find(c); it != registry().end()) return it->second;
+    dlerror();
+    handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle) {
+      found = c;
+      break;
+    }
+    const char* why = dlerror();
+    tried += "\n  " + c + ": " + (why ? why : "not found");
+  }
+  if (!handle)
+    throw Error(ErrorCode::Backend, "ascend: cannot load AscendCL (" + std::string(kLibraryName) +
+                                        "); install CANN and set ASCEND_HOME_PATH (source set_env.sh), or use "
+                                        "backend=\"ascend-sim\". Looked at:" + tried);
+  std::shared_ptr<AclLibrary> lib(new AclLibrary());
+  lib->handle_ = handle;
+  lib->path_ = found;
+  std::string missing;
+  auto resolve = [&](const char* name, bool required) {
+    dlerror();
+    void* sym = dlsym(handle, name);
+    if (!sym && required) missing += std::string(missing.empty() ? "" : ", ") + name;
+    return sym;
+  };
+#define ESG_ACL_RESOLVE(name, ret, params) lib->name = reinterpret_cast<decltype(lib->name)>(resolve(#name, true));
+  ESG_ACL_FUNCTIONS(ESG_ACL_RESOLVE)
+#undef ESG_ACL_RESOLVE
+#define ESG_ACL_RESOLVE_OPTIONAL(name, ret, params) lib->name = reinterpret_cast<decltype(lib->name)>(resolve(#name, false));
+  ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_RESOLVE_OPTIONAL)
+#undef ESG_ACL_RESOLVE_OPTIONAL
+  // Capture is all or nothing.
+  if (!lib->aclmdlRICaptureBegin || !lib->aclmdlRICaptureEnd || !lib->aclmdlRIExecuteAsync || !lib->aclmdlRIDestroy)
+    lib->aclmdlRICaptureBegin = nullptr, lib->aclmdlRICaptureEnd = nullptr, lib->aclmdlRIExecuteAsync = nullptr,
+    lib->aclmdlRIDestroy = nullptr;
+  if (!missing.empty()) {
+    dlclose(handle);
+    lib->handle_ = nullptr;
+    throw Error(ErrorCode::Backend, "ascend: " + found + " lacks " + missing +
+                                        " (esgraph needs CANN 8.0 or newer, whose runtime has the kernel binary API)");
+  }
+  lib->check(lib->aclInit(nullptr), "aclInit");
+  registry()[found] = lib;
+  if (!path.empty() && path != found) registry()[path] = lib;
+  return lib;
+}
+
+void AclLibrary::check(acl::Error status, const char* call) const {
+  if (status == acl::kSuccess) return;
+  const char* message = aclGetRecentErrMsg ? aclGetRecentErrMsg() : nullptr;
+  throw Error(ErrorCode::Backend, std::string("ascend: ") + call + " failed with AscendCL error " + std::to_string(status) +
+                                      (message && *message ? std::string(": ") + message : std::string()));
+}
+
+AclLibrary::~AclLibrary() {
+  // Only reached for a library that failed to resolve (loaded ones live in the registry).
+  if (handle_) dlclose(handle_);
+}
+
+}  // namespace esg::ascend

@@ -1,0 +1,39 @@
+// AscendCL, loaded at run time: the library is found (an explicit path, CANN's install
+// locations, then the dynamic linker's search), every function of acl_api.hpp resolved by name,
+// and aclInit called once per process. A missing library or symbol is one clear error naming
+// what was looked for and where; a failing call becomes an esgraph error carrying AscendCL's
+// own message.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ascend/acl_api.hpp"
+
+namespace esg::ascend {
+
+class AclLibrary : public acl::Functions {
+ public:
+  // The process's AscendCL from `path` (a file) or, when empty, from the search. Libraries stay
+  // loaded for the life of the process (AscendCL cannot be initialized twice).
+  static std::shared_ptr<AclLibrary> open(const std::string& path);
+  // Where the search looks, in order (for errors and docs).
+  static std::vector<std::string> search_paths();
+
+  const std::string& path() const { return path_; }
+  bool has_capture() const { return aclmdlRICaptureBegin != nullptr; }
+  // Throws ir::Error(Backend) "`call` failed with AscendCL error <code>: <message>" unless ok.
+  void check(acl::Error status, const char* call) const;
+
+  ~AclLibrary();
+
+ private:
+  AclLibrary() = default;
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+// lib.check(lib.fn(args...), "fn"): one call, checked.
+#define ESG_ACL(lib, fn, ...) (lib).check((lib).fn(__VA_ARGS__), #fn)
+
+}  // namespace esg::ascend

@@ -1,0 +1,308 @@
+#include "ascend/device_program.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "ascend/kernel_build.hpp"
+#include "ascend/kernel_source.hpp"
+#include "ir/error.hpp"
+
+namespace esg::ascend {
+namespace {
+
+using ir::Error;
+using ir::ErrorCode;
+using Slot = runtime::Plan::Slot;
+
+constexpr size_t kAlign = 64;
+
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+std::string simulator_library() {
+  const char* v = std::getenv("ESG_ASCEND_SIM_LIBRARY");
+  return v && *v ? v : ESG_ASCEND_SIM_LIBRARY;
+}
+
+// Ops that only reinterpret their input's bytes: on the device, a copy (none when in place).
+bool is_view(const ir::OpSchema& op) {
+  const std::string name = op.name;
+  return name == "reshape" || name == "squeeze" || name == "unsqueeze";
+}
+
+size_t value_bytes(const ir::Graph& g, ir::ValueId v) {
+  return static_cast<size_t>(g.shape(v).num_elements()) * ir::dtype_size(g.values[v].dtype);
+}
+
+}  // namespace
+
+DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options) : plan_(plan), options_(options) {
+  const ir::Graph& g = plan.graph();
+  const auto& launches = plan.launches();
+  const auto& groups = plan.groups();
+
+  // 1. Everything that can fail without a device: lowering and compiling every launch.
+  std::map<std::string, int> missing;
+  std::vector<KernelSource> sources(launches.size());
+  std::vector<bool> is_kernel(launches.size(), false);
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const runtime::Plan::Launch& l = launches[i];
+    if (l.group >= 0) {
+      sources[i] = generate_kernel(g, groups[static_cast<size_t>(l.group)]);
+      is_kernel[i] = true;
+    } else if (!is_view(*g.nodes[l.node].op)) {
+      ++missing[g.nodes[l.node].op->name];
+    }
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& [name, count] : missing) list += (list.empty() ? "" : ", ") + name + " x" + std::to_string(count);
+    throw Error(ErrorCode::Unsupported, "ascend: no device lowering yet for " + list +
+                                            " (generated kernels cover elementwise ops; CANN's operator library, aclnn, is not "
+                                            "called yet)");
+  }
+  const Toolchain toolchain = options.simulated ? simulator_toolchain() : cann_toolchain();
+  std::map<std::string, int> kernel_of;  // by entry: one binary per distinct kernel
+  for (size_t i = 0; i < launches.size(); ++i) {
+    if (!is_kernel[i] || kernel_of.count(sources[i].entry)) continue;
+    const BuiltKernel built = build_kernel(toolchain, sources[i]);
+    LoadedKernel k;
+    k.entry = sources[i].entry;
+    k.path = built.path;
+    k.from_cache = built.from_cache;
+    k.tile = sources[i].tile;
+    for (ir::NodeId m : groups[static_cast<size_t>(launches[i].group)].members) k.ops += (k.ops.empty() ? "" : " ") + std::string(g.nodes[m].op->name);
+    kernel_of[k.entry] = static_cast<int>(kernels_.size());
+    kernels_.push_back(std::move(k));
+  }
+
+  // 2. The layout of the one device allocation.
+  size_t size = align_up(static_cast<size_t>(plan.arena_bytes()));
+  for (ir::ValueId v : g.inputs()) input_at_.push_back(size), size += align_up(value_bytes(g, v));
+  for (ir::ValueId v : g.outputs()) output_at_.push_back(size), size += align_up(value_bytes(g, v));
+  const size_t image_at = size;  // constants, tilings and argument slots: uploaded once
+  std::vector<uint8_t> image;
+  std::map<int64_t, size_t> constant_at;
+  auto place = [&](const void* data, size_t bytes) {
+    const size_t at = image.size();
+    image.resize(align_up(at + bytes));
+    if (bytes) std::memcpy(image.data() + at, data, bytes);
+    return image_at + at;
+  };
+  auto slot_offset = [&](const Slot& s, ir::ValueId v) -> size_t {
+    switch (s.kind) {
+      case Slot::Arena: return static_cast<size_t>(s.at);
+      case Slot::Input: return input_at_[static_cast<size_t>(s.at)];
+      case Slot::Output: return output_at_[static_cast<size_t>(s.at)];
+      case Slot::Constant: {
+        auto it = constant_at.find(s.at);
+        if (it == constant_at.end()) {
+          const auto& blob = *g.blobs[g.nodes[static_cast<ir::NodeId>(s.at)].blob];
+          it = constant_at.emplace(s.at, place(blob.data(), value_bytes(g, v))).first;
+        }
+        return it->second;
+      }
+    }
+    return 0;
+  };
+  // Launches, with their operands' offsets; the argument slots hold addresses, filled below
+  // once the allocation exists.
+  struct PendingArgs {
+    size_t image_offset;
+    std::vector<size_t> offsets;  // device offsets of the operands, then of the tiling struct
+  };
+  std::vector<PendingArgs> pending;
+  std::vector<int> launch_index(launches.size(), -1);
+  const uint32_t cores = static_cast<uint32_t>(options.ai_cores > 0 ? options.ai_cores : options.simulated ? 8 : 20);
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const runtime::Plan::Launch& l = launches[i];
+    DeviceLaunch d;
+    d.stream = l.stream;
+    if (is_kernel[i]) {
+      const runtime::FusedGroup& grp = groups[static_cast<size_t>(l.group)];
+      const uint64_t total = static_cast<uint64_t>(grp.shape.num_elements());
+      d.kind = DeviceLaunch::Kernel;
+      d.kernel = kernel_of[sources[i].entry];
+      const Tiling tiling = tile_over_cores(total, sources[i].tile, cores, &d.blocks);
+      PendingArgs p;
+      for (size_t k = 0; k < l.in.size(); ++k) p.offsets.push_back(slot_offset(l.in[k], grp.inputs[k]));
+      for (size_t k = 0; k < l.out.size(); ++k) p.offsets.push_back(slot_offset(l.out[k], grp.outputs[k]));
+      p.offsets.push_back(place(&tiling, sizeof tiling));
+      d.args_bytes = p.offsets.size() * sizeof(uint64_t);
+      std::vector<uint64_t> zeros(p.offsets.size(), 0);
+      d.args_at = place(zeros.data(), d.args_bytes);
+      p.image_offset = d.args_at - image_at;
+      if (total == 0) continue;  // nothing to compute: no launch (events below still record)
+      pending.push_back(std::move(p));
+    } else {
+      const ir::Node& n = g.nodes[l.node];
+      d.kind = DeviceLaunch::Copy;
+      d.copy_from = slot_offset(l.in[0], g.operands[n.first_input]);
+      d.copy_to = slot_offset(l.out[0], n.first_output);
+      d.copy_bytes = value_bytes(g, n.first_output);
+    }
+    launch_index[i] = static_cast<int>(launches_.size());
+    launches_.push_back(std::move(d));
+  }
+  // Events: one per launch another stream waits for, recorded right after it.
+  std::map<int, int> event_of;
+  const auto& waits = plan.waits();
+  std::vector<std::vector<int>> wait_lists(launches.size());
+  for (size_t i = 0; i < launches.size(); ++i)
+    for (int w : waits[i]) {
+      if (!event_of.count(w)) event_of[w] = static_cast<int>(event_of.size());
+      wait_lists[i].push_back(event_of[w]);
+    }
+  // A skipped launch (no elements) still passes its waits and records on: fold them into the
+  // next launch of its stream, or the stream's end.
+  std::map<int, std::vector<int>> pending_waits;  // per stream
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const int s = launches[i].stream;
+    auto& carry = pending_waits[s];
+    carry.insert(carry.end(), wait_lists[i].begin(), wait_lists[i].end());
+    const int rec = event_of.count(static_cast<int>(i)) ? event_of[static_cast<int>(i)] : -1;
+    if (launch_index[i] < 0) {
+      if (rec >= 0) {
+        // Recorded where the stream is now: the previous launch of this stream records it too.
+        int prev = -1;
+        for (int j = static_cast<int>(launches_.size()) - 1; j >= 0 && prev < 0; --j)
+          if (launches_[static_cast<size_t>(j)].stream == s) prev = j;
+        if (prev >= 0 && launches_[static_cast<size_t>(prev)].record_event < 0) launches_[static_cast<size_t>(prev)].record_event = rec;
+        else throw Error(ErrorCode::Unsupported, "ascend: an empty launch that other streams wait for");
+      }
+      continue;
+    }
+    DeviceLaunch& d = launches_[static_cast<size_t>(launch_index[i])];
+    d.wait_events = carry;
+    carry.clear();
+    d.record_event = rec;
+  }
+
+  // 3. The device: nothing is left half-initialized if a step fails.
+  try {
+    acl_ = AclLibrary::open(options.simulated ? simulator_library() : "");
+    ESG_ACL(*acl_, aclrtSetDevice, options.device);
+    device_set_ = true;
+    ESG_ACL(*acl_, aclrtCreateContext, &context_, options.device);
+    ESG_ACL(*acl_, aclrtSetCurrentContext, context_);
+    streams_.assign(static_cast<size_t>(plan.num_streams()), nullptr);
+    for (acl::Stream& s : streams_) ESG_ACL(*acl_, aclrtCreateStream, &s);
+    events_.assign(event_of.size(), nullptr);
+    for (acl::Event& e : events_) ESG_ACL(*acl_, aclrtCreateEvent, &e);
+    join_events_.assign(streams_.size(), nullptr);  // [0]: inputs are in; [s > 0]: stream s is done
+    if (streams_.size() > 1)
+      for (acl::Event& e : join_events_) ESG_ACL(*acl_, aclrtCreateEvent, &e);
+    memory_bytes_ = std::max<size_t>(image_at + image.size(), kAlign);
+    ESG_ACL(*acl_, aclrtMallocAlign32, &memory_, memory_bytes_, acl::kHugeFirst);
+    for (const PendingArgs& p : pending)
+      for (size_t k = 0; k < p.offsets.size(); ++k) {
+        const uint64_t address = reinterpret_cast<uint64_t>(at(p.offsets[k]));
+        std::memcpy(image.data() + p.image_offset + k * sizeof(uint64_t), &address, sizeof address);
+      }
+    if (!image.empty()) ESG_ACL(*acl_, aclrtMemcpy, at(image_at), image.size(), image.data(), image.size(), acl::kHostToDevice);
+    for (LoadedKernel& k : kernels_) {
+      ESG_ACL(*acl_, aclrtBinaryLoadFromFile, k.path.c_str(), nullptr, &k.binary);
+      ESG_ACL(*acl_, aclrtBinaryGetFunction, k.binary, k.entry.c_str(), &k.function);
+    }
+    // Model sinking: a single-stream model is captured once and replayed as one submission.
+    if (!acl_->has_capture()) {
+      capture_note_ = "replays the launch list (this AscendCL has no stream capture)";
+    } else if (streams_.size() > 1) {
+      capture_note_ = "replays the launch list (captures are single-stream)";
+    } else if (acl_->aclmdlRICaptureBegin(streams_[0], acl::kCaptureGlobal) != acl::kSuccess) {
+      capture_note_ = std::string("replays the launch list (capture refused: ") + acl_->aclGetRecentErrMsg() + ")";
+    } else {
+      enqueue_launches();
+      ESG_ACL(*acl_, aclmdlRICaptureEnd, streams_[0], &captured_);
+      capture_note_ = "one captured model (aclmdlRI) per run";
+    }
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void DeviceProgram::enqueue_launches() const {
+  const AclLibrary& acl = *acl_;
+  if (streams_.size() > 1) {  // every stream starts once the inputs are in
+    ESG_ACL(acl, aclrtRecordEvent, join_events_[0], streams_[0]);
+    for (size_t s = 1; s < streams_.size(); ++s) ESG_ACL(acl, aclrtStreamWaitEvent, streams_[s], join_events_[0]);
+  }
+  for (const DeviceLaunch& d : launches_) {
+    acl::Stream stream = streams_[static_cast<size_t>(d.stream)];
+    for (int e : d.wait_events) ESG_ACL(acl, aclrtStreamWaitEvent, stream, events_[static_cast<size_t>(e)]);
+    if (d.kind == DeviceLaunch::Kernel) {
+      ESG_ACL(acl, aclrtLaunchKernel, kernels_[static_cast<size_t>(d.kernel)].function, d.blocks, at(d.args_at), d.args_bytes, stream);
+    } else if (d.copy_bytes && d.copy_from != d.copy_to) {
+      ESG_ACL(acl, aclrtMemcpyAsync, at(d.copy_to), d.copy_bytes, at(d.copy_from), d.copy_bytes, acl::kDeviceToDevice, stream);
+    }
+    if (d.record_event >= 0) ESG_ACL(acl, aclrtRecordEvent, events_[static_cast<size_t>(d.record_event)], stream);
+  }
+  for (size_t s = 1; s < streams_.size(); ++s) {  // the outputs are read on stream 0
+    ESG_ACL(acl, aclrtRecordEvent, join_events_[s], streams_[s]);
+    ESG_ACL(acl, aclrtStreamWaitEvent, streams_[0], join_events_[s]);
+  }
+}
+
+void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const {
+  std::lock_guard<std::mutex> lock(run_mu_);
+  const AclLibrary& acl = *acl_;
+  const ir::Graph& g = plan_.graph();
+  ESG_ACL(acl, aclrtSetCurrentContext, context_);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const size_t bytes = value_bytes(g, g.inputs()[i]);
+    if (bytes) ESG_ACL(acl, aclrtMemcpyAsync, at(input_at_[i]), bytes, inputs[i].bytes, bytes, acl::kHostToDevice, streams_[0]);
+  }
+  if (captured_) ESG_ACL(acl, aclmdlRIExecuteAsync, captured_, streams_[0]);
+  else enqueue_launches();
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const size_t bytes = value_bytes(g, g.outputs()[o]);
+    if (bytes) ESG_ACL(acl, aclrtMemcpyAsync, outputs[o].bytes, bytes, at(output_at_[o]), bytes, acl::kDeviceToHost, streams_[0]);
+  }
+  // The one wait of a run: every stream, before the outputs are read.
+  for (acl::Stream s : streams_) ESG_ACL(acl, aclrtSynchronizeStream, s);
+  plan_.fill_output_copies(inputs, outputs);
+}
+
+std::string DeviceProgram::report() const {
+  std::ostringstream out;
+  size_t cached = 0;
+  for (const LoadedKernel& k : kernels_) cached += k.from_cache;
+  out << "ascend" << (options_.simulated ? " (simulated device)" : "") << ": device " << options_.device << ", AscendCL "
+      << (acl_ ? acl_->path() : "?") << "\n"
+      << "  device memory: 1 allocation of " << memory_bytes_ << " bytes (arena " << plan_.arena_bytes() << ")\n"
+      << "  kernels: " << kernels_.size() << " generated (" << cached << " from the cache " << kernel_cache_dir() << ")\n";
+  for (const LoadedKernel& k : kernels_) out << "    " << k.entry << ": " << k.ops << " (tile " << k.tile << ")\n";
+  size_t copies = 0;
+  for (const DeviceLaunch& d : launches_) copies += d.kind == DeviceLaunch::Copy;
+  out << "  launches: " << launches_.size() - copies << " kernels, " << copies << " device copies; " << streams_.size()
+      << " streams, " << events_.size() << " events\n"
+      << "  run: " << capture_note_ << "\n";
+  return out.str();
+}
+
+void DeviceProgram::release() noexcept {
+  if (!acl_) return;
+  const AclLibrary& acl = *acl_;
+  // Teardown continues past a failure: each resource is released once whatever happens.
+  if (context_) acl.aclrtSetCurrentContext(context_);
+  if (captured_) acl.aclmdlRIDestroy(captured_), captured_ = nullptr;
+  for (LoadedKernel& k : kernels_)
+    if (k.binary) acl.aclrtBinaryUnLoad(k.binary), k.binary = nullptr, k.function = nullptr;
+  for (acl::Stream s : streams_)
+    if (s) acl.aclrtSynchronizeStream(s);
+  for (acl::Event& e : events_)
+    if (e) acl.aclrtDestroyEvent(e), e = nullptr;
+  for (acl::Event& e : join_events_)
+    if (e) acl.aclrtDestroyEvent(e), e = nullptr;
+  for (acl::Stream& s : streams_)
+    if (s) acl.aclrtDestroyStream(s), s = nullptr;
+  if (memory_) acl.aclrtFree(memory_), memory_ = nullptr;
+  if (context_) acl.aclrtDestroyContext(context_), context_ = nullptr;
+  if (device_set_) acl.aclrtResetDevice(options_.device), device_set_ = false;
+}
+
+DeviceProgram::~DeviceProgram() { release(); }
+
+}  // namespace esg::ascend

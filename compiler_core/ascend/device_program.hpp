@@ -1,0 +1,83 @@
+// A compiled plan on an Ascend device: the launch list of runtime::Plan (same passes, fusion,
+// order, streams, events and memory plan as the CPU) bound to AscendCL objects.
+//
+// - One device allocation per model (aclrtMallocAlign32), laid out as the plan's arena, then
+//   the inputs and outputs, the constants, each kernel's tiling struct and argument slots: every
+//   address a launch uses is fixed when the model is built, so a run uploads nothing but inputs.
+// - Each fused elementwise group runs as its generated Ascend C kernel; view ops (reshape,
+//   squeeze, unsqueeze) as device-to-device copies.
+// - The plan's streams map one-to-one to ACL streams and its events to ACL events; a run is
+//   inputs copied in, the launches (or, for a single-stream model on a CANN that can capture
+//   streams, one replay of the captured launches: model sinking), outputs copied out, and a
+//   synchronization of every stream at the end only.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ascend/acl_library.hpp"
+#include "eval/host_tensor.hpp"
+#include "runtime/model.hpp"
+
+namespace esg::ascend {
+
+struct DeviceOptions {
+  bool simulated = false;  // the stand-in AscendCL and the host-built kernels (backend "ascend-sim")
+  int device = 0;
+  int ai_cores = 0;        // blocks per kernel at most; 0: 20 (Ascend 910B3/B4), 8 simulated
+};
+
+class DeviceProgram {
+ public:
+  DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options);
+  ~DeviceProgram();
+  DeviceProgram(const DeviceProgram&) = delete;
+  DeviceProgram& operator=(const DeviceProgram&) = delete;
+
+  // Runs with host inputs and outputs (already checked against the plan). Runs of one program
+  // take turns: they share its device memory.
+  void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
+  std::string report() const;
+
+ private:
+  struct DeviceLaunch {
+    enum Kind : uint8_t { Kernel, Copy } kind;
+    int kernel = -1;           // into kernels_
+    uint32_t blocks = 0;
+    size_t args_at = 0, args_bytes = 0;  // in the device allocation
+    size_t copy_from = 0, copy_to = 0, copy_bytes = 0;
+    int stream = 0;
+    std::vector<int> wait_events;  // into events_
+    int record_event = -1;
+  };
+  struct LoadedKernel {
+    acl::BinHandle binary = nullptr;
+    acl::FuncHandle function = nullptr;
+    std::string entry, path, ops;
+    uint32_t tile = 0;
+    bool from_cache = false;
+  };
+  void enqueue_launches() const;
+  void release() noexcept;
+  uint8_t* at(size_t offset) const { return static_cast<uint8_t*>(memory_) + offset; }
+
+  const runtime::Plan& plan_;
+  DeviceOptions options_;
+  std::shared_ptr<AclLibrary> acl_;
+  bool device_set_ = false;
+  acl::Context context_ = nullptr;
+  std::vector<acl::Stream> streams_;
+  std::vector<acl::Event> events_;      // a launch's record, waited on by other streams
+  std::vector<acl::Event> join_events_; // per stream but the first: the end of its work
+  void* memory_ = nullptr;
+  size_t memory_bytes_ = 0;
+  std::vector<size_t> input_at_, output_at_;
+  std::vector<LoadedKernel> kernels_;
+  std::vector<DeviceLaunch> launches_;
+  acl::ModelRI captured_ = nullptr;
+  std::string capture_note_;
+  mutable std::mutex run_mu_;
+};
+
+}  // namespace esg::ascend

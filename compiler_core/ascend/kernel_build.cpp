@@ -1,0 +1,147 @@
+#include "ascend/kernel_build.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ir/error.hpp"
+
+extern char** environ;
+
+namespace esg::ascend {
+namespace {
+
+namespace fs = std::filesystem;
+using ir::Error;
+using ir::ErrorCode;
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Runs argv with stdout and stderr to `log`; the exit status (-1 if it could not start).
+int run(const std::vector<std::string>& argv, const std::string& log) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid;
+  const int started = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (started != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string read_head(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.size() > max_bytes) text = text.substr(0, max_bytes) + "\n[...]";
+  return text;
+}
+
+}  // namespace
+
+Toolchain cann_toolchain() {
+  std::vector<std::string> roots;
+  for (const char* var : {"ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"})
+    if (!env(var).empty()) roots.push_back(env(var));
+  roots.push_back("/usr/local/Ascend/ascend-toolkit/latest");
+  std::string tried;
+  for (const std::string& root : roots) {
+    const std::string ccec = root + "/compiler/ccec_compiler/bin/ccec";
+    if (!fs::exists(ccec)) {
+      tried += "\n  " + ccec;
+      continue;
+    }
+    const std::string arch = env("ESG_ASCEND_ARCH").empty() ? "dav-c220-vec" : env("ESG_ASCEND_ARCH");
+    const std::string tik = root + "/compiler/tikcpp/tikcfw";
+    return {"cann",
+            {ccec, "-c", "-O2", "-std=c++17", "-xcce", "--cce-aicore-only", "--cce-aicore-arch=" + arch, "--cce-auto-sync",
+             "-I" + tik, "-I" + tik + "/impl", "-I" + tik + "/interface", "-I" + root + "/include"},
+            ".o"};
+  }
+  throw Error(ErrorCode::Backend, "ascend: CANN's kernel compiler (ccec) not found; set ASCEND_HOME_PATH. Looked at:" + tried);
+}
+
+Toolchain simulator_toolchain() {
+  const std::string cxx = env("ESG_ASCEND_SIM_CXX").empty() ? ESG_ASCEND_SIM_CXX : env("ESG_ASCEND_SIM_CXX");
+  const std::string include = env("ESG_ASCEND_SIM_INCLUDE").empty() ? ESG_ASCEND_SIM_INCLUDE : env("ESG_ASCEND_SIM_INCLUDE");
+  if (!fs::exists(include + "/kernel_operator.h"))
+    throw Error(ErrorCode::Backend, "ascend-sim: the simulator's Ascend C headers are not at " + include +
+                                        " (build the tests tree, or set ESG_ASCEND_SIM_INCLUDE)");
+  return {"simulator", {cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-I" + include}, ".so"};
+}
+
+std::string kernel_cache_dir() {
+  if (!env("ESG_KERNEL_CACHE").empty()) return env("ESG_KERNEL_CACHE");
+  if (!env("XDG_CACHE_HOME").empty()) return env("XDG_CACHE_HOME") + "/esgraph/kernels";
+  if (!env("HOME").empty()) return env("HOME") + "/.cache/esgraph/kernels";
+  return (fs::temp_directory_path() / "esgraph-kernels").string();
+}
+
+BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source) {
+  // The key covers the source, the compiler command and the simulator's header (so a changed
+  // toolchain never serves a stale binary).
+  std::string identity = toolchain.name;
+  for (const std::string& part : toolchain.command) identity += "\n" + part;
+  uint64_t key = fnv1a(identity + "\n" + source.code);
+  if (toolchain.name == "simulator") {
+    const std::string& include_flag = toolchain.command.back();
+    key = fnv1a(read_head(include_flag.substr(2) + "/kernel_operator.h", SIZE_MAX), key);
+  }
+  char name[40];
+  std::snprintf(name, sizeof name, "%s-%016" PRIx64, source.entry.c_str(), key);
+  const fs::path dir = kernel_cache_dir();
+  const fs::path binary = fs::absolute(dir / (std::string(name) + toolchain.extension));
+  if (fs::exists(binary)) return {binary.string(), true};
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(ErrorCode::Backend, "ascend: cannot create the kernel cache " + dir.string() + ": " + ec.message());
+  const fs::path src = dir / (std::string(name) + ".cpp");
+  {
+    std::ofstream out(src);
+    out << source.code;
+    if (!out) throw Error(ErrorCode::Backend, "ascend: cannot write " + src.string());
+  }
+  // Built under a private name and renamed: concurrent builds of one kernel never see half a file.
+  const std::string tmp = binary.string() + ".tmp" + std::to_string(getpid());
+  const std::string log = dir / (std::string(name) + ".log");
+  std::vector<std::string> argv = toolchain.command;
+  argv.insert(argv.end(), {src.string(), "-o", tmp});
+  const int status = run(argv, log);
+  if (status != 0) {
+    std::string command;
+    for (const std::string& a : argv) command += " " + a;
+    fs::remove(tmp, ec);
+    throw Error(ErrorCode::Backend, "ascend: compiling kernel " + source.entry + " failed (" +
+                                        (status < 0 ? "the compiler did not start" : "exit status " + std::to_string(status)) +
+                                        "):" + command + "\n" + read_head(log, 4000));
+  }
+  fs::rename(tmp, binary, ec);
+  if (ec) throw Error(ErrorCode::Backend, "ascend: cannot store " + binary.string() + ": " + ec.message());
+  fs::remove(log, ec);
+  return {binary.string(), false};
+}
+
+}  // namespace esg::ascend

@@ -1,0 +1,39 @@
+// Turns generated Ascend C into kernel binaries, cached on disk by content hash so that a
+// recompile of the same graph compiles nothing. CANN's compiler (ccec) builds device binaries;
+// for the simulated device the host compiler builds a shared library against the CPU
+// implementation of the Ascend C subset (tests/ascend_sim/include).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ascend/kernel_source.hpp"
+
+namespace esg::ascend {
+
+struct Toolchain {
+  std::string name;                // "cann" or "simulator"
+  std::vector<std::string> command;  // the compiler and its flags; source and output follow
+  std::string extension;           // of the binaries: ".o" or ".so"
+};
+
+// CANN's kernel compiler, found under ASCEND_HOME_PATH (or ASCEND_TOOLKIT_HOME, or the default
+// install); the arch is ESG_ASCEND_ARCH (default dav-c220-vec, Ascend 910B's vector cores).
+// Throws ir::Error(Backend) naming where it looked.
+Toolchain cann_toolchain();
+// The host compiler and the simulator's headers (ESG_ASCEND_SIM_CXX and ESG_ASCEND_SIM_INCLUDE
+// override the paths configured at build time).
+Toolchain simulator_toolchain();
+
+// The directory of cached binaries: ESG_KERNEL_CACHE, else $XDG_CACHE_HOME/esgraph/kernels,
+// else ~/.cache/esgraph/kernels.
+std::string kernel_cache_dir();
+
+struct BuiltKernel {
+  std::string path;  // absolute
+  bool from_cache;
+};
+// The binary of `source`, compiled unless the cache has it. Compiler failures throw
+// ir::Error(Backend) with the compiler's output.
+BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source);
+
+}  // namespace esg::ascend

@@ -1,0 +1,226 @@
+#include "ascend/kernel_source.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "ascend/ascendc_ops.hpp"
+#include "ir/error.hpp"
+
+namespace esg::ascend {
+namespace {
+
+using ir::Error;
+using ir::ErrorCode;
+
+constexpr uint32_t kReserveBytes = 1024;  // left to the runtime
+constexpr uint32_t kTileAlign = 64;       // elements: whole 256-byte vector repeats of f32
+constexpr uint32_t kMaxTile = 16 * 1024;
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string float_literal(double v, const std::string& where) {
+  if (!std::isfinite(v)) throw Error(ErrorCode::Unsupported, "ascend: " + where + " has a non-finite attribute");
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9gf", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s.insert(s.size() - 1, ".0");
+  return s;
+}
+
+// Replaces each `$<letter><digits>` (and `$y`, `$n`) through `name`.
+template <class F>
+std::string substitute(const std::string& text, F name) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '$') {
+      out += text[i];
+      continue;
+    }
+    const char kind = text[++i];
+    size_t j = i + 1;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+    const int index = j > i + 1 ? std::stoi(text.substr(i + 1, j - i - 1)) : -1;
+    out += name(kind, index);
+    i = j - 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp) {
+  const std::string where = "fused group over " + g.shape_str(grp.shape);
+  if (grp.head != ir::kNone) throw Error(ErrorCode::Unsupported, "ascend: a " + where + " with a matmul head");
+  for (ir::ValueId v : grp.inputs)
+    if (g.values[v].dtype != ir::DType::F32)
+      throw Error(ErrorCode::Unsupported, "ascend: generated kernels take f32 so far; " + g.value_name(v) + " is " +
+                                              ir::dtype_name(g.values[v].dtype));
+  // Each input is read elementwise or is one element broadcast to every lane.
+  std::vector<bool> scalar(grp.inputs.size());
+  std::vector<int> scalar_slot(grp.inputs.size(), -1);  // its tile among the broadcast scalars
+  int scalars = 0;
+  for (size_t k = 0; k < grp.inputs.size(); ++k) {
+    const ir::Shape& s = g.shape(grp.inputs[k]);
+    scalar[k] = s != grp.shape && s.num_elements() == 1;
+    if (scalar[k]) scalar_slot[k] = scalars++;
+    if (s != grp.shape && !scalar[k])
+      throw Error(ErrorCode::Unsupported, "ascend: " + g.value_name(grp.inputs[k]) + " " + g.shape_str(s) + " broadcast to " +
+                                              g.shape_str(grp.shape) + " (generated kernels broadcast single elements only so far)");
+  }
+  // Every member's lowering, and the tiles it needs.
+  std::vector<const AscendCOp*> lowered;
+  int temps = 0, work = 0;
+  std::vector<int> work_of(grp.steps.size(), -1);
+  size_t member = 0;
+  for (size_t s = 0; s < grp.steps.size(); ++s) {
+    while (grp.members[member] == grp.head) ++member;
+    const ir::Node& n = g.nodes[grp.members[member++]];
+    if (grp.steps[s].dtype != ir::DType::F32)
+      throw Error(ErrorCode::Unsupported, std::string("ascend: generated kernels compute f32 so far; ") + n.op->name + " gives " +
+                                              ir::dtype_name(grp.steps[s].dtype));
+    const AscendCOp* op = find_ascendc_op(*n.op);
+    if (!op || op->unsupported)
+      throw Error(ErrorCode::Unsupported, std::string("ascend: ") + n.op->name + ": " + (op ? op->unsupported : "not elementwise"));
+    lowered.push_back(op);
+    temps = std::max(temps, op->temps);
+    if (grp.steps[s].output < 0) work_of[s] = work++;
+  }
+  const int direct_inputs = static_cast<int>(grp.inputs.size()) - scalars;
+  const int outputs = static_cast<int>(grp.outputs.size());
+  // Tiles of f32 the Unified Buffer must hold: two per queue (double buffering), one per
+  // internal result, temporary and broadcast scalar.
+  const uint32_t tiles = static_cast<uint32_t>(2 * (direct_inputs + outputs) + work + temps + scalars);
+  uint32_t tile = (kUnifiedBufferBytes - kReserveBytes) / (tiles * 4u) / kTileAlign * kTileAlign;
+  tile = std::min(tile, kMaxTile);
+  if (tile < kTileAlign) throw Error(ErrorCode::Unsupported, "ascend: the " + where + " needs more tiles than the Unified Buffer holds");
+
+  auto in_name = [&](size_t k) { return scalar[k] ? "c[" + std::to_string(scalar_slot[k]) + " * kTile]" : "x" + std::to_string(k); };
+  auto result_name = [&](size_t s) {
+    return grp.steps[s].output >= 0 ? "y" + std::to_string(grp.steps[s].output) : "w[" + std::to_string(work_of[s]) + " * kTile]";
+  };
+  std::ostringstream body;
+  for (size_t s = 0; s < grp.steps.size(); ++s) {
+    const runtime::FusedStep& st = grp.steps[s];
+    const AscendCOp* op = lowered[s];
+    body << "    // " << op->op->name << "\n";
+    for (size_t i = 0; i < op->num_statements; ++i) {
+      body << "    "
+           << substitute(op->statements[i], [&](char kind, int index) -> std::string {
+                switch (kind) {
+                  case 'y': return result_name(s);
+                  case 'n': return "n";
+                  case 't': return "t[" + std::to_string(index) + " * kTile]";
+                  case 'p': return float_literal(st.attrs.at(static_cast<size_t>(index)), where);
+                  case 'i': {
+                    const runtime::FusedStep::Operand& o = st.operands.at(static_cast<size_t>(index));
+                    return o.from == runtime::FusedStep::From::Input ? in_name(o.index) : result_name(o.index);
+                  }
+                }
+                throw Error(ErrorCode::Internal, std::string("ascend: placeholder $") + kind);
+              })
+           << "\n";
+    }
+  }
+
+  std::ostringstream params, args, init, copy_in, compute_head, compute_tail, copy_out, members;
+  for (size_t k = 0; k < grp.inputs.size(); ++k) {
+    params << "GM_ADDR in" << k << ", ";
+    args << "in" << k << ", ";
+    if (scalar[k]) {
+      init << "    GlobalTensor<float> s" << k << ";\n    s" << k << ".SetGlobalBuffer((__gm__ float*)in" << k << ", 1);\n"
+           << "    Duplicate(" << in_name(k) << ", s" << k << ".GetValue(0), static_cast<int32_t>(kTile));\n";
+      continue;
+    }
+    members << "  GlobalTensor<float> gx" << k << "_;\n  TQue<QuePosition::VECIN, 2> qx" << k << "_;\n";
+    init << "    gx" << k << "_.SetGlobalBuffer((__gm__ float*)in" << k << ", total_);\n"
+         << "    pipe_.InitBuffer(qx" << k << "_, 2, kTile * sizeof(float));\n";
+    copy_in << "    LocalTensor<float> x" << k << " = qx" << k << "_.AllocTensor<float>();\n    Load(x" << k << ", gx" << k
+            << "_[at], n);\n    qx" << k << "_.EnQue(x" << k << ");\n";
+    compute_head << "    LocalTensor<float> x" << k << " = qx" << k << "_.DeQue<float>();\n";
+    compute_tail << "    qx" << k << "_.FreeTensor(x" << k << ");\n";
+  }
+  for (int o = 0; o < outputs; ++o) {
+    params << "GM_ADDR out" << o << ", ";
+    args << "out" << o << ", ";
+    members << "  GlobalTensor<float> gy" << o << "_;\n  TQue<QuePosition::VECOUT, 2> qy" << o << "_;\n";
+    init << "    gy" << o << "_.SetGlobalBuffer((__gm__ float*)out" << o << ", total_);\n"
+         << "    pipe_.InitBuffer(qy" << o << "_, 2, kTile * sizeof(float));\n";
+    compute_head << "    LocalTensor<float> y" << o << " = qy" << o << "_.AllocTensor<float>();\n";
+    compute_tail << "    qy" << o << "_.EnQue(y" << o << ");\n";
+    copy_out << "    LocalTensor<float> y" << o << " = qy" << o << "_.DeQue<float>();\n    Store(gy" << o << "_[at], y" << o
+             << ", n);\n    qy" << o << "_.FreeTensor(y" << o << ");\n";
+  }
+  if (work + temps > 0) {
+    members << "  TBuf<TPosition::VECCALC> work_;\n";
+    init << "    pipe_.InitBuffer(work_, " << work + temps << " * kTile * sizeof(float));\n";
+    compute_head << "    LocalTensor<float> w = work_.Get<float>();\n";
+    if (temps) compute_head << "    LocalTensor<float> t = w[" << work << " * kTile];\n";
+  }
+  if (scalars) {
+    members << "  TBuf<TPosition::VECCALC> scalars_;\n";
+    init.str("    pipe_.InitBuffer(scalars_, " + std::to_string(scalars) + " * kTile * sizeof(float));\n" +
+             "    LocalTensor<float> c = scalars_.Get<float>();\n" + init.str());
+    compute_head << "    LocalTensor<float> c = scalars_.Get<float>();\n";
+  }
+
+  std::ostringstream code;
+  code << "// Generated by esgraph from the YAML compute expressions of:";
+  for (ir::NodeId m : grp.members) code << " " << g.nodes[m].op->name;
+  // No sizes in the source: the tiling argument carries them, so one binary serves every size.
+  code << "\n// f32, any number of elements (the tiling argument).\n"
+       << "#include \"kernel_operator.h\"\nusing namespace AscendC;\n\nnamespace {\n"
+       << "constexpr uint32_t kTile = " << tile << ";  // elements: " << tiles << " tiles fill the Unified Buffer\n\n"
+       << "class Kernel {\n public:\n"
+       << "  __aicore__ inline void Init(" << params.str() << "GM_ADDR tiling) {\n"
+       << "    GlobalTensor<uint64_t> t;\n    t.SetGlobalBuffer((__gm__ uint64_t*)tiling, 2);\n"
+       << "    total_ = t.GetValue(0);\n    const uint64_t per_block = t.GetValue(1);\n"
+       << "    begin_ = GetBlockIdx() * per_block;\n    end_ = begin_ + per_block < total_ ? begin_ + per_block : total_;\n"
+       << init.str() << "  }\n\n"
+       << "  __aicore__ inline void Process() {\n"
+       << "    for (uint64_t at = begin_; at < end_; at += kTile) {\n"
+       << "      const uint32_t n = static_cast<uint32_t>(end_ - at < kTile ? end_ - at : kTile);\n"
+       << "      CopyIn(at, n);\n      Compute(n);\n      CopyOut(at, n);\n    }\n  }\n\n private:\n"
+       << "  __aicore__ inline void CopyIn(uint64_t at, uint32_t n) {\n" << copy_in.str() << "  }\n\n"
+       << "  __aicore__ inline void Compute(uint32_t n) {\n" << compute_head.str() << body.str() << compute_tail.str() << "  }\n\n"
+       << "  __aicore__ inline void CopyOut(uint64_t at, uint32_t n) {\n" << copy_out.str() << "  }\n\n"
+       << "  // Whole 32-byte blocks move with DataCopy; a tail that is not one with DataCopyPad.\n"
+       << "  __aicore__ static inline void Load(const LocalTensor<float>& dst, const GlobalTensor<float>& src, uint32_t n) {\n"
+       << "    if (n * sizeof(float) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
+       << "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(float)), 0, 0, 0};\n"
+       << "      DataCopyPad(dst, src, p, DataCopyPadExtParams<float>{false, 0, 0, 0});\n    }\n  }\n"
+       << "  __aicore__ static inline void Store(const GlobalTensor<float>& dst, const LocalTensor<float>& src, uint32_t n) {\n"
+       << "    if (n * sizeof(float) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
+       << "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(float)), 0, 0, 0};\n"
+       << "      DataCopyPad(dst, src, p);\n    }\n  }\n\n"
+       << "  TPipe pipe_;\n" << members.str() << "  uint64_t total_ = 0, begin_ = 0, end_ = 0;\n};\n}  // namespace\n\n";
+  const std::string kernel_body = code.str();
+  char entry[32];
+  std::snprintf(entry, sizeof entry, "esg_%016" PRIx64, fnv1a(kernel_body));
+  code << "extern \"C\" __global__ __aicore__ void " << entry << "(" << params.str() << "GM_ADDR tiling) {\n"
+       << "  Kernel k;\n  k.Init(" << args.str() << "tiling);\n  k.Process();\n}\n";
+  KernelSource out;
+  out.entry = entry;
+  out.code = code.str();
+  out.tile = tile;
+  out.num_args = grp.inputs.size() + grp.outputs.size() + 1;
+  return out;
+}
+
+Tiling tile_over_cores(uint64_t total, uint32_t tile, uint32_t cores, uint32_t* blocks) {
+  const uint64_t num_tiles = (total + tile - 1) / tile;
+  const uint64_t used = std::max<uint64_t>(1, std::min<uint64_t>(cores, num_tiles));
+  const uint64_t per_block = (num_tiles + used - 1) / used * tile;
+  *blocks = static_cast<uint32_t>(per_block ? (total + per_block - 1) / per_block : 1);
+  if (*blocks == 0) *blocks = 1;
+  return {total, per_block};
+}
+
+}  // namespace esg::ascend

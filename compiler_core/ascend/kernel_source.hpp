@@ -1,0 +1,37 @@
+// Ascend C source for a fused elementwise group: one __global__ __aicore__ entry whose blocks
+// each take a contiguous run of tiles; per tile CopyIn → Compute → CopyOut through
+// double-buffered TQue's in the Unified Buffer; the math of each member is its op's YAML
+// `compute:` lowered to vector instructions (ascendc_ops.hpp). Tiling parameters arrive as a
+// kernel argument (a device struct), so one binary serves any block count.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ir/graph.hpp"
+#include "runtime/fusion.hpp"
+
+namespace esg::ascend {
+
+// The Unified Buffer of the vector core the kernels are sized for (Ascend 910B: 192 KiB).
+constexpr uint32_t kUnifiedBufferBytes = 192 * 1024;
+
+struct KernelSource {
+  std::string entry;  // the kernel's symbol, named by the hash of its code
+  std::string code;
+  uint32_t tile = 0;  // elements per tile
+  size_t num_args = 0;  // inputs, outputs, then the tiling struct
+};
+
+// The kernel of `group` (whose members are in `g`), or throws ir::Error(Unsupported) naming the
+// member, dtype or broadcast the generator does not cover yet.
+KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& group);
+
+// The tiling struct the kernels read: elements in all, and per block (whole tiles).
+struct Tiling {
+  uint64_t total;
+  uint64_t per_block;
+};
+// Splits `total` elements of `tile`-element tiles over at most `cores` blocks.
+Tiling tile_over_cores(uint64_t total, uint32_t tile, uint32_t cores, uint32_t* blocks);
+
+}  // namespace esg::ascend

@@ -1,0 +1,720 @@
+// A stand-in AscendCL (libascendcl.so) that runs on the host: exactly the functions of
+// compiler_core/ascend/acl_api.hpp, declared from the same table so their signatures cannot
+// drift. esgraph's Ascend backend runs against it unchanged; only the library dlopen finds
+// differs.
+//
+// - Streams are ordered queues, each drained by its own thread; events complete when the
+//   stream that recorded them reaches the record.
+// - The device heap checks every access: guard bytes around each allocation catch writes past
+//   either end, freed blocks stay poisoned and are never reused (use-after-free is caught), and
+//   copies and kernels may only touch live device memory.
+// - Kernel binaries are host shared libraries built from the generated Ascend C against
+//   include/kernel_operator.h; a launch runs its blocks one after the other on the stream.
+// - A call log (ACLSIM_LOG=path) records every call with its objects, so tests can check the
+//   launch protocol. ACLSIM_FAIL=name makes every call of that function fail;
+//   ACLSIM_DEVICE_MEMORY caps the device heap (bytes).
+#include <dlfcn.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "aclsim_block.h"
+#include "ascend/acl_api.hpp"
+
+using namespace esg::ascend::acl;
+
+#define ACLSIM_DECLARE(name, ret, params) extern "C" __attribute__((visibility("default"))) ret name params;
+ESG_ACL_FUNCTIONS(ACLSIM_DECLARE)
+ESG_ACL_CAPTURE_FUNCTIONS(ACLSIM_DECLARE)
+#undef ACLSIM_DECLARE
+
+namespace {
+
+// AscendCL's error codes (acl/acl_base.h) for the failures the stand-in reports.
+constexpr Error kInvalidParam = 100000;
+constexpr Error kUninitialized = 100001;
+constexpr Error kRepeatInitialize = 100002;
+constexpr Error kBadAlloc = 200000;
+constexpr Error kInvalidDevice = 107001;   // ACL_ERROR_RT_INVALID_DEVICEID
+constexpr Error kStreamCapture = 107027;   // ACL_ERROR_RT_STREAM_CAPTURED
+constexpr Error kKernelFault = 507015;  // ACL_ERROR_RT_AICORE_EXCEPTION
+constexpr Error kInjected = 500000;     // ACL_ERROR_INTERNAL_ERROR
+
+constexpr size_t kGuard = 64;
+constexpr uint8_t kGuardByte = 0xA5, kFreedByte = 0xDD;
+
+thread_local std::string recent_error;
+
+struct Task {
+  std::string what;
+  std::function<void()> run;
+};
+
+struct Captured {
+  std::vector<Task> tasks;
+};
+
+struct SimStream {
+  int id = 0;
+  std::mutex mu;
+  std::condition_variable wake, idle;
+  std::deque<Task> queue;
+  bool busy = false, stop = false;
+  std::string error;  // the first failure since the last synchronize
+  Captured* capture = nullptr;
+  std::thread worker;
+};
+
+struct EventState {
+  int id = 0;
+  std::mutex mu;
+  std::condition_variable done;
+  uint64_t recorded = 0, completed = 0;  // records enqueued, records reached
+};
+
+struct Binary {
+  int id = 0;
+  void* dl = nullptr;
+  std::string path;
+  AclSimEnterBlock enter = nullptr;
+};
+
+struct Function {
+  int id = 0;
+  Binary* binary = nullptr;
+  void* entry = nullptr;
+  std::string name;
+};
+
+struct Allocation {
+  uint8_t* raw;
+  size_t size;
+  int id;
+  bool live;
+};
+
+struct Sim {
+  std::mutex mu;
+  bool initialized = false;
+  std::set<int32_t> devices_set;
+  int next_id = 1;
+  std::map<uintptr_t, Allocation> heap;  // by user address
+  size_t live_bytes = 0;
+  std::set<void*> contexts;
+  std::map<void*, std::unique_ptr<SimStream>> streams;
+  std::map<void*, std::unique_ptr<EventState>> events;
+  std::map<void*, std::unique_ptr<Binary>> binaries;
+  std::map<void*, std::unique_ptr<Function>> functions;
+  std::map<void*, std::unique_ptr<Captured>> models;
+  FILE* log = nullptr;
+  std::mutex log_mu;
+};
+
+Sim& sim() {
+  static Sim* s = new Sim();  // never destroyed: streams' threads may outlive static destruction
+  return *s;
+}
+
+void log_line(const std::string& line) {
+  Sim& s = sim();
+  std::lock_guard<std::mutex> lock(s.log_mu);
+  if (!s.log) {
+    const char* path = std::getenv("ACLSIM_LOG");
+    if (!path || !*path) return;
+    s.log = std::fopen(path, "a");
+    if (!s.log) return;
+  }
+  std::fprintf(s.log, "%s\n", line.c_str());
+  std::fflush(s.log);
+}
+
+Error fail(Error code, const std::string& call, const std::string& message) {
+  recent_error = "aclsim: " + call + ": " + message;
+  log_line(call + " FAILED " + std::to_string(code) + " " + message);
+  return code;
+}
+
+bool injected(const char* call) {
+  const char* f = std::getenv("ACLSIM_FAIL");
+  return f && std::strcmp(f, call) == 0;
+}
+
+#define ACLSIM_ENTER(call)                                                         \
+  if (injected(call)) return fail(kInjected, call, "failure injected by ACLSIM_FAIL"); \
+  if (!sim().initialized && std::strcmp(call, "aclInit") != 0) return fail(kUninitialized, call, "aclInit was not called")
+
+std::string name_of(const char* kind, int id) { return std::string(kind) + "#" + std::to_string(id); }
+
+// ---- device heap ----------------------------------------------------------------------------
+// The allocation holding [p, p + bytes), or a description of what is wrong. Caller holds mu.
+std::string check_range_locked(const void* p, size_t bytes) {
+  Sim& s = sim();
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  auto it = s.heap.upper_bound(at);
+  if (it == s.heap.begin()) return "not device memory";
+  --it;
+  const Allocation& a = it->second;
+  if (at >= it->first + a.size + kGuard) return "not device memory";
+  if (!a.live) return "use after free of " + name_of("mem", a.id);
+  if (at + bytes > it->first + a.size)
+    return "out of bounds of " + name_of("mem", a.id) + " (" + std::to_string(a.size) + " bytes; access ends " +
+           std::to_string(at + bytes - it->first) + " bytes in)";
+  return "";
+}
+
+bool is_device(const void* p) {
+  std::lock_guard<std::mutex> lock(sim().mu);
+  return check_range_locked(p, 0) != "not device memory";
+}
+
+void check_device(const void* p, size_t bytes, const char* what) {
+  std::string problem;
+  {
+    std::lock_guard<std::mutex> lock(sim().mu);
+    problem = check_range_locked(p, bytes);
+  }
+  if (!problem.empty()) throw std::runtime_error(std::string(what) + ": " + problem);
+}
+
+// ---- streams --------------------------------------------------------------------------------
+void drain(SimStream* st) {
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lock(st->mu);
+      st->wake.wait(lock, [&] { return st->stop || !st->queue.empty(); });
+      if (st->queue.empty()) return;
+      task = std::move(st->queue.front());
+      st->queue.pop_front();
+      st->busy = true;
+    }
+    std::string failure;
+    bool skip;
+    {
+      std::lock_guard<std::mutex> lock(st->mu);
+      skip = !st->error.empty();
+    }
+    if (!skip) {
+      try {
+        task.run();
+      } catch (const std::exception& e) {
+        failure = task.what + ": " + e.what();
+      }
+    }
+    std::lock_guard<std::mutex> lock(st->mu);
+    if (!failure.empty() && st->error.empty()) st->error = failure;
+    st->busy = false;
+    if (st->queue.empty()) st->idle.notify_all();
+  }
+}
+
+Error enqueue(SimStream* st, Task task) {
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (st->capture) {
+    st->capture->tasks.push_back(std::move(task));
+    return kSuccess;
+  }
+  st->queue.push_back(std::move(task));
+  st->wake.notify_one();
+  return kSuccess;
+}
+
+SimStream* find_stream(void* handle) {
+  std::lock_guard<std::mutex> lock(sim().mu);
+  auto it = sim().streams.find(handle);
+  return it == sim().streams.end() ? nullptr : it->second.get();
+}
+
+EventState* find_event(void* handle) {
+  std::lock_guard<std::mutex> lock(sim().mu);
+  auto it = sim().events.find(handle);
+  return it == sim().events.end() ? nullptr : it->second.get();
+}
+
+// A null stream is the default stream: the sim gives it stream semantics of its own.
+SimStream* stream_or_default(void* handle) {
+  if (handle) return find_stream(handle);
+  static SimStream* fallback = [] {
+    auto* st = new SimStream();
+    st->id = 0;
+    st->worker = std::thread(drain, st);
+    st->worker.detach();
+    return st;
+  }();
+  return fallback;
+}
+
+using Entry = void (*)();
+// Calls a kernel entry with its pointer arguments: the entry's own type, by argument count.
+void call_entry(void* entry, void* const* a, size_t n) {
+  switch (n) {
+#define ACLSIM_P void*
+    case 1: return reinterpret_cast<void (*)(ACLSIM_P)>(entry)(a[0]);
+    case 2: return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P)>(entry)(a[0], a[1]);
+    case 3: return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P, ACLSIM_P)>(entry)(a[0], a[1], a[2]);
+    case 4: return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P)>(entry)(a[0], a[1], a[2], a[3]);
+    case 5: return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P)>(entry)(a[0], a[1], a[2], a[3], a[4]);
+    case 6:
+      return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P)>(entry)(a[0], a[1], a[2], a[3], a[4], a[5]);
+    case 7:
+      return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P)>(entry)(a[0], a[1], a[2], a[3], a[4],
+                                                                                                              a[5], a[6]);
+    case 8:
+      return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P)>(entry)(
+          a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+#undef ACLSIM_P
+    default: throw std::runtime_error("the simulated device passes at most 8 kernel arguments, got " + std::to_string(n));
+  }
+}
+
+}  // namespace
+
+// ---- the functions --------------------------------------------------------------------------
+extern "C" {
+
+Error aclInit(const char* config_path) {
+  ACLSIM_ENTER("aclInit");
+  std::lock_guard<std::mutex> lock(sim().mu);
+  if (sim().initialized) return fail(kRepeatInitialize, "aclInit", "already initialized");
+  sim().initialized = true;
+  log_line(std::string("aclInit config=") + (config_path ? config_path : "null"));
+  return kSuccess;
+}
+
+Error aclFinalize() {
+  ACLSIM_ENTER("aclFinalize");
+  sim().initialized = false;
+  log_line("aclFinalize");
+  return kSuccess;
+}
+
+const char* aclGetRecentErrMsg() { return recent_error.c_str(); }
+
+Error aclrtGetDeviceCount(uint32_t* count) {
+  ACLSIM_ENTER("aclrtGetDeviceCount");
+  if (!count) return fail(kInvalidParam, "aclrtGetDeviceCount", "count is null");
+  const char* n = std::getenv("ACLSIM_DEVICES");
+  *count = n ? static_cast<uint32_t>(std::atoi(n)) : 1;
+  log_line("aclrtGetDeviceCount -> " + std::to_string(*count));
+  return kSuccess;
+}
+
+static Error check_device_id(const char* call, int32_t device) {
+  uint32_t count = 0;
+  const char* n = std::getenv("ACLSIM_DEVICES");
+  count = n ? static_cast<uint32_t>(std::atoi(n)) : 1;
+  if (device < 0 || static_cast<uint32_t>(device) >= count)
+    return fail(kInvalidDevice, call, "device " + std::to_string(device) + " does not exist (" + std::to_string(count) + " devices)");
+  return kSuccess;
+}
+
+Error aclrtSetDevice(int32_t device) {
+  ACLSIM_ENTER("aclrtSetDevice");
+  if (Error e = check_device_id("aclrtSetDevice", device)) return e;
+  std::lock_guard<std::mutex> lock(sim().mu);
+  sim().devices_set.insert(device);
+  log_line("aclrtSetDevice " + std::to_string(device));
+  return kSuccess;
+}
+
+Error aclrtResetDevice(int32_t device) {
+  ACLSIM_ENTER("aclrtResetDevice");
+  std::lock_guard<std::mutex> lock(sim().mu);
+  if (!sim().devices_set.erase(device)) return fail(kInvalidDevice, "aclrtResetDevice", "device " + std::to_string(device) + " was not set");
+  log_line("aclrtResetDevice " + std::to_string(device));
+  return kSuccess;
+}
+
+Error aclrtCreateContext(Context* context, int32_t device) {
+  ACLSIM_ENTER("aclrtCreateContext");
+  if (!context) return fail(kInvalidParam, "aclrtCreateContext", "context is null");
+  if (Error e = check_device_id("aclrtCreateContext", device)) return e;
+  std::lock_guard<std::mutex> lock(sim().mu);
+  const int id = sim().next_id++;
+  *context = reinterpret_cast<Context>(static_cast<uintptr_t>(0xC0000000u + id));
+  sim().contexts.insert(*context);
+  log_line("aclrtCreateContext " + name_of("ctx", id) + " device=" + std::to_string(device));
+  return kSuccess;
+}
+
+Error aclrtDestroyContext(Context context) {
+  ACLSIM_ENTER("aclrtDestroyContext");
+  std::lock_guard<std::mutex> lock(sim().mu);
+  if (!sim().contexts.erase(context)) return fail(kInvalidParam, "aclrtDestroyContext", "not a context");
+  log_line("aclrtDestroyContext " + name_of("ctx", static_cast<int>(reinterpret_cast<uintptr_t>(context) - 0xC0000000u)));
+  return kSuccess;
+}
+
+Error aclrtSetCurrentContext(Context context) {
+  ACLSIM_ENTER("aclrtSetCurrentContext");
+  std::lock_guard<std::mutex> lock(sim().mu);
+  if (!sim().contexts.count(context)) return fail(kInvalidParam, "aclrtSetCurrentContext", "not a context");
+  log_line("aclrtSetCurrentContext " + name_of("ctx", static_cast<int>(reinterpret_cast<uintptr_t>(context) - 0xC0000000u)));
+  return kSuccess;
+}
+
+Error aclrtCreateStream(Stream* stream) {
+  ACLSIM_ENTER("aclrtCreateStream");
+  if (!stream) return fail(kInvalidParam, "aclrtCreateStream", "stream is null");
+  auto st = std::make_unique<SimStream>();
+  std::lock_guard<std::mutex> lock(sim().mu);
+  st->id = sim().next_id++;
+  st->worker = std::thread(drain, st.get());
+  *stream = st.get();
+  log_line("aclrtCreateStream " + name_of("stream", st->id));
+  sim().streams[*stream] = std::move(st);
+  return kSuccess;
+}
+
+Error aclrtDestroyStream(Stream stream) {
+  ACLSIM_ENTER("aclrtDestroyStream");
+  std::unique_ptr<SimStream> st;
+  {
+    std::lock_guard<std::mutex> lock(sim().mu);
+    auto it = sim().streams.find(stream);
+    if (it == sim().streams.end()) return fail(kInvalidParam, "aclrtDestroyStream", "not a stream");
+    st = std::move(it->second);
+    sim().streams.erase(it);
+  }
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    st->stop = true;
+    st->wake.notify_all();
+  }
+  st->worker.join();  // the queue drains first, as the device finishes a destroyed stream's work
+  log_line("aclrtDestroyStream " + name_of("stream", st->id));
+  return kSuccess;
+}
+
+Error aclrtSynchronizeStream(Stream stream) {
+  ACLSIM_ENTER("aclrtSynchronizeStream");
+  SimStream* st = stream_or_default(stream);
+  if (!st) return fail(kInvalidParam, "aclrtSynchronizeStream", "not a stream");
+  std::string error;
+  {
+    std::unique_lock<std::mutex> lock(st->mu);
+    if (st->capture) return fail(kStreamCapture, "aclrtSynchronizeStream", "the stream is being captured");
+    st->idle.wait(lock, [&] { return st->queue.empty() && !st->busy; });
+    error.swap(st->error);
+  }
+  log_line("aclrtSynchronizeStream " + name_of("stream", st->id));
+  if (!error.empty()) return fail(kKernelFault, "aclrtSynchronizeStream", error);
+  return kSuccess;
+}
+
+Error aclrtCreateEvent(Event* event) {
+  ACLSIM_ENTER("aclrtCreateEvent");
+  if (!event) return fail(kInvalidParam, "aclrtCreateEvent", "event is null");
+  auto ev = std::make_unique<EventState>();
+  std::lock_guard<std::mutex> lock(sim().mu);
+  ev->id = sim().next_id++;
+  *event = ev.get();
+  log_line("aclrtCreateEvent " + name_of("event", ev->id));
+  sim().events[*event] = std::move(ev);
+  return kSuccess;
+}
+
+Error aclrtDestroyEvent(Event event) {
+  ACLSIM_ENTER("aclrtDestroyEvent");
+  std::lock_guard<std::mutex> lock(sim().mu);
+  auto it = sim().events.find(event);
+  if (it == sim().events.end()) return fail(kInvalidParam, "aclrtDestroyEvent", "not an event");
+  log_line("aclrtDestroyEvent " + name_of("event", it->second->id));
+  sim().events.erase(it);
+  return kSuccess;
+}
+
+Error aclrtRecordEvent(Event event, Stream stream) {
+  ACLSIM_ENTER("aclrtRecordEvent");
+  EventState* ev = find_event(event);
+  SimStream* st = stream_or_default(stream);
+  if (!ev || !st) return fail(kInvalidParam, "aclrtRecordEvent", "not an event or stream");
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(ev->mu);
+    generation = ++ev->recorded;
+  }
+  log_line("aclrtRecordEvent " + name_of("event", ev->id) + " " + name_of("stream", st->id));
+  return enqueue(st, {"record " + name_of("event", ev->id), [ev, generation] {
+                        std::lock_guard<std::mutex> lock(ev->mu);
+                        ev->completed = std::max(ev->completed, generation);
+                        ev->done.notify_all();
+                      }});
+}
+
+Error aclrtStreamWaitEvent(Stream stream, Event event) {
+  ACLSIM_ENTER("aclrtStreamWaitEvent");
+  EventState* ev = find_event(event);
+  SimStream* st = stream_or_default(stream);
+  if (!ev || !st) return fail(kInvalidParam, "aclrtStreamWaitEvent", "not an event or stream");
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(ev->mu);
+    generation = ev->recorded;  // the latest record enqueued when the wait is
+  }
+  log_line("aclrtStreamWaitEvent " + name_of("stream", st->id) + " " + name_of("event", ev->id) +
+           (generation ? "" : " (never recorded: does not wait)"));
+  return enqueue(st, {"wait " + name_of("event", ev->id), [ev, generation] {
+                        std::unique_lock<std::mutex> lock(ev->mu);
+                        ev->done.wait(lock, [&] { return ev->completed >= generation; });
+                      }});
+}
+
+Error aclrtMallocAlign32(void** ptr, size_t size, MallocPolicy policy) {
+  ACLSIM_ENTER("aclrtMallocAlign32");
+  if (!ptr || size == 0) return fail(kInvalidParam, "aclrtMallocAlign32", "null pointer or zero size");
+  Sim& s = sim();
+  std::lock_guard<std::mutex> lock(s.mu);
+  const char* cap = std::getenv("ACLSIM_DEVICE_MEMORY");
+  if (cap && s.live_bytes + size > std::strtoull(cap, nullptr, 10))
+    return fail(kBadAlloc, "aclrtMallocAlign32", "out of device memory (" + std::to_string(size) + " bytes asked, " +
+                                                     std::to_string(s.live_bytes) + " of " + cap + " in use)");
+  const size_t padded = (size + 31) / 32 * 32;
+  auto* raw = static_cast<uint8_t*>(std::aligned_alloc(64, kGuard + padded + kGuard));
+  if (!raw) return fail(kBadAlloc, "aclrtMallocAlign32", "host allocation failed");
+  std::memset(raw, kGuardByte, kGuard);
+  std::memset(raw + kGuard + size, kGuardByte, padded - size + kGuard);
+  const int id = s.next_id++;
+  s.heap[reinterpret_cast<uintptr_t>(raw + kGuard)] = {raw, size, id, true};
+  s.live_bytes += size;
+  *ptr = raw + kGuard;
+  log_line("aclrtMallocAlign32 " + name_of("mem", id) + " bytes=" + std::to_string(size) + " policy=" + std::to_string(policy));
+  return kSuccess;
+}
+
+Error aclrtFree(void* ptr) {
+  ACLSIM_ENTER("aclrtFree");
+  Sim& s = sim();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.heap.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == s.heap.end()) return fail(kInvalidParam, "aclrtFree", "not the start of a device allocation");
+  Allocation& a = it->second;
+  if (!a.live) return fail(kInvalidParam, "aclrtFree", "double free of " + name_of("mem", a.id));
+  const size_t padded = (a.size + 31) / 32 * 32;
+  std::string corrupt;
+  for (size_t i = 0; i < kGuard && corrupt.empty(); ++i)
+    if (a.raw[i] != kGuardByte) corrupt = "written before its start";
+  for (size_t i = kGuard + a.size; i < kGuard + padded + kGuard && corrupt.empty(); ++i)
+    if (a.raw[i] != kGuardByte) corrupt = "written past its end";
+  a.live = false;
+  s.live_bytes -= a.size;
+  std::memset(a.raw + kGuard, kFreedByte, a.size);  // poisoned, never reused
+  log_line("aclrtFree " + name_of("mem", a.id));
+  if (!corrupt.empty()) return fail(kBadAlloc, "aclrtFree", name_of("mem", a.id) + " was " + corrupt);
+  return kSuccess;
+}
+
+static Error check_copy(const char* call, void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind) {
+  if (!dst || !src) return fail(kInvalidParam, call, "null pointer");
+  if (count > dst_max) return fail(kInvalidParam, call, std::to_string(count) + " bytes into a destination of " + std::to_string(dst_max));
+  const bool dst_device = kind == kHostToDevice || kind == kDeviceToDevice, src_device = kind == kDeviceToHost || kind == kDeviceToDevice;
+  for (auto [p, device, what] : {std::tuple<const void*, bool, const char*>{dst, dst_device, "destination"}, {src, src_device, "source"}}) {
+    if (device) {
+      std::lock_guard<std::mutex> lock(sim().mu);
+      const std::string problem = check_range_locked(p, count);
+      if (!problem.empty()) return fail(kInvalidParam, call, std::string(what) + ": " + problem);
+    } else if (is_device(p)) {
+      return fail(kInvalidParam, call, std::string(what) + " is device memory but the copy kind says host");
+    }
+  }
+  return kSuccess;
+}
+
+static const char* kind_name(MemcpyKind kind) {
+  switch (kind) {
+    case kHostToHost: return "H2H";
+    case kHostToDevice: return "H2D";
+    case kDeviceToHost: return "D2H";
+    case kDeviceToDevice: return "D2D";
+  }
+  return "?";
+}
+
+Error aclrtMemcpy(void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind) {
+  ACLSIM_ENTER("aclrtMemcpy");
+  {
+    std::lock_guard<std::mutex> lock(sim().mu);  // synchronous copies are illegal while any stream captures
+    for (auto& [h, st] : sim().streams)
+      if (st->capture) return fail(kStreamCapture, "aclrtMemcpy", "a synchronous copy while a stream is being captured");
+  }
+  if (Error e = check_copy("aclrtMemcpy", dst, dst_max, src, count, kind)) return e;
+  std::memmove(dst, src, count);
+  log_line(std::string("aclrtMemcpy ") + kind_name(kind) + " bytes=" + std::to_string(count));
+  return kSuccess;
+}
+
+Error aclrtMemcpyAsync(void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind, Stream stream) {
+  ACLSIM_ENTER("aclrtMemcpyAsync");
+  SimStream* st = stream_or_default(stream);
+  if (!st) return fail(kInvalidParam, "aclrtMemcpyAsync", "not a stream");
+  if (Error e = check_copy("aclrtMemcpyAsync", dst, dst_max, src, count, kind)) return e;
+  log_line(std::string("aclrtMemcpyAsync ") + kind_name(kind) + " bytes=" + std::to_string(count) + " " + name_of("stream", st->id));
+  return enqueue(st, {std::string("memcpy ") + kind_name(kind), [=] {
+                        // Re-checked when it runs: the memory may have been freed since.
+                        if (kind != kHostToDevice) check_device(src, count, "memcpy source");
+                        if (kind != kDeviceToHost) check_device(dst, count, "memcpy destination");
+                        std::memmove(dst, src, count);
+                      }});
+}
+
+Error aclrtBinaryLoadFromFile(const char* path, void* options, BinHandle* handle) {
+  ACLSIM_ENTER("aclrtBinaryLoadFromFile");
+  (void)options;
+  if (!path || !handle) return fail(kInvalidParam, "aclrtBinaryLoadFromFile", "null argument");
+  void* dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) return fail(kInvalidParam, "aclrtBinaryLoadFromFile", std::string("cannot load ") + path + ": " + dlerror());
+  auto enter = reinterpret_cast<AclSimEnterBlock>(dlsym(dl, ACLSIM_ENTER_BLOCK));
+  if (!enter) {
+    dlclose(dl);
+    return fail(kInvalidParam, "aclrtBinaryLoadFromFile", std::string(path) + " is not a simulated kernel binary");
+  }
+  auto b = std::make_unique<Binary>();
+  std::lock_guard<std::mutex> lock(sim().mu);
+  b->id = sim().next_id++;
+  b->dl = dl;
+  b->path = path;
+  b->enter = enter;
+  *handle = b.get();
+  log_line("aclrtBinaryLoadFromFile " + name_of("bin", b->id));
+  sim().binaries[*handle] = std::move(b);
+  return kSuccess;
+}
+
+Error aclrtBinaryGetFunction(BinHandle handle, const char* kernel_name, FuncHandle* func) {
+  ACLSIM_ENTER("aclrtBinaryGetFunction");
+  std::lock_guard<std::mutex> lock(sim().mu);
+  auto it = sim().binaries.find(handle);
+  if (it == sim().binaries.end() || !kernel_name || !func) return fail(kInvalidParam, "aclrtBinaryGetFunction", "bad argument");
+  void* entry = dlsym(it->second->dl, kernel_name);
+  if (!entry) return fail(kInvalidParam, "aclrtBinaryGetFunction", std::string("no kernel named ") + kernel_name);
+  auto f = std::make_unique<Function>();
+  f->id = sim().next_id++;
+  f->binary = it->second.get();
+  f->entry = entry;
+  f->name = kernel_name;
+  *func = f.get();
+  log_line("aclrtBinaryGetFunction " + name_of("func", f->id) + " " + name_of("bin", it->second->id) + " " + kernel_name);
+  sim().functions[*func] = std::move(f);
+  return kSuccess;
+}
+
+Error aclrtBinaryUnLoad(BinHandle handle) {
+  ACLSIM_ENTER("aclrtBinaryUnLoad");
+  std::lock_guard<std::mutex> lock(sim().mu);
+  auto it = sim().binaries.find(handle);
+  if (it == sim().binaries.end()) return fail(kInvalidParam, "aclrtBinaryUnLoad", "not a binary");
+  for (auto f = sim().functions.begin(); f != sim().functions.end();)
+    f = f->second->binary == it->second.get() ? sim().functions.erase(f) : std::next(f);
+  log_line("aclrtBinaryUnLoad " + name_of("bin", it->second->id));
+  dlclose(it->second->dl);
+  sim().binaries.erase(it);
+  return kSuccess;
+}
+
+Error aclrtLaunchKernel(FuncHandle func, uint32_t block_dim, const void* args, size_t args_size, Stream stream) {
+  ACLSIM_ENTER("aclrtLaunchKernel");
+  Function* f;
+  {
+    std::lock_guard<std::mutex> lock(sim().mu);
+    auto it = sim().functions.find(func);
+    if (it == sim().functions.end()) return fail(kInvalidParam, "aclrtLaunchKernel", "not a function");
+    f = it->second.get();
+  }
+  SimStream* st = stream_or_default(stream);
+  if (!st) return fail(kInvalidParam, "aclrtLaunchKernel", "not a stream");
+  if (block_dim == 0 || block_dim > 65535) return fail(kInvalidParam, "aclrtLaunchKernel", "blockDim " + std::to_string(block_dim));
+  if (!args || args_size == 0 || args_size % sizeof(void*)) return fail(kInvalidParam, "aclrtLaunchKernel", "arguments are not 8-byte slots");
+  {
+    std::lock_guard<std::mutex> lock(sim().mu);  // aclrtLaunchKernel's arguments live in device memory
+    const std::string problem = check_range_locked(args, args_size);
+    if (!problem.empty()) return fail(kInvalidParam, "aclrtLaunchKernel", "argument buffer: " + problem);
+  }
+  log_line("aclrtLaunchKernel " + name_of("func", f->id) + " " + f->name + " blockDim=" + std::to_string(block_dim) + " " +
+           name_of("stream", st->id));
+  AclSimEnterBlock enter = f->binary->enter;
+  void* entry = f->entry;
+  const std::string name = f->name;
+  return enqueue(st, {"kernel " + name, [=] {
+                        // Read when the kernel starts, as the device does.
+                        check_device(args, args_size, "kernel arguments");
+                        std::vector<void*> a(args_size / sizeof(void*));
+                        std::memcpy(a.data(), args, args_size);
+                        for (uint32_t b = 0; b < block_dim; ++b) {
+                          const AclSimBlock block{b, block_dim, check_device};
+                          enter(&block);
+                          try {
+                            call_entry(entry, a.data(), a.size());
+                          } catch (const std::exception& e) {
+                            throw std::runtime_error("block " + std::to_string(b) + ": " + e.what());
+                          }
+                        }
+                      }});
+}
+
+Error aclmdlRICaptureBegin(Stream stream, CaptureMode mode) {
+  ACLSIM_ENTER("aclmdlRICaptureBegin");
+  SimStream* st = find_stream(stream);
+  if (!st) return fail(kInvalidParam, "aclmdlRICaptureBegin", "not a stream");
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (st->capture) return fail(kStreamCapture, "aclmdlRICaptureBegin", "already capturing");
+  st->capture = new Captured();
+  log_line("aclmdlRICaptureBegin " + name_of("stream", st->id) + " mode=" + std::to_string(mode));
+  return kSuccess;
+}
+
+Error aclmdlRICaptureEnd(Stream stream, ModelRI* model) {
+  ACLSIM_ENTER("aclmdlRICaptureEnd");
+  SimStream* st = find_stream(stream);
+  if (!st || !model) return fail(kInvalidParam, "aclmdlRICaptureEnd", "bad argument");
+  std::unique_ptr<Captured> c;
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    if (!st->capture) return fail(kStreamCapture, "aclmdlRICaptureEnd", "not capturing");
+    c.reset(st->capture);
+    st->capture = nullptr;
+  }
+  std::lock_guard<std::mutex> lock(sim().mu);
+  *model = c.get();
+  log_line("aclmdlRICaptureEnd " + name_of("stream", st->id) + " tasks=" + std::to_string(c->tasks.size()));
+  sim().models[*model] = std::move(c);
+  return kSuccess;
+}
+
+Error aclmdlRIExecuteAsync(ModelRI model, Stream stream) {
+  ACLSIM_ENTER("aclmdlRIExecuteAsync");
+  Captured* c;
+  {
+    std::lock_guard<std::mutex> lock(sim().mu);
+    auto it = sim().models.find(model);
+    if (it == sim().models.end()) return fail(kInvalidParam, "aclmdlRIExecuteAsync", "not a model");
+    c = it->second.get();
+  }
+  SimStream* st = find_stream(stream);
+  if (!st) return fail(kInvalidParam, "aclmdlRIExecuteAsync", "not a stream");
+  log_line("aclmdlRIExecuteAsync " + name_of("stream", st->id) + " tasks=" + std::to_string(c->tasks.size()));
+  for (const Task& t : c->tasks) enqueue(st, t);
+  return kSuccess;
+}
+
+Error aclmdlRIDestroy(ModelRI model) {
+  ACLSIM_ENTER("aclmdlRIDestroy");
+  std::lock_guard<std::mutex> lock(sim().mu);
+  if (!sim().models.erase(model)) return fail(kInvalidParam, "aclmdlRIDestroy", "not a model");
+  log_line("aclmdlRIDestroy");
+  return kSuccess;
+}
+
+}  // extern "C"

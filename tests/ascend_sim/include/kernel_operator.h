@@ -1,0 +1,297 @@
+// The subset of Ascend C (CANN's kernel_operator.h, namespace AscendC) that esgraph's kernel
+// generator emits, implemented on the host CPU so that each generated kernel compiles with the
+// host compiler and runs block by block on the simulated device. It is strict where the
+// hardware is: Unified Buffer capacity, 32-byte alignment of UB tensors and of DataCopy sizes,
+// queue protocol (AllocTensor → EnQue → DeQue → FreeTensor), operand sizes, and every global
+// memory access is bounds-checked against the simulated device heap.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "aclsim_block.h"
+
+#define __global__
+#define __aicore__
+#define __gm__
+#define GM_ADDR uint8_t*
+
+namespace AscendC {
+
+// The Unified Buffer of one vector core (Ascend 910B: 192 KiB).
+constexpr uint32_t kUbBytes = 192 * 1024;
+constexpr uint32_t kUbAlign = 32;
+
+namespace sim {
+struct Core {
+  AclSimBlock block{0, 1, nullptr};
+  alignas(64) uint8_t ub[kUbBytes];
+  uint32_t ub_used = 0;
+};
+inline thread_local Core core;
+
+[[noreturn]] inline void fault(const std::string& what) {
+  throw std::runtime_error("Ascend C: " + what);
+}
+inline void check_gm(const void* p, size_t bytes, const char* what) {
+  if (core.block.check_device) core.block.check_device(p, bytes, what);
+}
+}  // namespace sim
+
+inline int64_t GetBlockIdx() { return sim::core.block.index; }
+inline int64_t GetBlockNum() { return sim::core.block.count; }
+
+enum class TPosition { GM, VECIN, VECOUT, VECCALC, A1, A2, B1, B2, CO1, CO2 };
+using QuePosition = TPosition;
+
+template <class T>
+class LocalTensor {
+ public:
+  LocalTensor() = default;
+  LocalTensor(T* p, uint32_t size) : p_(p), size_(size) {}
+  LocalTensor operator[](uint32_t offset) const {
+    if (offset > size_) sim::fault("LocalTensor offset " + std::to_string(offset) + " beyond its " + std::to_string(size_) + " elements");
+    return LocalTensor(p_ + offset, size_ - offset);
+  }
+  T GetValue(uint32_t i) const { return at(i); }
+  void SetValue(uint32_t i, T v) { at(i) = v; }
+  uint32_t GetSize() const { return size_; }
+  // For the vector instructions: `count` elements from an aligned start.
+  T* span(uint32_t count, const char* op) const {
+    if (!p_) sim::fault(std::string(op) + ": an unallocated LocalTensor");
+    if (count > size_) sim::fault(std::string(op) + " of " + std::to_string(count) + " elements on a tensor of " + std::to_string(size_));
+    if (reinterpret_cast<uintptr_t>(p_) % kUbAlign) sim::fault(std::string(op) + ": UB tensor not 32-byte aligned");
+    return p_;
+  }
+
+ private:
+  T& at(uint32_t i) const {
+    if (i >= size_) sim::fault("LocalTensor index " + std::to_string(i) + " beyond its " + std::to_string(size_) + " elements");
+    return p_[i];
+  }
+  T* p_ = nullptr;
+  uint32_t size_ = 0;
+};
+
+template <class T>
+class GlobalTensor {
+ public:
+  void SetGlobalBuffer(T* p, uint64_t size) { p_ = p, size_ = size; }
+  void SetGlobalBuffer(T* p) { p_ = p, size_ = UINT64_MAX; }
+  GlobalTensor operator[](uint64_t offset) const {
+    GlobalTensor g;
+    g.p_ = p_ + offset;
+    g.size_ = size_ == UINT64_MAX ? size_ : size_ - std::min(offset, size_);
+    return g;
+  }
+  T GetValue(uint64_t i) const {
+    sim::check_gm(p_ + i, sizeof(T), "GlobalTensor::GetValue");
+    return p_[i];
+  }
+  T* span(uint64_t count, const char* op) const {
+    if (count > size_) sim::fault(std::string(op) + " of " + std::to_string(count) + " elements beyond the global buffer's " + std::to_string(size_));
+    sim::check_gm(p_, count * sizeof(T), op);
+    return p_;
+  }
+
+ private:
+  T* p_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+class TPipe;
+
+template <TPosition Pos, int Depth>
+class TQue {
+ public:
+  template <class T>
+  LocalTensor<T> AllocTensor() {
+    for (int i = 0; i < num_; ++i)
+      if (state_[i] == Free) {
+        state_[i] = Allocated;
+        return LocalTensor<T>(reinterpret_cast<T*>(buf_[i]), len_ / sizeof(T));
+      }
+    sim::fault("TQue::AllocTensor: all " + std::to_string(num_) + " buffers in use");
+  }
+  template <class T>
+  void EnQue(const LocalTensor<T>& t) {
+    const int i = index_of(t.span(0, "EnQue"), "EnQue");
+    if (state_[i] != Allocated) sim::fault("TQue::EnQue of a buffer not allocated");
+    state_[i] = Queued;
+    order_[tail_++ % Depth] = i;
+  }
+  template <class T>
+  LocalTensor<T> DeQue() {
+    if (head_ == tail_) sim::fault("TQue::DeQue of an empty queue");
+    const int i = order_[head_++ % Depth];
+    state_[i] = Dequeued;
+    return LocalTensor<T>(reinterpret_cast<T*>(buf_[i]), len_ / sizeof(T));
+  }
+  template <class T>
+  void FreeTensor(const LocalTensor<T>& t) {
+    const int i = index_of(t.span(0, "FreeTensor"), "FreeTensor");
+    if (state_[i] == Free || state_[i] == Queued) sim::fault("TQue::FreeTensor of a buffer not dequeued");
+    state_[i] = Free;
+  }
+
+ private:
+  friend class TPipe;
+  enum State { Free, Allocated, Queued, Dequeued };
+  int index_of(const void* p, const char* op) const {
+    for (int i = 0; i < num_; ++i)
+      if (buf_[i] == p) return i;
+    sim::fault(std::string("TQue::") + op + " of a tensor that is not one of its buffers");
+  }
+  uint8_t* buf_[Depth] = {};
+  State state_[Depth] = {};
+  int order_[Depth] = {};
+  int num_ = 0;
+  uint32_t len_ = 0;
+  uint64_t head_ = 0, tail_ = 0;
+};
+
+template <TPosition Pos>
+class TBuf {
+ public:
+  template <class T>
+  LocalTensor<T> Get() const { return LocalTensor<T>(reinterpret_cast<T*>(p_), len_ / sizeof(T)); }
+  template <class T>
+  LocalTensor<T> Get(uint32_t count) const {
+    if (count * sizeof(T) > len_) sim::fault("TBuf::Get of more than the buffer holds");
+    return LocalTensor<T>(reinterpret_cast<T*>(p_), count);
+  }
+
+ private:
+  friend class TPipe;
+  uint8_t* p_ = nullptr;
+  uint32_t len_ = 0;
+};
+
+// Allocates queues and buffers from the core's Unified Buffer, 32-byte aligned; one pipe per
+// kernel run (its buffers are the core's until the block ends).
+class TPipe {
+ public:
+  TPipe() { sim::core.ub_used = 0; }
+  template <TPosition Pos, int Depth>
+  void InitBuffer(TQue<Pos, Depth>& q, int num, uint32_t len) {
+    if (num < 1 || num > Depth) sim::fault("TPipe::InitBuffer: " + std::to_string(num) + " buffers for a queue of depth " + std::to_string(Depth));
+    q.num_ = num, q.len_ = len;
+    for (int i = 0; i < num; ++i) q.buf_[i] = take(len);
+  }
+  template <TPosition Pos>
+  void InitBuffer(TBuf<Pos>& b, uint32_t len) {
+    b.p_ = take(len), b.len_ = len;
+  }
+
+ private:
+  static uint8_t* take(uint32_t len) {
+    const uint32_t at = (sim::core.ub_used + kUbAlign - 1) / kUbAlign * kUbAlign;
+    if (uint64_t(at) + len > kUbBytes)
+      sim::fault("the Unified Buffer holds " + std::to_string(kUbBytes) + " bytes; this kernel asks for " + std::to_string(uint64_t(at) + len));
+    sim::core.ub_used = at + len;
+    return sim::core.ub + at;
+  }
+};
+
+// ---- data movement --------------------------------------------------------------------------
+struct DataCopyExtParams {
+  uint16_t blockCount = 1;
+  uint32_t blockLen = 0;  // bytes
+  uint32_t srcStride = 0, dstStride = 0;
+  uint32_t rsv = 0;
+};
+template <class T>
+struct DataCopyPadExtParams {
+  bool isPad = false;
+  uint8_t leftPadding = 0, rightPadding = 0;
+  T paddingValue = 0;
+};
+
+template <class T>
+void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t count) {
+  if (count * sizeof(T) % 32) sim::fault("DataCopy of " + std::to_string(count * sizeof(T)) + " bytes: not a multiple of 32 (use DataCopyPad)");
+  std::memcpy(dst.span(count, "DataCopy"), src.span(count, "DataCopy"), count * sizeof(T));
+}
+template <class T>
+void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count) {
+  if (count * sizeof(T) % 32) sim::fault("DataCopy of " + std::to_string(count * sizeof(T)) + " bytes: not a multiple of 32 (use DataCopyPad)");
+  std::memcpy(dst.span(count, "DataCopy"), src.span(count, "DataCopy"), count * sizeof(T));
+}
+template <class T>
+void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& p, const DataCopyPadExtParams<T>&) {
+  if (p.blockCount != 1 || p.blockLen % sizeof(T)) sim::fault("DataCopyPad: only one block of whole elements is simulated");
+  const uint32_t count = p.blockLen / sizeof(T);
+  std::memcpy(dst.span(count, "DataCopyPad"), src.span(count, "DataCopyPad"), p.blockLen);
+}
+template <class T>
+void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
+  if (p.blockCount != 1 || p.blockLen % sizeof(T)) sim::fault("DataCopyPad: only one block of whole elements is simulated");
+  const uint32_t count = p.blockLen / sizeof(T);
+  std::memcpy(dst.span(count, "DataCopyPad"), src.span(count, "DataCopyPad"), p.blockLen);
+}
+
+// ---- vector instructions ----------------------------------------------------------------------
+#define ACLSIM_BINARY(Name, expr)                                                                    \
+  template <class T>                                                                                 \
+  void Name(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, int32_t n) { \
+    T* d = dst.span(n, #Name);                                                                       \
+    const T *x = a.span(n, #Name), *y = b.span(n, #Name);                                             \
+    for (int32_t i = 0; i < n; ++i) d[i] = (expr);                                                   \
+  }
+ACLSIM_BINARY(Add, x[i] + y[i])
+ACLSIM_BINARY(Sub, x[i] - y[i])
+ACLSIM_BINARY(Mul, x[i] * y[i])
+ACLSIM_BINARY(Div, x[i] / y[i])
+ACLSIM_BINARY(Max, std::max(x[i], y[i]))
+ACLSIM_BINARY(Min, std::min(x[i], y[i]))
+#undef ACLSIM_BINARY
+
+#define ACLSIM_SCALAR(Name, expr)                                                             \
+  template <class T, class S>                                                                 \
+  void Name(const LocalTensor<T>& dst, const LocalTensor<T>& a, S scalar, int32_t n) {        \
+    T* d = dst.span(n, #Name);                                                                \
+    const T* x = a.span(n, #Name);                                                            \
+    const T s = static_cast<T>(scalar);                                                       \
+    for (int32_t i = 0; i < n; ++i) d[i] = (expr);                                            \
+  }
+ACLSIM_SCALAR(Adds, x[i] + s)
+ACLSIM_SCALAR(Muls, x[i] * s)
+ACLSIM_SCALAR(Maxs, std::max(x[i], s))
+ACLSIM_SCALAR(Mins, std::min(x[i], s))
+#undef ACLSIM_SCALAR
+
+#define ACLSIM_UNARY(Name, expr)                                                    \
+  template <class T>                                                                \
+  void Name(const LocalTensor<T>& dst, const LocalTensor<T>& a, int32_t n) {        \
+    T* d = dst.span(n, #Name);                                                      \
+    const T* x = a.span(n, #Name);                                                  \
+    for (int32_t i = 0; i < n; ++i) d[i] = static_cast<T>(expr);                   \
+  }
+ACLSIM_UNARY(Exp, std::exp(x[i]))
+ACLSIM_UNARY(Ln, std::log(x[i]))
+ACLSIM_UNARY(Abs, std::fabs(x[i]))
+ACLSIM_UNARY(Sqrt, std::sqrt(x[i]))
+ACLSIM_UNARY(Rsqrt, 1 / std::sqrt(x[i]))
+ACLSIM_UNARY(Reciprocal, 1 / x[i])
+ACLSIM_UNARY(Relu, std::max(x[i], T(0)))
+ACLSIM_UNARY(Tanh, std::tanh(x[i]))
+ACLSIM_UNARY(Erf, std::erf(x[i]))
+ACLSIM_UNARY(Sin, std::sin(x[i]))
+ACLSIM_UNARY(Cos, std::cos(x[i]))
+#undef ACLSIM_UNARY
+
+template <class T, class S>
+void Duplicate(const LocalTensor<T>& dst, S scalar, int32_t n) {
+  std::fill_n(dst.span(n, "Duplicate"), n, static_cast<T>(scalar));
+}
+
+}  // namespace AscendC
+
+// The entry the simulated device calls before each block (one definition: a kernel binary is
+// one translation unit).
+extern "C" __attribute__((visibility("default"))) void aclsim_enter_block(const AclSimBlock* block) {
+  AscendC::sim::core.block = *block;
+}
