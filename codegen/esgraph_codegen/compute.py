@@ -199,6 +199,25 @@ def to_ascendc(expr: str, inputs, attrs):
             out = tile(v)
             code.append(f"{ASCENDC_UNARY[n.func.id]}({out}, {v}, $n);")
             return ("t", out)
+        if isinstance(n, ast.Compare) or isinstance(n, ast.BoolOp):
+            # Only between scalars (attributes, literals): a condition known per kernel.
+            parts = [emit(v) for v in ([n.left, n.comparators[0]] if isinstance(n, ast.Compare) else n.values)]
+            if any(k != "s" for k, _ in parts):
+                raise NotLowerable(f"`{ast.unparse(n)}` compares tensors (masks are not lowered yet)")
+            if isinstance(n, ast.Compare):
+                return scalar(f"({parts[0][1]} {_CPP_CMPOPS[type(n.ops[0])]} {parts[1][1]})")
+            return scalar("(" + (" && " if isinstance(n.op, ast.And) else " || ").join(v for _, v in parts) + ")")
+        if isinstance(n, ast.Call) and n.func.id == "select":
+            kind, cond = emit(n.args[0])
+            if kind != "s":
+                raise NotLowerable(f"`{ast.unparse(n)}` selects by a tensor (masks are not lowered yet)")
+            out = tile()
+            for i, branch in enumerate(n.args[1:]):
+                code.append(f"if ({cond}) {{" if i == 0 else "} else {")
+                bk, bv = emit(branch)
+                code.append(f"Adds({out}, {bv}, 0.0f, $n);" if bk == "t" else f"Duplicate({out}, {bv}, $n);")
+            code.append("}")
+            return ("t", out)
         raise NotLowerable(f"`{ast.unparse(n)}` has no Ascend C lowering yet")
 
     kind, value = emit(parse(expr))

@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <sstream>
 
 #include "ascend/ascendc_ops.hpp"
@@ -63,17 +64,28 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     if (g.values[v].dtype != ir::DType::F32)
       throw Error(ErrorCode::Unsupported, "ascend: generated kernels take f32 so far; " + g.value_name(v) + " is " +
                                               ir::dtype_name(g.values[v].dtype));
-  // Each input is read elementwise or is one element broadcast to every lane.
-  std::vector<bool> scalar(grp.inputs.size());
-  std::vector<int> scalar_slot(grp.inputs.size(), -1);  // its tile among the broadcast scalars
-  int scalars = 0;
+  // Each input is streamed tile by tile, or is resident: a broadcast input whose elements repeat
+  // with a period (1 for a single element, C for a row [C] over [..., C]) fills one tile at the
+  // start, and tiles, a multiple of every period, all start at a period's start.
+  std::vector<uint64_t> period(grp.inputs.size(), 0);  // 0: streamed
+  std::vector<int> resident_slot(grp.inputs.size(), -1);
+  int residents = 0;
+  uint64_t tile_multiple = kTileAlign;
   for (size_t k = 0; k < grp.inputs.size(); ++k) {
     const ir::Shape& s = g.shape(grp.inputs[k]);
-    scalar[k] = s != grp.shape && s.num_elements() == 1;
-    if (scalar[k]) scalar_slot[k] = scalars++;
-    if (s != grp.shape && !scalar[k])
+    if (s == grp.shape) continue;
+    // A suffix of the group's dims after leading 1s: elements repeat every s.num_elements().
+    const size_t lead = s.rank() <= grp.shape.rank() ? grp.shape.rank() - s.rank() : 0;
+    size_t first = 0;
+    while (first < s.rank() && s[first] == 1) ++first;
+    bool suffix = s.rank() <= grp.shape.rank();
+    for (size_t d = first; suffix && d < s.rank(); ++d) suffix = s[d] == grp.shape[lead + d];
+    if (!suffix)
       throw Error(ErrorCode::Unsupported, "ascend: " + g.value_name(grp.inputs[k]) + " " + g.shape_str(s) + " broadcast to " +
-                                              g.shape_str(grp.shape) + " (generated kernels broadcast single elements only so far)");
+                                              g.shape_str(grp.shape) + " (generated kernels broadcast single elements and trailing rows so far)");
+    period[k] = static_cast<uint64_t>(std::max<int64_t>(1, s.num_elements()));
+    resident_slot[k] = residents++;
+    tile_multiple = std::lcm(tile_multiple, period[k]);
   }
   // Every member's lowering, and the tiles it needs.
   std::vector<const AscendCOp*> lowered;
@@ -93,16 +105,18 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     temps = std::max(temps, op->temps);
     if (grp.steps[s].output < 0) work_of[s] = work++;
   }
-  const int direct_inputs = static_cast<int>(grp.inputs.size()) - scalars;
+  const int direct_inputs = static_cast<int>(grp.inputs.size()) - residents;
   const int outputs = static_cast<int>(grp.outputs.size());
   // Tiles of f32 the Unified Buffer must hold: two per queue (double buffering), one per
   // internal result, temporary and broadcast scalar.
-  const uint32_t tiles = static_cast<uint32_t>(2 * (direct_inputs + outputs) + work + temps + scalars);
-  uint32_t tile = (kUnifiedBufferBytes - kReserveBytes) / (tiles * 4u) / kTileAlign * kTileAlign;
-  tile = std::min(tile, kMaxTile);
-  if (tile < kTileAlign) throw Error(ErrorCode::Unsupported, "ascend: the " + where + " needs more tiles than the Unified Buffer holds");
+  const uint32_t tiles = static_cast<uint32_t>(2 * (direct_inputs + outputs) + work + temps + residents);
+  const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - kReserveBytes) / (tiles * 4u), std::max<uint64_t>(kMaxTile, tile_multiple));
+  const uint32_t tile = static_cast<uint32_t>(fit / tile_multiple * tile_multiple);
+  if (tile == 0)
+    throw Error(ErrorCode::Unsupported, "ascend: the " + where + " needs more Unified Buffer than it has (" + std::to_string(tiles) +
+                                            " tiles of a multiple of " + std::to_string(tile_multiple) + " elements)");
 
-  auto in_name = [&](size_t k) { return scalar[k] ? "c[" + std::to_string(scalar_slot[k]) + " * kTile]" : "x" + std::to_string(k); };
+  auto in_name = [&](size_t k) { return period[k] ? "c[" + std::to_string(resident_slot[k]) + " * kTile]" : "x" + std::to_string(k); };
   auto result_name = [&](size_t s) {
     return grp.steps[s].output >= 0 ? "y" + std::to_string(grp.steps[s].output) : "w[" + std::to_string(work_of[s]) + " * kTile]";
   };
@@ -134,9 +148,15 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   for (size_t k = 0; k < grp.inputs.size(); ++k) {
     params << "GM_ADDR in" << k << ", ";
     args << "in" << k << ", ";
-    if (scalar[k]) {
+    if (period[k] == 1) {
       init << "    GlobalTensor<float> s" << k << ";\n    s" << k << ".SetGlobalBuffer((__gm__ float*)in" << k << ", 1);\n"
            << "    Duplicate(" << in_name(k) << ", s" << k << ".GetValue(0), static_cast<int32_t>(kTile));\n";
+      continue;
+    }
+    if (period[k] > 1) {  // the row once, then repeated along the tile
+      init << "    {\n      GlobalTensor<float> r;\n      r.SetGlobalBuffer((__gm__ float*)in" << k << ", " << period[k] << ");\n"
+           << "      LocalTensor<float> row = " << in_name(k) << ";\n      Load(row, r, " << period[k] << ");\n"
+           << "      for (uint32_t i = " << period[k] << "; i < kTile; ++i) row.SetValue(i, row.GetValue(i - " << period[k] << "));\n    }\n";
       continue;
     }
     members << "  GlobalTensor<float> gx" << k << "_;\n  TQue<QuePosition::VECIN, 2> qx" << k << "_;\n";
@@ -164,11 +184,11 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     compute_head << "    LocalTensor<float> w = work_.Get<float>();\n";
     if (temps) compute_head << "    LocalTensor<float> t = w[" << work << " * kTile];\n";
   }
-  if (scalars) {
-    members << "  TBuf<TPosition::VECCALC> scalars_;\n";
-    init.str("    pipe_.InitBuffer(scalars_, " + std::to_string(scalars) + " * kTile * sizeof(float));\n" +
-             "    LocalTensor<float> c = scalars_.Get<float>();\n" + init.str());
-    compute_head << "    LocalTensor<float> c = scalars_.Get<float>();\n";
+  if (residents) {
+    members << "  TBuf<TPosition::VECCALC> resident_;\n";
+    init.str("    pipe_.InitBuffer(resident_, " + std::to_string(residents) + " * kTile * sizeof(float));\n" +
+             "    LocalTensor<float> c = resident_.Get<float>();\n" + init.str());
+    compute_head << "    LocalTensor<float> c = resident_.Get<float>();\n";
   }
 
   std::ostringstream code;

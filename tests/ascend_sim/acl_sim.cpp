@@ -120,6 +120,7 @@ struct Sim {
   std::map<void*, std::unique_ptr<Function>> functions;
   std::map<void*, std::unique_ptr<Captured>> models;
   FILE* log = nullptr;
+  std::string log_path;
   std::mutex log_mu;
 };
 
@@ -131,9 +132,11 @@ Sim& sim() {
 void log_line(const std::string& line) {
   Sim& s = sim();
   std::lock_guard<std::mutex> lock(s.log_mu);
-  if (!s.log) {
-    const char* path = std::getenv("ACLSIM_LOG");
-    if (!path || !*path) return;
+  const char* path = std::getenv("ACLSIM_LOG");
+  if (!path || !*path) return;
+  if (!s.log || s.log_path != path) {  // a test may point the log elsewhere between models
+    if (s.log) std::fclose(s.log);
+    s.log_path = path;
     s.log = std::fopen(path, "a");
     if (!s.log) return;
   }
@@ -547,8 +550,10 @@ Error aclrtMemcpy(void* dst, size_t dst_max, const void* src, size_t count, Memc
   ACLSIM_ENTER("aclrtMemcpy");
   {
     std::lock_guard<std::mutex> lock(sim().mu);  // synchronous copies are illegal while any stream captures
-    for (auto& [h, st] : sim().streams)
+    for (auto& [h, st] : sim().streams) {
+      std::lock_guard<std::mutex> stream_lock(st->mu);
       if (st->capture) return fail(kStreamCapture, "aclrtMemcpy", "a synchronous copy while a stream is being captured");
+    }
   }
   if (Error e = check_copy("aclrtMemcpy", dst, dst_max, src, count, kind)) return e;
   std::memmove(dst, src, count);
