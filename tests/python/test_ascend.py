@@ -1,0 +1,306 @@
+"""The Ascend backend on the simulated device (backend="ascend-sim"): the real backend code (the
+AscendCL loader, kernel generation and build, device programs) against the stand-in
+libascendcl.so of tests/ascend_sim, whose call log shows the launch protocol.
+
+Values are checked against the CPU backend (itself checked against numpy in test_numerics.py)."""
+import os
+import re
+
+import numpy as np
+import pytest
+
+import esgraph
+from esgraph import ops
+
+from esgraph_op_set import OP_SET, py_name
+
+from esgraph_codegen import compute
+
+RTOL, ATOL = 1e-5, 1e-5
+
+
+@pytest.fixture(scope="module", autouse=True)
+def private_kernel_cache(tmp_path_factory):
+    """Kernels built by this module go to a cache of its own (and are shared by its tests)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ESG_KERNEL_CACHE", str(tmp_path_factory.mktemp("kernels")))
+    yield
+    mp.undo()
+
+
+@pytest.fixture
+def acl_log(tmp_path, monkeypatch):
+    """The simulator's call log of what the test does, as a list of lines (read when called)."""
+    path = tmp_path / "acl.log"
+    monkeypatch.setenv("ACLSIM_LOG", str(path))
+
+    def lines():
+        return path.read_text().splitlines() if path.exists() else []
+    return lines
+
+
+def graph_of(fn, *shapes):
+    with esgraph.GraphBuilder("g") as b:
+        xs = [b.input(f"x{i}", esgraph.f32, list(s)) for i, s in enumerate(shapes)]
+        out = fn(*xs)
+        return b.build(list(out) if isinstance(out, (tuple, list)) else [out])
+
+
+def both(graph, arrays, **options):
+    """(CPU outputs, ascend-sim outputs) of one graph."""
+    cpu = esgraph.compile(graph).run(list(arrays))
+    sim = esgraph.compile(graph, backend="ascend-sim", **options).run(list(arrays))
+    return cpu, sim
+
+
+def check_same(graph, arrays, **options):
+    cpu, sim = both(graph, arrays, **options)
+    assert len(cpu) == len(sim)
+    for c, s in zip(cpu, sim):
+        assert s.dtype == c.dtype and s.shape == c.shape
+        np.testing.assert_allclose(s, c, rtol=RTOL, atol=ATOL)
+
+
+# ---- every elementwise op with an Ascend C lowering -------------------------------------------
+def lowered_ops():
+    """Ops whose YAML expression lowers to Ascend C and whose inputs are all float tensors."""
+    found = []
+    for op in OP_SET.ops:
+        if not op.compute or any(i.optional or i.variadic for i in op.inputs):
+            continue
+        try:
+            compute.to_ascendc(op.compute, [i.name for i in op.inputs], [a.name for a in op.attrs])
+        except compute.NotLowerable:
+            continue
+        found.append(op)
+    return found
+
+
+LOWERED = lowered_ops()
+# Inputs away from zero, and positive where the math needs it (log, sqrt, division).
+POSITIVE = re.compile(r"log\(|sqrt\(|/")
+
+
+def op_inputs(op, shape, seed):
+    rng = np.random.default_rng(seed)
+    positive = bool(POSITIVE.search(op.compute))
+    arrays = []
+    for _ in op.inputs:
+        a = rng.uniform(0.2, 2.0, shape)
+        if not positive:
+            a *= rng.choice([-1.0, 1.0], shape)
+        arrays.append(a.astype(np.float32))
+    return arrays
+
+
+def test_the_lowering_covers_the_common_ops():
+    names = {op.name for op in LOWERED}
+    assert {"add", "sub", "mul", "div", "maximum", "minimum", "neg", "abs", "exp", "log", "sqrt", "rsqrt",
+            "relu", "sigmoid", "tanh", "gelu", "silu", "erf", "clip", "softplus", "hard_swish"} <= names
+
+
+# Sizes: one element; not a multiple of 8 floats (a DataCopyPad tail); several tiles that do
+# not divide evenly over the blocks. Cores: one block, fewer blocks than tiles, more.
+@pytest.mark.parametrize("op", LOWERED, ids=lambda op: op.name)
+def test_op_matches_the_cpu(op):
+    fn = getattr(ops, py_name(op.name))
+    for size, cores in ((1, 8), (37, 1), (30011, 2), (30011, 3), (30011, 64)):
+        arrays = op_inputs(op, (size,), seed=size)
+        check_same(graph_of(fn, *[a.shape for a in arrays]), arrays, ai_cores=cores)
+
+
+def test_gelu_both_forms_and_attributes():
+    x = np.linspace(-4, 4, 1001, dtype=np.float32)
+    for approximate in ("none", "tanh"):
+        check_same(graph_of(lambda t: ops.gelu(t, approximate=approximate), x.shape), [x])
+    check_same(graph_of(lambda t: ops.clip(t, min=-0.5, max=1.25), x.shape), [x])
+    check_same(graph_of(lambda t: ops.hard_sigmoid(t, alpha=0.3, beta=0.4), x.shape), [x])
+
+
+# ---- fused groups --------------------------------------------------------------------------------
+def test_a_fused_chain_is_one_kernel_with_the_same_values(acl_log):
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((2, 300, 40)).astype(np.float32)
+    g = graph_of(lambda a, b: ops.tanh(a * b + 0.5) * ops.sigmoid(a) - ops.exp(-ops.abs(b)), x.shape, w.shape)
+    check_same(g, [x, w])
+    launches = [line for line in acl_log() if line.startswith("aclrtLaunchKernel")]
+    assert len(launches) == 1  # captured once; the run replays the capture
+    unfused = esgraph.compile(g, backend="ascend-sim", fusion=False)
+    np.testing.assert_allclose(unfused(x, w), esgraph.compile(g)(x, w), rtol=RTOL, atol=ATOL)
+    assert "launches: 9 kernels" in unfused.report()
+
+
+def test_broadcast_operands_scalars_and_rows():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((64, 48)).astype(np.float32)
+    bias = rng.standard_normal(48).astype(np.float32)
+    row = rng.standard_normal((1, 48)).astype(np.float32)
+    s = np.array(0.75, np.float32)
+    g = graph_of(lambda a, b, r, c: ops.relu(a + b) * r + c, x.shape, bias.shape, row.shape, s.shape)
+    check_same(g, [x, bias, row, s])
+    odd = rng.standard_normal((100, 7)).astype(np.float32)  # rows of 7 floats: not 32-byte aligned
+    check_same(graph_of(lambda a, b: a * b, odd.shape, (7,)), [odd, odd[0].copy()], ai_cores=3)
+
+
+def test_groups_with_several_outputs_and_views():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((16, 30)).astype(np.float32)
+    g = graph_of(lambda a: (ops.reshape(ops.exp(a), [30, 16]), ops.exp(a) * 2.0, ops.squeeze(ops.unsqueeze(a + 1.0, [0]), axes=[0])),
+                 x.shape)
+    check_same(g, [x])
+
+
+def test_symbolic_sizes_compile_once_per_shape():
+    with esgraph.GraphBuilder("sym") as b:
+        x = b.input("x", esgraph.f32, ["N", 8])
+        g = b.build([ops.silu(x) + 1.0])
+    model = esgraph.compile(g, backend="ascend-sim")
+    for n in (1, 5, 300):
+        x = np.random.default_rng(n).standard_normal((n, 8)).astype(np.float32)
+        np.testing.assert_allclose(model(x), esgraph.compile(g)(x), rtol=RTOL, atol=ATOL)
+
+
+def test_empty_tensors_launch_nothing(acl_log):
+    x = np.zeros((0, 5), np.float32)
+    check_same(graph_of(lambda a: ops.exp(a) + 1.0, x.shape), [x])
+    assert not any(line.startswith("aclrtLaunchKernel") for line in acl_log())
+
+
+# ---- the launch protocol, from the call log --------------------------------------------------------
+def calls(lines, name):
+    """The successful calls of `name` in the log."""
+    return [line for line in lines if line.split(" ")[0] == name and " FAILED " not in line]
+
+
+def test_protocol_of_a_single_stream_model(acl_log):
+    x = np.random.default_rng(4).standard_normal(5000).astype(np.float32)
+    g = graph_of(lambda a: ops.tanh(ops.exp(a) - 1.0), x.shape)
+    model = esgraph.compile(g, backend="ascend-sim")
+    built = len(acl_log())
+    for _ in range(3):
+        np.testing.assert_allclose(model(x), np.tanh(np.exp(x) - 1.0), rtol=RTOL, atol=ATOL)
+    log = acl_log()
+    runs = log[built:]
+    assert len(calls(log, "aclrtMallocAlign32")) == 1  # one device allocation per model
+    # Model sinking: each run is inputs in, one replay of the captured launches, outputs out,
+    # and the only host wait at its end.
+    assert [line.split(" ")[0] for line in runs] == ["aclrtSetCurrentContext", "aclrtMemcpyAsync", "aclmdlRIExecuteAsync",
+                                                     "aclrtMemcpyAsync", "aclrtSynchronizeStream"] * 3
+    assert "one captured model" in model.report()
+    del model
+    log = acl_log()
+    for create, destroy in (("aclrtCreateStream", "aclrtDestroyStream"), ("aclrtMallocAlign32", "aclrtFree"),
+                            ("aclrtCreateContext", "aclrtDestroyContext"), ("aclrtSetDevice", "aclrtResetDevice"),
+                            ("aclrtBinaryLoadFromFile", "aclrtBinaryUnLoad"), ("aclmdlRICaptureEnd", "aclmdlRIDestroy")):
+        assert len(calls(log, create)) == len(calls(log, destroy)) >= 1, create
+    assert not any("FAILED" in line for line in log)
+
+
+def test_protocol_of_a_two_stream_model(acl_log):
+    # Four independent branches over two streams: events order the streams, the run waits once.
+    x = np.random.default_rng(5).standard_normal((4, 256)).astype(np.float32)
+
+    def branches(a):
+        parts = [ops.exp(ops.slice(a, [i], [i + 1], axes=[0]) * float(i + 1)) for i in range(4)]
+        return ops.concat([ops.tanh(p) for p in parts], axis=0)
+    g = graph_of(branches, x.shape)
+    # slice and concat have no device lowering yet: the error names them.
+    with pytest.raises(esgraph.UnsupportedError, match="no device lowering yet for concat x1, slice x4"):
+        esgraph.compile(g, backend="ascend-sim", streams=2)
+    g = graph_of(lambda a, b: (ops.tanh(ops.exp(a) * 2.0), ops.sigmoid(ops.log(ops.abs(b) + 1.0))), x.shape, x.shape)
+    model = esgraph.compile(g, backend="ascend-sim", streams=2, fusion=False)
+    for c, s in zip(esgraph.compile(g, streams=2).run([x, x]), model.run([x, x])):
+        np.testing.assert_allclose(s, c, rtol=RTOL, atol=ATOL)
+    assert "2 streams" in model.report()
+    log = acl_log()
+    run_start = max(i for i, line in enumerate(log) if line.startswith("aclrtSetCurrentContext"))
+    run = log[run_start:]
+    stream_of_launch = [re.search(r"stream#\d+", line).group(0) for line in calls(run, "aclrtLaunchKernel")]
+    assert len(set(stream_of_launch)) == 2
+    # Every wait is for an event already recorded; the streams are synchronized only at the end,
+    # after the outputs' copies are queued.
+    recorded = set()
+    for line in run:
+        event = re.search(r"event#\d+", line)
+        if line.startswith("aclrtRecordEvent"):
+            recorded.add(event.group(0))
+        elif line.startswith("aclrtStreamWaitEvent"):
+            assert event.group(0) in recorded, line
+    names = [line.split(" ")[0] for line in run]
+    first_sync = names.index("aclrtSynchronizeStream")
+    assert set(names[first_sync:]) == {"aclrtSynchronizeStream"} and len(names[first_sync:]) == 2
+    assert "aclrtMemcpyAsync" in names[:first_sync] and names[first_sync - 1] == "aclrtMemcpyAsync"
+
+
+def test_a_recompile_hits_the_kernel_cache():
+    g = graph_of(lambda a: ops.softplus(a) * 3.0 + ops.rsqrt(ops.abs(a) + 1.0), (10,))
+    first = esgraph.compile(g, backend="ascend-sim").report()
+    again = esgraph.compile(g, backend="ascend-sim").report()
+    assert "(0 from the cache" in first and "(1 from the cache" in again
+
+
+# ---- errors ------------------------------------------------------------------------------------------
+def test_real_ascend_without_cann_says_where_it_looked(monkeypatch):
+    monkeypatch.setenv("ASCEND_HOME_PATH", "/nonexistent/cann")
+    g = graph_of(lambda a: a + 1.0, (3,))
+    with pytest.raises(esgraph.BackendError) as info:
+        esgraph.compile(g, backend="ascend")
+    message = str(info.value)
+    assert "CANN's kernel compiler (ccec) not found" in message or "cannot load AscendCL" in message
+    assert "/nonexistent/cann" in message
+
+
+def test_a_missing_library_and_a_missing_symbol(monkeypatch, tmp_path):
+    g = graph_of(lambda a: a * 2.0, (3,))
+    monkeypatch.setenv("ESG_ASCEND_SIM_LIBRARY", str(tmp_path / "libascendcl.so"))
+    with pytest.raises(esgraph.BackendError, match=r"cannot load AscendCL .*libascendcl.so"):
+        esgraph.compile(g, backend="ascend-sim")
+    libz = next(p for p in ("/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libz.so.1") if os.path.exists(p))
+    monkeypatch.setenv("ESG_ASCEND_SIM_LIBRARY", libz)
+    with pytest.raises(esgraph.BackendError, match=r"libz.so.1 lacks aclInit, aclFinalize, .*aclGetRecentErrMsg"):
+        esgraph.compile(g, backend="ascend-sim")
+
+
+@pytest.mark.parametrize("call", ["aclrtMallocAlign32", "aclrtCreateStream", "aclrtBinaryLoadFromFile"])
+def test_a_failing_acl_call_is_an_error_and_leaves_nothing_behind(call, acl_log, monkeypatch):
+    g = graph_of(lambda a: ops.exp(a) + 1.0, (100,))
+    esgraph.compile(g, backend="ascend-sim")  # the kernel is built: the failure below is the device's
+    monkeypatch.setenv("ACLSIM_FAIL", call)
+    before = len(acl_log())
+    with pytest.raises(esgraph.BackendError, match=rf"ascend: {call} failed with AscendCL error 500000: .*injected"):
+        esgraph.compile(g, backend="ascend-sim")
+    log = acl_log()[before:]
+    for create, destroy in (("aclrtCreateStream", "aclrtDestroyStream"), ("aclrtMallocAlign32", "aclrtFree"),
+                            ("aclrtCreateContext", "aclrtDestroyContext"), ("aclrtSetDevice", "aclrtResetDevice")):
+        assert len(calls(log, create)) == len(calls(log, destroy)), (call, create)
+    monkeypatch.delenv("ACLSIM_FAIL")
+    x = np.ones(100, np.float32)
+    np.testing.assert_allclose(esgraph.compile(g, backend="ascend-sim")(x), np.exp(x) + 1.0, rtol=RTOL)
+
+
+def test_out_of_device_memory(monkeypatch):
+    monkeypatch.setenv("ACLSIM_DEVICE_MEMORY", "1024")
+    g = graph_of(lambda a: ops.exp(a), (100000,))
+    with pytest.raises(esgraph.BackendError, match="aclrtMallocAlign32 failed with AscendCL error 200000: .*out of device memory"):
+        esgraph.compile(g, backend="ascend-sim")
+
+
+def test_bad_options_and_ops_without_a_lowering():
+    g = graph_of(lambda a: a + 1.0, (3,))
+    with pytest.raises(esgraph.InvalidArgumentError, match="backend 'tpu'; valid: 'cpu', 'ascend', 'ascend-sim'"):
+        esgraph.compile(g, backend="tpu")
+    with pytest.raises(esgraph.InvalidArgumentError, match="ai_cores -1"):
+        esgraph.compile(g, backend="ascend-sim", ai_cores=-1)
+    with pytest.raises(esgraph.BackendError, match="device 3 does not exist"):
+        esgraph.compile(g, backend="ascend-sim", device=3)
+    with pytest.raises(esgraph.UnsupportedError, match="generated kernels take f32 so far"):
+        with esgraph.GraphBuilder("i") as b:
+            esgraph.compile(b.build([b.input("i", esgraph.i32, [3]) + 1]), backend="ascend-sim")
+    with pytest.raises(esgraph.UnsupportedError, match="compute f32 so far; is_nan gives bool"):
+        esgraph.compile(graph_of(lambda a: ops.cast(ops.is_nan(a), esgraph.f32), (3,)), backend="ascend-sim")
+    with pytest.raises(esgraph.UnsupportedError, match="floor: `floor\\(x\\)` has no Ascend C lowering yet"):
+        esgraph.compile(graph_of(lambda a: ops.floor(a) * 2.0, (3,)), backend="ascend-sim")
+    with pytest.raises(esgraph.UnsupportedError, match=r"\[4,1\] broadcast to \[4,3\]"):
+        esgraph.compile(graph_of(lambda a, b: a + b, (4, 3), (4, 1)), backend="ascend-sim")
+    with pytest.raises(esgraph.UnsupportedError, match="profile: traces come from the CPU backend only"):
+        esgraph.compile(g, backend="ascend-sim").profile(np.ones(3, np.float32), path="/tmp/never.json")
