@@ -43,6 +43,10 @@ std::vector<std::string> AclLibrary::search_paths() {
   return dirs;
 }
 
+std::string AclLibrary::simulator_path() {
+  return env("ESG_ASCEND_SIM_LIBRARY").empty() ? ESG_ASCEND_SIM_LIBRARY : env("ESG_ASCEND_SIM_LIBRARY");
+}
+
 std::shared_ptr<AclLibrary> AclLibrary::open(const std::string& path) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   const std::vector<std::string> candidates = path.empty() ? search_paths() : std::vector<std::string>{path};

@@ -19,6 +19,8 @@ class AclLibrary : public acl::Functions {
   static std::shared_ptr<AclLibrary> open(const std::string& path);
   // Where the search looks, in order (for errors and docs).
   static std::vector<std::string> search_paths();
+  // The simulated device's stand-in (ESG_ASCEND_SIM_LIBRARY, else the build tree's).
+  static std::string simulator_path();
 
   const std::string& path() const { return path_; }
   bool has_capture() const { return aclmdlRICaptureBegin != nullptr; }

@@ -20,11 +20,6 @@ constexpr size_t kAlign = 64;
 
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-std::string simulator_library() {
-  const char* v = std::getenv("ESG_ASCEND_SIM_LIBRARY");
-  return v && *v ? v : ESG_ASCEND_SIM_LIBRARY;
-}
-
 // Ops that only reinterpret their input's bytes: on the device, a copy (none when in place).
 bool is_view(const ir::OpSchema& op) {
   const std::string name = op.name;
@@ -181,7 +176,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
 
   // 3. The device: nothing is left half-initialized if a step fails.
   try {
-    acl_ = AclLibrary::open(options.simulated ? simulator_library() : "");
+    acl_ = AclLibrary::open(options.simulated ? AclLibrary::simulator_path() : "");
     ESG_ACL(*acl_, aclrtSetDevice, options.device);
     device_set_ = true;
     ESG_ACL(*acl_, aclrtCreateContext, &context_, options.device);

@@ -1,0 +1,210 @@
+// The Ascend backend's parts below the model: the generated Ascend C of a few patterns as golden
+// files (ESG_UPDATE_GOLDEN=1 rewrites them), the tiling over cores, and the simulated device's
+// own checks (it must catch what real hardware would fault on, or the backend's tests would
+// prove nothing): out-of-bounds and misaligned copies, Unified Buffer overflow, queue misuse,
+// use after free, copies of the wrong kind.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ascend/acl_library.hpp"
+#include "ascend/kernel_build.hpp"
+#include "ascend/kernel_source.hpp"
+#include "ir/builder.hpp"
+#include "ir/error.hpp"
+#include "ir/ops.gen.hpp"
+#include "runtime/fusion.hpp"
+
+using namespace esg;
+using ir::ValueId;
+
+namespace {
+
+ValueId node(ir::Builder& b, const ir::OpSchema& op, std::vector<ValueId> in, std::vector<ir::AttrArg> attrs = {}) {
+  attrs.resize(op.attrs.size());
+  return b.graph().nodes[b.add_op(op, in, attrs)].first_output;
+}
+
+ValueId scalar(ir::Builder& b, float v) { return b.add_constant(ir::DType::F32, ir::Shape{}, &v, 4); }
+
+// The one group the device would launch for the graph of `outputs`.
+std::string kernel_of(ir::Builder& b, std::vector<ValueId> outputs) {
+  const auto g = b.finish({outputs.data(), outputs.size()});
+  runtime::GroupingOptions grouping;
+  grouping.matmul_heads = false;
+  grouping.single_ops = true;
+  const auto groups = runtime::find_groups(*g, grouping);
+  REQUIRE(groups.size() == 1);
+  return ascend::generate_kernel(*g, groups[0]).code;
+}
+
+void check_golden(const std::string& name, const std::string& code) {
+  const std::string path = std::string(ESG_ASCEND_GOLDEN_DIR) + "/" + name + ".cpp";
+  const char* update = std::getenv("ESG_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    std::ofstream(path) << code;
+    return;
+  }
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "missing golden file " << path << " (run with ESG_UPDATE_GOLDEN=1)");
+  std::stringstream want;
+  want << in.rdbuf();
+  CHECK_MESSAGE(code == want.str(), "generated Ascend C differs from " << path);
+}
+
+}  // namespace
+
+TEST_CASE("generated Ascend C: golden kernels of three patterns") {
+  {
+    // A chain with a broadcast scalar: sigmoid(x * y + 1.5).
+    ir::Builder b;
+    const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{64});
+    const ValueId y = b.add_input("y", ir::DType::F32, ir::Shape{64});
+    const ValueId z = node(b, ir::ops::sigmoid, {node(b, ir::ops::add, {node(b, ir::ops::mul, {x, y}), scalar(b, 1.5f)})});
+    check_golden("chain_with_scalar", kernel_of(b, {z}));
+  }
+  {
+    // GELU's tanh form: a select on an attribute becomes a branch on a literal.
+    ir::Builder b;
+    const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{8, 8});
+    const ValueId z = node(b, ir::ops::gelu, {x}, {ir::AttrArg::of_enum(1)});
+    check_golden("gelu_tanh", kernel_of(b, {z}));
+  }
+  {
+    // A bias row broadcast over [N, 24], and two outputs.
+    ir::Builder b;
+    const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{5, 24});
+    const ValueId bias = b.add_input("bias", ir::DType::F32, ir::Shape{24});
+    const ValueId sum = node(b, ir::ops::add, {x, bias});
+    const ValueId act = node(b, ir::ops::relu, {sum});
+    const ValueId twice = node(b, ir::ops::mul, {sum, scalar(b, 2.0f)});
+    check_golden("bias_two_outputs", kernel_of(b, {act, twice}));
+  }
+}
+
+TEST_CASE("tiling: whole tiles per block, every element covered once, at most `cores` blocks") {
+  for (uint64_t total : {1ull, 63ull, 64ull, 65ull, 1000ull, 12224ull * 3 + 1}) {
+    for (uint32_t cores : {1u, 2u, 3u, 8u, 64u}) {
+      uint32_t blocks = 0;
+      const ascend::Tiling t = ascend::tile_over_cores(total, 64, cores, &blocks);
+      CHECK(t.total == total);
+      CHECK(t.per_block % 64 == 0);
+      CHECK(blocks >= 1);
+      CHECK(blocks <= cores);
+      CHECK(uint64_t(blocks) * t.per_block >= total);           // covered
+      CHECK(uint64_t(blocks - 1) * t.per_block < total);        // no empty block
+    }
+  }
+}
+
+namespace {
+
+// The simulated device, with a kernel built from hand-written Ascend C; faults come back at
+// the stream's synchronization.
+struct SimDevice {
+  std::shared_ptr<ascend::AclLibrary> acl = ascend::AclLibrary::open(ascend::AclLibrary::simulator_path());
+  ascend::acl::Stream stream = nullptr;
+  std::vector<void*> allocations;
+  SimDevice() {
+    ESG_ACL(*acl, aclrtSetDevice, 0);
+    ESG_ACL(*acl, aclrtCreateStream, &stream);
+  }
+  ~SimDevice() {
+    for (void* p : allocations) acl->aclrtFree(p);
+    acl->aclrtDestroyStream(stream);
+    acl->aclrtResetDevice(0);
+  }
+  void* malloc(size_t bytes) {
+    void* p = nullptr;
+    ESG_ACL(*acl, aclrtMallocAlign32, &p, bytes, ascend::acl::kHugeFirst);
+    allocations.push_back(p);
+    return p;
+  }
+  // Runs `body` as the kernel `k(GM_ADDR a, GM_ADDR b)` over 1 block; the sync's status and message.
+  std::pair<int, std::string> run(const std::string& body, void* a, void* b) {
+    ascend::KernelSource src;
+    src.entry = "k";
+    src.code = "#include \"kernel_operator.h\"\nusing namespace AscendC;\nextern \"C\" __global__ __aicore__ void k(GM_ADDR a, GM_ADDR b) {\n" +
+               body + "\n}\n";
+    const ascend::BuiltKernel built = ascend::build_kernel(ascend::simulator_toolchain(), src);
+    ascend::acl::BinHandle bin = nullptr;
+    ascend::acl::FuncHandle fn = nullptr;
+    ESG_ACL(*acl, aclrtBinaryLoadFromFile, built.path.c_str(), nullptr, &bin);
+    ESG_ACL(*acl, aclrtBinaryGetFunction, bin, "k", &fn);
+    void* args = malloc(16);
+    void* host_args[2] = {a, b};
+    ESG_ACL(*acl, aclrtMemcpy, args, 16, host_args, 16, ascend::acl::kHostToDevice);
+    ESG_ACL(*acl, aclrtLaunchKernel, fn, 1, args, 16, stream);
+    const int status = acl->aclrtSynchronizeStream(stream);
+    const std::string message = status ? acl->aclGetRecentErrMsg() : "";
+    acl->aclrtBinaryUnLoad(bin);
+    return {status, message};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the simulated device faults where the hardware would") {
+  SimDevice dev;
+  float* a = static_cast<float*>(dev.malloc(32 * 4));
+  float* b = static_cast<float*>(dev.malloc(64 * 4));
+  const std::string pipe = "TPipe pipe; TQue<QuePosition::VECIN, 2> q; pipe.InitBuffer(q, 2, 256 * 4);\n"
+                           "GlobalTensor<float> ga, gb; ga.SetGlobalBuffer((__gm__ float*)a, 1 << 20); gb.SetGlobalBuffer((__gm__ float*)b, 1 << 20);\n";
+  SUBCASE("a well-behaved kernel runs") {
+    const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); DataCopy(t, ga, 32); q.EnQue(t);\n"
+                                                  "t = q.DeQue<float>(); Adds(t, t, 1.0f, 32); DataCopy(gb, t, 32); q.FreeTensor(t);",
+                                           a, b);
+    CHECK(status == 0);
+  }
+  SUBCASE("reading past a device allocation") {
+    const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); DataCopy(t, ga, 64);", a, b);
+    CHECK(status == 507015);
+    CHECK(message.find("out of bounds of mem#") != std::string::npos);
+  }
+  SUBCASE("a DataCopy that is not whole 32-byte blocks") {
+    const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); DataCopy(t, ga, 7);", a, b);
+    CHECK(status == 507015);
+    CHECK(message.find("not a multiple of 32 (use DataCopyPad)") != std::string::npos);
+  }
+  SUBCASE("more Unified Buffer than the core has") {
+    const auto [status, message] = dev.run("TPipe pipe; TBuf<TPosition::VECCALC> t; pipe.InitBuffer(t, 200 * 1024);", a, b);
+    CHECK(status == 507015);
+    CHECK(message.find("the Unified Buffer holds 196608 bytes") != std::string::npos);
+  }
+  SUBCASE("dequeuing an empty queue") {
+    const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.DeQue<float>();", a, b);
+    CHECK(status == 507015);
+    CHECK(message.find("DeQue of an empty queue") != std::string::npos);
+  }
+  SUBCASE("a vector instruction longer than its operands") {
+    const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); Exp(t, t, 257);", a, b);
+    CHECK(status == 507015);
+    CHECK(message.find("Exp of 257 elements on a tensor of 256") != std::string::npos);
+  }
+}
+
+TEST_CASE("the simulated heap catches use after free and copies of the wrong kind") {
+  SimDevice dev;
+  void* p = dev.malloc(64);
+  float host[16] = {};
+  CHECK(dev.acl->aclrtMemcpy(p, 64, p, 64, ascend::acl::kHostToDevice) == 100000);  // the source is device memory
+  CHECK(std::string(dev.acl->aclGetRecentErrMsg()).find("source is device memory but the copy kind says host") != std::string::npos);
+  CHECK(dev.acl->aclrtMemcpy(host, sizeof host, p, 64, ascend::acl::kHostToDevice) == 100000);  // the destination is not
+  CHECK(std::string(dev.acl->aclGetRecentErrMsg()).find("destination: not device memory") != std::string::npos);
+  CHECK(dev.acl->aclrtMemcpy(p, 64, host, 128, ascend::acl::kHostToDevice) == 100000);  // more than the destination holds
+  void* q = dev.malloc(64);
+  dev.allocations.pop_back();
+  REQUIRE(dev.acl->aclrtFree(q) == 0);
+  CHECK(dev.acl->aclrtMemcpy(host, sizeof host, q, 64, ascend::acl::kDeviceToHost) == 100000);
+  CHECK(std::string(dev.acl->aclGetRecentErrMsg()).find("use after free") != std::string::npos);
+  CHECK(dev.acl->aclrtFree(q) == 100000);  // a double free
+  CHECK(std::string(dev.acl->aclGetRecentErrMsg()).find("double free") != std::string::npos);
+  // The loader turns a failing call into an error with AscendCL's message.
+  CHECK_THROWS_WITH_AS(ESG_ACL(*dev.acl, aclrtFree, q), doctest::Contains("ascend: aclrtFree failed with AscendCL error 100000: aclsim: aclrtFree: double free"),
+                       ir::Error);
+}
