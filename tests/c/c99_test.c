@@ -340,6 +340,44 @@ static void test_unsigned(void) {
   esg_builder_destroy(b);
 }
 
+/* The Ascend backend on the simulated device: the same model, the same values; an unknown
+ * backend is refused. */
+static void test_ascend_sim(void) {
+  esg_builder* b = esg_builder_create(NULL);
+  int64_t dims[1] = {100};
+  float x[100], y[100], two = 2.0f;
+  esg_tensor tx, ty;
+  esg_graph* g;
+  esg_model* m;
+  esg_compile_options o;
+  esg_buffer in, out;
+  int i, ok = 1;
+  char* report;
+  for (i = 0; i < 100; ++i) x[i] = (float)i - 50.0f;
+  tx = esg_input(b, "x", ESG_F32, dims, 1);
+  ty = esg_relu(esg_mul(tx, esg_constant(b, ESG_F32, NULL, 0, &two, sizeof two), NULL), NULL);
+  g = esg_builder_build(b, &ty, 1);
+  esg_compile_options_init(&o);
+  o.backend = "tpu";
+  CHECK(esg_compile(g, &o) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(esg_last_error(), "backend 'tpu'") != NULL);
+  o.backend = "ascend-sim";
+  o.ai_cores = 3;
+  m = esg_compile(g, &o);
+  CHECK(m != NULL);
+  in = buffer(x, sizeof x, ESG_F32, dims, 1);
+  out = buffer(y, sizeof y, ESG_F32, dims, 1);
+  CHECK(esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
+  for (i = 0; i < 100; ++i) ok = ok && y[i] == (x[i] > 0 ? 2 * x[i] : 0.0f);
+  CHECK(ok);
+  report = esg_model_report(m);
+  CHECK(report && strstr(report, "ascend (simulated device)") != NULL);
+  esg_free(report);
+  esg_model_destroy(m);
+  esg_graph_destroy(g);
+  esg_builder_destroy(b);
+}
+
 /* Two branches on two streams, each on its own thread; a kernel error inside a stream comes back
  * as the run's status and leaves the model usable; out-of-range options are refused. */
 static void test_streams_and_threads(void) {
@@ -472,6 +510,7 @@ int main(int argc, char** argv) {
   test_split_and_while();
   test_compile_and_run();
   test_unsigned();
+  test_ascend_sim();
   test_streams_and_threads();
   test_inspection();
   return check_summary("c99");

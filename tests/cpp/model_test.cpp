@@ -137,6 +137,25 @@ TEST_CASE("u64 arithmetic stays exact above int64's range, fused or not") {
   }
 }
 
+TEST_CASE("the Ascend backend on the simulated device: same values; a missing runtime is a BackendError") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {4, 50}), bias = b.input("bias", esg::f32, {50});
+  const esg::Graph g = b.build({esg::tanh(x + bias) * 0.5f});
+  std::vector<float> xs(200), bs(50);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.01f * static_cast<float>(i) - 1.0f;
+  for (size_t i = 0; i < bs.size(); ++i) bs[i] = 0.02f * static_cast<float>(i);
+  const std::vector<esg::HostTensor> in{esg::HostTensor::from(esg::f32, xs, {4, 50}), esg::HostTensor::from(esg::f32, bs, {50})};
+  const auto want = esg::compile(g).run(in).at(0).values<float>();
+  const auto got = esg::compile(g, esg::CompileOptions().backend("ascend-sim").ai_cores(2)).run(in).at(0).values<float>();
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+  setenv("ESG_ASCEND_SIM_LIBRARY", "/nonexistent/libascendcl.so", 1);
+  CHECK_THROWS_WITH_AS(esg::compile(g, esg::CompileOptions().backend("ascend-sim")),
+                       doctest::Contains("cannot load AscendCL (libascendcl.so)"), esg::BackendError);
+  unsetenv("ESG_ASCEND_SIM_LIBRARY");
+  CHECK_THROWS_AS(esg::compile(g, esg::CompileOptions().backend("gpu")), esg::InvalidArgumentError);
+}
+
 TEST_CASE("kernel counts: elementwise chains fuse into one kernel") {
   {
     esg::GraphBuilder b;
