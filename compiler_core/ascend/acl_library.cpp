@@ -50,20 +50,10 @@ std::string AclLibrary::simulator_path() {
 std::shared_ptr<AclLibrary> AclLibrary::open(const std::string& path) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   const std::vector<std::string> candidates = path.empty() ? search_paths() : std::vector<std::string>{path};
-  std::string tried;
-  void* handle = nullptr;
-  std::string found;
-  for (const std::string& c : candidates) {
+  for (const std::string& c : candidates)
     if (auto it = registry().find(c); it != registry().end()) return it->second;
-    dlerror();
-    handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle) {
-      found = c;
-      break;
-    }
-    const char* why = dlerror();
-    tried += "\n  " + c + ": " + (why ? why : "not found");
-  }
+  std::string found, tried;
+  void* handle = dlopen_first(candidates, &found, &tried);
   if (!handle)
     throw Error(ErrorCode::Backend, "ascend: cannot load AscendCL (" + std::string(kLibraryName) +
                                         "); install CANN and set ASCEND_HOME_PATH (source set_env.sh), or use "
@@ -98,6 +88,19 @@ std::shared_ptr<AclLibrary> AclLibrary::open(const std::string& path) {
   registry()[found] = lib;
   if (!path.empty() && path != found) registry()[path] = lib;
   return lib;
+}
+
+void* dlopen_first(const std::vector<std::string>& candidates, std::string* found, std::string* tried) {
+  for (const std::string& c : candidates) {
+    dlerror();
+    if (void* handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      *found = c;
+      return handle;
+    }
+    const char* why = dlerror();
+    *tried += "\n  " + c + ": " + (why ? why : "not found");
+  }
+  return nullptr;
 }
 
 void AclLibrary::check(acl::Error status, const char* call) const {

@@ -35,6 +35,10 @@ class AclLibrary : public acl::Functions {
   std::string path_;
 };
 
+// dlopen's the first of `candidates` that loads (RTLD_NOW | RTLD_LOCAL): its handle and path,
+// or nullptr with every candidate and dlerror's reason appended to `tried`.
+void* dlopen_first(const std::vector<std::string>& candidates, std::string* found, std::string* tried);
+
 // lib.check(lib.fn(args...), "fn"): one call, checked.
 #define ESG_ACL(lib, fn, ...) (lib).check((lib).fn(__VA_ARGS__), #fn)
 

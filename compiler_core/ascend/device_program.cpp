@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "ascend/aclnn_call.hpp"
 #include "ascend/kernel_build.hpp"
 #include "ascend/kernel_source.hpp"
 #include "ir/error.hpp"
@@ -38,24 +39,28 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
   const auto& groups = plan.groups();
 
   // 1. Everything that can fail without a device: lowering and compiling every launch.
-  std::map<std::string, int> missing;
+  std::map<std::string, std::pair<int, std::string>> missing;  // op -> count, why
   std::vector<KernelSource> sources(launches.size());
-  std::vector<bool> is_kernel(launches.size(), false);
+  std::vector<bool> is_kernel(launches.size(), false), is_aclnn(launches.size(), false);
   for (size_t i = 0; i < launches.size(); ++i) {
     const runtime::Plan::Launch& l = launches[i];
+    const ir::Node& n = g.nodes[l.node];
     if (l.group >= 0) {
       sources[i] = generate_kernel(g, groups[static_cast<size_t>(l.group)]);
       is_kernel[i] = true;
-    } else if (!is_view(*g.nodes[l.node].op)) {
-      ++missing[g.nodes[l.node].op->name];
+    } else if (!is_view(*n.op)) {
+      const std::string why = AclnnCall::unsupported(g, n);
+      is_aclnn[i] = why.empty();
+      if (!why.empty()) missing[n.op->name] = {missing[n.op->name].first + 1, why};
     }
   }
   if (!missing.empty()) {
     std::string list;
-    for (const auto& [name, count] : missing) list += (list.empty() ? "" : ", ") + name + " x" + std::to_string(count);
+    for (const auto& [name, entry] : missing)
+      list += (list.empty() ? "" : ", ") + name + " x" + std::to_string(entry.first) + " (" + entry.second + ")";
     throw Error(ErrorCode::Unsupported, "ascend: no device lowering yet for " + list +
-                                            " (generated kernels cover elementwise ops; CANN's operator library, aclnn, is not "
-                                            "called yet)");
+                                            "; generated kernels cover f32 elementwise ops, CANN's operator library (aclnn) "
+                                            "matmul, softmax, layer_norm, reduce_sum, transpose and concat");
   }
   const Toolchain toolchain = options.simulated ? simulator_toolchain() : cann_toolchain();
   std::map<std::string, int> kernel_of;  // by entry: one binary per distinct kernel
@@ -108,6 +113,11 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     std::vector<size_t> offsets;  // device offsets of the operands, then of the tiling struct
   };
   std::vector<PendingArgs> pending;
+  struct PendingCall {
+    ir::NodeId node;
+    std::vector<size_t> in, out;  // device offsets; SIZE_MAX for an absent optional input
+  };
+  std::vector<PendingCall> pending_calls;
   std::vector<int> launch_index(launches.size(), -1);
   const uint32_t cores = static_cast<uint32_t>(options.ai_cores > 0 ? options.ai_cores : options.simulated ? 8 : 20);
   for (size_t i = 0; i < launches.size(); ++i) {
@@ -130,6 +140,17 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       p.image_offset = d.args_at - image_at;
       if (total == 0) continue;  // nothing to compute: no launch (events below still record)
       pending.push_back(std::move(p));
+    } else if (is_aclnn[i]) {
+      const ir::Node& n = g.nodes[l.node];
+      PendingCall c{l.node, {}, {}};
+      for (uint32_t k = 0; k < n.num_inputs - n.num_captures; ++k) {
+        const ir::ValueId v = g.operands[n.first_input + k];
+        c.in.push_back(v == ir::kNone ? SIZE_MAX : slot_offset(l.in[k], v));
+      }
+      for (uint32_t k = 0; k < n.num_outputs; ++k) c.out.push_back(slot_offset(l.out[k], n.first_output + k));
+      d.kind = DeviceLaunch::Aclnn;
+      d.call = static_cast<int>(pending_calls.size());
+      pending_calls.push_back(std::move(c));
     } else {
       const ir::Node& n = g.nodes[l.node];
       d.kind = DeviceLaunch::Copy;
@@ -200,6 +221,28 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       ESG_ACL(*acl_, aclrtBinaryLoadFromFile, k.path.c_str(), nullptr, &k.binary);
       ESG_ACL(*acl_, aclrtBinaryGetFunction, k.binary, k.entry.c_str(), &k.function);
     }
+    // Ops of CANN's library: descriptors over their operands' final addresses, each planned
+    // once here for its workspace size (the executors serve the capture or the first run).
+    // Ops on one stream run one after another and share a workspace; streams have their own.
+    if (!pending_calls.empty()) {
+      aclnn_ = AclnnLibrary::open(*acl_);
+      std::vector<uint64_t> need(streams_.size(), 0);
+      for (const PendingCall& c : pending_calls) {
+        std::vector<void*> in, out;
+        for (size_t o : c.in) in.push_back(o == SIZE_MAX ? nullptr : at(o));
+        for (size_t o : c.out) out.push_back(at(o));
+        calls_.push_back(std::make_unique<AclnnCall>(*aclnn_, g, g.nodes[c.node], in, out));
+        uint64_t bytes = 0;
+        planned_.push_back(calls_.back()->plan(&bytes));
+        planned_bytes_.push_back(bytes);
+      }
+      for (const DeviceLaunch& d : launches_)
+        if (d.kind == DeviceLaunch::Aclnn)
+          need[static_cast<size_t>(d.stream)] = std::max(need[static_cast<size_t>(d.stream)], planned_bytes_[static_cast<size_t>(d.call)]);
+      size_t total = 0;
+      for (uint64_t n : need) workspace_at_.push_back(total), workspace_bytes_.push_back(n), total += align_up(n);
+      if (total) ESG_ACL(*acl_, aclrtMallocAlign32, &workspace_, total, acl::kHugeFirst);
+    }
     // Model sinking: a single-stream model is captured once and replayed as one submission.
     if (!acl_->has_capture()) {
       capture_note_ = "replays the launch list (this AscendCL has no stream capture)";
@@ -208,7 +251,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     } else if (acl_->aclmdlRICaptureBegin(streams_[0], acl::kCaptureGlobal) != acl::kSuccess) {
       capture_note_ = std::string("replays the launch list (capture refused: ") + acl_->aclGetRecentErrMsg() + ")";
     } else {
-      enqueue_launches();
+      enqueue_launches(true);
       ESG_ACL(*acl_, aclmdlRICaptureEnd, streams_[0], &captured_);
       capture_note_ = "one captured model (aclmdlRI) per run";
     }
@@ -218,7 +261,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
   }
 }
 
-void DeviceProgram::enqueue_launches() const {
+void DeviceProgram::enqueue_launches(bool planned) const {
   const AclLibrary& acl = *acl_;
   if (streams_.size() > 1) {  // every stream starts once the inputs are in
     ESG_ACL(acl, aclrtRecordEvent, join_events_[0], streams_[0]);
@@ -229,6 +272,15 @@ void DeviceProgram::enqueue_launches() const {
     for (int e : d.wait_events) ESG_ACL(acl, aclrtStreamWaitEvent, stream, events_[static_cast<size_t>(e)]);
     if (d.kind == DeviceLaunch::Kernel) {
       ESG_ACL(acl, aclrtLaunchKernel, kernels_[static_cast<size_t>(d.kernel)].function, d.blocks, at(d.args_at), d.args_bytes, stream);
+    } else if (d.kind == DeviceLaunch::Aclnn) {
+      const AclnnCall& call = *calls_[static_cast<size_t>(d.call)];
+      const size_t s = static_cast<size_t>(d.stream);
+      uint64_t bytes = planned_bytes_[static_cast<size_t>(d.call)];
+      aclnn::Executor* executor = planned ? planned_[static_cast<size_t>(d.call)] : call.plan(&bytes);
+      if (bytes > workspace_bytes_[s])
+        throw Error(ErrorCode::Backend, std::string("ascend: ") + call.name() + " now asks for a workspace of " + std::to_string(bytes) +
+                                            " bytes, more than the " + std::to_string(workspace_bytes_[s]) + " it asked for at build");
+      call.queue(bytes ? static_cast<uint8_t*>(workspace_) + workspace_at_[s] : nullptr, bytes, executor, stream);
     } else if (d.copy_bytes && d.copy_from != d.copy_to) {
       ESG_ACL(acl, aclrtMemcpyAsync, at(d.copy_to), d.copy_bytes, at(d.copy_from), d.copy_bytes, acl::kDeviceToDevice, stream);
     }
@@ -249,8 +301,12 @@ void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::v
     const size_t bytes = value_bytes(g, g.inputs()[i]);
     if (bytes) ESG_ACL(acl, aclrtMemcpyAsync, at(input_at_[i]), bytes, inputs[i].bytes, bytes, acl::kHostToDevice, streams_[0]);
   }
-  if (captured_) ESG_ACL(acl, aclmdlRIExecuteAsync, captured_, streams_[0]);
-  else enqueue_launches();
+  if (captured_) {
+    ESG_ACL(acl, aclmdlRIExecuteAsync, captured_, streams_[0]);
+  } else {
+    enqueue_launches(!ran_);  // the executors planned at build serve the first run
+    ran_ = true;
+  }
   for (size_t o = 0; o < outputs.size(); ++o) {
     const size_t bytes = value_bytes(g, g.outputs()[o]);
     if (bytes) ESG_ACL(acl, aclrtMemcpyAsync, outputs[o].bytes, bytes, at(output_at_[o]), bytes, acl::kDeviceToHost, streams_[0]);
@@ -270,8 +326,18 @@ std::string DeviceProgram::report() const {
       << "  kernels: " << kernels_.size() << " generated (" << cached << " from the cache " << kernel_cache_dir() << ")\n";
   for (const LoadedKernel& k : kernels_) out << "    " << k.entry << ": " << k.ops << " (tile " << k.tile << ")\n";
   size_t copies = 0;
-  for (const DeviceLaunch& d : launches_) copies += d.kind == DeviceLaunch::Copy;
-  out << "  launches: " << launches_.size() - copies << " kernels, " << copies << " device copies; " << streams_.size()
+  std::map<std::string, int> by_call;
+  for (const DeviceLaunch& d : launches_) {
+    copies += d.kind == DeviceLaunch::Copy;
+    if (d.kind == DeviceLaunch::Aclnn) ++by_call[calls_[static_cast<size_t>(d.call)]->name()];
+  }
+  size_t workspace = 0;
+  for (uint64_t n : workspace_bytes_) workspace += n;
+  out << "  aclnn: " << calls_.size() << " ops";
+  for (const auto& [name, count] : by_call) out << " " << name << " x" << count;
+  out << (workspace ? ", workspace of " + std::to_string(workspace) + " bytes (a second allocation)" : std::string()) << "\n";
+  out << "  launches: " << launches_.size() - copies - calls_.size() << " kernels, " << calls_.size() << " aclnn ops, " << copies
+      << " device copies; " << streams_.size()
       << " streams, " << events_.size() << " events\n"
       << "  run: " << capture_note_ << "\n";
   return out.str();
@@ -293,6 +359,8 @@ void DeviceProgram::release() noexcept {
     if (e) acl.aclrtDestroyEvent(e), e = nullptr;
   for (acl::Stream& s : streams_)
     if (s) acl.aclrtDestroyStream(s), s = nullptr;
+  calls_.clear();  // descriptors before the memory they describe
+  if (workspace_) acl.aclrtFree(workspace_), workspace_ = nullptr;
   if (memory_) acl.aclrtFree(memory_), memory_ = nullptr;
   if (context_) acl.aclrtDestroyContext(context_), context_ = nullptr;
   if (device_set_) acl.aclrtResetDevice(options_.device), device_set_ = false;

@@ -4,8 +4,10 @@
 // - One device allocation per model (aclrtMallocAlign32), laid out as the plan's arena, then
 //   the inputs and outputs, the constants, each kernel's tiling struct and argument slots: every
 //   address a launch uses is fixed when the model is built, so a run uploads nothing but inputs.
-// - Each fused elementwise group runs as its generated Ascend C kernel; view ops (reshape,
-//   squeeze, unsqueeze) as device-to-device copies.
+// - Each fused elementwise group runs as its generated Ascend C kernel; matmul, softmax,
+//   layer_norm, reduce_sum, transpose and concat through CANN's operator library (aclnn); view
+//   ops (reshape, squeeze, unsqueeze) as device-to-device copies. aclnn workspaces, when the
+//   library asks for any, are a second allocation.
 // - The plan's streams map one-to-one to ACL streams and its events to ACL events; a run is
 //   inputs copied in, the launches (or, for a single-stream model on a CANN that can capture
 //   streams, one replay of the captured launches: model sinking), outputs copied out, and a
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "ascend/acl_library.hpp"
+#include "ascend/aclnn_call.hpp"
 #include "eval/host_tensor.hpp"
 #include "runtime/model.hpp"
 
@@ -42,8 +45,9 @@ class DeviceProgram {
 
  private:
   struct DeviceLaunch {
-    enum Kind : uint8_t { Kernel, Copy } kind;
+    enum Kind : uint8_t { Kernel, Aclnn, Copy } kind;
     int kernel = -1;           // into kernels_
+    int call = -1;             // into calls_
     uint32_t blocks = 0;
     size_t args_at = 0, args_bytes = 0;  // in the device allocation
     size_t copy_from = 0, copy_to = 0, copy_bytes = 0;
@@ -58,7 +62,8 @@ class DeviceProgram {
     uint32_t tile = 0;
     bool from_cache = false;
   };
-  void enqueue_launches() const;
+  // Queues the launch list; aclnn ops use their executors planned at build, or plan anew.
+  void enqueue_launches(bool planned) const;
   void release() noexcept;
   uint8_t* at(size_t offset) const { return static_cast<uint8_t*>(memory_) + offset; }
 
@@ -75,6 +80,14 @@ class DeviceProgram {
   std::vector<size_t> input_at_, output_at_;
   std::vector<LoadedKernel> kernels_;
   std::vector<DeviceLaunch> launches_;
+  std::shared_ptr<AclnnLibrary> aclnn_;
+  std::vector<std::unique_ptr<AclnnCall>> calls_;
+  std::vector<aclnn::Executor*> planned_;
+  std::vector<uint64_t> planned_bytes_;
+  void* workspace_ = nullptr;               // aclnn workspaces: per stream, ops of a stream share theirs
+  std::vector<size_t> workspace_at_;
+  std::vector<uint64_t> workspace_bytes_;
+  mutable bool ran_ = false;
   acl::ModelRI captured_ = nullptr;
   std::string capture_note_;
   mutable std::mutex run_mu_;

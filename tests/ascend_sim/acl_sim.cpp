@@ -12,7 +12,8 @@
 //   include/kernel_operator.h; a launch runs its blocks one after the other on the stream.
 // - A call log (ACLSIM_LOG=path) records every call with its objects, so tests can check the
 //   launch protocol. ACLSIM_FAIL=name makes every call of that function fail;
-//   ACLSIM_DEVICE_MEMORY caps the device heap (bytes).
+//   ACLSIM_DEVICE_MEMORY caps the device heap (bytes); ACLSIM_NO_CAPTURE=1 refuses stream
+//   capture, as CANN before 8.1 does; ACLSIM_DEVICES sets the device count (default 1).
 #include <dlfcn.h>
 
 #include <atomic>
@@ -31,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "aclnn_sim.hpp"
 #include "aclsim_block.h"
 #include "ascend/acl_api.hpp"
 
@@ -52,6 +54,7 @@ constexpr Error kInvalidDevice = 107001;   // ACL_ERROR_RT_INVALID_DEVICEID
 constexpr Error kStreamCapture = 107027;   // ACL_ERROR_RT_STREAM_CAPTURED
 constexpr Error kKernelFault = 507015;  // ACL_ERROR_RT_AICORE_EXCEPTION
 constexpr Error kInjected = 500000;     // ACL_ERROR_INTERNAL_ERROR
+constexpr Error kFeatureNotSupported = 207000;  // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
 
 constexpr size_t kGuard = 64;
 constexpr uint8_t kGuardByte = 0xA5, kFreedByte = 0xDD;
@@ -671,6 +674,8 @@ Error aclrtLaunchKernel(FuncHandle func, uint32_t block_dim, const void* args, s
 
 Error aclmdlRICaptureBegin(Stream stream, CaptureMode mode) {
   ACLSIM_ENTER("aclmdlRICaptureBegin");
+  if (const char* off = std::getenv("ACLSIM_NO_CAPTURE"); off && *off && std::strcmp(off, "0") != 0)
+    return fail(kFeatureNotSupported, "aclmdlRICaptureBegin", "stream capture is off (ACLSIM_NO_CAPTURE), as on CANN before 8.1");
   SimStream* st = find_stream(stream);
   if (!st) return fail(kInvalidParam, "aclmdlRICaptureBegin", "not a stream");
   std::lock_guard<std::mutex> lock(st->mu);
@@ -721,5 +726,15 @@ Error aclmdlRIDestroy(ModelRI model) {
   log_line("aclmdlRIDestroy");
   return kSuccess;
 }
+
+// ---- hooks for the simulated operator library (aclnn_sim.hpp) -------------------------------------
+__attribute__((visibility("default"))) int aclsim_enqueue(void* stream, const char* what, std::function<void()>* task) {
+  SimStream* st = stream_or_default(stream);
+  if (!st) return fail(kInvalidParam, what, "not a stream");
+  return enqueue(st, {what, std::move(*task)});
+}
+__attribute__((visibility("default"))) void aclsim_check_device(const void* p, size_t bytes, const char* what) { check_device(p, bytes, what); }
+__attribute__((visibility("default"))) void aclsim_fail(const char* call, const char* message) { fail(kInvalidParam, call, message); }
+__attribute__((visibility("default"))) void aclsim_log(const char* line) { log_line(line); }
 
 }  // extern "C"

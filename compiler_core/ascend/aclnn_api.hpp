@@ -1,0 +1,68 @@
+// The part of CANN's operator library the Ascend backend calls for ops it does not generate
+// kernels for: tensor descriptors from libnnopbase.so and the two-phase aclnn ops from
+// libopapi.so (aclnnXxxGetWorkspaceSize plans the op and sizes its workspace, aclnnXxx queues
+// it on a stream). Declared from CANN's aclnn/acl_meta.h and the op headers (docs/ascend.md),
+// resolved by name at run time like AscendCL itself.
+#pragma once
+#include <cstdint>
+
+#include "ascend/acl_api.hpp"
+
+namespace esg::ascend::aclnn {
+
+using Status = int32_t;  // aclnnStatus; 0 is success
+struct Tensor;           // aclTensor
+struct IntArray;         // aclIntArray
+struct TensorList;       // aclTensorList
+struct Executor;         // aclOpExecutor: one planned op, consumed by its run
+
+enum DataType : int32_t {  // aclDataType
+  kFloat = 0, kFloat16 = 1, kInt8 = 2, kInt32 = 3, kUint8 = 4, kInt16 = 6, kUint16 = 7, kUint32 = 8,
+  kInt64 = 9, kUint64 = 10, kDouble = 11, kBool = 12, kBf16 = 27,
+};
+enum Format : int32_t { kFormatNd = 2 };  // aclFormat: ACL_FORMAT_ND
+
+// libnnopbase.so. aclCreateTensor takes the view (dims, strides and offset in elements) over
+// storage of `storage_dims` at `data` (device memory).
+#define ESG_ACLNN_BASE_FUNCTIONS(X)                                                                          \
+  X(aclCreateTensor, Tensor*,                                                                                   \
+    (const int64_t* view_dims, uint64_t view_rank, DataType dtype, const int64_t* strides, int64_t offset,     \
+     Format format, const int64_t* storage_dims, uint64_t storage_rank, void* data))                            \
+  X(aclDestroyTensor, Status, (const Tensor* tensor))                                                          \
+  X(aclCreateIntArray, IntArray*, (const int64_t* values, uint64_t size))                                      \
+  X(aclDestroyIntArray, Status, (const IntArray* array))                                                       \
+  X(aclCreateTensorList, TensorList*, (const Tensor* const* values, uint64_t size))                            \
+  X(aclDestroyTensorList, Status, (const TensorList* list))
+
+// libopapi.so: each op's planning half; the running half has one signature for all (ESG_ACLNN_RUN).
+#define ESG_ACLNN_PLAN_FUNCTIONS(X)                                                                          \
+  X(aclnnMatmulGetWorkspaceSize, Status,                                                                        \
+    (const Tensor* self, const Tensor* mat2, Tensor* out, int8_t cube_math_type, uint64_t* workspace_size,      \
+     Executor** executor))                                                                                      \
+  X(aclnnSoftmaxGetWorkspaceSize, Status,                                                                       \
+    (const Tensor* self, int64_t dim, Tensor* out, uint64_t* workspace_size, Executor** executor))             \
+  X(aclnnLayerNormGetWorkspaceSize, Status,                                                                     \
+    (const Tensor* input, const IntArray* normalized_shape, const Tensor* weight, const Tensor* bias, double eps, \
+     Tensor* out, Tensor* mean_out, Tensor* rstd_out, uint64_t* workspace_size, Executor** executor))          \
+  X(aclnnReduceSumGetWorkspaceSize, Status,                                                                     \
+    (const Tensor* self, const IntArray* dims, bool keep_dims, DataType dtype, Tensor* out,                     \
+     uint64_t* workspace_size, Executor** executor))                                                            \
+  X(aclnnPermuteGetWorkspaceSize, Status,                                                                       \
+    (const Tensor* self, const IntArray* dims, Tensor* out, uint64_t* workspace_size, Executor** executor))   \
+  X(aclnnCatGetWorkspaceSize, Status,                                                                           \
+    (const TensorList* tensors, int64_t dim, Tensor* out, uint64_t* workspace_size, Executor** executor))
+
+#define ESG_ACLNN_RUN_FUNCTIONS(X) X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnPermute) X(aclnnCat)
+using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
+
+struct Functions {
+#define ESG_ACLNN_POINTER(name, ret, params) ret(*name) params = nullptr;
+  ESG_ACLNN_BASE_FUNCTIONS(ESG_ACLNN_POINTER)
+  ESG_ACLNN_PLAN_FUNCTIONS(ESG_ACLNN_POINTER)
+#undef ESG_ACLNN_POINTER
+#define ESG_ACLNN_RUN_POINTER(name) RunFn name = nullptr;
+  ESG_ACLNN_RUN_FUNCTIONS(ESG_ACLNN_RUN_POINTER)
+#undef ESG_ACLNN_RUN_POINTER
+};
+
+}  // namespace esg::ascend::aclnn

@@ -1,0 +1,141 @@
+#include "ascend/aclnn_call.hpp"
+
+#include <numeric>
+
+#include "eval/kernels.hpp"
+#include "ir/error.hpp"
+
+namespace esg::ascend {
+namespace {
+
+// Reads the node's attributes by name (the evaluator's accessors, with no operands).
+eval::KernelCall attrs_of(const ir::Graph& g, const ir::Node& n) { return eval::KernelCall{g, n, {}, {}, nullptr}; }
+
+int64_t normalized(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+
+}  // namespace
+
+std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
+  const std::string op = n.op->name;
+  if (op != "matmul" && op != "softmax" && op != "layer_norm" && op != "reduce_sum" && op != "transpose" && op != "concat")
+    return "no aclnn mapping";
+  for (uint32_t i = 0; i < n.num_inputs; ++i) {
+    const ir::ValueId v = g.operands[n.first_input + i];
+    if (v != ir::kNone && g.values[v].dtype != ir::DType::F32) return "f32 only so far";
+  }
+  const eval::KernelCall a = attrs_of(g, n);
+  if (op == "softmax" && (n.num_inputs > 1 && g.operands[n.first_input + 1] != ir::kNone)) return "a mask (aclnnSoftmax has none)";
+  if (op == "softmax" && a.attr_float("scale") != 1.0) return "a scale (aclnnSoftmax has none)";
+  return "";
+}
+
+aclnn::Tensor* AclnnCall::tensor(const ir::Graph& g, ir::ValueId v, void* data, bool transpose_last_two) {
+  const ir::Shape& s = g.shape(v);
+  std::vector<int64_t> dims(s.begin(), s.end()), strides(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * std::max<int64_t>(dims[d], 1);
+  const std::vector<int64_t> storage = dims;
+  if (transpose_last_two && dims.size() >= 2) {  // a strided view: no copy
+    std::swap(dims[dims.size() - 1], dims[dims.size() - 2]);
+    std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
+  }
+  aclnn::Tensor* t = lib_.aclCreateTensor(dims.data(), dims.size(), aclnn::kFloat, strides.data(), 0, aclnn::kFormatNd, storage.data(),
+                                          storage.size(), data);
+  if (!t) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateTensor failed for " + g.value_name(v));
+  return t;
+}
+
+AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node& n, const std::vector<void*>& in,
+                     const std::vector<void*>& out)
+    : lib_(lib), op_(n.op->name) {
+  const eval::KernelCall a = attrs_of(g, n);
+  const ir::ValueId x = g.operands[n.first_input];
+  const size_t rank = g.shape(x).rank();
+  try {
+    for (uint32_t i = 0; i < n.num_outputs; ++i) out_.push_back(tensor(g, n.first_output + i, out[i]));
+    if (op_ == "matmul") {
+      name_ = "aclnnMatmul";
+      in_.push_back(tensor(g, x, in[0], a.attr_int("transpose_a") != 0));
+      in_.push_back(tensor(g, g.operands[n.first_input + 1], in[1], a.attr_int("transpose_b") != 0));
+    } else if (op_ == "softmax") {
+      name_ = "aclnnSoftmax";
+      in_.push_back(tensor(g, x, in[0]));
+      dim_ = normalized(a.attr_int("axis"), rank);
+    } else if (op_ == "layer_norm") {
+      name_ = "aclnnLayerNorm";
+      in_.push_back(tensor(g, x, in[0]));
+      for (uint32_t i = 1; i < 3; ++i) {  // weight and bias, each optional
+        const ir::ValueId v = i < n.num_inputs ? g.operands[n.first_input + i] : ir::kNone;
+        in_.push_back(v == ir::kNone ? nullptr : tensor(g, v, in[i]));
+      }
+      const ir::Shape& s = g.shape(x);
+      const std::vector<int64_t> normalized_shape(s.begin() + normalized(a.attr_int("axis"), rank), s.end());
+      ints_ = lib_.aclCreateIntArray(normalized_shape.data(), normalized_shape.size());
+      epsilon_ = a.attr_float("epsilon");
+    } else if (op_ == "reduce_sum") {
+      name_ = "aclnnReduceSum";
+      in_.push_back(tensor(g, x, in[0]));
+      std::vector<int64_t> axes;
+      for (int64_t axis : a.ints("axes")) axes.push_back(normalized(axis, rank));
+      if (axes.empty()) axes.resize(rank), std::iota(axes.begin(), axes.end(), 0);  // every axis
+      ints_ = lib_.aclCreateIntArray(axes.data(), axes.size());
+      keep_dims_ = a.attr_int("keepdims") != 0;
+    } else if (op_ == "transpose") {
+      name_ = "aclnnPermute";
+      in_.push_back(tensor(g, x, in[0]));
+      std::vector<int64_t> perm;
+      for (int64_t p : a.ints("perm")) perm.push_back(normalized(p, rank));
+      if (perm.empty())
+        for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));  // the default: reversed
+      ints_ = lib_.aclCreateIntArray(perm.data(), perm.size());
+    } else if (op_ == "concat") {
+      name_ = "aclnnCat";
+      for (uint32_t i = 0; i < n.num_inputs; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
+      list_ = lib_.aclCreateTensorList(in_.data(), in_.size());
+      dim_ = normalized(a.attr_int("axis"), rank);
+    } else {
+      throw ir::Error(ir::ErrorCode::Internal, "ascend: no aclnn mapping for " + op_);
+    }
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
+  aclnn::Executor* e = nullptr;
+  *workspace = 0;
+  if (op_ == "matmul")
+    ESG_ACLNN(lib_, aclnnMatmulGetWorkspaceSize, in_[0], in_[1], out_[0], int8_t{0}, workspace, &e);  // KEEP_DTYPE: f32 stays f32
+  else if (op_ == "softmax")
+    ESG_ACLNN(lib_, aclnnSoftmaxGetWorkspaceSize, in_[0], dim_, out_[0], workspace, &e);
+  else if (op_ == "layer_norm")
+    ESG_ACLNN(lib_, aclnnLayerNormGetWorkspaceSize, in_[0], ints_, in_[1], in_[2], epsilon_, out_[0], nullptr, nullptr, workspace, &e);
+  else if (op_ == "reduce_sum")
+    ESG_ACLNN(lib_, aclnnReduceSumGetWorkspaceSize, in_[0], ints_, keep_dims_, aclnn::kFloat, out_[0], workspace, &e);
+  else if (op_ == "transpose")
+    ESG_ACLNN(lib_, aclnnPermuteGetWorkspaceSize, in_[0], ints_, out_[0], workspace, &e);
+  else
+    ESG_ACLNN(lib_, aclnnCatGetWorkspaceSize, list_, dim_, out_[0], workspace, &e);
+  return e;
+}
+
+void AclnnCall::queue(void* workspace, uint64_t bytes, aclnn::Executor* e, acl::Stream stream) const {
+  const aclnn::RunFn run = op_ == "matmul" ? lib_.aclnnMatmul : op_ == "softmax" ? lib_.aclnnSoftmax
+                           : op_ == "layer_norm" ? lib_.aclnnLayerNorm : op_ == "reduce_sum" ? lib_.aclnnReduceSum
+                           : op_ == "transpose" ? lib_.aclnnPermute : lib_.aclnnCat;
+  lib_.check(run(workspace, bytes, e, stream), name_);
+}
+
+AclnnCall::~AclnnCall() { release(); }
+
+void AclnnCall::release() noexcept {
+  // The list takes its tensors (aclDestroyTensorList releases them too); the rest one by one.
+  if (list_) lib_.aclDestroyTensorList(list_), list_ = nullptr, in_.clear();
+  for (aclnn::Tensor* t : in_)
+    if (t) lib_.aclDestroyTensor(t);
+  for (aclnn::Tensor* t : out_) lib_.aclDestroyTensor(t);
+  in_.clear(), out_.clear();
+  if (ints_) lib_.aclDestroyIntArray(ints_), ints_ = nullptr;
+}
+
+}  // namespace esg::ascend

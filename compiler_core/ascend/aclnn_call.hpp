@@ -1,0 +1,46 @@
+// One graph op run through CANN's operator library: its aclnn descriptors, made once when the
+// device program is built (the operands' device addresses are fixed by then), and the two
+// phases of each run: plan (workspace size and executor) and queue on a stream.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ascend/aclnn_library.hpp"
+#include "ir/graph.hpp"
+
+namespace esg::ascend {
+
+class AclnnCall {
+ public:
+  // Why the op cannot go through aclnn (empty when it can): which ops, dtypes and attributes
+  // have a mapping.
+  static std::string unsupported(const ir::Graph& g, const ir::Node& n);
+
+  // `in` and `out`: device addresses of the node's inputs (nullptr for an absent optional one)
+  // and outputs.
+  AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node& n, const std::vector<void*>& in,
+            const std::vector<void*>& out);
+  ~AclnnCall();
+  AclnnCall(const AclnnCall&) = delete;
+  AclnnCall& operator=(const AclnnCall&) = delete;
+
+  aclnn::Executor* plan(uint64_t* workspace_bytes) const;
+  void queue(void* workspace, uint64_t workspace_bytes, aclnn::Executor* executor, acl::Stream stream) const;
+  const char* name() const { return name_; }
+
+ private:
+  aclnn::Tensor* tensor(const ir::Graph& g, ir::ValueId v, void* data, bool transpose_last_two = false);
+  void release() noexcept;
+
+  const AclnnLibrary& lib_;
+  const char* name_ = "";  // the aclnn op
+  std::string op_;    // the graph op
+  std::vector<aclnn::Tensor*> in_, out_;
+  aclnn::IntArray* ints_ = nullptr;
+  aclnn::TensorList* list_ = nullptr;
+  int64_t dim_ = 0;
+  double epsilon_ = 0;
+  bool keep_dims_ = false;
+};
+
+}  // namespace esg::ascend

@@ -1,0 +1,42 @@
+// The simulated operator library's objects (libnnopbase.so) and the hooks the simulated
+// AscendCL exports for it: queue work on a stream, check device memory, set the recent error.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ascend/aclnn_api.hpp"
+
+namespace esg::ascend::aclnn {
+
+struct Tensor {
+  std::vector<int64_t> dims, strides, storage;
+  int64_t offset = 0;
+  DataType dtype = kFloat;
+  void* data = nullptr;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  }
+};
+struct IntArray {
+  std::vector<int64_t> values;
+};
+struct TensorList {
+  std::vector<const Tensor*> tensors;
+};
+
+}  // namespace esg::ascend::aclnn
+
+extern "C" {
+// Queues `task` on a simulated stream (nullptr: the default stream); 0 on success.
+int aclsim_enqueue(void* stream, const char* what, std::function<void()>* task);
+// Throws unless [p, p + bytes) lies in one live device allocation.
+void aclsim_check_device(const void* p, size_t bytes, const char* what);
+// Sets the calling thread's aclGetRecentErrMsg and logs the failure.
+void aclsim_fail(const char* call, const char* message);
+// Appends a line to the call log.
+void aclsim_log(const char* line);
+}

@@ -1,0 +1,44 @@
+// A stand-in libnnopbase.so: the descriptors of CANN's operator library, as plain host objects.
+#include <cstring>
+
+#include "aclnn_sim.hpp"
+
+using namespace esg::ascend::aclnn;
+
+#define ACLSIM_EXPORT extern "C" __attribute__((visibility("default")))
+
+ACLSIM_EXPORT Tensor* aclCreateTensor(const int64_t* view_dims, uint64_t view_rank, DataType dtype, const int64_t* strides,
+                                      int64_t offset, Format format, const int64_t* storage_dims, uint64_t storage_rank, void* data) {
+  if ((view_rank && (!view_dims || !strides)) || (storage_rank && !storage_dims) || format != kFormatNd) return nullptr;
+  auto* t = new Tensor();
+  t->dims.assign(view_dims, view_dims + view_rank);
+  t->strides.assign(strides, strides + view_rank);
+  t->storage.assign(storage_dims, storage_dims + storage_rank);
+  t->offset = offset;
+  t->dtype = dtype;
+  t->data = data;
+  return t;
+}
+ACLSIM_EXPORT Status aclDestroyTensor(const Tensor* tensor) {
+  delete tensor;
+  return 0;
+}
+ACLSIM_EXPORT IntArray* aclCreateIntArray(const int64_t* values, uint64_t size) {
+  if (size && !values) return nullptr;
+  return new IntArray{std::vector<int64_t>(values, values + size)};
+}
+ACLSIM_EXPORT Status aclDestroyIntArray(const IntArray* array) {
+  delete array;
+  return 0;
+}
+ACLSIM_EXPORT TensorList* aclCreateTensorList(const Tensor* const* values, uint64_t size) {
+  if (size && !values) return nullptr;
+  return new TensorList{std::vector<const Tensor*>(values, values + size)};
+}
+// The list owns its tensors.
+ACLSIM_EXPORT Status aclDestroyTensorList(const TensorList* list) {
+  if (list)
+    for (const Tensor* t : list->tensors) delete t;
+  delete list;
+  return 0;
+}

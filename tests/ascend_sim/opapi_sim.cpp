@@ -1,0 +1,217 @@
+// A stand-in libopapi.so: the aclnn ops the Ascend backend calls, planned and run like CANN's
+// (GetWorkspaceSize returns a one-shot executor; the run queues it on a stream), computed by
+// esgraph's CPU backend on the simulated device's memory. Matmul asks for a workspace, so that
+// the backend's workspace handling is exercised; the run checks it is live device memory.
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+
+#include <esgraph/esgraph.hpp>
+
+#include "aclnn_sim.hpp"
+
+using namespace esg::ascend::aclnn;
+
+namespace esg::ascend::aclnn {
+struct Executor {
+  std::string op;
+  uint64_t workspace = 0;
+  std::vector<const Tensor*> inputs;  // absent optional inputs dropped
+  const Tensor* out = nullptr;
+  std::unique_ptr<esg::Model> model;
+};
+}  // namespace esg::ascend::aclnn
+
+namespace {
+
+constexpr Status kParamNull = 161001, kParamInvalid = 161002;
+constexpr uint64_t kMatmulWorkspace = 1024;
+
+std::mutex live_mu;
+std::set<Executor*> live;  // planned and not yet run
+
+// Element offsets of a view, in row-major order of its dims.
+std::vector<int64_t> offsets(const Tensor& t) {
+  std::vector<int64_t> out(static_cast<size_t>(t.numel()));
+  std::vector<int64_t> idx(t.dims.size(), 0);
+  for (size_t e = 0; e < out.size(); ++e) {
+    int64_t at = t.offset;
+    for (size_t d = 0; d < idx.size(); ++d) at += idx[d] * t.strides[d];
+    out[e] = at;
+    for (size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < t.dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+void check_view(const Tensor& t, const std::vector<int64_t>& at, const char* what) {
+  if (at.empty()) return;
+  int64_t lo = at[0], hi = at[0];
+  for (int64_t o : at) lo = std::min(lo, o), hi = std::max(hi, o);
+  aclsim_check_device(static_cast<const float*>(t.data) + lo, static_cast<size_t>(hi - lo + 1) * sizeof(float), what);
+}
+
+esg::HostTensor gather(const Tensor& t) {
+  const std::vector<int64_t> at = offsets(t);
+  check_view(t, at, "aclnn input");
+  std::vector<float> values(at.size());
+  for (size_t e = 0; e < at.size(); ++e) values[e] = static_cast<const float*>(t.data)[at[e]];
+  return esg::HostTensor::from(esg::f32, values, t.dims);
+}
+
+void scatter(const Tensor& t, const esg::HostTensor& h) {
+  const std::vector<int64_t> at = offsets(t);
+  check_view(t, at, "aclnn output");
+  const std::vector<float> values = h.values<float>();
+  if (values.size() != at.size()) throw std::runtime_error("aclnn output: the result has " + std::to_string(values.size()) + " elements, the view " + std::to_string(at.size()));
+  for (size_t e = 0; e < at.size(); ++e) static_cast<float*>(t.data)[at[e]] = values[e];
+}
+
+// Plans op `name`: `build` makes the esgraph graph of its inputs (as graph inputs, in order).
+template <class Build>
+Status plan(const char* name, std::vector<const Tensor*> inputs, const Tensor* out, uint64_t workspace, uint64_t* workspace_size,
+            Executor** executor, Build build) {
+  if (!out || !workspace_size || !executor) {
+    aclsim_fail(name, "a required argument is null");
+    return kParamNull;
+  }
+  for (const Tensor* t : inputs)
+    if (!t || t->dtype != kFloat) {
+      aclsim_fail(name, t ? "the simulated operator library computes float32 only" : "a required tensor is null");
+      return t ? kParamInvalid : kParamNull;
+    }
+  try {
+    esg::GraphBuilder b;
+    std::vector<esg::Tensor> xs;
+    for (size_t i = 0; i < inputs.size(); ++i) xs.push_back(b.input("x" + std::to_string(i), esg::f32, inputs[i]->dims));
+    const esg::Tensor y = build(xs);
+    if (y.shape() != out->dims) throw std::runtime_error("the output view's dims differ from the op's result");
+    auto e = std::make_unique<Executor>();
+    e->op = name;
+    e->workspace = workspace;
+    e->inputs = inputs;
+    e->out = out;
+    e->model = std::make_unique<esg::Model>(esg::compile(b.build({y})));
+    *workspace_size = workspace;
+    *executor = e.release();
+    std::lock_guard<std::mutex> lock(live_mu);
+    live.insert(*executor);
+  } catch (const std::exception& ex) {
+    aclsim_fail(name, ex.what());
+    return kParamInvalid;
+  }
+  aclsim_log((std::string(name) + "GetWorkspaceSize workspace=" + std::to_string(workspace)).c_str());
+  return 0;
+}
+
+Status run(const char* name, void* workspace, uint64_t workspace_size, Executor* e, void* stream) {
+  {
+    std::lock_guard<std::mutex> lock(live_mu);
+    if (!live.erase(e)) {
+      aclsim_fail(name, "not a planned executor (each runs once)");
+      return kParamInvalid;
+    }
+  }
+  std::unique_ptr<Executor> owned(e);
+  if (owned->op != name) {
+    aclsim_fail(name, ("the executor was planned for " + owned->op).c_str());
+    return kParamInvalid;
+  }
+  if (workspace_size < owned->workspace || (owned->workspace && !workspace)) {
+    aclsim_fail(name, "the workspace is smaller than planned");
+    return kParamInvalid;
+  }
+  aclsim_log((std::string(name) + " workspace=" + std::to_string(workspace_size)).c_str());
+  std::shared_ptr<Executor> shared(owned.release());
+  std::function<void()> task = [shared, workspace, workspace_size] {
+    if (workspace_size) {  // the op scribbles over its workspace, as real ones do
+      aclsim_check_device(workspace, workspace_size, "aclnn workspace");
+      std::memset(workspace, 0x5A, workspace_size);
+    }
+    std::vector<esg::HostTensor> in;
+    for (const Tensor* t : shared->inputs) in.push_back(gather(*t));
+    scatter(*shared->out, shared->model->run(in).at(0));
+  };
+  return aclsim_enqueue(stream, name, &task) == 0 ? 0 : kParamInvalid;
+}
+
+}  // namespace
+
+#define ACLSIM_EXPORT extern "C" __attribute__((visibility("default")))
+#define ACLSIM_RUN(name)                                                                                  \
+  ACLSIM_EXPORT Status name(void* workspace, uint64_t workspace_size, Executor* executor, void* stream) { \
+    return run(#name, workspace, workspace_size, executor, stream);                                       \
+  }
+
+ACLSIM_EXPORT Status aclnnMatmulGetWorkspaceSize(const Tensor* self, const Tensor* mat2, Tensor* out, int8_t cube_math_type,
+                                                 uint64_t* workspace_size, Executor** executor) {
+  if (cube_math_type < 0 || cube_math_type > 3) {
+    aclsim_fail("aclnnMatmul", "cubeMathType out of range");
+    return kParamInvalid;
+  }
+  return plan("aclnnMatmul", {self, mat2}, out, kMatmulWorkspace, workspace_size, executor,
+              [](const std::vector<esg::Tensor>& x) { return esg::matmul(x[0], x[1]); });
+}
+ACLSIM_RUN(aclnnMatmul)
+
+ACLSIM_EXPORT Status aclnnSoftmaxGetWorkspaceSize(const Tensor* self, int64_t dim, Tensor* out, uint64_t* workspace_size,
+                                                  Executor** executor) {
+  return plan("aclnnSoftmax", {self}, out, 0, workspace_size, executor,
+              [dim](const std::vector<esg::Tensor>& x) { return esg::softmax(x[0], esg::SoftmaxOptions().axis(dim)); });
+}
+ACLSIM_RUN(aclnnSoftmax)
+
+ACLSIM_EXPORT Status aclnnLayerNormGetWorkspaceSize(const Tensor* input, const IntArray* normalized_shape, const Tensor* weight,
+                                                    const Tensor* bias, double eps, Tensor* out, Tensor* mean_out, Tensor* rstd_out,
+                                                    uint64_t* workspace_size, Executor** executor) {
+  if (!input || !normalized_shape || mean_out || rstd_out) {
+    aclsim_fail("aclnnLayerNorm", "the simulator needs input and normalizedShape, and gives no mean or rstd");
+    return kParamInvalid;
+  }
+  std::vector<const Tensor*> inputs{input};
+  if (weight) inputs.push_back(weight);
+  if (bias) inputs.push_back(bias);
+  const int64_t axis = static_cast<int64_t>(input->dims.size()) - static_cast<int64_t>(normalized_shape->values.size());
+  return plan("aclnnLayerNorm", inputs, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    esg::LayerNormOptions o;
+    o.axis(axis).epsilon(eps);
+    if (weight) o.scale(x[1]);
+    if (bias) o.bias(x[weight ? 2 : 1]);
+    return esg::layer_norm(x[0], o);
+  });
+}
+ACLSIM_RUN(aclnnLayerNorm)
+
+ACLSIM_EXPORT Status aclnnReduceSumGetWorkspaceSize(const Tensor* self, const IntArray* dims, bool keep_dims, DataType dtype, Tensor* out,
+                                                    uint64_t* workspace_size, Executor** executor) {
+  if (!dims || dtype != kFloat) {
+    aclsim_fail("aclnnReduceSum", "dims missing or a dtype other than float32");
+    return kParamInvalid;
+  }
+  const std::vector<int64_t> axes = dims->values;
+  return plan("aclnnReduceSum", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    return esg::reduce_sum(x[0], esg::ReduceSumOptions().axes(axes).keepdims(keep_dims));
+  });
+}
+ACLSIM_RUN(aclnnReduceSum)
+
+ACLSIM_EXPORT Status aclnnPermuteGetWorkspaceSize(const Tensor* self, const IntArray* dims, Tensor* out, uint64_t* workspace_size,
+                                                  Executor** executor) {
+  if (!dims) return kParamNull;
+  const std::vector<int64_t> perm = dims->values;
+  return plan("aclnnPermute", {self}, out, 0, workspace_size, executor,
+              [=](const std::vector<esg::Tensor>& x) { return esg::transpose(x[0], esg::TransposeOptions().perm(perm)); });
+}
+ACLSIM_RUN(aclnnPermute)
+
+ACLSIM_EXPORT Status aclnnCatGetWorkspaceSize(const TensorList* tensors, int64_t dim, Tensor* out, uint64_t* workspace_size,
+                                              Executor** executor) {
+  if (!tensors) return kParamNull;
+  return plan("aclnnCat", tensors->tensors, out, 0, workspace_size, executor,
+              [dim](const std::vector<esg::Tensor>& x) { return esg::concat(x, dim); });
+}
+ACLSIM_RUN(aclnnCat)
