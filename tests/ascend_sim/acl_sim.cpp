@@ -488,7 +488,7 @@ Error aclrtMallocAlign32(void** ptr, size_t size, MallocPolicy policy) {
   if (cap && s.live_bytes + size > std::strtoull(cap, nullptr, 10))
     return fail(kBadAlloc, "aclrtMallocAlign32", "out of device memory (" + std::to_string(size) + " bytes asked, " +
                                                      std::to_string(s.live_bytes) + " of " + cap + " in use)");
-  const size_t padded = (size + 31) / 32 * 32;
+  const size_t padded = (size + 63) / 64 * 64;  // aligned_alloc wants a multiple of the alignment
   auto* raw = static_cast<uint8_t*>(std::aligned_alloc(64, kGuard + padded + kGuard));
   if (!raw) return fail(kBadAlloc, "aclrtMallocAlign32", "host allocation failed");
   std::memset(raw, kGuardByte, kGuard);
@@ -509,7 +509,7 @@ Error aclrtFree(void* ptr) {
   if (it == s.heap.end()) return fail(kInvalidParam, "aclrtFree", "not the start of a device allocation");
   Allocation& a = it->second;
   if (!a.live) return fail(kInvalidParam, "aclrtFree", "double free of " + name_of("mem", a.id));
-  const size_t padded = (a.size + 31) / 32 * 32;
+  const size_t padded = (a.size + 63) / 64 * 64;
   std::string corrupt;
   for (size_t i = 0; i < kGuard && corrupt.empty(); ++i)
     if (a.raw[i] != kGuardByte) corrupt = "written before its start";

@@ -131,6 +131,15 @@ def test_a_fused_chain_is_one_kernel_with_the_same_values(acl_log):
     assert "launches: 9 kernels" in unfused.report()
 
 
+@pytest.mark.parametrize("size, cores", [(5, 1), (40000, 1), (40000, 3), (40001, 8), (40001, 64)])
+def test_a_fused_group_over_tiles_and_cores(size, cores):
+    # One kernel (built once: sizes come in the tiling argument) over one partial tile, several
+    # tiles in one block, and tiles spread unevenly over blocks.
+    rng = np.random.default_rng(size + cores)
+    x, w = rng.standard_normal((2, size)).astype(np.float32)
+    check_same(graph_of(lambda a, b: ops.silu(a * b - 0.25) + ops.tanh(b), x.shape, w.shape), [x, w], ai_cores=cores)
+
+
 def test_broadcast_operands_scalars_and_rows():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((64, 48)).astype(np.float32)
