@@ -54,6 +54,7 @@ enum CaptureMode : int {  // aclmdlRICaptureMode
   X(aclrtDestroyEvent, Error, (Event event))                                                             \
   X(aclrtRecordEvent, Error, (Event event, Stream stream))                                               \
   X(aclrtStreamWaitEvent, Error, (Stream stream, Event event))                                           \
+  X(aclrtResetEvent, Error, (Event event, Stream stream))                                                \
   X(aclrtMallocAlign32, Error, (void** ptr, size_t size, MallocPolicy policy))                           \
   X(aclrtFree, Error, (void* ptr))                                                                       \
   X(aclrtMemcpy, Error, (void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind))     \

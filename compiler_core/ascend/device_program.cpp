@@ -161,39 +161,36 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     launch_index[i] = static_cast<int>(launches_.size());
     launches_.push_back(std::move(d));
   }
-  // Events: one per launch another stream waits for, recorded right after it.
+  // Events: one per launch another stream waits for, recorded right after it. A skipped launch
+  // (no elements) passes its waits on to the next launch of its stream and records where its
+  // stream is (after the previous launch, or at the stream's start).
   std::map<int, int> event_of;
   const auto& waits = plan.waits();
-  std::vector<std::vector<int>> wait_lists(launches.size());
   for (size_t i = 0; i < launches.size(); ++i)
-    for (int w : waits[i]) {
+    for (int w : waits[i])
       if (!event_of.count(w)) event_of[w] = static_cast<int>(event_of.size());
-      wait_lists[i].push_back(event_of[w]);
-    }
-  // A skipped launch (no elements) still passes its waits and records on: fold them into the
-  // next launch of its stream, or the stream's end.
-  std::map<int, std::vector<int>> pending_waits;  // per stream
+  start_records_.assign(static_cast<size_t>(plan.num_streams()), {});
+  std::map<int, std::vector<int>> carried;  // per stream: waits of skipped launches
+  std::vector<int> last_of_stream(static_cast<size_t>(plan.num_streams()), -1);
   for (size_t i = 0; i < launches.size(); ++i) {
     const int s = launches[i].stream;
-    auto& carry = pending_waits[s];
-    carry.insert(carry.end(), wait_lists[i].begin(), wait_lists[i].end());
-    const int rec = event_of.count(static_cast<int>(i)) ? event_of[static_cast<int>(i)] : -1;
+    auto& carry = carried[s];
+    for (int w : waits[i]) carry.push_back(event_of[w]);
+    const auto rec = event_of.find(static_cast<int>(i));
     if (launch_index[i] < 0) {
-      if (rec >= 0) {
-        // Recorded where the stream is now: the previous launch of this stream records it too.
-        int prev = -1;
-        for (int j = static_cast<int>(launches_.size()) - 1; j >= 0 && prev < 0; --j)
-          if (launches_[static_cast<size_t>(j)].stream == s) prev = j;
-        if (prev >= 0 && launches_[static_cast<size_t>(prev)].record_event < 0) launches_[static_cast<size_t>(prev)].record_event = rec;
-        else throw Error(ErrorCode::Unsupported, "ascend: an empty launch that other streams wait for");
+      if (rec != event_of.end()) {
+        const int prev = last_of_stream[static_cast<size_t>(s)];
+        (prev >= 0 ? launches_[static_cast<size_t>(prev)].record_events : start_records_[static_cast<size_t>(s)]).push_back(rec->second);
       }
       continue;
     }
     DeviceLaunch& d = launches_[static_cast<size_t>(launch_index[i])];
-    d.wait_events = carry;
+    d.wait_events = std::move(carry);
     carry.clear();
-    d.record_event = rec;
+    if (rec != event_of.end()) d.record_events.push_back(rec->second);
+    last_of_stream[static_cast<size_t>(s)] = launch_index[i];
   }
+  const int num_events = assign_events(static_cast<int>(event_of.size()));
 
   // 3. The device: nothing is left half-initialized if a step fails.
   try {
@@ -204,7 +201,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     ESG_ACL(*acl_, aclrtSetCurrentContext, context_);
     streams_.assign(static_cast<size_t>(plan.num_streams()), nullptr);
     for (acl::Stream& s : streams_) ESG_ACL(*acl_, aclrtCreateStream, &s);
-    events_.assign(event_of.size(), nullptr);
+    events_.assign(static_cast<size_t>(num_events), nullptr);
     for (acl::Event& e : events_) ESG_ACL(*acl_, aclrtCreateEvent, &e);
     join_events_.assign(streams_.size(), nullptr);  // [0]: inputs are in; [s > 0]: stream s is done
     if (streams_.size() > 1)
@@ -267,9 +264,12 @@ void DeviceProgram::enqueue_launches(bool planned) const {
     ESG_ACL(acl, aclrtRecordEvent, join_events_[0], streams_[0]);
     for (size_t s = 1; s < streams_.size(); ++s) ESG_ACL(acl, aclrtStreamWaitEvent, streams_[s], join_events_[0]);
   }
+  for (size_t s = 0; s < streams_.size(); ++s)
+    for (int e : start_records_[s]) ESG_ACL(acl, aclrtRecordEvent, events_[static_cast<size_t>(e)], streams_[s]);
   for (const DeviceLaunch& d : launches_) {
     acl::Stream stream = streams_[static_cast<size_t>(d.stream)];
     for (int e : d.wait_events) ESG_ACL(acl, aclrtStreamWaitEvent, stream, events_[static_cast<size_t>(e)]);
+    for (int e : d.reset_events) ESG_ACL(acl, aclrtResetEvent, events_[static_cast<size_t>(e)], stream);
     if (d.kind == DeviceLaunch::Kernel) {
       ESG_ACL(acl, aclrtLaunchKernel, kernels_[static_cast<size_t>(d.kernel)].function, d.blocks, at(d.args_at), d.args_bytes, stream);
     } else if (d.kind == DeviceLaunch::Aclnn) {
@@ -284,7 +284,7 @@ void DeviceProgram::enqueue_launches(bool planned) const {
     } else if (d.copy_bytes && d.copy_from != d.copy_to) {
       ESG_ACL(acl, aclrtMemcpyAsync, at(d.copy_to), d.copy_bytes, at(d.copy_from), d.copy_bytes, acl::kDeviceToDevice, stream);
     }
-    if (d.record_event >= 0) ESG_ACL(acl, aclrtRecordEvent, events_[static_cast<size_t>(d.record_event)], stream);
+    for (int e : d.record_events) ESG_ACL(acl, aclrtRecordEvent, events_[static_cast<size_t>(e)], stream);
   }
   for (size_t s = 1; s < streams_.size(); ++s) {  // the outputs are read on stream 0
     ESG_ACL(acl, aclrtRecordEvent, join_events_[s], streams_[s]);
@@ -364,6 +364,47 @@ void DeviceProgram::release() noexcept {
   if (memory_) acl.aclrtFree(memory_), memory_ = nullptr;
   if (context_) acl.aclrtDestroyContext(context_), context_ = nullptr;
   if (device_set_) acl.aclrtResetDevice(options_.device), device_set_ = false;
+}
+
+int DeviceProgram::assign_events(int logical) {
+  // Within the device's event limit each logical event is an ACL event of its own. Beyond it,
+  // events are reused: once every wait for an event is queued, the waiting stream resets it
+  // (aclrtResetEvent) and it may be recorded again, by that stream only, so the reset is
+  // ordered before the new record. The limit counts the streams' join events too.
+  const int joins = streams_joins();
+  const char* env = std::getenv("ESG_ASCEND_MAX_EVENTS");
+  const int limit = (env && *env ? std::atoi(env) : kMaxEvents) - joins;
+  if (logical <= limit) return logical;
+  std::vector<int> waits_left(static_cast<size_t>(logical), 0), physical(static_cast<size_t>(logical), -1);
+  for (const DeviceLaunch& d : launches_)
+    for (int e : d.wait_events) ++waits_left[static_cast<size_t>(e)];
+  std::vector<std::vector<int>> free_on(start_records_.size());
+  int made = 0;
+  auto take = [&](int stream) {
+    auto& pool = free_on[static_cast<size_t>(stream)];
+    if (!pool.empty()) {
+      const int e = pool.back();
+      pool.pop_back();
+      return e;
+    }
+    if (made == limit)
+      throw Error(ErrorCode::Unsupported, "ascend: the plan needs more than " + std::to_string(limit) + " events at once (the device's limit)");
+    return made++;
+  };
+  for (size_t s = 0; s < start_records_.size(); ++s)
+    for (int& e : start_records_[s]) e = physical[static_cast<size_t>(e)] = take(static_cast<int>(s));
+  for (DeviceLaunch& d : launches_) {
+    for (int& e : d.wait_events) {
+      const int logical_id = e;
+      e = physical[static_cast<size_t>(logical_id)];
+      if (--waits_left[static_cast<size_t>(logical_id)] == 0) {
+        d.reset_events.push_back(e);
+        free_on[static_cast<size_t>(d.stream)].push_back(e);
+      }
+    }
+    for (int& e : d.record_events) e = physical[static_cast<size_t>(e)] = take(d.stream);
+  }
+  return made;
 }
 
 DeviceProgram::~DeviceProgram() { release(); }

@@ -25,6 +25,10 @@
 
 namespace esg::ascend {
 
+// The fewest events a device of the supported series offers (Ascend 310P: 1023); beyond it
+// events are reused (ESG_ASCEND_MAX_EVENTS lowers the limit, for tests).
+constexpr int kMaxEvents = 1023;
+
 struct DeviceOptions {
   bool simulated = false;  // the stand-in AscendCL and the host-built kernels (backend "ascend-sim")
   int device = 0;
@@ -52,8 +56,9 @@ class DeviceProgram {
     size_t args_at = 0, args_bytes = 0;  // in the device allocation
     size_t copy_from = 0, copy_to = 0, copy_bytes = 0;
     int stream = 0;
-    std::vector<int> wait_events;  // into events_
-    int record_event = -1;
+    std::vector<int> wait_events;   // into events_, before the launch
+    std::vector<int> reset_events;  // after those waits: events free for reuse on this stream
+    std::vector<int> record_events; // after the launch
   };
   struct LoadedKernel {
     acl::BinHandle binary = nullptr;
@@ -64,6 +69,10 @@ class DeviceProgram {
   };
   // Queues the launch list; aclnn ops use their executors planned at build, or plan anew.
   void enqueue_launches(bool planned) const;
+  // Maps the logical events (one per waited-for launch) to ACL events within the device's limit;
+  // returns how many ACL events to create.
+  int assign_events(int logical);
+  int streams_joins() const { return start_records_.size() > 1 ? static_cast<int>(start_records_.size()) : 0; }
   void release() noexcept;
   uint8_t* at(size_t offset) const { return static_cast<uint8_t*>(memory_) + offset; }
 
@@ -74,7 +83,8 @@ class DeviceProgram {
   acl::Context context_ = nullptr;
   std::vector<acl::Stream> streams_;
   std::vector<acl::Event> events_;      // a launch's record, waited on by other streams
-  std::vector<acl::Event> join_events_; // per stream but the first: the end of its work
+  std::vector<acl::Event> join_events_; // [0]: the inputs are in; [s > 0]: stream s is done
+  std::vector<std::vector<int>> start_records_;  // per stream: events recorded before its first launch
   void* memory_ = nullptr;
   size_t memory_bytes_ = 0;
   std::vector<size_t> input_at_, output_at_;

@@ -479,6 +479,16 @@ Error aclrtStreamWaitEvent(Stream stream, Event event) {
                       }});
 }
 
+// Queued on the waiting stream after its wait: the event may then be recorded again.
+Error aclrtResetEvent(Event event, Stream stream) {
+  ACLSIM_ENTER("aclrtResetEvent");
+  EventState* ev = find_event(event);
+  SimStream* st = stream_or_default(stream);
+  if (!ev || !st) return fail(kInvalidParam, "aclrtResetEvent", "not an event or stream");
+  log_line("aclrtResetEvent " + name_of("event", ev->id) + " " + name_of("stream", st->id));
+  return enqueue(st, {"reset " + name_of("event", ev->id), [] {}});
+}
+
 Error aclrtMallocAlign32(void** ptr, size_t size, MallocPolicy policy) {
   ACLSIM_ENTER("aclrtMallocAlign32");
   if (!ptr || size == 0) return fail(kInvalidParam, "aclrtMallocAlign32", "null pointer or zero size");

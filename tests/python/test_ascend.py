@@ -314,6 +314,46 @@ def test_protocol_of_a_two_stream_model(acl_log):
     assert "aclrtMemcpyAsync" in names[:first_sync] and names[first_sync - 1] == "aclrtMemcpyAsync"
 
 
+def ladder(a, b, steps=6):
+    """Two chains that read each other at every step: a cross-stream event per rung."""
+    for _ in range(steps):
+        a, b = ops.tanh(a * 0.5) + ops.sigmoid(b), ops.sigmoid(b) * ops.abs(a)
+    return a, b
+
+
+def test_events_beyond_the_device_limit_are_reset_and_reused(acl_log, monkeypatch):
+    x, y = np.random.default_rng(10).standard_normal((2, 300)).astype(np.float32)
+    g = graph_of(ladder, x.shape, y.shape)
+    want = esgraph.compile(g, streams=2, fusion=False).run([x, y])
+    plenty = esgraph.compile(g, backend="ascend-sim", streams=2, fusion=False)
+    events = int(re.search(r"(\d+) events", plenty.report()).group(1))
+    assert events >= 4
+    monkeypatch.setenv("ESG_ASCEND_MAX_EVENTS", "4")  # 2 for the streams' start and join, 2 to share
+    before = len(acl_log())
+    few = esgraph.compile(g, backend="ascend-sim", streams=2, fusion=False)
+    assert "2 events" in few.report()
+    for _ in range(2):
+        for got, w in zip(few.run([x, y]), want):
+            np.testing.assert_allclose(got, w, rtol=RTOL, atol=ATOL)
+    log = acl_log()[before:]
+    assert len(calls(log, "aclrtCreateEvent")) == 4
+    # A reused event is reset by the stream that waited for it, before that stream records it again.
+    last_reset = {}
+    for line in log:
+        if line.startswith("aclrtSetCurrentContext"):  # a run starts: the last one ended with every stream synchronized
+            last_reset = {}
+        event = re.search(r"event#\d+", line)
+        stream = re.search(r"stream#\d+", line)
+        if line.startswith("aclrtResetEvent"):
+            last_reset[event.group(0)] = stream.group(0)
+        elif line.startswith("aclrtRecordEvent") and event.group(0) in last_reset:
+            assert last_reset.pop(event.group(0)) == stream.group(0), line
+    assert calls(log, "aclrtResetEvent")
+    monkeypatch.setenv("ESG_ASCEND_MAX_EVENTS", "3")
+    with pytest.raises(esgraph.UnsupportedError, match="needs more than 1 events at once"):
+        esgraph.compile(g, backend="ascend-sim", streams=2, fusion=False)
+
+
 def test_a_recompile_hits_the_kernel_cache():
     g = graph_of(lambda a: ops.softplus(a) * 3.0 + ops.rsqrt(ops.abs(a) + 1.0), (10,))
     first = esgraph.compile(g, backend="ascend-sim").report()
