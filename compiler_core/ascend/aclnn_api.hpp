@@ -50,9 +50,14 @@ enum Format : int32_t { kFormatNd = 2 };  // aclFormat: ACL_FORMAT_ND
   X(aclnnPermuteGetWorkspaceSize, Status,                                                                       \
     (const Tensor* self, const IntArray* dims, Tensor* out, uint64_t* workspace_size, Executor** executor))   \
   X(aclnnCatGetWorkspaceSize, Status,                                                                           \
-    (const TensorList* tensors, int64_t dim, Tensor* out, uint64_t* workspace_size, Executor** executor))
+    (const TensorList* tensors, int64_t dim, Tensor* out, uint64_t* workspace_size, Executor** executor))       \
+  X(aclnnConvolutionGetWorkspaceSize, Status,                                                                   \
+    (const Tensor* input, const Tensor* weight, const Tensor* bias, const IntArray* stride, const IntArray* padding, \
+     const IntArray* dilation, bool transposed, const IntArray* output_padding, int64_t groups, Tensor* output,  \
+     int8_t cube_math_type, uint64_t* workspace_size, Executor** executor))
 
-#define ESG_ACLNN_RUN_FUNCTIONS(X) X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnPermute) X(aclnnCat)
+#define ESG_ACLNN_RUN_FUNCTIONS(X) \
+  X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnPermute) X(aclnnCat) X(aclnnConvolution)
 using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 
 struct Functions {

@@ -17,7 +17,8 @@ int64_t normalized(int64_t axis, size_t rank) { return axis < 0 ? axis + static_
 
 std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   const std::string op = n.op->name;
-  if (op != "matmul" && op != "softmax" && op != "layer_norm" && op != "reduce_sum" && op != "transpose" && op != "concat")
+  if (op != "matmul" && op != "softmax" && op != "layer_norm" && op != "reduce_sum" && op != "transpose" && op != "concat" &&
+      op != "conv2d")
     return "no aclnn mapping";
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
     const ir::ValueId v = g.operands[n.first_input + i];
@@ -26,6 +27,10 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   const eval::KernelCall a = attrs_of(g, n);
   if (op == "softmax" && (n.num_inputs > 1 && g.operands[n.first_input + 1] != ir::kNone)) return "a mask (aclnnSoftmax has none)";
   if (op == "softmax" && a.attr_float("scale") != 1.0) return "a scale (aclnnSoftmax has none)";
+  if (op == "conv2d") {
+    const ir::Span<int64_t> pads = a.ints("pads");
+    if (pads[0] != pads[2] || pads[1] != pads[3]) return "asymmetric padding (aclnnConvolution pads both sides alike)";
+  }
   return "";
 }
 
@@ -69,7 +74,7 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       }
       const ir::Shape& s = g.shape(x);
       const std::vector<int64_t> normalized_shape(s.begin() + normalized(a.attr_int("axis"), rank), s.end());
-      ints_ = lib_.aclCreateIntArray(normalized_shape.data(), normalized_shape.size());
+      int_array(normalized_shape);
       epsilon_ = a.attr_float("epsilon");
     } else if (op_ == "reduce_sum") {
       name_ = "aclnnReduceSum";
@@ -77,7 +82,7 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       std::vector<int64_t> axes;
       for (int64_t axis : a.ints("axes")) axes.push_back(normalized(axis, rank));
       if (axes.empty()) axes.resize(rank), std::iota(axes.begin(), axes.end(), 0);  // every axis
-      ints_ = lib_.aclCreateIntArray(axes.data(), axes.size());
+      int_array(axes);
       keep_dims_ = a.attr_int("keepdims") != 0;
     } else if (op_ == "transpose") {
       name_ = "aclnnPermute";
@@ -86,12 +91,24 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       for (int64_t p : a.ints("perm")) perm.push_back(normalized(p, rank));
       if (perm.empty())
         for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));  // the default: reversed
-      ints_ = lib_.aclCreateIntArray(perm.data(), perm.size());
+      int_array(perm);
     } else if (op_ == "concat") {
       name_ = "aclnnCat";
       for (uint32_t i = 0; i < n.num_inputs; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
       list_ = lib_.aclCreateTensorList(in_.data(), in_.size());
       dim_ = normalized(a.attr_int("axis"), rank);
+    } else if (op_ == "conv2d") {
+      name_ = "aclnnConvolution";
+      in_.push_back(tensor(g, x, in[0]));
+      in_.push_back(tensor(g, g.operands[n.first_input + 1], in[1]));
+      const ir::ValueId bias = n.num_inputs > 2 ? g.operands[n.first_input + 2] : ir::kNone;
+      in_.push_back(bias == ir::kNone ? nullptr : tensor(g, bias, in[2]));
+      const ir::Span<int64_t> strides = a.ints("strides"), pads = a.ints("pads"), dilations = a.ints("dilations");
+      int_array({strides[0], strides[1]});
+      int_array({pads[0], pads[1]});  // top = bottom, left = right (checked by unsupported())
+      int_array({dilations[0], dilations[1]});
+      int_array({0, 0});  // output padding: only for transposed convolution
+      dim_ = a.attr_int("groups");
     } else {
       throw ir::Error(ir::ErrorCode::Internal, "ascend: no aclnn mapping for " + op_);
     }
@@ -109,21 +126,31 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
   else if (op_ == "softmax")
     ESG_ACLNN(lib_, aclnnSoftmaxGetWorkspaceSize, in_[0], dim_, out_[0], workspace, &e);
   else if (op_ == "layer_norm")
-    ESG_ACLNN(lib_, aclnnLayerNormGetWorkspaceSize, in_[0], ints_, in_[1], in_[2], epsilon_, out_[0], nullptr, nullptr, workspace, &e);
+    ESG_ACLNN(lib_, aclnnLayerNormGetWorkspaceSize, in_[0], ints_[0], in_[1], in_[2], epsilon_, out_[0], nullptr, nullptr, workspace, &e);
   else if (op_ == "reduce_sum")
-    ESG_ACLNN(lib_, aclnnReduceSumGetWorkspaceSize, in_[0], ints_, keep_dims_, aclnn::kFloat, out_[0], workspace, &e);
+    ESG_ACLNN(lib_, aclnnReduceSumGetWorkspaceSize, in_[0], ints_[0], keep_dims_, aclnn::kFloat, out_[0], workspace, &e);
   else if (op_ == "transpose")
-    ESG_ACLNN(lib_, aclnnPermuteGetWorkspaceSize, in_[0], ints_, out_[0], workspace, &e);
-  else
+    ESG_ACLNN(lib_, aclnnPermuteGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e);
+  else if (op_ == "concat")
     ESG_ACLNN(lib_, aclnnCatGetWorkspaceSize, list_, dim_, out_[0], workspace, &e);
+  else
+    ESG_ACLNN(lib_, aclnnConvolutionGetWorkspaceSize, in_[0], in_[1], in_[2], ints_[0], ints_[1], ints_[2], false, ints_[3], dim_,
+              out_[0], int8_t{0}, workspace, &e);
   return e;
 }
 
 void AclnnCall::queue(void* workspace, uint64_t bytes, aclnn::Executor* e, acl::Stream stream) const {
   const aclnn::RunFn run = op_ == "matmul" ? lib_.aclnnMatmul : op_ == "softmax" ? lib_.aclnnSoftmax
                            : op_ == "layer_norm" ? lib_.aclnnLayerNorm : op_ == "reduce_sum" ? lib_.aclnnReduceSum
-                           : op_ == "transpose" ? lib_.aclnnPermute : lib_.aclnnCat;
+                           : op_ == "transpose" ? lib_.aclnnPermute : op_ == "concat" ? lib_.aclnnCat : lib_.aclnnConvolution;
   lib_.check(run(workspace, bytes, e, stream), name_);
+}
+
+aclnn::IntArray* AclnnCall::int_array(const std::vector<int64_t>& values) {
+  aclnn::IntArray* a = lib_.aclCreateIntArray(values.data(), values.size());
+  if (!a) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateIntArray failed");
+  ints_.push_back(a);
+  return a;
 }
 
 AclnnCall::~AclnnCall() { release(); }
@@ -135,7 +162,8 @@ void AclnnCall::release() noexcept {
     if (t) lib_.aclDestroyTensor(t);
   for (aclnn::Tensor* t : out_) lib_.aclDestroyTensor(t);
   in_.clear(), out_.clear();
-  if (ints_) lib_.aclDestroyIntArray(ints_), ints_ = nullptr;
+  for (aclnn::IntArray* a : ints_) lib_.aclDestroyIntArray(a);
+  ints_.clear();
 }
 
 }  // namespace esg::ascend

@@ -31,14 +31,15 @@ class AclnnCall {
  private:
   aclnn::Tensor* tensor(const ir::Graph& g, ir::ValueId v, void* data, bool transpose_last_two = false);
   void release() noexcept;
+  aclnn::IntArray* int_array(const std::vector<int64_t>& values);
 
   const AclnnLibrary& lib_;
   const char* name_ = "";  // the aclnn op
   std::string op_;    // the graph op
   std::vector<aclnn::Tensor*> in_, out_;
-  aclnn::IntArray* ints_ = nullptr;
+  std::vector<aclnn::IntArray*> ints_;  // the op's integer lists, in its parameters' order
   aclnn::TensorList* list_ = nullptr;
-  int64_t dim_ = 0;
+  int64_t dim_ = 0;  // softmax's and concat's axis; conv2d's groups
   double epsilon_ = 0;
   bool keep_dims_ = false;
 };

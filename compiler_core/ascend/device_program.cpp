@@ -60,7 +60,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       list += (list.empty() ? "" : ", ") + name + " x" + std::to_string(entry.first) + " (" + entry.second + ")";
     throw Error(ErrorCode::Unsupported, "ascend: no device lowering yet for " + list +
                                             "; generated kernels cover f32 elementwise ops, CANN's operator library (aclnn) "
-                                            "matmul, softmax, layer_norm, reduce_sum, transpose and concat");
+                                            "matmul, conv2d, softmax, layer_norm, reduce_sum, transpose and concat");
   }
   const Toolchain toolchain = options.simulated ? simulator_toolchain() : cann_toolchain();
   std::map<std::string, int> kernel_of;  // by entry: one binary per distinct kernel

@@ -4,7 +4,7 @@
 // - One device allocation per model (aclrtMallocAlign32), laid out as the plan's arena, then
 //   the inputs and outputs, the constants, each kernel's tiling struct and argument slots: every
 //   address a launch uses is fixed when the model is built, so a run uploads nothing but inputs.
-// - Each fused elementwise group runs as its generated Ascend C kernel; matmul, softmax,
+// - Each fused elementwise group runs as its generated Ascend C kernel; matmul, conv2d, softmax,
 //   layer_norm, reduce_sum, transpose and concat through CANN's operator library (aclnn); view
 //   ops (reshape, squeeze, unsqueeze) as device-to-device copies. aclnn workspaces, when the
 //   library asks for any, are a second allocation.

@@ -215,3 +215,27 @@ ACLSIM_EXPORT Status aclnnCatGetWorkspaceSize(const TensorList* tensors, int64_t
               [dim](const std::vector<esg::Tensor>& x) { return esg::concat(x, dim); });
 }
 ACLSIM_RUN(aclnnCat)
+
+ACLSIM_EXPORT Status aclnnConvolutionGetWorkspaceSize(const Tensor* input, const Tensor* weight, const Tensor* bias, const IntArray* stride,
+                                                      const IntArray* padding, const IntArray* dilation, bool transposed,
+                                                      const IntArray* output_padding, int64_t groups, Tensor* output,
+                                                      int8_t cube_math_type, uint64_t* workspace_size, Executor** executor) {
+  const bool two_d = stride && padding && dilation && output_padding && stride->values.size() == 2 && padding->values.size() == 2 &&
+                     dilation->values.size() == 2;
+  if (!two_d || transposed || (output_padding && output_padding->values != std::vector<int64_t>{0, 0}) || cube_math_type < 0 ||
+      cube_math_type > 3) {
+    aclsim_fail("aclnnConvolution", "the simulator convolves in 2-D, not transposed, without output padding");
+    return kParamInvalid;
+  }
+  std::vector<const Tensor*> inputs{input, weight};
+  if (bias) inputs.push_back(bias);
+  const std::vector<int64_t> s = stride->values, d = dilation->values;
+  const std::vector<int64_t> p{padding->values[0], padding->values[1], padding->values[0], padding->values[1]};
+  return plan("aclnnConvolution", inputs, output, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    esg::Conv2dOptions o;
+    o.strides(s).pads(p).dilations(d).groups(groups);
+    if (bias) o.bias(x[2]);
+    return esg::conv2d(x[0], x[1], o);
+  });
+}
+ACLSIM_RUN(aclnnConvolution)

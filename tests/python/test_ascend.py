@@ -197,6 +197,12 @@ def test_aclnn_ops_match_the_cpu():
     for perm in ([2, 0, 1], [0, 2, 1], []):
         check_same(graph_of(lambda t: ops.transpose(t, perm=perm), x.shape), [x])
     check_same(graph_of(lambda t, u: ops.concat([t, u, t], axis=1), x.shape, (4, 2, 10)), [x, r(4, 2, 10)])
+    image, w, wg, bias = r(2, 4, 9, 11), r(6, 4, 3, 3), r(6, 2, 3, 3), r(6)
+    check_same(graph_of(lambda t, k: ops.conv2d(t, k), image.shape, w.shape), [image, w])
+    check_same(graph_of(lambda t, k, c: ops.relu(ops.conv2d(t, k, bias=c, strides=[2, 1], pads=[1, 2, 1, 2], dilations=[1, 2],
+                                                             groups=2)), image.shape, wg.shape, bias.shape), [image, wg, bias])
+    with pytest.raises(esgraph.UnsupportedError, match=r"conv2d x1 \(asymmetric padding"):
+        esgraph.compile(graph_of(lambda t, k: ops.conv2d(t, k, pads=[0, 0, 1, 1]), image.shape, w.shape), backend="ascend-sim")
 
 
 def test_an_mlp_matches_the_cpu():
