@@ -113,6 +113,9 @@ def to_cpp(expr: str, inputs, attrs, domain: str = "reference") -> str:
 ASCENDC_UNARY = {"exp": "Exp", "log": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "abs": "Abs", "tanh": "Tanh",
                  "erf": "Erf", "sin": "Sin", "cos": "Cos"}
 _ASCENDC_BINARY = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div"}
+# Ascend C's higher-level math: source and destination must not overlap, and it takes temporary
+# space in the Unified Buffer (kernel_source.cpp reserves it).
+ASCENDC_NO_OVERLAP = {"Tanh", "Erf", "Sin", "Cos"}
 
 
 class NotLowerable(ValueError):
@@ -151,7 +154,7 @@ def to_ascendc(expr: str, inputs, attrs):
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
             kind, v = emit(n.operand)
             if kind == "s":
-                return scalar(f"(-{v})")
+                return scalar(f"(-({v}))")
             out = tile(v)
             code.append(f"Muls({out}, {v}, -1.0f, $n);")
             return ("t", out)
@@ -184,7 +187,8 @@ def to_ascendc(expr: str, inputs, attrs):
             (lk, lv), (rk, rv) = (emit(a) for a in n.args)
             name = "Max" if n.func.id == "max" else "Min"
             if lk == "s" and rk == "s":
-                return scalar(f"std::{n.func.id}({lv}, {rv})")
+                cmp = ">" if n.func.id == "max" else "<"  # no <algorithm> on the AI Core
+                return scalar(f"(({lv}) {cmp} ({rv}) ? ({lv}) : ({rv}))")
             out = tile(lv, rv)
             if lk == "t" and rk == "t":
                 code.append(f"{name}({out}, {lv}, {rv}, $n);")
@@ -196,8 +200,9 @@ def to_ascendc(expr: str, inputs, attrs):
             kind, v = emit(n.args[0])
             if kind == "s":
                 raise NotLowerable(f"`{ast.unparse(n)}` of a scalar")
-            out = tile(v)
-            code.append(f"{ASCENDC_UNARY[n.func.id]}({out}, {v}, $n);")
+            name = ASCENDC_UNARY[n.func.id]
+            out = tile() if name in ASCENDC_NO_OVERLAP else tile(v)
+            code.append(f"{name}({out}, {v}, $n);")
             return ("t", out)
         if isinstance(n, ast.Compare) or isinstance(n, ast.BoolOp):
             # Only between scalars (attributes, literals): a condition known per kernel.

@@ -84,7 +84,9 @@ std::shared_ptr<AclLibrary> AclLibrary::open(const std::string& path) {
     throw Error(ErrorCode::Backend, "ascend: " + found + " lacks " + missing +
                                         " (esgraph needs CANN 8.0 or newer, whose runtime has the kernel binary API)");
   }
-  lib->check(lib->aclInit(nullptr), "aclInit");
+  // Another part of the process (torch_npu, the application) may have initialized AscendCL.
+  constexpr acl::Error kRepeatInitialize = 100002;  // ACL_ERROR_REPEAT_INITIALIZE
+  if (const acl::Error e = lib->aclInit(nullptr); e != kRepeatInitialize) lib->check(e, "aclInit");
   registry()[found] = lib;
   if (!path.empty() && path != found) registry()[path] = lib;
   return lib;

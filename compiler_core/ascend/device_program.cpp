@@ -33,7 +33,8 @@ size_t value_bytes(const ir::Graph& g, ir::ValueId v) {
 
 }  // namespace
 
-DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options) : plan_(plan), options_(options) {
+DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options)
+    : plan_(plan), options_(options), streams_count_(static_cast<size_t>(plan.num_streams())) {
   const ir::Graph& g = plan.graph();
   const auto& launches = plan.launches();
   const auto& groups = plan.groups();
@@ -118,7 +119,6 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     std::vector<size_t> in, out;  // device offsets; SIZE_MAX for an absent optional input
   };
   std::vector<PendingCall> pending_calls;
-  std::vector<int> launch_index(launches.size(), -1);
   const uint32_t cores = static_cast<uint32_t>(options.ai_cores > 0 ? options.ai_cores : options.simulated ? 8 : 20);
   for (size_t i = 0; i < launches.size(); ++i) {
     const runtime::Plan::Launch& l = launches[i];
@@ -138,8 +138,8 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       std::vector<uint64_t> zeros(p.offsets.size(), 0);
       d.args_at = place(zeros.data(), d.args_bytes);
       p.image_offset = d.args_at - image_at;
-      if (total == 0) continue;  // nothing to compute: no launch (events below still record)
-      pending.push_back(std::move(p));
+      if (total == 0) d.blocks = 0;  // nothing to compute; its waits and records still queue
+      else pending.push_back(std::move(p));
     } else if (is_aclnn[i]) {
       const ir::Node& n = g.nodes[l.node];
       PendingCall c{l.node, {}, {}};
@@ -158,37 +158,19 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       d.copy_to = slot_offset(l.out[0], n.first_output);
       d.copy_bytes = value_bytes(g, n.first_output);
     }
-    launch_index[i] = static_cast<int>(launches_.size());
     launches_.push_back(std::move(d));
   }
-  // Events: one per launch another stream waits for, recorded right after it. A skipped launch
-  // (no elements) passes its waits on to the next launch of its stream and records where its
-  // stream is (after the previous launch, or at the stream's start).
+  // Events: one per launch another stream waits for, recorded right after it (a launch with
+  // nothing to compute still queues its waits and records: the plan's events are a transitive
+  // reduction, so a record stands for everything before it).
   std::map<int, int> event_of;
   const auto& waits = plan.waits();
   for (size_t i = 0; i < launches.size(); ++i)
     for (int w : waits[i])
       if (!event_of.count(w)) event_of[w] = static_cast<int>(event_of.size());
-  start_records_.assign(static_cast<size_t>(plan.num_streams()), {});
-  std::map<int, std::vector<int>> carried;  // per stream: waits of skipped launches
-  std::vector<int> last_of_stream(static_cast<size_t>(plan.num_streams()), -1);
   for (size_t i = 0; i < launches.size(); ++i) {
-    const int s = launches[i].stream;
-    auto& carry = carried[s];
-    for (int w : waits[i]) carry.push_back(event_of[w]);
-    const auto rec = event_of.find(static_cast<int>(i));
-    if (launch_index[i] < 0) {
-      if (rec != event_of.end()) {
-        const int prev = last_of_stream[static_cast<size_t>(s)];
-        (prev >= 0 ? launches_[static_cast<size_t>(prev)].record_events : start_records_[static_cast<size_t>(s)]).push_back(rec->second);
-      }
-      continue;
-    }
-    DeviceLaunch& d = launches_[static_cast<size_t>(launch_index[i])];
-    d.wait_events = std::move(carry);
-    carry.clear();
-    if (rec != event_of.end()) d.record_events.push_back(rec->second);
-    last_of_stream[static_cast<size_t>(s)] = launch_index[i];
+    for (int w : waits[i]) launches_[i].wait_events.push_back(event_of[w]);
+    if (const auto rec = event_of.find(static_cast<int>(i)); rec != event_of.end()) launches_[i].record_events.push_back(rec->second);
   }
   const int num_events = assign_events(static_cast<int>(event_of.size()));
 
@@ -248,7 +230,14 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     } else if (acl_->aclmdlRICaptureBegin(streams_[0], acl::kCaptureGlobal) != acl::kSuccess) {
       capture_note_ = std::string("replays the launch list (capture refused: ") + acl_->aclGetRecentErrMsg() + ")";
     } else {
-      enqueue_launches(true);
+      try {
+        enqueue_launches(true);
+      } catch (...) {
+        // The stream must not stay captured; what was captured is dropped with it.
+        if (acl_->aclmdlRICaptureEnd(streams_[0], &captured_) == acl::kSuccess && captured_)
+          acl_->aclmdlRIDestroy(captured_), captured_ = nullptr;
+        throw;
+      }
       ESG_ACL(*acl_, aclmdlRICaptureEnd, streams_[0], &captured_);
       capture_note_ = "one captured model (aclmdlRI) per run";
     }
@@ -264,13 +253,13 @@ void DeviceProgram::enqueue_launches(bool planned) const {
     ESG_ACL(acl, aclrtRecordEvent, join_events_[0], streams_[0]);
     for (size_t s = 1; s < streams_.size(); ++s) ESG_ACL(acl, aclrtStreamWaitEvent, streams_[s], join_events_[0]);
   }
-  for (size_t s = 0; s < streams_.size(); ++s)
-    for (int e : start_records_[s]) ESG_ACL(acl, aclrtRecordEvent, events_[static_cast<size_t>(e)], streams_[s]);
   for (const DeviceLaunch& d : launches_) {
     acl::Stream stream = streams_[static_cast<size_t>(d.stream)];
     for (int e : d.wait_events) ESG_ACL(acl, aclrtStreamWaitEvent, stream, events_[static_cast<size_t>(e)]);
     for (int e : d.reset_events) ESG_ACL(acl, aclrtResetEvent, events_[static_cast<size_t>(e)], stream);
-    if (d.kind == DeviceLaunch::Kernel) {
+    if (d.kind == DeviceLaunch::Kernel && d.blocks == 0) {
+      // an empty tensor: nothing to launch
+    } else if (d.kind == DeviceLaunch::Kernel) {
       ESG_ACL(acl, aclrtLaunchKernel, kernels_[static_cast<size_t>(d.kernel)].function, d.blocks, at(d.args_at), d.args_bytes, stream);
     } else if (d.kind == DeviceLaunch::Aclnn) {
       const AclnnCall& call = *calls_[static_cast<size_t>(d.call)];
@@ -297,22 +286,35 @@ void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::v
   const AclLibrary& acl = *acl_;
   const ir::Graph& g = plan_.graph();
   ESG_ACL(acl, aclrtSetCurrentContext, context_);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const size_t bytes = value_bytes(g, g.inputs()[i]);
-    if (bytes) ESG_ACL(acl, aclrtMemcpyAsync, at(input_at_[i]), bytes, inputs[i].bytes, bytes, acl::kHostToDevice, streams_[0]);
+  try {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const size_t bytes = value_bytes(g, g.inputs()[i]);
+      if (bytes) ESG_ACL(acl, aclrtMemcpyAsync, at(input_at_[i]), bytes, inputs[i].bytes, bytes, acl::kHostToDevice, streams_[0]);
+    }
+    if (captured_) {
+      ESG_ACL(acl, aclmdlRIExecuteAsync, captured_, streams_[0]);
+    } else {
+      const bool planned = !ran_;  // the executors planned at build serve the first run, even one that fails
+      ran_ = true;
+      enqueue_launches(planned);
+    }
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      const size_t bytes = value_bytes(g, g.outputs()[o]);
+      if (bytes) ESG_ACL(acl, aclrtMemcpyAsync, outputs[o].bytes, bytes, at(output_at_[o]), bytes, acl::kDeviceToHost, streams_[0]);
+    }
+  } catch (...) {
+    // Queued copies still read the caller's inputs and write its outputs: none may outlive the run.
+    for (acl::Stream s : streams_) acl.aclrtSynchronizeStream(s);
+    throw;
   }
-  if (captured_) {
-    ESG_ACL(acl, aclmdlRIExecuteAsync, captured_, streams_[0]);
-  } else {
-    enqueue_launches(!ran_);  // the executors planned at build serve the first run
-    ran_ = true;
-  }
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    const size_t bytes = value_bytes(g, g.outputs()[o]);
-    if (bytes) ESG_ACL(acl, aclrtMemcpyAsync, outputs[o].bytes, bytes, at(output_at_[o]), bytes, acl::kDeviceToHost, streams_[0]);
-  }
-  // The one wait of a run: every stream, before the outputs are read.
-  for (acl::Stream s : streams_) ESG_ACL(acl, aclrtSynchronizeStream, s);
+  // The one wait of a run: every stream, before the outputs are read (each, even after a failure).
+  acl::Error failed = acl::kSuccess;
+  std::string message;
+  for (acl::Stream s : streams_)
+    if (const acl::Error e = acl.aclrtSynchronizeStream(s); e != acl::kSuccess && failed == acl::kSuccess)
+      failed = e, message = acl.aclGetRecentErrMsg();
+  if (failed != acl::kSuccess)
+    throw Error(ErrorCode::Backend, "ascend: aclrtSynchronizeStream failed with AscendCL error " + std::to_string(failed) + ": " + message);
   plan_.fill_output_copies(inputs, outputs);
 }
 
@@ -348,11 +350,11 @@ void DeviceProgram::release() noexcept {
   const AclLibrary& acl = *acl_;
   // Teardown continues past a failure: each resource is released once whatever happens.
   if (context_) acl.aclrtSetCurrentContext(context_);
+  for (acl::Stream s : streams_)  // nothing may still run what is released below
+    if (s) acl.aclrtSynchronizeStream(s);
   if (captured_) acl.aclmdlRIDestroy(captured_), captured_ = nullptr;
   for (LoadedKernel& k : kernels_)
     if (k.binary) acl.aclrtBinaryUnLoad(k.binary), k.binary = nullptr, k.function = nullptr;
-  for (acl::Stream s : streams_)
-    if (s) acl.aclrtSynchronizeStream(s);
   for (acl::Event& e : events_)
     if (e) acl.aclrtDestroyEvent(e), e = nullptr;
   for (acl::Event& e : join_events_)
@@ -368,17 +370,24 @@ void DeviceProgram::release() noexcept {
 
 int DeviceProgram::assign_events(int logical) {
   // Within the device's event limit each logical event is an ACL event of its own. Beyond it,
-  // events are reused: once every wait for an event is queued, the waiting stream resets it
-  // (aclrtResetEvent) and it may be recorded again, by that stream only, so the reset is
-  // ordered before the new record. The limit counts the streams' join events too.
+  // events are reused: an event waited for by one stream only is reset by that stream after its
+  // last wait (aclrtResetEvent) and may then be recorded again, by that stream only, so the
+  // reset is ordered after every wait and before the new record. (An event several streams wait
+  // for is never reset: CANN documents that a reset after one stream's wait fails another's.)
+  // The limit counts the streams' start and join events too.
   const int joins = streams_joins();
   const char* env = std::getenv("ESG_ASCEND_MAX_EVENTS");
   const int limit = (env && *env ? std::atoi(env) : kMaxEvents) - joins;
   if (logical <= limit) return logical;
   std::vector<int> waits_left(static_cast<size_t>(logical), 0), physical(static_cast<size_t>(logical), -1);
+  std::vector<int> waiter(static_cast<size_t>(logical), -1);  // the one stream that waits, or -2 for several
   for (const DeviceLaunch& d : launches_)
-    for (int e : d.wait_events) ++waits_left[static_cast<size_t>(e)];
-  std::vector<std::vector<int>> free_on(start_records_.size());
+    for (int e : d.wait_events) {
+      ++waits_left[static_cast<size_t>(e)];
+      int& w = waiter[static_cast<size_t>(e)];
+      w = w == -1 || w == d.stream ? d.stream : -2;
+    }
+  std::vector<std::vector<int>> free_on(streams_count_);
   int made = 0;
   auto take = [&](int stream) {
     auto& pool = free_on[static_cast<size_t>(stream)];
@@ -391,13 +400,11 @@ int DeviceProgram::assign_events(int logical) {
       throw Error(ErrorCode::Unsupported, "ascend: the plan needs more than " + std::to_string(limit) + " events at once (the device's limit)");
     return made++;
   };
-  for (size_t s = 0; s < start_records_.size(); ++s)
-    for (int& e : start_records_[s]) e = physical[static_cast<size_t>(e)] = take(static_cast<int>(s));
   for (DeviceLaunch& d : launches_) {
     for (int& e : d.wait_events) {
       const int logical_id = e;
       e = physical[static_cast<size_t>(logical_id)];
-      if (--waits_left[static_cast<size_t>(logical_id)] == 0) {
+      if (--waits_left[static_cast<size_t>(logical_id)] == 0 && waiter[static_cast<size_t>(logical_id)] == d.stream) {
         d.reset_events.push_back(e);
         free_on[static_cast<size_t>(d.stream)].push_back(e);
       }

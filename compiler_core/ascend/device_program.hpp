@@ -72,7 +72,7 @@ class DeviceProgram {
   // Maps the logical events (one per waited-for launch) to ACL events within the device's limit;
   // returns how many ACL events to create.
   int assign_events(int logical);
-  int streams_joins() const { return start_records_.size() > 1 ? static_cast<int>(start_records_.size()) : 0; }
+  int streams_joins() const { return streams_count_ > 1 ? static_cast<int>(streams_count_) : 0; }
   void release() noexcept;
   uint8_t* at(size_t offset) const { return static_cast<uint8_t*>(memory_) + offset; }
 
@@ -84,7 +84,7 @@ class DeviceProgram {
   std::vector<acl::Stream> streams_;
   std::vector<acl::Event> events_;      // a launch's record, waited on by other streams
   std::vector<acl::Event> join_events_; // [0]: the inputs are in; [s > 0]: stream s is done
-  std::vector<std::vector<int>> start_records_;  // per stream: events recorded before its first launch
+  size_t streams_count_ = 1;
   void* memory_ = nullptr;
   size_t memory_bytes_ = 0;
   std::vector<size_t> input_at_, output_at_;

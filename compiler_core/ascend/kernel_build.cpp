@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -101,32 +102,40 @@ std::string kernel_cache_dir() {
 }
 
 BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source) {
-  // The key covers the source, the compiler command and the simulator's header (so a changed
-  // toolchain never serves a stale binary).
+  // The key covers the source, the compiler command, the compiler's own file and the
+  // simulator's headers, so an upgraded or changed toolchain never serves a stale binary.
   std::string identity = toolchain.name;
   for (const std::string& part : toolchain.command) identity += "\n" + part;
   uint64_t key = fnv1a(identity + "\n" + source.code);
+  std::error_code ec;
+  if (const auto size = fs::file_size(toolchain.command.front(), ec); !ec) {
+    const auto stamp = fs::last_write_time(toolchain.command.front(), ec).time_since_epoch().count();
+    key = fnv1a(std::to_string(size) + "@" + std::to_string(stamp), key);
+  }
   if (toolchain.name == "simulator") {
-    const std::string& include_flag = toolchain.command.back();
-    key = fnv1a(read_head(include_flag.substr(2) + "/kernel_operator.h", SIZE_MAX), key);
+    const std::string include = toolchain.command.back().substr(2);
+    for (const char* header : {"/kernel_operator.h", "/aclsim_block.h"}) key = fnv1a(read_head(include + header, SIZE_MAX), key);
   }
   char name[40];
   std::snprintf(name, sizeof name, "%s-%016" PRIx64, source.entry.c_str(), key);
   const fs::path dir = kernel_cache_dir();
   const fs::path binary = fs::absolute(dir / (std::string(name) + toolchain.extension));
   if (fs::exists(binary)) return {binary.string(), true};
-  std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error(ErrorCode::Backend, "ascend: cannot create the kernel cache " + dir.string() + ": " + ec.message());
-  const fs::path src = dir / (std::string(name) + ".cpp");
+  // Every build's own source, log and output (threads and processes may build one kernel at
+  // once); only the finished binary is renamed into place, atomically.
+  static std::atomic<uint64_t> builds{0};
+  const std::string own = std::string(name) + "." + std::to_string(getpid()) + "." + std::to_string(builds++);
+  const fs::path src = dir / (own + ".cpp");
   {
     std::ofstream out(src);
     out << source.code;
     if (!out) throw Error(ErrorCode::Backend, "ascend: cannot write " + src.string());
   }
   // Built under a private name and renamed: concurrent builds of one kernel never see half a file.
-  const std::string tmp = binary.string() + ".tmp" + std::to_string(getpid());
-  const std::string log = dir / (std::string(name) + ".log");
+  const std::string tmp = (dir / (own + toolchain.extension + ".tmp")).string();
+  const std::string log = (dir / (own + ".log")).string();
   std::vector<std::string> argv = toolchain.command;
   argv.insert(argv.end(), {src.string(), "-o", tmp});
   const int status = run(argv, log);
@@ -136,11 +145,12 @@ BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source)
     fs::remove(tmp, ec);
     throw Error(ErrorCode::Backend, "ascend: compiling kernel " + source.entry + " failed (" +
                                         (status < 0 ? "the compiler did not start" : "exit status " + std::to_string(status)) +
-                                        "):" + command + "\n" + read_head(log, 4000));
+                                        "):" + command + "\n" + read_head(log, 4000) + "\n(source kept at " + src.string() + ")");
   }
   fs::rename(tmp, binary, ec);
   if (ec) throw Error(ErrorCode::Backend, "ascend: cannot store " + binary.string() + ": " + ec.message());
   fs::remove(log, ec);
+  fs::rename(src, dir / (std::string(name) + ".cpp"), ec);  // kept beside the binary, for reading
   return {binary.string(), false};
 }
 

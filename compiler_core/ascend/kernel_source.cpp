@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <sstream>
 
@@ -75,7 +76,8 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   uint64_t tile_multiple = kTileAlign;
   for (size_t k = 0; k < grp.inputs.size(); ++k) {
     const ir::Shape& s = g.shape(grp.inputs[k]);
-    if (s == grp.shape) continue;
+    // As many elements as the group (only leading 1s differ, since it broadcasts): streamed.
+    if (s == grp.shape || s.num_elements() == grp.shape.num_elements()) continue;
     // A suffix of the group's dims after leading 1s: elements repeat every s.num_elements().
     const size_t lead = s.rank() <= grp.shape.rank() ? grp.shape.rank() - s.rank() : 0;
     size_t first = 0;
@@ -111,7 +113,13 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   const int outputs = static_cast<int>(grp.outputs.size());
   // Tiles of f32 the Unified Buffer must hold: two per queue (double buffering), one per
   // internal result, temporary and broadcast scalar.
-  const uint32_t tiles = static_cast<uint32_t>(2 * (direct_inputs + outputs) + work + temps + residents);
+  // The higher-level math (Tanh, Erf, Sin, Cos) takes temporary space from the Unified Buffer:
+  // two tiles' worth are left to it.
+  bool math = false;
+  for (const AscendCOp* op : lowered)
+    for (size_t i = 0; i < op->num_statements; ++i)
+      for (const char* f : {"Tanh(", "Erf(", "Sin(", "Cos("}) math = math || std::strncmp(op->statements[i], f, std::strlen(f)) == 0;
+  const uint32_t tiles = static_cast<uint32_t>(2 * (direct_inputs + outputs) + work + temps + residents + (math ? 2 : 0));
   const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - kReserveBytes) / (tiles * 4u), std::max<uint64_t>(kMaxTile, tile_multiple));
   const uint32_t tile = static_cast<uint32_t>(fit / tile_multiple * tile_multiple);
   if (tile == 0)

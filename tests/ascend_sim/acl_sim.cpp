@@ -16,6 +16,7 @@
 //   capture, as CANN before 8.1 does; ACLSIM_DEVICES sets the device count (default 1).
 #include <dlfcn.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -30,6 +31,8 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "aclnn_sim.hpp"
@@ -64,6 +67,9 @@ thread_local std::string recent_error;
 struct Task {
   std::string what;
   std::function<void()> run;
+  // Runs even after a fault on its stream: an event record, so other streams' waits end (the
+  // fault is reported at synchronization, not as a hang).
+  bool always = false;
 };
 
 struct Captured {
@@ -211,7 +217,7 @@ void drain(SimStream* st) {
     bool skip;
     {
       std::lock_guard<std::mutex> lock(st->mu);
-      skip = !st->error.empty();
+      skip = !st->error.empty() && !task.always;
     }
     if (!skip) {
       try {
@@ -263,27 +269,23 @@ SimStream* stream_or_default(void* handle) {
   return fallback;
 }
 
-using Entry = void (*)();
-// Calls a kernel entry with its pointer arguments: the entry's own type, by argument count.
+// Calls a kernel entry with its pointer arguments, through the entry's own type (one pointer
+// parameter per argument), for up to kMaxArgs arguments.
+constexpr size_t kMaxArgs = 32;
+template <size_t... I>
+void call_with(void* entry, void* const* a, std::index_sequence<I...>) {
+  using Fn = void (*)(std::remove_reference_t<decltype((void)I, a[0])>...);
+  reinterpret_cast<Fn>(entry)(a[I]...);
+}
+template <size_t... N>
+constexpr auto make_callers(std::index_sequence<N...>) {
+  return std::array<void (*)(void*, void* const*), sizeof...(N)>{
+      [](void* entry, void* const* a) { call_with(entry, a, std::make_index_sequence<N>{}); }...};
+}
 void call_entry(void* entry, void* const* a, size_t n) {
-  switch (n) {
-#define ACLSIM_P void*
-    case 1: return reinterpret_cast<void (*)(ACLSIM_P)>(entry)(a[0]);
-    case 2: return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P)>(entry)(a[0], a[1]);
-    case 3: return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P, ACLSIM_P)>(entry)(a[0], a[1], a[2]);
-    case 4: return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P)>(entry)(a[0], a[1], a[2], a[3]);
-    case 5: return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P)>(entry)(a[0], a[1], a[2], a[3], a[4]);
-    case 6:
-      return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P)>(entry)(a[0], a[1], a[2], a[3], a[4], a[5]);
-    case 7:
-      return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P)>(entry)(a[0], a[1], a[2], a[3], a[4],
-                                                                                                              a[5], a[6]);
-    case 8:
-      return reinterpret_cast<void (*)(ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P, ACLSIM_P)>(entry)(
-          a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
-#undef ACLSIM_P
-    default: throw std::runtime_error("the simulated device passes at most 8 kernel arguments, got " + std::to_string(n));
-  }
+  static constexpr auto callers = make_callers(std::make_index_sequence<kMaxArgs + 1>{});
+  if (n == 0 || n > kMaxArgs) throw std::runtime_error("the simulated device passes 1 to 32 kernel arguments, got " + std::to_string(n));
+  callers[n](entry, a);
 }
 
 }  // namespace
@@ -454,11 +456,13 @@ Error aclrtRecordEvent(Event event, Stream stream) {
     generation = ++ev->recorded;
   }
   log_line("aclrtRecordEvent " + name_of("event", ev->id) + " " + name_of("stream", st->id));
-  return enqueue(st, {"record " + name_of("event", ev->id), [ev, generation] {
+  return enqueue(st, {"record " + name_of("event", ev->id),
+                      [ev, generation] {
                         std::lock_guard<std::mutex> lock(ev->mu);
                         ev->completed = std::max(ev->completed, generation);
                         ev->done.notify_all();
-                      }});
+                      },
+                      true});
 }
 
 Error aclrtStreamWaitEvent(Stream stream, Event event) {

@@ -181,6 +181,11 @@ TEST_CASE("the simulated device faults where the hardware would") {
     CHECK(status == 507015);
     CHECK(message.find("DeQue of an empty queue") != std::string::npos);
   }
+  SUBCASE("the higher-level math in place") {
+    const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); Tanh(t, t, 64);", a, b);
+    CHECK(status == 507015);
+    CHECK(message.find("Tanh: the destination overlaps the source") != std::string::npos);
+  }
   SUBCASE("a vector instruction longer than its operands") {
     const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); Exp(t, t, 257);", a, b);
     CHECK(status == 507015);

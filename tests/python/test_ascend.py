@@ -148,6 +148,8 @@ def test_broadcast_operands_scalars_and_rows():
     s = np.array(0.75, np.float32)
     g = graph_of(lambda a, b, r, c: ops.relu(a + b) * r + c, x.shape, bias.shape, row.shape, s.shape)
     check_same(g, [x, bias, row, s])
+    flat = rng.standard_normal((64, 48)).astype(np.float32)  # [64, 48] into [1, 64, 48]: streamed, not resident
+    check_same(graph_of(lambda a, b: a * b + 1.0, (1, 64, 48), flat.shape), [x[None], flat])
     odd = rng.standard_normal((100, 7)).astype(np.float32)  # rows of 7 floats: not 32-byte aligned
     check_same(graph_of(lambda a, b: a * b, odd.shape, (7,)), [odd, odd[0].copy()], ai_cores=3)
 

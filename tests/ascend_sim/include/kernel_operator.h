@@ -277,11 +277,22 @@ ACLSIM_UNARY(Sqrt, std::sqrt(x[i]))
 ACLSIM_UNARY(Rsqrt, 1 / std::sqrt(x[i]))
 ACLSIM_UNARY(Reciprocal, 1 / x[i])
 ACLSIM_UNARY(Relu, std::max(x[i], T(0)))
-ACLSIM_UNARY(Tanh, std::tanh(x[i]))
-ACLSIM_UNARY(Erf, std::erf(x[i]))
-ACLSIM_UNARY(Sin, std::sin(x[i]))
-ACLSIM_UNARY(Cos, std::cos(x[i]))
 #undef ACLSIM_UNARY
+
+// The higher-level math: like the hardware's, refuses a destination that overlaps the source.
+#define ACLSIM_MATH(Name, expr)                                                                              \
+  template <class T>                                                                                        \
+  void Name(const LocalTensor<T>& dst, const LocalTensor<T>& a, int32_t n) {                                \
+    T* d = dst.span(n, #Name);                                                                              \
+    const T* x = a.span(n, #Name);                                                                          \
+    if (d < x + n && x < d + n) sim::fault(#Name ": the destination overlaps the source (not supported)"); \
+    for (int32_t i = 0; i < n; ++i) d[i] = static_cast<T>(expr);                                            \
+  }
+ACLSIM_MATH(Tanh, std::tanh(x[i]))
+ACLSIM_MATH(Erf, std::erf(x[i]))
+ACLSIM_MATH(Sin, std::sin(x[i]))
+ACLSIM_MATH(Cos, std::cos(x[i]))
+#undef ACLSIM_MATH
 
 template <class T, class S>
 void Duplicate(const LocalTensor<T>& dst, S scalar, int32_t n) {

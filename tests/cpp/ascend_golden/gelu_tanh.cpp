@@ -4,7 +4,7 @@
 using namespace AscendC;
 
 namespace {
-constexpr uint32_t kTile = 6080;  // elements: 8 tiles fill the Unified Buffer
+constexpr uint32_t kTile = 4032;  // elements: 12 tiles fill the Unified Buffer
 
 class Kernel {
  public:
@@ -19,7 +19,7 @@ class Kernel {
     pipe_.InitBuffer(qx0_, 2, kTile * sizeof(float));
     gy0_.SetGlobalBuffer((__gm__ float*)out0, total_);
     pipe_.InitBuffer(qy0_, 2, kTile * sizeof(float));
-    pipe_.InitBuffer(work_, 4 * kTile * sizeof(float));
+    pipe_.InitBuffer(work_, 6 * kTile * sizeof(float));
   }
 
   __aicore__ inline void Process() {
@@ -47,21 +47,21 @@ class Kernel {
     if ((1.0f == 0.0f)) {
     Muls(t[0 * kTile], x0, 0.5f, n);
     Muls(t[1 * kTile], x0, 0.7071067811865476f, n);
-    Erf(t[1 * kTile], t[1 * kTile], n);
-    Adds(t[1 * kTile], t[1 * kTile], 1.0f, n);
-    Mul(t[0 * kTile], t[0 * kTile], t[1 * kTile], n);
+    Erf(t[2 * kTile], t[1 * kTile], n);
+    Adds(t[2 * kTile], t[2 * kTile], 1.0f, n);
+    Mul(t[0 * kTile], t[0 * kTile], t[2 * kTile], n);
     Adds(y0, t[0 * kTile], 0.0f, n);
     } else {
-    Muls(t[2 * kTile], x0, 0.5f, n);
-    Muls(t[3 * kTile], x0, 0.044715f, n);
-    Mul(t[3 * kTile], t[3 * kTile], x0, n);
-    Mul(t[3 * kTile], t[3 * kTile], x0, n);
-    Add(t[3 * kTile], x0, t[3 * kTile], n);
-    Muls(t[3 * kTile], t[3 * kTile], 0.7978845608028654f, n);
-    Tanh(t[3 * kTile], t[3 * kTile], n);
-    Adds(t[3 * kTile], t[3 * kTile], 1.0f, n);
-    Mul(t[2 * kTile], t[2 * kTile], t[3 * kTile], n);
-    Adds(y0, t[2 * kTile], 0.0f, n);
+    Muls(t[3 * kTile], x0, 0.5f, n);
+    Muls(t[4 * kTile], x0, 0.044715f, n);
+    Mul(t[4 * kTile], t[4 * kTile], x0, n);
+    Mul(t[4 * kTile], t[4 * kTile], x0, n);
+    Add(t[4 * kTile], x0, t[4 * kTile], n);
+    Muls(t[4 * kTile], t[4 * kTile], 0.7978845608028654f, n);
+    Tanh(t[5 * kTile], t[4 * kTile], n);
+    Adds(t[5 * kTile], t[5 * kTile], 1.0f, n);
+    Mul(t[3 * kTile], t[3 * kTile], t[5 * kTile], n);
+    Adds(y0, t[3 * kTile], 0.0f, n);
     }
     qx0_.FreeTensor(x0);
     qy0_.EnQue(y0);
@@ -101,7 +101,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_6d238bc1fabccc57(GM_ADDR in0, GM_ADDR out0, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_21793770d3b4489f(GM_ADDR in0, GM_ADDR out0, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, out0, tiling);
   k.Process();
