@@ -63,10 +63,15 @@ std::string substitute(const std::string& text, F name) {
 KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp) {
   const std::string where = "fused group over " + g.shape_str(grp.shape);
   if (grp.head != ir::kNone) throw Error(ErrorCode::Unsupported, "ascend: a " + where + " with a matmul head");
+  // One element type for the whole group: f32, or f16 (the vector instructions' own types).
+  const ir::DType dtype = g.values[grp.outputs.at(0)].dtype;
+  if (dtype != ir::DType::F32 && dtype != ir::DType::F16)
+    throw Error(ErrorCode::Unsupported, std::string("ascend: generated kernels compute f32 and f16 so far; the group gives ") +
+                                            ir::dtype_name(dtype));
   for (ir::ValueId v : grp.inputs)
-    if (g.values[v].dtype != ir::DType::F32)
-      throw Error(ErrorCode::Unsupported, "ascend: generated kernels take f32 so far; " + g.value_name(v) + " is " +
-                                              ir::dtype_name(g.values[v].dtype));
+    if (g.values[v].dtype != dtype)
+      throw Error(ErrorCode::Unsupported, "ascend: generated kernels take one dtype per group so far; " + g.value_name(v) + " is " +
+                                              ir::dtype_name(g.values[v].dtype) + ", the group " + ir::dtype_name(dtype));
   // Each input is streamed tile by tile, or is resident: a broadcast input whose elements repeat
   // with a period (1 for a single element, C for a row [C] over [..., C]) fills one tile at the
   // start, and tiles, a multiple of every period, all start at a period's start.
@@ -99,9 +104,9 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   for (size_t s = 0; s < grp.steps.size(); ++s) {
     while (grp.members[member] == grp.head) ++member;
     const ir::Node& n = g.nodes[grp.members[member++]];
-    if (grp.steps[s].dtype != ir::DType::F32)
-      throw Error(ErrorCode::Unsupported, std::string("ascend: generated kernels compute f32 so far; ") + n.op->name + " gives " +
-                                              ir::dtype_name(grp.steps[s].dtype));
+    if (grp.steps[s].dtype != dtype)
+      throw Error(ErrorCode::Unsupported, std::string("ascend: generated kernels compute one dtype per group so far; ") + n.op->name +
+                                              " gives " + ir::dtype_name(grp.steps[s].dtype) + ", the group " + ir::dtype_name(dtype));
     const AscendCOp* op = find_ascendc_op(*n.op);
     if (!op || op->unsupported)
       throw Error(ErrorCode::Unsupported, std::string("ascend: ") + n.op->name + ": " + (op ? op->unsupported : "not elementwise"));
@@ -120,7 +125,8 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     for (size_t i = 0; i < op->num_statements; ++i)
       for (const char* f : {"Tanh(", "Erf(", "Sin(", "Cos("}) math = math || std::strncmp(op->statements[i], f, std::strlen(f)) == 0;
   const uint32_t tiles = static_cast<uint32_t>(2 * (direct_inputs + outputs) + work + temps + residents + (math ? 2 : 0));
-  const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - kReserveBytes) / (tiles * 4u), std::max<uint64_t>(kMaxTile, tile_multiple));
+  const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - kReserveBytes) / (tiles * ir::dtype_size(dtype)),
+                                          std::max<uint64_t>(kMaxTile, tile_multiple));
   const uint32_t tile = static_cast<uint32_t>(fit / tile_multiple * tile_multiple);
   if (tile == 0)
     throw Error(ErrorCode::Unsupported, "ascend: the " + where + " needs more Unified Buffer than it has (" + std::to_string(tiles) +
@@ -159,54 +165,56 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     params << "GM_ADDR in" << k << ", ";
     args << "in" << k << ", ";
     if (period[k] == 1) {
-      init << "    GlobalTensor<float> s" << k << ";\n    s" << k << ".SetGlobalBuffer((__gm__ float*)in" << k << ", 1);\n"
+      init << "    GlobalTensor<T> s" << k << ";\n    s" << k << ".SetGlobalBuffer((__gm__ T*)in" << k << ", 1);\n"
            << "    Duplicate(" << in_name(k) << ", s" << k << ".GetValue(0), static_cast<int32_t>(kTile));\n";
       continue;
     }
     if (period[k] > 1) {  // the row once, then repeated along the tile
-      init << "    {\n      GlobalTensor<float> r;\n      r.SetGlobalBuffer((__gm__ float*)in" << k << ", " << period[k] << ");\n"
-           << "      LocalTensor<float> row = " << in_name(k) << ";\n      Load(row, r, " << period[k] << ");\n"
+      init << "    {\n      GlobalTensor<T> r;\n      r.SetGlobalBuffer((__gm__ T*)in" << k << ", " << period[k] << ");\n"
+           << "      LocalTensor<T> row = " << in_name(k) << ";\n      Load(row, r, " << period[k] << ");\n"
            << "      for (uint32_t i = " << period[k] << "; i < kTile; ++i) row.SetValue(i, row.GetValue(i - " << period[k] << "));\n    }\n";
       continue;
     }
-    members << "  GlobalTensor<float> gx" << k << "_;\n  TQue<QuePosition::VECIN, 2> qx" << k << "_;\n";
-    init << "    gx" << k << "_.SetGlobalBuffer((__gm__ float*)in" << k << ", total_);\n"
-         << "    pipe_.InitBuffer(qx" << k << "_, 2, kTile * sizeof(float));\n";
-    copy_in << "    LocalTensor<float> x" << k << " = qx" << k << "_.AllocTensor<float>();\n    Load(x" << k << ", gx" << k
+    members << "  GlobalTensor<T> gx" << k << "_;\n  TQue<QuePosition::VECIN, 2> qx" << k << "_;\n";
+    init << "    gx" << k << "_.SetGlobalBuffer((__gm__ T*)in" << k << ", total_);\n"
+         << "    pipe_.InitBuffer(qx" << k << "_, 2, kTile * sizeof(T));\n";
+    copy_in << "    LocalTensor<T> x" << k << " = qx" << k << "_.AllocTensor<T>();\n    Load(x" << k << ", gx" << k
             << "_[at], n);\n    qx" << k << "_.EnQue(x" << k << ");\n";
-    compute_head << "    LocalTensor<float> x" << k << " = qx" << k << "_.DeQue<float>();\n";
+    compute_head << "    LocalTensor<T> x" << k << " = qx" << k << "_.DeQue<T>();\n";
     compute_tail << "    qx" << k << "_.FreeTensor(x" << k << ");\n";
   }
   for (int o = 0; o < outputs; ++o) {
     params << "GM_ADDR out" << o << ", ";
     args << "out" << o << ", ";
-    members << "  GlobalTensor<float> gy" << o << "_;\n  TQue<QuePosition::VECOUT, 2> qy" << o << "_;\n";
-    init << "    gy" << o << "_.SetGlobalBuffer((__gm__ float*)out" << o << ", total_);\n"
-         << "    pipe_.InitBuffer(qy" << o << "_, 2, kTile * sizeof(float));\n";
-    compute_head << "    LocalTensor<float> y" << o << " = qy" << o << "_.AllocTensor<float>();\n";
+    members << "  GlobalTensor<T> gy" << o << "_;\n  TQue<QuePosition::VECOUT, 2> qy" << o << "_;\n";
+    init << "    gy" << o << "_.SetGlobalBuffer((__gm__ T*)out" << o << ", total_);\n"
+         << "    pipe_.InitBuffer(qy" << o << "_, 2, kTile * sizeof(T));\n";
+    compute_head << "    LocalTensor<T> y" << o << " = qy" << o << "_.AllocTensor<T>();\n";
     compute_tail << "    qy" << o << "_.EnQue(y" << o << ");\n";
-    copy_out << "    LocalTensor<float> y" << o << " = qy" << o << "_.DeQue<float>();\n    Store(gy" << o << "_[at], y" << o
+    copy_out << "    LocalTensor<T> y" << o << " = qy" << o << "_.DeQue<T>();\n    Store(gy" << o << "_[at], y" << o
              << ", n);\n    qy" << o << "_.FreeTensor(y" << o << ");\n";
   }
   if (work + temps > 0) {
     members << "  TBuf<TPosition::VECCALC> work_;\n";
-    init << "    pipe_.InitBuffer(work_, " << work + temps << " * kTile * sizeof(float));\n";
-    compute_head << "    LocalTensor<float> w = work_.Get<float>();\n";
-    if (temps) compute_head << "    LocalTensor<float> t = w[" << work << " * kTile];\n";
+    init << "    pipe_.InitBuffer(work_, " << work + temps << " * kTile * sizeof(T));\n";
+    compute_head << "    LocalTensor<T> w = work_.Get<T>();\n";
+    if (temps) compute_head << "    LocalTensor<T> t = w[" << work << " * kTile];\n";
   }
   if (residents) {
     members << "  TBuf<TPosition::VECCALC> resident_;\n";
-    init.str("    pipe_.InitBuffer(resident_, " + std::to_string(residents) + " * kTile * sizeof(float));\n" +
-             "    LocalTensor<float> c = resident_.Get<float>();\n" + init.str());
-    compute_head << "    LocalTensor<float> c = resident_.Get<float>();\n";
+    init.str("    pipe_.InitBuffer(resident_, " + std::to_string(residents) + " * kTile * sizeof(T));\n" +
+             "    LocalTensor<T> c = resident_.Get<T>();\n" + init.str());
+    compute_head << "    LocalTensor<T> c = resident_.Get<T>();\n";
   }
 
   std::ostringstream code;
   code << "// Generated by esgraph from the YAML compute expressions of:";
   for (ir::NodeId m : grp.members) code << " " << g.nodes[m].op->name;
   // No sizes in the source: the tiling argument carries them, so one binary serves every size.
-  code << "\n// f32, any number of elements (the tiling argument).\n"
+  const char* type = dtype == ir::DType::F16 ? "half" : "float";
+  code << "\n// " << ir::dtype_name(dtype) << ", any number of elements (the tiling argument).\n"
        << "#include \"kernel_operator.h\"\nusing namespace AscendC;\n\nnamespace {\n"
+       << "using T = " << type << ";\n"
        << "constexpr uint32_t kTile = " << tile << ";  // elements: " << tiles << " tiles fill the Unified Buffer\n\n"
        << "class Kernel {\n public:\n"
        << "  __aicore__ inline void Init(" << params.str() << "GM_ADDR tiling) {\n"
@@ -222,13 +230,13 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
        << "  __aicore__ inline void Compute(uint32_t n) {\n" << compute_head.str() << body.str() << compute_tail.str() << "  }\n\n"
        << "  __aicore__ inline void CopyOut(uint64_t at, uint32_t n) {\n" << copy_out.str() << "  }\n\n"
        << "  // Whole 32-byte blocks move with DataCopy; a tail that is not one with DataCopyPad.\n"
-       << "  __aicore__ static inline void Load(const LocalTensor<float>& dst, const GlobalTensor<float>& src, uint32_t n) {\n"
-       << "    if (n * sizeof(float) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
-       << "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(float)), 0, 0, 0};\n"
-       << "      DataCopyPad(dst, src, p, DataCopyPadExtParams<float>{false, 0, 0, 0});\n    }\n  }\n"
-       << "  __aicore__ static inline void Store(const GlobalTensor<float>& dst, const LocalTensor<float>& src, uint32_t n) {\n"
-       << "    if (n * sizeof(float) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
-       << "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(float)), 0, 0, 0};\n"
+       << "  __aicore__ static inline void Load(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t n) {\n"
+       << "    if (n * sizeof(T) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
+       << "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(T)), 0, 0, 0};\n"
+       << "      DataCopyPad(dst, src, p, DataCopyPadExtParams<T>{false, 0, 0, 0});\n    }\n  }\n"
+       << "  __aicore__ static inline void Store(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n) {\n"
+       << "    if (n * sizeof(T) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
+       << "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(T)), 0, 0, 0};\n"
        << "      DataCopyPad(dst, src, p);\n    }\n  }\n\n"
        << "  TPipe pipe_;\n" << members.str() << "  uint64_t total_ = 0, begin_ = 0, end_ = 0;\n};\n}  // namespace\n\n";
   const std::string kernel_body = code.str();

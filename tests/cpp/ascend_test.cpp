@@ -59,7 +59,7 @@ void check_golden(const std::string& name, const std::string& code) {
 
 }  // namespace
 
-TEST_CASE("generated Ascend C: golden kernels of three patterns") {
+TEST_CASE("generated Ascend C: golden kernels of four patterns") {
   {
     // A chain with a broadcast scalar: sigmoid(x * y + 1.5).
     ir::Builder b;
@@ -84,6 +84,12 @@ TEST_CASE("generated Ascend C: golden kernels of three patterns") {
     const ValueId act = node(b, ir::ops::relu, {sum});
     const ValueId twice = node(b, ir::ops::mul, {sum, scalar(b, 2.0f)});
     check_golden("bias_two_outputs", kernel_of(b, {act, twice}));
+  }
+  {
+    // The same instructions over half tiles.
+    ir::Builder b;
+    const ValueId x = b.add_input("x", ir::DType::F16, ir::Shape{32});
+    check_golden("silu_f16", kernel_of(b, {node(b, ir::ops::silu, {x})}));
   }
 }
 

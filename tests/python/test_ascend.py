@@ -140,6 +140,25 @@ def test_a_fused_group_over_tiles_and_cores(size, cores):
     check_same(graph_of(lambda a, b: ops.silu(a * b - 0.25) + ops.tanh(b), x.shape, w.shape), [x, w], ai_cores=cores)
 
 
+def test_f16_groups():
+    # The same kernels over half tiles; the simulator rounds each instruction's result to half,
+    # the CPU each op's, so values agree to a few half ulps.
+    rng = np.random.default_rng(11)
+    x, w = rng.uniform(-2, 2, (2, 3000)).astype(np.float16)
+    with esgraph.GraphBuilder("h") as b:
+        a, c = b.input("a", esgraph.f16, list(x.shape)), b.input("c", esgraph.f16, list(w.shape))
+        g16 = b.build([ops.sigmoid(a * c + 0.5) - ops.tanh(c) + ops.relu(a)])
+    for cores in (1, 3):
+        cpu = esgraph.compile(g16).run([x, w])[0]
+        sim = esgraph.compile(g16, backend="ascend-sim", ai_cores=cores).run([x, w])[0]
+        assert sim.dtype == np.float16
+        np.testing.assert_allclose(sim.astype(np.float32), cpu.astype(np.float32), rtol=4e-3, atol=4e-3)
+    with pytest.raises(esgraph.UnsupportedError, match="one dtype per group so far"):
+        with esgraph.GraphBuilder("m") as b:
+            a = b.input("a", esgraph.f16, [4])
+            esgraph.compile(b.build([ops.cast(a, esgraph.f32) + 1.0]), backend="ascend-sim")
+
+
 def test_broadcast_operands_scalars_and_rows():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((64, 48)).astype(np.float32)
@@ -423,10 +442,10 @@ def test_bad_options_and_ops_without_a_lowering():
         esgraph.compile(g, backend="ascend-sim", ai_cores=-1)
     with pytest.raises(esgraph.BackendError, match="device 3 does not exist"):
         esgraph.compile(g, backend="ascend-sim", device=3)
-    with pytest.raises(esgraph.UnsupportedError, match="generated kernels take f32 so far"):
+    with pytest.raises(esgraph.UnsupportedError, match="generated kernels compute f32 and f16 so far; the group gives i32"):
         with esgraph.GraphBuilder("i") as b:
             esgraph.compile(b.build([b.input("i", esgraph.i32, [3]) + 1]), backend="ascend-sim")
-    with pytest.raises(esgraph.UnsupportedError, match="compute f32 so far; is_nan gives bool"):
+    with pytest.raises(esgraph.UnsupportedError, match="one dtype per group so far; is_nan gives bool"):
         esgraph.compile(graph_of(lambda a: ops.cast(ops.is_nan(a), esgraph.f32), (3,)), backend="ascend-sim")
     with pytest.raises(esgraph.UnsupportedError, match="floor: `floor\\(x\\)` has no Ascend C lowering yet"):
         esgraph.compile(graph_of(lambda a: ops.floor(a) * 2.0, (3,)), backend="ascend-sim")

@@ -16,6 +16,8 @@
 
 #define __global__
 #define __aicore__
+// CANN's compiler has `half` built in; GCC's _Float16 is IEEE binary16 too (arithmetic in float).
+using half = _Float16;
 #define __gm__
 #define GM_ADDR uint8_t*
 
@@ -268,15 +270,18 @@ ACLSIM_SCALAR(Mins, std::min(x[i], s))
   void Name(const LocalTensor<T>& dst, const LocalTensor<T>& a, int32_t n) {        \
     T* d = dst.span(n, #Name);                                                      \
     const T* x = a.span(n, #Name);                                                  \
-    for (int32_t i = 0; i < n; ++i) d[i] = static_cast<T>(expr);                   \
+    for (int32_t i = 0; i < n; ++i) {                                               \
+      const float v = static_cast<float>(x[i]);                                     \
+      d[i] = static_cast<T>(expr);                                                  \
+    }                                                                               \
   }
-ACLSIM_UNARY(Exp, std::exp(x[i]))
-ACLSIM_UNARY(Ln, std::log(x[i]))
-ACLSIM_UNARY(Abs, std::fabs(x[i]))
-ACLSIM_UNARY(Sqrt, std::sqrt(x[i]))
-ACLSIM_UNARY(Rsqrt, 1 / std::sqrt(x[i]))
-ACLSIM_UNARY(Reciprocal, 1 / x[i])
-ACLSIM_UNARY(Relu, std::max(x[i], T(0)))
+ACLSIM_UNARY(Exp, std::exp(v))
+ACLSIM_UNARY(Ln, std::log(v))
+ACLSIM_UNARY(Abs, std::fabs(v))
+ACLSIM_UNARY(Sqrt, std::sqrt(v))
+ACLSIM_UNARY(Rsqrt, 1 / std::sqrt(v))
+ACLSIM_UNARY(Reciprocal, 1 / v)
+ACLSIM_UNARY(Relu, std::max(v, 0.0f))
 #undef ACLSIM_UNARY
 
 // The higher-level math: like the hardware's, refuses a destination that overlaps the source.
@@ -286,12 +291,15 @@ ACLSIM_UNARY(Relu, std::max(x[i], T(0)))
     T* d = dst.span(n, #Name);                                                                              \
     const T* x = a.span(n, #Name);                                                                          \
     if (d < x + n && x < d + n) sim::fault(#Name ": the destination overlaps the source (not supported)"); \
-    for (int32_t i = 0; i < n; ++i) d[i] = static_cast<T>(expr);                                            \
+    for (int32_t i = 0; i < n; ++i) {                                                                       \
+      const float v = static_cast<float>(x[i]);                                                             \
+      d[i] = static_cast<T>(expr);                                                                          \
+    }                                                                                                       \
   }
-ACLSIM_MATH(Tanh, std::tanh(x[i]))
-ACLSIM_MATH(Erf, std::erf(x[i]))
-ACLSIM_MATH(Sin, std::sin(x[i]))
-ACLSIM_MATH(Cos, std::cos(x[i]))
+ACLSIM_MATH(Tanh, std::tanh(v))
+ACLSIM_MATH(Erf, std::erf(v))
+ACLSIM_MATH(Sin, std::sin(v))
+ACLSIM_MATH(Cos, std::cos(v))
 #undef ACLSIM_MATH
 
 template <class T, class S>

@@ -4,6 +4,7 @@
 using namespace AscendC;
 
 namespace {
+using T = float;
 constexpr uint32_t kTile = 5376;  // elements: 9 tiles fill the Unified Buffer
 
 class Kernel {
@@ -15,25 +16,25 @@ class Kernel {
     const uint64_t per_block = t.GetValue(1);
     begin_ = GetBlockIdx() * per_block;
     end_ = begin_ + per_block < total_ ? begin_ + per_block : total_;
-    pipe_.InitBuffer(resident_, 2 * kTile * sizeof(float));
-    LocalTensor<float> c = resident_.Get<float>();
-    gx0_.SetGlobalBuffer((__gm__ float*)in0, total_);
-    pipe_.InitBuffer(qx0_, 2, kTile * sizeof(float));
+    pipe_.InitBuffer(resident_, 2 * kTile * sizeof(T));
+    LocalTensor<T> c = resident_.Get<T>();
+    gx0_.SetGlobalBuffer((__gm__ T*)in0, total_);
+    pipe_.InitBuffer(qx0_, 2, kTile * sizeof(T));
     {
-      GlobalTensor<float> r;
-      r.SetGlobalBuffer((__gm__ float*)in1, 24);
-      LocalTensor<float> row = c[0 * kTile];
+      GlobalTensor<T> r;
+      r.SetGlobalBuffer((__gm__ T*)in1, 24);
+      LocalTensor<T> row = c[0 * kTile];
       Load(row, r, 24);
       for (uint32_t i = 24; i < kTile; ++i) row.SetValue(i, row.GetValue(i - 24));
     }
-    GlobalTensor<float> s2;
-    s2.SetGlobalBuffer((__gm__ float*)in2, 1);
+    GlobalTensor<T> s2;
+    s2.SetGlobalBuffer((__gm__ T*)in2, 1);
     Duplicate(c[1 * kTile], s2.GetValue(0), static_cast<int32_t>(kTile));
-    gy0_.SetGlobalBuffer((__gm__ float*)out0, total_);
-    pipe_.InitBuffer(qy0_, 2, kTile * sizeof(float));
-    gy1_.SetGlobalBuffer((__gm__ float*)out1, total_);
-    pipe_.InitBuffer(qy1_, 2, kTile * sizeof(float));
-    pipe_.InitBuffer(work_, 1 * kTile * sizeof(float));
+    gy0_.SetGlobalBuffer((__gm__ T*)out0, total_);
+    pipe_.InitBuffer(qy0_, 2, kTile * sizeof(T));
+    gy1_.SetGlobalBuffer((__gm__ T*)out1, total_);
+    pipe_.InitBuffer(qy1_, 2, kTile * sizeof(T));
+    pipe_.InitBuffer(work_, 1 * kTile * sizeof(T));
   }
 
   __aicore__ inline void Process() {
@@ -47,17 +48,17 @@ class Kernel {
 
  private:
   __aicore__ inline void CopyIn(uint64_t at, uint32_t n) {
-    LocalTensor<float> x0 = qx0_.AllocTensor<float>();
+    LocalTensor<T> x0 = qx0_.AllocTensor<T>();
     Load(x0, gx0_[at], n);
     qx0_.EnQue(x0);
   }
 
   __aicore__ inline void Compute(uint32_t n) {
-    LocalTensor<float> x0 = qx0_.DeQue<float>();
-    LocalTensor<float> y0 = qy0_.AllocTensor<float>();
-    LocalTensor<float> y1 = qy1_.AllocTensor<float>();
-    LocalTensor<float> w = work_.Get<float>();
-    LocalTensor<float> c = resident_.Get<float>();
+    LocalTensor<T> x0 = qx0_.DeQue<T>();
+    LocalTensor<T> y0 = qy0_.AllocTensor<T>();
+    LocalTensor<T> y1 = qy1_.AllocTensor<T>();
+    LocalTensor<T> w = work_.Get<T>();
+    LocalTensor<T> c = resident_.Get<T>();
     // add
     Add(w[0 * kTile], x0, c[0 * kTile], n);
     // relu
@@ -70,38 +71,38 @@ class Kernel {
   }
 
   __aicore__ inline void CopyOut(uint64_t at, uint32_t n) {
-    LocalTensor<float> y0 = qy0_.DeQue<float>();
+    LocalTensor<T> y0 = qy0_.DeQue<T>();
     Store(gy0_[at], y0, n);
     qy0_.FreeTensor(y0);
-    LocalTensor<float> y1 = qy1_.DeQue<float>();
+    LocalTensor<T> y1 = qy1_.DeQue<T>();
     Store(gy1_[at], y1, n);
     qy1_.FreeTensor(y1);
   }
 
   // Whole 32-byte blocks move with DataCopy; a tail that is not one with DataCopyPad.
-  __aicore__ static inline void Load(const LocalTensor<float>& dst, const GlobalTensor<float>& src, uint32_t n) {
-    if (n * sizeof(float) % 32 == 0) {
+  __aicore__ static inline void Load(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t n) {
+    if (n * sizeof(T) % 32 == 0) {
       DataCopy(dst, src, n);
     } else {
-      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(float)), 0, 0, 0};
-      DataCopyPad(dst, src, p, DataCopyPadExtParams<float>{false, 0, 0, 0});
+      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(T)), 0, 0, 0};
+      DataCopyPad(dst, src, p, DataCopyPadExtParams<T>{false, 0, 0, 0});
     }
   }
-  __aicore__ static inline void Store(const GlobalTensor<float>& dst, const LocalTensor<float>& src, uint32_t n) {
-    if (n * sizeof(float) % 32 == 0) {
+  __aicore__ static inline void Store(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n) {
+    if (n * sizeof(T) % 32 == 0) {
       DataCopy(dst, src, n);
     } else {
-      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(float)), 0, 0, 0};
+      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(T)), 0, 0, 0};
       DataCopyPad(dst, src, p);
     }
   }
 
   TPipe pipe_;
-  GlobalTensor<float> gx0_;
+  GlobalTensor<T> gx0_;
   TQue<QuePosition::VECIN, 2> qx0_;
-  GlobalTensor<float> gy0_;
+  GlobalTensor<T> gy0_;
   TQue<QuePosition::VECOUT, 2> qy0_;
-  GlobalTensor<float> gy1_;
+  GlobalTensor<T> gy1_;
   TQue<QuePosition::VECOUT, 2> qy1_;
   TBuf<TPosition::VECCALC> work_;
   TBuf<TPosition::VECCALC> resident_;
@@ -109,7 +110,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_c35c7a7c48214f5c(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR out1, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_6a3aeb693cf9a754(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR out1, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, in1, in2, out0, out1, tiling);
   k.Process();

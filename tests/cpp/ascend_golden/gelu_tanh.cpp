@@ -4,6 +4,7 @@
 using namespace AscendC;
 
 namespace {
+using T = float;
 constexpr uint32_t kTile = 4032;  // elements: 12 tiles fill the Unified Buffer
 
 class Kernel {
@@ -15,11 +16,11 @@ class Kernel {
     const uint64_t per_block = t.GetValue(1);
     begin_ = GetBlockIdx() * per_block;
     end_ = begin_ + per_block < total_ ? begin_ + per_block : total_;
-    gx0_.SetGlobalBuffer((__gm__ float*)in0, total_);
-    pipe_.InitBuffer(qx0_, 2, kTile * sizeof(float));
-    gy0_.SetGlobalBuffer((__gm__ float*)out0, total_);
-    pipe_.InitBuffer(qy0_, 2, kTile * sizeof(float));
-    pipe_.InitBuffer(work_, 6 * kTile * sizeof(float));
+    gx0_.SetGlobalBuffer((__gm__ T*)in0, total_);
+    pipe_.InitBuffer(qx0_, 2, kTile * sizeof(T));
+    gy0_.SetGlobalBuffer((__gm__ T*)out0, total_);
+    pipe_.InitBuffer(qy0_, 2, kTile * sizeof(T));
+    pipe_.InitBuffer(work_, 6 * kTile * sizeof(T));
   }
 
   __aicore__ inline void Process() {
@@ -33,16 +34,16 @@ class Kernel {
 
  private:
   __aicore__ inline void CopyIn(uint64_t at, uint32_t n) {
-    LocalTensor<float> x0 = qx0_.AllocTensor<float>();
+    LocalTensor<T> x0 = qx0_.AllocTensor<T>();
     Load(x0, gx0_[at], n);
     qx0_.EnQue(x0);
   }
 
   __aicore__ inline void Compute(uint32_t n) {
-    LocalTensor<float> x0 = qx0_.DeQue<float>();
-    LocalTensor<float> y0 = qy0_.AllocTensor<float>();
-    LocalTensor<float> w = work_.Get<float>();
-    LocalTensor<float> t = w[0 * kTile];
+    LocalTensor<T> x0 = qx0_.DeQue<T>();
+    LocalTensor<T> y0 = qy0_.AllocTensor<T>();
+    LocalTensor<T> w = work_.Get<T>();
+    LocalTensor<T> t = w[0 * kTile];
     // gelu
     if ((1.0f == 0.0f)) {
     Muls(t[0 * kTile], x0, 0.5f, n);
@@ -68,40 +69,40 @@ class Kernel {
   }
 
   __aicore__ inline void CopyOut(uint64_t at, uint32_t n) {
-    LocalTensor<float> y0 = qy0_.DeQue<float>();
+    LocalTensor<T> y0 = qy0_.DeQue<T>();
     Store(gy0_[at], y0, n);
     qy0_.FreeTensor(y0);
   }
 
   // Whole 32-byte blocks move with DataCopy; a tail that is not one with DataCopyPad.
-  __aicore__ static inline void Load(const LocalTensor<float>& dst, const GlobalTensor<float>& src, uint32_t n) {
-    if (n * sizeof(float) % 32 == 0) {
+  __aicore__ static inline void Load(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t n) {
+    if (n * sizeof(T) % 32 == 0) {
       DataCopy(dst, src, n);
     } else {
-      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(float)), 0, 0, 0};
-      DataCopyPad(dst, src, p, DataCopyPadExtParams<float>{false, 0, 0, 0});
+      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(T)), 0, 0, 0};
+      DataCopyPad(dst, src, p, DataCopyPadExtParams<T>{false, 0, 0, 0});
     }
   }
-  __aicore__ static inline void Store(const GlobalTensor<float>& dst, const LocalTensor<float>& src, uint32_t n) {
-    if (n * sizeof(float) % 32 == 0) {
+  __aicore__ static inline void Store(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n) {
+    if (n * sizeof(T) % 32 == 0) {
       DataCopy(dst, src, n);
     } else {
-      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(float)), 0, 0, 0};
+      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(T)), 0, 0, 0};
       DataCopyPad(dst, src, p);
     }
   }
 
   TPipe pipe_;
-  GlobalTensor<float> gx0_;
+  GlobalTensor<T> gx0_;
   TQue<QuePosition::VECIN, 2> qx0_;
-  GlobalTensor<float> gy0_;
+  GlobalTensor<T> gy0_;
   TQue<QuePosition::VECOUT, 2> qy0_;
   TBuf<TPosition::VECCALC> work_;
   uint64_t total_ = 0, begin_ = 0, end_ = 0;
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_21793770d3b4489f(GM_ADDR in0, GM_ADDR out0, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_c34030c963b4d777(GM_ADDR in0, GM_ADDR out0, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, out0, tiling);
   k.Process();
