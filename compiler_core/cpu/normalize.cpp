@@ -1,6 +1,6 @@
 // f32 softmax, log-softmax, layer norm and RMS norm over the last axis, the common case: plain
-// loops over contiguous rows, the rows split over the model's threads. Sums accumulate in double
-// as the reference kernels do; per-element work (softmax's exp, the normalizing loop) is f32, so
+// loops over contiguous rows, the rows split over the model's threads. Sums accumulate in f32
+// lanes within blocks of 512 elements and in double across them; per-element work is f32, so
 // results agree with the reference to a few f32 ulps.
 #include <cmath>
 #include <limits>
@@ -17,15 +17,37 @@ namespace {
 
 bool last_axis(int64_t axis, size_t rank) { return axis == -1 || axis == static_cast<int64_t>(rank) - 1; }
 
-// One softmax row: e = exp(z - max z) with z = scale·x, once per element in f32 (the argument is
-// <= 0 and the result is rounded to f32 anyway), the sum in double, then one multiply per
-// element. Built per ISA level like the generated rows, so every loop here vectorizes.
-ESG_CPU_CLONES void softmax_row(const float* __restrict src, float scale, float* __restrict dst, float* __restrict e, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) e[j] = scale * src[j];
-  const float m = row_max(e, n);
-  for (int64_t j = 0; j < n; ++j) e[j] = vm::exp(e[j] - m);
-  const float inv = static_cast<float>(1.0 / lane_sum(n, [&](int64_t j) { return static_cast<double>(e[j]); }));
-  for (int64_t j = 0; j < n; ++j) dst[j] = e[j] * inv;
+// One softmax row: the largest scale·x (scale·max x, or scale·min x for a negative scale), then
+// e = exp(scale·x - max) into dst once per element in f32 (the argument is <= 0 and the result
+// is rounded to f32 anyway), its sum, then one multiply per element; only the first two read
+// src, the rest work on dst while it is in L1. Built per ISA level like the generated rows, so every loop here vectorizes.
+ESG_CPU_CLONES void softmax_row(const float* __restrict src, float scale, float* __restrict dst, int64_t n) {
+  float m;
+  if (scale >= 0) {
+    m = scale * row_max(src, n);
+  } else {
+    for (int64_t j = 0; j < n; ++j) dst[j] = -src[j];
+    m = -scale * row_max(dst, n);
+  }
+  double sum = 0;
+  constexpr int64_t kBlock = 512;  // f32 partial sums within a block, blocks added in double
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t end = std::min(n, start + kBlock);
+    float lanes[16] = {};
+    int64_t j = start;
+    for (; j + 16 <= end; j += 16)
+      for (int l = 0; l < 16; ++l) {
+        const float e = vm::exp(scale * src[j + l] - m);
+        dst[j + l] = e;
+        lanes[l] += e;
+      }
+    double block = 0;
+    for (; j < end; ++j) block += dst[j] = vm::exp(scale * src[j] - m);
+    for (float l : lanes) block += l;
+    sum += block;
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < n; ++j) dst[j] *= inv;
 }
 
 // Rows split over threads. log_softmax keeps the reference's double math.
@@ -38,12 +60,12 @@ void softmax_rows(const eval::KernelCall& c) {
   const bool scaled = c.node.op->attr_index("scale") >= 0;
   const double scale = scaled ? c.attr_float("scale") : 1.0;
   split_work(x.size() / n, n, c.parallel, [&](int64_t first, int64_t last) {
-    std::vector<float> z(static_cast<size_t>(n));
+    std::vector<float> z(kLog ? static_cast<size_t>(n) : 0);
     for (int64_t row = first; row < last; ++row) {
       const float* src = x.data<float>() + row * n;
       float* dst = y.data<float>() + row * n;
       if (!kLog) {
-        softmax_row(src, static_cast<float>(scale), dst, z.data(), n);
+        softmax_row(src, static_cast<float>(scale), dst, n);
         continue;
       }
       for (int64_t j = 0; j < n; ++j) z[static_cast<size_t>(j)] = static_cast<float>(scale * src[j]);
@@ -55,31 +77,39 @@ void softmax_rows(const eval::KernelCall& c) {
   });
 }
 
-// dst = (src - mean) * inv_std [* scale] [+ bias] in f32: one branch-free loop per combination
-// so the compiler vectorizes it (the statistics above stay in double).
+// dst = ((src - shift) - centered) * inv_std [* scale] [+ bias] in f32, where the mean is
+// shift + centered: src - shift is exact for data near the shift (an element of the row), so a
+// mean far from zero costs no precision. One branch-free loop per combination, so the compiler
+// vectorizes it.
 template <bool kScale, bool kBias>
-void normalize_row(const float* src, float* dst, int64_t n, float mean, float inv_std, const float* scale,
+void normalize_row(const float* src, float* dst, int64_t n, float shift, float centered, float inv_std, const float* scale,
                    const float* bias) {
   for (int64_t j = 0; j < n; ++j) {
-    float v = (src[j] - mean) * inv_std;
+    float v = ((src[j] - shift) - centered) * inv_std;
     if constexpr (kScale) v *= scale[j];
     if constexpr (kBias) v += bias[j];
     dst[j] = v;
   }
 }
 
-// One layer-norm (or RMS-norm) row: statistics in double over partial sums, the normalizing
-// loop in f32. Built per ISA level like the generated rows.
+// One layer-norm (or RMS-norm) row in two passes: the statistics, then the normalizing loop.
+// The sums of x - x[0] and of its square give the mean and variance in one pass; the shift
+// keeps the square's sum from cancelling when the mean is large against the spread. Built per
+// ISA level like the generated rows.
 ESG_CPU_CLONES void norm_row(const float* src, float* dst, int64_t n, bool rms, double eps, const float* scale,
                              const float* bias) {
-  const double mean = rms ? 0.0 : lane_sum(n, [&](int64_t j) { return static_cast<double>(src[j]); }) / static_cast<double>(n);
-  const double var = lane_sum(n, [&](int64_t j) { return (src[j] - mean) * (src[j] - mean); });
-  const double inv = 1.0 / std::sqrt(var / static_cast<double>(n) + eps);
-  const float m = static_cast<float>(mean), k = static_cast<float>(inv);
-  if (scale && bias) normalize_row<true, true>(src, dst, n, m, k, scale, bias);
-  else if (scale) normalize_row<true, false>(src, dst, n, m, k, scale, bias);
-  else if (bias) normalize_row<false, true>(src, dst, n, m, k, scale, bias);
-  else normalize_row<false, false>(src, dst, n, m, k, scale, bias);
+  const float shift = rms ? 0.0f : src[0];
+  double sum, squares;
+  shifted_sums(src, shift, n, &sum, &squares);
+  if (rms) sum = 0;
+  const double count = static_cast<double>(n), centered = sum / count;
+  const double var = std::max(0.0, squares / count - centered * centered);
+  const double inv = 1.0 / std::sqrt(var + eps);
+  const float c = static_cast<float>(centered), k = static_cast<float>(inv);
+  if (scale && bias) normalize_row<true, true>(src, dst, n, shift, c, k, scale, bias);
+  else if (scale) normalize_row<true, false>(src, dst, n, shift, c, k, scale, bias);
+  else if (bias) normalize_row<false, true>(src, dst, n, shift, c, k, scale, bias);
+  else normalize_row<false, false>(src, dst, n, shift, c, k, scale, bias);
 }
 
 template <bool kRms>

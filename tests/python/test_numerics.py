@@ -487,6 +487,18 @@ def test_layer_norm(axis, with_scale, with_bias):
     check(got, _layer_norm(x.astype(f64), axis, extra.get("scale"), extra.get("bias")).astype(f32))
 
 
+@pytest.mark.parametrize("n", [7, 512, 513, 100003])
+def test_row_kernels_over_long_rows_and_offset_data(n):
+    # The f32 row kernels sum in f32 lanes within blocks: long rows and a mean far from zero
+    # with a small spread (the case a one-pass variance loses) still match float64 numpy.
+    rng = rng_for(n)
+    x = (rng.standard_normal((3, n)) * 0.01 + 1000.0).astype(f32)
+    check(run(ops.layer_norm, x), _layer_norm(x.astype(f64), -1).astype(f32))
+    y = (rng.standard_normal((3, n)) * 4).astype(f32)
+    check(run(ops.softmax, y), _softmax(y.astype(f64), -1).astype(f32))
+    check(run(lambda t: ops.softmax(t, scale=-0.5), y), _softmax(-0.5 * y.astype(f64), -1).astype(f32))
+
+
 def test_layer_norm_epsilon():
     x = np.array([[1, 1.1, 0.9, 1.0]], f32)
     check(run(lambda t: ops.layer_norm(t, epsilon=0.5), x), _layer_norm(x.astype(f64), -1, eps=0.5).astype(f32))
