@@ -300,11 +300,93 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
   });
 }
 
+namespace {
+
+// The f32 values of a constant of the graph being built, or empty if `v` is not an f32 constant.
+std::vector<double> constant_values(const Graph& t, ValueId v) {
+  const ir::Node* p = producer(t, v);
+  if (!p || p->blob == kNone || t.values[v].dtype != ir::DType::F32) return {};
+  const float* data = reinterpret_cast<const float*>(t.blobs[p->blob]->data());
+  return std::vector<double>(data, data + t.shape(v).num_elements());
+}
+
+// Whether constant `c` of shape `s` holds one value per channel of a [N, O, H, W] result (it
+// broadcasts as [O, 1, 1] or [1, O, 1, 1]) or one value in all.
+bool per_channel(const ir::Shape& s, int64_t channels) {
+  if (s.num_elements() == 1) return true;
+  if (s.num_elements() != channels || s.rank() < 3 || s.rank() > 4) return false;
+  return s[s.rank() - 1] == 1 && s[s.rank() - 2] == 1 && s[s.rank() - 3] == channels;
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
+  const std::vector<uint32_t> uses = use_counts(g);
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    const bool add = is_op(n, "add"), sub = is_op(n, "sub"), mul = is_op(n, "mul"), div = is_op(n, "div");
+    if (n.region != 0 || n.num_deps || !(add || sub || mul || div)) return false;
+    const Graph& t = r.to().graph();
+    // Which operand is the convolution (the other is the constant); sub and div only as conv ∘ c.
+    for (uint32_t k = 0; k < 2; ++k) {
+      if (k == 1 && (sub || div)) break;
+      const ValueId old_conv = g.operands[n.first_input + k];
+      const ValueId conv = r.get(old_conv), c = r.get(g.operands[n.first_input + 1 - k]);
+      const ir::Node* p = producer(t, conv);
+      if (!p || !is_op(*p, "conv2d") || uses[old_conv] != 1 || t.values[conv].dtype != ir::DType::F32) continue;
+      if (g.shape(n.first_output) != t.shape(conv)) continue;  // the affine op must not broadcast the result
+      const int64_t channels = t.shape(conv)[1];
+      const std::vector<double> cv = constant_values(t, c);
+      std::vector<double> w = constant_values(t, t.operands[p->first_input + 1]);
+      const ValueId old_bias = p->num_inputs > 2 ? t.operands[p->first_input + 2] : kNone;
+      std::vector<double> b = old_bias == kNone ? std::vector<double>(static_cast<size_t>(channels), 0.0) : constant_values(t, old_bias);
+      if (cv.empty() || w.empty() || b.size() != static_cast<size_t>(channels) || !per_channel(t.shape(c), channels)) continue;
+      const size_t per_out = w.size() / static_cast<size_t>(channels);
+      for (size_t o = 0; o < static_cast<size_t>(channels); ++o) {
+        const double v = cv[cv.size() == 1 ? 0 : o];
+        if (add || sub) {
+          b[o] += add ? v : -v;
+          continue;
+        }
+        const double f = mul ? v : 1.0 / v;
+        b[o] *= f;
+        for (size_t i = 0; i < per_out; ++i) w[o * per_out + i] *= f;
+      }
+      // What the new node needs from the old one, copied before the builder grows the graph
+      // (which moves its nodes and lists).
+      const ir::OpSchema& op = *p->op;
+      const ValueId x = t.operands[p->first_input];
+      const ir::Shape w_shape = t.shape(t.operands[p->first_input + 1]);
+      std::vector<std::vector<int64_t>> lists(op.attrs.size());
+      std::vector<ir::AttrArg> attrs;
+      for (size_t i = 0; i < op.attrs.size(); ++i) {
+        const ir::AttrValue& a = t.attrs[p->first_attr + i];
+        if (a.kind == ir::AttrKind::IntList) {
+          const ir::Span<int64_t> s = t.ints_of(a);
+          lists[i].assign(s.begin(), s.end());
+          attrs.push_back(ir::AttrArg::of_ints(lists[i].data(), lists[i].size()));
+        } else {
+          attrs.push_back(ir::AttrArg::of_int(a.i));
+        }
+      }
+      auto f32_constant = [&](const std::vector<double>& values, const ir::Shape& shape) {
+        std::vector<float> data(values.begin(), values.end());
+        return r.to().add_constant(ir::DType::F32, shape, data.data(), data.size() * sizeof(float));
+      };
+      const ValueId in[] = {x, f32_constant(w, w_shape), f32_constant(b, ir::Shape{channels})};
+      r.set(n.first_output, r.to().graph().nodes[r.to().add_op(op, {in, 3}, {attrs.data(), attrs.size()})].first_output);
+      return true;
+    }
+    return false;
+  });
+}
+
 std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::string>* log) {
   using Pass = std::unique_ptr<Graph> (*)(const Graph&);
   const std::pair<const char*, Pass> pipeline[] = {
       {"simplify (x*1, x+0, transpose/reshape/cast chains, transposes into matmul)", simplify},
       {"fold constants", [](const Graph& x) { return fold_constants(x); }},
+      {"fold affine ops into convolutions", fold_affine_into_conv},
       {"eliminate common subexpressions", eliminate_common_subexpressions},
       {"eliminate dead code", eliminate_dead_code},
   };

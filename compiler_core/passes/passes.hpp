@@ -22,7 +22,13 @@ std::unique_ptr<ir::Graph> fold_constants(const ir::Graph& g, int64_t max_elemen
 // chains (to one, or none).
 std::unique_ptr<ir::Graph> simplify(const ir::Graph& g);
 
-// The pipeline: simplify, fold, CSE, DCE; each step's node counts and time go to `log`.
+// conv2d(x, W, b) followed by + c, - c, * c or / c with c a constant per output channel (or a
+// scalar), W and b constants and the convolution read only there: one conv2d with W and b
+// rescaled and shifted (a batch norm after a convolution disappears into it). f32 only.
+std::unique_ptr<ir::Graph> fold_affine_into_conv(const ir::Graph& g);
+
+// The pipeline: simplify, fold, affine into convolutions, CSE, DCE; each step's node counts
+// and time go to `log`.
 std::unique_ptr<ir::Graph> optimize(const ir::Graph& g, bool verify, std::vector<std::string>* log);
 
 }  // namespace esg::passes

@@ -134,9 +134,41 @@ TEST_CASE("the whole pipeline logs every pass and keeps the values") {
   const auto g = b.finish({&y, 1});
   std::vector<std::string> log;
   const auto out = passes::optimize(*g, true, &log);
-  CHECK(log.size() == 4);
+  CHECK(log.size() == 5);
   CHECK(log[0].find("simplify") == 0);
   CHECK(count(*out, "exp") == 1);
   CHECK(count(*out, "mul") == 0);
   same_values(*g, *out);
+}
+
+TEST_CASE("a batch norm after a convolution folds into its weights and bias") {
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 3, 6, 5});
+  std::vector<float> w(4 * 3 * 3 * 3), bias{0.5f, -1.0f, 0.25f, 2.0f}, mean{0.1f, 0.2f, -0.3f, 0.4f}, k{1.5f, -0.5f, 2.0f, 0.75f},
+      shift{0.0f, 1.0f, -1.0f, 3.0f};
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i));
+  const ValueId wc = b.add_constant(ir::DType::F32, ir::Shape{4, 3, 3, 3}, w.data(), w.size() * 4);
+  const ValueId bc = b.add_constant(ir::DType::F32, ir::Shape{4}, bias.data(), 16);
+  auto channel = [&](const std::vector<float>& v) { return b.add_constant(ir::DType::F32, ir::Shape{4, 1, 1}, v.data(), 16); };
+  const int64_t pads[] = {1, 1, 1, 1};
+  const ValueId conv = node(b, ir::ops::conv2d, {x, wc, bc}, {ir::AttrArg(), ir::AttrArg::of_ints(pads, 4)});
+  // (conv - mean) * k + shift, then a relu the fold leaves alone; and a second, unfoldable use.
+  const ValueId bn = node(b, ir::ops::add, {node(b, ir::ops::mul, {node(b, ir::ops::sub, {conv, channel(mean)}), channel(k)}), channel(shift)});
+  const ValueId y = node(b, ir::ops::relu, {bn});
+  const auto g = b.finish({&y, 1});
+  const auto out = passes::optimize(*g, true, nullptr);
+  CHECK(count(*out, "conv2d") == 1);
+  CHECK(count(*out, "sub") + count(*out, "mul") + count(*out, "add") == 0);
+  const auto want = outputs(*g), got = outputs(*out);
+  REQUIRE(want[0].size() == got[0].size());
+  for (int64_t i = 0; i < want[0].size(); ++i) CHECK(eval::load_f(got[0], i) == doctest::Approx(eval::load_f(want[0], i)).epsilon(1e-5));
+
+  // Read twice, the convolution's result must stay as it is.
+  ir::Builder b2;
+  const ValueId x2 = b2.add_input("x", ir::DType::F32, ir::Shape{1, 3, 4, 4});
+  const ValueId w2 = b2.add_constant(ir::DType::F32, ir::Shape{4, 3, 3, 3}, w.data(), w.size() * 4);
+  const ValueId c2 = node(b2, ir::ops::conv2d, {x2, w2, ir::kNone});
+  const ValueId outs[] = {node(b2, ir::ops::mul, {c2, b2.add_constant(ir::DType::F32, ir::Shape{4, 1, 1}, k.data(), 16)}), c2};
+  const auto g2 = b2.finish({outs, 2});
+  CHECK(count(*passes::optimize(*g2, true, nullptr), "mul") == 1);
 }
