@@ -7,6 +7,7 @@ namespace esg::cpu {
 eval::Kernel gemm_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel conv_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel normalize_kernel(const ir::Graph& g, const ir::Node& n);
+eval::Kernel pool_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel reduce_kernel(const ir::Graph& g, const ir::Node& n);
 
 eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
@@ -14,6 +15,7 @@ eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
   if (const eval::Kernel k = gemm_kernel(g, n)) return k;
   if (const eval::Kernel k = conv_kernel(g, n)) return k;
   if (const eval::Kernel k = reduce_kernel(g, n)) return k;
+  if (const eval::Kernel k = pool_kernel(g, n)) return k;
   return normalize_kernel(g, n);
 }
 
