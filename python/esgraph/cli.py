@@ -99,7 +99,7 @@ def cmd_run(args):
     bind = _bindings(args.bind)
     graph, _ = _load(args.model, bind)
     start = time.perf_counter()
-    model = _compile(graph, bind, threads=args.threads)
+    model = _compile(graph, bind, threads=args.threads, backend=args.backend)
     compile_ms = (time.perf_counter() - start) * 1e3
     inputs = _inputs(graph, args.input, bind)
     outputs = model.run(inputs)
@@ -132,7 +132,7 @@ def cmd_info(args):
     if symbols - set(bind):
         print(f"memory plan: bind {', '.join(sorted(symbols - set(bind)))} with --bind to see it")
         return 0
-    print(_compile(graph, bind).report())
+    print(_compile(graph, bind, backend=args.backend).report())
     return 0
 
 
@@ -163,6 +163,9 @@ def main(argv=None):
     for p in (run, info, dot):
         p.add_argument("model", help="an .onnx file or an esgraph graph file")
         p.add_argument("--bind", action="append", metavar="SYMBOL=SIZE", help="a size for a symbolic dimension")
+        if p is not dot:
+            p.add_argument("--backend", default="cpu", choices=["cpu", "ascend", "ascend-sim"],
+                           help="where to compile for (default cpu; ascend-sim: the simulated Ascend device)")
     args = parser.parse_args(argv)
     if not os.path.exists(args.model):
         parser.error(f"no such file: {args.model}")

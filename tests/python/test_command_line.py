@@ -62,6 +62,20 @@ def test_info_shows_ops_and_the_memory_plan(onnx_file):
     assert unbound.returncode == 0 and "bind N" in unbound.stdout and "input  x: f32[N, 4]" in unbound.stdout
 
 
+def test_run_and_info_on_the_simulated_ascend_device(onnx_file, tmp_path, monkeypatch):
+    monkeypatch.setenv("ESG_KERNEL_CACHE", str(tmp_path / "kernels"))  # the CLI's subprocess inherits it
+    x = np.array([[1, -2, 3, 4], [0, 0, 0, 1]], dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    r = esgraph_cli("run", onnx_file, "-i", f"x={tmp_path / 'x.npy'}", "--repeat", 1, "--backend", "ascend-sim")
+    assert r.returncode == 0, r.stderr
+    assert "y: float32[2, 3]" in r.stdout
+    info = esgraph_cli("info", onnx_file, "--bind", "N=2", "--backend", "ascend-sim")
+    assert info.returncode == 0, info.stderr
+    assert "ascend (simulated device)" in info.stdout and "aclnnMatmul x1" in info.stdout
+    bad = esgraph_cli("run", onnx_file, "--bind", "N=2", "--backend", "tpu")
+    assert bad.returncode != 0 and "invalid choice: 'tpu'" in bad.stderr
+
+
 def test_dot_of_an_esgraph_graph_file(tmp_path):
     with esgraph.GraphBuilder("saved") as b:
         x = b.input("x", esgraph.f32, [2, 2])
