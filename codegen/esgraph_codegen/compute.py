@@ -118,6 +118,34 @@ _ASCENDC_BINARY = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Di
 ASCENDC_NO_OVERLAP = {"Tanh", "Erf", "Sin", "Cos"}
 
 
+# Instructions with a scalar operand, and its position: Ascend C takes it as the tiles' own
+# element type (`const T&`), so the scalar math, done in float, is cast once to the kernel's T.
+_SCALAR_OPERAND = {"Adds": 2, "Muls": 2, "Maxs": 2, "Mins": 2, "Duplicate": 1}
+
+
+def _split_top_level(text: str) -> List[str]:
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        current += ch
+    return parts + [current.strip()]
+
+
+def _cast_scalar_operand(statement: str) -> str:
+    name = statement.split("(", 1)[0]
+    if name not in _SCALAR_OPERAND:
+        return statement
+    args = _split_top_level(statement[len(name) + 1:-2])
+    k = _SCALAR_OPERAND[name]
+    args[k] = f"static_cast<T>({args[k]})"
+    return f"{name}({', '.join(args)});"
+
+
 class NotLowerable(ValueError):
     """An expression outside what the Ascend C lowering covers (the op runs unfused there)."""
 
@@ -232,6 +260,7 @@ def to_ascendc(expr: str, inputs, attrs):
         code = [re.sub(re.escape(value) + r"\b", "$y", c) for c in code]
     else:
         code.append(f"Adds($y, {value}, 0.0f, $n);")  # the result is an input: a copy
+    code = [_cast_scalar_operand(c) for c in code]
     used = sorted({int(m) for c in code for m in re.findall(r"\$t(\d+)", c)})
     renumber = {old: new for new, old in enumerate(used)}
     code = [re.sub(r"\$t(\d+)", lambda m: f"$t{renumber[int(m.group(1))]}", c) for c in code]

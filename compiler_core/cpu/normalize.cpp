@@ -22,13 +22,7 @@ bool last_axis(int64_t axis, size_t rank) { return axis == -1 || axis == static_
 // is rounded to f32 anyway), its sum, then one multiply per element; only the first two read
 // src, the rest work on dst while it is in L1. Built per ISA level like the generated rows, so every loop here vectorizes.
 ESG_CPU_CLONES void softmax_row(const float* __restrict src, float scale, float* __restrict dst, int64_t n) {
-  float m;
-  if (scale >= 0) {
-    m = scale * row_max(src, n);
-  } else {
-    for (int64_t j = 0; j < n; ++j) dst[j] = -src[j];
-    m = -scale * row_max(dst, n);
-  }
+  const float m = scale >= 0 ? scale * row_max(src, n) : scale * row_min(src, n);
   double sum = 0;
   constexpr int64_t kBlock = 512;  // f32 partial sums within a block, blocks added in double
   for (int64_t start = 0; start < n; start += kBlock) {
@@ -92,15 +86,26 @@ void normalize_row(const float* src, float* dst, int64_t n, float shift, float c
   }
 }
 
-// One layer-norm (or RMS-norm) row in two passes: the statistics, then the normalizing loop.
-// The sums of x - x[0] and of its square give the mean and variance in one pass; the shift
-// keeps the square's sum from cancelling when the mean is large against the spread. Built per
-// ISA level like the generated rows.
+// One layer-norm (or RMS-norm) row: the mean, then the sums of x - mean (its correction) and of
+// their squares (the variance, with nothing to cancel), then the normalizing loop; the row is in
+// L1 after the first pass. Sums too large for f32 lanes are redone in double. Built per ISA
+// level like the generated rows.
 ESG_CPU_CLONES void norm_row(const float* src, float* dst, int64_t n, bool rms, double eps, const float* scale,
                              const float* bias) {
-  const float shift = rms ? 0.0f : src[0];
-  double sum, squares;
+  double sum = 0, squares = 0;
+  if (!rms) shifted_sums(src, 0.0f, n, &sum, &squares);
+  float shift = rms ? 0.0f : static_cast<float>(sum / static_cast<double>(n));
   shifted_sums(src, shift, n, &sum, &squares);
+  if (!std::isfinite(squares)) {
+    double mean = 0;
+    for (int64_t j = 0; !rms && j < n; ++j) mean += src[j];
+    shift = static_cast<float>(mean / static_cast<double>(n));
+    sum = squares = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double d = double(src[j]) - shift;
+      sum += d, squares += d * d;
+    }
+  }
   if (rms) sum = 0;
   const double count = static_cast<double>(n), centered = sum / count;
   const double var = std::max(0.0, squares / count - centered * centered);

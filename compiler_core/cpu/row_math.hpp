@@ -46,18 +46,23 @@ inline void shifted_sums(const float* x, float shift, int64_t n, double* sum, do
   }
 }
 
-// The largest of z[0..n): 8 running maxima, so the loop vectorizes.
-inline float row_max(const float* z, int64_t n) {
+// The largest (kMax) or smallest of z[0..n): 8 running extremes, so the loop vectorizes. A NaN
+// is passed over, as std::max and std::min pass it when it comes second.
+template <bool kMax>
+float row_extreme(const float* z, int64_t n) {
   constexpr int kLanes = 8;
+  constexpr float kStart = kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
   float lanes[kLanes];
-  std::fill_n(lanes, kLanes, -std::numeric_limits<float>::infinity());
+  std::fill_n(lanes, kLanes, kStart);
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] = lanes[l] < z[j + l] ? z[j + l] : lanes[l];
-  float m = -std::numeric_limits<float>::infinity();
-  for (; j < n; ++j) m = std::max(m, z[j]);
-  for (float l : lanes) m = std::max(m, l);
+    for (int l = 0; l < kLanes; ++l) lanes[l] = (kMax ? lanes[l] < z[j + l] : z[j + l] < lanes[l]) ? z[j + l] : lanes[l];
+  float m = kStart;
+  for (; j < n; ++j) m = kMax ? std::max(m, z[j]) : std::min(m, z[j]);
+  for (float l : lanes) m = kMax ? std::max(m, l) : std::min(m, l);
   return m;
 }
+inline float row_max(const float* z, int64_t n) { return row_extreme<true>(z, n); }
+inline float row_min(const float* z, int64_t n) { return row_extreme<false>(z, n); }
 
 }  // namespace esg::cpu

@@ -1,6 +1,8 @@
 #include "passes/passes.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <string_view>
@@ -341,6 +343,9 @@ std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
       const ValueId old_bias = p->num_inputs > 2 ? t.operands[p->first_input + 2] : kNone;
       std::vector<double> b = old_bias == kNone ? std::vector<double>(static_cast<size_t>(channels), 0.0) : constant_values(t, old_bias);
       if (cv.empty() || w.empty() || b.size() != static_cast<size_t>(channels) || !per_channel(t.shape(c), channels)) continue;
+      // Only finite, and for a division non-zero, factors: conv / 0 is ±inf per element, but
+      // folded its weights would become inf and NaN.
+      if (!std::all_of(cv.begin(), cv.end(), [&](double v) { return std::isfinite(v) && (!div || v != 0); })) continue;
       const size_t per_out = w.size() / static_cast<size_t>(channels);
       for (size_t o = 0; o < static_cast<size_t>(channels); ++o) {
         const double v = cv[cv.size() == 1 ? 0 : o];
@@ -369,6 +374,8 @@ std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
           attrs.push_back(ir::AttrArg::of_int(a.i));
         }
       }
+      const auto finite_f32 = [](double v) { return std::isfinite(static_cast<float>(v)); };
+      if (!std::all_of(w.begin(), w.end(), finite_f32) || !std::all_of(b.begin(), b.end(), finite_f32)) continue;
       auto f32_constant = [&](const std::vector<double>& values, const ir::Shape& shape) {
         std::vector<float> data(values.begin(), values.end());
         return r.to().add_constant(ir::DType::F32, shape, data.data(), data.size() * sizeof(float));

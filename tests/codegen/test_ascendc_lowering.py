@@ -24,18 +24,21 @@ def lower(expr, inputs=("x",), attrs=()):
 def test_forms():
     assert lower("a + b", ("a", "b")) == (["Add($y, $i0, $i1, $n);"], 0)
     # A chain writes over its own result: no temporary tile.
-    assert lower("x / (1 + exp(-x))") == (["Muls($y, $i0, -1.0f, $n);", "Exp($y, $y, $n);", "Adds($y, $y, 1.0f, $n);",
-                                          "Div($y, $i0, $y, $n);"], 0)
+    assert lower("x / (1 + exp(-x))") == (["Muls($y, $i0, static_cast<T>(-1.0f), $n);", "Exp($y, $y, $n);",
+                                          "Adds($y, $y, static_cast<T>(1.0f), $n);", "Div($y, $i0, $y, $n);"], 0)
     # Scalars fold into the instructions; attributes are placeholders.
-    assert lower("alpha * x + beta", attrs=("alpha", "beta")) == (["Muls($y, $i0, $p0, $n);", "Adds($y, $y, $p1, $n);"], 0)
-    assert lower("2 - x")[0] == ["Muls($y, $i0, -1.0f, $n);", "Adds($y, $y, 2.0f, $n);"]
+    # Scalar operands are cast to the tiles' type T (float or half), as Ascend C takes them.
+    assert lower("alpha * x + beta", attrs=("alpha", "beta")) == (["Muls($y, $i0, static_cast<T>($p0), $n);",
+                                                                  "Adds($y, $y, static_cast<T>($p1), $n);"], 0)
+    assert lower("2 - x")[0] == ["Muls($y, $i0, static_cast<T>(-1.0f), $n);", "Adds($y, $y, static_cast<T>(2.0f), $n);"]
     assert lower("1 / x")[0] == ["Reciprocal($y, $i0, $n);"]
-    assert lower("x")[0] == ["Adds($y, $i0, 0.0f, $n);"]
+    assert lower("x")[0] == ["Adds($y, $i0, static_cast<T>(0.0f), $n);"]
     assert lower("(a + b) * (a - b)", ("a", "b")) == (["Add($y, $i0, $i1, $n);", "Sub($t0, $i0, $i1, $n);", "Mul($y, $y, $t0, $n);"], 1)
     # The higher-level math never writes over its source.
     assert lower("tanh(exp(x))")[0] == ["Exp($t0, $i0, $n);", "Tanh($y, $t0, $n);"]
-    assert lower("max(x, -alpha)", attrs=("alpha",))[0] == ["Maxs($y, $i0, (-($p0)), $n);"]
-    assert lower("x + max(alpha, 2)", attrs=("alpha",))[0] == ["Adds($y, $i0, (($p0) > (2.0f) ? ($p0) : (2.0f)), $n);"]
+    assert lower("max(x, -alpha)", attrs=("alpha",))[0] == ["Maxs($y, $i0, static_cast<T>((-($p0))), $n);"]
+    assert lower("x + max(alpha, 2)", attrs=("alpha",))[0] == [
+        "Adds($y, $i0, static_cast<T>((($p0) > (2.0f) ? ($p0) : (2.0f))), $n);"]
     statements, _ = lower("select(k == 0, x, -x)", attrs=("k",))
     assert statements[0] == "if (($p0 == 0.0f)) {" and "} else {" in statements and statements[-1] == "}"
 
@@ -71,6 +74,7 @@ def split_args(text):
 
 
 def scalar_value(text, attrs):
+    text = re.sub(r"^static_cast<T>\((.*)\)$", r"\1", text)  # the cast to the tiles' type
     py = re.sub(r"\$p(\d+)", lambda m: repr(float(attrs[int(m.group(1))])), text)
     py = re.sub(r"(\d)f\b", r"\1", py).replace("std::max", "max").replace("std::min", "min")
     py = py.replace("&&", " and ").replace("||", " or ").replace("__builtin_inff()", "float('inf')")

@@ -172,3 +172,14 @@ TEST_CASE("a batch norm after a convolution folds into its weights and bias") {
   const auto g2 = b2.finish({outs, 2});
   CHECK(count(*passes::optimize(*g2, true, nullptr), "mul") == 1);
 }
+
+TEST_CASE("the convolution fold leaves a division by zero alone") {
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{1, 1, 3, 3});
+  const float w[1] = {2.0f}, zero[1] = {0.0f};
+  const ValueId conv = node(b, ir::ops::conv2d, {x, b.add_constant(ir::DType::F32, ir::Shape{1, 1, 1, 1}, w, 4), ir::kNone});
+  const ValueId y = node(b, ir::ops::div, {conv, b.add_constant(ir::DType::F32, ir::Shape{1, 1, 1}, zero, 4)});
+  const auto g = b.finish({&y, 1});
+  // conv / 0 is ±inf (NaN where the conv gives 0); folded, the weights would be inf and NaN.
+  CHECK(count(*passes::optimize(*g, true, nullptr), "div") == 1);
+}

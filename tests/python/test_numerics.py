@@ -494,6 +494,11 @@ def test_row_kernels_over_long_rows_and_offset_data(n):
     rng = rng_for(n)
     x = (rng.standard_normal((3, n)) * 0.01 + 1000.0).astype(f32)
     check(run(ops.layer_norm, x), _layer_norm(x.astype(f64), -1).astype(f32))
+    outlier = rng.standard_normal((2, n)).astype(f32)  # an outlier first: the statistics must not center on it
+    outlier[:, 0] = 100.0
+    check(run(ops.layer_norm, outlier), _layer_norm(outlier.astype(f64), -1).astype(f32))
+    huge = np.array([[3e19, 1, 1, 1]], f32)  # squares beyond f32's range
+    check(run(ops.rms_norm, huge), _rms_norm(huge.astype(f64), -1).astype(f32))
     y = (rng.standard_normal((3, n)) * 4).astype(f32)
     check(run(ops.softmax, y), _softmax(y.astype(f64), -1).astype(f32))
     check(run(lambda t: ops.softmax(t, scale=-0.5), y), _softmax(-0.5 * y.astype(f64), -1).astype(f32))

@@ -251,12 +251,14 @@ ACLSIM_BINARY(Max, std::max(x[i], y[i]))
 ACLSIM_BINARY(Min, std::min(x[i], y[i]))
 #undef ACLSIM_BINARY
 
+// The scalar is of the tiles' own type, as in CANN's headers: a float scalar on half tiles
+// does not compile there, so it does not here either.
 #define ACLSIM_SCALAR(Name, expr)                                                             \
-  template <class T, class S>                                                                 \
-  void Name(const LocalTensor<T>& dst, const LocalTensor<T>& a, S scalar, int32_t n) {        \
+  template <class T>                                                                          \
+  void Name(const LocalTensor<T>& dst, const LocalTensor<T>& a, const T& scalar, int32_t n) { \
     T* d = dst.span(n, #Name);                                                                \
     const T* x = a.span(n, #Name);                                                            \
-    const T s = static_cast<T>(scalar);                                                       \
+    const T s = scalar;                                                                       \
     for (int32_t i = 0; i < n; ++i) d[i] = (expr);                                            \
   }
 ACLSIM_SCALAR(Adds, x[i] + s)
@@ -302,9 +304,9 @@ ACLSIM_MATH(Sin, std::sin(v))
 ACLSIM_MATH(Cos, std::cos(v))
 #undef ACLSIM_MATH
 
-template <class T, class S>
-void Duplicate(const LocalTensor<T>& dst, S scalar, int32_t n) {
-  std::fill_n(dst.span(n, "Duplicate"), n, static_cast<T>(scalar));
+template <class T>
+void Duplicate(const LocalTensor<T>& dst, const T& scalar, int32_t n) {
+  std::fill_n(dst.span(n, "Duplicate"), n, scalar);
 }
 
 }  // namespace AscendC

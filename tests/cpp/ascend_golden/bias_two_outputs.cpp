@@ -62,7 +62,7 @@ class Kernel {
     // add
     Add(w[0 * kTile], x0, c[0 * kTile], n);
     // relu
-    Maxs(y0, w[0 * kTile], 0.0f, n);
+    Maxs(y0, w[0 * kTile], static_cast<T>(0.0f), n);
     // mul
     Mul(y1, w[0 * kTile], c[1 * kTile], n);
     qx0_.FreeTensor(x0);
@@ -110,7 +110,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_6a3aeb693cf9a754(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR out1, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_b915ae509b5b7abd(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR out1, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, in1, in2, out0, out1, tiling);
   k.Process();

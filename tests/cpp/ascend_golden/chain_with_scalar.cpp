@@ -60,9 +60,9 @@ class Kernel {
     // add
     Add(w[1 * kTile], w[0 * kTile], c[0 * kTile], n);
     // sigmoid
-    Muls(y0, w[1 * kTile], -1.0f, n);
+    Muls(y0, w[1 * kTile], static_cast<T>(-1.0f), n);
     Exp(y0, y0, n);
-    Adds(y0, y0, 1.0f, n);
+    Adds(y0, y0, static_cast<T>(1.0f), n);
     Reciprocal(y0, y0, n);
     qx0_.FreeTensor(x0);
     qx1_.FreeTensor(x1);
@@ -106,7 +106,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_c8f5548c7f87b8cf(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_81f12a44cddf083b(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, in1, in2, out0, tiling);
   k.Process();

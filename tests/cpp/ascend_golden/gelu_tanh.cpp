@@ -46,23 +46,23 @@ class Kernel {
     LocalTensor<T> t = w[0 * kTile];
     // gelu
     if ((1.0f == 0.0f)) {
-    Muls(t[0 * kTile], x0, 0.5f, n);
-    Muls(t[1 * kTile], x0, 0.7071067811865476f, n);
+    Muls(t[0 * kTile], x0, static_cast<T>(0.5f), n);
+    Muls(t[1 * kTile], x0, static_cast<T>(0.7071067811865476f), n);
     Erf(t[2 * kTile], t[1 * kTile], n);
-    Adds(t[2 * kTile], t[2 * kTile], 1.0f, n);
+    Adds(t[2 * kTile], t[2 * kTile], static_cast<T>(1.0f), n);
     Mul(t[0 * kTile], t[0 * kTile], t[2 * kTile], n);
-    Adds(y0, t[0 * kTile], 0.0f, n);
+    Adds(y0, t[0 * kTile], static_cast<T>(0.0f), n);
     } else {
-    Muls(t[3 * kTile], x0, 0.5f, n);
-    Muls(t[4 * kTile], x0, 0.044715f, n);
+    Muls(t[3 * kTile], x0, static_cast<T>(0.5f), n);
+    Muls(t[4 * kTile], x0, static_cast<T>(0.044715f), n);
     Mul(t[4 * kTile], t[4 * kTile], x0, n);
     Mul(t[4 * kTile], t[4 * kTile], x0, n);
     Add(t[4 * kTile], x0, t[4 * kTile], n);
-    Muls(t[4 * kTile], t[4 * kTile], 0.7978845608028654f, n);
+    Muls(t[4 * kTile], t[4 * kTile], static_cast<T>(0.7978845608028654f), n);
     Tanh(t[5 * kTile], t[4 * kTile], n);
-    Adds(t[5 * kTile], t[5 * kTile], 1.0f, n);
+    Adds(t[5 * kTile], t[5 * kTile], static_cast<T>(1.0f), n);
     Mul(t[3 * kTile], t[3 * kTile], t[5 * kTile], n);
-    Adds(y0, t[3 * kTile], 0.0f, n);
+    Adds(y0, t[3 * kTile], static_cast<T>(0.0f), n);
     }
     qx0_.FreeTensor(x0);
     qy0_.EnQue(y0);
@@ -102,7 +102,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_c34030c963b4d777(GM_ADDR in0, GM_ADDR out0, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_a67f72764209e134(GM_ADDR in0, GM_ADDR out0, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, out0, tiling);
   k.Process();

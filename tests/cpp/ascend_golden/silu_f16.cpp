@@ -42,9 +42,9 @@ class Kernel {
     LocalTensor<T> x0 = qx0_.DeQue<T>();
     LocalTensor<T> y0 = qy0_.AllocTensor<T>();
     // silu
-    Muls(y0, x0, -1.0f, n);
+    Muls(y0, x0, static_cast<T>(-1.0f), n);
     Exp(y0, y0, n);
-    Adds(y0, y0, 1.0f, n);
+    Adds(y0, y0, static_cast<T>(1.0f), n);
     Div(y0, x0, y0, n);
     qx0_.FreeTensor(x0);
     qy0_.EnQue(y0);
@@ -83,7 +83,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_7fdc1968bec43217(GM_ADDR in0, GM_ADDR out0, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_b4a7d4866c706193(GM_ADDR in0, GM_ADDR out0, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, out0, tiling);
   k.Process();
