@@ -123,7 +123,8 @@ ASCENDC_NO_OVERLAP = {"Tanh", "Erf", "Sin", "Cos"}
 _SCALAR_OPERAND = {"Adds": 2, "Muls": 2, "Maxs": 2, "Mins": 2, "Duplicate": 1}
 
 
-def _split_top_level(text: str) -> List[str]:
+def split_top_level(text: str) -> List[str]:
+    """`a, f(b, c), d` -> ["a", "f(b, c)", "d"]: the arguments of a statement."""
     parts, depth, current = [], 0, ""
     for ch in text:
         if ch == "," and depth == 0:
@@ -140,7 +141,7 @@ def _cast_scalar_operand(statement: str) -> str:
     name = statement.split("(", 1)[0]
     if name not in _SCALAR_OPERAND:
         return statement
-    args = _split_top_level(statement[len(name) + 1:-2])
+    args = split_top_level(statement[len(name) + 1:-2])
     k = _SCALAR_OPERAND[name]
     args[k] = f"static_cast<T>({args[k]})"
     return f"{name}({', '.join(args)});"

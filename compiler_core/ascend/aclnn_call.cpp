@@ -51,22 +51,23 @@ aclnn::Tensor* AclnnCall::tensor(const ir::Graph& g, ir::ValueId v, void* data, 
 
 AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node& n, const std::vector<void*>& in,
                      const std::vector<void*>& out)
-    : lib_(lib), op_(n.op->name) {
+    : lib_(lib) {
+  const std::string op = n.op->name;
   const eval::KernelCall a = attrs_of(g, n);
   const ir::ValueId x = g.operands[n.first_input];
   const size_t rank = g.shape(x).rank();
   try {
     for (uint32_t i = 0; i < n.num_outputs; ++i) out_.push_back(tensor(g, n.first_output + i, out[i]));
-    if (op_ == "matmul") {
-      name_ = "aclnnMatmul";
+    if (op == "matmul") {
+      name_ = "aclnnMatmul", kind_ = Kind::Matmul, run_ = lib_.aclnnMatmul;
       in_.push_back(tensor(g, x, in[0], a.attr_int("transpose_a") != 0));
       in_.push_back(tensor(g, g.operands[n.first_input + 1], in[1], a.attr_int("transpose_b") != 0));
-    } else if (op_ == "softmax") {
-      name_ = "aclnnSoftmax";
+    } else if (op == "softmax") {
+      name_ = "aclnnSoftmax", kind_ = Kind::Softmax, run_ = lib_.aclnnSoftmax;
       in_.push_back(tensor(g, x, in[0]));
       dim_ = normalized(a.attr_int("axis"), rank);
-    } else if (op_ == "layer_norm") {
-      name_ = "aclnnLayerNorm";
+    } else if (op == "layer_norm") {
+      name_ = "aclnnLayerNorm", kind_ = Kind::LayerNorm, run_ = lib_.aclnnLayerNorm;
       in_.push_back(tensor(g, x, in[0]));
       for (uint32_t i = 1; i < 3; ++i) {  // weight and bias, each optional
         const ir::ValueId v = i < n.num_inputs ? g.operands[n.first_input + i] : ir::kNone;
@@ -76,29 +77,29 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       const std::vector<int64_t> normalized_shape(s.begin() + normalized(a.attr_int("axis"), rank), s.end());
       int_array(normalized_shape);
       epsilon_ = a.attr_float("epsilon");
-    } else if (op_ == "reduce_sum") {
-      name_ = "aclnnReduceSum";
+    } else if (op == "reduce_sum") {
+      name_ = "aclnnReduceSum", kind_ = Kind::ReduceSum, run_ = lib_.aclnnReduceSum;
       in_.push_back(tensor(g, x, in[0]));
       std::vector<int64_t> axes;
       for (int64_t axis : a.ints("axes")) axes.push_back(normalized(axis, rank));
       if (axes.empty()) axes.resize(rank), std::iota(axes.begin(), axes.end(), 0);  // every axis
       int_array(axes);
       keep_dims_ = a.attr_int("keepdims") != 0;
-    } else if (op_ == "transpose") {
-      name_ = "aclnnPermute";
+    } else if (op == "transpose") {
+      name_ = "aclnnPermute", kind_ = Kind::Permute, run_ = lib_.aclnnPermute;
       in_.push_back(tensor(g, x, in[0]));
       std::vector<int64_t> perm;
       for (int64_t p : a.ints("perm")) perm.push_back(normalized(p, rank));
       if (perm.empty())
         for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));  // the default: reversed
       int_array(perm);
-    } else if (op_ == "concat") {
-      name_ = "aclnnCat";
+    } else if (op == "concat") {
+      name_ = "aclnnCat", kind_ = Kind::Cat, run_ = lib_.aclnnCat;
       for (uint32_t i = 0; i < n.num_inputs; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
       list_ = lib_.aclCreateTensorList(in_.data(), in_.size());
       dim_ = normalized(a.attr_int("axis"), rank);
-    } else if (op_ == "conv2d") {
-      name_ = "aclnnConvolution";
+    } else if (op == "conv2d") {
+      name_ = "aclnnConvolution", kind_ = Kind::Convolution, run_ = lib_.aclnnConvolution;
       in_.push_back(tensor(g, x, in[0]));
       in_.push_back(tensor(g, g.operands[n.first_input + 1], in[1]));
       const ir::ValueId bias = n.num_inputs > 2 ? g.operands[n.first_input + 2] : ir::kNone;
@@ -110,7 +111,7 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       int_array({0, 0});  // output padding: only for transposed convolution
       dim_ = a.attr_int("groups");
     } else {
-      throw ir::Error(ir::ErrorCode::Internal, "ascend: no aclnn mapping for " + op_);
+      throw ir::Error(ir::ErrorCode::Internal, "ascend: no aclnn mapping for " + op);
     }
   } catch (...) {
     release();
@@ -121,29 +122,29 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
 aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
   aclnn::Executor* e = nullptr;
   *workspace = 0;
-  if (op_ == "matmul")
-    ESG_ACLNN(lib_, aclnnMatmulGetWorkspaceSize, in_[0], in_[1], out_[0], int8_t{0}, workspace, &e);  // KEEP_DTYPE: f32 stays f32
-  else if (op_ == "softmax")
-    ESG_ACLNN(lib_, aclnnSoftmaxGetWorkspaceSize, in_[0], dim_, out_[0], workspace, &e);
-  else if (op_ == "layer_norm")
-    ESG_ACLNN(lib_, aclnnLayerNormGetWorkspaceSize, in_[0], ints_[0], in_[1], in_[2], epsilon_, out_[0], nullptr, nullptr, workspace, &e);
-  else if (op_ == "reduce_sum")
-    ESG_ACLNN(lib_, aclnnReduceSumGetWorkspaceSize, in_[0], ints_[0], keep_dims_, aclnn::kFloat, out_[0], workspace, &e);
-  else if (op_ == "transpose")
-    ESG_ACLNN(lib_, aclnnPermuteGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e);
-  else if (op_ == "concat")
-    ESG_ACLNN(lib_, aclnnCatGetWorkspaceSize, list_, dim_, out_[0], workspace, &e);
-  else
-    ESG_ACLNN(lib_, aclnnConvolutionGetWorkspaceSize, in_[0], in_[1], in_[2], ints_[0], ints_[1], ints_[2], false, ints_[3], dim_,
-              out_[0], int8_t{0}, workspace, &e);
+  switch (kind_) {
+    case Kind::Matmul:  // KEEP_DTYPE: f32 stays f32
+      ESG_ACLNN(lib_, aclnnMatmulGetWorkspaceSize, in_[0], in_[1], out_[0], int8_t{0}, workspace, &e);
+      break;
+    case Kind::Softmax: ESG_ACLNN(lib_, aclnnSoftmaxGetWorkspaceSize, in_[0], dim_, out_[0], workspace, &e); break;
+    case Kind::LayerNorm:
+      ESG_ACLNN(lib_, aclnnLayerNormGetWorkspaceSize, in_[0], ints_[0], in_[1], in_[2], epsilon_, out_[0], nullptr, nullptr, workspace, &e);
+      break;
+    case Kind::ReduceSum:
+      ESG_ACLNN(lib_, aclnnReduceSumGetWorkspaceSize, in_[0], ints_[0], keep_dims_, aclnn::kFloat, out_[0], workspace, &e);
+      break;
+    case Kind::Permute: ESG_ACLNN(lib_, aclnnPermuteGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
+    case Kind::Cat: ESG_ACLNN(lib_, aclnnCatGetWorkspaceSize, list_, dim_, out_[0], workspace, &e); break;
+    case Kind::Convolution:
+      ESG_ACLNN(lib_, aclnnConvolutionGetWorkspaceSize, in_[0], in_[1], in_[2], ints_[0], ints_[1], ints_[2], false, ints_[3], dim_,
+                out_[0], int8_t{0}, workspace, &e);
+      break;
+  }
   return e;
 }
 
 void AclnnCall::queue(void* workspace, uint64_t bytes, aclnn::Executor* e, acl::Stream stream) const {
-  const aclnn::RunFn run = op_ == "matmul" ? lib_.aclnnMatmul : op_ == "softmax" ? lib_.aclnnSoftmax
-                           : op_ == "layer_norm" ? lib_.aclnnLayerNorm : op_ == "reduce_sum" ? lib_.aclnnReduceSum
-                           : op_ == "transpose" ? lib_.aclnnPermute : op_ == "concat" ? lib_.aclnnCat : lib_.aclnnConvolution;
-  lib_.check(run(workspace, bytes, e, stream), name_);
+  lib_.check(run_(workspace, bytes, e, stream), name_);
 }
 
 aclnn::IntArray* AclnnCall::int_array(const std::vector<int64_t>& values) {

@@ -34,8 +34,10 @@ class AclnnCall {
   aclnn::IntArray* int_array(const std::vector<int64_t>& values);
 
   const AclnnLibrary& lib_;
+  enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Permute, Cat, Convolution };
   const char* name_ = "";  // the aclnn op
-  std::string op_;    // the graph op
+  Kind kind_ = Kind::Matmul;
+  aclnn::RunFn run_ = nullptr;  // its running half, chosen once (a run looks nothing up)
   std::vector<aclnn::Tensor*> in_, out_;
   std::vector<aclnn::IntArray*> ints_;  // the op's integer lists, in its parameters' order
   aclnn::TensorList* list_ = nullptr;

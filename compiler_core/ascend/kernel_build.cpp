@@ -30,11 +30,6 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 // Runs argv with stdout and stderr to `log`; the exit status (-1 if it could not start).
 int run(const std::vector<std::string>& argv, const std::string& log) {
   std::vector<char*> args;
@@ -106,15 +101,15 @@ BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source)
   // simulator's headers, so an upgraded or changed toolchain never serves a stale binary.
   std::string identity = toolchain.name;
   for (const std::string& part : toolchain.command) identity += "\n" + part;
-  uint64_t key = fnv1a(identity + "\n" + source.code);
+  uint64_t key = content_hash(identity + "\n" + source.code);
   std::error_code ec;
   if (const auto size = fs::file_size(toolchain.command.front(), ec); !ec) {
     const auto stamp = fs::last_write_time(toolchain.command.front(), ec).time_since_epoch().count();
-    key = fnv1a(std::to_string(size) + "@" + std::to_string(stamp), key);
+    key = content_hash(std::to_string(size) + "@" + std::to_string(stamp), key);
   }
   if (toolchain.name == "simulator") {
     const std::string include = toolchain.command.back().substr(2);
-    for (const char* header : {"/kernel_operator.h", "/aclsim_block.h"}) key = fnv1a(read_head(include + header, SIZE_MAX), key);
+    for (const char* header : {"/kernel_operator.h", "/aclsim_block.h"}) key = content_hash(read_head(include + header, SIZE_MAX), key);
   }
   char name[40];
   std::snprintf(name, sizeof name, "%s-%016" PRIx64, source.entry.c_str(), key);

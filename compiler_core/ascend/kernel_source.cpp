@@ -22,12 +22,6 @@ constexpr uint32_t kReserveBytes = 1024;  // left to the runtime
 constexpr uint32_t kTileAlign = 64;       // elements: whole 256-byte vector repeats of f32
 constexpr uint32_t kMaxTile = 16 * 1024;
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 std::string float_literal(double v) {
   // Builtins both GCC and CANN's clang-based compiler know (clip's default bounds are infinite).
   if (std::isnan(v)) return "__builtin_nanf(\"\")";
@@ -241,7 +235,7 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
        << "  TPipe pipe_;\n" << members.str() << "  uint64_t total_ = 0, begin_ = 0, end_ = 0;\n};\n}  // namespace\n\n";
   const std::string kernel_body = code.str();
   char entry[32];
-  std::snprintf(entry, sizeof entry, "esg_%016" PRIx64, fnv1a(kernel_body));
+  std::snprintf(entry, sizeof entry, "esg_%016" PRIx64, content_hash(kernel_body));
   code << "extern \"C\" __global__ __aicore__ void " << entry << "(" << params.str() << "GM_ADDR tiling) {\n"
        << "  Kernel k;\n  k.Init(" << args.str() << "tiling);\n  k.Process();\n}\n";
   KernelSource out;
@@ -250,6 +244,12 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   out.tile = tile;
   out.num_args = grp.inputs.size() + grp.outputs.size() + 1;
   return out;
+}
+
+uint64_t content_hash(const std::string& s, uint64_t seed) {
+  uint64_t h = seed;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
 }
 
 Tiling tile_over_cores(uint64_t total, uint32_t tile, uint32_t cores, uint32_t* blocks) {

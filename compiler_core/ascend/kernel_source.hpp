@@ -31,6 +31,9 @@ struct Tiling {
   uint64_t total;
   uint64_t per_block;
 };
+// FNV-1a over `s`, continuing from `seed`: names kernels by their code and keys the cache.
+uint64_t content_hash(const std::string& s, uint64_t seed = 1469598103934665603ull);
+
 // Splits `total` elements of `tile`-element tiles over at most `cores` blocks.
 Tiling tile_over_cores(uint64_t total, uint32_t tile, uint32_t cores, uint32_t* blocks);
 

@@ -1,7 +1,7 @@
 // A stand-in AscendCL (libascendcl.so) that runs on the host: exactly the functions of
 // compiler_core/ascend/acl_api.hpp, declared from the same table so their signatures cannot
-// drift. esgraph's Ascend backend runs against it unchanged; only the library dlopen finds
-// differs.
+// drift (plus the aclsim_* hooks of aclnn_sim.hpp for the stand-in operator library). esgraph's
+// Ascend backend runs against it unchanged; only the library dlopen finds differs.
 //
 // - Streams are ordered queues, each drained by its own thread; events complete when the
 //   stream that recorded them reaches the record.

@@ -60,19 +60,6 @@ BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divid
 SCALAR = {"Adds": np.add, "Muls": np.multiply, "Maxs": np.maximum, "Mins": np.minimum}
 
 
-def split_args(text):
-    args, depth, current = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            args.append(current.strip())
-            current = ""
-            continue
-        depth += ch == "("
-        depth -= ch == ")"
-        current += ch
-    return args + [current.strip()]
-
-
 def scalar_value(text, attrs):
     text = re.sub(r"^static_cast<T>\((.*)\)$", r"\1", text)  # the cast to the tiles' type
     py = re.sub(r"\$p(\d+)", lambda m: repr(float(attrs[int(m.group(1))])), text)
@@ -100,7 +87,7 @@ def execute(statements, inputs, attrs, n):
         if any(skipping):
             continue
         name, body = re.fullmatch(r"(\w+)\((.*)\);", s).groups()
-        args = split_args(body)
+        args = compute.split_top_level(body)
         assert args[-1] == "$n", s
         dst = args[0]
         tile = lambda a: tiles[a] if a.startswith("$") and not a.startswith("$p") else None  # noqa: E731
@@ -188,7 +175,7 @@ def test_statements_compute_the_expression(op):
         statements, _ = compute.to_ascendc(op.compute, names, [a.name for a in op.attrs])
         for s in statements:
             if s.split("(")[0] in compute.ASCENDC_NO_OVERLAP:
-                dst, src = split_args(s[s.index("(") + 1:-2])[:2]
+                dst, src = compute.split_top_level(s[s.index("(") + 1:-2])[:2]
                 assert dst != src, s
         got = execute(statements, inputs, attrs, n)
         scope = dict(zip(names, inputs), **{a.name: v for a, v in zip(op.attrs, attrs)})

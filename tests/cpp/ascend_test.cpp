@@ -16,21 +16,17 @@
 #include "ascend/kernel_build.hpp"
 #include "ascend/kernel_source.hpp"
 #include "ir/builder.hpp"
+#include "ir_build.hpp"
 #include "ir/error.hpp"
 #include "ir/ops.gen.hpp"
 #include "runtime/fusion.hpp"
 
 using namespace esg;
 using ir::ValueId;
+using test::node;
+using test::scalar;
 
 namespace {
-
-ValueId node(ir::Builder& b, const ir::OpSchema& op, std::vector<ValueId> in, std::vector<ir::AttrArg> attrs = {}) {
-  attrs.resize(op.attrs.size());
-  return b.graph().nodes[b.add_op(op, in, attrs)].first_output;
-}
-
-ValueId scalar(ir::Builder& b, float v) { return b.add_constant(ir::DType::F32, ir::Shape{}, &v, 4); }
 
 // The one group the device would launch for the graph of `outputs`.
 std::string kernel_of(ir::Builder& b, std::vector<ValueId> outputs) {

@@ -7,21 +7,17 @@
 
 #include "eval/evaluate.hpp"
 #include "ir/builder.hpp"
+#include "ir_build.hpp"
 #include "ir/ops.gen.hpp"
 #include "ir/verify.hpp"
 #include "passes/passes.hpp"
 
 using namespace esg;
 using ir::ValueId;
+using test::node;
+using test::scalar;
 
 namespace {
-
-ValueId node(ir::Builder& b, const ir::OpSchema& op, std::vector<ValueId> in, std::vector<ir::AttrArg> attrs = {}) {
-  attrs.resize(op.attrs.size());
-  return b.graph().nodes[b.add_op(op, in, attrs)].first_output;
-}
-
-ValueId scalar(ir::Builder& b, float v) { return b.add_constant(ir::DType::F32, ir::Shape{}, &v, 4); }
 
 size_t count(const ir::Graph& g, const char* op) {
   size_t n = 0;

@@ -212,27 +212,39 @@ struct DataCopyPadExtParams {
   T paddingValue = 0;
 };
 
+namespace sim {
+// Both directions of both copies: the hardware's rules checked, then the bytes moved.
+template <class T, class Dst, class Src>
+void copy(const Dst& dst, const Src& src, uint32_t count, const char* op) {
+  std::memcpy(dst.span(count, op), src.span(count, op), count * sizeof(T));
+}
+inline void whole_blocks(uint64_t bytes) {
+  if (bytes % 32) fault("DataCopy of " + std::to_string(bytes) + " bytes: not a multiple of 32 (use DataCopyPad)");
+}
+template <class T>
+uint32_t pad_count(const DataCopyExtParams& p) {
+  if (p.blockCount != 1 || p.blockLen % sizeof(T)) fault("DataCopyPad: only one block of whole elements is simulated");
+  return p.blockLen / sizeof(T);
+}
+}  // namespace sim
+
 template <class T>
 void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t count) {
-  if (count * sizeof(T) % 32) sim::fault("DataCopy of " + std::to_string(count * sizeof(T)) + " bytes: not a multiple of 32 (use DataCopyPad)");
-  std::memcpy(dst.span(count, "DataCopy"), src.span(count, "DataCopy"), count * sizeof(T));
+  sim::whole_blocks(uint64_t(count) * sizeof(T));
+  sim::copy<T>(dst, src, count, "DataCopy");
 }
 template <class T>
 void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count) {
-  if (count * sizeof(T) % 32) sim::fault("DataCopy of " + std::to_string(count * sizeof(T)) + " bytes: not a multiple of 32 (use DataCopyPad)");
-  std::memcpy(dst.span(count, "DataCopy"), src.span(count, "DataCopy"), count * sizeof(T));
+  sim::whole_blocks(uint64_t(count) * sizeof(T));
+  sim::copy<T>(dst, src, count, "DataCopy");
 }
 template <class T>
 void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& p, const DataCopyPadExtParams<T>&) {
-  if (p.blockCount != 1 || p.blockLen % sizeof(T)) sim::fault("DataCopyPad: only one block of whole elements is simulated");
-  const uint32_t count = p.blockLen / sizeof(T);
-  std::memcpy(dst.span(count, "DataCopyPad"), src.span(count, "DataCopyPad"), p.blockLen);
+  sim::copy<T>(dst, src, sim::pad_count<T>(p), "DataCopyPad");
 }
 template <class T>
 void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
-  if (p.blockCount != 1 || p.blockLen % sizeof(T)) sim::fault("DataCopyPad: only one block of whole elements is simulated");
-  const uint32_t count = p.blockLen / sizeof(T);
-  std::memcpy(dst.span(count, "DataCopyPad"), src.span(count, "DataCopyPad"), p.blockLen);
+  sim::copy<T>(dst, src, sim::pad_count<T>(p), "DataCopyPad");
 }
 
 // ---- vector instructions ----------------------------------------------------------------------
