@@ -1,6 +1,7 @@
 #include "runtime/fusion.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -98,6 +99,13 @@ std::vector<FusedStep> bind_steps(const Graph& g, const FusedGroup& group) {
   return steps;
 }
 
+// run_group_f32's working memory, per thread.
+struct F32Scratch {
+  std::vector<float> tile, own, head_rows;
+  std::vector<const float*> in_rows, rows;
+  std::vector<float*> result;
+};
+
 // A group of ops the f32 kernel serves runs on f32 rows (find_groups keeps them apart from the
 // others).
 // A matmul whose result only this group reads, over the group's shape, as the group's head: its
@@ -126,6 +134,30 @@ NodeId find_head(const Graph& g, const std::vector<NodeId>& members, const std::
   return kNone;
 }
 
+// Tiles for the steps' results, reused once a result has no reader left: a chain of any length
+// needs two or three, so a chunk's working set stays a few KB of L1 however long the group is.
+// A step takes its tile before its operands' tiles are freed (a row's output overlaps no
+// operand), and outputs keep theirs to the end (they are stored after every member ran).
+void assign_slots(std::vector<FusedStep>& steps, size_t& slots) {
+  std::vector<size_t> last_read(steps.size(), 0);
+  for (size_t si = 0; si < steps.size(); ++si) {
+    if (steps[si].output >= 0) last_read[si] = steps.size();
+    for (const FusedStep::Operand& o : steps[si].operands)
+      if (o.from == FusedStep::From::Step) last_read[o.index] = std::max(last_read[o.index], si);
+  }
+  std::vector<size_t> free;
+  slots = 0;
+  for (size_t si = 0; si < steps.size(); ++si) {
+    if (free.empty()) free.push_back(slots++);
+    steps[si].slot = free.back();
+    free.pop_back();
+    for (const FusedStep::Operand& o : steps[si].operands)
+      if (o.from == FusedStep::From::Step && last_read[o.index] == si &&
+          std::find(free.begin(), free.end(), steps[o.index].slot) == free.end())
+        free.push_back(steps[o.index].slot);
+  }
+}
+
 void bind_f32(const Graph& g, FusedGroup& group) {
   if (!cpu::elementwise_f32_kernel(g, g.nodes[group.members.back()])) return;
   group.read_by_steps.assign(group.inputs.size(), 0);
@@ -145,7 +177,12 @@ void bind_f32(const Graph& g, FusedGroup& group) {
   std::vector<const ir::Shape*> pointers;
   for (const ir::Shape& s : shapes) pointers.push_back(&s);
   group.run = cpu::plan_operands(group.shape, pointers.data(), pointers.size(), group.layouts.data());
+  assign_slots(group.steps, group.slots);
   group.f32 = true;
+}
+
+bool overlaps(const eval::TensorRef& a, const eval::TensorRef& b) {
+  return a.bytes < b.bytes + b.nbytes() && b.bytes < a.bytes + a.nbytes();
 }
 
 // An all-f32 group: chunks of every member's results on f32 rows; f32 inputs are read in place
@@ -156,29 +193,52 @@ void bind_f32(const Graph& g, FusedGroup& group) {
 void run_group_f32(const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
                    const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel) {
   constexpr size_t T = static_cast<size_t>(cpu::kChunk);
+  // Lines of the next chunks requested ahead of their reads: between two chunks the group
+  // computes for thousands of cycles, long enough for the hardware prefetcher to fall behind.
+  constexpr int64_t kAhead = 4 * cpu::kChunk;
   const int64_t total = group.shape.num_elements();
   const int64_t width = group.shape.rank() ? group.shape[group.shape.rank() - 1] : 1;
   const bool head = group.head != kNone;
   if (total == 0) return;
+  // An f32 output that shares no bytes with an input is written by its step in place, instead
+  // of through a tile and a copy; its readers in the group read it there.
+  std::array<float*, kMaxGroupOps> to_memory{};
+  for (size_t si = 0; si < group.steps.size(); ++si) {
+    const int o = group.steps[si].output;
+    if (o < 0 || out[static_cast<size_t>(o)]->dtype != ir::DType::F32) continue;
+    const eval::TensorRef& t = *out[static_cast<size_t>(o)];
+    if (std::none_of(in.begin(), in.end(), [&](const eval::TensorRef* x) { return overlaps(t, *x); })) to_memory[si] = t.data<float>();
+  }
   // Without a head, blocks of kChunk elements; with one, blocks of whole rows.
   const int64_t block = head ? std::max(kHeadMinRows, kHeadBlockElements / width) * width : cpu::kChunk;
   const int64_t blocks = (total + block - 1) / block;
   cpu::split_work(blocks, block, parallel, [&](int64_t first, int64_t last) {
-    // The buffers are the running thread's own and kept between runs.
-    thread_local std::vector<float> tile, own, head_rows;
-    thread_local std::vector<const float*> in_rows, rows;
-    tile.resize(group.steps.size() * T);
+    // The buffers are the running thread's own and kept between runs, reached through one
+    // reference: each use of a thread_local by name costs a TLS lookup call in a shared library.
+    thread_local F32Scratch scratch;
+    auto& [tile, own, head_rows, in_rows, rows, result] = scratch;
+    tile.resize(group.slots * T);
     own.resize(in.size() * T);
     in_rows.resize(in.size());
+    result.resize(group.steps.size());
     if (head) head_rows.resize(static_cast<size_t>(block));
     for (size_t k = 0; k < in.size(); ++k)
       if (group.read_by_steps[k]) cpu::prepare_row(*in[k], group.layouts[k], &own[k * T]);
+    const int64_t end_all = std::min(total, last * block);
     for (int64_t b = first; b < last; ++b) {
       const int64_t begin = b * block, end = std::min(total, begin + block);
       if (head)
         cpu::gemm_rows(*in[group.head_a], *in[group.head_b], group.head_transpose_b, begin / width, end / width, head_rows.data(),
                        parallel ? parallel->free_threads() : 1);
       cpu::for_each_chunk(begin, end, group.run, [&](int64_t base, int64_t n) {
+        if (base + kAhead + n <= end_all) {
+          for (size_t k = 0; k < in.size(); ++k)
+            if (group.read_by_steps[k] && group.layouts[k].access == cpu::Access::Direct && in[k]->dtype == ir::DType::F32)
+              for (int64_t e = 0; e < n; e += 16) __builtin_prefetch(in[k]->data<float>() + base + kAhead + e);
+          for (size_t si = 0; si < group.steps.size(); ++si)
+            if (float* m = to_memory[si])
+              for (int64_t e = 0; e < n; e += 16) __builtin_prefetch(m + base + kAhead + e, 1);
+        }
         for (size_t k = 0; k < in.size(); ++k)
           if (group.read_by_steps[k]) in_rows[k] = cpu::chunk_row(*in[k], group.layouts[k], group.shape, base, n, &own[k * T]);
         for (size_t si = 0; si < group.steps.size(); ++si) {
@@ -187,13 +247,15 @@ void run_group_f32(const FusedGroup& group, const std::vector<const eval::Tensor
           for (size_t k = 0; k < s.operands.size(); ++k) {
             const FusedStep::Operand& o = s.operands[k];
             rows[k] = o.from == FusedStep::From::Input ? in_rows[o.index]
-                      : o.from == FusedStep::From::Step ? &tile[o.index * T]
+                      : o.from == FusedStep::From::Step ? result[o.index]
                                                         : head_rows.data() + (base - begin);
           }
-          s.row_f32(rows.data(), s.attrs_f32.data(), &tile[si * T], n);
+          result[si] = to_memory[si] ? to_memory[si] + base : &tile[s.slot * T];
+          s.row_f32(rows.data(), s.attrs_f32.data(), result[si], n);
         }
         for (size_t si = 0; si < group.steps.size(); ++si)
-          if (group.steps[si].output >= 0) cpu::store_row(&tile[si * T], *out[static_cast<size_t>(group.steps[si].output)], base, n);
+          if (group.steps[si].output >= 0 && !to_memory[si])
+            cpu::store_row(result[si], *out[static_cast<size_t>(group.steps[si].output)], base, n);
       });
     }
   });

@@ -28,6 +28,7 @@ struct FusedStep {
   ir::DType dtype;
   bool floating;    // computes in double (any float operand or result), else in int64
   int output = -1;  // position in FusedGroup::outputs, or -1
+  size_t slot = 0;  // f32 groups: the tile its results go to, shared with steps whose results died
 };
 
 struct FusedGroup {
@@ -41,6 +42,7 @@ struct FusedGroup {
   bool f32 = false;
   std::vector<cpu::OperandLayout> layouts;  // per input (Direct for inputs only the head reads)
   std::vector<char> read_by_steps;          // per input
+  size_t slots = 0;                         // tiles of results a chunk needs (see FusedStep::slot)
   int64_t run = 1;                          // see cpu::plan_operands
   size_t head_a = 0, head_b = 0;            // the head's operands in `inputs`
   bool head_transpose_b = false;
