@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/conv.hpp"
 #include "cpu/fast_kernels.hpp"
 #include "cpu/gemm.hpp"
 #include "cpu/split.hpp"
@@ -66,52 +67,82 @@ void depthwise(const float* image, const float* w, float b, const ConvShape& s, 
     }
 }
 
+ConvShape conv_shape(const Conv2dAttrs& a, const eval::TensorRef& x, const eval::TensorRef& w, const ir::Shape& out) {
+  return {w.shape[1], x.shape[2], x.shape[3], w.shape[2], w.shape[3], out[2], out[3],
+          a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.dilation_h, a.dilation_w};
+}
+
+// One image's group of output channels: out = [O/groups, OH·OW] rows of the result. `col` is
+// the caller's im2col buffer, kept between calls.
+void conv_unit(const ConvShape& s, const Conv2dAttrs& a, const eval::TensorRef& x, const eval::TensorRef& w,
+               const eval::TensorRef* bias, int64_t n, int64_t g, float* out, int threads, std::vector<float>& col) {
+  const int64_t OG = w.shape[0] / a.groups, K = s.C * s.KH * s.KW, P = s.OH * s.OW;
+  const float* image = x.data<float>() + (n * a.groups + g) * s.C * s.H * s.W;
+  if (s.C == 1 && OG == 1) {
+    depthwise(image, w.data<float>() + g * K, bias ? bias->data<float>()[g] : 0.0f, s, out);
+    return;
+  }
+  const bool direct = s.KH == 1 && s.KW == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 && s.pl == 0 && a.pad_bottom == 0 &&
+                      a.pad_right == 0;
+  if (!direct) {
+    col.resize(static_cast<size_t>(K * P));
+    im2col(image, s, col.data());
+  }
+  sgemm(false, false, OG, P, K, w.data<float>() + g * OG * K, K, direct ? image : col.data(), P, out, P, threads);
+  if (bias)
+    for (int64_t o = 0; o < OG; ++o) {
+      const float b = bias->data<float>()[g * OG + o];
+      for (int64_t p = 0; p < P; ++p) out[o * P + p] += b;
+    }
+}
+
 void conv2d_f32(const eval::KernelCall& c) {
   const eval::TensorRef& x = *c.in[0];
   const eval::TensorRef& w = *c.in[1];
   const eval::TensorRef* bias = c.in.size() > 2 ? c.in[2] : nullptr;
   const eval::TensorRef& y = *c.out[0];
-  const ir::Span<int64_t> st = c.ints("strides"), pads = c.ints("pads"), dil = c.ints("dilations");
-  const int64_t groups = c.attr_int("groups");
-  const int64_t N = x.shape[0], O = w.shape[0], OG = O / groups;
-  const ConvShape s{w.shape[1], x.shape[2], x.shape[3], w.shape[2], w.shape[3], y.shape[2], y.shape[3],
-                    st[0], st[1], pads[0], pads[1], dil[0], dil[1]};
-  const int64_t K = s.C * s.KH * s.KW, P = s.OH * s.OW;
-  const bool direct = s.KH == 1 && s.KW == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 && s.pl == 0 &&
-                      pads[2] == 0 && pads[3] == 0;
+  const Conv2dAttrs a = conv2d_attrs(c.graph, c.node);
+  const ConvShape s = conv_shape(a, x, w, y.shape);
+  const int64_t N = x.shape[0], O = w.shape[0], OG = O / a.groups, P = s.OH * s.OW;
   if (y.size() == 0) return;
   // The work of a unit (an image's group) counted in multiply-adds.
-  split_work(N * groups, OG * P * std::max<int64_t>(K, 1), c.parallel, [&](int64_t first, int64_t last) {
+  split_work(N * a.groups, OG * P * std::max<int64_t>(s.C * s.KH * s.KW, 1), c.parallel, [&](int64_t first, int64_t last) {
     thread_local std::vector<float> col;
-    const bool per_channel = s.C == 1 && OG == 1;
-    if (!direct && !per_channel) col.resize(static_cast<size_t>(K * P));
+    std::vector<float>& buffer = col;
     const int threads = c.parallel ? c.parallel->free_threads() : 1;
     for (int64_t i = first; i < last; ++i) {
-      const int64_t n = i / groups, g = i % groups;
-      const float* image = x.data<float>() + (n * groups + g) * s.C * s.H * s.W;
-      float* out = y.data<float>() + (n * O + g * OG) * P;
-      if (per_channel) {
-        depthwise(image, w.data<float>() + g * K, bias ? bias->data<float>()[g] : 0.0f, s, out);
-        continue;
-      }
-      if (!direct) im2col(image, s, col.data());
-      sgemm(false, false, OG, P, K, w.data<float>() + g * OG * K, K, direct ? image : col.data(), P, out, P, threads);
-      if (bias)
-        for (int64_t o = 0; o < OG; ++o) {
-          const float b = bias->data<float>()[g * OG + o];
-          for (int64_t p = 0; p < P; ++p) out[o * P + p] += b;
-        }
+      const int64_t n = i / a.groups, g = i % a.groups;
+      conv_unit(s, a, x, w, bias, n, g, y.data<float>() + (n * O + g * OG) * P, threads, buffer);
     }
   });
 }
 
 }  // namespace
 
-eval::Kernel conv_kernel(const ir::Graph& g, const ir::Node& n) {
-  if (std::string(n.op->name) != "conv2d" || g.values[n.first_output].dtype != ir::DType::F32) return nullptr;
-  for (ir::ValueId v : g.inputs(n))
-    if (v != ir::kNone && g.values[v].dtype != ir::DType::F32) return nullptr;
-  return conv2d_f32;
+Conv2dAttrs conv2d_attrs(const ir::Graph& g, const ir::Node& n) {
+  auto ints = [&](const char* name) { return g.ints_of(g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index(name))]); };
+  const ir::Span<int64_t> st = ints("strides"), pads = ints("pads"), dil = ints("dilations");
+  return {st[0], st[1], pads[0], pads[1], pads[2], pads[3], dil[0], dil[1],
+          g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("groups"))].i};
 }
+
+bool is_conv2d_f32(const ir::Graph& g, const ir::Node& n) {
+  if (std::string(n.op->name) != "conv2d" || g.values[n.first_output].dtype != ir::DType::F32) return false;
+  for (ir::ValueId v : g.inputs(n))
+    if (v != ir::kNone && g.values[v].dtype != ir::DType::F32) return false;
+  return true;
+}
+
+void conv2d_images(const Conv2dAttrs& a, const eval::TensorRef& x, const eval::TensorRef& w, const eval::TensorRef* bias,
+                   const ir::Shape& out_shape, int64_t first, int64_t last, float* out, int threads) {
+  const ConvShape s = conv_shape(a, x, w, out_shape);
+  const int64_t OG = w.shape[0] / a.groups, P = s.OH * s.OW;
+  thread_local std::vector<float> col;
+  std::vector<float>& buffer = col;
+  for (int64_t n = first; n < last; ++n)
+    for (int64_t g = 0; g < a.groups; ++g) conv_unit(s, a, x, w, bias, n, g, out + ((n - first) * a.groups + g) * OG * P, threads, buffer);
+}
+
+eval::Kernel conv_kernel(const ir::Graph& g, const ir::Node& n) { return is_conv2d_f32(g, n) ? conv2d_f32 : nullptr; }
 
 }  // namespace esg::cpu

@@ -59,7 +59,8 @@ GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId
     }
     // In place: an input of the output's exact shape and element width (no broadcast, no
     // widening cast), which an elementwise kernel reads at each index before writing it. A fused
-    // group's matmul head reads its operands whole, block after block: never in place.
+    // group's head (matmul, convolution) reads its operands whole, block after block: never in
+    // place.
     if (elementwise && node.num_outputs == 1) {
       const ir::ValueId out_v = node.first_output;
       for (ir::NodeId m : k >= 0 ? fused[static_cast<size_t>(k)] : std::vector<ir::NodeId>{n})

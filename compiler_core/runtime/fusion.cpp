@@ -106,12 +106,19 @@ struct F32Scratch {
   std::vector<float*> result;
 };
 
-// A group of ops the f32 kernel serves runs on f32 rows (find_groups keeps them apart from the
-// others).
-// A matmul whose result only this group reads, over the group's shape, as the group's head: its
-// rows computed block by block right before the members that use them. Its operands must come
-// from before the group's first member (so no path from the group leads back into it); B must be
-// one matrix and A not transposed, so that A's rows are the result's rows.
+// Whether `n` can head a group: a matmul whose B is one matrix and whose A is not transposed
+// (so A's rows are the result's rows), or an f32 convolution (its result image by image).
+bool can_head(const Graph& g, const ir::Node& n) {
+  if (cpu::is_conv2d_f32(g, n)) return true;
+  if (std::string_view(n.op->name) != "matmul" || g.values[n.first_output].dtype != ir::DType::F32) return false;
+  const auto in = g.inputs(n);
+  return g.values[in[0]].dtype == ir::DType::F32 && g.values[in[1]].dtype == ir::DType::F32 && g.shape(in[1]).rank() == 2 &&
+         g.shape(n.first_output).rank() >= 2 && g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("transpose_a"))].i == 0;
+}
+
+// An op whose result only this group reads, over the group's shape, as the group's head: its
+// results computed block by block right before the members that use them. Its operands must
+// come from before the group's first member, so that no path from the group leads back into it.
 NodeId find_head(const Graph& g, const std::vector<NodeId>& members, const std::vector<char>& member,
                  const std::vector<std::vector<NodeId>>& consumers, const std::vector<char>& is_output) {
   const ir::Shape shape = g.shape(g.nodes[members.back()].first_output);
@@ -120,15 +127,12 @@ NodeId find_head(const Graph& g, const std::vector<NodeId>& members, const std::
       if (v == kNone || g.values[v].producer == kNone) continue;
       const NodeId p = g.values[v].producer;
       const ir::Node& n = g.nodes[p];
-      if (std::string_view(n.op->name) != "matmul" || n.region != 0 || n.num_deps != 0 || is_output[v] ||
-          g.values[v].dtype != ir::DType::F32 || g.shape(v) != shape || shape.rank() < 2)
-        continue;
+      if (n.region != 0 || n.num_deps != 0 || n.num_outputs != 1 || is_output[v] || g.shape(v) != shape || !can_head(g, n)) continue;
       const auto in = g.inputs(n);
-      if (g.values[in[0]].dtype != ir::DType::F32 || g.values[in[1]].dtype != ir::DType::F32 || g.shape(in[1]).rank() != 2 ||
-          g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("transpose_a"))].i != 0)
-        continue;
       const bool only_here = std::all_of(consumers[v].begin(), consumers[v].end(), [&](NodeId c) { return member[c] != 0; });
-      const bool before = std::all_of(in.begin(), in.end(), [&](ValueId x) { return g.values[x].producer == kNone || g.values[x].producer < members.front(); });
+      const bool before = std::all_of(in.begin(), in.end(), [&](ValueId x) {
+        return x == kNone || g.values[x].producer == kNone || g.values[x].producer < members.front();
+      });
       if (only_here && before) return p;
     }
   return kNone;
@@ -167,11 +171,18 @@ void bind_f32(const Graph& g, FusedGroup& group) {
   std::vector<ir::Shape> shapes;
   for (size_t k = 0; k < group.inputs.size(); ++k) shapes.push_back(group.read_by_steps[k] ? g.shape(group.inputs[k]) : group.shape);
   if (group.head != kNone) {
-    const auto in = g.inputs(g.nodes[group.head]);
-    group.head_a = static_cast<size_t>(std::find(group.inputs.begin(), group.inputs.end(), in[0]) - group.inputs.begin());
-    group.head_b = static_cast<size_t>(std::find(group.inputs.begin(), group.inputs.end(), in[1]) - group.inputs.begin());
     const ir::Node& n = g.nodes[group.head];
-    group.head_transpose_b = g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("transpose_b"))].i != 0;
+    const auto in = g.inputs(n);
+    auto input_at = [&](ValueId v) { return static_cast<size_t>(std::find(group.inputs.begin(), group.inputs.end(), v) - group.inputs.begin()); };
+    group.head_a = input_at(in[0]);
+    group.head_b = input_at(in[1]);
+    if (cpu::is_conv2d_f32(g, n)) {
+      group.head_kind = FusedGroup::HeadKind::Conv2d;
+      group.head_conv = cpu::conv2d_attrs(g, n);
+      if (in.size() > 2 && in[2] != kNone) group.head_bias = static_cast<int>(input_at(in[2]));
+    } else {
+      group.head_transpose_b = g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("transpose_b"))].i != 0;
+    }
   }
   group.layouts.resize(shapes.size());
   std::vector<const ir::Shape*> pointers;
@@ -209,8 +220,10 @@ void run_group_f32(const FusedGroup& group, const std::vector<const eval::Tensor
     const eval::TensorRef& t = *out[static_cast<size_t>(o)];
     if (std::none_of(in.begin(), in.end(), [&](const eval::TensorRef* x) { return overlaps(t, *x); })) to_memory[si] = t.data<float>();
   }
-  // Without a head, blocks of kChunk elements; with one, blocks of whole rows.
-  const int64_t block = head ? std::max(kHeadMinRows, kHeadBlockElements / width) * width : cpu::kChunk;
+  // Without a head, blocks of kChunk elements; with one, blocks of whole rows or images.
+  const bool conv = head && group.head_kind == FusedGroup::HeadKind::Conv2d;
+  const int64_t image = conv ? total / group.shape[0] : 0;
+  const int64_t block = conv ? image : head ? std::max(kHeadMinRows, kHeadBlockElements / width) * width : cpu::kChunk;
   const int64_t blocks = (total + block - 1) / block;
   cpu::split_work(blocks, block, parallel, [&](int64_t first, int64_t last) {
     // The buffers are the running thread's own and kept between runs, reached through one
@@ -227,9 +240,12 @@ void run_group_f32(const FusedGroup& group, const std::vector<const eval::Tensor
     const int64_t end_all = std::min(total, last * block);
     for (int64_t b = first; b < last; ++b) {
       const int64_t begin = b * block, end = std::min(total, begin + block);
-      if (head)
-        cpu::gemm_rows(*in[group.head_a], *in[group.head_b], group.head_transpose_b, begin / width, end / width, head_rows.data(),
-                       parallel ? parallel->free_threads() : 1);
+      const int threads = parallel ? parallel->free_threads() : 1;
+      if (conv)
+        cpu::conv2d_images(group.head_conv, *in[group.head_a], *in[group.head_b], group.head_bias < 0 ? nullptr : in[static_cast<size_t>(group.head_bias)],
+                           group.shape, begin / image, end / image, head_rows.data(), threads);
+      else if (head)
+        cpu::gemm_rows(*in[group.head_a], *in[group.head_b], group.head_transpose_b, begin / width, end / width, head_rows.data(), threads);
       cpu::for_each_chunk(begin, end, group.run, [&](int64_t base, int64_t n) {
         if (base + kAhead + n <= end_all) {
           for (size_t k = 0; k < in.size(); ++k)
@@ -306,7 +322,7 @@ std::vector<FusedGroup> find_groups(const Graph& g, const GroupingOptions& optio
   for (std::vector<NodeId> members : by_root) {
     if (members.empty()) continue;
     for (NodeId m : members) member[m] = 1;
-    const NodeId head = options.matmul_heads && f32[members.front()] ? find_head(g, members, member, consumers, is_output) : kNone;
+    const NodeId head = options.heads && f32[members.front()] ? find_head(g, members, member, consumers, is_output) : kNone;
     if (members.size() < 2 && head == kNone && !options.single_ops) {
       member[members.front()] = 0;
       continue;

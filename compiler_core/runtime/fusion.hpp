@@ -6,6 +6,7 @@
 #pragma once
 #include <vector>
 
+#include "cpu/conv.hpp"
 #include "cpu/elementwise_f32.hpp"
 #include "eval/elementwise.hpp"
 #include "eval/host_tensor.hpp"
@@ -33,7 +34,7 @@ struct FusedStep {
 
 struct FusedGroup {
   std::vector<ir::NodeId> members;  // in creation (topological) order, the head first
-  ir::NodeId head = ir::kNone;      // a matmul whose result only the group reads (its epilogue), or none
+  ir::NodeId head = ir::kNone;      // a matmul or convolution whose result only the group reads, or none
   std::vector<ir::ValueId> inputs;  // read from outside the group
   std::vector<ir::ValueId> outputs; // used outside the group or graph outputs
   ir::Shape shape;                  // the iteration space: every member's output shape
@@ -44,28 +45,34 @@ struct FusedGroup {
   std::vector<char> read_by_steps;          // per input
   size_t slots = 0;                         // tiles of results a chunk needs (see FusedStep::slot)
   int64_t run = 1;                          // see cpu::plan_operands
-  size_t head_a = 0, head_b = 0;            // the head's operands in `inputs`
+  // The head, bound: which kernel computes its blocks and where its operands are in `inputs`.
+  enum class HeadKind : uint8_t { Matmul, Conv2d } head_kind = HeadKind::Matmul;
+  size_t head_a = 0, head_b = 0;  // matmul: A and B; conv2d: the images and the filters
+  int head_bias = -1;             // conv2d's bias, if it has one
   bool head_transpose_b = false;
+  cpu::Conv2dAttrs head_conv{};
 };
 
 // The explicit limits of a group: a fused kernel keeps a tile of every member's results.
 constexpr int kMaxGroupOps = 32;
 constexpr int64_t kTileElements = 512;  // of the double/int64 path; the f32 one uses cpu::kChunk
-// A head's rows per block: as many whole rows as fit this many elements (64 KB), but at least
-// kHeadMinRows, so that each GEMM call has rows enough to pay for packing B.
+// A matmul head's rows per block: as many whole rows as fit this many elements (64 KB), but at
+// least kHeadMinRows, so that each GEMM call has rows enough to pay for packing B. A convolution
+// head's block is one image's result.
 constexpr int64_t kHeadBlockElements = 16 * 1024;
 constexpr int64_t kHeadMinRows = 64;
 
 // Groups of two or more elementwise ops of region 0. An op joins its producer's group when
 // every consumer of the producer's value is an elementwise op of the same shape (so the value
 // stays inside), the value is not a graph output, and no path leaves the group and comes back.
-// An f32 group (or a single f32 op) also takes in a matmul whose result only it reads: the
-// matmul's epilogue, computed block of rows by block of rows.
-// What a backend wants grouped. The CPU takes matmul heads and leaves single ops to their own
-// kernels; a device backend that launches generated kernels wants every elementwise op in a
-// group (of one, when it fuses with nothing) and runs matmuls on its own library.
+// An f32 group (or a single f32 op) also takes in a matmul or convolution whose result only it
+// reads, as its head: the group is then that op's epilogue, run block by block on the head's
+// results while they are in cache (a block of rows of a matmul, an image of a convolution).
+// What a backend wants grouped. The CPU takes heads and leaves single ops to their own kernels;
+// a device backend that launches generated kernels wants every elementwise op in a group (of
+// one, when it fuses with nothing) and runs matmuls and convolutions on its own library.
 struct GroupingOptions {
-  bool matmul_heads = true;
+  bool heads = true;
   bool single_ops = false;
   int max_ops = kMaxGroupOps;  // 1: no fusion
 };

@@ -282,7 +282,7 @@ std::string Plan::report() const {
   for (const FusedGroup& grp : groups_) fused_ops += grp.members.size(), heads += grp.head != ir::kNone;
   for (const Launch& l : launches_) fast += l.fast != nullptr;
   out << "launches: " << launches_.size() << " kernels (" << groups_.size() << " fused groups of " << fused_ops << " ops, " << heads
-      << " of them a matmul with its epilogue; " << fast << " fast; " << launches_.size() - fast - groups_.size() << " reference)\n";
+      << " of them a matmul or convolution with its epilogue; " << fast << " fast; " << launches_.size() - fast - groups_.size() << " reference)\n";
   for (const FusedGroup& grp : groups_) {
     out << "  fused:";
     for (ir::NodeId m : grp.members) out << " " << g.nodes[m].op->name << (m == grp.head ? " +" : "");
@@ -391,9 +391,9 @@ const Model::Compiled& Model::plan_for(const std::vector<ir::Shape>& shapes) con
     c.plan = std::make_unique<Plan>(*graph_, shapes, options_);
   } else {
     // The device launches a generated kernel per elementwise group (single ops included) and
-    // runs matmuls on its own library, so no group takes a matmul head.
+    // runs matmuls and convolutions on its own library, so no group takes a head.
     GroupingOptions grouping;
-    grouping.matmul_heads = false;
+    grouping.heads = false;
     grouping.single_ops = true;
     grouping.max_ops = options_.fusion ? kMaxGroupOps : 1;
     c.plan = std::make_unique<Plan>(*graph_, shapes, options_, grouping);

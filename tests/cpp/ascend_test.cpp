@@ -32,7 +32,7 @@ namespace {
 std::string kernel_of(ir::Builder& b, std::vector<ValueId> outputs) {
   const auto g = b.finish({outputs.data(), outputs.size()});
   runtime::GroupingOptions grouping;
-  grouping.matmul_heads = false;
+  grouping.heads = false;
   grouping.single_ops = true;
   const auto groups = runtime::find_groups(*g, grouping);
   REQUIRE(groups.size() == 1);

@@ -38,7 +38,7 @@ TEST_CASE("a compiled MLP computes what the math says") {
   CHECK(report.find("check the memory plan") != std::string::npos);  // ctest sets ESG_CHECK_PLANS=1
   CHECK(report.find("lower bound") != std::string::npos);
   // matmul through oneDNN with add+relu as its epilogue: one kernel.
-  CHECK(report.find("launches: 1 kernels (1 fused groups of 3 ops, 1 of them a matmul with its epilogue; 0 fast; 0 reference)") != std::string::npos);
+  CHECK(report.find("launches: 1 kernels (1 fused groups of 3 ops, 1 of them a matmul or convolution with its epilogue; 0 fast; 0 reference)") != std::string::npos);
   CHECK(report.find("fused: matmul + add relu over [2,2]") != std::string::npos);
 }
 
@@ -240,6 +240,49 @@ TEST_CASE("kernel counts: a matmul's epilogue (bias, activation, residual) joins
   const Tensor x2 = b2.input("x", esg::f32, {8, 8});
   const Tensor m = esg::matmul(x2, x2);
   CHECK(kernels(b2.build({esg::relu(m + 1.0f), m})) == 2);
+}
+
+TEST_CASE("kernel counts: a convolution's epilogue (bias, per-channel affine, activation, residual) joins it") {
+  // Three images of 7 x 20 x 20 results: several 512-element chunks per image, a per-channel
+  // scale broadcast over each image's rows; checked against a direct convolution in double.
+  esg::GraphBuilder b("conv epilogue");
+  const Tensor x = b.input("x", esg::f32, {3, 5, 20, 20}), w = b.input("w", esg::f32, {7, 5, 3, 3});
+  const Tensor bias = b.input("bias", esg::f32, {7}), scale = b.input("scale", esg::f32, {7, 1, 1});
+  const Tensor r = b.input("r", esg::f32, {3, 7, 20, 20});
+  const Tensor conv = esg::conv2d(x, w, esg::Conv2dOptions().bias(bias).pads({1, 1, 1, 1}));
+  const esg::Graph g = b.build({esg::relu(conv * scale + 0.25f) + r});
+  CHECK(kernels(g) == 1);
+  CHECK(kernels(g, esg::CompileOptions().fusion(false)) == 5);
+  std::vector<float> xs(3 * 5 * 400), ws(7 * 5 * 9), bs(7), ss(7), rs(3 * 7 * 400);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i) * 0.37f);
+  for (size_t i = 0; i < ws.size(); ++i) ws[i] = std::cos(static_cast<float>(i) * 0.11f) * 0.2f;
+  for (size_t i = 0; i < bs.size(); ++i) bs[i] = std::sin(static_cast<float>(i)) * 0.5f, ss[i] = 0.5f + static_cast<float>(i) * 0.1f;
+  for (size_t i = 0; i < rs.size(); ++i) rs[i] = std::cos(static_cast<float>(i) * 0.01f);
+  const std::vector<HostTensor> in{HostTensor::from(esg::f32, xs, {3, 5, 20, 20}), HostTensor::from(esg::f32, ws, {7, 5, 3, 3}),
+                                   HostTensor::from(esg::f32, bs, {7}), HostTensor::from(esg::f32, ss, {7, 1, 1}),
+                                   HostTensor::from(esg::f32, rs, {3, 7, 20, 20})};
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    const std::vector<float> got = esg::compile(g, esg::CompileOptions().threads(threads)).run(in)[0].values<float>();
+    double worst = 0;
+    for (int n = 0; n < 3; ++n)
+      for (int o = 0; o < 7; ++o)
+        for (int i = 0; i < 20; ++i)
+          for (int j = 0; j < 20; ++j) {
+            double acc = bs[o];
+            for (int c = 0; c < 5; ++c)
+              for (int kh = 0; kh < 3; ++kh)
+                for (int kw = 0; kw < 3; ++kw) {
+                  const int ih = i + kh - 1, iw = j + kw - 1;
+                  if (ih >= 0 && ih < 20 && iw >= 0 && iw < 20)
+                    acc += static_cast<double>(xs[((n * 5 + c) * 20 + ih) * 20 + iw]) * ws[((o * 5 + c) * 3 + kh) * 3 + kw];
+                }
+            const size_t at = ((static_cast<size_t>(n) * 7 + o) * 20 + i) * 20 + j;
+            const double want = std::max(acc * ss[o] + 0.25, 0.0) + rs[at];
+            worst = std::max(worst, std::fabs(got[at] - want) / (1 + std::fabs(want)));
+          }
+    CHECK(worst < 1e-5);
+  }
 }
 
 TEST_CASE("fused and unfused runs give the same bytes") {

@@ -619,6 +619,29 @@ def test_conv2d(case):
     check(got, conv2d_reference(*arrays, **spec).astype(f32))
 
 
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d_with_its_epilogue_is_one_kernel(case):
+    """relu(conv2d(x, w) + r) * 0.5: the convolution heads the group, which runs on each image's
+    result in turn (on two threads, images split between them)."""
+    spec = dict(CONV_CASES[case])
+    rng = rng_for(case)
+    x, w = normal(rng, spec.pop("x"), scale=1.0), normal(rng, spec.pop("w"), scale=1.0)
+    bias = [normal(rng, (w.shape[0],))] if spec.pop("bias", False) else []
+    conv = conv2d_reference(x, w, *bias, **spec)
+    r = normal(rng, conv.shape)
+    want = (np.maximum(conv + r.astype(f64), 0) * 0.5).astype(f32)
+
+    def graph(a, b, res, *c):
+        return ops.relu(ops.conv2d(a, b, bias=c[0] if c else None, **spec) + res) * 0.5
+
+    g = build(graph, x, w, r, *bias)[0]
+    for threads in (1, 2):
+        model = esgraph.compile(g, threads=threads)
+        assert "launches: 1 kernels" in model.report()
+        assert "fused: conv2d + add relu mul" in model.report()
+        check(model(x, w, r, *bias), want)
+
+
 def pool2d_reference(x, kernel, strides=(1, 1), pads=(0, 0, 0, 0), ceil_mode=False, kind="max"):
     """Windows over the input padded with NaN; max or mean over the values inside the input."""
     n, c, h, w = x.shape
