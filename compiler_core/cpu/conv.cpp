@@ -24,45 +24,59 @@ struct ConvShape {
   int64_t sh, sw, pt, pl, dh, dw;
 };
 
-// col[(c·KH + kh)·KW + kw][oh·OW + ow] = x[c][oh·sh - pt + kh·dh][ow·sw - pl + kw·dw], 0 outside.
-void im2col(const float* x, const ConvShape& s, float* col) {
-  const int64_t P = s.OH * s.OW;
+// The output columns a filter column kw reads inside the image: ow in [lo, hi) reads input
+// column ow·sw + shift; the others read the zero padding. Found once per tap, so the loops over
+// columns have no bounds test.
+struct Columns {
+  int64_t lo, hi, shift;
+};
+Columns columns_inside(const ConvShape& s, int64_t kw) {
+  const int64_t shift = kw * s.dw - s.pl;
+  const int64_t lo = shift >= 0 ? 0 : std::min(s.OW, (-shift + s.sw - 1) / s.sw);
+  const int64_t hi = s.W - 1 - shift < 0 ? lo : std::max(lo, std::min(s.OW, (s.W - 1 - shift) / s.sw + 1));
+  return {lo, hi, shift};
+}
+
+// The output rows [oh0, oh1) as columns:
+// col[(c·KH + kh)·KW + kw][(oh - oh0)·OW + ow] = x[c][oh·sh - pt + kh·dh][ow·sw - pl + kw·dw], 0 outside.
+void im2col(const float* x, const ConvShape& s, int64_t oh0, int64_t oh1, float* col) {
+  const int64_t P = (oh1 - oh0) * s.OW;
   for (int64_t c = 0; c < s.C; ++c)
     for (int64_t kh = 0; kh < s.KH; ++kh)
       for (int64_t kw = 0; kw < s.KW; ++kw) {
+        const Columns cols = columns_inside(s, kw);
         float* row = col + ((c * s.KH + kh) * s.KW + kw) * P;
-        for (int64_t oh = 0; oh < s.OH; ++oh, row += s.OW) {
+        for (int64_t oh = oh0; oh < oh1; ++oh, row += s.OW) {
           const int64_t ih = oh * s.sh - s.pt + kh * s.dh;
           if (ih < 0 || ih >= s.H) {
             std::fill_n(row, s.OW, 0.0f);
             continue;
           }
-          const float* in = x + (c * s.H + ih) * s.W;
-          for (int64_t ow = 0; ow < s.OW; ++ow) {
-            const int64_t iw = ow * s.sw - s.pl + kw * s.dw;
-            row[ow] = iw >= 0 && iw < s.W ? in[iw] : 0.0f;
-          }
+          const float* in = x + (c * s.H + ih) * s.W + cols.shift;
+          std::fill_n(row, cols.lo, 0.0f);
+          if (s.sw == 1)
+            std::copy(in + cols.lo, in + cols.hi, row + cols.lo);
+          else
+            for (int64_t ow = cols.lo; ow < cols.hi; ++ow) row[ow] = in[ow * s.sw];
+          std::fill(row + cols.hi, row + s.OW, 0.0f);
         }
       }
 }
 
-// One input channel and one filter (depthwise): out += w[kh][kw] · shifted input, tap by tap,
-// over the output columns whose input column is inside the image (found once per tap, so the
-// inner loop has no test and vectorizes). A GEMM of 1 x kH·kW x OH·OW would be all overhead.
+// One input channel and one filter (depthwise): out += w[kh][kw] · shifted input, tap by tap.
+// A GEMM of 1 x kH·kW x OH·OW would be all overhead.
 void depthwise(const float* image, const float* w, float b, const ConvShape& s, float* out) {
   std::fill_n(out, s.OH * s.OW, b);
   for (int64_t kh = 0; kh < s.KH; ++kh)
     for (int64_t kw = 0; kw < s.KW; ++kw) {
       const float wv = w[kh * s.KW + kw];
-      const int64_t shift = kw * s.dw - s.pl;  // iw = ow·sw + shift
-      const int64_t lo = shift >= 0 ? 0 : (-shift + s.sw - 1) / s.sw;
-      const int64_t hi = s.W - 1 - shift < 0 ? 0 : std::min(s.OW, (s.W - 1 - shift) / s.sw + 1);
+      const Columns cols = columns_inside(s, kw);
       for (int64_t oh = 0; oh < s.OH; ++oh) {
         const int64_t ih = oh * s.sh - s.pt + kh * s.dh;
         if (ih < 0 || ih >= s.H) continue;
-        const float* in = image + ih * s.W + shift;
+        const float* in = image + ih * s.W + cols.shift;
         float* o = out + oh * s.OW;
-        for (int64_t ow = lo; ow < hi; ++ow) o[ow] += wv * in[ow * s.sw];
+        for (int64_t ow = cols.lo; ow < cols.hi; ++ow) o[ow] += wv * in[ow * s.sw];
       }
     }
 }
@@ -71,6 +85,8 @@ ConvShape conv_shape(const Conv2dAttrs& a, const eval::TensorRef& x, const eval:
   return {w.shape[1], x.shape[2], x.shape[3], w.shape[2], w.shape[3], out[2], out[3],
           a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.dilation_h, a.dilation_w};
 }
+
+constexpr int64_t kColumnBytes = 512 * 1024;
 
 // One image's group of output channels: out = [O/groups, OH·OW] rows of the result. `col` is
 // the caller's im2col buffer, kept between calls.
@@ -84,11 +100,20 @@ void conv_unit(const ConvShape& s, const Conv2dAttrs& a, const eval::TensorRef& 
   }
   const bool direct = s.KH == 1 && s.KW == 1 && s.sh == 1 && s.sw == 1 && s.pt == 0 && s.pl == 0 && a.pad_bottom == 0 &&
                       a.pad_right == 0;
-  if (!direct) {
-    col.resize(static_cast<size_t>(K * P));
-    im2col(image, s, col.data());
+  const float* filters = w.data<float>() + g * OG * K;
+  if (direct) {
+    sgemm(false, false, OG, P, K, filters, K, image, P, out, P, threads);
+  } else {
+    // Output rows in bands whose columns fit half of L2, each multiplied right after it is
+    // laid out: a whole image's columns (K·P floats, megabytes) would go out to memory and back.
+    const int64_t band = std::clamp<int64_t>(kColumnBytes / static_cast<int64_t>(sizeof(float)) / std::max<int64_t>(K * s.OW, 1), 1, s.OH);
+    col.resize(static_cast<size_t>(K * band * s.OW));
+    for (int64_t oh = 0; oh < s.OH; oh += band) {
+      const int64_t rows = std::min(band, s.OH - oh);
+      im2col(image, s, oh, oh + rows, col.data());
+      sgemm(false, false, OG, rows * s.OW, K, filters, K, col.data(), rows * s.OW, out + oh * s.OW, P, threads);
+    }
   }
-  sgemm(false, false, OG, P, K, w.data<float>() + g * OG * K, K, direct ? image : col.data(), P, out, P, threads);
   if (bias)
     for (int64_t o = 0; o < OG; ++o) {
       const float b = bias->data<float>()[g * OG + o];

@@ -603,14 +603,27 @@ CONV_CASES = {
     "everything": dict(x=(2, 6, 9, 10), w=(4, 3, 3, 2), strides=[2, 1], pads=[2, 1, 0, 1], dilations=[1, 2],
                        groups=2, bias=True),
     "1x1": dict(x=(1, 4, 3, 3), w=(5, 4, 1, 1)),
+    # Columns of more than 512 KB per image: laid out and multiplied in bands of output rows.
+    # (Data in quarters, so that the products and their sums are exact in any order.)
+    "bands": dict(x=(2, 8, 20, 512), w=(3, 8, 3, 3), pads=[1, 1, 1, 1], bias=True, quarters=True),
+    "bands strided": dict(x=(1, 8, 24, 1024), w=(3, 8, 3, 3), strides=[1, 2], pads=[2, 1, 0, 0], dilations=[2, 1],
+                          quarters=True),
 }
+
+
+def conv_data(rng, spec):
+    """The input and filters of a CONV_CASES entry (popping its shapes from `spec`)."""
+    x, w = normal(rng, spec.pop("x"), scale=1.0), normal(rng, spec.pop("w"), scale=1.0)
+    if spec.pop("quarters", False):
+        x, w = np.round(x * 4) / 4, np.round(w * 4) / 4
+    return x, w
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
 def test_conv2d(case):
     spec = dict(CONV_CASES[case])
     rng = rng_for(case)
-    x, w = normal(rng, spec.pop("x"), scale=1.0), normal(rng, spec.pop("w"), scale=1.0)
+    x, w = conv_data(rng, spec)
     arrays = [x, w] + ([normal(rng, (w.shape[0],))] if spec.pop("bias", False) else [])
     if len(arrays) == 3:
         got = run(lambda a, b, c: ops.conv2d(a, b, bias=c, **spec), *arrays)
@@ -625,7 +638,7 @@ def test_conv2d_with_its_epilogue_is_one_kernel(case):
     result in turn (on two threads, images split between them)."""
     spec = dict(CONV_CASES[case])
     rng = rng_for(case)
-    x, w = normal(rng, spec.pop("x"), scale=1.0), normal(rng, spec.pop("w"), scale=1.0)
+    x, w = conv_data(rng, spec)
     bias = [normal(rng, (w.shape[0],))] if spec.pop("bias", False) else []
     conv = conv2d_reference(x, w, *bias, **spec)
     r = normal(rng, conv.shape)
