@@ -13,6 +13,7 @@
 #include "cpu/fast_kernels.hpp"
 #include "cpu/gemm.hpp"
 #include "cpu/split.hpp"
+#include "cpu/vector_math.hpp"
 
 namespace esg::cpu {
 namespace {
@@ -64,8 +65,9 @@ void im2col(const float* x, const ConvShape& s, int64_t oh0, int64_t oh1, float*
 }
 
 // One input channel and one filter (depthwise): out += w[kh][kw] · shifted input, tap by tap.
-// A GEMM of 1 x kH·kW x OH·OW would be all overhead.
-void depthwise(const float* image, const float* w, float b, const ConvShape& s, float* out) {
+// A GEMM of 1 x kH·kW x OH·OW would be all overhead. Built for each ISA level like the
+// elementwise rows; unit strides (the common case) get a loop of their own, which vectorizes.
+ESG_CPU_CLONES void depthwise(const float* image, const float* w, float b, const ConvShape& s, float* out) {
   std::fill_n(out, s.OH * s.OW, b);
   for (int64_t kh = 0; kh < s.KH; ++kh)
     for (int64_t kw = 0; kw < s.KW; ++kw) {
@@ -76,7 +78,10 @@ void depthwise(const float* image, const float* w, float b, const ConvShape& s, 
         if (ih < 0 || ih >= s.H) continue;
         const float* in = image + ih * s.W + cols.shift;
         float* o = out + oh * s.OW;
-        for (int64_t ow = cols.lo; ow < cols.hi; ++ow) o[ow] += wv * in[ow * s.sw];
+        if (s.sw == 1)
+          for (int64_t ow = cols.lo; ow < cols.hi; ++ow) o[ow] += wv * in[ow];
+        else
+          for (int64_t ow = cols.lo; ow < cols.hi; ++ow) o[ow] += wv * in[ow * s.sw];
       }
     }
 }
