@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import List, Sequence
+from typing import List, NamedTuple, Sequence
 
 FUNCTIONS = {
     "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
@@ -120,7 +120,13 @@ ASCENDC_NO_OVERLAP = {"Tanh", "Erf", "Sin", "Cos"}
 
 # Instructions with a scalar operand, and its position: Ascend C takes it as the tiles' own
 # element type (`const T&`), so the scalar math, done in float, is cast once to the kernel's T.
-_SCALAR_OPERAND = {"Adds": 2, "Muls": 2, "Maxs": 2, "Mins": 2, "Duplicate": 1}
+# (Select's operand 3 is a scalar in its tensor-scalar mode only.)
+_SCALAR_OPERAND = {"Adds": 2, "Muls": 2, "Maxs": 2, "Mins": 2, "Duplicate": 1, "CompareScalar": 2, "Select": 3}
+
+# Comparisons of tiles give bit masks ($m<k>: one bit per element, uint8_t): Compare's modes,
+# and the mode of the same comparison with its operands swapped.
+_CMP_MODE = {ast.Lt: "LT", ast.LtE: "LE", ast.Gt: "GT", ast.GtE: "GE", ast.Eq: "EQ", ast.NotEq: "NE"}
+_SWAPPED = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
 
 
 def split_top_level(text: str) -> List[str]:
@@ -143,23 +149,63 @@ def _cast_scalar_operand(statement: str) -> str:
         return statement
     args = split_top_level(statement[len(name) + 1:-2])
     k = _SCALAR_OPERAND[name]
-    args[k] = f"static_cast<T>({args[k]})"
+    if not re.fullmatch(r"\$[ity]\d*", args[k]):
+        args[k] = f"static_cast<T>({args[k]})"
     return f"{name}({', '.join(args)});"
+
+
+class Lowering(NamedTuple):
+    statements: List[str]
+    temps: int  # tiles of T: $t0 …
+    masks: int  # bit masks: $m0 … (their uint16_t views: $w0 …)
 
 
 class NotLowerable(ValueError):
     """An expression outside what the Ascend C lowering covers (the op runs unfused there)."""
 
 
-def to_ascendc(expr: str, inputs, attrs):
-    """(statements, temporaries) for `expr` as Ascend C, or raises NotLowerable.
+def to_ascendc(expr: str, inputs, attrs) -> Lowering:
+    """`expr` as Ascend C statements, or raises NotLowerable.
 
     Statements name tiles by placeholder: `$y` the result, `$i<k>` input k, `$t<k>` temporary k
-    (all LocalTensor<float> of `$n` elements); `$p<k>` is attribute k's value, a float literal
-    substituted when a kernel is generated (attributes are constants of the graph)."""
+    (all LocalTensor<T> of `$n` elements); `$p<k>` is attribute k's value, a float literal
+    substituted when a kernel is generated (attributes are constants of the graph).
+
+    A comparison of tiles is a bit mask `$m<k>` (LocalTensor<uint8_t>; `$w<k>` is the same
+    bits as uint16_t, which the bitwise instructions take). The mask instructions run over `$N`
+    elements, `$n` rounded up to a whole 256 bytes of T (their granule; tiles are sized so), and
+    the bitwise ones over `$N / 16` words. A mask becomes a value of 0 or 1 where arithmetic or
+    the result needs one, as the CPU's bools are."""
     inputs, attrs = list(inputs), list(attrs)
     code: List[str] = []
     temps = [0]
+    masks = [0]
+
+    def mask() -> str:
+        # A mask is written once and read by its parent: none is shared, so none is reused.
+        masks[0] += 1
+        return f"$m{masks[0] - 1}"
+
+    def as_mask(kind: str, v: str) -> str:
+        if kind == "m":
+            return v
+        if kind == "s":  # a condition known per kernel: its tile of 0 or 1, then the mask
+            t = tile()
+            code.append(f"Duplicate({t}, ({v} ? 1.0f : 0.0f), $N);")
+            kind, v = "t", t
+        m = mask()
+        code.append(f"CompareScalar({m}, {v}, 0.0f, CMPMODE::NE, $N);")
+        return m
+
+    def as_tile(kind: str, v: str) -> str:
+        if kind != "m":
+            return v
+        one, out = tile(), tile()
+        code.extend([f"Duplicate({one}, 1.0f, $N);", f"Select({out}, {v}, {one}, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, $N);"])
+        return out
+
+    def bits(m: str) -> str:
+        return "$w" + m[2:]
 
     def tile(*operands) -> str:
         # A temporary is read once, by its parent: the parent writes over it (the vector
@@ -180,15 +226,26 @@ def to_ascendc(expr: str, inputs, attrs):
             if n.id in inputs:
                 return ("t", f"$i{inputs.index(n.id)}")
             return scalar(f"$p{attrs.index(n.id)}")
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
             kind, v = emit(n.operand)
+            if kind == "s":
+                return scalar(f"(!({v}))")
+            if kind == "t":  # not x: x == 0
+                m = mask()
+                code.append(f"CompareScalar({m}, {v}, 0.0f, CMPMODE::EQ, $N);")
+                return ("m", m)
+            m = mask()
+            code.append(f"Not({bits(m)}, {bits(v)}, $N / 16);")
+            return ("m", m)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            kind, v = tile_of(emit(n.operand))
             if kind == "s":
                 return scalar(f"(-({v}))")
             out = tile(v)
             code.append(f"Muls({out}, {v}, -1.0f, $n);")
             return ("t", out)
         if isinstance(n, ast.BinOp) and type(n.op) in _ASCENDC_BINARY:
-            (lk, lv), (rk, rv) = emit(n.left), emit(n.right)
+            (lk, lv), (rk, rv) = tile_of(emit(n.left)), tile_of(emit(n.right))
             sym = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}[type(n.op)]
             if lk == "s" and rk == "s":
                 return scalar(f"({lv} {sym} {rv})")
@@ -213,7 +270,7 @@ def to_ascendc(expr: str, inputs, attrs):
                     code.append(f"Muls({out}, {out}, {lv}, $n);")
             return ("t", out)
         if isinstance(n, ast.Call) and n.func.id in ("max", "min"):
-            (lk, lv), (rk, rv) = (emit(a) for a in n.args)
+            (lk, lv), (rk, rv) = (tile_of(emit(a)) for a in n.args)
             name = "Max" if n.func.id == "max" else "Min"
             if lk == "s" and rk == "s":
                 cmp = ">" if n.func.id == "max" else "<"  # no <algorithm> on the AI Core
@@ -226,35 +283,66 @@ def to_ascendc(expr: str, inputs, attrs):
                 code.append(f"{name}s({out}, {t}, {s}, $n);")
             return ("t", out)
         if isinstance(n, ast.Call) and n.func.id in ASCENDC_UNARY:
-            kind, v = emit(n.args[0])
+            kind, v = tile_of(emit(n.args[0]))
             if kind == "s":
                 raise NotLowerable(f"`{ast.unparse(n)}` of a scalar")
             name = ASCENDC_UNARY[n.func.id]
             out = tile() if name in ASCENDC_NO_OVERLAP else tile(v)
             code.append(f"{name}({out}, {v}, $n);")
             return ("t", out)
-        if isinstance(n, ast.Compare) or isinstance(n, ast.BoolOp):
-            # Only between scalars (attributes, literals): a condition known per kernel.
-            parts = [emit(v) for v in ([n.left, n.comparators[0]] if isinstance(n, ast.Compare) else n.values)]
-            if any(k != "s" for k, _ in parts):
-                raise NotLowerable(f"`{ast.unparse(n)}` compares tensors (masks are not lowered yet)")
-            if isinstance(n, ast.Compare):
-                return scalar(f"({parts[0][1]} {_CPP_CMPOPS[type(n.ops[0])]} {parts[1][1]})")
-            return scalar("(" + (" && " if isinstance(n.op, ast.And) else " || ").join(v for _, v in parts) + ")")
+        if isinstance(n, ast.Compare):
+            if len(n.ops) != 1:
+                raise NotLowerable(f"`{ast.unparse(n)}`: chained comparisons")
+            (lk, lv), (rk, rv) = tile_of(emit(n.left)), tile_of(emit(n.comparators[0]))
+            if lk == "s" and rk == "s":
+                return scalar(f"({lv} {_CPP_CMPOPS[type(n.ops[0])]} {rv})")
+            mode, m = _CMP_MODE[type(n.ops[0])], mask()
+            if lk == "t" and rk == "t":
+                code.append(f"Compare({m}, {lv}, {rv}, CMPMODE::{mode}, $N);")
+            elif lk == "t":
+                code.append(f"CompareScalar({m}, {lv}, {rv}, CMPMODE::{mode}, $N);")
+            else:
+                code.append(f"CompareScalar({m}, {rv}, {lv}, CMPMODE::{_SWAPPED[mode]}, $N);")
+            return ("m", m)
+        if isinstance(n, ast.BoolOp):
+            parts = [emit(v) for v in n.values]
+            if all(k == "s" for k, _ in parts):
+                return scalar("(" + (" && " if isinstance(n.op, ast.And) else " || ").join(v for _, v in parts) + ")")
+            ms = [as_mask(k, v) for k, v in parts]
+            name = "And" if isinstance(n.op, ast.And) else "Or"
+            out = ms[0]
+            for other in ms[1:]:
+                m = mask()
+                code.append(f"{name}({bits(m)}, {bits(out)}, {bits(other)}, $N / 16);")
+                out = m
+            return ("m", out)
         if isinstance(n, ast.Call) and n.func.id == "select":
             kind, cond = emit(n.args[0])
             if kind != "s":
-                raise NotLowerable(f"`{ast.unparse(n)}` selects by a tensor (masks are not lowered yet)")
+                m = as_mask(kind, cond)
+                (ak, av), (bk, bv) = (tile_of(emit(a)) for a in n.args[1:])
+                if ak == "s":  # Select takes its scalar second: the first one as a tile
+                    t = tile()
+                    code.append(f"Duplicate({t}, {av}, $N);")
+                    ak, av = "t", t
+                out = tile()
+                mode = "TENSOR_TENSOR" if bk == "t" else "TENSOR_SCALAR"
+                code.append(f"Select({out}, {m}, {av}, {bv}, SELMODE::VSEL_{mode}_MODE, $N);")
+                return ("t", out)
             out = tile()
             for i, branch in enumerate(n.args[1:]):
                 code.append(f"if ({cond}) {{" if i == 0 else "} else {")
-                bk, bv = emit(branch)
+                bk, bv = tile_of(emit(branch))
                 code.append(f"Adds({out}, {bv}, 0.0f, $n);" if bk == "t" else f"Duplicate({out}, {bv}, $n);")
             code.append("}")
             return ("t", out)
         raise NotLowerable(f"`{ast.unparse(n)}` has no Ascend C lowering yet")
 
-    kind, value = emit(parse(expr))
+    def tile_of(value):
+        kind, v = value
+        return ("t", as_tile(kind, v)) if kind == "m" else value
+
+    kind, value = tile_of(emit(parse(expr)))
     if kind == "s":
         code.append(f"Duplicate($y, {value}, $n);")
     elif value.startswith("$t"):  # the last tile is the result: write it in place
@@ -265,4 +353,4 @@ def to_ascendc(expr: str, inputs, attrs):
     used = sorted({int(m) for c in code for m in re.findall(r"\$t(\d+)", c)})
     renumber = {old: new for new, old in enumerate(used)}
     code = [re.sub(r"\$t(\d+)", lambda m: f"$t{renumber[int(m.group(1))]}", c) for c in code]
-    return code, len(used)
+    return Lowering(code, len(used), masks[0])

@@ -279,10 +279,10 @@ def ascendc_lowering(op: OpDef):
     """The op's compute expression as Ascend C statements (empty with a reason when none)."""
     from types import SimpleNamespace
     try:
-        statements, temps = compute.to_ascendc(op.compute, [i.name for i in op.inputs], [a.name for a in op.attrs])
-        return SimpleNamespace(statements=statements, temps=temps, reason="")
+        lowered = compute.to_ascendc(op.compute, [i.name for i in op.inputs], [a.name for a in op.attrs])
+        return SimpleNamespace(statements=lowered.statements, temps=lowered.temps, masks=lowered.masks, reason="")
     except compute.NotLowerable as e:
-        return SimpleNamespace(statements=[], temps=0, reason=str(e).replace("\\", "\\\\").replace('"', '\\"'))
+        return SimpleNamespace(statements=[], temps=0, masks=0, reason=str(e).replace("\\", "\\\\").replace('"', '\\"'))
 
 
 def _flat(value):

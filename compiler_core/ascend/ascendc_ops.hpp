@@ -10,7 +10,8 @@ namespace esg::ascend {
 struct AscendCOp {
   const ir::OpSchema* op;
   int temps;                          // temporary tiles the statements use ($t0 …)
-  const char* const* statements;      // with $y, $i<k>, $t<k>, $p<k> and $n placeholders
+  int masks;                          // bit masks the statements use ($m0 …, as uint16_t: $w0 …)
+  const char* const* statements;      // with $y, $i<k>, $t<k>, $m<k>, $w<k>, $p<k>, $n and $N placeholders
   size_t num_statements;
   const char* unsupported;            // why there is no lowering, or nullptr
 };

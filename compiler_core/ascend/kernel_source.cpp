@@ -20,6 +20,9 @@ using ir::ErrorCode;
 
 constexpr uint32_t kReserveBytes = 1024;  // left to the runtime
 constexpr uint32_t kTileAlign = 64;       // elements: whole 256-byte vector repeats of f32
+// With masks: a tile's mask (a bit per element) is whole 32-byte blocks, and the mask
+// instructions' rounded counts ($N: whole 256 bytes of T) stay within the tile.
+constexpr uint32_t kMaskTileAlign = 256;
 constexpr uint32_t kMaxTile = 16 * 1024;
 
 std::string float_literal(double v) {
@@ -62,6 +65,8 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   if (dtype != ir::DType::F32 && dtype != ir::DType::F16)
     throw Error(ErrorCode::Unsupported, std::string("ascend: generated kernels compute f32 and f16 so far; the group gives ") +
                                             ir::dtype_name(dtype));
+  // Booleans inside the group are tiles of 0 and 1, as on the CPU; at its edges they would be
+  // bytes in global memory, which the kernels do not load or store yet.
   for (ir::ValueId v : grp.inputs)
     if (g.values[v].dtype != dtype)
       throw Error(ErrorCode::Unsupported, "ascend: generated kernels take one dtype per group so far; " + g.value_name(v) + " is " +
@@ -92,13 +97,14 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   }
   // Every member's lowering, and the tiles it needs.
   std::vector<const AscendCOp*> lowered;
-  int temps = 0, work = 0;
+  int temps = 0, masks = 0, work = 0;
   std::vector<int> work_of(grp.steps.size(), -1);
   size_t member = 0;
   for (size_t s = 0; s < grp.steps.size(); ++s) {
     while (grp.members[member] == grp.head) ++member;
     const ir::Node& n = g.nodes[grp.members[member++]];
-    if (grp.steps[s].dtype != dtype)
+    const bool inner_bool = grp.steps[s].dtype == ir::DType::Bool && grp.steps[s].output < 0;
+    if (grp.steps[s].dtype != dtype && !inner_bool)
       throw Error(ErrorCode::Unsupported, std::string("ascend: generated kernels compute one dtype per group so far; ") + n.op->name +
                                               " gives " + ir::dtype_name(grp.steps[s].dtype) + ", the group " + ir::dtype_name(dtype));
     const AscendCOp* op = find_ascendc_op(*n.op);
@@ -106,6 +112,7 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
       throw Error(ErrorCode::Unsupported, std::string("ascend: ") + n.op->name + ": " + (op ? op->unsupported : "not elementwise"));
     lowered.push_back(op);
     temps = std::max(temps, op->temps);
+    masks = std::max(masks, op->masks);
     if (grp.steps[s].output < 0) work_of[s] = work++;
   }
   const int direct_inputs = static_cast<int>(grp.inputs.size()) - residents;
@@ -119,7 +126,9 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     for (size_t i = 0; i < op->num_statements; ++i)
       for (const char* f : {"Tanh(", "Erf(", "Sin(", "Cos("}) math = math || std::strncmp(op->statements[i], f, std::strlen(f)) == 0;
   const uint32_t tiles = static_cast<uint32_t>(2 * (direct_inputs + outputs) + work + temps + residents + (math ? 2 : 0));
-  const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - kReserveBytes) / (tiles * ir::dtype_size(dtype)),
+  if (masks) tile_multiple = std::lcm<uint64_t>(tile_multiple, kMaskTileAlign);
+  // Bytes per element of the tile: the tiles', and a bit per mask.
+  const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - kReserveBytes) * 8 / (tiles * ir::dtype_size(dtype) * 8 + masks),
                                           std::max<uint64_t>(kMaxTile, tile_multiple));
   const uint32_t tile = static_cast<uint32_t>(fit / tile_multiple * tile_multiple);
   if (tile == 0)
@@ -141,6 +150,9 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
                 switch (kind) {
                   case 'y': return result_name(s);
                   case 'n': return "n";
+                  case 'N': return "N";
+                  case 'm': return "m[" + std::to_string(index) + " * kMaskBytes]";
+                  case 'w': return "mw[" + std::to_string(index) + " * kMaskBytes / 2]";
                   case 't': return "t[" + std::to_string(index) + " * kTile]";
                   case 'p': return float_literal(st.attrs.at(static_cast<size_t>(index)));
                   case 'i': {
@@ -194,6 +206,15 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     compute_head << "    LocalTensor<T> w = work_.Get<T>();\n";
     if (temps) compute_head << "    LocalTensor<T> t = w[" << work << " * kTile];\n";
   }
+  if (masks) {
+    members << "  TBuf<TPosition::VECCALC> mask_;\n";
+    init << "    pipe_.InitBuffer(mask_, " << masks << " * kMaskBytes);\n";
+    compute_head << "    LocalTensor<uint8_t> m = mask_.Get<uint8_t>();\n"
+                 << "    LocalTensor<uint16_t> mw = m.ReinterpretCast<uint16_t>();\n"
+                 << "    // The mask instructions' count: whole 256 bytes of T (the tile has room).\n"
+                 << "    const uint32_t N = (n + " << 256 / ir::dtype_size(dtype) << " - 1) / " << 256 / ir::dtype_size(dtype) << " * "
+                 << 256 / ir::dtype_size(dtype) << ";\n";
+  }
   if (residents) {
     members << "  TBuf<TPosition::VECCALC> resident_;\n";
     init.str("    pipe_.InitBuffer(resident_, " + std::to_string(residents) + " * kTile * sizeof(T));\n" +
@@ -209,7 +230,8 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   code << "\n// " << ir::dtype_name(dtype) << ", any number of elements (the tiling argument).\n"
        << "#include \"kernel_operator.h\"\nusing namespace AscendC;\n\nnamespace {\n"
        << "using T = " << type << ";\n"
-       << "constexpr uint32_t kTile = " << tile << ";  // elements: " << tiles << " tiles fill the Unified Buffer\n\n"
+       << "constexpr uint32_t kTile = " << tile << ";  // elements: " << tiles << " tiles" << (masks ? " and their masks" : "")
+       << " fill the Unified Buffer\n" << (masks ? "constexpr uint32_t kMaskBytes = kTile / 8;  // a bit per element\n" : "") << "\n"
        << "class Kernel {\n public:\n"
        << "  __aicore__ inline void Init(" << params.str() << "GM_ADDR tiling) {\n"
        << "    GlobalTensor<uint64_t> t;\n    t.SetGlobalBuffer((__gm__ uint64_t*)tiling, 2);\n"

@@ -22,29 +22,41 @@ def lower(expr, inputs=("x",), attrs=()):
 
 
 def test_forms():
-    assert lower("a + b", ("a", "b")) == (["Add($y, $i0, $i1, $n);"], 0)
+    assert lower("a + b", ("a", "b")) == (["Add($y, $i0, $i1, $n);"], 0, 0)
     # A chain writes over its own result: no temporary tile.
     assert lower("x / (1 + exp(-x))") == (["Muls($y, $i0, static_cast<T>(-1.0f), $n);", "Exp($y, $y, $n);",
-                                          "Adds($y, $y, static_cast<T>(1.0f), $n);", "Div($y, $i0, $y, $n);"], 0)
+                                          "Adds($y, $y, static_cast<T>(1.0f), $n);", "Div($y, $i0, $y, $n);"], 0, 0)
     # Scalars fold into the instructions; attributes are placeholders.
     # Scalar operands are cast to the tiles' type T (float or half), as Ascend C takes them.
     assert lower("alpha * x + beta", attrs=("alpha", "beta")) == (["Muls($y, $i0, static_cast<T>($p0), $n);",
-                                                                  "Adds($y, $y, static_cast<T>($p1), $n);"], 0)
+                                                                  "Adds($y, $y, static_cast<T>($p1), $n);"], 0, 0)
     assert lower("2 - x")[0] == ["Muls($y, $i0, static_cast<T>(-1.0f), $n);", "Adds($y, $y, static_cast<T>(2.0f), $n);"]
     assert lower("1 / x")[0] == ["Reciprocal($y, $i0, $n);"]
     assert lower("x")[0] == ["Adds($y, $i0, static_cast<T>(0.0f), $n);"]
-    assert lower("(a + b) * (a - b)", ("a", "b")) == (["Add($y, $i0, $i1, $n);", "Sub($t0, $i0, $i1, $n);", "Mul($y, $y, $t0, $n);"], 1)
+    assert lower("(a + b) * (a - b)", ("a", "b")) == (["Add($y, $i0, $i1, $n);", "Sub($t0, $i0, $i1, $n);", "Mul($y, $y, $t0, $n);"], 1, 0)
     # The higher-level math never writes over its source.
     assert lower("tanh(exp(x))")[0] == ["Exp($t0, $i0, $n);", "Tanh($y, $t0, $n);"]
     assert lower("max(x, -alpha)", attrs=("alpha",))[0] == ["Maxs($y, $i0, static_cast<T>((-($p0))), $n);"]
     assert lower("x + max(alpha, 2)", attrs=("alpha",))[0] == [
         "Adds($y, $i0, static_cast<T>((($p0) > (2.0f) ? ($p0) : (2.0f))), $n);"]
-    statements, _ = lower("select(k == 0, x, -x)", attrs=("k",))
+    statements = lower("select(k == 0, x, -x)", attrs=("k",)).statements
     assert statements[0] == "if (($p0 == 0.0f)) {" and "} else {" in statements and statements[-1] == "}"
+    # Comparisons of tiles are bit masks; select by one picks per element; the mask instructions
+    # run over $N (whole 256-byte repeats) and never write over their sources.
+    assert lower("select(x >= 0, x, alpha * x)", attrs=("alpha",)) == ([
+        "CompareScalar($m0, $i0, static_cast<T>(0.0f), CMPMODE::GE, $N);", "Muls($t0, $i0, static_cast<T>($p0), $n);",
+        "Select($y, $m0, $i0, $t0, SELMODE::VSEL_TENSOR_TENSOR_MODE, $N);"], 1, 1)
+    # A comparison's own result is 0 or 1, as the CPU's bools; the scalar on the left swaps the mode.
+    assert lower("2 < x").statements == ["CompareScalar($m0, $i0, static_cast<T>(2.0f), CMPMODE::GT, $N);",
+                                         "Duplicate($t0, static_cast<T>(1.0f), $N);",
+                                         "Select($y, $m0, $t0, static_cast<T>(0.0f), SELMODE::VSEL_TENSOR_SCALAR_MODE, $N);"]
+    # and/or/not of masks are bitwise over their 16-bit words.
+    assert "Or($w2, $w0, $w1, $N / 16);" in lower("a > 0 or b > 0", ("a", "b")).statements
+    assert "Not($w1, $w0, $N / 16);" in lower("not (a > b)", ("a", "b")).statements
 
 
 @pytest.mark.parametrize("expr, why", [
-    ("x > 0", "compares tensors"), ("select(x > 0, x, 0)", "compares tensors"), ("pow(x, 2)", "no Ascend C lowering"),
+    ("a < x < b", "chained comparisons"), ("pow(x, 2)", "no Ascend C lowering"),
     ("floor(x)", "no Ascend C lowering"), ("exp(2)", "of a scalar"),
 ])
 def test_refusals(expr, why):
@@ -69,10 +81,17 @@ def scalar_value(text, attrs):
     return eval(py, {"inf": math.inf})  # noqa: S307 - the lowering's own scalar expressions
 
 
+COMPARE = {"LT": np.less, "GT": np.greater, "EQ": np.equal, "LE": np.less_equal, "GE": np.greater_equal, "NE": np.not_equal}
+BITWISE = {"And": np.logical_and, "Or": np.logical_or}
+
+
 def execute(statements, inputs, attrs, n):
-    """The statements' result ($y), with every tile a separate array (as in the Unified Buffer)."""
+    """The statements' result ($y), with every tile a separate array (as in the Unified Buffer);
+    a mask is an array of bools, under $m<k> and its 16-bit view $w<k> alike."""
     tiles = {f"$i{k}": v.copy() for k, v in enumerate(inputs)}
     tiles["$y"] = np.full(n, np.nan)
+    masks = {}
+    mask = lambda a: masks[a[2:]]  # noqa: E731 - $m3 and $w3 are one mask
     skipping = []  # per open `if`: whether its current branch is skipped
     for s in statements:
         if s.startswith("if ("):
@@ -88,9 +107,26 @@ def execute(statements, inputs, attrs, n):
             continue
         name, body = re.fullmatch(r"(\w+)\((.*)\);", s).groups()
         args = compute.split_top_level(body)
-        assert args[-1] == "$n", s
+        # Mask instructions work in whole repeats ($N), bitwise ones in 16-bit words; the rest in $n.
+        count = {"Compare": "$N", "CompareScalar": "$N", "Select": "$N", "And": "$N / 16", "Or": "$N / 16", "Not": "$N / 16"}
+        assert args[-1] == count.get(name, "$N" if name == "Duplicate" and args[-1] == "$N" else "$n"), s
         dst = args[0]
         tile = lambda a: tiles[a] if a.startswith("$") and not a.startswith("$p") else None  # noqa: E731
+        if name in ("Compare", "CompareScalar"):
+            b = tile(args[2]) if name == "Compare" else scalar_value(args[2], attrs)
+            masks[dst[2:]] = COMPARE[args[3].split("::")[1]](tile(args[1]), b)
+            continue
+        if name in BITWISE:
+            masks[dst[2:]] = BITWISE[name](mask(args[1]), mask(args[2]))
+            continue
+        if name == "Not":
+            masks[dst[2:]] = np.logical_not(mask(args[1]))
+            continue
+        if name == "Select":
+            assert dst not in args[2:4], s  # never over a source
+            b = tile(args[3]) if args[4].endswith("TENSOR_TENSOR_MODE") else scalar_value(args[3], attrs)
+            tiles[dst] = np.where(mask(args[1]), tile(args[2]), b).astype(np.float64)
+            continue
         if name in BINARY:
             result = BINARY[name](tile(args[1]), tile(args[2]))
         elif name in SCALAR:
@@ -107,7 +143,7 @@ def execute(statements, inputs, attrs, n):
 
 NUMPY = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda v: 1 / np.sqrt(v), "abs": np.abs, "tanh": np.tanh,
          "erf": np.vectorize(math.erf), "sin": np.sin, "cos": np.cos, "max": np.maximum, "min": np.minimum,
-         "select": lambda c, a, b: a if c is True else b if c is False else np.where(c, a, b)}
+         "select": lambda c, a, b: a if c is True else b if c is False else np.where(np.not_equal(c, 0), a, b)}
 
 
 def evaluate(node, scope):
@@ -121,17 +157,27 @@ def evaluate(node, scope):
     if isinstance(node, ast.Call):
         return NUMPY[node.func.id](*[ev(a) for a in node.args])
     if isinstance(node, ast.UnaryOp):
-        return -ev(node.operand) if isinstance(node.op, ast.USub) else not ev(node.operand)
+        v = ev(node.operand)
+        if isinstance(node.op, ast.USub):
+            return -v
+        return not v if isinstance(v, bool) else np.logical_not(v)
     if isinstance(node, ast.BinOp):
         ops = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide}
         return ops[type(node.op)](ev(node.left), ev(node.right))
     if isinstance(node, ast.Compare):
         ops = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: np.greater_equal,
                ast.Eq: np.equal, ast.NotEq: np.not_equal}
-        return bool(ops[type(node.ops[0])](ev(node.left), ev(node.comparators[0])))
+        r = ops[type(node.ops[0])](ev(node.left), ev(node.comparators[0]))
+        return bool(r) if np.ndim(r) == 0 else r
     if isinstance(node, ast.BoolOp):
-        values = [bool(ev(v)) for v in node.values]
-        return all(values) if isinstance(node.op, ast.And) else any(values)
+        values = [ev(v) for v in node.values]
+        if all(isinstance(v, bool) for v in values):
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        combine = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
+        out = np.not_equal(values[0], 0)
+        for v in values[1:]:
+            out = combine(out, np.not_equal(v, 0))
+        return out
     raise AssertionError(ast.unparse(node))
 
 
@@ -170,14 +216,16 @@ def test_statements_compute_the_expression(op):
     for _ in op.inputs:
         v = rng.uniform(0.2, 2.0, n)
         inputs.append(v if positive else v * rng.choice([-1.0, 1.0], n))
+    for v in inputs[1:]:  # equal operands at every third element, for the comparisons
+        v[::3] = inputs[0][::3]
     names = [i.name for i in op.inputs]
     for attrs in attr_values(op):
-        statements, _ = compute.to_ascendc(op.compute, names, [a.name for a in op.attrs])
+        statements = compute.to_ascendc(op.compute, names, [a.name for a in op.attrs]).statements
         for s in statements:
             if s.split("(")[0] in compute.ASCENDC_NO_OVERLAP:
                 dst, src = compute.split_top_level(s[s.index("(") + 1:-2])[:2]
                 assert dst != src, s
         got = execute(statements, inputs, attrs, n)
         scope = dict(zip(names, inputs), **{a.name: v for a, v in zip(op.attrs, attrs)})
-        want = np.broadcast_to(evaluate(compute.parse(op.compute), scope), (n,))
+        want = np.broadcast_to(np.asarray(evaluate(compute.parse(op.compute), scope), dtype=np.float64), (n,))
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"{op.name} with attributes {attrs}")

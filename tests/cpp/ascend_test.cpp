@@ -55,7 +55,7 @@ void check_golden(const std::string& name, const std::string& code) {
 
 }  // namespace
 
-TEST_CASE("generated Ascend C: golden kernels of four patterns") {
+TEST_CASE("generated Ascend C: golden kernels of five patterns") {
   {
     // A chain with a broadcast scalar: sigmoid(x * y + 1.5).
     ir::Builder b;
@@ -86,6 +86,15 @@ TEST_CASE("generated Ascend C: golden kernels of four patterns") {
     ir::Builder b;
     const ValueId x = b.add_input("x", ir::DType::F16, ir::Shape{32});
     check_golden("silu_f16", kernel_of(b, {node(b, ir::ops::silu, {x})}));
+  }
+  {
+    // Masks: where(x > y and not isnan(y), x, y * 0.5): comparisons as bits, a bool value
+    // inside the group, a select per element.
+    ir::Builder b;
+    const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{300});
+    const ValueId y = b.add_input("y", ir::DType::F32, ir::Shape{300});
+    const ValueId keep = node(b, ir::ops::logical_and, {node(b, ir::ops::greater, {x, y}), node(b, ir::ops::logical_not, {node(b, ir::ops::is_nan, {y})})});
+    check_golden("where_by_mask", kernel_of(b, {node(b, ir::ops::where, {keep, x, node(b, ir::ops::mul, {y, scalar(b, 0.5f)})})}));
   }
 }
 

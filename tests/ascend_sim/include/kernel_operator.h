@@ -11,6 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "aclsim_block.h"
 
@@ -57,6 +58,11 @@ class LocalTensor {
   LocalTensor operator[](uint32_t offset) const {
     if (offset > size_) sim::fault("LocalTensor offset " + std::to_string(offset) + " beyond its " + std::to_string(size_) + " elements");
     return LocalTensor(p_ + offset, size_ - offset);
+  }
+  // The same bytes as elements of another type (the bitwise instructions take masks as uint16_t).
+  template <class U>
+  LocalTensor<U> ReinterpretCast() const {
+    return LocalTensor<U>(reinterpret_cast<U*>(p_), static_cast<uint32_t>(uint64_t(size_) * sizeof(T) / sizeof(U)));
   }
   T GetValue(uint32_t i) const { return at(i); }
   void SetValue(uint32_t i, T v) { at(i) = v; }
@@ -319,6 +325,92 @@ ACLSIM_MATH(Cos, std::cos(v))
 template <class T>
 void Duplicate(const LocalTensor<T>& dst, const T& scalar, int32_t n) {
   std::fill_n(dst.span(n, "Duplicate"), n, scalar);
+}
+
+// ---- comparisons and selection: a bit per element, in uint8_t tensors --------------------------
+enum class CMPMODE { LT, GT, EQ, LE, GE, NE };
+enum class SELMODE { VSEL_CMPMASK_SPR, VSEL_TENSOR_SCALAR_MODE, VSEL_TENSOR_TENSOR_MODE };
+
+namespace sim {
+// The count forms work in whole 256-byte repeats of the operands.
+template <class T>
+void whole_repeats(uint32_t n, const char* op) {
+  if (uint64_t(n) * sizeof(T) % 256) fault(std::string(op) + " of " + std::to_string(n) + " elements: not whole 256-byte repeats");
+}
+inline bool compare(CMPMODE mode, float a, float b) {
+  switch (mode) {
+    case CMPMODE::LT: return a < b;
+    case CMPMODE::GT: return a > b;
+    case CMPMODE::EQ: return a == b;
+    case CMPMODE::LE: return a <= b;
+    case CMPMODE::GE: return a >= b;
+    case CMPMODE::NE: return a != b;
+  }
+  return false;
+}
+template <class T, class B>
+void compare_into(const LocalTensor<uint8_t>& dst, const T* x, B b, CMPMODE mode, uint32_t n, const char* op) {
+  whole_repeats<T>(n, op);
+  uint8_t* bits = dst.span(n / 8, op);
+  for (uint32_t i = 0; i < n; i += 8) {
+    uint8_t byte = 0;
+    for (uint32_t k = 0; k < 8; ++k) byte |= uint8_t(compare(mode, static_cast<float>(x[i + k]), static_cast<float>(b(i + k))) << k);
+    bits[i / 8] = byte;
+  }
+}
+inline bool bit(const uint8_t* bits, uint32_t i) { return (bits[i / 8] >> (i % 8)) & 1; }
+}  // namespace sim
+
+template <class T, class U>
+void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, CMPMODE mode, uint32_t n) {
+  static_assert(std::is_same<U, uint8_t>::value, "Compare: masks are uint8_t tensors here");
+  const T *x = a.span(n, "Compare"), *y = b.span(n, "Compare");
+  sim::compare_into(dst, x, [y](uint32_t i) { return y[i]; }, mode, n, "Compare");
+}
+template <class T, class U>
+void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& a, const T scalar, CMPMODE mode, uint32_t n) {
+  static_assert(std::is_same<U, uint8_t>::value, "CompareScalar: masks are uint8_t tensors here");
+  const T* x = a.span(n, "CompareScalar");
+  sim::compare_into(dst, x, [scalar](uint32_t) { return scalar; }, mode, n, "CompareScalar");
+}
+// dst[i] = bit i of the mask ? a[i] : b[i] (or the scalar b).
+template <class T, class U>
+void Select(const LocalTensor<T>& dst, const LocalTensor<U>& mask, const LocalTensor<T>& a, const LocalTensor<T>& b, SELMODE mode, uint32_t n) {
+  if (mode != SELMODE::VSEL_TENSOR_TENSOR_MODE) sim::fault("Select: a second tensor operand needs VSEL_TENSOR_TENSOR_MODE");
+  sim::whole_repeats<T>(n, "Select");
+  const uint8_t* bits = mask.span(n / 8, "Select");
+  T* d = dst.span(n, "Select");
+  const T *x = a.span(n, "Select"), *y = b.span(n, "Select");
+  for (uint32_t i = 0; i < n; ++i) d[i] = sim::bit(bits, i) ? x[i] : y[i];
+}
+template <class T, class U>
+void Select(const LocalTensor<T>& dst, const LocalTensor<U>& mask, const LocalTensor<T>& a, T scalar, SELMODE mode, uint32_t n) {
+  if (mode != SELMODE::VSEL_TENSOR_SCALAR_MODE) sim::fault("Select: a scalar operand needs VSEL_TENSOR_SCALAR_MODE");
+  sim::whole_repeats<T>(n, "Select");
+  const uint8_t* bits = mask.span(n / 8, "Select");
+  T* d = dst.span(n, "Select");
+  const T* x = a.span(n, "Select");
+  for (uint32_t i = 0; i < n; ++i) d[i] = sim::bit(bits, i) ? x[i] : scalar;
+}
+
+// Bitwise, on 16-bit elements (masks viewed as uint16_t).
+#define ACLSIM_BITWISE(Name, expr)                                                                          \
+  template <class T>                                                                                        \
+  void Name(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, int32_t n) {       \
+    static_assert(sizeof(T) == 2, #Name ": 16-bit elements");                                             \
+    T* d = dst.span(n, #Name);                                                                              \
+    const T *x = a.span(n, #Name), *y = b.span(n, #Name);                                                   \
+    for (int32_t i = 0; i < n; ++i) d[i] = static_cast<T>(expr);                                            \
+  }
+ACLSIM_BITWISE(And, x[i] & y[i])
+ACLSIM_BITWISE(Or, x[i] | y[i])
+#undef ACLSIM_BITWISE
+template <class T>
+void Not(const LocalTensor<T>& dst, const LocalTensor<T>& a, int32_t n) {
+  static_assert(sizeof(T) == 2, "Not: 16-bit elements");
+  T* d = dst.span(n, "Not");
+  const T* x = a.span(n, "Not");
+  for (int32_t i = 0; i < n; ++i) d[i] = static_cast<T>(~x[i]);
 }
 
 }  // namespace AscendC
