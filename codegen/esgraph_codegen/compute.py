@@ -111,11 +111,17 @@ def to_cpp(expr: str, inputs, attrs, domain: str = "reference") -> str:
 # An expression becomes one instruction per tensor-valued node, each writing a temporary tile;
 # scalar subexpressions (literals, attributes) fold into the instructions' scalar operands.
 ASCENDC_UNARY = {"exp": "Exp", "log": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "abs": "Abs", "tanh": "Tanh",
-                 "erf": "Erf", "sin": "Sin", "cos": "Cos"}
+                 "erf": "Erf", "sin": "Sin", "cos": "Cos", "tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan",
+                 "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "floor": "Floor", "ceil": "Ceil",
+                 "round": "Round", "sign": "Sign"}
+# Not lowered, and why (CANN's documentation of the instruction).
+_ASCENDC_REFUSED = {"atanh": "Ascend C's Atanh is documented as invalid for |x| < 0.001"}
 _ASCENDC_BINARY = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div"}
 # Ascend C's higher-level math: source and destination must not overlap, and it takes temporary
-# space in the Unified Buffer (kernel_source.cpp reserves it).
-ASCENDC_NO_OVERLAP = {"Tanh", "Erf", "Sin", "Cos"}
+# space in the Unified Buffer (kernel_source.cpp reserves it). Round is half to even, as the
+# CPU's; Sign gives 0 for NaN, as the CPU's.
+ASCENDC_MATH = {"Tanh", "Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Floor", "Ceil",
+                "Round", "Sign", "Power"}
 
 
 # Instructions with a scalar operand, and its position: Ascend C takes it as the tiles' own
@@ -158,6 +164,11 @@ class Lowering(NamedTuple):
     statements: List[str]
     temps: int  # tiles of T: $t0 …
     masks: int  # bit masks: $m0 … (their uint16_t views: $w0 …)
+
+    @property
+    def math(self) -> bool:
+        """Whether it calls the higher-level math, which takes Unified Buffer space of its own."""
+        return any(s.split("(", 1)[0] in ASCENDC_MATH for s in self.statements)
 
 
 class NotLowerable(ValueError):
@@ -282,12 +293,23 @@ def to_ascendc(expr: str, inputs, attrs) -> Lowering:
                 t, s = (lv, rv) if lk == "t" else (rv, lv)
                 code.append(f"{name}s({out}, {t}, {s}, $n);")
             return ("t", out)
+        if isinstance(n, ast.Call) and n.func.id in _ASCENDC_REFUSED:
+            raise NotLowerable(f"`{ast.unparse(n)}`: {_ASCENDC_REFUSED[n.func.id]}")
+        if isinstance(n, ast.Call) and n.func.id == "pow":
+            (bk, bv), (ek, ev) = (tile_of(emit(a)) for a in n.args)
+            if bk == "s" and ek == "s":
+                raise NotLowerable(f"`{ast.unparse(n)}` of scalars")
+            base = bv if bk == "t" else f"static_cast<T>({bv})"
+            exponent = ev if ek == "t" else f"static_cast<T>({ev})"
+            out = tile()  # never over a source
+            code.append(f"Power({out}, {base}, {exponent}, $n);")
+            return ("t", out)
         if isinstance(n, ast.Call) and n.func.id in ASCENDC_UNARY:
             kind, v = tile_of(emit(n.args[0]))
             if kind == "s":
                 raise NotLowerable(f"`{ast.unparse(n)}` of a scalar")
             name = ASCENDC_UNARY[n.func.id]
-            out = tile() if name in ASCENDC_NO_OVERLAP else tile(v)
+            out = tile() if name in ASCENDC_MATH else tile(v)
             code.append(f"{name}({out}, {v}, $n);")
             return ("t", out)
         if isinstance(n, ast.Compare):

@@ -5,7 +5,6 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <numeric>
 #include <sstream>
 
@@ -19,6 +18,7 @@ using ir::Error;
 using ir::ErrorCode;
 
 constexpr uint32_t kReserveBytes = 1024;  // left to the runtime
+constexpr uint32_t kSelectScratchBytes = 8 * 1024;
 constexpr uint32_t kTileAlign = 64;       // elements: whole 256-byte vector repeats of f32
 // With masks: a tile's mask (a bit per element) is whole 32-byte blocks, and the mask
 // instructions' rounded counts ($N: whole 256 bytes of T) stay within the tile.
@@ -119,16 +119,15 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   const int outputs = static_cast<int>(grp.outputs.size());
   // Tiles of f32 the Unified Buffer must hold: two per queue (double buffering), one per
   // internal result, temporary and broadcast scalar.
-  // The higher-level math (Tanh, Erf, Sin, Cos) takes temporary space from the Unified Buffer:
-  // two tiles' worth are left to it.
-  bool math = false;
-  for (const AscendCOp* op : lowered)
-    for (size_t i = 0; i < op->num_statements; ++i)
-      for (const char* f : {"Tanh(", "Erf(", "Sin(", "Cos("}) math = math || std::strncmp(op->statements[i], f, std::strlen(f)) == 0;
+  // The higher-level math (Tanh, Floor, Power, …) takes temporary space from the Unified
+  // Buffer: two tiles' worth are left to it. Select keeps 8 KB of it as scratch (CANN's
+  // documentation of Select on Atlas A2), and every mask lowering ends in a Select.
+  const bool math = std::any_of(lowered.begin(), lowered.end(), [](const AscendCOp* op) { return op->math; });
+  const uint32_t reserve = kReserveBytes + (masks ? kSelectScratchBytes : 0);
   const uint32_t tiles = static_cast<uint32_t>(2 * (direct_inputs + outputs) + work + temps + residents + (math ? 2 : 0));
   if (masks) tile_multiple = std::lcm<uint64_t>(tile_multiple, kMaskTileAlign);
   // Bytes per element of the tile: the tiles', and a bit per mask.
-  const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - kReserveBytes) * 8 / (tiles * ir::dtype_size(dtype) * 8 + masks),
+  const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - reserve) * 8 / (tiles * ir::dtype_size(dtype) * 8 + masks),
                                           std::max<uint64_t>(kMaxTile, tile_multiple));
   const uint32_t tile = static_cast<uint32_t>(fit / tile_multiple * tile_multiple);
   if (tile == 0)

@@ -320,7 +320,45 @@ ACLSIM_MATH(Tanh, std::tanh(v))
 ACLSIM_MATH(Erf, std::erf(v))
 ACLSIM_MATH(Sin, std::sin(v))
 ACLSIM_MATH(Cos, std::cos(v))
+ACLSIM_MATH(Tan, std::tan(v))
+ACLSIM_MATH(Asin, std::asin(v))
+ACLSIM_MATH(Acos, std::acos(v))
+ACLSIM_MATH(Atan, std::atan(v))
+ACLSIM_MATH(Sinh, std::sinh(v))
+ACLSIM_MATH(Cosh, std::cosh(v))
+ACLSIM_MATH(Asinh, std::asinh(v))
+ACLSIM_MATH(Acosh, std::acosh(v))
+ACLSIM_MATH(Floor, std::floor(v))
+ACLSIM_MATH(Ceil, std::ceil(v))
+ACLSIM_MATH(Round, std::nearbyint(v))  // half to even, as CANN documents Round
+ACLSIM_MATH(Sign, static_cast<float>((v > 0) - (v < 0)))  // NaN gives 0, as CANN documents Sign
 #undef ACLSIM_MATH
+
+// Power: base and exponent tensors, or either one a scalar; never over a source.
+namespace sim {
+template <class T, class B, class E>
+void power(const LocalTensor<T>& dst, B base, E exponent, uint32_t n, const T* a, const T* b) {
+  T* d = dst.span(n, "Power");
+  for (const T* x : {a, b})
+    if (x && d < x + n && x < d + n) fault("Power: the destination overlaps a source (not supported)");
+  for (uint32_t i = 0; i < n; ++i) d[i] = static_cast<T>(std::pow(static_cast<float>(base(i)), static_cast<float>(exponent(i))));
+}
+}  // namespace sim
+template <class T>
+void Power(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, uint32_t n) {
+  const T *x = a.span(n, "Power"), *y = b.span(n, "Power");
+  sim::power(dst, [x](uint32_t i) { return x[i]; }, [y](uint32_t i) { return y[i]; }, n, x, y);
+}
+template <class T>
+void Power(const LocalTensor<T>& dst, const LocalTensor<T>& a, const T& s, uint32_t n) {
+  const T* x = a.span(n, "Power");
+  sim::power(dst, [x](uint32_t i) { return x[i]; }, [s](uint32_t) { return s; }, n, x, static_cast<const T*>(nullptr));
+}
+template <class T>
+void Power(const LocalTensor<T>& dst, const T& s, const LocalTensor<T>& b, uint32_t n) {
+  const T* y = b.span(n, "Power");
+  sim::power(dst, [s](uint32_t) { return s; }, [y](uint32_t i) { return y[i]; }, n, static_cast<const T*>(nullptr), y);
+}
 
 template <class T>
 void Duplicate(const LocalTensor<T>& dst, const T& scalar, int32_t n) {
@@ -374,9 +412,18 @@ void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& a, const T s
   sim::compare_into(dst, x, [scalar](uint32_t) { return scalar; }, mode, n, "CompareScalar");
 }
 // dst[i] = bit i of the mask ? a[i] : b[i] (or the scalar b).
+namespace sim {
+// Select keeps 8 KB of the Unified Buffer as scratch on Atlas A2: what the kernel allocated must
+// leave it free.
+inline void select_scratch() {
+  if (kUbBytes - core.ub_used < 8 * 1024) fault("Select: less than 8 KB of the Unified Buffer left for its scratch");
+}
+}  // namespace sim
+
 template <class T, class U>
 void Select(const LocalTensor<T>& dst, const LocalTensor<U>& mask, const LocalTensor<T>& a, const LocalTensor<T>& b, SELMODE mode, uint32_t n) {
   if (mode != SELMODE::VSEL_TENSOR_TENSOR_MODE) sim::fault("Select: a second tensor operand needs VSEL_TENSOR_TENSOR_MODE");
+  sim::select_scratch();
   sim::whole_repeats<T>(n, "Select");
   const uint8_t* bits = mask.span(n / 8, "Select");
   T* d = dst.span(n, "Select");
@@ -386,6 +433,7 @@ void Select(const LocalTensor<T>& dst, const LocalTensor<U>& mask, const LocalTe
 template <class T, class U>
 void Select(const LocalTensor<T>& dst, const LocalTensor<U>& mask, const LocalTensor<T>& a, T scalar, SELMODE mode, uint32_t n) {
   if (mode != SELMODE::VSEL_TENSOR_SCALAR_MODE) sim::fault("Select: a scalar operand needs VSEL_TENSOR_SCALAR_MODE");
+  sim::select_scratch();
   sim::whole_repeats<T>(n, "Select");
   const uint8_t* bits = mask.span(n / 8, "Select");
   T* d = dst.span(n, "Select");

@@ -5,7 +5,7 @@ using namespace AscendC;
 
 namespace {
 using T = float;
-constexpr uint32_t kTile = 3584;  // elements: 13 tiles and their masks fill the Unified Buffer
+constexpr uint32_t kTile = 3328;  // elements: 13 tiles and their masks fill the Unified Buffer
 constexpr uint32_t kMaskBytes = kTile / 8;  // a bit per element
 
 class Kernel {
@@ -128,7 +128,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_8aef0b72a0c29d6c(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_a677f660f45dcc54(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, in1, in2, out0, tiling);
   k.Process();
