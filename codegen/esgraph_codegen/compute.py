@@ -293,6 +293,10 @@ def to_ascendc(expr: str, inputs, attrs) -> Lowering:
                 t, s = (lv, rv) if lk == "t" else (rv, lv)
                 code.append(f"{name}s({out}, {t}, {s}, $n);")
             return ("t", out)
+        if isinstance(n, ast.Call) and n.func.id == "cast":
+            # The value itself: the kernel converts each result to its member's dtype
+            # (kernel_source.cpp), as the CPU stores each result in its dtype.
+            return emit(n.args[0])
         if isinstance(n, ast.Call) and n.func.id in _ASCENDC_REFUSED:
             raise NotLowerable(f"`{ast.unparse(n)}`: {_ASCENDC_REFUSED[n.func.id]}")
         if isinstance(n, ast.Call) and n.func.id == "pow":

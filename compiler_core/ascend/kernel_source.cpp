@@ -57,20 +57,38 @@ std::string substitute(const std::string& text, F name) {
 
 }  // namespace
 
+// The element types the kernels move and compute: f32 and f16 (the vector instructions' own), and
+// bool, which is one byte (0 or 1) in global memory and a tile of 0s and 1s inside the kernel.
+const char* element_type(ir::DType t) {
+  switch (t) {
+    case ir::DType::F32: return "float";
+    case ir::DType::F16: return "half";
+    case ir::DType::Bool: return "uint8_t";
+    default: return nullptr;
+  }
+}
+
 KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp) {
   const std::string where = "fused group over " + g.shape_str(grp.shape);
-  if (grp.head != ir::kNone) throw Error(ErrorCode::Unsupported, "ascend: a " + where + " with a matmul head");
-  // One element type for the whole group: f32, or f16 (the vector instructions' own types).
-  const ir::DType dtype = g.values[grp.outputs.at(0)].dtype;
-  if (dtype != ir::DType::F32 && dtype != ir::DType::F16)
-    throw Error(ErrorCode::Unsupported, std::string("ascend: generated kernels compute f32 and f16 so far; the group gives ") +
-                                            ir::dtype_name(dtype));
-  // Booleans inside the group are tiles of 0 and 1, as on the CPU; at its edges they would be
-  // bytes in global memory, which the kernels do not load or store yet.
-  for (ir::ValueId v : grp.inputs)
-    if (g.values[v].dtype != dtype)
-      throw Error(ErrorCode::Unsupported, "ascend: generated kernels take one dtype per group so far; " + g.value_name(v) + " is " +
-                                              ir::dtype_name(g.values[v].dtype) + ", the group " + ir::dtype_name(dtype));
+  if (grp.head != ir::kNone) throw Error(ErrorCode::Unsupported, "ascend: a " + where + " with a head");
+  // The group computes in one type T: f32 if any value of it is f32, else f16 (bool-only groups
+  // too). Values of other float types are converted where they enter and leave, and results of
+  // f16 members are rounded to f16 when T is f32, so the group computes what its ops would one
+  // by one, as the CPU's fused groups do.
+  auto unsupported_type = [&](ir::ValueId v) {
+    return Error(ErrorCode::Unsupported, std::string("ascend: generated kernels compute f32, f16 and bool so far; ") + g.value_name(v) +
+                                             " is " + ir::dtype_name(g.values[v].dtype));
+  };
+  bool any_f32 = false;
+  auto note = [&](ir::ValueId v) {
+    if (!element_type(g.values[v].dtype)) throw unsupported_type(v);
+    any_f32 = any_f32 || g.values[v].dtype == ir::DType::F32;
+  };
+  for (ir::ValueId v : grp.inputs) note(v);
+  for (ir::NodeId m : grp.members) note(g.nodes[m].first_output);
+  const ir::DType dtype = any_f32 ? ir::DType::F32 : ir::DType::F16;
+  const size_t t_size = ir::dtype_size(dtype);
+  auto type_of = [&](ir::ValueId v) { return g.values[v].dtype; };
   // Each input is streamed tile by tile, or is resident: a broadcast input whose elements repeat
   // with a period (1 for a single element, C for a row [C] over [..., C]) fills one tile at the
   // start, and tiles, a multiple of every period, all start at a period's start.
@@ -92,6 +110,10 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
       throw Error(ErrorCode::Unsupported, "ascend: " + g.value_name(grp.inputs[k]) + " " + g.shape_str(s) + " broadcast to " +
                                               g.shape_str(grp.shape) + " (generated kernels broadcast single elements and trailing rows so far)");
     period[k] = static_cast<uint64_t>(std::max<int64_t>(1, s.num_elements()));
+    if (period[k] > 1 && type_of(grp.inputs[k]) != dtype)
+      throw Error(ErrorCode::Unsupported, "ascend: the broadcast row " + g.value_name(grp.inputs[k]) + " is " +
+                                              ir::dtype_name(type_of(grp.inputs[k])) + " in a group computing " + ir::dtype_name(dtype) +
+                                              " (rows are not converted yet)");
     resident_slot[k] = residents++;
     tile_multiple = std::lcm(tile_multiple, period[k]);
   }
@@ -103,42 +125,73 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   for (size_t s = 0; s < grp.steps.size(); ++s) {
     while (grp.members[member] == grp.head) ++member;
     const ir::Node& n = g.nodes[grp.members[member++]];
-    const bool inner_bool = grp.steps[s].dtype == ir::DType::Bool && grp.steps[s].output < 0;
-    if (grp.steps[s].dtype != dtype && !inner_bool)
-      throw Error(ErrorCode::Unsupported, std::string("ascend: generated kernels compute one dtype per group so far; ") + n.op->name +
-                                              " gives " + ir::dtype_name(grp.steps[s].dtype) + ", the group " + ir::dtype_name(dtype));
     const AscendCOp* op = find_ascendc_op(*n.op);
     if (!op || op->unsupported)
       throw Error(ErrorCode::Unsupported, std::string("ascend: ") + n.op->name + ": " + (op ? op->unsupported : "not elementwise"));
     lowered.push_back(op);
     temps = std::max(temps, op->temps);
     masks = std::max(masks, op->masks);
-    if (grp.steps[s].output < 0) work_of[s] = work++;
+    // An output in T goes straight to its queue's tile; any other result to a tile of T first.
+    const int o = grp.steps[s].output;
+    if (o < 0 || type_of(grp.outputs[static_cast<size_t>(o)]) != dtype) work_of[s] = work++;
   }
-  const int direct_inputs = static_cast<int>(grp.inputs.size()) - residents;
+  // A cast to bool gives 1 for any nonzero value: its result is normalized with a mask.
+  auto is_cast = [&](size_t s) { return std::string_view(lowered[s]->op->name) == "cast"; };
+  for (size_t s = 0; s < grp.steps.size(); ++s)
+    if (is_cast(s) && grp.steps[s].dtype == ir::DType::Bool) masks = std::max(masks, 1);
+  // A tile of half for conversions through it: bool bytes to and from f32 go by way of f16, and
+  // f16 results of an f32 group are rounded through it.
+  bool half_scratch = false;
+  for (size_t k = 0; k < grp.inputs.size(); ++k) half_scratch = half_scratch || (!period[k] && dtype == ir::DType::F32 && type_of(grp.inputs[k]) == ir::DType::Bool);
+  for (ir::ValueId v : grp.outputs) half_scratch = half_scratch || (dtype == ir::DType::F32 && type_of(v) == ir::DType::Bool);
+  for (const runtime::FusedStep& st : grp.steps) half_scratch = half_scratch || (dtype == ir::DType::F32 && st.dtype == ir::DType::F16);
+  // Streamed inputs of another type are converted into a tile of T.
+  std::vector<int> converted(grp.inputs.size(), -1);
+  int conversions = 0;
+  for (size_t k = 0; k < grp.inputs.size(); ++k)
+    if (!period[k] && type_of(grp.inputs[k]) != dtype) converted[k] = conversions++;
+
   const int outputs = static_cast<int>(grp.outputs.size());
-  // Tiles of f32 the Unified Buffer must hold: two per queue (double buffering), one per
-  // internal result, temporary and broadcast scalar.
-  // The higher-level math (Tanh, Floor, Power, …) takes temporary space from the Unified
-  // Buffer: two tiles' worth are left to it. Select keeps 8 KB of it as scratch (CANN's
-  // documentation of Select on Atlas A2), and every mask lowering ends in a Select.
+  // Bytes of the Unified Buffer per element of a tile: two of each queue's type (double
+  // buffering); one of T per internal result, temporary, broadcast input and conversion; the
+  // half scratch; a bit per mask. The higher-level math (Tanh, Floor, Power, …) takes temporary
+  // space from the Unified Buffer: two tiles' worth are left to it. Select keeps 8 KB of it as
+  // scratch (CANN's documentation of Select on Atlas A2), and every mask lowering ends in one.
   const bool math = std::any_of(lowered.begin(), lowered.end(), [](const AscendCOp* op) { return op->math; });
+  uint64_t bits_per_element = 8 * t_size * static_cast<uint64_t>(work + temps + residents + conversions + (math ? 2 : 0)) +
+                              (half_scratch ? 16 : 0) + static_cast<uint64_t>(masks);
+  for (size_t k = 0; k < grp.inputs.size(); ++k)
+    if (!period[k]) bits_per_element += 2 * 8 * ir::dtype_size(type_of(grp.inputs[k]));
+  for (ir::ValueId v : grp.outputs) bits_per_element += 2 * 8 * ir::dtype_size(type_of(v));
   const uint32_t reserve = kReserveBytes + (masks ? kSelectScratchBytes : 0);
-  const uint32_t tiles = static_cast<uint32_t>(2 * (direct_inputs + outputs) + work + temps + residents + (math ? 2 : 0));
-  if (masks) tile_multiple = std::lcm<uint64_t>(tile_multiple, kMaskTileAlign);
-  // Bytes per element of the tile: the tiles', and a bit per mask.
-  const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - reserve) * 8 / (tiles * ir::dtype_size(dtype) * 8 + masks),
+  // Tiles are whole 32-byte blocks of every type, and with masks whole 32-byte blocks of bits.
+  tile_multiple = std::lcm<uint64_t>(tile_multiple, masks ? kMaskTileAlign : 32);
+  const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - reserve) * 8 / bits_per_element,
                                           std::max<uint64_t>(kMaxTile, tile_multiple));
   const uint32_t tile = static_cast<uint32_t>(fit / tile_multiple * tile_multiple);
   if (tile == 0)
-    throw Error(ErrorCode::Unsupported, "ascend: the " + where + " needs more Unified Buffer than it has (" + std::to_string(tiles) +
-                                            " tiles of a multiple of " + std::to_string(tile_multiple) + " elements)");
+    throw Error(ErrorCode::Unsupported, "ascend: the " + where + " needs more Unified Buffer than it has (" +
+                                            std::to_string(bits_per_element / 8) + " bytes per element, tiles of a multiple of " +
+                                            std::to_string(tile_multiple) + " elements)");
 
-  auto in_name = [&](size_t k) { return period[k] ? "c[" + std::to_string(resident_slot[k]) + " * kTile]" : "x" + std::to_string(k); };
+  auto in_name = [&](size_t k) {
+    return period[k] ? "c[" + std::to_string(resident_slot[k]) + " * kTile]"
+           : converted[k] >= 0 ? "v[" + std::to_string(converted[k]) + " * kTile]"
+                               : "x" + std::to_string(k);
+  };
   auto result_name = [&](size_t s) {
-    return grp.steps[s].output >= 0 ? "y" + std::to_string(grp.steps[s].output) : "w[" + std::to_string(work_of[s]) + " * kTile]";
+    return work_of[s] < 0 ? "y" + std::to_string(grp.steps[s].output) : "w[" + std::to_string(work_of[s]) + " * kTile]";
   };
   std::ostringstream body;
+  // Conversions as they enter: f16 to f32 exactly; bool bytes to f16 (to f32 through it).
+  for (size_t k = 0; k < grp.inputs.size(); ++k) {
+    if (converted[k] < 0) continue;
+    const std::string raw = "x" + std::to_string(k);
+    if (type_of(grp.inputs[k]) == ir::DType::Bool && dtype == ir::DType::F32)
+      body << "    Cast(h, " << raw << ", RoundMode::CAST_NONE, n);\n    Cast(" << in_name(k) << ", h, RoundMode::CAST_NONE, n);\n";
+    else
+      body << "    Cast(" << in_name(k) << ", " << raw << ", RoundMode::CAST_NONE, n);\n";
+  }
   for (size_t s = 0; s < grp.steps.size(); ++s) {
     const runtime::FusedStep& st = grp.steps[s];
     const AscendCOp* op = lowered[s];
@@ -163,15 +216,35 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
               })
            << "\n";
     }
+    // The result in its own type: f16 in an f32 group rounds (to nearest even, as the CPU's
+    // conversion); a cast to bool is 1 wherever its operand is not 0.
+    const std::string y = result_name(s);
+    if (st.dtype == ir::DType::F16 && dtype == ir::DType::F32)
+      body << "    Cast(h, " << y << ", RoundMode::CAST_RINT, n);\n    Cast(" << y << ", h, RoundMode::CAST_NONE, n);\n";
+    if (st.dtype == ir::DType::Bool && is_cast(s))
+      body << "    CompareScalar(m[0], " << y << ", static_cast<T>(0), CMPMODE::NE, N);\n    Duplicate(" << y << ", static_cast<T>(1), N);\n"
+           << "    Select(" << y << ", m[0], " << y << ", static_cast<T>(0), SELMODE::VSEL_TENSOR_SCALAR_MODE, N);\n";
+  }
+  // Conversions as they leave: to f16 rounding to nearest even; to bool bytes through f16.
+  for (size_t s = 0; s < grp.steps.size(); ++s) {
+    const int o = grp.steps[s].output;
+    if (o < 0 || work_of[s] < 0) continue;
+    const std::string out = "y" + std::to_string(o);
+    if (type_of(grp.outputs[static_cast<size_t>(o)]) == ir::DType::Bool && dtype == ir::DType::F32)
+      body << "    Cast(h, " << result_name(s) << ", RoundMode::CAST_RINT, n);\n    Cast(" << out << ", h, RoundMode::CAST_ROUND, n);\n";
+    else
+      body << "    Cast(" << out << ", " << result_name(s) << ", RoundMode::"
+           << (type_of(grp.outputs[static_cast<size_t>(o)]) == ir::DType::Bool ? "CAST_ROUND" : "CAST_RINT") << ", n);\n";
   }
 
   std::ostringstream params, args, init, copy_in, compute_head, compute_tail, copy_out, members;
   for (size_t k = 0; k < grp.inputs.size(); ++k) {
+    const char* e = element_type(type_of(grp.inputs[k]));
     params << "GM_ADDR in" << k << ", ";
     args << "in" << k << ", ";
     if (period[k] == 1) {
-      init << "    GlobalTensor<T> s" << k << ";\n    s" << k << ".SetGlobalBuffer((__gm__ T*)in" << k << ", 1);\n"
-           << "    Duplicate(" << in_name(k) << ", s" << k << ".GetValue(0), static_cast<int32_t>(kTile));\n";
+      init << "    GlobalTensor<" << e << "> s" << k << ";\n    s" << k << ".SetGlobalBuffer((__gm__ " << e << "*)in" << k << ", 1);\n"
+           << "    Duplicate(" << in_name(k) << ", static_cast<T>(s" << k << ".GetValue(0)), static_cast<int32_t>(kTile));\n";
       continue;
     }
     if (period[k] > 1) {  // the row once, then repeated along the tile
@@ -180,30 +253,37 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
            << "      for (uint32_t i = " << period[k] << "; i < kTile; ++i) row.SetValue(i, row.GetValue(i - " << period[k] << "));\n    }\n";
       continue;
     }
-    members << "  GlobalTensor<T> gx" << k << "_;\n  TQue<QuePosition::VECIN, 2> qx" << k << "_;\n";
-    init << "    gx" << k << "_.SetGlobalBuffer((__gm__ T*)in" << k << ", total_);\n"
-         << "    pipe_.InitBuffer(qx" << k << "_, 2, kTile * sizeof(T));\n";
-    copy_in << "    LocalTensor<T> x" << k << " = qx" << k << "_.AllocTensor<T>();\n    Load(x" << k << ", gx" << k
+    members << "  GlobalTensor<" << e << "> gx" << k << "_;\n  TQue<QuePosition::VECIN, 2> qx" << k << "_;\n";
+    init << "    gx" << k << "_.SetGlobalBuffer((__gm__ " << e << "*)in" << k << ", total_);\n"
+         << "    pipe_.InitBuffer(qx" << k << "_, 2, kTile * sizeof(" << e << "));\n";
+    copy_in << "    LocalTensor<" << e << "> x" << k << " = qx" << k << "_.AllocTensor<" << e << ">();\n    Load(x" << k << ", gx" << k
             << "_[at], n);\n    qx" << k << "_.EnQue(x" << k << ");\n";
-    compute_head << "    LocalTensor<T> x" << k << " = qx" << k << "_.DeQue<T>();\n";
+    compute_head << "    LocalTensor<" << e << "> x" << k << " = qx" << k << "_.DeQue<" << e << ">();\n";
     compute_tail << "    qx" << k << "_.FreeTensor(x" << k << ");\n";
   }
   for (int o = 0; o < outputs; ++o) {
+    const char* e = element_type(type_of(grp.outputs[static_cast<size_t>(o)]));
     params << "GM_ADDR out" << o << ", ";
     args << "out" << o << ", ";
-    members << "  GlobalTensor<T> gy" << o << "_;\n  TQue<QuePosition::VECOUT, 2> qy" << o << "_;\n";
-    init << "    gy" << o << "_.SetGlobalBuffer((__gm__ T*)out" << o << ", total_);\n"
-         << "    pipe_.InitBuffer(qy" << o << "_, 2, kTile * sizeof(T));\n";
-    compute_head << "    LocalTensor<T> y" << o << " = qy" << o << "_.AllocTensor<T>();\n";
+    members << "  GlobalTensor<" << e << "> gy" << o << "_;\n  TQue<QuePosition::VECOUT, 2> qy" << o << "_;\n";
+    init << "    gy" << o << "_.SetGlobalBuffer((__gm__ " << e << "*)out" << o << ", total_);\n"
+         << "    pipe_.InitBuffer(qy" << o << "_, 2, kTile * sizeof(" << e << "));\n";
+    compute_head << "    LocalTensor<" << e << "> y" << o << " = qy" << o << "_.AllocTensor<" << e << ">();\n";
     compute_tail << "    qy" << o << "_.EnQue(y" << o << ");\n";
-    copy_out << "    LocalTensor<T> y" << o << " = qy" << o << "_.DeQue<T>();\n    Store(gy" << o << "_[at], y" << o
+    copy_out << "    LocalTensor<" << e << "> y" << o << " = qy" << o << "_.DeQue<" << e << ">();\n    Store(gy" << o << "_[at], y" << o
              << ", n);\n    qy" << o << "_.FreeTensor(y" << o << ");\n";
   }
-  if (work + temps > 0) {
+  if (work + temps + conversions > 0) {
     members << "  TBuf<TPosition::VECCALC> work_;\n";
-    init << "    pipe_.InitBuffer(work_, " << work + temps << " * kTile * sizeof(T));\n";
+    init << "    pipe_.InitBuffer(work_, " << work + temps + conversions << " * kTile * sizeof(T));\n";
     compute_head << "    LocalTensor<T> w = work_.Get<T>();\n";
     if (temps) compute_head << "    LocalTensor<T> t = w[" << work << " * kTile];\n";
+    if (conversions) compute_head << "    LocalTensor<T> v = w[" << work + temps << " * kTile];\n";
+  }
+  if (half_scratch) {
+    members << "  TBuf<TPosition::VECCALC> half_;\n";
+    init << "    pipe_.InitBuffer(half_, kTile * sizeof(half));\n";
+    compute_head << "    LocalTensor<half> h = half_.Get<half>();\n";
   }
   if (masks) {
     members << "  TBuf<TPosition::VECCALC> mask_;\n";
@@ -211,8 +291,7 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     compute_head << "    LocalTensor<uint8_t> m = mask_.Get<uint8_t>();\n"
                  << "    LocalTensor<uint16_t> mw = m.ReinterpretCast<uint16_t>();\n"
                  << "    // The mask instructions' count: whole 256 bytes of T (the tile has room).\n"
-                 << "    const uint32_t N = (n + " << 256 / ir::dtype_size(dtype) << " - 1) / " << 256 / ir::dtype_size(dtype) << " * "
-                 << 256 / ir::dtype_size(dtype) << ";\n";
+                 << "    const uint32_t N = (n + " << 256 / t_size << " - 1) / " << 256 / t_size << " * " << 256 / t_size << ";\n";
   }
   if (residents) {
     members << "  TBuf<TPosition::VECCALC> resident_;\n";
@@ -225,12 +304,11 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   code << "// Generated by esgraph from the YAML compute expressions of:";
   for (ir::NodeId m : grp.members) code << " " << g.nodes[m].op->name;
   // No sizes in the source: the tiling argument carries them, so one binary serves every size.
-  const char* type = dtype == ir::DType::F16 ? "half" : "float";
-  code << "\n// " << ir::dtype_name(dtype) << ", any number of elements (the tiling argument).\n"
+  code << "\n// computing " << ir::dtype_name(dtype) << ", any number of elements (the tiling argument).\n"
        << "#include \"kernel_operator.h\"\nusing namespace AscendC;\n\nnamespace {\n"
-       << "using T = " << type << ";\n"
-       << "constexpr uint32_t kTile = " << tile << ";  // elements: " << tiles << " tiles" << (masks ? " and their masks" : "")
-       << " fill the Unified Buffer\n" << (masks ? "constexpr uint32_t kMaskBytes = kTile / 8;  // a bit per element\n" : "") << "\n"
+       << "using T = " << element_type(dtype) << ";\n"
+       << "constexpr uint32_t kTile = " << tile << ";  // elements: " << bits_per_element / 8 << (bits_per_element % 8 ? "+" : "")
+       << " bytes of Unified Buffer each\n" << (masks ? "constexpr uint32_t kMaskBytes = kTile / 8;  // a bit per element\n" : "") << "\n"
        << "class Kernel {\n public:\n"
        << "  __aicore__ inline void Init(" << params.str() << "GM_ADDR tiling) {\n"
        << "    GlobalTensor<uint64_t> t;\n    t.SetGlobalBuffer((__gm__ uint64_t*)tiling, 2);\n"
@@ -245,13 +323,15 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
        << "  __aicore__ inline void Compute(uint32_t n) {\n" << compute_head.str() << body.str() << compute_tail.str() << "  }\n\n"
        << "  __aicore__ inline void CopyOut(uint64_t at, uint32_t n) {\n" << copy_out.str() << "  }\n\n"
        << "  // Whole 32-byte blocks move with DataCopy; a tail that is not one with DataCopyPad.\n"
-       << "  __aicore__ static inline void Load(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t n) {\n"
-       << "    if (n * sizeof(T) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
-       << "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(T)), 0, 0, 0};\n"
-       << "      DataCopyPad(dst, src, p, DataCopyPadExtParams<T>{false, 0, 0, 0});\n    }\n  }\n"
-       << "  __aicore__ static inline void Store(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n) {\n"
-       << "    if (n * sizeof(T) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
-       << "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(T)), 0, 0, 0};\n"
+       << "  template <class E>\n"
+       << "  __aicore__ static inline void Load(const LocalTensor<E>& dst, const GlobalTensor<E>& src, uint32_t n) {\n"
+       << "    if (n * sizeof(E) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
+       << "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(E)), 0, 0, 0};\n"
+       << "      DataCopyPad(dst, src, p, DataCopyPadExtParams<E>{false, 0, 0, 0});\n    }\n  }\n"
+       << "  template <class E>\n"
+       << "  __aicore__ static inline void Store(const GlobalTensor<E>& dst, const LocalTensor<E>& src, uint32_t n) {\n"
+       << "    if (n * sizeof(E) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
+       << "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(E)), 0, 0, 0};\n"
        << "      DataCopyPad(dst, src, p);\n    }\n  }\n\n"
        << "  TPipe pipe_;\n" << members.str() << "  uint64_t total_ = 0, begin_ = 0, end_ = 0;\n};\n}  // namespace\n\n";
   const std::string kernel_body = code.str();

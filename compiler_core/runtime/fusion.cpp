@@ -163,7 +163,9 @@ void assign_slots(std::vector<FusedStep>& steps, size_t& slots) {
 }
 
 void bind_f32(const Graph& g, FusedGroup& group) {
-  if (!cpu::elementwise_f32_kernel(g, g.nodes[group.members.back()])) return;
+  // (Groups across types, for a device backend, have members the f32 rows do not serve.)
+  for (NodeId m : group.members)
+    if (m != group.head && !cpu::elementwise_f32_kernel(g, g.nodes[m])) return;
   group.read_by_steps.assign(group.inputs.size(), 0);
   for (const FusedStep& s : group.steps)
     for (const FusedStep::Operand& o : s.operands)
@@ -301,9 +303,10 @@ std::vector<FusedGroup> find_groups(const Graph& g, const GroupingOptions& optio
     for (ValueId v : g.inputs(g.nodes[n])) {
       if (v == kNone || g.values[v].producer == kNone) continue;
       const NodeId p = g.values[v].producer;
-      if (!fusible(g, p) || f32[p] != f32[n] || is_output[v] || g.shape(v) != shape) continue;
+      auto same_domain = [&](NodeId a) { return options.mixed_types || f32[a] == f32[n]; };
+      if (!fusible(g, p) || !same_domain(p) || is_output[v] || g.shape(v) != shape) continue;
       const bool stays_inside = std::all_of(consumers[v].begin(), consumers[v].end(), [&](NodeId c) {
-        return fusible(g, c) && f32[c] == f32[n] && g.shape(g.nodes[c].first_output) == shape;
+        return fusible(g, c) && same_domain(c) && g.shape(g.nodes[c].first_output) == shape;
       });
       const int a = find(parent, static_cast<int>(p)), b = find(parent, static_cast<int>(n));
       if (!stays_inside || a == b || size[static_cast<size_t>(a)] + size[static_cast<size_t>(b)] > options.max_ops) continue;

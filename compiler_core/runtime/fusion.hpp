@@ -73,6 +73,10 @@ constexpr int64_t kHeadMinRows = 64;
 // one, when it fuses with nothing) and runs matmuls and convolutions on its own library.
 struct GroupingOptions {
   bool heads = true;
+  // Ops the CPU's f32 rows serve fuse only with each other there, so that a value computes
+  // alike fused and unfused; a backend whose kernels convert types at their edges and round
+  // each member's result to its dtype groups across types.
+  bool mixed_types = false;
   bool single_ops = false;
   int max_ops = kMaxGroupOps;  // 1: no fusion
 };

@@ -394,6 +394,7 @@ const Model::Compiled& Model::plan_for(const std::vector<ir::Shape>& shapes) con
     // runs matmuls and convolutions on its own library, so no group takes a head.
     GroupingOptions grouping;
     grouping.heads = false;
+    grouping.mixed_types = true;
     grouping.single_ops = true;
     grouping.max_ops = options_.fusion ? kMaxGroupOps : 1;
     c.plan = std::make_unique<Plan>(*graph_, shapes, options_, grouping);

@@ -33,6 +33,7 @@ std::string kernel_of(ir::Builder& b, std::vector<ValueId> outputs) {
   const auto g = b.finish({outputs.data(), outputs.size()});
   runtime::GroupingOptions grouping;
   grouping.heads = false;
+  grouping.mixed_types = true;
   grouping.single_ops = true;
   const auto groups = runtime::find_groups(*g, grouping);
   REQUIRE(groups.size() == 1);
@@ -55,7 +56,7 @@ void check_golden(const std::string& name, const std::string& code) {
 
 }  // namespace
 
-TEST_CASE("generated Ascend C: golden kernels of five patterns") {
+TEST_CASE("generated Ascend C: golden kernels of six patterns") {
   {
     // A chain with a broadcast scalar: sigmoid(x * y + 1.5).
     ir::Builder b;
@@ -95,6 +96,17 @@ TEST_CASE("generated Ascend C: golden kernels of five patterns") {
     const ValueId y = b.add_input("y", ir::DType::F32, ir::Shape{300});
     const ValueId keep = node(b, ir::ops::logical_and, {node(b, ir::ops::greater, {x, y}), node(b, ir::ops::logical_not, {node(b, ir::ops::is_nan, {y})})});
     check_golden("where_by_mask", kernel_of(b, {node(b, ir::ops::where, {keep, x, node(b, ir::ops::mul, {y, scalar(b, 0.5f)})})}));
+  }
+  {
+    // Types at the edges: an f16 input of an f32 group, a bool input, a bool and an f16 result.
+    ir::Builder b;
+    const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{300});
+    const ValueId h = b.add_input("h", ir::DType::F16, ir::Shape{300});
+    const ValueId keep = b.add_input("keep", ir::DType::Bool, ir::Shape{300});
+    const ValueId wide = node(b, ir::ops::cast, {h}, {ir::AttrArg::of_dtype(ir::DType::F32)});
+    const ValueId prod = node(b, ir::ops::where, {keep, node(b, ir::ops::mul, {x, wide}), x});
+    const ValueId narrow = node(b, ir::ops::cast, {prod}, {ir::AttrArg::of_dtype(ir::DType::F16)});
+    check_golden("types_at_the_edges", kernel_of(b, {node(b, ir::ops::greater, {prod, scalar(b, 0.0f)}), narrow}));
   }
 }
 

@@ -124,11 +124,15 @@ def special_values(arrays):
     return arrays
 
 
+# Ops with a required attribute, called with one.
+CALLS = {"cast": lambda x: ops.cast(x, esgraph.f16)}
+
+
 # Sizes: one element; not a multiple of 8 floats (a DataCopyPad tail); several tiles that do
 # not divide evenly over the blocks. Cores: one block, fewer blocks than tiles, more.
 @pytest.mark.parametrize("op", LOWERED, ids=lambda op: op.name)
 def test_op_matches_the_cpu(op):
-    fn = in_float_group(op, getattr(ops, py_name(op.name)))
+    fn = in_float_group(op, CALLS.get(op.name, getattr(ops, py_name(op.name))))
     for size, cores in ((1, 8), (37, 1), (30011, 2), (30011, 3), (30011, 64)):
         arrays = op_inputs(op, (size,), seed=size)
         check_same(graph_of(fn, *[a.shape for a in arrays]), arrays, ai_cores=cores)
@@ -136,6 +140,37 @@ def test_op_matches_the_cpu(op):
         with np.errstate(invalid="ignore"):
             arrays = special_values(op_inputs(op, (4099,), seed=1))
             check_same(graph_of(fn, *[a.shape for a in arrays]), arrays, ai_cores=3)
+
+
+# Values of each type at a group's edges and inside it: bool bytes in and out, f16 in an f32
+# group, f16 results of an f32 group rounded as the CPU stores them, casts to bool.
+TYPE_CASES = {
+    "bool result": (lambda a: ops.greater(a, 0.0), ["f32"]),
+    "bool input": (lambda a, b: ops.where(b, a, a * 2.0), ["f32", "bool"]),
+    "bool to bool": (lambda b, c: ops.logical_or(ops.logical_not(b), c), ["bool", "bool"]),
+    "f16 input of an f32 group": (lambda a, h: ops.cast(h, esgraph.f32) * a, ["f32", "f16"]),
+    "f16 inside an f32 group": (lambda a: ops.cast(ops.cast(a * 3.0, esgraph.f16), esgraph.f32) + 1.0, ["f32"]),
+    "f16 result of an f32 group": (lambda a: ops.cast(ops.exp(a), esgraph.f16), ["f32"]),
+    "cast to bool": (lambda a: ops.where(ops.cast(ops.relu(a), esgraph.bool_), a, 0.0), ["f32"]),
+    "f16 group with masks": (lambda h: ops.where(ops.greater(h, 0.0), h, h * 0.5), ["f16"]),
+    "bool scalar and two outputs": (lambda a, s: [ops.where(s, a, -a), ops.less(a, 1.0)], ["f32", "bool scalar"]),
+}
+
+
+@pytest.mark.parametrize("case", TYPE_CASES)
+def test_booleans_and_f16_at_group_edges_and_inside(case):
+    fn, types = TYPE_CASES[case]
+    rng = np.random.default_rng(7)
+    for size, cores in ((1, 1), (37, 2), (4099, 3)):
+        arrays = []
+        for t in types:
+            if t.startswith("bool"):
+                arrays.append(rng.random(1 if "scalar" in t else size) > 0.5)
+            else:
+                arrays.append((rng.standard_normal(size) * 3).astype(np.float16 if t == "f16" else np.float32))
+        with esgraph.GraphBuilder("types") as b:
+            out = fn(*[b.input(f"x{i}", a.dtype, list(a.shape)) for i, a in enumerate(arrays)])
+        check_same(b.build(out if isinstance(out, list) else [out]), arrays, ai_cores=cores)
 
 
 def test_gelu_both_forms_and_attributes():
@@ -181,10 +216,6 @@ def test_f16_groups():
         sim = esgraph.compile(g16, backend="ascend-sim", ai_cores=cores).run([x, w])[0]
         assert sim.dtype == np.float16
         np.testing.assert_allclose(sim.astype(np.float32), cpu.astype(np.float32), rtol=4e-3, atol=4e-3)
-    with pytest.raises(esgraph.UnsupportedError, match="one dtype per group so far"):
-        with esgraph.GraphBuilder("m") as b:
-            a = b.input("a", esgraph.f16, [4])
-            esgraph.compile(b.build([ops.cast(a, esgraph.f32) + 1.0]), backend="ascend-sim")
 
 
 def test_broadcast_operands_scalars_and_rows():
@@ -470,14 +501,11 @@ def test_bad_options_and_ops_without_a_lowering():
         esgraph.compile(g, backend="ascend-sim", ai_cores=-1)
     with pytest.raises(esgraph.BackendError, match="device 3 does not exist"):
         esgraph.compile(g, backend="ascend-sim", device=3)
-    with pytest.raises(esgraph.UnsupportedError, match="generated kernels compute f32 and f16 so far; the group gives i32"):
+    with pytest.raises(esgraph.UnsupportedError, match="generated kernels compute f32, f16 and bool so far; i is i32"):
         with esgraph.GraphBuilder("i") as b:
             esgraph.compile(b.build([b.input("i", esgraph.i32, [3]) + 1]), backend="ascend-sim")
-    # Booleans at a group's edge: a bool result, and a cast of one (a group of its own).
-    with pytest.raises(esgraph.UnsupportedError, match="compute f32 and f16 so far; the group gives bool"):
-        esgraph.compile(graph_of(lambda a: ops.is_nan(a), (3,)), backend="ascend-sim")
-    with pytest.raises(esgraph.UnsupportedError, match="cast: `cast\\(x\\)` has no Ascend C lowering yet"):
-        esgraph.compile(graph_of(lambda a: ops.cast(ops.is_nan(a), esgraph.f32), (3,)), backend="ascend-sim")
+    with pytest.raises(esgraph.UnsupportedError, match="compute f32, f16 and bool so far; cast_0 is i32"):
+        esgraph.compile(graph_of(lambda a: ops.cast(ops.cast(a, esgraph.i32), esgraph.f32), (3,)), backend="ascend-sim")
     with pytest.raises(esgraph.UnsupportedError, match=r"atanh: `atanh\(x\)`: Ascend C's Atanh is documented as invalid"):
         esgraph.compile(graph_of(lambda a: ops.atanh(a) * 2.0, (3,)), backend="ascend-sim")
     with pytest.raises(esgraph.UnsupportedError, match=r"softmax x1 \(a scale \(aclnnSoftmax has none\)\)"):

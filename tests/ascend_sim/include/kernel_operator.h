@@ -365,6 +365,44 @@ void Duplicate(const LocalTensor<T>& dst, const T& scalar, int32_t n) {
   std::fill_n(dst.span(n, "Duplicate"), n, scalar);
 }
 
+// ---- conversions ---------------------------------------------------------------------------------
+enum class RoundMode { CAST_NONE, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
+
+// Cast<dst, src>: only the pairs and modes the generator emits, each as CANN documents it for
+// Atlas A2; any other pair does not compile, any other mode faults.
+namespace sim {
+template <class D, class S>
+D convert(S v, RoundMode mode);
+template <>
+inline float convert<float, half>(half v, RoundMode mode) {
+  if (mode != RoundMode::CAST_NONE) fault("Cast half -> float: CAST_NONE only");
+  return static_cast<float>(v);
+}
+template <>
+inline half convert<half, float>(float v, RoundMode mode) {
+  if (mode != RoundMode::CAST_RINT && mode != RoundMode::CAST_NONE) fault("Cast float -> half: the simulator rounds to nearest even only");
+  return static_cast<half>(v);  // to nearest, ties to even
+}
+template <>
+inline half convert<half, uint8_t>(uint8_t v, RoundMode mode) {
+  if (mode != RoundMode::CAST_NONE) fault("Cast uint8_t -> half: CAST_NONE only");
+  return static_cast<half>(v);
+}
+template <>
+inline uint8_t convert<uint8_t, half>(half v, RoundMode mode) {
+  if (mode != RoundMode::CAST_ROUND) fault("Cast half -> uint8_t: the simulator implements CAST_ROUND only");
+  const float r = std::round(static_cast<float>(v));  // half away from zero, saturating
+  return static_cast<uint8_t>(r != r ? 0.0f : std::min(255.0f, std::max(0.0f, r)));
+}
+}  // namespace sim
+
+template <class D, class S>
+void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& mode, uint32_t n) {
+  D* d = dst.span(n, "Cast");
+  const S* x = src.span(n, "Cast");
+  for (uint32_t i = 0; i < n; ++i) d[i] = sim::convert<D, S>(x[i], mode);
+}
+
 // ---- comparisons and selection: a bit per element, in uint8_t tensors --------------------------
 enum class CMPMODE { LT, GT, EQ, LE, GE, NE };
 enum class SELMODE { VSEL_CMPMASK_SPR, VSEL_TENSOR_SCALAR_MODE, VSEL_TENSOR_TENSOR_MODE };
