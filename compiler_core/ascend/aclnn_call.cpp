@@ -18,7 +18,7 @@ int64_t normalized(int64_t axis, size_t rank) { return axis < 0 ? axis + static_
 std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   const std::string op = n.op->name;
   if (op != "matmul" && op != "softmax" && op != "layer_norm" && op != "reduce_sum" && op != "transpose" && op != "concat" &&
-      op != "conv2d")
+      op != "conv2d" && op != "expand")
     return "no aclnn mapping";
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
     const ir::ValueId v = g.operands[n.first_input + i];
@@ -85,6 +85,11 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       if (axes.empty()) axes.resize(rank), std::iota(axes.begin(), axes.end(), 0);  // every axis
       int_array(axes);
       keep_dims_ = a.attr_int("keepdims") != 0;
+    } else if (op == "expand") {
+      name_ = "aclnnExpand", kind_ = Kind::Expand, run_ = lib_.aclnnExpand;
+      in_.push_back(tensor(g, x, in[0]));
+      const ir::Shape& s = g.shape(n.first_output);
+      int_array(std::vector<int64_t>(s.begin(), s.end()));
     } else if (op == "transpose") {
       name_ = "aclnnPermute", kind_ = Kind::Permute, run_ = lib_.aclnnPermute;
       in_.push_back(tensor(g, x, in[0]));
@@ -133,6 +138,7 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
     case Kind::ReduceSum:
       ESG_ACLNN(lib_, aclnnReduceSumGetWorkspaceSize, in_[0], ints_[0], keep_dims_, aclnn::kFloat, out_[0], workspace, &e);
       break;
+    case Kind::Expand: ESG_ACLNN(lib_, aclnnExpandGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
     case Kind::Permute: ESG_ACLNN(lib_, aclnnPermuteGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
     case Kind::Cat: ESG_ACLNN(lib_, aclnnCatGetWorkspaceSize, list_, dim_, out_[0], workspace, &e); break;
     case Kind::Convolution:

@@ -101,14 +101,9 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     // As many elements as the group (only leading 1s differ, since it broadcasts): streamed.
     if (s == grp.shape || s.num_elements() == grp.shape.num_elements()) continue;
     // A suffix of the group's dims after leading 1s: elements repeat every s.num_elements().
-    const size_t lead = s.rank() <= grp.shape.rank() ? grp.shape.rank() - s.rank() : 0;
-    size_t first = 0;
-    while (first < s.rank() && s[first] == 1) ++first;
-    bool suffix = s.rank() <= grp.shape.rank();
-    for (size_t d = first; suffix && d < s.rank(); ++d) suffix = s[d] == grp.shape[lead + d];
-    if (!suffix)
+    if (!kernel_reads_broadcast(s, grp.shape))
       throw Error(ErrorCode::Unsupported, "ascend: " + g.value_name(grp.inputs[k]) + " " + g.shape_str(s) + " broadcast to " +
-                                              g.shape_str(grp.shape) + " (generated kernels broadcast single elements and trailing rows so far)");
+                                              g.shape_str(grp.shape) + " (generated kernels broadcast single elements and trailing rows)");
     period[k] = static_cast<uint64_t>(std::max<int64_t>(1, s.num_elements()));
     if (period[k] > 1 && type_of(grp.inputs[k]) != dtype)
       throw Error(ErrorCode::Unsupported, "ascend: the broadcast row " + g.value_name(grp.inputs[k]) + " is " +
@@ -345,6 +340,17 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   out.tile = tile;
   out.num_args = grp.inputs.size() + grp.outputs.size() + 1;
   return out;
+}
+
+bool kernel_reads_broadcast(const ir::Shape& s, const ir::Shape& group) {
+  if (s.num_elements() == group.num_elements()) return true;
+  if (s.rank() > group.rank()) return false;
+  const size_t lead = group.rank() - s.rank();
+  size_t first = 0;
+  while (first < s.rank() && s[first] == 1) ++first;
+  for (size_t d = first; d < s.rank(); ++d)
+    if (s[d] != group[lead + d]) return false;
+  return true;
 }
 
 uint64_t content_hash(const std::string& s, uint64_t seed) {

@@ -26,6 +26,11 @@ struct KernelSource {
 // member, dtype or broadcast the generator does not cover yet.
 KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& group);
 
+// Whether a generated kernel reads an operand of `operand` shape in a group over `group` in
+// place: the group's own elements (leading 1s apart), or a trailing block of its dims repeated
+// (a single element, a bias row). Other broadcasts are materialized before the kernel.
+bool kernel_reads_broadcast(const ir::Shape& operand, const ir::Shape& group);
+
 // The tiling struct the kernels read: elements in all, and per block (whole tiles).
 struct Tiling {
   uint64_t total;

@@ -388,6 +388,33 @@ std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
   });
 }
 
+std::unique_ptr<Graph> materialize_broadcasts(const Graph& g, const std::function<bool(const ir::Shape&, const ir::Shape&)>& reads) {
+  const ir::OpSchema* expand = ir::find_op("expand");
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.num_bodies || n.num_deps || !n.op->elementwise || n.num_outputs != 1) return false;
+    const ir::Shape out = g.shape(n.first_output);
+    // The node is copied with the operands it cannot read mapped to their expansion, and the
+    // mapping restored for the operands' other readers.
+    std::vector<std::pair<ValueId, ValueId>> restore;
+    for (uint32_t i = 0; i < n.num_inputs; ++i) {
+      const ValueId v = g.operands[n.first_input + i];
+      if (v == kNone || g.shape(v) == out || reads(g.shape(v), out) ||
+          std::any_of(restore.begin(), restore.end(), [&](const auto& p) { return p.first == v; }))
+        continue;
+      const std::vector<int64_t> dims(out.begin(), out.end());
+      ir::AttrArg a = ir::AttrArg::of_ints(dims.data(), dims.size());
+      const ValueId operand[] = {r.get(v)};
+      restore.emplace_back(v, operand[0]);
+      r.set(v, r.to().graph().nodes[r.to().add_op(*expand, {operand, 1}, {&a, 1})].first_output);
+    }
+    if (restore.empty()) return false;
+    r.copy(id);
+    for (const auto& [v, was] : restore) r.set(v, was);
+    return true;
+  });
+}
+
 std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::string>* log) {
   using Pass = std::unique_ptr<Graph> (*)(const Graph&);
   const std::pair<const char*, Pass> pipeline[] = {

@@ -2,6 +2,7 @@
 // is checked and re-inferred like a freshly built graph. They work on the graph's top level;
 // bodies of control flow are copied as they are.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,12 @@ std::unique_ptr<ir::Graph> simplify(const ir::Graph& g);
 // scalar), W and b constants and the convolution read only there: one conv2d with W and b
 // rescaled and shifted (a batch norm after a convolution disappears into it). f32 only.
 std::unique_ptr<ir::Graph> fold_affine_into_conv(const ir::Graph& g);
+
+// Elementwise ops' operands broadcast in a way `reads(operand shape, result shape)` refuses get
+// an explicit expand to the result's shape first: for a backend whose kernels read only some
+// broadcasts in place (the rest then run as the backend's expand, one pass over memory).
+std::unique_ptr<ir::Graph> materialize_broadcasts(const ir::Graph& g,
+                                                  const std::function<bool(const ir::Shape&, const ir::Shape&)>& reads);
 
 // The pipeline: simplify, fold, affine into convolutions, CSE, DCE; each step's node counts
 // and time go to `log`.

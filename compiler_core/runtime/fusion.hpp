@@ -4,6 +4,7 @@
 // backend's f32 rows, any other group the reference's double/int64 math with results rounded to
 // each intermediate's dtype. Either way a fused group computes exactly what the unfused ops would.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "cpu/conv.hpp"
@@ -77,6 +78,10 @@ struct GroupingOptions {
   // alike fused and unfused; a backend whose kernels convert types at their edges and round
   // each member's result to its dtype groups across types.
   bool mixed_types = false;
+  // Which broadcast operands (operand shape, result shape) the backend's kernels read in place;
+  // the others get an explicit expand before their op (passes::materialize_broadcasts). Unset:
+  // all of them.
+  std::function<bool(const ir::Shape&, const ir::Shape&)> reads_broadcast;
   bool single_ops = false;
   int max_ops = kMaxGroupOps;  // 1: no fusion
 };

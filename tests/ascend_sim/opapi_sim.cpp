@@ -199,6 +199,15 @@ ACLSIM_EXPORT Status aclnnReduceSumGetWorkspaceSize(const Tensor* self, const In
 }
 ACLSIM_RUN(aclnnReduceSum)
 
+ACLSIM_EXPORT Status aclnnExpandGetWorkspaceSize(const Tensor* self, const IntArray* size, Tensor* out, uint64_t* workspace_size,
+                                                 Executor** executor) {
+  if (!size) return kParamNull;
+  const std::vector<int64_t> shape = size->values;
+  return plan("aclnnExpand", {self}, out, 0, workspace_size, executor,
+              [=](const std::vector<esg::Tensor>& x) { return esg::expand(x[0], shape); });
+}
+ACLSIM_RUN(aclnnExpand)
+
 ACLSIM_EXPORT Status aclnnPermuteGetWorkspaceSize(const Tensor* self, const IntArray* dims, Tensor* out, uint64_t* workspace_size,
                                                   Executor** executor) {
   if (!dims) return kParamNull;

@@ -179,3 +179,21 @@ TEST_CASE("the convolution fold leaves a division by zero alone") {
   // conv / 0 is ±inf (NaN where the conv gives 0); folded, the weights would be inf and NaN.
   CHECK(count(*passes::optimize(*g, true, nullptr), "div") == 1);
 }
+
+TEST_CASE("broadcasts a backend does not read get an expand; other readers keep the operand") {
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{4, 3});
+  const ValueId column = b.add_input("column", ir::DType::F32, ir::Shape{4, 1});
+  const ValueId row = b.add_input("row", ir::DType::F32, ir::Shape{3});
+  // The column twice in one op (expanded once), read again by a reduction (not elementwise).
+  const ValueId y = node(b, ir::ops::add, {node(b, ir::ops::mul, {x, column}), row});
+  const ValueId z = node(b, ir::ops::mul, {column, column});
+  const ValueId outs[] = {y, z, node(b, ir::ops::reduce_sum, {column})};
+  const auto g = b.finish({outs, 3});
+  // Reads rows (trailing dims) in place, not columns.
+  const auto rows_only = [](const ir::Shape& s, const ir::Shape& out) { return s.rank() == 1 && s[0] == out[out.rank() - 1]; };
+  const auto out = passes::materialize_broadcasts(*g, rows_only);
+  CHECK(count(*out, "expand") == 1);  // mul(x, column) only: z's operands are its own shape
+  same_values(*g, *out);
+  CHECK(count(*passes::materialize_broadcasts(*g, [](const ir::Shape&, const ir::Shape&) { return true; }), "expand") == 0);
+}

@@ -232,6 +232,21 @@ def test_broadcast_operands_scalars_and_rows():
     check_same(graph_of(lambda a, b: a * b, odd.shape, (7,)), [odd, odd[0].copy()], ai_cores=3)
 
 
+def test_other_broadcasts_are_expanded_first(acl_log):
+    """A per-channel operand over NCHW, a column, a middle axis: the kernels read single elements
+    and trailing rows in place; the others become an aclnnExpand ahead of the group's kernel."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 5, 6, 7)).astype(np.float32)
+    channel, column, middle = (rng.standard_normal(s).astype(np.float32) for s in ((5, 1, 1), (4, 1, 6, 1), (1, 5, 1, 7)))
+    g = graph_of(lambda a, c, k, m: ops.relu(a * c + k) - m, x.shape, channel.shape, column.shape, middle.shape)
+    model = esgraph.compile(g, backend="ascend-sim", ai_cores=3)
+    assert "expand the broadcasts the kernels do not read" in model.report()
+    np.testing.assert_allclose(model(x, channel, column, middle), esgraph.compile(g)(x, channel, column, middle), rtol=RTOL, atol=ATOL)
+    assert len(calls(acl_log(), "aclnnExpandGetWorkspaceSize")) == 3
+    # A trailing row stays in the kernel.
+    check_same(graph_of(lambda a, r: a + r, x.shape, (6, 7)), [x, x[0, 0].copy()])
+
+
 def test_groups_with_several_outputs_and_views():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((16, 30)).astype(np.float32)
@@ -510,7 +525,8 @@ def test_bad_options_and_ops_without_a_lowering():
         esgraph.compile(graph_of(lambda a: ops.atanh(a) * 2.0, (3,)), backend="ascend-sim")
     with pytest.raises(esgraph.UnsupportedError, match=r"softmax x1 \(a scale \(aclnnSoftmax has none\)\)"):
         esgraph.compile(graph_of(lambda a: ops.softmax(a, scale=0.5), (3,)), backend="ascend-sim")
-    with pytest.raises(esgraph.UnsupportedError, match=r"\[4,1\] broadcast to \[4,3\]"):
-        esgraph.compile(graph_of(lambda a, b: a + b, (4, 3), (4, 1)), backend="ascend-sim")
+    with pytest.raises(esgraph.UnsupportedError, match=r"expand x1 \(f32 only so far\)"):  # a column of f16
+        with esgraph.GraphBuilder("h") as b:
+            esgraph.compile(b.build([b.input("a", esgraph.f16, [4, 3]) + b.input("c", esgraph.f16, [4, 1])]), backend="ascend-sim")
     with pytest.raises(esgraph.UnsupportedError, match="profile: traces come from the CPU backend only"):
         esgraph.compile(g, backend="ascend-sim").profile(np.ones(3, np.float32), path="/tmp/never.json")
