@@ -10,6 +10,7 @@
 
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
+#include "ir/half.hpp"
 #include "ir/replay.hpp"
 #include "ir/verify.hpp"
 
@@ -385,6 +386,36 @@ std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
       return true;
     }
     return false;
+  });
+}
+
+std::unique_ptr<Graph> split_scaled_softmax(const Graph& g) {
+  const ir::OpSchema *mul = ir::find_op("mul"), *add = ir::find_op("add");
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.num_deps || !is_op(n, "softmax")) return false;
+    const double scale = attr(g, n, "scale").f;
+    const ValueId mask = n.num_inputs > 1 ? g.operands[n.first_input + 1] : kNone;
+    if (scale == 1.0 && mask == kNone) return false;
+    ValueId x = r.get(g.operands[n.first_input]);
+    const ir::DType dtype = r.to().graph().values[x].dtype;
+    if (scale != 1.0) {
+      const float f = static_cast<float>(scale);
+      const uint16_t h = ir::float_to_f16(f);
+      const ValueId c = dtype == ir::DType::F16 ? r.to().add_constant(dtype, ir::Shape{}, &h, sizeof h)
+                                                : r.to().add_constant(ir::DType::F32, ir::Shape{}, &f, sizeof f);
+      const ValueId in[] = {x, c};
+      x = r.to().graph().nodes[r.to().add_op(*mul, {in, 2}, {})].first_output;
+    }
+    if (mask != kNone) {
+      const ValueId in[] = {x, r.get(mask)};
+      x = r.to().graph().nodes[r.to().add_op(*add, {in, 2}, {})].first_output;
+    }
+    std::vector<ir::AttrArg> attrs(n.op->attrs.size());  // the defaults (scale 1) but the axis
+    attrs[static_cast<size_t>(n.op->attr_index("axis"))] = ir::AttrArg::of_int(attr(g, n, "axis").i);
+    const ValueId in[] = {x};
+    r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*n.op, {in, 1}, {attrs.data(), attrs.size()})].first_output);
+    return true;
   });
 }
 

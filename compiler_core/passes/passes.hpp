@@ -28,6 +28,10 @@ std::unique_ptr<ir::Graph> simplify(const ir::Graph& g);
 // rescaled and shifted (a batch norm after a convolution disappears into it). f32 only.
 std::unique_ptr<ir::Graph> fold_affine_into_conv(const ir::Graph& g);
 
+// softmax(x, mask, scale) with a scale or a mask: softmax(x * scale + mask), plain, after two
+// elementwise ops (for a backend whose softmax has neither; they fuse with the ops before).
+std::unique_ptr<ir::Graph> split_scaled_softmax(const ir::Graph& g);
+
 // Elementwise ops' operands broadcast in a way `reads(operand shape, result shape)` refuses get
 // an explicit expand to the result's shape first: for a backend whose kernels read only some
 // broadcasts in place (the rest then run as the backend's expand, one pass over memory).

@@ -5,6 +5,7 @@
 // each intermediate's dtype. Either way a fused group computes exactly what the unfused ops would.
 #pragma once
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "cpu/conv.hpp"
@@ -78,10 +79,9 @@ struct GroupingOptions {
   // alike fused and unfused; a backend whose kernels convert types at their edges and round
   // each member's result to its dtype groups across types.
   bool mixed_types = false;
-  // Which broadcast operands (operand shape, result shape) the backend's kernels read in place;
-  // the others get an explicit expand before their op (passes::materialize_broadcasts). Unset:
-  // all of them.
-  std::function<bool(const ir::Shape&, const ir::Shape&)> reads_broadcast;
+  // The backend's own rewrites before grouping: what its kernels and libraries cannot take as
+  // the graph states it, restated with ops they can (e.g. ascend::lower_for_device). Unset: none.
+  std::function<std::unique_ptr<ir::Graph>(const ir::Graph&)> lower;
   bool single_ops = false;
   int max_ops = kMaxGroupOps;  // 1: no fusion
 };

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "ascend/device_program.hpp"
-#include "ascend/kernel_source.hpp"
+#include "ascend/device_lowering.hpp"
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
 #include "ir/verify.hpp"
@@ -55,8 +55,7 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   };
   step("specialize to the input shapes", [&] { graph_ = eval::specialize(g, input_shapes); });
   graph_ = passes::optimize(*graph_, options.verify_each_pass, &log_);
-  if (grouping.reads_broadcast)
-    step("expand the broadcasts the kernels do not read", [&] { graph_ = passes::materialize_broadcasts(*graph_, grouping.reads_broadcast); });
+  if (grouping.lower) step("lower for the device", [&] { graph_ = grouping.lower(*graph_); });
   const ir::Graph& sg = *graph_;
   for (ir::NodeId n : sg.regions[0].nodes)
     for (uint32_t i = 0; i < sg.nodes[n].num_outputs; ++i)
@@ -398,7 +397,7 @@ const Model::Compiled& Model::plan_for(const std::vector<ir::Shape>& shapes) con
     GroupingOptions grouping;
     grouping.heads = false;
     grouping.mixed_types = true;
-    grouping.reads_broadcast = ascend::kernel_reads_broadcast;
+    grouping.lower = ascend::lower_for_device;
     grouping.single_ops = true;
     grouping.max_ops = options_.fusion ? kMaxGroupOps : 1;
     c.plan = std::make_unique<Plan>(*graph_, shapes, options_, grouping);

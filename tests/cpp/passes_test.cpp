@@ -197,3 +197,26 @@ TEST_CASE("broadcasts a backend does not read get an expand; other readers keep 
   same_values(*g, *out);
   CHECK(count(*passes::materialize_broadcasts(*g, [](const ir::Shape&, const ir::Shape&) { return true; }), "expand") == 0);
 }
+
+TEST_CASE("a softmax with a scale or a mask splits into its elementwise part and a plain softmax") {
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 4, 8});
+  const ValueId mask = b.add_input("mask", ir::DType::F32, ir::Shape{2, 1, 8});
+  std::vector<ir::AttrArg> attrs(ir::ops::softmax.attrs.size());
+  attrs[static_cast<size_t>(ir::ops::softmax.attr_index("scale"))] = ir::AttrArg::of_float(0.25);
+  const ValueId scaled = b.graph().nodes[b.add_op(ir::ops::softmax, std::vector<ValueId>{x, mask}, attrs)].first_output;
+  const ValueId plain = node(b, ir::ops::softmax, {x});
+  const ValueId outs[] = {scaled, plain};
+  const auto g = b.finish({outs, 2});
+  const auto out = passes::split_scaled_softmax(*g);
+  CHECK(count(*out, "softmax") == 2);
+  CHECK(count(*out, "mul") == 1);
+  CHECK(count(*out, "add") == 1);
+  for (const ir::Node& n : out->nodes)
+    if (std::strcmp(n.op->name, "softmax") == 0) CHECK((n.num_inputs < 2 || out->operands[n.first_input + 1] == ir::kNone));
+  // The scores are rounded to f32 once more after the scale and after the mask.
+  ir::verify(*out);
+  const auto want = outputs(*g), got = outputs(*out);
+  for (size_t k = 0; k < want.size(); ++k)
+    for (int64_t i = 0; i < want[k].size(); ++i) CHECK(eval::load_f(got[k], i) == doctest::Approx(eval::load_f(want[k], i)).epsilon(1e-6));
+}

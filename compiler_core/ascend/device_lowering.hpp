@@ -1,0 +1,14 @@
+// The graph rewrites the Ascend backend needs before grouping: what its generated kernels and
+// CANN's operator library cannot take as the graph states it, restated with ops they can.
+#pragma once
+#include <memory>
+
+#include "ir/graph.hpp"
+
+namespace esg::ascend {
+
+// softmax with a scale or a mask as its elementwise part and a plain softmax (aclnnSoftmax has
+// neither); operands broadcast in ways the kernels do not read in place expanded first.
+std::unique_ptr<ir::Graph> lower_for_device(const ir::Graph& g);
+
+}  // namespace esg::ascend
