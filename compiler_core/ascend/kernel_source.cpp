@@ -57,12 +57,14 @@ std::string substitute(const std::string& text, F name) {
 
 }  // namespace
 
-// The element types the kernels move and compute: f32 and f16 (the vector instructions' own), and
-// bool, which is one byte (0 or 1) in global memory and a tile of 0s and 1s inside the kernel.
+// The element types the kernels move and compute: f32 and f16 (the vector instructions' own),
+// bf16 (moved, computed as f32), and bool, which is one byte (0 or 1) in global memory and a
+// tile of 0s and 1s inside the kernel.
 const char* element_type(ir::DType t) {
   switch (t) {
     case ir::DType::F32: return "float";
     case ir::DType::F16: return "half";
+    case ir::DType::BF16: return "bfloat16_t";
     case ir::DType::Bool: return "uint8_t";
     default: return nullptr;
   }
@@ -71,18 +73,18 @@ const char* element_type(ir::DType t) {
 KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp) {
   const std::string where = "fused group over " + g.shape_str(grp.shape);
   if (grp.head != ir::kNone) throw Error(ErrorCode::Unsupported, "ascend: a " + where + " with a head");
-  // The group computes in one type T: f32 if any value of it is f32, else f16 (bool-only groups
-  // too). Values of other float types are converted where they enter and leave, and results of
-  // f16 members are rounded to f16 when T is f32, so the group computes what its ops would one
-  // by one, as the CPU's fused groups do.
+  // The group computes in one type T: f32 if any value of it is f32 or bf16 (which has no vector
+  // math of its own), else f16 (bool-only groups too). Values of other types are converted where
+  // they enter and leave, and results of f16 and bf16 members are rounded to their type when T
+  // is f32, so the group computes what its ops would one by one, as the CPU's fused groups do.
   auto unsupported_type = [&](ir::ValueId v) {
-    return Error(ErrorCode::Unsupported, std::string("ascend: generated kernels compute f32, f16 and bool so far; ") + g.value_name(v) +
+    return Error(ErrorCode::Unsupported, std::string("ascend: generated kernels compute f32, f16, bf16 and bool so far; ") + g.value_name(v) +
                                              " is " + ir::dtype_name(g.values[v].dtype));
   };
   bool any_f32 = false;
   auto note = [&](ir::ValueId v) {
     if (!element_type(g.values[v].dtype)) throw unsupported_type(v);
-    any_f32 = any_f32 || g.values[v].dtype == ir::DType::F32;
+    any_f32 = any_f32 || g.values[v].dtype == ir::DType::F32 || g.values[v].dtype == ir::DType::BF16;
   };
   for (ir::ValueId v : grp.inputs) note(v);
   for (ir::NodeId m : grp.members) note(g.nodes[m].first_output);
@@ -135,11 +137,14 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   for (size_t s = 0; s < grp.steps.size(); ++s)
     if (is_cast(s) && grp.steps[s].dtype == ir::DType::Bool) masks = std::max(masks, 1);
   // A tile of half for conversions through it: bool bytes to and from f32 go by way of f16, and
-  // f16 results of an f32 group are rounded through it.
-  bool half_scratch = false;
+  // f16 results of an f32 group are rounded through it; a tile of bf16 rounds bf16 results.
+  bool half_scratch = false, bf16_scratch = false;
   for (size_t k = 0; k < grp.inputs.size(); ++k) half_scratch = half_scratch || (!period[k] && dtype == ir::DType::F32 && type_of(grp.inputs[k]) == ir::DType::Bool);
   for (ir::ValueId v : grp.outputs) half_scratch = half_scratch || (dtype == ir::DType::F32 && type_of(v) == ir::DType::Bool);
-  for (const runtime::FusedStep& st : grp.steps) half_scratch = half_scratch || (dtype == ir::DType::F32 && st.dtype == ir::DType::F16);
+  for (const runtime::FusedStep& st : grp.steps) {
+    half_scratch = half_scratch || (dtype == ir::DType::F32 && st.dtype == ir::DType::F16);
+    bf16_scratch = bf16_scratch || st.dtype == ir::DType::BF16;
+  }
   // Streamed inputs of another type are converted into a tile of T.
   std::vector<int> converted(grp.inputs.size(), -1);
   int conversions = 0;
@@ -154,7 +159,7 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   // scratch (CANN's documentation of Select on Atlas A2), and every mask lowering ends in one.
   const bool math = std::any_of(lowered.begin(), lowered.end(), [](const AscendCOp* op) { return op->math; });
   uint64_t bits_per_element = 8 * t_size * static_cast<uint64_t>(work + temps + residents + conversions + (math ? 2 : 0)) +
-                              (half_scratch ? 16 : 0) + static_cast<uint64_t>(masks);
+                              (half_scratch ? 16 : 0) + (bf16_scratch ? 16 : 0) + static_cast<uint64_t>(masks);
   for (size_t k = 0; k < grp.inputs.size(); ++k)
     if (!period[k]) bits_per_element += 2 * 8 * ir::dtype_size(type_of(grp.inputs[k]));
   for (ir::ValueId v : grp.outputs) bits_per_element += 2 * 8 * ir::dtype_size(type_of(v));
@@ -216,6 +221,8 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     const std::string y = result_name(s);
     if (st.dtype == ir::DType::F16 && dtype == ir::DType::F32)
       body << "    Cast(h, " << y << ", RoundMode::CAST_RINT, n);\n    Cast(" << y << ", h, RoundMode::CAST_NONE, n);\n";
+    if (st.dtype == ir::DType::BF16)
+      body << "    Cast(b, " << y << ", RoundMode::CAST_RINT, n);\n    Cast(" << y << ", b, RoundMode::CAST_NONE, n);\n";
     if (st.dtype == ir::DType::Bool && is_cast(s))
       body << "    CompareScalar(m[0], " << y << ", static_cast<T>(0), CMPMODE::NE, N);\n    Duplicate(" << y << ", static_cast<T>(1), N);\n"
            << "    Select(" << y << ", m[0], " << y << ", static_cast<T>(0), SELMODE::VSEL_TENSOR_SCALAR_MODE, N);\n";
@@ -279,6 +286,11 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     members << "  TBuf<TPosition::VECCALC> half_;\n";
     init << "    pipe_.InitBuffer(half_, kTile * sizeof(half));\n";
     compute_head << "    LocalTensor<half> h = half_.Get<half>();\n";
+  }
+  if (bf16_scratch) {
+    members << "  TBuf<TPosition::VECCALC> bf16_;\n";
+    init << "    pipe_.InitBuffer(bf16_, kTile * sizeof(bfloat16_t));\n";
+    compute_head << "    LocalTensor<bfloat16_t> b = bf16_.Get<bfloat16_t>();\n";
   }
   if (masks) {
     members << "  TBuf<TPosition::VECCALC> mask_;\n";

@@ -142,8 +142,8 @@ def test_op_matches_the_cpu(op):
             check_same(graph_of(fn, *[a.shape for a in arrays]), arrays, ai_cores=3)
 
 
-# Values of each type at a group's edges and inside it: bool bytes in and out, f16 in an f32
-# group, f16 results of an f32 group rounded as the CPU stores them, casts to bool.
+# Values of each type at a group's edges and inside it: bool bytes in and out, f16 and bf16 in
+# an f32 group, their results rounded as the CPU stores them, casts to bool.
 TYPE_CASES = {
     "bool result": (lambda a: ops.greater(a, 0.0), ["f32"]),
     "bool input": (lambda a, b: ops.where(b, a, a * 2.0), ["f32", "bool"]),
@@ -154,11 +154,13 @@ TYPE_CASES = {
     "cast to bool": (lambda a: ops.where(ops.cast(ops.relu(a), esgraph.bool_), a, 0.0), ["f32"]),
     "f16 group with masks": (lambda h: ops.where(ops.greater(h, 0.0), h, h * 0.5), ["f16"]),
     "bool scalar and two outputs": (lambda a, s: [ops.where(s, a, -a), ops.less(a, 1.0)], ["f32", "bool scalar"]),
+    "bf16 in and out": (lambda a, b: ops.sigmoid(a) * b - 1.0, ["bf16", "bf16"]),
+    "bf16 inside an f32 group": (lambda a: ops.cast(ops.cast(a * 3.0, esgraph.bf16) + ops.cast(a, esgraph.bf16), esgraph.f32), ["f32"]),
 }
 
 
 @pytest.mark.parametrize("case", TYPE_CASES)
-def test_booleans_and_f16_at_group_edges_and_inside(case):
+def test_types_at_group_edges_and_inside(case):
     fn, types = TYPE_CASES[case]
     rng = np.random.default_rng(7)
     for size, cores in ((1, 1), (37, 2), (4099, 3)):
@@ -166,10 +168,13 @@ def test_booleans_and_f16_at_group_edges_and_inside(case):
         for t in types:
             if t.startswith("bool"):
                 arrays.append(rng.random(1 if "scalar" in t else size) > 0.5)
+            elif t == "bf16":  # bf16 travels as its bits: the upper half of an f32
+                arrays.append(((rng.standard_normal(size) * 3).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16))
             else:
                 arrays.append((rng.standard_normal(size) * 3).astype(np.float16 if t == "f16" else np.float32))
         with esgraph.GraphBuilder("types") as b:
-            out = fn(*[b.input(f"x{i}", a.dtype, list(a.shape)) for i, a in enumerate(arrays)])
+            dtypes = [esgraph.bf16 if t == "bf16" else a.dtype for t, a in zip(types, arrays)]
+            out = fn(*[b.input(f"x{i}", d, list(a.shape)) for i, (d, a) in enumerate(zip(dtypes, arrays))])
         check_same(b.build(out if isinstance(out, list) else [out]), arrays, ai_cores=cores)
 
 
@@ -527,10 +532,10 @@ def test_bad_options_and_ops_without_a_lowering():
         esgraph.compile(g, backend="ascend-sim", ai_cores=-1)
     with pytest.raises(esgraph.BackendError, match="device 3 does not exist"):
         esgraph.compile(g, backend="ascend-sim", device=3)
-    with pytest.raises(esgraph.UnsupportedError, match="generated kernels compute f32, f16 and bool so far; i is i32"):
+    with pytest.raises(esgraph.UnsupportedError, match="generated kernels compute f32, f16, bf16 and bool so far; i is i32"):
         with esgraph.GraphBuilder("i") as b:
             esgraph.compile(b.build([b.input("i", esgraph.i32, [3]) + 1]), backend="ascend-sim")
-    with pytest.raises(esgraph.UnsupportedError, match="compute f32, f16 and bool so far; cast_0 is i32"):
+    with pytest.raises(esgraph.UnsupportedError, match="compute f32, f16, bf16 and bool so far; cast_0 is i32"):
         esgraph.compile(graph_of(lambda a: ops.cast(ops.cast(a, esgraph.i32), esgraph.f32), (3,)), backend="ascend-sim")
     with pytest.raises(esgraph.UnsupportedError, match=r"atanh: `atanh\(x\)`: Ascend C's Atanh is documented as invalid"):
         esgraph.compile(graph_of(lambda a: ops.atanh(a) * 2.0, (3,)), backend="ascend-sim")

@@ -19,6 +19,17 @@
 #define __aicore__
 // CANN's compiler has `half` built in; GCC's _Float16 is IEEE binary16 too (arithmetic in float).
 using half = _Float16;
+// bfloat16: the upper half of an f32, converted to nearest even (what CANN's Cast<bfloat16_t,
+// float> does with CAST_RINT); moved and converted only, as on Atlas A2.
+struct bfloat16_t {
+  uint16_t bits;
+  explicit operator float() const {
+    const uint32_t u = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+};
 #define __gm__
 #define GM_ADDR uint8_t*
 
@@ -382,6 +393,19 @@ template <>
 inline half convert<half, float>(float v, RoundMode mode) {
   if (mode != RoundMode::CAST_RINT && mode != RoundMode::CAST_NONE) fault("Cast float -> half: the simulator rounds to nearest even only");
   return static_cast<half>(v);  // to nearest, ties to even
+}
+template <>
+inline float convert<float, bfloat16_t>(bfloat16_t v, RoundMode mode) {
+  if (mode != RoundMode::CAST_NONE) fault("Cast bfloat16_t -> float: CAST_NONE only");
+  return static_cast<float>(v);
+}
+template <>
+inline bfloat16_t convert<bfloat16_t, float>(float v, RoundMode mode) {
+  if (mode != RoundMode::CAST_RINT) fault("Cast float -> bfloat16_t: the simulator rounds to nearest even only (CAST_RINT)");
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bfloat16_t{uint16_t((u >> 16) | 0x40)};  // NaN stays NaN
+  return bfloat16_t{uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
 }
 template <>
 inline half convert<half, uint8_t>(uint8_t v, RoundMode mode) {
