@@ -49,6 +49,9 @@ enum Format : int32_t { kFormatNd = 2 };  // aclFormat: ACL_FORMAT_ND
      uint64_t* workspace_size, Executor** executor))                                                            \
   X(aclnnExpandGetWorkspaceSize, Status,                                                                        \
     (const Tensor* self, const IntArray* size, Tensor* out, uint64_t* workspace_size, Executor** executor))    \
+  X(aclnnIndexSelectGetWorkspaceSize, Status,                                                                   \
+    (const Tensor* self, int64_t dim, const Tensor* index, Tensor* out, uint64_t* workspace_size,               \
+     Executor** executor))                                                                                      \
   X(aclnnPermuteGetWorkspaceSize, Status,                                                                       \
     (const Tensor* self, const IntArray* dims, Tensor* out, uint64_t* workspace_size, Executor** executor))   \
   X(aclnnCatGetWorkspaceSize, Status,                                                                           \
@@ -59,8 +62,8 @@ enum Format : int32_t { kFormatNd = 2 };  // aclFormat: ACL_FORMAT_ND
      int8_t cube_math_type, uint64_t* workspace_size, Executor** executor))
 
 #define ESG_ACLNN_RUN_FUNCTIONS(X) \
-  X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnExpand) X(aclnnPermute) X(aclnnCat) \
-  X(aclnnConvolution)
+  X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnExpand) X(aclnnIndexSelect) \
+  X(aclnnPermute) X(aclnnCat) X(aclnnConvolution)
 using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 
 struct Functions {

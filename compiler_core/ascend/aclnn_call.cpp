@@ -18,11 +18,12 @@ int64_t normalized(int64_t axis, size_t rank) { return axis < 0 ? axis + static_
 std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   const std::string op = n.op->name;
   if (op != "matmul" && op != "softmax" && op != "layer_norm" && op != "reduce_sum" && op != "transpose" && op != "concat" &&
-      op != "conv2d" && op != "expand")
+      op != "conv2d" && op != "expand" && op != "gather")
     return "no aclnn mapping";
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
     const ir::ValueId v = g.operands[n.first_input + i];
-    if (v != ir::kNone && g.values[v].dtype != ir::DType::F32) return "f32 only so far";
+    const bool index = op == "gather" && i == 1;  // i32 or i64 by the op's signature
+    if (v != ir::kNone && !index && g.values[v].dtype != ir::DType::F32) return "f32 only so far";
   }
   const eval::KernelCall a = attrs_of(g, n);
   if (op == "softmax" && (n.num_inputs > 1 && g.operands[n.first_input + 1] != ir::kNone)) return "a mask (aclnnSoftmax has none)";
@@ -36,16 +37,24 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
 
 aclnn::Tensor* AclnnCall::tensor(const ir::Graph& g, ir::ValueId v, void* data, bool transpose_last_two) {
   const ir::Shape& s = g.shape(v);
-  std::vector<int64_t> dims(s.begin(), s.end()), strides(dims.size(), 1);
+  const ir::DType t = g.values[v].dtype;
+  const aclnn::DataType dtype = t == ir::DType::I32 ? aclnn::kInt32 : t == ir::DType::I64 ? aclnn::kInt64 : aclnn::kFloat;
+  aclnn::Tensor* made = tensor_of(std::vector<int64_t>(s.begin(), s.end()), dtype, data, transpose_last_two);
+  if (!made) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateTensor failed for " + g.value_name(v));
+  return made;
+}
+
+aclnn::Tensor* AclnnCall::tensor_of(std::vector<int64_t> dims, aclnn::DataType dtype, void* data, bool transpose_last_two) {
+  std::vector<int64_t> strides(dims.size(), 1);
   for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * std::max<int64_t>(dims[d], 1);
   const std::vector<int64_t> storage = dims;
   if (transpose_last_two && dims.size() >= 2) {  // a strided view: no copy
     std::swap(dims[dims.size() - 1], dims[dims.size() - 2]);
     std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
   }
-  aclnn::Tensor* t = lib_.aclCreateTensor(dims.data(), dims.size(), aclnn::kFloat, strides.data(), 0, aclnn::kFormatNd, storage.data(),
+  aclnn::Tensor* t = lib_.aclCreateTensor(dims.data(), dims.size(), dtype, strides.data(), 0, aclnn::kFormatNd, storage.data(),
                                           storage.size(), data);
-  if (!t) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateTensor failed for " + g.value_name(v));
+  if (!t) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateTensor failed");
   return t;
 }
 
@@ -90,6 +99,21 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       in_.push_back(tensor(g, x, in[0]));
       const ir::Shape& s = g.shape(n.first_output);
       int_array(std::vector<int64_t>(s.begin(), s.end()));
+    } else if (op == "gather") {
+      // IndexSelect takes one axis of indices: the index tensor as a flat view of its elements,
+      // the result as a view with those elements on the axis (the same bytes, row-major).
+      name_ = "aclnnIndexSelect", kind_ = Kind::IndexSelect, run_ = lib_.aclnnIndexSelect;
+      in_.push_back(tensor(g, x, in[0]));
+      const ir::ValueId index = g.operands[n.first_input + 1];
+      const int64_t picks = g.shape(index).num_elements();
+      in_.push_back(tensor_of({picks}, g.values[index].dtype == ir::DType::I32 ? aclnn::kInt32 : aclnn::kInt64, in[1]));
+      dim_ = normalized(a.attr_int("axis"), rank);
+      const ir::Shape& xs = g.shape(x);
+      std::vector<int64_t> dims(xs.begin(), xs.end());
+      dims[static_cast<size_t>(dim_)] = picks;
+      lib_.aclDestroyTensor(out_[0]);
+      out_[0] = nullptr;
+      out_[0] = tensor_of(dims, aclnn::kFloat, out[0]);
     } else if (op == "transpose") {
       name_ = "aclnnPermute", kind_ = Kind::Permute, run_ = lib_.aclnnPermute;
       in_.push_back(tensor(g, x, in[0]));
@@ -139,6 +163,7 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
       ESG_ACLNN(lib_, aclnnReduceSumGetWorkspaceSize, in_[0], ints_[0], keep_dims_, aclnn::kFloat, out_[0], workspace, &e);
       break;
     case Kind::Expand: ESG_ACLNN(lib_, aclnnExpandGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
+    case Kind::IndexSelect: ESG_ACLNN(lib_, aclnnIndexSelectGetWorkspaceSize, in_[0], dim_, in_[1], out_[0], workspace, &e); break;
     case Kind::Permute: ESG_ACLNN(lib_, aclnnPermuteGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
     case Kind::Cat: ESG_ACLNN(lib_, aclnnCatGetWorkspaceSize, list_, dim_, out_[0], workspace, &e); break;
     case Kind::Convolution:
@@ -167,7 +192,8 @@ void AclnnCall::release() noexcept {
   if (list_) lib_.aclDestroyTensorList(list_), list_ = nullptr, in_.clear();
   for (aclnn::Tensor* t : in_)
     if (t) lib_.aclDestroyTensor(t);
-  for (aclnn::Tensor* t : out_) lib_.aclDestroyTensor(t);
+  for (aclnn::Tensor* t : out_)
+    if (t) lib_.aclDestroyTensor(t);
   in_.clear(), out_.clear();
   for (aclnn::IntArray* a : ints_) lib_.aclDestroyIntArray(a);
   ints_.clear();

@@ -30,11 +30,13 @@ class AclnnCall {
 
  private:
   aclnn::Tensor* tensor(const ir::Graph& g, ir::ValueId v, void* data, bool transpose_last_two = false);
+  // A contiguous tensor of `dims` at `data` (a view of another shape over a value's memory).
+  aclnn::Tensor* tensor_of(std::vector<int64_t> dims, aclnn::DataType dtype, void* data, bool transpose_last_two = false);
   void release() noexcept;
   aclnn::IntArray* int_array(const std::vector<int64_t>& values);
 
   const AclnnLibrary& lib_;
-  enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Expand, Permute, Cat, Convolution };
+  enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Expand, IndexSelect, Permute, Cat, Convolution };
   const char* name_ = "";  // the aclnn op
   Kind kind_ = Kind::Matmul;
   aclnn::RunFn run_ = nullptr;  // its running half, chosen once (a run looks nothing up)

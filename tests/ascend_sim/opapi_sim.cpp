@@ -3,6 +3,7 @@
 // esgraph's CPU backend on the simulated device's memory. Matmul asks for a workspace, so that
 // the backend's workspace handling is exercised; the run checks it is live device memory.
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -21,6 +22,8 @@ struct Executor {
   std::vector<const Tensor*> inputs;  // absent optional inputs dropped
   const Tensor* out = nullptr;
   std::unique_ptr<esg::Model> model;
+  // What the real op would refuse in the data itself (checked when it runs), or empty.
+  std::function<void(const std::vector<esg::HostTensor>&)> check_data;
 };
 }  // namespace esg::ascend::aclnn
 
@@ -48,19 +51,28 @@ std::vector<int64_t> offsets(const Tensor& t) {
   return out;
 }
 
+// The element types the simulated library takes: f32 data, and i32/i64 indices.
+size_t element_size(DataType t) { return t == kInt64 ? 8 : 4; }
+bool simulated_type(DataType t) { return t == kFloat || t == kInt32 || t == kInt64; }
+esg::DType esg_type(DataType t) { return t == kInt64 ? esg::i64 : t == kInt32 ? esg::i32 : esg::f32; }
+
 void check_view(const Tensor& t, const std::vector<int64_t>& at, const char* what) {
   if (at.empty()) return;
   int64_t lo = at[0], hi = at[0];
   for (int64_t o : at) lo = std::min(lo, o), hi = std::max(hi, o);
-  aclsim_check_device(static_cast<const float*>(t.data) + lo, static_cast<size_t>(hi - lo + 1) * sizeof(float), what);
+  const size_t size = element_size(t.dtype);
+  aclsim_check_device(static_cast<const char*>(t.data) + lo * static_cast<int64_t>(size), static_cast<size_t>(hi - lo + 1) * size, what);
 }
 
 esg::HostTensor gather(const Tensor& t) {
   const std::vector<int64_t> at = offsets(t);
   check_view(t, at, "aclnn input");
-  std::vector<float> values(at.size());
-  for (size_t e = 0; e < at.size(); ++e) values[e] = static_cast<const float*>(t.data)[at[e]];
-  return esg::HostTensor::from(esg::f32, values, t.dims);
+  const size_t size = element_size(t.dtype);
+  std::vector<uint8_t> bytes(at.size() * size);
+  for (size_t e = 0; e < at.size(); ++e) std::memcpy(&bytes[e * size], static_cast<const char*>(t.data) + at[e] * static_cast<int64_t>(size), size);
+  esg::HostTensor h(esg_type(t.dtype), t.dims);
+  std::memcpy(h.data<uint8_t>(), bytes.data(), bytes.size());
+  return h;
 }
 
 void scatter(const Tensor& t, const esg::HostTensor& h) {
@@ -74,20 +86,24 @@ void scatter(const Tensor& t, const esg::HostTensor& h) {
 // Plans op `name`: `build` makes the esgraph graph of its inputs (as graph inputs, in order).
 template <class Build>
 Status plan(const char* name, std::vector<const Tensor*> inputs, const Tensor* out, uint64_t workspace, uint64_t* workspace_size,
-            Executor** executor, Build build) {
+            Executor** executor, Build build, std::function<void(const std::vector<esg::HostTensor>&)> check_data = {}) {
   if (!out || !workspace_size || !executor) {
     aclsim_fail(name, "a required argument is null");
     return kParamNull;
   }
   for (const Tensor* t : inputs)
-    if (!t || t->dtype != kFloat) {
-      aclsim_fail(name, t ? "the simulated operator library computes float32 only" : "a required tensor is null");
+    if (!t || !simulated_type(t->dtype)) {
+      aclsim_fail(name, t ? "the simulated operator library computes float32 (indices int32, int64) only" : "a required tensor is null");
       return t ? kParamInvalid : kParamNull;
     }
+  if (out->dtype != kFloat) {
+    aclsim_fail(name, "the simulated operator library gives float32 only");
+    return kParamInvalid;
+  }
   try {
     esg::GraphBuilder b;
     std::vector<esg::Tensor> xs;
-    for (size_t i = 0; i < inputs.size(); ++i) xs.push_back(b.input("x" + std::to_string(i), esg::f32, inputs[i]->dims));
+    for (size_t i = 0; i < inputs.size(); ++i) xs.push_back(b.input("x" + std::to_string(i), esg_type(inputs[i]->dtype), inputs[i]->dims));
     const esg::Tensor y = build(xs);
     if (y.shape() != out->dims) throw std::runtime_error("the output view's dims differ from the op's result");
     auto e = std::make_unique<Executor>();
@@ -96,6 +112,7 @@ Status plan(const char* name, std::vector<const Tensor*> inputs, const Tensor* o
     e->inputs = inputs;
     e->out = out;
     e->model = std::make_unique<esg::Model>(esg::compile(b.build({y})));
+    e->check_data = std::move(check_data);
     *workspace_size = workspace;
     *executor = e.release();
     std::lock_guard<std::mutex> lock(live_mu);
@@ -134,6 +151,7 @@ Status run(const char* name, void* workspace, uint64_t workspace_size, Executor*
     }
     std::vector<esg::HostTensor> in;
     for (const Tensor* t : shared->inputs) in.push_back(gather(*t));
+    if (shared->check_data) shared->check_data(in);
     scatter(*shared->out, shared->model->run(in).at(0));
   };
   return aclsim_enqueue(stream, name, &task) == 0 ? 0 : kParamInvalid;
@@ -207,6 +225,29 @@ ACLSIM_EXPORT Status aclnnExpandGetWorkspaceSize(const Tensor* self, const IntAr
               [=](const std::vector<esg::Tensor>& x) { return esg::expand(x[0], shape); });
 }
 ACLSIM_RUN(aclnnExpand)
+
+// Indices within [0, size of the axis): the simulator takes no negative ones, as CANN documents
+// none for IndexSelect.
+ACLSIM_EXPORT Status aclnnIndexSelectGetWorkspaceSize(const Tensor* self, int64_t dim, const Tensor* index, Tensor* out,
+                                                      uint64_t* workspace_size, Executor** executor) {
+  if (!self || !index || index->dims.size() != 1 || dim < 0 || dim >= static_cast<int64_t>(self->dims.size())) {
+    aclsim_fail("aclnnIndexSelect", "needs a tensor, an axis of it and a 1-D index tensor");
+    return kParamInvalid;
+  }
+  const int64_t size = self->dims[static_cast<size_t>(dim)];
+  return plan(
+      "aclnnIndexSelect", {self, index}, out, 0, workspace_size, executor,
+      [dim](const std::vector<esg::Tensor>& x) { return esg::gather(x[0], x[1], esg::GatherOptions().axis(dim)); },
+      [size](const std::vector<esg::HostTensor>& in) {
+        const esg::HostTensor& i = in[1];
+        for (int64_t k = 0; k < i.count(); ++k) {
+          const int64_t v = i.dtype() == esg::i32 ? i.values<int32_t>()[static_cast<size_t>(k)] : i.values<int64_t>()[static_cast<size_t>(k)];
+          if (v < 0 || v >= size)
+            throw std::runtime_error("index " + std::to_string(v) + " outside [0, " + std::to_string(size) + ")");
+        }
+      });
+}
+ACLSIM_RUN(aclnnIndexSelect)
 
 ACLSIM_EXPORT Status aclnnPermuteGetWorkspaceSize(const Tensor* self, const IntArray* dims, Tensor* out, uint64_t* workspace_size,
                                                   Executor** executor) {

@@ -263,6 +263,27 @@ def test_softmax_with_scale_and_mask_splits_for_aclnn(acl_log):
     assert len(calls(acl_log(), "aclnnSoftmaxGetWorkspaceSize")) == 2
 
 
+def test_gather_runs_as_index_select(acl_log):
+    """An embedding lookup ([vocabulary, width] by [batch, tokens] indices) and a gather along a
+    middle axis: aclnnIndexSelect over a flat view of the indices, its result viewed back."""
+    rng = np.random.default_rng(8)
+    table = rng.standard_normal((50, 16)).astype(np.float32)
+    tokens = rng.integers(0, 50, (4, 7)).astype(np.int32)
+    with esgraph.GraphBuilder("embedding") as b:
+        g = b.build([ops.gather(b.input("t", esgraph.f32, [50, 16]), b.input("i", esgraph.i32, [4, 7])) * 2.0])
+    check_same(g, [table, tokens])
+    x = rng.standard_normal((3, 5, 6)).astype(np.float32)
+    picks = np.array([[4, 0], [2, 2]], np.int64)
+    with esgraph.GraphBuilder("middle") as b:
+        g = b.build([ops.gather(b.input("x", esgraph.f32, [3, 5, 6]), b.input("i", esgraph.i64, [2, 2]), axis=-2)])
+    check_same(g, [x, picks])
+    assert len(calls(acl_log(), "aclnnIndexSelectGetWorkspaceSize")) == 2
+    # Negative indices count from the end on the CPU; CANN documents none for IndexSelect, and
+    # the simulator refuses them when the op runs.
+    with pytest.raises(esgraph.BackendError, match=r"aclnnIndexSelect: index -1 outside \[0, 5\)"):
+        esgraph.compile(g, backend="ascend-sim")(x, np.array([[-1, 0], [2, 2]], np.int64))
+
+
 def test_groups_with_several_outputs_and_views():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((16, 30)).astype(np.float32)
