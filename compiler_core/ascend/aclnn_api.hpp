@@ -52,6 +52,8 @@ enum Format : int32_t { kFormatNd = 2 };  // aclFormat: ACL_FORMAT_ND
   X(aclnnIndexSelectGetWorkspaceSize, Status,                                                                   \
     (const Tensor* self, int64_t dim, const Tensor* index, Tensor* out, uint64_t* workspace_size,               \
      Executor** executor))                                                                                      \
+  X(aclnnInplaceCopyGetWorkspaceSize, Status,                                                                   \
+    (Tensor* self_ref, const Tensor* src, uint64_t* workspace_size, Executor** executor))                        \
   X(aclnnPermuteGetWorkspaceSize, Status,                                                                       \
     (const Tensor* self, const IntArray* dims, Tensor* out, uint64_t* workspace_size, Executor** executor))   \
   X(aclnnCatGetWorkspaceSize, Status,                                                                           \
@@ -63,7 +65,7 @@ enum Format : int32_t { kFormatNd = 2 };  // aclFormat: ACL_FORMAT_ND
 
 #define ESG_ACLNN_RUN_FUNCTIONS(X) \
   X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnExpand) X(aclnnIndexSelect) \
-  X(aclnnPermute) X(aclnnCat) X(aclnnConvolution)
+  X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConvolution)
 using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 
 struct Functions {

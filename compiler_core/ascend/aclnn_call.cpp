@@ -18,7 +18,7 @@ int64_t normalized(int64_t axis, size_t rank) { return axis < 0 ? axis + static_
 std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   const std::string op = n.op->name;
   if (op != "matmul" && op != "softmax" && op != "layer_norm" && op != "reduce_sum" && op != "transpose" && op != "concat" &&
-      op != "conv2d" && op != "expand" && op != "gather")
+      op != "conv2d" && op != "expand" && op != "gather" && op != "slice")
     return "no aclnn mapping";
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
     const ir::ValueId v = g.operands[n.first_input + i];
@@ -28,6 +28,9 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   const eval::KernelCall a = attrs_of(g, n);
   if (op == "softmax" && (n.num_inputs > 1 && g.operands[n.first_input + 1] != ir::kNone)) return "a mask (aclnnSoftmax has none)";
   if (op == "softmax" && a.attr_float("scale") != 1.0) return "a scale (aclnnSoftmax has none)";
+  if (op == "slice")
+    for (int64_t step : a.ints("steps"))
+      if (step < 0) return "a negative step (a view with negative strides)";
   if (op == "conv2d") {
     const ir::Span<int64_t> pads = a.ints("pads");
     if (pads[0] != pads[2] || pads[1] != pads[3]) return "asymmetric padding (aclnnConvolution pads both sides alike)";
@@ -52,7 +55,12 @@ aclnn::Tensor* AclnnCall::tensor_of(std::vector<int64_t> dims, aclnn::DataType d
     std::swap(dims[dims.size() - 1], dims[dims.size() - 2]);
     std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
   }
-  aclnn::Tensor* t = lib_.aclCreateTensor(dims.data(), dims.size(), dtype, strides.data(), 0, aclnn::kFormatNd, storage.data(),
+  return view(dims, strides, 0, storage, dtype, data);
+}
+
+aclnn::Tensor* AclnnCall::view(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, int64_t offset,
+                               const std::vector<int64_t>& storage, aclnn::DataType dtype, void* data) {
+  aclnn::Tensor* t = lib_.aclCreateTensor(dims.data(), dims.size(), dtype, strides.data(), offset, aclnn::kFormatNd, storage.data(),
                                           storage.size(), data);
   if (!t) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateTensor failed");
   return t;
@@ -114,6 +122,29 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       lib_.aclDestroyTensor(out_[0]);
       out_[0] = nullptr;
       out_[0] = tensor_of(dims, aclnn::kFloat, out[0]);
+    } else if (op == "slice") {
+      // The slice as a strided view of x (offset at the starts, strides times the steps), copied
+      // into the result by aclnnInplaceCopy.
+      name_ = "aclnnInplaceCopy", kind_ = Kind::Copy, run_ = lib_.aclnnInplaceCopy;
+      const ir::Shape& xs = g.shape(x);
+      const ir::Shape& ys = g.shape(n.first_output);
+      std::vector<int64_t> storage(xs.begin(), xs.end()), strides(rank, 1), steps(rank, 1), starts(rank, 0);
+      for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * std::max<int64_t>(xs[d], 1);
+      const ir::Span<int64_t> st = a.ints("starts"), ax = a.ints("axes"), sp = a.ints("steps");
+      for (size_t i = 0; i < st.size(); ++i) {
+        const size_t d = static_cast<size_t>(ax.size() ? normalized(ax[i], rank) : static_cast<int64_t>(i));
+        const int64_t dim = xs[d];
+        int64_t start = st[i] < 0 ? st[i] + dim : st[i];
+        starts[d] = std::min(std::max<int64_t>(start, 0), dim);
+        steps[d] = sp.size() ? sp[i] : 1;
+      }
+      int64_t offset = 0;
+      std::vector<int64_t> view_strides(rank);
+      for (size_t d = 0; d < rank; ++d) {
+        offset += ys[d] ? starts[d] * strides[d] : 0;
+        view_strides[d] = strides[d] * steps[d];
+      }
+      in_.push_back(view(std::vector<int64_t>(ys.begin(), ys.end()), view_strides, offset, storage, aclnn::kFloat, in[0]));
     } else if (op == "transpose") {
       name_ = "aclnnPermute", kind_ = Kind::Permute, run_ = lib_.aclnnPermute;
       in_.push_back(tensor(g, x, in[0]));
@@ -164,6 +195,7 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
       break;
     case Kind::Expand: ESG_ACLNN(lib_, aclnnExpandGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
     case Kind::IndexSelect: ESG_ACLNN(lib_, aclnnIndexSelectGetWorkspaceSize, in_[0], dim_, in_[1], out_[0], workspace, &e); break;
+    case Kind::Copy: ESG_ACLNN(lib_, aclnnInplaceCopyGetWorkspaceSize, out_[0], in_[0], workspace, &e); break;
     case Kind::Permute: ESG_ACLNN(lib_, aclnnPermuteGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
     case Kind::Cat: ESG_ACLNN(lib_, aclnnCatGetWorkspaceSize, list_, dim_, out_[0], workspace, &e); break;
     case Kind::Convolution:

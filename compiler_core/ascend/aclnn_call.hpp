@@ -32,11 +32,14 @@ class AclnnCall {
   aclnn::Tensor* tensor(const ir::Graph& g, ir::ValueId v, void* data, bool transpose_last_two = false);
   // A contiguous tensor of `dims` at `data` (a view of another shape over a value's memory).
   aclnn::Tensor* tensor_of(std::vector<int64_t> dims, aclnn::DataType dtype, void* data, bool transpose_last_two = false);
+  // A view of `dims` with `strides` from element `offset` of the storage `storage` at `data`.
+  aclnn::Tensor* view(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, int64_t offset,
+                      const std::vector<int64_t>& storage, aclnn::DataType dtype, void* data);
   void release() noexcept;
   aclnn::IntArray* int_array(const std::vector<int64_t>& values);
 
   const AclnnLibrary& lib_;
-  enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Expand, IndexSelect, Permute, Cat, Convolution };
+  enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Expand, IndexSelect, Copy, Permute, Cat, Convolution };
   const char* name_ = "";  // the aclnn op
   Kind kind_ = Kind::Matmul;
   aclnn::RunFn run_ = nullptr;  // its running half, chosen once (a run looks nothing up)

@@ -249,6 +249,17 @@ ACLSIM_EXPORT Status aclnnIndexSelectGetWorkspaceSize(const Tensor* self, int64_
 }
 ACLSIM_RUN(aclnnIndexSelect)
 
+// selfRef = src, element by element in row-major order of their views (same dims here).
+ACLSIM_EXPORT Status aclnnInplaceCopyGetWorkspaceSize(Tensor* self_ref, const Tensor* src, uint64_t* workspace_size, Executor** executor) {
+  if (!self_ref || !src || self_ref->dims != src->dims) {
+    aclsim_fail("aclnnInplaceCopy", "the simulator copies between views of the same dims");
+    return kParamInvalid;
+  }
+  return plan("aclnnInplaceCopy", {src}, self_ref, 0, workspace_size, executor,
+              [](const std::vector<esg::Tensor>& x) { return x[0] * 1.0f; });
+}
+ACLSIM_RUN(aclnnInplaceCopy)
+
 ACLSIM_EXPORT Status aclnnPermuteGetWorkspaceSize(const Tensor* self, const IntArray* dims, Tensor* out, uint64_t* workspace_size,
                                                   Executor** executor) {
   if (!dims) return kParamNull;

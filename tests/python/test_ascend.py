@@ -284,6 +284,19 @@ def test_gather_runs_as_index_select(acl_log):
         esgraph.compile(g, backend="ascend-sim")(x, np.array([[-1, 0], [2, 2]], np.int64))
 
 
+def test_slices_copy_a_strided_view(acl_log):
+    """A slice is a view of x (offset at its starts, strides times its steps) that
+    aclnnInplaceCopy copies into the result: axes in any order, negative starts, ends past the
+    end, steps; a negative step has no such view and is refused."""
+    x = np.random.default_rng(9).standard_normal((6, 9, 10)).astype(np.float32)
+    for kw in (dict(starts=[1], ends=[5]), dict(starts=[2, -7], ends=[100, 9], axes=[2, 1], steps=[3, 2]),
+               dict(starts=[0, 1, 1], ends=[6, 9, 10], steps=[2, 4, 1])):
+        check_same(graph_of(lambda a: ops.slice(a, **kw) * 2.0, x.shape), [x], ai_cores=2)
+    assert len(calls(acl_log(), "aclnnInplaceCopyGetWorkspaceSize")) == 3
+    with pytest.raises(esgraph.UnsupportedError, match=r"slice x1 \(a negative step"):
+        esgraph.compile(graph_of(lambda a: ops.slice(a, starts=[-1], ends=[-7], steps=[-1]), x.shape), backend="ascend-sim")
+
+
 def test_groups_with_several_outputs_and_views():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((16, 30)).astype(np.float32)
