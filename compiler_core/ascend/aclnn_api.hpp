@@ -52,6 +52,14 @@ enum Format : int32_t { kFormatNd = 2 };  // aclFormat: ACL_FORMAT_ND
   X(aclnnIndexSelectGetWorkspaceSize, Status,                                                                   \
     (const Tensor* self, int64_t dim, const Tensor* index, Tensor* out, uint64_t* workspace_size,               \
      Executor** executor))                                                                                      \
+  X(aclnnMaxPoolGetWorkspaceSize, Status,                                                                       \
+    (const Tensor* self, const IntArray* kernel_shape, const IntArray* strides, int64_t auto_pad,               \
+     const IntArray* pads, const IntArray* dilations, int64_t ceil_mode, Tensor* out, uint64_t* workspace_size, \
+     Executor** executor))                                                                                      \
+  X(aclnnAvgPool2dGetWorkspaceSize, Status,                                                                     \
+    (const Tensor* self, const IntArray* kernel_size, const IntArray* strides, const IntArray* paddings,        \
+     bool ceil_mode, bool count_include_pad, int64_t divisor_override, int8_t cube_math_type, Tensor* out,      \
+     uint64_t* workspace_size, Executor** executor))                                                            \
   X(aclnnInplaceCopyGetWorkspaceSize, Status,                                                                   \
     (Tensor* self_ref, const Tensor* src, uint64_t* workspace_size, Executor** executor))                        \
   X(aclnnPermuteGetWorkspaceSize, Status,                                                                       \
@@ -65,7 +73,7 @@ enum Format : int32_t { kFormatNd = 2 };  // aclFormat: ACL_FORMAT_ND
 
 #define ESG_ACLNN_RUN_FUNCTIONS(X) \
   X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnExpand) X(aclnnIndexSelect) \
-  X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConvolution)
+  X(aclnnMaxPool) X(aclnnAvgPool2d) X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConvolution)
 using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 
 struct Functions {

@@ -18,7 +18,7 @@ int64_t normalized(int64_t axis, size_t rank) { return axis < 0 ? axis + static_
 std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   const std::string op = n.op->name;
   if (op != "matmul" && op != "softmax" && op != "layer_norm" && op != "reduce_sum" && op != "transpose" && op != "concat" &&
-      op != "conv2d" && op != "expand" && op != "gather" && op != "slice")
+      op != "conv2d" && op != "expand" && op != "gather" && op != "slice" && op != "max_pool2d" && op != "avg_pool2d")
     return "no aclnn mapping";
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
     const ir::ValueId v = g.operands[n.first_input + i];
@@ -31,6 +31,14 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   if (op == "slice")
     for (int64_t step : a.ints("steps"))
       if (step < 0) return "a negative step (a view with negative strides)";
+  if (op == "avg_pool2d") {
+    const ir::Span<int64_t> pads = a.ints("pads");
+    if (pads[0] != pads[2] || pads[1] != pads[3]) return "asymmetric padding (aclnnAvgPool2d pads both sides alike)";
+  }
+  if (op == "max_pool2d") {
+    const ir::Span<int64_t> pads = a.ints("pads"), kernel = a.ints("kernel");
+    if (pads[0] + pads[2] > kernel[0] || pads[1] + pads[3] > kernel[1]) return "more padding than the window (aclnnMaxPool takes at most a window's)";
+  }
   if (op == "conv2d") {
     const ir::Span<int64_t> pads = a.ints("pads");
     if (pads[0] != pads[2] || pads[1] != pads[3]) return "asymmetric padding (aclnnConvolution pads both sides alike)";
@@ -122,6 +130,18 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       lib_.aclDestroyTensor(out_[0]);
       out_[0] = nullptr;
       out_[0] = tensor_of(dims, aclnn::kFloat, out[0]);
+    } else if (op == "max_pool2d" || op == "avg_pool2d") {
+      const bool max = op == "max_pool2d";
+      name_ = max ? "aclnnMaxPool" : "aclnnAvgPool2d", kind_ = max ? Kind::MaxPool : Kind::AvgPool;
+      run_ = max ? lib_.aclnnMaxPool : lib_.aclnnAvgPool2d;
+      in_.push_back(tensor(g, x, in[0]));
+      const ir::Span<int64_t> kernel = a.ints("kernel"), strides = a.ints("strides"), pads = a.ints("pads");
+      int_array({kernel[0], kernel[1]});
+      int_array({strides[0], strides[1]});
+      // MaxPool takes top, left, bottom, right; AvgPool2d one pad per axis (checked symmetric).
+      int_array(max ? std::vector<int64_t>{pads[0], pads[1], pads[2], pads[3]} : std::vector<int64_t>{pads[0], pads[1]});
+      if (max) int_array({1, 1});  // dilations
+      dim_ = a.attr_int("ceil_mode");
     } else if (op == "slice") {
       // The slice as a strided view of x (offset at the starts, strides times the steps), copied
       // into the result by aclnnInplaceCopy.
@@ -195,6 +215,13 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
       break;
     case Kind::Expand: ESG_ACLNN(lib_, aclnnExpandGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
     case Kind::IndexSelect: ESG_ACLNN(lib_, aclnnIndexSelectGetWorkspaceSize, in_[0], dim_, in_[1], out_[0], workspace, &e); break;
+    case Kind::MaxPool:  // autoPad 0: NOTSET, the explicit pads
+      ESG_ACLNN(lib_, aclnnMaxPoolGetWorkspaceSize, in_[0], ints_[0], ints_[1], int64_t{0}, ints_[2], ints_[3], dim_, out_[0], workspace, &e);
+      break;
+    case Kind::AvgPool:  // the mean of the window's elements inside the input, as the CPU's
+      ESG_ACLNN(lib_, aclnnAvgPool2dGetWorkspaceSize, in_[0], ints_[0], ints_[1], ints_[2], dim_ != 0, false, int64_t{0}, int8_t{0}, out_[0],
+                workspace, &e);
+      break;
     case Kind::Copy: ESG_ACLNN(lib_, aclnnInplaceCopyGetWorkspaceSize, out_[0], in_[0], workspace, &e); break;
     case Kind::Permute: ESG_ACLNN(lib_, aclnnPermuteGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
     case Kind::Cat: ESG_ACLNN(lib_, aclnnCatGetWorkspaceSize, list_, dim_, out_[0], workspace, &e); break;

@@ -249,6 +249,40 @@ ACLSIM_EXPORT Status aclnnIndexSelectGetWorkspaceSize(const Tensor* self, int64_
 }
 ACLSIM_RUN(aclnnIndexSelect)
 
+ACLSIM_EXPORT Status aclnnMaxPoolGetWorkspaceSize(const Tensor* self, const IntArray* kernel_shape, const IntArray* strides, int64_t auto_pad,
+                                                  const IntArray* pads, const IntArray* dilations, int64_t ceil_mode, Tensor* out,
+                                                  uint64_t* workspace_size, Executor** executor) {
+  const bool ok = kernel_shape && strides && pads && dilations && kernel_shape->values.size() == 2 && strides->values.size() == 2 &&
+                  pads->values.size() == 4 && auto_pad == 0 && dilations->values == std::vector<int64_t>{1, 1};
+  if (!ok) {
+    aclsim_fail("aclnnMaxPool", "the simulator pools 2-D windows with four pads, autoPad 0 and no dilation");
+    return kParamInvalid;
+  }
+  const std::vector<int64_t> k = kernel_shape->values, st = strides->values, p = pads->values;
+  return plan("aclnnMaxPool", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    return esg::max_pool2d(x[0], k, esg::MaxPool2dOptions().strides(st).pads(p).ceil_mode(ceil_mode != 0));
+  });
+}
+ACLSIM_RUN(aclnnMaxPool)
+
+// The mean over the window's elements inside the input (countIncludePad false, no divisor).
+ACLSIM_EXPORT Status aclnnAvgPool2dGetWorkspaceSize(const Tensor* self, const IntArray* kernel_size, const IntArray* strides,
+                                                    const IntArray* paddings, bool ceil_mode, bool count_include_pad, int64_t divisor_override,
+                                                    int8_t cube_math_type, Tensor* out, uint64_t* workspace_size, Executor** executor) {
+  const bool ok = kernel_size && strides && paddings && kernel_size->values.size() == 2 && strides->values.size() == 2 &&
+                  paddings->values.size() == 2 && !count_include_pad && divisor_override == 0 && cube_math_type >= 0 && cube_math_type <= 3;
+  if (!ok) {
+    aclsim_fail("aclnnAvgPool2d", "the simulator averages 2-D windows over the input's elements only, without a divisor");
+    return kParamInvalid;
+  }
+  const std::vector<int64_t> k = kernel_size->values, st = strides->values;
+  const std::vector<int64_t> p{paddings->values[0], paddings->values[1], paddings->values[0], paddings->values[1]};
+  return plan("aclnnAvgPool2d", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    return esg::avg_pool2d(x[0], k, esg::AvgPool2dOptions().strides(st).pads(p).ceil_mode(ceil_mode));
+  });
+}
+ACLSIM_RUN(aclnnAvgPool2d)
+
 // selfRef = src, element by element in row-major order of their views (same dims here).
 ACLSIM_EXPORT Status aclnnInplaceCopyGetWorkspaceSize(Tensor* self_ref, const Tensor* src, uint64_t* workspace_size, Executor** executor) {
   if (!self_ref || !src || self_ref->dims != src->dims) {

@@ -297,6 +297,26 @@ def test_slices_copy_a_strided_view(acl_log):
         esgraph.compile(graph_of(lambda a: ops.slice(a, starts=[-1], ends=[-7], steps=[-1]), x.shape), backend="ascend-sim")
 
 
+POOLS = [dict(kernel=[2, 2]), dict(kernel=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+         dict(kernel=[3, 2], strides=[2, 3], ceil_mode=True), dict(kernel=[3, 3], strides=[2, 2], pads=[1, 0, 2, 1])]
+
+
+@pytest.mark.parametrize("pool", ["max_pool2d", "avg_pool2d"])
+def test_pooling_runs_on_aclnn(pool, acl_log):
+    """max_pool2d as aclnnMaxPool (four pads), avg_pool2d as aclnnAvgPool2d (the mean of the
+    window's elements inside the input; one pad per axis, so asymmetric pads are refused)."""
+    x = np.random.default_rng(10).standard_normal((2, 3, 9, 10)).astype(np.float32)
+    fn = getattr(ops, pool)
+    for kw in POOLS:
+        g = graph_of(lambda a: fn(a, **kw) + 1.0, x.shape)
+        if pool == "avg_pool2d" and kw.get("pads", [0] * 4)[:2] != kw.get("pads", [0] * 4)[2:]:
+            with pytest.raises(esgraph.UnsupportedError, match=r"avg_pool2d x1 \(asymmetric padding"):
+                esgraph.compile(g, backend="ascend-sim")
+            continue
+        check_same(g, [x])
+    assert calls(acl_log(), "aclnnMaxPoolGetWorkspaceSize" if pool == "max_pool2d" else "aclnnAvgPool2dGetWorkspaceSize")
+
+
 def test_groups_with_several_outputs_and_views():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((16, 30)).astype(np.float32)
