@@ -384,20 +384,22 @@ enum class RoundMode { CAST_NONE, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, 
 namespace sim {
 template <class D, class S>
 D convert(S v, RoundMode mode);
-template <>
-inline float convert<float, half>(half v, RoundMode mode) {
-  if (mode != RoundMode::CAST_NONE) fault("Cast half -> float: CAST_NONE only");
-  return static_cast<float>(v);
+// Widening conversions are exact: CAST_NONE only, as CANN's table has them.
+template <class D, class S>
+D widen(S v, RoundMode mode, const char* pair) {
+  if (mode != RoundMode::CAST_NONE) fault(std::string("Cast ") + pair + ": CAST_NONE only");
+  return static_cast<D>(v);
 }
+template <>
+inline float convert<float, half>(half v, RoundMode mode) { return widen<float>(v, mode, "half -> float"); }
+template <>
+inline float convert<float, bfloat16_t>(bfloat16_t v, RoundMode mode) { return widen<float>(v, mode, "bfloat16_t -> float"); }
+template <>
+inline half convert<half, uint8_t>(uint8_t v, RoundMode mode) { return widen<half>(v, mode, "uint8_t -> half"); }
 template <>
 inline half convert<half, float>(float v, RoundMode mode) {
   if (mode != RoundMode::CAST_RINT && mode != RoundMode::CAST_NONE) fault("Cast float -> half: the simulator rounds to nearest even only");
   return static_cast<half>(v);  // to nearest, ties to even
-}
-template <>
-inline float convert<float, bfloat16_t>(bfloat16_t v, RoundMode mode) {
-  if (mode != RoundMode::CAST_NONE) fault("Cast bfloat16_t -> float: CAST_NONE only");
-  return static_cast<float>(v);
 }
 template <>
 inline bfloat16_t convert<bfloat16_t, float>(float v, RoundMode mode) {
@@ -406,11 +408,6 @@ inline bfloat16_t convert<bfloat16_t, float>(float v, RoundMode mode) {
   std::memcpy(&u, &v, 4);
   if ((u & 0x7fffffffu) > 0x7f800000u) return bfloat16_t{uint16_t((u >> 16) | 0x40)};  // NaN stays NaN
   return bfloat16_t{uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
-}
-template <>
-inline half convert<half, uint8_t>(uint8_t v, RoundMode mode) {
-  if (mode != RoundMode::CAST_NONE) fault("Cast uint8_t -> half: CAST_NONE only");
-  return static_cast<half>(v);
 }
 template <>
 inline uint8_t convert<uint8_t, half>(half v, RoundMode mode) {
