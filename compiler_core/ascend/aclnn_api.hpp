@@ -47,6 +47,15 @@ enum Format : int32_t { kFormatNd = 2 };  // aclFormat: ACL_FORMAT_ND
   X(aclnnReduceSumGetWorkspaceSize, Status,                                                                     \
     (const Tensor* self, const IntArray* dims, bool keep_dims, DataType dtype, Tensor* out,                     \
      uint64_t* workspace_size, Executor** executor))                                                            \
+  X(aclnnMeanGetWorkspaceSize, Status,                                                                          \
+    (const Tensor* self, const IntArray* dim, bool keep_dim, DataType dtype, Tensor* out, uint64_t* workspace_size, \
+     Executor** executor))                                                                                      \
+  X(aclnnAmaxGetWorkspaceSize, Status,                                                                          \
+    (const Tensor* self, const IntArray* dim, bool keep_dim, Tensor* out, uint64_t* workspace_size,             \
+     Executor** executor))                                                                                      \
+  X(aclnnAminGetWorkspaceSize, Status,                                                                          \
+    (const Tensor* self, const IntArray* dim, bool keep_dim, Tensor* out, uint64_t* workspace_size,             \
+     Executor** executor))                                                                                      \
   X(aclnnExpandGetWorkspaceSize, Status,                                                                        \
     (const Tensor* self, const IntArray* size, Tensor* out, uint64_t* workspace_size, Executor** executor))    \
   X(aclnnIndexSelectGetWorkspaceSize, Status,                                                                   \
@@ -72,7 +81,7 @@ enum Format : int32_t { kFormatNd = 2 };  // aclFormat: ACL_FORMAT_ND
      int8_t cube_math_type, uint64_t* workspace_size, Executor** executor))
 
 #define ESG_ACLNN_RUN_FUNCTIONS(X) \
-  X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnExpand) X(aclnnIndexSelect) \
+  X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnMean) X(aclnnAmax) X(aclnnAmin) X(aclnnExpand) X(aclnnIndexSelect) \
   X(aclnnMaxPool) X(aclnnAvgPool2d) X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConvolution)
 using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 

@@ -17,7 +17,8 @@ int64_t normalized(int64_t axis, size_t rank) { return axis < 0 ? axis + static_
 
 std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   const std::string op = n.op->name;
-  if (op != "matmul" && op != "softmax" && op != "layer_norm" && op != "reduce_sum" && op != "transpose" && op != "concat" &&
+  if (op != "matmul" && op != "softmax" && op != "layer_norm" && op != "reduce_sum" && op != "reduce_mean" && op != "reduce_max" &&
+      op != "reduce_min" && op != "transpose" && op != "concat" &&
       op != "conv2d" && op != "expand" && op != "gather" && op != "slice" && op != "max_pool2d" && op != "avg_pool2d")
     return "no aclnn mapping";
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
@@ -102,8 +103,11 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       const std::vector<int64_t> normalized_shape(s.begin() + normalized(a.attr_int("axis"), rank), s.end());
       int_array(normalized_shape);
       epsilon_ = a.attr_float("epsilon");
-    } else if (op == "reduce_sum") {
-      name_ = "aclnnReduceSum", kind_ = Kind::ReduceSum, run_ = lib_.aclnnReduceSum;
+    } else if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max" || op == "reduce_min") {
+      if (op == "reduce_sum") name_ = "aclnnReduceSum", kind_ = Kind::ReduceSum, run_ = lib_.aclnnReduceSum;
+      if (op == "reduce_mean") name_ = "aclnnMean", kind_ = Kind::Mean, run_ = lib_.aclnnMean;
+      if (op == "reduce_max") name_ = "aclnnAmax", kind_ = Kind::Amax, run_ = lib_.aclnnAmax;
+      if (op == "reduce_min") name_ = "aclnnAmin", kind_ = Kind::Amin, run_ = lib_.aclnnAmin;
       in_.push_back(tensor(g, x, in[0]));
       std::vector<int64_t> axes;
       for (int64_t axis : a.ints("axes")) axes.push_back(normalized(axis, rank));
@@ -213,6 +217,9 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
     case Kind::ReduceSum:
       ESG_ACLNN(lib_, aclnnReduceSumGetWorkspaceSize, in_[0], ints_[0], keep_dims_, aclnn::kFloat, out_[0], workspace, &e);
       break;
+    case Kind::Mean: ESG_ACLNN(lib_, aclnnMeanGetWorkspaceSize, in_[0], ints_[0], keep_dims_, aclnn::kFloat, out_[0], workspace, &e); break;
+    case Kind::Amax: ESG_ACLNN(lib_, aclnnAmaxGetWorkspaceSize, in_[0], ints_[0], keep_dims_, out_[0], workspace, &e); break;
+    case Kind::Amin: ESG_ACLNN(lib_, aclnnAminGetWorkspaceSize, in_[0], ints_[0], keep_dims_, out_[0], workspace, &e); break;
     case Kind::Expand: ESG_ACLNN(lib_, aclnnExpandGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
     case Kind::IndexSelect: ESG_ACLNN(lib_, aclnnIndexSelectGetWorkspaceSize, in_[0], dim_, in_[1], out_[0], workspace, &e); break;
     case Kind::MaxPool:  // autoPad 0: NOTSET, the explicit pads

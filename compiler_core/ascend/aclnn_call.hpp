@@ -39,7 +39,7 @@ class AclnnCall {
   aclnn::IntArray* int_array(const std::vector<int64_t>& values);
 
   const AclnnLibrary& lib_;
-  enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Expand, IndexSelect, MaxPool, AvgPool, Copy, Permute, Cat, Convolution };
+  enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Mean, Amax, Amin, Expand, IndexSelect, MaxPool, AvgPool, Copy, Permute, Cat, Convolution };
   const char* name_ = "";  // the aclnn op
   Kind kind_ = Kind::Matmul;
   aclnn::RunFn run_ = nullptr;  // its running half, chosen once (a run looks nothing up)

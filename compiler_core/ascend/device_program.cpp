@@ -62,6 +62,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     throw Error(ErrorCode::Unsupported, "ascend: no device lowering yet for " + list +
                                             "; generated kernels cover elementwise ops over f32, f16 and bool, CANN's operator "
                                             "library (aclnn) matmul, conv2d, max_pool2d, avg_pool2d, softmax, layer_norm, reduce_sum, "
+                                            "reduce_mean, reduce_max, reduce_min, "
                                             "transpose, concat, slice, gather and expand (f32)");
   }
   const Toolchain toolchain = options.simulated ? simulator_toolchain() : cann_toolchain();

@@ -217,6 +217,39 @@ ACLSIM_EXPORT Status aclnnReduceSumGetWorkspaceSize(const Tensor* self, const In
 }
 ACLSIM_RUN(aclnnReduceSum)
 
+ACLSIM_EXPORT Status aclnnMeanGetWorkspaceSize(const Tensor* self, const IntArray* dim, bool keep_dim, DataType dtype, Tensor* out,
+                                               uint64_t* workspace_size, Executor** executor) {
+  if (!dim || dtype != kFloat) {
+    aclsim_fail("aclnnMean", "dim missing or a dtype other than float32");
+    return kParamInvalid;
+  }
+  const std::vector<int64_t> axes = dim->values;
+  return plan("aclnnMean", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    return esg::reduce_mean(x[0], esg::ReduceMeanOptions().axes(axes).keepdims(keep_dim));
+  });
+}
+ACLSIM_RUN(aclnnMean)
+
+ACLSIM_EXPORT Status aclnnAmaxGetWorkspaceSize(const Tensor* self, const IntArray* dim, bool keep_dim, Tensor* out, uint64_t* workspace_size,
+                                               Executor** executor) {
+  if (!dim) return kParamNull;
+  const std::vector<int64_t> axes = dim->values;
+  return plan("aclnnAmax", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    return esg::reduce_max(x[0], esg::ReduceMaxOptions().axes(axes).keepdims(keep_dim));
+  });
+}
+ACLSIM_RUN(aclnnAmax)
+
+ACLSIM_EXPORT Status aclnnAminGetWorkspaceSize(const Tensor* self, const IntArray* dim, bool keep_dim, Tensor* out, uint64_t* workspace_size,
+                                               Executor** executor) {
+  if (!dim) return kParamNull;
+  const std::vector<int64_t> axes = dim->values;
+  return plan("aclnnAmin", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    return esg::reduce_min(x[0], esg::ReduceMinOptions().axes(axes).keepdims(keep_dim));
+  });
+}
+ACLSIM_RUN(aclnnAmin)
+
 ACLSIM_EXPORT Status aclnnExpandGetWorkspaceSize(const Tensor* self, const IntArray* size, Tensor* out, uint64_t* workspace_size,
                                                  Executor** executor) {
   if (!size) return kParamNull;

@@ -317,6 +317,32 @@ def test_pooling_runs_on_aclnn(pool, acl_log):
     assert calls(acl_log(), "aclnnMaxPoolGetWorkspaceSize" if pool == "max_pool2d" else "aclnnAvgPool2dGetWorkspaceSize")
 
 
+@pytest.mark.parametrize("reduce", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"])
+def test_reductions_run_on_aclnn(reduce):
+    x = np.random.default_rng(11).standard_normal((3, 4, 5, 6)).astype(np.float32)
+    fn = getattr(ops, reduce)
+    for kw in (dict(axes=[2, 3], keepdims=True), dict(axes=[-1]), dict()):
+        check_same(graph_of(lambda a: fn(a, **kw), x.shape), [x])
+
+
+def test_a_convolutional_network_imported_from_pytorch_runs_on_the_device():
+    """Convolutions (batch norm folded in) with ReLU, max pooling, a global average, a linear
+    layer: a small ResNet-style stem from torch.fx, all of it on the device."""
+    torch = pytest.importorskip("torch")
+    import esgraph.torch as esg_torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10)).eval()
+    x = torch.randn(2, 3, 16, 16)
+    graph = esg_torch.from_module(net, (x,))
+    with torch.no_grad():
+        want = net(x).numpy()
+    got = esgraph.compile(graph, backend="ascend-sim").run([x.numpy()])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 def test_groups_with_several_outputs_and_views():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((16, 30)).astype(np.float32)
