@@ -7,8 +7,9 @@
 
 namespace esg::ascend {
 
-// softmax with a scale or a mask as its elementwise part and a plain softmax (aclnnSoftmax has
-// neither); operands broadcast in ways the kernels do not read in place expanded first.
+// split as slices (copies of strided views); softmax with a scale or a mask as its elementwise
+// part and a plain softmax (aclnnSoftmax has neither); operands broadcast in ways the kernels do
+// not read in place expanded first.
 std::unique_ptr<ir::Graph> lower_for_device(const ir::Graph& g);
 
 }  // namespace esg::ascend

@@ -135,7 +135,8 @@ std::unique_ptr<Graph> eliminate_common_subexpressions(const Graph& g) {
 std::unique_ptr<Graph> fold_constants(const Graph& g, int64_t max_elements) {
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    if (n.region != 0 || n.blob != kNone || n.num_bodies || n.num_inputs == 0) return false;
+    // Generators (fill, range) have no inputs and fold like the rest, within max_elements.
+    if (n.region != 0 || n.blob != kNone || n.num_bodies) return false;
     const Graph& t = r.to().graph();
     std::vector<eval::TensorRef> in(n.num_inputs);
     std::vector<const eval::TensorRef*> in_ptrs(n.num_inputs, nullptr);
@@ -386,6 +387,31 @@ std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
       return true;
     }
     return false;
+  });
+}
+
+std::unique_ptr<Graph> split_into_slices(const Graph& g) {
+  const ir::OpSchema* slice = ir::find_op("slice");
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.num_deps || !is_op(n, "split")) return false;
+    const ValueId x = r.get(g.operands[n.first_input]);
+    const size_t rank = g.shape(g.operands[n.first_input]).rank();
+    int64_t axis = attr(g, n, "axis").i;
+    if (axis < 0) axis += static_cast<int64_t>(rank);
+    int64_t at = 0;
+    for (uint32_t k = 0; k < n.num_outputs; ++k) {
+      const int64_t size = g.shape(n.first_output + k)[static_cast<size_t>(axis)];
+      const int64_t starts[] = {at}, ends[] = {at + size}, axes[] = {axis};
+      std::vector<ir::AttrArg> attrs(slice->attrs.size());
+      attrs[static_cast<size_t>(slice->attr_index("starts"))] = ir::AttrArg::of_ints(starts, 1);
+      attrs[static_cast<size_t>(slice->attr_index("ends"))] = ir::AttrArg::of_ints(ends, 1);
+      attrs[static_cast<size_t>(slice->attr_index("axes"))] = ir::AttrArg::of_ints(axes, 1);
+      const ValueId in[] = {x};
+      r.set(n.first_output + k, r.to().graph().nodes[r.to().add_op(*slice, {in, 1}, {attrs.data(), attrs.size()})].first_output);
+      at += size;
+    }
+    return true;
   });
 }
 

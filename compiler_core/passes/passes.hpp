@@ -15,8 +15,8 @@ namespace esg::passes {
 std::unique_ptr<ir::Graph> eliminate_dead_code(const ir::Graph& g);
 // Merges nodes with the same op, inputs and attributes (equal constants too).
 std::unique_ptr<ir::Graph> eliminate_common_subexpressions(const ir::Graph& g);
-// Computes nodes whose inputs are all constants (up to `max_elements` per output) with the
-// reference kernels, replacing them by constants.
+// Computes nodes whose inputs are all constants (generators with no inputs too; up to
+// `max_elements` per output) with the reference kernels, replacing them by constants.
 std::unique_ptr<ir::Graph> fold_constants(const ir::Graph& g, int64_t max_elements = int64_t{1} << 16);
 // x*1, 1*x, x/1, x+0, 0+x, x-0 (when the result is x's shape and dtype), casts to the same
 // dtype, cast chains through a lossless dtype, transpose chains (to one, or none), reshape
@@ -27,6 +27,9 @@ std::unique_ptr<ir::Graph> simplify(const ir::Graph& g);
 // scalar), W and b constants and the convolution read only there: one conv2d with W and b
 // rescaled and shifted (a batch norm after a convolution disappears into it). f32 only.
 std::unique_ptr<ir::Graph> fold_affine_into_conv(const ir::Graph& g);
+
+// Each output of a split as a slice of its input (for a backend that slices but does not split).
+std::unique_ptr<ir::Graph> split_into_slices(const ir::Graph& g);
 
 // softmax(x, mask, scale) with a scale or a mask: softmax(x * scale + mask), plain, after two
 // elementwise ops (for a backend whose softmax has neither; they fuse with the ops before).

@@ -322,7 +322,11 @@ std::vector<FusedGroup> find_groups(const Graph& g, const GroupingOptions& optio
   std::vector<char> member(g.nodes.size(), 0);
   std::vector<uint32_t> seen(g.nodes.size(), 0);
   uint32_t stamp = 0;
-  for (std::vector<NodeId> members : by_root) {
+  // A set whose group would leave and re-enter itself runs unfused on the CPU; a backend that
+  // wants every op in a group gets each member as a group of its own (those cannot cycle).
+  std::vector<std::vector<NodeId>> todo = std::move(by_root);
+  for (size_t next = 0; next < todo.size(); ++next) {
+    std::vector<NodeId> members = todo[next];
     if (members.empty()) continue;
     for (NodeId m : members) member[m] = 1;
     const NodeId head = options.heads && f32[members.front()] ? find_head(g, members, member, consumers, is_output) : kNone;
@@ -363,7 +367,12 @@ std::vector<FusedGroup> find_groups(const Graph& g, const GroupingOptions& optio
         if (v != kNone && g.values[v].producer != kNone && g.values[v].producer >= first) work.push_back(g.values[v].producer);
     }
     for (NodeId m : members) member[m] = 0;
-    if (cycle) continue;
+    if (cycle) {
+      if (options.single_ops)
+        for (NodeId m : members)
+          if (m != head) todo.push_back({m});
+      continue;
+    }
     grp.steps = bind_steps(g, grp);
     bind_f32(g, grp);
     groups.push_back(std::move(grp));

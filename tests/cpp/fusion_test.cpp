@@ -65,3 +65,23 @@ TEST_CASE("fused f32 groups reuse the tiles of results no one reads any more") {
     check_slots(grp);
   }
 }
+
+TEST_CASE("a group that would leave and re-enter itself: unfused on the CPU, single ops for a device") {
+  // a -> t = tanh(a) -> r = reduce_sum(t) (not elementwise) -> u = t * r: t and u would be one
+  // group whose input r is computed from its member t.
+  ir::Builder b("cycle");
+  const ValueId a = b.add_input("a", ir::DType::F32, ir::Shape{4});
+  const ValueId t = node(b, ir::ops::tanh, {a});
+  const ValueId r = node(b, ir::ops::reduce_sum, {t}, {ir::AttrArg{}, ir::AttrArg::of_bool(true)});
+  const ValueId u = node(b, ir::ops::mul, {t, r});
+  const auto g = b.finish({&u, 1});
+  CHECK(runtime::find_groups(*g).empty());
+  runtime::GroupingOptions device;
+  device.single_ops = true;
+  device.heads = false;
+  const auto groups = runtime::find_groups(*g, device);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].members.size() == 1);
+  CHECK(groups[1].members.size() == 1);
+}
+

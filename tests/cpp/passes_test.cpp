@@ -220,3 +220,19 @@ TEST_CASE("a softmax with a scale or a mask splits into its elementwise part and
   for (size_t k = 0; k < want.size(); ++k)
     for (int64_t i = 0; i < want[k].size(); ++i) CHECK(eval::load_f(got[k], i) == doctest::Approx(eval::load_f(want[k], i)).epsilon(1e-6));
 }
+
+TEST_CASE("a split becomes one slice per output") {
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{3, 10});
+  const int64_t sizes[] = {2, 5, 3};
+  std::vector<ir::AttrArg> attrs(ir::ops::split.attrs.size());
+  attrs[static_cast<size_t>(ir::ops::split.attr_index("sizes"))] = ir::AttrArg::of_ints(sizes, 3);
+  attrs[static_cast<size_t>(ir::ops::split.attr_index("axis"))] = ir::AttrArg::of_int(-1);
+  const ir::Node& s = b.graph().nodes[b.add_op(ir::ops::split, std::vector<ValueId>{x}, attrs)];
+  const ValueId outs[] = {s.first_output, s.first_output + 1, s.first_output + 2};
+  const auto g = b.finish({outs, 3});
+  const auto out = passes::split_into_slices(*g);
+  CHECK(count(*out, "split") == 0);
+  CHECK(count(*out, "slice") == 3);
+  same_values(*g, *out);
+}
