@@ -13,6 +13,17 @@ eval::KernelCall attrs_of(const ir::Graph& g, const ir::Node& n) { return eval::
 
 int64_t normalized(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
 
+// aclDataType of the element types the calls take (unsupported() admits no others).
+aclnn::DataType data_type(ir::DType t) {
+  switch (t) {
+    case ir::DType::F16: return aclnn::kFloat16;
+    case ir::DType::BF16: return aclnn::kBf16;
+    case ir::DType::I32: return aclnn::kInt32;
+    case ir::DType::I64: return aclnn::kInt64;
+    default: return aclnn::kFloat;
+  }
+}
+
 }  // namespace
 
 std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
@@ -24,7 +35,8 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
     const ir::ValueId v = g.operands[n.first_input + i];
     const bool index = op == "gather" && i == 1;  // i32 or i64 by the op's signature
-    if (v != ir::kNone && !index && g.values[v].dtype != ir::DType::F32) return "f32 only so far";
+    const ir::DType t = v == ir::kNone ? ir::DType::F32 : g.values[v].dtype;
+    if (!index && t != ir::DType::F32 && t != ir::DType::F16 && t != ir::DType::BF16) return "f32, f16 and bf16 only so far";
   }
   const eval::KernelCall a = attrs_of(g, n);
   if (op == "softmax" && (n.num_inputs > 1 && g.operands[n.first_input + 1] != ir::kNone)) return "a mask (aclnnSoftmax has none)";
@@ -50,8 +62,7 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
 aclnn::Tensor* AclnnCall::tensor(const ir::Graph& g, ir::ValueId v, void* data, bool transpose_last_two) {
   const ir::Shape& s = g.shape(v);
   const ir::DType t = g.values[v].dtype;
-  const aclnn::DataType dtype = t == ir::DType::I32 ? aclnn::kInt32 : t == ir::DType::I64 ? aclnn::kInt64 : aclnn::kFloat;
-  aclnn::Tensor* made = tensor_of(std::vector<int64_t>(s.begin(), s.end()), dtype, data, transpose_last_two);
+  aclnn::Tensor* made = tensor_of(std::vector<int64_t>(s.begin(), s.end()), data_type(t), data, transpose_last_two);
   if (!made) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateTensor failed for " + g.value_name(v));
   return made;
 }
@@ -84,6 +95,7 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
   const size_t rank = g.shape(x).rank();
   try {
     for (uint32_t i = 0; i < n.num_outputs; ++i) out_.push_back(tensor(g, n.first_output + i, out[i]));
+    out_type_ = data_type(g.values[n.first_output].dtype);
     if (op == "matmul") {
       name_ = "aclnnMatmul", kind_ = Kind::Matmul, run_ = lib_.aclnnMatmul;
       in_.push_back(tensor(g, x, in[0], a.attr_int("transpose_a") != 0));
@@ -126,14 +138,14 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       in_.push_back(tensor(g, x, in[0]));
       const ir::ValueId index = g.operands[n.first_input + 1];
       const int64_t picks = g.shape(index).num_elements();
-      in_.push_back(tensor_of({picks}, g.values[index].dtype == ir::DType::I32 ? aclnn::kInt32 : aclnn::kInt64, in[1]));
+      in_.push_back(tensor_of({picks}, data_type(g.values[index].dtype), in[1]));
       dim_ = normalized(a.attr_int("axis"), rank);
       const ir::Shape& xs = g.shape(x);
       std::vector<int64_t> dims(xs.begin(), xs.end());
       dims[static_cast<size_t>(dim_)] = picks;
       lib_.aclDestroyTensor(out_[0]);
       out_[0] = nullptr;
-      out_[0] = tensor_of(dims, aclnn::kFloat, out[0]);
+      out_[0] = tensor_of(dims, data_type(g.values[n.first_output].dtype), out[0]);
     } else if (op == "max_pool2d" || op == "avg_pool2d") {
       const bool max = op == "max_pool2d";
       name_ = max ? "aclnnMaxPool" : "aclnnAvgPool2d", kind_ = max ? Kind::MaxPool : Kind::AvgPool;
@@ -168,7 +180,7 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
         offset += ys[d] ? starts[d] * strides[d] : 0;
         view_strides[d] = strides[d] * steps[d];
       }
-      in_.push_back(view(std::vector<int64_t>(ys.begin(), ys.end()), view_strides, offset, storage, aclnn::kFloat, in[0]));
+      in_.push_back(view(std::vector<int64_t>(ys.begin(), ys.end()), view_strides, offset, storage, data_type(g.values[x].dtype), in[0]));
     } else if (op == "transpose") {
       name_ = "aclnnPermute", kind_ = Kind::Permute, run_ = lib_.aclnnPermute;
       in_.push_back(tensor(g, x, in[0]));
@@ -215,9 +227,9 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
       ESG_ACLNN(lib_, aclnnLayerNormGetWorkspaceSize, in_[0], ints_[0], in_[1], in_[2], epsilon_, out_[0], nullptr, nullptr, workspace, &e);
       break;
     case Kind::ReduceSum:
-      ESG_ACLNN(lib_, aclnnReduceSumGetWorkspaceSize, in_[0], ints_[0], keep_dims_, aclnn::kFloat, out_[0], workspace, &e);
+      ESG_ACLNN(lib_, aclnnReduceSumGetWorkspaceSize, in_[0], ints_[0], keep_dims_, out_type_, out_[0], workspace, &e);
       break;
-    case Kind::Mean: ESG_ACLNN(lib_, aclnnMeanGetWorkspaceSize, in_[0], ints_[0], keep_dims_, aclnn::kFloat, out_[0], workspace, &e); break;
+    case Kind::Mean: ESG_ACLNN(lib_, aclnnMeanGetWorkspaceSize, in_[0], ints_[0], keep_dims_, out_type_, out_[0], workspace, &e); break;
     case Kind::Amax: ESG_ACLNN(lib_, aclnnAmaxGetWorkspaceSize, in_[0], ints_[0], keep_dims_, out_[0], workspace, &e); break;
     case Kind::Amin: ESG_ACLNN(lib_, aclnnAminGetWorkspaceSize, in_[0], ints_[0], keep_dims_, out_[0], workspace, &e); break;
     case Kind::Expand: ESG_ACLNN(lib_, aclnnExpandGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;

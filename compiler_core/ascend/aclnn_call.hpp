@@ -42,6 +42,7 @@ class AclnnCall {
   enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Mean, Amax, Amin, Expand, IndexSelect, MaxPool, AvgPool, Copy, Permute, Cat, Convolution };
   const char* name_ = "";  // the aclnn op
   Kind kind_ = Kind::Matmul;
+  aclnn::DataType out_type_ = aclnn::kFloat;  // the result's element type (reductions take it)
   aclnn::RunFn run_ = nullptr;  // its running half, chosen once (a run looks nothing up)
   std::vector<aclnn::Tensor*> in_, out_;
   std::vector<aclnn::IntArray*> ints_;  // the op's integer lists, in its parameters' order

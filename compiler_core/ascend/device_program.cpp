@@ -63,7 +63,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
                                             "; generated kernels cover elementwise ops over f32, f16 and bool, CANN's operator "
                                             "library (aclnn) matmul, conv2d, max_pool2d, avg_pool2d, softmax, layer_norm, reduce_sum, "
                                             "reduce_mean, reduce_max, reduce_min, "
-                                            "transpose, concat, slice, gather and expand (f32)");
+                                            "transpose, concat, slice, gather and expand (f32, f16, bf16)");
   }
   const Toolchain toolchain = options.simulated ? simulator_toolchain() : cann_toolchain();
   std::map<std::string, int> kernel_of;  // by entry: one binary per distinct kernel

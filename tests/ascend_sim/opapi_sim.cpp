@@ -51,10 +51,18 @@ std::vector<int64_t> offsets(const Tensor& t) {
   return out;
 }
 
-// The element types the simulated library takes: f32 data, and i32/i64 indices.
-size_t element_size(DataType t) { return t == kInt64 ? 8 : 4; }
-bool simulated_type(DataType t) { return t == kFloat || t == kInt32 || t == kInt64; }
-esg::DType esg_type(DataType t) { return t == kInt64 ? esg::i64 : t == kInt32 ? esg::i32 : esg::f32; }
+// The element types the simulated library takes: f32, f16 and bf16 data, i32/i64 indices.
+size_t element_size(DataType t) { return t == kInt64 ? 8 : t == kFloat16 || t == kBf16 ? 2 : 4; }
+bool simulated_type(DataType t) { return t == kFloat || t == kFloat16 || t == kBf16 || t == kInt32 || t == kInt64; }
+esg::DType esg_type(DataType t) {
+  switch (t) {
+    case kFloat16: return esg::f16;
+    case kBf16: return esg::bf16;
+    case kInt32: return esg::i32;
+    case kInt64: return esg::i64;
+    default: return esg::f32;
+  }
+}
 
 void check_view(const Tensor& t, const std::vector<int64_t>& at, const char* what) {
   if (at.empty()) return;
@@ -78,9 +86,12 @@ esg::HostTensor gather(const Tensor& t) {
 void scatter(const Tensor& t, const esg::HostTensor& h) {
   const std::vector<int64_t> at = offsets(t);
   check_view(t, at, "aclnn output");
-  const std::vector<float> values = h.values<float>();
-  if (values.size() != at.size()) throw std::runtime_error("aclnn output: the result has " + std::to_string(values.size()) + " elements, the view " + std::to_string(at.size()));
-  for (size_t e = 0; e < at.size(); ++e) static_cast<float*>(t.data)[at[e]] = values[e];
+  if (static_cast<size_t>(h.count()) != at.size())
+    throw std::runtime_error("aclnn output: the result has " + std::to_string(h.count()) + " elements, the view " + std::to_string(at.size()));
+  if (h.dtype() != esg_type(t.dtype)) throw std::runtime_error("aclnn output: the result's element type differs from the view's");
+  const size_t size = element_size(t.dtype);
+  const uint8_t* bytes = const_cast<esg::HostTensor&>(h).data<uint8_t>();
+  for (size_t e = 0; e < at.size(); ++e) std::memcpy(static_cast<char*>(t.data) + at[e] * static_cast<int64_t>(size), bytes + e * size, size);
 }
 
 // Plans op `name`: `build` makes the esgraph graph of its inputs (as graph inputs, in order).
@@ -96,8 +107,8 @@ Status plan(const char* name, std::vector<const Tensor*> inputs, const Tensor* o
       aclsim_fail(name, t ? "the simulated operator library computes float32 (indices int32, int64) only" : "a required tensor is null");
       return t ? kParamInvalid : kParamNull;
     }
-  if (out->dtype != kFloat) {
-    aclsim_fail(name, "the simulated operator library gives float32 only");
+  if (!simulated_type(out->dtype)) {
+    aclsim_fail(name, "the simulated operator library gives float32, float16 and bfloat16 only");
     return kParamInvalid;
   }
   try {
@@ -206,8 +217,8 @@ ACLSIM_RUN(aclnnLayerNorm)
 
 ACLSIM_EXPORT Status aclnnReduceSumGetWorkspaceSize(const Tensor* self, const IntArray* dims, bool keep_dims, DataType dtype, Tensor* out,
                                                     uint64_t* workspace_size, Executor** executor) {
-  if (!dims || dtype != kFloat) {
-    aclsim_fail("aclnnReduceSum", "dims missing or a dtype other than float32");
+  if (!dims || !out || dtype != out->dtype) {
+    aclsim_fail("aclnnReduceSum", "dims missing or a dtype other than the result's");
     return kParamInvalid;
   }
   const std::vector<int64_t> axes = dims->values;
@@ -219,8 +230,8 @@ ACLSIM_RUN(aclnnReduceSum)
 
 ACLSIM_EXPORT Status aclnnMeanGetWorkspaceSize(const Tensor* self, const IntArray* dim, bool keep_dim, DataType dtype, Tensor* out,
                                                uint64_t* workspace_size, Executor** executor) {
-  if (!dim || dtype != kFloat) {
-    aclsim_fail("aclnnMean", "dim missing or a dtype other than float32");
+  if (!dim || !out || dtype != out->dtype) {
+    aclsim_fail("aclnnMean", "dim missing or a dtype other than the result's");
     return kParamInvalid;
   }
   const std::vector<int64_t> axes = dim->values;
