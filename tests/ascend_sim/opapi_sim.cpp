@@ -215,49 +215,47 @@ ACLSIM_EXPORT Status aclnnLayerNormGetWorkspaceSize(const Tensor* input, const I
 }
 ACLSIM_RUN(aclnnLayerNorm)
 
-ACLSIM_EXPORT Status aclnnReduceSumGetWorkspaceSize(const Tensor* self, const IntArray* dims, bool keep_dims, DataType dtype, Tensor* out,
-                                                    uint64_t* workspace_size, Executor** executor) {
-  if (!dims || !out || dtype != out->dtype) {
-    aclsim_fail("aclnnReduceSum", "dims missing or a dtype other than the result's");
+namespace {
+// The reductions over `dim` (keeping it or not) as esgraph's reduce op `Options` builds it; those
+// with a dtype argument take the result's own.
+template <class Options, class Reduce>
+Status plan_reduction(const char* name, const Tensor* self, const IntArray* dim, bool keep_dim, const DataType* dtype, Tensor* out,
+                      uint64_t* workspace_size, Executor** executor, Reduce reduce) {
+  if (!dim || !out || (dtype && *dtype != out->dtype)) {
+    aclsim_fail(name, "dim missing, or a dtype other than the result's");
     return kParamInvalid;
   }
-  const std::vector<int64_t> axes = dims->values;
-  return plan("aclnnReduceSum", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
-    return esg::reduce_sum(x[0], esg::ReduceSumOptions().axes(axes).keepdims(keep_dims));
-  });
+  const std::vector<int64_t> axes = dim->values;
+  return plan(name, {self}, out, 0, workspace_size, executor,
+              [=](const std::vector<esg::Tensor>& x) { return reduce(x[0], Options().axes(axes).keepdims(keep_dim)); });
+}
+}  // namespace
+
+ACLSIM_EXPORT Status aclnnReduceSumGetWorkspaceSize(const Tensor* self, const IntArray* dims, bool keep_dims, DataType dtype, Tensor* out,
+                                                    uint64_t* workspace_size, Executor** executor) {
+  return plan_reduction<esg::ReduceSumOptions>("aclnnReduceSum", self, dims, keep_dims, &dtype, out, workspace_size, executor,
+                                               [](const esg::Tensor& x, const esg::ReduceSumOptions& o) { return esg::reduce_sum(x, o); });
 }
 ACLSIM_RUN(aclnnReduceSum)
 
 ACLSIM_EXPORT Status aclnnMeanGetWorkspaceSize(const Tensor* self, const IntArray* dim, bool keep_dim, DataType dtype, Tensor* out,
                                                uint64_t* workspace_size, Executor** executor) {
-  if (!dim || !out || dtype != out->dtype) {
-    aclsim_fail("aclnnMean", "dim missing or a dtype other than the result's");
-    return kParamInvalid;
-  }
-  const std::vector<int64_t> axes = dim->values;
-  return plan("aclnnMean", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
-    return esg::reduce_mean(x[0], esg::ReduceMeanOptions().axes(axes).keepdims(keep_dim));
-  });
+  return plan_reduction<esg::ReduceMeanOptions>("aclnnMean", self, dim, keep_dim, &dtype, out, workspace_size, executor,
+                                                [](const esg::Tensor& x, const esg::ReduceMeanOptions& o) { return esg::reduce_mean(x, o); });
 }
 ACLSIM_RUN(aclnnMean)
 
 ACLSIM_EXPORT Status aclnnAmaxGetWorkspaceSize(const Tensor* self, const IntArray* dim, bool keep_dim, Tensor* out, uint64_t* workspace_size,
                                                Executor** executor) {
-  if (!dim) return kParamNull;
-  const std::vector<int64_t> axes = dim->values;
-  return plan("aclnnAmax", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
-    return esg::reduce_max(x[0], esg::ReduceMaxOptions().axes(axes).keepdims(keep_dim));
-  });
+  return plan_reduction<esg::ReduceMaxOptions>("aclnnAmax", self, dim, keep_dim, nullptr, out, workspace_size, executor,
+                                               [](const esg::Tensor& x, const esg::ReduceMaxOptions& o) { return esg::reduce_max(x, o); });
 }
 ACLSIM_RUN(aclnnAmax)
 
 ACLSIM_EXPORT Status aclnnAminGetWorkspaceSize(const Tensor* self, const IntArray* dim, bool keep_dim, Tensor* out, uint64_t* workspace_size,
                                                Executor** executor) {
-  if (!dim) return kParamNull;
-  const std::vector<int64_t> axes = dim->values;
-  return plan("aclnnAmin", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
-    return esg::reduce_min(x[0], esg::ReduceMinOptions().axes(axes).keepdims(keep_dim));
-  });
+  return plan_reduction<esg::ReduceMinOptions>("aclnnAmin", self, dim, keep_dim, nullptr, out, workspace_size, executor,
+                                               [](const esg::Tensor& x, const esg::ReduceMinOptions& o) { return esg::reduce_min(x, o); });
 }
 ACLSIM_RUN(aclnnAmin)
 
