@@ -20,7 +20,7 @@ enum DataType : int32_t {  // aclDataType
   kFloat = 0, kFloat16 = 1, kInt8 = 2, kInt32 = 3, kUint8 = 4, kInt16 = 6, kUint16 = 7, kUint32 = 8,
   kInt64 = 9, kUint64 = 10, kDouble = 11, kBool = 12, kBf16 = 27,
 };
-enum Format : int32_t { kFormatNd = 2 };  // aclFormat: ACL_FORMAT_ND
+enum Format : int32_t { kFormatNchw = 0, kFormatNd = 2 };  // aclFormat: ACL_FORMAT_NCHW, ACL_FORMAT_ND
 
 // libnnopbase.so. aclCreateTensor takes the view (dims, strides and offset in elements) over
 // storage of `storage_dims` at `data` (device memory).

@@ -45,12 +45,14 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
     for (int64_t step : a.ints("steps"))
       if (step < 0) return "a negative step (a view with negative strides)";
   if (op == "avg_pool2d") {
-    const ir::Span<int64_t> pads = a.ints("pads");
+    const ir::Span<int64_t> pads = a.ints("pads"), kernel = a.ints("kernel");
     if (pads[0] != pads[2] || pads[1] != pads[3]) return "asymmetric padding (aclnnAvgPool2d pads both sides alike)";
+    if (2 * pads[0] > kernel[0] || 2 * pads[1] > kernel[1]) return "padding beyond half the window (aclnnAvgPool2d takes at most kernel / 2)";
   }
   if (op == "max_pool2d") {
     const ir::Span<int64_t> pads = a.ints("pads"), kernel = a.ints("kernel");
     if (pads[0] + pads[2] > kernel[0] || pads[1] + pads[3] > kernel[1]) return "more padding than the window (aclnnMaxPool takes at most a window's)";
+    if (g.values[n.first_output].dtype == ir::DType::BF16) return "bf16 (aclnnMaxPool takes f16 and f32 on Atlas A2)";
   }
   if (op == "conv2d") {
     const ir::Span<int64_t> pads = a.ints("pads");
@@ -80,7 +82,7 @@ aclnn::Tensor* AclnnCall::tensor_of(std::vector<int64_t> dims, aclnn::DataType d
 
 aclnn::Tensor* AclnnCall::view(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, int64_t offset,
                                const std::vector<int64_t>& storage, aclnn::DataType dtype, void* data) {
-  aclnn::Tensor* t = lib_.aclCreateTensor(dims.data(), dims.size(), dtype, strides.data(), offset, aclnn::kFormatNd, storage.data(),
+  aclnn::Tensor* t = lib_.aclCreateTensor(dims.data(), dims.size(), dtype, strides.data(), offset, format_, storage.data(),
                                           storage.size(), data);
   if (!t) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateTensor failed");
   return t;
@@ -93,6 +95,8 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
   const eval::KernelCall a = attrs_of(g, n);
   const ir::ValueId x = g.operands[n.first_input];
   const size_t rank = g.shape(x).rank();
+  // aclnnAvgPool2d refuses ND descriptors (CANN's documentation): its 4-D tensors are NCHW.
+  if (op == "avg_pool2d") format_ = aclnn::kFormatNchw;
   try {
     for (uint32_t i = 0; i < n.num_outputs; ++i) out_.push_back(tensor(g, n.first_output + i, out[i]));
     out_type_ = data_type(g.values[n.first_output].dtype);

@@ -35,6 +35,8 @@ class AclnnCall {
   // A view of `dims` with `strides` from element `offset` of the storage `storage` at `data`.
   aclnn::Tensor* view(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, int64_t offset,
                       const std::vector<int64_t>& storage, aclnn::DataType dtype, void* data);
+  // Descriptors are ND, but for ops that insist on a layout (aclnnAvgPool2d: NCHW).
+  aclnn::Format format_ = aclnn::kFormatNd;
   void release() noexcept;
   aclnn::IntArray* int_array(const std::vector<int64_t>& values);
 

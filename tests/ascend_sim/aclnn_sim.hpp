@@ -14,6 +14,7 @@ struct Tensor {
   std::vector<int64_t> dims, strides, storage;
   int64_t offset = 0;
   DataType dtype = kFloat;
+  Format format = kFormatNd;
   void* data = nullptr;
   int64_t numel() const {
     int64_t n = 1;

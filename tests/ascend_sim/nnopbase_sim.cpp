@@ -9,13 +9,16 @@ using namespace esg::ascend::aclnn;
 
 ACLSIM_EXPORT Tensor* aclCreateTensor(const int64_t* view_dims, uint64_t view_rank, DataType dtype, const int64_t* strides,
                                       int64_t offset, Format format, const int64_t* storage_dims, uint64_t storage_rank, void* data) {
-  if ((view_rank && (!view_dims || !strides)) || (storage_rank && !storage_dims) || format != kFormatNd) return nullptr;
+  if ((view_rank && (!view_dims || !strides)) || (storage_rank && !storage_dims) || (format != kFormatNd && format != kFormatNchw) ||
+      (format == kFormatNchw && view_rank != 4))
+    return nullptr;
   auto* t = new Tensor();
   t->dims.assign(view_dims, view_dims + view_rank);
   t->strides.assign(strides, strides + view_rank);
   t->storage.assign(storage_dims, storage_dims + storage_rank);
   t->offset = offset;
   t->dtype = dtype;
+  t->format = format;
   t->data = data;
   return t;
 }

@@ -317,6 +317,12 @@ ACLSIM_EXPORT Status aclnnAvgPool2dGetWorkspaceSize(const Tensor* self, const In
     aclsim_fail("aclnnAvgPool2d", "the simulator averages 2-D windows over the input's elements only, without a divisor");
     return kParamInvalid;
   }
+  // As CANN documents it: NCHW descriptors (ND refused), pads of at most half the window.
+  if (!self || !out || self->format != kFormatNchw || out->format != kFormatNchw || 2 * paddings->values[0] > kernel_size->values[0] ||
+      2 * paddings->values[1] > kernel_size->values[1]) {
+    aclsim_fail("aclnnAvgPool2d", "needs NCHW tensors and pads of at most half the window");
+    return kParamInvalid;
+  }
   const std::vector<int64_t> k = kernel_size->values, st = strides->values;
   const std::vector<int64_t> p{paddings->values[0], paddings->values[1], paddings->values[0], paddings->values[1]};
   return plan("aclnnAvgPool2d", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {

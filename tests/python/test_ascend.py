@@ -315,6 +315,11 @@ def test_pooling_runs_on_aclnn(pool, acl_log):
             continue
         check_same(g, [x])
     assert calls(acl_log(), "aclnnMaxPoolGetWorkspaceSize" if pool == "max_pool2d" else "aclnnAvgPool2dGetWorkspaceSize")
+    # More padding than CANN takes (a window's worth in all for MaxPool, half a window per side
+    # for AvgPool2d) is refused with the reason.
+    why = "more padding than the window" if pool == "max_pool2d" else "padding beyond half the window"
+    with pytest.raises(esgraph.UnsupportedError, match=why):
+        esgraph.compile(graph_of(lambda a: fn(a, kernel=[3, 3], pads=[2, 2, 2, 2]), x.shape), backend="ascend-sim")
 
 
 @pytest.mark.parametrize("reduce", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"])
