@@ -20,6 +20,7 @@ aclnn::DataType data_type(ir::DType t) {
     case ir::DType::BF16: return aclnn::kBf16;
     case ir::DType::I32: return aclnn::kInt32;
     case ir::DType::I64: return aclnn::kInt64;
+    case ir::DType::Bool: return aclnn::kBool;
     default: return aclnn::kFloat;
   }
 }
@@ -36,7 +37,8 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
     const ir::ValueId v = g.operands[n.first_input + i];
     const bool index = op == "gather" && i == 1;  // i32 or i64 by the op's signature
     const ir::DType t = v == ir::kNone ? ir::DType::F32 : g.values[v].dtype;
-    if (!index && t != ir::DType::F32 && t != ir::DType::F16 && t != ir::DType::BF16) return "f32, f16 and bf16 only so far";
+    const bool bool_expand = op == "expand" && t == ir::DType::Bool;  // masks broadcast to their scores
+    if (!index && !bool_expand && t != ir::DType::F32 && t != ir::DType::F16 && t != ir::DType::BF16) return "f32, f16 and bf16 only so far";
   }
   const eval::KernelCall a = attrs_of(g, n);
   if (op == "softmax" && (n.num_inputs > 1 && g.operands[n.first_input + 1] != ir::kNone)) return "a mask (aclnnSoftmax has none)";

@@ -103,7 +103,7 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     // As many elements as the group (only leading 1s differ, since it broadcasts): streamed.
     if (s == grp.shape || s.num_elements() == grp.shape.num_elements()) continue;
     // A suffix of the group's dims after leading 1s: elements repeat every s.num_elements().
-    if (!kernel_reads_broadcast(s, grp.shape))
+    if (!kernel_reads_broadcast(s, type_of(grp.inputs[k]), grp.shape))
       throw Error(ErrorCode::Unsupported, "ascend: " + g.value_name(grp.inputs[k]) + " " + g.shape_str(s) + " broadcast to " +
                                               g.shape_str(grp.shape) + " (generated kernels broadcast single elements and trailing rows)");
     period[k] = static_cast<uint64_t>(std::max<int64_t>(1, s.num_elements()));
@@ -354,9 +354,9 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   return out;
 }
 
-bool kernel_reads_broadcast(const ir::Shape& s, const ir::Shape& group) {
-  if (s.num_elements() == group.num_elements()) return true;
-  if (s.rank() > group.rank()) return false;
+bool kernel_reads_broadcast(const ir::Shape& s, ir::DType dtype, const ir::Shape& group) {
+  if (s.num_elements() == group.num_elements() || s.num_elements() == 1) return true;
+  if (s.rank() > group.rank() || dtype != ir::DType::F32 || s.num_elements() > kMaxResidentRow) return false;
   const size_t lead = group.rank() - s.rank();
   size_t first = 0;
   while (first < s.rank() && s[first] == 1) ++first;

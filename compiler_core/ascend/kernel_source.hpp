@@ -27,9 +27,11 @@ struct KernelSource {
 KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& group);
 
 // Whether a generated kernel reads an operand of `operand` shape in a group over `group` in
-// place: the group's own elements (leading 1s apart), or a trailing block of its dims repeated
-// (a single element, a bias row). Other broadcasts are materialized before the kernel.
-bool kernel_reads_broadcast(const ir::Shape& operand, const ir::Shape& group);
+// place: the group's own elements (leading 1s apart), a single element of any type, or a
+// trailing block of its dims repeated (a bias row) of f32 (the type of any group with an f32
+// value in it) and of at most kMaxResidentRow elements. Other broadcasts are materialized first.
+constexpr int64_t kMaxResidentRow = 2048;
+bool kernel_reads_broadcast(const ir::Shape& operand, ir::DType dtype, const ir::Shape& group);
 
 // The tiling struct the kernels read: elements in all, and per block (whole tiles).
 struct Tiling {

@@ -426,10 +426,12 @@ std::unique_ptr<Graph> split_scaled_softmax(const Graph& g) {
     ValueId x = r.get(g.operands[n.first_input]);
     const ir::DType dtype = r.to().graph().values[x].dtype;
     if (scale != 1.0) {
+      // The scale as a constant of x's own dtype (mul takes one dtype).
       const float f = static_cast<float>(scale);
-      const uint16_t h = ir::float_to_f16(f);
-      const ValueId c = dtype == ir::DType::F16 ? r.to().add_constant(dtype, ir::Shape{}, &h, sizeof h)
-                                                : r.to().add_constant(ir::DType::F32, ir::Shape{}, &f, sizeof f);
+      const uint16_t half = dtype == ir::DType::BF16 ? ir::float_to_bf16(f) : ir::float_to_f16(f);
+      const ValueId c = dtype == ir::DType::F16 || dtype == ir::DType::BF16 ? r.to().add_constant(dtype, ir::Shape{}, &half, sizeof half)
+                        : dtype == ir::DType::F64                           ? r.to().add_constant(dtype, ir::Shape{}, &scale, sizeof scale)
+                                                                            : r.to().add_constant(ir::DType::F32, ir::Shape{}, &f, sizeof f);
       const ValueId in[] = {x, c};
       x = r.to().graph().nodes[r.to().add_op(*mul, {in, 2}, {})].first_output;
     }
@@ -445,7 +447,8 @@ std::unique_ptr<Graph> split_scaled_softmax(const Graph& g) {
   });
 }
 
-std::unique_ptr<Graph> materialize_broadcasts(const Graph& g, const std::function<bool(const ir::Shape&, const ir::Shape&)>& reads) {
+std::unique_ptr<Graph> materialize_broadcasts(const Graph& g,
+                                              const std::function<bool(const ir::Shape&, ir::DType, const ir::Shape&)>& reads) {
   const ir::OpSchema* expand = ir::find_op("expand");
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
@@ -456,7 +459,7 @@ std::unique_ptr<Graph> materialize_broadcasts(const Graph& g, const std::functio
     std::vector<std::pair<ValueId, ValueId>> restore;
     for (uint32_t i = 0; i < n.num_inputs; ++i) {
       const ValueId v = g.operands[n.first_input + i];
-      if (v == kNone || g.shape(v) == out || reads(g.shape(v), out) ||
+      if (v == kNone || g.shape(v) == out || reads(g.shape(v), g.values[v].dtype, out) ||
           std::any_of(restore.begin(), restore.end(), [&](const auto& p) { return p.first == v; }))
         continue;
       const std::vector<int64_t> dims(out.begin(), out.end());

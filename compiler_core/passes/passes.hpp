@@ -35,11 +35,11 @@ std::unique_ptr<ir::Graph> split_into_slices(const ir::Graph& g);
 // elementwise ops (for a backend whose softmax has neither; they fuse with the ops before).
 std::unique_ptr<ir::Graph> split_scaled_softmax(const ir::Graph& g);
 
-// Elementwise ops' operands broadcast in a way `reads(operand shape, result shape)` refuses get
+// Elementwise ops' operands broadcast in a way `reads(operand shape, its dtype, result shape)` refuses get
 // an explicit expand to the result's shape first: for a backend whose kernels read only some
 // broadcasts in place (the rest then run as the backend's expand, one pass over memory).
 std::unique_ptr<ir::Graph> materialize_broadcasts(const ir::Graph& g,
-                                                  const std::function<bool(const ir::Shape&, const ir::Shape&)>& reads);
+                                                  const std::function<bool(const ir::Shape&, ir::DType, const ir::Shape&)>& reads);
 
 // The pipeline: simplify, fold, affine into convolutions, CSE, DCE; each step's node counts
 // and time go to `log`.

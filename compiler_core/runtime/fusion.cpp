@@ -109,7 +109,9 @@ struct F32Scratch {
 // Whether `n` can head a group: a matmul whose B is one matrix and whose A is not transposed
 // (so A's rows are the result's rows), or an f32 convolution (its result image by image).
 bool can_head(const Graph& g, const ir::Node& n) {
-  if (cpu::is_conv2d_f32(g, n)) return true;
+  // A head's blocks are images: a grouped (depthwise) convolution splits its channels over the
+  // threads instead, which a batch of one image would lose.
+  if (cpu::is_conv2d_f32(g, n)) return g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("groups"))].i == 1;
   if (std::string_view(n.op->name) != "matmul" || g.values[n.first_output].dtype != ir::DType::F32) return false;
   const auto in = g.inputs(n);
   return g.values[in[0]].dtype == ir::DType::F32 && g.values[in[1]].dtype == ir::DType::F32 && g.shape(in[1]).rank() == 2 &&
@@ -294,6 +296,8 @@ std::vector<FusedGroup> find_groups(const Graph& g, const GroupingOptions& optio
   // and unfused (f32 rows there, the reference's double/int64 math for the rest).
   std::vector<char> f32(g.nodes.size(), 0);
   for (NodeId n : nodes) f32[n] = cpu::elementwise_f32_kernel(g, g.nodes[n]) != nullptr;
+  // run_group_f32 keeps a pointer per step on its stack: no group beyond kMaxGroupOps.
+  const int max_ops = std::min(options.max_ops, kMaxGroupOps);
   std::vector<int> parent(g.nodes.size()), size(g.nodes.size(), 1);
   std::iota(parent.begin(), parent.end(), 0);
   for (NodeId n : nodes) {
@@ -309,7 +313,7 @@ std::vector<FusedGroup> find_groups(const Graph& g, const GroupingOptions& optio
         return fusible(g, c) && same_domain(c) && g.shape(g.nodes[c].first_output) == shape;
       });
       const int a = find(parent, static_cast<int>(p)), b = find(parent, static_cast<int>(n));
-      if (!stays_inside || a == b || size[static_cast<size_t>(a)] + size[static_cast<size_t>(b)] > options.max_ops) continue;
+      if (!stays_inside || a == b || size[static_cast<size_t>(a)] + size[static_cast<size_t>(b)] > max_ops) continue;
       parent[static_cast<size_t>(b)] = a;
       size[static_cast<size_t>(a)] += size[static_cast<size_t>(b)];
     }

@@ -51,11 +51,12 @@ std::vector<int64_t> offsets(const Tensor& t) {
   return out;
 }
 
-// The element types the simulated library takes: f32, f16 and bf16 data, i32/i64 indices.
-size_t element_size(DataType t) { return t == kInt64 ? 8 : t == kFloat16 || t == kBf16 ? 2 : 4; }
-bool simulated_type(DataType t) { return t == kFloat || t == kFloat16 || t == kBf16 || t == kInt32 || t == kInt64; }
+// The element types the simulated library takes: f32, f16, bf16 and bool data, i32/i64 indices.
+size_t element_size(DataType t) { return t == kInt64 ? 8 : t == kFloat16 || t == kBf16 ? 2 : t == kBool ? 1 : 4; }
+bool simulated_type(DataType t) { return t == kFloat || t == kFloat16 || t == kBf16 || t == kBool || t == kInt32 || t == kInt64; }
 esg::DType esg_type(DataType t) {
   switch (t) {
+    case kBool: return esg::boolean;
     case kFloat16: return esg::f16;
     case kBf16: return esg::bf16;
     case kInt32: return esg::i32;

@@ -400,6 +400,28 @@ def test_imported_models_run_on_the_device(model, route, tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+def test_masks_rows_and_scales_of_other_types():
+    """A causal bool mask [S, S] over scores [B, H, S, S]; a bf16 bias row and an f16 row in a
+    group that computes f32; a bf16 softmax with a scale: the kernels read only f32 rows in
+    place, the rest is expanded (bools too) or converted; the scale takes x's own type."""
+    rng = np.random.default_rng(13)
+    scores = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    causal = np.tril(np.ones((8, 8), bool))
+    with esgraph.GraphBuilder("causal") as b:
+        s_, m = b.input("s", esgraph.f32, [2, 3, 8, 8]), b.input("m", esgraph.bool_, [8, 8])
+        g = b.build([ops.softmax(ops.where(m, s_, -1e9))])
+    check_same(g, [scores, causal])
+
+    def bits(a):  # bf16 as the upper half of an f32
+        return (a.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    x, bias, half_row = rng.standard_normal((4, 6, 16)), rng.standard_normal(16), rng.standard_normal(16).astype(np.float16)
+    with esgraph.GraphBuilder("rows") as b:
+        xb, bb = b.input("x", esgraph.bf16, [4, 6, 16]), b.input("b", esgraph.bf16, [16])
+        hr = b.input("h", esgraph.f16, [16])
+        g = b.build([ops.softmax(xb + bb, scale=0.125), ops.cast(xb, esgraph.f32) * ops.cast(hr, esgraph.f32)])
+    check_same(g, [bits(x), bits(bias), half_row])
+
+
 def test_groups_with_several_outputs_and_views():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((16, 30)).astype(np.float32)
@@ -675,9 +697,5 @@ def test_bad_options_and_ops_without_a_lowering():
         esgraph.compile(graph_of(lambda a: ops.cast(ops.cast(a, esgraph.i32), esgraph.f32), (3,)), backend="ascend-sim")
     with pytest.raises(esgraph.UnsupportedError, match=r"atanh: `atanh\(x\)`: Ascend C's Atanh is documented as invalid"):
         esgraph.compile(graph_of(lambda a: ops.atanh(a) * 2.0, (3,)), backend="ascend-sim")
-    with pytest.raises(esgraph.UnsupportedError, match=r"expand x1 \(f32, f16 and bf16 only so far\)"):  # a column of bools
-        with esgraph.GraphBuilder("b") as b:
-            a, c = b.input("a", esgraph.bool_, [4, 3]), b.input("c", esgraph.bool_, [4, 1])
-            esgraph.compile(b.build([ops.logical_and(a, c)]), backend="ascend-sim")
     with pytest.raises(esgraph.UnsupportedError, match="profile: traces come from the CPU backend only"):
         esgraph.compile(g, backend="ascend-sim").profile(np.ones(3, np.float32), path="/tmp/never.json")
