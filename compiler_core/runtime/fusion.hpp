@@ -67,9 +67,10 @@ constexpr int64_t kHeadMinRows = 64;
 // Groups of two or more elementwise ops of region 0. An op joins its producer's group when
 // every consumer of the producer's value is an elementwise op of the same shape (so the value
 // stays inside), the value is not a graph output, and no path leaves the group and comes back.
-// An f32 group (or a single f32 op) also takes in a matmul or convolution whose result only it
-// reads, as its head: the group is then that op's epilogue, run block by block on the head's
-// results while they are in cache (a block of rows of a matmul, an image of a convolution).
+// An f32 group (or a single f32 op) also takes in a matmul or an ungrouped convolution whose
+// result only it reads, as its head: the group is then that op's epilogue, run block by block on
+// the head's results while they are in cache (a block of rows of a matmul, an image of a
+// convolution).
 // What a backend wants grouped. The CPU takes heads and leaves single ops to their own kernels;
 // a device backend that launches generated kernels wants every elementwise op in a group (of
 // one, when it fuses with nothing) and runs matmuls and convolutions on its own library.
