@@ -13,6 +13,13 @@ eval::KernelCall attrs_of(const ir::Graph& g, const ir::Node& n) { return eval::
 
 int64_t normalized(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
 
+// Element strides of a contiguous row-major tensor.
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * std::max<int64_t>(dims[d], 1);
+  return strides;
+}
+
 // aclDataType of the element types the calls take (unsupported() admits no others).
 aclnn::DataType data_type(ir::DType t) {
   switch (t) {
@@ -66,14 +73,11 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
 aclnn::Tensor* AclnnCall::tensor(const ir::Graph& g, ir::ValueId v, void* data, bool transpose_last_two) {
   const ir::Shape& s = g.shape(v);
   const ir::DType t = g.values[v].dtype;
-  aclnn::Tensor* made = tensor_of(std::vector<int64_t>(s.begin(), s.end()), data_type(t), data, transpose_last_two);
-  if (!made) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateTensor failed for " + g.value_name(v));
-  return made;
+  return tensor_of(std::vector<int64_t>(s.begin(), s.end()), data_type(t), data, transpose_last_two);
 }
 
 aclnn::Tensor* AclnnCall::tensor_of(std::vector<int64_t> dims, aclnn::DataType dtype, void* data, bool transpose_last_two) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * std::max<int64_t>(dims[d], 1);
+  std::vector<int64_t> strides = row_major_strides(dims);
   const std::vector<int64_t> storage = dims;
   if (transpose_last_two && dims.size() >= 2) {  // a strided view: no copy
     std::swap(dims[dims.size() - 1], dims[dims.size() - 2]);
@@ -170,13 +174,13 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       name_ = "aclnnInplaceCopy", kind_ = Kind::Copy, run_ = lib_.aclnnInplaceCopy;
       const ir::Shape& xs = g.shape(x);
       const ir::Shape& ys = g.shape(n.first_output);
-      std::vector<int64_t> storage(xs.begin(), xs.end()), strides(rank, 1), steps(rank, 1), starts(rank, 0);
-      for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * std::max<int64_t>(xs[d], 1);
+      const std::vector<int64_t> storage(xs.begin(), xs.end()), strides = row_major_strides(storage);
+      std::vector<int64_t> steps(rank, 1), starts(rank, 0);
       const ir::Span<int64_t> st = a.ints("starts"), ax = a.ints("axes"), sp = a.ints("steps");
       for (size_t i = 0; i < st.size(); ++i) {
         const size_t d = static_cast<size_t>(ax.size() ? normalized(ax[i], rank) : static_cast<int64_t>(i));
         const int64_t dim = xs[d];
-        int64_t start = st[i] < 0 ? st[i] + dim : st[i];
+        const int64_t start = st[i] < 0 ? st[i] + dim : st[i];
         starts[d] = std::min(std::max<int64_t>(start, 0), dim);
         steps[d] = sp.size() ? sp[i] : 1;
       }

@@ -35,8 +35,6 @@ class AclnnCall {
   // A view of `dims` with `strides` from element `offset` of the storage `storage` at `data`.
   aclnn::Tensor* view(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, int64_t offset,
                       const std::vector<int64_t>& storage, aclnn::DataType dtype, void* data);
-  // Descriptors are ND, but for ops that insist on a layout (aclnnAvgPool2d: NCHW).
-  aclnn::Format format_ = aclnn::kFormatNd;
   void release() noexcept;
   aclnn::IntArray* int_array(const std::vector<int64_t>& values);
 
@@ -45,6 +43,7 @@ class AclnnCall {
   const char* name_ = "";  // the aclnn op
   Kind kind_ = Kind::Matmul;
   aclnn::DataType out_type_ = aclnn::kFloat;  // the result's element type (reductions take it)
+  aclnn::Format format_ = aclnn::kFormatNd;    // ND, but for ops that insist (aclnnAvgPool2d: NCHW)
   aclnn::RunFn run_ = nullptr;  // its running half, chosen once (a run looks nothing up)
   std::vector<aclnn::Tensor*> in_, out_;
   std::vector<aclnn::IntArray*> ints_;  // the op's integer lists, in its parameters' order
