@@ -12,7 +12,7 @@ from typing import List, NamedTuple, Sequence
 FUNCTIONS = {
     "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
     "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1, "atanh": 1,
-    "erf": 1, "floor": 1, "ceil": 1, "round": 1, "sign": 1, "cast": 1,
+    "erf": 1, "sigmoid": 1, "floor": 1, "ceil": 1, "round": 1, "sign": 1, "cast": 1,
     "min": 2, "max": 2, "pow": 2, "select": 3,
 }
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
@@ -114,6 +114,8 @@ ASCENDC_UNARY = {"exp": "Exp", "log": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "a
                  "erf": "Erf", "sin": "Sin", "cos": "Cos", "tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan",
                  "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "floor": "Floor", "ceil": "Ceil",
                  "round": "Round", "sign": "Sign"}
+# Functions Ascend C has no instruction for, lowered as their definition over `x`.
+_ASCENDC_EXPANDED = {"sigmoid": "1 / (1 + exp(-x))"}
 # Not lowered, and why (CANN's documentation of the instruction).
 _ASCENDC_REFUSED = {"atanh": "Ascend C's Atanh is documented as invalid for |x| < 0.001"}
 _ASCENDC_BINARY = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div"}
@@ -297,6 +299,14 @@ def to_ascendc(expr: str, inputs, attrs) -> Lowering:
             # The value itself: the kernel converts each result to its member's dtype
             # (kernel_source.cpp), as the CPU stores each result in its dtype.
             return emit(n.args[0])
+        if isinstance(n, ast.Call) and n.func.id in _ASCENDC_EXPANDED:
+            argument = n.args[0]
+
+            class Substitute(ast.NodeTransformer):
+                def visit_Name(self, name):
+                    return argument if name.id == "x" else name  # not the functions called
+
+            return emit(Substitute().visit(parse(_ASCENDC_EXPANDED[n.func.id])))
         if isinstance(n, ast.Call) and n.func.id in _ASCENDC_REFUSED:
             raise NotLowerable(f"`{ast.unparse(n)}`: {_ASCENDC_REFUSED[n.func.id]}")
         if isinstance(n, ast.Call) and n.func.id == "pow":

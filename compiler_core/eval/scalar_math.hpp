@@ -64,6 +64,7 @@ ESG_UNARY(e_acosh, std::acosh(x))
 ESG_UNARY(e_atanh, std::atanh(x))
 ESG_UNARY(e_tanh, std::tanh(x))
 ESG_UNARY(e_erf, std::erf(x))
+ESG_UNARY(e_sigmoid, 1.0 / (1.0 + std::exp(-x)))
 ESG_UNARY(e_floor, std::floor(x))
 ESG_UNARY(e_ceil, std::ceil(x))
 #undef ESG_UNARY

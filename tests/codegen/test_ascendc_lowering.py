@@ -26,6 +26,9 @@ def test_forms():
     # A chain writes over its own result: no temporary tile.
     assert lower("x / (1 + exp(-x))") == (["Muls($y, $i0, static_cast<T>(-1.0f), $n);", "Exp($y, $y, $n);",
                                           "Adds($y, $y, static_cast<T>(1.0f), $n);", "Div($y, $i0, $y, $n);"], 0, 0)
+    # Functions without an instruction lower as their definition, over any argument.
+    assert lower("sigmoid(x)") == lower("1 / (1 + exp(-x))")
+    assert lower("sigmoid(2 * a + b)", ("a", "b")) == lower("1 / (1 + exp(-(2 * a + b)))", ("a", "b"))
     # Scalars fold into the instructions; attributes are placeholders.
     # Scalar operands are cast to the tiles' type T (float or half), as Ascend C takes them.
     assert lower("alpha * x + beta", attrs=("alpha", "beta")) == (["Muls($y, $i0, static_cast<T>($p0), $n);",
@@ -150,7 +153,7 @@ NUMPY = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda v: 1 / n
          "erf": np.vectorize(math.erf), "sin": np.sin, "cos": np.cos, "max": np.maximum, "min": np.minimum,
          "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
          "asinh": np.arcsinh, "acosh": np.arccosh, "floor": np.floor, "ceil": np.ceil, "round": np.round,
-         "sign": lambda v: np.nan_to_num(np.sign(v)), "pow": np.power,
+         "sign": lambda v: np.nan_to_num(np.sign(v)), "pow": np.power, "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
          "cast": lambda v: v,  # the value; the kernel converts it to the member's dtype
          "select": lambda c, a, b: a if c is True else b if c is False else np.where(np.not_equal(c, 0), a, b)}
 
