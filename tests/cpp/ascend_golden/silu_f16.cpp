@@ -45,7 +45,8 @@ class Kernel {
     Muls(y0, x0, static_cast<T>(-1.0f), n);
     Exp(y0, y0, n);
     Adds(y0, y0, static_cast<T>(1.0f), n);
-    Div(y0, x0, y0, n);
+    Reciprocal(y0, y0, n);
+    Mul(y0, x0, y0, n);
     qx0_.FreeTensor(x0);
     qy0_.EnQue(y0);
   }
@@ -85,7 +86,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_893cf24fbdde556c(GM_ADDR in0, GM_ADDR out0, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_747d43e847839cc9(GM_ADDR in0, GM_ADDR out0, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, out0, tiling);
   k.Process();
