@@ -17,10 +17,19 @@ namespace esg::cpu {
 // comparisons and logic are 0 or 1.
 using RowF32 = void (*)(const float* const* rows, const float* attr, float* out, int64_t n);
 
+// Scalar multiply-adds around an op, each rounded as a separate mul and add would be: the
+// operand (of one-input ops) as x·in_scale + in_shift, the result as y·out_scale + out_shift.
+// Scale 1 and shift -0 change no value (x + -0 is x for every x, zeros included).
+struct Affine {
+  float in_scale = 1.0f, in_shift = -0.0f, out_scale = 1.0f, out_shift = -0.0f;
+};
+using RowAffineF32 = void (*)(const float* const* rows, const float* attr, const Affine& affine, float* out, int64_t n);
+
 struct ElementwiseF32 {
   const ir::OpSchema* op;
   RowF32 row;
-  eval::Kernel kernel;  // the op unfused: run_elementwise_f32<row>
+  RowAffineF32 row_affine;  // the same with an Affine: what fusion folds scalar mul/add/sub into
+  eval::Kernel kernel;      // the op unfused: run_elementwise_f32<row>
 };
 
 // The f32 functions of `op`, or nullptr if it is not elementwise.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <string_view>
 
 #include "cpu/gemm.hpp"
 #include "eval/elementwise.hpp"
@@ -73,7 +74,11 @@ std::vector<FusedStep> bind_steps(const Graph& g, const FusedGroup& group) {
     if (m == group.head) continue;
     const ir::Node& n = g.nodes[m];
     const cpu::ElementwiseF32* f32 = cpu::find_elementwise_f32(*n.op);
-    FusedStep s{eval::find_elementwise(*n.op), f32 ? f32->row : nullptr, {}, {}, {}, g.values[n.first_output].dtype, false, -1};
+    FusedStep s;
+    s.fn = eval::find_elementwise(*n.op);
+    s.row_f32 = f32 ? f32->row : nullptr;
+    s.row_affine = f32 ? f32->row_affine : nullptr;
+    s.dtype = g.values[n.first_output].dtype;
     s.floating = ir::dtype_is_float(s.dtype);
     for (ValueId v : g.inputs(n)) {
       // Steps are the members without the head, in order.
@@ -164,6 +169,102 @@ void assign_slots(std::vector<FusedStep>& steps, size_t& slots) {
   }
 }
 
+// A step that multiplies, adds or subtracts a single-element f32 input: what fold_stages moves
+// into a neighbour's stage.
+struct ScalarOp {
+  enum Kind : uint8_t { Mul, Add, Sub, SubFrom } kind;  // x·s, x + s, x - s, s - x
+  size_t operand;                                       // x's position in the step's operands
+  int input;                                            // s, in FusedGroup::inputs
+};
+
+std::optional<ScalarOp> scalar_op(const Graph& g, const FusedGroup& group, NodeId node, const FusedStep& s) {
+  const std::string_view name = g.nodes[node].op->name;
+  if (s.operands.size() != 2 || s.dtype != ir::DType::F32 || (name != "mul" && name != "add" && name != "sub")) return std::nullopt;
+  auto is_scalar = [&](const FusedStep::Operand& o) {
+    return o.from == FusedStep::From::Input && group.layouts[o.index].access == cpu::Access::Scalar &&
+           g.values[group.inputs[o.index]].dtype == ir::DType::F32;
+  };
+  for (size_t k = 0; k < 2; ++k) {
+    if (!is_scalar(s.operands[k]) || is_scalar(s.operands[1 - k])) continue;
+    const ScalarOp::Kind kind = name == "mul" ? ScalarOp::Mul : name == "add" ? ScalarOp::Add : k == 1 ? ScalarOp::Sub : ScalarOp::SubFrom;
+    return ScalarOp{kind, 1 - k, static_cast<int>(s.operands[k].index)};
+  }
+  return std::nullopt;
+}
+
+// Appends `op` to a stage if the stage still rounds as the ops one after the other: one
+// multiply, then one add (x - s is x + (-s) and s - x is (-x) + s, both exactly; a negated
+// product is the product of the negated scale, also exactly).
+bool append(FusedStep::Stage& st, const ScalarOp& op) {
+  if (st.shift >= 0 || st.negate_scale) return false;
+  switch (op.kind) {
+    case ScalarOp::Mul:
+      if (st.scale >= 0) return false;
+      st.scale = op.input;
+      return true;
+    case ScalarOp::Add: st.shift = op.input; return true;
+    case ScalarOp::Sub: st.shift = op.input, st.negate_shift = true; return true;
+    case ScalarOp::SubFrom: st.shift = op.input, st.negate_scale = true; return true;
+  }
+  return false;
+}
+
+// FusedGroup::f32_steps from its steps: each scalar op whose operand is a step no one else
+// reads joins that step's result stage (a chain of them as far as one stage holds); then each
+// one-input step whose operand is a scalar op (or a multiply followed by an add) no one else
+// reads takes it as its operand stage. What a folded op's readers read is its host's result.
+std::vector<FusedStep> fold_stages(const Graph& g, const FusedGroup& group) {
+  std::vector<FusedStep> steps = group.steps;
+  const size_t count = steps.size();
+  const size_t first_step = group.head == kNone ? 0 : 1;  // members[first_step + i] is step i
+  std::vector<std::optional<ScalarOp>> ops(count);
+  std::vector<size_t> readers(count, 0), alias(count);
+  std::vector<char> removed(count, 0);
+  for (size_t si = 0; si < count; ++si) {
+    ops[si] = scalar_op(g, group, group.members[first_step + si], steps[si]);
+    alias[si] = si;
+    for (const FusedStep::Operand& o : steps[si].operands)
+      if (o.from == FusedStep::From::Step) ++readers[o.index];
+  }
+  auto sole_reader = [&](size_t si) { return readers[si] == 1 && steps[si].output < 0; };
+  for (size_t si = 0; si < count; ++si) {
+    for (FusedStep::Operand& o : steps[si].operands)
+      if (o.from == FusedStep::From::Step) o.index = alias[o.index];
+    if (!ops[si]) continue;
+    const FusedStep::Operand x = steps[si].operands[ops[si]->operand];
+    if (x.from != FusedStep::From::Step) continue;
+    FusedStep& host = steps[x.index];
+    if (ops[x.index] || !host.row_affine || host.dtype != ir::DType::F32 || !sole_reader(x.index) || !append(host.post, *ops[si]))
+      continue;
+    removed[si] = 1;
+    alias[si] = x.index;
+    readers[x.index] = readers[si];
+    host.output = steps[si].output;
+  }
+  auto foldable = [&](const FusedStep::Operand& o) {
+    return o.from == FusedStep::From::Step && !removed[o.index] && ops[o.index] && sole_reader(o.index);
+  };
+  for (size_t si = 0; si < count; ++si) {
+    FusedStep& s = steps[si];
+    if (removed[si] || ops[si] || s.operands.size() != 1 || !s.row_affine || !foldable(s.operands[0])) continue;
+    // The stage's ops in order: a multiply before an add or subtract, if there is one.
+    std::vector<size_t> chain = {s.operands[0].index};
+    const FusedStep::Operand before = steps[chain[0]].operands[ops[chain[0]]->operand];
+    if (ops[chain[0]]->kind != ScalarOp::Mul && foldable(before) && ops[before.index]->kind == ScalarOp::Mul)
+      chain.insert(chain.begin(), before.index);
+    for (size_t c : chain) append(s.pre, *ops[c]), removed[c] = 1;
+    s.operands[0] = steps[chain[0]].operands[ops[chain[0]]->operand];
+  }
+  std::vector<size_t> position(count, 0);
+  std::vector<FusedStep> kept;
+  for (size_t si = 0; si < count; ++si)
+    if (!removed[si]) position[si] = kept.size(), kept.push_back(std::move(steps[si]));
+  for (FusedStep& s : kept)
+    for (FusedStep::Operand& o : s.operands)
+      if (o.from == FusedStep::From::Step) o.index = position[o.index];
+  return kept;
+}
+
 void bind_f32(const Graph& g, FusedGroup& group) {
   // (Groups across types, for a device backend, have members the f32 rows do not serve.)
   for (NodeId m : group.members)
@@ -192,7 +293,12 @@ void bind_f32(const Graph& g, FusedGroup& group) {
   std::vector<const ir::Shape*> pointers;
   for (const ir::Shape& s : shapes) pointers.push_back(&s);
   group.run = cpu::plan_operands(group.shape, pointers.data(), pointers.size(), group.layouts.data());
-  assign_slots(group.steps, group.slots);
+  group.f32_steps = fold_stages(g, group);
+  group.read_by_steps.assign(group.inputs.size(), 0);
+  for (const FusedStep& s : group.f32_steps)
+    for (const FusedStep::Operand& o : s.operands)
+      if (o.from == FusedStep::From::Input) group.read_by_steps[o.index] = 1;
+  assign_slots(group.f32_steps, group.slots);
   group.f32 = true;
 }
 
@@ -208,21 +314,30 @@ bool overlaps(const eval::TensorRef& a, const eval::TensorRef& b) {
 void run_group_f32(const FusedGroup& group, const std::vector<const eval::TensorRef*>& in,
                    const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel) {
   constexpr size_t T = static_cast<size_t>(cpu::kChunk);
-  // Lines of the next chunks requested ahead of their reads: between two chunks the group
-  // computes for thousands of cycles, long enough for the hardware prefetcher to fall behind.
-  constexpr int64_t kAhead = 4 * cpu::kChunk;
   const int64_t total = group.shape.num_elements();
   const int64_t width = group.shape.rank() ? group.shape[group.shape.rank() - 1] : 1;
   const bool head = group.head != kNone;
   if (total == 0) return;
   // An f32 output that shares no bytes with an input is written by its step in place, instead
   // of through a tile and a copy; its readers in the group read it there.
+  const std::vector<FusedStep>& steps = group.f32_steps;
   std::array<float*, kMaxGroupOps> to_memory{};
-  for (size_t si = 0; si < group.steps.size(); ++si) {
-    const int o = group.steps[si].output;
+  for (size_t si = 0; si < steps.size(); ++si) {
+    const int o = steps[si].output;
     if (o < 0 || out[static_cast<size_t>(o)]->dtype != ir::DType::F32) continue;
     const eval::TensorRef& t = *out[static_cast<size_t>(o)];
     if (std::none_of(in.begin(), in.end(), [&](const eval::TensorRef* x) { return overlaps(t, *x); })) to_memory[si] = t.data<float>();
+  }
+  // The stages' scales and shifts, from this run's single-element inputs.
+  std::array<cpu::Affine, kMaxGroupOps> affine{};
+  for (size_t si = 0; si < steps.size(); ++si) {
+    auto value = [&](int input, bool negate, float none) {
+      const float v = input < 0 ? none : in[static_cast<size_t>(input)]->data<float>()[0];
+      return negate ? -v : v;
+    };
+    const FusedStep::Stage &pre = steps[si].pre, &post = steps[si].post;
+    affine[si] = {value(pre.scale, pre.negate_scale, 1.0f), value(pre.shift, pre.negate_shift, -0.0f),
+                  value(post.scale, post.negate_scale, 1.0f), value(post.shift, post.negate_shift, -0.0f)};
   }
   // Without a head, blocks of kChunk elements; with one, blocks of whole rows or images.
   const bool conv = head && group.head_kind == FusedGroup::HeadKind::Conv2d;
@@ -237,11 +352,10 @@ void run_group_f32(const FusedGroup& group, const std::vector<const eval::Tensor
     tile.resize(group.slots * T);
     own.resize(in.size() * T);
     in_rows.resize(in.size());
-    result.resize(group.steps.size());
+    result.resize(steps.size());
     if (head) head_rows.resize(static_cast<size_t>(block));
     for (size_t k = 0; k < in.size(); ++k)
       if (group.read_by_steps[k]) cpu::prepare_row(*in[k], group.layouts[k], &own[k * T]);
-    const int64_t end_all = std::min(total, last * block);
     for (int64_t b = first; b < last; ++b) {
       const int64_t begin = b * block, end = std::min(total, begin + block);
       const int threads = parallel ? parallel->free_threads() : 1;
@@ -251,18 +365,10 @@ void run_group_f32(const FusedGroup& group, const std::vector<const eval::Tensor
       else if (head)
         cpu::gemm_rows(*in[group.head_a], *in[group.head_b], group.head_transpose_b, begin / width, end / width, head_rows.data(), threads);
       cpu::for_each_chunk(begin, end, group.run, [&](int64_t base, int64_t n) {
-        if (base + kAhead + n <= end_all) {
-          for (size_t k = 0; k < in.size(); ++k)
-            if (group.read_by_steps[k] && group.layouts[k].access == cpu::Access::Direct && in[k]->dtype == ir::DType::F32)
-              for (int64_t e = 0; e < n; e += 16) __builtin_prefetch(in[k]->data<float>() + base + kAhead + e);
-          for (size_t si = 0; si < group.steps.size(); ++si)
-            if (float* m = to_memory[si])
-              for (int64_t e = 0; e < n; e += 16) __builtin_prefetch(m + base + kAhead + e, 1);
-        }
         for (size_t k = 0; k < in.size(); ++k)
           if (group.read_by_steps[k]) in_rows[k] = cpu::chunk_row(*in[k], group.layouts[k], group.shape, base, n, &own[k * T]);
-        for (size_t si = 0; si < group.steps.size(); ++si) {
-          const FusedStep& s = group.steps[si];
+        for (size_t si = 0; si < steps.size(); ++si) {
+          const FusedStep& s = steps[si];
           rows.resize(s.operands.size());
           for (size_t k = 0; k < s.operands.size(); ++k) {
             const FusedStep::Operand& o = s.operands[k];
@@ -271,11 +377,14 @@ void run_group_f32(const FusedGroup& group, const std::vector<const eval::Tensor
                                                         : head_rows.data() + (base - begin);
           }
           result[si] = to_memory[si] ? to_memory[si] + base : &tile[s.slot * T];
-          s.row_f32(rows.data(), s.attrs_f32.data(), result[si], n);
+          if (s.staged())
+            s.row_affine(rows.data(), s.attrs_f32.data(), affine[si], result[si], n);
+          else
+            s.row_f32(rows.data(), s.attrs_f32.data(), result[si], n);
         }
-        for (size_t si = 0; si < group.steps.size(); ++si)
-          if (group.steps[si].output >= 0 && !to_memory[si])
-            cpu::store_row(result[si], *out[static_cast<size_t>(group.steps[si].output)], base, n);
+        for (size_t si = 0; si < steps.size(); ++si)
+          if (steps[si].output >= 0 && !to_memory[si])
+            cpu::store_row(result[si], *out[static_cast<size_t>(steps[si].output)], base, n);
       });
     }
   });

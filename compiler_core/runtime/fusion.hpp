@@ -23,8 +23,18 @@ struct FusedStep {
     From from;     // a group input, an earlier member's result, or the head's
     size_t index;  // into FusedGroup::inputs, or the step's position
   };
+  // Scalar multiply-adds folded into an f32 step from the members around it (see
+  // FusedGroup::f32_steps): x·scale + shift, the scale and shift read from single-element group
+  // inputs when the group runs (-1: none, so 1 and -0), the scale negated for `s - x`.
+  struct Stage {
+    int scale = -1, shift = -1;
+    bool negate_scale = false, negate_shift = false;
+    bool empty() const { return scale < 0 && shift < 0 && !negate_scale; }
+  };
   const eval::ElementwiseFn* fn;
   cpu::RowF32 row_f32;  // its f32 row, or nullptr
+  cpu::RowAffineF32 row_affine = nullptr;  // the same with stages (pre only for one-input ops)
+  Stage pre, post;                         // on its operand, on its result
   std::vector<Operand> operands;
   std::vector<double> attrs;
   std::vector<float> attrs_f32;
@@ -32,6 +42,7 @@ struct FusedStep {
   bool floating;    // computes in double (any float operand or result), else in int64
   int output = -1;  // position in FusedGroup::outputs, or -1
   size_t slot = 0;  // f32 groups: the tile its results go to, shared with steps whose results died
+  bool staged() const { return !pre.empty() || !post.empty(); }
 };
 
 struct FusedGroup {
@@ -43,8 +54,13 @@ struct FusedGroup {
   std::vector<FusedStep> steps;     // one per member
   // Runs on f32 rows: every member but the head is an op the f32 kernel serves.
   bool f32 = false;
+  // What the f32 rows run: `steps` with each multiply, add or subtract by a single-element
+  // input folded into the member before it (as a stage on its result) or the one-input member
+  // after it (on its operand), when no one else reads the value between. A chain such as
+  // sigmoid(tanh(x·a + b)·c + d)·e runs as two rows; each stage rounds as the unfused op does.
+  std::vector<FusedStep> f32_steps;
   std::vector<cpu::OperandLayout> layouts;  // per input (Direct for inputs only the head reads)
-  std::vector<char> read_by_steps;          // per input
+  std::vector<char> read_by_steps;          // per input: read by a row of f32_steps
   size_t slots = 0;                         // tiles of results a chunk needs (see FusedStep::slot)
   int64_t run = 1;                          // see cpu::plan_operands
   // The head, bound: which kernel computes its blocks and where its operands are in `inputs`.

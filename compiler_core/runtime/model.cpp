@@ -288,7 +288,10 @@ std::string Plan::report() const {
   for (const FusedGroup& grp : groups_) {
     out << "  fused:";
     for (ir::NodeId m : grp.members) out << " " << g.nodes[m].op->name << (m == grp.head ? " +" : "");
-    out << " over " << g.shape_str(grp.shape) << "\n";
+    out << " over " << g.shape_str(grp.shape);
+    // Scalar multiply-adds folded into the rows around them run in those rows (FusedGroup::f32_steps).
+    if (grp.f32) out << " in " << grp.f32_steps.size() << " f32 row" << (grp.f32_steps.size() == 1 ? "" : "s");
+    out << "\n";
   }
   // The ops without a CPU kernel of their own, by name: where a model's time may go.
   std::map<std::string, int> slow;

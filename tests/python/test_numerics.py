@@ -1057,6 +1057,37 @@ def test_fused_group_over_several_tiles_with_scalar_and_row_operands(rows):
     check(model(x, row), np.where(y > 0, 1 / (1 + np.exp(-y)) * k, y * 2 + xd).astype(f32))
 
 
+def test_scalar_multiply_adds_folded_into_rows_round_as_the_unfused_ops():
+    """The CPU runs x*s, x+s, x-s and s-x by single-element inputs inside the rows around them
+    (tanh(x*a+b)*0.5-0.125 is one row). Each rounds as its op does alone, so fused results are
+    the unfused ones bit for bit, NaNs, infinities, signed zeros and denormals included; the
+    scalars are graph inputs, read at every run."""
+    x = normal(rng_for(), (37, 41))
+    x.flat[:7] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -3e38]
+
+    def graph(t, a, b):
+        u = ops.tanh(t * a + b) * 0.5 - 0.125
+        v = ops.exp(1.0 - u) * a  # s - x on an operand; an output through a stage
+        w = ops.sigmoid(ops.neg(t) * 3.0 + 2.0) - b
+        return [v, w + u, ops.sub(b, ops.relu(t)) + 1.0]
+
+    g = build(graph, x, np.float32(0), np.float32(0))[0]
+    fused, unfused = esgraph.compile(g), esgraph.compile(g, fusion=False)
+    assert re.search(r"fused: mul add tanh mul sub .* in [1-9] f32 rows", fused.report())
+    for a, b in [(1.5, 0.25), (-2.0, -0.0), (0.0, np.inf), (np.nan, 1.0), (3e38, -1e-45)]:
+        feeds = [x, np.float32(a), np.float32(b)]
+        for got, want in zip(fused.run(feeds), unfused.run(feeds)):
+            np.testing.assert_array_equal(got, want)
+            numbers = ~np.isnan(want)  # (a NaN's sign bit means nothing: x86 keeps an operand's)
+            assert np.array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
+    xd, (a, b) = x[7:].astype(f64), (f64(1.5), f64(0.25))
+    u = np.tanh(xd * a + b) * 0.5 - 0.125
+    outs = fused.run([x, np.float32(a), np.float32(b)])
+    check(outs[0][7:], (np.exp(1 - u) * a).astype(f32))
+    check(outs[1][7:], (1 / (1 + np.exp(-(-xd * 3 + 2))) - b + u).astype(f32))
+    check(outs[2][7:], (b - np.maximum(xd, 0) + 1).astype(f32))
+
+
 def test_fused_group_writing_over_an_input_it_reads_again():
     """The memory plan may put a group's output in the bytes of an input that dies there; the
     group's later members read that input again, so within a chunk no result may reach memory
