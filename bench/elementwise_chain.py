@@ -1,6 +1,7 @@
 """A chain of 8 elementwise ops on N floats, side by side in one run: esgraph fused and
-unfused, PyTorch eager, numpy, and the machine's copy bandwidth (a STREAM-copy stand-in:
-numpy copying N floats). Medians of several runs.
+unfused, PyTorch eager, numpy, and the machine's copy bandwidth as STREAM's copy measures it
+(N floats copied into a preallocated array: by numpy on one thread, and by PyTorch's copy_ on
+all cores). Medians of several runs.
 
     PYTHONPATH=build/default/python /usr/bin/python3 bench/elementwise_chain.py [--n 16777216]
 """
@@ -60,9 +61,14 @@ def main():
     except ImportError:
         pass
     dst = np.empty_like(x)
-    copy = 1e-3 * median_ms(lambda: np.copyto(dst, x), args.runs)
-    gbs = 2 * x.nbytes / copy / 1e9
-    print(f"N = {args.n} floats; copy bandwidth {gbs:.1f} GB/s (read + write)")
+    copies = {"1 thread": 1e-3 * median_ms(lambda: np.copyto(dst, x), args.runs)}
+    if "torch eager, in place" in results:
+        copies[f"{os.cpu_count()} threads"] = 1e-3 * median_ms(lambda: b.copy_(tx), args.runs)
+    rates = ", ".join(f"{2 * x.nbytes / s / 1e9:.1f} GB/s on {name}" for name, s in copies.items())
+    print(f"N = {args.n} floats; copy bandwidth (read + write) {rates}")
+    fused_gbs = 2 * x.nbytes / results["esgraph fused"] / 1e9
+    print("esgraph fused moves " + ", ".join(f"{100 * fused_gbs / (2 * x.nbytes / s / 1e9):.0f}% of the copy's bytes per second on {name}"
+                                             for name, s in copies.items()))
     print(f"{'':24} {'ms':>9} {'GB/s':>7} {'vs fused':>9}")
     for name, s in results.items():
         print(f"{name:24} {s * 1e3:9.2f} {2 * x.nbytes / s / 1e9:7.2f} {s / results['esgraph fused']:8.2f}x")
