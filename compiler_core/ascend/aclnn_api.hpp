@@ -14,6 +14,7 @@ using Status = int32_t;  // aclnnStatus; 0 is success
 struct Tensor;           // aclTensor
 struct IntArray;         // aclIntArray
 struct TensorList;       // aclTensorList
+struct Scalar;           // aclScalar
 struct Executor;         // aclOpExecutor: one planned op, consumed by its run
 
 enum DataType : int32_t {  // aclDataType
@@ -32,7 +33,9 @@ enum Format : int32_t { kFormatNchw = 0, kFormatNd = 2 };  // aclFormat: ACL_FOR
   X(aclCreateIntArray, IntArray*, (const int64_t* values, uint64_t size))                                      \
   X(aclDestroyIntArray, Status, (const IntArray* array))                                                       \
   X(aclCreateTensorList, TensorList*, (const Tensor* const* values, uint64_t size))                            \
-  X(aclDestroyTensorList, Status, (const TensorList* list))
+  X(aclDestroyTensorList, Status, (const TensorList* list))                                                    \
+  X(aclCreateScalar, Scalar*, (void* value, DataType dtype))                                                   \
+  X(aclDestroyScalar, Status, (const Scalar* scalar))
 
 // libopapi.so: each op's planning half; the running half has one signature for all (ESG_ACLNN_RUN).
 #define ESG_ACLNN_PLAN_FUNCTIONS(X)                                                                          \
@@ -75,6 +78,9 @@ enum Format : int32_t { kFormatNchw = 0, kFormatNd = 2 };  // aclFormat: ACL_FOR
     (const Tensor* self, const IntArray* dims, Tensor* out, uint64_t* workspace_size, Executor** executor))   \
   X(aclnnCatGetWorkspaceSize, Status,                                                                           \
     (const TensorList* tensors, int64_t dim, Tensor* out, uint64_t* workspace_size, Executor** executor))       \
+  X(aclnnConstantPadNdGetWorkspaceSize, Status,                                                                 \
+    (const Tensor* self, const IntArray* pad, const Scalar* value, Tensor* out, uint64_t* workspace_size,       \
+     Executor** executor))                                                                                      \
   X(aclnnConvolutionGetWorkspaceSize, Status,                                                                   \
     (const Tensor* input, const Tensor* weight, const Tensor* bias, const IntArray* stride, const IntArray* padding, \
      const IntArray* dilation, bool transposed, const IntArray* output_padding, int64_t groups, Tensor* output,  \
@@ -82,7 +88,7 @@ enum Format : int32_t { kFormatNchw = 0, kFormatNd = 2 };  // aclFormat: ACL_FOR
 
 #define ESG_ACLNN_RUN_FUNCTIONS(X) \
   X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnMean) X(aclnnAmax) X(aclnnAmin) X(aclnnExpand) X(aclnnIndexSelect) \
-  X(aclnnMaxPool) X(aclnnAvgPool2d) X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConvolution)
+  X(aclnnMaxPool) X(aclnnAvgPool2d) X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConstantPadNd) X(aclnnConvolution)
 using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 
 struct Functions {

@@ -38,7 +38,7 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   const std::string op = n.op->name;
   if (op != "matmul" && op != "softmax" && op != "layer_norm" && op != "reduce_sum" && op != "reduce_mean" && op != "reduce_max" &&
       op != "reduce_min" && op != "transpose" && op != "concat" &&
-      op != "conv2d" && op != "expand" && op != "gather" && op != "slice" && op != "max_pool2d" && op != "avg_pool2d")
+      op != "conv2d" && op != "expand" && op != "gather" && op != "slice" && op != "max_pool2d" && op != "avg_pool2d" && op != "pad")
     return "no aclnn mapping";
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
     const ir::ValueId v = g.operands[n.first_input + i];
@@ -67,6 +67,8 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
     const ir::Span<int64_t> pads = a.ints("pads");
     if (pads[0] != pads[2] || pads[1] != pads[3]) return "asymmetric padding (aclnnConvolution pads both sides alike)";
   }
+  if (op == "pad" && a.attr_int("mode") != 0)
+    return "reflect and edge modes (aclnnReflectionPad2d and aclnnReplicationPad2d take 3-D and 4-D inputs only; not mapped yet)";
   return "";
 }
 
@@ -204,6 +206,17 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       for (uint32_t i = 0; i < n.num_inputs; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
       list_ = lib_.aclCreateTensorList(in_.data(), in_.size());
       dim_ = normalized(a.attr_int("axis"), rank);
+    } else if (op == "pad") {
+      // ConstantPadNd takes (before, after) pairs from the last axis on; the value as a scalar.
+      name_ = "aclnnConstantPadNd", kind_ = Kind::ConstantPad, run_ = lib_.aclnnConstantPadNd;
+      in_.push_back(tensor(g, x, in[0]));
+      const ir::Span<int64_t> pads = a.ints("pads");
+      std::vector<int64_t> pairs;
+      for (size_t d = rank; d-- > 0;) pairs.push_back(pads[d]), pairs.push_back(pads[rank + d]);
+      int_array(pairs);
+      fill_ = static_cast<float>(a.attr_float("value"));
+      scalar_ = lib_.aclCreateScalar(&fill_, aclnn::kFloat);
+      if (!scalar_) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateScalar failed");
     } else if (op == "conv2d") {
       name_ = "aclnnConvolution", kind_ = Kind::Convolution, run_ = lib_.aclnnConvolution;
       in_.push_back(tensor(g, x, in[0]));
@@ -254,6 +267,7 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
     case Kind::Copy: ESG_ACLNN(lib_, aclnnInplaceCopyGetWorkspaceSize, out_[0], in_[0], workspace, &e); break;
     case Kind::Permute: ESG_ACLNN(lib_, aclnnPermuteGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
     case Kind::Cat: ESG_ACLNN(lib_, aclnnCatGetWorkspaceSize, list_, dim_, out_[0], workspace, &e); break;
+    case Kind::ConstantPad: ESG_ACLNN(lib_, aclnnConstantPadNdGetWorkspaceSize, in_[0], ints_[0], scalar_, out_[0], workspace, &e); break;
     case Kind::Convolution:
       ESG_ACLNN(lib_, aclnnConvolutionGetWorkspaceSize, in_[0], in_[1], in_[2], ints_[0], ints_[1], ints_[2], false, ints_[3], dim_,
                 out_[0], int8_t{0}, workspace, &e);
@@ -285,6 +299,7 @@ void AclnnCall::release() noexcept {
   in_.clear(), out_.clear();
   for (aclnn::IntArray* a : ints_) lib_.aclDestroyIntArray(a);
   ints_.clear();
+  if (scalar_) lib_.aclDestroyScalar(scalar_), scalar_ = nullptr;
 }
 
 }  // namespace esg::ascend

@@ -447,6 +447,38 @@ std::unique_ptr<Graph> split_scaled_softmax(const Graph& g) {
   });
 }
 
+std::unique_ptr<Graph> pad_asymmetric_convolutions(const Graph& g) {
+  const ir::OpSchema* pad = ir::find_op("pad");
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.num_deps || !is_op(n, "conv2d")) return false;
+    const ir::Span<int64_t> p = g.ints_of(attr(g, n, "pads"));  // top, left, bottom, right
+    if (p[0] == p[2] && p[1] == p[3]) return false;
+    // The convolution keeps the padding both sides share; the rest is an explicit pad.
+    const int64_t top = std::min(p[0], p[2]), left = std::min(p[1], p[3]);
+    const int64_t extra[8] = {0, 0, p[0] - top, p[1] - left, 0, 0, p[2] - top, p[3] - left};
+    std::vector<ir::AttrArg> pad_attrs(pad->attrs.size());  // constant mode, value 0
+    pad_attrs[static_cast<size_t>(pad->attr_index("pads"))] = ir::AttrArg::of_ints(extra, 8);
+    const ValueId image[] = {r.get(g.operands[n.first_input])};
+    std::vector<ValueId> in = {r.to().graph().nodes[r.to().add_op(*pad, {image, 1}, {pad_attrs.data(), pad_attrs.size()})].first_output};
+    for (uint32_t i = 1; i < n.num_inputs; ++i) {
+      const ValueId v = g.operands[n.first_input + i];
+      in.push_back(v == kNone ? kNone : r.get(v));
+    }
+    const int64_t shared[4] = {top, left, top, left};
+    const int pads_at = n.op->attr_index("pads");
+    std::vector<ir::AttrArg> attrs;
+    for (size_t i = 0; i < n.op->attrs.size(); ++i) {
+      const ir::AttrValue& a = g.attrs[n.first_attr + i];
+      if (static_cast<int>(i) == pads_at) attrs.push_back(ir::AttrArg::of_ints(shared, 4));
+      else if (a.kind == ir::AttrKind::IntList) attrs.push_back(ir::AttrArg::of_ints(g.ints_of(a).data(), a.size));
+      else attrs.push_back(ir::AttrArg::of_int(a.i));
+    }
+    r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*n.op, {in.data(), in.size()}, {attrs.data(), attrs.size()})].first_output);
+    return true;
+  });
+}
+
 std::unique_ptr<Graph> materialize_broadcasts(const Graph& g,
                                               const std::function<bool(const ir::Shape&, ir::DType, const ir::Shape&)>& reads) {
   const ir::OpSchema* expand = ir::find_op("expand");

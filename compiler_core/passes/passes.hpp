@@ -35,6 +35,11 @@ std::unique_ptr<ir::Graph> split_into_slices(const ir::Graph& g);
 // elementwise ops (for a backend whose softmax has neither; they fuse with the ops before).
 std::unique_ptr<ir::Graph> split_scaled_softmax(const ir::Graph& g);
 
+// conv2d with more padding on one side than the other: an explicit zero pad of the image by the
+// difference, then the convolution with the padding both sides share (for a backend whose
+// convolution pads both sides alike).
+std::unique_ptr<ir::Graph> pad_asymmetric_convolutions(const ir::Graph& g);
+
 // Elementwise ops' operands broadcast in a way `reads(operand shape, its dtype, result shape)` refuses get
 // an explicit expand to the result's shape first: for a backend whose kernels read only some
 // broadcasts in place (the rest then run as the backend's expand, one pass over memory).

@@ -28,6 +28,10 @@ struct IntArray {
 struct TensorList {
   std::vector<const Tensor*> tensors;
 };
+struct Scalar {  // the value, read when the scalar is made (as CANN copies it)
+  DataType dtype = kFloat;
+  double value = 0;
+};
 
 }  // namespace esg::ascend::aclnn
 

@@ -45,3 +45,17 @@ ACLSIM_EXPORT Status aclDestroyTensorList(const TensorList* list) {
   delete list;
   return 0;
 }
+ACLSIM_EXPORT Scalar* aclCreateScalar(void* value, DataType dtype) {
+  if (!value) return nullptr;
+  switch (dtype) {
+    case kFloat: return new Scalar{dtype, *static_cast<const float*>(value)};
+    case kDouble: return new Scalar{dtype, *static_cast<const double*>(value)};
+    case kInt32: return new Scalar{dtype, static_cast<double>(*static_cast<const int32_t*>(value))};
+    case kInt64: return new Scalar{dtype, static_cast<double>(*static_cast<const int64_t*>(value))};
+    default: return nullptr;  // the simulator's scalars: float, double, int32 and int64
+  }
+}
+ACLSIM_EXPORT Status aclDestroyScalar(const Scalar* scalar) {
+  delete scalar;
+  return 0;
+}

@@ -283,8 +283,8 @@ ACLSIM_EXPORT Status aclnnIndexSelectGetWorkspaceSize(const Tensor* self, int64_
       [dim](const std::vector<esg::Tensor>& x) { return esg::gather(x[0], x[1], esg::GatherOptions().axis(dim)); },
       [size](const std::vector<esg::HostTensor>& in) {
         const esg::HostTensor& i = in[1];
-        for (int64_t k = 0; k < i.count(); ++k) {
-          const int64_t v = i.dtype() == esg::i32 ? i.values<int32_t>()[static_cast<size_t>(k)] : i.values<int64_t>()[static_cast<size_t>(k)];
+        for (size_t k = 0; k < static_cast<size_t>(i.count()); ++k) {
+          const int64_t v = i.dtype() == esg::i32 ? i.values<int32_t>()[k] : i.values<int64_t>()[k];
           if (v < 0 || v >= size)
             throw std::runtime_error("index " + std::to_string(v) + " outside [0, " + std::to_string(size) + ")");
         }
@@ -359,6 +359,25 @@ ACLSIM_EXPORT Status aclnnCatGetWorkspaceSize(const TensorList* tensors, int64_t
               [dim](const std::vector<esg::Tensor>& x) { return esg::concat(x, dim); });
 }
 ACLSIM_RUN(aclnnCat)
+
+// pad: (before, after) pairs from the last axis on, at most two per axis; the others unpadded.
+ACLSIM_EXPORT Status aclnnConstantPadNdGetWorkspaceSize(const Tensor* self, const IntArray* pad, const Scalar* value, Tensor* out,
+                                                        uint64_t* workspace_size, Executor** executor) {
+  if (!self || !pad || !value || pad->values.size() % 2 || pad->values.size() > 2 * self->dims.size()) {
+    aclsim_fail("aclnnConstantPadNd", "needs a tensor, an even number of pads (at most two per axis) and a value");
+    return kParamInvalid;
+  }
+  const size_t rank = self->dims.size();
+  std::vector<int64_t> pads(2 * rank, 0);
+  for (size_t k = 0; k < pad->values.size() / 2; ++k) {
+    const size_t d = rank - 1 - k;
+    pads[d] = pad->values[2 * k], pads[rank + d] = pad->values[2 * k + 1];
+  }
+  const double fill = value->value;
+  return plan("aclnnConstantPadNd", {self}, out, 0, workspace_size, executor,
+              [=](const std::vector<esg::Tensor>& x) { return esg::pad(x[0], pads, esg::PadOptions().value(fill)); });
+}
+ACLSIM_RUN(aclnnConstantPadNd)
 
 ACLSIM_EXPORT Status aclnnConvolutionGetWorkspaceSize(const Tensor* input, const Tensor* weight, const Tensor* bias, const IntArray* stride,
                                                       const IntArray* padding, const IntArray* dilation, bool transposed,

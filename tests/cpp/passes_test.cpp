@@ -236,3 +236,28 @@ TEST_CASE("a split becomes one slice per output") {
   CHECK(count(*out, "slice") == 3);
   same_values(*g, *out);
 }
+
+TEST_CASE("a convolution padded more on one side becomes a zero pad and a symmetric convolution") {
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 3, 7, 6});
+  const ValueId w = b.add_input("w", ir::DType::F32, ir::Shape{4, 3, 3, 2});
+  const ValueId bias = b.add_input("b", ir::DType::F32, ir::Shape{4});
+  auto conv = [&](std::vector<int64_t> pads, std::vector<int64_t> strides) {
+    std::vector<ir::AttrArg> attrs(ir::ops::conv2d.attrs.size());
+    attrs[static_cast<size_t>(ir::ops::conv2d.attr_index("pads"))] = ir::AttrArg::of_ints(pads.data(), pads.size());
+    attrs[static_cast<size_t>(ir::ops::conv2d.attr_index("strides"))] = ir::AttrArg::of_ints(strides.data(), strides.size());
+    return b.graph().nodes[b.add_op(ir::ops::conv2d, std::vector<ValueId>{x, w, bias}, attrs)].first_output;
+  };
+  // top, left, bottom, right: TF's SAME at stride 2, a one-sided pad, and one already symmetric
+  const ValueId outs[] = {conv({0, 0, 1, 1}, {2, 2}), conv({2, 1, 0, 3}, {1, 1}), conv({1, 1, 1, 1}, {1, 1})};
+  const auto g = b.finish({outs, 3});
+  const auto out = passes::pad_asymmetric_convolutions(*g);
+  CHECK(count(*out, "pad") == 2);
+  CHECK(count(*out, "conv2d") == 3);
+  for (const ir::Node& n : out->nodes)
+    if (std::strcmp(n.op->name, "conv2d") == 0) {
+      const ir::Span<int64_t> p = out->ints_of(out->attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("pads"))]);
+      CHECK((p[0] == p[2] && p[1] == p[3]));
+    }
+  same_values(*g, *out);
+}

@@ -471,8 +471,26 @@ def test_aclnn_ops_match_the_cpu():
     check_same(graph_of(lambda t, k: ops.conv2d(t, k), image.shape, w.shape), [image, w])
     check_same(graph_of(lambda t, k, c: ops.relu(ops.conv2d(t, k, bias=c, strides=[2, 1], pads=[1, 2, 1, 2], dilations=[1, 2],
                                                              groups=2)), image.shape, wg.shape, bias.shape), [image, wg, bias])
-    with pytest.raises(esgraph.UnsupportedError, match=r"conv2d x1 \(asymmetric padding"):
-        esgraph.compile(graph_of(lambda t, k: ops.conv2d(t, k, pads=[0, 0, 1, 1]), image.shape, w.shape), backend="ascend-sim")
+    # More padding on one side (TF's SAME at stride 2, one-sided): an explicit pad, then a
+    # symmetric convolution.
+    for pads, strides in (([0, 0, 1, 1], [2, 2]), ([2, 1, 0, 3], [1, 1])):
+        check_same(graph_of(lambda t, k: ops.conv2d(t, k, pads=pads, strides=strides), image.shape, w.shape), [image, w])
+
+
+def test_pad_runs_on_aclnn(acl_log):
+    """pad in constant mode as aclnnConstantPadNd (pairs from the last axis on, the value as a
+    scalar); reflect and edge are refused with the reason."""
+    x = np.random.default_rng(12).standard_normal((2, 3, 5, 4)).astype(np.float32)
+    for kw in (dict(pads=[0, 0, 1, 2, 0, 0, 3, 0]), dict(pads=[1, 0, 0, 1, 0, 2, 2, 0], value=-1.5)):
+        check_same(graph_of(lambda a: ops.pad(a, **kw) * 2.0, x.shape), [x])
+    half = x.astype(np.float16)
+    with esgraph.GraphBuilder("f16") as b:
+        y = ops.pad(b.input("x", esgraph.f16, list(x.shape)), [0, 1, 0, 0, 0, 0, 2, 1], value=0.5)
+    g = b.build([y])
+    np.testing.assert_array_equal(esgraph.compile(g, backend="ascend-sim").run([half])[0], esgraph.compile(g).run([half])[0])
+    assert len(calls(acl_log(), "aclnnConstantPadNdGetWorkspaceSize")) == 3
+    with pytest.raises(esgraph.UnsupportedError, match=r"pad x1 \(reflect and edge modes"):
+        esgraph.compile(graph_of(lambda a: ops.pad(a, [0, 0, 1, 1, 0, 0, 1, 1], mode="reflect"), x.shape), backend="ascend-sim")
 
 
 def test_an_mlp_matches_the_cpu():
