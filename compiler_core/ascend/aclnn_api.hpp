@@ -59,6 +59,18 @@ enum Format : int32_t { kFormatNchw = 0, kFormatNd = 2 };  // aclFormat: ACL_FOR
   X(aclnnAminGetWorkspaceSize, Status,                                                                          \
     (const Tensor* self, const IntArray* dim, bool keep_dim, Tensor* out, uint64_t* workspace_size,             \
      Executor** executor))                                                                                      \
+  X(aclnnProdDimGetWorkspaceSize, Status,                                                                       \
+    (const Tensor* self, int64_t dim, bool keep_dim, DataType dtype, Tensor* out, uint64_t* workspace_size,     \
+     Executor** executor))                                                                                      \
+  X(aclnnProdGetWorkspaceSize, Status,                                                                          \
+    (const Tensor* self, DataType dtype, Tensor* out, uint64_t* workspace_size, Executor** executor))          \
+  X(aclnnArgMaxGetWorkspaceSize, Status,                                                                        \
+    (const Tensor* self, int64_t dim, bool keep_dim, Tensor* out, uint64_t* workspace_size, Executor** executor)) \
+  X(aclnnArgMinGetWorkspaceSize, Status,                                                                        \
+    (const Tensor* self, int64_t dim, bool keep_dim, Tensor* out, uint64_t* workspace_size, Executor** executor)) \
+  X(aclnnTopkGetWorkspaceSize, Status,                                                                          \
+    (const Tensor* self, int64_t k, int64_t dim, bool largest, bool sorted, Tensor* values_out,                 \
+     Tensor* indices_out, uint64_t* workspace_size, Executor** executor))                                      \
   X(aclnnExpandGetWorkspaceSize, Status,                                                                        \
     (const Tensor* self, const IntArray* size, Tensor* out, uint64_t* workspace_size, Executor** executor))    \
   X(aclnnIndexSelectGetWorkspaceSize, Status,                                                                   \
@@ -87,7 +99,8 @@ enum Format : int32_t { kFormatNchw = 0, kFormatNd = 2 };  // aclFormat: ACL_FOR
      int8_t cube_math_type, uint64_t* workspace_size, Executor** executor))
 
 #define ESG_ACLNN_RUN_FUNCTIONS(X) \
-  X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnMean) X(aclnnAmax) X(aclnnAmin) X(aclnnExpand) X(aclnnIndexSelect) \
+  X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnMean) X(aclnnAmax) X(aclnnAmin) X(aclnnProdDim) X(aclnnProd) \
+  X(aclnnArgMax) X(aclnnArgMin) X(aclnnTopk) X(aclnnExpand) X(aclnnIndexSelect) \
   X(aclnnMaxPool) X(aclnnAvgPool2d) X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConstantPadNd) X(aclnnConvolution)
 using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 

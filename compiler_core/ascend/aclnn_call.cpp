@@ -38,7 +38,8 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   const std::string op = n.op->name;
   if (op != "matmul" && op != "softmax" && op != "layer_norm" && op != "reduce_sum" && op != "reduce_mean" && op != "reduce_max" &&
       op != "reduce_min" && op != "transpose" && op != "concat" &&
-      op != "conv2d" && op != "expand" && op != "gather" && op != "slice" && op != "max_pool2d" && op != "avg_pool2d" && op != "pad")
+      op != "conv2d" && op != "expand" && op != "gather" && op != "slice" && op != "max_pool2d" && op != "avg_pool2d" && op != "pad" &&
+      op != "reduce_prod" && op != "argmax" && op != "argmin" && op != "top_k")
     return "no aclnn mapping";
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
     const ir::ValueId v = g.operands[n.first_input + i];
@@ -66,6 +67,10 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   if (op == "conv2d") {
     const ir::Span<int64_t> pads = a.ints("pads");
     if (pads[0] != pads[2] || pads[1] != pads[3]) return "asymmetric padding (aclnnConvolution pads both sides alike)";
+  }
+  if (op == "reduce_prod") {
+    const size_t axes = a.ints("axes").size(), rank = g.shape(g.operands[n.first_input]).rank();
+    if (axes > 1 && axes < rank) return "a product over some but not all axes (aclnnProdDim takes one, aclnnProd all)";
   }
   if (op == "pad" && a.attr_int("mode") != 0)
     return "reflect and edge modes (aclnnReflectionPad2d and aclnnReplicationPad2d take 3-D and 4-D inputs only; not mapped yet)";
@@ -138,6 +143,32 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       if (axes.empty()) axes.resize(rank), std::iota(axes.begin(), axes.end(), 0);  // every axis
       int_array(axes);
       keep_dims_ = a.attr_int("keepdims") != 0;
+    } else if (op == "reduce_prod") {
+      in_.push_back(tensor(g, x, in[0]));
+      const ir::Span<int64_t> axes = a.ints("axes");
+      if (axes.size() == 1 && rank > 1) {
+        name_ = "aclnnProdDim", kind_ = Kind::ProdDim, run_ = lib_.aclnnProdDim;
+        dim_ = normalized(axes[0], rank);
+        keep_dims_ = a.attr_int("keepdims") != 0;
+      } else {  // every axis: the result is one element, whatever its shape says
+        name_ = "aclnnProd", kind_ = Kind::Prod, run_ = lib_.aclnnProd;
+        lib_.aclDestroyTensor(out_[0]);
+        out_[0] = nullptr;
+        out_[0] = tensor_of({}, out_type_, out[0]);
+      }
+    } else if (op == "argmax" || op == "argmin") {
+      const bool max = op == "argmax";
+      name_ = max ? "aclnnArgMax" : "aclnnArgMin", kind_ = max ? Kind::ArgMax : Kind::ArgMin;
+      run_ = max ? lib_.aclnnArgMax : lib_.aclnnArgMin;
+      in_.push_back(tensor(g, x, in[0]));
+      dim_ = normalized(a.attr_int("axis"), rank);
+      keep_dims_ = a.attr_int("keepdims") != 0;
+    } else if (op == "top_k") {  // values and indices (i64), in order: sorted
+      name_ = "aclnnTopk", kind_ = Kind::Topk, run_ = lib_.aclnnTopk;
+      in_.push_back(tensor(g, x, in[0]));
+      k_ = a.attr_int("k");
+      dim_ = normalized(a.attr_int("axis"), rank);
+      largest_ = a.attr_int("largest") != 0;
     } else if (op == "expand") {
       name_ = "aclnnExpand", kind_ = Kind::Expand, run_ = lib_.aclnnExpand;
       in_.push_back(tensor(g, x, in[0]));
@@ -255,6 +286,11 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
     case Kind::Mean: ESG_ACLNN(lib_, aclnnMeanGetWorkspaceSize, in_[0], ints_[0], keep_dims_, out_type_, out_[0], workspace, &e); break;
     case Kind::Amax: ESG_ACLNN(lib_, aclnnAmaxGetWorkspaceSize, in_[0], ints_[0], keep_dims_, out_[0], workspace, &e); break;
     case Kind::Amin: ESG_ACLNN(lib_, aclnnAminGetWorkspaceSize, in_[0], ints_[0], keep_dims_, out_[0], workspace, &e); break;
+    case Kind::ProdDim: ESG_ACLNN(lib_, aclnnProdDimGetWorkspaceSize, in_[0], dim_, keep_dims_, out_type_, out_[0], workspace, &e); break;
+    case Kind::Prod: ESG_ACLNN(lib_, aclnnProdGetWorkspaceSize, in_[0], out_type_, out_[0], workspace, &e); break;
+    case Kind::ArgMax: ESG_ACLNN(lib_, aclnnArgMaxGetWorkspaceSize, in_[0], dim_, keep_dims_, out_[0], workspace, &e); break;
+    case Kind::ArgMin: ESG_ACLNN(lib_, aclnnArgMinGetWorkspaceSize, in_[0], dim_, keep_dims_, out_[0], workspace, &e); break;
+    case Kind::Topk: ESG_ACLNN(lib_, aclnnTopkGetWorkspaceSize, in_[0], k_, dim_, largest_, true, out_[0], out_[1], workspace, &e); break;
     case Kind::Expand: ESG_ACLNN(lib_, aclnnExpandGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
     case Kind::IndexSelect: ESG_ACLNN(lib_, aclnnIndexSelectGetWorkspaceSize, in_[0], dim_, in_[1], out_[0], workspace, &e); break;
     case Kind::MaxPool:  // autoPad 0: NOTSET, the explicit pads

@@ -39,8 +39,8 @@ class AclnnCall {
   aclnn::IntArray* int_array(const std::vector<int64_t>& values);
 
   const AclnnLibrary& lib_;
-  enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Mean, Amax, Amin, Expand, IndexSelect, MaxPool, AvgPool, Copy, Permute, Cat, ConstantPad,
-                    Convolution };
+  enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Mean, Amax, Amin, ProdDim, Prod, ArgMax, ArgMin, Topk, Expand, IndexSelect, MaxPool,
+                    AvgPool, Copy, Permute, Cat, ConstantPad, Convolution };
   const char* name_ = "";  // the aclnn op
   Kind kind_ = Kind::Matmul;
   aclnn::DataType out_type_ = aclnn::kFloat;  // the result's element type (reductions take it)
@@ -50,7 +50,9 @@ class AclnnCall {
   std::vector<aclnn::IntArray*> ints_;  // the op's integer lists, in its parameters' order
   aclnn::TensorList* list_ = nullptr;
   aclnn::Scalar* scalar_ = nullptr;  // pad's fill value
-  int64_t dim_ = 0;  // softmax's and concat's axis; conv2d's groups
+  int64_t dim_ = 0;  // the axis of softmax, concat, the arg-reductions, top-k, a one-axis product; conv2d's groups
+  int64_t k_ = 0;    // top-k's k
+  bool largest_ = true;
   double epsilon_ = 0;
   float fill_ = 0;  // what scalar_ points at (aclCreateScalar keeps the pointer or the value)
   bool keep_dims_ = false;

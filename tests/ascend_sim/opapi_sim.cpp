@@ -2,8 +2,10 @@
 // (GetWorkspaceSize returns a one-shot executor; the run queues it on a stream), computed by
 // esgraph's CPU backend on the simulated device's memory. Matmul asks for a workspace, so that
 // the backend's workspace handling is exercised; the run checks it is live device memory.
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <type_traits>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -20,7 +22,7 @@ struct Executor {
   std::string op;
   uint64_t workspace = 0;
   std::vector<const Tensor*> inputs;  // absent optional inputs dropped
-  const Tensor* out = nullptr;
+  std::vector<const Tensor*> outs;
   std::unique_ptr<esg::Model> model;
   // What the real op would refuse in the data itself (checked when it runs), or empty.
   std::function<void(const std::vector<esg::HostTensor>&)> check_data;
@@ -95,11 +97,13 @@ void scatter(const Tensor& t, const esg::HostTensor& h) {
   for (size_t e = 0; e < at.size(); ++e) std::memcpy(static_cast<char*>(t.data) + at[e] * static_cast<int64_t>(size), bytes + e * size, size);
 }
 
-// Plans op `name`: `build` makes the esgraph graph of its inputs (as graph inputs, in order).
+// Plans op `name`: `build` makes the esgraph graph of its inputs (as graph inputs, in order),
+// returning its result or, for an op of several outputs, the list of them.
 template <class Build>
-Status plan(const char* name, std::vector<const Tensor*> inputs, const Tensor* out, uint64_t workspace, uint64_t* workspace_size,
-            Executor** executor, Build build, std::function<void(const std::vector<esg::HostTensor>&)> check_data = {}) {
-  if (!out || !workspace_size || !executor) {
+Status plan(const char* name, std::vector<const Tensor*> inputs, std::vector<const Tensor*> outs, uint64_t workspace,
+            uint64_t* workspace_size, Executor** executor, Build build,
+            std::function<void(const std::vector<esg::HostTensor>&)> check_data = {}) {
+  if (std::find(outs.begin(), outs.end(), nullptr) != outs.end() || !workspace_size || !executor) {
     aclsim_fail(name, "a required argument is null");
     return kParamNull;
   }
@@ -108,22 +112,27 @@ Status plan(const char* name, std::vector<const Tensor*> inputs, const Tensor* o
       aclsim_fail(name, t ? "the simulated operator library computes float32 (indices int32, int64) only" : "a required tensor is null");
       return t ? kParamInvalid : kParamNull;
     }
-  if (!simulated_type(out->dtype)) {
-    aclsim_fail(name, "the simulated operator library gives float32, float16 and bfloat16 only");
-    return kParamInvalid;
-  }
+  for (const Tensor* out : outs)
+    if (!simulated_type(out->dtype)) {
+      aclsim_fail(name, "the simulated operator library gives float32, float16, bfloat16, bool, int32 and int64 only");
+      return kParamInvalid;
+    }
   try {
     esg::GraphBuilder b;
     std::vector<esg::Tensor> xs;
     for (size_t i = 0; i < inputs.size(); ++i) xs.push_back(b.input("x" + std::to_string(i), esg_type(inputs[i]->dtype), inputs[i]->dims));
-    const esg::Tensor y = build(xs);
-    if (y.shape() != out->dims) throw std::runtime_error("the output view's dims differ from the op's result");
+    std::vector<esg::Tensor> ys;
+    if constexpr (std::is_same_v<decltype(build(xs)), esg::Tensor>) ys = {build(xs)};
+    else ys = build(xs);
+    if (ys.size() != outs.size()) throw std::runtime_error("the op has " + std::to_string(ys.size()) + " results");
+    for (size_t k = 0; k < ys.size(); ++k)
+      if (ys[k].shape() != outs[k]->dims) throw std::runtime_error("an output view's dims differ from the op's result");
     auto e = std::make_unique<Executor>();
     e->op = name;
     e->workspace = workspace;
     e->inputs = inputs;
-    e->out = out;
-    e->model = std::make_unique<esg::Model>(esg::compile(b.build({y})));
+    e->outs = outs;
+    e->model = std::make_unique<esg::Model>(esg::compile(b.build(ys)));
     e->check_data = std::move(check_data);
     *workspace_size = workspace;
     *executor = e.release();
@@ -164,7 +173,8 @@ Status run(const char* name, void* workspace, uint64_t workspace_size, Executor*
     std::vector<esg::HostTensor> in;
     for (const Tensor* t : shared->inputs) in.push_back(gather(*t));
     if (shared->check_data) shared->check_data(in);
-    scatter(*shared->out, shared->model->run(in).at(0));
+    const std::vector<esg::HostTensor> results = shared->model->run(in);
+    for (size_t k = 0; k < shared->outs.size(); ++k) scatter(*shared->outs[k], results.at(k));
   };
   return aclsim_enqueue(stream, name, &task) == 0 ? 0 : kParamInvalid;
 }
@@ -183,14 +193,14 @@ ACLSIM_EXPORT Status aclnnMatmulGetWorkspaceSize(const Tensor* self, const Tenso
     aclsim_fail("aclnnMatmul", "cubeMathType out of range");
     return kParamInvalid;
   }
-  return plan("aclnnMatmul", {self, mat2}, out, kMatmulWorkspace, workspace_size, executor,
+  return plan("aclnnMatmul", {self, mat2}, {out}, kMatmulWorkspace, workspace_size, executor,
               [](const std::vector<esg::Tensor>& x) { return esg::matmul(x[0], x[1]); });
 }
 ACLSIM_RUN(aclnnMatmul)
 
 ACLSIM_EXPORT Status aclnnSoftmaxGetWorkspaceSize(const Tensor* self, int64_t dim, Tensor* out, uint64_t* workspace_size,
                                                   Executor** executor) {
-  return plan("aclnnSoftmax", {self}, out, 0, workspace_size, executor,
+  return plan("aclnnSoftmax", {self}, {out}, 0, workspace_size, executor,
               [dim](const std::vector<esg::Tensor>& x) { return esg::softmax(x[0], esg::SoftmaxOptions().axis(dim)); });
 }
 ACLSIM_RUN(aclnnSoftmax)
@@ -206,7 +216,7 @@ ACLSIM_EXPORT Status aclnnLayerNormGetWorkspaceSize(const Tensor* input, const I
   if (weight) inputs.push_back(weight);
   if (bias) inputs.push_back(bias);
   const int64_t axis = static_cast<int64_t>(input->dims.size()) - static_cast<int64_t>(normalized_shape->values.size());
-  return plan("aclnnLayerNorm", inputs, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+  return plan("aclnnLayerNorm", inputs, {out}, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
     esg::LayerNormOptions o;
     o.axis(axis).epsilon(eps);
     if (weight) o.scale(x[1]);
@@ -227,7 +237,7 @@ Status plan_reduction(const char* name, const Tensor* self, const IntArray* dim,
     return kParamInvalid;
   }
   const std::vector<int64_t> axes = dim->values;
-  return plan(name, {self}, out, 0, workspace_size, executor,
+  return plan(name, {self}, {out}, 0, workspace_size, executor,
               [=](const std::vector<esg::Tensor>& x) { return reduce(x[0], Options().axes(axes).keepdims(keep_dim)); });
 }
 }  // namespace
@@ -260,11 +270,60 @@ ACLSIM_EXPORT Status aclnnAminGetWorkspaceSize(const Tensor* self, const IntArra
 }
 ACLSIM_RUN(aclnnAmin)
 
+ACLSIM_EXPORT Status aclnnProdDimGetWorkspaceSize(const Tensor* self, int64_t dim, bool keep_dim, DataType dtype, Tensor* out,
+                                                  uint64_t* workspace_size, Executor** executor) {
+  const int64_t dims[] = {dim};
+  const IntArray axis{std::vector<int64_t>(dims, dims + 1)};
+  return plan_reduction<esg::ReduceProdOptions>("aclnnProdDim", self, &axis, keep_dim, &dtype, out, workspace_size, executor,
+                        [](const esg::Tensor& x, const esg::ReduceProdOptions& o) { return esg::reduce_prod(x, o); });
+}
+ACLSIM_RUN(aclnnProdDim)
+
+// Every element's product, as one element (a 0-D result).
+ACLSIM_EXPORT Status aclnnProdGetWorkspaceSize(const Tensor* self, DataType dtype, Tensor* out, uint64_t* workspace_size, Executor** executor) {
+  if (!self || !out || out->dtype != dtype) {
+    aclsim_fail("aclnnProd", "needs a tensor and a result of the given dtype");
+    return kParamInvalid;
+  }
+  return plan("aclnnProd", {self}, {out}, 0, workspace_size, executor,
+              [](const std::vector<esg::Tensor>& x) { return esg::reduce_prod(x[0]); });
+}
+ACLSIM_RUN(aclnnProd)
+
+ACLSIM_EXPORT Status aclnnArgMaxGetWorkspaceSize(const Tensor* self, int64_t dim, bool keep_dim, Tensor* out, uint64_t* workspace_size,
+                                                 Executor** executor) {
+  return plan("aclnnArgMax", {self}, {out}, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    return esg::argmax(x[0], esg::ArgmaxOptions().axis(dim).keepdims(keep_dim));
+  });
+}
+ACLSIM_RUN(aclnnArgMax)
+
+ACLSIM_EXPORT Status aclnnArgMinGetWorkspaceSize(const Tensor* self, int64_t dim, bool keep_dim, Tensor* out, uint64_t* workspace_size,
+                                                 Executor** executor) {
+  return plan("aclnnArgMin", {self}, {out}, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    return esg::argmin(x[0], esg::ArgminOptions().axis(dim).keepdims(keep_dim));
+  });
+}
+ACLSIM_RUN(aclnnArgMin)
+
+// Sorted results only (the simulator's top-k is esgraph's, which gives them in order).
+ACLSIM_EXPORT Status aclnnTopkGetWorkspaceSize(const Tensor* self, int64_t k, int64_t dim, bool largest, bool sorted, Tensor* values_out,
+                                               Tensor* indices_out, uint64_t* workspace_size, Executor** executor) {
+  if (!sorted || !indices_out || indices_out->dtype != kInt64) {
+    aclsim_fail("aclnnTopk", "the simulator gives sorted values and int64 indices");
+    return kParamInvalid;
+  }
+  return plan("aclnnTopk", {self}, {values_out, indices_out}, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    return esg::top_k(x[0], k, esg::TopKOptions().axis(dim).largest(largest));
+  });
+}
+ACLSIM_RUN(aclnnTopk)
+
 ACLSIM_EXPORT Status aclnnExpandGetWorkspaceSize(const Tensor* self, const IntArray* size, Tensor* out, uint64_t* workspace_size,
                                                  Executor** executor) {
   if (!size) return kParamNull;
   const std::vector<int64_t> shape = size->values;
-  return plan("aclnnExpand", {self}, out, 0, workspace_size, executor,
+  return plan("aclnnExpand", {self}, {out}, 0, workspace_size, executor,
               [=](const std::vector<esg::Tensor>& x) { return esg::expand(x[0], shape); });
 }
 ACLSIM_RUN(aclnnExpand)
@@ -279,7 +338,7 @@ ACLSIM_EXPORT Status aclnnIndexSelectGetWorkspaceSize(const Tensor* self, int64_
   }
   const int64_t size = self->dims[static_cast<size_t>(dim)];
   return plan(
-      "aclnnIndexSelect", {self, index}, out, 0, workspace_size, executor,
+      "aclnnIndexSelect", {self, index}, {out}, 0, workspace_size, executor,
       [dim](const std::vector<esg::Tensor>& x) { return esg::gather(x[0], x[1], esg::GatherOptions().axis(dim)); },
       [size](const std::vector<esg::HostTensor>& in) {
         const esg::HostTensor& i = in[1];
@@ -302,7 +361,7 @@ ACLSIM_EXPORT Status aclnnMaxPoolGetWorkspaceSize(const Tensor* self, const IntA
     return kParamInvalid;
   }
   const std::vector<int64_t> k = kernel_shape->values, st = strides->values, p = pads->values;
-  return plan("aclnnMaxPool", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+  return plan("aclnnMaxPool", {self}, {out}, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
     return esg::max_pool2d(x[0], k, esg::MaxPool2dOptions().strides(st).pads(p).ceil_mode(ceil_mode != 0));
   });
 }
@@ -326,7 +385,7 @@ ACLSIM_EXPORT Status aclnnAvgPool2dGetWorkspaceSize(const Tensor* self, const In
   }
   const std::vector<int64_t> k = kernel_size->values, st = strides->values;
   const std::vector<int64_t> p{paddings->values[0], paddings->values[1], paddings->values[0], paddings->values[1]};
-  return plan("aclnnAvgPool2d", {self}, out, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+  return plan("aclnnAvgPool2d", {self}, {out}, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
     return esg::avg_pool2d(x[0], k, esg::AvgPool2dOptions().strides(st).pads(p).ceil_mode(ceil_mode));
   });
 }
@@ -338,7 +397,7 @@ ACLSIM_EXPORT Status aclnnInplaceCopyGetWorkspaceSize(Tensor* self_ref, const Te
     aclsim_fail("aclnnInplaceCopy", "the simulator copies between views of the same dims");
     return kParamInvalid;
   }
-  return plan("aclnnInplaceCopy", {src}, self_ref, 0, workspace_size, executor,
+  return plan("aclnnInplaceCopy", {src}, {self_ref}, 0, workspace_size, executor,
               [](const std::vector<esg::Tensor>& x) { return x[0] * 1.0f; });
 }
 ACLSIM_RUN(aclnnInplaceCopy)
@@ -347,7 +406,7 @@ ACLSIM_EXPORT Status aclnnPermuteGetWorkspaceSize(const Tensor* self, const IntA
                                                   Executor** executor) {
   if (!dims) return kParamNull;
   const std::vector<int64_t> perm = dims->values;
-  return plan("aclnnPermute", {self}, out, 0, workspace_size, executor,
+  return plan("aclnnPermute", {self}, {out}, 0, workspace_size, executor,
               [=](const std::vector<esg::Tensor>& x) { return esg::transpose(x[0], esg::TransposeOptions().perm(perm)); });
 }
 ACLSIM_RUN(aclnnPermute)
@@ -355,7 +414,7 @@ ACLSIM_RUN(aclnnPermute)
 ACLSIM_EXPORT Status aclnnCatGetWorkspaceSize(const TensorList* tensors, int64_t dim, Tensor* out, uint64_t* workspace_size,
                                               Executor** executor) {
   if (!tensors) return kParamNull;
-  return plan("aclnnCat", tensors->tensors, out, 0, workspace_size, executor,
+  return plan("aclnnCat", tensors->tensors, {out}, 0, workspace_size, executor,
               [dim](const std::vector<esg::Tensor>& x) { return esg::concat(x, dim); });
 }
 ACLSIM_RUN(aclnnCat)
@@ -374,7 +433,7 @@ ACLSIM_EXPORT Status aclnnConstantPadNdGetWorkspaceSize(const Tensor* self, cons
     pads[d] = pad->values[2 * k], pads[rank + d] = pad->values[2 * k + 1];
   }
   const double fill = value->value;
-  return plan("aclnnConstantPadNd", {self}, out, 0, workspace_size, executor,
+  return plan("aclnnConstantPadNd", {self}, {out}, 0, workspace_size, executor,
               [=](const std::vector<esg::Tensor>& x) { return esg::pad(x[0], pads, esg::PadOptions().value(fill)); });
 }
 ACLSIM_RUN(aclnnConstantPadNd)
@@ -394,7 +453,7 @@ ACLSIM_EXPORT Status aclnnConvolutionGetWorkspaceSize(const Tensor* input, const
   if (bias) inputs.push_back(bias);
   const std::vector<int64_t> s = stride->values, d = dilation->values;
   const std::vector<int64_t> p{padding->values[0], padding->values[1], padding->values[0], padding->values[1]};
-  return plan("aclnnConvolution", inputs, output, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+  return plan("aclnnConvolution", inputs, {output}, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
     esg::Conv2dOptions o;
     o.strides(s).pads(p).dilations(d).groups(groups);
     if (bias) o.bias(x[2]);
