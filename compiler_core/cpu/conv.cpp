@@ -66,7 +66,8 @@ void im2col(const float* x, const ConvShape& s, int64_t oh0, int64_t oh1, float*
 
 // One input channel and one filter (depthwise): out += w[kh][kw] · shifted input, tap by tap.
 // A GEMM of 1 x kH·kW x OH·OW would be all overhead. Built for each ISA level like the
-// elementwise rows; unit strides (the common case) get a loop of their own, which vectorizes.
+// elementwise rows; unit strides (the common case) get a loop of their own, which vectorizes;
+// one fused multiply-add per tap, as GEMM accumulates.
 ESG_CPU_CLONES void depthwise(const float* image, const float* w, float b, const ConvShape& s, float* out) {
   std::fill_n(out, s.OH * s.OW, b);
   for (int64_t kh = 0; kh < s.KH; ++kh)
@@ -79,9 +80,9 @@ ESG_CPU_CLONES void depthwise(const float* image, const float* w, float b, const
         const float* in = image + ih * s.W + cols.shift;
         float* o = out + oh * s.OW;
         if (s.sw == 1)
-          for (int64_t ow = cols.lo; ow < cols.hi; ++ow) o[ow] += wv * in[ow];
+          for (int64_t ow = cols.lo; ow < cols.hi; ++ow) o[ow] = vm::fma(wv, in[ow], o[ow]);
         else
-          for (int64_t ow = cols.lo; ow < cols.hi; ++ow) o[ow] += wv * in[ow * s.sw];
+          for (int64_t ow = cols.lo; ow < cols.hi; ++ow) o[ow] = vm::fma(wv, in[ow * s.sw], o[ow]);
       }
     }
 }

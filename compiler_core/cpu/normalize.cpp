@@ -76,13 +76,14 @@ void softmax_rows(const eval::KernelCall& c) {
 // mean far from zero costs no precision. One branch-free loop per combination, so the compiler
 // vectorizes it.
 template <bool kScale, bool kBias>
-void normalize_row(const float* src, float* dst, int64_t n, float shift, float centered, float inv_std, const float* scale,
+ESG_VM_INLINE void normalize_row(const float* src, float* dst, int64_t n, float shift, float centered, float inv_std, const float* scale,
                    const float* bias) {
   for (int64_t j = 0; j < n; ++j) {
-    float v = ((src[j] - shift) - centered) * inv_std;
-    if constexpr (kScale) v *= scale[j];
-    if constexpr (kBias) v += bias[j];
-    dst[j] = v;
+    const float v = ((src[j] - shift) - centered) * inv_std;
+    if constexpr (kScale && kBias) dst[j] = vm::fma(v, scale[j], bias[j]);
+    else if constexpr (kScale) dst[j] = v * scale[j];
+    else if constexpr (kBias) dst[j] = v + bias[j];
+    else dst[j] = v;
   }
 }
 

@@ -23,6 +23,7 @@
 // multiversioning). The level, not a CPU name: an "arch=haswell" clone runs on Haswells only.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ESG_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define ESG_CPU_CLONED 1
 #else
 #define ESG_CPU_CLONES
 #endif
@@ -42,9 +43,17 @@ ESG_VM_INLINE float from_bits(uint32_t i) {
 // a·b + c rounded once. The project is built without contracting products and sums on its own
 // (-ffp-contract=off: every operation rounds as written, so a fused group computes what its ops
 // unfused would); the polynomials here ask for their fused multiply-adds. One instruction in the
-// x86-64-v3/v4 clones and on Arm; a call to the C library's exact fmaf in the baseline x86-64
-// one, which CPUs from before 2013 run.
-ESG_VM_INLINE float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+// x86-64-v3/v4 clones, on Arm and wherever the build targets FMA; a call to the C library's exact
+// fmaf in the baseline x86-64 clone, which CPUs from before 2013 run. A build without clones
+// for a target without FMA (clang on x86-64 by default) rounds twice instead, and keeps its loops
+// vectorized: every row of that build computes alike, fused or not.
+ESG_VM_INLINE float fma(float a, float b, float c) {
+#if defined(ESG_CPU_CLONED) || defined(__FMA__) || defined(__aarch64__)
+  return __builtin_fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
 
 // c0 + x·(c1 + x·(c2 + …)) by Horner's rule, one fused multiply-add per coefficient.
 ESG_VM_INLINE float poly(float, float c) { return c; }
@@ -89,8 +98,9 @@ ESG_VM_INLINE float exp(float x) {
 }
 
 // 1 / (1 + e^-x), with e^-x scaled once: the argument is clamped to [-86.5, 89], where 2^(n-1)
-// is a normal power of two. Below, e^-x would be under 2.6e-38 and 1 + e^-x is 1 anyway; above,
-// it is inf and the result 0 (the true one is a denormal under 2e-39). Within 3 ulps.
+// is a normal power of two. Below, e^-x would be under 2.6e-38 and 1 + e^-x is 1 anyway; from
+// x = -88.73 on, 1 + e^-x overflows and the result is 0 (the true one a denormal under 3e-39).
+// Within 3 ulps.
 ESG_VM_INLINE float sigmoid(float x) {
   float t = -x > -86.5f ? -x : -86.5f;  // NaN: -86.5, replaced below
   t = t < 89.0f ? t : 89.0f;

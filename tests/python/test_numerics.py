@@ -1065,15 +1065,24 @@ def test_scalar_multiply_adds_folded_into_rows_round_as_the_unfused_ops():
     x = normal(rng_for(), (37, 41))
     x.flat[:7] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -3e38]
 
+    weights = normal(rng_for("w"), (41, 41), scale=0.2)
+
     def graph(t, a, b):
         u = ops.tanh(t * a + b) * 0.5 - 0.125
         v = ops.exp(1.0 - u) * a  # s - x on an operand; an output through a stage
         w = ops.sigmoid(ops.neg(t) * 3.0 + 2.0) - b
-        return [v, w + u, ops.sub(b, ops.relu(t)) + 1.0]
+        r = ops.sub(b, ops.relu(t) * a) + 1.0  # s - x·a: a negated scale
+        h = ops.sub(2.0, ops.tanh(ops.sub(b, (t @ weights) * a)) * 3.0)  # after a matmul head
+        return [v, w + u, r, h]
 
     g = build(graph, x, np.float32(0), np.float32(0))[0]
     fused, unfused = esgraph.compile(g), esgraph.compile(g, fusion=False)
-    assert re.search(r"fused: mul add tanh mul sub .* in [1-9] f32 rows", fused.report())
+    # 24 ops in 8 rows: tanh(·a+b)·0.5-0.125, exp(1-·)·a, neg, sigmoid(·3+2)-b, add; relu·(-a)+b,
+    # add; after the matmul tanh(·(-a)+b)·(-3)+2
+    report = fused.report()
+    assert "fused: mul add tanh mul sub sub exp mul neg mul add sigmoid sub add over [37,41] in 5 f32 rows" in report
+    assert "fused: relu mul sub add over [37,41] in 2 f32 rows" in report
+    assert "fused: matmul + mul sub tanh mul sub over [37,41] in 1 f32 row\n" in report
     for a, b in [(1.5, 0.25), (-2.0, -0.0), (0.0, np.inf), (np.nan, 1.0), (3e38, -1e-45)]:
         feeds = [x, np.float32(a), np.float32(b)]
         for got, want in zip(fused.run(feeds), unfused.run(feeds)):
@@ -1085,7 +1094,8 @@ def test_scalar_multiply_adds_folded_into_rows_round_as_the_unfused_ops():
     outs = fused.run([x, np.float32(a), np.float32(b)])
     check(outs[0][7:], (np.exp(1 - u) * a).astype(f32))
     check(outs[1][7:], (1 / (1 + np.exp(-(-xd * 3 + 2))) - b + u).astype(f32))
-    check(outs[2][7:], (b - np.maximum(xd, 0) + 1).astype(f32))
+    check(outs[2][7:], (b - np.maximum(xd, 0) * a + 1).astype(f32))
+    check(outs[3][7:], (2 - np.tanh(b - (x.astype(f64) @ weights.astype(f64))[7:] * a) * 3).astype(f32))
 
 
 def test_fused_group_writing_over_an_input_it_reads_again():
