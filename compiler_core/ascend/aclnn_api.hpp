@@ -37,6 +37,13 @@ enum Format : int32_t { kFormatNchw = 0, kFormatNd = 2 };  // aclFormat: ACL_FOR
   X(aclCreateScalar, Scalar*, (void* value, DataType dtype))                                                   \
   X(aclDestroyScalar, Status, (const Scalar* scalar))
 
+// The elementwise ops of one and two tensors share their signatures.
+using UnaryPlan = Status (*)(const Tensor* self, Tensor* out, uint64_t* workspace_size, Executor** executor);
+using BinaryPlan = Status (*)(const Tensor* self, const Tensor* other, Tensor* out, uint64_t* workspace_size, Executor** executor);
+#define ESG_ACLNN_UNARY(X, name) X(name, Status, (const Tensor* self, Tensor* out, uint64_t* workspace_size, Executor** executor))
+#define ESG_ACLNN_BINARY(X, name) \
+  X(name, Status, (const Tensor* self, const Tensor* other, Tensor* out, uint64_t* workspace_size, Executor** executor))
+
 // libopapi.so: each op's planning half; the running half has one signature for all (ESG_ACLNN_RUN).
 #define ESG_ACLNN_PLAN_FUNCTIONS(X)                                                                          \
   X(aclnnMatmulGetWorkspaceSize, Status,                                                                        \
@@ -71,6 +78,28 @@ enum Format : int32_t { kFormatNchw = 0, kFormatNd = 2 };  // aclFormat: ACL_FOR
   X(aclnnTopkGetWorkspaceSize, Status,                                                                          \
     (const Tensor* self, int64_t k, int64_t dim, bool largest, bool sorted, Tensor* values_out,                 \
      Tensor* indices_out, uint64_t* workspace_size, Executor** executor))                                      \
+  X(aclnnAddGetWorkspaceSize, Status,                                                                           \
+    (const Tensor* self, const Tensor* other, const Scalar* alpha, Tensor* out, uint64_t* workspace_size,       \
+     Executor** executor))                                                                                      \
+  X(aclnnSubGetWorkspaceSize, Status,                                                                           \
+    (const Tensor* self, const Tensor* other, const Scalar* alpha, Tensor* out, uint64_t* workspace_size,       \
+     Executor** executor))                                                                                      \
+  ESG_ACLNN_BINARY(X, aclnnMulGetWorkspaceSize)                                                                 \
+  ESG_ACLNN_BINARY(X, aclnnMaximumGetWorkspaceSize)                                                             \
+  ESG_ACLNN_BINARY(X, aclnnMinimumGetWorkspaceSize)                                                             \
+  ESG_ACLNN_BINARY(X, aclnnGtTensorGetWorkspaceSize)                                                            \
+  ESG_ACLNN_BINARY(X, aclnnGeTensorGetWorkspaceSize)                                                            \
+  ESG_ACLNN_BINARY(X, aclnnLtTensorGetWorkspaceSize)                                                            \
+  ESG_ACLNN_BINARY(X, aclnnLeTensorGetWorkspaceSize)                                                            \
+  ESG_ACLNN_BINARY(X, aclnnEqTensorGetWorkspaceSize)                                                            \
+  ESG_ACLNN_BINARY(X, aclnnNeTensorGetWorkspaceSize)                                                            \
+  ESG_ACLNN_UNARY(X, aclnnNegGetWorkspaceSize)                                                                  \
+  ESG_ACLNN_UNARY(X, aclnnAbsGetWorkspaceSize)                                                                  \
+  X(aclnnSWhereGetWorkspaceSize, Status,                                                                        \
+    (const Tensor* condition, const Tensor* self, const Tensor* other, Tensor* out, uint64_t* workspace_size,   \
+     Executor** executor))                                                                                      \
+  X(aclnnCastGetWorkspaceSize, Status,                                                                          \
+    (const Tensor* self, DataType dtype, Tensor* out, uint64_t* workspace_size, Executor** executor))          \
   X(aclnnExpandGetWorkspaceSize, Status,                                                                        \
     (const Tensor* self, const IntArray* size, Tensor* out, uint64_t* workspace_size, Executor** executor))    \
   X(aclnnIndexSelectGetWorkspaceSize, Status,                                                                   \
@@ -100,7 +129,9 @@ enum Format : int32_t { kFormatNchw = 0, kFormatNd = 2 };  // aclFormat: ACL_FOR
 
 #define ESG_ACLNN_RUN_FUNCTIONS(X) \
   X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnMean) X(aclnnAmax) X(aclnnAmin) X(aclnnProdDim) X(aclnnProd) \
-  X(aclnnArgMax) X(aclnnArgMin) X(aclnnTopk) X(aclnnExpand) X(aclnnIndexSelect) \
+  X(aclnnArgMax) X(aclnnArgMin) X(aclnnTopk) X(aclnnAdd) X(aclnnSub) X(aclnnMul) X(aclnnMaximum) X(aclnnMinimum) X(aclnnGtTensor) \
+  X(aclnnGeTensor) X(aclnnLtTensor) X(aclnnLeTensor) X(aclnnEqTensor) X(aclnnNeTensor) X(aclnnNeg) X(aclnnAbs) X(aclnnSWhere) \
+  X(aclnnCast) X(aclnnExpand) X(aclnnIndexSelect) \
   X(aclnnMaxPool) X(aclnnAvgPool2d) X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConstantPadNd) X(aclnnConvolution)
 using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 

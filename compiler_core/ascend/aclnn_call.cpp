@@ -1,5 +1,7 @@
 #include "ascend/aclnn_call.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <numeric>
 
 #include "eval/kernels.hpp"
@@ -34,13 +36,57 @@ aclnn::DataType data_type(ir::DType t) {
 
 }  // namespace
 
+// The ops with an aclnn mapping (the constructor's cases).
+constexpr const char* kMapped[] = {"matmul", "conv2d", "max_pool2d", "avg_pool2d", "softmax", "layer_norm", "reduce_sum", "reduce_mean",
+                                   "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "top_k", "transpose", "concat",
+                                   "slice", "gather", "expand", "pad", "add", "sub", "mul", "maximum", "minimum", "neg", "abs",
+                                   "greater", "greater_equal", "less", "less_equal", "equal", "not_equal", "where", "cast"};
+
+// The elementwise ops the library runs one by one: those of integer values, which the generated
+// kernels do not compute (kernel_source.hpp), as CANN's ops of the same names.
+struct ElementwiseCall {
+  const char* op;
+  const char* name;
+  aclnn::BinaryPlan aclnn::Functions::*binary;
+  aclnn::UnaryPlan aclnn::Functions::*unary;
+  aclnn::RunFn aclnn::Functions::*run;
+};
+const ElementwiseCall kElementwise[] = {
+    {"mul", "aclnnMul", &aclnn::Functions::aclnnMulGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnMul},
+    {"maximum", "aclnnMaximum", &aclnn::Functions::aclnnMaximumGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnMaximum},
+    {"minimum", "aclnnMinimum", &aclnn::Functions::aclnnMinimumGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnMinimum},
+    {"greater", "aclnnGtTensor", &aclnn::Functions::aclnnGtTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnGtTensor},
+    {"greater_equal", "aclnnGeTensor", &aclnn::Functions::aclnnGeTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnGeTensor},
+    {"less", "aclnnLtTensor", &aclnn::Functions::aclnnLtTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnLtTensor},
+    {"less_equal", "aclnnLeTensor", &aclnn::Functions::aclnnLeTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnLeTensor},
+    {"equal", "aclnnEqTensor", &aclnn::Functions::aclnnEqTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnEqTensor},
+    {"not_equal", "aclnnNeTensor", &aclnn::Functions::aclnnNeTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnNeTensor},
+    {"neg", "aclnnNeg", nullptr, &aclnn::Functions::aclnnNegGetWorkspaceSize, &aclnn::Functions::aclnnNeg},
+    {"abs", "aclnnAbs", nullptr, &aclnn::Functions::aclnnAbsGetWorkspaceSize, &aclnn::Functions::aclnnAbs},
+};
+
+bool library_type(ir::DType t) {
+  return t == ir::DType::F32 || t == ir::DType::F16 || t == ir::DType::BF16 || t == ir::DType::Bool || t == ir::DType::I32 ||
+         t == ir::DType::I64;
+}
+
+std::string AclnnCall::mapped_ops() {
+  std::string list;
+  for (const char* op : kMapped) list += (list.empty() ? "" : ", ") + std::string(op);
+  return list;
+}
+
 std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   const std::string op = n.op->name;
-  if (op != "matmul" && op != "softmax" && op != "layer_norm" && op != "reduce_sum" && op != "reduce_mean" && op != "reduce_max" &&
-      op != "reduce_min" && op != "transpose" && op != "concat" &&
-      op != "conv2d" && op != "expand" && op != "gather" && op != "slice" && op != "max_pool2d" && op != "avg_pool2d" && op != "pad" &&
-      op != "reduce_prod" && op != "argmax" && op != "argmin" && op != "top_k")
-    return "no aclnn mapping";
+  if (n.op->elementwise && op == "div") return "integer division (the generated kernels divide floats; not mapped to aclnn yet)";
+  if (std::none_of(std::begin(kMapped), std::end(kMapped), [&](const char* m) { return op == m; })) return "no aclnn mapping";
+  if (n.op->elementwise) {
+    for (ir::ValueId v : g.inputs(n))
+      if (v != ir::kNone && !library_type(g.values[v].dtype)) return std::string(ir::dtype_name(g.values[v].dtype)) + " (i32 and i64 only among integers)";
+    if (!library_type(g.values[n.first_output].dtype))
+      return std::string(ir::dtype_name(g.values[n.first_output].dtype)) + " (i32 and i64 only among integers)";
+    return "";
+  }
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
     const ir::ValueId v = g.operands[n.first_input + i];
     const bool index = op == "gather" && i == 1;  // i32 or i64 by the op's signature
@@ -169,6 +215,28 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       k_ = a.attr_int("k");
       dim_ = normalized(a.attr_int("axis"), rank);
       largest_ = a.attr_int("largest") != 0;
+    } else if (op == "add" || op == "sub") {  // self + alpha · other, alpha 1 (an integer, as integer tensors want)
+      const bool add = op == "add";
+      name_ = add ? "aclnnAdd" : "aclnnSub", kind_ = Kind::AddSub, run_ = add ? lib_.aclnnAdd : lib_.aclnnSub;
+      subtract_ = !add;
+      in_.push_back(tensor(g, x, in[0]));
+      in_.push_back(tensor(g, g.operands[n.first_input + 1], in[1]));
+      alpha_ = 1;
+      scalar_ = lib_.aclCreateScalar(&alpha_, aclnn::kInt64);
+      if (!scalar_) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateScalar failed");
+    } else if (op == "where") {
+      name_ = "aclnnSWhere", kind_ = Kind::Where, run_ = lib_.aclnnSWhere;
+      for (uint32_t i = 0; i < 3; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
+    } else if (op == "cast") {
+      name_ = "aclnnCast", kind_ = Kind::Cast, run_ = lib_.aclnnCast;
+      in_.push_back(tensor(g, x, in[0]));
+    } else if (const auto e = std::find_if(std::begin(kElementwise), std::end(kElementwise), [&](const ElementwiseCall& c) { return op == c.op; });
+               e != std::end(kElementwise)) {
+      name_ = e->name, run_ = lib_.*(e->run);
+      kind_ = e->binary ? Kind::Binary : Kind::Unary;
+      if (e->binary) binary_ = lib_.*(e->binary);
+      else unary_ = lib_.*(e->unary);
+      for (uint32_t i = 0; i < n.num_inputs; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
     } else if (op == "expand") {
       name_ = "aclnnExpand", kind_ = Kind::Expand, run_ = lib_.aclnnExpand;
       in_.push_back(tensor(g, x, in[0]));
@@ -291,6 +359,14 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
     case Kind::ArgMax: ESG_ACLNN(lib_, aclnnArgMaxGetWorkspaceSize, in_[0], dim_, keep_dims_, out_[0], workspace, &e); break;
     case Kind::ArgMin: ESG_ACLNN(lib_, aclnnArgMinGetWorkspaceSize, in_[0], dim_, keep_dims_, out_[0], workspace, &e); break;
     case Kind::Topk: ESG_ACLNN(lib_, aclnnTopkGetWorkspaceSize, in_[0], k_, dim_, largest_, true, out_[0], out_[1], workspace, &e); break;
+    case Kind::AddSub:
+      if (subtract_) ESG_ACLNN(lib_, aclnnSubGetWorkspaceSize, in_[0], in_[1], scalar_, out_[0], workspace, &e);
+      else ESG_ACLNN(lib_, aclnnAddGetWorkspaceSize, in_[0], in_[1], scalar_, out_[0], workspace, &e);
+      break;
+    case Kind::Binary: lib_.check(binary_(in_[0], in_[1], out_[0], workspace, &e), (std::string(name_) + "GetWorkspaceSize").c_str()); break;
+    case Kind::Unary: lib_.check(unary_(in_[0], out_[0], workspace, &e), (std::string(name_) + "GetWorkspaceSize").c_str()); break;
+    case Kind::Where: ESG_ACLNN(lib_, aclnnSWhereGetWorkspaceSize, in_[0], in_[1], in_[2], out_[0], workspace, &e); break;
+    case Kind::Cast: ESG_ACLNN(lib_, aclnnCastGetWorkspaceSize, in_[0], out_type_, out_[0], workspace, &e); break;
     case Kind::Expand: ESG_ACLNN(lib_, aclnnExpandGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
     case Kind::IndexSelect: ESG_ACLNN(lib_, aclnnIndexSelectGetWorkspaceSize, in_[0], dim_, in_[1], out_[0], workspace, &e); break;
     case Kind::MaxPool:  // autoPad 0: NOTSET, the explicit pads

@@ -15,6 +15,8 @@ class AclnnCall {
   // Why the op cannot go through aclnn (empty when it can): which ops, dtypes and attributes
   // have a mapping.
   static std::string unsupported(const ir::Graph& g, const ir::Node& n);
+  // The ops it maps, listed for messages.
+  static std::string mapped_ops();
 
   // `in` and `out`: device addresses of the node's inputs (nullptr for an absent optional one)
   // and outputs.
@@ -39,8 +41,8 @@ class AclnnCall {
   aclnn::IntArray* int_array(const std::vector<int64_t>& values);
 
   const AclnnLibrary& lib_;
-  enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Mean, Amax, Amin, ProdDim, Prod, ArgMax, ArgMin, Topk, Expand, IndexSelect, MaxPool,
-                    AvgPool, Copy, Permute, Cat, ConstantPad, Convolution };
+  enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Mean, Amax, Amin, ProdDim, Prod, ArgMax, ArgMin, Topk, AddSub, Binary, Unary, Where,
+                    Cast, Expand, IndexSelect, MaxPool, AvgPool, Copy, Permute, Cat, ConstantPad, Convolution };
   const char* name_ = "";  // the aclnn op
   Kind kind_ = Kind::Matmul;
   aclnn::DataType out_type_ = aclnn::kFloat;  // the result's element type (reductions take it)
@@ -49,7 +51,11 @@ class AclnnCall {
   std::vector<aclnn::Tensor*> in_, out_;
   std::vector<aclnn::IntArray*> ints_;  // the op's integer lists, in its parameters' order
   aclnn::TensorList* list_ = nullptr;
-  aclnn::Scalar* scalar_ = nullptr;  // pad's fill value
+  aclnn::Scalar* scalar_ = nullptr;  // pad's fill value, add's and sub's alpha
+  aclnn::BinaryPlan binary_ = nullptr;  // the elementwise ops of one signature
+  aclnn::UnaryPlan unary_ = nullptr;
+  int64_t alpha_ = 1;
+  bool subtract_ = false;
   int64_t dim_ = 0;  // the axis of softmax, concat, the arg-reductions, top-k, a one-axis product; conv2d's groups
   int64_t k_ = 0;    // top-k's k
   bool largest_ = true;

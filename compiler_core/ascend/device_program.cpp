@@ -60,10 +60,8 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     for (const auto& [name, entry] : missing)
       list += (list.empty() ? "" : ", ") + name + " x" + std::to_string(entry.first) + " (" + entry.second + ")";
     throw Error(ErrorCode::Unsupported, "ascend: no device lowering yet for " + list +
-                                            "; generated kernels cover elementwise ops over f32, f16 and bool, CANN's operator "
-                                            "library (aclnn) matmul, conv2d, max_pool2d, avg_pool2d, softmax, layer_norm, reduce_sum, "
-                                            "reduce_mean, reduce_max, reduce_min, "
-                                            "transpose, concat, slice, gather and expand (f32, f16, bf16)");
+                                            "; generated kernels cover elementwise ops over f32, f16, bf16 and bool, CANN's operator "
+                                            "library (aclnn) " + AclnnCall::mapped_ops() + " (f32, f16, bf16; the elementwise ones also i32 and i64)");
   }
   const Toolchain toolchain = options.simulated ? simulator_toolchain() : cann_toolchain();
   std::map<std::string, int> kernel_of;  // by entry: one binary per distinct kernel

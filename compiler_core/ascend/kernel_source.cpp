@@ -70,6 +70,14 @@ const char* element_type(ir::DType t) {
   }
 }
 
+bool kernel_computes(const ir::Graph& g, const ir::Node& n) {
+  for (ir::ValueId v : g.inputs(n))
+    if (v != ir::kNone && !element_type(g.values[v].dtype)) return false;
+  for (uint32_t i = 0; i < n.num_outputs; ++i)
+    if (!element_type(g.values[n.first_output + i].dtype)) return false;
+  return true;
+}
+
 KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp) {
   const std::string where = "fused group over " + g.shape_str(grp.shape);
   if (grp.head != ir::kNone) throw Error(ErrorCode::Unsupported, "ascend: a " + where + " with a head");

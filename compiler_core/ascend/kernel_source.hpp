@@ -26,6 +26,10 @@ struct KernelSource {
 // member, dtype or broadcast the generator does not cover yet.
 KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& group);
 
+// Whether generated kernels compute `n`: every value it reads and writes is of a type they
+// move (element_type); the others (integer ops) run through CANN's operator library.
+bool kernel_computes(const ir::Graph& g, const ir::Node& n);
+
 // Whether a generated kernel reads an operand of `operand` shape in a group over `group` in
 // place: the group's own elements (leading 1s apart), a single element of any type, or a
 // trailing block of its dims repeated (a bias row) of f32 (the type of any group with an f32

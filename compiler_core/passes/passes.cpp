@@ -479,12 +479,12 @@ std::unique_ptr<Graph> pad_asymmetric_convolutions(const Graph& g) {
   });
 }
 
-std::unique_ptr<Graph> materialize_broadcasts(const Graph& g,
+std::unique_ptr<Graph> materialize_broadcasts(const Graph& g, const std::function<bool(const ir::Graph&, const ir::Node&)>& computes,
                                               const std::function<bool(const ir::Shape&, ir::DType, const ir::Shape&)>& reads) {
   const ir::OpSchema* expand = ir::find_op("expand");
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    if (n.region != 0 || n.num_bodies || n.num_deps || !n.op->elementwise || n.num_outputs != 1) return false;
+    if (n.region != 0 || n.num_bodies || n.num_deps || !n.op->elementwise || n.num_outputs != 1 || !computes(g, n)) return false;
     const ir::Shape out = g.shape(n.first_output);
     // The node is copied with the operands it cannot read mapped to their expansion, and the
     // mapping restored for the operands' other readers.

@@ -40,10 +40,11 @@ std::unique_ptr<ir::Graph> split_scaled_softmax(const ir::Graph& g);
 // convolution pads both sides alike).
 std::unique_ptr<ir::Graph> pad_asymmetric_convolutions(const ir::Graph& g);
 
-// Elementwise ops' operands broadcast in a way `reads(operand shape, its dtype, result shape)` refuses get
-// an explicit expand to the result's shape first: for a backend whose kernels read only some
-// broadcasts in place (the rest then run as the backend's expand, one pass over memory).
-std::unique_ptr<ir::Graph> materialize_broadcasts(const ir::Graph& g,
+// Operands of the elementwise ops `computes` picks (those the backend's kernels run) broadcast
+// in a way `reads(operand shape, its dtype, result shape)` refuses get an explicit expand to the
+// result's shape first: for a backend whose kernels read only some broadcasts in place (the rest
+// then run as the backend's expand, one pass over memory).
+std::unique_ptr<ir::Graph> materialize_broadcasts(const ir::Graph& g, const std::function<bool(const ir::Graph&, const ir::Node&)>& computes,
                                                   const std::function<bool(const ir::Shape&, ir::DType, const ir::Shape&)>& reads);
 
 // The pipeline: simplify, fold, affine into convolutions, CSE, DCE; each step's node counts

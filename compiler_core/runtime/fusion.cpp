@@ -405,21 +405,22 @@ std::vector<FusedGroup> find_groups(const Graph& g, const GroupingOptions& optio
   // and unfused (f32 rows there, the reference's double/int64 math for the rest).
   std::vector<char> f32(g.nodes.size(), 0);
   for (NodeId n : nodes) f32[n] = cpu::elementwise_f32_kernel(g, g.nodes[n]) != nullptr;
+  auto fusible_here = [&](NodeId n) { return fusible(g, n) && (!options.kernel_takes || options.kernel_takes(g, g.nodes[n])); };
   // run_group_f32 keeps a pointer per step on its stack: no group beyond kMaxGroupOps.
   const int max_ops = std::min(options.max_ops, kMaxGroupOps);
   std::vector<int> parent(g.nodes.size()), size(g.nodes.size(), 1);
   std::iota(parent.begin(), parent.end(), 0);
   for (NodeId n : nodes) {
-    if (!fusible(g, n)) continue;
+    if (!fusible_here(n)) continue;
     const ValueId out = g.nodes[n].first_output;
     const ir::Shape shape = g.shape(out);
     for (ValueId v : g.inputs(g.nodes[n])) {
       if (v == kNone || g.values[v].producer == kNone) continue;
       const NodeId p = g.values[v].producer;
       auto same_domain = [&](NodeId a) { return options.mixed_types || f32[a] == f32[n]; };
-      if (!fusible(g, p) || !same_domain(p) || is_output[v] || g.shape(v) != shape) continue;
+      if (!fusible_here(p) || !same_domain(p) || is_output[v] || g.shape(v) != shape) continue;
       const bool stays_inside = std::all_of(consumers[v].begin(), consumers[v].end(), [&](NodeId c) {
-        return fusible(g, c) && same_domain(c) && g.shape(g.nodes[c].first_output) == shape;
+        return fusible_here(c) && same_domain(c) && g.shape(g.nodes[c].first_output) == shape;
       });
       const int a = find(parent, static_cast<int>(p)), b = find(parent, static_cast<int>(n));
       if (!stays_inside || a == b || size[static_cast<size_t>(a)] + size[static_cast<size_t>(b)] > max_ops) continue;
@@ -429,7 +430,7 @@ std::vector<FusedGroup> find_groups(const Graph& g, const GroupingOptions& optio
   }
   std::vector<std::vector<NodeId>> by_root(g.nodes.size());
   for (NodeId n : nodes)
-    if (fusible(g, n)) by_root[static_cast<size_t>(find(parent, static_cast<int>(n)))].push_back(n);
+    if (fusible_here(n)) by_root[static_cast<size_t>(find(parent, static_cast<int>(n)))].push_back(n);
 
   std::vector<FusedGroup> groups;
   std::vector<char> member(g.nodes.size(), 0);

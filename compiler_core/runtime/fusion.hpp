@@ -99,6 +99,9 @@ struct GroupingOptions {
   // The backend's own rewrites before grouping: what its kernels and libraries cannot take as
   // the graph states it, restated with ops they can (e.g. ascend::lower_for_device). Unset: none.
   std::function<std::unique_ptr<ir::Graph>(const ir::Graph&)> lower;
+  // The elementwise ops the backend's kernels compute (unset: all); the others are left out of
+  // every group, to run on their own (a device's operator library takes integer ones).
+  std::function<bool(const ir::Graph&, const ir::Node&)> kernel_takes;
   bool single_ops = false;
   int max_ops = kMaxGroupOps;  // 1: no fusion
 };

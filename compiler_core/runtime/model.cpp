@@ -13,6 +13,7 @@
 
 #include "ascend/device_program.hpp"
 #include "ascend/device_lowering.hpp"
+#include "ascend/kernel_source.hpp"
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
 #include "ir/verify.hpp"
@@ -401,6 +402,7 @@ const Model::Compiled& Model::plan_for(const std::vector<ir::Shape>& shapes) con
     grouping.heads = false;
     grouping.mixed_types = true;
     grouping.lower = ascend::lower_for_device;
+    grouping.kernel_takes = ascend::kernel_computes;
     grouping.single_ops = true;
     grouping.max_ops = options_.fusion ? kMaxGroupOps : 1;
     c.plan = std::make_unique<Plan>(*graph_, shapes, options_, grouping);

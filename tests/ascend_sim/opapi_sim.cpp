@@ -319,6 +319,74 @@ ACLSIM_EXPORT Status aclnnTopkGetWorkspaceSize(const Tensor* self, int64_t k, in
 }
 ACLSIM_RUN(aclnnTopk)
 
+// out = self + alpha · other; the backend's alpha is 1, which is all the simulator takes.
+Status plan_add_sub(const char* name, const Tensor* self, const Tensor* other, const Scalar* alpha, Tensor* out, uint64_t* workspace_size,
+                    Executor** executor, bool subtract) {
+  if (!alpha || alpha->value != 1) {
+    aclsim_fail(name, "the simulator adds and subtracts with alpha 1");
+    return kParamInvalid;
+  }
+  return plan(name, {self, other}, {out}, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    return subtract ? esg::sub(x[0], x[1]) : esg::add(x[0], x[1]);
+  });
+}
+ACLSIM_EXPORT Status aclnnAddGetWorkspaceSize(const Tensor* self, const Tensor* other, const Scalar* alpha, Tensor* out, uint64_t* workspace_size,
+                                              Executor** executor) {
+  return plan_add_sub("aclnnAdd", self, other, alpha, out, workspace_size, executor, false);
+}
+ACLSIM_RUN(aclnnAdd)
+ACLSIM_EXPORT Status aclnnSubGetWorkspaceSize(const Tensor* self, const Tensor* other, const Scalar* alpha, Tensor* out, uint64_t* workspace_size,
+                                              Executor** executor) {
+  return plan_add_sub("aclnnSub", self, other, alpha, out, workspace_size, executor, true);
+}
+ACLSIM_RUN(aclnnSub)
+
+// The elementwise ops of two tensors (broadcast as numpy does) and of one, as esgraph's ops.
+#define ACLSIM_BINARY(name, fn)                                                                                          \
+  ACLSIM_EXPORT Status name##GetWorkspaceSize(const Tensor* self, const Tensor* other, Tensor* out, uint64_t* workspace_size, \
+                                              Executor** executor) {                                                     \
+    return plan(#name, {self, other}, {out}, 0, workspace_size, executor,                                                \
+                [](const std::vector<esg::Tensor>& x) { return fn(x[0], x[1]); });                                      \
+  }                                                                                                                      \
+  ACLSIM_RUN(name)
+ACLSIM_BINARY(aclnnMul, esg::mul)
+ACLSIM_BINARY(aclnnMaximum, esg::maximum)
+ACLSIM_BINARY(aclnnMinimum, esg::minimum)
+ACLSIM_BINARY(aclnnGtTensor, esg::greater)
+ACLSIM_BINARY(aclnnGeTensor, esg::greater_equal)
+ACLSIM_BINARY(aclnnLtTensor, esg::less)
+ACLSIM_BINARY(aclnnLeTensor, esg::less_equal)
+ACLSIM_BINARY(aclnnEqTensor, esg::equal)
+ACLSIM_BINARY(aclnnNeTensor, esg::not_equal)
+#define ACLSIM_UNARY(name, fn)                                                                                                     \
+  ACLSIM_EXPORT Status name##GetWorkspaceSize(const Tensor* self, Tensor* out, uint64_t* workspace_size, Executor** executor) { \
+    return plan(#name, {self}, {out}, 0, workspace_size, executor, [](const std::vector<esg::Tensor>& x) { return fn(x[0]); }); \
+  }                                                                                                                                \
+  ACLSIM_RUN(name)
+ACLSIM_UNARY(aclnnNeg, esg::neg)
+ACLSIM_UNARY(aclnnAbs, esg::abs)
+
+ACLSIM_EXPORT Status aclnnSWhereGetWorkspaceSize(const Tensor* condition, const Tensor* self, const Tensor* other, Tensor* out,
+                                                 uint64_t* workspace_size, Executor** executor) {
+  if (!condition || condition->dtype != kBool) {
+    aclsim_fail("aclnnSWhere", "the condition must be a bool tensor");
+    return kParamInvalid;
+  }
+  return plan("aclnnSWhere", {condition, self, other}, {out}, 0, workspace_size, executor,
+              [](const std::vector<esg::Tensor>& x) { return esg::where(x[0], x[1], x[2]); });
+}
+ACLSIM_RUN(aclnnSWhere)
+
+ACLSIM_EXPORT Status aclnnCastGetWorkspaceSize(const Tensor* self, DataType dtype, Tensor* out, uint64_t* workspace_size, Executor** executor) {
+  if (!out || out->dtype != dtype || !simulated_type(dtype)) {
+    aclsim_fail("aclnnCast", "the result must be of the given dtype, one the simulator takes");
+    return kParamInvalid;
+  }
+  return plan("aclnnCast", {self}, {out}, 0, workspace_size, executor,
+              [dtype](const std::vector<esg::Tensor>& x) { return esg::cast(x[0], esg_type(dtype)); });
+}
+ACLSIM_RUN(aclnnCast)
+
 ACLSIM_EXPORT Status aclnnExpandGetWorkspaceSize(const Tensor* self, const IntArray* size, Tensor* out, uint64_t* workspace_size,
                                                  Executor** executor) {
   if (!size) return kParamNull;
