@@ -331,6 +331,7 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
     } else {
       throw ir::Error(ir::ErrorCode::Internal, "ascend: no aclnn mapping for " + op);
     }
+    lib_.require(name_, op);
   } catch (...) {
     release();
     throw;

@@ -17,7 +17,7 @@ std::shared_ptr<AclnnLibrary> AclnnLibrary::open(const AclLibrary& acl) {
   const std::string& path = acl.path();
   const std::string dir = path.find('/') == std::string::npos ? "" : path.substr(0, path.rfind('/') + 1);
   std::shared_ptr<AclnnLibrary> lib(new AclnnLibrary(acl));
-  std::string missing;
+  std::string missing;  // of the descriptors' functions, which every call needs
   for (const char* name : {"libnnopbase.so", "libopapi.so"}) {
     std::string found, tried;
     void* handle = dlopen_first({dir + name}, &found, &tried);
@@ -32,18 +32,32 @@ std::shared_ptr<AclnnLibrary> AclnnLibrary::open(const AclLibrary& acl) {
 #define ESG_ACLNN_RESOLVE(fn, ret, params) \
   if (!(lib->fn = reinterpret_cast<decltype(lib->fn)>(resolve(#fn)))) missing += std::string(missing.empty() ? "" : ", ") + #fn;
       ESG_ACLNN_BASE_FUNCTIONS(ESG_ACLNN_RESOLVE)
-    } else {
+    } else {  // the ops: each one only when a model uses it (AclnnCall checks has())
+#undef ESG_ACLNN_RESOLVE
+#define ESG_ACLNN_RESOLVE(fn, ret, params) \
+  if (!(lib->fn = reinterpret_cast<decltype(lib->fn)>(resolve(#fn)))) lib->lacking_.insert(#fn);
       ESG_ACLNN_PLAN_FUNCTIONS(ESG_ACLNN_RESOLVE)
 #undef ESG_ACLNN_RESOLVE
 #define ESG_ACLNN_RESOLVE_RUN(fn) \
-  if (!(lib->fn = reinterpret_cast<aclnn::RunFn>(resolve(#fn)))) missing += std::string(missing.empty() ? "" : ", ") + #fn;
+  if (!(lib->fn = reinterpret_cast<aclnn::RunFn>(resolve(#fn)))) lib->lacking_.insert(#fn);
       ESG_ACLNN_RUN_FUNCTIONS(ESG_ACLNN_RESOLVE_RUN)
 #undef ESG_ACLNN_RESOLVE_RUN
     }
   }
   if (!missing.empty()) throw ir::Error(ir::ErrorCode::Backend, "ascend: CANN's operator library in " + dir + " lacks " + missing);
+  lib->dir_ = dir;
   (*opened)[&acl] = lib;
   return lib;
+}
+
+void AclnnLibrary::require(const char* name, const std::string& op) const {
+  std::string lacks;
+  const std::string halves[] = {std::string(name) + "GetWorkspaceSize", name};
+  for (const std::string& fn : halves)
+    if (lacking_.count(fn)) lacks += (lacks.empty() ? "" : " and ") + fn;
+  if (!lacks.empty())
+    throw ir::Error(ir::ErrorCode::Unsupported, "ascend: " + op + " runs as " + name + ", and CANN's operator library in " + dir_ +
+                                                    " lacks " + lacks + " (an older CANN?)");
 }
 
 void AclnnLibrary::check(aclnn::Status status, const char* call) const {

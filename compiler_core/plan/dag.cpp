@@ -13,7 +13,7 @@ std::vector<int> Dag::producers() const {
   return p;
 }
 
-GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& fused) {
+GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& fused, bool lone_in_place) {
   GraphDag out;
   std::vector<int> group_of(g.nodes.size(), -1);
   for (size_t k = 0; k < fused.size(); ++k)
@@ -48,7 +48,7 @@ GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId
     out.nodes.push_back(n);
     out.group.push_back(k);
     Dag::Op op;
-    const bool elementwise = k >= 0 || node.op->elementwise;
+    const bool elementwise = k >= 0 || (node.op->elementwise && lone_in_place);
     for (ir::NodeId m : k >= 0 ? fused[static_cast<size_t>(k)] : std::vector<ir::NodeId>{n}) {
       for (ir::ValueId v : g.inputs(g.nodes[m]))
         if (v != ir::kNone && (k < 0 || g.values[v].producer == ir::kNone || group_of[g.values[v].producer] != k) &&

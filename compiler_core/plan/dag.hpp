@@ -36,6 +36,10 @@ struct GraphDag {
   std::vector<int> group;         // the index in `fused` an op runs, or -1
   std::vector<int> value;         // the DAG value of each graph value, or -1
 };
-GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& fused = {});
+// `lone_in_place`: whether an elementwise op outside every group may write over a dying input.
+// The CPU's kernels read each index before writing it; a device backend's operator library,
+// which runs the ops its kernels leave out, promises no such thing (and a cast between types of
+// one width would write one type over the other).
+GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& fused = {}, bool lone_in_place = true);
 
 }  // namespace esg::plan

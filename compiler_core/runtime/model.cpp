@@ -70,7 +70,7 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   step("build the dependency graph", [&] {
     std::vector<std::vector<ir::NodeId>> members;
     for (const FusedGroup& grp : groups_) members.push_back(grp.members);
-    gd = plan::from_graph(sg, members);
+    gd = plan::from_graph(sg, members, !grouping.single_ops);
   });
   step("order for memory (the best of greedy, depth-first, breadth-first)", [&] { order = plan::memory_aware_order(gd.dag); });
   step("assign streams and events", [&] { streams_ = plan::assign_streams(gd.dag, order, options.streams); });

@@ -306,6 +306,7 @@ ACLSIM_EXPORT Status aclnnArgMinGetWorkspaceSize(const Tensor* self, int64_t dim
 }
 ACLSIM_RUN(aclnnArgMin)
 
+#ifndef ACLSIM_WITHOUT_TOPK
 // Sorted results only (the simulator's top-k is esgraph's, which gives them in order).
 ACLSIM_EXPORT Status aclnnTopkGetWorkspaceSize(const Tensor* self, int64_t k, int64_t dim, bool largest, bool sorted, Tensor* values_out,
                                                Tensor* indices_out, uint64_t* workspace_size, Executor** executor) {
@@ -318,6 +319,7 @@ ACLSIM_EXPORT Status aclnnTopkGetWorkspaceSize(const Tensor* self, int64_t k, in
   });
 }
 ACLSIM_RUN(aclnnTopk)
+#endif
 
 // out = self + alpha · other; the backend's alpha is 1, which is all the simulator takes.
 Status plan_add_sub(const char* name, const Tensor* self, const Tensor* other, const Scalar* alpha, Tensor* out, uint64_t* workspace_size,

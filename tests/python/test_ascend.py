@@ -347,6 +347,13 @@ def test_integer_elementwise_ops_run_on_aclnn(dtype, acl_log):
                  "aclnnSWhere", "aclnnCast", "aclnnLtTensor", "aclnnLeTensor", "aclnnGeTensor", "aclnnEqTensor", "aclnnNeTensor"):
         assert calls(log, name + "GetWorkspaceSize"), name
     assert calls(log, "aclrtLaunchKernel")  # the f32 mul and add: one generated kernel
+    # The library's ops promise nothing about an output over an input (a cast between i32 and f32
+    # would write one type over the other): none is planned in place, unlike on the CPU.
+    with esgraph.GraphBuilder("chain") as bld:
+        x = bld.input("x", t, [64])
+        chain = bld.build([ops.cast(ops.cast(ops.neg(x + x) * 3, esgraph.f32), t) - x])
+    assert re.search(r"in place: [1-9]", esgraph.compile(chain, fusion=False).report())
+    assert "in place: 0 values" in esgraph.compile(chain, backend="ascend-sim", fusion=False).report()
     with esgraph.GraphBuilder("div") as bld:
         x = bld.input("x", t, [4])
         q = bld.build([x / x])
@@ -736,6 +743,20 @@ def test_a_missing_library_and_a_missing_symbol(monkeypatch, tmp_path):
     monkeypatch.setenv("ESG_ASCEND_SIM_LIBRARY", libz)
     with pytest.raises(esgraph.BackendError, match=r"libz.so.1 lacks aclInit, aclFinalize, .*aclGetRecentErrMsg"):
         esgraph.compile(g, backend="ascend-sim")
+
+
+def test_an_operator_library_without_an_op_refuses_only_the_models_that_use_it(monkeypatch, tmp_path):
+    """CANN versions differ in their aclnn ops: a libopapi.so without aclnnTopk (built by
+    tests/ascend_sim) still runs a matmul; a model with top_k is refused by name."""
+    sim = Path(esgraph.__file__).resolve().parents[2] / "ascend_sim"
+    for name, where in (("libascendcl.so", sim), ("libnnopbase.so", sim), ("libopapi.so", sim / "without_topk")):
+        (tmp_path / name).symlink_to(where / name)
+    monkeypatch.setenv("ESG_ASCEND_SIM_LIBRARY", str(tmp_path / "libascendcl.so"))
+    a = np.random.default_rng(15).standard_normal((4, 5)).astype(np.float32)
+    check_same(graph_of(lambda x: ops.matmul(x, x, transpose_b=True) + 1.0, a.shape), [a])
+    with pytest.raises(esgraph.UnsupportedError, match=r"top_k runs as aclnnTopk, and CANN's operator library in .* lacks "
+                                                       r"aclnnTopkGetWorkspaceSize and aclnnTopk"):
+        esgraph.compile(graph_of(lambda x: ops.top_k(x, k=2)[0] * 2.0, a.shape), backend="ascend-sim")
 
 
 @pytest.mark.parametrize("call", ["aclrtMallocAlign32", "aclrtCreateStream", "aclrtBinaryLoadFromFile"])
