@@ -7,7 +7,8 @@
 
 namespace esg::ascend {
 
-// convolutions padded more on one side as an explicit pad and a symmetric convolution; split as
+// convolutions padded more on one side as an explicit pad and a symmetric convolution; products
+// over several axes one axis at a time; split as
 // slices (copies of strided views); softmax with a scale or a mask as its elementwise
 // part and a plain softmax (aclnnSoftmax has neither); operands broadcast in ways the kernels do
 // not read in place expanded first.

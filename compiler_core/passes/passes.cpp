@@ -479,6 +479,36 @@ std::unique_ptr<Graph> pad_asymmetric_convolutions(const Graph& g) {
   });
 }
 
+std::unique_ptr<Graph> split_products_over_axes(const Graph& g) {
+  const ir::OpSchema* reshape = ir::find_op("reshape");
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.num_deps || !is_op(n, "reduce_prod")) return false;
+    const ValueId x = g.operands[n.first_input];
+    const size_t rank = g.shape(x).rank();
+    const ir::Span<int64_t> axes = g.ints_of(attr(g, n, "axes"));
+    const ir::Shape out = g.shape(n.first_output);
+    // Some but not all axes, and no empty result dims (reshape's 0 copies an input dim).
+    if (axes.size() < 2 || axes.size() >= rank || std::find(out.begin(), out.end(), 0) != out.end()) return false;
+    ValueId v = r.get(x);
+    for (int64_t a : axes) {  // one axis at a time, keeping it as 1
+      std::vector<ir::AttrArg> attrs(n.op->attrs.size());
+      attrs[static_cast<size_t>(n.op->attr_index("axes"))] = ir::AttrArg::of_ints(&a, 1);
+      attrs[static_cast<size_t>(n.op->attr_index("keepdims"))] = ir::AttrArg::of_bool(true);
+      const ValueId in[] = {v};
+      v = r.to().graph().nodes[r.to().add_op(*n.op, {in, 1}, {attrs.data(), attrs.size()})].first_output;
+    }
+    if (!attr(g, n, "keepdims").i) {
+      const std::vector<int64_t> dims(out.begin(), out.end());
+      ir::AttrArg a = ir::AttrArg::of_ints(dims.data(), dims.size());
+      const ValueId in[] = {v};
+      v = r.to().graph().nodes[r.to().add_op(*reshape, {in, 1}, {&a, 1})].first_output;
+    }
+    r.set(n.first_output, v);
+    return true;
+  });
+}
+
 std::unique_ptr<Graph> materialize_broadcasts(const Graph& g, const std::function<bool(const ir::Graph&, const ir::Node&)>& computes,
                                               const std::function<bool(const ir::Shape&, ir::DType, const ir::Shape&)>& reads) {
   const ir::OpSchema* expand = ir::find_op("expand");

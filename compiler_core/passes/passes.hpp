@@ -40,6 +40,10 @@ std::unique_ptr<ir::Graph> split_scaled_softmax(const ir::Graph& g);
 // convolution pads both sides alike).
 std::unique_ptr<ir::Graph> pad_asymmetric_convolutions(const ir::Graph& g);
 
+// reduce_prod over several but not all axes as one product per axis (keeping it), then a reshape
+// if the axes go: for a backend whose product reduces one axis or all.
+std::unique_ptr<ir::Graph> split_products_over_axes(const ir::Graph& g);
+
 // Operands of the elementwise ops `computes` picks (those the backend's kernels run) broadcast
 // in a way `reads(operand shape, its dtype, result shape)` refuses get an explicit expand to the
 // result's shape first: for a backend whose kernels read only some broadcasts in place (the rest

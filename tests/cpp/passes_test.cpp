@@ -265,3 +265,27 @@ TEST_CASE("a convolution padded more on one side becomes a zero pad and a symmet
     }
   same_values(*g, *out);
 }
+
+TEST_CASE("a product over several axes becomes one product per axis") {
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 3, 4, 5});
+  auto prod = [&](std::vector<int64_t> axes, bool keep) {
+    std::vector<ir::AttrArg> attrs(ir::ops::reduce_prod.attrs.size());
+    attrs[static_cast<size_t>(ir::ops::reduce_prod.attr_index("axes"))] = ir::AttrArg::of_ints(axes.data(), axes.size());
+    attrs[static_cast<size_t>(ir::ops::reduce_prod.attr_index("keepdims"))] = ir::AttrArg::of_bool(keep);
+    return b.graph().nodes[b.add_op(ir::ops::reduce_prod, std::vector<ValueId>{x}, attrs)].first_output;
+  };
+  // Two axes dropped, three kept as 1 (a negative one among them); one axis and all axes stay.
+  const ValueId outs[] = {prod({0, 2}, false), prod({3, -3, 0}, true), prod({1}, false), prod({}, false)};
+  const auto g = b.finish({outs, 4});
+  const auto out = passes::split_products_over_axes(*g);
+  CHECK(count(*out, "reduce_prod") == 2 + 3 + 1 + 1);
+  CHECK(count(*out, "reshape") == 1);
+  // The same values but for rounding: each product is rounded to f32 once more.
+  ir::verify(*out);
+  const auto want = outputs(*g), got = outputs(*out);
+  for (size_t k = 0; k < want.size(); ++k) {
+    CHECK(got[k].shape == want[k].shape);
+    for (int64_t i = 0; i < want[k].size(); ++i) CHECK(eval::load_f(got[k], i) == doctest::Approx(eval::load_f(want[k], i)).epsilon(1e-5));
+  }
+}
