@@ -78,14 +78,18 @@ std::string AclnnCall::mapped_ops() {
 
 std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   const std::string op = n.op->name;
-  if (n.op->elementwise && op == "div") return "integer division (the generated kernels divide floats; not mapped to aclnn yet)";
+  const ir::DType result = g.values[n.first_output].dtype;
+  if (n.op->elementwise && op == "div")
+    return std::string(ir::dtype_is_float(result) ? ir::dtype_name(result) : "integer") +
+           " division (the generated kernels divide f32, f16 and bf16; not mapped to aclnn yet)";
   if (std::none_of(std::begin(kMapped), std::end(kMapped), [&](const char* m) { return op == m; })) return "no aclnn mapping";
   if (n.op->elementwise) {
+    auto refused = [](ir::DType t) {
+      return std::string(ir::dtype_name(t)) + (ir::dtype_is_float(t) ? " (f32, f16 and bf16 only among floats)" : " (i32 and i64 only among integers)");
+    };
     for (ir::ValueId v : g.inputs(n))
-      if (v != ir::kNone && !library_type(g.values[v].dtype)) return std::string(ir::dtype_name(g.values[v].dtype)) + " (i32 and i64 only among integers)";
-    if (!library_type(g.values[n.first_output].dtype))
-      return std::string(ir::dtype_name(g.values[n.first_output].dtype)) + " (i32 and i64 only among integers)";
-    return "";
+      if (v != ir::kNone && !library_type(g.values[v].dtype)) return refused(g.values[v].dtype);
+    return library_type(result) ? "" : refused(result);
   }
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
     const ir::ValueId v = g.operands[n.first_input + i];

@@ -75,6 +75,11 @@ bool lossless(ir::DType from, ir::DType to) {
 
 std::unique_ptr<Graph> run_pass(const Graph& g, const Replay::Hook& hook) { return ir::rebuild(g, nullptr, hook); }
 
+// Adds an op to the graph a pass builds; its (first) result.
+ValueId added(Replay& r, const ir::OpSchema& op, ir::Span<ValueId> inputs, ir::Span<ir::AttrArg> attrs) {
+  return r.to().graph().nodes[r.to().add_op(op, inputs, attrs)].first_output;
+}
+
 }  // namespace
 
 std::unique_ptr<Graph> eliminate_dead_code(const Graph& g) {
@@ -212,13 +217,13 @@ bool fold_transposes_into_matmul(Replay& r, const Graph& g, const ir::Node& n, c
     if (!identity) {
       ir::AttrArg a = ir::AttrArg::of_ints(perm.data(), perm.size());
       const ValueId in[] = {source};
-      operand[k] = r.to().graph().nodes[r.to().add_op(*p->op, {in, 1}, {&a, 1})].first_output;
+      operand[k] = added(r, *p->op, {in, 1}, {&a, 1});
     }
     flags[k].i = !flags[k].i;
     changed = true;
   }
   if (!changed) return false;
-  r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*n.op, {operand, 2}, {flags, 2})].first_output);
+  r.set(n.first_output, added(r, *n.op, {operand, 2}, {flags, 2}));
   return true;
 }
 
@@ -241,7 +246,7 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
       if (!constant_all(t, exponent, 2.0) || t.shape(base) != g.shape(n.first_output)) return false;
       const ir::OpSchema* mul = ir::find_op("mul");
       const ValueId in[] = {base, base};
-      r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*mul, {in, 2}, {})].first_output);
+      r.set(n.first_output, added(r, *mul, {in, 2}, {}));
       return true;
     }
     const ValueId x = n.num_inputs == 0 || g.operands[n.first_input] == kNone ? kNone : r.get(g.operands[n.first_input]);
@@ -261,7 +266,7 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
         }
         ir::AttrArg a = ir::AttrArg::of_dtype(to);
         const ValueId in[] = {src};
-        r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*n.op, {in, 1}, {&a, 1})].first_output);
+        r.set(n.first_output, added(r, *n.op, {in, 1}, {&a, 1}));
         return true;
       }
       return false;
@@ -283,7 +288,7 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
       }
       ir::AttrArg a = ir::AttrArg::of_ints(composed.data(), composed.size());
       const ValueId in[] = {src};
-      r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*n.op, {in, 1}, {&a, 1})].first_output);
+      r.set(n.first_output, added(r, *n.op, {in, 1}, {&a, 1}));
       return true;
     }
     if (is_op(n, "reshape") && inner && is_op(*inner, "reshape")) {
@@ -297,7 +302,7 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
       }
       ir::AttrArg a = ir::AttrArg::of_ints(spec.data(), spec.size());
       const ValueId in[] = {src};
-      r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*n.op, {in, 1}, {&a, 1})].first_output);
+      r.set(n.first_output, added(r, *n.op, {in, 1}, {&a, 1}));
       return true;
     }
     return false;
@@ -383,7 +388,7 @@ std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
         return r.to().add_constant(ir::DType::F32, shape, data.data(), data.size() * sizeof(float));
       };
       const ValueId in[] = {x, f32_constant(w, w_shape), f32_constant(b, ir::Shape{channels})};
-      r.set(n.first_output, r.to().graph().nodes[r.to().add_op(op, {in, 3}, {attrs.data(), attrs.size()})].first_output);
+      r.set(n.first_output, added(r, op, {in, 3}, {attrs.data(), attrs.size()}));
       return true;
     }
     return false;
@@ -408,7 +413,7 @@ std::unique_ptr<Graph> split_into_slices(const Graph& g) {
       attrs[static_cast<size_t>(slice->attr_index("ends"))] = ir::AttrArg::of_ints(ends, 1);
       attrs[static_cast<size_t>(slice->attr_index("axes"))] = ir::AttrArg::of_ints(axes, 1);
       const ValueId in[] = {x};
-      r.set(n.first_output + k, r.to().graph().nodes[r.to().add_op(*slice, {in, 1}, {attrs.data(), attrs.size()})].first_output);
+      r.set(n.first_output + k, added(r, *slice, {in, 1}, {attrs.data(), attrs.size()}));
       at += size;
     }
     return true;
@@ -433,16 +438,16 @@ std::unique_ptr<Graph> split_scaled_softmax(const Graph& g) {
                         : dtype == ir::DType::F64                           ? r.to().add_constant(dtype, ir::Shape{}, &scale, sizeof scale)
                                                                             : r.to().add_constant(ir::DType::F32, ir::Shape{}, &f, sizeof f);
       const ValueId in[] = {x, c};
-      x = r.to().graph().nodes[r.to().add_op(*mul, {in, 2}, {})].first_output;
+      x = added(r, *mul, {in, 2}, {});
     }
     if (mask != kNone) {
       const ValueId in[] = {x, r.get(mask)};
-      x = r.to().graph().nodes[r.to().add_op(*add, {in, 2}, {})].first_output;
+      x = added(r, *add, {in, 2}, {});
     }
     std::vector<ir::AttrArg> attrs(n.op->attrs.size());  // the defaults (scale 1) but the axis
     attrs[static_cast<size_t>(n.op->attr_index("axis"))] = ir::AttrArg::of_int(attr(g, n, "axis").i);
     const ValueId in[] = {x};
-    r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*n.op, {in, 1}, {attrs.data(), attrs.size()})].first_output);
+    r.set(n.first_output, added(r, *n.op, {in, 1}, {attrs.data(), attrs.size()}));
     return true;
   });
 }
@@ -460,7 +465,7 @@ std::unique_ptr<Graph> pad_asymmetric_convolutions(const Graph& g) {
     std::vector<ir::AttrArg> pad_attrs(pad->attrs.size());  // constant mode, value 0
     pad_attrs[static_cast<size_t>(pad->attr_index("pads"))] = ir::AttrArg::of_ints(extra, 8);
     const ValueId image[] = {r.get(g.operands[n.first_input])};
-    std::vector<ValueId> in = {r.to().graph().nodes[r.to().add_op(*pad, {image, 1}, {pad_attrs.data(), pad_attrs.size()})].first_output};
+    std::vector<ValueId> in = {added(r, *pad, {image, 1}, {pad_attrs.data(), pad_attrs.size()})};
     for (uint32_t i = 1; i < n.num_inputs; ++i) {
       const ValueId v = g.operands[n.first_input + i];
       in.push_back(v == kNone ? kNone : r.get(v));
@@ -474,7 +479,7 @@ std::unique_ptr<Graph> pad_asymmetric_convolutions(const Graph& g) {
       else if (a.kind == ir::AttrKind::IntList) attrs.push_back(ir::AttrArg::of_ints(g.ints_of(a).data(), a.size));
       else attrs.push_back(ir::AttrArg::of_int(a.i));
     }
-    r.set(n.first_output, r.to().graph().nodes[r.to().add_op(*n.op, {in.data(), in.size()}, {attrs.data(), attrs.size()})].first_output);
+    r.set(n.first_output, added(r, *n.op, {in.data(), in.size()}, {attrs.data(), attrs.size()}));
     return true;
   });
 }
@@ -496,13 +501,13 @@ std::unique_ptr<Graph> split_products_over_axes(const Graph& g) {
       attrs[static_cast<size_t>(n.op->attr_index("axes"))] = ir::AttrArg::of_ints(&a, 1);
       attrs[static_cast<size_t>(n.op->attr_index("keepdims"))] = ir::AttrArg::of_bool(true);
       const ValueId in[] = {v};
-      v = r.to().graph().nodes[r.to().add_op(*n.op, {in, 1}, {attrs.data(), attrs.size()})].first_output;
+      v = added(r, *n.op, {in, 1}, {attrs.data(), attrs.size()});
     }
     if (!attr(g, n, "keepdims").i) {
       const std::vector<int64_t> dims(out.begin(), out.end());
       ir::AttrArg a = ir::AttrArg::of_ints(dims.data(), dims.size());
       const ValueId in[] = {v};
-      v = r.to().graph().nodes[r.to().add_op(*reshape, {in, 1}, {&a, 1})].first_output;
+      v = added(r, *reshape, {in, 1}, {&a, 1});
     }
     r.set(n.first_output, v);
     return true;
@@ -528,7 +533,7 @@ std::unique_ptr<Graph> materialize_broadcasts(const Graph& g, const std::functio
       ir::AttrArg a = ir::AttrArg::of_ints(dims.data(), dims.size());
       const ValueId operand[] = {r.get(v)};
       restore.emplace_back(v, operand[0]);
-      r.set(v, r.to().graph().nodes[r.to().add_op(*expand, {operand, 1}, {&a, 1})].first_output);
+      r.set(v, added(r, *expand, {operand, 1}, {&a, 1}));
     }
     if (restore.empty()) return false;
     r.copy(id);

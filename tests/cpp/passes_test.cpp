@@ -46,6 +46,18 @@ void same_values(const ir::Graph& a, const ir::Graph& b) {
   }
 }
 
+// The same values but for rounding (a rewrite that rounds an intermediate once more).
+void close_values(const ir::Graph& a, const ir::Graph& b, double epsilon) {
+  ir::verify(b);
+  const auto want = outputs(a), got = outputs(b);
+  REQUIRE(want.size() == got.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    CHECK(got[k].shape == want[k].shape);
+    REQUIRE(got[k].size() == want[k].size());
+    for (int64_t i = 0; i < want[k].size(); ++i) CHECK(eval::load_f(got[k], i) == doctest::Approx(eval::load_f(want[k], i)).epsilon(epsilon));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("dead code goes, what the outputs need stays") {
@@ -155,9 +167,7 @@ TEST_CASE("a batch norm after a convolution folds into its weights and bias") {
   const auto out = passes::optimize(*g, true, nullptr);
   CHECK(count(*out, "conv2d") == 1);
   CHECK(count(*out, "sub") + count(*out, "mul") + count(*out, "add") == 0);
-  const auto want = outputs(*g), got = outputs(*out);
-  REQUIRE(want[0].size() == got[0].size());
-  for (int64_t i = 0; i < want[0].size(); ++i) CHECK(eval::load_f(got[0], i) == doctest::Approx(eval::load_f(want[0], i)).epsilon(1e-5));
+  close_values(*g, *out, 1e-5);
 
   // Read twice, the convolution's result must stay as it is.
   ir::Builder b2;
@@ -219,10 +229,7 @@ TEST_CASE("a softmax with a scale or a mask splits into its elementwise part and
   for (const ir::Node& n : out->nodes)
     if (std::strcmp(n.op->name, "softmax") == 0) CHECK((n.num_inputs < 2 || out->operands[n.first_input + 1] == ir::kNone));
   // The scores are rounded to f32 once more after the scale and after the mask.
-  ir::verify(*out);
-  const auto want = outputs(*g), got = outputs(*out);
-  for (size_t k = 0; k < want.size(); ++k)
-    for (int64_t i = 0; i < want[k].size(); ++i) CHECK(eval::load_f(got[k], i) == doctest::Approx(eval::load_f(want[k], i)).epsilon(1e-6));
+  close_values(*g, *out, 1e-6);
 }
 
 TEST_CASE("a split becomes one slice per output") {
@@ -281,11 +288,6 @@ TEST_CASE("a product over several axes becomes one product per axis") {
   const auto out = passes::split_products_over_axes(*g);
   CHECK(count(*out, "reduce_prod") == 2 + 3 + 1 + 1);
   CHECK(count(*out, "reshape") == 1);
-  // The same values but for rounding: each product is rounded to f32 once more.
-  ir::verify(*out);
-  const auto want = outputs(*g), got = outputs(*out);
-  for (size_t k = 0; k < want.size(); ++k) {
-    CHECK(got[k].shape == want[k].shape);
-    for (int64_t i = 0; i < want[k].size(); ++i) CHECK(eval::load_f(got[k], i) == doctest::Approx(eval::load_f(want[k], i)).epsilon(1e-5));
-  }
+  // Each product is rounded to f32 once more.
+  close_values(*g, *out, 1e-5);
 }

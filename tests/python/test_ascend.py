@@ -365,6 +365,12 @@ def test_integer_elementwise_ops_run_on_aclnn(dtype, acl_log):
         q = bld.build([x + x])
     with pytest.raises(esgraph.UnsupportedError, match=r"add x1 \(i8 \(i32 and i64 only among integers\)"):
         esgraph.compile(q, backend="ascend-sim")
+    with esgraph.GraphBuilder("f64") as bld:
+        x = bld.input("x", esgraph.f64, [4])
+        q = bld.build([x / x, x + x])
+    with pytest.raises(esgraph.UnsupportedError, match=r"add x1 \(f64 \(f32, f16 and bf16 only among floats\)\), "
+                                                       r"div x1 \(f64 division"):
+        esgraph.compile(q, backend="ascend-sim")
 
 
 POOLS = [dict(kernel=[2, 2]), dict(kernel=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
