@@ -9,9 +9,9 @@ namespace esg::ascend {
 
 // convolutions padded more on one side as an explicit pad and a symmetric convolution; products
 // over several axes one axis at a time; split as
-// slices (copies of strided views); softmax with a scale or a mask as its elementwise
-// part and a plain softmax (aclnnSoftmax has neither); operands broadcast in ways the kernels do
-// not read in place expanded first.
+// slices (copies of strided views); softmax with a scale or a mask that no row kernel computes
+// (rows too long for it) as its elementwise part and a plain softmax (aclnnSoftmax has neither);
+// operands broadcast in ways the kernels do not read in place expanded first.
 std::unique_ptr<ir::Graph> lower_for_device(const ir::Graph& g);
 
 }  // namespace esg::ascend

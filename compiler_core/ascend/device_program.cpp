@@ -8,6 +8,7 @@
 #include "ascend/aclnn_call.hpp"
 #include "ascend/kernel_build.hpp"
 #include "ascend/kernel_source.hpp"
+#include "ascend/row_kernel_source.hpp"
 #include "ir/error.hpp"
 
 namespace esg::ascend {
@@ -49,8 +50,12 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     if (l.group >= 0) {
       sources[i] = generate_kernel(g, groups[static_cast<size_t>(l.group)]);
       is_kernel[i] = true;
+    } else if (is_row_op(*n.op) && row_kernel_refusal(g, n).empty()) {
+      sources[i] = generate_row_kernel(g, n);
+      is_kernel[i] = true;
     } else if (!is_view(*n.op)) {
-      const std::string why = AclnnCall::unsupported(g, n);
+      std::string why = AclnnCall::unsupported(g, n);
+      if (!why.empty() && is_row_op(*n.op)) why = row_kernel_refusal(g, n) + "; " + why;
       is_aclnn[i] = why.empty();
       if (!why.empty()) missing[n.op->name] = {missing[n.op->name].first + 1, why};
     }
@@ -60,7 +65,8 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     for (const auto& [name, entry] : missing)
       list += (list.empty() ? "" : ", ") + name + " x" + std::to_string(entry.first) + " (" + entry.second + ")";
     throw Error(ErrorCode::Unsupported, "ascend: no device lowering yet for " + list +
-                                            "; generated kernels cover elementwise ops over f32, f16, bf16 and bool, CANN's operator "
+                                            "; generated kernels cover elementwise ops over f32, f16, bf16 and bool and the row normalizations (softmax, "
+                                            "log_softmax, layer_norm, rms_norm) over f32, f16 and bf16, CANN's operator "
                                             "library (aclnn) " + AclnnCall::mapped_ops() + " (f32, f16, bf16; the elementwise ones also i32 and i64)");
   }
   const Toolchain toolchain = options.simulated ? simulator_toolchain() : cann_toolchain();
@@ -73,7 +79,10 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     k.path = built.path;
     k.from_cache = built.from_cache;
     k.tile = sources[i].tile;
-    for (ir::NodeId m : groups[static_cast<size_t>(launches[i].group)].members) k.ops += (k.ops.empty() ? "" : " ") + std::string(g.nodes[m].op->name);
+    k.rows = launches[i].group < 0;
+    if (launches[i].group < 0) k.ops = g.nodes[launches[i].node].op->name;
+    else
+      for (ir::NodeId m : groups[static_cast<size_t>(launches[i].group)].members) k.ops += (k.ops.empty() ? "" : " ") + std::string(g.nodes[m].op->name);
     kernel_of[k.entry] = static_cast<int>(kernels_.size());
     kernels_.push_back(std::move(k));
   }
@@ -125,21 +134,29 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     DeviceLaunch d;
     d.stream = l.stream;
     if (is_kernel[i]) {
-      const runtime::FusedGroup& grp = groups[static_cast<size_t>(l.group)];
-      const uint64_t total = static_cast<uint64_t>(grp.shape.num_elements());
       d.kind = DeviceLaunch::Kernel;
       d.kernel = kernel_of[sources[i].entry];
-      const Tiling tiling = tile_over_cores(total, sources[i].tile, cores, &d.blocks);
       PendingArgs p;
-      for (size_t k = 0; k < l.in.size(); ++k) p.offsets.push_back(slot_offset(l.in[k], grp.inputs[k]));
-      for (size_t k = 0; k < l.out.size(); ++k) p.offsets.push_back(slot_offset(l.out[k], grp.outputs[k]));
-      p.offsets.push_back(place(&tiling, sizeof tiling));
+      if (l.group >= 0) {  // the group's inputs and outputs, then its tiling
+        const runtime::FusedGroup& grp = groups[static_cast<size_t>(l.group)];
+        const Tiling tiling = tile_over_cores(static_cast<uint64_t>(grp.shape.num_elements()), sources[i].tile, cores, &d.blocks);
+        for (size_t k = 0; k < l.in.size(); ++k) p.offsets.push_back(slot_offset(l.in[k], grp.inputs[k]));
+        for (size_t k = 0; k < l.out.size(); ++k) p.offsets.push_back(slot_offset(l.out[k], grp.outputs[k]));
+        p.offsets.push_back(place(&tiling, sizeof tiling));
+        if (tiling.total == 0) d.blocks = 0;
+      } else {  // a row kernel: the node's present inputs, its output, then the row tiling
+        const ir::Node& n = g.nodes[l.node];
+        const RowTiling tiling = row_tiling(g, n, cores, &d.blocks);
+        for (uint32_t k = 0; k < n.num_inputs - n.num_captures; ++k)
+          if (const ir::ValueId v = g.operands[n.first_input + k]; v != ir::kNone) p.offsets.push_back(slot_offset(l.in[k], v));
+        p.offsets.push_back(slot_offset(l.out[0], n.first_output));
+        p.offsets.push_back(place(&tiling, sizeof tiling));
+      }
       d.args_bytes = p.offsets.size() * sizeof(uint64_t);
       std::vector<uint64_t> zeros(p.offsets.size(), 0);
       d.args_at = place(zeros.data(), d.args_bytes);
       p.image_offset = d.args_at - image_at;
-      if (total == 0) d.blocks = 0;  // nothing to compute; its waits and records still queue
-      else pending.push_back(std::move(p));
+      if (d.blocks) pending.push_back(std::move(p));  // else nothing to compute; its waits and records still queue
     } else if (is_aclnn[i]) {
       const ir::Node& n = g.nodes[l.node];
       PendingCall c{l.node, {}, {}};
@@ -326,7 +343,8 @@ std::string DeviceProgram::report() const {
       << (acl_ ? acl_->path() : "?") << "\n"
       << "  device memory: 1 allocation of " << memory_bytes_ << " bytes (arena " << plan_.arena_bytes() << ")\n"
       << "  kernels: " << kernels_.size() << " generated (" << cached << " from the cache " << kernel_cache_dir() << ")\n";
-  for (const LoadedKernel& k : kernels_) out << "    " << k.entry << ": " << k.ops << " (tile " << k.tile << ")\n";
+  for (const LoadedKernel& k : kernels_)
+    out << "    " << k.entry << ": " << k.ops << (k.rows ? " (rows of up to " : " (tile ") << k.tile << ")\n";
   size_t copies = 0;
   std::map<std::string, int> by_call;
   for (const DeviceLaunch& d : launches_) {

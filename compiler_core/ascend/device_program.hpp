@@ -4,8 +4,10 @@
 // - One device allocation per model (aclrtMallocAlign32), laid out as the plan's arena, then
 //   the inputs and outputs, the constants, each kernel's tiling struct and argument slots: every
 //   address a launch uses is fixed when the model is built, so a run uploads nothing but inputs.
-// - Each fused elementwise group runs as its generated Ascend C kernel; matmul, conv2d, softmax,
-//   layer_norm, reduce_sum, transpose and concat through CANN's operator library (aclnn); view
+// - Each fused elementwise group runs as its generated Ascend C kernel, and so does each row
+//   normalization whose rows fit the Unified Buffer (softmax, log_softmax, layer_norm, rms_norm:
+//   row_kernel_source.hpp); matmul, conv2d, reductions, transpose, concat, … and softmax and
+//   layer_norm over longer rows through CANN's operator library (aclnn); view
 //   ops (reshape, squeeze, unsqueeze) as device-to-device copies. aclnn workspaces, when the
 //   library asks for any, are a second allocation.
 // - The plan's streams map one-to-one to ACL streams and its events to ACL events; a run is
@@ -64,7 +66,8 @@ class DeviceProgram {
     acl::BinHandle binary = nullptr;
     acl::FuncHandle function = nullptr;
     std::string entry, path, ops;
-    uint32_t tile = 0;
+    uint32_t tile = 0;  // elements per tile; a row kernel's longest row
+    bool rows = false;  // a row kernel
     bool from_cache = false;
   };
   // Queues the launch list; aclnn ops use their executors planned at build, or plan anew.

@@ -25,17 +25,6 @@ constexpr uint32_t kTileAlign = 64;       // elements: whole 256-byte vector rep
 constexpr uint32_t kMaskTileAlign = 256;
 constexpr uint32_t kMaxTile = 16 * 1024;
 
-std::string float_literal(double v) {
-  // Builtins both GCC and CANN's clang-based compiler know (clip's default bounds are infinite).
-  if (std::isnan(v)) return "__builtin_nanf(\"\")";
-  if (std::isinf(v)) return v > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9gf", v);
-  std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos) s.insert(s.size() - 1, ".0");
-  return s;
-}
-
 // Replaces each `$<letter><digits>` (and `$y`, `$n`) through `name`.
 template <class F>
 std::string substitute(const std::string& text, F name) {
@@ -56,6 +45,31 @@ std::string substitute(const std::string& text, F name) {
 }
 
 }  // namespace
+
+std::string float_literal(double v) {
+  // Builtins both GCC and CANN's clang-based compiler know (clip's default bounds are infinite).
+  if (std::isnan(v)) return "__builtin_nanf(\"\")";
+  if (std::isinf(v)) return v > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9gf", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s.insert(s.size() - 1, ".0");
+  return s;
+}
+
+std::string copy_helpers() {
+  return "  // Whole 32-byte blocks move with DataCopy; a tail that is not one with DataCopyPad.\n"
+         "  template <class E>\n"
+         "  __aicore__ static inline void Load(const LocalTensor<E>& dst, const GlobalTensor<E>& src, uint32_t n) {\n"
+         "    if (n * sizeof(E) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
+         "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(E)), 0, 0, 0};\n"
+         "      DataCopyPad(dst, src, p, DataCopyPadExtParams<E>{false, 0, 0, 0});\n    }\n  }\n"
+         "  template <class E>\n"
+         "  __aicore__ static inline void Store(const GlobalTensor<E>& dst, const LocalTensor<E>& src, uint32_t n) {\n"
+         "    if (n * sizeof(E) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
+         "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(E)), 0, 0, 0};\n"
+         "      DataCopyPad(dst, src, p);\n    }\n  }\n";
+}
 
 // The element types the kernels move and compute: f32 and f16 (the vector instructions' own),
 // bf16 (moved, computed as f32), and bool, which is one byte (0 or 1) in global memory and a
@@ -337,17 +351,7 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
        << "  __aicore__ inline void CopyIn(uint64_t at, uint32_t n) {\n" << copy_in.str() << "  }\n\n"
        << "  __aicore__ inline void Compute(uint32_t n) {\n" << compute_head.str() << body.str() << compute_tail.str() << "  }\n\n"
        << "  __aicore__ inline void CopyOut(uint64_t at, uint32_t n) {\n" << copy_out.str() << "  }\n\n"
-       << "  // Whole 32-byte blocks move with DataCopy; a tail that is not one with DataCopyPad.\n"
-       << "  template <class E>\n"
-       << "  __aicore__ static inline void Load(const LocalTensor<E>& dst, const GlobalTensor<E>& src, uint32_t n) {\n"
-       << "    if (n * sizeof(E) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
-       << "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(E)), 0, 0, 0};\n"
-       << "      DataCopyPad(dst, src, p, DataCopyPadExtParams<E>{false, 0, 0, 0});\n    }\n  }\n"
-       << "  template <class E>\n"
-       << "  __aicore__ static inline void Store(const GlobalTensor<E>& dst, const LocalTensor<E>& src, uint32_t n) {\n"
-       << "    if (n * sizeof(E) % 32 == 0) {\n      DataCopy(dst, src, n);\n    } else {\n"
-       << "      DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(E)), 0, 0, 0};\n"
-       << "      DataCopyPad(dst, src, p);\n    }\n  }\n\n"
+       << copy_helpers() << "\n"
        << "  TPipe pipe_;\n" << members.str() << "  uint64_t total_ = 0, begin_ = 0, end_ = 0;\n};\n}  // namespace\n\n";
   const std::string kernel_body = code.str();
   char entry[32];

@@ -26,6 +26,13 @@ struct KernelSource {
 // member, dtype or broadcast the generator does not cover yet.
 KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& group);
 
+// The type a kernel names for values of `t` in global memory (f32, f16, bf16, bool), or nullptr.
+const char* element_type(ir::DType t);
+// A float as a literal of the generated source (infinities and NaN as compiler builtins).
+std::string float_literal(double v);
+// The kernels' Load and Store members: whole 32-byte blocks with DataCopy, a tail with DataCopyPad.
+std::string copy_helpers();
+
 // Whether generated kernels compute `n`: every value it reads and writes is of a type they
 // move (element_type); the others (integer ops) run through CANN's operator library.
 bool kernel_computes(const ir::Graph& g, const ir::Node& n);

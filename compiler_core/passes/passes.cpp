@@ -420,11 +420,11 @@ std::unique_ptr<Graph> split_into_slices(const Graph& g) {
   });
 }
 
-std::unique_ptr<Graph> split_scaled_softmax(const Graph& g) {
+std::unique_ptr<Graph> split_scaled_softmax(const Graph& g, const std::function<bool(const Graph&, const ir::Node&)>& keep) {
   const ir::OpSchema *mul = ir::find_op("mul"), *add = ir::find_op("add");
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    if (n.region != 0 || n.num_deps || !is_op(n, "softmax")) return false;
+    if (n.region != 0 || n.num_deps || !is_op(n, "softmax") || (keep && keep(g, n))) return false;
     const double scale = attr(g, n, "scale").f;
     const ValueId mask = n.num_inputs > 1 ? g.operands[n.first_input + 1] : kNone;
     if (scale == 1.0 && mask == kNone) return false;

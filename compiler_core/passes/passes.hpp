@@ -32,8 +32,10 @@ std::unique_ptr<ir::Graph> fold_affine_into_conv(const ir::Graph& g);
 std::unique_ptr<ir::Graph> split_into_slices(const ir::Graph& g);
 
 // softmax(x, mask, scale) with a scale or a mask: softmax(x * scale + mask), plain, after two
-// elementwise ops (for a backend whose softmax has neither; they fuse with the ops before).
-std::unique_ptr<ir::Graph> split_scaled_softmax(const ir::Graph& g);
+// elementwise ops (for a backend whose softmax has neither; they fuse with the ops before), but
+// for the softmaxes `keep` picks (which the backend computes whole).
+std::unique_ptr<ir::Graph> split_scaled_softmax(const ir::Graph& g,
+                                                const std::function<bool(const ir::Graph&, const ir::Node&)>& keep = nullptr);
 
 // conv2d with more padding on one side than the other: an explicit zero pad of the image by the
 // difference, then the convolution with the padding both sides share (for a backend whose

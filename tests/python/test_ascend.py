@@ -252,15 +252,100 @@ def test_other_broadcasts_are_expanded_first(acl_log):
     check_same(graph_of(lambda a, r: a + r, x.shape, (6, 7)), [x, x[0, 0].copy()])
 
 
-def test_softmax_with_scale_and_mask_splits_for_aclnn(acl_log):
-    """aclnnSoftmax takes neither: scale and mask become a generated kernel before it (an
-    attention mask [B, 1, 1, S] over [B, H, S, S] expanded first)."""
+# ---- row normalizations: generated row kernels ------------------------------------------------------
+ROW_OPS = {
+    "softmax": lambda a: ops.softmax(a),
+    "log_softmax": lambda a: ops.log_softmax(a),
+    "layer_norm": lambda a: ops.layer_norm(a),
+    "rms_norm": lambda a: ops.rms_norm(a, epsilon=1e-3),
+}
+
+
+@pytest.mark.parametrize("op", sorted(ROW_OPS))
+@pytest.mark.parametrize("rows, length, cores", [(1, 1, 8), (5, 7, 3), (301, 37, 8), (3, 512, 2), (2, 5000, 64)])
+def test_row_normalizations_run_as_generated_kernels(op, rows, length, cores, acl_log):
+    """Each row normalization is one generated kernel over whole rows (rows that do not fill a
+    32-byte block, more rows than cores and fewer), with no call into CANN's library."""
+    x = (np.random.default_rng(rows + length).standard_normal((rows, length)) * 4 + 1).astype(np.float32)
+    check_same(graph_of(ROW_OPS[op], x.shape), [x], ai_cores=cores)
+    log = acl_log()
+    assert not any(line.startswith("aclnn") for line in log)
+    launches = calls(log, "aclrtLaunchKernel")
+    assert len(launches) == 1 and f"blockDim={min(rows, cores)}" in launches[0]
+
+
+def test_norms_with_scale_bias_and_trailing_axes():
+    rng = np.random.default_rng(21)
+    x, scale, bias = rng.standard_normal((4, 6, 10)).astype(np.float32), rng.standard_normal((6, 10)).astype(np.float32), \
+        rng.standard_normal((6, 10)).astype(np.float32)
+    check_same(graph_of(lambda t, s, c: ops.layer_norm(t, scale=s, bias=c, axis=1, epsilon=1e-3), x.shape, scale.shape, bias.shape),
+               [x, scale, bias])
+    check_same(graph_of(lambda t, s: ops.layer_norm(t, scale=s, axis=-1), x.shape, (10,)), [x, scale[0].copy()])
+    check_same(graph_of(lambda t, s: ops.rms_norm(t, scale=s, axis=-2), x.shape, scale.shape), [x, scale])
+    # Rows of constants (variance 0) and of huge values.
+    c = np.full((3, 9), 2.5, np.float32)
+    c[1] *= 1e30
+    check_same(graph_of(lambda t: ops.layer_norm(t, epsilon=0.0) + ops.rms_norm(t), c.shape), [c])
+
+
+@pytest.mark.parametrize("mask_shape", [(2, 1, 1, 16), (16,), (2, 3, 5, 16), (3, 1, 16), (1, 1, 5, 16)])
+def test_softmax_reads_its_mask_rows_in_place(mask_shape, acl_log):
+    """softmax(x * scale + mask) in one row kernel: a mask broadcast over leading dims (an
+    attention mask [B, 1, 1, S] over [B, H, S, S], a row, a middle dim) is read row by row where
+    it is, never expanded."""
     rng = np.random.default_rng(6)
     x = rng.standard_normal((2, 3, 5, 16)).astype(np.float32)
-    mask = np.where(rng.random((2, 1, 1, 16)) > 0.3, 0, -1e9).astype(np.float32)
-    check_same(graph_of(lambda a, m: ops.softmax(a, mask=m, scale=0.125), x.shape, mask.shape), [x, mask])
+    mask = np.where(rng.random(mask_shape) > 0.3, 0, -1e9).astype(np.float32)
+    check_same(graph_of(lambda a, m: ops.softmax(a, mask=m, scale=0.125), x.shape, mask.shape), [x, mask], ai_cores=4)
+    assert not any(line.startswith("aclnn") for line in acl_log())
+
+
+def test_softmax_the_row_kernel_does_not_take_splits_for_aclnn(acl_log):
+    """A scale or mask the row kernel does not take becomes a generated elementwise kernel before
+    a plain softmax: over another axis than the last, or rows longer than the Unified Buffer
+    holds, aclnnSoftmax (which has neither); a mask broadcast along the row is expanded and
+    added, and the plain softmax left is a row kernel again."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 5, 16)).astype(np.float32)
     check_same(graph_of(lambda a: ops.softmax(a, scale=-2.0, axis=1), x.shape), [x])
-    assert len(calls(acl_log(), "aclnnSoftmaxGetWorkspaceSize")) == 2
+    m = rng.standard_normal((2, 1, 5, 1)).astype(np.float32)
+    check_same(graph_of(lambda a, mm: ops.softmax(a, mask=mm), x.shape, m.shape), [x, m])
+    long_rows = rng.standard_normal((3, 9000)).astype(np.float32)
+    check_same(graph_of(lambda a: ops.softmax(a, scale=0.5) + ops.layer_norm(a), long_rows.shape), [long_rows])
+    log = acl_log()
+    assert len(calls(log, "aclnnSoftmaxGetWorkspaceSize")) == 2 and len(calls(log, "aclnnLayerNormGetWorkspaceSize")) == 1
+    assert len(calls(log, "aclnnExpandGetWorkspaceSize")) == 1
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_row_normalizations_in_half_precision(dtype):
+    """f16 and bf16 rows are converted to f32 as they enter, normalized, and rounded once."""
+    rng = np.random.default_rng(8)
+    x, s, m = rng.standard_normal((6, 40)), rng.standard_normal(40), np.where(rng.random(40) > 0.2, 0.0, -1e4)
+
+    def to_device(a):  # f16 as numpy's; bf16 as the upper half of an f32's bits
+        return a.astype(np.float16) if dtype == "f16" else (a.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+    def to_f32(a):
+        return a.astype(np.float32) if dtype == "f16" else (a.astype(np.uint32) << 16).view(np.float32)
+    t = getattr(esgraph, dtype)
+    with esgraph.GraphBuilder("g") as b:
+        xi, si, mi = b.input("x", t, [6, 40]), b.input("s", t, [40]), b.input("m", t, [40])
+        g = b.build([ops.softmax(xi, mask=mi, scale=0.5), ops.log_softmax(xi), ops.layer_norm(xi, scale=si, bias=si),
+                     ops.rms_norm(xi, scale=si)])
+    cpu, sim = both(g, [to_device(x), to_device(s), to_device(m)])
+    for c, d in zip(cpu, sim):
+        assert c.dtype == d.dtype
+        # Both compute in f32 and round once; the sums' order differs: a unit in the last place.
+        np.testing.assert_allclose(to_f32(d), to_f32(c), rtol=8e-3 if dtype == "bf16" else 1e-3, atol=1e-2)
+
+
+def test_rows_too_long_for_a_row_kernel_are_refused_with_the_reason():
+    with pytest.raises(esgraph.UnsupportedError, match=r"rms_norm x1 \(rows of 9000 elements \(a row kernel holds at most \d+ in the "
+                                                       r"Unified Buffer\); no aclnn mapping\)"):
+        esgraph.compile(graph_of(lambda a: ops.rms_norm(a), (2, 9000)), backend="ascend-sim")
+    with pytest.raises(esgraph.UnsupportedError, match=r"log_softmax x1 \(a softmax over another axis than the last"):
+        esgraph.compile(graph_of(lambda a: ops.log_softmax(a, axis=0), (2, 9)), backend="ascend-sim")
 
 
 def test_gather_runs_as_index_select(acl_log):
@@ -594,7 +679,8 @@ def test_the_transformer_sample_matches_the_cpu(monkeypatch):
     model = esgraph.compile(graph, backend="ascend-sim", shapes={"batch": 2})
     np.testing.assert_allclose(model(x), cpu, rtol=1e-4, atol=1e-4)
     report = model.report()
-    assert "aclnnMatmul" in report and "aclnnLayerNorm x2" in report and "aclnnSoftmax x1" in report
+    assert "aclnnMatmul" in report and "aclnnLayerNorm" not in report and "aclnnSoftmax" not in report
+    assert report.count(": layer_norm (rows of up to") == 1 and report.count(": softmax (rows of up to") == 1  # one binary each
 
 
 def test_without_stream_capture_runs_replay_and_plan_again(acl_log, monkeypatch):
@@ -612,7 +698,7 @@ def test_without_stream_capture_runs_replay_and_plan_again(acl_log, monkeypatch)
     runs = acl_log()[built:]
     plans = [line for line in runs if line.startswith("aclnnMatmulGetWorkspaceSize")]
     assert len(plans) == 2  # the executors planned at build serve the first run; later runs plan anew
-    assert len(calls(runs, "aclrtLaunchKernel")) == 3 and len(calls(runs, "aclrtSynchronizeStream")) == 3
+    assert len(calls(runs, "aclrtLaunchKernel")) == 6 and len(calls(runs, "aclrtSynchronizeStream")) == 3  # relu, softmax
     log = acl_log()
     assert len(calls(log, "aclrtMallocAlign32")) == 2  # the arena, and matmul's workspace
     assert "workspace of 1024 bytes (a second allocation)" in model.report()

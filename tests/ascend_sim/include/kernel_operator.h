@@ -371,6 +371,52 @@ void Power(const LocalTensor<T>& dst, const T& s, const LocalTensor<T>& b, uint3
   sim::power(dst, [s](uint32_t) { return s; }, [y](uint32_t i) { return y[i]; }, n, static_cast<const T*>(nullptr), y);
 }
 
+// ---- reductions: the count forms, as on Atlas A2 (a tree within each 256-byte repeat, the
+// repeats' results in order); the result at dst[0]. The scratch must hold CANN's documented
+// minimum: one result per repeat (two for ReduceMax, which may keep an index), in whole blocks.
+namespace sim {
+template <class T, class F>
+void reduce(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& scratch, int32_t n, bool two_per_repeat, F combine,
+            const char* op) {
+  if (n < 1) fault(std::string(op) + " of " + std::to_string(n) + " elements");
+  constexpr uint32_t per_repeat = 256 / sizeof(T), per_block = 32 / sizeof(T);
+  const uint32_t repeats = (static_cast<uint32_t>(n) + per_repeat - 1) / per_repeat;
+  const uint32_t need = (repeats * (two_per_repeat ? 2 : 1) + per_block - 1) / per_block * per_block;
+  if (scratch.GetSize() < need)
+    fault(std::string(op) + " of " + std::to_string(n) + " elements needs " + std::to_string(need) + " elements of scratch, has " +
+          std::to_string(scratch.GetSize()));
+  const T* x = src.span(static_cast<uint32_t>(n), op);
+  T* work = scratch.span(need, op);
+  T* d = dst.span(1, op);
+  for (uint32_t r = 0; r < repeats; ++r) {  // pairwise within the repeat
+    T lane[per_repeat];
+    uint32_t m = std::min<uint32_t>(per_repeat, static_cast<uint32_t>(n) - r * per_repeat);
+    std::copy_n(x + r * per_repeat, m, lane);
+    while (m > 1) {
+      const uint32_t half = m / 2;
+      for (uint32_t i = 0; i < half; ++i) lane[i] = combine(lane[2 * i], lane[2 * i + 1]);
+      if (m % 2) lane[half] = lane[m - 1];
+      m = half + m % 2;
+    }
+    work[r] = lane[0];
+  }
+  T acc = work[0];
+  for (uint32_t r = 1; r < repeats; ++r) acc = combine(acc, work[r]);
+  d[0] = acc;
+}
+}  // namespace sim
+template <class T>
+void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& scratch, int32_t n) {
+  sim::reduce(dst, src, scratch, n, false, [](T a, T b) { return static_cast<T>(a + b); }, "ReduceSum");
+}
+// The maximum; NaN as the hardware's is undocumented: here, like std::max, the first operand
+// wins a comparison with NaN.
+template <class T>
+void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& scratch, int32_t n, bool cal_index = false) {
+  if (cal_index) sim::fault("ReduceMax: the index is not simulated");
+  sim::reduce(dst, src, scratch, n, true, [](T a, T b) { return std::max(a, b); }, "ReduceMax");
+}
+
 template <class T>
 void Duplicate(const LocalTensor<T>& dst, const T& scalar, int32_t n) {
   std::fill_n(dst.span(n, "Duplicate"), n, scalar);
