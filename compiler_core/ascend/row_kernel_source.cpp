@@ -194,36 +194,36 @@ KernelSource generate_row_kernel(const ir::Graph& g, const ir::Node& n) {
   std::ostringstream params, args, members, init, copy_in, compute_head, compute_tail;
   auto param = [&](const std::string& name) { params << "GM_ADDR " << name << ", ", args << name << ", "; };
   param("x");
-  members << "  GlobalTensor<E> gx_, gy_;\n  TQue<QuePosition::VECIN, 2> qx_;\n  TQue<QuePosition::VECOUT, 2> qy_;\n";
-  init << "    gx_.SetGlobalBuffer((__gm__ E*)x, rows_ * length_);\n    pipe_.InitBuffer(qx_, 2, kRow * sizeof(E));\n";
-  copy_in << "    LocalTensor<E> x = qx_.AllocTensor<E>();\n    Load(x, gx_[r * length_], n);\n    qx_.EnQue(x);\n";
-  compute_head << "    LocalTensor<E> x = qx_.DeQue<E>();\n    LocalTensor<E> y = qy_.AllocTensor<E>();\n";
+  members << "  GlobalTensor<V> gx_, gy_;\n  TQue<QuePosition::VECIN, 2> qx_;\n  TQue<QuePosition::VECOUT, 2> qy_;\n";
+  init << "    gx_.SetGlobalBuffer((__gm__ V*)x, rows_ * length_);\n    pipe_.InitBuffer(qx_, 2, kRow * sizeof(V));\n";
+  copy_in << "    LocalTensor<V> x = qx_.AllocTensor<V>();\n    Load(x, gx_[r * length_], n);\n    qx_.EnQue(x);\n";
+  compute_head << "    LocalTensor<V> x = qx_.DeQue<V>();\n    LocalTensor<V> y = qy_.AllocTensor<V>();\n";
   compute_tail << "    qx_.FreeTensor(x);\n    qy_.EnQue(y);\n";
   if (has_mask) {
     param("mask");
-    members << "  GlobalTensor<E> gm_;\n  TQue<QuePosition::VECIN, 2> qm_;\n";
-    init << "    gm_.SetGlobalBuffer((__gm__ E*)mask, t.GetValue(3) * length_);\n    pipe_.InitBuffer(qm_, 2, kRow * sizeof(E));\n"
+    members << "  GlobalTensor<V> gm_;\n  TQue<QuePosition::VECIN, 2> qm_;\n";
+    init << "    gm_.SetGlobalBuffer((__gm__ V*)mask, t.GetValue(3) * length_);\n    pipe_.InitBuffer(qm_, 2, kRow * sizeof(V));\n"
          << "    lead_rank_ = t.GetValue(4);\n"
          << "    for (uint64_t d = 0; d < lead_rank_; ++d) lead_[d] = t.GetValue(5 + d), mask_stride_[d] = t.GetValue(5 + kLeadDims + d);\n";
-    copy_in << "    LocalTensor<E> m = qm_.AllocTensor<E>();\n    Load(m, gm_[MaskRow(r) * length_], n);\n    qm_.EnQue(m);\n";
-    compute_head << "    LocalTensor<E> m = qm_.DeQue<E>();\n";
+    copy_in << "    LocalTensor<V> m = qm_.AllocTensor<V>();\n    Load(m, gm_[MaskRow(r) * length_], n);\n    qm_.EnQue(m);\n";
+    compute_head << "    LocalTensor<V> m = qm_.DeQue<V>();\n";
     compute_tail << "    qm_.FreeTensor(m);\n";
   }
   // The scale and bias: loaded once into f32 rows (through x's queue when they are converted).
   auto resident = [&](const char* name, const char* local) {
     param(name);
     members << "  TBuf<TPosition::VECCALC> " << local << "_;\n";
-    init << "    pipe_.InitBuffer(" << local << "_, kRow * sizeof(float));\n    {\n      GlobalTensor<E> g;\n"
-         << "      g.SetGlobalBuffer((__gm__ E*)" << name << ", length_);\n      LocalTensor<float> row = " << local << "_.Get<float>();\n";
+    init << "    pipe_.InitBuffer(" << local << "_, kRow * sizeof(float));\n    {\n      GlobalTensor<V> g;\n"
+         << "      g.SetGlobalBuffer((__gm__ V*)" << name << ", length_);\n      LocalTensor<float> row = " << local << "_.Get<float>();\n";
     if (f32)
       init << "      Load(row, g, static_cast<uint32_t>(length_));\n";
     else
-      init << "      LocalTensor<E> raw = qx_.AllocTensor<E>();\n      Load(raw, g, static_cast<uint32_t>(length_));\n      qx_.EnQue(raw);\n"
-           << "      raw = qx_.DeQue<E>();\n      Cast(row, raw, RoundMode::CAST_NONE, static_cast<uint32_t>(length_));\n      qx_.FreeTensor(raw);\n";
+      init << "      LocalTensor<V> raw = qx_.AllocTensor<V>();\n      Load(raw, g, static_cast<uint32_t>(length_));\n      qx_.EnQue(raw);\n"
+           << "      raw = qx_.DeQue<V>();\n      Cast(row, raw, RoundMode::CAST_NONE, static_cast<uint32_t>(length_));\n      qx_.FreeTensor(raw);\n";
     init << "    }\n";
     compute_head << "    LocalTensor<float> " << local << " = " << local << "_.Get<float>();\n";
   };
-  init << "    gy_.SetGlobalBuffer((__gm__ E*)y, rows_ * length_);\n    pipe_.InitBuffer(qy_, 2, kRow * sizeof(E));\n"
+  init << "    gy_.SetGlobalBuffer((__gm__ V*)y, rows_ * length_);\n    pipe_.InitBuffer(qy_, 2, kRow * sizeof(V));\n"
        << "    pipe_.InitBuffer(work_, (2 * kRow + kScratch + 8) * sizeof(float));\n";
   if (has_scale) resident("scale", "sc");
   if (has_bias) resident("bias", "bi");
@@ -237,7 +237,7 @@ KernelSource generate_row_kernel(const ir::Graph& g, const ir::Node& n) {
        << (has_bias ? ", with a bias" : "") << ", " << ir::dtype_name(r.dtype) << " (computed in f32),\n"
        << "// rows of any length up to kRow (the tiling argument).\n"
        << "#include \"kernel_operator.h\"\nusing namespace AscendC;\n\nnamespace {\n"
-       << "using E = " << e << ";\n"
+       << "using V = " << e << ";  // the values' type in global memory\n"
        << "constexpr uint32_t kRow = " << row << ";  // the longest row the Unified Buffer holds\n"
        << "constexpr uint32_t kScratch = " << reduce_scratch(row) << ";  // ReduceMax/ReduceSum's work, for kRow elements\n"
        << (has_mask ? "constexpr uint64_t kLeadDims = " + std::to_string(kMaxRowLeadDims) + ";\n" : "") << "\n"
@@ -255,7 +255,7 @@ KernelSource generate_row_kernel(const ir::Graph& g, const ir::Node& n) {
   for (const std::string& s : math) code << "    " << s << "\n";
   code << compute_tail.str() << "  }\n\n"
        << "  __aicore__ inline void CopyOut(uint64_t r, uint32_t n) {\n"
-       << "    LocalTensor<E> y = qy_.DeQue<E>();\n    Store(gy_[r * length_], y, n);\n    qy_.FreeTensor(y);\n  }\n\n";
+       << "    LocalTensor<V> y = qy_.DeQue<V>();\n    Store(gy_[r * length_], y, n);\n    qy_.FreeTensor(y);\n  }\n\n";
   if (has_mask)
     code << "  // The mask's row for x's row r: r's index along each leading dim times the mask's stride there.\n"
          << "  __aicore__ inline uint64_t MaskRow(uint64_t r) const {\n    uint64_t at = 0;\n"

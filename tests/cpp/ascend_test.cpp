@@ -15,6 +15,7 @@
 #include "ascend/acl_library.hpp"
 #include "ascend/kernel_build.hpp"
 #include "ascend/kernel_source.hpp"
+#include "ascend/row_kernel_source.hpp"
 #include "ir/builder.hpp"
 #include "ir_build.hpp"
 #include "ir/error.hpp"
@@ -107,6 +108,28 @@ TEST_CASE("generated Ascend C: golden kernels of six patterns") {
     const ValueId prod = node(b, ir::ops::where, {keep, node(b, ir::ops::mul, {x, wide}), x});
     const ValueId narrow = node(b, ir::ops::cast, {prod}, {ir::AttrArg::of_dtype(ir::DType::F16)});
     check_golden("types_at_the_edges", kernel_of(b, {node(b, ir::ops::greater, {prod, scalar(b, 0.0f)}), narrow}));
+  }
+}
+
+TEST_CASE("generated Ascend C: golden row kernels") {
+  {
+    // layer_norm over the last two axes with a scale and a bias, f32.
+    ir::Builder b;
+    const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{4, 6, 10});
+    const ValueId scale = b.add_input("scale", ir::DType::F32, ir::Shape{6, 10});
+    const ValueId bias = b.add_input("bias", ir::DType::F32, ir::Shape{6, 10});
+    const ValueId y = node(b, ir::ops::layer_norm, {x, scale, bias}, {ir::AttrArg::of_int(1), ir::AttrArg::of_float(1e-5)});
+    const auto g = b.finish({&y, 1});
+    check_golden("layer_norm_rows", ascend::generate_row_kernel(*g, g->nodes[g->values[g->outputs()[0]].producer]).code);
+  }
+  {
+    // Attention's softmax(x * scale + mask) over f16 scores, the mask [B, 1, 1, S] read in place.
+    ir::Builder b;
+    const ValueId x = b.add_input("x", ir::DType::F16, ir::Shape{2, 4, 8, 8});
+    const ValueId mask = b.add_input("mask", ir::DType::F16, ir::Shape{2, 1, 1, 8});
+    const ValueId y = node(b, ir::ops::softmax, {x, mask}, {ir::AttrArg::of_int(-1), ir::AttrArg::of_float(0.125)});
+    const auto g = b.finish({&y, 1});
+    check_golden("masked_softmax_f16", ascend::generate_row_kernel(*g, g->nodes[g->values[g->outputs()[0]].producer]).code);
   }
 }
 
@@ -208,6 +231,26 @@ TEST_CASE("the simulated device faults where the hardware would") {
     const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); Tanh(t, t, 64);", a, b);
     CHECK(status == 507015);
     CHECK(message.find("Tanh: the destination overlaps the source") != std::string::npos);
+  }
+  SUBCASE("a reduction sums within each repeat, then the repeats in order") {
+    const auto [status, message] = dev.run(pipe + "TBuf<TPosition::VECCALC> w; pipe.InitBuffer(w, 64 * 4); LocalTensor<float> s = w.Get<float>();\n"
+                                                  "LocalTensor<float> t = q.AllocTensor<float>();\n"
+                                                  "for (uint32_t i = 0; i < 100; ++i) t.SetValue(i, static_cast<float>(i + 1));\n"
+                                                  "ReduceSum(t[128], t, s, 100); ReduceMax(t[136], t, s, 100); DataCopy(gb, t[128], 16);",
+                                           a, b);
+    REQUIRE(status == 0);
+    float out[16];
+    ESG_ACL(*dev.acl, aclrtMemcpy, out, sizeof out, b, sizeof out, ascend::acl::kDeviceToHost);
+    CHECK(out[0] == 5050.0f);
+    CHECK(out[8] == 100.0f);
+  }
+  SUBCASE("a reduction with less scratch than CANN documents") {
+    // 100 floats are two 256-byte repeats: ReduceMax needs 2 results each, in whole blocks of 8.
+    const auto [status, message] = dev.run(pipe + "TBuf<TPosition::VECCALC> w; pipe.InitBuffer(w, 32); LocalTensor<float> t = q.AllocTensor<float>();\n"
+                                                  "Duplicate(t, 1.0f, 100); ReduceMax(t[128], t, w.Get<float>(4), 100);",
+                                           a, b);
+    CHECK(status == 507015);
+    CHECK(message.find("ReduceMax of 100 elements needs 8 elements of scratch, has 4") != std::string::npos);
   }
   SUBCASE("a vector instruction longer than its operands") {
     const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); Exp(t, t, 257);", a, b);
