@@ -30,6 +30,8 @@ enum MallocPolicy : int {  // aclrtMemMallocPolicy
   kHugeOnly = 1,
   kNormalOnly = 2,
 };
+// aclrtCreateEventExWithFlag's flags: CANN's cross-stream capture makes its events ACL_EVENT_SYNC.
+constexpr uint32_t kEventSync = 0x1u;  // ACL_EVENT_SYNC
 enum CaptureMode : int {  // aclmdlRICaptureMode
   kCaptureGlobal = 0,
   kCaptureThreadLocal = 1,
@@ -70,8 +72,10 @@ enum CaptureMode : int {  // aclmdlRICaptureMode
   X(aclGetRecentErrMsg, const char*, ())
 
 // The model-capture functions: optional (older CANN lacks them); without them a run replays
-// the launch list.
+// the launch list. A capture spans the streams that wait on an event recorded in it, whose
+// events are made with ACL_EVENT_SYNC (CANN's guide to cross-stream capture).
 #define ESG_ACL_CAPTURE_FUNCTIONS(X)                                                                    \
+  X(aclrtCreateEventExWithFlag, Error, (Event * event, uint32_t flag))                                   \
   X(aclmdlRICaptureBegin, Error, (Stream stream, CaptureMode mode))                                      \
   X(aclmdlRICaptureEnd, Error, (Stream stream, ModelRI * model))                                         \
   X(aclmdlRIExecuteAsync, Error, (ModelRI model, Stream stream))                                         \

@@ -75,9 +75,13 @@ std::shared_ptr<AclLibrary> AclLibrary::open(const std::string& path) {
   ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_RESOLVE_OPTIONAL)
 #undef ESG_ACL_RESOLVE_OPTIONAL
   // Capture is all or nothing.
-  if (!lib->aclmdlRICaptureBegin || !lib->aclmdlRICaptureEnd || !lib->aclmdlRIExecuteAsync || !lib->aclmdlRIDestroy)
-    lib->aclmdlRICaptureBegin = nullptr, lib->aclmdlRICaptureEnd = nullptr, lib->aclmdlRIExecuteAsync = nullptr,
-    lib->aclmdlRIDestroy = nullptr;
+  bool capture = true;
+#define ESG_ACL_PRESENT(name, ret, params) capture = capture && lib->name;
+  ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_PRESENT)
+#undef ESG_ACL_PRESENT
+#define ESG_ACL_DROP(name, ret, params) lib->name = nullptr;
+  if (!capture) { ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_DROP) }
+#undef ESG_ACL_DROP
   if (!missing.empty()) {
     dlclose(handle);
     lib->handle_ = nullptr;

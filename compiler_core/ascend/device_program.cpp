@@ -1,5 +1,6 @@
 #include "ascend/device_program.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -200,11 +201,19 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     ESG_ACL(*acl_, aclrtSetCurrentContext, context_);
     streams_.assign(static_cast<size_t>(plan.num_streams()), nullptr);
     for (acl::Stream& s : streams_) ESG_ACL(*acl_, aclrtCreateStream, &s);
+    // A capture's events are made with ACL_EVENT_SYNC (CANN's cross-stream capture), which CANN
+    // never resets: a plan that reuses its events (resets them) is replayed, not captured.
+    const bool resets = std::any_of(launches_.begin(), launches_.end(), [](const DeviceLaunch& d) { return !d.reset_events.empty(); });
+    const bool capture = acl_->has_capture() && !resets;
+    auto make_event = [&](acl::Event& e) {
+      if (capture) ESG_ACL(*acl_, aclrtCreateEventExWithFlag, &e, acl::kEventSync);
+      else ESG_ACL(*acl_, aclrtCreateEvent, &e);
+    };
     events_.assign(static_cast<size_t>(num_events), nullptr);
-    for (acl::Event& e : events_) ESG_ACL(*acl_, aclrtCreateEvent, &e);
+    for (acl::Event& e : events_) make_event(e);
     join_events_.assign(streams_.size(), nullptr);  // [0]: inputs are in; [s > 0]: stream s is done
     if (streams_.size() > 1)
-      for (acl::Event& e : join_events_) ESG_ACL(*acl_, aclrtCreateEvent, &e);
+      for (acl::Event& e : join_events_) make_event(e);
     memory_bytes_ = std::max<size_t>(image_at + image.size(), kAlign);
     ESG_ACL(*acl_, aclrtMallocAlign32, &memory_, memory_bytes_, acl::kHugeFirst);
     for (const PendingArgs& p : pending)
@@ -239,11 +248,13 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       for (uint64_t n : need) workspace_at_.push_back(total), workspace_bytes_.push_back(n), total += align_up(n);
       if (total) ESG_ACL(*acl_, aclrtMallocAlign32, &workspace_, total, acl::kHugeFirst);
     }
-    // Model sinking: a single-stream model is captured once and replayed as one submission.
+    // Model sinking: the model is captured once and replayed as one submission. Other streams
+    // join the capture of stream 0 by waiting on the event it records once the inputs are in,
+    // and merge back into it at the end (enqueue_launches), as CANN's cross-stream capture asks.
     if (!acl_->has_capture()) {
       capture_note_ = "replays the launch list (this AscendCL has no stream capture)";
-    } else if (streams_.size() > 1) {
-      capture_note_ = "replays the launch list (captures are single-stream)";
+    } else if (resets) {
+      capture_note_ = "replays the launch list (it reuses events beyond the device's limit; CANN documents no reset in a capture)";
     } else if (acl_->aclmdlRICaptureBegin(streams_[0], acl::kCaptureGlobal) != acl::kSuccess) {
       capture_note_ = std::string("replays the launch list (capture refused: ") + acl_->aclGetRecentErrMsg() + ")";
     } else {
@@ -256,7 +267,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
         throw;
       }
       ESG_ACL(*acl_, aclmdlRICaptureEnd, streams_[0], &captured_);
-      capture_note_ = "one captured model (aclmdlRI) per run";
+      capture_note_ = "one captured model (aclmdlRI) per run" + (streams_.size() > 1 ? ", over " + std::to_string(streams_.size()) + " streams" : "");
     }
   } catch (...) {
     release();
@@ -324,11 +335,12 @@ void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::v
     for (acl::Stream s : streams_) acl.aclrtSynchronizeStream(s);
     throw;
   }
-  // The one wait of a run: every stream, before the outputs are read (each, even after a failure).
+  // The one wait of a run, before the outputs are read: stream 0, into which a captured model
+  // merges its streams; every stream of a replayed list (each, even after a failure).
   acl::Error failed = acl::kSuccess;
   std::string message;
-  for (acl::Stream s : streams_)
-    if (const acl::Error e = acl.aclrtSynchronizeStream(s); e != acl::kSuccess && failed == acl::kSuccess)
+  for (size_t s = 0; s < (captured_ ? 1 : streams_.size()); ++s)
+    if (const acl::Error e = acl.aclrtSynchronizeStream(streams_[s]); e != acl::kSuccess && failed == acl::kSuccess)
       failed = e, message = acl.aclGetRecentErrMsg();
   if (failed != acl::kSuccess)
     throw Error(ErrorCode::Backend, "ascend: aclrtSynchronizeStream failed with AscendCL error " + std::to_string(failed) + ": " + message);

@@ -11,9 +11,9 @@
 //   ops (reshape, squeeze, unsqueeze) as device-to-device copies. aclnn workspaces, when the
 //   library asks for any, are a second allocation.
 // - The plan's streams map one-to-one to ACL streams and its events to ACL events; a run is
-//   inputs copied in, the launches (or, for a single-stream model on a CANN that can capture
-//   streams, one replay of the captured launches: model sinking), outputs copied out, and a
-//   synchronization of every stream at the end only.
+//   inputs copied in, the launches (or, on a CANN that can capture streams, one replay of the
+//   captured launches of every stream: model sinking), outputs copied out, and a
+//   synchronization at the end only.
 #pragma once
 #include <memory>
 #include <mutex>

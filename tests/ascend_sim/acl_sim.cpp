@@ -4,7 +4,9 @@
 // Ascend backend runs against it unchanged; only the library dlopen finds differs.
 //
 // - Streams are ordered queues, each drained by its own thread; events complete when the
-//   stream that recorded them reaches the record.
+//   stream that recorded them reaches the record. Stream capture follows CANN's cross-stream
+//   rules (streams join through events recorded in the capture and must merge back); a replay
+//   runs the joined streams' work on the model's own streams, its events per replay.
 // - The device heap checks every access: guard bytes around each allocation catch writes past
 //   either end, freed blocks stay poisoned and are never reused (use-after-free is caught), and
 //   copies and kernels may only touch live device memory.
@@ -55,6 +57,9 @@ constexpr Error kRepeatInitialize = 100002;
 constexpr Error kBadAlloc = 200000;
 constexpr Error kInvalidDevice = 107001;   // ACL_ERROR_RT_INVALID_DEVICEID
 constexpr Error kStreamCapture = 107027;   // ACL_ERROR_RT_STREAM_CAPTURED
+constexpr Error kCaptureDependency = 107024;  // ACL_ERROR_RT_CAPTURE_DEPENDENCY: a wait with no record in the capture
+constexpr Error kStreamUnjoined = 107025;     // ACL_ERROR_RT_STREAM_UNJOINED
+constexpr Error kCaptureConflict = 107032;    // ACL_ERROR_STREAM_CAPTURE_CONFLICT
 constexpr Error kKernelFault = 507015;  // ACL_ERROR_RT_AICORE_EXCEPTION
 constexpr Error kInjected = 500000;     // ACL_ERROR_INTERNAL_ERROR
 constexpr Error kFeatureNotSupported = 207000;  // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
@@ -72,9 +77,7 @@ struct Task {
   bool always = false;
 };
 
-struct Captured {
-  std::vector<Task> tasks;
-};
+struct Captured;
 
 struct SimStream {
   int id = 0;
@@ -83,12 +86,69 @@ struct SimStream {
   std::deque<Task> queue;
   bool busy = false, stop = false;
   std::string error;  // the first failure since the last synchronize
-  Captured* capture = nullptr;
+  Captured* capture = nullptr;  // the capture it began or joined
+  size_t capture_index = 0;     // its place in the capture's streams
   std::thread worker;
+};
+
+void drain(SimStream* st);
+
+// Starts a stream's worker; stop_stream lets it finish its queue and joins it.
+std::unique_ptr<SimStream> start_stream(int id) {
+  auto st = std::make_unique<SimStream>();
+  st->id = id;
+  st->worker = std::thread(drain, st.get());
+  return st;
+}
+void stop_stream(SimStream* st) {
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    st->stop = true;
+    st->wake.notify_all();
+  }
+  st->worker.join();
+}
+
+// An event recorded inside a captured model is per replay: a latch of the replay, set by the
+// captured record, awaited by the captured waits on it. It carries the recording stream's
+// failure to the waiting one, so a fault anywhere in the model surfaces where the run synchronizes.
+struct Latch {
+  std::mutex mu;
+  std::condition_variable done;
+  bool set = false;
+  std::string error;
+};
+
+struct CapturedTask {
+  Task task;
+  int signal = -1, wait = -1;  // a captured record of latch `signal`, or wait on latch `wait`
+};
+
+// A capture: the stream that began it, and the streams that joined it by waiting on an event
+// recorded in it (CANN's cross-stream capture); each joined stream must merge back — end in a
+// record that a stream already merged waits on — before the capture ends. Once ended, a model:
+// its replays run the joined streams' tasks on streams of its own.
+struct Captured {
+  std::mutex mu;
+  std::vector<SimStream*> streams;
+  std::vector<std::vector<CapturedTask>> tasks;  // per stream
+  int latches = 0;
+  std::map<void*, int> recorded;  // each event's latest record in the capture
+  std::vector<std::unique_ptr<SimStream>> side;
+  size_t size() const {
+    size_t n = 0;
+    for (const auto& t : tasks) n += t.size();
+    return n;
+  }
+  ~Captured() {
+    for (auto& st : side) stop_stream(st.get());
+  }
 };
 
 struct EventState {
   int id = 0;
+  uint32_t flags = 0;
+  Captured* captured = nullptr;  // the capture its latest record is in
   std::mutex mu;
   std::condition_variable done;
   uint64_t recorded = 0, completed = 0;  // records enqueued, records reached
@@ -236,7 +296,8 @@ void drain(SimStream* st) {
 Error enqueue(SimStream* st, Task task) {
   std::lock_guard<std::mutex> lock(st->mu);
   if (st->capture) {
-    st->capture->tasks.push_back(std::move(task));
+    std::lock_guard<std::mutex> capture_lock(st->capture->mu);
+    st->capture->tasks[st->capture_index].push_back({std::move(task)});
     return kSuccess;
   }
   st->queue.push_back(std::move(task));
@@ -288,6 +349,28 @@ void call_entry(void* entry, void* const* a, size_t n) {
   callers[n](entry, a);
 }
 
+// The joined streams that never merged back into the one that began the capture.
+std::string unjoined(const Captured& c) {
+  std::vector<bool> merged(c.streams.size(), false);
+  merged[0] = true;
+  auto waited_on_by_merged = [&](int latch) {
+    for (size_t j = 0; j < c.streams.size(); ++j)
+      if (merged[j])
+        for (const CapturedTask& t : c.tasks[j])
+          if (t.wait == latch) return true;
+    return false;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 1; i < c.streams.size(); ++i)
+      if (!merged[i] && !c.tasks[i].empty() && c.tasks[i].back().signal >= 0 && waited_on_by_merged(c.tasks[i].back().signal))
+        merged[i] = changed = true;
+  }
+  std::string list;
+  for (size_t i = 1; i < c.streams.size(); ++i)
+    if (!merged[i]) list += (list.empty() ? "" : ", ") + name_of("stream", c.streams[i]->id);
+  return list;
+}
 }  // namespace
 
 // ---- the functions --------------------------------------------------------------------------
@@ -377,10 +460,8 @@ Error aclrtSetCurrentContext(Context context) {
 Error aclrtCreateStream(Stream* stream) {
   ACLSIM_ENTER("aclrtCreateStream");
   if (!stream) return fail(kInvalidParam, "aclrtCreateStream", "stream is null");
-  auto st = std::make_unique<SimStream>();
   std::lock_guard<std::mutex> lock(sim().mu);
-  st->id = sim().next_id++;
-  st->worker = std::thread(drain, st.get());
+  auto st = start_stream(sim().next_id++);
   *stream = st.get();
   log_line("aclrtCreateStream " + name_of("stream", st->id));
   sim().streams[*stream] = std::move(st);
@@ -397,12 +478,7 @@ Error aclrtDestroyStream(Stream stream) {
     st = std::move(it->second);
     sim().streams.erase(it);
   }
-  {
-    std::lock_guard<std::mutex> lock(st->mu);
-    st->stop = true;
-    st->wake.notify_all();
-  }
-  st->worker.join();  // the queue drains first, as the device finishes a destroyed stream's work
+  stop_stream(st.get());  // the queue drains first, as the device finishes a destroyed stream's work
   log_line("aclrtDestroyStream " + name_of("stream", st->id));
   return kSuccess;
 }
@@ -423,16 +499,27 @@ Error aclrtSynchronizeStream(Stream stream) {
   return kSuccess;
 }
 
-Error aclrtCreateEvent(Event* event) {
-  ACLSIM_ENTER("aclrtCreateEvent");
-  if (!event) return fail(kInvalidParam, "aclrtCreateEvent", "event is null");
+Error make_event(Event* event, uint32_t flags, const char* call) {
+  if (!event) return fail(kInvalidParam, call, "event is null");
   auto ev = std::make_unique<EventState>();
   std::lock_guard<std::mutex> lock(sim().mu);
   ev->id = sim().next_id++;
+  ev->flags = flags;
   *event = ev.get();
-  log_line("aclrtCreateEvent " + name_of("event", ev->id));
+  log_line(std::string(call) + " " + name_of("event", ev->id) + (flags ? " flag=" + std::to_string(flags) : ""));
   sim().events[*event] = std::move(ev);
   return kSuccess;
+}
+
+Error aclrtCreateEvent(Event* event) {
+  ACLSIM_ENTER("aclrtCreateEvent");
+  return make_event(event, 0, "aclrtCreateEvent");
+}
+
+Error aclrtCreateEventExWithFlag(Event* event, uint32_t flag) {
+  ACLSIM_ENTER("aclrtCreateEventExWithFlag");
+  if (flag & ~0xbu) return fail(kInvalidParam, "aclrtCreateEventExWithFlag", "unknown flags " + std::to_string(flag));
+  return make_event(event, flag, "aclrtCreateEventExWithFlag");
 }
 
 Error aclrtDestroyEvent(Event event) {
@@ -450,12 +537,28 @@ Error aclrtRecordEvent(Event event, Stream stream) {
   EventState* ev = find_event(event);
   SimStream* st = stream_or_default(stream);
   if (!ev || !st) return fail(kInvalidParam, "aclrtRecordEvent", "not an event or stream");
+  log_line("aclrtRecordEvent " + name_of("event", ev->id) + " " + name_of("stream", st->id));
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    if (Captured* c = st->capture) {  // a record of the model: a latch of each replay
+      if (!(ev->flags & kEventSync))
+        return fail(kFeatureNotSupported, "aclrtRecordEvent",
+                    "an event recorded in a capture is made by aclrtCreateEventExWithFlag with ACL_EVENT_SYNC (CANN's cross-stream capture)");
+      std::lock_guard<std::mutex> capture_lock(c->mu);
+      const int latch = c->latches++;
+      c->recorded[ev] = latch;
+      c->tasks[st->capture_index].push_back({{"record " + name_of("event", ev->id), nullptr, true}, latch, -1});
+      std::lock_guard<std::mutex> event_lock(ev->mu);
+      ev->captured = c;
+      return kSuccess;
+    }
+  }
   uint64_t generation;
   {
     std::lock_guard<std::mutex> lock(ev->mu);
     generation = ++ev->recorded;
+    ev->captured = nullptr;
   }
-  log_line("aclrtRecordEvent " + name_of("event", ev->id) + " " + name_of("stream", st->id));
   return enqueue(st, {"record " + name_of("event", ev->id),
                       [ev, generation] {
                         std::lock_guard<std::mutex> lock(ev->mu);
@@ -471,9 +574,31 @@ Error aclrtStreamWaitEvent(Stream stream, Event event) {
   SimStream* st = stream_or_default(stream);
   if (!ev || !st) return fail(kInvalidParam, "aclrtStreamWaitEvent", "not an event or stream");
   uint64_t generation;
+  Captured* captured;
   {
     std::lock_guard<std::mutex> lock(ev->mu);
     generation = ev->recorded;  // the latest record enqueued when the wait is
+    captured = ev->captured;
+  }
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    if (captured) {  // a wait on a record of a capture: the stream joins it, if it had not
+      if (st->capture && st->capture != captured)
+        return fail(kCaptureConflict, "aclrtStreamWaitEvent", "the stream and the event are in different captures");
+      std::lock_guard<std::mutex> capture_lock(captured->mu);
+      const bool joins = !st->capture;
+      if (joins) {
+        st->capture = captured;
+        st->capture_index = captured->streams.size();
+        captured->streams.push_back(st);
+        captured->tasks.emplace_back();
+      }
+      log_line("aclrtStreamWaitEvent " + name_of("stream", st->id) + " " + name_of("event", ev->id) + (joins ? " (joins the capture)" : ""));
+      captured->tasks[st->capture_index].push_back({{"wait " + name_of("event", ev->id), nullptr}, -1, captured->recorded.at(ev)});
+      return kSuccess;
+    }
+    if (st->capture)
+      return fail(kCaptureDependency, "aclrtStreamWaitEvent", "a wait in a capture on " + name_of("event", ev->id) + ", not recorded in it");
   }
   log_line("aclrtStreamWaitEvent " + name_of("stream", st->id) + " " + name_of("event", ev->id) +
            (generation ? "" : " (never recorded: does not wait)"));
@@ -483,12 +608,18 @@ Error aclrtStreamWaitEvent(Stream stream, Event event) {
                       }});
 }
 
-// Queued on the waiting stream after its wait: the event may then be recorded again.
+// Queued on the waiting stream after its wait: the event may then be recorded again. CANN
+// documents no reset inside a capture, and none of an ACL_EVENT_SYNC event: both are refused.
 Error aclrtResetEvent(Event event, Stream stream) {
   ACLSIM_ENTER("aclrtResetEvent");
   EventState* ev = find_event(event);
   SimStream* st = stream_or_default(stream);
   if (!ev || !st) return fail(kInvalidParam, "aclrtResetEvent", "not an event or stream");
+  if (ev->flags & kEventSync) return fail(kFeatureNotSupported, "aclrtResetEvent", "an event made with ACL_EVENT_SYNC is not reset");
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    if (st->capture) return fail(kFeatureNotSupported, "aclrtResetEvent", "a reset in a capture");
+  }
   log_line("aclrtResetEvent " + name_of("event", ev->id) + " " + name_of("stream", st->id));
   return enqueue(st, {"reset " + name_of("event", ev->id), [] {}});
 }
@@ -695,28 +826,47 @@ Error aclmdlRICaptureBegin(Stream stream, CaptureMode mode) {
   std::lock_guard<std::mutex> lock(st->mu);
   if (st->capture) return fail(kStreamCapture, "aclmdlRICaptureBegin", "already capturing");
   st->capture = new Captured();
+  st->capture->streams.push_back(st);
+  st->capture->tasks.emplace_back();
+  st->capture_index = 0;
   log_line("aclmdlRICaptureBegin " + name_of("stream", st->id) + " mode=" + std::to_string(mode));
   return kSuccess;
 }
 
+// Ends the capture on the stream that began it; every stream that joined leaves it too, and
+// a capture with a stream that never merged back is dropped with ACL_ERROR_RT_STREAM_UNJOINED.
 Error aclmdlRICaptureEnd(Stream stream, ModelRI* model) {
   ACLSIM_ENTER("aclmdlRICaptureEnd");
   SimStream* st = find_stream(stream);
   if (!st || !model) return fail(kInvalidParam, "aclmdlRICaptureEnd", "bad argument");
-  std::unique_ptr<Captured> c;
+  Captured* c;
   {
     std::lock_guard<std::mutex> lock(st->mu);
-    if (!st->capture) return fail(kStreamCapture, "aclmdlRICaptureEnd", "not capturing");
-    c.reset(st->capture);
-    st->capture = nullptr;
+    c = st->capture;
+    if (!c) return fail(kStreamCapture, "aclmdlRICaptureEnd", "not capturing");
+    if (c->streams[0] != st) return fail(kStreamCapture, "aclmdlRICaptureEnd", "the capture ends on the stream that began it");
+  }
+  std::unique_ptr<Captured> owned(c);
+  for (SimStream* joined : c->streams) {
+    std::lock_guard<std::mutex> lock(joined->mu);
+    joined->capture = nullptr;
   }
   std::lock_guard<std::mutex> lock(sim().mu);
-  *model = c.get();
-  log_line("aclmdlRICaptureEnd " + name_of("stream", st->id) + " tasks=" + std::to_string(c->tasks.size()));
-  sim().models[*model] = std::move(c);
+  for (auto& [handle, ev] : sim().events) {
+    std::lock_guard<std::mutex> event_lock(ev->mu);
+    if (ev->captured == c) ev->captured = nullptr;
+  }
+  if (const std::string left = unjoined(*c); !left.empty())
+    return fail(kStreamUnjoined, "aclmdlRICaptureEnd", left + " joined the capture and never merged back into " + name_of("stream", st->id));
+  for (size_t i = 1; i < c->streams.size(); ++i) c->side.push_back(start_stream(sim().next_id++));
+  *model = c;
+  log_line("aclmdlRICaptureEnd " + name_of("stream", st->id) + " tasks=" + std::to_string(c->size()) + " streams=" + std::to_string(c->streams.size()));
+  sim().models[*model] = std::move(owned);
   return kSuccess;
 }
 
+// Queues a replay: the tasks of the stream that began the capture on `stream`, those of each
+// joined stream on the model's own, its records and waits on latches of this replay.
 Error aclmdlRIExecuteAsync(ModelRI model, Stream stream) {
   ACLSIM_ENTER("aclmdlRIExecuteAsync");
   Captured* c;
@@ -728,17 +878,55 @@ Error aclmdlRIExecuteAsync(ModelRI model, Stream stream) {
   }
   SimStream* st = find_stream(stream);
   if (!st) return fail(kInvalidParam, "aclmdlRIExecuteAsync", "not a stream");
-  log_line("aclmdlRIExecuteAsync " + name_of("stream", st->id) + " tasks=" + std::to_string(c->tasks.size()));
-  for (const Task& t : c->tasks) enqueue(st, t);
+  log_line("aclmdlRIExecuteAsync " + name_of("stream", st->id) + " tasks=" + std::to_string(c->size()));
+  std::shared_ptr<Latch[]> latches(new Latch[static_cast<size_t>(std::max(c->latches, 1))]);
+  for (size_t i = 0; i < c->streams.size(); ++i) {
+    SimStream* target = i == 0 ? st : c->side[i - 1].get();
+    const bool side = i > 0;
+    for (const CapturedTask& t : c->tasks[i]) {
+      if (t.signal >= 0) {
+        enqueue(target, {t.task.what,
+                         [latches, k = t.signal, target, side] {
+                           std::string error;
+                           {
+                             std::lock_guard<std::mutex> lock(target->mu);  // a side stream's failure moves on with the latch
+                             if (side) error.swap(target->error);
+                             else error = target->error;
+                           }
+                           Latch& l = latches[static_cast<size_t>(k)];
+                           std::lock_guard<std::mutex> lock(l.mu);
+                           l.set = true;
+                           l.error = error;
+                           l.done.notify_all();
+                         },
+                         true});
+      } else if (t.wait >= 0) {
+        enqueue(target, {t.task.what, [latches, k = t.wait] {
+                           Latch& l = latches[static_cast<size_t>(k)];
+                           std::unique_lock<std::mutex> lock(l.mu);
+                           l.done.wait(lock, [&] { return l.set; });
+                           if (!l.error.empty()) throw std::runtime_error(l.error);
+                         }});
+      } else {
+        enqueue(target, t.task);
+      }
+    }
+  }
   return kSuccess;
 }
 
 Error aclmdlRIDestroy(ModelRI model) {
   ACLSIM_ENTER("aclmdlRIDestroy");
-  std::lock_guard<std::mutex> lock(sim().mu);
-  if (!sim().models.erase(model)) return fail(kInvalidParam, "aclmdlRIDestroy", "not a model");
+  std::unique_ptr<Captured> c;
+  {
+    std::lock_guard<std::mutex> lock(sim().mu);
+    auto it = sim().models.find(model);
+    if (it == sim().models.end()) return fail(kInvalidParam, "aclmdlRIDestroy", "not a model");
+    c = std::move(it->second);
+    sim().models.erase(it);
+  }
   log_line("aclmdlRIDestroy");
-  return kSuccess;
+  return kSuccess;  // its streams finish their replays as the model goes
 }
 
 // ---- hooks for the simulated operator library (aclnn_sim.hpp) -------------------------------------

@@ -5,6 +5,7 @@
 // use after free, copies of the wrong kind.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -278,4 +279,83 @@ TEST_CASE("the simulated heap catches use after free and copies of the wrong kin
   // The loader turns a failing call into an error with AscendCL's message.
   CHECK_THROWS_WITH_AS(ESG_ACL(*dev.acl, aclrtFree, q), doctest::Contains("ascend: aclrtFree failed with AscendCL error 100000: aclsim: aclrtFree: double free"),
                        ir::Error);
+}
+
+// CANN's cross-stream capture, as the simulator models it (the backend's multi-stream models
+// depend on it): a stream joins the capture by waiting on an event recorded in it, and must merge
+// back before the capture ends; replays keep the order across streams; a fault on a joined
+// stream surfaces where the run synchronizes.
+TEST_CASE("the simulated device captures across streams joined by events") {
+  namespace acl = ascend::acl;
+  SimDevice dev;
+  acl::Stream side = nullptr;
+  ESG_ACL(*dev.acl, aclrtCreateStream, &side);
+  acl::Event start = nullptr, done = nullptr, plain = nullptr;
+  ESG_ACL(*dev.acl, aclrtCreateEventExWithFlag, &start, acl::kEventSync);
+  ESG_ACL(*dev.acl, aclrtCreateEventExWithFlag, &done, acl::kEventSync);
+  ESG_ACL(*dev.acl, aclrtCreateEvent, &plain);
+  float* a = static_cast<float*>(dev.malloc(64));
+  float* b = static_cast<float*>(dev.malloc(64));
+  float* c = static_cast<float*>(dev.malloc(64));
+  auto begin = [&] { ESG_ACL(*dev.acl, aclmdlRICaptureBegin, dev.stream, acl::kCaptureGlobal); };
+  auto end = [&](acl::ModelRI* model) { return dev.acl->aclmdlRICaptureEnd(dev.stream, model); };
+  auto message = [&] { return std::string(dev.acl->aclGetRecentErrMsg()); };
+  acl::ModelRI model = nullptr;
+
+  SUBCASE("a joined stream that merges back replays in order, every time") {
+    // main: a -> b; side (after b): b -> c; main (after the side): c -> a.
+    begin();
+    ESG_ACL(*dev.acl, aclrtMemcpyAsync, b, 64, a, 64, acl::kDeviceToDevice, dev.stream);
+    ESG_ACL(*dev.acl, aclrtRecordEvent, start, dev.stream);
+    ESG_ACL(*dev.acl, aclrtStreamWaitEvent, side, start);
+    ESG_ACL(*dev.acl, aclrtMemcpyAsync, c, 64, b, 64, acl::kDeviceToDevice, side);
+    ESG_ACL(*dev.acl, aclrtRecordEvent, done, side);
+    ESG_ACL(*dev.acl, aclrtStreamWaitEvent, dev.stream, done);
+    ESG_ACL(*dev.acl, aclrtMemcpyAsync, a, 64, c, 64, acl::kDeviceToDevice, dev.stream);
+    REQUIRE(end(&model) == 0);
+    for (float v : {1.5f, -2.0f, 7.0f}) {
+      std::vector<float> host(16, v), back(16, 0.0f);
+      ESG_ACL(*dev.acl, aclrtMemcpy, a, 64, host.data(), 64, acl::kHostToDevice);
+      ESG_ACL(*dev.acl, aclmdlRIExecuteAsync, model, dev.stream);
+      ESG_ACL(*dev.acl, aclrtSynchronizeStream, dev.stream);
+      ESG_ACL(*dev.acl, aclrtMemcpy, back.data(), 64, c, 64, acl::kDeviceToHost);
+      CHECK(back == host);
+    }
+    SUBCASE("and a fault on the joined stream surfaces at the run's synchronization") {
+      dev.allocations.erase(std::find(dev.allocations.begin(), dev.allocations.end(), static_cast<void*>(c)));
+      ESG_ACL(*dev.acl, aclrtFree, c);
+      ESG_ACL(*dev.acl, aclmdlRIExecuteAsync, model, dev.stream);
+      CHECK(dev.acl->aclrtSynchronizeStream(dev.stream) == 507015);
+      CHECK(message().find("use after free") != std::string::npos);
+    }
+    ESG_ACL(*dev.acl, aclmdlRIDestroy, model);
+  }
+  SUBCASE("a joined stream that never merges back fails the capture") {
+    begin();
+    ESG_ACL(*dev.acl, aclrtRecordEvent, start, dev.stream);
+    ESG_ACL(*dev.acl, aclrtStreamWaitEvent, side, start);
+    ESG_ACL(*dev.acl, aclrtMemcpyAsync, c, 64, b, 64, acl::kDeviceToDevice, side);
+    CHECK(end(&model) == 107025);
+    CHECK(message().find("joined the capture and never merged back") != std::string::npos);
+    // Both streams have left the capture: they run and synchronize again.
+    ESG_ACL(*dev.acl, aclrtSynchronizeStream, side);
+  }
+  SUBCASE("a wait in a capture on an event recorded outside it") {
+    ESG_ACL(*dev.acl, aclrtRecordEvent, done, side);
+    begin();
+    CHECK(dev.acl->aclrtStreamWaitEvent(dev.stream, done) == 107024);
+    REQUIRE(end(&model) == 0);
+    ESG_ACL(*dev.acl, aclmdlRIDestroy, model);
+  }
+  SUBCASE("what CANN documents no capture of: a reset, an event made without ACL_EVENT_SYNC") {
+    begin();
+    CHECK(dev.acl->aclrtRecordEvent(plain, dev.stream) == 207000);
+    CHECK(message().find("ACL_EVENT_SYNC") != std::string::npos);
+    CHECK(dev.acl->aclrtResetEvent(plain, dev.stream) == 207000);
+    REQUIRE(end(&model) == 0);
+    ESG_ACL(*dev.acl, aclmdlRIDestroy, model);
+    CHECK(dev.acl->aclrtResetEvent(start, dev.stream) == 207000);  // never an ACL_EVENT_SYNC event
+  }
+  for (acl::Event e : {start, done, plain}) dev.acl->aclrtDestroyEvent(e);
+  dev.acl->aclrtDestroyStream(side);
 }

@@ -734,35 +734,71 @@ def test_protocol_of_a_single_stream_model(acl_log):
     assert not any("FAILED" in line for line in log)
 
 
-def test_protocol_of_a_two_stream_model(acl_log):
-    # Four independent branches over two streams: events order the streams, the run waits once.
+def two_stream_model():
     x = np.random.default_rng(5).standard_normal((4, 256)).astype(np.float32)
-
-    def branches(a):
-        parts = [ops.exp(ops.slice(a, [i], [i + 1], axes=[0]) * float(i + 1)) for i in range(4)]
-        return ops.concat([ops.tanh(p) for p in parts], axis=0)
-    g = graph_of(branches, x.shape)
-    # The slices and the concat on aclnn, the branches' kernels generated, over two streams.
-    check_same(g, [x], streams=2)
     g = graph_of(lambda a, b: (ops.tanh(ops.exp(a) * 2.0), ops.sigmoid(ops.log(ops.abs(b) + 1.0))), x.shape, x.shape)
+    want = esgraph.compile(g, streams=2).run([x, x])
     model = esgraph.compile(g, backend="ascend-sim", streams=2, fusion=False)
-    for c, s in zip(esgraph.compile(g, streams=2).run([x, x]), model.run([x, x])):
-        np.testing.assert_allclose(s, c, rtol=RTOL, atol=ATOL)
+    for _ in range(3):
+        for c, s in zip(want, model.run([x, x])):
+            np.testing.assert_allclose(s, c, rtol=RTOL, atol=ATOL)
     assert "2 streams" in model.report()
-    log = acl_log()
-    run_start = max(i for i, line in enumerate(log) if line.startswith("aclrtSetCurrentContext"))
-    run = log[run_start:]
-    stream_of_launch = [re.search(r"stream#\d+", line).group(0) for line in calls(run, "aclrtLaunchKernel")]
-    assert len(set(stream_of_launch)) == 2
-    # Every wait is for an event already recorded; the streams are synchronized only at the end,
-    # after the outputs' copies are queued.
+    return model
+
+
+def check_event_order(lines):
+    """Every wait is for an event already recorded."""
     recorded = set()
-    for line in run:
+    for line in lines:
         event = re.search(r"event#\d+", line)
         if line.startswith("aclrtRecordEvent"):
             recorded.add(event.group(0))
         elif line.startswith("aclrtStreamWaitEvent"):
             assert event.group(0) in recorded, line
+
+
+def test_protocol_of_a_two_stream_model(acl_log):
+    """Model sinking across streams: stream 1 joins the capture of stream 0 by waiting on the
+    event stream 0 records first, and merges back at the end (CANN's cross-stream capture, its
+    events made with ACL_EVENT_SYNC); a run is one replay and one wait on stream 0."""
+    x = np.random.default_rng(5).standard_normal((4, 256)).astype(np.float32)
+
+    def branches(a):
+        parts = [ops.exp(ops.slice(a, [i], [i + 1], axes=[0]) * float(i + 1)) for i in range(4)]
+        return ops.concat([ops.tanh(p) for p in parts], axis=0)
+    # The slices and the concat on aclnn, the branches' kernels generated, over two streams.
+    check_same(graph_of(branches, x.shape), [x], streams=2)
+    before = len(acl_log())
+    model = two_stream_model()
+    assert "one captured model (aclmdlRI) per run, over 2 streams" in model.report()
+    log = acl_log()[before:]
+    assert calls(log, "aclrtCreateEventExWithFlag") and not calls(log, "aclrtCreateEvent")
+    assert all(line.endswith("flag=1") for line in calls(log, "aclrtCreateEventExWithFlag"))
+    begin = next(i for i, line in enumerate(log) if line.startswith("aclmdlRICaptureBegin"))
+    end = next(i for i, line in enumerate(log) if line.startswith("aclmdlRICaptureEnd"))
+    captured = log[begin:end + 1]
+    assert captured[-1].endswith("streams=2")
+    streams = {re.search(r"stream#\d+", line).group(0) for line in calls(captured, "aclrtLaunchKernel")}
+    assert len(streams) == 2
+    assert sum("(joins the capture)" in line for line in captured) == 1
+    check_event_order(captured)
+    runs = log[end + 1:]
+    assert [line.split(" ")[0] for line in runs] == ["aclrtSetCurrentContext", "aclrtMemcpyAsync", "aclrtMemcpyAsync", "aclmdlRIExecuteAsync",
+                                                     "aclrtMemcpyAsync", "aclrtMemcpyAsync", "aclrtSynchronizeStream"] * 3
+
+
+def test_protocol_of_a_replayed_two_stream_model(acl_log, monkeypatch):
+    """Without capture the launch list is replayed on both streams: events recorded before they
+    are waited on, every stream synchronized once, after the outputs' copies are queued."""
+    monkeypatch.setenv("ACLSIM_NO_CAPTURE", "1")
+    model = two_stream_model()  # kept alive: its teardown would end the log
+    assert "replays the launch list" in model.report()
+    log = acl_log()
+    run_start = max(i for i, line in enumerate(log) if line.startswith("aclrtSetCurrentContext"))
+    run = log[run_start:]
+    stream_of_launch = [re.search(r"stream#\d+", line).group(0) for line in calls(run, "aclrtLaunchKernel")]
+    assert len(set(stream_of_launch)) == 2
+    check_event_order(run)
     names = [line.split(" ")[0] for line in run]
     first_sync = names.index("aclrtSynchronizeStream")
     assert set(names[first_sync:]) == {"aclrtSynchronizeStream"} and len(names[first_sync:]) == 2
@@ -787,6 +823,7 @@ def test_events_beyond_the_device_limit_are_reset_and_reused(acl_log, monkeypatc
     before = len(acl_log())
     few = esgraph.compile(g, backend="ascend-sim", streams=2, fusion=False)
     assert "2 events" in few.report()
+    assert "replays the launch list (it reuses events beyond the device's limit" in few.report()  # no reset under capture
     for _ in range(2):
         for got, w in zip(few.run([x, y]), want):
             np.testing.assert_allclose(got, w, rtol=RTOL, atol=ATOL)
