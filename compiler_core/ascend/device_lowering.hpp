@@ -7,7 +7,8 @@
 
 namespace esg::ascend {
 
-// convolutions padded more on one side as an explicit pad and a symmetric convolution; products
+// convolutions padded more on one side as an explicit pad and a symmetric convolution; gather's
+// negative indices made non-negative (aclnnIndexSelect takes [0, dim) only); products
 // over several axes one axis at a time; split as
 // slices (copies of strided views); softmax with a scale or a mask that no row kernel computes
 // (rows too long for it) as its elementwise part and a plain softmax (aclnnSoftmax has neither);

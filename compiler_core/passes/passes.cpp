@@ -514,6 +514,46 @@ std::unique_ptr<Graph> split_products_over_axes(const Graph& g) {
   });
 }
 
+std::unique_ptr<Graph> wrap_negative_indices(const Graph& g) {
+  const ir::OpSchema *less = ir::find_op("less"), *add = ir::find_op("add"), *where = ir::find_op("where");
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.num_deps || !is_op(n, "gather")) return false;
+    const ValueId x = g.operands[n.first_input], indices = g.operands[n.first_input + 1];
+    const ir::DType type = g.values[indices].dtype;
+    int64_t axis = attr(g, n, "axis").i;
+    if (axis < 0) axis += static_cast<int64_t>(g.shape(x).rank());
+    const int64_t dim = g.shape(x)[static_cast<size_t>(axis)];
+    ValueId wrapped;
+    if (const ir::Node* p = producer(g, indices); p && p->blob != kNone) {
+      eval::TensorRef t{type, g.shape(indices), const_cast<uint8_t*>(g.blobs[p->blob]->data())};
+      bool negative = false;
+      for (int64_t i = 0; i < t.size() && !negative; ++i) negative = eval::load_i(t, i) < 0;
+      if (!negative) return false;
+      std::vector<uint8_t> bytes(*g.blobs[p->blob]);
+      eval::TensorRef out{type, g.shape(indices), bytes.data()};
+      for (int64_t i = 0; i < t.size(); ++i)
+        if (const int64_t v = eval::load_i(t, i); v < 0) eval::store_i(out, i, v + dim);
+      wrapped = r.to().add_constant(type, g.shape(indices), bytes.data(), bytes.size());
+    } else {
+      auto scalar = [&](int64_t v) {
+        const int32_t narrow = static_cast<int32_t>(v);
+        return type == ir::DType::I32 ? r.to().add_constant(type, ir::Shape{}, &narrow, sizeof narrow)
+                                      : r.to().add_constant(type, ir::Shape{}, &v, sizeof v);
+      };
+      const ValueId i = r.get(indices);
+      const ValueId below[] = {i, scalar(0)};
+      const ValueId shifted[] = {i, scalar(dim)};
+      const ValueId pick[] = {added(r, *less, {below, 2}, {}), added(r, *add, {shifted, 2}, {}), i};
+      wrapped = added(r, *where, {pick, 3}, {});
+    }
+    const ValueId in[] = {r.get(x), wrapped};
+    const ir::AttrArg a = ir::AttrArg::of_int(attr(g, n, "axis").i);
+    r.set(n.first_output, added(r, *n.op, {in, 2}, {&a, 1}));
+    return true;
+  });
+}
+
 std::unique_ptr<Graph> materialize_broadcasts(const Graph& g, const std::function<bool(const ir::Graph&, const ir::Node&)>& computes,
                                               const std::function<bool(const ir::Shape&, ir::DType, const ir::Shape&)>& reads) {
   const ir::OpSchema* expand = ir::find_op("expand");

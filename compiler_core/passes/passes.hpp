@@ -46,6 +46,11 @@ std::unique_ptr<ir::Graph> pad_asymmetric_convolutions(const ir::Graph& g);
 // if the axes go: for a backend whose product reduces one axis or all.
 std::unique_ptr<ir::Graph> split_products_over_axes(const ir::Graph& g);
 
+// gather's negative indices (counted from the end of the axis) made non-negative: constant
+// indices rewritten, others through where(i < 0, i + dim, i) (for a backend whose gather takes
+// indices in [0, dim) only).
+std::unique_ptr<ir::Graph> wrap_negative_indices(const ir::Graph& g);
+
 // Operands of the elementwise ops `computes` picks (those the backend's kernels run) broadcast
 // in a way `reads(operand shape, its dtype, result shape)` refuses get an explicit expand to the
 // result's shape first: for a backend whose kernels read only some broadcasts in place (the rest

@@ -291,3 +291,30 @@ TEST_CASE("a product over several axes becomes one product per axis") {
   // Each product is rounded to f32 once more.
   close_values(*g, *out, 1e-5);
 }
+
+TEST_CASE("gather's negative indices count from the end: constants rewritten, others wrapped by where") {
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{5, 4});
+  const ValueId picks = b.add_input("picks", ir::DType::I64, ir::Shape{6});  // -3 .. 3 from the test data
+  const int64_t negative[] = {-1, 0, -4, 2};
+  const int32_t positive[] = {0, 3};
+  const ValueId c_negative = b.add_constant(ir::DType::I64, ir::Shape{4}, negative, sizeof negative);
+  const ValueId c_positive = b.add_constant(ir::DType::I32, ir::Shape{2}, positive, sizeof positive);
+  auto gather = [&](ValueId indices, int64_t axis) {
+    const ir::AttrArg a = ir::AttrArg::of_int(axis);
+    return b.graph().nodes[b.add_op(ir::ops::gather, std::vector<ValueId>{x, indices}, {&a, 1})].first_output;
+  };
+  const ValueId outs[] = {gather(picks, 0), gather(c_negative, -1), gather(c_positive, 1)};
+  const auto g = b.finish({outs, 3});
+  const auto out = passes::wrap_negative_indices(*g);
+  CHECK(count(*out, "gather") == 3);
+  CHECK(count(*out, "where") == 1);  // the input's indices only
+  bool rewritten = false;  // the constant with its negative indices counted from the end
+  for (const ir::Node& n : out->nodes)
+    if (n.blob != ir::kNone && out->values[n.first_output].dtype == ir::DType::I64 && out->shape(n.first_output).num_elements() == 4) {
+      const int64_t* v = reinterpret_cast<const int64_t*>(out->blobs[n.blob]->data());
+      rewritten = rewritten || (v[0] == 3 && v[1] == 0 && v[2] == 0 && v[3] == 2);
+    }
+  CHECK(rewritten);
+  same_values(*g, *out);
+}
