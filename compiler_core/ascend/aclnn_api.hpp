@@ -40,6 +40,11 @@ enum Format : int32_t { kFormatNchw = 0, kFormatNd = 2 };  // aclFormat: ACL_FOR
 // The elementwise ops of one and two tensors share their signatures.
 using UnaryPlan = Status (*)(const Tensor* self, Tensor* out, uint64_t* workspace_size, Executor** executor);
 using BinaryPlan = Status (*)(const Tensor* self, const Tensor* other, Tensor* out, uint64_t* workspace_size, Executor** executor);
+// The border pads (reflection, replication) of a tensor's last two dims: padding is left,
+// right, top, bottom.
+using BorderPadPlan = Status (*)(const Tensor* self, const IntArray* padding, Tensor* out, uint64_t* workspace_size, Executor** executor);
+#define ESG_ACLNN_BORDER_PAD(X, name) \
+  X(name, Status, (const Tensor* self, const IntArray* padding, Tensor* out, uint64_t* workspace_size, Executor** executor))
 #define ESG_ACLNN_UNARY(X, name) X(name, Status, (const Tensor* self, Tensor* out, uint64_t* workspace_size, Executor** executor))
 #define ESG_ACLNN_BINARY(X, name) \
   X(name, Status, (const Tensor* self, const Tensor* other, Tensor* out, uint64_t* workspace_size, Executor** executor))
@@ -122,6 +127,20 @@ using BinaryPlan = Status (*)(const Tensor* self, const Tensor* other, Tensor* o
   X(aclnnConstantPadNdGetWorkspaceSize, Status,                                                                 \
     (const Tensor* self, const IntArray* pad, const Scalar* value, Tensor* out, uint64_t* workspace_size,       \
      Executor** executor))                                                                                      \
+  ESG_ACLNN_BORDER_PAD(X, aclnnReflectionPad2dGetWorkspaceSize)                                              \
+  ESG_ACLNN_BORDER_PAD(X, aclnnReplicationPad2dGetWorkspaceSize)                                             \
+  X(aclnnInplaceFillScalarGetWorkspaceSize, Status,                                                           \
+    (Tensor* self_ref, const Scalar* value, uint64_t* workspace_size, Executor** executor))                    \
+  X(aclnnArangeGetWorkspaceSize, Status,                                                                       \
+    (const Scalar* start, const Scalar* end, const Scalar* step, Tensor* out, uint64_t* workspace_size,        \
+     Executor** executor))                                                                                     \
+  /* reduce: 0 replaces, 1 adds, 2 multiplies */                                                              \
+  X(aclnnScatterGetWorkspaceSize, Status,                                                                      \
+    (const Tensor* self, int64_t dim, const Tensor* index, const Tensor* src, int64_t reduce, Tensor* out,    \
+     uint64_t* workspace_size, Executor** executor))                                                           \
+  X(aclnnScatterNdGetWorkspaceSize, Status,                                                                    \
+    (const Tensor* data, const Tensor* indices, const Tensor* updates, Tensor* out, uint64_t* workspace_size,  \
+     Executor** executor))                                                                                     \
   X(aclnnConvolutionGetWorkspaceSize, Status,                                                                   \
     (const Tensor* input, const Tensor* weight, const Tensor* bias, const IntArray* stride, const IntArray* padding, \
      const IntArray* dilation, bool transposed, const IntArray* output_padding, int64_t groups, Tensor* output,  \
@@ -132,7 +151,8 @@ using BinaryPlan = Status (*)(const Tensor* self, const Tensor* other, Tensor* o
   X(aclnnArgMax) X(aclnnArgMin) X(aclnnTopk) X(aclnnAdd) X(aclnnSub) X(aclnnMul) X(aclnnMaximum) X(aclnnMinimum) X(aclnnGtTensor) \
   X(aclnnGeTensor) X(aclnnLtTensor) X(aclnnLeTensor) X(aclnnEqTensor) X(aclnnNeTensor) X(aclnnNeg) X(aclnnAbs) X(aclnnSWhere) \
   X(aclnnCast) X(aclnnExpand) X(aclnnIndexSelect) \
-  X(aclnnMaxPool) X(aclnnAvgPool2d) X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConstantPadNd) X(aclnnConvolution)
+  X(aclnnMaxPool) X(aclnnAvgPool2d) X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConstantPadNd) X(aclnnConvolution) \
+  X(aclnnReflectionPad2d) X(aclnnReplicationPad2d) X(aclnnScatter) X(aclnnScatterNd) X(aclnnInplaceFillScalar) X(aclnnArange)
 using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 
 struct Functions {

@@ -1,6 +1,7 @@
 #include "ascend/aclnn_call.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 #include <numeric>
 
@@ -39,7 +40,7 @@ aclnn::DataType data_type(ir::DType t) {
 // The ops with an aclnn mapping (the constructor's cases).
 constexpr const char* kMapped[] = {"matmul", "conv2d", "max_pool2d", "avg_pool2d", "softmax", "layer_norm", "reduce_sum", "reduce_mean",
                                    "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "top_k", "transpose", "concat",
-                                   "slice", "gather", "expand", "pad", "add", "sub", "mul", "maximum", "minimum", "neg", "abs",
+                                   "slice", "gather", "scatter_elements", "scatter_nd", "expand", "pad", "fill", "range", "add", "sub", "mul", "maximum", "minimum", "neg", "abs",
                                    "greater", "greater_equal", "less", "less_equal", "equal", "not_equal", "where", "cast"};
 
 // The elementwise ops the library runs one by one: those of integer values, which the generated
@@ -93,7 +94,7 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   }
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
     const ir::ValueId v = g.operands[n.first_input + i];
-    const bool index = op == "gather" && i == 1;  // i32 or i64 by the op's signature
+    const bool index = (op == "gather" || op == "scatter_elements" || op == "scatter_nd") && i == 1;  // i32 or i64 by the signature
     const ir::DType t = v == ir::kNone ? ir::DType::F32 : g.values[v].dtype;
     const bool bool_expand = op == "expand" && t == ir::DType::Bool;  // masks broadcast to their scores
     if (!index && !bool_expand && t != ir::DType::F32 && t != ir::DType::F16 && t != ir::DType::BF16) return "f32, f16 and bf16 only so far";
@@ -122,8 +123,19 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
     const size_t axes = a.ints("axes").size(), rank = g.shape(g.operands[n.first_input]).rank();
     if (axes > 1 && axes < rank) return "a product over some but not all axes (aclnnProdDim takes one, aclnnProd all)";
   }
-  if (op == "pad" && a.attr_int("mode") != 0)
-    return "reflect and edge modes (aclnnReflectionPad2d and aclnnReplicationPad2d take 3-D and 4-D inputs only; not mapped yet)";
+  if (op == "pad" && a.attr_int("mode") != 0) {
+    const ir::Shape& xs = g.shape(g.operands[n.first_input]);
+    const size_t rank = xs.rank();
+    const ir::Span<int64_t> pads = a.ints("pads");
+    for (size_t d = 0; d + 2 < rank; ++d)
+      if (pads[d] || pads[rank + d]) return "reflect or edge padding of other axes than the last two (aclnnReflectionPad2d and aclnnReplicationPad2d pad those)";
+    for (size_t d = rank < 2 ? 0 : rank - 2; d < rank; ++d)
+      if (pads[d] >= xs[d] || pads[rank + d] >= xs[d])
+        return "reflect or edge padding of an axis by its length or more (CANN's border pads take less)";
+  }
+  if (op == "scatter_nd" && a.attr_int("reduction") != 0) return "a reduction (aclnnScatterNd replaces)";
+  if ((op == "fill" || op == "range") && !library_type(result)) return std::string(ir::dtype_name(result)) + " (f32, f16, bf16, bool, i32 and i64 only)";
+  if (op == "range" && g.shape(n.first_output).num_elements() == 0) return "an empty range (aclnnArange needs start before end)";
   return "";
 }
 
@@ -156,8 +168,8 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
     : lib_(lib) {
   const std::string op = n.op->name;
   const eval::KernelCall a = attrs_of(g, n);
-  const ir::ValueId x = g.operands[n.first_input];
-  const size_t rank = g.shape(x).rank();
+  const ir::ValueId x = n.num_inputs ? g.operands[n.first_input] : ir::kNone;  // none for fill and range
+  const size_t rank = x == ir::kNone ? 0 : g.shape(x).rank();
   // aclnnAvgPool2d refuses ND descriptors (CANN's documentation): its 4-D tensors are NCHW.
   if (op == "avg_pool2d") format_ = aclnn::kFormatNchw;
   try {
@@ -225,9 +237,7 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       subtract_ = !add;
       in_.push_back(tensor(g, x, in[0]));
       in_.push_back(tensor(g, g.operands[n.first_input + 1], in[1]));
-      alpha_ = 1;
-      scalar_ = lib_.aclCreateScalar(&alpha_, aclnn::kInt64);
-      if (!scalar_) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateScalar failed");
+      scalar(int64_t{1}, aclnn::kInt64);
     } else if (op == "where") {
       name_ = "aclnnSWhere", kind_ = Kind::Where, run_ = lib_.aclnnSWhere;
       for (uint32_t i = 0; i < 3; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
@@ -309,6 +319,38 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       for (uint32_t i = 0; i < n.num_inputs; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
       list_ = lib_.aclCreateTensorList(in_.data(), in_.size());
       dim_ = normalized(a.attr_int("axis"), rank);
+    } else if (op == "pad" && a.attr_int("mode") != 0) {
+      // Reflection and replication pads take the last two dims: x and the result as 3-D views
+      // [the other dims, H, W], the padding as left, right, top, bottom.
+      const bool reflect = a.attr_int("mode") == 1;
+      name_ = reflect ? "aclnnReflectionPad2d" : "aclnnReplicationPad2d", kind_ = Kind::BorderPad;
+      run_ = reflect ? lib_.aclnnReflectionPad2d : lib_.aclnnReplicationPad2d;
+      border_pad_ = reflect ? lib_.aclnnReflectionPad2dGetWorkspaceSize : lib_.aclnnReplicationPad2dGetWorkspaceSize;
+      auto as_3d = [&](ir::ValueId v) {
+        const ir::Shape& s = g.shape(v);
+        const int64_t h = rank >= 2 ? s[rank - 2] : 1;
+        return std::vector<int64_t>{s.num_elements() / std::max<int64_t>(1, h * s[rank - 1]), h, s[rank - 1]};
+      };
+      in_.push_back(tensor_of(as_3d(x), data_type(g.values[x].dtype), in[0]));
+      lib_.aclDestroyTensor(out_[0]);
+      out_[0] = nullptr;
+      out_[0] = tensor_of(as_3d(n.first_output), out_type_, out[0]);
+      const ir::Span<int64_t> pads = a.ints("pads");
+      int_array({pads[rank - 1], pads[2 * rank - 1], rank >= 2 ? pads[rank - 2] : 0, rank >= 2 ? pads[2 * rank - 2] : 0});
+    } else if (op == "fill") {  // the result filled in place
+      name_ = "aclnnInplaceFillScalar", kind_ = Kind::Fill, run_ = lib_.aclnnInplaceFillScalar;
+      scalar(a.attr_float("value"), aclnn::kDouble);
+    } else if (op == "range") {
+      name_ = "aclnnArange", kind_ = Kind::Arange, run_ = lib_.aclnnArange;
+      for (const char* bound : {"start", "limit", "step"}) scalar(a.attr_float(bound), aclnn::kDouble);
+    } else if (op == "scatter_elements") {
+      name_ = "aclnnScatter", kind_ = Kind::Scatter, run_ = lib_.aclnnScatter;
+      for (uint32_t i = 0; i < 3; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
+      dim_ = normalized(a.attr_int("axis"), rank);
+      k_ = a.attr_int("reduction");  // none, add, mul: CANN's 0, 1, 2
+    } else if (op == "scatter_nd") {
+      name_ = "aclnnScatterNd", kind_ = Kind::ScatterNd, run_ = lib_.aclnnScatterNd;
+      for (uint32_t i = 0; i < 3; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
     } else if (op == "pad") {
       // ConstantPadNd takes (before, after) pairs from the last axis on; the value as a scalar.
       name_ = "aclnnConstantPadNd", kind_ = Kind::ConstantPad, run_ = lib_.aclnnConstantPadNd;
@@ -317,9 +359,7 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       std::vector<int64_t> pairs;
       for (size_t d = rank; d-- > 0;) pairs.push_back(pads[d]), pairs.push_back(pads[rank + d]);
       int_array(pairs);
-      fill_ = static_cast<float>(a.attr_float("value"));
-      scalar_ = lib_.aclCreateScalar(&fill_, aclnn::kFloat);
-      if (!scalar_) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateScalar failed");
+      scalar(static_cast<float>(a.attr_float("value")), aclnn::kFloat);
     } else if (op == "conv2d") {
       name_ = "aclnnConvolution", kind_ = Kind::Convolution, run_ = lib_.aclnnConvolution;
       in_.push_back(tensor(g, x, in[0]));
@@ -365,8 +405,8 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
     case Kind::ArgMin: ESG_ACLNN(lib_, aclnnArgMinGetWorkspaceSize, in_[0], dim_, keep_dims_, out_[0], workspace, &e); break;
     case Kind::Topk: ESG_ACLNN(lib_, aclnnTopkGetWorkspaceSize, in_[0], k_, dim_, largest_, true, out_[0], out_[1], workspace, &e); break;
     case Kind::AddSub:
-      if (subtract_) ESG_ACLNN(lib_, aclnnSubGetWorkspaceSize, in_[0], in_[1], scalar_, out_[0], workspace, &e);
-      else ESG_ACLNN(lib_, aclnnAddGetWorkspaceSize, in_[0], in_[1], scalar_, out_[0], workspace, &e);
+      if (subtract_) ESG_ACLNN(lib_, aclnnSubGetWorkspaceSize, in_[0], in_[1], scalars_[0], out_[0], workspace, &e);
+      else ESG_ACLNN(lib_, aclnnAddGetWorkspaceSize, in_[0], in_[1], scalars_[0], out_[0], workspace, &e);
       break;
     case Kind::Binary: lib_.check(binary_(in_[0], in_[1], out_[0], workspace, &e), (std::string(name_) + "GetWorkspaceSize").c_str()); break;
     case Kind::Unary: lib_.check(unary_(in_[0], out_[0], workspace, &e), (std::string(name_) + "GetWorkspaceSize").c_str()); break;
@@ -384,7 +424,12 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
     case Kind::Copy: ESG_ACLNN(lib_, aclnnInplaceCopyGetWorkspaceSize, out_[0], in_[0], workspace, &e); break;
     case Kind::Permute: ESG_ACLNN(lib_, aclnnPermuteGetWorkspaceSize, in_[0], ints_[0], out_[0], workspace, &e); break;
     case Kind::Cat: ESG_ACLNN(lib_, aclnnCatGetWorkspaceSize, list_, dim_, out_[0], workspace, &e); break;
-    case Kind::ConstantPad: ESG_ACLNN(lib_, aclnnConstantPadNdGetWorkspaceSize, in_[0], ints_[0], scalar_, out_[0], workspace, &e); break;
+    case Kind::ConstantPad: ESG_ACLNN(lib_, aclnnConstantPadNdGetWorkspaceSize, in_[0], ints_[0], scalars_[0], out_[0], workspace, &e); break;
+    case Kind::Fill: ESG_ACLNN(lib_, aclnnInplaceFillScalarGetWorkspaceSize, out_[0], scalars_[0], workspace, &e); break;
+    case Kind::Arange: ESG_ACLNN(lib_, aclnnArangeGetWorkspaceSize, scalars_[0], scalars_[1], scalars_[2], out_[0], workspace, &e); break;
+    case Kind::BorderPad: lib_.check(border_pad_(in_[0], ints_[0], out_[0], workspace, &e), (std::string(name_) + "GetWorkspaceSize").c_str()); break;
+    case Kind::Scatter: ESG_ACLNN(lib_, aclnnScatterGetWorkspaceSize, in_[0], dim_, in_[1], in_[2], k_, out_[0], workspace, &e); break;
+    case Kind::ScatterNd: ESG_ACLNN(lib_, aclnnScatterNdGetWorkspaceSize, in_[0], in_[1], in_[2], out_[0], workspace, &e); break;
     case Kind::Convolution:
       ESG_ACLNN(lib_, aclnnConvolutionGetWorkspaceSize, in_[0], in_[1], in_[2], ints_[0], ints_[1], ints_[2], false, ints_[3], dim_,
                 out_[0], int8_t{0}, workspace, &e);
@@ -395,6 +440,18 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
 
 void AclnnCall::queue(void* workspace, uint64_t bytes, aclnn::Executor* e, acl::Stream stream) const {
   lib_.check(run_(workspace, bytes, e, stream), name_);
+}
+
+template <class T>
+aclnn::Scalar* AclnnCall::scalar(T value, aclnn::DataType dtype) {
+  static_assert(sizeof(T) <= sizeof(uint64_t), "a scalar of at most 8 bytes");
+  if (scalars_.size() == std::size(scalar_values_)) throw ir::Error(ir::ErrorCode::Internal, "ascend: more scalars than a call keeps");
+  void* at = &scalar_values_[scalars_.size()];
+  std::memcpy(at, &value, sizeof value);
+  aclnn::Scalar* s = lib_.aclCreateScalar(at, dtype);
+  if (!s) throw ir::Error(ir::ErrorCode::Backend, "ascend: aclCreateScalar failed");
+  scalars_.push_back(s);
+  return s;
 }
 
 aclnn::IntArray* AclnnCall::int_array(const std::vector<int64_t>& values) {
@@ -416,7 +473,8 @@ void AclnnCall::release() noexcept {
   in_.clear(), out_.clear();
   for (aclnn::IntArray* a : ints_) lib_.aclDestroyIntArray(a);
   ints_.clear();
-  if (scalar_) lib_.aclDestroyScalar(scalar_), scalar_ = nullptr;
+  for (aclnn::Scalar* s : scalars_) lib_.aclDestroyScalar(s);
+  scalars_.clear();
 }
 
 }  // namespace esg::ascend

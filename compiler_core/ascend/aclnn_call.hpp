@@ -39,10 +39,14 @@ class AclnnCall {
                       const std::vector<int64_t>& storage, aclnn::DataType dtype, void* data);
   void release() noexcept;
   aclnn::IntArray* int_array(const std::vector<int64_t>& values);
+  // A scalar of `value` as `dtype` (float, double or int64), kept with the call.
+  template <class T>
+  aclnn::Scalar* scalar(T value, aclnn::DataType dtype);
 
   const AclnnLibrary& lib_;
   enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Mean, Amax, Amin, ProdDim, Prod, ArgMax, ArgMin, Topk, AddSub, Binary, Unary, Where,
-                    Cast, Expand, IndexSelect, MaxPool, AvgPool, Copy, Permute, Cat, ConstantPad, Convolution };
+                    Cast, Expand, IndexSelect, MaxPool, AvgPool, Copy, Permute, Cat, ConstantPad, BorderPad, Scatter, ScatterNd, Fill, Arange,
+                    Convolution };
   const char* name_ = "";  // the aclnn op
   Kind kind_ = Kind::Matmul;
   aclnn::DataType out_type_ = aclnn::kFloat;  // the result's element type (reductions take it)
@@ -51,16 +55,16 @@ class AclnnCall {
   std::vector<aclnn::Tensor*> in_, out_;
   std::vector<aclnn::IntArray*> ints_;  // the op's integer lists, in its parameters' order
   aclnn::TensorList* list_ = nullptr;
-  aclnn::Scalar* scalar_ = nullptr;  // pad's fill value, add's and sub's alpha
+  std::vector<aclnn::Scalar*> scalars_;  // pad's and fill's value, add's and sub's alpha, range's start, end and step
   aclnn::BinaryPlan binary_ = nullptr;  // the elementwise ops of one signature
   aclnn::UnaryPlan unary_ = nullptr;
-  int64_t alpha_ = 1;
+  aclnn::BorderPadPlan border_pad_ = nullptr;
   bool subtract_ = false;
   int64_t dim_ = 0;  // the axis of softmax, concat, the arg-reductions, top-k, a one-axis product; conv2d's groups
-  int64_t k_ = 0;    // top-k's k
+  int64_t k_ = 0;    // top-k's k; scatter's reduction
   bool largest_ = true;
   double epsilon_ = 0;
-  float fill_ = 0;  // what scalar_ points at (aclCreateScalar keeps the pointer or the value)
+  uint64_t scalar_values_[3] = {};  // what scalars_ point at (aclCreateScalar keeps the pointer or the value)
   bool keep_dims_ = false;
 };
 

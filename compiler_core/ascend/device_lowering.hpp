@@ -7,7 +7,9 @@
 
 namespace esg::ascend {
 
-// convolutions padded more on one side as an explicit pad and a symmetric convolution; gather's
+// convolutions padded more on one side as an explicit pad and a symmetric convolution; average
+// pools padded so too (or more than aclnnAvgPool2d takes) as a pad, a pool without padding and
+// a factor per position that keeps the mean over the input's elements; gather's
 // negative indices made non-negative (aclnnIndexSelect takes [0, dim) only); products
 // over several axes one axis at a time; split as
 // slices (copies of strided views); softmax with a scale or a mask that no row kernel computes

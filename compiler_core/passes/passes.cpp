@@ -80,6 +80,25 @@ ValueId added(Replay& r, const ir::OpSchema& op, ir::Span<ValueId> inputs, ir::S
   return r.to().graph().nodes[r.to().add_op(op, inputs, attrs)].first_output;
 }
 
+// The node's attributes as arguments of an op added to the graph a pass builds (lists point
+// into `g`): for a rewrite that keeps them but one or two.
+std::vector<ir::AttrArg> attrs_of(const Graph& g, const ir::Node& n) {
+  std::vector<ir::AttrArg> out;
+  for (size_t i = 0; i < n.op->attrs.size(); ++i) {
+    const ir::AttrValue& a = g.attrs[n.first_attr + i];
+    if (a.kind == ir::AttrKind::IntList) out.push_back(ir::AttrArg::of_ints(g.ints_of(a).data(), a.size));
+    else if (a.kind == ir::AttrKind::Float) out.push_back(ir::AttrArg::of_float(a.f));
+    else if (a.kind == ir::AttrKind::String || a.kind == ir::AttrKind::FloatList)
+      throw ir::Error(ir::ErrorCode::Internal, std::string("pass: copying a string or float list attribute of ") + n.op->name);
+    else {
+      ir::AttrArg arg = ir::AttrArg::of_int(a.i);
+      arg.kind = a.kind;
+      out.push_back(arg);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::unique_ptr<Graph> eliminate_dead_code(const Graph& g) {
@@ -471,15 +490,49 @@ std::unique_ptr<Graph> pad_asymmetric_convolutions(const Graph& g) {
       in.push_back(v == kNone ? kNone : r.get(v));
     }
     const int64_t shared[4] = {top, left, top, left};
-    const int pads_at = n.op->attr_index("pads");
-    std::vector<ir::AttrArg> attrs;
-    for (size_t i = 0; i < n.op->attrs.size(); ++i) {
-      const ir::AttrValue& a = g.attrs[n.first_attr + i];
-      if (static_cast<int>(i) == pads_at) attrs.push_back(ir::AttrArg::of_ints(shared, 4));
-      else if (a.kind == ir::AttrKind::IntList) attrs.push_back(ir::AttrArg::of_ints(g.ints_of(a).data(), a.size));
-      else attrs.push_back(ir::AttrArg::of_int(a.i));
-    }
+    std::vector<ir::AttrArg> attrs = attrs_of(g, n);
+    attrs[static_cast<size_t>(n.op->attr_index("pads"))] = ir::AttrArg::of_ints(shared, 4);
     r.set(n.first_output, added(r, *n.op, {in.data(), in.size()}, {attrs.data(), attrs.size()}));
+    return true;
+  });
+}
+
+std::unique_ptr<Graph> pad_average_pools(const Graph& g, const std::function<bool(const Graph&, const ir::Node&)>& takes) {
+  const ir::OpSchema *pad = ir::find_op("pad"), *mul = ir::find_op("mul");
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.num_deps || !is_op(n, "avg_pool2d") || takes(g, n)) return false;
+    const ValueId x = g.operands[n.first_input];
+    const ir::Span<int64_t> p = g.ints_of(attr(g, n, "pads")), k = g.ints_of(attr(g, n, "kernel")), s = g.ints_of(attr(g, n, "strides"));
+    const ir::Shape& in = g.shape(x);
+    const ir::Shape& out = g.shape(n.first_output);
+    if (p[0] + p[1] + p[2] + p[3] == 0) return false;
+    // Every window inside the padded input: then a pool without padding (and without ceil mode)
+    // has the same windows.
+    for (size_t a = 0; a < 2; ++a)
+      if ((out[2 + a] - 1) * s[a] + k[a] > in[2 + a] + p[a] + p[a + 2]) return false;
+    const int64_t pads[8] = {0, 0, p[0], p[1], 0, 0, p[2], p[3]};
+    std::vector<ir::AttrArg> pad_attrs(pad->attrs.size());  // constant mode, value 0
+    pad_attrs[static_cast<size_t>(pad->attr_index("pads"))] = ir::AttrArg::of_ints(pads, 8);
+    const ValueId image[] = {r.get(x)};
+    const ValueId padded[] = {added(r, *pad, {image, 1}, {pad_attrs.data(), pad_attrs.size()})};
+    const int64_t none[4] = {0, 0, 0, 0};
+    std::vector<ir::AttrArg> attrs = attrs_of(g, n);
+    attrs[static_cast<size_t>(n.op->attr_index("pads"))] = ir::AttrArg::of_ints(none, 4);
+    attrs[static_cast<size_t>(n.op->attr_index("ceil_mode"))] = ir::AttrArg::of_bool(false);
+    const ValueId pooled = added(r, *n.op, {padded, 1}, {attrs.data(), attrs.size()});
+    // The factor per output position: the window's area over its elements inside the input.
+    auto inside = [&](size_t a, int64_t o) {
+      const int64_t begin = o * s[a] - p[a];
+      return std::min(begin + k[a], in[2 + a]) - std::max<int64_t>(begin, 0);
+    };
+    const ir::DType dtype = g.values[x].dtype;
+    eval::HostTensor factor(dtype, ir::Shape{out[2], out[3]});
+    for (int64_t h = 0; h < out[2]; ++h)
+      for (int64_t w = 0; w < out[3]; ++w)
+        eval::store_f(factor, h * out[3] + w, static_cast<double>(k[0] * k[1]) / static_cast<double>(inside(0, h) * inside(1, w)));
+    const ValueId operands[] = {pooled, r.to().add_constant(dtype, factor.shape, factor.bytes.data(), factor.bytes.size())};
+    r.set(n.first_output, added(r, *mul, {operands, 2}, {}));
     return true;
   });
 }
@@ -518,38 +571,50 @@ std::unique_ptr<Graph> wrap_negative_indices(const Graph& g) {
   const ir::OpSchema *less = ir::find_op("less"), *add = ir::find_op("add"), *where = ir::find_op("where");
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    if (n.region != 0 || n.num_deps || !is_op(n, "gather")) return false;
+    const bool nd = is_op(n, "scatter_nd");
+    if (n.region != 0 || n.num_deps || !(is_op(n, "gather") || is_op(n, "scatter_elements") || nd)) return false;
     const ValueId x = g.operands[n.first_input], indices = g.operands[n.first_input + 1];
     const ir::DType type = g.values[indices].dtype;
-    int64_t axis = attr(g, n, "axis").i;
-    if (axis < 0) axis += static_cast<int64_t>(g.shape(x).rank());
-    const int64_t dim = g.shape(x)[static_cast<size_t>(axis)];
+    const ir::Shape& xs = g.shape(x);
+    const ir::Shape& is = g.shape(indices);
+    // The axis length each index counts from: one axis, or for scatter_nd's index tuples (the
+    // last axis of the indices) one per position in the tuple.
+    std::vector<int64_t> bound;
+    if (nd) {
+      bound.assign(xs.begin(), xs.begin() + (is.rank() ? is[is.rank() - 1] : 0));
+    } else {
+      int64_t axis = attr(g, n, "axis").i;
+      if (axis < 0) axis += static_cast<int64_t>(xs.rank());
+      bound = {xs[static_cast<size_t>(axis)]};
+    }
+    if (bound.empty()) return false;
     ValueId wrapped;
     if (const ir::Node* p = producer(g, indices); p && p->blob != kNone) {
-      eval::TensorRef t{type, g.shape(indices), const_cast<uint8_t*>(g.blobs[p->blob]->data())};
+      eval::TensorRef t{type, is, const_cast<uint8_t*>(g.blobs[p->blob]->data())};
       bool negative = false;
       for (int64_t i = 0; i < t.size() && !negative; ++i) negative = eval::load_i(t, i) < 0;
       if (!negative) return false;
       std::vector<uint8_t> bytes(*g.blobs[p->blob]);
-      eval::TensorRef out{type, g.shape(indices), bytes.data()};
+      eval::TensorRef out{type, is, bytes.data()};
       for (int64_t i = 0; i < t.size(); ++i)
-        if (const int64_t v = eval::load_i(t, i); v < 0) eval::store_i(out, i, v + dim);
-      wrapped = r.to().add_constant(type, g.shape(indices), bytes.data(), bytes.size());
+        if (const int64_t v = eval::load_i(t, i); v < 0) eval::store_i(out, i, v + bound[static_cast<size_t>(i) % bound.size()]);
+      wrapped = r.to().add_constant(type, is, bytes.data(), bytes.size());
     } else {
-      auto scalar = [&](int64_t v) {
-        const int32_t narrow = static_cast<int32_t>(v);
-        return type == ir::DType::I32 ? r.to().add_constant(type, ir::Shape{}, &narrow, sizeof narrow)
-                                      : r.to().add_constant(type, ir::Shape{}, &v, sizeof v);
+      auto constant = [&](const std::vector<int64_t>& values, ir::Shape shape) {
+        eval::HostTensor c(type, shape);
+        for (size_t i = 0; i < values.size(); ++i) eval::store_i(c, static_cast<int64_t>(i), values[i]);
+        return r.to().add_constant(type, c.shape, c.bytes.data(), c.bytes.size());
       };
       const ValueId i = r.get(indices);
-      const ValueId below[] = {i, scalar(0)};
-      const ValueId shifted[] = {i, scalar(dim)};
+      const ValueId below[] = {i, constant({0}, ir::Shape{})};
+      const ValueId shifted[] = {i, nd ? constant(bound, ir::Shape{static_cast<int64_t>(bound.size())}) : constant(bound, ir::Shape{})};
       const ValueId pick[] = {added(r, *less, {below, 2}, {}), added(r, *add, {shifted, 2}, {}), i};
       wrapped = added(r, *where, {pick, 3}, {});
     }
-    const ValueId in[] = {r.get(x), wrapped};
-    const ir::AttrArg a = ir::AttrArg::of_int(attr(g, n, "axis").i);
-    r.set(n.first_output, added(r, *n.op, {in, 2}, {&a, 1}));
+    std::vector<ValueId> in;
+    for (uint32_t k = 0; k < n.num_inputs; ++k) in.push_back(k == 1 ? wrapped : r.get(g.operands[n.first_input + k]));
+    const std::vector<ir::AttrArg> attrs = attrs_of(g, n);
+    r.set(n.first_output, added(r, *n.op, {in.data(), in.size()}, {attrs.data(), attrs.size()}));
     return true;
   });
 }

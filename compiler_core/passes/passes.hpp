@@ -42,13 +42,19 @@ std::unique_ptr<ir::Graph> split_scaled_softmax(const ir::Graph& g,
 // convolution pads both sides alike).
 std::unique_ptr<ir::Graph> pad_asymmetric_convolutions(const ir::Graph& g);
 
+// avg_pool2d with padding that `takes` refuses (more on one side, say): an explicit zero pad,
+// the pool without padding, and a per-position factor window area / the window's elements inside
+// the input, so the mean still counts only those (for a backend whose pool pads both sides alike).
+// Left as is where a ceil-mode window would reach past the padded input.
+std::unique_ptr<ir::Graph> pad_average_pools(const ir::Graph& g, const std::function<bool(const ir::Graph&, const ir::Node&)>& takes);
+
 // reduce_prod over several but not all axes as one product per axis (keeping it), then a reshape
 // if the axes go: for a backend whose product reduces one axis or all.
 std::unique_ptr<ir::Graph> split_products_over_axes(const ir::Graph& g);
 
-// gather's negative indices (counted from the end of the axis) made non-negative: constant
-// indices rewritten, others through where(i < 0, i + dim, i) (for a backend whose gather takes
-// indices in [0, dim) only).
+// Negative indices (counted from the end of their axis) of gather, scatter_elements and
+// scatter_nd made non-negative: constant indices rewritten, others through
+// where(i < 0, i + dim, i) (for a backend whose ops take indices in [0, dim) only).
 std::unique_ptr<ir::Graph> wrap_negative_indices(const ir::Graph& g);
 
 // Operands of the elementwise ops `computes` picks (those the backend's kernels run) broadcast

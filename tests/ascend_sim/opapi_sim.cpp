@@ -98,7 +98,8 @@ void scatter(const Tensor& t, const esg::HostTensor& h) {
 }
 
 // Plans op `name`: `build` makes the esgraph graph of its inputs (as graph inputs, in order),
-// returning its result or, for an op of several outputs, the list of them.
+// returning its result or, for an op of several outputs, the list of them; an op without
+// inputs (a generator) gets the builder instead.
 template <class Build>
 Status plan(const char* name, std::vector<const Tensor*> inputs, std::vector<const Tensor*> outs, uint64_t workspace,
             uint64_t* workspace_size, Executor** executor, Build build,
@@ -122,7 +123,8 @@ Status plan(const char* name, std::vector<const Tensor*> inputs, std::vector<con
     std::vector<esg::Tensor> xs;
     for (size_t i = 0; i < inputs.size(); ++i) xs.push_back(b.input("x" + std::to_string(i), esg_type(inputs[i]->dtype), inputs[i]->dims));
     std::vector<esg::Tensor> ys;
-    if constexpr (std::is_same_v<decltype(build(xs)), esg::Tensor>) ys = {build(xs)};
+    if constexpr (std::is_invocable_v<Build, esg::GraphBuilder&>) ys = {build(b)};
+    else if constexpr (std::is_same_v<decltype(build(xs)), esg::Tensor>) ys = {build(xs)};
     else ys = build(xs);
     if (ys.size() != outs.size()) throw std::runtime_error("the op has " + std::to_string(ys.size()) + " results");
     for (size_t k = 0; k < ys.size(); ++k)
@@ -507,6 +509,110 @@ ACLSIM_EXPORT Status aclnnConstantPadNdGetWorkspaceSize(const Tensor* self, cons
               [=](const std::vector<esg::Tensor>& x) { return esg::pad(x[0], pads, esg::PadOptions().value(fill)); });
 }
 ACLSIM_RUN(aclnnConstantPadNd)
+
+// Reflection and replication pads of the last two dims of a 3-D or 4-D tensor: padding is
+// left, right, top, bottom, each less than its dim (CANN's constraint for both).
+Status plan_border_pad(const char* name, esg::PadMode mode, const Tensor* self, const IntArray* padding, Tensor* out, uint64_t* workspace_size,
+                       Executor** executor) {
+  if (!self || !padding || padding->values.size() != 4 || self->dims.size() < 3 || self->dims.size() > 4) {
+    aclsim_fail(name, "needs a 3-D or 4-D tensor and four pads (left, right, top, bottom)");
+    return kParamInvalid;
+  }
+  const size_t rank = self->dims.size();
+  const std::vector<int64_t>& p = padding->values;
+  for (size_t k = 0; k < 4; ++k)
+    if (p[k] < 0 || p[k] >= self->dims[k < 2 ? rank - 1 : rank - 2]) {
+      aclsim_fail(name, "a pad of at least its dim");
+      return kParamInvalid;
+    }
+  std::vector<int64_t> pads(2 * rank, 0);
+  pads[rank - 1] = p[0], pads[2 * rank - 1] = p[1], pads[rank - 2] = p[2], pads[2 * rank - 2] = p[3];
+  return plan(name, {self}, {out}, 0, workspace_size, executor,
+              [=](const std::vector<esg::Tensor>& x) { return esg::pad(x[0], pads, esg::PadOptions().mode(mode)); });
+}
+ACLSIM_EXPORT Status aclnnReflectionPad2dGetWorkspaceSize(const Tensor* self, const IntArray* padding, Tensor* out, uint64_t* workspace_size,
+                                                          Executor** executor) {
+  return plan_border_pad("aclnnReflectionPad2d", esg::PadMode::Reflect, self, padding, out, workspace_size, executor);
+}
+ACLSIM_RUN(aclnnReflectionPad2d)
+ACLSIM_EXPORT Status aclnnReplicationPad2dGetWorkspaceSize(const Tensor* self, const IntArray* padding, Tensor* out, uint64_t* workspace_size,
+                                                           Executor** executor) {
+  return plan_border_pad("aclnnReplicationPad2d", esg::PadMode::Edge, self, padding, out, workspace_size, executor);
+}
+ACLSIM_RUN(aclnnReplicationPad2d)
+
+ACLSIM_EXPORT Status aclnnInplaceFillScalarGetWorkspaceSize(Tensor* self_ref, const Scalar* value, uint64_t* workspace_size, Executor** executor) {
+  if (!self_ref || !value) {
+    aclsim_fail("aclnnInplaceFillScalar", "needs a tensor and a value");
+    return kParamNull;
+  }
+  const std::vector<int64_t> shape = self_ref->dims;
+  const esg::DType dtype = esg_type(self_ref->dtype);
+  const double v = value->value;
+  return plan("aclnnInplaceFillScalar", {}, {self_ref}, 0, workspace_size, executor,
+              [=](esg::GraphBuilder& b) { return esg::fill(b, shape, esg::FillOptions().value(v).dtype(dtype)); });
+}
+ACLSIM_RUN(aclnnInplaceFillScalar)
+
+// [start, end) by step into a 1-D out of exactly that many elements; start before end in the
+// step's direction, as CANN requires.
+ACLSIM_EXPORT Status aclnnArangeGetWorkspaceSize(const Scalar* start, const Scalar* end, const Scalar* step, Tensor* out, uint64_t* workspace_size,
+                                                 Executor** executor) {
+  if (!start || !end || !step || !out || out->dims.size() != 1 || step->value == 0 ||
+      (step->value > 0 ? start->value >= end->value : start->value <= end->value)) {
+    aclsim_fail("aclnnArange", "needs start before end in the direction of a nonzero step, and a 1-D out");
+    return kParamInvalid;
+  }
+  const double from = start->value, to = end->value, by = step->value;
+  const esg::DType dtype = esg_type(out->dtype);
+  return plan("aclnnArange", {}, {out}, 0, workspace_size, executor,
+              [=](esg::GraphBuilder& b) { return esg::range(b, to, esg::RangeOptions().start(from).step(by).dtype(dtype)); });
+}
+ACLSIM_RUN(aclnnArange)
+
+// Indices in [0, size) only, as CANN documents them for both scatters (checked when the op
+// runs); what several updates of one element give is the CPU's (the last, in row-major order).
+void check_indices(const esg::HostTensor& i, const std::vector<int64_t>& bounds) {
+  for (size_t k = 0; k < static_cast<size_t>(i.count()); ++k) {
+    const int64_t v = i.dtype() == esg::i32 ? i.values<int32_t>()[k] : i.values<int64_t>()[k];
+    const int64_t size = bounds[k % bounds.size()];
+    if (v < 0 || v >= size) throw std::runtime_error("index " + std::to_string(v) + " outside [0, " + std::to_string(size) + ")");
+  }
+}
+
+ACLSIM_EXPORT Status aclnnScatterGetWorkspaceSize(const Tensor* self, int64_t dim, const Tensor* index, const Tensor* src, int64_t reduce,
+                                                  Tensor* out, uint64_t* workspace_size, Executor** executor) {
+  if (!self || !index || !src || dim < 0 || dim >= static_cast<int64_t>(self->dims.size()) || reduce < 0 || reduce > 2 ||
+      index->dims.size() != self->dims.size() || src->dims.size() != self->dims.size()) {
+    aclsim_fail("aclnnScatter", "needs self, index and src of one rank, an axis of self and reduce 0, 1 or 2");
+    return kParamInvalid;
+  }
+  const int64_t size = self->dims[static_cast<size_t>(dim)];
+  return plan(
+      "aclnnScatter", {self, index, src}, {out}, 0, workspace_size, executor,
+      [=](const std::vector<esg::Tensor>& x) {
+        return esg::scatter_elements(x[0], x[1], x[2],
+                                     esg::ScatterElementsOptions().axis(dim).reduction(static_cast<esg::ScatterElementsReduction>(reduce)));
+      },
+      [size](const std::vector<esg::HostTensor>& in) { check_indices(in[1], {size}); });
+}
+ACLSIM_RUN(aclnnScatter)
+
+ACLSIM_EXPORT Status aclnnScatterNdGetWorkspaceSize(const Tensor* data, const Tensor* indices, const Tensor* updates, Tensor* out,
+                                                    uint64_t* workspace_size, Executor** executor) {
+  if (!data || !indices || !updates || indices->dims.empty() || indices->dims.back() > static_cast<int64_t>(data->dims.size())) {
+    aclsim_fail("aclnnScatterNd", "needs data, index tuples of at most its rank, and updates");
+    return kParamInvalid;
+  }
+  const std::vector<int64_t> bounds(data->dims.begin(), data->dims.begin() + indices->dims.back());
+  return plan(
+      "aclnnScatterNd", {data, indices, updates}, {out}, 0, workspace_size, executor,
+      [](const std::vector<esg::Tensor>& x) { return esg::scatter_nd(x[0], x[1], x[2]); },
+      [bounds](const std::vector<esg::HostTensor>& in) {
+        if (!bounds.empty()) check_indices(in[1], bounds);
+      });
+}
+ACLSIM_RUN(aclnnScatterNd)
 
 ACLSIM_EXPORT Status aclnnConvolutionGetWorkspaceSize(const Tensor* input, const Tensor* weight, const Tensor* bias, const IntArray* stride,
                                                       const IntArray* padding, const IntArray* dilation, bool transposed,

@@ -356,6 +356,9 @@ TEST_CASE("the simulated device captures across streams joined by events") {
     ESG_ACL(*dev.acl, aclmdlRIDestroy, model);
     CHECK(dev.acl->aclrtResetEvent(start, dev.stream) == 207000);  // never an ACL_EVENT_SYNC event
   }
+  // Every record reached before its event goes.
+  dev.acl->aclrtSynchronizeStream(side);
+  dev.acl->aclrtSynchronizeStream(dev.stream);
   for (acl::Event e : {start, done, plain}) dev.acl->aclrtDestroyEvent(e);
   dev.acl->aclrtDestroyStream(side);
 }

@@ -292,7 +292,7 @@ TEST_CASE("a product over several axes becomes one product per axis") {
   close_values(*g, *out, 1e-5);
 }
 
-TEST_CASE("gather's negative indices count from the end: constants rewritten, others wrapped by where") {
+TEST_CASE("negative indices count from the end: constants rewritten, others wrapped by where") {
   ir::Builder b;
   const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{5, 4});
   const ValueId picks = b.add_input("picks", ir::DType::I64, ir::Shape{6});  // -3 .. 3 from the test data
@@ -304,11 +304,15 @@ TEST_CASE("gather's negative indices count from the end: constants rewritten, ot
     const ir::AttrArg a = ir::AttrArg::of_int(axis);
     return b.graph().nodes[b.add_op(ir::ops::gather, std::vector<ValueId>{x, indices}, {&a, 1})].first_output;
   };
-  const ValueId outs[] = {gather(picks, 0), gather(c_negative, -1), gather(c_positive, 1)};
-  const auto g = b.finish({outs, 3});
+  // scatter_nd's index tuples count from the end of each of their axes.
+  const ValueId tuples = b.add_input("tuples", ir::DType::I64, ir::Shape{3, 2});
+  const ValueId updates = b.add_input("updates", ir::DType::F32, ir::Shape{3});
+  const ValueId scattered = node(b, ir::ops::scatter_nd, {x, tuples, updates});
+  const ValueId outs[] = {gather(picks, 0), gather(c_negative, -1), gather(c_positive, 1), scattered};
+  const auto g = b.finish({outs, 4});
   const auto out = passes::wrap_negative_indices(*g);
   CHECK(count(*out, "gather") == 3);
-  CHECK(count(*out, "where") == 1);  // the input's indices only
+  CHECK(count(*out, "where") == 2);  // the inputs' indices only
   bool rewritten = false;  // the constant with its negative indices counted from the end
   for (const ir::Node& n : out->nodes)
     if (n.blob != ir::kNone && out->values[n.first_output].dtype == ir::DType::I64 && out->shape(n.first_output).num_elements() == 4) {
@@ -317,4 +321,34 @@ TEST_CASE("gather's negative indices count from the end: constants rewritten, ot
     }
   CHECK(rewritten);
   same_values(*g, *out);
+}
+
+TEST_CASE("an average pool padded as the backend's pool does not pad: a zero pad, no padding, a factor per position") {
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 3, 7, 6});
+  auto pool = [&](std::vector<int64_t> kernel, std::vector<int64_t> pads, std::vector<int64_t> strides, bool ceil) {
+    std::vector<ir::AttrArg> attrs(ir::ops::avg_pool2d.attrs.size());
+    attrs[static_cast<size_t>(ir::ops::avg_pool2d.attr_index("kernel"))] = ir::AttrArg::of_ints(kernel.data(), 2);
+    attrs[static_cast<size_t>(ir::ops::avg_pool2d.attr_index("pads"))] = ir::AttrArg::of_ints(pads.data(), 4);
+    attrs[static_cast<size_t>(ir::ops::avg_pool2d.attr_index("strides"))] = ir::AttrArg::of_ints(strides.data(), 2);
+    attrs[static_cast<size_t>(ir::ops::avg_pool2d.attr_index("ceil_mode"))] = ir::AttrArg::of_bool(ceil);
+    return b.graph().nodes[b.add_op(ir::ops::avg_pool2d, std::vector<ValueId>{x}, attrs)].first_output;
+  };
+  // TF's SAME at stride 2, a one-sided pad, pads beyond half the window, one the pool takes, and
+  // a ceil-mode window past the padded input (left as it is).
+  const ValueId outs[] = {pool({3, 3}, {0, 0, 1, 1}, {2, 2}, false), pool({3, 2}, {2, 1, 0, 1}, {1, 1}, false),
+                          pool({3, 3}, {2, 2, 2, 2}, {1, 1}, false), pool({3, 3}, {1, 1, 1, 1}, {1, 1}, false),
+                          pool({3, 3}, {0, 0, 1, 0}, {2, 2}, true)};
+  const auto g = b.finish({outs, 5});
+  const auto takes = [](const ir::Graph& gr, const ir::Node& n) {  // symmetric, at most half the window
+    const ir::Span<int64_t> p = gr.ints_of(gr.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("pads"))]);
+    const ir::Span<int64_t> k = gr.ints_of(gr.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("kernel"))]);
+    return p[0] == p[2] && p[1] == p[3] && 2 * p[0] <= k[0] && 2 * p[1] <= k[1];
+  };
+  const auto out = passes::pad_average_pools(*g, takes);
+  CHECK(count(*out, "pad") == 3);
+  CHECK(count(*out, "mul") == 3);
+  CHECK(count(*out, "avg_pool2d") == 5);
+  // The factor rounds the mean once more.
+  close_values(*g, *out, 1e-6);
 }

@@ -470,22 +470,25 @@ POOLS = [dict(kernel=[2, 2]), dict(kernel=[3, 3], strides=[2, 2], pads=[1, 1, 1,
 @pytest.mark.parametrize("pool", ["max_pool2d", "avg_pool2d"])
 def test_pooling_runs_on_aclnn(pool, acl_log):
     """max_pool2d as aclnnMaxPool (four pads), avg_pool2d as aclnnAvgPool2d (the mean of the
-    window's elements inside the input; one pad per axis, so asymmetric pads are refused)."""
+    window's elements inside the input, one pad per axis of at most half the window): other
+    padding becomes an explicit pad, a pool without padding and a factor per position (window
+    area over its elements inside the input), so the mean still counts only those."""
     x = np.random.default_rng(10).standard_normal((2, 3, 9, 10)).astype(np.float32)
     fn = getattr(ops, pool)
-    for kw in POOLS:
-        g = graph_of(lambda a: fn(a, **kw) + 1.0, x.shape)
-        if pool == "avg_pool2d" and kw.get("pads", [0] * 4)[:2] != kw.get("pads", [0] * 4)[2:]:
-            with pytest.raises(esgraph.UnsupportedError, match=r"avg_pool2d x1 \(asymmetric padding"):
-                esgraph.compile(g, backend="ascend-sim")
+    for kw in POOLS + [dict(kernel=[3, 3], pads=[2, 2, 2, 2]), dict(kernel=[2, 3], strides=[2, 2], pads=[0, 0, 1, 1], ceil_mode=True)]:
+        if pool == "max_pool2d" and kw.get("pads") == [2, 2, 2, 2]:
             continue
-        check_same(g, [x])
-    assert calls(acl_log(), "aclnnMaxPoolGetWorkspaceSize" if pool == "max_pool2d" else "aclnnAvgPool2dGetWorkspaceSize")
-    # More padding than CANN takes (a window's worth in all for MaxPool, half a window per side
-    # for AvgPool2d) is refused with the reason.
-    why = "more padding than the window" if pool == "max_pool2d" else "padding beyond half the window"
+        check_same(graph_of(lambda a: fn(a, **kw) + 1.0, x.shape), [x])
+    log = acl_log()
+    assert calls(log, "aclnnMaxPoolGetWorkspaceSize" if pool == "max_pool2d" else "aclnnAvgPool2dGetWorkspaceSize")
+    if pool == "avg_pool2d":
+        assert len(calls(log, "aclnnConstantPadNdGetWorkspaceSize")) == 3
+    # More padding than CANN takes (a window's worth in all for MaxPool; for AvgPool2d, a
+    # ceil-mode window reaching past the padded input) is refused with the reason.
+    why = "more padding than the window" if pool == "max_pool2d" else "asymmetric padding"
+    kw = dict(kernel=[3, 3], pads=[2, 2, 2, 2]) if pool == "max_pool2d" else dict(kernel=[3, 3], strides=[2, 2], pads=[0, 0, 1, 0], ceil_mode=True)
     with pytest.raises(esgraph.UnsupportedError, match=why):
-        esgraph.compile(graph_of(lambda a: fn(a, kernel=[3, 3], pads=[2, 2, 2, 2]), x.shape), backend="ascend-sim")
+        esgraph.compile(graph_of(lambda a: fn(a, **kw), (2, 3, 7, 6)), backend="ascend-sim")
 
 
 @pytest.mark.parametrize("reduce", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"])
@@ -655,8 +658,66 @@ def test_pad_runs_on_aclnn(acl_log):
     g = b.build([y])
     np.testing.assert_array_equal(esgraph.compile(g, backend="ascend-sim").run([half])[0], esgraph.compile(g).run([half])[0])
     assert len(calls(acl_log(), "aclnnConstantPadNdGetWorkspaceSize")) == 3
-    with pytest.raises(esgraph.UnsupportedError, match=r"pad x1 \(reflect and edge modes"):
-        esgraph.compile(graph_of(lambda a: ops.pad(a, [0, 0, 1, 1, 0, 0, 1, 1], mode="reflect"), x.shape), backend="ascend-sim")
+
+
+@pytest.mark.parametrize("mode, aclnn", [("reflect", "aclnnReflectionPad2d"), ("edge", "aclnnReplicationPad2d")])
+def test_border_pads_run_on_aclnn(mode, aclnn, acl_log):
+    """reflect and edge pads of the last two axes (of a tensor of any rank, viewed as 3-D) as
+    CANN's 2-D border pads; other axes, and pads of an axis's length or more, are refused."""
+    rng = np.random.default_rng(14)
+    for shape, pads in (((2, 3, 5, 4), [0, 0, 1, 2, 0, 0, 3, 0]), ((6,), [2, 5]), ((4, 5), [3, 0, 1, 4]),
+                        ((2, 2, 2, 4, 5), [0, 0, 0, 2, 1, 0, 0, 0, 3, 4])):
+        x = rng.standard_normal(shape).astype(np.float32)
+        check_same(graph_of(lambda a: ops.pad(a, pads, mode=mode) + 1.0, x.shape), [x])
+    assert len(calls(acl_log(), aclnn + "GetWorkspaceSize")) == 4
+    with pytest.raises(esgraph.UnsupportedError, match=r"pad x1 \(reflect or edge padding of other axes than the last two"):
+        esgraph.compile(graph_of(lambda a: ops.pad(a, [1, 0, 0, 0, 0, 0], mode=mode), (3, 4, 5)), backend="ascend-sim")
+    with pytest.raises(esgraph.UnsupportedError, match=r"pad x1 \(reflect or edge padding of an axis by its length or more"):
+        esgraph.compile(graph_of(lambda a: ops.pad(a, [0, 4, 0, 0], mode="edge"), (3, 4)), backend="ascend-sim")
+
+
+def test_large_generators_run_on_aclnn(acl_log):
+    """fill and range fold into constants up to 65,536 elements; larger ones are made on the
+    device, by aclnnInplaceFillScalar and aclnnArange."""
+    n = 70000
+    x = np.random.default_rng(16).standard_normal(n).astype(np.float32)
+    with esgraph.GraphBuilder("generators") as b:
+        xi = b.input("x", esgraph.f32, [n])
+        g = b.build([xi * ops.fill([n], value=2.5), ops.range(n * 0.5, start=-3.0, step=0.5),
+                     ops.range(n, dtype=esgraph.i32) + ops.fill([n], value=7, dtype=esgraph.i32)])
+    check_same(g, [x])
+    log = acl_log()
+    assert len(calls(log, "aclnnInplaceFillScalarGetWorkspaceSize")) == 2 and len(calls(log, "aclnnArangeGetWorkspaceSize")) == 2
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul"])
+def test_scatters_run_on_aclnn(reduction, acl_log):
+    """scatter_elements as aclnnScatter (its reduction as CANN's reduce), scatter_nd as
+    aclnnScatterNd (replacing only); negative indices, from an input or a constant, are wrapped
+    first, as for gather."""
+    rng = np.random.default_rng(15)
+    data = rng.standard_normal((4, 6)).astype(np.float32)
+    updates = rng.standard_normal((3, 6)).astype(np.float32)
+    # Distinct positions per column: which of several updates wins is undocumented for CANN.
+    indices = np.array([[0, -1, 2, 3, -4, 1], [1, 0, -1, 2, 3, 3], [3, 2, 0, -1, 1, 0]], np.int64)
+    with esgraph.GraphBuilder("elements") as b:
+        d, i, u = b.input("d", esgraph.f32, [4, 6]), b.input("i", esgraph.i64, [3, 6]), b.input("u", esgraph.f32, [3, 6])
+        g = b.build([ops.scatter_elements(d, i, u, axis=0, reduction=reduction) * 2.0])
+    check_same(g, [data, indices, updates])
+    with esgraph.GraphBuilder("constant") as b:
+        d, u = b.input("d", esgraph.f32, [4, 6]), b.input("u", esgraph.f32, [4, 2])
+        g = b.build([ops.scatter_elements(d, esgraph.constant(np.array([[-1, 0]] * 4, np.int32)), u, axis=-1, reduction=reduction)])
+    check_same(g, [data, rng.standard_normal((4, 2)).astype(np.float32)])
+    assert len(calls(acl_log(), "aclnnScatterGetWorkspaceSize")) == 2
+    with esgraph.GraphBuilder("nd") as b:
+        d, i, u = b.input("d", esgraph.f32, [4, 6]), b.input("i", esgraph.i64, [2, 1]), b.input("u", esgraph.f32, [2, 6])
+        g = b.build([ops.scatter_nd(d, i, u, reduction=reduction)])
+    if reduction != "none":
+        with pytest.raises(esgraph.UnsupportedError, match=r"scatter_nd x1 \(a reduction \(aclnnScatterNd replaces\)"):
+            esgraph.compile(g, backend="ascend-sim")
+        return
+    check_same(g, [data, np.array([[-1], [1]], np.int64), updates[:2].copy()])
+    assert len(calls(acl_log(), "aclnnScatterNdGetWorkspaceSize")) == 1
 
 
 def test_an_mlp_matches_the_cpu():
