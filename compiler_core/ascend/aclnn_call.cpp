@@ -127,10 +127,11 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
     const ir::Shape& xs = g.shape(g.operands[n.first_input]);
     const size_t rank = xs.rank();
     const ir::Span<int64_t> pads = a.ints("pads");
+    if (rank == 0) return "reflect or edge padding of a rank-0 tensor";
     for (size_t d = 0; d + 2 < rank; ++d)
       if (pads[d] || pads[rank + d]) return "reflect or edge padding of other axes than the last two (aclnnReflectionPad2d and aclnnReplicationPad2d pad those)";
     for (size_t d = rank < 2 ? 0 : rank - 2; d < rank; ++d)
-      if (pads[d] >= xs[d] || pads[rank + d] >= xs[d])
+      if ((pads[d] || pads[rank + d]) && (pads[d] >= xs[d] || pads[rank + d] >= xs[d]))
         return "reflect or edge padding of an axis by its length or more (CANN's border pads take less)";
   }
   if (op == "scatter_nd" && a.attr_int("reduction") != 0) return "a reduction (aclnnScatterNd replaces)";

@@ -588,6 +588,10 @@ std::unique_ptr<Graph> wrap_negative_indices(const Graph& g) {
       bound = {xs[static_cast<size_t>(axis)]};
     }
     if (bound.empty()) return false;
+    // Indices an arg-reduction or top-k made are never negative.
+    if (const ir::Node* p = producer(g, indices);
+        p && (is_op(*p, "argmax") || is_op(*p, "argmin") || (is_op(*p, "top_k") && g.values[indices].index == 1)))
+      return false;
     ValueId wrapped;
     if (const ir::Node* p = producer(g, indices); p && p->blob != kNone) {
       eval::TensorRef t{type, is, const_cast<uint8_t*>(g.blobs[p->blob]->data())};

@@ -537,13 +537,13 @@ Error aclrtRecordEvent(Event event, Stream stream) {
   EventState* ev = find_event(event);
   SimStream* st = stream_or_default(stream);
   if (!ev || !st) return fail(kInvalidParam, "aclrtRecordEvent", "not an event or stream");
-  log_line("aclrtRecordEvent " + name_of("event", ev->id) + " " + name_of("stream", st->id));
   {
     std::lock_guard<std::mutex> lock(st->mu);
     if (Captured* c = st->capture) {  // a record of the model: a latch of each replay
       if (!(ev->flags & kEventSync))
         return fail(kFeatureNotSupported, "aclrtRecordEvent",
                     "an event recorded in a capture is made by aclrtCreateEventExWithFlag with ACL_EVENT_SYNC (CANN's cross-stream capture)");
+      log_line("aclrtRecordEvent " + name_of("event", ev->id) + " " + name_of("stream", st->id));
       std::lock_guard<std::mutex> capture_lock(c->mu);
       const int latch = c->latches++;
       c->recorded[ev] = latch;
@@ -553,6 +553,7 @@ Error aclrtRecordEvent(Event event, Stream stream) {
       return kSuccess;
     }
   }
+  log_line("aclrtRecordEvent " + name_of("event", ev->id) + " " + name_of("stream", st->id));
   uint64_t generation;
   {
     std::lock_guard<std::mutex> lock(ev->mu);
@@ -866,7 +867,10 @@ Error aclmdlRICaptureEnd(Stream stream, ModelRI* model) {
 }
 
 // Queues a replay: the tasks of the stream that began the capture on `stream`, those of each
-// joined stream on the model's own, its records and waits on latches of this replay.
+// joined stream on the model's own, its records and waits on latches of this replay. Records
+// and waits run even after a fault (as uncaptured records do), so every stream of the replay
+// reaches its end and the fault travels with the latches to where the run synchronizes; a
+// joined stream starts each replay without the failure of the one before.
 Error aclmdlRIExecuteAsync(ModelRI model, Stream stream) {
   ACLSIM_ENTER("aclmdlRIExecuteAsync");
   Captured* c;
@@ -882,16 +886,20 @@ Error aclmdlRIExecuteAsync(ModelRI model, Stream stream) {
   std::shared_ptr<Latch[]> latches(new Latch[static_cast<size_t>(std::max(c->latches, 1))]);
   for (size_t i = 0; i < c->streams.size(); ++i) {
     SimStream* target = i == 0 ? st : c->side[i - 1].get();
-    const bool side = i > 0;
+    if (i > 0)
+      enqueue(target, {"replay", [target] {
+                         std::lock_guard<std::mutex> lock(target->mu);
+                         target->error.clear();
+                       },
+                       true});
     for (const CapturedTask& t : c->tasks[i]) {
       if (t.signal >= 0) {
         enqueue(target, {t.task.what,
-                         [latches, k = t.signal, target, side] {
+                         [latches, k = t.signal, target] {
                            std::string error;
                            {
-                             std::lock_guard<std::mutex> lock(target->mu);  // a side stream's failure moves on with the latch
-                             if (side) error.swap(target->error);
-                             else error = target->error;
+                             std::lock_guard<std::mutex> lock(target->mu);  // the stream's failure goes on with the latch
+                             error = target->error;
                            }
                            Latch& l = latches[static_cast<size_t>(k)];
                            std::lock_guard<std::mutex> lock(l.mu);
@@ -901,12 +909,14 @@ Error aclmdlRIExecuteAsync(ModelRI model, Stream stream) {
                          },
                          true});
       } else if (t.wait >= 0) {
-        enqueue(target, {t.task.what, [latches, k = t.wait] {
+        enqueue(target, {t.task.what,
+                         [latches, k = t.wait] {
                            Latch& l = latches[static_cast<size_t>(k)];
                            std::unique_lock<std::mutex> lock(l.mu);
                            l.done.wait(lock, [&] { return l.set; });
                            if (!l.error.empty()) throw std::runtime_error(l.error);
-                         }});
+                         },
+                         true});
       } else {
         enqueue(target, t.task);
       }

@@ -330,6 +330,26 @@ TEST_CASE("the simulated device captures across streams joined by events") {
     }
     ESG_ACL(*dev.acl, aclmdlRIDestroy, model);
   }
+  SUBCASE("a fault on the stream that began the capture: the joined stream still reaches its end first") {
+    // main: a -> b faults (a freed); side: c -> b after the start; main waits for the side.
+    begin();
+    ESG_ACL(*dev.acl, aclrtRecordEvent, start, dev.stream);
+    ESG_ACL(*dev.acl, aclrtMemcpyAsync, b, 64, a, 64, acl::kDeviceToDevice, dev.stream);
+    ESG_ACL(*dev.acl, aclrtStreamWaitEvent, side, start);
+    ESG_ACL(*dev.acl, aclrtMemcpyAsync, c, 64, b, 64, acl::kDeviceToDevice, side);
+    ESG_ACL(*dev.acl, aclrtRecordEvent, done, side);
+    ESG_ACL(*dev.acl, aclrtStreamWaitEvent, dev.stream, done);
+    REQUIRE(end(&model) == 0);
+    std::vector<float> host(16, 3.0f), back(16, 0.0f);
+    ESG_ACL(*dev.acl, aclrtMemcpy, b, 64, host.data(), 64, acl::kHostToDevice);
+    dev.allocations.erase(std::find(dev.allocations.begin(), dev.allocations.end(), static_cast<void*>(a)));
+    ESG_ACL(*dev.acl, aclrtFree, a);
+    ESG_ACL(*dev.acl, aclmdlRIExecuteAsync, model, dev.stream);
+    CHECK(dev.acl->aclrtSynchronizeStream(dev.stream) == 507015);
+    ESG_ACL(*dev.acl, aclrtMemcpy, back.data(), 64, c, 64, acl::kDeviceToHost);
+    CHECK(back == host);  // the joined stream's copy is done when the run's synchronization returns
+    ESG_ACL(*dev.acl, aclmdlRIDestroy, model);
+  }
   SUBCASE("a joined stream that never merges back fails the capture") {
     begin();
     ESG_ACL(*dev.acl, aclrtRecordEvent, start, dev.stream);

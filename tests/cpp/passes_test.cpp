@@ -308,10 +308,12 @@ TEST_CASE("negative indices count from the end: constants rewritten, others wrap
   const ValueId tuples = b.add_input("tuples", ir::DType::I64, ir::Shape{3, 2});
   const ValueId updates = b.add_input("updates", ir::DType::F32, ir::Shape{3});
   const ValueId scattered = node(b, ir::ops::scatter_nd, {x, tuples, updates});
-  const ValueId outs[] = {gather(picks, 0), gather(c_negative, -1), gather(c_positive, 1), scattered};
-  const auto g = b.finish({outs, 4});
+  // An arg-reduction's indices are never negative: left as they are.
+  const ValueId best = node(b, ir::ops::argmax, {x});
+  const ValueId outs[] = {gather(picks, 0), gather(c_negative, -1), gather(c_positive, 1), scattered, gather(best, 0)};
+  const auto g = b.finish({outs, 5});
   const auto out = passes::wrap_negative_indices(*g);
-  CHECK(count(*out, "gather") == 3);
+  CHECK(count(*out, "gather") == 4);
   CHECK(count(*out, "where") == 2);  // the inputs' indices only
   bool rewritten = false;  // the constant with its negative indices counted from the end
   for (const ir::Node& n : out->nodes)

@@ -674,6 +674,8 @@ def test_border_pads_run_on_aclnn(mode, aclnn, acl_log):
         esgraph.compile(graph_of(lambda a: ops.pad(a, [1, 0, 0, 0, 0, 0], mode=mode), (3, 4, 5)), backend="ascend-sim")
     with pytest.raises(esgraph.UnsupportedError, match=r"pad x1 \(reflect or edge padding of an axis by its length or more"):
         esgraph.compile(graph_of(lambda a: ops.pad(a, [0, 4, 0, 0], mode="edge"), (3, 4)), backend="ascend-sim")
+    with pytest.raises(esgraph.UnsupportedError, match=r"pad x1 \(reflect or edge padding of a rank-0 tensor"):
+        esgraph.compile(graph_of(lambda a: ops.pad(a, [], mode=mode) * 2.0, ()), backend="ascend-sim")
 
 
 def test_large_generators_run_on_aclnn(acl_log):

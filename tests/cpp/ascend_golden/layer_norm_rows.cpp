@@ -62,8 +62,8 @@ class Kernel {
     LocalTensor<float> bi = bi_.Get<float>();
     LocalTensor<float> w = work_.Get<float>();
     LocalTensor<float> t = w[kRow];
-    LocalTensor<float> scratch = w[2 * kRow];
-    LocalTensor<float> s = w[2 * kRow + kScratch];  // one block: the reductions' result
+    LocalTensor<float> s = w[2 * kRow];  // one block: the reductions' result
+    LocalTensor<float> scratch = w[2 * kRow + 8];  // to the buffer's end: kScratch elements
     ReduceSum(s, x, scratch, n);
     Adds(w, x, -(s.GetValue(0) / static_cast<float>(n)), n);
     Mul(t, w, w, n);
@@ -114,7 +114,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_ed1df38450cf25c3(GM_ADDR x, GM_ADDR scale, GM_ADDR bias, GM_ADDR y, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_1ff613ccec3d00fd(GM_ADDR x, GM_ADDR scale, GM_ADDR bias, GM_ADDR y, GM_ADDR tiling) {
   Kernel k;
   k.Init(x, scale, bias, y, tiling);
   k.Process();

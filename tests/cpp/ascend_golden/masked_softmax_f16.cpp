@@ -55,8 +55,8 @@ class Kernel {
     LocalTensor<V> m = qm_.DeQue<V>();
     LocalTensor<float> w = work_.Get<float>();
     LocalTensor<float> t = w[kRow];
-    LocalTensor<float> scratch = w[2 * kRow];
-    LocalTensor<float> s = w[2 * kRow + kScratch];  // one block: the reductions' result
+    LocalTensor<float> s = w[2 * kRow];  // one block: the reductions' result
+    LocalTensor<float> scratch = w[2 * kRow + 8];  // to the buffer's end: kScratch elements
     Cast(w, x, RoundMode::CAST_NONE, n);
     Muls(w, w, 0.125f, n);
     Cast(t, m, RoundMode::CAST_NONE, n);
@@ -120,7 +120,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_e20933b66a6e6d63(GM_ADDR x, GM_ADDR mask, GM_ADDR y, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_338190e1651252b1(GM_ADDR x, GM_ADDR mask, GM_ADDR y, GM_ADDR tiling) {
   Kernel k;
   k.Init(x, mask, y, tiling);
   k.Process();
