@@ -353,16 +353,18 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
        << "  __aicore__ inline void CopyOut(uint64_t at, uint32_t n) {\n" << copy_out.str() << "  }\n\n"
        << copy_helpers() << "\n"
        << "  TPipe pipe_;\n" << members.str() << "  uint64_t total_ = 0, begin_ = 0, end_ = 0;\n};\n}  // namespace\n\n";
-  const std::string kernel_body = code.str();
+  return finish_kernel(code.str(), params.str(), args.str(), tile, grp.inputs.size() + grp.outputs.size() + 1);
+}
+
+KernelSource finish_kernel(const std::string& body, const std::string& params, const std::string& args, uint32_t tile, size_t num_args) {
   char entry[32];
-  std::snprintf(entry, sizeof entry, "esg_%016" PRIx64, content_hash(kernel_body));
-  code << "extern \"C\" __global__ __aicore__ void " << entry << "(" << params.str() << "GM_ADDR tiling) {\n"
-       << "  Kernel k;\n  k.Init(" << args.str() << "tiling);\n  k.Process();\n}\n";
+  std::snprintf(entry, sizeof entry, "esg_%016" PRIx64, content_hash(body));
   KernelSource out;
   out.entry = entry;
-  out.code = code.str();
+  out.code = body + "extern \"C\" __global__ __aicore__ void " + entry + "(" + params + "GM_ADDR tiling) {\n" + "  Kernel k;\n  k.Init(" + args +
+             "tiling);\n  k.Process();\n}\n";
   out.tile = tile;
-  out.num_args = grp.inputs.size() + grp.outputs.size() + 1;
+  out.num_args = num_args;
   return out;
 }
 

@@ -1,8 +1,6 @@
 #include "ascend/row_kernel_source.hpp"
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <sstream>
 #include <vector>
 
@@ -266,17 +264,7 @@ KernelSource generate_row_kernel(const ir::Graph& g, const ir::Node& n) {
        << "  TPipe pipe_;\n" << members.str() << "  TBuf<TPosition::VECCALC> work_;\n"
        << "  uint64_t rows_ = 0, length_ = 0, begin_ = 0, end_ = 0;\n"
        << (has_mask ? "  uint64_t lead_rank_ = 0, lead_[kLeadDims] = {}, mask_stride_[kLeadDims] = {};\n" : "") << "};\n}  // namespace\n\n";
-  const std::string body = code.str();
-  char entry[32];
-  std::snprintf(entry, sizeof entry, "esg_%016" PRIx64, content_hash(body));
-  code << "extern \"C\" __global__ __aicore__ void " << entry << "(" << params.str() << "GM_ADDR tiling) {\n"
-       << "  Kernel k;\n  k.Init(" << args.str() << "tiling);\n  k.Process();\n}\n";
-  KernelSource out;
-  out.entry = entry;
-  out.code = code.str();
-  out.tile = row;
-  out.num_args = 1 + has_mask + has_scale + has_bias + 1 + 1;
-  return out;
+  return finish_kernel(code.str(), params.str(), args.str(), row, 1 + has_mask + has_scale + has_bias + 1 + 1);
 }
 
 }  // namespace esg::ascend
