@@ -56,9 +56,6 @@ using BorderPadPlan = Status (*)(const Tensor* self, const IntArray* padding, Te
      Executor** executor))                                                                                      \
   X(aclnnSoftmaxGetWorkspaceSize, Status,                                                                       \
     (const Tensor* self, int64_t dim, Tensor* out, uint64_t* workspace_size, Executor** executor))             \
-  X(aclnnLayerNormGetWorkspaceSize, Status,                                                                     \
-    (const Tensor* input, const IntArray* normalized_shape, const Tensor* weight, const Tensor* bias, double eps, \
-     Tensor* out, Tensor* mean_out, Tensor* rstd_out, uint64_t* workspace_size, Executor** executor))          \
   X(aclnnReduceSumGetWorkspaceSize, Status,                                                                     \
     (const Tensor* self, const IntArray* dims, bool keep_dims, DataType dtype, Tensor* out,                     \
      uint64_t* workspace_size, Executor** executor))                                                            \
@@ -147,7 +144,7 @@ using BorderPadPlan = Status (*)(const Tensor* self, const IntArray* padding, Te
      int8_t cube_math_type, uint64_t* workspace_size, Executor** executor))
 
 #define ESG_ACLNN_RUN_FUNCTIONS(X) \
-  X(aclnnMatmul) X(aclnnSoftmax) X(aclnnLayerNorm) X(aclnnReduceSum) X(aclnnMean) X(aclnnAmax) X(aclnnAmin) X(aclnnProdDim) X(aclnnProd) \
+  X(aclnnMatmul) X(aclnnSoftmax) X(aclnnReduceSum) X(aclnnMean) X(aclnnAmax) X(aclnnAmin) X(aclnnProdDim) X(aclnnProd) \
   X(aclnnArgMax) X(aclnnArgMin) X(aclnnTopk) X(aclnnAdd) X(aclnnSub) X(aclnnMul) X(aclnnMaximum) X(aclnnMinimum) X(aclnnGtTensor) \
   X(aclnnGeTensor) X(aclnnLtTensor) X(aclnnLeTensor) X(aclnnEqTensor) X(aclnnNeTensor) X(aclnnNeg) X(aclnnAbs) X(aclnnSWhere) \
   X(aclnnCast) X(aclnnExpand) X(aclnnIndexSelect) \

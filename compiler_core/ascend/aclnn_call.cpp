@@ -38,7 +38,7 @@ aclnn::DataType data_type(ir::DType t) {
 }  // namespace
 
 // The ops with an aclnn mapping (the constructor's cases).
-constexpr const char* kMapped[] = {"matmul", "conv2d", "max_pool2d", "avg_pool2d", "softmax", "layer_norm", "reduce_sum", "reduce_mean",
+constexpr const char* kMapped[] = {"matmul", "conv2d", "max_pool2d", "avg_pool2d", "softmax", "reduce_sum", "reduce_mean",
                                    "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "top_k", "transpose", "concat",
                                    "slice", "gather", "scatter_elements", "scatter_nd", "expand", "pad", "fill", "range", "add", "sub", "mul", "maximum", "minimum", "neg", "abs",
                                    "greater", "greater_equal", "less", "less_equal", "equal", "not_equal", "where", "cast"};
@@ -184,17 +184,6 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       name_ = "aclnnSoftmax", kind_ = Kind::Softmax, run_ = lib_.aclnnSoftmax;
       in_.push_back(tensor(g, x, in[0]));
       dim_ = normalized(a.attr_int("axis"), rank);
-    } else if (op == "layer_norm") {
-      name_ = "aclnnLayerNorm", kind_ = Kind::LayerNorm, run_ = lib_.aclnnLayerNorm;
-      in_.push_back(tensor(g, x, in[0]));
-      for (uint32_t i = 1; i < 3; ++i) {  // weight and bias, each optional
-        const ir::ValueId v = i < n.num_inputs ? g.operands[n.first_input + i] : ir::kNone;
-        in_.push_back(v == ir::kNone ? nullptr : tensor(g, v, in[i]));
-      }
-      const ir::Shape& s = g.shape(x);
-      const std::vector<int64_t> normalized_shape(s.begin() + normalized(a.attr_int("axis"), rank), s.end());
-      int_array(normalized_shape);
-      epsilon_ = a.attr_float("epsilon");
     } else if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max" || op == "reduce_min") {
       if (op == "reduce_sum") name_ = "aclnnReduceSum", kind_ = Kind::ReduceSum, run_ = lib_.aclnnReduceSum;
       if (op == "reduce_mean") name_ = "aclnnMean", kind_ = Kind::Mean, run_ = lib_.aclnnMean;
@@ -391,9 +380,6 @@ aclnn::Executor* AclnnCall::plan(uint64_t* workspace) const {
       ESG_ACLNN(lib_, aclnnMatmulGetWorkspaceSize, in_[0], in_[1], out_[0], int8_t{0}, workspace, &e);
       break;
     case Kind::Softmax: ESG_ACLNN(lib_, aclnnSoftmaxGetWorkspaceSize, in_[0], dim_, out_[0], workspace, &e); break;
-    case Kind::LayerNorm:
-      ESG_ACLNN(lib_, aclnnLayerNormGetWorkspaceSize, in_[0], ints_[0], in_[1], in_[2], epsilon_, out_[0], nullptr, nullptr, workspace, &e);
-      break;
     case Kind::ReduceSum:
       ESG_ACLNN(lib_, aclnnReduceSumGetWorkspaceSize, in_[0], ints_[0], keep_dims_, out_type_, out_[0], workspace, &e);
       break;

@@ -44,7 +44,7 @@ class AclnnCall {
   aclnn::Scalar* scalar(T value, aclnn::DataType dtype);
 
   const AclnnLibrary& lib_;
-  enum class Kind { Matmul, Softmax, LayerNorm, ReduceSum, Mean, Amax, Amin, ProdDim, Prod, ArgMax, ArgMin, Topk, AddSub, Binary, Unary, Where,
+  enum class Kind { Matmul, Softmax, ReduceSum, Mean, Amax, Amin, ProdDim, Prod, ArgMax, ArgMin, Topk, AddSub, Binary, Unary, Where,
                     Cast, Expand, IndexSelect, MaxPool, AvgPool, Copy, Permute, Cat, ConstantPad, BorderPad, Scatter, ScatterNd, Fill, Arange,
                     Convolution };
   const char* name_ = "";  // the aclnn op
@@ -63,7 +63,6 @@ class AclnnCall {
   int64_t dim_ = 0;  // the axis of softmax, concat, the arg-reductions, top-k, a one-axis product; conv2d's groups
   int64_t k_ = 0;    // top-k's k; scatter's reduction
   bool largest_ = true;
-  double epsilon_ = 0;
   uint64_t scalar_values_[3] = {};  // what scalars_ point at (aclCreateScalar keeps the pointer or the value)
   bool keep_dims_ = false;
 };

@@ -13,7 +13,8 @@ namespace esg::ascend {
 // negative indices made non-negative (aclnnIndexSelect takes [0, dim) only); products
 // over several axes one axis at a time; split as
 // slices (copies of strided views); softmax with a scale or a mask that no row kernel computes
-// (rows too long for it) as its elementwise part and a plain softmax (aclnnSoftmax has neither);
+// (over another axis than the last) as its elementwise part and a plain softmax (aclnnSoftmax
+// has neither);
 // operands broadcast in ways the kernels do not read in place expanded first.
 std::unique_ptr<ir::Graph> lower_for_device(const ir::Graph& g);
 

@@ -356,7 +356,7 @@ std::string DeviceProgram::report() const {
       << "  device memory: 1 allocation of " << memory_bytes_ << " bytes (arena " << plan_.arena_bytes() << ")\n"
       << "  kernels: " << kernels_.size() << " generated (" << cached << " from the cache " << kernel_cache_dir() << ")\n";
   for (const LoadedKernel& k : kernels_)
-    out << "    " << k.entry << ": " << k.ops << (k.rows ? " (rows of up to " : " (tile ") << k.tile << ")\n";
+    out << "    " << k.entry << ": " << k.ops << (k.rows ? " (rows of any length, in chunks of " : " (tile ") << k.tile << ")\n";
   size_t copies = 0;
   std::map<std::string, int> by_call;
   for (const DeviceLaunch& d : launches_) {

@@ -5,9 +5,9 @@
 //   the inputs and outputs, the constants, each kernel's tiling struct and argument slots: every
 //   address a launch uses is fixed when the model is built, so a run uploads nothing but inputs.
 // - Each fused elementwise group runs as its generated Ascend C kernel, and so does each row
-//   normalization whose rows fit the Unified Buffer (softmax, log_softmax, layer_norm, rms_norm:
-//   row_kernel_source.hpp); matmul, conv2d, reductions, transpose, concat, … and softmax and
-//   layer_norm over longer rows through CANN's operator library (aclnn); view
+//   normalization (softmax, log_softmax, layer_norm, rms_norm: row_kernel_source.hpp); matmul,
+//   conv2d, reductions, transpose, concat, … and softmax over another axis than the last through
+//   CANN's operator library (aclnn); view
 //   ops (reshape, squeeze, unsqueeze) as device-to-device copies. aclnn workspaces, when the
 //   library asks for any, are a second allocation.
 // - The plan's streams map one-to-one to ACL streams and its events to ACL events; a run is
@@ -66,7 +66,7 @@ class DeviceProgram {
     acl::BinHandle binary = nullptr;
     acl::FuncHandle function = nullptr;
     std::string entry, path, ops;
-    uint32_t tile = 0;  // elements per tile; a row kernel's longest row
+    uint32_t tile = 0;  // elements per tile; a row kernel's chunk
     bool rows = false;  // a row kernel
     bool from_cache = false;
   };

@@ -1,6 +1,7 @@
 #include "ascend/row_kernel_source.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <vector>
 
@@ -51,7 +52,7 @@ RowOp describe(const ir::Graph& g, const ir::Node& n) {
   return r;
 }
 
-// The longest row whose buffers fit the Unified Buffer: x, the mask and y double-buffered in
+// The longest row whose buffers fit the Unified Buffer (a longer row's chunk): x, the mask and y double-buffered in
 // their type; two f32 rows to work in; the scale and bias resident in f32; ReduceMax/ReduceSum's
 // scratch (whole blocks of 8 floats, at most two per 64-element repeat: under a byte per element).
 uint32_t capacity(const RowOp& r) {
@@ -99,8 +100,6 @@ std::string row_kernel_refusal(const ir::Graph& g, const ir::Node& n) {
   if (r.dtype != ir::DType::F32 && r.dtype != ir::DType::F16 && r.dtype != ir::DType::BF16) return "f32, f16 and bf16 only";
   if (x.rank() == 0) return "a rank-0 tensor";
   if ((r.op == "softmax" || r.op == "log_softmax") && r.lead_rank + 1 != x.rank()) return "a softmax over another axis than the last";
-  if (const uint32_t most = capacity(r); r.length > most)
-    return "rows of " + std::to_string(r.length) + " elements (a row kernel holds at most " + std::to_string(most) + " in the Unified Buffer)";
   for (ir::ValueId v : {r.scale, r.bias})
     if (v != ir::kNone && (g.shape(v).num_elements() != r.length || g.values[v].dtype != r.dtype)) return "a scale or bias that is not one row";
   if (r.mask != ir::kNone) {
@@ -131,6 +130,89 @@ RowTiling row_tiling(const ir::Graph& g, const ir::Node& n, uint32_t cores, uint
   return t;
 }
 
+namespace {
+
+// The row's math, in f32 over a tile of n elements: `prologue` makes the row `A` from x (and
+// the mask); then passes, each ending in a reduction whose result a scalar member takes; then
+// the final statements, writing `$o` (y itself when it is f32, else w, converted after). A row
+// in the Unified Buffer runs it all on one tile (`final_whole` reuses what the passes left in
+// w); a longer row runs each pass over its chunks, then `final_chunked` chunk by chunk.
+struct RowMath {
+  std::vector<std::string> prologue;
+  std::string init;                                // the scalars, per row
+  std::vector<std::vector<std::string>> passes;    // per pass: its statements, then what follows it once per row
+  std::vector<std::string> after;                  // per pass: scalar statements once the pass has seen the row
+  std::vector<std::string> final_whole, final_chunked;
+};
+
+RowMath row_math(const RowOp& r, bool f32) {
+  RowMath m;
+  std::string a = "x";
+  if (!f32) m.prologue.push_back("Cast(w, x, RoundMode::CAST_NONE, n);"), a = "w";
+  auto reduce_into = [](const char* op, const std::string& of, const std::string& update) {
+    return std::vector<std::string>{std::string(op) + "(s, " + of + ", scratch, n);", update};
+  };
+  const std::string count = "static_cast<float>(length_)";
+  if (r.op == "softmax" || r.op == "log_softmax") {
+    if (r.softmax_scale != 1.0) m.prologue.push_back("Muls(w, " + a + ", " + float_literal(r.softmax_scale) + ", n);"), a = "w";
+    if (r.mask != ir::kNone) {
+      if (!f32) m.prologue.push_back("Cast(t, m, RoundMode::CAST_NONE, n);");
+      m.prologue.push_back("Add(w, " + a + ", " + (f32 ? "m" : "t") + ", n);"), a = "w";
+    }
+    m.init = "top_ = " + float_literal(-INFINITY) + ", sum_ = 0.0f;";
+    m.passes.push_back(reduce_into("ReduceMax", a, "top_ = s.GetValue(0) > top_ ? s.GetValue(0) : top_;"));
+    m.after.push_back("");
+    if (r.op == "softmax") {
+      m.passes.push_back({"Adds(w, " + a + ", -top_, n);", "Exp(w, w, n);", "ReduceSum(s, w, scratch, n);", "sum_ += s.GetValue(0);"});
+      m.after.push_back("");
+      m.final_whole = {"Muls($o, w, 1.0f / sum_, n);"};
+      m.final_chunked = {"Adds(w, " + a + ", -top_, n);", "Exp(w, w, n);", "Muls($o, w, 1.0f / sum_, n);"};
+    } else {  // x - max - log(sum(exp(x - max)))
+      m.passes.push_back({"Adds(w, " + a + ", -top_, n);", "Exp(t, w, n);", "ReduceSum(s, t, scratch, n);", "sum_ += s.GetValue(0);"});
+      m.after.push_back("Duplicate(s, sum_, 8);\n    Ln(s, s, 8);\n    lse_ = s.GetValue(0);");
+      m.final_whole = {"Adds($o, w, -lse_, n);"};
+      m.final_chunked = {"Adds(w, " + a + ", -top_, n);", "Adds($o, w, -lse_, n);"};
+    }
+  } else {
+    const std::string rstd = "Duplicate(s, sq_ / " + count + " + " + float_literal(r.epsilon) + ", 8);\n    Sqrt(s, s, 8);\n    rstd_ = 1.0f / s.GetValue(0);";
+    std::vector<std::string> scale;
+    if (r.scale != ir::kNone) scale.push_back("Mul($o, w, sc, n);");
+    if (r.bias != ir::kNone) scale.push_back("Add($o, w, bi, n);");
+    if (r.op == "layer_norm") {  // the mean, then the variance of x - mean (nothing cancels)
+      m.init = "sum_ = 0.0f, sq_ = 0.0f;";
+      m.passes.push_back(reduce_into("ReduceSum", a, "sum_ += s.GetValue(0);"));
+      m.after.push_back("mean_ = sum_ / " + count + ";");
+      m.passes.push_back({"Adds(w, " + a + ", -mean_, n);", "Mul(t, w, w, n);", "ReduceSum(s, t, scratch, n);", "sq_ += s.GetValue(0);"});
+      m.after.push_back(rstd);
+      m.final_whole = {"Muls($o, w, rstd_, n);"};
+      m.final_chunked = {"Adds(w, " + a + ", -mean_, n);", "Muls($o, w, rstd_, n);"};
+    } else {
+      m.init = "sq_ = 0.0f;";
+      m.passes.push_back({"Mul(t, " + a + ", " + a + ", n);", "ReduceSum(s, t, scratch, n);", "sq_ += s.GetValue(0);"});
+      m.after.push_back(rstd);
+      m.final_whole = m.final_chunked = {"Muls($o, " + a + ", rstd_, n);"};
+    }
+    for (auto* f : {&m.final_whole, &m.final_chunked}) f->insert(f->end(), scale.begin(), scale.end());
+  }
+  // Only the last statement of a final writes y; those before it write w.
+  for (auto* f : {&m.final_whole, &m.final_chunked}) {
+    for (size_t i = 0; i < f->size(); ++i) {
+      std::string& st = (*f)[i];
+      if (const size_t at = st.find("$o"); at != std::string::npos) st.replace(at, 2, i + 1 == f->size() && f32 ? "y" : "w");
+    }
+    if (!f32) f->push_back("Cast(y, w, RoundMode::CAST_RINT, n);");
+  }
+  return m;
+}
+
+std::string lines(const std::vector<std::string>& statements) {
+  std::string out;
+  for (const std::string& st : statements) out += "    " + st + "\n";
+  return out;
+}
+
+}  // namespace
+
 KernelSource generate_row_kernel(const ir::Graph& g, const ir::Node& n) {
   const std::string refusal = row_kernel_refusal(g, n);
   if (!refusal.empty()) throw Error(ErrorCode::Unsupported, std::string("ascend: ") + n.op->name + " as a row kernel: " + refusal);
@@ -138,106 +220,62 @@ KernelSource generate_row_kernel(const ir::Graph& g, const ir::Node& n) {
   const bool f32 = r.dtype == ir::DType::F32;
   const bool has_mask = r.mask != ir::kNone, has_scale = r.scale != ir::kNone, has_bias = r.bias != ir::kNone;
   const uint32_t row = capacity(r);
-  const std::string e = element_type(r.dtype);
-
-  // The math on the row, in f32: `a` is the row (x itself, or converted into w); each op ends
-  // in one statement writing `$o`, y itself when it is f32, else w, converted into y after.
-  std::vector<std::string> math;
-  std::string a = "x";
-  if (!f32) math.push_back("Cast(w, x, RoundMode::CAST_NONE, n);"), a = "w";
-  if (r.op == "softmax" || r.op == "log_softmax") {
-    if (r.softmax_scale != 1.0) math.push_back("Muls(w, " + a + ", " + float_literal(r.softmax_scale) + ", n);"), a = "w";
-    if (has_mask) {
-      if (!f32) math.push_back("Cast(t, m, RoundMode::CAST_NONE, n);");
-      math.push_back("Add(w, " + a + ", " + (f32 ? "m" : "t") + ", n);"), a = "w";
-    }
-    math.push_back("ReduceMax(s, " + a + ", scratch, n);");
-    math.push_back("Adds(w, " + a + ", -s.GetValue(0), n);");
-    if (r.op == "softmax") {
-      math.push_back("Exp(w, w, n);");
-      math.push_back("ReduceSum(s, w, scratch, n);");
-      math.push_back("Muls($o, w, 1.0f / s.GetValue(0), n);");
-    } else {  // x - max - log(sum(exp(x - max)))
-      math.push_back("Exp(t, w, n);");
-      math.push_back("ReduceSum(s, t, scratch, n);");
-      math.push_back("Duplicate(s, s.GetValue(0), 8);");
-      math.push_back("Ln(s, s, 8);");
-      math.push_back("Adds($o, w, -s.GetValue(0), n);");
-    }
-  } else {
-    const std::string eps = float_literal(r.epsilon);
-    if (r.op == "layer_norm") {  // the mean, then the variance of x - mean (nothing cancels)
-      math.push_back("ReduceSum(s, " + a + ", scratch, n);");
-      math.push_back("Adds(w, " + a + ", -(s.GetValue(0) / static_cast<float>(n)), n);");
-      math.push_back("Mul(t, w, w, n);");
-      a = "w";
-    } else {
-      math.push_back("Mul(t, " + a + ", " + a + ", n);");
-    }
-    math.push_back("ReduceSum(s, t, scratch, n);");
-    math.push_back("Duplicate(s, s.GetValue(0) / static_cast<float>(n) + " + eps + ", 8);");
-    math.push_back("Sqrt(s, s, 8);");
-    math.push_back("Muls($o, " + a + ", 1.0f / s.GetValue(0), n);");
-    if (has_scale) math.push_back("Mul($o, w, sc, n);");
-    if (has_bias) math.push_back("Add($o, w, bi, n);");
-  }
-  // Only the last statement writes y; those before it write w.
-  for (size_t i = 0; i < math.size(); ++i) {
-    const size_t at = math[i].find("$o");
-    if (at != std::string::npos) math[i].replace(at, 2, i + 1 == math.size() && f32 ? "y" : "w");
-  }
-  if (!f32) math.push_back("Cast(y, w, RoundMode::CAST_RINT, n);");
+  const RowMath math = row_math(r, f32);
 
   // Parameters: x, the present optional inputs, y, the tiling.
-  std::ostringstream params, args, members, init, copy_in, compute_head, compute_tail;
+  std::ostringstream params, args, members, init, copy_in, head, tail, residents;
   auto param = [&](const std::string& name) { params << "GM_ADDR " << name << ", ", args << name << ", "; };
   param("x");
   members << "  GlobalTensor<V> gx_, gy_;\n  TQue<QuePosition::VECIN, 2> qx_;\n  TQue<QuePosition::VECOUT, 2> qy_;\n";
   init << "    gx_.SetGlobalBuffer((__gm__ V*)x, rows_ * length_);\n    pipe_.InitBuffer(qx_, 2, kRow * sizeof(V));\n";
-  copy_in << "    LocalTensor<V> x = qx_.AllocTensor<V>();\n    Load(x, gx_[r * length_], n);\n    qx_.EnQue(x);\n";
-  compute_head << "    LocalTensor<V> x = qx_.DeQue<V>();\n    LocalTensor<V> y = qy_.AllocTensor<V>();\n";
-  compute_tail << "    qx_.FreeTensor(x);\n    qy_.EnQue(y);\n";
+  copy_in << "    LocalTensor<V> x = qx_.AllocTensor<V>();\n    Load(x, gx_[r * length_ + c], n);\n    qx_.EnQue(x);\n";
+  head << "    LocalTensor<V> x = qx_.DeQue<V>();\n";
+  tail << "    qx_.FreeTensor(x);\n";
   if (has_mask) {
     param("mask");
     members << "  GlobalTensor<V> gm_;\n  TQue<QuePosition::VECIN, 2> qm_;\n";
     init << "    gm_.SetGlobalBuffer((__gm__ V*)mask, t.GetValue(3) * length_);\n    pipe_.InitBuffer(qm_, 2, kRow * sizeof(V));\n"
          << "    lead_rank_ = t.GetValue(4);\n"
          << "    for (uint64_t d = 0; d < lead_rank_; ++d) lead_[d] = t.GetValue(5 + d), mask_stride_[d] = t.GetValue(5 + kLeadDims + d);\n";
-    copy_in << "    LocalTensor<V> m = qm_.AllocTensor<V>();\n    Load(m, gm_[MaskRow(r) * length_], n);\n    qm_.EnQue(m);\n";
-    compute_head << "    LocalTensor<V> m = qm_.DeQue<V>();\n";
-    compute_tail << "    qm_.FreeTensor(m);\n";
+    copy_in << "    LocalTensor<V> m = qm_.AllocTensor<V>();\n    Load(m, gm_[MaskRow(r) * length_ + c], n);\n    qm_.EnQue(m);\n";
+    head << "    LocalTensor<V> m = qm_.DeQue<V>();\n";
+    tail << "    qm_.FreeTensor(m);\n";
   }
-  // The scale and bias: loaded once into f32 rows (through x's queue when they are converted).
+  // The scale and bias: f32 rows in the Unified Buffer (through x's queue when converted),
+  // loaded once for rows that fit, chunk by chunk for longer ones.
   auto resident = [&](const char* name, const char* local) {
     param(name);
-    members << "  TBuf<TPosition::VECCALC> " << local << "_;\n";
-    init << "    pipe_.InitBuffer(" << local << "_, kRow * sizeof(float));\n    {\n      GlobalTensor<V> g;\n"
-         << "      g.SetGlobalBuffer((__gm__ V*)" << name << ", length_);\n      LocalTensor<float> row = " << local << "_.Get<float>();\n";
+    members << "  GlobalTensor<V> g" << local << "_;\n  TBuf<TPosition::VECCALC> " << local << "_;\n";
+    init << "    g" << local << "_.SetGlobalBuffer((__gm__ V*)" << name << ", length_);\n    pipe_.InitBuffer(" << local
+         << "_, kRow * sizeof(float));\n";
     if (f32)
-      init << "      Load(row, g, static_cast<uint32_t>(length_));\n";
+      residents << "    Load(" << local << "_.Get<float>(), g" << local << "_[c], n);\n";
     else
-      init << "      LocalTensor<V> raw = qx_.AllocTensor<V>();\n      Load(raw, g, static_cast<uint32_t>(length_));\n      qx_.EnQue(raw);\n"
-           << "      raw = qx_.DeQue<V>();\n      Cast(row, raw, RoundMode::CAST_NONE, static_cast<uint32_t>(length_));\n      qx_.FreeTensor(raw);\n";
-    init << "    }\n";
-    compute_head << "    LocalTensor<float> " << local << " = " << local << "_.Get<float>();\n";
+      residents << "    {\n      LocalTensor<V> raw = qx_.AllocTensor<V>();\n      Load(raw, g" << local << "_[c], n);\n      qx_.EnQue(raw);\n"
+                << "      raw = qx_.DeQue<V>();\n      Cast(" << local << "_.Get<float>(), raw, RoundMode::CAST_NONE, n);\n      qx_.FreeTensor(raw);\n    }\n";
+    head << "    LocalTensor<float> " << local << " = " << local << "_.Get<float>();\n";
   };
   init << "    gy_.SetGlobalBuffer((__gm__ V*)y, rows_ * length_);\n    pipe_.InitBuffer(qy_, 2, kRow * sizeof(V));\n"
        << "    pipe_.InitBuffer(work_, (2 * kRow + kScratch + 8) * sizeof(float));\n";
   if (has_scale) resident("scale", "sc");
   if (has_bias) resident("bias", "bi");
+  if (has_scale || has_bias) init << "    if (length_ <= kRow) LoadResidents(0, static_cast<uint32_t>(length_));\n";
   params << "GM_ADDR y, ";
   args << "y, ";
-  compute_head << "    LocalTensor<float> w = work_.Get<float>();\n    LocalTensor<float> t = w[kRow];\n"
-               << "    LocalTensor<float> s = w[2 * kRow];  // one block: the reductions' result\n"
-               << "    LocalTensor<float> scratch = w[2 * kRow + 8];  // to the buffer's end: kScratch elements\n";
+  head << "    LocalTensor<float> w = work_.Get<float>();\n    LocalTensor<float> t = w[kRow];\n"
+       << "    LocalTensor<float> s = w[2 * kRow];  // one block: the reductions' result\n"
+       << "    LocalTensor<float> scratch = w[2 * kRow + 8];  // to the buffer's end: kScratch elements\n";
+  const std::string with_y_head = head.str() + "    LocalTensor<V> y = qy_.AllocTensor<V>();\n";
+  const std::string with_y_tail = tail.str() + "    qy_.EnQue(y);\n";
+  const std::string prologue = lines(math.prologue);
 
   std::ostringstream code;
   code << "// Generated by esgraph: " << r.op << " over rows" << (has_mask ? ", with a mask" : "") << (has_scale ? ", with a scale" : "")
        << (has_bias ? ", with a bias" : "") << ", " << ir::dtype_name(r.dtype) << " (computed in f32),\n"
-       << "// rows of any length up to kRow (the tiling argument).\n"
+       << "// rows of any length (the tiling argument): up to kRow in the Unified Buffer at once, longer ones chunk by chunk.\n"
        << "#include \"kernel_operator.h\"\nusing namespace AscendC;\n\nnamespace {\n"
-       << "using V = " << e << ";  // the values' type in global memory\n"
-       << "constexpr uint32_t kRow = " << row << ";  // the longest row the Unified Buffer holds\n"
+       << "using V = " << element_type(r.dtype) << ";  // the values' type in global memory\n"
+       << "constexpr uint32_t kRow = " << row << ";  // the longest row the Unified Buffer holds; a longer row's chunk\n"
        << "constexpr uint32_t kScratch = " << reduce_scratch(row) << ";  // ReduceMax/ReduceSum's work, for kRow elements\n"
        << (has_mask ? "constexpr uint64_t kLeadDims = " + std::to_string(kMaxRowLeadDims) + ";\n" : "") << "\n"
        << "class Kernel {\n public:\n"
@@ -247,14 +285,32 @@ KernelSource generate_row_kernel(const ir::Graph& g, const ir::Node& n) {
        << "    begin_ = GetBlockIdx() * per_block;\n    end_ = begin_ + per_block < rows_ ? begin_ + per_block : rows_;\n"
        << init.str() << "  }\n\n"
        << "  __aicore__ inline void Process() {\n"
-       << "    const uint32_t n = static_cast<uint32_t>(length_);\n"
-       << "    for (uint64_t r = begin_; r < end_; ++r) {\n      CopyIn(r, n);\n      Compute(n);\n      CopyOut(r, n);\n    }\n  }\n\n private:\n"
-       << "  __aicore__ inline void CopyIn(uint64_t r, uint32_t n) {\n" << copy_in.str() << "  }\n\n"
-       << "  __aicore__ inline void Compute(uint32_t n) {\n" << compute_head.str();
-  for (const std::string& s : math) code << "    " << s << "\n";
-  code << compute_tail.str() << "  }\n\n"
-       << "  __aicore__ inline void CopyOut(uint64_t r, uint32_t n) {\n"
-       << "    LocalTensor<V> y = qy_.DeQue<V>();\n    Store(gy_[r * length_], y, n);\n    qy_.FreeTensor(y);\n  }\n\n";
+       << "    for (uint64_t r = begin_; r < end_; ++r) {\n      " << math.init << "\n"
+       << "      if (length_ <= kRow) {\n        const uint32_t n = static_cast<uint32_t>(length_);\n"
+       << "        CopyIn(r, 0, n);\n        Whole(n);\n        CopyOut(r, 0, n);\n      } else {\n        Chunked(r);\n      }\n    }\n  }\n\n"
+       << " private:\n"
+       << "  __aicore__ inline void CopyIn(uint64_t r, uint64_t c, uint32_t n) {\n" << copy_in.str() << "  }\n\n"
+       << "  // A row in the Unified Buffer: every pass on the one tile.\n"
+       << "  __aicore__ inline void Whole(uint32_t n) {\n" << with_y_head << prologue;
+  for (size_t k = 0; k < math.passes.size(); ++k) code << lines(math.passes[k]) << (math.after[k].empty() ? "" : "    " + math.after[k] + "\n");
+  code << lines(math.final_whole) << with_y_tail << "  }\n\n"
+       << "  // A longer row: each pass over its chunks, then the result chunk by chunk.\n"
+       << "  __aicore__ inline void Chunked(uint64_t r) {\n";
+  if (std::any_of(math.after.begin(), math.after.end(), [](const std::string& a) { return !a.empty(); }))
+    code << "    LocalTensor<float> s = work_.Get<float>()[2 * kRow];  // the block the scalar math between passes goes through\n";
+  for (size_t k = 0; k < math.passes.size(); ++k) {
+    code << "    for (uint64_t c = 0; c < length_; c += kRow) {\n      const uint32_t n = static_cast<uint32_t>(length_ - c < kRow ? length_ - c : kRow);\n"
+         << "      CopyIn(r, c, n);\n      Pass" << k << "(n);\n    }\n" << (math.after[k].empty() ? "" : "    " + math.after[k] + "\n");
+  }
+  code << "    for (uint64_t c = 0; c < length_; c += kRow) {\n      const uint32_t n = static_cast<uint32_t>(length_ - c < kRow ? length_ - c : kRow);\n"
+       << (has_scale || has_bias ? "      LoadResidents(c, n);\n" : "") << "      CopyIn(r, c, n);\n      Final(n);\n      CopyOut(r, c, n);\n    }\n  }\n\n";
+  for (size_t k = 0; k < math.passes.size(); ++k)
+    code << "  __aicore__ inline void Pass" << k << "(uint32_t n) {\n" << head.str() << prologue << lines(math.passes[k]) << tail.str() << "  }\n\n";
+  code << "  __aicore__ inline void Final(uint32_t n) {\n" << with_y_head << prologue << lines(math.final_chunked) << with_y_tail << "  }\n\n"
+       << "  __aicore__ inline void CopyOut(uint64_t r, uint64_t c, uint32_t n) {\n"
+       << "    LocalTensor<V> y = qy_.DeQue<V>();\n    Store(gy_[r * length_ + c], y, n);\n    qy_.FreeTensor(y);\n  }\n\n";
+  if (has_scale || has_bias)
+    code << "  __aicore__ inline void LoadResidents(uint64_t c, uint32_t n) {\n" << residents.str() << "  }\n\n";
   if (has_mask)
     code << "  // The mask's row for x's row r: r's index along each leading dim times the mask's stride there.\n"
          << "  __aicore__ inline uint64_t MaskRow(uint64_t r) const {\n    uint64_t at = 0;\n"
@@ -263,6 +319,7 @@ KernelSource generate_row_kernel(const ir::Graph& g, const ir::Node& n) {
   code << copy_helpers() << "\n"
        << "  TPipe pipe_;\n" << members.str() << "  TBuf<TPosition::VECCALC> work_;\n"
        << "  uint64_t rows_ = 0, length_ = 0, begin_ = 0, end_ = 0;\n"
+       << "  float top_ = 0, sum_ = 0, sq_ = 0, mean_ = 0, rstd_ = 0, lse_ = 0;  // a row's reductions, as the passes leave them\n"
        << (has_mask ? "  uint64_t lead_rank_ = 0, lead_[kLeadDims] = {}, mask_stride_[kLeadDims] = {};\n" : "") << "};\n}  // namespace\n\n";
   return finish_kernel(code.str(), params.str(), args.str(), row, 1 + has_mask + has_scale + has_bias + 1 + 1);
 }

@@ -1,10 +1,11 @@
 // Ascend C source for the row normalizations (softmax with its scale and mask, log_softmax,
 // layer_norm, rms_norm): a reduction over each row and the elementwise math around it in one
-// kernel. Blocks take contiguous runs of rows; a row enters the Unified Buffer whole (double-
-// buffered TQue's, CopyIn → Compute → CopyOut), is reduced with ReduceMax/ReduceSum and
-// normalized in f32 there, so each row crosses global memory once each way. The row length,
-// the row counts and the mask's broadcast arrive in the tiling argument: one binary per op,
-// type and operands serves every shape whose rows fit.
+// kernel. Blocks take contiguous runs of rows; a row that fits enters the Unified Buffer whole
+// (double-buffered TQue's, CopyIn → Compute → CopyOut), is reduced with ReduceMax/ReduceSum and
+// normalized in f32 there, so it crosses global memory once each way; a longer row is read once
+// per reduction pass, chunk by chunk, and once more to normalize. The row length, the row counts
+// and the mask's broadcast arrive in the tiling argument: one binary per op, type and operands
+// serves every shape.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,8 +31,7 @@ struct RowTiling {
 bool is_row_op(const ir::OpSchema& op);
 
 // "" when a generated row kernel computes `n`, else why not (an op that is not a row
-// normalization, a softmax over another axis than the last, rows longer than the Unified Buffer
-// holds, a mask broadcast along the row, …).
+// normalization, a softmax over another axis than the last, a mask broadcast along the row, …).
 std::string row_kernel_refusal(const ir::Graph& g, const ir::Node& n);
 
 // The kernel of `n` (row_kernel_refusal(g, n) must be ""): its parameters are the node's present

@@ -207,27 +207,6 @@ ACLSIM_EXPORT Status aclnnSoftmaxGetWorkspaceSize(const Tensor* self, int64_t di
 }
 ACLSIM_RUN(aclnnSoftmax)
 
-ACLSIM_EXPORT Status aclnnLayerNormGetWorkspaceSize(const Tensor* input, const IntArray* normalized_shape, const Tensor* weight,
-                                                    const Tensor* bias, double eps, Tensor* out, Tensor* mean_out, Tensor* rstd_out,
-                                                    uint64_t* workspace_size, Executor** executor) {
-  if (!input || !normalized_shape || mean_out || rstd_out) {
-    aclsim_fail("aclnnLayerNorm", "the simulator needs input and normalizedShape, and gives no mean or rstd");
-    return kParamInvalid;
-  }
-  std::vector<const Tensor*> inputs{input};
-  if (weight) inputs.push_back(weight);
-  if (bias) inputs.push_back(bias);
-  const int64_t axis = static_cast<int64_t>(input->dims.size()) - static_cast<int64_t>(normalized_shape->values.size());
-  return plan("aclnnLayerNorm", inputs, {out}, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
-    esg::LayerNormOptions o;
-    o.axis(axis).epsilon(eps);
-    if (weight) o.scale(x[1]);
-    if (bias) o.bias(x[weight ? 2 : 1]);
-    return esg::layer_norm(x[0], o);
-  });
-}
-ACLSIM_RUN(aclnnLayerNorm)
-
 namespace {
 // The reductions over `dim` (keeping it or not) as esgraph's reduce op `Options` builds it; those
 // with a dtype argument take the result's own.
