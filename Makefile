@@ -49,6 +49,7 @@ bench: build
 	cd bench && npm install --ignore-scripts --no-save onnxruntime-node >/dev/null
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/models.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/imported_models.py
+	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/ascend_lowering.py
 
 # Records the API version of VERSION: op-set history, ABI baseline, frozen headers, graph files.
 release-snapshot: build
