@@ -83,6 +83,7 @@ ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options
       throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: ai_cores " + std::to_string(o.ai_cores) + " (0 .. 65535)");
     co.device = o.device;
     co.ai_cores = o.ai_cores;
+    co.host_fallback = o.host_fallback;
     if (o.num_symbols && (!o.symbol_names || !o.symbol_sizes))
       throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: num_symbols without symbol_names or symbol_sizes");
     for (size_t i = 0; i < o.num_symbols; ++i) {

@@ -10,6 +10,7 @@
 #include "ascend/kernel_build.hpp"
 #include "ascend/kernel_source.hpp"
 #include "ascend/row_kernel_source.hpp"
+#include "eval/evaluate.hpp"
 #include "ir/error.hpp"
 
 namespace esg::ascend {
@@ -44,13 +45,27 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
   // 1. Everything that can fail without a device: lowering and compiling every launch.
   std::map<std::string, std::pair<int, std::string>> missing;  // op -> count, why
   std::vector<KernelSource> sources(launches.size());
-  std::vector<bool> is_kernel(launches.size(), false), is_aclnn(launches.size(), false);
+  std::vector<bool> is_kernel(launches.size(), false), is_aclnn(launches.size(), false), is_host(launches.size(), false);
+  // A launch with no device lowering runs on the host when the options allow it, else is refused.
+  auto no_lowering = [&](size_t i, const std::string& op, const std::string& why) {
+    auto& entry = (options.host_fallback ? host_ops_ : missing)[op];
+    entry = {entry.first + 1, why};
+    is_host[i] = options.host_fallback;
+  };
   for (size_t i = 0; i < launches.size(); ++i) {
     const runtime::Plan::Launch& l = launches[i];
     const ir::Node& n = g.nodes[l.node];
     if (l.group >= 0) {
-      sources[i] = generate_kernel(g, groups[static_cast<size_t>(l.group)]);
-      is_kernel[i] = true;
+      const runtime::FusedGroup& grp = groups[static_cast<size_t>(l.group)];
+      try {
+        sources[i] = generate_kernel(g, grp);
+        is_kernel[i] = true;
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::Unsupported) throw;
+        std::string members;
+        for (ir::NodeId m : grp.members) members += (members.empty() ? "" : " ") + std::string(g.nodes[m].op->name);
+        no_lowering(i, grp.members.size() > 1 ? "the group " + members : members, e.what());
+      }
     } else if (is_row_op(*n.op) && row_kernel_refusal(g, n).empty()) {
       sources[i] = generate_row_kernel(g, n);
       is_kernel[i] = true;
@@ -58,7 +73,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       std::string why = AclnnCall::unsupported(g, n);
       if (!why.empty() && is_row_op(*n.op)) why = row_kernel_refusal(g, n) + "; " + why;
       is_aclnn[i] = why.empty();
-      if (!why.empty()) missing[n.op->name] = {missing[n.op->name].first + 1, why};
+      if (!why.empty()) no_lowering(i, n.op->name, why);
     }
   }
   if (!missing.empty()) {
@@ -68,7 +83,9 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     throw Error(ErrorCode::Unsupported, "ascend: no device lowering yet for " + list +
                                             "; generated kernels cover elementwise ops over f32, f16, bf16 and bool and the row normalizations (softmax, "
                                             "log_softmax, layer_norm, rms_norm) over f32, f16 and bf16, CANN's operator "
-                                            "library (aclnn) " + AclnnCall::mapped_ops() + " (f32, f16, bf16; the elementwise ones also i32 and i64)");
+                                            "library (aclnn) " + AclnnCall::mapped_ops() +
+                                            " (f32, f16, bf16; the elementwise ones also i32 and i64); the option host_fallback runs "
+                                            "the rest on the host");
   }
   const Toolchain toolchain = options.simulated ? simulator_toolchain() : cann_toolchain();
   std::map<std::string, int> kernel_of;  // by entry: one binary per distinct kernel
@@ -158,6 +175,26 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       d.args_at = place(zeros.data(), d.args_bytes);
       p.image_offset = d.args_at - image_at;
       if (d.blocks) pending.push_back(std::move(p));  // else nothing to compute; its waits and records still queue
+    } else if (is_host[i]) {
+      // Its operands staged in host memory made now, so that a run allocates nothing.
+      d.kind = DeviceLaunch::Host;
+      d.host = static_cast<int>(host_.size());
+      HostLaunch h;
+      h.launch = i;
+      auto stage = [&](const Slot& slot, ir::ValueId v, std::vector<size_t>* at, std::vector<eval::HostTensor>* staged) {
+        at->push_back(v == ir::kNone ? SIZE_MAX : slot_offset(slot, v));
+        staged->push_back(v == ir::kNone ? eval::HostTensor() : eval::HostTensor(g.values[v].dtype, g.shape(v)));
+      };
+      if (l.group >= 0) {
+        const runtime::FusedGroup& grp = groups[static_cast<size_t>(l.group)];
+        for (size_t k = 0; k < l.in.size(); ++k) stage(l.in[k], grp.inputs[k], &h.in_at, &h.in);
+        for (size_t k = 0; k < l.out.size(); ++k) stage(l.out[k], grp.outputs[k], &h.out_at, &h.out);
+      } else {
+        const ir::Node& n = g.nodes[l.node];
+        for (size_t k = 0; k < l.in.size(); ++k) stage(l.in[k], g.operands[n.first_input + k], &h.in_at, &h.in);
+        for (size_t k = 0; k < l.out.size(); ++k) stage(l.out[k], n.first_output + static_cast<ir::ValueId>(k), &h.out_at, &h.out);
+      }
+      host_.push_back(std::move(h));
     } else if (is_aclnn[i]) {
       const ir::Node& n = g.nodes[l.node];
       PendingCall c{l.node, {}, {}};
@@ -204,7 +241,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     // A capture's events are made with ACL_EVENT_SYNC (CANN's cross-stream capture), which CANN
     // never resets: a plan that reuses its events (resets them) is replayed, not captured.
     const bool resets = std::any_of(launches_.begin(), launches_.end(), [](const DeviceLaunch& d) { return !d.reset_events.empty(); });
-    const bool capture = acl_->has_capture() && !resets;
+    const bool capture = acl_->has_capture() && !resets && host_.empty();
     auto make_event = [&](acl::Event& e) {
       if (capture) ESG_ACL(*acl_, aclrtCreateEventExWithFlag, &e, acl::kEventSync);
       else ESG_ACL(*acl_, aclrtCreateEvent, &e);
@@ -255,6 +292,8 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       capture_note_ = "replays the launch list (this AscendCL has no stream capture)";
     } else if (resets) {
       capture_note_ = "replays the launch list (it reuses events beyond the device's limit; CANN documents no reset in a capture)";
+    } else if (!host_.empty()) {
+      capture_note_ = "replays the launch list (" + std::to_string(host_.size()) + " launches run on the host)";
     } else if (acl_->aclmdlRICaptureBegin(streams_[0], acl::kCaptureGlobal) != acl::kSuccess) {
       capture_note_ = std::string("replays the launch list (capture refused: ") + acl_->aclGetRecentErrMsg() + ")";
     } else {
@@ -289,6 +328,8 @@ void DeviceProgram::enqueue_launches(bool planned) const {
       // an empty tensor: nothing to launch
     } else if (d.kind == DeviceLaunch::Kernel) {
       ESG_ACL(acl, aclrtLaunchKernel, kernels_[static_cast<size_t>(d.kernel)].function, d.blocks, at(d.args_at), d.args_bytes, stream);
+    } else if (d.kind == DeviceLaunch::Host) {
+      run_on_host(host_[static_cast<size_t>(d.host)], stream);
     } else if (d.kind == DeviceLaunch::Aclnn) {
       const AclnnCall& call = *calls_[static_cast<size_t>(d.call)];
       const size_t s = static_cast<size_t>(d.stream);
@@ -307,6 +348,40 @@ void DeviceProgram::enqueue_launches(bool planned) const {
     ESG_ACL(acl, aclrtRecordEvent, join_events_[s], streams_[s]);
     ESG_ACL(acl, aclrtStreamWaitEvent, streams_[0], join_events_[s]);
   }
+}
+
+void DeviceProgram::run_on_host(HostLaunch& h, acl::Stream stream) const {
+  const AclLibrary& acl = *acl_;
+  const ir::Graph& g = plan_.graph();
+  const runtime::Plan::Launch& l = plan_.launches()[h.launch];
+  ESG_ACL(acl, aclrtSynchronizeStream, stream);  // what the stream queued before it has written its operands
+  std::vector<const eval::TensorRef*> in, out;
+  std::vector<eval::TensorRef> in_refs, out_refs;
+  in_refs.reserve(h.in.size());
+  out_refs.reserve(h.out.size());
+  for (size_t k = 0; k < h.in.size(); ++k) {
+    if (h.in_at[k] == SIZE_MAX) {  // an absent optional input
+      in.push_back(nullptr);
+      continue;
+    }
+    const size_t bytes = h.in[k].bytes.size();
+    if (bytes) ESG_ACL(acl, aclrtMemcpy, h.in[k].bytes.data(), bytes, at(h.in_at[k]), bytes, acl::kDeviceToHost);
+    in_refs.push_back(h.in[k].ref());
+    in.push_back(&in_refs.back());
+  }
+  for (eval::HostTensor& t : h.out) out_refs.push_back(t.ref());
+  for (const eval::TensorRef& r : out_refs) out.push_back(&r);
+  if (l.group >= 0) {
+    runtime::run_group(plan_.groups()[static_cast<size_t>(l.group)], in, out);
+  } else if (const ir::Node& n = g.nodes[l.node]; !n.op->subgraphs.empty()) {
+    eval::run_control_flow(g, l.node, in, out);
+  } else {
+    in.resize(n.num_inputs - n.num_captures);  // kernels take the declared inputs
+    eval::run_kernel(g, n, in, out);
+  }
+  for (size_t k = 0; k < h.out.size(); ++k)
+    if (const size_t bytes = h.out[k].bytes.size())
+      ESG_ACL(acl, aclrtMemcpy, at(h.out_at[k]), bytes, h.out[k].bytes.data(), bytes, acl::kHostToDevice);
 }
 
 void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const {
@@ -368,10 +443,16 @@ std::string DeviceProgram::report() const {
   out << "  aclnn: " << calls_.size() << " ops";
   for (const auto& [name, count] : by_call) out << " " << name << " x" << count;
   out << (workspace ? ", workspace of " + std::to_string(workspace) + " bytes (a second allocation)" : std::string()) << "\n";
-  out << "  launches: " << launches_.size() - copies - calls_.size() << " kernels, " << calls_.size() << " aclnn ops, " << copies
-      << " device copies; " << streams_.size()
+  out << "  launches: " << launches_.size() - copies - calls_.size() - host_.size() << " kernels, " << calls_.size() << " aclnn ops, " << copies
+      << " device copies, " << host_.size() << " on the host; " << streams_.size()
       << " streams, " << events_.size() << " events\n"
       << "  run: " << capture_note_ << "\n";
+  if (!host_ops_.empty()) {
+    out << "  on the host (host_fallback; each synchronizes its stream):";
+    const char* sep = " ";
+    for (const auto& [op, entry] : host_ops_) out << sep << op << " x" << entry.first << " (" << entry.second << ")", sep = ", ";
+    out << "\n";
+  }
   return out.str();
 }
 

@@ -15,6 +15,7 @@
 //   captured launches of every stream: model sinking), outputs copied out, and a
 //   synchronization at the end only.
 #pragma once
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,6 +36,7 @@ struct DeviceOptions {
   bool simulated = false;  // the stand-in AscendCL and the host-built kernels (backend "ascend-sim")
   int device = 0;
   int ai_cores = 0;        // blocks per kernel at most; 0: 20 (Ascend 910B3/B4), 8 simulated
+  bool host_fallback = false;  // launches with no device lowering run on the host (else refused)
 };
 
 class DeviceProgram {
@@ -51,9 +53,10 @@ class DeviceProgram {
 
  private:
   struct DeviceLaunch {
-    enum Kind : uint8_t { Kernel, Aclnn, Copy } kind;
+    enum Kind : uint8_t { Kernel, Aclnn, Copy, Host } kind;
     int kernel = -1;           // into kernels_
     int call = -1;             // into calls_
+    int host = -1;             // into host_
     uint32_t blocks = 0;
     size_t args_at = 0, args_bytes = 0;  // in the device allocation
     size_t copy_from = 0, copy_to = 0, copy_bytes = 0;
@@ -70,8 +73,17 @@ class DeviceProgram {
     bool rows = false;  // a row kernel
     bool from_cache = false;
   };
+  // A launch run on the host CPU (host_fallback): its operands copied off the device into
+  // host tensors made at build, computed by the CPU backend's kernels, the results copied back.
+  struct HostLaunch {
+    size_t launch = 0;                     // into the plan's launch list
+    std::vector<size_t> in_at, out_at;     // device offsets (SIZE_MAX: an absent optional input)
+    std::vector<eval::HostTensor> in, out;
+  };
   // Queues the launch list; aclnn ops use their executors planned at build, or plan anew.
   void enqueue_launches(bool planned) const;
+  // Waits for `stream`, then runs the launch on the host between two synchronous copies.
+  void run_on_host(HostLaunch& h, acl::Stream stream) const;
   // Maps the logical events (one per waited-for launch) to ACL events within the device's limit;
   // returns how many ACL events to create.
   int assign_events(int logical);
@@ -100,6 +112,8 @@ class DeviceProgram {
   void* workspace_ = nullptr;               // aclnn workspaces: per stream, ops of a stream share theirs
   std::vector<size_t> workspace_at_;
   std::vector<uint64_t> workspace_bytes_;
+  mutable std::vector<HostLaunch> host_;  // their staging tensors are written by runs, which take turns
+  std::map<std::string, std::pair<int, std::string>> host_ops_;  // for the report: what runs on the host, how many, why
   mutable bool ran_ = false;
   acl::ModelRI captured_ = nullptr;
   std::string capture_note_;

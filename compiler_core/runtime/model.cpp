@@ -410,6 +410,7 @@ const Model::Compiled& Model::plan_for(const std::vector<ir::Shape>& shapes) con
     d.simulated = options_.backend == CompileOptions::Backend::AscendSim;
     d.device = options_.device;
     d.ai_cores = options_.ai_cores;
+    d.host_fallback = options_.host_fallback;
     c.device = std::make_unique<ascend::DeviceProgram>(*c.plan, d);
   }
   return plans_.emplace(key, std::move(c)).first->second;

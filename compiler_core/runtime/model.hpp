@@ -37,6 +37,7 @@ struct CompileOptions {
   enum class Backend { Cpu, Ascend, AscendSim } backend = Backend::Cpu;
   int device = 0;    // the Ascend device id
   int ai_cores = 0;  // Ascend: blocks per kernel at most (0: the device's default)
+  bool host_fallback = false;  // Ascend: ops with no device lowering run on the host (else refused)
 };
 
 // One plan: the graph at concrete shapes and everything needed to run it.

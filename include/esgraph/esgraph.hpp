@@ -365,6 +365,7 @@ class CompileOptions {
   CompileOptions& backend(const std::string& name) { backend_ = name; return *this; }
   CompileOptions& device(int id) { raw_.device = id; return *this; }
   CompileOptions& ai_cores(int n) { raw_.ai_cores = n; return *this; }
+  CompileOptions& host_fallback(bool on) { raw_.host_fallback = on; return *this; }
   CompileOptions& symbol(const std::string& name, int64_t size) {
     names_.push_back(name);
     sizes_.push_back(size);

@@ -1,4 +1,5 @@
 /* The C ABI from strict C99: build an MLP, check shapes, errors, options and files. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +374,24 @@ static void test_ascend_sim(void) {
   report = esg_model_report(m);
   CHECK(report && strstr(report, "ascend (simulated device)") != NULL);
   esg_free(report);
+  esg_model_destroy(m);
+  esg_graph_destroy(g);
+  esg_builder_destroy(b);
+  /* atanh has no device lowering: refused, unless host_fallback runs it on the host. */
+  b = esg_builder_create(NULL);
+  tx = esg_input(b, "x", ESG_F32, dims, 1);
+  ty = esg_atanh(esg_mul(tx, esg_constant(b, ESG_F32, NULL, 0, &two, sizeof two), NULL), NULL);
+  g = esg_builder_build(b, &ty, 1);
+  CHECK(esg_compile(g, &o) == NULL && esg_last_status() == ESG_ERR_UNSUPPORTED);
+  CHECK(strstr(esg_last_error(), "host_fallback") != NULL);
+  for (i = 0; i < 100; ++i) x[i] = (float)i / 250.0f - 0.2f;
+  o.host_fallback = true;
+  m = esg_compile(g, &o);
+  CHECK(m != NULL);
+  CHECK(esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
+  ok = 1;
+  for (i = 0; i < 100; ++i) ok = ok && fabsf(y[i] - atanhf(2 * x[i])) <= 1e-6f * (1 + fabsf(y[i]));
+  CHECK(ok);
   esg_model_destroy(m);
   esg_graph_destroy(g);
   esg_builder_destroy(b);

@@ -154,6 +154,18 @@ TEST_CASE("the Ascend backend on the simulated device: same values; a missing ru
                        doctest::Contains("cannot load AscendCL (libascendcl.so)"), esg::BackendError);
   unsetenv("ESG_ASCEND_SIM_LIBRARY");
   CHECK_THROWS_AS(esg::compile(g, esg::CompileOptions().backend("gpu")), esg::InvalidArgumentError);
+  // An op with no device lowering: refused, or run on the host with host_fallback.
+  esg::GraphBuilder nb;
+  const Tensor nx = nb.input("x", esg::f32, {4, 50}), nbias = nb.input("bias", esg::f32, {50});
+  const esg::Graph narrow = nb.build({esg::atanh(nx * 0.001f) + nbias});
+  CHECK_THROWS_WITH_AS(esg::compile(narrow, esg::CompileOptions().backend("ascend-sim")), doctest::Contains("host_fallback"),
+                       esg::UnsupportedError);
+  const auto host_want = esg::compile(narrow).run(in).at(0).values<float>();
+  const esg::Model fallback = esg::compile(narrow, esg::CompileOptions().backend("ascend-sim").host_fallback(true));
+  const auto host_got = fallback.run(in).at(0).values<float>();
+  REQUIRE(host_got.size() == host_want.size());
+  for (size_t i = 0; i < host_got.size(); ++i) CHECK(host_got[i] == host_want[i]);  // the CPU's own kernels
+  CHECK(fallback.report().find("on the host (host_fallback") != std::string::npos);
 }
 
 TEST_CASE("kernel counts: elementwise chains fuse into one kernel") {

@@ -997,6 +997,46 @@ def test_out_of_device_memory(monkeypatch):
         esgraph.compile(g, backend="ascend-sim")
 
 
+def host_fallback_graph():
+    """An if, integer division, f64 arithmetic and atanh (inside a group): none has a device lowering."""
+    with esgraph.GraphBuilder("host") as b:
+        p = b.input("p", esgraph.bool_, [])
+        x, k, d = b.input("x", esgraph.f32, [4, 6]), b.input("k", esgraph.i32, [4, 6]), b.input("d", esgraph.i32, [4, 6])
+        h = ops.exp(x) * 2.0
+        (branch,) = ops.if_(p, lambda: ops.tanh(h), lambda: -h)
+        wide = ops.cast(ops.cast(x, esgraph.f64) * 3.0, esgraph.f32)
+        return b.build([branch + ops.cast(k / d, esgraph.f32), ops.atanh(x * 0.5) + 1.0, wide * h])
+
+
+def host_fallback_inputs(rng, take):
+    return [np.array(take), (rng.standard_normal((4, 6)) * 0.5).astype(np.float32), rng.integers(-50, 50, (4, 6)).astype(np.int32),
+            np.where(rng.random((4, 6)) > 0.5, 3, -7).astype(np.int32)]
+
+
+@pytest.mark.parametrize("streams", [1, 2])
+def test_host_fallback_runs_what_the_device_cannot(streams, acl_log):
+    """With host_fallback, ops with no device lowering run on the host between synchronous copies
+    (their stream synchronized first); the rest stays on the device, and the run is replayed, not
+    captured. Values are the CPU's: integer division truncates, both branches of the if."""
+    g = host_fallback_graph()
+    rng = np.random.default_rng(18)
+    model = esgraph.compile(g, backend="ascend-sim", host_fallback=True, streams=streams)
+    built = len(acl_log())
+    for take in (True, False, True):
+        args = host_fallback_inputs(rng, take)
+        for got, want in zip(model.run(args), esgraph.compile(g).run(args)):
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    report = model.report()
+    assert "replays the launch list (6 launches run on the host)" in report
+    assert re.search(r"on the host \(host_fallback; each synchronizes its stream\): cast x2 \(f64 .*div x1 \(integer division.*if x1 "
+                     r"\(no aclnn mapping\), mul x1 \(f64.*the group mul atanh add x1 \(ascend: atanh", report)
+    runs = acl_log()[built:]
+    assert not calls(runs, "aclmdlRIExecuteAsync")
+    assert len(calls(runs, "aclrtMemcpy")) >= 3 * 6  # each host launch copies its operands off and its results back
+    with pytest.raises(esgraph.UnsupportedError, match=r"no device lowering yet for cast x2 .*the option host_fallback runs the rest on the host"):
+        esgraph.compile(g, backend="ascend-sim")
+
+
 def test_bad_options_and_ops_without_a_lowering():
     g = graph_of(lambda a: a + 1.0, (3,))
     with pytest.raises(esgraph.InvalidArgumentError, match="backend 'tpu'; valid: 'cpu', 'ascend', 'ascend-sim'"):

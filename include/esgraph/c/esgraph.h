@@ -273,6 +273,10 @@ typedef struct esg_compile_options {
   const char* backend;
   int32_t device;           /* Ascend: the device id (default 0) */
   int32_t ai_cores;         /* Ascend: blocks per kernel at most, 0 (default): the device's */
+  bool host_fallback;       /* Ascend: ops with no device lowering run on the host CPU, their operands
+                               copied off the device and back around them, each synchronizing its
+                               stream (and no run is captured). Default false: such a model is
+                               refused with ESG_ERR_UNSUPPORTED, naming the ops and why. */
 } esg_compile_options;
 ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size);
 #define esg_compile_options_init(options) esg_compile_options_init_((options), sizeof(*(options)))
