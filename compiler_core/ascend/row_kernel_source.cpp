@@ -52,9 +52,10 @@ RowOp describe(const ir::Graph& g, const ir::Node& n) {
   return r;
 }
 
-// The longest row whose buffers fit the Unified Buffer (a longer row's chunk): x, the mask and y double-buffered in
-// their type; two f32 rows to work in; the scale and bias resident in f32; ReduceMax/ReduceSum's
-// scratch (whole blocks of 8 floats, at most two per 64-element repeat: under a byte per element).
+// The longest row whose buffers fit the Unified Buffer, and a longer row's chunk: x, the mask
+// and y double-buffered in their type; two f32 rows to work in; the scale and bias in f32;
+// ReduceMax/ReduceSum's scratch (whole blocks of 8 floats, at most two per 64-element repeat:
+// under a byte per element).
 uint32_t capacity(const RowOp& r) {
   const uint64_t e = ir::dtype_size(r.dtype);
   const uint64_t bytes_per_element = 2 * e * (2 + (r.mask != ir::kNone)) + 4 * (2 + (r.scale != ir::kNone) + (r.bias != ir::kNone)) + 1;
@@ -66,8 +67,8 @@ uint32_t capacity(const RowOp& r) {
 // one result per 256-byte repeat, two with an index, rounded up to whole 32-byte blocks).
 uint32_t reduce_scratch(uint32_t count) { return ((count + 63) / 64 * 2 + 7) / 8 * 8; }
 
-// The mask's row stride along each of x's leading dims (0 where it broadcasts), or an empty
-// vector when the mask does not broadcast that way (then the row kernel does not take it).
+// The mask's row stride along each of x's leading dims (0 where it broadcasts); *ok tells
+// whether the mask repeats whole rows that way at all (else the row kernel does not take it).
 std::vector<uint64_t> mask_strides(const ir::Graph& g, const RowOp& r, bool* ok) {
   const ir::Shape& x = g.shape(r.x);
   const ir::Shape& m = g.shape(r.mask);
@@ -140,8 +141,8 @@ namespace {
 struct RowMath {
   std::vector<std::string> prologue;
   std::string init;                                // the scalars, per row
-  std::vector<std::vector<std::string>> passes;    // per pass: its statements, then what follows it once per row
-  std::vector<std::string> after;                  // per pass: scalar statements once the pass has seen the row
+  std::vector<std::vector<std::string>> passes;    // per pass: its statements, ending in a reduction into a scalar
+  std::vector<std::string> after;                  // per pass: the scalar math once the pass has seen the whole row
   std::vector<std::string> final_whole, final_chunked;
 };
 
