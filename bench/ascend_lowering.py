@@ -63,7 +63,7 @@ def main():
             continue
         kernels, aclnn, copies = re.search(r"launches: (\d+) kernels, (\d+) aclnn ops, (\d+) device copies", report).groups()
         device = re.search(r"device memory: 1 allocation of (\d+) bytes", report).group(1)
-        library = re.search(r"aclnn: \d+ ops ([^,\n]*)", report).group(1)
+        library = re.search(r"aclnn: \d+ ops ?([^,\n]*)", report).group(1) or "none"
         print(f"{name:10} {kernels:>8} {aclnn:>6} {copies:>7} {device:>13}  {library}")
 
 

@@ -176,7 +176,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       p.image_offset = d.args_at - image_at;
       if (d.blocks) pending.push_back(std::move(p));  // else nothing to compute; its waits and records still queue
     } else if (is_host[i]) {
-      // Its operands staged in host memory made now, so that a run allocates nothing.
+      // Its operands staged in host tensors made now, not at each run.
       d.kind = DeviceLaunch::Host;
       d.host = static_cast<int>(host_.size());
       HostLaunch h;
@@ -377,7 +377,8 @@ void DeviceProgram::run_on_host(HostLaunch& h, acl::Stream stream) const {
     eval::run_control_flow(g, l.node, in, out);
   } else {
     in.resize(n.num_inputs - n.num_captures);  // kernels take the declared inputs
-    eval::run_kernel(g, n, in, out);
+    if (l.fast) l.fast(eval::KernelCall{g, n, in, out, nullptr});  // the CPU backend's own kernel, or the reference one
+    else eval::run_kernel(g, n, in, out);
   }
   for (size_t k = 0; k < h.out.size(); ++k)
     if (const size_t bytes = h.out[k].bytes.size())

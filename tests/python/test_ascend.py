@@ -1032,7 +1032,7 @@ def test_host_fallback_runs_what_the_device_cannot(streams, acl_log):
                      r"\(no aclnn mapping\), mul x1 \(f64.*the group mul atanh add x1 \(ascend: atanh", report)
     runs = acl_log()[built:]
     assert not calls(runs, "aclmdlRIExecuteAsync")
-    assert len(calls(runs, "aclrtMemcpy")) >= 3 * 6  # each host launch copies its operands off and its results back
+    assert len(calls(runs, "aclrtMemcpy")) >= 3 * 6 * 2  # each host launch copies its operands off and its results back, each run
     with pytest.raises(esgraph.UnsupportedError, match=r"no device lowering yet for cast x2 .*the option host_fallback runs the rest on the host"):
         esgraph.compile(g, backend="ascend-sim")
 
