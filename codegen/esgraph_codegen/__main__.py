@@ -74,7 +74,7 @@ def main(argv=None) -> int:
         return release_command(args, opset)
     if args.out is None:
         ap.error("generate needs --out")
-    files = render.render_all(opset, args.op_defs.name)
+    files = render.render_all(opset, args.op_defs.name, core=not args.snapshot)
     changed = render.write_changed(files, args.out)
     if args.stamp:
         args.stamp.parent.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ RULES = {
     "output-added": "an output was added",
     "output-changed": "an output's type or count changed",
     "attr-removed": "an attribute was removed or renamed",
+    "attr-reordered": "attributes were reordered, or a new attribute was put before an old one",
     "attr-added-required": "a new attribute has no default",
     "attr-became-required": "an attribute lost its default",
     "kind-changed": "an attribute turned into an input, or an input into an attribute",
@@ -206,13 +207,18 @@ class _OpCheck:
         old, new = self.old, self.new
         new_by = {a.name: a for a in new.attrs}
         new_inputs = {i.name for i in new.inputs}
-        for oa in old.attrs:
+        for pos, oa in enumerate(old.attrs):
             na = new_by.get(oa.name)
             if na is None:
                 if oa.name not in new_inputs:  # an input now: reported with the inputs
                     self.flag("attr-removed", f"attribute `{oa.name}` of API {self.snap.api} is gone")
                 continue
             what = f"attribute `{oa.name}`"
+            # The core's typed views (generated from the current op set) read attributes by
+            # position, and a library built from an older op set lays them out in its order.
+            if new.attrs.index(na) != pos:
+                self.flag("attr-reordered", f"{what} moved from position {pos} to {new.attrs.index(na)}; "
+                                            f"add attributes at the end", na.loc)
             if oa.type != na.type:
                 self.flag("type-changed", f"{what} was `{oa.type}`, is `{na.type}`", na.loc)
                 continue

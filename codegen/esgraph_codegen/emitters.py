@@ -258,6 +258,62 @@ HELPERS: Dict[str, Callable] = {f.__name__: f for f in (
 class Emitter:
     output: str      # path under the output folder
     template: str
+    core: bool = False  # the compilation core's own view of the op set: from the current one only
+
+
+# ---- the core's typed attribute views ----------------------------------------------------------
+VIEW_TYPES = {"int": "int64_t", "float": "double", "bool": "bool", "string": "std::string_view",
+              "dtype": "DType", "list<int>": "Span<int64_t>", "list<float>": "Span<double>"}
+
+
+def view_type(op: OpDef, a: Attr) -> str:
+    if a.axis_of:
+        return "std::vector<size_t>" if a.is_list else "size_t"
+    return n.cpp_enum(op, a) if a.type == "enum" else VIEW_TYPES[a.type]
+
+
+def _rank_of(op: OpDef, tensor: str) -> str:
+    """The reader's expression for the rank of an input or output (the first of a variadic one;
+    the loader refuses inputs after a variadic one, whose position varies)."""
+    for i, inp in enumerate(op.inputs):
+        if inp.name == tensor:
+            return f"r.input_rank({i})"
+    names = [o.name for o in op.outputs]
+    return f"r.output_rank({names.index(tensor)})"
+
+
+def view_read(op: OpDef, a: Attr, index: int) -> str:
+    """The statement that sets attribute `a` (at `index` in the node) in its view."""
+    member = n.cpp_name(a.name)
+    d = a.default
+    if a.is_list:
+        elem = "int64_t" if a.type == "list<int>" else "double"
+        values = ", ".join(n.c_literal(v) for v in d) if d else ""
+        default = f"Span<{elem}>(d_{member}, {len(d)})" if d else f"Span<{elem}>()"
+        static = f"static constexpr {elem} d_{member}[] = {{{values}}}; " if d else ""
+        read = f"r.{'ints' if a.type == 'list<int>' else 'floats'}({index}, {default})"
+        if a.axis_of:
+            read = f"r.axes({read}, {_rank_of(op, a.axis_of)})"
+        return f"{static}{member} = {read};"
+    if a.required:
+        default = {"float": "0.0", "string": '""'}.get(a.type, "0")
+    elif a.type == "enum":
+        default = str(a.values.index(d))
+    elif a.type == "dtype":
+        default = f"static_cast<int64_t>(DType::{dtype_enum(d)})"
+    else:
+        default = n.c_literal(float(d) if a.type == "float" else d)
+    if a.type == "float":
+        return f"{member} = r.f({index}, {default});"
+    if a.type == "string":
+        return f"{member} = r.str({index}, {default});"
+    read = f"r.i({index}, {default})"
+    if a.axis_of:
+        return f"{member} = r.axis({read}, {_rank_of(op, a.axis_of)});"
+    cast = {"bool": "", "dtype": "static_cast<DType>", "enum": f"static_cast<{n.cpp_enum(op, a)}>"}.get(a.type)
+    if a.type == "bool":
+        return f"{member} = {read} != 0;"
+    return f"{member} = {cast}({read});" if cast else f"{member} = {read};"
 
 
 def version_nodes(opset: OpSet):
@@ -333,6 +389,8 @@ HELPERS["example_has_values"] = example_has_values
 HELPERS["example_value_calls"] = example_value_calls
 HELPERS["compute_cpp"] = compute_cpp
 HELPERS["ascendc_lowering"] = ascendc_lowering
+HELPERS["view_type"] = view_type
+HELPERS["view_read"] = view_read
 
 EMITTERS = (
     Emitter("include/esgraph/c/ops.h", "c_ops.h.j2"),
@@ -340,6 +398,8 @@ EMITTERS = (
     Emitter("src/esgraph.map", "esgraph.map.j2"),
     Emitter("src/ops_c.cpp", "c_ops.cpp.j2"),
     Emitter("src/ir/ops.gen.hpp", "ops.gen.hpp.j2"),
+    Emitter("core/ir/op_kind.gen.hpp", "op_kind.gen.hpp.j2", core=True),
+    Emitter("core/ir/op_attrs.gen.hpp", "op_attrs.gen.hpp.j2", core=True),
     Emitter("src/op_registry.cpp", "op_registry.cpp.j2"),
     Emitter("src/eval/elementwise.gen.cpp", "eval_elementwise.cpp.j2"),
     Emitter("src/cpu/elementwise_f32.gen.cpp", "cpu_elementwise_f32.cpp.j2"),

@@ -20,7 +20,7 @@ OP_KEYS = {"name", "since", "status", "summary", "doc", "type_vars", "inputs", "
 OP_REQUIRED = ("name", "since", "summary", "outputs", "infer")
 INPUT_KEYS = {"name", "type", "doc", "optional", "variadic", "min", "since"}
 OUTPUT_KEYS = {"name", "type", "doc", "count"}
-ATTR_KEYS = {"name", "type", "doc", "default", "required", "range", "values", "since"}
+ATTR_KEYS = {"name", "type", "doc", "default", "required", "range", "values", "since", "axis_of"}
 SUBGRAPH_KEYS = {"name", "params", "doc"}
 EXAMPLE_KEYS = {"inputs", "attrs", "outputs"}
 TENSOR_KEYS = {"dtype", "value", "shape"}
@@ -279,6 +279,7 @@ class _OpLoader:
         if "outputs" in f and not outputs:
             self.p.add(f["outputs"].loc, f"{self.what} needs at least one output")
         self._check_signature(inputs, attrs, subgraphs, outputs, type_vars)
+        self._check_axis_of(attrs, inputs, outputs)
         infer = _scalar(f, "infer", str, self.what, self.p, "")
         if "infer" in f and infer not in self.rules:
             self.p.add(f["infer"].loc, f"unknown inference rule `{infer}` in {self.what} "
@@ -296,6 +297,20 @@ class _OpLoader:
                      type_vars=type_vars, inputs=inputs, outputs=outputs, attrs=attrs,
                      subgraphs=subgraphs, infer=infer, compute=expr, examples=examples,
                      loc=self.node.loc)
+
+    def _check_axis_of(self, attrs, inputs, outputs) -> None:
+        """`axis_of` names an input or output whose position in a node is fixed."""
+        tensors = {t.name for t in inputs + outputs}
+        after_variadic = {i.name for k, i in enumerate(inputs) if any(p.variadic for p in inputs[:k])}
+        for a in attrs:
+            if a.axis_of is None:
+                continue
+            if a.axis_of not in tensors:
+                self.p.add(a.loc, f"`axis_of` of attribute `{a.name}` of {self.what} names `{a.axis_of}`, "
+                                  f"which is none of its inputs and outputs ({', '.join(sorted(tensors))})")
+            elif a.axis_of in after_variadic:
+                self.p.add(a.loc, f"`axis_of` of attribute `{a.name}` of {self.what} names `{a.axis_of}`, "
+                                  f"which follows a variadic input")
 
     @staticmethod
     def _name(f: Dict[str, _Node]) -> str:
@@ -386,8 +401,12 @@ class _OpLoader:
                 default = float(default)
             if isinstance(default, list):
                 default = tuple(float(v) if t == "list<float>" else v for v in default)
+        axis_of = _scalar(f, "axis_of", str, what, self.p)
+        if axis_of is not None and t not in ("int", "list<int>"):
+            self.p.add(f["axis_of"].loc, f"`axis_of` of {what} is only for int and list<int> attributes")
+            axis_of = None
         return Attr(name, t, required, default, rng, values, self._since(f, what),
-                    _scalar(f, "doc", str, what, self.p, ""), node.loc)
+                    _scalar(f, "doc", str, what, self.p, ""), node.loc, axis_of)
 
     def _since(self, f, what: str) -> int:
         """An input's or attribute's own version; the op's when not given."""

@@ -93,6 +93,9 @@ class Attr:
     since: int
     doc: str
     loc: Location
+    # An axis (int) or axes (list<int>) of the named input's or output's rank; negative values
+    # count from its end, and the core's typed view of the attribute hands them out normalized.
+    axis_of: Optional[str] = None
 
     @property
     def is_list(self) -> bool:

@@ -5,16 +5,11 @@
 #include <iterator>
 #include <numeric>
 
-#include "eval/kernels.hpp"
 #include "ir/error.hpp"
+#include "ir/op_attrs.gen.hpp"
 
 namespace esg::ascend {
 namespace {
-
-// Reads the node's attributes by name (the evaluator's accessors, with no operands).
-eval::KernelCall attrs_of(const ir::Graph& g, const ir::Node& n) { return eval::KernelCall{g, n, {}, {}, nullptr}; }
-
-int64_t normalized(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
 
 // Element strides of a contiguous row-major tensor.
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
@@ -38,32 +33,37 @@ aclnn::DataType data_type(ir::DType t) {
 }  // namespace
 
 // The ops with an aclnn mapping (the constructor's cases).
-constexpr const char* kMapped[] = {"matmul", "conv2d", "max_pool2d", "avg_pool2d", "softmax", "reduce_sum", "reduce_mean",
-                                   "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "top_k", "transpose", "concat",
-                                   "slice", "gather", "scatter_elements", "scatter_nd", "expand", "pad", "fill", "range", "add", "sub", "mul", "maximum", "minimum", "neg", "abs",
-                                   "greater", "greater_equal", "less", "less_equal", "equal", "not_equal", "where", "cast"};
+constexpr ir::OpKind kMapped[] = {ir::OpKind::matmul, ir::OpKind::conv2d, ir::OpKind::max_pool2d, ir::OpKind::avg_pool2d,
+                                  ir::OpKind::softmax, ir::OpKind::reduce_sum, ir::OpKind::reduce_mean, ir::OpKind::reduce_max,
+                                  ir::OpKind::reduce_min, ir::OpKind::reduce_prod, ir::OpKind::argmax, ir::OpKind::argmin,
+                                  ir::OpKind::top_k, ir::OpKind::transpose, ir::OpKind::concat, ir::OpKind::slice, ir::OpKind::gather,
+                                  ir::OpKind::scatter_elements, ir::OpKind::scatter_nd, ir::OpKind::expand, ir::OpKind::pad,
+                                  ir::OpKind::fill, ir::OpKind::range, ir::OpKind::add, ir::OpKind::sub, ir::OpKind::mul,
+                                  ir::OpKind::maximum, ir::OpKind::minimum, ir::OpKind::neg, ir::OpKind::abs, ir::OpKind::greater,
+                                  ir::OpKind::greater_equal, ir::OpKind::less, ir::OpKind::less_equal, ir::OpKind::equal,
+                                  ir::OpKind::not_equal, ir::OpKind::where, ir::OpKind::cast};
 
 // The elementwise ops the library runs one by one: those of integer values, which the generated
 // kernels do not compute (kernel_source.hpp), as CANN's ops of the same names.
 struct ElementwiseCall {
-  const char* op;
+  ir::OpKind op;
   const char* name;
   aclnn::BinaryPlan aclnn::Functions::*binary;
   aclnn::UnaryPlan aclnn::Functions::*unary;
   aclnn::RunFn aclnn::Functions::*run;
 };
 const ElementwiseCall kElementwise[] = {
-    {"mul", "aclnnMul", &aclnn::Functions::aclnnMulGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnMul},
-    {"maximum", "aclnnMaximum", &aclnn::Functions::aclnnMaximumGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnMaximum},
-    {"minimum", "aclnnMinimum", &aclnn::Functions::aclnnMinimumGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnMinimum},
-    {"greater", "aclnnGtTensor", &aclnn::Functions::aclnnGtTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnGtTensor},
-    {"greater_equal", "aclnnGeTensor", &aclnn::Functions::aclnnGeTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnGeTensor},
-    {"less", "aclnnLtTensor", &aclnn::Functions::aclnnLtTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnLtTensor},
-    {"less_equal", "aclnnLeTensor", &aclnn::Functions::aclnnLeTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnLeTensor},
-    {"equal", "aclnnEqTensor", &aclnn::Functions::aclnnEqTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnEqTensor},
-    {"not_equal", "aclnnNeTensor", &aclnn::Functions::aclnnNeTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnNeTensor},
-    {"neg", "aclnnNeg", nullptr, &aclnn::Functions::aclnnNegGetWorkspaceSize, &aclnn::Functions::aclnnNeg},
-    {"abs", "aclnnAbs", nullptr, &aclnn::Functions::aclnnAbsGetWorkspaceSize, &aclnn::Functions::aclnnAbs},
+    {ir::OpKind::mul, "aclnnMul", &aclnn::Functions::aclnnMulGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnMul},
+    {ir::OpKind::maximum, "aclnnMaximum", &aclnn::Functions::aclnnMaximumGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnMaximum},
+    {ir::OpKind::minimum, "aclnnMinimum", &aclnn::Functions::aclnnMinimumGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnMinimum},
+    {ir::OpKind::greater, "aclnnGtTensor", &aclnn::Functions::aclnnGtTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnGtTensor},
+    {ir::OpKind::greater_equal, "aclnnGeTensor", &aclnn::Functions::aclnnGeTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnGeTensor},
+    {ir::OpKind::less, "aclnnLtTensor", &aclnn::Functions::aclnnLtTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnLtTensor},
+    {ir::OpKind::less_equal, "aclnnLeTensor", &aclnn::Functions::aclnnLeTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnLeTensor},
+    {ir::OpKind::equal, "aclnnEqTensor", &aclnn::Functions::aclnnEqTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnEqTensor},
+    {ir::OpKind::not_equal, "aclnnNeTensor", &aclnn::Functions::aclnnNeTensorGetWorkspaceSize, nullptr, &aclnn::Functions::aclnnNeTensor},
+    {ir::OpKind::neg, "aclnnNeg", nullptr, &aclnn::Functions::aclnnNegGetWorkspaceSize, &aclnn::Functions::aclnnNeg},
+    {ir::OpKind::abs, "aclnnAbs", nullptr, &aclnn::Functions::aclnnAbsGetWorkspaceSize, &aclnn::Functions::aclnnAbs},
 };
 
 bool library_type(ir::DType t) {
@@ -73,17 +73,18 @@ bool library_type(ir::DType t) {
 
 std::string AclnnCall::mapped_ops() {
   std::string list;
-  for (const char* op : kMapped) list += (list.empty() ? "" : ", ") + std::string(op);
+  for (ir::OpKind k : kMapped)  // those this op set has (an older one lacks some)
+    if (const ir::OpSchema* op = ir::find_op(k)) list += (list.empty() ? "" : ", ") + std::string(op->name);
   return list;
 }
 
 std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
-  const std::string op = n.op->name;
+  const ir::OpKind k = n.op->kind;
   const ir::DType result = g.values[n.first_output].dtype;
-  if (n.op->elementwise && op == "div")
+  if (n.op->elementwise && k == ir::OpKind::div)
     return std::string(ir::dtype_is_float(result) ? ir::dtype_name(result) : "integer") +
            " division (the generated kernels divide f32, f16 and bf16; not mapped to aclnn yet)";
-  if (std::none_of(std::begin(kMapped), std::end(kMapped), [&](const char* m) { return op == m; })) return "no aclnn mapping";
+  if (std::none_of(std::begin(kMapped), std::end(kMapped), [&](ir::OpKind m) { return k == m; })) return "no aclnn mapping";
   if (n.op->elementwise) {
     auto refused = [](ir::DType t) {
       return std::string(ir::dtype_name(t)) + (ir::dtype_is_float(t) ? " (f32, f16 and bf16 only among floats)" : " (i32 and i64 only among integers)");
@@ -94,39 +95,41 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   }
   for (uint32_t i = 0; i < n.num_inputs; ++i) {
     const ir::ValueId v = g.operands[n.first_input + i];
-    const bool index = (op == "gather" || op == "scatter_elements" || op == "scatter_nd") && i == 1;  // i32 or i64 by the signature
+    const bool index =
+        (k == ir::OpKind::gather || k == ir::OpKind::scatter_elements || k == ir::OpKind::scatter_nd) && i == 1;  // i32 or i64 by the signature
     const ir::DType t = v == ir::kNone ? ir::DType::F32 : g.values[v].dtype;
-    const bool bool_expand = op == "expand" && t == ir::DType::Bool;  // masks broadcast to their scores
+    const bool bool_expand = k == ir::OpKind::expand && t == ir::DType::Bool;  // masks broadcast to their scores
     if (!index && !bool_expand && t != ir::DType::F32 && t != ir::DType::F16 && t != ir::DType::BF16) return "f32, f16 and bf16 only so far";
   }
-  const eval::KernelCall a = attrs_of(g, n);
-  if (op == "softmax" && (n.num_inputs > 1 && g.operands[n.first_input + 1] != ir::kNone)) return "a mask (aclnnSoftmax has none)";
-  if (op == "softmax" && a.attr_float("scale") != 1.0) return "a scale (aclnnSoftmax has none)";
-  if (op == "slice")
-    for (int64_t step : a.ints("steps"))
+  if (k == ir::OpKind::softmax && (n.num_inputs > 1 && g.operands[n.first_input + 1] != ir::kNone)) return "a mask (aclnnSoftmax has none)";
+  if (k == ir::OpKind::softmax && ir::SoftmaxAttrs(g, n).scale != 1.0) return "a scale (aclnnSoftmax has none)";
+  if (k == ir::OpKind::slice)
+    for (int64_t step : ir::SliceAttrs(g, n).steps)
       if (step < 0) return "a negative step (a view with negative strides)";
-  if (op == "avg_pool2d") {
-    const ir::Span<int64_t> pads = a.ints("pads"), kernel = a.ints("kernel");
+  if (k == ir::OpKind::avg_pool2d) {
+    const ir::AvgPool2dAttrs a(g, n);
+    const ir::Span<int64_t> pads = a.pads, kernel = a.kernel;
     if (pads[0] != pads[2] || pads[1] != pads[3]) return "asymmetric padding (aclnnAvgPool2d pads both sides alike)";
     if (2 * pads[0] > kernel[0] || 2 * pads[1] > kernel[1]) return "padding beyond half the window (aclnnAvgPool2d takes at most kernel / 2)";
   }
-  if (op == "max_pool2d") {
-    const ir::Span<int64_t> pads = a.ints("pads"), kernel = a.ints("kernel");
+  if (k == ir::OpKind::max_pool2d) {
+    const ir::MaxPool2dAttrs a(g, n);
+    const ir::Span<int64_t> pads = a.pads, kernel = a.kernel;
     if (pads[0] + pads[2] > kernel[0] || pads[1] + pads[3] > kernel[1]) return "more padding than the window (aclnnMaxPool takes at most a window's)";
     if (g.values[n.first_output].dtype == ir::DType::BF16) return "bf16 (aclnnMaxPool takes f16 and f32 on Atlas A2)";
   }
-  if (op == "conv2d") {
-    const ir::Span<int64_t> pads = a.ints("pads");
+  if (k == ir::OpKind::conv2d) {
+    const ir::Span<int64_t> pads = ir::Conv2dAttrs(g, n).pads;
     if (pads[0] != pads[2] || pads[1] != pads[3]) return "asymmetric padding (aclnnConvolution pads both sides alike)";
   }
-  if (op == "reduce_prod") {
-    const size_t axes = a.ints("axes").size(), rank = g.shape(g.operands[n.first_input]).rank();
+  if (k == ir::OpKind::reduce_prod) {
+    const size_t axes = ir::ReduceProdAttrs(g, n).axes.size(), rank = g.shape(g.operands[n.first_input]).rank();
     if (axes > 1 && axes < rank) return "a product over some but not all axes (aclnnProdDim takes one, aclnnProd all)";
   }
-  if (op == "pad" && a.attr_int("mode") != 0) {
+  if (k == ir::OpKind::pad && ir::PadAttrs(g, n).mode != ir::PadMode::constant) {
     const ir::Shape& xs = g.shape(g.operands[n.first_input]);
     const size_t rank = xs.rank();
-    const ir::Span<int64_t> pads = a.ints("pads");
+    const ir::Span<int64_t> pads = ir::PadAttrs(g, n).pads;
     if (rank == 0) return "reflect or edge padding of a rank-0 tensor";
     for (size_t d = 0; d + 2 < rank; ++d)
       if (pads[d] || pads[rank + d]) return "reflect or edge padding of other axes than the last two (aclnnReflectionPad2d and aclnnReplicationPad2d pad those)";
@@ -134,9 +137,11 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
       if ((pads[d] || pads[rank + d]) && (pads[d] >= xs[d] || pads[rank + d] >= xs[d]))
         return "reflect or edge padding of an axis by its length or more (CANN's border pads take less)";
   }
-  if (op == "scatter_nd" && a.attr_int("reduction") != 0) return "a reduction (aclnnScatterNd replaces)";
-  if ((op == "fill" || op == "range") && !library_type(result)) return std::string(ir::dtype_name(result)) + " (f32, f16, bf16, bool, i32 and i64 only)";
-  if (op == "range" && g.shape(n.first_output).num_elements() == 0) return "an empty range (aclnnArange needs start before end)";
+  if (k == ir::OpKind::scatter_nd && ir::ScatterNdAttrs(g, n).reduction != ir::ScatterNdReduction::none)
+    return "a reduction (aclnnScatterNd replaces)";
+  if ((k == ir::OpKind::fill || k == ir::OpKind::range) && !library_type(result))
+    return std::string(ir::dtype_name(result)) + " (f32, f16, bf16, bool, i32 and i64 only)";
+  if (k == ir::OpKind::range && g.shape(n.first_output).num_elements() == 0) return "an empty range (aclnnArange needs start before end)";
   return "";
 }
 
@@ -167,86 +172,91 @@ aclnn::Tensor* AclnnCall::view(const std::vector<int64_t>& dims, const std::vect
 AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node& n, const std::vector<void*>& in,
                      const std::vector<void*>& out)
     : lib_(lib) {
-  const std::string op = n.op->name;
-  const eval::KernelCall a = attrs_of(g, n);
+  const ir::OpKind k = n.op->kind;
   const ir::ValueId x = n.num_inputs ? g.operands[n.first_input] : ir::kNone;  // none for fill and range
   const size_t rank = x == ir::kNone ? 0 : g.shape(x).rank();
   // aclnnAvgPool2d refuses ND descriptors (CANN's documentation): its 4-D tensors are NCHW.
-  if (op == "avg_pool2d") format_ = aclnn::kFormatNchw;
+  if (k == ir::OpKind::avg_pool2d) format_ = aclnn::kFormatNchw;
   try {
     for (uint32_t i = 0; i < n.num_outputs; ++i) out_.push_back(tensor(g, n.first_output + i, out[i]));
     out_type_ = data_type(g.values[n.first_output].dtype);
-    if (op == "matmul") {
+    if (k == ir::OpKind::matmul) {
+      const ir::MatmulAttrs a(g, n);
       name_ = "aclnnMatmul", kind_ = Kind::Matmul, run_ = lib_.aclnnMatmul;
-      in_.push_back(tensor(g, x, in[0], a.attr_int("transpose_a") != 0));
-      in_.push_back(tensor(g, g.operands[n.first_input + 1], in[1], a.attr_int("transpose_b") != 0));
-    } else if (op == "softmax") {
+      in_.push_back(tensor(g, x, in[0], a.transpose_a));
+      in_.push_back(tensor(g, g.operands[n.first_input + 1], in[1], a.transpose_b));
+    } else if (k == ir::OpKind::softmax) {
       name_ = "aclnnSoftmax", kind_ = Kind::Softmax, run_ = lib_.aclnnSoftmax;
       in_.push_back(tensor(g, x, in[0]));
-      dim_ = normalized(a.attr_int("axis"), rank);
-    } else if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max" || op == "reduce_min") {
-      if (op == "reduce_sum") name_ = "aclnnReduceSum", kind_ = Kind::ReduceSum, run_ = lib_.aclnnReduceSum;
-      if (op == "reduce_mean") name_ = "aclnnMean", kind_ = Kind::Mean, run_ = lib_.aclnnMean;
-      if (op == "reduce_max") name_ = "aclnnAmax", kind_ = Kind::Amax, run_ = lib_.aclnnAmax;
-      if (op == "reduce_min") name_ = "aclnnAmin", kind_ = Kind::Amin, run_ = lib_.aclnnAmin;
+      dim_ = static_cast<int64_t>(ir::SoftmaxAttrs(g, n).axis);
+    } else if (k == ir::OpKind::reduce_sum || k == ir::OpKind::reduce_mean || k == ir::OpKind::reduce_max || k == ir::OpKind::reduce_min) {
+      // The four reductions' views differ in type only.
+      auto reduce = [&](const auto& a) {
+        std::vector<int64_t> axes(a.axes.begin(), a.axes.end());
+        if (axes.empty()) axes.resize(rank), std::iota(axes.begin(), axes.end(), 0);  // every axis
+        int_array(axes);
+        keep_dims_ = a.keepdims;
+      };
       in_.push_back(tensor(g, x, in[0]));
-      std::vector<int64_t> axes;
-      for (int64_t axis : a.ints("axes")) axes.push_back(normalized(axis, rank));
-      if (axes.empty()) axes.resize(rank), std::iota(axes.begin(), axes.end(), 0);  // every axis
-      int_array(axes);
-      keep_dims_ = a.attr_int("keepdims") != 0;
-    } else if (op == "reduce_prod") {
+      if (k == ir::OpKind::reduce_sum) name_ = "aclnnReduceSum", kind_ = Kind::ReduceSum, run_ = lib_.aclnnReduceSum, reduce(ir::ReduceSumAttrs(g, n));
+      if (k == ir::OpKind::reduce_mean) name_ = "aclnnMean", kind_ = Kind::Mean, run_ = lib_.aclnnMean, reduce(ir::ReduceMeanAttrs(g, n));
+      if (k == ir::OpKind::reduce_max) name_ = "aclnnAmax", kind_ = Kind::Amax, run_ = lib_.aclnnAmax, reduce(ir::ReduceMaxAttrs(g, n));
+      if (k == ir::OpKind::reduce_min) name_ = "aclnnAmin", kind_ = Kind::Amin, run_ = lib_.aclnnAmin, reduce(ir::ReduceMinAttrs(g, n));
+    } else if (k == ir::OpKind::reduce_prod) {
       in_.push_back(tensor(g, x, in[0]));
-      const ir::Span<int64_t> axes = a.ints("axes");
-      if (axes.size() == 1 && rank > 1) {
+      const ir::ReduceProdAttrs a(g, n);
+      if (a.axes.size() == 1 && rank > 1) {
         name_ = "aclnnProdDim", kind_ = Kind::ProdDim, run_ = lib_.aclnnProdDim;
-        dim_ = normalized(axes[0], rank);
-        keep_dims_ = a.attr_int("keepdims") != 0;
+        dim_ = static_cast<int64_t>(a.axes[0]);
+        keep_dims_ = a.keepdims;
       } else {  // every axis: the result is one element, whatever its shape says
         name_ = "aclnnProd", kind_ = Kind::Prod, run_ = lib_.aclnnProd;
         lib_.aclDestroyTensor(out_[0]);
         out_[0] = nullptr;
         out_[0] = tensor_of({}, out_type_, out[0]);
       }
-    } else if (op == "argmax" || op == "argmin") {
-      const bool max = op == "argmax";
+    } else if (k == ir::OpKind::argmax || k == ir::OpKind::argmin) {
+      const bool max = k == ir::OpKind::argmax;
       name_ = max ? "aclnnArgMax" : "aclnnArgMin", kind_ = max ? Kind::ArgMax : Kind::ArgMin;
       run_ = max ? lib_.aclnnArgMax : lib_.aclnnArgMin;
       in_.push_back(tensor(g, x, in[0]));
-      dim_ = normalized(a.attr_int("axis"), rank);
-      keep_dims_ = a.attr_int("keepdims") != 0;
-    } else if (op == "top_k") {  // values and indices (i64), in order: sorted
+      // argmax's and argmin's views differ in type only.
+      auto reduce = [&](const auto& a) { dim_ = static_cast<int64_t>(a.axis), keep_dims_ = a.keepdims; };
+      if (max) reduce(ir::ArgmaxAttrs(g, n));
+      else reduce(ir::ArgminAttrs(g, n));
+    } else if (k == ir::OpKind::top_k) {  // values and indices (i64), in order: sorted
+      const ir::TopKAttrs a(g, n);
       name_ = "aclnnTopk", kind_ = Kind::Topk, run_ = lib_.aclnnTopk;
       in_.push_back(tensor(g, x, in[0]));
-      k_ = a.attr_int("k");
-      dim_ = normalized(a.attr_int("axis"), rank);
-      largest_ = a.attr_int("largest") != 0;
-    } else if (op == "add" || op == "sub") {  // self + alpha · other, alpha 1 (an integer, as integer tensors want)
-      const bool add = op == "add";
+      k_ = a.k;
+      dim_ = static_cast<int64_t>(a.axis);
+      largest_ = a.largest;
+    } else if (k == ir::OpKind::add || k == ir::OpKind::sub) {  // self + alpha · other, alpha 1 (an integer, as integer tensors want)
+      const bool add = k == ir::OpKind::add;
       name_ = add ? "aclnnAdd" : "aclnnSub", kind_ = Kind::AddSub, run_ = add ? lib_.aclnnAdd : lib_.aclnnSub;
       subtract_ = !add;
       in_.push_back(tensor(g, x, in[0]));
       in_.push_back(tensor(g, g.operands[n.first_input + 1], in[1]));
       scalar(int64_t{1}, aclnn::kInt64);
-    } else if (op == "where") {
+    } else if (k == ir::OpKind::where) {
       name_ = "aclnnSWhere", kind_ = Kind::Where, run_ = lib_.aclnnSWhere;
       for (uint32_t i = 0; i < 3; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
-    } else if (op == "cast") {
+    } else if (k == ir::OpKind::cast) {
       name_ = "aclnnCast", kind_ = Kind::Cast, run_ = lib_.aclnnCast;
       in_.push_back(tensor(g, x, in[0]));
-    } else if (const auto e = std::find_if(std::begin(kElementwise), std::end(kElementwise), [&](const ElementwiseCall& c) { return op == c.op; });
+    } else if (const auto e = std::find_if(std::begin(kElementwise), std::end(kElementwise), [&](const ElementwiseCall& c) { return k == c.op; });
                e != std::end(kElementwise)) {
       name_ = e->name, run_ = lib_.*(e->run);
       kind_ = e->binary ? Kind::Binary : Kind::Unary;
       if (e->binary) binary_ = lib_.*(e->binary);
       else unary_ = lib_.*(e->unary);
       for (uint32_t i = 0; i < n.num_inputs; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
-    } else if (op == "expand") {
+    } else if (k == ir::OpKind::expand) {
       name_ = "aclnnExpand", kind_ = Kind::Expand, run_ = lib_.aclnnExpand;
       in_.push_back(tensor(g, x, in[0]));
       const ir::Shape& s = g.shape(n.first_output);
       int_array(std::vector<int64_t>(s.begin(), s.end()));
-    } else if (op == "gather") {
+    } else if (k == ir::OpKind::gather) {
       // IndexSelect takes one axis of indices: the index tensor as a flat view of its elements,
       // the result as a view with those elements on the axis (the same bytes, row-major).
       name_ = "aclnnIndexSelect", kind_ = Kind::IndexSelect, run_ = lib_.aclnnIndexSelect;
@@ -254,26 +264,31 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       const ir::ValueId index = g.operands[n.first_input + 1];
       const int64_t picks = g.shape(index).num_elements();
       in_.push_back(tensor_of({picks}, data_type(g.values[index].dtype), in[1]));
-      dim_ = normalized(a.attr_int("axis"), rank);
+      dim_ = static_cast<int64_t>(ir::GatherAttrs(g, n).axis);
       const ir::Shape& xs = g.shape(x);
       std::vector<int64_t> dims(xs.begin(), xs.end());
       dims[static_cast<size_t>(dim_)] = picks;
       lib_.aclDestroyTensor(out_[0]);
       out_[0] = nullptr;
       out_[0] = tensor_of(dims, data_type(g.values[n.first_output].dtype), out[0]);
-    } else if (op == "max_pool2d" || op == "avg_pool2d") {
-      const bool max = op == "max_pool2d";
+    } else if (k == ir::OpKind::max_pool2d || k == ir::OpKind::avg_pool2d) {
+      const bool max = k == ir::OpKind::max_pool2d;
       name_ = max ? "aclnnMaxPool" : "aclnnAvgPool2d", kind_ = max ? Kind::MaxPool : Kind::AvgPool;
       run_ = max ? lib_.aclnnMaxPool : lib_.aclnnAvgPool2d;
       in_.push_back(tensor(g, x, in[0]));
-      const ir::Span<int64_t> kernel = a.ints("kernel"), strides = a.ints("strides"), pads = a.ints("pads");
-      int_array({kernel[0], kernel[1]});
-      int_array({strides[0], strides[1]});
-      // MaxPool takes top, left, bottom, right; AvgPool2d one pad per axis (checked symmetric).
-      int_array(max ? std::vector<int64_t>{pads[0], pads[1], pads[2], pads[3]} : std::vector<int64_t>{pads[0], pads[1]});
-      if (max) int_array({1, 1});  // dilations
-      dim_ = a.attr_int("ceil_mode");
-    } else if (op == "slice") {
+      // The two pools' views differ in type only.
+      auto pool = [&](const auto& a) {
+        const ir::Span<int64_t> kernel = a.kernel, strides = a.strides, pads = a.pads;
+        int_array({kernel[0], kernel[1]});
+        int_array({strides[0], strides[1]});
+        // MaxPool takes top, left, bottom, right; AvgPool2d one pad per axis (checked symmetric).
+        int_array(max ? std::vector<int64_t>{pads[0], pads[1], pads[2], pads[3]} : std::vector<int64_t>{pads[0], pads[1]});
+        if (max) int_array({1, 1});  // dilations
+        dim_ = a.ceil_mode;
+      };
+      if (max) pool(ir::MaxPool2dAttrs(g, n));
+      else pool(ir::AvgPool2dAttrs(g, n));
+    } else if (k == ir::OpKind::slice) {
       // The slice as a strided view of x (offset at the starts, strides times the steps), copied
       // into the result by aclnnInplaceCopy.
       name_ = "aclnnInplaceCopy", kind_ = Kind::Copy, run_ = lib_.aclnnInplaceCopy;
@@ -281,13 +296,13 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       const ir::Shape& ys = g.shape(n.first_output);
       const std::vector<int64_t> storage(xs.begin(), xs.end()), strides = row_major_strides(storage);
       std::vector<int64_t> steps(rank, 1), starts(rank, 0);
-      const ir::Span<int64_t> st = a.ints("starts"), ax = a.ints("axes"), sp = a.ints("steps");
-      for (size_t i = 0; i < st.size(); ++i) {
-        const size_t d = static_cast<size_t>(ax.size() ? normalized(ax[i], rank) : static_cast<int64_t>(i));
+      const ir::SliceAttrs a(g, n);
+      for (size_t i = 0; i < a.starts.size(); ++i) {
+        const size_t d = a.axes.size() ? a.axes[i] : i;
         const int64_t dim = xs[d];
-        const int64_t start = st[i] < 0 ? st[i] + dim : st[i];
+        const int64_t start = a.starts[i] < 0 ? a.starts[i] + dim : a.starts[i];
         starts[d] = std::min(std::max<int64_t>(start, 0), dim);
-        steps[d] = sp.size() ? sp[i] : 1;
+        steps[d] = a.steps.size() ? a.steps[i] : 1;
       }
       int64_t offset = 0;
       std::vector<int64_t> view_strides(rank);
@@ -296,23 +311,24 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
         view_strides[d] = strides[d] * steps[d];
       }
       in_.push_back(view(std::vector<int64_t>(ys.begin(), ys.end()), view_strides, offset, storage, data_type(g.values[x].dtype), in[0]));
-    } else if (op == "transpose") {
+    } else if (k == ir::OpKind::transpose) {
       name_ = "aclnnPermute", kind_ = Kind::Permute, run_ = lib_.aclnnPermute;
       in_.push_back(tensor(g, x, in[0]));
-      std::vector<int64_t> perm;
-      for (int64_t p : a.ints("perm")) perm.push_back(normalized(p, rank));
+      const ir::TransposeAttrs a(g, n);
+      std::vector<int64_t> perm(a.perm.begin(), a.perm.end());
       if (perm.empty())
         for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));  // the default: reversed
       int_array(perm);
-    } else if (op == "concat") {
+    } else if (k == ir::OpKind::concat) {
       name_ = "aclnnCat", kind_ = Kind::Cat, run_ = lib_.aclnnCat;
       for (uint32_t i = 0; i < n.num_inputs; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
       list_ = lib_.aclCreateTensorList(in_.data(), in_.size());
-      dim_ = normalized(a.attr_int("axis"), rank);
-    } else if (op == "pad" && a.attr_int("mode") != 0) {
+      dim_ = static_cast<int64_t>(ir::ConcatAttrs(g, n).axis);
+    } else if (k == ir::OpKind::pad && ir::PadAttrs(g, n).mode != ir::PadMode::constant) {
       // Reflection and replication pads take the last two dims: x and the result as 3-D views
       // [the other dims, H, W], the padding as left, right, top, bottom.
-      const bool reflect = a.attr_int("mode") == 1;
+      const ir::PadAttrs a(g, n);
+      const bool reflect = a.mode == ir::PadMode::reflect;
       name_ = reflect ? "aclnnReflectionPad2d" : "aclnnReplicationPad2d", kind_ = Kind::BorderPad;
       run_ = reflect ? lib_.aclnnReflectionPad2d : lib_.aclnnReplicationPad2d;
       border_pad_ = reflect ? lib_.aclnnReflectionPad2dGetWorkspaceSize : lib_.aclnnReplicationPad2dGetWorkspaceSize;
@@ -325,47 +341,50 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       lib_.aclDestroyTensor(out_[0]);
       out_[0] = nullptr;
       out_[0] = tensor_of(as_3d(n.first_output), out_type_, out[0]);
-      const ir::Span<int64_t> pads = a.ints("pads");
+      const ir::Span<int64_t> pads = a.pads;
       int_array({pads[rank - 1], pads[2 * rank - 1], rank >= 2 ? pads[rank - 2] : 0, rank >= 2 ? pads[2 * rank - 2] : 0});
-    } else if (op == "fill") {  // the result filled in place
+    } else if (k == ir::OpKind::fill) {  // the result filled in place
       name_ = "aclnnInplaceFillScalar", kind_ = Kind::Fill, run_ = lib_.aclnnInplaceFillScalar;
-      scalar(a.attr_float("value"), aclnn::kDouble);
-    } else if (op == "range") {
+      scalar(ir::FillAttrs(g, n).value, aclnn::kDouble);
+    } else if (k == ir::OpKind::range) {
+      const ir::RangeAttrs a(g, n);
       name_ = "aclnnArange", kind_ = Kind::Arange, run_ = lib_.aclnnArange;
-      for (const char* bound : {"start", "limit", "step"}) scalar(a.attr_float(bound), aclnn::kDouble);
-    } else if (op == "scatter_elements") {
+      for (double bound : {a.start, a.limit, a.step}) scalar(bound, aclnn::kDouble);
+    } else if (k == ir::OpKind::scatter_elements) {
+      const ir::ScatterElementsAttrs a(g, n);
       name_ = "aclnnScatter", kind_ = Kind::Scatter, run_ = lib_.aclnnScatter;
       for (uint32_t i = 0; i < 3; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
-      dim_ = normalized(a.attr_int("axis"), rank);
-      k_ = a.attr_int("reduction");  // none, add, mul: CANN's 0, 1, 2
-    } else if (op == "scatter_nd") {
+      dim_ = static_cast<int64_t>(a.axis);
+      k_ = static_cast<int64_t>(a.reduction);  // none, add, mul: CANN's 0, 1, 2
+    } else if (k == ir::OpKind::scatter_nd) {
       name_ = "aclnnScatterNd", kind_ = Kind::ScatterNd, run_ = lib_.aclnnScatterNd;
       for (uint32_t i = 0; i < 3; ++i) in_.push_back(tensor(g, g.operands[n.first_input + i], in[i]));
-    } else if (op == "pad") {
+    } else if (k == ir::OpKind::pad) {
       // ConstantPadNd takes (before, after) pairs from the last axis on; the value as a scalar.
       name_ = "aclnnConstantPadNd", kind_ = Kind::ConstantPad, run_ = lib_.aclnnConstantPadNd;
       in_.push_back(tensor(g, x, in[0]));
-      const ir::Span<int64_t> pads = a.ints("pads");
+      const ir::PadAttrs a(g, n);
       std::vector<int64_t> pairs;
-      for (size_t d = rank; d-- > 0;) pairs.push_back(pads[d]), pairs.push_back(pads[rank + d]);
+      for (size_t d = rank; d-- > 0;) pairs.push_back(a.pads[d]), pairs.push_back(a.pads[rank + d]);
       int_array(pairs);
-      scalar(static_cast<float>(a.attr_float("value")), aclnn::kFloat);
-    } else if (op == "conv2d") {
+      scalar(static_cast<float>(a.value), aclnn::kFloat);
+    } else if (k == ir::OpKind::conv2d) {
       name_ = "aclnnConvolution", kind_ = Kind::Convolution, run_ = lib_.aclnnConvolution;
       in_.push_back(tensor(g, x, in[0]));
       in_.push_back(tensor(g, g.operands[n.first_input + 1], in[1]));
       const ir::ValueId bias = n.num_inputs > 2 ? g.operands[n.first_input + 2] : ir::kNone;
       in_.push_back(bias == ir::kNone ? nullptr : tensor(g, bias, in[2]));
-      const ir::Span<int64_t> strides = a.ints("strides"), pads = a.ints("pads"), dilations = a.ints("dilations");
+      const ir::Conv2dAttrs a(g, n);
+      const ir::Span<int64_t> strides = a.strides, pads = a.pads, dilations = a.dilations;
       int_array({strides[0], strides[1]});
       int_array({pads[0], pads[1]});  // top = bottom, left = right (checked by unsupported())
       int_array({dilations[0], dilations[1]});
       int_array({0, 0});  // output padding: only for transposed convolution
-      dim_ = a.attr_int("groups");
+      dim_ = a.groups;
     } else {
-      throw ir::Error(ir::ErrorCode::Internal, "ascend: no aclnn mapping for " + op);
+      throw ir::Error(ir::ErrorCode::Internal, std::string("ascend: no aclnn mapping for ") + n.op->name);
     }
-    lib_.require(name_, op);
+    lib_.require(name_, n.op->name);
   } catch (...) {
     release();
     throw;

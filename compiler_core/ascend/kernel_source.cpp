@@ -155,7 +155,7 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     if (o < 0 || type_of(grp.outputs[static_cast<size_t>(o)]) != dtype) work_of[s] = work++;
   }
   // A cast to bool gives 1 for any nonzero value: its result is normalized with a mask.
-  auto is_cast = [&](size_t s) { return std::string_view(lowered[s]->op->name) == "cast"; };
+  auto is_cast = [&](size_t s) { return lowered[s]->op->kind == ir::OpKind::cast; };
   for (size_t s = 0; s < grp.steps.size(); ++s)
     if (is_cast(s) && grp.steps[s].dtype == ir::DType::Bool) masks = std::max(masks, 1);
   // A tile of half for conversions through it: bool bytes to and from f32 go by way of f16, and

@@ -5,8 +5,8 @@
 #include <sstream>
 #include <vector>
 
-#include "eval/kernels.hpp"
 #include "ir/error.hpp"
+#include "ir/op_attrs.gen.hpp"
 
 namespace esg::ascend {
 namespace {
@@ -19,7 +19,7 @@ constexpr uint32_t kRowAlign = 64;        // elements: whole 256-byte repeats of
 
 // What a row kernel reads and computes, from the node.
 struct RowOp {
-  std::string op;
+  ir::OpKind kind;
   ir::DType dtype = ir::DType::F32;
   int64_t rows = 0, length = 0;
   size_t lead_rank = 0;  // x's dims before the row
@@ -31,24 +31,32 @@ ir::ValueId input(const ir::Graph& g, const ir::Node& n, uint32_t i) { return i 
 
 RowOp describe(const ir::Graph& g, const ir::Node& n) {
   RowOp r;
-  r.op = n.op->name;
+  r.kind = n.op->kind;
   r.x = input(g, n, 0);
   r.dtype = g.values[r.x].dtype;
+  // The row is x's dims from the axis on (each view's axis is normalized).
+  if (r.kind == ir::OpKind::softmax) {
+    const ir::SoftmaxAttrs a(g, n);
+    r.lead_rank = a.axis;
+    r.mask = input(g, n, 1);
+    r.softmax_scale = a.scale;
+  } else if (r.kind == ir::OpKind::log_softmax) {
+    r.lead_rank = ir::LogSoftmaxAttrs(g, n).axis;
+  } else if (r.kind == ir::OpKind::layer_norm) {
+    const ir::LayerNormAttrs a(g, n);
+    r.lead_rank = a.axis;
+    r.scale = input(g, n, 1);
+    r.bias = input(g, n, 2);
+    r.epsilon = a.epsilon;
+  } else {  // rms_norm
+    const ir::RmsNormAttrs a(g, n);
+    r.lead_rank = a.axis;
+    r.scale = input(g, n, 1);
+    r.epsilon = a.epsilon;
+  }
   const ir::Shape& s = g.shape(r.x);
-  const eval::KernelCall a{g, n, {}, {}, nullptr};
-  int64_t axis = a.attr_int("axis");
-  if (axis < 0) axis += static_cast<int64_t>(s.rank());
-  r.lead_rank = static_cast<size_t>(std::clamp<int64_t>(axis, 0, static_cast<int64_t>(s.rank())));
   r.rows = 1, r.length = 1;
   for (size_t d = 0; d < s.rank(); ++d) (d < r.lead_rank ? r.rows : r.length) *= s[d];
-  if (r.op == "softmax") {
-    r.mask = input(g, n, 1);
-    r.softmax_scale = a.attr_float("scale");
-  } else if (r.op == "layer_norm" || r.op == "rms_norm") {
-    r.scale = input(g, n, 1);
-    if (r.op == "layer_norm") r.bias = input(g, n, 2);
-    r.epsilon = a.attr_float("epsilon");
-  }
   return r;
 }
 
@@ -90,8 +98,8 @@ std::vector<uint64_t> mask_strides(const ir::Graph& g, const RowOp& r, bool* ok)
 }  // namespace
 
 bool is_row_op(const ir::OpSchema& op) {
-  const std::string name = op.name;
-  return name == "softmax" || name == "log_softmax" || name == "layer_norm" || name == "rms_norm";
+  const ir::OpKind k = op.kind;
+  return k == ir::OpKind::softmax || k == ir::OpKind::log_softmax || k == ir::OpKind::layer_norm || k == ir::OpKind::rms_norm;
 }
 
 std::string row_kernel_refusal(const ir::Graph& g, const ir::Node& n) {
@@ -100,7 +108,8 @@ std::string row_kernel_refusal(const ir::Graph& g, const ir::Node& n) {
   const ir::Shape& x = g.shape(r.x);
   if (r.dtype != ir::DType::F32 && r.dtype != ir::DType::F16 && r.dtype != ir::DType::BF16) return "f32, f16 and bf16 only";
   if (x.rank() == 0) return "a rank-0 tensor";
-  if ((r.op == "softmax" || r.op == "log_softmax") && r.lead_rank + 1 != x.rank()) return "a softmax over another axis than the last";
+  if ((r.kind == ir::OpKind::softmax || r.kind == ir::OpKind::log_softmax) && r.lead_rank + 1 != x.rank())
+    return "a softmax over another axis than the last";
   for (ir::ValueId v : {r.scale, r.bias})
     if (v != ir::kNone && (g.shape(v).num_elements() != r.length || g.values[v].dtype != r.dtype)) return "a scale or bias that is not one row";
   if (r.mask != ir::kNone) {
@@ -154,7 +163,7 @@ RowMath row_math(const RowOp& r, bool f32) {
     return std::vector<std::string>{std::string(op) + "(s, " + of + ", scratch, n);", update};
   };
   const std::string count = "static_cast<float>(length_)";
-  if (r.op == "softmax" || r.op == "log_softmax") {
+  if (r.kind == ir::OpKind::softmax || r.kind == ir::OpKind::log_softmax) {
     if (r.softmax_scale != 1.0) m.prologue.push_back("Muls(w, " + a + ", " + float_literal(r.softmax_scale) + ", n);"), a = "w";
     if (r.mask != ir::kNone) {
       if (!f32) m.prologue.push_back("Cast(t, m, RoundMode::CAST_NONE, n);");
@@ -163,7 +172,7 @@ RowMath row_math(const RowOp& r, bool f32) {
     m.init = "top_ = " + float_literal(-INFINITY) + ", sum_ = 0.0f;";
     m.passes.push_back(reduce_into("ReduceMax", a, "top_ = s.GetValue(0) > top_ ? s.GetValue(0) : top_;"));
     m.after.push_back("");
-    if (r.op == "softmax") {
+    if (r.kind == ir::OpKind::softmax) {
       m.passes.push_back({"Adds(w, " + a + ", -top_, n);", "Exp(w, w, n);", "ReduceSum(s, w, scratch, n);", "sum_ += s.GetValue(0);"});
       m.after.push_back("");
       m.final_whole = {"Muls($o, w, 1.0f / sum_, n);"};
@@ -179,7 +188,7 @@ RowMath row_math(const RowOp& r, bool f32) {
     std::vector<std::string> scale;
     if (r.scale != ir::kNone) scale.push_back("Mul($o, w, sc, n);");
     if (r.bias != ir::kNone) scale.push_back("Add($o, w, bi, n);");
-    if (r.op == "layer_norm") {  // the mean, then the variance of x - mean (nothing cancels)
+    if (r.kind == ir::OpKind::layer_norm) {  // the mean, then the variance of x - mean (nothing cancels)
       m.init = "sum_ = 0.0f, sq_ = 0.0f;";
       m.passes.push_back(reduce_into("ReduceSum", a, "sum_ += s.GetValue(0);"));
       m.after.push_back("mean_ = sum_ / " + count + ";");
@@ -271,7 +280,7 @@ KernelSource generate_row_kernel(const ir::Graph& g, const ir::Node& n) {
   const std::string prologue = lines(math.prologue);
 
   std::ostringstream code;
-  code << "// Generated by esgraph: " << r.op << " over rows" << (has_mask ? ", with a mask" : "") << (has_scale ? ", with a scale" : "")
+  code << "// Generated by esgraph: " << n.op->name << " over rows" << (has_mask ? ", with a mask" : "") << (has_scale ? ", with a scale" : "")
        << (has_bias ? ", with a bias" : "") << ", " << ir::dtype_name(r.dtype) << " (computed in f32),\n"
        << "// rows of any length (the tiling argument): up to kRow in the Unified Buffer at once, longer ones chunk by chunk.\n"
        << "#include \"kernel_operator.h\"\nusing namespace AscendC;\n\nnamespace {\n"

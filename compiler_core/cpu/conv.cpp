@@ -87,7 +87,7 @@ ESG_CPU_CLONES void depthwise(const float* image, const float* w, float b, const
     }
 }
 
-ConvShape conv_shape(const Conv2dAttrs& a, const eval::TensorRef& x, const eval::TensorRef& w, const ir::Shape& out) {
+ConvShape conv_shape(const ConvParams& a, const eval::TensorRef& x, const eval::TensorRef& w, const ir::Shape& out) {
   return {w.shape[1], x.shape[2], x.shape[3], w.shape[2], w.shape[3], out[2], out[3],
           a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.dilation_h, a.dilation_w};
 }
@@ -96,7 +96,7 @@ constexpr int64_t kColumnBytes = 512 * 1024;
 
 // One image's group of output channels: out = [O/groups, OH·OW] rows of the result. `col` is
 // the caller's im2col buffer, kept between calls.
-void conv_unit(const ConvShape& s, const Conv2dAttrs& a, const eval::TensorRef& x, const eval::TensorRef& w,
+void conv_unit(const ConvShape& s, const ConvParams& a, const eval::TensorRef& x, const eval::TensorRef& w,
                const eval::TensorRef* bias, int64_t n, int64_t g, float* out, int threads, std::vector<float>& col) {
   const int64_t OG = w.shape[0] / a.groups, K = s.C * s.KH * s.KW, P = s.OH * s.OW;
   const float* image = x.data<float>() + (n * a.groups + g) * s.C * s.H * s.W;
@@ -132,7 +132,7 @@ void conv2d_f32(const eval::KernelCall& c) {
   const eval::TensorRef& w = *c.in[1];
   const eval::TensorRef* bias = c.in.size() > 2 ? c.in[2] : nullptr;
   const eval::TensorRef& y = *c.out[0];
-  const Conv2dAttrs a = conv2d_attrs(c.graph, c.node);
+  const ConvParams a = conv_params(c.graph, c.node);
   const ConvShape s = conv_shape(a, x, w, y.shape);
   const int64_t N = x.shape[0], O = w.shape[0], OG = O / a.groups, P = s.OH * s.OW;
   if (y.size() == 0) return;
@@ -150,21 +150,19 @@ void conv2d_f32(const eval::KernelCall& c) {
 
 }  // namespace
 
-Conv2dAttrs conv2d_attrs(const ir::Graph& g, const ir::Node& n) {
-  auto ints = [&](const char* name) { return g.ints_of(g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index(name))]); };
-  const ir::Span<int64_t> st = ints("strides"), pads = ints("pads"), dil = ints("dilations");
-  return {st[0], st[1], pads[0], pads[1], pads[2], pads[3], dil[0], dil[1],
-          g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("groups"))].i};
+ConvParams conv_params(const ir::Graph& g, const ir::Node& n) {
+  const ir::Conv2dAttrs a(g, n);
+  return {a.strides[0], a.strides[1], a.pads[0], a.pads[1], a.pads[2], a.pads[3], a.dilations[0], a.dilations[1], a.groups};
 }
 
 bool is_conv2d_f32(const ir::Graph& g, const ir::Node& n) {
-  if (std::string(n.op->name) != "conv2d" || g.values[n.first_output].dtype != ir::DType::F32) return false;
+  if (n.op->kind != ir::OpKind::conv2d || g.values[n.first_output].dtype != ir::DType::F32) return false;
   for (ir::ValueId v : g.inputs(n))
     if (v != ir::kNone && g.values[v].dtype != ir::DType::F32) return false;
   return true;
 }
 
-void conv2d_images(const Conv2dAttrs& a, const eval::TensorRef& x, const eval::TensorRef& w, const eval::TensorRef* bias,
+void conv2d_images(const ConvParams& a, const eval::TensorRef& x, const eval::TensorRef& w, const eval::TensorRef* bias,
                    const ir::Shape& out_shape, int64_t first, int64_t last, float* out, int threads) {
   const ConvShape s = conv_shape(a, x, w, out_shape);
   const int64_t OG = w.shape[0] / a.groups, P = s.OH * s.OW;

@@ -10,17 +10,17 @@
 namespace esg::cpu {
 
 // The node's attributes, bound once.
-struct Conv2dAttrs {
+struct ConvParams {
   int64_t stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups;
 };
-Conv2dAttrs conv2d_attrs(const ir::Graph& g, const ir::Node& n);
+ConvParams conv_params(const ir::Graph& g, const ir::Node& n);
 
 // Whether the f32 kernel serves this node (f32 operands and result).
 bool is_conv2d_f32(const ir::Graph& g, const ir::Node& n);
 
 // conv2d(x, w, bias) of images [first, last) into `out`, those images' results one after the
 // other ([last - first, O, OH, OW]); `out_shape` is the whole result's. `threads` for the GEMMs.
-void conv2d_images(const Conv2dAttrs& a, const eval::TensorRef& x, const eval::TensorRef& w, const eval::TensorRef* bias,
+void conv2d_images(const ConvParams& a, const eval::TensorRef& x, const eval::TensorRef& w, const eval::TensorRef* bias,
                    const ir::Shape& out_shape, int64_t first, int64_t last, float* out, int threads);
 
 }  // namespace esg::cpu

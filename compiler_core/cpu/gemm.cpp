@@ -34,7 +34,8 @@ void matmul_f32(const eval::KernelCall& c) {
   const eval::TensorRef& a = *c.in[0];
   const eval::TensorRef& b = *c.in[1];
   const eval::TensorRef& y = *c.out[0];
-  const bool ta = c.attr_int("transpose_a") != 0, tb = c.attr_int("transpose_b") != 0;
+  const ir::MatmulAttrs attrs = c.attrs<ir::MatmulAttrs>();
+  const bool ta = attrs.transpose_a, tb = attrs.transpose_b;
   const size_t ra = a.shape.rank(), rb = b.shape.rank(), ry = y.shape.rank();
   const int64_t m = y.shape[ry - 2], n = y.shape[ry - 1], k = a.shape[ra - (ta ? 2 : 1)];
   const ir::Shape batch = ir::Shape::from(y.shape.begin(), ry - 2);
@@ -70,7 +71,7 @@ void gemm_rows(const eval::TensorRef& a, const eval::TensorRef& b, bool transpos
 }
 
 eval::Kernel gemm_kernel(const ir::Graph& g, const ir::Node& n) {
-  return std::string(n.op->name) == "matmul" && g.values[n.first_output].dtype == ir::DType::F32 ? matmul_f32 : nullptr;
+  return n.op->kind == ir::OpKind::matmul && g.values[n.first_output].dtype == ir::DType::F32 ? matmul_f32 : nullptr;
 }
 
 }  // namespace esg::cpu

@@ -15,8 +15,6 @@
 namespace esg::cpu {
 namespace {
 
-bool last_axis(int64_t axis, size_t rank) { return axis == -1 || axis == static_cast<int64_t>(rank) - 1; }
-
 // One softmax row: the largest scale·x (scale·max x, or scale·min x for a negative scale), then
 // e = exp(scale·x - max) into dst once per element in f32 (the argument is <= 0 and the result
 // is rounded to f32 anyway), its sum, then one multiply per element; only the first two read
@@ -51,8 +49,7 @@ void softmax_rows(const eval::KernelCall& c) {
   const eval::TensorRef& y = *c.out[0];
   const int64_t n = x.shape[x.shape.rank() - 1];
   if (n == 0) return;
-  const bool scaled = c.node.op->attr_index("scale") >= 0;
-  const double scale = scaled ? c.attr_float("scale") : 1.0;
+  const double scale = kLog ? 1.0 : c.attrs<ir::SoftmaxAttrs>().scale;  // log_softmax has no scale
   split_work(x.size() / n, n, c.parallel, [&](int64_t first, int64_t last) {
     std::vector<float> z(kLog ? static_cast<size_t>(n) : 0);
     for (int64_t row = first; row < last; ++row) {
@@ -118,7 +115,7 @@ ESG_CPU_CLONES void norm_row(const float* src, float* dst, int64_t n, bool rms, 
   else normalize_row<false, false>(src, dst, n, shift, c, k, scale, bias);
 }
 
-template <bool kRms>
+template <bool kRms, class A>
 void norm_rows(const eval::KernelCall& c) {
   const eval::TensorRef& x = *c.in[0];
   const eval::TensorRef& y = *c.out[0];
@@ -126,7 +123,7 @@ void norm_rows(const eval::KernelCall& c) {
   if (n == 0) return;
   const float* scale = c.in.size() > 1 && c.in[1] ? c.in[1]->data<float>() : nullptr;
   const float* bias = c.in.size() > 2 && c.in[2] ? c.in[2]->data<float>() : nullptr;
-  const double eps = c.attr_float("epsilon");
+  const double eps = c.attrs<A>().epsilon;
   split_work(x.size() / n, n, c.parallel, [&](int64_t first, int64_t last) {
     for (int64_t row = first; row < last; ++row) norm_row(x.data<float>() + row * n, y.data<float>() + row * n, n, kRms, eps, scale, bias);
   });
@@ -135,18 +132,21 @@ void norm_rows(const eval::KernelCall& c) {
 }  // namespace
 
 eval::Kernel normalize_kernel(const ir::Graph& g, const ir::Node& n) {
-  const std::string op = n.op->name;
-  const bool is_softmax = op == "softmax" || op == "log_softmax", is_norm = op == "layer_norm" || op == "rms_norm";
-  if ((!is_softmax && !is_norm) || g.values[n.first_output].dtype != ir::DType::F32) return nullptr;
+  using K = ir::OpKind;
+  if (g.values[n.first_output].dtype != ir::DType::F32) return nullptr;
   const size_t rank = g.shape(n.first_output).rank();
-  const int64_t axis = g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("axis"))].i;
-  if (rank == 0 || !last_axis(axis, rank)) return nullptr;
-  if (op == "softmax") {
-    const bool masked = n.num_inputs - n.num_captures > 1 && g.operands[n.first_input + 1] != ir::kNone;
-    return masked ? nullptr : softmax_rows<false>;
+  // Rows along the last axis only (a norm's axis is its first normalized one).
+  const auto along_last = [&](size_t axis) { return rank > 0 && axis == rank - 1; };
+  switch (n.op->kind) {
+    case K::softmax: {
+      const bool masked = n.num_inputs - n.num_captures > 1 && g.operands[n.first_input + 1] != ir::kNone;
+      return along_last(ir::SoftmaxAttrs(g, n).axis) && !masked ? softmax_rows<false> : nullptr;
+    }
+    case K::log_softmax: return along_last(ir::LogSoftmaxAttrs(g, n).axis) ? softmax_rows<true> : nullptr;
+    case K::layer_norm: return along_last(ir::LayerNormAttrs(g, n).axis) ? norm_rows<false, ir::LayerNormAttrs> : nullptr;
+    case K::rms_norm: return along_last(ir::RmsNormAttrs(g, n).axis) ? norm_rows<true, ir::RmsNormAttrs> : nullptr;
+    default: return nullptr;
   }
-  if (op == "log_softmax") return softmax_rows<true>;
-  return op == "layer_norm" ? norm_rows<false> : norm_rows<true>;
 }
 
 }  // namespace esg::cpu

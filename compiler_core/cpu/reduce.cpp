@@ -35,17 +35,16 @@ void reduce_rows(const eval::KernelCall& c) {
 }  // namespace
 
 eval::Kernel reduce_kernel(const ir::Graph& g, const ir::Node& n) {
-  const std::string op = n.op->name;
-  if ((op != "reduce_sum" && op != "reduce_mean") || g.values[n.first_output].dtype != ir::DType::F32) return nullptr;
+  const bool mean = n.op->kind == ir::OpKind::reduce_mean;
+  if ((!mean && n.op->kind != ir::OpKind::reduce_sum) || g.values[n.first_output].dtype != ir::DType::F32) return nullptr;
+  const eval::Kernel rows = mean ? reduce_rows<true> : reduce_rows<false>;
   const size_t rank = g.shape(g.operands[n.first_input]).rank();
-  const ir::Span<int64_t> axes = g.ints_of(g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("axes"))]);
-  if (rank == 0 || axes.empty()) return op == "reduce_mean" ? reduce_rows<true> : reduce_rows<false>;  // every axis
-  std::vector<int64_t> norm;
-  for (int64_t a : axes) norm.push_back(a < 0 ? a + static_cast<int64_t>(rank) : a);
-  std::sort(norm.begin(), norm.end());
-  for (size_t i = 0; i < norm.size(); ++i)  // exactly the last norm.size() axes
-    if (norm[i] != static_cast<int64_t>(rank - norm.size() + i)) return nullptr;
-  return op == "reduce_mean" ? reduce_rows<true> : reduce_rows<false>;
+  std::vector<size_t> axes = mean ? ir::ReduceMeanAttrs(g, n).axes : ir::ReduceSumAttrs(g, n).axes;
+  if (rank == 0 || axes.empty()) return rows;  // every axis
+  std::sort(axes.begin(), axes.end());
+  for (size_t i = 0; i < axes.size(); ++i)  // exactly the last axes.size() axes
+    if (axes[i] != rank - axes.size() + i) return nullptr;
+  return rows;
 }
 
 }  // namespace esg::cpu

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <string>
 
 #include "eval/indexing.hpp"
@@ -18,7 +17,7 @@ namespace {
 
 using ir::Shape;
 
-size_t norm_axis(int64_t a, size_t rank) { return static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(rank) : a); }
+using K = ir::OpKind;
 
 // Copies element `from` of `src` to element `to` of `dst` (same dtype).
 void copy_elem(const TensorRef& src, int64_t from, const TensorRef& dst, int64_t to) {
@@ -45,12 +44,14 @@ int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>& strid
 // ---- reductions --------------------------------------------------------------------------
 enum class Reduce { Sum, Mean, Max, Min, Prod };
 
+// The reductions share their attributes' layout; A is the op's view.
+template <class A>
 void reduce(const KernelCall& c, Reduce kind) {
   const TensorRef& x = *c.in[0];
   const TensorRef& y = *c.out[0];
-  const ir::Span<int64_t> axes = c.ints("axes");
+  const std::vector<size_t> axes = c.attrs<A>().axes;
   std::vector<bool> reduced(x.shape.rank(), axes.empty());
-  for (int64_t a : axes) reduced[norm_axis(a, x.shape.rank())] = true;
+  for (size_t a : axes) reduced[a] = true;
   // The output index of each input element: reduced axes dropped (or kept as size 1).
   std::vector<int64_t> out_strides(x.shape.rank(), 0);
   int64_t stride = 1;
@@ -113,11 +114,12 @@ void for_each_lane(const Shape& s, size_t axis, F f) {
     for (int64_t i = 0; i < inner; ++i) f(o * s[axis] * inner + i, inner, s[axis]);
 }
 
+template <class A>
 void arg_reduce(const KernelCall& c, bool is_max) {
   const TensorRef& x = *c.in[0];
   const TensorRef& y = *c.out[0];
   int64_t k = 0;
-  for_each_lane(x.shape, norm_axis(c.attr_int("axis"), x.shape.rank()), [&](int64_t base, int64_t stride, int64_t n) {
+  for_each_lane(x.shape, c.attrs<A>().axis, [&](int64_t base, int64_t stride, int64_t n) {
     int64_t best = 0;
     for (int64_t j = 1; j < n; ++j) {
       const double v = load_f(x, base + j * stride), b = load_f(x, base + best * stride);
@@ -127,12 +129,10 @@ void arg_reduce(const KernelCall& c, bool is_max) {
   });
 }
 
-void softmax(const KernelCall& c, bool log) {
+// softmax(scale * x + mask) along `axis`; log_softmax has neither scale nor mask.
+void softmax(const KernelCall& c, size_t axis, double scale, bool log) {
   const TensorRef& x = *c.in[0];
   const TensorRef& y = *c.out[0];
-  // API 2: softmax(scale * x + mask); log_softmax has neither.
-  const bool has_extras = c.node.op->attr_index("scale") >= 0;
-  const double scale = has_extras ? c.attr_float("scale") : 1.0;
   const TensorRef* mask = c.in.size() > 1 ? c.in[1] : nullptr;
   std::vector<double> z(static_cast<size_t>(x.size()));
   if (mask) {
@@ -141,7 +141,7 @@ void softmax(const KernelCall& c, bool log) {
   } else {
     for (int64_t i = 0; i < x.size(); ++i) z[static_cast<size_t>(i)] = scale * load_f(x, i);
   }
-  for_each_lane(x.shape, norm_axis(c.attr_int("axis"), x.shape.rank()), [&](int64_t base, int64_t stride, int64_t n) {
+  for_each_lane(x.shape, axis, [&](int64_t base, int64_t stride, int64_t n) {
     double m = -std::numeric_limits<double>::infinity(), sum = 0;
     for (int64_t j = 0; j < n; ++j) m = std::max(m, z[static_cast<size_t>(base + j * stride)]);
     for (int64_t j = 0; j < n; ++j) sum += std::exp(z[static_cast<size_t>(base + j * stride)] - m);
@@ -152,13 +152,14 @@ void softmax(const KernelCall& c, bool log) {
   });
 }
 
+template <class A>
 void norm(const KernelCall& c, bool rms) {
   const TensorRef& x = *c.in[0];
   const TensorRef& y = *c.out[0];
-  const size_t axis = norm_axis(c.attr_int("axis"), x.shape.rank());
+  const A attrs = c.attrs<A>();
   int64_t inner = 1;
-  for (size_t d = axis; d < x.shape.rank(); ++d) inner *= x.shape[d];
-  const double eps = c.attr_float("epsilon");
+  for (size_t d = attrs.axis; d < x.shape.rank(); ++d) inner *= x.shape[d];
+  const double eps = attrs.epsilon;
   const TensorRef* scale = c.in.size() > 1 ? c.in[1] : nullptr;
   const TensorRef* bias = c.in.size() > 2 ? c.in[2] : nullptr;
   for (int64_t base = 0; base < x.size(); base += inner) {
@@ -180,7 +181,8 @@ void matmul(const KernelCall& c) {
   const TensorRef& a = *c.in[0];
   const TensorRef& b = *c.in[1];
   const TensorRef& y = *c.out[0];
-  const bool ta = c.attr_int("transpose_a") != 0, tb = c.attr_int("transpose_b") != 0;
+  const ir::MatmulAttrs attrs = c.attrs<ir::MatmulAttrs>();
+  const bool ta = attrs.transpose_a, tb = attrs.transpose_b;
   const size_t ra = a.shape.rank(), rb = b.shape.rank(), ry = y.shape.rank();
   const int64_t m = y.shape[ry - 2], n = y.shape[ry - 1], k = a.shape[ra - (ta ? 2 : 1)];
   // Batch offsets by broadcasting the leading axes.
@@ -210,8 +212,9 @@ void conv2d(const KernelCall& c) {
   const TensorRef& w = *c.in[1];
   const TensorRef* bias = c.in.size() > 2 ? c.in[2] : nullptr;
   const TensorRef& y = *c.out[0];
-  const ir::Span<int64_t> st = c.ints("strides"), pads = c.ints("pads"), dil = c.ints("dilations");
-  const int64_t groups = c.attr_int("groups");
+  const ir::Conv2dAttrs attrs = c.attrs<ir::Conv2dAttrs>();
+  const ir::Span<int64_t> st = attrs.strides, pads = attrs.pads, dil = attrs.dilations;
+  const int64_t groups = attrs.groups;
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   const int64_t O = w.shape[0], CG = w.shape[1], KH = w.shape[2], KW = w.shape[3];
   const int64_t OH = y.shape[2], OW = y.shape[3], OG = O / groups;
@@ -235,10 +238,12 @@ void conv2d(const KernelCall& c) {
     }
 }
 
+template <class A>
 void pool2d(const KernelCall& c, bool is_max) {
   const TensorRef& x = *c.in[0];
   const TensorRef& y = *c.out[0];
-  const ir::Span<int64_t> k = c.ints("kernel"), st = c.ints("strides"), pads = c.ints("pads");
+  const A attrs = c.attrs<A>();
+  const ir::Span<int64_t> k = attrs.kernel, st = attrs.strides, pads = attrs.pads;
   const int64_t NC = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
   for (int64_t nc = 0; nc < NC; ++nc)
     for (int64_t oh = 0; oh < OH; ++oh)
@@ -266,9 +271,9 @@ void transpose(const KernelCall& c) {
   const TensorRef& x = *c.in[0];
   const TensorRef& y = *c.out[0];
   const size_t r = x.shape.rank();
-  ir::Span<int64_t> perm = c.ints("perm");
+  const std::vector<size_t> perm = c.attrs<ir::TransposeAttrs>().perm;
   std::vector<int64_t> p(r);
-  for (size_t i = 0; i < r; ++i) p[i] = perm.empty() ? static_cast<int64_t>(r - 1 - i) : static_cast<int64_t>(norm_axis(perm[i], r));
+  for (size_t i = 0; i < r; ++i) p[i] = static_cast<int64_t>(perm.empty() ? r - 1 - i : perm[i]);
   if (y.size() == 0) return;
   const std::vector<int64_t> xs = strides_of(x.shape);
   // Walk the output in order with an odometer, keeping the source offset up to date; when the
@@ -308,7 +313,7 @@ size_t block_bytes(const TensorRef& t, size_t axis) {
 
 void concat(const KernelCall& c) {
   const TensorRef& y = *c.out[0];
-  const size_t axis = norm_axis(c.attr_int("axis"), y.shape.rank());
+  const size_t axis = c.attrs<ir::ConcatAttrs>().axis;
   const int64_t outer = outer_of(y.shape, axis);
   const size_t row = block_bytes(y, axis);
   size_t at = 0;
@@ -321,7 +326,7 @@ void concat(const KernelCall& c) {
 
 void split(const KernelCall& c) {
   const TensorRef& x = *c.in[0];
-  const size_t axis = norm_axis(c.attr_int("axis"), x.shape.rank());
+  const size_t axis = c.attrs<ir::SplitAttrs>().axis;
   const int64_t outer = outer_of(x.shape, axis);
   const size_t row = block_bytes(x, axis);
   size_t at = 0;
@@ -336,10 +341,11 @@ void slice(const KernelCall& c) {
   const TensorRef& x = *c.in[0];
   const TensorRef& y = *c.out[0];
   const size_t r = x.shape.rank();
-  const ir::Span<int64_t> starts = c.ints("starts"), axes = c.ints("axes"), steps = c.ints("steps");
+  const ir::SliceAttrs attrs = c.attrs<ir::SliceAttrs>();
+  const ir::Span<int64_t> starts = attrs.starts, steps = attrs.steps;
   std::vector<int64_t> start(r, 0), step(r, 1);
   for (size_t i = 0; i < starts.size(); ++i) {
-    const size_t ax = axes.empty() ? i : norm_axis(axes[i], r);
+    const size_t ax = attrs.axes.empty() ? i : attrs.axes[i];
     const int64_t d = x.shape[ax], s = steps.empty() ? 1 : steps[i];
     int64_t v = starts[i] < 0 ? starts[i] + d : starts[i];
     v = s > 0 ? std::clamp<int64_t>(v, 0, d) : std::clamp<int64_t>(v, -1, d - 1);
@@ -376,7 +382,7 @@ void gather(const KernelCall& c) {
   const TensorRef& x = *c.in[0];
   const TensorRef& ind = *c.in[1];
   const TensorRef& y = *c.out[0];
-  const size_t axis = norm_axis(c.attr_int("axis"), x.shape.rank());
+  const size_t axis = c.attrs<ir::GatherAttrs>().axis;
   const std::vector<int64_t> xs = strides_of(x.shape);
   const size_t ir_ = ind.shape.rank();
   for (int64_t i = 0; i < y.size(); ++i) {
@@ -419,8 +425,9 @@ void scatter_one(const TensorRef& y, int64_t at, const TensorRef& updates, int64
 
 void scatter_elements(const KernelCall& c) {
   const TensorRef &data = *c.in[0], &ind = *c.in[1], &upd = *c.in[2], &y = *c.out[0];
-  const size_t axis = norm_axis(c.attr_int("axis"), data.shape.rank());
-  const int64_t reduction = c.attr_int("reduction");
+  const ir::ScatterElementsAttrs attrs = c.attrs<ir::ScatterElementsAttrs>();
+  const size_t axis = attrs.axis;
+  const auto reduction = static_cast<int64_t>(attrs.reduction);
   if (y.bytes != data.bytes) std::memmove(y.bytes, data.bytes, data.nbytes());
   const std::vector<int64_t> ys = strides_of(y.shape);
   for (size_t d = 0; d < ind.shape.rank(); ++d)  // symbolic shapes reach here unchecked
@@ -435,7 +442,7 @@ void scatter_elements(const KernelCall& c) {
 
 void scatter_nd(const KernelCall& c) {
   const TensorRef &data = *c.in[0], &ind = *c.in[1], &upd = *c.in[2], &y = *c.out[0];
-  const int64_t reduction = c.attr_int("reduction");
+  const auto reduction = static_cast<int64_t>(c.attrs<ir::ScatterNdAttrs>().reduction);
   if (y.bytes != data.bytes) std::memmove(y.bytes, data.bytes, data.nbytes());
   const auto k = static_cast<size_t>(ind.shape[ind.shape.rank() - 1]);
   const std::vector<int64_t> ys = strides_of(y.shape);
@@ -453,9 +460,10 @@ void scatter_nd(const KernelCall& c) {
 
 void top_k(const KernelCall& c) {
   const TensorRef &x = *c.in[0], &values = *c.out[0], &indices = *c.out[1];
-  const size_t axis = norm_axis(c.attr_int("axis"), x.shape.rank());
-  const int64_t k = c.attr_int("k");
-  const bool largest = c.attr_int("largest") != 0;
+  const ir::TopKAttrs attrs = c.attrs<ir::TopKAttrs>();
+  const size_t axis = attrs.axis;
+  const int64_t k = attrs.k;
+  const bool largest = attrs.largest;
   if (values.size() == 0) return;
   const int64_t inner = strides_of(x.shape)[axis];
   std::vector<int64_t> order;
@@ -492,9 +500,10 @@ void pad(const KernelCall& c) {
   const TensorRef& x = *c.in[0];
   const TensorRef& y = *c.out[0];
   const size_t r = x.shape.rank();
-  const ir::Span<int64_t> pads = c.ints("pads");
-  const int64_t mode = c.attr_int("mode");  // constant, reflect, edge
-  const double value = c.attr_float("value");
+  const ir::PadAttrs attrs = c.attrs<ir::PadAttrs>();
+  const ir::Span<int64_t> pads = attrs.pads;
+  const auto mode = static_cast<int64_t>(attrs.mode);  // constant, reflect, edge
+  const double value = attrs.value;
   const std::vector<int64_t> xs = strides_of(x.shape);
   for (int64_t i = 0; i < y.size(); ++i) {
     std::vector<int64_t> idx = unravel(i, y.shape);
@@ -515,60 +524,56 @@ void pad(const KernelCall& c) {
 }
 
 void fill(const KernelCall& c) {
-  for (int64_t i = 0; i < c.out[0]->size(); ++i) store_f(*c.out[0], i, c.attr_float("value"));
+  const double value = c.attrs<ir::FillAttrs>().value;
+  for (int64_t i = 0; i < c.out[0]->size(); ++i) store_f(*c.out[0], i, value);
 }
 
 void range(const KernelCall& c) {
-  const double start = c.attr_float("start"), step = c.attr_float("step");
+  const ir::RangeAttrs attrs = c.attrs<ir::RangeAttrs>();
+  const double start = attrs.start, step = attrs.step;
   for (int64_t i = 0; i < c.out[0]->size(); ++i) store_f(*c.out[0], i, start + static_cast<double>(i) * step);
 }
 
 }  // namespace
 
-const ir::AttrValue& KernelCall::attr(const char* name) const {
-  const int i = node.op->attr_index(name);
-  if (i < 0) throw ir::Error(ir::ErrorCode::Internal, std::string(node.op->name) + ": no attribute `" + name + "`");
-  return graph.attrs[node.first_attr + static_cast<size_t>(i)];
-}
-int64_t KernelCall::attr_int(const char* name) const { return attr(name).i; }
-double KernelCall::attr_float(const char* name) const { return attr(name).f; }
-ir::Span<int64_t> KernelCall::ints(const char* name) const { return graph.ints_of(attr(name)); }
-
 Kernel find_kernel(const ir::OpSchema& op) {
-  static const std::map<std::string, Kernel> table = {
-      {"reduce_sum", [](const KernelCall& c) { reduce(c, Reduce::Sum); }},
-      {"reduce_mean", [](const KernelCall& c) { reduce(c, Reduce::Mean); }},
-      {"reduce_max", [](const KernelCall& c) { reduce(c, Reduce::Max); }},
-      {"reduce_min", [](const KernelCall& c) { reduce(c, Reduce::Min); }},
-      {"reduce_prod", [](const KernelCall& c) { reduce(c, Reduce::Prod); }},
-      {"argmax", [](const KernelCall& c) { arg_reduce(c, true); }},
-      {"argmin", [](const KernelCall& c) { arg_reduce(c, false); }},
-      {"softmax", [](const KernelCall& c) { softmax(c, false); }},
-      {"log_softmax", [](const KernelCall& c) { softmax(c, true); }},
-      {"layer_norm", [](const KernelCall& c) { norm(c, false); }},
-      {"rms_norm", [](const KernelCall& c) { norm(c, true); }},
-      {"matmul", matmul},
-      {"conv2d", conv2d},
-      {"max_pool2d", [](const KernelCall& c) { pool2d(c, true); }},
-      {"avg_pool2d", [](const KernelCall& c) { pool2d(c, false); }},
-      {"reshape", copy_bytes},
-      {"squeeze", copy_bytes},
-      {"unsqueeze", copy_bytes},
-      {"transpose", transpose},
-      {"concat", concat},
-      {"split", split},
-      {"slice", slice},
-      {"gather", gather},
-      {"scatter_elements", scatter_elements},
-      {"scatter_nd", scatter_nd},
-      {"top_k", top_k},
-      {"expand", expand},
-      {"pad", pad},
-      {"fill", fill},
-      {"range", range},
-  };
-  const auto it = table.find(op.name);
-  return it == table.end() ? nullptr : it->second;
+  switch (op.kind) {
+    case K::reduce_sum: return [](const KernelCall& c) { reduce<ir::ReduceSumAttrs>(c, Reduce::Sum); };
+    case K::reduce_mean: return [](const KernelCall& c) { reduce<ir::ReduceMeanAttrs>(c, Reduce::Mean); };
+    case K::reduce_max: return [](const KernelCall& c) { reduce<ir::ReduceMaxAttrs>(c, Reduce::Max); };
+    case K::reduce_min: return [](const KernelCall& c) { reduce<ir::ReduceMinAttrs>(c, Reduce::Min); };
+    case K::reduce_prod: return [](const KernelCall& c) { reduce<ir::ReduceProdAttrs>(c, Reduce::Prod); };
+    case K::argmax: return [](const KernelCall& c) { arg_reduce<ir::ArgmaxAttrs>(c, true); };
+    case K::argmin: return [](const KernelCall& c) { arg_reduce<ir::ArgminAttrs>(c, false); };
+    case K::softmax:
+      return [](const KernelCall& c) {
+        const ir::SoftmaxAttrs a = c.attrs<ir::SoftmaxAttrs>();
+        softmax(c, a.axis, a.scale, false);
+      };
+    case K::log_softmax: return [](const KernelCall& c) { softmax(c, c.attrs<ir::LogSoftmaxAttrs>().axis, 1.0, true); };
+    case K::layer_norm: return [](const KernelCall& c) { norm<ir::LayerNormAttrs>(c, false); };
+    case K::rms_norm: return [](const KernelCall& c) { norm<ir::RmsNormAttrs>(c, true); };
+    case K::matmul: return matmul;
+    case K::conv2d: return conv2d;
+    case K::max_pool2d: return [](const KernelCall& c) { pool2d<ir::MaxPool2dAttrs>(c, true); };
+    case K::avg_pool2d: return [](const KernelCall& c) { pool2d<ir::AvgPool2dAttrs>(c, false); };
+    case K::reshape:
+    case K::squeeze:
+    case K::unsqueeze: return copy_bytes;
+    case K::transpose: return transpose;
+    case K::concat: return concat;
+    case K::split: return split;
+    case K::slice: return slice;
+    case K::gather: return gather;
+    case K::scatter_elements: return scatter_elements;
+    case K::scatter_nd: return scatter_nd;
+    case K::top_k: return top_k;
+    case K::expand: return expand;
+    case K::pad: return pad;
+    case K::fill: return fill;
+    case K::range: return range;
+    default: return nullptr;
+  }
 }
 
 }  // namespace esg::eval

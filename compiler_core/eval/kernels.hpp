@@ -5,6 +5,7 @@
 
 #include "eval/host_tensor.hpp"
 #include "ir/graph.hpp"
+#include "ir/op_attrs.gen.hpp"
 
 namespace esg::eval {
 
@@ -30,12 +31,9 @@ struct KernelCall {
   std::vector<const TensorRef*> out;  // shaped, with their memory, by the caller
   const Parallel* parallel = nullptr;  // none: the kernel runs on the calling thread
 
-  int64_t attr_int(const char* name) const;  // int, bool, enum and dtype attributes
-  double attr_float(const char* name) const;
-  ir::Span<int64_t> ints(const char* name) const;
-
- private:
-  const ir::AttrValue& attr(const char* name) const;
+  // The node's typed attribute view (ir/op_attrs.gen.hpp), e.g. attrs<ir::SoftmaxAttrs>().axis.
+  template <class A>
+  A attrs() const { return A(graph, node); }
 };
 
 using Kernel = void (*)(const KernelCall&);

@@ -1,5 +1,7 @@
 #include "ir/op_schema.hpp"
 
+#include <array>
+
 #include <cstring>
 
 #include "ir/infer.hpp"
@@ -42,7 +44,7 @@ namespace {
 // Constants carry their dtype, shape and bytes in the node itself; nothing to infer.
 void infer_constant(InferContext&) {}
 const OutputSchema kConstantOutputs[] = {{"y", OutputType::Data, -1, DType::Invalid, -1, OutputCount::One, -1}};
-const OpSchema kConstant = {"constant", 1, "constant", infer_constant, {}, {}, {kConstantOutputs, 1}, {}, {}, false};
+const OpSchema kConstant = {"constant", OpKind::constant, 1, "constant", infer_constant, {}, {}, {kConstantOutputs, 1}, {}, {}, false};
 }  // namespace
 
 const OpSchema& constant_op() { return kConstant; }
@@ -52,6 +54,16 @@ const OpSchema* find_op(std::string_view name) {
   for (const OpSchema* op : all_ops())
     if (name == op->name) return op;
   return nullptr;
+}
+
+const OpSchema* find_op(OpKind kind) {
+  static const std::array<const OpSchema*, kNumOpKinds> by_kind = [] {
+    std::array<const OpSchema*, kNumOpKinds> t{};
+    t[static_cast<size_t>(OpKind::constant)] = &kConstant;
+    for (const OpSchema* op : all_ops()) t[static_cast<size_t>(op->kind)] = op;
+    return t;
+  }();
+  return by_kind[static_cast<size_t>(kind)];
 }
 
 }  // namespace esg::ir

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "ir/dtype.hpp"
+#include "ir/op_kind.gen.hpp"
 #include "ir/span.hpp"
 
 namespace esg::ir {
@@ -68,7 +69,8 @@ struct SubgraphSchema {
 };
 
 struct OpSchema {
-  const char* name;
+  const char* name;  // for messages, files and frontends; the core compares `kind`
+  OpKind kind;
   uint32_t since;
   const char* infer_name;
   InferFn infer;
@@ -87,6 +89,7 @@ struct OpSchema {
 // The generated registry.
 Span<const OpSchema*> all_ops();
 const OpSchema* find_op(std::string_view name);  // nullptr if unknown
+const OpSchema* find_op(OpKind kind);             // nullptr if this op set lacks it
 // The built-in node kind that carries data rather than math; find_op knows it too.
 const OpSchema& constant_op();
 

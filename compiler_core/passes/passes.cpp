@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
@@ -11,6 +10,7 @@
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
 #include "ir/half.hpp"
+#include "ir/op_attrs.gen.hpp"
 #include "ir/replay.hpp"
 #include "ir/verify.hpp"
 
@@ -23,13 +23,10 @@ using ir::NodeId;
 using ir::Replay;
 using ir::ValueId;
 
-const ir::AttrValue& attr(const Graph& g, const ir::Node& n, const char* name) {
-  const int i = n.op->attr_index(name);
-  if (i < 0) throw ir::Error(ir::ErrorCode::Internal, std::string("pass: no attribute ") + name);
-  return g.attrs[n.first_attr + static_cast<size_t>(i)];
-}
+using K = ir::OpKind;
 
-bool is_op(const ir::Node& n, const char* name) { return std::strcmp(n.op->name, name) == 0; }
+// Whether an elementwise node is one of the four arithmetic ops.
+bool is_arithmetic(K k) { return k == K::add || k == K::sub || k == K::mul || k == K::div; }
 
 // The node producing a value of the graph being built, or nullptr for inputs and parameters.
 const ir::Node* producer(const Graph& g, ValueId v) {
@@ -55,9 +52,10 @@ ValueId neutral_operand(Replay& r, const ir::Node& n) {
   auto same_as_out = [&](ValueId v) {
     return g.values[v].dtype == r.from().values[out_old].dtype && g.shape(v) == r.from().shape(out_old);
   };
-  const bool add = is_op(n, "add"), sub = is_op(n, "sub"), mul = is_op(n, "mul"), div = is_op(n, "div");
+  const K k = n.op->kind;
+  const bool add = k == K::add, sub = k == K::sub, mul = k == K::mul;
   const double neutral = add || sub ? 0.0 : 1.0;
-  if ((add || sub || mul || div) && constant_all(g, b, neutral) && same_as_out(a)) return a;
+  if (is_arithmetic(k) && constant_all(g, b, neutral) && same_as_out(a)) return a;
   if ((add || mul) && constant_all(g, a, neutral) && same_as_out(b)) return b;
   return kNone;
 }
@@ -124,7 +122,7 @@ std::unique_ptr<Graph> eliminate_common_subexpressions(const Graph& g) {
     const ir::Node& n = g.nodes[id];
     if (n.region != 0 || n.num_bodies || n.num_deps || n.num_notes) return false;
     std::ostringstream key;
-    key << n.op->name << '(';
+    key << static_cast<int>(n.op->kind) << '(';
     for (ValueId v : g.inputs(n)) key << (v == kNone ? -1 : static_cast<int64_t>(r.get(v))) << ',';
     key << ')';
     if (n.blob != kNone) {  // constants: by type and a hash of the bytes, compared in full on a match
@@ -190,12 +188,11 @@ std::unique_ptr<Graph> fold_constants(const Graph& g, int64_t max_elements) {
   });
 }
 
-// A transpose's permutation with negative and defaulted (reversed) entries resolved.
+// A transpose's permutation with its default (reversed) resolved.
 std::vector<int64_t> perm_of(const Graph& gr, const ir::Node& node, size_t rank) {
-  const ir::Span<int64_t> p = gr.ints_of(attr(gr, node, "perm"));
+  const std::vector<size_t> p = ir::TransposeAttrs(gr, node).perm;
   std::vector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i)
-    out[i] = p.empty() ? static_cast<int64_t>(rank - 1 - i) : (p[i] < 0 ? p[i] + static_cast<int64_t>(rank) : p[i]);
+  for (size_t i = 0; i < rank; ++i) out[i] = static_cast<int64_t>(p.empty() ? rank - 1 - i : p[i]);
   return out;
 }
 
@@ -219,12 +216,13 @@ bool fold_transposes_into_matmul(Replay& r, const Graph& g, const ir::Node& n, c
   ValueId operand[2];
   ir::AttrArg flags[2];
   bool changed = false;
+  const ir::MatmulAttrs attrs(g, n);
   for (uint32_t k = 0; k < 2; ++k) {
     operand[k] = r.get(g.operands[n.first_input + k]);
-    flags[k] = ir::AttrArg::of_bool(attr(g, n, k == 0 ? "transpose_a" : "transpose_b").i != 0);
+    flags[k] = ir::AttrArg::of_bool(k == 0 ? attrs.transpose_a : attrs.transpose_b);
     const ir::Node* p = producer(t, operand[k]);
     const size_t rank = t.shape(operand[k]).rank();
-    if (!p || !is_op(*p, "transpose") || rank < 2) continue;
+    if (!p || p->op->kind != K::transpose || rank < 2) continue;
     std::vector<int64_t> perm = perm_of(t, *p, rank);
     if (perm[rank - 2] != static_cast<int64_t>(rank - 1)) continue;
     std::swap(perm[rank - 2], perm[rank - 1]);
@@ -252,31 +250,33 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
     const ir::Node& n = g.nodes[id];
     if (n.region != 0 || n.num_bodies || n.num_deps) return false;
     const Graph& t = r.to().graph();
-    if (is_op(n, "add") || is_op(n, "sub") || is_op(n, "mul") || is_op(n, "div")) {
+    const K kind = n.op->kind;
+    if (is_arithmetic(kind)) {
       const ValueId same = neutral_operand(r, n);
       if (same == kNone) return false;
       r.set(n.first_output, same);
       return true;
     }
-    if (is_op(n, "matmul")) return fold_transposes_into_matmul(r, g, n, uses);
-    if (is_op(n, "pow")) {
+    if (kind == K::matmul) return fold_transposes_into_matmul(r, g, n, uses);
+    if (kind == K::pow) {
       // x ** 2 (how exported layer norms square) is one multiply rather than a call to pow.
       const ValueId base = r.get(g.operands[n.first_input]), exponent = r.get(g.operands[n.first_input + 1]);
       if (!constant_all(t, exponent, 2.0) || t.shape(base) != g.shape(n.first_output)) return false;
-      const ir::OpSchema* mul = ir::find_op("mul");
+      const ir::OpSchema* mul = ir::find_op(K::mul);
       const ValueId in[] = {base, base};
       r.set(n.first_output, added(r, *mul, {in, 2}, {}));
       return true;
     }
     const ValueId x = n.num_inputs == 0 || g.operands[n.first_input] == kNone ? kNone : r.get(g.operands[n.first_input]);
     const ir::Node* inner = x == kNone ? nullptr : producer(t, x);
-    if (is_op(n, "cast")) {
-      const ir::DType to = static_cast<ir::DType>(attr(g, n, "to").i);
+    const K inner_kind = inner ? inner->op->kind : K::constant;
+    if (kind == K::cast) {
+      const ir::DType to = ir::CastAttrs(g, n).to;
       if (t.values[x].dtype == to) {
         r.set(n.first_output, x);
         return true;
       }
-      if (inner && is_op(*inner, "cast")) {
+      if (inner_kind == K::cast) {
         const ValueId src = t.operands[inner->first_input];
         if (!lossless(t.values[src].dtype, t.values[x].dtype)) return false;
         if (t.values[src].dtype == to) {  // a round trip through a wider dtype
@@ -290,7 +290,7 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
       }
       return false;
     }
-    if (is_op(n, "transpose") && inner && is_op(*inner, "transpose")) {
+    if (kind == K::transpose && inner_kind == K::transpose) {
       // Compose the permutations; nothing is left when they cancel.
       const size_t rank = g.shape(n.first_output).rank();
       const std::vector<int64_t> outer = perm_of(g, n, rank), first = perm_of(t, *inner, rank);
@@ -310,7 +310,7 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
       r.set(n.first_output, added(r, *n.op, {in, 1}, {&a, 1}));
       return true;
     }
-    if (is_op(n, "reshape") && inner && is_op(*inner, "reshape")) {
+    if (kind == K::reshape && inner_kind == K::reshape) {
       const ir::Shape s = g.shape(n.first_output);
       if (!s.is_static()) return false;
       const ValueId src = t.operands[inner->first_input];
@@ -352,8 +352,9 @@ std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
   const std::vector<uint32_t> uses = use_counts(g);
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    const bool add = is_op(n, "add"), sub = is_op(n, "sub"), mul = is_op(n, "mul"), div = is_op(n, "div");
-    if (n.region != 0 || n.num_deps || !(add || sub || mul || div)) return false;
+    const K kind = n.op->kind;
+    const bool add = kind == K::add, sub = kind == K::sub, mul = kind == K::mul, div = kind == K::div;
+    if (n.region != 0 || n.num_deps || !is_arithmetic(kind)) return false;
     const Graph& t = r.to().graph();
     // Which operand is the convolution (the other is the constant); sub and div only as conv ∘ c.
     for (uint32_t k = 0; k < 2; ++k) {
@@ -361,7 +362,7 @@ std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
       const ValueId old_conv = g.operands[n.first_input + k];
       const ValueId conv = r.get(old_conv), c = r.get(g.operands[n.first_input + 1 - k]);
       const ir::Node* p = producer(t, conv);
-      if (!p || !is_op(*p, "conv2d") || uses[old_conv] != 1 || t.values[conv].dtype != ir::DType::F32) continue;
+      if (!p || p->op->kind != K::conv2d || uses[old_conv] != 1 || t.values[conv].dtype != ir::DType::F32) continue;
       if (g.shape(n.first_output) != t.shape(conv)) continue;  // the affine op must not broadcast the result
       const int64_t channels = t.shape(conv)[1];
       const std::vector<double> cv = constant_values(t, c);
@@ -415,22 +416,21 @@ std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
 }
 
 std::unique_ptr<Graph> split_into_slices(const Graph& g) {
-  const ir::OpSchema* slice = ir::find_op("slice");
+  const ir::OpSchema* slice = ir::find_op(K::slice);
+  using At = ir::SliceAttrs::Index;
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    if (n.region != 0 || n.num_deps || !is_op(n, "split")) return false;
+    if (n.region != 0 || n.num_deps || n.op->kind != K::split) return false;
     const ValueId x = r.get(g.operands[n.first_input]);
-    const size_t rank = g.shape(g.operands[n.first_input]).rank();
-    int64_t axis = attr(g, n, "axis").i;
-    if (axis < 0) axis += static_cast<int64_t>(rank);
+    const size_t axis = ir::SplitAttrs(g, n).axis;
     int64_t at = 0;
     for (uint32_t k = 0; k < n.num_outputs; ++k) {
-      const int64_t size = g.shape(n.first_output + k)[static_cast<size_t>(axis)];
-      const int64_t starts[] = {at}, ends[] = {at + size}, axes[] = {axis};
+      const int64_t size = g.shape(n.first_output + k)[axis];
+      const int64_t starts[] = {at}, ends[] = {at + size}, axes[] = {static_cast<int64_t>(axis)};
       std::vector<ir::AttrArg> attrs(slice->attrs.size());
-      attrs[static_cast<size_t>(slice->attr_index("starts"))] = ir::AttrArg::of_ints(starts, 1);
-      attrs[static_cast<size_t>(slice->attr_index("ends"))] = ir::AttrArg::of_ints(ends, 1);
-      attrs[static_cast<size_t>(slice->attr_index("axes"))] = ir::AttrArg::of_ints(axes, 1);
+      attrs[At::starts] = ir::AttrArg::of_ints(starts, 1);
+      attrs[At::ends] = ir::AttrArg::of_ints(ends, 1);
+      attrs[At::axes] = ir::AttrArg::of_ints(axes, 1);
       const ValueId in[] = {x};
       r.set(n.first_output + k, added(r, *slice, {in, 1}, {attrs.data(), attrs.size()}));
       at += size;
@@ -440,11 +440,12 @@ std::unique_ptr<Graph> split_into_slices(const Graph& g) {
 }
 
 std::unique_ptr<Graph> split_scaled_softmax(const Graph& g, const std::function<bool(const Graph&, const ir::Node&)>& keep) {
-  const ir::OpSchema *mul = ir::find_op("mul"), *add = ir::find_op("add");
+  const ir::OpSchema *mul = ir::find_op(K::mul), *add = ir::find_op(K::add);
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    if (n.region != 0 || n.num_deps || !is_op(n, "softmax") || (keep && keep(g, n))) return false;
-    const double scale = attr(g, n, "scale").f;
+    if (n.region != 0 || n.num_deps || n.op->kind != K::softmax || (keep && keep(g, n))) return false;
+    const ir::SoftmaxAttrs softmax(g, n);
+    const double scale = softmax.scale;
     const ValueId mask = n.num_inputs > 1 ? g.operands[n.first_input + 1] : kNone;
     if (scale == 1.0 && mask == kNone) return false;
     ValueId x = r.get(g.operands[n.first_input]);
@@ -464,7 +465,7 @@ std::unique_ptr<Graph> split_scaled_softmax(const Graph& g, const std::function<
       x = added(r, *add, {in, 2}, {});
     }
     std::vector<ir::AttrArg> attrs(n.op->attrs.size());  // the defaults (scale 1) but the axis
-    attrs[static_cast<size_t>(n.op->attr_index("axis"))] = ir::AttrArg::of_int(attr(g, n, "axis").i);
+    attrs[ir::SoftmaxAttrs::Index::axis] = ir::AttrArg::of_int(static_cast<int64_t>(softmax.axis));
     const ValueId in[] = {x};
     r.set(n.first_output, added(r, *n.op, {in, 1}, {attrs.data(), attrs.size()}));
     return true;
@@ -472,17 +473,17 @@ std::unique_ptr<Graph> split_scaled_softmax(const Graph& g, const std::function<
 }
 
 std::unique_ptr<Graph> pad_asymmetric_convolutions(const Graph& g) {
-  const ir::OpSchema* pad = ir::find_op("pad");
+  const ir::OpSchema* pad = ir::find_op(K::pad);
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    if (n.region != 0 || n.num_deps || !is_op(n, "conv2d")) return false;
-    const ir::Span<int64_t> p = g.ints_of(attr(g, n, "pads"));  // top, left, bottom, right
+    if (n.region != 0 || n.num_deps || n.op->kind != K::conv2d) return false;
+    const ir::Span<int64_t> p = ir::Conv2dAttrs(g, n).pads;  // top, left, bottom, right
     if (p[0] == p[2] && p[1] == p[3]) return false;
     // The convolution keeps the padding both sides share; the rest is an explicit pad.
     const int64_t top = std::min(p[0], p[2]), left = std::min(p[1], p[3]);
     const int64_t extra[8] = {0, 0, p[0] - top, p[1] - left, 0, 0, p[2] - top, p[3] - left};
     std::vector<ir::AttrArg> pad_attrs(pad->attrs.size());  // constant mode, value 0
-    pad_attrs[static_cast<size_t>(pad->attr_index("pads"))] = ir::AttrArg::of_ints(extra, 8);
+    pad_attrs[ir::PadAttrs::Index::pads] = ir::AttrArg::of_ints(extra, 8);
     const ValueId image[] = {r.get(g.operands[n.first_input])};
     std::vector<ValueId> in = {added(r, *pad, {image, 1}, {pad_attrs.data(), pad_attrs.size()})};
     for (uint32_t i = 1; i < n.num_inputs; ++i) {
@@ -491,19 +492,21 @@ std::unique_ptr<Graph> pad_asymmetric_convolutions(const Graph& g) {
     }
     const int64_t shared[4] = {top, left, top, left};
     std::vector<ir::AttrArg> attrs = attrs_of(g, n);
-    attrs[static_cast<size_t>(n.op->attr_index("pads"))] = ir::AttrArg::of_ints(shared, 4);
+    attrs[ir::Conv2dAttrs::Index::pads] = ir::AttrArg::of_ints(shared, 4);
     r.set(n.first_output, added(r, *n.op, {in.data(), in.size()}, {attrs.data(), attrs.size()}));
     return true;
   });
 }
 
 std::unique_ptr<Graph> pad_average_pools(const Graph& g, const std::function<bool(const Graph&, const ir::Node&)>& takes) {
-  const ir::OpSchema *pad = ir::find_op("pad"), *mul = ir::find_op("mul");
+  const ir::OpSchema *pad = ir::find_op(K::pad), *mul = ir::find_op(K::mul);
+  using At = ir::AvgPool2dAttrs::Index;
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    if (n.region != 0 || n.num_deps || !is_op(n, "avg_pool2d") || takes(g, n)) return false;
+    if (n.region != 0 || n.num_deps || n.op->kind != K::avg_pool2d || takes(g, n)) return false;
     const ValueId x = g.operands[n.first_input];
-    const ir::Span<int64_t> p = g.ints_of(attr(g, n, "pads")), k = g.ints_of(attr(g, n, "kernel")), s = g.ints_of(attr(g, n, "strides"));
+    const ir::AvgPool2dAttrs pool(g, n);
+    const ir::Span<int64_t> p = pool.pads, k = pool.kernel, s = pool.strides;
     const ir::Shape& in = g.shape(x);
     const ir::Shape& out = g.shape(n.first_output);
     if (p[0] + p[1] + p[2] + p[3] == 0) return false;
@@ -513,13 +516,13 @@ std::unique_ptr<Graph> pad_average_pools(const Graph& g, const std::function<boo
       if ((out[2 + a] - 1) * s[a] + k[a] > in[2 + a] + p[a] + p[a + 2]) return false;
     const int64_t pads[8] = {0, 0, p[0], p[1], 0, 0, p[2], p[3]};
     std::vector<ir::AttrArg> pad_attrs(pad->attrs.size());  // constant mode, value 0
-    pad_attrs[static_cast<size_t>(pad->attr_index("pads"))] = ir::AttrArg::of_ints(pads, 8);
+    pad_attrs[ir::PadAttrs::Index::pads] = ir::AttrArg::of_ints(pads, 8);
     const ValueId image[] = {r.get(x)};
     const ValueId padded[] = {added(r, *pad, {image, 1}, {pad_attrs.data(), pad_attrs.size()})};
     const int64_t none[4] = {0, 0, 0, 0};
     std::vector<ir::AttrArg> attrs = attrs_of(g, n);
-    attrs[static_cast<size_t>(n.op->attr_index("pads"))] = ir::AttrArg::of_ints(none, 4);
-    attrs[static_cast<size_t>(n.op->attr_index("ceil_mode"))] = ir::AttrArg::of_bool(false);
+    attrs[At::pads] = ir::AttrArg::of_ints(none, 4);
+    attrs[At::ceil_mode] = ir::AttrArg::of_bool(false);
     const ValueId pooled = added(r, *n.op, {padded, 1}, {attrs.data(), attrs.size()});
     // The factor per output position: the window's area over its elements inside the input.
     auto inside = [&](size_t a, int64_t o) {
@@ -538,25 +541,28 @@ std::unique_ptr<Graph> pad_average_pools(const Graph& g, const std::function<boo
 }
 
 std::unique_ptr<Graph> split_products_over_axes(const Graph& g) {
-  const ir::OpSchema* reshape = ir::find_op("reshape");
+  const ir::OpSchema* reshape = ir::find_op(K::reshape);
+  using At = ir::ReduceProdAttrs::Index;
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    if (n.region != 0 || n.num_deps || !is_op(n, "reduce_prod")) return false;
+    if (n.region != 0 || n.num_deps || n.op->kind != K::reduce_prod) return false;
     const ValueId x = g.operands[n.first_input];
     const size_t rank = g.shape(x).rank();
-    const ir::Span<int64_t> axes = g.ints_of(attr(g, n, "axes"));
+    const ir::ReduceProdAttrs product(g, n);
+    const std::vector<size_t>& axes = product.axes;
     const ir::Shape out = g.shape(n.first_output);
     // Some but not all axes, and no empty result dims (reshape's 0 copies an input dim).
     if (axes.size() < 2 || axes.size() >= rank || std::find(out.begin(), out.end(), 0) != out.end()) return false;
     ValueId v = r.get(x);
-    for (int64_t a : axes) {  // one axis at a time, keeping it as 1
+    for (size_t axis : axes) {  // one axis at a time, keeping it as 1
+      const int64_t a = static_cast<int64_t>(axis);
       std::vector<ir::AttrArg> attrs(n.op->attrs.size());
-      attrs[static_cast<size_t>(n.op->attr_index("axes"))] = ir::AttrArg::of_ints(&a, 1);
-      attrs[static_cast<size_t>(n.op->attr_index("keepdims"))] = ir::AttrArg::of_bool(true);
+      attrs[At::axes] = ir::AttrArg::of_ints(&a, 1);
+      attrs[At::keepdims] = ir::AttrArg::of_bool(true);
       const ValueId in[] = {v};
       v = added(r, *n.op, {in, 1}, {attrs.data(), attrs.size()});
     }
-    if (!attr(g, n, "keepdims").i) {
+    if (!product.keepdims) {
       const std::vector<int64_t> dims(out.begin(), out.end());
       ir::AttrArg a = ir::AttrArg::of_ints(dims.data(), dims.size());
       const ValueId in[] = {v};
@@ -568,11 +574,12 @@ std::unique_ptr<Graph> split_products_over_axes(const Graph& g) {
 }
 
 std::unique_ptr<Graph> wrap_negative_indices(const Graph& g) {
-  const ir::OpSchema *less = ir::find_op("less"), *add = ir::find_op("add"), *where = ir::find_op("where");
+  const ir::OpSchema *less = ir::find_op(K::less), *add = ir::find_op(K::add), *where = ir::find_op(K::where);
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    const bool nd = is_op(n, "scatter_nd");
-    if (n.region != 0 || n.num_deps || !(is_op(n, "gather") || is_op(n, "scatter_elements") || nd)) return false;
+    const K kind = n.op->kind;
+    const bool nd = kind == K::scatter_nd;
+    if (n.region != 0 || n.num_deps || !(kind == K::gather || kind == K::scatter_elements || nd)) return false;
     const ValueId x = g.operands[n.first_input], indices = g.operands[n.first_input + 1];
     const ir::DType type = g.values[indices].dtype;
     const ir::Shape& xs = g.shape(x);
@@ -583,14 +590,12 @@ std::unique_ptr<Graph> wrap_negative_indices(const Graph& g) {
     if (nd) {
       bound.assign(xs.begin(), xs.begin() + (is.rank() ? is[is.rank() - 1] : 0));
     } else {
-      int64_t axis = attr(g, n, "axis").i;
-      if (axis < 0) axis += static_cast<int64_t>(xs.rank());
-      bound = {xs[static_cast<size_t>(axis)]};
+      bound = {xs[kind == K::gather ? ir::GatherAttrs(g, n).axis : ir::ScatterElementsAttrs(g, n).axis]};
     }
     if (bound.empty()) return false;
     // Indices an arg-reduction or top-k made are never negative.
     if (const ir::Node* p = producer(g, indices);
-        p && (is_op(*p, "argmax") || is_op(*p, "argmin") || (is_op(*p, "top_k") && g.values[indices].index == 1)))
+        p && (p->op->kind == K::argmax || p->op->kind == K::argmin || (p->op->kind == K::top_k && g.values[indices].index == 1)))
       return false;
     ValueId wrapped;
     if (const ir::Node* p = producer(g, indices); p && p->blob != kNone) {
@@ -625,7 +630,7 @@ std::unique_ptr<Graph> wrap_negative_indices(const Graph& g) {
 
 std::unique_ptr<Graph> materialize_broadcasts(const Graph& g, const std::function<bool(const ir::Graph&, const ir::Node&)>& computes,
                                               const std::function<bool(const ir::Shape&, ir::DType, const ir::Shape&)>& reads) {
-  const ir::OpSchema* expand = ir::find_op("expand");
+  const ir::OpSchema* expand = ir::find_op(K::expand);
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
     if (n.region != 0 || n.num_bodies || n.num_deps || !n.op->elementwise || n.num_outputs != 1 || !computes(g, n)) return false;

@@ -116,11 +116,11 @@ struct F32Scratch {
 bool can_head(const Graph& g, const ir::Node& n) {
   // A head's blocks are images: a grouped (depthwise) convolution splits its channels over the
   // threads instead, which a batch of one image would lose.
-  if (cpu::is_conv2d_f32(g, n)) return g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("groups"))].i == 1;
-  if (std::string_view(n.op->name) != "matmul" || g.values[n.first_output].dtype != ir::DType::F32) return false;
+  if (cpu::is_conv2d_f32(g, n)) return ir::Conv2dAttrs(g, n).groups == 1;
+  if (n.op->kind != ir::OpKind::matmul || g.values[n.first_output].dtype != ir::DType::F32) return false;
   const auto in = g.inputs(n);
   return g.values[in[0]].dtype == ir::DType::F32 && g.values[in[1]].dtype == ir::DType::F32 && g.shape(in[1]).rank() == 2 &&
-         g.shape(n.first_output).rank() >= 2 && g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("transpose_a"))].i == 0;
+         g.shape(n.first_output).rank() >= 2 && !ir::MatmulAttrs(g, n).transpose_a;
 }
 
 // An op whose result only this group reads, over the group's shape, as the group's head: its
@@ -178,15 +178,16 @@ struct ScalarOp {
 };
 
 std::optional<ScalarOp> scalar_op(const Graph& g, const FusedGroup& group, NodeId node, const FusedStep& s) {
-  const std::string_view name = g.nodes[node].op->name;
-  if (s.operands.size() != 2 || s.dtype != ir::DType::F32 || (name != "mul" && name != "add" && name != "sub")) return std::nullopt;
+  const ir::OpKind op = g.nodes[node].op->kind;
+  using K = ir::OpKind;
+  if (s.operands.size() != 2 || s.dtype != ir::DType::F32 || (op != K::mul && op != K::add && op != K::sub)) return std::nullopt;
   auto is_scalar = [&](const FusedStep::Operand& o) {
     return o.from == FusedStep::From::Input && group.layouts[o.index].access == cpu::Access::Scalar &&
            g.values[group.inputs[o.index]].dtype == ir::DType::F32;
   };
   for (size_t k = 0; k < 2; ++k) {
     if (!is_scalar(s.operands[k]) || is_scalar(s.operands[1 - k])) continue;
-    const ScalarOp::Kind kind = name == "mul" ? ScalarOp::Mul : name == "add" ? ScalarOp::Add : k == 1 ? ScalarOp::Sub : ScalarOp::SubFrom;
+    const ScalarOp::Kind kind = op == K::mul ? ScalarOp::Mul : op == K::add ? ScalarOp::Add : k == 1 ? ScalarOp::Sub : ScalarOp::SubFrom;
     return ScalarOp{kind, 1 - k, static_cast<int>(s.operands[k].index)};
   }
   return std::nullopt;
@@ -283,10 +284,10 @@ void bind_f32(const Graph& g, FusedGroup& group) {
     group.head_b = input_at(in[1]);
     if (cpu::is_conv2d_f32(g, n)) {
       group.head_kind = FusedGroup::HeadKind::Conv2d;
-      group.head_conv = cpu::conv2d_attrs(g, n);
+      group.head_conv = cpu::conv_params(g, n);
       if (in.size() > 2 && in[2] != kNone) group.head_bias = static_cast<int>(input_at(in[2]));
     } else {
-      group.head_transpose_b = g.attrs[n.first_attr + static_cast<size_t>(n.op->attr_index("transpose_b"))].i != 0;
+      group.head_transpose_b = ir::MatmulAttrs(g, n).transpose_b;
     }
   }
   group.layouts.resize(shapes.size());

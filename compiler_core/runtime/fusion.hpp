@@ -68,7 +68,7 @@ struct FusedGroup {
   size_t head_a = 0, head_b = 0;  // matmul: A and B; conv2d: the images and the filters
   int head_bias = -1;             // conv2d's bias, if it has one
   bool head_transpose_b = false;
-  cpu::Conv2dAttrs head_conv{};
+  cpu::ConvParams head_conv{};
 };
 
 // The explicit limits of a group: a fused kernel keeps a tile of every member's results.

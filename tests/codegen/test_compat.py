@@ -95,6 +95,8 @@ MUTATIONS = [
                                            "    inputs: [{name: x, type: f32}]\n    outputs: [{name: out, type: i32}]\n    infer: unary\n  - name: t_body")),
     ("output-added", lambda s: s.replace("outputs: [{name: out, type: T}]", "outputs: [{name: out, type: T}, {name: extra, type: T}]")),
     ("attr-removed", lambda s: s.replace("      - {name: axis, type: int, default: 0, range: [-4, 4]}\n", "")),
+    ("attr-reordered", lambda s: s.replace("      - {name: axis, type: int, default: 0, range: [-4, 4]}",
+                                           "      - {name: first, type: int, default: 0, since: 2}\n      - {name: axis, type: int, default: 0, range: [-4, 4]}")),
     ("attr-added-required", lambda s: s.replace("      - {name: k, type: int, required: true}",
                                                 "      - {name: k, type: int, required: true}\n      - {name: n, type: int, required: true, since: 2}")),
     ("attr-became-required", lambda s: s.replace("{name: axis, type: int, default: 0, range: [-4, 4]}", "{name: axis, type: int, required: true, range: [-4, 4]}")),

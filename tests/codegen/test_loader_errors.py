@@ -323,6 +323,30 @@ def test_enum_default_not_among_values(load_yaml):
     assert message == "default of attribute `mode` of op `t_x`: expected one of a, b, got 'c'"
 
 
+@pytest.mark.parametrize("attr, problem", [
+    ("{name: a, type: float, default: 0, axis_of: x}", "`axis_of` of attribute `a` of op `t_x` is only for int and list<int> attributes"),
+    ("{name: a, type: int, default: 0, axis_of: z}", "`axis_of` of attribute `a` of op `t_x` names `z`, which is none of its inputs and outputs (y)"),
+    ("{name: a, type: int, default: 0, axis_of: 3}", "`axis_of` of attribute `a` of op `t_x` must be a string, got 3"),
+], ids=["float", "unknown-tensor", "not-a-name"])
+def test_axis_of(load_yaml, attr, problem):
+    assert the_problem(load_yaml, ATTR_OP % (attr + "  # <-")) == problem
+
+
+def test_axis_of_an_input_after_a_variadic_one(load_yaml):
+    message = the_problem(load_yaml, """\
+        ops:
+          - name: t_x
+            since: 1
+            summary: x.
+            inputs: [{name: xs, type: f32, variadic: true}, {name: w, type: f32}]
+            outputs: [{name: y, type: f32}]
+            attrs:
+              - {name: axis, type: int, default: 0, axis_of: w}  # <-
+            infer: concat
+    """)
+    assert message == "`axis_of` of attribute `axis` of op `t_x` names `w`, which follows a variadic input"
+
+
 # ---- outputs and subgraphs -------------------------------------------------------------------------
 def test_output_dtype_from_non_dtype_attribute(load_yaml):
     message = the_problem(load_yaml, """\
