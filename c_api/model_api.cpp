@@ -175,4 +175,43 @@ char* text_of(const esg_model* model, const char* fn, std::string (esg::runtime:
 ESG_API char* esg_model_report(const esg_model* model) { return text_of(model, "esg_model_report", &esg::runtime::Model::report); }
 ESG_API char* esg_model_to_dot(const esg_model* model) { return text_of(model, "esg_model_to_dot", &esg::runtime::Model::to_dot); }
 
+ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats* stats, size_t struct_size) {
+  guarded(nullptr, [&] {
+    need_model(model, "esg_model_get_stats");
+    if (!stats) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_get_stats: stats is NULL");
+    if (struct_size < sizeof(size_t))
+      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_get_stats: struct_size " + std::to_string(struct_size) + " is too small");
+    const esg::runtime::Stats s = model->m->stats();
+    esg_model_stats out;
+    std::memset(&out, 0, sizeof out);
+    out.struct_size = struct_size;
+    out.plans = s.plans;
+    out.launches = s.launches;
+    out.fused_groups = s.fused_groups;
+    out.fused_ops = s.fused_ops;
+    out.epilogue_groups = s.epilogue_groups;
+    out.f32_rows = s.f32_rows;
+    out.fast_kernels = s.fast_kernels;
+    out.reference_kernels = s.reference_kernels;
+    out.arena_bytes = s.arena_bytes;
+    out.lower_bound_bytes = s.lower_bound_bytes;
+    out.no_reuse_bytes = s.no_reuse_bytes;
+    out.in_place_values = s.in_place_values;
+    out.streams = s.streams;
+    out.events = s.events;
+    out.device_kernels = s.device_kernels;
+    out.device_kernel_launches = s.device_kernel_launches;
+    out.library_calls = s.library_calls;
+    out.device_copies = s.device_copies;
+    out.host_launches = s.host_launches;
+    out.device_bytes = s.device_bytes;
+    out.device_events = s.device_events;
+    out.captured = s.captured;
+    // An older caller's smaller struct gets its prefix; a newer caller's fields past ours read 0.
+    std::memset(stats, 0, struct_size);
+    std::memcpy(stats, &out, std::min(struct_size, sizeof out));
+  });
+  return esg_last_status();
+}
+
 }  // extern "C"

@@ -20,14 +20,13 @@ using ir::Error;
 using ir::ErrorCode;
 using Slot = runtime::Plan::Slot;
 
-constexpr size_t kAlign = 64;
+constexpr size_t kAlign = plan::kArenaAlignment;
 
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // Ops that only reinterpret their input's bytes: on the device, a copy (none when in place).
 bool is_view(const ir::OpSchema& op) {
-  const std::string name = op.name;
-  return name == "reshape" || name == "squeeze" || name == "unsqueeze";
+  return op.kind == ir::OpKind::reshape || op.kind == ir::OpKind::squeeze || op.kind == ir::OpKind::unsqueeze;
 }
 
 size_t value_bytes(const ir::Graph& g, ir::ValueId v) {
@@ -455,6 +454,19 @@ std::string DeviceProgram::report() const {
     out << "\n";
   }
   return out.str();
+}
+
+void DeviceProgram::add_stats(runtime::Stats& s) const {
+  s.device_kernels = static_cast<int64_t>(kernels_.size());
+  for (const DeviceLaunch& d : launches_) {
+    s.device_copies += d.kind == DeviceLaunch::Copy;
+    s.device_kernel_launches += d.kind == DeviceLaunch::Kernel;
+  }
+  s.library_calls = static_cast<int64_t>(calls_.size());
+  s.host_launches = static_cast<int64_t>(host_.size());
+  s.device_bytes = static_cast<int64_t>(memory_bytes_);
+  s.device_events = static_cast<int64_t>(events_.size());
+  s.captured = captured_ != nullptr;
 }
 
 void DeviceProgram::release() noexcept {

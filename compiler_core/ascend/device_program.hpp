@@ -50,6 +50,7 @@ class DeviceProgram {
   // take turns: they share its device memory.
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
   std::string report() const;
+  void add_stats(runtime::Stats& s) const;  // the device program's numbers
 
  private:
   struct DeviceLaunch {

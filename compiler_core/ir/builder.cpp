@@ -439,7 +439,6 @@ void Builder::pop_control_deps() {
   dep_scopes_.pop_back();
 }
 
-size_t Builder::scope_depth() const { return name_scopes_.size() + notes_.size() + dep_scopes_.size(); }
 
 RegionId Builder::begin_region(Span<ValueId> params_like) {
   std::vector<ParamType> types;

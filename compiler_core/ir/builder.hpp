@@ -59,7 +59,6 @@ class Builder {
   void pop_annotation();
   void push_control_deps(Span<ValueId> deps);
   void pop_control_deps();
-  size_t scope_depth() const;  // all kinds together, for balance checks
 
   // Bodies of control-flow ops.
   struct ParamType {

@@ -15,16 +15,8 @@ size_t dtype_size(DType t) { return dtype_valid(t) ? kSizes[static_cast<int>(t)]
 bool dtype_is_float(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
 }
-bool dtype_is_int(DType t) {
-  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || dtype_is_unsigned(t);
-}
 bool dtype_is_unsigned(DType t) {
   return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
-}
-DType dtype_from_name(std::string_view name) {
-  for (int i = 1; i < kNumDTypes; ++i)
-    if (name == kNames[i]) return static_cast<DType>(i);
-  return DType::Invalid;
 }
 
 }  // namespace esg::ir

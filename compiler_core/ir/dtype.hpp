@@ -19,9 +19,7 @@ const char* dtype_name(DType t);        // "f32", …; "invalid" for anything el
 size_t dtype_size(DType t);             // bytes per element; 0 for Invalid
 bool dtype_valid(DType t);
 bool dtype_is_float(DType t);
-bool dtype_is_int(DType t);
 bool dtype_is_unsigned(DType t);  // u8 … u64
-DType dtype_from_name(std::string_view name);  // Invalid if unknown
 constexpr uint32_t dtype_bit(DType t) { return 1u << static_cast<unsigned>(t); }
 
 }  // namespace esg::ir

@@ -11,8 +11,12 @@
 
 namespace esg::plan {
 
+// Offsets and sizes in every arena, host or device: a cache line, and the 32-byte alignment
+// AscendCL's memory needs, twice over.
+constexpr int64_t kArenaAlignment = 64;
+
 struct MemoryPlanOptions {
-  int64_t alignment = 64;  // every offset and size is a multiple
+  int64_t alignment = kArenaAlignment;  // every offset and size is a multiple
   bool reuse = true;       // false: every value its own bytes (the "no reuse" baseline)
   bool in_place = true;
   // The stream of each op when the ops run on several streams (empty: one stream). Each stream's

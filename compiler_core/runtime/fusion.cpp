@@ -39,24 +39,13 @@ int find(std::vector<int>& parent, int x) {
   return x;
 }
 
-// A value of `dtype` as the unfused kernel would have stored and reloaded it (see store_f).
+// A value of `dtype` as the unfused kernel would have stored and reloaded it: through the same
+// store_f and load_f, so rounding and saturation are defined once.
 double round_to(ir::DType t, double v) {
-  const int64_t i = std::isnan(v) ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v);
-  switch (t) {
-    case ir::DType::F32: return static_cast<float>(v);
-    case ir::DType::F64: return v;
-    case ir::DType::F16: return ir::f16_to_float(ir::float_to_f16(static_cast<float>(v)));
-    case ir::DType::BF16: return ir::bf16_to_float(ir::float_to_bf16(static_cast<float>(v)));
-    case ir::DType::I8: return static_cast<int8_t>(i);
-    case ir::DType::I16: return static_cast<int16_t>(i);
-    case ir::DType::I32: return static_cast<int32_t>(i);
-    case ir::DType::U8: return static_cast<uint8_t>(i);
-    case ir::DType::U16: return static_cast<uint16_t>(i);
-    case ir::DType::U32: return static_cast<uint32_t>(i);
-    case ir::DType::U64: return v >= 9.2e18 ? std::min(v, 1.8446744073709552e19) : static_cast<double>(static_cast<uint64_t>(i));
-    case ir::DType::Bool: return v != 0;
-    default: return static_cast<double>(i);
-  }
+  alignas(8) uint8_t element[8];
+  const eval::TensorRef one{t, ir::Shape{}, element};
+  eval::store_f(one, 0, v);
+  return eval::load_f(one, 0);
 }
 
 // run_group's working memory: tiles of inputs and results, operand rows, per-input modes.

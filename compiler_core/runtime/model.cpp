@@ -27,7 +27,7 @@ namespace {
 using ir::Error;
 using ir::ErrorCode;
 
-constexpr int64_t kAlign = 64;
+constexpr int64_t kAlign = plan::kArenaAlignment;
 
 bool check_plans_from_environment() {
   static const bool on = [] {
@@ -319,6 +319,26 @@ std::string Plan::report() const {
   return out.str();
 }
 
+void Plan::add_stats(Stats& s) const {
+  s.launches = static_cast<int64_t>(launches_.size());
+  s.fused_groups = static_cast<int64_t>(groups_.size());
+  for (const FusedGroup& grp : groups_) {
+    s.fused_ops += static_cast<int64_t>(grp.members.size());
+    s.epilogue_groups += grp.head != ir::kNone;
+    s.f32_rows += grp.f32 ? static_cast<int64_t>(grp.f32_steps.size()) : 0;
+  }
+  for (const Launch& l : launches_) {
+    s.fast_kernels += l.fast != nullptr;
+    s.reference_kernels += l.group < 0 && l.fast == nullptr;
+  }
+  s.arena_bytes = memory_.arena_bytes;
+  s.lower_bound_bytes = memory_.lower_bound;
+  s.no_reuse_bytes = memory_.no_reuse_bytes;
+  for (int v : memory_.in_place_of) s.in_place_values += v >= 0;
+  s.streams = streams_.num_streams;
+  s.events = static_cast<int64_t>(streams_.events.size());
+}
+
 std::string Plan::to_dot() const {
   const ir::Graph& g = *graph_;
   std::ostringstream out;
@@ -413,7 +433,8 @@ const Model::Compiled& Model::plan_for(const std::vector<ir::Shape>& shapes) con
     d.host_fallback = options_.host_fallback;
     c.device = std::make_unique<ascend::DeviceProgram>(*c.plan, d);
   }
-  return plans_.emplace(key, std::move(c)).first->second;
+  latest_ = &plans_.emplace(key, std::move(c)).first->second;
+  return *latest_;
 }
 
 Model::~Model() = default;
@@ -488,6 +509,17 @@ std::string Model::to_dot() const {
   std::string out;
   for (const auto& [key, c] : plans_) out += c.plan->to_dot();
   return out;
+}
+
+Stats Model::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stats s;
+  s.plans = static_cast<int64_t>(plans_.size());
+  if (latest_) {
+    latest_->plan->add_stats(s);
+    if (latest_->device) latest_->device->add_stats(s);
+  }
+  return s;
 }
 
 std::string Model::report() const {

@@ -17,6 +17,7 @@
 #include "plan/memory_plan.hpp"
 #include "plan/streams.hpp"
 #include "runtime/fusion.hpp"
+#include "runtime/stats.hpp"
 #include "runtime/thread_pool.hpp"
 
 namespace esg::ascend {
@@ -57,6 +58,7 @@ class Plan {
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
            std::vector<TraceEvent>* trace = nullptr, const eval::Parallel* parallel = nullptr) const;
   std::string report() const;
+  void add_stats(Stats& s) const;  // the launch list's, memory's and streams' numbers
   // The launch list as Graphviz DOT: one box per kernel (a fused group lists its ops), one row
   // per stream, edges where a kernel reads what another wrote, dashed for events.
   std::string to_dot() const;
@@ -125,6 +127,7 @@ class Model {
   // The output shapes for these input shapes (compiling their plan if needed).
   std::vector<ir::Shape> output_shapes(const std::vector<ir::Shape>& input_shapes) const;
   std::string report() const;
+  Stats stats() const;  // the plan compiled last (Stats::plans counts them all)
   std::string to_dot() const;  // of every plan compiled so far
 
  private:
@@ -139,6 +142,7 @@ class Model {
   CompileOptions options_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<std::vector<int64_t>>, Compiled> plans_;
+  mutable const Compiled* latest_ = nullptr;
   std::unique_ptr<ThreadPool> pool_;  // none with one thread
 };
 

@@ -434,6 +434,12 @@ class Model {
     return outs;
   }
   std::string report() const { return detail::take_string(esg_model_report(m_.get())); }
+  // The report's numbers as data (launches, fused groups, arena bytes, ...).
+  esg_model_stats stats() const {
+    esg_model_stats s;
+    detail::check(esg_model_get_stats(m_.get(), &s));
+    return s;
+  }
   // The compiled launch list (kernels, fused groups, streams) as Graphviz DOT.
   std::string to_dot() const { return detail::take_string(esg_model_to_dot(m_.get())); }
 

@@ -305,6 +305,32 @@ void bind_model(py::module_& m) {
          "Runs on inputs given as {name: array} or a list; returns the outputs as a list. With `out`, a list of "
          "arrays (exact dtype and shape, C-contiguous, writeable), writes the outputs there and returns them.")
       .def("report", &esg::Model::report)
+      .def("stats", [](const esg::Model& self) {
+        const esg_model_stats s = self.stats();
+        return std::map<std::string, int64_t>{
+            {"plans", s.plans},
+            {"launches", s.launches},
+            {"fused_groups", s.fused_groups},
+            {"fused_ops", s.fused_ops},
+            {"epilogue_groups", s.epilogue_groups},
+            {"f32_rows", s.f32_rows},
+            {"fast_kernels", s.fast_kernels},
+            {"reference_kernels", s.reference_kernels},
+            {"arena_bytes", s.arena_bytes},
+            {"lower_bound_bytes", s.lower_bound_bytes},
+            {"no_reuse_bytes", s.no_reuse_bytes},
+            {"in_place_values", s.in_place_values},
+            {"streams", s.streams},
+            {"events", s.events},
+            {"device_kernels", s.device_kernels},
+            {"device_kernel_launches", s.device_kernel_launches},
+            {"library_calls", s.library_calls},
+            {"device_copies", s.device_copies},
+            {"host_launches", s.host_launches},
+            {"device_bytes", s.device_bytes},
+            {"device_events", s.device_events},
+            {"captured", s.captured}};
+      }, "The report's numbers as a dict (launches, fused_groups, arena_bytes, ...): the plan compiled last.")
       .def("to_dot", &esg::Model::to_dot, "The compiled launch list as Graphviz DOT.")
       .def("profile", [](const esg::Model& self, py::args args, const std::string& path) {
         return run_model(self, std::vector<py::handle>(args.begin(), args.end()), path.c_str());

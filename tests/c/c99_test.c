@@ -270,6 +270,8 @@ static void test_compile_and_run(void) {
   size_t rank = 0;
   esg_dtype dt = ESG_DTYPE_INVALID;
   char* report;
+  esg_model_stats stats;
+  struct { size_t struct_size; int64_t plans, launches; } old_stats; /* an older caller's, shorter */
   xd[0] = esg_symbol(b, "batch");
   xd[1] = 2;
   tx = esg_input(b, "x", ESG_F32, xd, 2);
@@ -305,6 +307,17 @@ static void test_compile_and_run(void) {
   report = esg_model_report(m);
   CHECK(report && strstr(report, "arena") != NULL);
   esg_free(report);
+  memset(&stats, 0xff, sizeof stats);
+  CHECK(esg_model_get_stats(m, &stats) == ESG_OK);
+  CHECK(stats.struct_size == sizeof stats);
+  CHECK(stats.plans == 1 && stats.launches == 1 && stats.fused_groups == 0);
+  CHECK(stats.arena_bytes == 0 && stats.streams == 1 && stats.device_kernels == 0 && stats.captured == 0);
+  memset(&old_stats, 0xff, sizeof old_stats);
+  CHECK(esg_model_get_stats_(m, (esg_model_stats*)(void*)&old_stats, sizeof old_stats) == ESG_OK);
+  CHECK(old_stats.struct_size == sizeof old_stats && old_stats.plans == 1 && old_stats.launches == 1);
+  CHECK(esg_model_get_stats_(m, NULL, sizeof stats) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_model_get_stats_(m, &stats, 1) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_model_get_stats(NULL, &stats) == ESG_ERR_INVALID_ARGUMENT);
   esg_model_destroy(m);
   CHECK(esg_compile(NULL, NULL) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
   esg_builder_destroy(b);

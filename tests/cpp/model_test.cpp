@@ -38,16 +38,56 @@ TEST_CASE("a compiled MLP computes what the math says") {
   CHECK(report.find("check the memory plan") != std::string::npos);  // ctest sets ESG_CHECK_PLANS=1
   CHECK(report.find("lower bound") != std::string::npos);
   // matmul through oneDNN with add+relu as its epilogue: one kernel.
-  CHECK(report.find("launches: 1 kernels (1 fused groups of 3 ops, 1 of them a matmul or convolution with its epilogue; 0 fast; 0 reference)") != std::string::npos);
-  CHECK(report.find("fused: matmul + add relu over [2,2]") != std::string::npos);
+  const esg_model_stats s = m.stats();
+  CHECK(s.plans == 1);
+  CHECK(s.launches == 1);
+  CHECK(s.fused_groups == 1);
+  CHECK(s.fused_ops == 3);
+  CHECK(s.epilogue_groups == 1);
+  CHECK(s.fast_kernels == 0);
+  CHECK(s.reference_kernels == 0);
+  CHECK(s.streams == 1);
+  CHECK(s.events == 0);
+  CHECK(s.device_kernels == 0);
+  CHECK(s.library_calls == 0);
+  // The one kernel writes the caller's output buffer: nothing lives in the arena.
+  CHECK(s.arena_bytes == 0);
+  CHECK(s.lower_bound_bytes == 0);
+}
+
+TEST_CASE("stats count what a plan launches and keeps") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {64, 32});
+  const Tensor w = b.input("w", esg::f32, {32, 16});
+  const Tensor h = esg::relu(esg::matmul(x, w));        // a matmul with its epilogue
+  const Tensor t = esg::transpose(h);                    // a reference kernel
+  const Tensor y = esg::softmax(t * 2.0f + 1.0f);        // a fused group, then the fast softmax
+  const esg::Graph g = b.build({y});
+  const esg_model_stats fused = esg::compile(g).stats();
+  CHECK(fused.launches == fused.fused_groups + fused.fast_kernels + fused.reference_kernels);
+  CHECK(fused.epilogue_groups == 1);
+  CHECK(fused.reference_kernels == 1);
+  CHECK(fused.fast_kernels == 1);
+  const esg_model_stats unfused = esg::compile(g, esg::CompileOptions().fusion(false)).stats();
+  CHECK(unfused.fused_groups == 0);
+  CHECK(unfused.launches == 6);  // matmul, relu, transpose, mul, add, softmax
+  CHECK(unfused.launches > fused.launches);
+  CHECK(unfused.no_reuse_bytes > unfused.arena_bytes);  // reuse pays over a chain
+  const esg_model_stats no_reuse = esg::compile(g, esg::CompileOptions().fusion(false).memory_reuse(false)).stats();
+  CHECK(no_reuse.arena_bytes == no_reuse.no_reuse_bytes);
+  CHECK(no_reuse.in_place_values == 0);
 }
 
 TEST_CASE("a symbolic batch compiles once per batch size, bound or at run time") {
   const esg::Model lazy = esg::compile(mlp(true));
   CHECK(lazy.report().find("no plan yet") != std::string::npos);
+  CHECK(lazy.stats().plans == 0);
+  CHECK(lazy.stats().launches == 0);
   CHECK(run_mlp(lazy, {1, 2, 3}, 1) == std::vector<float>{4.5f, 0});
   CHECK(run_mlp(lazy, std::vector<float>(12, 1.0f), 4).size() == 8);
+  CHECK(lazy.stats().plans == 2);
   const esg::Model bound = esg::compile(mlp(true), esg::CompileOptions().symbol("batch", 2));
+  CHECK(bound.stats().plans == 1);
   CHECK(bound.report().find("x: f32[2,3]") != std::string::npos);
   CHECK_THROWS_AS(esg::compile(mlp(true), esg::CompileOptions().symbol("nope", 2)), esg::InvalidArgumentError);
 }
@@ -117,11 +157,7 @@ TEST_CASE("control flow runs inside a compiled model") {
 }
 
 namespace {
-size_t kernels(const esg::Graph& g, const esg::CompileOptions& o = {}) {
-  const std::string r = esg::compile(g, o).report();
-  const size_t at = r.find("launches: ");
-  return std::stoul(r.substr(at + 10));
-}
+int64_t kernels(const esg::Graph& g, const esg::CompileOptions& o = {}) { return esg::compile(g, o).stats().launches; }
 }  // namespace
 
 TEST_CASE("u64 arithmetic stays exact above int64's range, fused or not") {
@@ -391,7 +427,7 @@ TEST_CASE("streams run on their own threads and give the bytes of one stream, al
   for (int streams : {2, 4}) {
     CAPTURE(streams);
     const esg::Model m = esg::compile(g, esg::CompileOptions().streams(streams).threads(streams));
-    CHECK(m.report().find("streams: " + std::to_string(streams)) != std::string::npos);
+    CHECK(m.stats().streams == streams);
     std::vector<std::thread> callers;
     std::vector<int> ok(2, 0);
     for (int t = 0; t < 2; ++t)  // one run takes the pool; a concurrent one runs in order
@@ -450,6 +486,7 @@ TEST_CASE("simplification: a transposed matmul operand becomes a flag, x**2 a mu
   const std::string report = m.report();
   CHECK(report.find("pow") == std::string::npos);
   CHECK(report.find("reference kernels: transpose x1\n") != std::string::npos);  // only k4's row shuffle
+  CHECK(m.stats().reference_kernels == 1);
 
   std::vector<float> qv(24), kv(40), k4v(40), q4v(24);
   for (size_t i = 0; i < qv.size(); ++i) qv[i] = static_cast<float>(i % 7) - 3, q4v[i] = static_cast<float>(i % 5) - 2;
@@ -482,6 +519,7 @@ TEST_CASE("simplification: a transpose read elsewhere too is not split into a se
   const Tensor kt = esg::transpose(k4, esg::TransposeOptions().perm({0, 2, 3, 1}));
   const esg::Model m = esg::compile(b.build({esg::matmul(q4, kt), kt}));
   CHECK(m.report().find("reference kernels: transpose x1\n") != std::string::npos);
+  CHECK(m.stats().reference_kernels == 1);
   std::vector<float> kv(40), qv(24);
   for (size_t i = 0; i < kv.size(); ++i) kv[i] = static_cast<float>(i % 4) - 1;
   for (size_t i = 0; i < qv.size(); ++i) qv[i] = static_cast<float>(i % 5) - 2;

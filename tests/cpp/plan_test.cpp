@@ -145,16 +145,51 @@ TEST_CASE("random DAGs with sizes of every multiple of 64 bytes: within 5% on av
   check_random_plans(true, 1.05, 1.15);  // measured: mean 1.037, worst 1.121
 }
 
-TEST_CASE("the memory-aware order is never worse than depth-first or breadth-first") {
-  for (uint32_t seed = 1; seed <= 20; ++seed) {
-    const Dag d = random_dag(300, seed);
-    const int64_t best = peak_bytes(d, memory_aware_order(d));
-    CHECK(best <= peak_bytes(d, dfs_order(d)));
-    CHECK(best <= peak_bytes(d, bfs_order(d)));
-    CHECK(is_topological(d, dfs_order(d)));
-    CHECK(is_topological(d, bfs_order(d)));
-    CHECK(is_topological(d, greedy_memory_order(d)));
+namespace {
+// The smallest peak of any topological order, by trying them all (small DAGs only).
+int64_t best_peak(const Dag& d) {
+  const std::vector<int> producer = d.producers();
+  std::vector<int> order, missing(static_cast<size_t>(d.num_ops()), 0);
+  for (int o = 0; o < d.num_ops(); ++o)
+    for (int v : d.ops[static_cast<size_t>(o)].inputs) missing[static_cast<size_t>(o)] += producer[static_cast<size_t>(v)] >= 0;
+  int64_t best = INT64_MAX;
+  std::vector<char> done(static_cast<size_t>(d.num_ops()), 0);
+  auto extend = [&](auto&& self) -> void {
+    if (order.size() == static_cast<size_t>(d.num_ops())) return void(best = std::min(best, peak_bytes(d, order)));
+    for (int o = 0; o < d.num_ops(); ++o) {
+      if (done[static_cast<size_t>(o)] || missing[static_cast<size_t>(o)]) continue;
+      auto release = [&](int delta) {
+        for (int v : d.ops[static_cast<size_t>(o)].outputs)
+          for (int c = 0; c < d.num_ops(); ++c)
+            for (int in : d.ops[static_cast<size_t>(c)].inputs) missing[static_cast<size_t>(c)] -= delta * (in == v);
+      };
+      done[static_cast<size_t>(o)] = 1, order.push_back(o), release(1);
+      self(self);
+      release(-1), order.pop_back(), done[static_cast<size_t>(o)] = 0;
+    }
+  };
+  extend(extend);
+  return best;
+}
+}  // namespace
+
+TEST_CASE("the memory-aware order is a topological order that comes close to the best of all orders") {
+  double sum = 0, worst = 0;
+  int count = 0;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    const Dag d = random_dag(8, seed);
+    const std::vector<int> order = memory_aware_order(d);
+    CHECK(is_topological(d, order));
+    const double ratio = static_cast<double>(peak_bytes(d, order)) / static_cast<double>(best_peak(d));
+    CHECK(ratio >= 1.0);
+    sum += ratio, worst = std::max(worst, ratio), ++count;
   }
+  MESSAGE("memory-aware peak / best peak over " << count << " DAGs of 8 ops: mean " << sum / count << ", worst " << worst);
+  // Measured: mean 1.032, worst 1.293; breadth-first alone gives 1.154 and 1.624, depth-first
+  // alone 1.299 and 2.077, so a regression of the greedy choice fails here.
+  CHECK(sum / count <= 1.05);
+  CHECK(worst <= 1.35);
 }
 
 TEST_CASE("the checker catches two live values sharing bytes") {

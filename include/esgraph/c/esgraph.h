@@ -319,6 +319,38 @@ ESG_API esg_status esg_model_profile(const esg_model* model, const esg_buffer* i
    peak, lower bound, size without reuse). Free with esg_free. */
 ESG_API char* esg_model_report(const esg_model* model);
 
+/* API 2: the numbers of the report, as data: what a tool or test should read (the report's text
+   is for people and may change). Fields are only ever appended; a field this library does not
+   know reads 0. Counts of the CPU's launch list stay meaningful on Ascend (the device program is
+   made from it). */
+typedef struct esg_model_stats {
+  size_t struct_size;
+  int64_t plans;                   /* plans compiled so far, one per set of input shapes; the rest describe the latest */
+  int64_t launches;                /* kernels one run launches */
+  int64_t fused_groups;            /* launches that run a group of ops as one kernel */
+  int64_t fused_ops;               /* ops inside those groups */
+  int64_t epilogue_groups;         /* groups headed by a matmul or convolution */
+  int64_t f32_rows;                /* f32 row passes of the groups (scalar stages fold into rows) */
+  int64_t fast_kernels;            /* single-op launches on a backend kernel */
+  int64_t reference_kernels;       /* single-op launches on the reference evaluator */
+  int64_t arena_bytes;             /* the planned peak of the working memory */
+  int64_t lower_bound_bytes;       /* the largest live set of the chosen order */
+  int64_t no_reuse_bytes;          /* the working memory if no value shared bytes */
+  int64_t in_place_values;         /* values that reuse a dying input's buffer */
+  int64_t streams;
+  int64_t events;
+  int64_t device_kernels;          /* Ascend: distinct generated kernel binaries */
+  int64_t device_kernel_launches;  /* Ascend: launches of them */
+  int64_t library_calls;           /* Ascend: ops run by CANN's operator library (aclnn) */
+  int64_t device_copies;           /* Ascend: copies on the device */
+  int64_t host_launches;           /* Ascend: ops run on the host (host_fallback) */
+  int64_t device_bytes;            /* Ascend: the one device allocation */
+  int64_t device_events;           /* Ascend: events made on the device (several may share one) */
+  int64_t captured;                /* Ascend: 1 when a run replays one captured model */
+} esg_model_stats;
+ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats* stats, size_t struct_size);
+#define esg_model_get_stats(model, stats) esg_model_get_stats_((model), (stats), sizeof(*(stats)))
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,36 @@
+// The numbers a compile report prints, as data: what tools and tests assert on (the report's
+// text is for people and may change).
+#pragma once
+#include <cstdint>
+
+namespace esg::runtime {
+
+struct Stats {
+  int64_t plans = 0;  // compiled so far, one per set of input shapes; the rest describe the latest
+  // The launch list, as the pipeline built it.
+  int64_t launches = 0;           // kernels one run launches
+  int64_t fused_groups = 0;       // launches that run a group of ops as one kernel
+  int64_t fused_ops = 0;          // ops inside those groups
+  int64_t epilogue_groups = 0;    // groups headed by a matmul or convolution
+  int64_t f32_rows = 0;           // f32 row passes of the groups (scalar stages fold into rows)
+  int64_t fast_kernels = 0;       // single-op launches on a backend kernel
+  int64_t reference_kernels = 0;  // single-op launches on the reference evaluator
+  // Memory and concurrency.
+  int64_t arena_bytes = 0;        // the planned peak
+  int64_t lower_bound_bytes = 0;  // the largest live set of the chosen order
+  int64_t no_reuse_bytes = 0;     // every value its own bytes
+  int64_t in_place_values = 0;    // values that reuse a dying input's buffer
+  int64_t streams = 0;
+  int64_t events = 0;
+  // A device backend's program (zero on the CPU).
+  int64_t device_kernels = 0;          // distinct generated kernel binaries
+  int64_t device_kernel_launches = 0;  // launches of them
+  int64_t library_calls = 0;           // ops run by the vendor's operator library (aclnn)
+  int64_t device_copies = 0;
+  int64_t host_launches = 0;           // ops run on the host between copies (host_fallback)
+  int64_t device_bytes = 0;            // the one device allocation
+  int64_t device_events = 0;           // events made on the device (they may be shared)
+  int64_t captured = 0;                // 1: a run replays one captured device model
+};
+
+}  // namespace esg::runtime
