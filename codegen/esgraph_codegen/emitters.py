@@ -282,6 +282,20 @@ def _rank_of(op: OpDef, tensor: str) -> str:
     return f"r.output_rank({names.index(tensor)})"
 
 
+def view_groups(ops) -> List[List[OpDef]]:
+    """Ops with attributes, grouped where their attributes are the same (names, types, defaults,
+    ranges, enum values and axis sources): a group shares one view type, so code that serves
+    several of them (the reductions, argmax and argmin, the pools) reads one type."""
+    def key(op: OpDef):
+        return tuple((a.name, a.type, a.required, a.default, a.range, a.values,
+                      a.axis_of and _rank_of(op, a.axis_of)) for a in op.attrs)
+    groups: Dict[tuple, List[OpDef]] = {}
+    for op in ops:
+        if op.attrs:
+            groups.setdefault(key(op), []).append(op)
+    return list(groups.values())
+
+
 def view_read(op: OpDef, a: Attr, index: int) -> str:
     """The statement that sets attribute `a` (at `index` in the node) in its view."""
     member = n.cpp_name(a.name)
@@ -391,6 +405,7 @@ HELPERS["compute_cpp"] = compute_cpp
 HELPERS["ascendc_lowering"] = ascendc_lowering
 HELPERS["view_type"] = view_type
 HELPERS["view_read"] = view_read
+HELPERS["view_groups"] = view_groups
 
 EMITTERS = (
     Emitter("include/esgraph/c/ops.h", "c_ops.h.j2"),

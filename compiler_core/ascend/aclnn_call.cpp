@@ -190,18 +190,16 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       in_.push_back(tensor(g, x, in[0]));
       dim_ = static_cast<int64_t>(ir::SoftmaxAttrs(g, n).axis);
     } else if (k == ir::OpKind::reduce_sum || k == ir::OpKind::reduce_mean || k == ir::OpKind::reduce_max || k == ir::OpKind::reduce_min) {
-      // The four reductions' views differ in type only.
-      auto reduce = [&](const auto& a) {
-        std::vector<int64_t> axes(a.axes.begin(), a.axes.end());
-        if (axes.empty()) axes.resize(rank), std::iota(axes.begin(), axes.end(), 0);  // every axis
-        int_array(axes);
-        keep_dims_ = a.keepdims;
-      };
       in_.push_back(tensor(g, x, in[0]));
-      if (k == ir::OpKind::reduce_sum) name_ = "aclnnReduceSum", kind_ = Kind::ReduceSum, run_ = lib_.aclnnReduceSum, reduce(ir::ReduceSumAttrs(g, n));
-      if (k == ir::OpKind::reduce_mean) name_ = "aclnnMean", kind_ = Kind::Mean, run_ = lib_.aclnnMean, reduce(ir::ReduceMeanAttrs(g, n));
-      if (k == ir::OpKind::reduce_max) name_ = "aclnnAmax", kind_ = Kind::Amax, run_ = lib_.aclnnAmax, reduce(ir::ReduceMaxAttrs(g, n));
-      if (k == ir::OpKind::reduce_min) name_ = "aclnnAmin", kind_ = Kind::Amin, run_ = lib_.aclnnAmin, reduce(ir::ReduceMinAttrs(g, n));
+      if (k == ir::OpKind::reduce_sum) name_ = "aclnnReduceSum", kind_ = Kind::ReduceSum, run_ = lib_.aclnnReduceSum;
+      if (k == ir::OpKind::reduce_mean) name_ = "aclnnMean", kind_ = Kind::Mean, run_ = lib_.aclnnMean;
+      if (k == ir::OpKind::reduce_max) name_ = "aclnnAmax", kind_ = Kind::Amax, run_ = lib_.aclnnAmax;
+      if (k == ir::OpKind::reduce_min) name_ = "aclnnAmin", kind_ = Kind::Amin, run_ = lib_.aclnnAmin;
+      const ir::ReduceSumAttrs a(g, n);  // every reduction's view
+      std::vector<int64_t> axes(a.axes.begin(), a.axes.end());
+      if (axes.empty()) axes.resize(rank), std::iota(axes.begin(), axes.end(), 0);  // every axis
+      int_array(axes);
+      keep_dims_ = a.keepdims;
     } else if (k == ir::OpKind::reduce_prod) {
       in_.push_back(tensor(g, x, in[0]));
       const ir::ReduceProdAttrs a(g, n);
@@ -220,10 +218,9 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       name_ = max ? "aclnnArgMax" : "aclnnArgMin", kind_ = max ? Kind::ArgMax : Kind::ArgMin;
       run_ = max ? lib_.aclnnArgMax : lib_.aclnnArgMin;
       in_.push_back(tensor(g, x, in[0]));
-      // argmax's and argmin's views differ in type only.
-      auto reduce = [&](const auto& a) { dim_ = static_cast<int64_t>(a.axis), keep_dims_ = a.keepdims; };
-      if (max) reduce(ir::ArgmaxAttrs(g, n));
-      else reduce(ir::ArgminAttrs(g, n));
+      const ir::ArgmaxAttrs a(g, n);  // argmin's view too
+      dim_ = static_cast<int64_t>(a.axis);
+      keep_dims_ = a.keepdims;
     } else if (k == ir::OpKind::top_k) {  // values and indices (i64), in order: sorted
       const ir::TopKAttrs a(g, n);
       name_ = "aclnnTopk", kind_ = Kind::Topk, run_ = lib_.aclnnTopk;
@@ -276,18 +273,14 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
       name_ = max ? "aclnnMaxPool" : "aclnnAvgPool2d", kind_ = max ? Kind::MaxPool : Kind::AvgPool;
       run_ = max ? lib_.aclnnMaxPool : lib_.aclnnAvgPool2d;
       in_.push_back(tensor(g, x, in[0]));
-      // The two pools' views differ in type only.
-      auto pool = [&](const auto& a) {
-        const ir::Span<int64_t> kernel = a.kernel, strides = a.strides, pads = a.pads;
-        int_array({kernel[0], kernel[1]});
-        int_array({strides[0], strides[1]});
-        // MaxPool takes top, left, bottom, right; AvgPool2d one pad per axis (checked symmetric).
-        int_array(max ? std::vector<int64_t>{pads[0], pads[1], pads[2], pads[3]} : std::vector<int64_t>{pads[0], pads[1]});
-        if (max) int_array({1, 1});  // dilations
-        dim_ = a.ceil_mode;
-      };
-      if (max) pool(ir::MaxPool2dAttrs(g, n));
-      else pool(ir::AvgPool2dAttrs(g, n));
+      const ir::MaxPool2dAttrs a(g, n);  // avg_pool2d's view too
+      const ir::Span<int64_t> kernel = a.kernel, strides = a.strides, pads = a.pads;
+      int_array({kernel[0], kernel[1]});
+      int_array({strides[0], strides[1]});
+      // MaxPool takes top, left, bottom, right; AvgPool2d one pad per axis (checked symmetric).
+      int_array(max ? std::vector<int64_t>{pads[0], pads[1], pads[2], pads[3]} : std::vector<int64_t>{pads[0], pads[1]});
+      if (max) int_array({1, 1});  // dilations
+      dim_ = a.ceil_mode;
     } else if (k == ir::OpKind::slice) {
       // The slice as a strided view of x (offset at the starts, strides times the steps), copied
       // into the result by aclnnInplaceCopy.

@@ -12,11 +12,11 @@
 namespace esg::cpu {
 namespace {
 
-template <bool kMax, class A>
+template <bool kMax>
 void pool2d_f32(const eval::KernelCall& c) {
   const eval::TensorRef& x = *c.in[0];
   const eval::TensorRef& y = *c.out[0];
-  const A attrs = c.attrs<A>();
+  const ir::MaxPool2dAttrs attrs = c.attrs<ir::MaxPool2dAttrs>();  // both pools' view
   const ir::Span<int64_t> k = attrs.kernel, st = attrs.strides, pads = attrs.pads;
   const int64_t planes = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
   split_work(planes, H * W, c.parallel, [&](int64_t first, int64_t last) {
@@ -45,8 +45,8 @@ void pool2d_f32(const eval::KernelCall& c) {
 
 eval::Kernel pool_kernel(const ir::Graph& g, const ir::Node& n) {
   if (g.values[n.first_output].dtype != ir::DType::F32) return nullptr;
-  if (n.op->kind == ir::OpKind::max_pool2d) return pool2d_f32<true, ir::MaxPool2dAttrs>;
-  return n.op->kind == ir::OpKind::avg_pool2d ? pool2d_f32<false, ir::AvgPool2dAttrs> : nullptr;
+  if (n.op->kind == ir::OpKind::max_pool2d) return pool2d_f32<true>;
+  return n.op->kind == ir::OpKind::avg_pool2d ? pool2d_f32<false> : nullptr;
 }
 
 }  // namespace esg::cpu

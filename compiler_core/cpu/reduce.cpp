@@ -39,7 +39,7 @@ eval::Kernel reduce_kernel(const ir::Graph& g, const ir::Node& n) {
   if ((!mean && n.op->kind != ir::OpKind::reduce_sum) || g.values[n.first_output].dtype != ir::DType::F32) return nullptr;
   const eval::Kernel rows = mean ? reduce_rows<true> : reduce_rows<false>;
   const size_t rank = g.shape(g.operands[n.first_input]).rank();
-  std::vector<size_t> axes = mean ? ir::ReduceMeanAttrs(g, n).axes : ir::ReduceSumAttrs(g, n).axes;
+  std::vector<size_t> axes = ir::ReduceSumAttrs(g, n).axes;  // every reduction's view
   if (rank == 0 || axes.empty()) return rows;  // every axis
   std::sort(axes.begin(), axes.end());
   for (size_t i = 0; i < axes.size(); ++i)  // exactly the last axes.size() axes

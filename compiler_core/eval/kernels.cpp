@@ -44,12 +44,10 @@ int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>& strid
 // ---- reductions --------------------------------------------------------------------------
 enum class Reduce { Sum, Mean, Max, Min, Prod };
 
-// The reductions share their attributes' layout; A is the op's view.
-template <class A>
 void reduce(const KernelCall& c, Reduce kind) {
   const TensorRef& x = *c.in[0];
   const TensorRef& y = *c.out[0];
-  const std::vector<size_t> axes = c.attrs<A>().axes;
+  const std::vector<size_t> axes = c.attrs<ir::ReduceSumAttrs>().axes;  // every reduction's view
   std::vector<bool> reduced(x.shape.rank(), axes.empty());
   for (size_t a : axes) reduced[a] = true;
   // The output index of each input element: reduced axes dropped (or kept as size 1).
@@ -114,12 +112,11 @@ void for_each_lane(const Shape& s, size_t axis, F f) {
     for (int64_t i = 0; i < inner; ++i) f(o * s[axis] * inner + i, inner, s[axis]);
 }
 
-template <class A>
 void arg_reduce(const KernelCall& c, bool is_max) {
   const TensorRef& x = *c.in[0];
   const TensorRef& y = *c.out[0];
   int64_t k = 0;
-  for_each_lane(x.shape, c.attrs<A>().axis, [&](int64_t base, int64_t stride, int64_t n) {
+  for_each_lane(x.shape, c.attrs<ir::ArgmaxAttrs>().axis, [&](int64_t base, int64_t stride, int64_t n) {
     int64_t best = 0;
     for (int64_t j = 1; j < n; ++j) {
       const double v = load_f(x, base + j * stride), b = load_f(x, base + best * stride);
@@ -238,11 +235,10 @@ void conv2d(const KernelCall& c) {
     }
 }
 
-template <class A>
 void pool2d(const KernelCall& c, bool is_max) {
   const TensorRef& x = *c.in[0];
   const TensorRef& y = *c.out[0];
-  const A attrs = c.attrs<A>();
+  const ir::MaxPool2dAttrs attrs = c.attrs<ir::MaxPool2dAttrs>();  // both pools' view
   const ir::Span<int64_t> k = attrs.kernel, st = attrs.strides, pads = attrs.pads;
   const int64_t NC = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
   for (int64_t nc = 0; nc < NC; ++nc)
@@ -538,13 +534,13 @@ void range(const KernelCall& c) {
 
 Kernel find_kernel(const ir::OpSchema& op) {
   switch (op.kind) {
-    case K::reduce_sum: return [](const KernelCall& c) { reduce<ir::ReduceSumAttrs>(c, Reduce::Sum); };
-    case K::reduce_mean: return [](const KernelCall& c) { reduce<ir::ReduceMeanAttrs>(c, Reduce::Mean); };
-    case K::reduce_max: return [](const KernelCall& c) { reduce<ir::ReduceMaxAttrs>(c, Reduce::Max); };
-    case K::reduce_min: return [](const KernelCall& c) { reduce<ir::ReduceMinAttrs>(c, Reduce::Min); };
-    case K::reduce_prod: return [](const KernelCall& c) { reduce<ir::ReduceProdAttrs>(c, Reduce::Prod); };
-    case K::argmax: return [](const KernelCall& c) { arg_reduce<ir::ArgmaxAttrs>(c, true); };
-    case K::argmin: return [](const KernelCall& c) { arg_reduce<ir::ArgminAttrs>(c, false); };
+    case K::reduce_sum: return [](const KernelCall& c) { reduce(c, Reduce::Sum); };
+    case K::reduce_mean: return [](const KernelCall& c) { reduce(c, Reduce::Mean); };
+    case K::reduce_max: return [](const KernelCall& c) { reduce(c, Reduce::Max); };
+    case K::reduce_min: return [](const KernelCall& c) { reduce(c, Reduce::Min); };
+    case K::reduce_prod: return [](const KernelCall& c) { reduce(c, Reduce::Prod); };
+    case K::argmax: return [](const KernelCall& c) { arg_reduce(c, true); };
+    case K::argmin: return [](const KernelCall& c) { arg_reduce(c, false); };
     case K::softmax:
       return [](const KernelCall& c) {
         const ir::SoftmaxAttrs a = c.attrs<ir::SoftmaxAttrs>();
@@ -555,8 +551,8 @@ Kernel find_kernel(const ir::OpSchema& op) {
     case K::rms_norm: return [](const KernelCall& c) { norm<ir::RmsNormAttrs>(c, true); };
     case K::matmul: return matmul;
     case K::conv2d: return conv2d;
-    case K::max_pool2d: return [](const KernelCall& c) { pool2d<ir::MaxPool2dAttrs>(c, true); };
-    case K::avg_pool2d: return [](const KernelCall& c) { pool2d<ir::AvgPool2dAttrs>(c, false); };
+    case K::max_pool2d: return [](const KernelCall& c) { pool2d(c, true); };
+    case K::avg_pool2d: return [](const KernelCall& c) { pool2d(c, false); };
     case K::reshape:
     case K::squeeze:
     case K::unsqueeze: return copy_bytes;

@@ -2,6 +2,8 @@
 // position, with the default for a position an older op set's node does not have, and axes
 // normalized against a tensor's rank.
 #pragma once
+#include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,9 +15,9 @@ namespace esg::ir {
 
 class AttrReader {
  public:
-  // A view of one op's attributes read from another op's node is a bug of the caller.
-  AttrReader(const Graph& g, const Node& n, OpKind kind) : g_(g), n_(n) {
-    if (n.op->kind != kind)
+  // A view read from a node of an op it does not serve is a bug of the caller.
+  AttrReader(const Graph& g, const Node& n, std::initializer_list<OpKind> kinds) : g_(g), n_(n) {
+    if (std::find(kinds.begin(), kinds.end(), n.op->kind) == kinds.end())
       throw Error(ErrorCode::Internal, std::string("attributes of another op read from a `") + n.op->name + "` node");
   }
 

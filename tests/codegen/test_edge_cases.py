@@ -159,3 +159,35 @@ ops:
     with pytest.raises(loader.LoadError) as err:
         load_yaml(text)
     assert any(message in p for p in err.value.problems), err.value.problems
+
+
+def test_ops_with_the_same_attributes_share_one_view_and_others_do_not(load_yaml):
+    opset = load_yaml("""\
+        ops:
+          - name: t_a
+            since: 1
+            summary: A.
+            inputs: [{name: x, type: f32}]
+            outputs: [{name: y, type: f32}]
+            attrs: [{name: axis, type: int, default: -1, axis_of: x}]
+            infer: unary
+          - name: t_b
+            since: 1
+            summary: B, the same attribute.
+            inputs: [{name: x, type: f32}]
+            outputs: [{name: y, type: f32}]
+            attrs: [{name: axis, type: int, default: -1, axis_of: x}]
+            infer: unary
+          - name: t_c
+            since: 1
+            summary: C, another default.
+            inputs: [{name: x, type: f32}]
+            outputs: [{name: y, type: f32}]
+            attrs: [{name: axis, type: int, default: 0, axis_of: x}]
+            infer: unary
+    """)
+    assert [[op.name for op in group] for group in emitters.view_groups(opset.ops)] == [["t_a", "t_b"], ["t_c"]]
+    header = render.render_all(opset, "op_defs", only=["core/ir/op_attrs.gen.hpp"])["core/ir/op_attrs.gen.hpp"]
+    assert "using TBAttrs = TAAttrs;" in header
+    assert "const AttrReader r(g, n, {OpKind::t_a, OpKind::t_b});" in header
+    assert "struct TCAttrs {" in header

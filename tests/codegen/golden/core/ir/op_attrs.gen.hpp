@@ -2,6 +2,7 @@
 // Typed views of every op's attributes: `const ir::SoftmaxAttrs a(g, node); a.axis` is the axis
 // already normalized against x's rank, `a.scale` a double. A view reads by position (attributes
 // only ever append: the compat checker refuses a reordering), so a node of an older op set that lacks a later attribute reads its default.
+// Ops whose attributes are the same share one view type (ReduceMeanAttrs is ReduceSumAttrs).
 // Views are for validated graphs: the inference rules have checked every value already. Each view
 // also names its attributes' positions (SliceAttrs::Index::starts), for passes that add nodes.
 #pragma once
@@ -29,7 +30,7 @@ struct TGeneratorAttrs {
   };
 
   TGeneratorAttrs(const Graph& g, const Node& n) {
-    const AttrReader r(g, n, OpKind::t_generator);
+    const AttrReader r(g, n, {OpKind::t_generator});
     shape = r.ints(0, Span<int64_t>());
     pattern = static_cast<TGeneratorPattern>(r.i(1, 0));
     start = r.f(2, 0.0);
@@ -59,7 +60,7 @@ struct TOptionsAttrs {
   };
 
   TOptionsAttrs(const Graph& g, const Node& n) {
-    const AttrReader r(g, n, OpKind::t_options);
+    const AttrReader r(g, n, {OpKind::t_options});
     axis = r.axis(r.i(0, 0), r.input_rank(0));
     late = r.i(1, 4);
     mode = static_cast<TOptionsMode>(r.i(2, 1));
@@ -82,7 +83,7 @@ struct TSplitAttrs {
   };
 
   TSplitAttrs(const Graph& g, const Node& n) {
-    const AttrReader r(g, n, OpKind::t_split);
+    const AttrReader r(g, n, {OpKind::t_split});
     sizes = r.ints(0, Span<int64_t>());
   }
 };
@@ -96,7 +97,7 @@ struct TUnaryAttrs {
   };
 
   TUnaryAttrs(const Graph& g, const Node& n) {
-    const AttrReader r(g, n, OpKind::t_unary);
+    const AttrReader r(g, n, {OpKind::t_unary});
     alpha = r.f(0, 1.0);
   }
 };
@@ -110,7 +111,7 @@ struct TVariadicAttrs {
   };
 
   TVariadicAttrs(const Graph& g, const Node& n) {
-    const AttrReader r(g, n, OpKind::t_variadic);
+    const AttrReader r(g, n, {OpKind::t_variadic});
     axis = r.axis(r.i(0, 0), r.output_rank(0));
   }
 };
