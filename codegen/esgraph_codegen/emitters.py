@@ -249,9 +249,16 @@ def pyi_params(op: OpDef) -> str:
     return ", ".join(params)
 
 
+def onnx_one_node(op: OpDef) -> str:
+    """The exporter's entry of an op with `onnx:`: (ONNX op type, ((attribute, ONNX name, type), …))."""
+    attrs = [f'("{a.name}", "{op.onnx.attr_name(a.name)}", "{a.type}")' for a in op.attrs]
+    return f'("{op.onnx.op}", ({", ".join(attrs)}{"," if len(attrs) == 1 else ""}))'
+
+
 HELPERS: Dict[str, Callable] = {f.__name__: f for f in (
     dtype_enum, expected_outputs, range_str, cpp_template, cpp_params, builder_expr, c_args, example_args, type_var_ref, output_type, count,
-    input_index, attr_schema, span, py_params, py_arg_specs, py_arg_type, py_lift, py_call_args, pyi_params)}
+    input_index, attr_schema, span, py_params, py_arg_specs, py_arg_type, py_lift, py_call_args, pyi_params,
+    onnx_one_node)}
 
 
 @dataclass(frozen=True)
@@ -422,6 +429,7 @@ EMITTERS = (
     Emitter("include/esgraph/ops.hpp", "cpp_ops.hpp.j2"),
     Emitter("python/py_ops.cpp", "py_ops.cpp.j2"),
     Emitter("python/esgraph/ops.pyi", "ops.pyi.j2"),
+    Emitter("python/esgraph/onnx/_export_table.py", "onnx_export_table.py.j2"),
     Emitter("docs/ops.md", "ops.md.j2"),
     Emitter("tests/op_examples_test.cpp", "op_examples_test.cpp.j2"),
     Emitter("tests/op_values_test.cpp", "op_values_test.cpp.j2"),

@@ -13,10 +13,10 @@ import yaml
 
 from . import compute
 from .model import (ATTR_TYPES, DTYPE_GROUPS, DTYPES, Attr, Example, ExampleTensor, Input,
-                    Location, OpDef, OpSet, Output, OutputCount, Subgraph, TypeVar)
+                    Location, OnnxNode, OpDef, OpSet, Output, OutputCount, Subgraph, TypeVar)
 
 OP_KEYS = {"name", "since", "status", "summary", "doc", "type_vars", "inputs", "outputs", "attrs",
-           "subgraphs", "infer", "compute", "examples"}
+           "subgraphs", "infer", "compute", "examples", "onnx"}
 OP_REQUIRED = ("name", "since", "summary", "outputs", "infer")
 INPUT_KEYS = {"name", "type", "doc", "optional", "variadic", "min", "since"}
 OUTPUT_KEYS = {"name", "type", "doc", "count"}
@@ -24,9 +24,11 @@ ATTR_KEYS = {"name", "type", "doc", "default", "required", "range", "values", "s
 SUBGRAPH_KEYS = {"name", "params", "doc"}
 EXAMPLE_KEYS = {"inputs", "attrs", "outputs"}
 TENSOR_KEYS = {"dtype", "value", "shape"}
+ONNX_KEYS = {"op", "attrs"}
 STATUSES = ("stable", "experimental", "deprecated")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 TYPE_VAR_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+ONNX_OP_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 
 
 class LoadError(Exception):
@@ -291,12 +293,13 @@ class _OpLoader:
                 self.p.add(f["compute"].loc, f"`compute` of {self.what}: {problem}")
         examples = tuple(e for e in (self._example(n, inputs, attrs, outputs)
                                      for n in _seq(f, "examples", self.what, self.p)) if e)
+        onnx = self._onnx(f["onnx"], attrs, subgraphs) if "onnx" in f else None
         return OpDef(name=name, since=since, status=status,
                      summary=_scalar(f, "summary", str, self.what, self.p, ""),
                      doc=_scalar(f, "doc", str, self.what, self.p, ""),
                      type_vars=type_vars, inputs=inputs, outputs=outputs, attrs=attrs,
                      subgraphs=subgraphs, infer=infer, compute=expr, examples=examples,
-                     loc=self.node.loc)
+                     loc=self.node.loc, onnx=onnx)
 
     def _check_axis_of(self, attrs, inputs, outputs) -> None:
         """`axis_of` names an input or output whose position in a node is fixed."""
@@ -311,6 +314,51 @@ class _OpLoader:
             elif a.axis_of in after_variadic:
                 self.p.add(a.loc, f"`axis_of` of attribute `{a.name}` of {self.what} names `{a.axis_of}`, "
                                   f"which follows a variadic input")
+
+    def _onnx(self, node: _Node, attrs, subgraphs) -> Optional[OnnxNode]:
+        """`onnx: {op: IsInf, attrs: {positive: detect_positive}}`: the op exports as one ONNX
+        node of that type, with every attribute under its own name or the one given."""
+        what = f"`onnx` of {self.what}"
+        f = _mapping(node, ONNX_KEYS, what, self.p)
+        if f is None:
+            return None
+        if "op" not in f:
+            self.p.add(node.loc, f"{what} needs `op`, the ONNX op type")
+            return None
+        op = _scalar(f, "op", str, what, self.p)
+        if op is None:
+            return None
+        if not ONNX_OP_RE.match(op):
+            self.p.add(f["op"].loc, f"`op` of {what} must be an ONNX op type (CamelCase, as `Relu`), got {op!r}")
+            return None
+        if subgraphs:
+            # Bodies become ONNX subgraphs, which only a hand-written export builds.
+            self.p.add(node.loc, f"{what}: an op with bodies cannot export as one node")
+            return None
+        renames: Dict[str, str] = {}
+        anode = f.get("attrs")
+        if anode is not None and not anode.is_map:
+            self.p.add(anode.loc, f"`attrs` of {what} must be a mapping from attribute names to ONNX names")
+        elif anode is not None:
+            names = {a.name for a in attrs}
+            for k, v in anode.items():
+                attr, onnx_name = k.plain(), v.plain() if v.is_scalar else None
+                if attr not in names:
+                    self.p.add(k.loc, f"`attrs` of {what} renames `{attr}`, which is not an attribute of the op")
+                elif attr in renames:
+                    self.p.add(k.loc, f"`attrs` of {what} renames `{attr}` twice")
+                elif not isinstance(onnx_name, str) or not NAME_RE.match(onnx_name):
+                    self.p.add(v.loc, f"`attrs` of {what} renames `{attr}` to {_describe(v)}, not a snake_case name")
+                else:
+                    renames[attr] = onnx_name
+        result = OnnxNode(op, tuple(renames.items()), node.loc)
+        seen: Dict[str, str] = {}
+        for a in attrs:
+            onnx_name = result.attr_name(a.name)
+            if onnx_name in seen:
+                self.p.add(node.loc, f"{what} writes attributes `{seen[onnx_name]}` and `{a.name}` both as `{onnx_name}`")
+            seen.setdefault(onnx_name, a.name)
+        return result
 
     @staticmethod
     def _name(f: Dict[str, _Node]) -> str:

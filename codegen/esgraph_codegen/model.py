@@ -126,6 +126,18 @@ class Example:
 
 
 @dataclass(frozen=True)
+class OnnxNode:
+    """The one ONNX node an op exports as, when that node is the same computation: its op type,
+    and the ONNX names of the attributes whose names differ (every attribute is written)."""
+    op: str
+    renames: Tuple[Tuple[str, str], ...]   # (attribute, its ONNX name)
+    loc: Location
+
+    def attr_name(self, attr: str) -> str:
+        return dict(self.renames).get(attr, attr)
+
+
+@dataclass(frozen=True)
 class OpDef:
     name: str
     since: int
@@ -141,6 +153,8 @@ class OpDef:
     compute: Optional[str]
     examples: Tuple[Example, ...]
     loc: Location
+    # None for ops whose ONNX export is written by hand (python/esgraph/onnx/_exporter.py).
+    onnx: Optional[OnnxNode] = None
 
     # --- the positional/optional split every binding follows -------------------------------
     @property

@@ -87,6 +87,7 @@ def test_fixture_covers_the_schema(fixture_opset):
 
     assert any(s.params for s in subgraphs) and any(not s.params for s in subgraphs)
     assert any(op.compute for op in ops)
+    assert any(op.onnx and op.onnx.renames for op in ops) and any(op.onnx and not op.attrs for op in ops)
     assert any(op.takes_builder for op in ops)
     assert any(op.status != "stable" for op in ops)
     examples = [ex for op in ops for ex in op.examples]

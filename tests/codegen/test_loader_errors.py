@@ -459,6 +459,60 @@ def test_valid_compute_expression_uses_the_whole_language(load_yaml):
         """)
 
 
+# ---- the ONNX export -------------------------------------------------------------------------------
+ONNX_OP = """\
+    ops:
+      - name: t_x
+        since: 1
+        summary: A test op.
+        inputs: [{name: x, type: f32}]
+        outputs: [{name: y, type: bool}]
+        attrs:
+          - {name: positive, type: bool, default: true}
+          - {name: negative, type: bool, default: true}
+        infer: unary
+        onnx: %s  # <-
+    """
+
+
+@pytest.mark.parametrize("onnx, problem", [
+    ("IsInf", "`onnx` of op `t_x` must be a mapping"),
+    ("{attrs: {}}", "`onnx` of op `t_x` needs `op`, the ONNX op type"),
+    ("{op: IsInf, attr: {}}", "unknown key `attr` in `onnx` of op `t_x` (allowed: attrs, op)"),
+    ("{op: 3}", "`op` of `onnx` of op `t_x` must be a string, got 3"),
+    ("{op: is_inf}", "`op` of `onnx` of op `t_x` must be an ONNX op type (CamelCase, as `Relu`), got 'is_inf'"),
+    ("{op: IsInf, attrs: [positive]}", "`attrs` of `onnx` of op `t_x` must be a mapping from attribute names to ONNX names"),
+    ("{op: IsInf, attrs: {postive: detect_positive}}", "`attrs` of `onnx` of op `t_x` renames `postive`, which is not an attribute of the op"),
+    ("{op: IsInf, attrs: {positive: a, positive: b}}", "`attrs` of `onnx` of op `t_x` renames `positive` twice"),
+    ("{op: IsInf, attrs: {positive: 1}}", "`attrs` of `onnx` of op `t_x` renames `positive` to 1, not a snake_case name"),
+    ("{op: IsInf, attrs: {positive: negative}}", "`onnx` of op `t_x` writes attributes `positive` and `negative` both as `negative`"),
+], ids=["not-a-mapping", "no-op", "unknown-key", "op-not-a-string", "op-not-an-onnx-name", "attrs-not-a-mapping",
+        "unknown-attribute", "renamed-twice", "rename-not-a-name", "same-onnx-name"])
+def test_onnx(load_yaml, onnx, problem):
+    assert the_problem(load_yaml, ONNX_OP % onnx) == problem
+
+
+def test_onnx_of_an_op_with_bodies(load_yaml):
+    message = the_problem(load_yaml, """\
+        ops:
+          - name: t_x
+            since: 1
+            summary: A test op.
+            inputs: [{name: init, type: any, variadic: true}]
+            outputs: [{name: outs, type: subgraph, count: {input: init}}]
+            subgraphs: [{name: cond, params: init}, {name: body, params: init}]
+            infer: while_loop
+            onnx: {op: Loop}  # <-
+        """)
+    assert message == "`onnx` of op `t_x`: an op with bodies cannot export as one node"
+
+
+def test_onnx_keeps_the_names_of_the_attributes_it_does_not_rename(load_yaml):
+    op = load_yaml(ONNX_OP % "{op: IsInf, attrs: {positive: detect_positive}}").op("t_x")
+    assert op.onnx.op == "IsInf"
+    assert [op.onnx.attr_name(a.name) for a in op.attrs] == ["detect_positive", "negative"]
+
+
 # ---- examples ------------------------------------------------------------------------------------
 EXAMPLE_OP = textwrap.dedent("""\
     ops:

@@ -36,6 +36,27 @@ def test_the_examples_cover_every_op_but_control_flow():
     assert {op.name for op in OP_SET.ops} - {c.values[0].name for c in CASES} == {"if", "while"}
 
 
+def first_value_examples():
+    first = {}
+    for op, example in value_examples():
+        first.setdefault(op.name, (op, example))
+    return first.values()
+
+
+ONE_NODE_CASES = [pytest.param(op, ex, id=op.name) for op, ex in first_value_examples() if op.onnx]
+
+
+@pytest.mark.parametrize("op, example", ONE_NODE_CASES)
+def test_an_op_with_onnx_in_its_yaml_exports_as_that_node(op, example):
+    graph, _, _ = build_value_example(op, example)
+    nodes = esgraph.onnx.to_model(graph).graph.node
+    assert [n.op_type for n in nodes] == [op.onnx.op]
+    given = dict(example.attrs)
+    written = {op.onnx.attr_name(a.name) for a in op.attrs
+               if not (a.is_list and len(given.get(a.name, a.default)) == 0)}  # an empty list is left out
+    assert {a.name for a in nodes[0].attribute} == written
+
+
 def test_save_writes_a_file_onnx_reads(tmp_path):
     with esgraph.GraphBuilder("saved") as b:
         x = b.input("x", esgraph.f32, ["batch", 4])

@@ -1,10 +1,12 @@
 """Writes an esgraph graph as an ONNX model (opset 17), from Graph.inspect().
 
-One emitter per esgraph op turns a node into ONNX nodes: most ops have an ONNX counterpart;
-the rest (rsqrt, silu, gelu, mish, rms_norm, softmax's scale and mask, matmul's transpose
-flags, not_equal) are written as the short ONNX subgraph they stand for; if and while become
-If and Loop with their bodies as subgraphs. Constants become initializers; symbolic
-dimensions become dim_params.
+An op whose ONNX counterpart is the same computation is one node of that type, its attributes
+written by name: the table of those ops, ONE_NODE, is generated from the `onnx:` keys of the op
+YAML. Every other op has an export function here, registered by op name: rsqrt, silu, gelu,
+mish, rms_norm, softmax's scale and mask, matmul's transpose flags and not_equal are written as
+the short ONNX subgraph they stand for; ops whose ONNX counterpart takes tensors where esgraph
+has attributes get those as initializers; if and while become If and Loop with their bodies as
+subgraphs. Constants become initializers; symbolic dimensions become dim_params.
 """
 import math
 
@@ -15,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 from .. import _C
 from .._frontend import ExportFailed
 from . import _dtypes
+from ._export_table import ONE_NODE
 
 OPSET = 17
 
@@ -102,6 +105,48 @@ def _tensor_info(name, meta):
     return helper.make_tensor_value_info(name, _dtypes.ESG_TO_ONNX[meta["dtype"]], dims)
 
 
+def _onnx_attr(value, attr_type):
+    """An attribute's value as ONNX holds it: a bool as an int, a dtype as an element type. An
+    empty list is left out: ONNX's default is what the empty list means to every op whose YAML
+    maps it (all axes, for the reductions)."""
+    if attr_type == "bool":
+        return int(value)
+    if attr_type == "dtype":
+        return _dtypes.ESG_TO_ONNX[value]
+    if attr_type.startswith("list<"):
+        return value or None
+    return value
+
+
+def _emit_one_node(e, n, ins, outs):
+    op_type, attrs = ONE_NODE[n["op"]]
+    e.node(op_type, ins, outs, **{onnx_name: _onnx_attr(n["attrs"][name], attr_type)
+                                  for name, onnx_name, attr_type in attrs})
+
+
+_EXPORTS = {}  # op name -> export(e, n, ins, outs), for the ops ONE_NODE does not cover
+
+
+def _exports(*ops):
+    def register(fn):
+        for op in ops:
+            assert op not in _EXPORTS and op not in ONE_NODE, f"two ONNX exports for {op}"
+            _EXPORTS[op] = fn
+        return fn
+    return register
+
+
+def _emit(e, n):
+    ins = [e.name(v) if v is not None else None for v in n["inputs"]]
+    outs = [e.name(v) for v in n["outputs"]]
+    if n["op"] in ONE_NODE:
+        _emit_one_node(e, n, ins, outs)
+    elif n["op"] in _EXPORTS:
+        _EXPORTS[n["op"]](e, n, ins, outs)
+    else:
+        raise ValueError(f"op {n['op']} has no ONNX export yet")
+
+
 def _emit_body(scope, body, params):
     """Emits an esgraph body's nodes into `scope`, its parameters bound to the ONNX names
     `params` and its captures to the enclosing values' names; returns its results' value ids."""
@@ -114,6 +159,7 @@ def _emit_body(scope, body, params):
     return body["results"]
 
 
+@_exports("if")
 def _emit_if(e, n, ins, outs):
     branches = []
     for label, body in zip(("then", "else"), n["bodies"]):
@@ -123,6 +169,7 @@ def _emit_if(e, n, ins, outs):
     e.node("If", ins, outs, then_branch=branches[0], else_branch=branches[1])
 
 
+@_exports("while")
 def _emit_while(e, n, ins, outs):
     # ONNX Loop tests its condition before the first iteration from an input and before each
     # next one from the body's first output: the cond body is written once here, on the
@@ -149,164 +196,177 @@ def _numpy_dtype(esg_dtype):
     return _dtypes.numpy_dtype(esg_dtype)
 
 
-_UNARY = {
-    "abs": "Abs", "neg": "Neg", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "reciprocal": "Reciprocal",
-    "sigmoid": "Sigmoid", "tanh": "Tanh", "relu": "Relu", "erf": "Erf", "sin": "Sin", "cos": "Cos", "tan": "Tan",
-    "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh",
-    "acosh": "Acosh", "atanh": "Atanh", "floor": "Floor", "ceil": "Ceil", "round": "Round", "sign": "Sign",
-    "logical_not": "Not", "softplus": "Softplus", "softsign": "Softsign", "is_nan": "IsNaN",
-    "hard_swish": "HardSwish",
-}
-_BINARY = {
-    "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "maximum": "Max", "minimum": "Min",
-    "equal": "Equal", "less": "Less", "less_equal": "LessOrEqual", "greater": "Greater",
-    "greater_equal": "GreaterOrEqual", "logical_and": "And", "logical_or": "Or",
-}
-_REDUCE = {"reduce_sum": "ReduceSum", "reduce_mean": "ReduceMean", "reduce_max": "ReduceMax",
-           "reduce_min": "ReduceMin", "reduce_prod": "ReduceProd"}
+def _meta(e, n):
+    """The value info of node n's first input."""
+    return e.info["values"][n["inputs"][0]]
 
 
-def _scalar(e, like, value):
-    """A rank-0 initializer of value `like`'s dtype."""
-    return e.const(np.array(value, dtype=_numpy_dtype(e.info["values"][like]["dtype"])), "scalar")
+def _scalar(e, n, value):
+    """A rank-0 initializer of the dtype of node n's first input."""
+    return e.const(np.array(value, dtype=_numpy_dtype(_meta(e, n)["dtype"])), "scalar")
 
 
-def _emit(e, n):
-    op, a = n["op"], n["attrs"]
-    ins = [e.name(v) if v is not None else None for v in n["inputs"]]
-    outs = [e.name(v) for v in n["outputs"]]
-    x = n["inputs"][0] if n["inputs"] else None
-    if op == "constant":
-        if e.info["values"][n["outputs"][0]]["dtype"] == _C.bf16:  # bit patterns in uint16
-            data = n["data"]
-            e.initializers.append(helper.make_tensor(outs[0], TensorProto.BFLOAT16, data.shape, data.tobytes(), raw=True))
-        else:
-            e.initializers.append(numpy_helper.from_array(n["data"], outs[0]))
-    elif op == "if":
-        _emit_if(e, n, ins, outs)
-    elif op == "while":
-        _emit_while(e, n, ins, outs)
-    elif op in _UNARY:
-        e.node(_UNARY[op], ins, outs)
-    elif op in _BINARY:
-        e.node(_BINARY[op], ins, outs)
-    elif op == "not_equal":
-        e.node("Not", [e.node("Equal", ins)], outs)
-    elif op == "where":
-        e.node("Where", ins, outs)
-    elif op == "rsqrt":
-        e.node("Reciprocal", [e.node("Sqrt", ins)], outs)
-    elif op == "silu":
-        e.node("Mul", [ins[0], e.node("Sigmoid", ins)], outs)
-    elif op == "mish":
-        e.node("Mul", [ins[0], e.node("Tanh", [e.node("Softplus", ins)])], outs)
-    elif op == "gelu":
-        half, one = _scalar(e, x, 0.5), _scalar(e, x, 1.0)
-        if a["approximate"] == "tanh":
-            cube = e.node("Mul", [e.node("Mul", [ins[0], ins[0]]), ins[0]])
-            inner = e.node("Mul", [e.node("Add", [ins[0], e.node("Mul", [cube, _scalar(e, x, 0.044715)])]),
-                                   _scalar(e, x, math.sqrt(2 / math.pi))])
-            gate = e.node("Add", [e.node("Tanh", [inner]), one])
-        else:
-            gate = e.node("Add", [e.node("Erf", [e.node("Mul", [ins[0], _scalar(e, x, 1 / math.sqrt(2))])]), one])
-        e.node("Mul", [e.node("Mul", [ins[0], half]), gate], outs)
-    elif op == "leaky_relu":
-        e.node("LeakyRelu", ins, outs, alpha=a["alpha"])
-    elif op == "elu":
-        e.node("Elu", ins, outs, alpha=a["alpha"])
-    elif op == "selu":
-        e.node("Selu", ins, outs, alpha=a["alpha"], gamma=a["gamma"])
-    elif op == "hard_sigmoid":
-        e.node("HardSigmoid", ins, outs, alpha=a["alpha"], beta=a["beta"])
-    elif op == "is_inf":
-        e.node("IsInf", ins, outs, detect_positive=int(a["positive"]), detect_negative=int(a["negative"]))
-    elif op == "cast":
-        e.node("Cast", ins, outs, to=_dtypes.ESG_TO_ONNX[a["to"]])
-    elif op == "clip":
-        low = _scalar(e, x, a["min"]) if a["min"] != -math.inf else None
-        high = _scalar(e, x, a["max"]) if a["max"] != math.inf else None
-        e.node("Clip", [ins[0], low, high], outs)
-    elif op == "matmul":
-        operands = []
-        for v, name, flag in zip(n["inputs"], ins, (a["transpose_a"], a["transpose_b"])):
-            rank = len(e.info["values"][v]["shape"])
-            operands.append(e.node("Transpose", [name], perm=list(range(rank - 2)) + [rank - 1, rank - 2]) if flag else name)
-        e.node("MatMul", operands, outs)
-    elif op == "conv2d":
-        e.node("Conv", ins, outs, strides=a["strides"], pads=a["pads"], dilations=a["dilations"], group=a["groups"])
-    elif op in ("max_pool2d", "avg_pool2d"):
-        e.node("MaxPool" if op == "max_pool2d" else "AveragePool", ins, outs, kernel_shape=a["kernel"],
-               strides=a["strides"], pads=a["pads"], ceil_mode=int(a["ceil_mode"]))
-    elif op in _REDUCE:
-        keep = int(a["keepdims"])
-        if op == "reduce_sum":
-            axes = e.const(np.array(a["axes"], np.int64), "axes") if a["axes"] else None
-            e.node("ReduceSum", [ins[0], axes], outs, keepdims=keep)
-        else:
-            e.node(_REDUCE[op], ins, outs, keepdims=keep, axes=a["axes"] or None)
-    elif op in ("argmax", "argmin"):
-        e.node("ArgMax" if op == "argmax" else "ArgMin", ins, outs, axis=a["axis"], keepdims=int(a["keepdims"]))
-    elif op in ("softmax", "log_softmax"):
-        z = ins[0]
-        if op == "softmax" and a["scale"] != 1.0:
-            z = e.node("Mul", [z, _scalar(e, x, a["scale"])])
-        if op == "softmax" and ins[1]:
-            z = e.node("Add", [z, ins[1]])
-        e.node("Softmax" if op == "softmax" else "LogSoftmax", [z], outs, axis=a["axis"])
-    elif op == "layer_norm":
-        shape = e.info["values"][x]["shape"][a["axis"]:]
-        scale = ins[1] or e.const(np.ones(shape, _numpy_dtype(e.info["values"][x]["dtype"])), "ones")
-        e.node("LayerNormalization", [ins[0], scale, ins[2]], outs, axis=a["axis"], epsilon=a["epsilon"])
-    elif op == "rms_norm":
-        rank = len(e.info["values"][x]["shape"])
-        axes = list(range(a["axis"] % rank, rank))
-        mean_sq = e.node("ReduceMean", [e.node("Mul", [ins[0], ins[0]])], axes=axes, keepdims=1)
-        inv = e.node("Reciprocal", [e.node("Sqrt", [e.node("Add", [mean_sq, _scalar(e, x, a["epsilon"])])])])
-        normed = e.node("Mul", [ins[0], inv], None if ins[1] else outs)
-        if ins[1]:
-            e.node("Mul", [normed, ins[1]], outs)
-    elif op == "reshape":
-        e.node("Reshape", [ins[0], e.const(np.array(a["shape"], np.int64), "shape")], outs)
-    elif op == "transpose":
-        rank = len(e.info["values"][x]["shape"])
-        e.node("Transpose", ins, outs, perm=[p % rank for p in a["perm"]] or None)
-    elif op == "concat":
-        e.node("Concat", ins, outs, axis=a["axis"])
-    elif op == "split":
-        e.node("Split", [ins[0], e.const(np.array(a["sizes"], np.int64), "split")], outs, axis=a["axis"])
-    elif op == "slice":
-        count = len(a["starts"])
-        axes = a["axes"] or list(range(count))
-        steps = a["steps"] or [1] * count
-        e.node("Slice", [ins[0]] + [e.const(np.array(v, np.int64), k) for k, v in
-                                    (("starts", a["starts"]), ("ends", a["ends"]), ("axes", axes), ("steps", steps))], outs)
-    elif op == "top_k":
-        e.node("TopK", [ins[0], e.const(np.array([a["k"]], np.int64), "k")], outs, axis=a["axis"],
-               largest=int(a["largest"]), sorted=1)
-    elif op == "scatter_elements":
-        e.node("ScatterElements", ins, outs, axis=a["axis"], reduction=a["reduction"])
-    elif op == "scatter_nd":
-        e.node("ScatterND", ins, outs, reduction=a["reduction"])
-    elif op == "gather":
-        e.node("Gather", ins, outs, axis=a["axis"])
-    elif op == "expand":
-        e.node("Expand", [ins[0], e.const(np.array(a["shape"], np.int64), "shape")], outs)
-    elif op in ("squeeze", "unsqueeze"):
-        axes = e.const(np.array(a["axes"], np.int64), "axes") if a["axes"] else None
-        e.node("Squeeze" if op == "squeeze" else "Unsqueeze", [ins[0], axes], outs)
-    elif op == "pad":
-        rank = len(e.info["values"][x]["shape"])
-        value = _scalar(e, x, a["value"]) if a["mode"] == "constant" else None
-        e.node("Pad", [ins[0], e.const(np.array(a["pads"], np.int64), "pads"), value], outs, mode=a["mode"])
-    elif op == "fill":
-        dtype = _numpy_dtype(a["dtype"])
-        e.node("ConstantOfShape", [e.const(np.array(a["shape"], np.int64), "shape")], outs,
-               value=numpy_helper.from_array(np.array([a["value"]], dtype=dtype)))
-    elif op == "range":
-        dtype = _numpy_dtype(a["dtype"])
-        e.node("Range", [e.const(np.array(a[k], dtype), k) for k in ("start", "limit", "step")], outs)
+def _ints(e, values, hint):
+    return e.const(np.array(values, np.int64), hint)
+
+
+@_exports("constant")
+def _emit_constant(e, n, ins, outs):
+    if e.info["values"][n["outputs"][0]]["dtype"] == _C.bf16:  # bit patterns in uint16
+        data = n["data"]
+        e.initializers.append(helper.make_tensor(outs[0], TensorProto.BFLOAT16, data.shape, data.tobytes(), raw=True))
     else:
-        raise ValueError(f"op {op} has no ONNX export yet")
+        e.initializers.append(numpy_helper.from_array(n["data"], outs[0]))
+
+
+@_exports("not_equal")
+def _emit_not_equal(e, n, ins, outs):
+    e.node("Not", [e.node("Equal", ins)], outs)
+
+
+@_exports("rsqrt")
+def _emit_rsqrt(e, n, ins, outs):
+    e.node("Reciprocal", [e.node("Sqrt", ins)], outs)
+
+
+@_exports("silu")
+def _emit_silu(e, n, ins, outs):
+    e.node("Mul", [ins[0], e.node("Sigmoid", ins)], outs)
+
+
+@_exports("mish")
+def _emit_mish(e, n, ins, outs):
+    e.node("Mul", [ins[0], e.node("Tanh", [e.node("Softplus", ins)])], outs)
+
+
+@_exports("gelu")
+def _emit_gelu(e, n, ins, outs):
+    half, one = _scalar(e, n, 0.5), _scalar(e, n, 1.0)
+    if n["attrs"]["approximate"] == "tanh":
+        cube = e.node("Mul", [e.node("Mul", [ins[0], ins[0]]), ins[0]])
+        inner = e.node("Mul", [e.node("Add", [ins[0], e.node("Mul", [cube, _scalar(e, n, 0.044715)])]),
+                               _scalar(e, n, math.sqrt(2 / math.pi))])
+        gate = e.node("Add", [e.node("Tanh", [inner]), one])
+    else:
+        gate = e.node("Add", [e.node("Erf", [e.node("Mul", [ins[0], _scalar(e, n, 1 / math.sqrt(2))])]), one])
+    e.node("Mul", [e.node("Mul", [ins[0], half]), gate], outs)
+
+
+@_exports("clip")
+def _emit_clip(e, n, ins, outs):
+    a = n["attrs"]
+    low = _scalar(e, n, a["min"]) if a["min"] != -math.inf else None
+    high = _scalar(e, n, a["max"]) if a["max"] != math.inf else None
+    e.node("Clip", [ins[0], low, high], outs)
+
+
+@_exports("matmul")
+def _emit_matmul(e, n, ins, outs):
+    operands = []
+    for v, name, flag in zip(n["inputs"], ins, (n["attrs"]["transpose_a"], n["attrs"]["transpose_b"])):
+        rank = len(e.info["values"][v]["shape"])
+        operands.append(e.node("Transpose", [name], perm=list(range(rank - 2)) + [rank - 1, rank - 2]) if flag else name)
+    e.node("MatMul", operands, outs)
+
+
+@_exports("reduce_sum")
+def _emit_reduce_sum(e, n, ins, outs):
+    # Since opset 13 ReduceSum takes its axes as an input; the other reductions follow in 18.
+    axes = _ints(e, n["attrs"]["axes"], "axes") if n["attrs"]["axes"] else None
+    e.node("ReduceSum", [ins[0], axes], outs, keepdims=int(n["attrs"]["keepdims"]))
+
+
+@_exports("softmax")
+def _emit_softmax(e, n, ins, outs):
+    a, z = n["attrs"], ins[0]
+    if a["scale"] != 1.0:
+        z = e.node("Mul", [z, _scalar(e, n, a["scale"])])
+    if ins[1]:
+        z = e.node("Add", [z, ins[1]])
+    e.node("Softmax", [z], outs, axis=a["axis"])
+
+
+@_exports("layer_norm")
+def _emit_layer_norm(e, n, ins, outs):
+    a, meta = n["attrs"], _meta(e, n)
+    scale = ins[1] or e.const(np.ones(meta["shape"][a["axis"]:], _numpy_dtype(meta["dtype"])), "ones")
+    e.node("LayerNormalization", [ins[0], scale, ins[2]], outs, axis=a["axis"], epsilon=a["epsilon"])
+
+
+@_exports("rms_norm")
+def _emit_rms_norm(e, n, ins, outs):
+    a = n["attrs"]
+    rank = len(_meta(e, n)["shape"])
+    axes = list(range(a["axis"] % rank, rank))
+    mean_sq = e.node("ReduceMean", [e.node("Mul", [ins[0], ins[0]])], axes=axes, keepdims=1)
+    inv = e.node("Reciprocal", [e.node("Sqrt", [e.node("Add", [mean_sq, _scalar(e, n, a["epsilon"])])])])
+    normed = e.node("Mul", [ins[0], inv], None if ins[1] else outs)
+    if ins[1]:
+        e.node("Mul", [normed, ins[1]], outs)
+
+
+@_exports("reshape")
+def _emit_reshape(e, n, ins, outs):
+    e.node("Reshape", [ins[0], _ints(e, n["attrs"]["shape"], "shape")], outs)
+
+
+@_exports("transpose")
+def _emit_transpose(e, n, ins, outs):
+    rank = len(_meta(e, n)["shape"])
+    e.node("Transpose", ins, outs, perm=[p % rank for p in n["attrs"]["perm"]] or None)
+
+
+@_exports("split")
+def _emit_split(e, n, ins, outs):
+    e.node("Split", [ins[0], _ints(e, n["attrs"]["sizes"], "split")], outs, axis=n["attrs"]["axis"])
+
+
+@_exports("slice")
+def _emit_slice(e, n, ins, outs):
+    a = n["attrs"]
+    count = len(a["starts"])
+    axes = a["axes"] or list(range(count))
+    steps = a["steps"] or [1] * count
+    e.node("Slice", [ins[0]] + [_ints(e, v, k) for k, v in
+                                (("starts", a["starts"]), ("ends", a["ends"]), ("axes", axes), ("steps", steps))], outs)
+
+
+@_exports("top_k")
+def _emit_top_k(e, n, ins, outs):
+    a = n["attrs"]
+    e.node("TopK", [ins[0], _ints(e, [a["k"]], "k")], outs, axis=a["axis"], largest=int(a["largest"]), sorted=1)
+
+
+@_exports("expand")
+def _emit_expand(e, n, ins, outs):
+    e.node("Expand", [ins[0], _ints(e, n["attrs"]["shape"], "shape")], outs)
+
+
+@_exports("squeeze", "unsqueeze")
+def _emit_squeeze(e, n, ins, outs):
+    axes = _ints(e, n["attrs"]["axes"], "axes") if n["attrs"]["axes"] else None
+    e.node({"squeeze": "Squeeze", "unsqueeze": "Unsqueeze"}[n["op"]], [ins[0], axes], outs)
+
+
+@_exports("pad")
+def _emit_pad(e, n, ins, outs):
+    a = n["attrs"]
+    value = _scalar(e, n, a["value"]) if a["mode"] == "constant" else None
+    e.node("Pad", [ins[0], _ints(e, a["pads"], "pads"), value], outs, mode=a["mode"])
+
+
+@_exports("fill")
+def _emit_fill(e, n, ins, outs):
+    a = n["attrs"]
+    dtype = _numpy_dtype(a["dtype"])
+    e.node("ConstantOfShape", [_ints(e, a["shape"], "shape")], outs,
+           value=numpy_helper.from_array(np.array([a["value"]], dtype=dtype)))
+
+
+@_exports("range")
+def _emit_range(e, n, ins, outs):
+    dtype = _numpy_dtype(n["attrs"]["dtype"])
+    e.node("Range", [e.const(np.array(n["attrs"][k], dtype), k) for k in ("start", "limit", "step")], outs)
 
 
 def to_model(graph):
