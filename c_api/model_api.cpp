@@ -6,6 +6,7 @@
 
 #include "c_api/handles.hpp"
 #include "c_api/op_call.hpp"
+#include "backends/registry.hpp"
 #include "runtime/model.hpp"
 
 using esg::capi::guarded;
@@ -74,16 +75,17 @@ ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options
     co.memory_reuse = o.memory_reuse;
     co.verify_each_pass = o.verify_each_pass;
     const std::string backend = o.backend ? o.backend : "cpu";
-    if (backend == "cpu") co.backend = esg::runtime::CompileOptions::Backend::Cpu;
-    else if (backend == "ascend") co.backend = esg::runtime::CompileOptions::Backend::Ascend;
-    else if (backend == "ascend-sim") co.backend = esg::runtime::CompileOptions::Backend::AscendSim;
-    else throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: backend '" + backend + "'; valid: 'cpu', 'ascend', 'ascend-sim'");
-    if (o.device < 0) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: device " + std::to_string(o.device));
-    if (o.ai_cores < 0 || o.ai_cores > 65535)
-      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: ai_cores " + std::to_string(o.ai_cores) + " (0 .. 65535)");
-    co.device = o.device;
-    co.ai_cores = o.ai_cores;
-    co.host_fallback = o.host_fallback;
+    co.backend = esg::backends::find(backend);
+    if (!co.backend) {
+      std::string valid;
+      for (const std::string& name : esg::backends::names()) valid += (valid.empty() ? "'" : ", '") + name + "'";
+      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: backend '" + backend + "'; valid: " + valid);
+    }
+    // The backend's own options: the struct's fields where set, then the string's.
+    if (o.device != 0) co.backend_options.set("device", o.device);
+    if (o.ai_cores != 0) co.backend_options.set("ai_cores", o.ai_cores);
+    if (o.host_fallback) co.backend_options.set("host_fallback", 1);
+    if (o.backend_options) co.backend_options.parse(o.backend_options);
     if (o.num_symbols && (!o.symbol_names || !o.symbol_sizes))
       throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: num_symbols without symbol_names or symbol_sizes");
     for (size_t i = 0; i < o.num_symbols; ++i) {

@@ -38,12 +38,19 @@ enum CaptureMode : int {  // aclmdlRICaptureMode
   kCaptureRelaxed = 2,
 };
 
+enum DeviceInfo : int32_t {  // aclDeviceInfo: what aclGetDeviceCapability reports
+  kAiCoreNum = 0,
+  kVectorCoreNum = 1,
+  kL2Size = 2,
+};
+
 // X(name, return type, parameter list): every function the backend resolves. A stand-in
 // library (tests/ascend_sim) implements exactly these.
 #define ESG_ACL_FUNCTIONS(X)                                                                            \
   X(aclInit, Error, (const char* config_path))                                                           \
   X(aclFinalize, Error, ())                                                                              \
   X(aclrtGetDeviceCount, Error, (uint32_t * count))                                                      \
+  X(aclGetDeviceCapability, Error, (uint32_t device, DeviceInfo info, int64_t * value))                  \
   X(aclrtSetDevice, Error, (int32_t device))                                                             \
   X(aclrtResetDevice, Error, (int32_t device))                                                           \
   X(aclrtCreateContext, Error, (Context * context, int32_t device))                                      \

@@ -8,9 +8,8 @@
 
 #include "ascend/aclnn_call.hpp"
 #include "ascend/kernel_build.hpp"
-#include "ascend/kernel_source.hpp"
+#include "ascend/launch_lowering.hpp"
 #include "ascend/row_kernel_source.hpp"
-#include "eval/evaluate.hpp"
 #include "ir/error.hpp"
 
 namespace esg::ascend {
@@ -24,78 +23,47 @@ constexpr size_t kAlign = plan::kArenaAlignment;
 
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// Ops that only reinterpret their input's bytes: on the device, a copy (none when in place).
-bool is_view(const ir::OpSchema& op) {
-  return op.kind == ir::OpKind::reshape || op.kind == ir::OpKind::squeeze || op.kind == ir::OpKind::unsqueeze;
-}
-
 size_t value_bytes(const ir::Graph& g, ir::ValueId v) {
   return static_cast<size_t>(g.shape(v).num_elements()) * ir::dtype_size(g.values[v].dtype);
 }
 
 }  // namespace
 
-DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options)
+DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options, const HostProgram& host)
     : plan_(plan), options_(options), streams_count_(static_cast<size_t>(plan.num_streams())) {
   const ir::Graph& g = plan.graph();
   const auto& launches = plan.launches();
   const auto& groups = plan.groups();
 
-  // 1. Everything that can fail without a device: lowering and compiling every launch.
+  // 1. Everything that can fail without a device: lowering and compiling every launch. A launch
+  // with no device lowering runs on the host when the options allow it, else is refused.
   std::map<std::string, std::pair<int, std::string>> missing;  // op -> count, why
-  std::vector<KernelSource> sources(launches.size());
-  std::vector<bool> is_kernel(launches.size(), false), is_aclnn(launches.size(), false), is_host(launches.size(), false);
-  // A launch with no device lowering runs on the host when the options allow it, else is refused.
-  auto no_lowering = [&](size_t i, const std::string& op, const std::string& why) {
-    auto& entry = (options.host_fallback ? host_ops_ : missing)[op];
-    entry = {entry.first + 1, why};
-    is_host[i] = options.host_fallback;
-  };
+  std::vector<LaunchLowering> lowered(launches.size());
   for (size_t i = 0; i < launches.size(); ++i) {
-    const runtime::Plan::Launch& l = launches[i];
-    const ir::Node& n = g.nodes[l.node];
-    if (l.group >= 0) {
-      const runtime::FusedGroup& grp = groups[static_cast<size_t>(l.group)];
-      try {
-        sources[i] = generate_kernel(g, grp);
-        is_kernel[i] = true;
-      } catch (const Error& e) {
-        if (e.code() != ErrorCode::Unsupported) throw;
-        std::string members;
-        for (ir::NodeId m : grp.members) members += (members.empty() ? "" : " ") + std::string(g.nodes[m].op->name);
-        no_lowering(i, grp.members.size() > 1 ? "the group " + members : members, e.what());
-      }
-    } else if (is_row_op(*n.op) && row_kernel_refusal(g, n).empty()) {
-      sources[i] = generate_row_kernel(g, n);
-      is_kernel[i] = true;
-    } else if (!is_view(*n.op)) {
-      std::string why = AclnnCall::unsupported(g, n);
-      if (!why.empty() && is_row_op(*n.op)) why = row_kernel_refusal(g, n) + "; " + why;
-      is_aclnn[i] = why.empty();
-      if (!why.empty()) no_lowering(i, n.op->name, why);
-    }
+    lowered[i] = lower_launch(plan, i);
+    if (lowered[i].kind != LaunchLowering::None) continue;
+    auto& entry = (options.host_fallback ? host_ops_ : missing)[lowered[i].what];
+    entry = {entry.first + 1, lowered[i].why};
   }
   if (!missing.empty()) {
     std::string list;
     for (const auto& [name, entry] : missing)
       list += (list.empty() ? "" : ", ") + name + " x" + std::to_string(entry.first) + " (" + entry.second + ")";
-    throw Error(ErrorCode::Unsupported, "ascend: no device lowering yet for " + list +
-                                            "; generated kernels cover elementwise ops over f32, f16, bf16 and bool and the row normalizations (softmax, "
-                                            "log_softmax, layer_norm, rms_norm) over f32, f16 and bf16, CANN's operator "
-                                            "library (aclnn) " + AclnnCall::mapped_ops() +
-                                            " (f32, f16, bf16; the elementwise ones also i32 and i64); the option host_fallback runs "
-                                            "the rest on the host");
+    throw Error(ErrorCode::Unsupported, "ascend: no device lowering yet for " + list + "; " + lowered_ops() +
+                                            "; the option host_fallback runs the rest on the host");
   }
+  if (!host_ops_.empty()) host_program_ = host();
   const Toolchain toolchain = options.simulated ? simulator_toolchain() : cann_toolchain();
   std::map<std::string, int> kernel_of;  // by entry: one binary per distinct kernel
   for (size_t i = 0; i < launches.size(); ++i) {
-    if (!is_kernel[i] || kernel_of.count(sources[i].entry)) continue;
-    const BuiltKernel built = build_kernel(toolchain, sources[i]);
+    const KernelSource& source = lowered[i].source;
+    if (lowered[i].kind != LaunchLowering::Kernel || kernel_of.count(source.entry)) continue;
+    const BuiltKernel built = build_kernel(toolchain, source);
     LoadedKernel k;
-    k.entry = sources[i].entry;
+    k.entry = source.entry;
     k.path = built.path;
     k.from_cache = built.from_cache;
-    k.tile = sources[i].tile;
+    k.tile = source.tile;
     k.rows = launches[i].group < 0;
     if (launches[i].group < 0) k.ops = g.nodes[launches[i].node].op->name;
     else
@@ -104,7 +72,8 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     kernels_.push_back(std::move(k));
   }
 
-  // 2. The layout of the one device allocation.
+  // 2. The layout of the one device allocation, over the device's AI cores.
+  acl_ = AclLibrary::open(options.simulated ? AclLibrary::simulator_path() : "");
   size_t size = align_up(static_cast<size_t>(plan.arena_bytes()));
   for (ir::ValueId v : g.inputs()) input_at_.push_back(size), size += align_up(value_bytes(g, v));
   for (ir::ValueId v : g.outputs()) output_at_.push_back(size), size += align_up(value_bytes(g, v));
@@ -117,7 +86,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     if (bytes) std::memcpy(image.data() + at, data, bytes);
     return image_at + at;
   };
-  auto slot_offset = [&](const Slot& s, ir::ValueId v) -> size_t {
+  auto slot_offset = [&](const Slot& s) -> size_t {
     switch (s.kind) {
       case Slot::Arena: return static_cast<size_t>(s.at);
       case Slot::Input: return input_at_[static_cast<size_t>(s.at)];
@@ -126,7 +95,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
         auto it = constant_at.find(s.at);
         if (it == constant_at.end()) {
           const auto& blob = *g.blobs[g.nodes[static_cast<ir::NodeId>(s.at)].blob];
-          it = constant_at.emplace(s.at, place(blob.data(), value_bytes(g, v))).first;
+          it = constant_at.emplace(s.at, place(blob.data(), value_bytes(g, s.value))).first;
         }
         return it->second;
       }
@@ -145,28 +114,29 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     std::vector<size_t> in, out;  // device offsets; SIZE_MAX for an absent optional input
   };
   std::vector<PendingCall> pending_calls;
-  const uint32_t cores = static_cast<uint32_t>(options.ai_cores > 0 ? options.ai_cores : options.simulated ? 8 : 20);
+  const uint32_t cores = static_cast<uint32_t>(options.ai_cores > 0 ? options.ai_cores : ai_cores_of_device());
   for (size_t i = 0; i < launches.size(); ++i) {
     const runtime::Plan::Launch& l = launches[i];
     DeviceLaunch d;
     d.stream = l.stream;
-    if (is_kernel[i]) {
+    const LaunchLowering::Kind kind = lowered[i].kind;
+    if (kind == LaunchLowering::Kernel) {
       d.kind = DeviceLaunch::Kernel;
-      d.kernel = kernel_of[sources[i].entry];
+      d.kernel = kernel_of[lowered[i].source.entry];
       PendingArgs p;
       if (l.group >= 0) {  // the group's inputs and outputs, then its tiling
         const runtime::FusedGroup& grp = groups[static_cast<size_t>(l.group)];
-        const Tiling tiling = tile_over_cores(static_cast<uint64_t>(grp.shape.num_elements()), sources[i].tile, cores, &d.blocks);
-        for (size_t k = 0; k < l.in.size(); ++k) p.offsets.push_back(slot_offset(l.in[k], grp.inputs[k]));
-        for (size_t k = 0; k < l.out.size(); ++k) p.offsets.push_back(slot_offset(l.out[k], grp.outputs[k]));
+        const Tiling tiling = tile_over_cores(static_cast<uint64_t>(grp.shape.num_elements()), lowered[i].source.tile, cores, &d.blocks);
+        for (const Slot& in : l.in) p.offsets.push_back(slot_offset(in));
+        for (const Slot& out : l.out) p.offsets.push_back(slot_offset(out));
         p.offsets.push_back(place(&tiling, sizeof tiling));
         if (tiling.total == 0) d.blocks = 0;
       } else {  // a row kernel: the node's present inputs, its output, then the row tiling
         const ir::Node& n = g.nodes[l.node];
         const RowTiling tiling = row_tiling(g, n, cores, &d.blocks);
         for (uint32_t k = 0; k < n.num_inputs - n.num_captures; ++k)
-          if (const ir::ValueId v = g.operands[n.first_input + k]; v != ir::kNone) p.offsets.push_back(slot_offset(l.in[k], v));
-        p.offsets.push_back(slot_offset(l.out[0], n.first_output));
+          if (l.in[k].value != ir::kNone) p.offsets.push_back(slot_offset(l.in[k]));
+        p.offsets.push_back(slot_offset(l.out[0]));
         p.offsets.push_back(place(&tiling, sizeof tiling));
       }
       d.args_bytes = p.offsets.size() * sizeof(uint64_t);
@@ -174,42 +144,33 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       d.args_at = place(zeros.data(), d.args_bytes);
       p.image_offset = d.args_at - image_at;
       if (d.blocks) pending.push_back(std::move(p));  // else nothing to compute; its waits and records still queue
-    } else if (is_host[i]) {
+    } else if (kind == LaunchLowering::None) {
       // Its operands staged in host tensors made now, not at each run.
       d.kind = DeviceLaunch::Host;
       d.host = static_cast<int>(host_.size());
       HostLaunch h;
       h.launch = i;
-      auto stage = [&](const Slot& slot, ir::ValueId v, std::vector<size_t>* at, std::vector<eval::HostTensor>* staged) {
-        at->push_back(v == ir::kNone ? SIZE_MAX : slot_offset(slot, v));
+      auto stage = [&](const Slot& slot, std::vector<size_t>* at, std::vector<eval::HostTensor>* staged) {
+        const ir::ValueId v = slot.value;
+        at->push_back(v == ir::kNone ? SIZE_MAX : slot_offset(slot));
         staged->push_back(v == ir::kNone ? eval::HostTensor() : eval::HostTensor(g.values[v].dtype, g.shape(v)));
       };
-      if (l.group >= 0) {
-        const runtime::FusedGroup& grp = groups[static_cast<size_t>(l.group)];
-        for (size_t k = 0; k < l.in.size(); ++k) stage(l.in[k], grp.inputs[k], &h.in_at, &h.in);
-        for (size_t k = 0; k < l.out.size(); ++k) stage(l.out[k], grp.outputs[k], &h.out_at, &h.out);
-      } else {
-        const ir::Node& n = g.nodes[l.node];
-        for (size_t k = 0; k < l.in.size(); ++k) stage(l.in[k], g.operands[n.first_input + k], &h.in_at, &h.in);
-        for (size_t k = 0; k < l.out.size(); ++k) stage(l.out[k], n.first_output + static_cast<ir::ValueId>(k), &h.out_at, &h.out);
-      }
+      for (const Slot& in : l.in) stage(in, &h.in_at, &h.in);
+      for (const Slot& out : l.out) stage(out, &h.out_at, &h.out);
       host_.push_back(std::move(h));
-    } else if (is_aclnn[i]) {
+    } else if (kind == LaunchLowering::Aclnn) {
       const ir::Node& n = g.nodes[l.node];
       PendingCall c{l.node, {}, {}};
-      for (uint32_t k = 0; k < n.num_inputs - n.num_captures; ++k) {
-        const ir::ValueId v = g.operands[n.first_input + k];
-        c.in.push_back(v == ir::kNone ? SIZE_MAX : slot_offset(l.in[k], v));
-      }
-      for (uint32_t k = 0; k < n.num_outputs; ++k) c.out.push_back(slot_offset(l.out[k], n.first_output + k));
+      for (uint32_t k = 0; k < n.num_inputs - n.num_captures; ++k) c.in.push_back(l.in[k].value == ir::kNone ? SIZE_MAX : slot_offset(l.in[k]));
+      for (const Slot& out : l.out) c.out.push_back(slot_offset(out));
       d.kind = DeviceLaunch::Aclnn;
       d.call = static_cast<int>(pending_calls.size());
       pending_calls.push_back(std::move(c));
     } else {
       const ir::Node& n = g.nodes[l.node];
       d.kind = DeviceLaunch::Copy;
-      d.copy_from = slot_offset(l.in[0], g.operands[n.first_input]);
-      d.copy_to = slot_offset(l.out[0], n.first_output);
+      d.copy_from = slot_offset(l.in[0]);
+      d.copy_to = slot_offset(l.out[0]);
       d.copy_bytes = value_bytes(g, n.first_output);
     }
     launches_.push_back(std::move(d));
@@ -230,7 +191,6 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
 
   // 3. The device: nothing is left half-initialized if a step fails.
   try {
-    acl_ = AclLibrary::open(options.simulated ? AclLibrary::simulator_path() : "");
     ESG_ACL(*acl_, aclrtSetDevice, options.device);
     device_set_ = true;
     ESG_ACL(*acl_, aclrtCreateContext, &context_, options.device);
@@ -313,6 +273,14 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
   }
 }
 
+uint32_t DeviceProgram::ai_cores_of_device() const {
+  int64_t cores = 0;
+  ESG_ACL(*acl_, aclGetDeviceCapability, static_cast<uint32_t>(options_.device), acl::kAiCoreNum, &cores);
+  if (cores < 1 || cores > 65535)
+    throw Error(ErrorCode::Backend, "ascend: device " + std::to_string(options_.device) + " reports " + std::to_string(cores) + " AI cores");
+  return static_cast<uint32_t>(cores);
+}
+
 void DeviceProgram::enqueue_launches(bool planned) const {
   const AclLibrary& acl = *acl_;
   if (streams_.size() > 1) {  // every stream starts once the inputs are in
@@ -351,8 +319,6 @@ void DeviceProgram::enqueue_launches(bool planned) const {
 
 void DeviceProgram::run_on_host(HostLaunch& h, acl::Stream stream) const {
   const AclLibrary& acl = *acl_;
-  const ir::Graph& g = plan_.graph();
-  const runtime::Plan::Launch& l = plan_.launches()[h.launch];
   ESG_ACL(acl, aclrtSynchronizeStream, stream);  // what the stream queued before it has written its operands
   std::vector<const eval::TensorRef*> in, out;
   std::vector<eval::TensorRef> in_refs, out_refs;
@@ -370,21 +336,15 @@ void DeviceProgram::run_on_host(HostLaunch& h, acl::Stream stream) const {
   }
   for (eval::HostTensor& t : h.out) out_refs.push_back(t.ref());
   for (const eval::TensorRef& r : out_refs) out.push_back(&r);
-  if (l.group >= 0) {
-    runtime::run_group(plan_.groups()[static_cast<size_t>(l.group)], in, out);
-  } else if (const ir::Node& n = g.nodes[l.node]; !n.op->subgraphs.empty()) {
-    eval::run_control_flow(g, l.node, in, out);
-  } else {
-    in.resize(n.num_inputs - n.num_captures);  // kernels take the declared inputs
-    if (l.fast) l.fast(eval::KernelCall{g, n, in, out, nullptr});  // the CPU backend's own kernel, or the reference one
-    else eval::run_kernel(g, n, in, out);
-  }
+  host_program_->run_launch(h.launch, in, out);
   for (size_t k = 0; k < h.out.size(); ++k)
     if (const size_t bytes = h.out[k].bytes.size())
       ESG_ACL(acl, aclrtMemcpy, at(h.out_at[k]), bytes, h.out[k].bytes.data(), bytes, acl::kHostToDevice);
 }
 
-void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const {
+void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+                        std::vector<runtime::TraceEvent>* trace, const eval::Parallel*) const {
+  if (trace) throw Error(ErrorCode::Unsupported, "profile: the Ascend backend records no per-launch times yet");
   std::lock_guard<std::mutex> lock(run_mu_);
   const AclLibrary& acl = *acl_;
   const ir::Graph& g = plan_.graph();
@@ -420,6 +380,17 @@ void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::v
   if (failed != acl::kSuccess)
     throw Error(ErrorCode::Backend, "ascend: aclrtSynchronizeStream failed with AscendCL error " + std::to_string(failed) + ": " + message);
   plan_.fill_output_copies(inputs, outputs);
+}
+
+std::string DeviceProgram::describe_launch(size_t index) const {
+  const DeviceLaunch& d = launches_[index];
+  switch (d.kind) {
+    case DeviceLaunch::Kernel: return "kernel " + kernels_[static_cast<size_t>(d.kernel)].entry;
+    case DeviceLaunch::Aclnn: return calls_[static_cast<size_t>(d.call)]->name();
+    case DeviceLaunch::Copy: return "copy";
+    case DeviceLaunch::Host: return "on the host";
+  }
+  return {};
 }
 
 std::string DeviceProgram::report() const {

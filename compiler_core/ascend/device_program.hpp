@@ -1,5 +1,5 @@
-// A compiled plan on an Ascend device: the launch list of runtime::Plan (same passes, fusion,
-// order, streams, events and memory plan as the CPU) bound to AscendCL objects.
+// The Ascend backend's program: the launch list of runtime::Plan (the pipeline's order, streams,
+// events and memory plan) bound to AscendCL objects.
 //
 // - One device allocation per model (aclrtMallocAlign32), laid out as the plan's arena, then
 //   the inputs and outputs, the constants, each kernel's tiling struct and argument slots: every
@@ -21,10 +21,13 @@
 #include <string>
 #include <vector>
 
+#include <functional>
+
 #include "ascend/acl_library.hpp"
 #include "ascend/aclnn_call.hpp"
 #include "eval/host_tensor.hpp"
-#include "runtime/model.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/plan.hpp"
 
 namespace esg::ascend {
 
@@ -35,22 +38,27 @@ constexpr int kMaxEvents = 1023;
 struct DeviceOptions {
   bool simulated = false;  // the stand-in AscendCL and the host-built kernels (backend "ascend-sim")
   int device = 0;
-  int ai_cores = 0;        // blocks per kernel at most; 0: 20 (Ascend 910B3/B4), 8 simulated
+  int ai_cores = 0;        // blocks per kernel at most; 0: the device's AI cores (aclGetDeviceCapability)
   bool host_fallback = false;  // launches with no device lowering run on the host (else refused)
 };
 
-class DeviceProgram {
+// The host backend's program for the same plan, made only when some launch runs on the host.
+using HostProgram = std::function<std::unique_ptr<runtime::Program>()>;
+
+class DeviceProgram final : public runtime::Program {
  public:
-  DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options);
+  DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options, const HostProgram& host);
   ~DeviceProgram();
   DeviceProgram(const DeviceProgram&) = delete;
   DeviceProgram& operator=(const DeviceProgram&) = delete;
 
   // Runs with host inputs and outputs (already checked against the plan). Runs of one program
   // take turns: they share its device memory.
-  void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
-  std::string report() const;
-  void add_stats(runtime::Stats& s) const;  // the device program's numbers
+  void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+           std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel) const override;
+  std::string describe_launch(size_t index) const override;
+  std::string report() const override;
+  void add_stats(runtime::Stats& s) const override;
 
  private:
   struct DeviceLaunch {
@@ -75,7 +83,7 @@ class DeviceProgram {
     bool from_cache = false;
   };
   // A launch run on the host CPU (host_fallback): its operands copied off the device into
-  // host tensors made at build, computed by the CPU backend's kernels, the results copied back.
+  // host tensors made at build, computed by the host backend's program, the results copied back.
   struct HostLaunch {
     size_t launch = 0;                     // into the plan's launch list
     std::vector<size_t> in_at, out_at;     // device offsets (SIZE_MAX: an absent optional input)
@@ -88,6 +96,7 @@ class DeviceProgram {
   // Maps the logical events (one per waited-for launch) to ACL events within the device's limit;
   // returns how many ACL events to create.
   int assign_events(int logical);
+  uint32_t ai_cores_of_device() const;
   int streams_joins() const { return streams_count_ > 1 ? static_cast<int>(streams_count_) : 0; }
   void release() noexcept;
   uint8_t* at(size_t offset) const { return static_cast<uint8_t*>(memory_) + offset; }
@@ -114,6 +123,7 @@ class DeviceProgram {
   std::vector<size_t> workspace_at_;
   std::vector<uint64_t> workspace_bytes_;
   mutable std::vector<HostLaunch> host_;  // their staging tensors are written by runs, which take turns
+  std::unique_ptr<runtime::Program> host_program_;
   std::map<std::string, std::pair<int, std::string>> host_ops_;  // for the report: what runs on the host, how many, why
   mutable bool ran_ = false;
   acl::ModelRI captured_ = nullptr;

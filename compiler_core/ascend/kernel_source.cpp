@@ -163,7 +163,7 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   bool half_scratch = false, bf16_scratch = false;
   for (size_t k = 0; k < grp.inputs.size(); ++k) half_scratch = half_scratch || (!period[k] && dtype == ir::DType::F32 && type_of(grp.inputs[k]) == ir::DType::Bool);
   for (ir::ValueId v : grp.outputs) half_scratch = half_scratch || (dtype == ir::DType::F32 && type_of(v) == ir::DType::Bool);
-  for (const runtime::FusedStep& st : grp.steps) {
+  for (const runtime::GroupStep& st : grp.steps) {
     half_scratch = half_scratch || (dtype == ir::DType::F32 && st.dtype == ir::DType::F16);
     bf16_scratch = bf16_scratch || st.dtype == ir::DType::BF16;
   }
@@ -215,7 +215,7 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
       body << "    Cast(" << in_name(k) << ", " << raw << ", RoundMode::CAST_NONE, n);\n";
   }
   for (size_t s = 0; s < grp.steps.size(); ++s) {
-    const runtime::FusedStep& st = grp.steps[s];
+    const runtime::GroupStep& st = grp.steps[s];
     const AscendCOp* op = lowered[s];
     body << "    // " << op->op->name << "\n";
     for (size_t i = 0; i < op->num_statements; ++i) {
@@ -230,8 +230,8 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
                   case 't': return "t[" + std::to_string(index) + " * kTile]";
                   case 'p': return float_literal(st.attrs.at(static_cast<size_t>(index)));
                   case 'i': {
-                    const runtime::FusedStep::Operand& o = st.operands.at(static_cast<size_t>(index));
-                    return o.from == runtime::FusedStep::From::Input ? in_name(o.index) : result_name(o.index);
+                    const runtime::GroupStep::Operand& o = st.operands.at(static_cast<size_t>(index));
+                    return o.from == runtime::GroupStep::From::Input ? in_name(o.index) : result_name(o.index);
                   }
                 }
                 throw Error(ErrorCode::Internal, std::string("ascend: placeholder $") + kind);

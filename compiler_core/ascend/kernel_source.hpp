@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ir/graph.hpp"
-#include "runtime/fusion.hpp"
+#include "runtime/grouping.hpp"
 
 namespace esg::ascend {
 

@@ -1,6 +1,6 @@
 // f32 elementwise kernels of the CPU backend: each op's YAML compute expression in f32 over
 // contiguous rows (generated: elementwise_f32.gen.cpp), the operand layouts they serve, and the
-// unfused kernel built on them. The fused tile loop (runtime/fusion) calls the same rows, so a
+// unfused kernel built on them. The fused kernels (cpu/fused_kernel) call the same rows, so a
 // value computes alike fused and unfused.
 #pragma once
 #include <algorithm>

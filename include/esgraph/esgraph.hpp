@@ -366,6 +366,11 @@ class CompileOptions {
   CompileOptions& device(int id) { raw_.device = id; return *this; }
   CompileOptions& ai_cores(int n) { raw_.ai_cores = n; return *this; }
   CompileOptions& host_fallback(bool on) { raw_.host_fallback = on; return *this; }
+  // Any option of the backend by name (see esg_compile_options::backend_options).
+  CompileOptions& backend_option(const std::string& name, int64_t value) {
+    backend_options_ += (backend_options_.empty() ? "" : ",") + name + "=" + std::to_string(value);
+    return *this;
+  }
   CompileOptions& symbol(const std::string& name, int64_t size) {
     names_.push_back(name);
     sizes_.push_back(size);
@@ -378,6 +383,7 @@ class CompileOptions {
     raw_.symbol_sizes = sizes_.data();
     raw_.num_symbols = names_.size();
     raw_.backend = backend_.empty() ? nullptr : backend_.c_str();
+    raw_.backend_options = backend_options_.empty() ? nullptr : backend_options_.c_str();
     return &raw_;
   }
 
@@ -385,7 +391,7 @@ class CompileOptions {
   mutable esg_compile_options raw_;
   std::vector<std::string> names_;
   std::vector<int64_t> sizes_;
-  std::string backend_;
+  std::string backend_, backend_options_;
   mutable std::vector<const char*> pointers_;
 };
 

@@ -347,22 +347,23 @@ void bind_model(py::module_& m) {
       });
   m.def("compile", [](const esg::Graph& g, int streams, int threads, bool fusion, bool memory_reuse, bool verify_each_pass,
                       const std::map<std::string, int64_t>& shapes, const std::string& backend, int device, int ai_cores,
-                      bool host_fallback) {
+                      bool host_fallback, const std::map<std::string, int64_t>& backend_options) {
     esg::CompileOptions o;
     o.streams(streams).threads(threads).fusion(fusion).memory_reuse(memory_reuse).verify_each_pass(verify_each_pass);
     o.backend(backend).device(device).ai_cores(ai_cores).host_fallback(host_fallback);
     for (const auto& [name, size] : shapes) o.symbol(name, size);
+    for (const auto& [name, value] : backend_options) o.backend_option(name, value);
     return esg::compile(g, o);
   }, py::arg("graph"), py::kw_only(), py::arg("streams") = 1, py::arg("threads") = 0, py::arg("fusion") = true,
      py::arg("memory_reuse") = true, py::arg("verify_each_pass") = false,
      py::arg("shapes") = std::map<std::string, int64_t>{}, py::arg("backend") = "cpu", py::arg("device") = 0,
-     py::arg("ai_cores") = 0, py::arg("host_fallback") = false,
+     py::arg("ai_cores") = 0, py::arg("host_fallback") = false, py::arg("backend_options") = std::map<std::string, int64_t>{},
      "Compiles a graph. `shapes` binds symbolic dimensions by name; unbound ones bind at each call. "
      "`threads` (0: every core) are shared by large kernels and by `streams`, which run at once when there is a "
      "thread per stream. `backend`: 'cpu' (the host), 'ascend' (an Ascend NPU through AscendCL; `device` picks "
      "it, `ai_cores` caps the blocks per kernel) or 'ascend-sim' (the same backend on esgraph's simulated device). "
      "`host_fallback`: on Ascend, ops with no device lowering run on the host, copied off the device and back, "
-     "instead of refusing the model.");
+     "instead of refusing the model. `backend_options`: any option of the backend by name (docs/backends.md).");
 }
 
 void bind_errors(py::module_& m) {

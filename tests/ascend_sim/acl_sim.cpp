@@ -15,7 +15,8 @@
 // - A call log (ACLSIM_LOG=path) records every call with its objects, so tests can check the
 //   launch protocol. ACLSIM_FAIL=name makes every call of that function fail;
 //   ACLSIM_DEVICE_MEMORY caps the device heap (bytes); ACLSIM_NO_CAPTURE=1 refuses stream
-//   capture, as CANN before 8.1 does; ACLSIM_DEVICES sets the device count (default 1).
+//   capture, as CANN before 8.1 does; ACLSIM_DEVICES sets the device count (default 1),
+//   ACLSIM_AI_CORES the AI cores of each (default 8).
 #include <dlfcn.h>
 
 #include <array>
@@ -409,6 +410,24 @@ static Error check_device_id(const char* call, int32_t device) {
   count = n ? static_cast<uint32_t>(std::atoi(n)) : 1;
   if (device < 0 || static_cast<uint32_t>(device) >= count)
     return fail(kInvalidDevice, call, "device " + std::to_string(device) + " does not exist (" + std::to_string(count) + " devices)");
+  return kSuccess;
+}
+
+// The simulated device's cores: 8 AI cores (ACLSIM_AI_CORES sets another count), two vector
+// cores each as on Ascend 910B, and 192 MiB of L2.
+Error aclGetDeviceCapability(uint32_t device, DeviceInfo info, int64_t* value) {
+  ACLSIM_ENTER("aclGetDeviceCapability");
+  if (Error e = check_device_id("aclGetDeviceCapability", static_cast<int32_t>(device))) return e;
+  if (!value) return fail(kInvalidParam, "aclGetDeviceCapability", "value is null");
+  const char* n = std::getenv("ACLSIM_AI_CORES");
+  const int64_t cores = n ? std::atoll(n) : 8;
+  switch (info) {
+    case kAiCoreNum: *value = cores; break;
+    case kVectorCoreNum: *value = 2 * cores; break;
+    case kL2Size: *value = int64_t{192} << 20; break;
+    default: return fail(kInvalidParam, "aclGetDeviceCapability", "unknown aclDeviceInfo " + std::to_string(info));
+  }
+  log_line("aclGetDeviceCapability " + std::to_string(device) + " " + std::to_string(info) + " -> " + std::to_string(*value));
   return kSuccess;
 }
 

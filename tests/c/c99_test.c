@@ -375,8 +375,22 @@ static void test_ascend_sim(void) {
   o.backend = "tpu";
   CHECK(esg_compile(g, &o) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
   CHECK(strstr(esg_last_error(), "backend 'tpu'") != NULL);
-  o.backend = "ascend-sim";
+  /* Options the backend does not declare, out of range, or not name=value integers. */
+  o.backend = NULL;
   o.ai_cores = 3;
+  CHECK(esg_compile(g, &o) == NULL && strstr(esg_last_error(), "backend 'cpu' has no option `ai_cores` (it takes none)") != NULL);
+  o.backend = "ascend-sim";
+  o.backend_options = "ai_cores=3, cores=2";
+  CHECK(esg_compile(g, &o) == NULL && strstr(esg_last_error(), "no option `cores` (it takes device, ai_cores, host_fallback)") != NULL);
+  o.backend_options = "host_fallback=2";
+  CHECK(esg_compile(g, &o) == NULL && strstr(esg_last_error(), "host_fallback 2 (0 .. 1)") != NULL);
+  o.backend_options = "ai_cores";
+  CHECK(esg_compile(g, &o) == NULL && strstr(esg_last_error(), "`ai_cores` is not name=value") != NULL);
+  o.backend_options = "ai_cores=3x";
+  CHECK(esg_compile(g, &o) == NULL && strstr(esg_last_error(), "ai_cores takes an integer, got `3x`") != NULL);
+  o.backend_options = "ai_cores=99999999999999999999";
+  CHECK(esg_compile(g, &o) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  o.backend_options = " ai_cores = 3 ,";
   m = esg_compile(g, &o);
   CHECK(m != NULL);
   in = buffer(x, sizeof x, ESG_F32, dims, 1);

@@ -17,11 +17,12 @@
 #include "ascend/kernel_build.hpp"
 #include "ascend/kernel_source.hpp"
 #include "ascend/row_kernel_source.hpp"
+#include "backends/registry.hpp"
 #include "ir/builder.hpp"
 #include "ir_build.hpp"
 #include "ir/error.hpp"
 #include "ir/ops.gen.hpp"
-#include "runtime/fusion.hpp"
+#include "runtime/plan.hpp"
 
 using namespace esg;
 using ir::ValueId;
@@ -33,11 +34,7 @@ namespace {
 // The one group the device would launch for the graph of `outputs`.
 std::string kernel_of(ir::Builder& b, std::vector<ValueId> outputs) {
   const auto g = b.finish({outputs.data(), outputs.size()});
-  runtime::GroupingOptions grouping;
-  grouping.heads = false;
-  grouping.mixed_types = true;
-  grouping.single_ops = true;
-  const auto groups = runtime::find_groups(*g, grouping);
+  const auto groups = runtime::find_groups(*g, backends::find("ascend-sim")->grouping(runtime::CompileOptions{}));
   REQUIRE(groups.size() == 1);
   return ascend::generate_kernel(*g, groups[0]).code;
 }

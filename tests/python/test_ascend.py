@@ -187,6 +187,20 @@ def test_gelu_both_forms_and_attributes():
 
 
 # ---- fused groups --------------------------------------------------------------------------------
+def test_kernels_spread_over_the_devices_ai_cores(acl_log, monkeypatch):
+    """Without ai_cores, a kernel's blocks are the device's AI cores (aclGetDeviceCapability)."""
+    monkeypatch.setenv("ACLSIM_AI_CORES", "3")
+    x = np.linspace(-2, 2, 64 * 1024, dtype=np.float32).reshape(64, 1024)
+    g = graph_of(lambda a: ops.tanh(a) * 2.0, x.shape)
+    np.testing.assert_allclose(esgraph.compile(g, backend="ascend-sim")(x), np.tanh(x) * 2, rtol=RTOL, atol=ATOL)
+    assert any(line.endswith("-> 3") for line in calls(acl_log(), "aclGetDeviceCapability"))
+    launches = calls(acl_log(), "aclrtLaunchKernel")
+    assert launches and all(" blockDim=3 " in line for line in launches)
+    monkeypatch.setenv("ACLSIM_AI_CORES", "0")
+    with pytest.raises(esgraph.BackendError, match="reports 0 AI cores"):
+        esgraph.compile(g, backend="ascend-sim")
+
+
 def test_a_fused_chain_is_one_kernel_with_the_same_values(acl_log):
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal((2, 300, 40)).astype(np.float32)
@@ -245,7 +259,7 @@ def test_other_broadcasts_are_expanded_first(acl_log):
     channel, column, middle = (rng.standard_normal(s).astype(np.float32) for s in ((5, 1, 1), (4, 1, 6, 1), (1, 5, 1, 7)))
     g = graph_of(lambda a, c, k, m: ops.relu(a * c + k) - m, x.shape, channel.shape, column.shape, middle.shape)
     model = esgraph.compile(g, backend="ascend-sim", ai_cores=3)
-    assert "lower for the device" in model.report()
+    assert "legalize for ascend-sim" in model.report()
     np.testing.assert_allclose(model(x, channel, column, middle), esgraph.compile(g)(x, channel, column, middle), rtol=RTOL, atol=ATOL)
     assert len(calls(acl_log(), "aclnnExpandGetWorkspaceSize")) == 3
     # A trailing row stays in the kernel.
@@ -1043,11 +1057,20 @@ def test_bad_options_and_ops_without_a_lowering():
         esgraph.compile(g, backend="tpu")
     with pytest.raises(esgraph.InvalidArgumentError, match="ai_cores -1"):
         esgraph.compile(g, backend="ascend-sim", ai_cores=-1)
+    # Each backend takes the options it declares, by keyword or by name in backend_options.
+    with pytest.raises(esgraph.InvalidArgumentError, match=r"backend 'cpu' has no option `ai_cores` \(it takes none\)"):
+        esgraph.compile(g, ai_cores=2)
+    with pytest.raises(esgraph.InvalidArgumentError, match=r"no option `cores` \(it takes device, ai_cores, host_fallback\)"):
+        esgraph.compile(g, backend="ascend-sim", backend_options={"cores": 2})
+    with pytest.raises(esgraph.InvalidArgumentError, match=r"host_fallback 2 \(0 \.\. 1\)"):
+        esgraph.compile(g, backend="ascend-sim", backend_options={"host_fallback": 2})
+    narrow = graph_of(lambda a: ops.atanh(a) * 2.0, (3,))
+    assert esgraph.compile(narrow, backend="ascend-sim", backend_options={"host_fallback": 1}).stats()["host_launches"] == 1
     with pytest.raises(esgraph.BackendError, match="device 3 does not exist"):
         esgraph.compile(g, backend="ascend-sim", device=3)
     # Integer values leave the generated kernels for CANN's library (test_integer_elementwise_ops…).
     check_same(graph_of(lambda a: ops.cast(ops.cast(a * 4.0, esgraph.i32), esgraph.f32), (3,)), [np.array([-1.3, 0.4, 2.6], np.float32)])
     with pytest.raises(esgraph.UnsupportedError, match=r"atanh: `atanh\(x\)`: Ascend C's Atanh is documented as invalid"):
         esgraph.compile(graph_of(lambda a: ops.atanh(a) * 2.0, (3,)), backend="ascend-sim")
-    with pytest.raises(esgraph.UnsupportedError, match="profile: traces come from the CPU backend only"):
+    with pytest.raises(esgraph.UnsupportedError, match="profile: the Ascend backend records no per-launch times yet"):
         esgraph.compile(g, backend="ascend-sim").profile(np.ones(3, np.float32), path="/tmp/never.json")

@@ -277,6 +277,11 @@ typedef struct esg_compile_options {
                                copied off the device and back around them, each synchronizing its
                                stream (and no run is captured). Default false: such a model is
                                refused with ESG_ERR_UNSUPPORTED, naming the ops and why. */
+  /* API 2: any option of the backend as "name=value,name=value" (integers; a flag is 0 or 1),
+     read after the fields above, which are the same as "device=..", "ai_cores=..",
+     "host_fallback=..". Each backend declares its own (docs/backends.md); an unknown name or a
+     value out of range is refused with ESG_ERR_INVALID_ARGUMENT. NULL (default): none. */
+  const char* backend_options;
 } esg_compile_options;
 ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size);
 #define esg_compile_options_init(options) esg_compile_options_init_((options), sizeof(*(options)))

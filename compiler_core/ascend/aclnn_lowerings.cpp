@@ -1,0 +1,335 @@
+// The aclnn lowerings, one entry per op in kLowerings: what its aclnn op refuses (check) and how
+// the node becomes that op's descriptors and planning call (build), every parameter bound there.
+// Adding a lowering is one entry here plus the op in the simulator (tests/ascend_sim/opapi_sim.cpp),
+// and its two functions in aclnn_api.hpp if no entry calls that aclnn op yet. AclnnCall's
+// unsupported() and mapped_ops() read the table; aclnn_call.cpp needs no edit.
+#include "ascend/aclnn_lowerings.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <numeric>
+
+#include "ir/op_attrs.gen.hpp"
+
+namespace esg::ascend {
+namespace {
+
+using ir::OpKind;
+
+bool float_type(ir::DType t) { return t == ir::DType::F32 || t == ir::DType::F16 || t == ir::DType::BF16; }
+// The element types of CANN's elementwise ops and generators that the backend uses.
+bool library_type(ir::DType t) { return float_type(t) || t == ir::DType::Bool || t == ir::DType::I32 || t == ir::DType::I64; }
+
+// The elementwise ops: integer values too, which the generated kernels do not compute
+// (kernel_source.hpp).
+std::string library_values(const ir::Graph& g, const ir::Node& n) {
+  auto refused = [](ir::DType t) {
+    return std::string(ir::dtype_name(t)) +
+           (ir::dtype_is_float(t) ? " (f32, f16 and bf16 only among floats)" : " (i32 and i64 only among integers)");
+  };
+  for (ir::ValueId v : g.inputs(n))
+    if (v != ir::kNone && !library_type(g.values[v].dtype)) return refused(g.values[v].dtype);
+  const ir::DType result = g.values[n.first_output].dtype;
+  return library_type(result) ? "" : refused(result);
+}
+
+constexpr uint32_t kNoIndex = UINT32_MAX;
+// The other ops take floats so far, but for the input at `index`: an index tensor, i32 or i64
+// as the op's signature says.
+std::string float_inputs(const ir::Graph& g, const ir::Node& n, uint32_t index) {
+  for (uint32_t i = 0; i < n.num_inputs; ++i) {
+    const ir::ValueId v = g.operands[n.first_input + i];
+    if (i != index && v != ir::kNone && !float_type(g.values[v].dtype)) return "f32, f16 and bf16 only so far";
+  }
+  return "";
+}
+std::string floats(const ir::Graph& g, const ir::Node& n) { return float_inputs(g, n, kNoIndex); }
+std::string floats_and_index(const ir::Graph& g, const ir::Node& n) { return float_inputs(g, n, 1); }
+
+// The generators' results: no inputs to check.
+std::string library_result(const ir::Graph& g, const ir::Node& n) {
+  const ir::DType t = g.values[n.first_output].dtype;
+  return library_type(t) ? "" : std::string(ir::dtype_name(t)) + " (f32, f16, bf16, bool, i32 and i64 only)";
+}
+
+// Reductions over a list of axes, every axis when it is empty; `result_type` for those that
+// take the result's type.
+template <class Plan, class... ResultType>
+AclnnStep reduce(const AclnnBuilder& b, const AclnnOp<Plan>& op, ResultType... result_type) {
+  const ir::ReduceSumAttrs a(b.g, b.n);  // every reduction's view
+  std::vector<int64_t> axes(a.axes.begin(), a.axes.end());
+  if (axes.empty()) axes.resize(b.g.shape(b.input_value(0)).rank()), std::iota(axes.begin(), axes.end(), 0);
+  return b.bind(op, b.input(0), b.make.int_array(axes), a.keepdims, result_type..., b.output());
+}
+
+template <class Plan>
+AclnnStep arg_reduce(const AclnnBuilder& b, const AclnnOp<Plan>& op) {
+  const ir::ArgmaxAttrs a(b.g, b.n);  // argmin's view too
+  return b.bind(op, b.input(0), static_cast<int64_t>(a.axis), a.keepdims, b.output());
+}
+
+// self + alpha · other (or minus), alpha 1: an integer, as integer tensors want.
+template <class Plan>
+AclnnStep add_sub(const AclnnBuilder& b, const AclnnOp<Plan>& op) {
+  return b.bind(op, b.input(0), b.input(1), b.make.scalar(int64_t{1}), b.output());
+}
+
+// The elementwise ops of CANN's shared signatures (aclnn_api.hpp).
+AclnnStep binary(const AclnnBuilder& b, const AclnnOp<aclnn::BinaryPlan>& op) {
+  return b.bind(op, b.input(0), b.input(1), b.output());
+}
+AclnnStep unary(const AclnnBuilder& b, const AclnnOp<aclnn::UnaryPlan>& op) { return b.bind(op, b.input(0), b.output()); }
+
+// A 2-D attribute (window, strides, dilations), or the pads at the start of both axes.
+aclnn::IntArray* first_two(const AclnnBuilder& b, ir::Span<int64_t> values) { return b.make.int_array({values[0], values[1]}); }
+
+// In the order messages list the ops.
+constexpr AclnnLowering kLowerings[] = {
+    {OpKind::matmul, floats,
+     [](const AclnnBuilder& b) {  // cubeMathType 0, KEEP_DTYPE: f32 stays f32
+       const ir::MatmulAttrs a(b.g, b.n);
+       return b.bind(ESG_ACLNN_OP(aclnnMatmul), b.input(0, a.transpose_a), b.input(1, a.transpose_b), b.output(), int8_t{0});
+     }},
+    {OpKind::conv2d,
+     [](const ir::Graph& g, const ir::Node& n) -> std::string {
+       if (std::string why = floats(g, n); !why.empty()) return why;
+       const ir::Span<int64_t> pads = ir::Conv2dAttrs(g, n).pads;
+       return pads[0] != pads[2] || pads[1] != pads[3] ? "asymmetric padding (aclnnConvolution pads both sides alike)" : "";
+     },
+     [](const AclnnBuilder& b) {
+       const ir::Conv2dAttrs a(b.g, b.n);
+       // Pads top = bottom and left = right (checked); not transposed, so no output padding.
+       return b.bind(ESG_ACLNN_OP(aclnnConvolution), b.input(0), b.input(1), b.input(2), first_two(b, a.strides),
+                     first_two(b, a.pads), first_two(b, a.dilations), false, b.make.int_array({0, 0}), a.groups, b.output(),
+                     int8_t{0});
+     }},
+    {OpKind::max_pool2d,
+     [](const ir::Graph& g, const ir::Node& n) -> std::string {
+       if (std::string why = floats(g, n); !why.empty()) return why;
+       const ir::MaxPool2dAttrs a(g, n);
+       const ir::Span<int64_t> pads = a.pads, kernel = a.kernel;
+       if (pads[0] + pads[2] > kernel[0] || pads[1] + pads[3] > kernel[1])
+         return "more padding than the window (aclnnMaxPool takes at most a window's)";
+       return g.values[n.first_output].dtype == ir::DType::BF16 ? "bf16 (aclnnMaxPool takes f16 and f32 on Atlas A2)" : "";
+     },
+     [](const AclnnBuilder& b) {
+       const ir::MaxPool2dAttrs a(b.g, b.n);
+       const ir::Span<int64_t> pads = a.pads;
+       // autoPad 0 (NOTSET): the pads, top, left, bottom, right; no dilation.
+       return b.bind(ESG_ACLNN_OP(aclnnMaxPool), b.input(0), first_two(b, a.kernel), first_two(b, a.strides), int64_t{0},
+                     b.make.int_array({pads[0], pads[1], pads[2], pads[3]}), b.make.int_array({1, 1}),
+                     static_cast<int64_t>(a.ceil_mode), b.output());
+     }},
+    {OpKind::avg_pool2d,
+     [](const ir::Graph& g, const ir::Node& n) -> std::string {
+       if (std::string why = floats(g, n); !why.empty()) return why;
+       const ir::AvgPool2dAttrs a(g, n);
+       const ir::Span<int64_t> pads = a.pads, kernel = a.kernel;
+       if (pads[0] != pads[2] || pads[1] != pads[3]) return "asymmetric padding (aclnnAvgPool2d pads both sides alike)";
+       if (2 * pads[0] > kernel[0] || 2 * pads[1] > kernel[1])
+         return "padding beyond half the window (aclnnAvgPool2d takes at most kernel / 2)";
+       return "";
+     },
+     [](const AclnnBuilder& b) {
+       b.make.set_format(aclnn::kFormatNchw);  // aclnnAvgPool2d refuses ND descriptors (CANN's documentation)
+       const ir::AvgPool2dAttrs a(b.g, b.n);
+       // One pad per axis (checked symmetric); the mean of the window's elements inside the input,
+       // as the CPU's: countIncludePad false, no divisor, cubeMathType 0.
+       return b.bind(ESG_ACLNN_OP(aclnnAvgPool2d), b.input(0), first_two(b, a.kernel), first_two(b, a.strides),
+                     first_two(b, a.pads), a.ceil_mode, false, int64_t{0}, int8_t{0}, b.output());
+     }},
+    {OpKind::softmax,
+     [](const ir::Graph& g, const ir::Node& n) -> std::string {
+       if (std::string why = floats(g, n); !why.empty()) return why;
+       if (n.num_inputs > 1 && g.operands[n.first_input + 1] != ir::kNone) return "a mask (aclnnSoftmax has none)";
+       return ir::SoftmaxAttrs(g, n).scale != 1.0 ? "a scale (aclnnSoftmax has none)" : "";
+     },
+     [](const AclnnBuilder& b) {
+       return b.bind(ESG_ACLNN_OP(aclnnSoftmax), b.input(0), static_cast<int64_t>(ir::SoftmaxAttrs(b.g, b.n).axis), b.output());
+     }},
+    {OpKind::reduce_sum, floats, [](const AclnnBuilder& b) { return reduce(b, ESG_ACLNN_OP(aclnnReduceSum), b.out_type()); }},
+    {OpKind::reduce_mean, floats, [](const AclnnBuilder& b) { return reduce(b, ESG_ACLNN_OP(aclnnMean), b.out_type()); }},
+    {OpKind::reduce_max, floats, [](const AclnnBuilder& b) { return reduce(b, ESG_ACLNN_OP(aclnnAmax)); }},
+    {OpKind::reduce_min, floats, [](const AclnnBuilder& b) { return reduce(b, ESG_ACLNN_OP(aclnnAmin)); }},
+    {OpKind::reduce_prod,
+     [](const ir::Graph& g, const ir::Node& n) -> std::string {
+       if (std::string why = floats(g, n); !why.empty()) return why;
+       const size_t axes = ir::ReduceProdAttrs(g, n).axes.size(), rank = g.shape(g.operands[n.first_input]).rank();
+       return axes > 1 && axes < rank ? "a product over some but not all axes (aclnnProdDim takes one, aclnnProd all)" : "";
+     },
+     [](const AclnnBuilder& b) {
+       const ir::ReduceProdAttrs a(b.g, b.n);
+       if (a.axes.size() == 1 && b.g.shape(b.input_value(0)).rank() > 1)
+         return b.bind(ESG_ACLNN_OP(aclnnProdDim), b.input(0), static_cast<int64_t>(a.axes[0]), a.keepdims, b.out_type(),
+                       b.output());
+       // Every axis: the result is one element, whatever its shape says.
+       return b.bind(ESG_ACLNN_OP(aclnnProd), b.input(0), b.out_type(), b.make.tensor({}, b.out_type(), b.out[0]));
+     }},
+    {OpKind::argmax, floats, [](const AclnnBuilder& b) { return arg_reduce(b, ESG_ACLNN_OP(aclnnArgMax)); }},
+    {OpKind::argmin, floats, [](const AclnnBuilder& b) { return arg_reduce(b, ESG_ACLNN_OP(aclnnArgMin)); }},
+    {OpKind::top_k, floats,
+     [](const AclnnBuilder& b) {  // values and i64 indices, sorted
+       const ir::TopKAttrs a(b.g, b.n);
+       return b.bind(ESG_ACLNN_OP(aclnnTopk), b.input(0), a.k, static_cast<int64_t>(a.axis), a.largest, true, b.output(0),
+                     b.output(1));
+     }},
+    {OpKind::transpose, floats,
+     [](const AclnnBuilder& b) {
+       const ir::TransposeAttrs a(b.g, b.n);
+       std::vector<int64_t> perm(a.perm.begin(), a.perm.end());
+       if (perm.empty())  // the default: reversed
+         for (size_t d = b.g.shape(b.input_value(0)).rank(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+       return b.bind(ESG_ACLNN_OP(aclnnPermute), b.input(0), b.make.int_array(perm), b.output());
+     }},
+    {OpKind::concat, floats,
+     [](const AclnnBuilder& b) {
+       std::vector<aclnn::Tensor*> parts;
+       for (uint32_t i = 0; i < b.n.num_inputs; ++i) parts.push_back(b.input(i));
+       const int64_t axis = static_cast<int64_t>(ir::ConcatAttrs(b.g, b.n).axis);
+       return b.bind(ESG_ACLNN_OP(aclnnCat), b.make.tensor_list(parts), axis, b.output());
+     }},
+    {OpKind::slice,
+     [](const ir::Graph& g, const ir::Node& n) -> std::string {
+       if (std::string why = floats(g, n); !why.empty()) return why;
+       for (int64_t step : ir::SliceAttrs(g, n).steps)
+         if (step < 0) return "a negative step (a view with negative strides)";
+       return "";
+     },
+     [](const AclnnBuilder& b) {
+       // The slice as a strided view of x (offset at the starts, strides times the steps), copied
+       // into the result by aclnnInplaceCopy.
+       const ir::ValueId x = b.input_value(0);
+       const std::vector<int64_t> storage = b.dims(x), strides = row_major_strides(storage), ys = b.dims(b.n.first_output);
+       const size_t rank = storage.size();
+       std::vector<int64_t> steps(rank, 1), starts(rank, 0);
+       const ir::SliceAttrs a(b.g, b.n);
+       for (size_t i = 0; i < a.starts.size(); ++i) {
+         const size_t d = a.axes.size() ? a.axes[i] : i;
+         const int64_t dim = storage[d];
+         const int64_t start = a.starts[i] < 0 ? a.starts[i] + dim : a.starts[i];
+         starts[d] = std::min(std::max<int64_t>(start, 0), dim);
+         steps[d] = a.steps.size() ? a.steps[i] : 1;
+       }
+       int64_t offset = 0;
+       std::vector<int64_t> view_strides(rank);
+       for (size_t d = 0; d < rank; ++d) {
+         offset += ys[d] ? starts[d] * strides[d] : 0;
+         view_strides[d] = strides[d] * steps[d];
+       }
+       aclnn::Tensor* src = b.make.view(ys, view_strides, offset, storage, data_type(b.g.values[x].dtype), b.in[0]);
+       return b.bind(ESG_ACLNN_OP(aclnnInplaceCopy), b.output(), src);
+     }},
+    {OpKind::gather, floats_and_index,
+     [](const AclnnBuilder& b) {
+       // IndexSelect takes one axis of indices: the index tensor as a flat view of its elements,
+       // the result as a view with those elements on the axis (the same bytes, row-major).
+       const ir::ValueId index = b.input_value(1);
+       const int64_t picks = b.g.shape(index).num_elements();
+       const size_t axis = ir::GatherAttrs(b.g, b.n).axis;
+       std::vector<int64_t> dims = b.dims(b.input_value(0));
+       dims[axis] = picks;
+       return b.bind(ESG_ACLNN_OP(aclnnIndexSelect), b.input(0), static_cast<int64_t>(axis),
+                     b.make.tensor({picks}, data_type(b.g.values[index].dtype), b.in[1]),
+                     b.make.tensor(dims, b.out_type(), b.out[0]));
+     }},
+    {OpKind::scatter_elements, floats_and_index,
+     [](const AclnnBuilder& b) {
+       const ir::ScatterElementsAttrs a(b.g, b.n);
+       // The reduction none, add, mul is CANN's reduce 0, 1, 2.
+       return b.bind(ESG_ACLNN_OP(aclnnScatter), b.input(0), static_cast<int64_t>(a.axis), b.input(1), b.input(2),
+                     static_cast<int64_t>(a.reduction), b.output());
+     }},
+    {OpKind::scatter_nd,
+     [](const ir::Graph& g, const ir::Node& n) -> std::string {
+       if (std::string why = floats_and_index(g, n); !why.empty()) return why;
+       return ir::ScatterNdAttrs(g, n).reduction != ir::ScatterNdReduction::none ? "a reduction (aclnnScatterNd replaces)" : "";
+     },
+     [](const AclnnBuilder& b) { return b.bind(ESG_ACLNN_OP(aclnnScatterNd), b.input(0), b.input(1), b.input(2), b.output()); }},
+    {OpKind::expand,
+     [](const ir::Graph& g, const ir::Node& n) {  // bool too: masks broadcast to their scores
+       return g.values[g.operands[n.first_input]].dtype == ir::DType::Bool ? std::string() : floats(g, n);
+     },
+     [](const AclnnBuilder& b) {
+       return b.bind(ESG_ACLNN_OP(aclnnExpand), b.input(0), b.make.int_array(b.dims(b.n.first_output)), b.output());
+     }},
+    {OpKind::pad,
+     [](const ir::Graph& g, const ir::Node& n) -> std::string {
+       if (std::string why = floats(g, n); !why.empty()) return why;
+       const ir::PadAttrs a(g, n);
+       if (a.mode == ir::PadMode::constant) return "";
+       const ir::Shape xs = g.shape(g.operands[n.first_input]);
+       const size_t rank = xs.rank();
+       if (rank == 0) return "reflect or edge padding of a rank-0 tensor";
+       for (size_t d = 0; d + 2 < rank; ++d)
+         if (a.pads[d] || a.pads[rank + d])
+           return "reflect or edge padding of other axes than the last two (aclnnReflectionPad2d and aclnnReplicationPad2d "
+                  "pad those)";
+       for (size_t d = rank < 2 ? 0 : rank - 2; d < rank; ++d)
+         if ((a.pads[d] || a.pads[rank + d]) && (a.pads[d] >= xs[d] || a.pads[rank + d] >= xs[d]))
+           return "reflect or edge padding of an axis by its length or more (CANN's border pads take less)";
+       return "";
+     },
+     [](const AclnnBuilder& b) {
+       const ir::PadAttrs a(b.g, b.n);
+       const ir::ValueId x = b.input_value(0);
+       const size_t rank = b.g.shape(x).rank();
+       if (a.mode == ir::PadMode::constant) {
+         // (before, after) pairs from the last axis on; the value as a scalar.
+         std::vector<int64_t> pairs;
+         for (size_t d = rank; d-- > 0;) pairs.push_back(a.pads[d]), pairs.push_back(a.pads[rank + d]);
+         return b.bind(ESG_ACLNN_OP(aclnnConstantPadNd), b.input(0), b.make.int_array(pairs),
+                       b.make.scalar(static_cast<float>(a.value)), b.output());
+       }
+       // Reflection and replication pads take the last two dims: x and the result as 3-D views
+       // [the other dims, H, W], the padding as left, right, top, bottom.
+       auto as_3d = [&](ir::ValueId v) {
+         const ir::Shape s = b.g.shape(v);
+         const int64_t h = rank >= 2 ? s[rank - 2] : 1;
+         return std::vector<int64_t>{s.num_elements() / std::max<int64_t>(1, h * s[rank - 1]), h, s[rank - 1]};
+       };
+       const ir::Span<int64_t> pads = a.pads;
+       const int64_t top = rank >= 2 ? pads[rank - 2] : 0, bottom = rank >= 2 ? pads[2 * rank - 2] : 0;
+       return b.bind(a.mode == ir::PadMode::reflect ? ESG_ACLNN_OP(aclnnReflectionPad2d) : ESG_ACLNN_OP(aclnnReplicationPad2d),
+                     b.make.tensor(as_3d(x), data_type(b.g.values[x].dtype), b.in[0]),
+                     b.make.int_array({pads[rank - 1], pads[2 * rank - 1], top, bottom}),
+                     b.make.tensor(as_3d(b.n.first_output), b.out_type(), b.out[0]));
+     }},
+    {OpKind::fill, library_result,
+     [](const AclnnBuilder& b) {  // the result filled in place
+       return b.bind(ESG_ACLNN_OP(aclnnInplaceFillScalar), b.output(), b.make.scalar(ir::FillAttrs(b.g, b.n).value));
+     }},
+    {OpKind::range,
+     [](const ir::Graph& g, const ir::Node& n) -> std::string {
+       if (std::string why = library_result(g, n); !why.empty()) return why;
+       return g.shape(n.first_output).num_elements() == 0 ? "an empty range (aclnnArange needs start before end)" : "";
+     },
+     [](const AclnnBuilder& b) {
+       const ir::RangeAttrs a(b.g, b.n);
+       return b.bind(ESG_ACLNN_OP(aclnnArange), b.make.scalar(a.start), b.make.scalar(a.limit), b.make.scalar(a.step),
+                     b.output());
+     }},
+    {OpKind::add, library_values, [](const AclnnBuilder& b) { return add_sub(b, ESG_ACLNN_OP(aclnnAdd)); }},
+    {OpKind::sub, library_values, [](const AclnnBuilder& b) { return add_sub(b, ESG_ACLNN_OP(aclnnSub)); }},
+    {OpKind::mul, library_values, [](const AclnnBuilder& b) { return binary(b, ESG_ACLNN_OP(aclnnMul)); }},
+    {OpKind::maximum, library_values, [](const AclnnBuilder& b) { return binary(b, ESG_ACLNN_OP(aclnnMaximum)); }},
+    {OpKind::minimum, library_values, [](const AclnnBuilder& b) { return binary(b, ESG_ACLNN_OP(aclnnMinimum)); }},
+    {OpKind::neg, library_values, [](const AclnnBuilder& b) { return unary(b, ESG_ACLNN_OP(aclnnNeg)); }},
+    {OpKind::abs, library_values, [](const AclnnBuilder& b) { return unary(b, ESG_ACLNN_OP(aclnnAbs)); }},
+    {OpKind::greater, library_values, [](const AclnnBuilder& b) { return binary(b, ESG_ACLNN_OP(aclnnGtTensor)); }},
+    {OpKind::greater_equal, library_values, [](const AclnnBuilder& b) { return binary(b, ESG_ACLNN_OP(aclnnGeTensor)); }},
+    {OpKind::less, library_values, [](const AclnnBuilder& b) { return binary(b, ESG_ACLNN_OP(aclnnLtTensor)); }},
+    {OpKind::less_equal, library_values, [](const AclnnBuilder& b) { return binary(b, ESG_ACLNN_OP(aclnnLeTensor)); }},
+    {OpKind::equal, library_values, [](const AclnnBuilder& b) { return binary(b, ESG_ACLNN_OP(aclnnEqTensor)); }},
+    {OpKind::not_equal, library_values, [](const AclnnBuilder& b) { return binary(b, ESG_ACLNN_OP(aclnnNeTensor)); }},
+    {OpKind::where, library_values,
+     [](const AclnnBuilder& b) { return b.bind(ESG_ACLNN_OP(aclnnSWhere), b.input(0), b.input(1), b.input(2), b.output()); }},
+    {OpKind::cast, library_values,
+     [](const AclnnBuilder& b) { return b.bind(ESG_ACLNN_OP(aclnnCast), b.input(0), b.out_type(), b.output()); }},
+};
+
+}  // namespace
+
+ir::Span<AclnnLowering> aclnn_lowerings() { return {kLowerings, std::size(kLowerings)}; }
+
+}  // namespace esg::ascend

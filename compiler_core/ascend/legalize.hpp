@@ -1,0 +1,62 @@
+// The Ascend backend's legalizations: graph rewrites, before grouping, of what its generated
+// kernels and CANN's operator library (aclnn) cannot take as the graph states it into ops they
+// can. They live here, not in passes/, because each exists for one of their limits; like the
+// passes, each is a rebuild through the builder (ir/replay.hpp) over the graph's top level, so
+// its result is checked and re-inferred like a freshly built graph.
+#pragma once
+#include <functional>
+#include <memory>
+
+#include "ir/graph.hpp"
+
+namespace esg::ascend {
+
+// All of them, in the order the backend needs: convolutions padded more on one side as an
+// explicit pad and a symmetric convolution; average pools padded so too (or more than
+// aclnnAvgPool2d takes) as a pad, a pool without padding and a factor per position that keeps
+// the mean over the input's elements; negative indices of gather and the scatters made
+// non-negative (aclnnIndexSelect takes [0, dim) only); products over several axes one axis at
+// a time; split as slices (copies of strided views); softmax with a scale or a mask that no row
+// kernel computes (over another axis than the last) as its elementwise part and a plain softmax
+// (aclnnSoftmax has neither); operands broadcast in ways the kernels do not read in place
+// expanded first.
+std::unique_ptr<ir::Graph> legalize(const ir::Graph& g);
+
+// Each output of a split as a slice of its input (aclnn has no split; a slice is a copy of a
+// strided view).
+std::unique_ptr<ir::Graph> split_into_slices(const ir::Graph& g);
+
+// softmax(x, mask, scale) with a scale or a mask: softmax(x * scale + mask), plain, after two
+// elementwise ops (aclnnSoftmax has neither; they fuse with the ops before), but for the
+// softmaxes `keep` picks (those a row kernel computes whole).
+std::unique_ptr<ir::Graph> split_scaled_softmax(const ir::Graph& g,
+                                                const std::function<bool(const ir::Graph&, const ir::Node&)>& keep = nullptr);
+
+// conv2d with more padding on one side than the other: an explicit zero pad of the image by the
+// difference, then the convolution with the padding both sides share (aclnnConvolution pads
+// both sides alike).
+std::unique_ptr<ir::Graph> pad_asymmetric_convolutions(const ir::Graph& g);
+
+// avg_pool2d with padding that `takes` refuses (more on one side, say): an explicit zero pad,
+// the pool without padding, and a per-position factor window area / the window's elements inside
+// the input, so the mean still counts only those (aclnnAvgPool2d pads both sides alike, by at
+// most half the window). Left as is where a ceil-mode window would reach past the padded input.
+std::unique_ptr<ir::Graph> pad_average_pools(const ir::Graph& g, const std::function<bool(const ir::Graph&, const ir::Node&)>& takes);
+
+// reduce_prod over several but not all axes as one product per axis (keeping it), then a reshape
+// if the axes go: aclnnProdDim reduces one axis, aclnnProd all.
+std::unique_ptr<ir::Graph> split_products_over_axes(const ir::Graph& g);
+
+// Negative indices (counted from the end of their axis) of gather, scatter_elements and
+// scatter_nd made non-negative: constant indices rewritten, others through
+// where(i < 0, i + dim, i) (the aclnn ops that read them take indices in [0, dim) only).
+std::unique_ptr<ir::Graph> wrap_negative_indices(const ir::Graph& g);
+
+// Operands of the elementwise ops `computes` picks (those the generated kernels run) broadcast
+// in a way `reads(operand shape, its dtype, result shape)` refuses get an explicit expand to the
+// result's shape first: the kernels read only some broadcasts in place (the rest then run as
+// aclnnExpand, one pass over memory).
+std::unique_ptr<ir::Graph> materialize_broadcasts(const ir::Graph& g, const std::function<bool(const ir::Graph&, const ir::Node&)>& computes,
+                                                  const std::function<bool(const ir::Shape&, ir::DType, const ir::Shape&)>& reads);
+
+}  // namespace esg::ascend

@@ -1,0 +1,17 @@
+// The host CPU as a backend: no legalization (the reference evaluator runs every op), its
+// grouping rules (fused_kernel.hpp), and the plan run as it is (program.hpp).
+#pragma once
+#include "runtime/backend.hpp"
+
+namespace esg::cpu {
+
+class Backend final : public runtime::Backend {
+ public:
+  const char* name() const override { return "cpu"; }
+  std::unique_ptr<ir::Graph> legalize(const ir::Graph& g) const override;
+  runtime::GroupingRules grouping(const runtime::CompileOptions& options) const override;
+  std::string cannot_run(const runtime::Plan& plan, size_t index) const override;
+  std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options) const override;
+};
+
+}  // namespace esg::cpu

@@ -1,0 +1,49 @@
+// The CPU backend's program: the plan's launch list run as it is, over one host arena per
+// concurrent run. Each launch is a fused group's kernel (fused_kernel.hpp), a fast kernel of
+// this folder, control flow, or the reference evaluator's kernel.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cpu/fused_kernel.hpp"
+#include "eval/kernels.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/plan.hpp"
+
+namespace esg::cpu {
+
+class Program final : public runtime::Program {
+ public:
+  explicit Program(const runtime::Plan& plan);
+  void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+           std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel) const override;
+  void run_launch(size_t index, const std::vector<const eval::TensorRef*>& in,
+                  const std::vector<const eval::TensorRef*>& out) const override;
+  std::string describe_launch(size_t index) const override;
+  std::string report() const override;
+  void add_stats(runtime::Stats& s) const override;
+
+ private:
+  using Slot = runtime::Plan::Slot;
+  // A launch's operand refs, kept by each thread between launches so a run allocates nothing.
+  struct LaunchScratch {
+    std::vector<eval::TensorRef> in_refs, out_refs;
+    std::vector<const eval::TensorRef*> in_ptrs, out_ptrs;
+  };
+  eval::TensorRef ref(const Slot& s, uint8_t* arena, const std::vector<eval::TensorRef>& in,
+                      const std::vector<eval::TensorRef>& out) const;
+  void launch(size_t index, uint8_t* arena, const std::vector<eval::TensorRef>& in, const std::vector<eval::TensorRef>& out,
+              const eval::Parallel* parallel, LaunchScratch& scratch) const;
+  // Runs launch `index` on its operands; `in` may hold nullptr for an absent optional input.
+  void compute(size_t index, std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
+               const eval::Parallel* parallel) const;
+
+  const runtime::Plan& plan_;
+  std::vector<FusedKernel> fused_;  // per group of the plan
+  std::vector<eval::Kernel> fast_;  // per launch: its fast kernel, or nullptr (a group, or the reference)
+  mutable std::mutex pool_mu_;      // arenas of finished runs, so concurrent runs each have one
+  mutable std::vector<std::unique_ptr<uint8_t[]>> pool_;
+};
+
+}  // namespace esg::cpu

@@ -1,0 +1,37 @@
+// The helpers of rewrite.hpp, written once for the passes and the Ascend legalizations alike.
+#include "passes/rewrite.hpp"
+
+#include <string>
+
+#include "ir/error.hpp"
+
+namespace esg::passes {
+
+std::unique_ptr<ir::Graph> run_pass(const ir::Graph& g, const ir::Replay::Hook& hook) { return ir::rebuild(g, nullptr, hook); }
+
+ir::ValueId added(ir::Replay& r, const ir::OpSchema& op, ir::Span<ir::ValueId> inputs, ir::Span<ir::AttrArg> attrs) {
+  return r.to().graph().nodes[r.to().add_op(op, inputs, attrs)].first_output;
+}
+
+std::vector<ir::AttrArg> attrs_of(const ir::Graph& g, const ir::Node& n) {
+  std::vector<ir::AttrArg> out;
+  for (size_t i = 0; i < n.op->attrs.size(); ++i) {
+    const ir::AttrValue& a = g.attrs[n.first_attr + i];
+    if (a.kind == ir::AttrKind::IntList) out.push_back(ir::AttrArg::of_ints(g.ints_of(a).data(), a.size));
+    else if (a.kind == ir::AttrKind::Float) out.push_back(ir::AttrArg::of_float(a.f));
+    else if (a.kind == ir::AttrKind::String || a.kind == ir::AttrKind::FloatList)
+      throw ir::Error(ir::ErrorCode::Internal, std::string("pass: copying a string or float list attribute of ") + n.op->name);
+    else {
+      ir::AttrArg arg = ir::AttrArg::of_int(a.i);
+      arg.kind = a.kind;
+      out.push_back(arg);
+    }
+  }
+  return out;
+}
+
+const ir::Node* producer(const ir::Graph& g, ir::ValueId v) {
+  return g.values[v].producer == ir::kNone ? nullptr : &g.nodes[g.values[v].producer];
+}
+
+}  // namespace esg::passes

@@ -1,0 +1,25 @@
+// What every rewrite through the builder (ir/replay.hpp) uses, shared by the target-independent
+// passes (passes/passes.cpp) and the Ascend backend's legalizations (ascend/legalize.cpp) so that
+// neither keeps a copy.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "ir/replay.hpp"
+
+namespace esg::passes {
+
+// The graph rebuilt with `hook` handling the nodes it rewrites; the rest are copied.
+std::unique_ptr<ir::Graph> run_pass(const ir::Graph& g, const ir::Replay::Hook& hook);
+
+// Adds an op to the graph a pass builds; its (first) result.
+ir::ValueId added(ir::Replay& r, const ir::OpSchema& op, ir::Span<ir::ValueId> inputs, ir::Span<ir::AttrArg> attrs);
+
+// The node's attributes as arguments of an op added to the graph a pass builds (lists point
+// into `g`): for a rewrite that keeps them but one or two.
+std::vector<ir::AttrArg> attrs_of(const ir::Graph& g, const ir::Node& n);
+
+// The node producing a value of `g`, or nullptr for inputs and parameters.
+const ir::Node* producer(const ir::Graph& g, ir::ValueId v);
+
+}  // namespace esg::passes

@@ -1,0 +1,91 @@
+// The one interface every backend implements (the CPU, Ascend, the simulated Ascend). The
+// pipeline (plan.hpp) asks a backend for its legalizations and its grouping rules, builds the
+// target-independent plan (order, streams, events, memory), and has the backend lower that plan
+// to its launch list (a Program) and run it. The pipeline knows no backend's internals, and
+// backends know each other only through this interface (Ascend's host fallback asks the host
+// backend for a Program). Backends are registered in one table: backends/registry.hpp.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "eval/host_tensor.hpp"
+#include "eval/kernels.hpp"
+#include "ir/graph.hpp"
+#include "runtime/grouping.hpp"
+#include "runtime/stats.hpp"
+
+namespace esg::runtime {
+
+class Plan;
+struct CompileOptions;
+
+// One kernel of a profiled run: what ran, on which stream, when (microseconds from the start).
+struct TraceEvent {
+  std::string name;
+  int stream;
+  double start_us, duration_us;
+};
+
+// An option a backend takes: an integer (a flag is 0 or 1) within [min, max].
+struct BackendOption {
+  const char* name;
+  int64_t min, max, default_value;
+  const char* doc;
+};
+
+// The options for the chosen backend, as the caller named them: opaque to the pipeline. A
+// backend declares the options it takes (Backend::options); the compile refuses any other name
+// and any value out of range, so an option of a newer backend fails loudly on an older one.
+class BackendOptions {
+ public:
+  void set(std::string name, int64_t value);
+  // "name=value,name=value" (the C options' backend_options string); spaces around are ignored.
+  void parse(const std::string& text);
+  const std::vector<std::pair<std::string, int64_t>>& values() const { return values_; }
+  // The value set last for `name`, else its declared default (or 0 for an undeclared one).
+  int64_t get(const char* name, const std::vector<BackendOption>& declared) const;
+
+ private:
+  std::vector<std::pair<std::string, int64_t>> values_;
+};
+
+// A plan lowered to a backend's launch list, ready to run.
+class Program {
+ public:
+  virtual ~Program() = default;
+  // Runs with the caller's inputs and outputs (already checked against the plan); with `trace`,
+  // also records every launch's time. Kernels that split their work use `parallel`.
+  virtual void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+                   std::vector<TraceEvent>* trace, const eval::Parallel* parallel) const = 0;
+  // Runs the plan's launch `index` alone on host tensors given in the launch's operand order:
+  // what another backend's host fallback asks of the host backend. Others refuse.
+  virtual void run_launch(size_t index, const std::vector<const eval::TensorRef*>& in,
+                          const std::vector<const eval::TensorRef*>& out) const;
+  // How the backend runs launch `index`, a word or two for the DOT export ("fast", "aclnnMatMul").
+  virtual std::string describe_launch(size_t index) const = 0;
+  virtual std::string report() const = 0;     // the backend's part of the compile report
+  virtual void add_stats(Stats& s) const = 0;  // and of the stats
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual std::vector<BackendOption> options() const { return {}; }
+  // The graph restated with what the backend runs (its legalization passes), or nullptr when
+  // it needs no rewrite. Runs after the target-independent passes, before grouping.
+  virtual std::unique_ptr<ir::Graph> legalize(const ir::Graph& g) const = 0;
+  // Which elementwise ops it wants fused, and how.
+  virtual GroupingRules grouping(const CompileOptions& options) const = 0;
+  // Why it cannot run launch `index` of `plan` (empty: it can): the one place its refusal
+  // messages and its host fallback come from.
+  virtual std::string cannot_run(const Plan& plan, size_t index) const = 0;
+  // The plan as the backend's launch list; throws ir::Error(Unsupported) naming what it cannot
+  // run (unless its options send that to the host).
+  virtual std::unique_ptr<Program> lower(const Plan& plan, const CompileOptions& options) const = 0;
+};
+
+}  // namespace esg::runtime

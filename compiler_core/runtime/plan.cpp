@@ -1,0 +1,219 @@
+#include "runtime/plan.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "eval/evaluate.hpp"
+#include "ir/error.hpp"
+#include "ir/verify.hpp"
+#include "passes/passes.hpp"
+#include "plan/schedule.hpp"
+
+namespace esg::runtime {
+namespace {
+
+using ir::Error;
+using ir::ErrorCode;
+
+constexpr int64_t kAlign = plan::kArenaAlignment;
+
+bool check_plans_from_environment() {
+  static const bool on = [] {
+    const char* v = std::getenv("ESG_CHECK_PLANS");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  return on;
+}
+
+}  // namespace
+
+Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options) {
+  const Backend& backend = *options.backend;
+  using clock = std::chrono::steady_clock;
+  auto step = [&](const char* name, auto&& f) {
+    const auto t0 = clock::now();
+    f();
+    if (options.verify_each_pass) ir::verify(*graph_);
+    const double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
+    std::ostringstream line;
+    line.precision(1);
+    line << std::fixed << name << " (" << us << " us" << (options.verify_each_pass ? ", verified" : "") << ")";
+    log_.push_back(line.str());
+  };
+  step("specialize to the input shapes", [&] { graph_ = eval::specialize(g, input_shapes); });
+  graph_ = passes::optimize(*graph_, options.verify_each_pass, &log_);
+  step(("legalize for " + std::string(backend.name())).c_str(), [&] {
+    if (auto legal = backend.legalize(*graph_)) graph_ = std::move(legal);
+  });
+  const ir::Graph& sg = *graph_;
+  for (ir::NodeId n : sg.regions[0].nodes)
+    for (uint32_t i = 0; i < sg.nodes[n].num_outputs; ++i)
+      if (!sg.shape(sg.nodes[n].first_output + i).is_static())
+        throw Error(ErrorCode::Unsupported, "compile: " + sg.value_name(sg.nodes[n].first_output + i) + " has the shape " +
+                                                sg.shape_str(sg.shape(sg.nodes[n].first_output + i)) +
+                                                ", which depends on data (an `if` whose branches differ in shape)");
+  plan::GraphDag gd;
+  std::vector<int> order;
+  const GroupingRules grouping = backend.grouping(options);
+  if (options.fusion || grouping.single_ops) step("fuse elementwise groups", [&] { groups_ = find_groups(sg, grouping); });
+  step("build the dependency graph", [&] {
+    std::vector<std::vector<ir::NodeId>> members;
+    for (const FusedGroup& grp : groups_) members.push_back(grp.members);
+    gd = plan::from_graph(sg, members, !grouping.single_ops);
+  });
+  step("order for memory (the best of greedy, depth-first, breadth-first)", [&] { order = plan::memory_aware_order(gd.dag); });
+  step("assign streams and events", [&] { streams_ = plan::assign_streams(gd.dag, order, options.streams); });
+  plan::MemoryPlanOptions mo;
+  mo.alignment = kAlign;
+  mo.reuse = options.memory_reuse;
+  mo.in_place = options.memory_reuse;
+  if (streams_.num_streams > 1) mo.op_stream = streams_.stream;
+  step("plan memory", [&] { memory_ = plan::plan_memory(gd.dag, order, mo); });
+  arena_bytes_ = memory_.arena_bytes;
+  // The independent checker proves the plan: with verify_each_pass, and on every model the test
+  // suites compile (their environment sets ESG_CHECK_PLANS=1).
+  if (options.verify_each_pass || check_plans_from_environment())
+    step("check the memory plan", [&] {
+      const std::string problem = plan::check_plan(gd.dag, order, memory_, kAlign, mo.op_stream);
+      if (!problem.empty()) throw Error(ErrorCode::Internal, "compile: the memory plan is wrong: " + problem);
+    });
+
+  // Bind every operand and result to where it lives.
+  std::vector<int> input_index(sg.values.size(), -1), output_index(sg.values.size(), -1);
+  for (size_t i = 0; i < sg.inputs().size(); ++i) input_index[sg.inputs()[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < sg.outputs().size(); ++i) {
+    const ir::ValueId v = sg.outputs()[i];
+    const bool produced = sg.values[v].producer != ir::kNone && sg.nodes[sg.values[v].producer].blob == ir::kNone;
+    if (output_index[v] < 0 && produced) output_index[v] = static_cast<int>(i);
+    else output_copies_.push_back({static_cast<int>(i), v});  // an input, a constant, or a repeated output
+  }
+  auto slot = [&](ir::ValueId v) -> Slot {
+    if (input_index[v] >= 0) return {Slot::Input, input_index[v], v};
+    if (output_index[v] >= 0) return {Slot::Output, output_index[v], v};
+    const ir::NodeId p = sg.values[v].producer;
+    if (p != ir::kNone && sg.nodes[p].blob != ir::kNone) return {Slot::Constant, p, v};
+    return {Slot::Arena, memory_.offset[static_cast<size_t>(gd.value[v])], v};
+  };
+  step("bind the launch list", [&] {
+    for (int op : order) {
+      Launch l;
+      l.node = gd.nodes[static_cast<size_t>(op)];
+      l.group = gd.group[static_cast<size_t>(op)];
+      l.stream = streams_.stream[static_cast<size_t>(op)];
+      if (l.group >= 0) {
+        for (ir::ValueId v : groups_[static_cast<size_t>(l.group)].inputs) l.in.push_back(slot(v));
+        for (ir::ValueId v : groups_[static_cast<size_t>(l.group)].outputs) l.out.push_back(slot(v));
+      } else {
+        const ir::Node& n = sg.nodes[l.node];
+        for (uint32_t i = 0; i < n.num_inputs; ++i) {
+          const ir::ValueId v = sg.operands[n.first_input + i];
+          l.in.push_back(v == ir::kNone ? Slot{Slot::Arena, -1, ir::kNone} : slot(v));
+        }
+        for (uint32_t i = 0; i < n.num_outputs; ++i) l.out.push_back(slot(n.first_output + i));
+      }
+      launches_.push_back(std::move(l));
+    }
+    // The launch list is `order`; events name ops: turn both into launch indexes per stream.
+    std::vector<int> launch_of(order.size());
+    for (size_t i = 0; i < order.size(); ++i) launch_of[static_cast<size_t>(order[i])] = static_cast<int>(i);
+    waits_.assign(launches_.size(), {});
+    for (const plan::Event& e : streams_.events) waits_[static_cast<size_t>(launch_of[static_cast<size_t>(e.before)])].push_back(launch_of[static_cast<size_t>(e.after)]);
+    stream_launches_.assign(static_cast<size_t>(streams_.num_streams), {});
+    for (size_t i = 0; i < launches_.size(); ++i) stream_launches_[static_cast<size_t>(launches_[i].stream)].push_back(static_cast<int>(i));
+  });
+}
+
+void Plan::fill_output_copies(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const {
+  const ir::Graph& g = *graph_;
+  for (const auto& [index, v] : output_copies_) {
+    const ir::NodeId p = g.values[v].producer;
+    const bool is_input = std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
+    const uint8_t* from = is_input ? inputs[static_cast<size_t>(std::find(g.inputs().begin(), g.inputs().end(), v) - g.inputs().begin())].bytes
+                          : g.nodes[p].blob != ir::kNone ? g.blobs[g.nodes[p].blob]->data()
+                                                          : outputs[static_cast<size_t>(std::find(g.outputs().begin(), g.outputs().end(), v) - g.outputs().begin())].bytes;
+    std::memmove(outputs[static_cast<size_t>(index)].bytes, from, outputs[static_cast<size_t>(index)].nbytes());
+  }
+}
+
+std::string Plan::report() const {
+  const ir::Graph& g = *graph_;
+  std::ostringstream out;
+  out << "passes:\n";
+  for (const std::string& l : log_) out << "  " << l << "\n";
+  size_t fused_ops = 0, heads = 0;
+  for (const FusedGroup& grp : groups_) fused_ops += grp.members.size(), heads += grp.head != ir::kNone;
+  out << "launches: " << launches_.size() << " kernels (" << groups_.size() << " fused groups of " << fused_ops << " ops, " << heads
+      << " of them a matmul or convolution with its epilogue)\n";
+  for (const FusedGroup& grp : groups_) {
+    out << "  fused:";
+    for (ir::NodeId m : grp.members) out << " " << g.nodes[m].op->name << (m == grp.head ? " +" : "");
+    out << " over " << g.shape_str(grp.shape) << "\n";
+  }
+  out << "streams: " << streams_.num_streams << ", events: " << streams_.events.size()
+      << (streams_.num_streams > 1 ? " (one thread each when the pool has them free, else in order)" : "") << "\n";
+  for (int s = 0; s < streams_.num_streams; ++s) out << "  stream " << s << ": " << streams_.sequence[static_cast<size_t>(s)].size() << " ops\n";
+  out << "memory: arena " << memory_.arena_bytes << " bytes (planned peak), lower bound " << memory_.lower_bound
+      << " bytes (max live set of this order), " << memory_.no_reuse_bytes << " bytes without reuse\n";
+  size_t in_place = 0;
+  for (int v : memory_.in_place_of) in_place += v >= 0;
+  out << "  in place: " << in_place << " values reuse a dying input's buffer\n";
+  out << "inputs:";
+  for (ir::ValueId v : g.inputs()) out << " " << g.value_name(v) << ": " << g.type_str(v);
+  out << "\noutputs:";
+  for (ir::ValueId v : g.outputs()) out << " " << g.value_name(v) << ": " << g.type_str(v);
+  out << "\n";
+  return out.str();
+}
+
+void Plan::add_stats(Stats& s) const {
+  s.launches = static_cast<int64_t>(launches_.size());
+  s.fused_groups = static_cast<int64_t>(groups_.size());
+  for (const FusedGroup& grp : groups_) {
+    s.fused_ops += static_cast<int64_t>(grp.members.size());
+    s.epilogue_groups += grp.head != ir::kNone;
+  }
+  s.arena_bytes = memory_.arena_bytes;
+  s.lower_bound_bytes = memory_.lower_bound;
+  s.no_reuse_bytes = memory_.no_reuse_bytes;
+  for (int v : memory_.in_place_of) s.in_place_values += v >= 0;
+  s.streams = streams_.num_streams;
+  s.events = static_cast<int64_t>(streams_.events.size());
+}
+
+std::string Plan::to_dot(const Program& program) const {
+  const ir::Graph& g = *graph_;
+  std::ostringstream out;
+  out << "digraph \"" << g.name << " (compiled)\" {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
+  std::map<ir::ValueId, size_t> writer;  // value -> the launch that writes it
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const Launch& l = launches_[i];
+    std::string label;
+    if (l.group >= 0) {
+      label = "fused";
+      for (ir::NodeId m : groups_[static_cast<size_t>(l.group)].members) label += std::string("\\n") + g.nodes[m].op->name;
+    } else {
+      const ir::Node& n = g.nodes[l.node];
+      const std::string how = program.describe_launch(i);
+      label = std::string(n.op->name) + (how.empty() ? "" : " (" + how + ")");
+    }
+    for (const Slot& o : l.out) writer[o.value] = i;
+    out << "  k" << i << " [label=\"" << label << "\\nstream " << l.stream << "\"" << (l.group >= 0 ? ", style=bold" : "") << "];\n";
+  }
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const Launch& l = launches_[i];
+    for (const Slot& in : l.in) {
+      const ir::ValueId v = in.value;
+      if (v == ir::kNone) continue;
+      const auto w = writer.find(v);
+      if (w != writer.end()) out << "  k" << w->second << " -> k" << i << " [label=\"" << g.type_str(v) << "\"];\n";
+    }
+  }
+  out << "}\n";
+  return out.str();
+}
+
+}  // namespace esg::runtime

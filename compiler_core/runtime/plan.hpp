@@ -1,0 +1,77 @@
+// The pipeline: a graph specialized to concrete shapes, optimized, legalized and grouped for a
+// backend, ordered, assigned to streams and planned into one arena, as a flat launch list bound
+// to arena offsets and the caller's buffers. Nothing here is specific to a backend: the
+// backend's rules come through runtime::Backend, and the backend lowers the plan to what it runs.
+#pragma once
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "eval/host_tensor.hpp"
+#include "ir/graph.hpp"
+#include "plan/memory_plan.hpp"
+#include "plan/streams.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/grouping.hpp"
+#include "runtime/stats.hpp"
+
+namespace esg::runtime {
+
+struct CompileOptions {
+  int streams = 1;             // 1..16; each on its own thread of the pool when free (threads >= streams)
+  int threads = 0;             // 0: the machine's cores; at most 256; large elementwise kernels split over them
+  bool fusion = true;          // fuse connected elementwise ops into one kernel
+  bool memory_reuse = true;
+  bool verify_each_pass = false;
+  std::vector<std::pair<std::string, int64_t>> symbols;  // sizes of symbolic dimensions
+  const Backend* backend = nullptr;  // where the model runs (backends/registry.hpp names them)
+  BackendOptions backend_options;    // the backend's own, checked against what it declares
+};
+
+class Plan {
+ public:
+  Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options);
+
+  // Where a tensor lives during a run.
+  struct Slot {
+    enum Kind : uint8_t { Arena, Input, Output, Constant } kind;
+    int64_t at;  // arena offset, input/output index, or node id of the constant; an absent optional input: Arena, -1
+    ir::ValueId value;  // the value there (kNone: an absent optional input)
+  };
+  struct Launch {
+    ir::NodeId node;            // the op, or a fused group's last member
+    int group;                  // the fused group it runs, or -1
+    std::vector<Slot> in, out;  // operands (captures included) and results; a group's inputs and outputs
+    int stream;
+  };
+  const ir::Graph& graph() const { return *graph_; }
+  const std::vector<Launch>& launches() const { return launches_; }
+  const std::vector<FusedGroup>& groups() const { return groups_; }
+  const std::vector<std::vector<int>>& waits() const { return waits_; }  // per launch: launches of other streams first
+  const std::vector<std::vector<int>>& stream_launches() const { return stream_launches_; }  // per stream, in order
+  int num_streams() const { return streams_.num_streams; }
+  int64_t arena_bytes() const { return arena_bytes_; }
+  // Outputs that are inputs, constants or repeated outputs, copied once the outputs are filled.
+  void fill_output_copies(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
+
+  std::string report() const;        // the passes, the launch list, streams and memory
+  void add_stats(Stats& s) const;    // the launch list's, memory's and streams' numbers
+  // The launch list as Graphviz DOT: one box per kernel (a fused group lists its ops, with how
+  // `program` runs it), one row per stream, edges where a kernel reads what another wrote.
+  std::string to_dot(const Program& program) const;
+
+ private:
+  std::unique_ptr<ir::Graph> graph_;
+  std::vector<FusedGroup> groups_;
+  std::vector<Launch> launches_;
+  std::vector<std::vector<int>> waits_;            // per launch: launches of other streams it waits for
+  std::vector<std::vector<int>> stream_launches_;  // per stream: its launches in order
+  plan::MemoryPlan memory_;
+  plan::StreamPlan streams_;
+  std::vector<std::string> log_;
+  std::vector<std::pair<int, ir::ValueId>> output_copies_;  // outputs to fill from another slot
+  int64_t arena_bytes_ = 0;
+};
+
+}  // namespace esg::runtime
