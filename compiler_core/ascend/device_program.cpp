@@ -114,7 +114,8 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     std::vector<size_t> in, out;  // device offsets; SIZE_MAX for an absent optional input
   };
   std::vector<PendingCall> pending_calls;
-  const uint32_t cores = static_cast<uint32_t>(options.ai_cores > 0 ? options.ai_cores : ai_cores_of_device());
+  // Only generated kernels spread over cores: a model of library calls asks the device nothing.
+  const uint32_t cores = options.ai_cores > 0 ? static_cast<uint32_t>(options.ai_cores) : kernels_.empty() ? 1 : ai_cores_of_device();
   for (size_t i = 0; i < launches.size(); ++i) {
     const runtime::Plan::Launch& l = launches[i];
     DeviceLaunch d;

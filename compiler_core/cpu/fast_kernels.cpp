@@ -9,6 +9,7 @@ eval::Kernel conv_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel normalize_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel pool_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel reduce_kernel(const ir::Graph& g, const ir::Node& n);
+eval::Kernel blocked_pool_kernel(const ir::Graph& g, const ir::Node& n, int64_t block);
 
 eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
   if (const eval::Kernel k = elementwise_f32_kernel(g, n)) return k;
@@ -17,6 +18,11 @@ eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
   if (const eval::Kernel k = reduce_kernel(g, n)) return k;
   if (const eval::Kernel k = pool_kernel(g, n)) return k;
   return normalize_kernel(g, n);
+}
+
+eval::Kernel find_blocked_kernel(const ir::Graph& g, const ir::Node& n, plan::Format f) {
+  if (f.kind != plan::Format::BlockedChannels || g.shape(n.first_output).rank() != 4) return nullptr;
+  return blocked_pool_kernel(g, n, f.block);
 }
 
 }  // namespace esg::cpu

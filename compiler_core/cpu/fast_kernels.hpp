@@ -2,10 +2,14 @@
 // falls back to the reference kernels (eval/) for everything else. Same interface as those.
 #pragma once
 #include "eval/kernels.hpp"
+#include "plan/format.hpp"
 
 namespace esg::cpu {
 
 // A fast kernel for this node, or nullptr.
 eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n);
+// A kernel for this node that reads its first input and writes its result in the blocked format
+// `f` (nChw8c, nChw16c), or nullptr: what decides which ops the CPU runs blocked.
+eval::Kernel find_blocked_kernel(const ir::Graph& g, const ir::Node& n, plan::Format f);
 
 }  // namespace esg::cpu

@@ -199,7 +199,10 @@ void bind_f32(const Graph& g, FusedKernel& kernel) {
     for (const Operand& o : s.operands)
       if (o.from == From::Input) kernel.read_by_steps[o.index] = 1;
   std::vector<ir::Shape> shapes;
-  for (size_t k = 0; k < group.inputs.size(); ++k) shapes.push_back(kernel.read_by_steps[k] ? g.shape(group.inputs[k]) : group.shape);
+  for (size_t k = 0; k < group.inputs.size(); ++k) {
+    const ir::Shape s = g.shape(group.inputs[k]);
+    shapes.push_back(!kernel.read_by_steps[k] || s == group.shape ? kernel.shape : s);  // the group's own shape: flat if the kernel is
+  }
   if (group.head != kNone) {
     const ir::Node& n = g.nodes[group.head];
     const auto in = g.inputs(n);
@@ -217,7 +220,7 @@ void bind_f32(const Graph& g, FusedKernel& kernel) {
   kernel.layouts.resize(shapes.size());
   std::vector<const ir::Shape*> pointers;
   for (const ir::Shape& s : shapes) pointers.push_back(&s);
-  kernel.run = plan_operands(group.shape, pointers.data(), pointers.size(), kernel.layouts.data());
+  kernel.run = plan_operands(kernel.shape, pointers.data(), pointers.size(), kernel.layouts.data());
   kernel.f32_steps = fold_stages(g, kernel);
   kernel.read_by_steps.assign(group.inputs.size(), 0);
   for (const F32Step& s : kernel.f32_steps)
@@ -240,8 +243,8 @@ void run_f32(const FusedKernel& kernel, const std::vector<const eval::TensorRef*
                    const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel) {
   const FusedGroup& group = *kernel.group;
   constexpr size_t T = static_cast<size_t>(kChunk);
-  const int64_t total = group.shape.num_elements();
-  const int64_t width = group.shape.rank() ? group.shape[group.shape.rank() - 1] : 1;
+  const int64_t total = kernel.shape.num_elements();
+  const int64_t width = kernel.shape.rank() ? kernel.shape[kernel.shape.rank() - 1] : 1;
   const bool head = group.head != kNone;
   if (total == 0) return;
   // An f32 output that shares no bytes with an input is written by its step in place, instead
@@ -267,7 +270,7 @@ void run_f32(const FusedKernel& kernel, const std::vector<const eval::TensorRef*
   }
   // Without a head, blocks of kChunk elements; with one, blocks of whole rows or images.
   const bool conv = head && kernel.head_kind == FusedKernel::HeadKind::Conv2d;
-  const int64_t image = conv ? total / group.shape[0] : 0;
+  const int64_t image = conv ? total / kernel.shape[0] : 0;
   const int64_t block = conv ? image : head ? std::max(kHeadMinRows, kHeadBlockElements / width) * width : kChunk;
   const int64_t blocks = (total + block - 1) / block;
   split_work(blocks, block, parallel, [&](int64_t first, int64_t last) {
@@ -287,12 +290,12 @@ void run_f32(const FusedKernel& kernel, const std::vector<const eval::TensorRef*
       const int threads = parallel ? parallel->free_threads() : 1;
       if (conv)
         conv2d_images(kernel.head_conv, *in[kernel.head_a], *in[kernel.head_b],
-                      kernel.head_bias < 0 ? nullptr : in[static_cast<size_t>(kernel.head_bias)], group.shape, begin / image, end / image, head_rows.data(), threads);
+                      kernel.head_bias < 0 ? nullptr : in[static_cast<size_t>(kernel.head_bias)], kernel.shape, begin / image, end / image, head_rows.data(), threads);
       else if (head)
         gemm_rows(*in[kernel.head_a], *in[kernel.head_b], kernel.head_transpose_b, begin / width, end / width, head_rows.data(), threads);
       for_each_chunk(begin, end, kernel.run, [&](int64_t base, int64_t n) {
         for (size_t k = 0; k < in.size(); ++k)
-          if (kernel.read_by_steps[k]) in_rows[k] = chunk_row(*in[k], kernel.layouts[k], group.shape, base, n, &own[k * T]);
+          if (kernel.read_by_steps[k]) in_rows[k] = chunk_row(*in[k], kernel.layouts[k], kernel.shape, base, n, &own[k * T]);
         for (size_t si = 0; si < steps.size(); ++si) {
           const F32Step& s = steps[si];
           rows.resize(s.operands.size());
@@ -325,9 +328,10 @@ runtime::GroupingRules grouping_rules() {
   return rules;
 }
 
-FusedKernel bind_fused_kernel(const Graph& g, const FusedGroup& group) {
+FusedKernel bind_fused_kernel(const Graph& g, const FusedGroup& group, int64_t flat_elements) {
   FusedKernel kernel;
   kernel.group = &group;
+  kernel.shape = flat_elements < 0 ? group.shape : ir::Shape{flat_elements};
   bind_f32(g, kernel);
   return kernel;
 }
@@ -337,7 +341,7 @@ void run_fused_kernel(const FusedKernel& kernel, const std::vector<const eval::T
   if (kernel.f32) return run_f32(kernel, in, out, parallel);
   const FusedGroup& group = *kernel.group;
   const std::vector<runtime::GroupStep>& steps = group.steps;
-  const int64_t total = group.shape.num_elements();
+  const int64_t total = kernel.shape.num_elements();
   // One tile of every input and every member's results: small enough for L1/L2. A tile's inputs
   // are all read before any of its outputs is written, so an output may share an input's memory.
   // The buffers are the thread's own and kept between runs: a run of tiny groups allocates nothing.
@@ -363,7 +367,7 @@ void run_fused_kernel(const FusedKernel& kernel, const std::vector<const eval::T
   splat.assign(in.size(), 0);
   bool any_broadcast = false;
   for (size_t k = 0; k < in.size(); ++k) {
-    direct[k] = in[k]->shape == group.shape;
+    direct[k] = in[k]->shape == kernel.shape;
     splat[k] = !direct[k] && in[k]->shape.num_elements() == 1;
     any_broadcast = any_broadcast || (!direct[k] && !splat[k]);
     if (!splat[k]) continue;
@@ -376,7 +380,7 @@ void run_fused_kernel(const FusedKernel& kernel, const std::vector<const eval::T
   if (any_broadcast) {
     std::vector<ir::Shape> in_shapes;
     for (const eval::TensorRef* t : in) in_shapes.push_back(t->shape);
-    walk.emplace(group.shape, in_shapes);
+    walk.emplace(kernel.shape, in_shapes);
   }
   for (int64_t base = 0; base < total; base += kTileElements) {
     const int64_t count = std::min(kTileElements, total - base);

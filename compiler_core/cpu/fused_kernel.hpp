@@ -41,6 +41,9 @@ struct F32Step {
 
 struct FusedKernel {
   const runtime::FusedGroup* group = nullptr;
+  // The iteration space: the group's shape, or its elements as one flat axis when the group
+  // computes in a blocked format (its operands of the group's shape are then read flat too).
+  ir::Shape shape;
   // Runs on f32 rows: every member but the head is an op the f32 rows serve.
   bool f32 = false;
   // What the f32 rows run: the group's steps with each multiply, add or subtract by a
@@ -69,7 +72,9 @@ constexpr int64_t kTileElements = 512;
 constexpr int64_t kHeadBlockElements = 16 * 1024;
 constexpr int64_t kHeadMinRows = 64;
 
-FusedKernel bind_fused_kernel(const ir::Graph& g, const runtime::FusedGroup& group);
+// With `flat_elements` >= 0, the kernel runs over that many elements in memory order (a group
+// in a blocked format: elementwise math does not care where an element is).
+FusedKernel bind_fused_kernel(const ir::Graph& g, const runtime::FusedGroup& group, int64_t flat_elements = -1);
 
 // Runs a group: `in` and `out` follow group.inputs and group.outputs. An f32 group of many
 // elements spreads its chunks over `parallel`'s threads.

@@ -1,7 +1,9 @@
-// f32 max and average pooling over NCHW: each output row's window rows and, per output column,
-// the window's columns clipped to the image once, so the inner loops test nothing; planes split
-// over the model's threads. The same results as the reference kernel (a NaN is skipped by the
-// max as there; the average divides by the window's elements inside the image).
+// f32 max and average pooling over NCHW, and over blocked channels (nChw8c, nChw16c: a block's
+// channels side by side, so the innermost loop is one vector over them): each output row's
+// window rows and, per output column, the window's columns clipped to the image once, so the
+// inner loops test nothing; planes (or planes of blocks) split over the model's threads. The same
+// results as the reference kernel (a NaN is skipped by the max as there; the average divides by
+// the window's elements inside the image).
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -41,7 +43,47 @@ void pool2d_f32(const eval::KernelCall& c) {
   });
 }
 
+// The same over blocks of B channels: element (h, w, lane) of a plane of blocks at (h·W + w)·B + lane.
+template <bool kMax, int64_t B>
+void pool2d_blocked_f32(const eval::KernelCall& c) {
+  const eval::TensorRef& x = *c.in[0];
+  const eval::TensorRef& y = *c.out[0];
+  const ir::MaxPool2dAttrs attrs = c.attrs<ir::MaxPool2dAttrs>();
+  const ir::Span<int64_t> k = attrs.kernel, st = attrs.strides, pads = attrs.pads;
+  const int64_t planes = x.shape[0] * ((x.shape[1] + B - 1) / B), H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
+  split_work(planes, H * W * B, c.parallel, [&](int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p) {
+      const float* in = x.data<float>() + p * H * W * B;
+      float* out = y.data<float>() + p * OH * OW * B;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const int64_t h0 = std::max<int64_t>(0, oh * st[0] - pads[0]), h1 = std::min(H, oh * st[0] - pads[0] + k[0]);
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int64_t w0 = std::max<int64_t>(0, ow * st[1] - pads[1]), w1 = std::min(W, ow * st[1] - pads[1] + k[1]);
+          float acc[B];
+          std::fill_n(acc, B, kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw) {
+              const float* v = in + (ih * W + iw) * B;
+              for (int64_t lane = 0; lane < B; ++lane) acc[lane] = kMax ? (acc[lane] < v[lane] ? v[lane] : acc[lane]) : acc[lane] + v[lane];
+            }
+          const float count = static_cast<float>(std::max<int64_t>(1, std::max<int64_t>(0, h1 - h0) * std::max<int64_t>(0, w1 - w0)));
+          float* o = out + (oh * OW + ow) * B;
+          for (int64_t lane = 0; lane < B; ++lane) o[lane] = kMax ? acc[lane] : acc[lane] / count;
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
+
+eval::Kernel blocked_pool_kernel(const ir::Graph& g, const ir::Node& n, int64_t block) {
+  if (g.values[n.first_output].dtype != ir::DType::F32 || (block != 8 && block != 16)) return nullptr;
+  const bool max = n.op->kind == ir::OpKind::max_pool2d;
+  if (!max && n.op->kind != ir::OpKind::avg_pool2d) return nullptr;
+  if (block == 8) return max ? pool2d_blocked_f32<true, 8> : pool2d_blocked_f32<false, 8>;
+  return max ? pool2d_blocked_f32<true, 16> : pool2d_blocked_f32<false, 16>;
+}
 
 eval::Kernel pool_kernel(const ir::Graph& g, const ir::Node& n) {
   if (g.values[n.first_output].dtype != ir::DType::F32) return nullptr;

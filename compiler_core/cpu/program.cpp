@@ -7,7 +7,9 @@
 #include <sstream>
 
 #include "cpu/fast_kernels.hpp"
+#include "cpu/reorder.hpp"
 #include "eval/evaluate.hpp"
+#include "ir/error.hpp"
 
 namespace esg::cpu {
 namespace {
@@ -18,8 +20,30 @@ constexpr int64_t kAlign = plan::kArenaAlignment;
 
 Program::Program(const runtime::Plan& plan) : plan_(plan) {
   const ir::Graph& g = plan.graph();
-  for (const runtime::FusedGroup& grp : plan.groups()) fused_.push_back(bind_fused_kernel(g, grp));
-  for (const runtime::Plan::Launch& l : plan.launches()) fast_.push_back(l.group >= 0 ? nullptr : find_fast_kernel(g, g.nodes[l.node]));
+  fused_.resize(plan.groups().size());
+  for (const runtime::Plan::Launch& l : plan.launches()) {
+    // An elementwise launch in a blocked format computes over the bytes as they lie (flat); a
+    // blocked result with padding channels gets its zeros back after any launch but a reorder.
+    const plan::Format f = l.out.empty() ? plan::Format::row_major() : l.out[0].format;
+    const bool blocked = f != plan::Format::row_major();
+    const bool elementwise = l.group >= 0 || (l.node != ir::kNone && g.nodes[l.node].op->elementwise);
+    flat_.push_back(blocked && elementwise);
+    padded_.push_back(blocked && l.node != ir::kNone && !f.unpadded(g.shape(l.out[0].value)));
+    if (l.group >= 0) {
+      const runtime::FusedGroup& grp = plan.groups()[static_cast<size_t>(l.group)];
+      fused_[static_cast<size_t>(l.group)] = bind_fused_kernel(g, grp, flat_.back() ? f.physical_elements(grp.shape) : -1);
+      fast_.push_back(nullptr);
+    } else if (l.node == ir::kNone) {
+      fast_.push_back(nullptr);
+    } else if (blocked && !elementwise) {
+      fast_.push_back(find_blocked_kernel(g, g.nodes[l.node], f));
+      if (!fast_.back())
+        throw ir::Error(ir::ErrorCode::Internal, std::string("cpu: no ") + f.name(g.shape(l.out[0].value).rank()) + " kernel for " +
+                                                     g.nodes[l.node].op->name + ", which the format rules chose");
+    } else {
+      fast_.push_back(find_fast_kernel(g, g.nodes[l.node]));
+    }
+  }
 }
 
 eval::TensorRef Program::ref(const Slot& s, uint8_t* arena, const std::vector<eval::TensorRef>& in,
@@ -51,12 +75,21 @@ void Program::launch(size_t index, uint8_t* base, const std::vector<eval::Tensor
     s.out_refs[i] = ref(l.out[i], base, inputs, outputs);
     s.out_ptrs.push_back(&s.out_refs[i]);
   }
+  if (flat_[index]) {  // operands of the result's shape as the elements in memory; single elements as they are
+    const ir::Shape logical = s.out_refs[0].shape, flat{l.out[0].format.physical_elements(logical)};
+    for (eval::TensorRef& r : s.in_refs)
+      if (r.shape == logical) r.shape = flat;
+    for (eval::TensorRef& r : s.out_refs) r.shape = flat;
+  }
   compute(index, s.in_ptrs, s.out_ptrs, parallel);
+  if (padded_[index])
+    for (size_t i = 0; i < l.out.size(); ++i) zero_padding(ref(l.out[i], base, inputs, outputs), l.out[i].format);
 }
 
 void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
                       const eval::Parallel* parallel) const {
   const runtime::Plan::Launch& l = plan_.launches()[index];
+  if (l.node == ir::kNone) return reorder(*in[0], l.in[0].format, *out[0], l.out[0].format, parallel);
   if (l.group >= 0) return run_fused_kernel(fused_[static_cast<size_t>(l.group)], in, out, parallel);
   const ir::Graph& g = plan_.graph();
   const ir::Node& n = g.nodes[l.node];
@@ -97,7 +130,7 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
     const auto started = clock::now();
     launch(index, base, inputs, outputs, parallel, s);
     const auto finished = clock::now();
-    std::string name = l.group >= 0 ? "fused" : g.nodes[l.node].op->name;
+    std::string name = l.node == ir::kNone ? "reorder" : l.group >= 0 ? "fused" : g.nodes[l.node].op->name;
     if (l.group >= 0)
       for (ir::NodeId m : plan_.groups()[static_cast<size_t>(l.group)].members) name += std::string(" ") + g.nodes[m].op->name;
     std::lock_guard<std::mutex> lock(trace_mu);
@@ -154,19 +187,24 @@ std::string Program::describe_launch(size_t index) const { return fast_[index] ?
 
 std::string Program::report() const {
   const ir::Graph& g = plan_.graph();
-  int64_t fast = 0, reference = 0, f32_groups = 0, f32_rows = 0;
+  int64_t fast = 0, reference = 0, f32_groups = 0;
+  std::string rows;  // per fused group in the plan's order: its f32 rows, or "-" off them
   // The ops without a kernel of their own, by name: where a model's time may go.
   std::map<std::string, int> slow;
   for (size_t i = 0; i < fast_.size(); ++i) {
     const runtime::Plan::Launch& l = plan_.launches()[i];
     fast += fast_[i] != nullptr;
-    if (l.group < 0 && !fast_[i]) ++reference, ++slow[g.nodes[l.node].op->name];
+    if (l.group < 0 && l.node != ir::kNone && !fast_[i]) ++reference, ++slow[g.nodes[l.node].op->name];
   }
-  for (const FusedKernel& k : fused_)
-    if (k.f32) ++f32_groups, f32_rows += static_cast<int64_t>(k.f32_steps.size());
+  for (const FusedKernel& k : fused_) {
+    f32_groups += k.f32;
+    rows += (rows.empty() ? "" : " ") + (k.f32 ? std::to_string(k.f32_steps.size()) : std::string("-"));
+  }
   std::ostringstream out;
-  out << "cpu: " << fast << " fast kernels, " << reference << " reference; " << f32_groups << " fused groups on f32 rows ("
-      << f32_rows << " rows: scalar multiply-adds fold into the rows around them)\n";
+  out << "cpu: " << fast << " fast kernels, " << reference << " reference; " << f32_groups << " fused groups on f32 rows";
+  // Scalar multiply-adds fold into the rows around them, so a group's rows may be fewer than its ops.
+  if (!fused_.empty()) out << " (rows per group: " << rows << ")";
+  out << "\n";
   if (!slow.empty()) {
     out << "  reference kernels:";
     for (const auto& [name, count] : slow) out << " " << name << " x" << count;
@@ -178,7 +216,8 @@ std::string Program::report() const {
 void Program::add_stats(runtime::Stats& s) const {
   for (size_t i = 0; i < fast_.size(); ++i) {
     s.fast_kernels += fast_[i] != nullptr;
-    s.reference_kernels += plan_.launches()[i].group < 0 && fast_[i] == nullptr;
+    const runtime::Plan::Launch& l = plan_.launches()[i];
+    s.reference_kernels += l.group < 0 && l.node != ir::kNone && fast_[i] == nullptr;
   }
   for (const FusedKernel& k : fused_) s.f32_rows += k.f32 ? static_cast<int64_t>(k.f32_steps.size()) : 0;
 }

@@ -42,6 +42,8 @@ class Program final : public runtime::Program {
   const runtime::Plan& plan_;
   std::vector<FusedKernel> fused_;  // per group of the plan
   std::vector<eval::Kernel> fast_;  // per launch: its fast kernel, or nullptr (a group, or the reference)
+  std::vector<char> flat_;          // per launch: elementwise in a blocked format, over its memory as one axis
+  std::vector<char> padded_;        // per launch: writes a blocked result whose padding channels need zeros
   mutable std::mutex pool_mu_;      // arenas of finished runs, so concurrent runs each have one
   mutable std::vector<std::unique_ptr<uint8_t[]>> pool_;
 };

@@ -43,7 +43,7 @@ int64_t BackendOptions::get(const char* name, const std::vector<BackendOption>& 
     if (it->first == name) return it->second;
   for (const BackendOption& o : declared)
     if (std::string(o.name) == name) return o.default_value;
-  return 0;
+  throw Error(ErrorCode::Internal, std::string("backend option `") + name + "` read but not declared");
 }
 
 void Program::run_launch(size_t, const std::vector<const eval::TensorRef*>&, const std::vector<const eval::TensorRef*>&) const {

@@ -6,6 +6,7 @@
 // backend for a Program). Backends are registered in one table: backends/registry.hpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "eval/host_tensor.hpp"
 #include "eval/kernels.hpp"
 #include "ir/graph.hpp"
+#include "plan/format.hpp"
 #include "runtime/grouping.hpp"
 #include "runtime/stats.hpp"
 
@@ -45,11 +47,23 @@ class BackendOptions {
   // "name=value,name=value" (the C options' backend_options string); spaces around are ignored.
   void parse(const std::string& text);
   const std::vector<std::pair<std::string, int64_t>>& values() const { return values_; }
-  // The value set last for `name`, else its declared default (or 0 for an undeclared one).
+  // The value set last for `name`, else its declared default (a backend reads only what it declares).
   int64_t get(const char* name, const std::vector<BackendOption>& declared) const;
 
  private:
   std::vector<std::pair<std::string, int64_t>> values_;
+};
+
+// The memory formats a backend's kernels want (plan/format.hpp). Unset `format_of`: every value
+// row-major, and the pipeline assigns nothing.
+struct FormatRules {
+  // The format its kernel for `n` (an op outside the elementwise ones) reads its first input in
+  // and writes its results in; its other inputs are read row-major.
+  std::function<plan::Format(const ir::Graph&, const ir::Node&)> format_of;
+  // Whether its elementwise kernels (groups and single ops) compute in any format when their
+  // operands of the result's shape share one and the others are single elements: a chain then
+  // stays in its producer's format instead of returning to row-major.
+  bool elementwise_any_format = false;
 };
 
 // A plan lowered to a backend's launch list, ready to run.
@@ -80,8 +94,10 @@ class Backend {
   virtual std::unique_ptr<ir::Graph> legalize(const ir::Graph& g) const = 0;
   // Which elementwise ops it wants fused, and how.
   virtual GroupingRules grouping(const CompileOptions& options) const = 0;
-  // Why it cannot run launch `index` of `plan` (empty: it can): the one place its refusal
-  // messages and its host fallback come from.
+  // The memory formats it wants (none but row-major unless it says so).
+  virtual FormatRules formats(const CompileOptions&) const { return {}; }
+  // Why it cannot run launch `index` of `plan` (empty: it can), from the same decision its
+  // lowering, refusal messages and host fallback take (a tool or a test asks it per launch).
   virtual std::string cannot_run(const Plan& plan, size_t index) const = 0;
   // The plan as the backend's launch list; throws ir::Error(Unsupported) naming what it cannot
   // run (unless its options send that to the host).

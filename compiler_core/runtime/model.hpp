@@ -40,7 +40,8 @@ class Model {
   std::string to_dot() const;  // of every plan compiled so far
 
  private:
-  // A plan, and the backend's program for it.
+  // A plan, and the backend's program for it, which refers to the plan: declared after it, so
+  // destroyed first.
   struct Compiled {
     std::unique_ptr<Plan> plan;
     std::unique_ptr<Program> program;

@@ -6,12 +6,16 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <string>
+#include <tuple>
+#include <type_traits>
 
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
 #include "ir/verify.hpp"
 #include "passes/passes.hpp"
 #include "plan/schedule.hpp"
+#include "runtime/formats.hpp"
 
 namespace esg::runtime {
 namespace {
@@ -32,11 +36,17 @@ bool check_plans_from_environment() {
 }  // namespace
 
 Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options) {
+  if (!options.backend) throw Error(ErrorCode::InvalidArgument, "compile: no backend");
   const Backend& backend = *options.backend;
   using clock = std::chrono::steady_clock;
-  auto step = [&](const char* name, auto&& f) {
+  // Runs a step, verifies and logs it; a step that returns false did nothing and goes unlogged.
+  auto step = [&](const std::string& name, auto&& f) {
     const auto t0 = clock::now();
-    f();
+    if constexpr (std::is_same_v<decltype(f()), bool>) {
+      if (!f()) return;
+    } else {
+      f();
+    }
     if (options.verify_each_pass) ir::verify(*graph_);
     const double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
     std::ostringstream line;
@@ -46,8 +56,11 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   };
   step("specialize to the input shapes", [&] { graph_ = eval::specialize(g, input_shapes); });
   graph_ = passes::optimize(*graph_, options.verify_each_pass, &log_);
-  step(("legalize for " + std::string(backend.name())).c_str(), [&] {
-    if (auto legal = backend.legalize(*graph_)) graph_ = std::move(legal);
+  step("legalize for " + std::string(backend.name()), [&] {
+    auto legal = backend.legalize(*graph_);
+    if (!legal) return false;
+    graph_ = std::move(legal);
+    return true;
   });
   const ir::Graph& sg = *graph_;
   for (ir::NodeId n : sg.regions[0].nodes)
@@ -65,6 +78,12 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
     for (const FusedGroup& grp : groups_) members.push_back(grp.members);
     gd = plan::from_graph(sg, members, !grouping.single_ops);
   });
+  FormatPlan formats;
+  const FormatRules format_rules = backend.formats(options);
+  auto assign = [&] { formats = assign_formats(sg, groups_, format_rules, gd); };
+  if (format_rules.format_of) step("assign memory formats, insert reorders", assign);
+  else assign();
+  reorders_ = formats.reorders;
   step("order for memory (the best of greedy, depth-first, breadth-first)", [&] { order = plan::memory_aware_order(gd.dag); });
   step("assign streams and events", [&] { streams_ = plan::assign_streams(gd.dag, order, options.streams); });
   plan::MemoryPlanOptions mo;
@@ -91,12 +110,15 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
     if (output_index[v] < 0 && produced) output_index[v] = static_cast<int>(i);
     else output_copies_.push_back({static_cast<int>(i), v});  // an input, a constant, or a repeated output
   }
-  auto slot = [&](ir::ValueId v) -> Slot {
-    if (input_index[v] >= 0) return {Slot::Input, input_index[v], v};
-    if (output_index[v] >= 0) return {Slot::Output, output_index[v], v};
+  // Where graph value `v` lives as DAG value `dv` (its own, or a copy in another format).
+  auto slot_of = [&](ir::ValueId v, int dv) -> Slot {
+    const plan::Format f = formats.format[static_cast<size_t>(dv)];
+    if (dv != gd.value[v]) return {Slot::Arena, memory_.offset[static_cast<size_t>(dv)], v, f};
+    if (input_index[v] >= 0) return {Slot::Input, input_index[v], v, f};
+    if (output_index[v] >= 0) return {Slot::Output, output_index[v], v, f};
     const ir::NodeId p = sg.values[v].producer;
-    if (p != ir::kNone && sg.nodes[p].blob != ir::kNone) return {Slot::Constant, p, v};
-    return {Slot::Arena, memory_.offset[static_cast<size_t>(gd.value[v])], v};
+    if (p != ir::kNone && sg.nodes[p].blob != ir::kNone) return {Slot::Constant, p, v, f};
+    return {Slot::Arena, memory_.offset[static_cast<size_t>(dv)], v, f};
   };
   step("bind the launch list", [&] {
     for (int op : order) {
@@ -104,7 +126,13 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
       l.node = gd.nodes[static_cast<size_t>(op)];
       l.group = gd.group[static_cast<size_t>(op)];
       l.stream = streams_.stream[static_cast<size_t>(op)];
-      if (l.group >= 0) {
+      auto slot = [&](ir::ValueId v) { return slot_of(v, formats.dag_value(gd, op, v)); };
+      if (l.node == ir::kNone) {
+        const plan::Dag::Op& reorder = gd.dag.ops[static_cast<size_t>(op)];
+        const ir::ValueId v = formats.reordered[static_cast<size_t>(op)];
+        l.in.push_back(slot_of(v, reorder.inputs[0]));
+        l.out.push_back(slot_of(v, reorder.outputs[0]));
+      } else if (l.group >= 0) {
         for (ir::ValueId v : groups_[static_cast<size_t>(l.group)].inputs) l.in.push_back(slot(v));
         for (ir::ValueId v : groups_[static_cast<size_t>(l.group)].outputs) l.out.push_back(slot(v));
       } else {
@@ -153,6 +181,15 @@ std::string Plan::report() const {
     for (ir::NodeId m : grp.members) out << " " << g.nodes[m].op->name << (m == grp.head ? " +" : "");
     out << " over " << g.shape_str(grp.shape) << "\n";
   }
+  if (reorders_) {
+    std::map<std::string, int> blocked;  // values by format, outside row-major
+    for (const Launch& l : launches_)
+      for (const Slot& o : l.out)
+        if (o.format != plan::Format::row_major()) ++blocked[o.format.name(g.shape(o.value).rank())];
+    out << "formats: " << reorders_ << " reorders;";
+    for (const auto& [name, count] : blocked) out << " " << count << " values in " << name;
+    out << "\n";
+  }
   out << "streams: " << streams_.num_streams << ", events: " << streams_.events.size()
       << (streams_.num_streams > 1 ? " (one thread each when the pool has them free, else in order)" : "") << "\n";
   for (int s = 0; s < streams_.num_streams; ++s) out << "  stream " << s << ": " << streams_.sequence[static_cast<size_t>(s)].size() << " ops\n";
@@ -171,6 +208,7 @@ std::string Plan::report() const {
 
 void Plan::add_stats(Stats& s) const {
   s.launches = static_cast<int64_t>(launches_.size());
+  s.reorders = reorders_;
   s.fused_groups = static_cast<int64_t>(groups_.size());
   for (const FusedGroup& grp : groups_) {
     s.fused_ops += static_cast<int64_t>(grp.members.size());
@@ -188,11 +226,16 @@ std::string Plan::to_dot(const Program& program) const {
   const ir::Graph& g = *graph_;
   std::ostringstream out;
   out << "digraph \"" << g.name << " (compiled)\" {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
-  std::map<ir::ValueId, size_t> writer;  // value -> the launch that writes it
+  // A value in a format -> the launch that writes it there.
+  auto where = [](const Slot& s) { return std::make_tuple(s.value, s.format.kind, s.format.block); };
+  std::map<decltype(where(Slot{})), size_t> writer;
   for (size_t i = 0; i < launches_.size(); ++i) {
     const Launch& l = launches_[i];
     std::string label;
-    if (l.group >= 0) {
+    if (l.node == ir::kNone) {
+      const size_t rank = g.shape(l.in[0].value).rank();
+      label = "reorder\\n" + l.in[0].format.name(rank) + " to " + l.out[0].format.name(rank);
+    } else if (l.group >= 0) {
       label = "fused";
       for (ir::NodeId m : groups_[static_cast<size_t>(l.group)].members) label += std::string("\\n") + g.nodes[m].op->name;
     } else {
@@ -200,7 +243,7 @@ std::string Plan::to_dot(const Program& program) const {
       const std::string how = program.describe_launch(i);
       label = std::string(n.op->name) + (how.empty() ? "" : " (" + how + ")");
     }
-    for (const Slot& o : l.out) writer[o.value] = i;
+    for (const Slot& o : l.out) writer[where(o)] = i;
     out << "  k" << i << " [label=\"" << label << "\\nstream " << l.stream << "\"" << (l.group >= 0 ? ", style=bold" : "") << "];\n";
   }
   for (size_t i = 0; i < launches_.size(); ++i) {
@@ -208,8 +251,9 @@ std::string Plan::to_dot(const Program& program) const {
     for (const Slot& in : l.in) {
       const ir::ValueId v = in.value;
       if (v == ir::kNone) continue;
-      const auto w = writer.find(v);
-      if (w != writer.end()) out << "  k" << w->second << " -> k" << i << " [label=\"" << g.type_str(v) << "\"];\n";
+      const auto w = writer.find(where(in));
+      const std::string format = in.format == plan::Format::row_major() ? "" : " " + in.format.name(g.shape(v).rank());
+      if (w != writer.end()) out << "  k" << w->second << " -> k" << i << " [label=\"" << g.type_str(v) << format << "\"];\n";
     }
   }
   out << "}\n";

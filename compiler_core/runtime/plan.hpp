@@ -10,6 +10,7 @@
 
 #include "eval/host_tensor.hpp"
 #include "ir/graph.hpp"
+#include "plan/format.hpp"
 #include "plan/memory_plan.hpp"
 #include "plan/streams.hpp"
 #include "runtime/backend.hpp"
@@ -32,15 +33,19 @@ struct CompileOptions {
 class Plan {
  public:
   Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options);
+  // Programs keep references into a plan (its graph, groups, launches): it never moves.
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
 
   // Where a tensor lives during a run.
   struct Slot {
     enum Kind : uint8_t { Arena, Input, Output, Constant } kind;
     int64_t at;  // arena offset, input/output index, or node id of the constant; an absent optional input: Arena, -1
     ir::ValueId value;  // the value there (kNone: an absent optional input)
+    plan::Format format = {};  // how its elements lie there
   };
   struct Launch {
-    ir::NodeId node;            // the op, or a fused group's last member
+    ir::NodeId node;            // the op, or a fused group's last member; kNone: a reorder of in[0] into out[0]'s format
     int group;                  // the fused group it runs, or -1
     std::vector<Slot> in, out;  // operands (captures included) and results; a group's inputs and outputs
     int stream;
@@ -72,6 +77,7 @@ class Plan {
   std::vector<std::string> log_;
   std::vector<std::pair<int, ir::ValueId>> output_copies_;  // outputs to fill from another slot
   int64_t arena_bytes_ = 0;
+  int reorders_ = 0;
 };
 
 }  // namespace esg::runtime

@@ -31,6 +31,7 @@ struct Stats {
   int64_t device_bytes = 0;            // the one device allocation
   int64_t device_events = 0;           // events made on the device (they may be shared)
   int64_t captured = 0;                // 1: a run replays one captured device model
+  int64_t reorders = 0;  // launches that copy a value into another memory format
 };
 
 }  // namespace esg::runtime

@@ -329,7 +329,8 @@ void bind_model(py::module_& m) {
             {"host_launches", s.host_launches},
             {"device_bytes", s.device_bytes},
             {"device_events", s.device_events},
-            {"captured", s.captured}};
+            {"captured", s.captured},
+            {"reorders", s.reorders}};
       }, "The report's numbers as a dict (launches, fused_groups, arena_bytes, ...): the plan compiled last.")
       .def("to_dot", &esg::Model::to_dot, "The compiled launch list as Graphviz DOT.")
       .def("profile", [](const esg::Model& self, py::args args, const std::string& path) {

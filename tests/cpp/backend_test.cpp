@@ -29,7 +29,7 @@ TEST_CASE("the table names every backend once, the CPU first") {
   CHECK(backends::names() == std::vector<std::string>{"cpu", "ascend", "ascend-sim"});
   for (const std::string& name : backends::names()) CHECK(backends::find(name)->name() == name);
   CHECK(backends::find("tpu") == nullptr);
-  CHECK(backends::find("cpu")->options().empty());
+  CHECK(backends::find("cpu")->options().size() == 1);  // channel_block
   CHECK(backends::find("ascend-sim")->options().size() == 3);
 }
 
@@ -82,4 +82,41 @@ TEST_CASE("cannot_run: the reason a backend refuses a launch, empty where it has
   CHECK(refused == 1);
   const runtime::Plan cpu(*g, {ir::Shape{8}}, options_for("cpu"));
   for (size_t i = 0; i < cpu.launches().size(); ++i) CHECK(backends::find("cpu")->cannot_run(cpu, i).empty());
+}
+
+TEST_CASE("memory formats: a blocked chain's launches, reorders at its ends, padded buffers") {
+  ir::Builder b("pools");
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{1, 12, 8, 8});
+  std::vector<ir::AttrArg> pool(ir::ops::max_pool2d.attrs.size());
+  const int64_t kernel[] = {2, 2};
+  pool[ir::MaxPool2dAttrs::Index::kernel] = ir::AttrArg::of_ints(kernel, 2);
+  const ValueId p = node(b, ir::ops::max_pool2d, {x}, pool);                 // [1,12,7,7]
+  const ValueId e = node(b, ir::ops::neg, {node(b, ir::ops::exp, {p})});      // a group of two
+  const ValueId y = node(b, ir::ops::avg_pool2d, {e}, pool);                  // [1,12,6,6]
+  const auto g = b.finish({&y, 1});
+  runtime::CompileOptions o = options_for("cpu");
+  o.backend_options.set("channel_block", 8);
+  const runtime::Plan plan(*g, {ir::Shape{1, 12, 8, 8}}, o);
+  const auto& l = plan.launches();
+  REQUIRE(l.size() == 5);  // reorder, max pool, exp+neg, avg pool, reorder
+  const plan::Format blocked = plan::Format::blocked_channels(8), row_major = plan::Format::row_major();
+  CHECK((l[0].node == ir::kNone && l[0].in[0].kind == runtime::Plan::Slot::Input && l[0].out[0].format == blocked));
+  for (size_t i = 1; i < 4; ++i) {
+    CHECK(l[i].node != ir::kNone);
+    CHECK(l[i].in[0].format == blocked);
+    CHECK(l[i].out[0].format == blocked);
+  }
+  CHECK(l[2].group >= 0);
+  CHECK((l[4].node == ir::kNone && l[4].in[0].format == blocked && l[4].out[0].kind == runtime::Plan::Slot::Output &&
+         l[4].out[0].format == row_major));
+  // 12 channels in blocks of 8: 16 per pixel. The largest live pair (the max pool's blocked input
+  // and result) takes 16·64·4 + 16·49·4 bytes, each aligned.
+  CHECK(blocked.physical_elements(ir::Shape{1, 12, 8, 8}) == 16 * 64);
+  CHECK(blocked.physical_elements(ir::Shape{1, 16, 8, 8}) == 16 * 64);
+  CHECK(blocked.physical_elements(ir::Shape{1, 0, 8, 8}) == 0);
+  CHECK(plan.arena_bytes() >= 16 * 64 * 4 + 16 * 49 * 4);
+  CHECK(blocked.name(4) == "nChw8c");
+  CHECK(plan::Format::blocked_channels(16).name(3) == "nCw16c");
+  // Without the option: no format pass, no reorders.
+  CHECK(runtime::Plan(*g, {ir::Shape{1, 12, 8, 8}}, options_for("cpu")).launches().size() == 3);
 }

@@ -526,3 +526,48 @@ TEST_CASE("simplification: a transpose read elsewhere too is not split into a se
   const auto out = m.run({HostTensor::from(esg::f32, kv, {1, 5, 2, 4}), HostTensor::from(esg::f32, qv, {1, 2, 3, 4})});
   CHECK(out[0].values<float>() == attention_scores(qv, kv));
 }
+
+TEST_CASE("blocked channels: pools and the elementwise chain between them stay blocked, reordered at the ends only") {
+  esg::GraphBuilder b("pools");
+  const Tensor x = b.input("x", esg::f32, {2, 12, 9, 9});  // 12 channels: the second block of 8 is half padding
+  Tensor y = esg::max_pool2d(x, {2, 2}, esg::MaxPool2dOptions().strides({2, 2}));
+  y = esg::relu(y * b.constant({0.5f}, {}) - b.constant({0.25f}, {}));
+  y = esg::avg_pool2d(y, {3, 3}, esg::AvgPool2dOptions().pads({1, 1, 1, 1}));
+  const Tensor z = esg::max_pool2d(esg::tanh(y), {2, 2});
+  std::vector<float> xv(2 * 12 * 9 * 9);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>((i * 37) % 101) / 25.0f - 2.0f;
+  const std::vector<HostTensor> in = {HostTensor::from(esg::f32, xv, {2, 12, 9, 9})};
+  const esg::Graph chain = b.build({z});
+  const esg::Model plain = esg::compile(chain);
+  const std::vector<float> want = plain.run(in)[0].values<float>();
+  for (int block : {8, 16}) {
+    CAPTURE(block);
+    const esg::Model blocked = esg::compile(chain, esg::CompileOptions().backend_option("channel_block", block));
+    const esg_model_stats s = blocked.stats();
+    CHECK(s.reorders == 2);  // into the blocked format before the first pool, back for the output
+    CHECK(s.launches == plain.stats().launches + 2);
+    CHECK(s.lower_bound_bytes > plain.stats().lower_bound_bytes);  // 12 channels held as 16
+    CHECK(blocked.run(in)[0].values<float>() == want);  // the same math on every element, bit for bit
+    CHECK(blocked.report().find(block == 8 ? "values in nChw8c" : "values in nChw16c") != std::string::npos);
+  }
+  CHECK(plain.stats().reorders == 0);
+  CHECK_THROWS_AS(esg::compile(chain, esg::CompileOptions().backend_option("channel_block", 12)), esg::InvalidArgumentError);
+  CHECK_THROWS_AS(esg::compile(chain, esg::CompileOptions().backend_option("channel_block", 32)), esg::InvalidArgumentError);
+}
+
+TEST_CASE("blocked channels: row-major readers of a blocked value share one reorder") {
+  esg::GraphBuilder b("readers");
+  const Tensor x = b.input("x", esg::f32, {1, 5, 6, 6});
+  const Tensor p = esg::max_pool2d(x, {2, 2}, esg::MaxPool2dOptions().strides({2, 2}));
+  const Tensor e = esg::exp(p);
+  // e is an output (row-major for the caller), read by a softmax over the channels (a row-major
+  // kernel) and by another pool (blocked): the softmax reads the output's row-major copy.
+  const esg::Graph g = b.build({e, esg::softmax(e, esg::SoftmaxOptions().axis(1)), esg::avg_pool2d(e, {3, 3})});
+  std::vector<float> xv(5 * 36);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(static_cast<float>(i));
+  const std::vector<HostTensor> in = {HostTensor::from(esg::f32, xv, {1, 5, 6, 6})};
+  const esg::Model blocked = esg::compile(g, esg::CompileOptions().backend_option("channel_block", 8));
+  CHECK(blocked.stats().reorders == 3);  // x in; e out (the softmax reads it there); the last pool's result out
+  const auto got = blocked.run(in), want = esg::compile(g).run(in);
+  for (size_t o = 0; o < 3; ++o) CHECK(got[o].values<float>() == want[o].values<float>());
+}

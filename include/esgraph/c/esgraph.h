@@ -352,6 +352,7 @@ typedef struct esg_model_stats {
   int64_t device_bytes;            /* Ascend: the one device allocation */
   int64_t device_events;           /* Ascend: events made on the device (several may share one) */
   int64_t captured;                /* Ascend: 1 when a run replays one captured model */
+  int64_t reorders;                /* launches that copy a value into another memory format */
 } esg_model_stats;
 ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats* stats, size_t struct_size);
 #define esg_model_get_stats(model, stats) esg_model_get_stats_((model), (stats), sizeof(*(stats)))

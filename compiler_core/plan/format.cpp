@@ -1,0 +1,20 @@
+#include "plan/format.hpp"
+
+namespace esg::plan {
+
+int64_t Format::physical_elements(const ir::Shape& shape) const {
+  if (kind == RowMajor || shape.rank() < 2) return shape.num_elements();
+  const int64_t channels = shape[1];
+  if (channels == 0) return 0;
+  return shape.num_elements() / channels * ((channels + block - 1) / block * block);
+}
+
+bool Format::unpadded(const ir::Shape& shape) const { return kind == RowMajor || shape.rank() < 2 || shape[1] % block == 0; }
+
+std::string Format::name(size_t rank) const {
+  if (kind == RowMajor) return "row-major";
+  static const char* const kSpatial[] = {"", "", "", "w", "hw", "dhw"};
+  return std::string("nC") + (rank < 6 ? kSpatial[rank] : "…") + std::to_string(block) + "c";
+}
+
+}  // namespace esg::plan

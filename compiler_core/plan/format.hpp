@@ -1,0 +1,31 @@
+// How a value's elements lie in memory, apart from its logical shape: its physical format.
+// Row-major is the logical order itself. A blocked-channel format stores axis 1 (the channels
+// of NCHW and the like) in blocks of `block` channels, innermost: nChw8c is
+// [N][ceil(C/8)][H][W][8]. The channel count is padded to a whole block, and the padding holds
+// zeros, so a kernel may compute whole blocks (oneDNN's nChw8c/nChw16c; Ascend's NC1HWC0 is the
+// same layout with C0 = 16).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ir/shape.hpp"
+
+namespace esg::plan {
+
+struct Format {
+  enum Kind : uint8_t { RowMajor, BlockedChannels } kind = RowMajor;
+  int64_t block = 1;  // channels per block (BlockedChannels)
+
+  static Format row_major() { return {}; }
+  static Format blocked_channels(int64_t block) { return {BlockedChannels, block}; }
+  bool operator==(const Format& o) const { return kind == o.kind && block == o.block; }
+  bool operator!=(const Format& o) const { return !(*this == o); }
+  // Elements in memory for `shape`: the logical count, the channels padded to a whole block.
+  int64_t physical_elements(const ir::Shape& shape) const;
+  // Whether the padding of `shape` in this format is empty (the channels fill whole blocks).
+  bool unpadded(const ir::Shape& shape) const;
+  // "row-major", or oneDNN's name for a blocked format of this rank: "nChw8c", "nCw16c", ….
+  std::string name(size_t rank) const;
+};
+
+}  // namespace esg::plan

@@ -1,0 +1,121 @@
+#include "runtime/formats.hpp"
+
+#include <algorithm>
+
+namespace esg::runtime {
+
+int FormatPlan::dag_value(const plan::GraphDag& gd, int op, ir::ValueId v) const {
+  if (static_cast<size_t>(op) < bound.size())
+    for (const auto& [value, dv] : bound[static_cast<size_t>(op)])
+      if (value == v) return dv;
+  return gd.value[v];
+}
+
+FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& groups, const FormatRules& rules, plan::GraphDag& gd) {
+  plan::Dag& d = gd.dag;
+  FormatPlan fp;
+  fp.format.assign(static_cast<size_t>(d.num_values()), plan::Format::row_major());
+  fp.reordered.assign(static_cast<size_t>(d.num_ops()), ir::kNone);
+  if (!rules.format_of) return fp;
+  fp.bound.resize(static_cast<size_t>(d.num_ops()));
+  auto bytes = [&](ir::ValueId v, plan::Format f) {
+    return f.physical_elements(g.shape(v)) * static_cast<int64_t>(ir::dtype_size(g.values[v].dtype));
+  };
+  // The copies of each graph value in the formats made so far, the producer's first.
+  std::vector<std::vector<std::pair<plan::Format, int>>> copies(g.values.size());
+  auto copies_of = [&](ir::ValueId v) -> std::vector<std::pair<plan::Format, int>>& {
+    if (copies[v].empty()) copies[v].push_back({plan::Format::row_major(), gd.value[v]});
+    return copies[v];
+  };
+  auto add_value = [&](ir::ValueId v, plan::Format f) {
+    d.value_bytes.push_back(bytes(v, f));
+    fp.format.push_back(f);
+    return d.num_values() - 1;
+  };
+  auto add_reorder = [&](ir::ValueId v, int from, int to) {
+    d.ops.push_back({{from}, {to}, {}});
+    gd.nodes.push_back(ir::kNone);
+    gd.group.push_back(-1);
+    fp.reordered.push_back(v);
+    fp.bound.emplace_back();
+    ++fp.reorders;
+  };
+  // The DAG value holding `v` in `want`: a copy made before, or a new reorder of the producer's.
+  auto copy_in = [&](ir::ValueId v, plan::Format want) {
+    auto& have = copies_of(v);
+    for (const auto& [f, dv] : have)
+      if (f == want) return dv;
+    const int to = add_value(v, want);
+    add_reorder(v, have.front().second, to);
+    copies[v].push_back({want, to});
+    return to;
+  };
+  std::vector<char> is_output(g.values.size(), 0);
+  for (ir::ValueId v : g.outputs()) is_output[v] = 1;
+
+  const int original_ops = d.num_ops();
+  for (int o = 0; o < original_ops; ++o) {
+    const ir::NodeId node = gd.nodes[static_cast<size_t>(o)];
+    const int k = gd.group[static_cast<size_t>(o)];
+    const ir::Node& n = g.nodes[node];
+    std::vector<ir::ValueId> reads, writes;
+    if (k >= 0) {
+      reads = groups[static_cast<size_t>(k)].inputs;
+      writes = groups[static_cast<size_t>(k)].outputs;
+    } else {
+      for (ir::ValueId v : g.inputs(n))
+        if (v != ir::kNone && std::find(reads.begin(), reads.end(), v) == reads.end()) reads.push_back(v);
+      for (uint32_t i = 0; i < n.num_outputs; ++i) writes.push_back(n.first_output + i);
+    }
+    // The op's format, and the inputs it reads in it (the rest row-major, or as they are when
+    // single elements: element 0 is the value in every format).
+    plan::Format f = plan::Format::row_major();
+    std::vector<ir::ValueId> data;
+    const bool elementwise = k >= 0 ? groups[static_cast<size_t>(k)].head == ir::kNone : n.op->elementwise && n.num_outputs == 1;
+    if (elementwise && rules.elementwise_any_format) {
+      const ir::Shape shape = g.shape(writes.front());
+      bool uniform = shape.rank() >= 2;
+      for (ir::ValueId v : reads) {
+        if (g.shape(v) == shape) data.push_back(v);
+        else uniform = uniform && g.shape(v).num_elements() == 1;
+      }
+      for (ir::ValueId v : data) uniform = uniform && copies_of(v).front().first == copies_of(data.front()).front().first;
+      if (uniform && !data.empty()) f = copies_of(data.front()).front().first;
+    } else if (!elementwise && k < 0 && n.num_outputs == 1 && !reads.empty()) {
+      f = rules.format_of(g, n);
+      if (f != plan::Format::row_major()) data.push_back(g.operands[n.first_input]);
+    }
+    auto rebind = [&](std::vector<int>& ids, ir::ValueId v, int dv) {
+      std::replace(ids.begin(), ids.end(), gd.value[v], dv);
+      fp.bound[static_cast<size_t>(o)].push_back({v, dv});
+    };
+    for (ir::ValueId v : reads) {
+      const bool is_data = std::find(data.begin(), data.end(), v) != data.end();
+      if (!is_data && g.shape(v).num_elements() == 1) continue;
+      const int dv = copy_in(v, is_data ? f : plan::Format::row_major());
+      if (dv == gd.value[v]) continue;
+      rebind(d.ops[static_cast<size_t>(o)].inputs, v, dv);
+      std::replace(d.ops[static_cast<size_t>(o)].reusable.begin(), d.ops[static_cast<size_t>(o)].reusable.end(), gd.value[v], dv);
+    }
+    for (ir::ValueId v : writes) {
+      copies[v].clear();
+      if (f == plan::Format::row_major()) continue;
+      if (!is_output[v]) {  // the value itself is blocked
+        const int dv = gd.value[v];
+        d.value_bytes[static_cast<size_t>(dv)] = bytes(v, f);
+        fp.format[static_cast<size_t>(dv)] = f;
+        copies[v].push_back({f, dv});
+        continue;
+      }
+      // The caller's output is row-major: the op writes a blocked value a reorder copies out.
+      const int blocked = add_value(v, f);
+      rebind(d.ops[static_cast<size_t>(o)].outputs, v, blocked);
+      copies[v].push_back({f, blocked});
+      add_reorder(v, blocked, gd.value[v]);
+      copies[v].push_back({plan::Format::row_major(), gd.value[v]});
+    }
+  }
+  return fp;
+}
+
+}  // namespace esg::runtime

@@ -1,0 +1,49 @@
+"""Memory formats on the CPU: with the option channel_block, the pools compute over blocked
+channels (nChw8c, nChw16c) and the elementwise ops between them stay blocked; values are checked
+against PyTorch's pools and the counts of reorders against what the plan must insert."""
+import numpy as np
+import pytest
+import torch
+
+import esgraph
+from esgraph import ops
+
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def pools_graph(shape):
+    """max pool 2x2/2, x·0.5 - 0.25, relu, avg pool 3x3 padded 1, tanh, max pool 2x2, padded right."""
+    with esgraph.GraphBuilder("pools") as b:
+        x = b.input("x", esgraph.f32, list(shape))
+        y = ops.max_pool2d(x, kernel=[2, 2], strides=[2, 2])
+        y = ops.relu(y * 0.5 - 0.25)
+        y = ops.avg_pool2d(y, kernel=[3, 3], pads=[1, 1, 1, 1])
+        return b.build([ops.max_pool2d(ops.tanh(y), kernel=[2, 2], pads=[0, 0, 1, 1])])
+
+
+def torch_pools(x):
+    t = torch.from_numpy(x.astype(np.float64))
+    y = torch.nn.functional.max_pool2d(t, 2, 2)
+    y = torch.relu(y * 0.5 - 0.25)
+    y = torch.nn.functional.avg_pool2d(y, 3, 1, 1, count_include_pad=False)
+    y = torch.nn.functional.pad(torch.tanh(y), (0, 1, 0, 1), value=-float("inf"))
+    return torch.nn.functional.max_pool2d(y, 2, 1).numpy().astype(np.float32)
+
+
+@pytest.mark.parametrize("block", [8, 16])
+@pytest.mark.parametrize("channels", [3, 8, 12, 16, 20])
+def test_a_blocked_chain_matches_torch_with_reorders_at_its_ends(block, channels):
+    x = np.random.default_rng(channels).standard_normal((2, channels, 11, 10)).astype(np.float32)
+    g = pools_graph(x.shape)
+    model = esgraph.compile(g, backend_options={"channel_block": block})
+    np.testing.assert_allclose(model(x), torch_pools(x), rtol=RTOL, atol=ATOL)
+    assert model.stats()["reorders"] == 2
+    np.testing.assert_array_equal(model(x), esgraph.compile(g)(x))  # the same math, element by element
+
+
+def test_the_option_is_checked():
+    g = pools_graph((1, 4, 6, 6))
+    for bad in (4, 17, -1):
+        with pytest.raises(esgraph.InvalidArgumentError, match="channel_block"):
+            esgraph.compile(g, backend_options={"channel_block": bad})
+    assert esgraph.compile(g).stats()["reorders"] == 0
