@@ -27,22 +27,21 @@ Program::Program(const runtime::Plan& plan) : plan_(plan) {
     const plan::Format f = l.out.empty() ? plan::Format::row_major() : l.out[0].format;
     const bool blocked = f != plan::Format::row_major();
     const bool elementwise = l.group >= 0 || (l.node != ir::kNone && g.nodes[l.node].op->elementwise);
-    flat_.push_back(blocked && elementwise);
-    padded_.push_back(blocked && l.node != ir::kNone && !f.unpadded(g.shape(l.out[0].value)));
+    Bound b;
+    b.flat = blocked && elementwise;
+    b.padded = blocked && l.node != ir::kNone && !f.unpadded(g.shape(l.out[0].value));
     if (l.group >= 0) {
       const runtime::FusedGroup& grp = plan.groups()[static_cast<size_t>(l.group)];
-      fused_[static_cast<size_t>(l.group)] = bind_fused_kernel(g, grp, flat_.back() ? f.physical_elements(grp.shape) : -1);
-      fast_.push_back(nullptr);
-    } else if (l.node == ir::kNone) {
-      fast_.push_back(nullptr);
-    } else if (blocked && !elementwise) {
-      fast_.push_back(find_blocked_kernel(g, g.nodes[l.node], f));
-      if (!fast_.back())
+      fused_[static_cast<size_t>(l.group)] = bind_fused_kernel(g, grp, b.flat ? f.physical_elements(grp.shape) : -1);
+    } else if (blocked && !elementwise && l.node != ir::kNone) {
+      b.fast = find_blocked_kernel(g, g.nodes[l.node], f);
+      if (!b.fast)
         throw ir::Error(ir::ErrorCode::Internal, std::string("cpu: no ") + f.name(g.shape(l.out[0].value).rank()) + " kernel for " +
                                                      g.nodes[l.node].op->name + ", which the format rules chose");
-    } else {
-      fast_.push_back(find_fast_kernel(g, g.nodes[l.node]));
+    } else if (l.node != ir::kNone) {
+      b.fast = find_fast_kernel(g, g.nodes[l.node]);
     }
+    bound_.push_back(b);
   }
 }
 
@@ -75,14 +74,15 @@ void Program::launch(size_t index, uint8_t* base, const std::vector<eval::Tensor
     s.out_refs[i] = ref(l.out[i], base, inputs, outputs);
     s.out_ptrs.push_back(&s.out_refs[i]);
   }
-  if (flat_[index]) {  // operands of the result's shape as the elements in memory; single elements as they are
+  const Bound& b = bound_[index];
+  if (b.flat) {  // operands of the result's shape as the elements in memory; single elements as they are
     const ir::Shape logical = s.out_refs[0].shape, flat{l.out[0].format.physical_elements(logical)};
     for (eval::TensorRef& r : s.in_refs)
       if (r.shape == logical) r.shape = flat;
     for (eval::TensorRef& r : s.out_refs) r.shape = flat;
   }
   compute(index, s.in_ptrs, s.out_ptrs, parallel);
-  if (padded_[index])
+  if (b.padded)
     for (size_t i = 0; i < l.out.size(); ++i) zero_padding(ref(l.out[i], base, inputs, outputs), l.out[i].format);
 }
 
@@ -95,7 +95,7 @@ void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, con
   const ir::Node& n = g.nodes[l.node];
   if (!n.op->subgraphs.empty()) return eval::run_control_flow(g, l.node, in, out);
   in.resize(n.num_inputs - n.num_captures);  // kernels take the declared inputs; captures exist only for control flow
-  if (fast_[index]) fast_[index](eval::KernelCall{g, n, in, out, parallel});
+  if (const eval::Kernel fast = bound_[index].fast) fast(eval::KernelCall{g, n, in, out, parallel});
   else eval::run_kernel(g, n, in, out);
 }
 
@@ -183,7 +183,7 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
   pool_.push_back(std::move(arena));
 }
 
-std::string Program::describe_launch(size_t index) const { return fast_[index] ? "fast" : ""; }
+std::string Program::describe_launch(size_t index) const { return bound_[index].fast ? "fast" : ""; }
 
 std::string Program::report() const {
   const ir::Graph& g = plan_.graph();
@@ -191,10 +191,10 @@ std::string Program::report() const {
   std::string rows;  // per fused group in the plan's order: its f32 rows, or "-" off them
   // The ops without a kernel of their own, by name: where a model's time may go.
   std::map<std::string, int> slow;
-  for (size_t i = 0; i < fast_.size(); ++i) {
+  for (size_t i = 0; i < bound_.size(); ++i) {
     const runtime::Plan::Launch& l = plan_.launches()[i];
-    fast += fast_[i] != nullptr;
-    if (l.group < 0 && l.node != ir::kNone && !fast_[i]) ++reference, ++slow[g.nodes[l.node].op->name];
+    fast += bound_[i].fast != nullptr;
+    if (l.group < 0 && l.node != ir::kNone && !bound_[i].fast) ++reference, ++slow[g.nodes[l.node].op->name];
   }
   for (const FusedKernel& k : fused_) {
     f32_groups += k.f32;
@@ -214,10 +214,10 @@ std::string Program::report() const {
 }
 
 void Program::add_stats(runtime::Stats& s) const {
-  for (size_t i = 0; i < fast_.size(); ++i) {
-    s.fast_kernels += fast_[i] != nullptr;
+  for (size_t i = 0; i < bound_.size(); ++i) {
+    s.fast_kernels += bound_[i].fast != nullptr;
     const runtime::Plan::Launch& l = plan_.launches()[i];
-    s.reference_kernels += l.group < 0 && l.node != ir::kNone && fast_[i] == nullptr;
+    s.reference_kernels += l.group < 0 && l.node != ir::kNone && bound_[i].fast == nullptr;
   }
   for (const FusedKernel& k : fused_) s.f32_rows += k.f32 ? static_cast<int64_t>(k.f32_steps.size()) : 0;
 }

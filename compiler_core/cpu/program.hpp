@@ -41,9 +41,13 @@ class Program final : public runtime::Program {
 
   const runtime::Plan& plan_;
   std::vector<FusedKernel> fused_;  // per group of the plan
-  std::vector<eval::Kernel> fast_;  // per launch: its fast kernel, or nullptr (a group, or the reference)
-  std::vector<char> flat_;          // per launch: elementwise in a blocked format, over its memory as one axis
-  std::vector<char> padded_;        // per launch: writes a blocked result whose padding channels need zeros
+  // What a launch runs, bound once: one entry per launch, so a run reads one array.
+  struct Bound {
+    eval::Kernel fast = nullptr;  // its fast kernel, or nullptr (a group, a reorder, or the reference)
+    bool flat = false;            // elementwise in a blocked format, over its memory as one axis
+    bool padded = false;          // writes a blocked result whose padding channels need zeros
+  };
+  std::vector<Bound> bound_;
   mutable std::mutex pool_mu_;      // arenas of finished runs, so concurrent runs each have one
   mutable std::vector<std::unique_ptr<uint8_t[]>> pool_;
 };
