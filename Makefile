@@ -6,9 +6,10 @@
 #               models written in esgraph and imported from torch.nn, against PyTorch and ONNX Runtime
 #   make conformance  ONNX's node test suite through the importer; rewrites docs/conformance.md
 #   make release-snapshot   record the current API version (see scripts/release-snapshot.sh)
+#   make package  a .deb of the library, headers, CMake package, esgraph.pc and Python package
 PY      := /usr/bin/python3
 JOBS    ?= 2
-.PHONY: deps build demo test test-asan pytest conformance bench release-snapshot clean
+.PHONY: deps build demo test test-asan pytest conformance bench package release-snapshot clean
 
 deps:
 	@scripts/install-deps.sh
@@ -50,6 +51,9 @@ bench: build
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/models.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/imported_models.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/ascend_lowering.py
+
+package: build
+	cd build/default && cpack -G DEB
 
 # Records the API version of VERSION: op-set history, ABI baseline, frozen headers, graph files.
 release-snapshot: build

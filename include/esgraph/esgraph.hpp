@@ -316,16 +316,58 @@ class GraphBuilder {
 
 // ---- compiled models --------------------------------------------------------------------------
 // Host data that owns its bytes (row-major): what models take and give.
+namespace detail {
+// Whether elements of C++ type T are how values of `t` lie in memory: the type itself, bool or
+// uint8_t for bool, and uint16_t for the 16-bit floats' bit patterns (as numpy and ONNX keep them).
+template <class T>
+bool holds(DType t) {
+  if constexpr (std::is_same_v<T, float>) return t == DType::F32;
+  else if constexpr (std::is_same_v<T, double>) return t == DType::F64;
+  else if constexpr (std::is_same_v<T, int8_t>) return t == DType::I8;
+  else if constexpr (std::is_same_v<T, int16_t>) return t == DType::I16;
+  else if constexpr (std::is_same_v<T, int32_t>) return t == DType::I32;
+  else if constexpr (std::is_same_v<T, int64_t>) return t == DType::I64;
+  else if constexpr (std::is_same_v<T, bool>) return t == DType::Bool;
+  else if constexpr (std::is_same_v<T, uint8_t>) return t == DType::U8 || t == DType::Bool;
+  else if constexpr (std::is_same_v<T, uint16_t>) return t == DType::U16 || t == DType::F16 || t == DType::BF16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return t == DType::U32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return t == DType::U64;
+  else return false;
+}
+template <class T>
+const char* element_name() {
+  if constexpr (std::is_same_v<T, float>) return "float";
+  else if constexpr (std::is_same_v<T, double>) return "double";
+  else if constexpr (std::is_same_v<T, bool>) return "bool";
+  else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
+  else if constexpr (std::is_same_v<T, int16_t>) return "int16_t";
+  else if constexpr (std::is_same_v<T, int32_t>) return "int32_t";
+  else if constexpr (std::is_same_v<T, int64_t>) return "int64_t";
+  else if constexpr (std::is_same_v<T, uint8_t>) return "uint8_t";
+  else if constexpr (std::is_same_v<T, uint16_t>) return "uint16_t";
+  else if constexpr (std::is_same_v<T, uint32_t>) return "uint32_t";
+  else if constexpr (std::is_same_v<T, uint64_t>) return "uint64_t";
+  else return "these";
+}
+}  // namespace detail
+
 class HostTensor {
  public:
   HostTensor(DType dtype, std::vector<int64_t> shape)
       : dtype_(dtype), shape_(std::move(shape)), bytes_(count() * esg_dtype_size(static_cast<esg_dtype>(dtype))) {}
+  // A tensor holding `values`, which must be of the dtype's own C++ type (no conversion).
   template <class T>
   static HostTensor from(DType dtype, const std::vector<T>& values, std::vector<int64_t> shape) {
+    check_element<T>(dtype, "HostTensor::from");
     HostTensor t(dtype, std::move(shape));
-    if (values.size() != t.count() || sizeof(T) != esg_dtype_size(static_cast<esg_dtype>(dtype)))
-      throw InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "HostTensor::from: values do not match the dtype and shape");
-    std::memcpy(t.bytes_.data(), values.data(), t.bytes_.size());
+    if (values.size() != t.count())
+      throw InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "HostTensor::from: " + std::to_string(values.size()) +
+                                                               " values for a shape of " + std::to_string(t.count()) + " elements");
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs its bits
+      for (size_t i = 0; i < values.size(); ++i) t.bytes_[i] = values[i];
+    } else if (!values.empty()) {
+      std::memcpy(t.bytes_.data(), values.data(), t.bytes_.size());
+    }
     return t;
   }
   DType dtype() const { return dtype_; }
@@ -335,12 +377,21 @@ class HostTensor {
     for (int64_t d : shape_) n *= static_cast<size_t>(d);
     return n;
   }
+  // The elements, as the dtype's own C++ type (anything else is a DTypeError).
   template <class T>
-  T* data() { return reinterpret_cast<T*>(bytes_.data()); }
+  T* data() {
+    check_element<T>(dtype_, "HostTensor::data");
+    return reinterpret_cast<T*>(bytes_.data());
+  }
   template <class T>
   std::vector<T> values() const {
+    check_element<T>(dtype_, "HostTensor::values");
     std::vector<T> out(count());
-    std::memcpy(out.data(), bytes_.data(), std::min(bytes_.size(), out.size() * sizeof(T)));
+    if constexpr (std::is_same_v<T, bool>) {
+      for (size_t i = 0; i < out.size(); ++i) out[i] = bytes_[i] != 0;
+    } else if (!out.empty()) {
+      std::memcpy(out.data(), bytes_.data(), bytes_.size());
+    }
     return out;
   }
   esg_buffer buffer() const {
@@ -348,6 +399,12 @@ class HostTensor {
   }
 
  private:
+  template <class T>
+  static void check_element(DType dtype, const char* what) {
+    if (!detail::holds<T>(dtype))
+      throw DTypeError(ESG_ERR_DTYPE,
+                       std::string(what) + ": " + detail::element_name<T>() + " elements for a tensor of " + dtype_name(dtype));
+  }
   DType dtype_;
   std::vector<int64_t> shape_;
   std::vector<uint8_t> bytes_;

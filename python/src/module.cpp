@@ -196,12 +196,35 @@ void bind_builder(py::module_& m) {
            py::arg("outputs"), "Finishes the graph; its tensors can no longer be used.");
 }
 
+// An input of another dtype than the model's, as the C API does, is refused: a numpy array or
+// scalar of another dtype (naming the fix), or values (lists, Python numbers) that the input's
+// dtype cannot hold: floats for an integer input, integers out of its range. Byte order
+// is not a dtype: a byte-swapped array of the right type is converted. With `cast`, numpy's
+// astype converts anything (truncating, wrapping), as asked.
+void check_input_dtype(esg_model* h, size_t i, py::handle given, const py::array& a, esg::DType want, bool cast) {
+  if (cast) return;
+  const py::module_ np = py::module_::import("numpy");
+  const py::dtype to = numpy_dtype_of(want);
+  if (a.dtype().attr("newbyteorder")("=").equal(to)) return;
+  const std::string what = "input " + std::to_string(i) + " (`" + esg_model_input_name(h, i) + "`: " + esg::dtype_name(want) + ")";
+  const std::string got = py::str(py::handle(a.dtype())).cast<std::string>(), want_np = py::str(to.attr("name")).cast<std::string>();
+  const bool typed = py::isinstance<py::array>(given) || py::isinstance(given, np.attr("generic"));
+  if (typed)
+    throw esg::DTypeError(ESG_ERR_DTYPE, what + " got " + got + " data; convert it with .astype(numpy." + want_np + "), or run with cast=True");
+  // Floats may round to a narrower float; integers must survive the trip.
+  const bool exact = np.attr("can_cast")(a.dtype(), to, "same_kind").cast<bool>() &&
+                     (to.kind() == 'f' || np.attr("array_equal")(a.attr("astype")(to).attr("astype")(a.dtype()), a).cast<bool>());
+  if (!exact)
+    throw esg::DTypeError(ESG_ERR_DTYPE, what + " got values of " + got + " that " + esg::dtype_name(want) +
+                                             " cannot hold; give a numpy array of " + want_np + ", or run with cast=True");
+}
+
 // numpy arrays in, numpy arrays out, without copies where the dtypes already match. The outputs
 // are new arrays, or the caller's (`out`: one C-contiguous, writeable array of the exact dtype
 // and shape per output, written in place). With `trace_path`, the run also writes every
 // kernel's time there (a Chrome trace).
 py::list run_model(const esg::Model& model, const std::vector<py::handle>& args, const char* trace_path = nullptr,
-                   py::handle given = py::none()) {
+                   py::handle given = py::none(), bool cast = false) {
   esg_model* h = model.handle();
   const size_t n_in = esg_model_num_inputs(h), n_out = esg_model_num_outputs(h);
   if (args.size() != n_in)
@@ -221,7 +244,10 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
                                                   py::str(py::handle(a.dtype())).cast<std::string>());
     } else {
       const std::optional<esg::DType> have = numpy_dtype(a.dtype());
-      if (!have || *have != want) a = make_numpy(a, want);
+      if (!have || *have != want) {
+        check_input_dtype(h, i, args[i], a, want, cast);
+        a = make_numpy(a, want);
+      }
     }
     arrays.push_back(a);
     dims[i].assign(a.shape(), a.shape() + a.ndim());
@@ -282,12 +308,14 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
 
 void bind_model(py::module_& m) {
   py::class_<esg::Model>(m, "Model", "A compiled graph: call it with numpy arrays.")
-      .def("__call__", [](const esg::Model& self, py::args args) -> py::object {
-        py::list outs = run_model(self, std::vector<py::handle>(args.begin(), args.end()));
+      .def("__call__", [](const esg::Model& self, py::args args, bool cast) -> py::object {
+        py::list outs = run_model(self, std::vector<py::handle>(args.begin(), args.end()), nullptr, py::none(), cast);
         if (outs.size() == 1) return outs[0];
         return py::tuple(outs);
-      }, "Runs the model on positional inputs; returns one array, or a tuple for several outputs.")
-      .def("run", [](const esg::Model& self, py::handle inputs, py::handle out) {
+      }, py::kw_only(), py::arg("cast") = false,
+         "Runs the model on positional inputs; returns one array, or a tuple for several outputs. Inputs must have "
+         "the model's dtypes (lists and numbers convert when the dtype holds them); cast=True converts any.")
+      .def("run", [](const esg::Model& self, py::handle inputs, py::handle out, bool cast) {
         std::vector<py::handle> args;
         if (py::isinstance<py::dict>(inputs)) {
           const py::dict d = inputs.cast<py::dict>();
@@ -300,8 +328,8 @@ void bind_model(py::module_& m) {
         } else {
           for (py::handle h : inputs.cast<py::sequence>()) args.push_back(h);
         }
-        return run_model(self, args, nullptr, out);
-      }, py::arg("inputs"), py::kw_only(), py::arg("out") = py::none(),
+        return run_model(self, args, nullptr, out, cast);
+      }, py::arg("inputs"), py::kw_only(), py::arg("out") = py::none(), py::arg("cast") = false,
          "Runs on inputs given as {name: array} or a list; returns the outputs as a list. With `out`, a list of "
          "arrays (exact dtype and shape, C-contiguous, writeable), writes the outputs there and returns them.")
       .def("report", &esg::Model::report)

@@ -571,3 +571,24 @@ TEST_CASE("blocked channels: row-major readers of a blocked value share one reor
   const auto got = blocked.run(in), want = esg::compile(g).run(in);
   for (size_t o = 0; o < 3; ++o) CHECK(got[o].values<float>() == want[o].values<float>());
 }
+
+TEST_CASE("host tensors take and give their dtype's own element type only: nothing is reinterpreted") {
+  CHECK_THROWS_WITH_AS(HostTensor::from(esg::f32, std::vector<int32_t>{1, 2}, {2}),
+                       "HostTensor::from: int32_t elements for a tensor of f32", esg::DTypeError);
+  CHECK_THROWS_AS(HostTensor::from(esg::i64, std::vector<double>{1, 2}, {2}), esg::DTypeError);
+  CHECK_THROWS_WITH_AS(HostTensor::from(esg::f32, std::vector<float>{1, 2, 3}, {2}),
+                       "HostTensor::from: 3 values for a shape of 2 elements", esg::InvalidArgumentError);
+  const HostTensor x = HostTensor::from(esg::f32, std::vector<float>{1.5f, -2}, {2});
+  CHECK_THROWS_WITH_AS(x.values<double>(), "HostTensor::values: double elements for a tensor of f32", esg::DTypeError);
+  CHECK_THROWS_AS(x.values<int32_t>(), esg::DTypeError);
+  CHECK(x.values<float>() == std::vector<float>{1.5f, -2});
+  HostTensor h(esg::f16, {2});
+  CHECK(h.data<uint16_t>() != nullptr);  // 16-bit floats as their bit patterns
+  CHECK_THROWS_AS(h.data<float>(), esg::DTypeError);
+  CHECK(HostTensor::from(esg::boolean, std::vector<uint8_t>{1, 0}, {2}).values<bool>() == std::vector<bool>{true, false});
+  CHECK(HostTensor::from(esg::u8, std::vector<uint8_t>{7}, {1}).values<uint8_t>() == std::vector<uint8_t>{7});
+  // A model refuses buffers of another dtype, as the C API does.
+  esg::GraphBuilder b("neg");
+  const esg::Model m = esg::compile(b.build({esg::neg(b.input("x", esg::f32, {2}))}));
+  CHECK_THROWS_AS(m.run({HostTensor::from(esg::f64, std::vector<double>{1, 2}, {2})}), esg::DTypeError);
+}

@@ -1227,23 +1227,47 @@ def test_symbolic_dimension_takes_any_size_including_zero(add_model):
         check(add_model(a, b, c)[1], c.astype(f64).sum(0).astype(f32))
 
 
-@pytest.mark.parametrize("convert", [lambda x: x.astype(f64), lambda x: x.astype(np.float16).astype(f64),
-                                     lambda x: x.tolist(), lambda x: np.asfortranarray(x.astype(f64)),
-                                     lambda x: x.astype(i64)],
-                         ids=["float64", "float16 values as float64", "nested lists", "fortran order", "int64"])
-def test_other_dtype_kinds_are_converted(add_model, convert):
+@pytest.mark.parametrize("convert", [lambda x: x.astype(f64), lambda x: np.asfortranarray(x.astype(f64)),
+                                     lambda x: x.astype(i64), lambda x: x.astype(np.float16), lambda x: f64(x[0, 0])],
+                         ids=["float64", "fortran order float64", "int64", "float16", "numpy scalar"])
+def test_arrays_of_another_dtype_are_refused_unless_cast(add_model, convert):
     a, b, c = _abc()
-    y, z = add_model(convert(a), b, convert(c))
-    want_a, want_c = np.asarray(convert(a)).astype(f32), np.asarray(convert(c)).astype(f32)
-    check(y, want_a + b)
-    check(z, want_c.astype(f64).sum(0).astype(f32))
+    got = np.asarray(convert(a)).dtype
+    with pytest.raises(esgraph.DTypeError,
+                       match=rf"input 0 \(`a`: f32\) got {got} data; convert it with \.astype\(numpy\.float32\), or run with cast=True"):
+        add_model(convert(a), b, c)
+    with pytest.raises(esgraph.DTypeError, match=r"input 2 \(`c`: f32\)"):
+        add_model.run([a, b, convert(c)])
+    if np.ndim(convert(a)) == 2:
+        y, z = add_model(convert(a), b, convert(c), cast=True)
+        check(y, np.asarray(convert(a)).astype(f32) + b)
+        check(z, np.asarray(convert(c)).astype(f32).astype(f64).sum(0).astype(f32))
 
 
-def test_float_data_for_an_int_input_is_converted():
+def test_lists_and_numbers_convert_when_the_dtype_holds_them(add_model):
+    a, b, c = _abc()
+    y, z = add_model(a.tolist(), b, c.tolist())  # Python floats rounded to f32, as written in f32
+    check(y, a + b)
+    check(z, c.astype(f64).sum(0).astype(f32))
+    y, _ = add_model([[1, 2, 3], [4, 5, 6]], b, c)  # integers into floats
+    check(y, np.array([[1, 2, 3], [4, 5, 6]], f32) + b)
+
+
+def test_values_an_integer_input_cannot_hold_are_refused_unless_cast():
     x = np.array([1.9, -1.9, 3.0])
-    check(run(lambda t: t * 2, x.astype(i32)), np.array([2, -2, 6], i32))
     graph, _ = build(lambda t: t * 2, x.astype(i32))
-    check(esgraph.compile(graph)(x), x.astype(i32) * 2)  # numpy's astype: truncation
+    model = esgraph.compile(graph)
+    with pytest.raises(esgraph.DTypeError, match=r"got float64 data; convert it with \.astype\(numpy\.int32\)"):
+        model(x)
+    with pytest.raises(esgraph.DTypeError, match="got values of float64 that i32 cannot hold"):
+        model([1.7, 1e20, float("nan")])
+    check(model([1, -2, 3]), np.array([2, -4, 6], i32))
+    check(model(x, cast=True), x.astype(i32) * 2)  # numpy's astype, asked for: truncation
+    u8_graph, _ = build(lambda t: t + 1, np.zeros(2, np.uint8))
+    with pytest.raises(esgraph.DTypeError, match="got values of int64 that u8 cannot hold"):
+        esgraph.compile(u8_graph)([300, -1])
+    with pytest.raises(esgraph.DTypeError, match="that bool cannot hold"):
+        esgraph.compile(build(ops.logical_not, np.zeros(2, bool))[0])([0, 1])
 
 
 def test_non_contiguous_input():
