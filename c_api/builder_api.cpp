@@ -63,11 +63,18 @@ ESG_API size_t esg_dtype_size(esg_dtype dtype) { return ir::dtype_size(static_ca
 
 ESG_API esg_builder* esg_builder_create(const char* graph_name) {
   esg_builder* b = nullptr;
-  guarded(nullptr, [&] { b = new esg_builder(graph_name && *graph_name ? graph_name : "graph"); });
+  guarded(nullptr, [&] {
+    b = new esg_builder(graph_name && *graph_name ? graph_name : "graph");
+    esg::capi::register_builder(b);
+  });
   return b;
 }
 
-ESG_API void esg_builder_destroy(esg_builder* builder) { delete builder; }
+ESG_API void esg_builder_destroy(esg_builder* builder) {
+  if (!builder) return;
+  esg::capi::unregister_builder(builder);
+  delete builder;
+}
 
 ESG_API esg_status esg_builder_status(const esg_builder* builder) {
   return builder ? builder->first_status : ESG_ERR_INVALID_ARGUMENT;
@@ -81,6 +88,10 @@ ESG_API void esg_builder_clear_error(esg_builder* builder) {
   if (!builder) return;
   builder->first_status = ESG_OK;
   builder->first_error.clear();
+}
+
+ESG_API void esg_builder_set_sticky_errors(esg_builder* builder, bool sticky) {
+  if (builder) builder->sticky_errors = sticky;
 }
 
 ESG_API int64_t esg_symbol(esg_builder* builder, const char* name) {
@@ -113,7 +124,7 @@ ESG_API esg_tensor esg_constant(esg_builder* builder, esg_dtype dtype, const int
 
 ESG_API esg_tensor esg_scalar_like(esg_tensor like, double value) {
   esg_tensor t = invalid();
-  esg_builder* b = like.priv_builder;
+  esg_builder* b = esg::capi::tensor_ok(like, nullptr) ? like.priv_builder : nullptr;
   guarded(b, [&] {
     const ir::ValueId v = resolve(like, nullptr, "esg_scalar_like: `like`");
     const ir::DType dt = b->core.graph().values[v].dtype;
@@ -147,6 +158,7 @@ ESG_SCOPE_CALL(esg_builder_pop_control_deps(esg_builder* builder), builder->core
 ESG_SCOPE_CALL(esg_builder_begin_subgraph(esg_builder* builder, const esg_tensor* params_like, size_t count),
                builder->core.begin_region(resolve_all(params_like, count, builder, "body parameter")))
 ESG_SCOPE_CALL(esg_builder_cancel_subgraph(esg_builder* builder), builder->core.cancel_region())
+ESG_SCOPE_CALL(esg_builder_discard_subgraphs(esg_builder* builder, esg_subgraph first), builder->core.discard_regions(first))
 #undef ESG_SCOPE_CALL
 
 ESG_API esg_tensor esg_subgraph_param(esg_builder* builder, size_t index) {
@@ -180,16 +192,13 @@ ESG_API esg_graph* esg_builder_build(esg_builder* builder, const esg_tensor* out
     const std::vector<ir::ValueId> outs = resolve_all(outputs, count, builder, "esg_builder_build: output");
     auto graph = builder->core.finish(outs);
     g = new esg_graph{std::move(graph)};
-    builder->epoch = builder->epoch == UINT32_MAX ? 1 : builder->epoch + 1;
+    builder->epoch = esg::capi::next_epoch();
   });
   // A failed build does not reset the builder: the caller may fix the outputs and retry.
   return g;
 }
 
-ESG_API bool esg_tensor_valid(esg_tensor tensor) {
-  return tensor.priv_builder && tensor.priv_epoch == tensor.priv_builder->epoch &&
-         tensor.priv_value < tensor.priv_builder->core.graph().values.size();
-}
+ESG_API bool esg_tensor_valid(esg_tensor tensor) { return esg::capi::tensor_ok(tensor, nullptr); }
 
 namespace {
 // The value behind a tensor for the read-only accessors, or null (with the error set).

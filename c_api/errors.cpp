@@ -13,7 +13,7 @@ thread_local std::string t_scratch;
 void set_error(esg_builder* b, esg_status status, const std::string& message) {
   t_status = status;
   t_message = message;
-  if (b && b->first_status == ESG_OK) {
+  if (b && b->sticky_errors && b->first_status == ESG_OK) {
     b->first_status = status;
     b->first_error = message;
   }
@@ -31,7 +31,11 @@ ir::ValueId resolve(esg_tensor t, const esg_builder* expected, const std::string
                     what + " is not a valid tensor (the result of a failed call, or never set)");
   if (expected && t.priv_builder != expected)
     throw ir::Error(ir::ErrorCode::Lifetime, what + " belongs to another builder; tensors of two builders cannot be mixed");
-  throw ir::Error(ir::ErrorCode::Lifetime, what + " was made before its builder built its graph and can no longer be used");
+  if (!builder_alive(t.priv_builder))
+    throw ir::Error(ir::ErrorCode::Lifetime, what + " belongs to a builder that was destroyed and can no longer be used");
+  // (A builder made at a destroyed one's address has a new epoch: its tensors land here too.)
+  throw ir::Error(ir::ErrorCode::Lifetime,
+                  what + " was made before its builder built its graph (or by a builder since destroyed) and can no longer be used");
 }
 
 esg_tensor make_tensor(esg_builder* b, ir::ValueId v) { return esg_tensor{b, v, b->epoch}; }

@@ -9,12 +9,20 @@
 #include "ir/builder.hpp"
 #include "ir/error.hpp"
 
+namespace esg::capi {
+uint32_t next_epoch();  // a new epoch, never one handed out before (live_builders.cpp)
+}  // namespace esg::capi
+
 struct esg_builder {
-  explicit esg_builder(std::string name) : core(std::move(name)) {}
+  explicit esg_builder(std::string name) : core(std::move(name)), epoch(esg::capi::next_epoch()) {}
   esg::ir::Builder core;
-  uint32_t epoch = 1;  // bumped by each build; tensors of an older epoch are stale. Never 0.
+  // Tensors of another epoch are stale. A new one at creation and at each build, from one
+  // counter for all builders, so a tensor of a destroyed builder never matches a builder made
+  // later at the same address. Never 0.
+  uint32_t epoch;
   esg_status first_status = ESG_OK;
   std::string first_error;
+  bool sticky_errors = true;  // a failed call sets the first error (esg_builder_set_sticky_errors)
 };
 
 struct esg_graph {
@@ -50,10 +58,16 @@ bool guarded(esg_builder* b, F&& f) {
   return false;
 }
 
-// Whether a tensor handle is usable: set, of `expected` (if given), and not stale.
+// Builders alive, so that a tensor naming a destroyed one is refused before its address is
+// followed. Registered by esg_builder_create and esg_builder_destroy.
+void register_builder(const esg_builder* b);
+void unregister_builder(const esg_builder* b);
+bool builder_alive(const esg_builder* b);
+
+// Whether a tensor handle is usable: set, of `expected` (if given), of a live builder, not stale.
 inline bool tensor_ok(esg_tensor t, const esg_builder* expected) {
-  return t.priv_builder && (!expected || t.priv_builder == expected) && t.priv_epoch == t.priv_builder->epoch &&
-         t.priv_value < t.priv_builder->core.graph().values.size();
+  return t.priv_builder && (!expected || t.priv_builder == expected) && builder_alive(t.priv_builder) &&
+         t.priv_epoch == t.priv_builder->epoch && t.priv_value < t.priv_builder->core.graph().values.size();
 }
 // The value of a tensor handle, or an exception saying why it is not usable; `what` names
 // the argument in the error.

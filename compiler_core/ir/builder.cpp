@@ -10,6 +10,11 @@
 namespace esg::ir {
 namespace {
 
+// Why `s` cannot be a tensor's shape ("" when it can): more than kMaxElements elements.
+std::string oversized(const Graph& g, const Shape& s) {
+  return s.static_elements() >= 0 ? "" : g.shape_str(s) + " has more than 2^48 elements (the limit of a tensor)";
+}
+
 // Sizes of every pool a node touches; restoring them undoes a half-made node.
 struct Checkpoint {
   size_t nodes, values, dims, operands, attrs, ints, floats, body_refs, dep_refs, notes;
@@ -318,6 +323,9 @@ NodeId Builder::add_op(const OpSchema& op, Span<ValueId> inputs, Span<AttrArg> a
     InferContext ctx(g, op, id);
     try {
       op.infer(ctx);
+      for (uint32_t i = 0; i < node.num_outputs; ++i)
+        if (const std::string why = oversized(g, g.shape(node.first_output + i)); !why.empty())
+          ctx.fail("output " + std::to_string(i) + ": " + why);
     } catch (const InferFailure& f) {
       throw Error(f.code, std::string(op.name) + ": " + f.detail + " (rule `" + op.infer_name +
                               "`; inputs " + describe_inputs(g, op, inputs) + ")");
@@ -357,6 +365,8 @@ ValueId Builder::add_input(std::string_view name, DType dtype, const Shape& shap
     if (dim_is_symbolic(d) && dim_symbol(d) >= graph_->symbols.size())
       throw Error(ErrorCode::Shape, "input `" + std::string(name) + "`: dimension " + std::to_string(d) +
                                         " is neither a size (>= 0) nor a symbol of this builder");
+  if (const std::string why = oversized(*graph_, shape); !why.empty())
+    throw Error(ErrorCode::Shape, "input `" + std::string(name) + "`: " + why);
   Graph& g = *graph_;
   Value v;
   v.dtype = dtype;
@@ -379,6 +389,7 @@ ValueId Builder::add_constant(DType dtype, const Shape& shape, std::shared_ptr<c
   if (!shape.is_static()) throw Error(ErrorCode::Shape, "constant: the shape must be static");
   for (Dim d : shape)
     if (d < 0) throw Error(ErrorCode::Shape, "constant: negative dimension");
+  if (const std::string why = oversized(*graph_, shape); !why.empty()) throw Error(ErrorCode::Shape, "constant: " + why);
   const size_t expected = static_cast<size_t>(shape.num_elements()) * dtype_size(dtype);
   if (!bytes || bytes->size() != expected)
     throw Error(ErrorCode::InvalidArgument, "constant: " + std::string(dtype_name(dtype)) + graph_->shape_str(shape) +
@@ -454,6 +465,8 @@ RegionId Builder::begin_region(const std::vector<ParamType>& params) {
   const RegionId id = static_cast<RegionId>(g.regions.size());
   region_marks_.push_back(g.values.size());
   region_marks_.push_back(g.nodes.size());
+  region_begins_.resize(id);
+  region_begins_.push_back({g.values.size(), g.nodes.size()});
   Region r;
   r.parent = current_region();
   for (const ParamType& t : params) {
@@ -472,15 +485,29 @@ RegionId Builder::begin_region(const std::vector<ParamType>& params) {
 
 void Builder::cancel_region() {
   if (region_stack_.size() == 1) throw Error(ErrorCode::InvalidArgument, "no body is open");
-  Graph& g = *graph_;
   const RegionId id = current_region();
   const size_t nodes = region_marks_.back();
   region_marks_.pop_back();
   const size_t values = region_marks_.back();
   region_marks_.pop_back();
   region_stack_.pop_back();
-  // Bodies begun inside this one were all ended or cancelled before it, and made nothing
-  // outside it except captures in the bodies still open: drop those, then the tail.
+  roll_back(values, nodes, id);
+}
+
+void Builder::discard_regions(RegionId first) {
+  Graph& g = *graph_;
+  if (first == 0 || first >= g.regions.size() || first >= region_begins_.size())
+    throw Error(ErrorCode::InvalidArgument, "no body " + std::to_string(first) + " to discard");
+  for (RegionId r = first; r < g.regions.size(); ++r)
+    if (g.regions[r].owner != kNone || std::find(region_stack_.begin(), region_stack_.end(), r) != region_stack_.end())
+      throw Error(ErrorCode::InvalidArgument, "body " + std::to_string(r) + " is open or given to an op; only ended, unused bodies can be discarded");
+  roll_back(region_begins_[first].first, region_begins_[first].second, first);
+}
+
+void Builder::roll_back(size_t values, size_t nodes, RegionId first_region) {
+  Graph& g = *graph_;
+  // Bodies begun since were all ended or cancelled, and made nothing outside them except
+  // captures in the bodies still open: drop those, then the tail.
   for (RegionId open : region_stack_) {
     Region& r = g.regions[open];
     while (!r.captures_inner.empty() && r.captures_inner.back() >= values) {
@@ -498,7 +525,8 @@ void Builder::cancel_region() {
   }
   g.nodes.resize(nodes);
   g.values.resize(values);
-  g.regions.resize(id);
+  g.regions.resize(first_region);
+  region_begins_.resize(first_region);
 }
 
 Span<ValueId> Builder::region_params() const {
@@ -533,6 +561,7 @@ std::unique_ptr<Graph> Builder::finish(Span<ValueId> outputs) {
   auto done = std::move(graph_);
   graph_ = std::make_unique<Graph>(done->name);
   region_marks_.clear();
+  region_begins_.assign(1, {0, 0});
   name_scopes_.clear();
   notes_.clear();
   dep_scopes_.clear();

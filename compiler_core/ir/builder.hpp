@@ -71,6 +71,9 @@ class Builder {
   RegionId end_region(Span<ValueId> results);
   // Abandons the innermost body and everything made in it (e.g. when its callable threw).
   void cancel_region();
+  // Abandons the bodies from `first` on, ended but given to no op (their op's call failed, or a
+  // later body's callable threw), and everything made since `first` began.
+  void discard_regions(RegionId first);
   RegionId current_region() const { return region_stack_.back(); }
 
   // Makes `v` usable in the current region, capturing it into every body between its region
@@ -87,6 +90,11 @@ class Builder {
   std::unique_ptr<Graph> graph_;
   std::vector<RegionId> region_stack_{0};
   std::vector<size_t> region_marks_;  // values.size() and nodes.size() when each open body began
+  // values.size() and nodes.size() when each body began, by RegionId (0: the graph), for discard_regions.
+  std::vector<std::pair<size_t, size_t>> region_begins_{{0, 0}};
+  // Drops everything made since the pools held `values` values and `nodes` nodes, and the
+  // regions from `first_region` on.
+  void roll_back(size_t values, size_t nodes, RegionId first_region);
   std::vector<StrId> name_scopes_;  // full paths
   std::vector<Note> notes_;
   std::vector<std::vector<NodeId>> dep_scopes_;

@@ -57,15 +57,20 @@ Dim combine(InferContext& ctx, Dim a, const char* op, Dim b, int64_t (*f)(int64_
 // Output size of a sliding window: floor or ceil of (in + pads - span) / stride, plus one.
 Dim window_out(InferContext& ctx, Dim in, int64_t pad_begin, int64_t pad_end, int64_t span, int64_t stride,
                bool ceil_mode, const char* axis) {
-  const int64_t pads = pad_begin + pad_end;
+  // Attributes may hold any int64: sums that leave int64 are windows no tensor can have.
+  int64_t pads = 0, room = 0;
+  if (__builtin_add_overflow(pad_begin, pad_end, &pads) || pads > kMaxElements || span > kMaxElements)
+    ctx.fail_attr(std::string("the padding or window of ") + axis + " is beyond any tensor's size");
   if (dim_is_symbolic(in))
     return ctx.derived_symbol("window(" + ctx.graph().dim_str(in) + "," + std::to_string(pads) + "," +
                               std::to_string(span) + "," + std::to_string(stride) + (ceil_mode ? ",ceil)" : ")"));
-  const int64_t room = in + pads - span;
+  room = in + pads - span;
   if (room < 0)
     ctx.fail(std::string("the window (") + std::to_string(span) + ") is larger than the padded " + axis + " (" +
              std::to_string(in + pads) + ")");
-  int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  int64_t up = 0;
+  const int64_t windows = !ceil_mode ? room / stride : __builtin_add_overflow(room, stride - 1, &up) ? int64_t{room > 0} : up / stride;
+  int64_t out = windows + 1;
   // A last window that starts entirely inside the padding is dropped (as PyTorch and ONNX do).
   if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
   return out;
@@ -221,7 +226,8 @@ void infer_conv2d(InferContext& ctx) {
   const int64_t groups = ctx.attr_int("groups");
   if (!dim_is_symbolic(w[2]) && !dim_is_symbolic(w[3]) && (w[2] < 1 || w[3] < 1))
     ctx.fail("the filter's spatial size must be positive, got " + g.shape_str(w));
-  if (!dim_is_symbolic(x[1]) && !dim_is_symbolic(w[1]) && x[1] != w[1] * groups)
+  int64_t grouped = 0;
+  if (!dim_is_symbolic(x[1]) && !dim_is_symbolic(w[1]) && (__builtin_mul_overflow(w[1], groups, &grouped) || x[1] != grouped))
     ctx.fail("input channels " + g.dim_str(x[1]) + " must equal filter channels " + g.dim_str(w[1]) +
              " x groups " + std::to_string(groups));
   if (!dim_is_symbolic(w[0]) && w[0] % groups != 0)
@@ -234,7 +240,10 @@ void infer_conv2d(InferContext& ctx) {
   Shape out{x[0], w[0], 0, 0};
   for (size_t i = 0; i < 2; ++i) {
     const Dim k = w[2 + i];
-    const int64_t span = dim_is_symbolic(k) ? 1 : dil[i] * (k - 1) + 1;
+    int64_t span = 1;
+    if (!dim_is_symbolic(k) && (__builtin_mul_overflow(dil[i], k - 1, &span) || span >= kMaxElements))
+      ctx.fail_attr("`dilations` " + list_str(dil) + " make a window beyond any tensor's size");
+    if (!dim_is_symbolic(k)) ++span;
     out[2 + i] = window_out(ctx, x[2 + i], pads[i], pads[i + 2], span, strides[i], false, i ? "width" : "height");
   }
   ctx.set_shape(0, out);
@@ -282,7 +291,8 @@ void infer_reshape(InferContext& ctx) {
     for (size_t i = 0; i < s.rank(); ++i) {
       if (static_cast<int>(i) == skip) continue;
       if (dim_is_symbolic(s[i])) syms.push_back(s[i]);
-      else n *= s[i];
+      else if (__builtin_mul_overflow(n, s[i], &n) || n > kMaxElements)
+        ctx.fail_attr("`shape` " + list_str(spec) + " has more than 2^48 elements (the limit of a tensor)");
     }
     std::sort(syms.begin(), syms.end());
   };
@@ -360,7 +370,9 @@ void infer_split(InferContext& ctx) {
   const Span<int64_t> sizes = ctx.attr_ints("sizes");
   if (sizes.empty()) ctx.fail_attr("`sizes` must name at least one piece");
   int64_t total = 0;
-  for (int64_t s : sizes) total += s;
+  for (int64_t s : sizes)
+    if (__builtin_add_overflow(total, s, &total) || total > kMaxElements)
+      ctx.fail_attr("`sizes` " + list_str(sizes) + " add up to more than any tensor's size");
   if (!dim_is_symbolic(x[ax]) && total != x[ax])
     ctx.fail("`sizes` " + list_str(sizes) + " add up to " + std::to_string(total) + ", but axis " +
              std::to_string(ax) + " has " + std::to_string(x[ax]));
@@ -386,9 +398,11 @@ void infer_slice(InferContext& ctx) {
     const size_t ax = axes.empty() ? i : ctx.axis(axes[i], x.rank(), "axes");
     if (seen[ax]) ctx.fail_attr("`axes` " + list_str(axes) + " names an axis twice");
     seen[ax] = true;
-    const int64_t step = steps.empty() ? 1 : steps[i];
+    int64_t step = steps.empty() ? 1 : steps[i];
     if (step == 0) ctx.fail_attr("`steps` cannot contain 0");
     const Dim d = x[ax];
+    // A step longer than the axis takes one element at most, as does a step of the axis' length + 1.
+    if (!dim_is_symbolic(d)) step = std::clamp<int64_t>(step, -(d + 1), d + 1);
     if (dim_is_symbolic(d)) {
       const bool whole = step == 1 && starts[i] == 0 && ends[i] >= INT32_MAX;
       out[ax] = whole ? d : ctx.derived_symbol("slice(" + ctx.graph().dim_str(d) + "," + std::to_string(starts[i]) + ":" +
@@ -520,13 +534,16 @@ void infer_pad(InferContext& ctx) {
   Shape out = x;
   for (size_t i = 0; i < x.rank(); ++i) {
     const int64_t before = pads[i], after = pads[x.rank() + i];
+    int64_t both = 0;
+    if (__builtin_add_overflow(before, after, &both) || both > kMaxElements || both < -kMaxElements)
+      ctx.fail_attr("`pads` " + list_str(pads) + " are beyond any tensor's size");
     if (!dim_is_symbolic(x[i])) {
       if (reflect && (before >= x[i] || after >= x[i]))
         ctx.fail("reflect padding " + std::to_string(std::max(before, after)) + " needs axis " + std::to_string(i) +
                  " longer than that, got " + g.shape_str(x));
       if (edge && x[i] == 0 && before + after > 0) ctx.fail("edge padding of an empty axis");
     }
-    out[i] = combine(ctx, x[i], "+", before + after, [](int64_t a, int64_t b) { return a + b; });
+    out[i] = combine(ctx, x[i], "+", both, [](int64_t a, int64_t b) { return a + b; });
   }
   ctx.set_shape(0, out);
 }

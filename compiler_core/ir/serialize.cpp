@@ -10,10 +10,12 @@
 #include <zlib.h>
 
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <unordered_map>
+
+#include <sys/stat.h>
 
 #include "ir/builder.hpp"
 #include "ir/error.hpp"
@@ -478,14 +480,21 @@ void save(const Graph& g, const std::string& path) {
 std::unique_ptr<Graph> load(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw Error(ErrorCode::Io, "cannot open `" + path + "`: " + std::strerror(errno));
-  std::vector<uint8_t> bytes;
-  uint8_t chunk[1 << 16];
-  size_t n;
-  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + n);
-  const bool failed = std::ferror(f);
+  // A regular file only, read in one allocation of its size: a device or a pipe has no size to
+  // bound what the loader allocates (/dev/zero would never end). Bytes from elsewhere go
+  // through deserialize.
+  struct stat st {};
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    std::fclose(f);
+    throw Error(ErrorCode::Io, "`" + path + "` is not a regular file; read its bytes and deserialize them instead");
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
+  const size_t n = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
+  const bool failed = std::ferror(f) != 0;
   const int err = errno;
   std::fclose(f);
   if (failed) throw Error(ErrorCode::Io, "cannot read `" + path + "`: " + std::strerror(err));
+  bytes.resize(n);  // a file that shrank while read is judged on what was there
   return deserialize(bytes.data(), bytes.size());
 }
 

@@ -40,12 +40,19 @@ bool Shape::is_static() const {
   return true;
 }
 
-int64_t Shape::num_elements() const {
+int64_t Shape::static_elements() const {
   int64_t n = 1;
   for (Dim d : *this) {
-    if (dim_is_symbolic(d)) return -1;
-    n *= d;
+    if (dim_is_symbolic(d)) continue;
+    if (d > kMaxElements || __builtin_mul_overflow(n, d, &n) || n > kMaxElements) return -1;
   }
+  return n;
+}
+
+int64_t Shape::num_elements() const {
+  if (!is_static()) return -1;
+  const int64_t n = static_elements();
+  if (n < 0) throw Error(ErrorCode::Shape, "a shape of more than 2^48 elements (the limit)");
   return n;
 }
 

@@ -9,6 +9,10 @@ namespace esg::ir {
 
 using Dim = int64_t;
 constexpr int kMaxRank = 8;
+// The most elements a tensor may have, 2^48 (2.8e14, over a petabyte of f32): every element count
+// and byte size of a valid shape then stays far inside int64, so no product of sizes overflows.
+// The builder refuses a shape beyond it, whether written, inferred or bound at run time.
+constexpr int64_t kMaxElements = int64_t{1} << 48;
 
 // Symbol k of a graph's symbol table is the dimension kSymbolBase + k: negative, and far from
 // small negative numbers, so that a stray -1 is an error rather than some symbol.
@@ -34,7 +38,10 @@ class Shape {
   void push_back(Dim d);  // throws ir::Error beyond kMaxRank
   void resize(size_t rank);
   bool is_static() const;
-  int64_t num_elements() const;  // -1 if any dimension is symbolic
+  int64_t num_elements() const;  // -1 if any dimension is symbolic; throws ir::Error beyond kMaxElements
+  // The product of the static dimensions (symbolic ones count 1), or -1 when it (or a dimension)
+  // exceeds kMaxElements: computed without overflow, for checking shapes from outside.
+  int64_t static_elements() const;
   bool operator==(const Shape& o) const;
   bool operator!=(const Shape& o) const { return !(*this == o); }
 

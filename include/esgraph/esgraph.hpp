@@ -179,6 +179,31 @@ inline esg_builder* builder_of(const std::vector<Tensor>& ts) {
 inline std::vector<Tensor> to_list(const Tensor& t) { return {t}; }
 inline std::vector<Tensor> to_list(std::vector<Tensor> ts) { return ts; }
 
+// The bodies of one op call: discarded unless the op took them, so that an op whose call fails
+// (or whose later body's callable throws) leaves nothing in the builder.
+class OpBodies {
+ public:
+  explicit OpBodies(esg_builder* b) : b_(b) {}
+  OpBodies(const OpBodies&) = delete;
+  OpBodies& operator=(const OpBodies&) = delete;
+  ~OpBodies() {
+    if (first_ && !taken_) esg_builder_discard_subgraphs(b_, first_);
+  }
+  esg_subgraph add(esg_subgraph s) {
+    if (!first_) first_ = s;
+    return s;
+  }
+  esg_tensor taken_by(esg_tensor result) {
+    taken_ = esg_tensor_valid(result);
+    return result;
+  }
+
+ private:
+  esg_builder* b_;
+  esg_subgraph first_ = 0;
+  bool taken_ = false;
+};
+
 // Builds a body from a callable: `fn()` or `fn(params)`, returning a Tensor or a vector. If
 // the callable throws, the half-built body is discarded and the builder stays usable.
 template <class F>
@@ -244,8 +269,10 @@ class Graph {
 // ---- builders ---------------------------------------------------------------------------------
 class GraphBuilder {
  public:
+  // A failed call throws and leaves the builder as it was (no sticky first error, unlike C).
   explicit GraphBuilder(const std::string& name = "graph") : b_(esg_builder_create(name.c_str())) {
     if (!b_) detail::throw_last();
+    esg_builder_set_sticky_errors(b_, false);
   }
   GraphBuilder(const GraphBuilder&) = delete;
   GraphBuilder& operator=(const GraphBuilder&) = delete;
@@ -297,12 +324,6 @@ class GraphBuilder {
     detail::check(esg_builder_push_control_deps(b_, h.data(), h.size()));
     return Scope(b_, esg_builder_pop_control_deps);
   }
-
-  // The first error of the builder's current graph (ESG_OK if none) and its message.
-  esg_status status() const { return esg_builder_status(b_); }
-  std::string error() const { return esg_builder_error(b_); }
-  // Forgets that error, e.g. after catching the exception it raised and moving on.
-  void clear_error() { esg_builder_clear_error(b_); }
 
   // Finishes the graph; tensors made so far can no longer be used with this builder.
   Graph build(const std::vector<Tensor>& outputs) {
@@ -394,6 +415,9 @@ class HostTensor {
     }
     return out;
   }
+  // The elements' bytes, whatever the dtype (for code that moves bytes, not values).
+  uint8_t* raw_bytes() { return bytes_.data(); }
+  const uint8_t* raw_bytes() const { return bytes_.data(); }
   esg_buffer buffer() const {
     return esg_buffer{const_cast<uint8_t*>(bytes_.data()), bytes_.size(), static_cast<esg_dtype>(dtype_), shape_.data(), shape_.size()};
   }

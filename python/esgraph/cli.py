@@ -24,10 +24,8 @@ def _load(path, bind):
     fixed while importing, so shape computations on them (Shape -> Gather -> Reshape, as
     exporters write for a dynamic batch) fold."""
     if path.endswith(".onnx"):
-        import onnx
-
         from . import onnx as esg_onnx
-        model = onnx.load(path)
+        model = esg_onnx.read_model(path)
         shapes = {}
         for vi in model.graph.input:
             dims = vi.type.tensor_type.shape.dim
@@ -139,6 +137,9 @@ def cmd_info(args):
 def cmd_dot(args):
     bind = _bindings(args.bind)
     graph, _ = _load(args.model, bind)
+    symbols = {d for _, _, dims in _signature(graph) for d in dims if isinstance(d, str)}
+    if args.compiled and symbols - set(bind):
+        raise SystemExit(f"dot --compiled: bind {', '.join(sorted(symbols - set(bind)))} with --bind to compile the graph")
     text = _compile(graph, bind).to_dot() if args.compiled else graph.to_dot()
     if args.output:
         with open(args.output, "w") as f:

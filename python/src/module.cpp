@@ -41,11 +41,18 @@ py::object shape_tuple(const esg::Tensor& t) {
 std::vector<int64_t> dims_of(esg::GraphBuilder& b, const py::sequence& shape) {
   std::vector<int64_t> dims;
   for (py::handle d : shape) {
-    if (py::isinstance<py::str>(d)) dims.push_back(b.symbol(d.cast<std::string>()));
-    else if (py::isinstance<py::int_>(d) && d.cast<int64_t>() >= 0) dims.push_back(d.cast<int64_t>());
-    else if (py::isinstance<py::int_>(d))
+    if (py::isinstance<py::str>(d)) {
+      dims.push_back(b.symbol(d.cast<std::string>()));
+      continue;
+    }
+    if (!py::isinstance<py::int_>(d))
+      throw py::type_error("a dimension is an int or a symbol name (str), got " + py::repr(d).cast<std::string>());
+    // Compared as Python ints: a size beyond int64 is an error about the size, not a cast.
+    if (d < py::int_(0))
       throw esg::ShapeError(ESG_ERR_SHAPE, "dimension " + py::repr(d).cast<std::string>() + " is negative; name a dynamic size with a str");
-    else throw py::type_error("a dimension is an int or a symbol name (str), got " + py::repr(d).cast<std::string>());
+    if (d > py::int_(int64_t{1} << 48))
+      throw esg::ShapeError(ESG_ERR_SHAPE, "dimension " + py::repr(d).cast<std::string>() + " is larger than 2^48 (the limit of a tensor's elements)");
+    dims.push_back(d.cast<int64_t>());
   }
   return dims;
 }
@@ -186,12 +193,6 @@ void bind_builder(py::module_& m) {
         std::vector<esg::Tensor> ts = tensor_list(deps);
         return ScopeGuard{self, [ts](esg::GraphBuilder& b) { return b.control_deps(ts); }, std::nullopt};
       })
-      .def_property_readonly("error", [](const BuilderRef& self) -> py::object {
-        if (self->b.status() == ESG_OK) return py::none();
-        return py::str(self->b.error());
-      }, "The first error of the graph being built, or None; build() refuses while it is set.")
-      .def("clear_error", [](const BuilderRef& self) { self->b.clear_error(); },
-           "Forgets the first error after handling the exception it raised.")
       .def("build", [](const BuilderRef& self, py::handle outputs) { return self->b.build(tensor_list(outputs)); },
            py::arg("outputs"), "Finishes the graph; its tensors can no longer be used.");
 }

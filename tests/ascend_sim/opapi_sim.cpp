@@ -82,7 +82,7 @@ esg::HostTensor gather(const Tensor& t) {
   std::vector<uint8_t> bytes(at.size() * size);
   for (size_t e = 0; e < at.size(); ++e) std::memcpy(&bytes[e * size], static_cast<const char*>(t.data) + at[e] * static_cast<int64_t>(size), size);
   esg::HostTensor h(esg_type(t.dtype), t.dims);
-  std::memcpy(h.data<uint8_t>(), bytes.data(), bytes.size());
+  std::memcpy(h.raw_bytes(), bytes.data(), bytes.size());
   return h;
 }
 
@@ -93,7 +93,7 @@ void scatter(const Tensor& t, const esg::HostTensor& h) {
     throw std::runtime_error("aclnn output: the result has " + std::to_string(h.count()) + " elements, the view " + std::to_string(at.size()));
   if (h.dtype() != esg_type(t.dtype)) throw std::runtime_error("aclnn output: the result's element type differs from the view's");
   const size_t size = element_size(t.dtype);
-  const uint8_t* bytes = const_cast<esg::HostTensor&>(h).data<uint8_t>();
+  const uint8_t* bytes = h.raw_bytes();
   for (size_t e = 0; e < at.size(); ++e) std::memcpy(static_cast<char*>(t.data) + at[e] * static_cast<int64_t>(size), bytes + e * size, size);
 }
 

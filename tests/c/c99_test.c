@@ -142,6 +142,30 @@ static void test_errors(void) {
   CHECK(esg_builder_status(b) == ESG_ERR_SHAPE);
   CHECK(strstr(esg_builder_error(b), "cannot broadcast") != NULL);
   CHECK(esg_builder_build(b, &a, 1) == NULL);
+  /* Without sticky errors a failed call reports through esg_last_error only. */
+  esg_builder_clear_error(b);
+  esg_builder_set_sticky_errors(b, false);
+  CHECK(!esg_tensor_valid(esg_add(a, c, NULL)) && esg_last_status() == ESG_ERR_SHAPE);
+  CHECK(esg_builder_status(b) == ESG_OK);
+  esg_builder_set_sticky_errors(b, true);
+  CHECK(!esg_tensor_valid(esg_add(a, c, NULL)) && esg_builder_status(b) == ESG_ERR_SHAPE);
+  esg_builder_set_sticky_errors(NULL, false); /* a NULL builder: nothing happens */
+  {
+    /* A tensor of a destroyed builder is refused, never followed, even when a new builder
+       takes the old one's address. */
+    esg_builder* gone = esg_builder_create(NULL);
+    esg_builder* next;
+    esg_tensor orphan = esg_input(gone, "o", ESG_F32, cd, 1);
+    esg_builder_destroy(gone);
+    next = esg_builder_create(NULL);
+    (void)esg_input(next, "n", ESG_F32, cd, 1);
+    CHECK(!esg_tensor_valid(orphan));
+    CHECK(!esg_tensor_valid(esg_exp(orphan, NULL)));
+    CHECK(esg_last_status() == ESG_ERR_LIFETIME);
+    CHECK(esg_tensor_rank(orphan) == (size_t)-1);
+    esg_builder_destroy(next);
+    esg_builder_destroy(NULL);
+  }
   CHECK(!esg_tensor_valid(esg_add(c, foreign, NULL)));
   CHECK(esg_last_status() == ESG_ERR_LIFETIME);
   memset(&none, 0, sizeof none);
@@ -213,6 +237,18 @@ static void test_split_and_while(void) {
   limit = esg_scalar_like(i0, 10);
   init[0] = i0;
   init[1] = x;
+  {
+    /* A body ended but given to no op is discarded with what was made in it; discarding
+       what is not such a body is refused. */
+    esg_subgraph unused;
+    CHECK(esg_builder_begin_subgraph(b, init, 2) == ESG_OK);
+    cond_r = esg_less(esg_subgraph_param(b, 0), limit, NULL);
+    unused = esg_builder_end_subgraph(b, &cond_r, 1);
+    CHECK(unused != 0);
+    CHECK(esg_builder_discard_subgraphs(b, unused) == ESG_OK);
+    CHECK(esg_builder_discard_subgraphs(b, unused) == ESG_ERR_INVALID_ARGUMENT);
+    esg_builder_clear_error(b);
+  }
   CHECK(esg_builder_begin_subgraph(b, init, 2) == ESG_OK);
   cond_r = esg_less(esg_subgraph_param(b, 0), limit, NULL);
   cond = esg_builder_end_subgraph(b, &cond_r, 1);

@@ -26,6 +26,18 @@ TEST_CASE("branches that disagree in dtype fail; a differing size becomes symbol
   const auto outs = esg::if_(flag, [&] { return x; }, [&] { return esg::concat({x, x}, 0); });
   CHECK(outs[0].dim(0) < 0);
   CHECK(outs[0].dim_name(0) == "if(4|8)");
+  // The refused if_ left no bodies behind: the graph builds, with the one if that succeeded.
+  CHECK(b.build({outs[0]}).to_text().find("if(") != std::string::npos);
+}
+
+TEST_CASE("a branch that throws leaves the builder as it was, the other branch included") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {4});
+  const Tensor flag = b.input("flag", esg::boolean, {});
+  struct Boom {};
+  CHECK_THROWS_AS(esg::if_(flag, [&] { return esg::exp(x); }, [&]() -> Tensor { throw Boom{}; }), Boom);
+  CHECK_THROWS_AS(esg::if_(flag, [&]() -> Tensor { throw Boom{}; }, [&] { return x; }), Boom);
+  CHECK(b.build({esg::neg(x)}).node_count() == 1);
 }
 
 TEST_CASE("while_ carries values through a body and checks their types") {

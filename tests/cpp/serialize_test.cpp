@@ -79,4 +79,7 @@ TEST_CASE("a file that is not a graph, or from a newer format, says so") {
     CHECK(std::string(e.what()).find("newer than this library reads") != std::string::npos);
   }
   CHECK_THROWS_AS(esg::Graph::load("/nonexistent/dir/g.esg"), esg::IoError);
+  // What has no size to bound the loader's allocation is refused before anything is read.
+  CHECK_THROWS_WITH_AS(esg::Graph::load("/dev/zero"), doctest::Contains("is not a regular file"), esg::IoError);
+  CHECK_THROWS_AS(esg::Graph::load("/tmp"), esg::IoError);
 }

@@ -121,6 +121,22 @@ def test_a_corrupt_graph_file_is_an_error_not_a_crash(tmp_path):
     assert r.returncode == 1 and r.stderr.startswith("esgraph: ")
 
 
+@pytest.mark.parametrize("content", [b"", b"\x00garbage\xff" * 8, b"\x08"], ids=["empty", "garbage", "truncated"])
+def test_what_is_not_an_onnx_model_is_an_error_with_a_non_zero_exit(tmp_path, content):
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(content)
+    for verb in ("run", "info", "dot"):
+        r = esgraph_cli(verb, path)
+        assert r.returncode == 1 and "is not an ONNX model" in r.stderr, (verb, r.stderr)
+
+
+def test_dot_of_the_compiled_graph_needs_its_symbols_bound(onnx_file):
+    r = esgraph_cli("dot", onnx_file, "--compiled")
+    assert r.returncode != 0 and "--bind" in r.stderr and r.stdout == ""
+    r = esgraph_cli("dot", onnx_file, "--compiled", "--bind", "N=2")
+    assert r.returncode == 0 and r.stdout.startswith("digraph")
+
+
 def test_an_unsupported_onnx_model_lists_its_nodes(tmp_path):
     graph = helper.make_graph([helper.make_node("NonZero", ["x"], ["y"])], "nz",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],

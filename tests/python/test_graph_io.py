@@ -115,6 +115,12 @@ def test_a_missing_file_is_a_graph_io_error(tmp_path):
     assert isinstance(info.value, OSError)
 
 
+def test_loading_a_device_or_a_folder_fails_at_once(tmp_path):
+    for path in ("/dev/zero", tmp_path):
+        with pytest.raises(esgraph.GraphIOError, match="is not a regular file"):
+            esgraph.Graph.load(path)
+
+
 def test_saving_into_a_missing_directory_is_a_graph_io_error(graph, tmp_path):
     with pytest.raises(esgraph.GraphIOError):
         graph.save(tmp_path / "no" / "such" / "dir" / "g.esg")

@@ -111,6 +111,11 @@ ESG_API const char* esg_builder_error(const esg_builder* builder);
 /* Forgets the builder's first error (after the caller has dealt with it); the graph itself
    was never changed by the failed call. */
 ESG_API void esg_builder_clear_error(esg_builder* builder);
+/* API 2: whether a failed call becomes the builder's first error (true, the default: check a
+   chain of calls once). With false, a failed call reports through its return value and
+   esg_last_error only and leaves the builder as it was: what the C++ and Python APIs use, whose
+   failed calls throw (an exception caught and handled leaves nothing behind). */
+ESG_API void esg_builder_set_sticky_errors(esg_builder* builder, bool sticky);
 
 /*
  * A symbolic dimension named `name` (the same name gives the same dimension), usable wherever a
@@ -154,6 +159,10 @@ ESG_API esg_status esg_builder_cancel_subgraph(esg_builder* builder);
 /* Ends the innermost body with its results; returns 0 on failure. */
 ESG_API esg_subgraph esg_builder_end_subgraph(esg_builder* builder, const esg_tensor* results,
                                               size_t count);
+/* API 2: abandons the bodies from `first` on, ended but given to no op (the op's call failed,
+   or building a later body did), and everything made since `first` began; without it such
+   bodies make esg_builder_build fail. */
+ESG_API esg_status esg_builder_discard_subgraphs(esg_builder* builder, esg_subgraph first);
 
 /*
  * Finishes the graph with the given outputs and resets the builder for the next graph: tensors

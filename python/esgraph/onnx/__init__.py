@@ -10,15 +10,17 @@ suite (`docs/conformance.md`) checks the opsets of ONNX 1.12 (up to 17); 1 to 18
 that cannot be imported raises `ImportFailed`, which lists every unsupported node at once.
 """
 import os
+import warnings
 
 import onnx
 
+from .._C import FormatError
 from .._frontend import ExportFailed, ImportFailed
 from ._importer import MAX_OPSET, MIN_OPSET, load_graph
 from ._exporter import to_model
 from .converters import CONVERTERS
 
-__all__ = ["ExportFailed", "ImportFailed", "load", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
+__all__ = ["ExportFailed", "ImportFailed", "load", "read_model", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
 
 
 def load(model, *, input_shapes=None, constants=None, name=None):
@@ -30,13 +32,33 @@ def load(model, *, input_shapes=None, constants=None, name=None):
     Squeeze's axes, ...) as an input, or computes one from inputs; `ImportFailed.needed_constants`
     names the inputs to freeze.
     """
-    if isinstance(model, (str, os.PathLike)):
-        model = onnx.load(os.fspath(model))
-    elif isinstance(model, (bytes, bytearray)):
-        model = onnx.load_from_string(bytes(model))
-    elif not isinstance(model, onnx.ModelProto):
-        raise TypeError(f"load: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
-    return load_graph(model, input_shapes=input_shapes, constants=constants, name=name)
+    return load_graph(read_model(model), input_shapes=input_shapes, constants=constants, name=name)
+
+
+def read_model(model):
+    """An onnx.ModelProto from a path, bytes or a ModelProto. What is not an ONNX model with
+    outputs (an empty file, garbage, a truncated protobuf) raises esgraph.FormatError naming the
+    source; a file that cannot be read, the OSError."""
+    source = "the model"
+    try:
+        with warnings.catch_warnings():
+            # onnx warns, and goes on, when protobuf leaves bytes unparsed: that is a bad file too.
+            warnings.simplefilter("error", RuntimeWarning)
+            if isinstance(model, (str, os.PathLike)):
+                source = f"`{os.fspath(model)}`"
+                model = onnx.load(os.fspath(model))
+            elif isinstance(model, (bytes, bytearray)):
+                source = f"the {len(model)} bytes"
+                model = onnx.load_from_string(bytes(model))
+            elif not isinstance(model, onnx.ModelProto):
+                raise TypeError(f"load: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
+    except (TypeError, OSError):
+        raise
+    except Exception as e:  # protobuf's DecodeError, onnx's warning, whatever else a corrupt file makes onnx raise
+        raise FormatError(f"{source} is not an ONNX model: {type(e).__name__}: {e}") from e
+    if not model.graph.output:
+        raise FormatError(f"{source} is not an ONNX model with outputs (an empty or foreign file, or a graph with none)")
+    return model
 
 
 def save(graph, path):

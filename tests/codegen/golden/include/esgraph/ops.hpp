@@ -22,9 +22,10 @@ class TBodyOptions {
 template <class Cond, class Body>
 inline std::vector<Tensor> t_body(const std::vector<Tensor>& init, Cond&& cond, Body&& body, const TBodyOptions& options = {}) {
   const std::vector<esg_tensor> init_c = detail::handles(init);
-  const esg_subgraph cond_c = detail::body(detail::builder_of(init), init_c, cond);
-  const esg_subgraph body_c = detail::body(detail::builder_of(init), init_c, body);
-  const esg_tensor result = esg_t_body(init_c.data(), init_c.size(), cond_c, body_c, options.c());
+  detail::OpBodies bodies(detail::builder_of(init));
+  const esg_subgraph cond_c = bodies.add(detail::body(detail::builder_of(init), init_c, cond));
+  const esg_subgraph body_c = bodies.add(detail::body(detail::builder_of(init), init_c, body));
+  const esg_tensor result = bodies.taken_by(esg_t_body(init_c.data(), init_c.size(), cond_c, body_c, options.c()));
   return detail::outputs(result);
 }
 
@@ -44,9 +45,10 @@ class TBranchOptions {
 
 template <class ThenBranch, class ElseBranch>
 inline std::vector<Tensor> t_branch(const Tensor& pred, ThenBranch&& then_branch, ElseBranch&& else_branch, const TBranchOptions& options = {}) {
-  const esg_subgraph then_branch_c = detail::body(detail::builder_of(pred), {}, then_branch);
-  const esg_subgraph else_branch_c = detail::body(detail::builder_of(pred), {}, else_branch);
-  const esg_tensor result = esg_t_branch(pred.handle(), then_branch_c, else_branch_c, options.c());
+  detail::OpBodies bodies(detail::builder_of(pred));
+  const esg_subgraph then_branch_c = bodies.add(detail::body(detail::builder_of(pred), {}, then_branch));
+  const esg_subgraph else_branch_c = bodies.add(detail::body(detail::builder_of(pred), {}, else_branch));
+  const esg_tensor result = bodies.taken_by(esg_t_branch(pred.handle(), then_branch_c, else_branch_c, options.c()));
   return detail::outputs(result);
 }
 
