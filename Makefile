@@ -1,15 +1,19 @@
 # The two commands of the README. Both install what is missing, configure and build.
 #   make demo   build, then run the flagship C++ sample (a transformer encoder block)
-#   make test   build, run every suite (C++, C99, codegen, Python), then the C/C++ suites
-#               again under AddressSanitizer + UBSan
+#   make test   build, run every suite (C++, C99, codegen, Python), the C/C++ suites again
+#               under AddressSanitizer + UBSan, and the fuzzers over their committed corpus (clang)
 #   make bench  graph building against onnx.helper and torch.fx, compile time, per-launch overhead, an elementwise chain,
 #               models written in esgraph and imported from torch.nn, against PyTorch and ONNX Runtime
 #   make conformance  ONNX's node test suite through the importer; rewrites docs/conformance.md
 #   make release-snapshot   record the current API version (see scripts/release-snapshot.sh)
 #   make package  a .deb of the library, headers, CMake package, esgraph.pc and Python package
+#   make fuzz     each libFuzzer target for FUZZ_SECONDS (default 60) from the committed corpus;
+#                 new inputs go to build/fuzz/corpus/, crashes to build/fuzz/findings/
 PY      := /usr/bin/python3
 JOBS    ?= 2
-.PHONY: deps build demo test test-asan pytest conformance bench package release-snapshot clean
+FUZZ_SECONDS ?= 60
+FUZZERS := graph_file_fuzzer builder_fuzzer
+.PHONY: deps build demo test test-asan test-fuzz fuzz pytest conformance bench package release-snapshot clean
 
 deps:
 	@scripts/install-deps.sh
@@ -26,6 +30,19 @@ test-asan: deps
 	@cmake --build --preset asan -j$(JOBS)
 	ctest --preset asan
 
+# The fuzzers' committed corpus, every input once (crashes found before stay fixed).
+test-fuzz: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j$(JOBS)
+	ctest --preset fuzz
+
+fuzz: test-fuzz
+	@for t in $(FUZZERS); do \
+	  mkdir -p build/fuzz/corpus/$$t build/fuzz/findings && \
+	  ./build/fuzz/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
+	    -artifact_prefix=build/fuzz/findings/$$t- build/fuzz/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
+
 pytest: build
 	cd build/default && PYTHONPATH=$(CURDIR)/build/default/python $(PY) -m pytest -q $(CURDIR)/tests/python $(CURDIR)/tests/codegen $(CURDIR)/tests/tools $(CURDIR)/tests/conformance
 
@@ -35,6 +52,7 @@ conformance: build
 test: build
 	ctest --preset default
 	$(MAKE) --no-print-directory test-asan
+	$(MAKE) --no-print-directory test-fuzz
 	$(MAKE) --no-print-directory pytest
 
 bench: build

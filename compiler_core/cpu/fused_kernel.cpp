@@ -277,7 +277,13 @@ void run_f32(const FusedKernel& kernel, const std::vector<const eval::TensorRef*
     // The buffers are the running thread's own and kept between runs, reached through one
     // reference: each use of a thread_local by name costs a TLS lookup call in a shared library.
     thread_local F32Scratch scratch;
-    auto& [tile, own, head_rows, in_rows, rows, result] = scratch;
+    // (Named references, not a structured binding: C++17 lambdas may not capture those.)
+    std::vector<float>& tile = scratch.tile;
+    std::vector<float>& own = scratch.own;
+    std::vector<float>& head_rows = scratch.head_rows;
+    std::vector<const float*>& in_rows = scratch.in_rows;
+    std::vector<const float*>& rows = scratch.rows;
+    std::vector<float*>& result = scratch.result;
     tile.resize(kernel.slots * T);
     own.resize(in.size() * T);
     in_rows.resize(in.size());

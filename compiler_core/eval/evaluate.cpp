@@ -127,7 +127,7 @@ void run_control_flow(const Graph& g, NodeId id, const std::vector<const TensorR
     if (r.shape != out[i]->shape)
       throw ir::Error(ir::ErrorCode::Shape, "`" + std::string(n.op->name) + "` produced " + g.shape_str(r.shape) + " where " +
                                                 g.shape_str(out[i]->shape) + " was planned");
-    std::memcpy(out[i]->bytes, r.bytes.data(), r.bytes.size());
+    move_bytes(out[i]->bytes, r.bytes.data(), r.bytes.size());
   }
 }
 

@@ -10,6 +10,12 @@
 
 namespace esg::eval {
 
+// memmove of `n` bytes that may be none: an empty tensor's pointer may be null, which memmove
+// must not be given even for no bytes.
+inline void move_bytes(void* dst, const void* src, size_t n) {
+  if (n) std::memmove(dst, src, n);
+}
+
 struct TensorRef {
   ir::DType dtype = ir::DType::F32;
   ir::Shape shape;

@@ -260,7 +260,7 @@ void pool2d(const KernelCall& c, bool is_max) {
 
 // ---- data movement -----------------------------------------------------------------------
 void copy_bytes(const KernelCall& c) {  // reshape, squeeze, unsqueeze (in place when they share memory)
-  if (c.out[0]->bytes != c.in[0]->bytes) std::memmove(c.out[0]->bytes, c.in[0]->bytes, c.in[0]->nbytes());
+  if (c.out[0]->bytes != c.in[0]->bytes) move_bytes(c.out[0]->bytes, c.in[0]->bytes, c.in[0]->nbytes());
 }
 
 void transpose(const KernelCall& c) {
@@ -315,7 +315,7 @@ void concat(const KernelCall& c) {
   size_t at = 0;
   for (const TensorRef* x : c.in) {
     const size_t run = block_bytes(*x, axis);
-    for (int64_t o = 0; o < outer; ++o) std::memcpy(y.bytes + static_cast<size_t>(o) * row + at, x->bytes + static_cast<size_t>(o) * run, run);
+    for (int64_t o = 0; o < outer; ++o) move_bytes(y.bytes + static_cast<size_t>(o) * row + at, x->bytes + static_cast<size_t>(o) * run, run);
     at += run;
   }
 }
@@ -328,7 +328,7 @@ void split(const KernelCall& c) {
   size_t at = 0;
   for (const TensorRef* y : c.out) {
     const size_t run = block_bytes(*y, axis);
-    for (int64_t o = 0; o < outer; ++o) std::memcpy(y->bytes + static_cast<size_t>(o) * run, x.bytes + static_cast<size_t>(o) * row + at, run);
+    for (int64_t o = 0; o < outer; ++o) move_bytes(y->bytes + static_cast<size_t>(o) * run, x.bytes + static_cast<size_t>(o) * row + at, run);
     at += run;
   }
 }
@@ -424,7 +424,7 @@ void scatter_elements(const KernelCall& c) {
   const ir::ScatterElementsAttrs attrs = c.attrs<ir::ScatterElementsAttrs>();
   const size_t axis = attrs.axis;
   const auto reduction = static_cast<int64_t>(attrs.reduction);
-  if (y.bytes != data.bytes) std::memmove(y.bytes, data.bytes, data.nbytes());
+  if (y.bytes != data.bytes) move_bytes(y.bytes, data.bytes, data.nbytes());
   const std::vector<int64_t> ys = strides_of(y.shape);
   for (size_t d = 0; d < ind.shape.rank(); ++d)  // symbolic shapes reach here unchecked
     if (d != axis && ind.shape[d] > data.shape[d])
@@ -439,7 +439,7 @@ void scatter_elements(const KernelCall& c) {
 void scatter_nd(const KernelCall& c) {
   const TensorRef &data = *c.in[0], &ind = *c.in[1], &upd = *c.in[2], &y = *c.out[0];
   const auto reduction = static_cast<int64_t>(c.attrs<ir::ScatterNdAttrs>().reduction);
-  if (y.bytes != data.bytes) std::memmove(y.bytes, data.bytes, data.nbytes());
+  if (y.bytes != data.bytes) move_bytes(y.bytes, data.bytes, data.nbytes());
   const auto k = static_cast<size_t>(ind.shape[ind.shape.rank() - 1]);
   const std::vector<int64_t> ys = strides_of(y.shape);
   int64_t slice = 1;

@@ -5,12 +5,26 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace esg::eval {
 
 template <class A, class B>
 using Common = std::common_type_t<A, B>;
+
+// An expression's value in the op's compute type. An integer op whose expression went through a
+// double (an f64 attribute such as clip's bounds, which may be infinite) saturates into the
+// integer's range, NaN to 0: converting an out-of-range double to an integer is undefined in C++.
+template <class C, class X>
+C e_result(X x) {
+  if constexpr (std::is_integral_v<C> && std::is_floating_point_v<X>) {
+    if (std::isnan(x)) return C{0};
+    if (x <= static_cast<X>(std::numeric_limits<C>::min())) return std::numeric_limits<C>::min();
+    if (x >= static_cast<X>(std::numeric_limits<C>::max())) return std::numeric_limits<C>::max();
+  }
+  return static_cast<C>(x);
+}
 
 template <class A, class B>
 Common<A, B> e_min(A a, B b) { return std::min<Common<A, B>>(a, b); }

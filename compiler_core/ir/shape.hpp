@@ -39,8 +39,9 @@ class Shape {
   void resize(size_t rank);
   bool is_static() const;
   int64_t num_elements() const;  // -1 if any dimension is symbolic; throws ir::Error beyond kMaxElements
-  // The product of the static dimensions (symbolic ones count 1), or -1 when it (or a dimension)
-  // exceeds kMaxElements: computed without overflow, for checking shapes from outside.
+  // The product of the static dimensions (symbolic ones count 1), or -1 when a dimension, or the
+  // product with zeros counted as 1 (what strides reach), exceeds kMaxElements: computed without
+  // overflow, for checking shapes from outside.
   int64_t static_elements() const;
   bool operator==(const Shape& o) const;
   bool operator!=(const Shape& o) const { return !(*this == o); }

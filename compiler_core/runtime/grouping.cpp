@@ -41,6 +41,8 @@ std::vector<GroupStep> bind_steps(const Graph& g, const FusedGroup& group) {
     s.dtype = g.values[n.first_output].dtype;
     s.floating = ir::dtype_is_float(s.dtype);
     for (ValueId v : g.inputs(n)) {
+      // As the unfused op: in double when any operand (a group input or a member's result) is a float.
+      s.floating = s.floating || ir::dtype_is_float(g.values[v].dtype);
       // Steps are the members without the head, in order.
       const auto member_at = std::find_if(group.members.begin(), group.members.end(), [&](NodeId x) { return g.nodes[x].first_output == v; });
       if (member_at != group.members.end() && *member_at == group.head) {
@@ -49,7 +51,6 @@ std::vector<GroupStep> bind_steps(const Graph& g, const FusedGroup& group) {
         s.operands.push_back({GroupStep::From::Step, static_cast<size_t>(member_at - group.members.begin()) - (group.head != kNone)});
       } else {
         s.operands.push_back({GroupStep::From::Input, static_cast<size_t>(std::find(group.inputs.begin(), group.inputs.end(), v) - group.inputs.begin())});
-        s.floating = s.floating || ir::dtype_is_float(g.values[v].dtype);
       }
     }
     for (size_t i = 0; i < n.op->attrs.size(); ++i) {

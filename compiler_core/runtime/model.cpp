@@ -16,7 +16,9 @@ using ir::ErrorCode;
 // Every option the caller set is one the backend declares, within its range.
 void check_backend_options(const Backend& backend, const BackendOptions& given) {
   const std::vector<BackendOption> declared = backend.options();
-  for (const auto& [name, value] : given.values()) {
+  for (const auto& given_option : given.values()) {
+    const std::string& name = given_option.first;
+    const int64_t value = given_option.second;
     const auto it = std::find_if(declared.begin(), declared.end(), [&](const BackendOption& o) { return name == o.name; });
     if (it == declared.end()) {
       std::string known;

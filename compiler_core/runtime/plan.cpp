@@ -163,7 +163,7 @@ void Plan::fill_output_copies(const std::vector<eval::TensorRef>& inputs, const 
     const uint8_t* from = is_input ? inputs[static_cast<size_t>(std::find(g.inputs().begin(), g.inputs().end(), v) - g.inputs().begin())].bytes
                           : g.nodes[p].blob != ir::kNone ? g.blobs[g.nodes[p].blob]->data()
                                                           : outputs[static_cast<size_t>(std::find(g.outputs().begin(), g.outputs().end(), v) - g.outputs().begin())].bytes;
-    std::memmove(outputs[static_cast<size_t>(index)].bytes, from, outputs[static_cast<size_t>(index)].nbytes());
+    eval::move_bytes(outputs[static_cast<size_t>(index)].bytes, from, outputs[static_cast<size_t>(index)].nbytes());
   }
 }
 

@@ -1500,3 +1500,13 @@ def test_stats_give_the_reports_numbers_as_data():
     assert (unfused["plans"], unfused["launches"], unfused["fused_groups"]) == (1, 4, 0)
     assert unfused["in_place_values"] > 0 and unfused["arena_bytes"] < unfused["no_reuse_bytes"]
     assert unfused["device_kernels"] == unfused["library_calls"] == unfused["captured"] == 0
+
+
+def test_a_fused_comparison_of_float_members_compares_the_floats():
+    # f64 groups run on the double/int64 tiles: a bool result of float members must compare in
+    # double (0.8 > 0.2), not the members truncated to integers (0 > 0).
+    x = np.array([0.4, -0.3, 1.6, 2.5], f64)
+    graph, _ = build(lambda t: (t * 2.0) > (t * 3.0 - 1.0), x)
+    for fusion in (True, False):
+        check(esgraph.compile(graph, fusion=fusion)(x), (x * 2.0) > (x * 3.0 - 1.0))
+    assert esgraph.compile(graph).stats()["fused_groups"] == 1

@@ -1,0 +1,80 @@
+// What every fuzzer does with a graph it made: checks it, prints it, round-trips it through the
+// file format, and compiles and runs it on the CPU when that stays small. An ir::Error is the
+// expected answer to bad input; an internal error or anything else is a finding (abort).
+#pragma once
+#include <cstdlib>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "backends/registry.hpp"
+#include "eval/host_tensor.hpp"
+#include "ir/error.hpp"
+#include "ir/graph.hpp"
+#include "ir/printer.hpp"
+#include "ir/serialize.hpp"
+#include "ir/verify.hpp"
+#include "runtime/model.hpp"
+
+namespace esg::fuzz {
+
+[[noreturn]] inline void finding(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "fuzz finding: %s: %s\n", what, detail.c_str());
+  std::abort();
+}
+
+// Runs `f`; ir::Error other than Internal is a refusal, fine; the rest is a finding.
+template <class F>
+bool refused_or_done(const char* what, F&& f) {
+  try {
+    f();
+    return true;
+  } catch (const ir::Error& e) {
+    if (e.code() == ir::ErrorCode::Internal) finding(what, e.what());
+    return false;
+  }
+}
+
+inline bool small_and_loop_free(const ir::Graph& g) {
+  int64_t total = 0;
+  for (ir::ValueId v : g.inputs()) {
+    const int64_t n = g.shape(v).num_elements();
+    if (n < 0 || n > (1 << 12)) return false;
+    total += n;
+  }
+  for (const ir::Node& n : g.nodes)  // a loop could spin: no iteration cap yet
+    if (n.op->kind == ir::OpKind::while_) return false;
+  return total <= (1 << 14);
+}
+
+inline void exercise(const ir::Graph& g) {
+  refused_or_done("verify", [&] { ir::verify(g); });
+  (void)ir::to_text(g);
+  const std::vector<uint8_t> bytes = ir::serialize(g);
+  std::unique_ptr<ir::Graph> again;
+  if (!refused_or_done("reload", [&] { again = ir::deserialize(bytes.data(), bytes.size()); }))
+    finding("reload", "a graph the builder made does not load back from its own file");
+  if (ir::to_text(*again) != ir::to_text(g)) finding("reload", "the graph changed through its file");
+  if (!small_and_loop_free(g)) return;
+  refused_or_done("compile and run", [&] {
+    runtime::CompileOptions o;
+    o.backend = backends::find("cpu");
+    o.threads = 1;
+    runtime::Model m(std::make_unique<ir::Graph>(g), o);
+    std::vector<ir::Shape> shapes;
+    std::vector<eval::HostTensor> in, out;
+    for (ir::ValueId v : g.inputs()) in.emplace_back(g.values[v].dtype, g.shape(v)), shapes.push_back(g.shape(v));
+    const std::vector<ir::Shape> out_shapes = m.output_shapes(shapes);  // compiles the plan
+    if (m.stats().arena_bytes > (int64_t{1} << 28)) return;  // a legitimately large graph: not run here
+    for (size_t i = 0; i < out_shapes.size(); ++i) {
+      if (out_shapes[i].num_elements() > (1 << 20)) return;
+      out.emplace_back(g.values[g.outputs()[i]].dtype, out_shapes[i]);
+    }
+    std::vector<eval::TensorRef> in_refs, out_refs;
+    for (eval::HostTensor& t : in) in_refs.push_back(t.ref());
+    for (eval::HostTensor& t : out) out_refs.push_back(t.ref());
+    m.run(in_refs, out_refs);
+  });
+}
+
+}  // namespace esg::fuzz
