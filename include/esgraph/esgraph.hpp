@@ -336,7 +336,6 @@ class GraphBuilder {
 };
 
 // ---- compiled models --------------------------------------------------------------------------
-// Host data that owns its bytes (row-major): what models take and give.
 namespace detail {
 // Whether elements of C++ type T are how values of `t` lie in memory: the type itself, bool or
 // uint8_t for bool, and uint16_t for the 16-bit floats' bit patterns (as numpy and ONNX keep them).
@@ -372,6 +371,7 @@ const char* element_name() {
 }
 }  // namespace detail
 
+// Host data that owns its bytes (row-major): what models take and give.
 class HostTensor {
  public:
   HostTensor(DType dtype, std::vector<int64_t> shape)

@@ -1039,3 +1039,56 @@ def test_what_is_not_an_onnx_model_is_a_format_error(tmp_path, content):
         esgraph.onnx.load(content)
     with pytest.raises(esgraph.FormatError, match="with outputs"):
         esgraph.onnx.load(onnx.ModelProto())
+
+
+# ---------------------------------------------------------------------------------------------
+# External data: read from the model's folder only
+def _with_external_data(model, folder, location="weights.bin"):
+    """The model saved in `folder` with every initializer in one external file; returns its path."""
+    folder.mkdir(exist_ok=True)
+    path = folder / "m.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location=location,
+                    size_threshold=0)
+    return path
+
+
+def _relocate(path, location):
+    """The saved model with every external location rewritten (its data left where it was)."""
+    m = onnx.load(str(path), load_external_data=False)
+    for t in m.graph.initializer:
+        for entry in t.external_data:
+            if entry.key == "location":
+                entry.value = location
+    path.write_bytes(m.SerializeToString())
+
+
+def test_external_data_in_the_models_folder_loads(mlp, tmp_path):
+    model, reference = mlp
+    path = _with_external_data(model, tmp_path / "model")
+    x = rand(2, 4)
+    close(run(path, x)[0], reference(x))
+    # Bytes or a ModelProto name no folder: their external data needs one given.
+    external = onnx.load(str(path), load_external_data=False)
+    with pytest.raises(esgraph.FormatError, match="reads external data only from a folder passed as base_dir"):
+        esgraph.onnx.load(external)
+    close(esgraph.compile(esgraph.onnx.load(external, base_dir=tmp_path / "model"))(x), reference(x))
+    assert onnx.external_data_helper.uses_external_data(external.graph.initializer[0])  # the caller's proto untouched
+
+
+@pytest.mark.parametrize("location", ["../outside.bin", "/etc/passwd", "sub/../../outside.bin", "zero"])
+def test_external_data_outside_the_models_folder_is_refused(mlp, tmp_path, location):
+    model, _ = mlp
+    path = _with_external_data(model, tmp_path / "model")
+    (tmp_path / "outside.bin").write_bytes(b"\0" * 4096)
+    (tmp_path / "model" / "zero").symlink_to("/dev/zero")  # a link inside that leads out
+    _relocate(path, location)
+    with pytest.raises(esgraph.FormatError, match="outside the model's folder"):
+        esgraph.onnx.load(path)
+
+
+def test_external_data_past_the_end_of_its_file_is_refused(mlp, tmp_path):
+    model, _ = mlp
+    path = _with_external_data(model, tmp_path / "model")
+    (tmp_path / "model" / "weights.bin").write_bytes(b"\0" * 8)  # shorter than the tensors say
+    with pytest.raises(esgraph.FormatError, match="run past the 8-byte file"):
+        esgraph.onnx.load(path)

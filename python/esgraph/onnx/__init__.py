@@ -18,27 +18,30 @@ from .._C import FormatError
 from .._frontend import ExportFailed, ImportFailed
 from ._importer import MAX_OPSET, MIN_OPSET, load_graph
 from ._exporter import to_model
+from ._external import load_external_data, needs_external_data
 from .converters import CONVERTERS
 
 __all__ = ["ExportFailed", "ImportFailed", "load", "read_model", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
 
 
-def load(model, *, input_shapes=None, constants=None, name=None):
+def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None):
     """An esgraph Graph from an ONNX model: a path, bytes, or an `onnx.ModelProto`.
 
     `input_shapes` ({input name: [dims]}) overrides the model's input shapes: integers for
     fixed sizes, strings for symbolic ones. `constants` ({input name: array}) freezes inputs
     to the given values: what a model needs when it takes a shape operand (Reshape's shape,
     Squeeze's axes, ...) as an input, or computes one from inputs; `ImportFailed.needed_constants`
-    names the inputs to freeze.
+    names the inputs to freeze. Tensors kept in external data files are read from the model's
+    folder only (`base_dir` for a model given as bytes or a ModelProto).
     """
-    return load_graph(read_model(model), input_shapes=input_shapes, constants=constants, name=name)
+    return load_graph(read_model(model, base_dir), input_shapes=input_shapes, constants=constants, name=name)
 
 
-def read_model(model):
-    """An onnx.ModelProto from a path, bytes or a ModelProto. What is not an ONNX model with
-    outputs (an empty file, garbage, a truncated protobuf) raises esgraph.FormatError naming the
-    source; a file that cannot be read, the OSError."""
+def read_model(model, base_dir=None):
+    """An onnx.ModelProto from a path, bytes or a ModelProto, with its external data read from
+    the model's folder (or `base_dir`) and nowhere else (_external.py). What is not an ONNX model
+    with outputs (an empty file, garbage, a truncated protobuf) raises esgraph.FormatError naming
+    the source; a file that cannot be read, the OSError."""
     source = "the model"
     try:
         with warnings.catch_warnings():
@@ -46,7 +49,8 @@ def read_model(model):
             warnings.simplefilter("error", RuntimeWarning)
             if isinstance(model, (str, os.PathLike)):
                 source = f"`{os.fspath(model)}`"
-                model = onnx.load(os.fspath(model))
+                base_dir = os.path.dirname(os.path.abspath(os.fspath(model)))
+                model = onnx.load(os.fspath(model), load_external_data=False)
             elif isinstance(model, (bytes, bytearray)):
                 source = f"the {len(model)} bytes"
                 model = onnx.load_from_string(bytes(model))
@@ -58,6 +62,11 @@ def read_model(model):
         raise FormatError(f"{source} is not an ONNX model: {type(e).__name__}: {e}") from e
     if not model.graph.output:
         raise FormatError(f"{source} is not an ONNX model with outputs (an empty or foreign file, or a graph with none)")
+    if needs_external_data(model):
+        loaded = onnx.ModelProto()  # the caller's ModelProto stays as given
+        loaded.CopyFrom(model)
+        load_external_data(loaded, base_dir)
+        model = loaded
     return model
 
 

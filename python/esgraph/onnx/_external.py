@@ -1,0 +1,57 @@
+"""ONNX external data, read only from inside the model's folder. A tensor may keep its bytes in
+another file (`external_data`: location, offset, length); onnx's own loader joins the location
+to a base folder as written, so a model could read any file the process can (an absolute path,
+`..`, a link leading out) or /dev/zero until memory runs out. Here, as in ONNX Runtime, the
+location must resolve inside the model's folder to a regular file that holds the bytes named."""
+import os
+
+from onnx import TensorProto
+from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+from .._C import FormatError
+
+
+def _tensors(graph):
+    """Every tensor of a graph: initializers and attribute tensors, in subgraphs too."""
+    yield from graph.initializer
+    for node in graph.node:
+        for a in node.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            if a.HasField("g"):
+                yield from _tensors(a.g)
+            for g in a.graphs:
+                yield from _tensors(g)
+
+
+def needs_external_data(model):
+    return any(uses_external_data(t) for t in _tensors(model.graph))
+
+
+def load_external_data(model, base_dir):
+    """Reads every tensor's external data into the tensor, from `base_dir` only. `base_dir`
+    None: the model came as bytes or a ModelProto, and its external data is refused."""
+    for t in _tensors(model.graph):
+        if not uses_external_data(t):
+            continue
+        info = ExternalDataInfo(t)
+        where = f"tensor `{t.name}`: external data `{info.location}`"
+        if base_dir is None:
+            raise FormatError(f"{where}: a model given as bytes or a ModelProto reads external data only from a folder "
+                              "passed as base_dir")
+        root = os.path.realpath(base_dir)
+        path = os.path.realpath(os.path.join(root, info.location))
+        if os.path.isabs(info.location) or os.path.commonpath([root, path]) != root:
+            raise FormatError(f"{where} is outside the model's folder {root}")
+        if not os.path.isfile(path):
+            raise FormatError(f"{where}: no regular file at {path}")
+        size = os.path.getsize(path)
+        offset, length = int(info.offset or 0), int(info.length or 0)
+        if offset > size or offset + length > size:
+            raise FormatError(f"{where}: offset {offset} and length {length} run past the {size}-byte file")
+        with open(path, "rb") as f:
+            f.seek(offset)
+            t.raw_data = f.read(length if length else size - offset)
+        del t.external_data[:]
+        t.data_location = TensorProto.DEFAULT
