@@ -39,5 +39,6 @@ class CMakeBuild(build_ext):
 
 
 # Build metadata (egg-info) goes to build/, not beside the sources.
+(ROOT / "build").mkdir(exist_ok=True)
 setup(version=version(), ext_modules=[Extension("esgraph._C", sources=[])], cmdclass={"build_ext": CMakeBuild},
       options={"egg_info": {"egg_base": "build"}})

@@ -25,6 +25,7 @@ std::vector<ir::ValueId> resolve_all(const esg_tensor* ts, size_t n, esg_builder
 
 void need_builder(const esg_builder* b, const char* fn) {
   if (!b) throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(fn) + ": the builder is NULL");
+  if (!esg::capi::builder_alive(b)) throw ir::Error(ir::ErrorCode::Lifetime, std::string(fn) + ": the builder was destroyed");
 }
 
 ir::Shape shape_of(const int64_t* dims, size_t rank, const char* fn) {
@@ -64,8 +65,9 @@ ESG_API size_t esg_dtype_size(esg_dtype dtype) { return ir::dtype_size(static_ca
 ESG_API esg_builder* esg_builder_create(const char* graph_name) {
   esg_builder* b = nullptr;
   guarded(nullptr, [&] {
-    b = new esg_builder(graph_name && *graph_name ? graph_name : "graph");
-    esg::capi::register_builder(b);
+    auto made = std::make_unique<esg_builder>(graph_name && *graph_name ? graph_name : "graph");
+    esg::capi::register_builder(made.get());  // before it is handed out: never a builder that is not alive
+    b = made.release();
   });
   return b;
 }

@@ -13,7 +13,7 @@ thread_local std::string t_scratch;
 void set_error(esg_builder* b, esg_status status, const std::string& message) {
   t_status = status;
   t_message = message;
-  if (b && b->sticky_errors && b->first_status == ESG_OK) {
+  if (b && builder_alive(b) && b->sticky_errors && b->first_status == ESG_OK) {
     b->first_status = status;
     b->first_error = message;
   }

@@ -6,6 +6,7 @@
 
 #include "cpu/gemm.hpp"
 #include "eval/indexing.hpp"
+#include "eval/scalar_math.hpp"
 
 namespace esg::cpu {
 namespace {
@@ -428,7 +429,7 @@ void run_fused_kernel(const FusedKernel& kernel, const std::vector<const eval::T
         s.fn->row_f(rows_f.data(), s.attrs.data(), result, count);
       } else {
         for (int64_t e = 0; e < count; ++e) {
-          for (size_t k = 0; k < s.operands.size(); ++k) iv[k] = rows_i[k] ? rows_i[k][e] : static_cast<int64_t>(rows_f[k][e]);
+          for (size_t k = 0; k < s.operands.size(); ++k) iv[k] = rows_i[k] ? rows_i[k][e] : eval::e_result<int64_t>(rows_f[k][e]);
           result[e] = static_cast<double>(s.fn->i(iv.data(), s.attrs.data()));
         }
       }

@@ -12,7 +12,7 @@ namespace {
 
 // Why `s` cannot be a tensor's shape ("" when it can): more than kMaxElements elements.
 std::string oversized(const Graph& g, const Shape& s) {
-  return s.static_elements() >= 0 ? "" : g.shape_str(s) + " has more than 2^48 elements (the limit of a tensor)";
+  return s.static_elements() >= 0 ? "" : g.shape_str(s) + " has more than 2^48 elements (sizes multiply beyond the limit of a tensor)";
 }
 
 // Sizes of every pool a node touches; restoring them undoes a half-made node.
@@ -498,10 +498,28 @@ void Builder::discard_regions(RegionId first) {
   Graph& g = *graph_;
   if (first == 0 || first >= g.regions.size() || first >= region_begins_.size())
     throw Error(ErrorCode::InvalidArgument, "no body " + std::to_string(first) + " to discard");
+  const auto [values, nodes] = region_begins_[first];
+  // The bodies from `first` on must be ended and given to no op made before them (bodies nested
+  // in them belong to ops that go with them); nothing else may have been made since `first`
+  // began but the captures that bodies made in the regions still open.
   for (RegionId r = first; r < g.regions.size(); ++r)
-    if (g.regions[r].owner != kNone || std::find(region_stack_.begin(), region_stack_.end(), r) != region_stack_.end())
+    if ((g.regions[r].owner != kNone && g.regions[r].owner < nodes) ||
+        std::find(region_stack_.begin(), region_stack_.end(), r) != region_stack_.end())
       throw Error(ErrorCode::InvalidArgument, "body " + std::to_string(r) + " is open or given to an op; only ended, unused bodies can be discarded");
-  roll_back(region_begins_[first].first, region_begins_[first].second, first);
+  auto captured_in_open = [&](ValueId v) {
+    for (RegionId open : region_stack_) {
+      const auto& inner = g.regions[open].captures_inner;
+      if (std::find(inner.begin(), inner.end(), v) != inner.end()) return true;
+    }
+    return false;
+  };
+  for (size_t n = nodes; n < g.nodes.size(); ++n)
+    if (g.nodes[n].region < first)
+      throw Error(ErrorCode::InvalidArgument, "nodes were made outside the bodies since body " + std::to_string(first) + " began");
+  for (size_t v = values; v < g.values.size(); ++v)
+    if (g.values[v].region < first && !captured_in_open(static_cast<ValueId>(v)))
+      throw Error(ErrorCode::InvalidArgument, "values were made outside the bodies since body " + std::to_string(first) + " began");
+  roll_back(values, nodes, first);
 }
 
 void Builder::roll_back(size_t values, size_t nodes, RegionId first_region) {

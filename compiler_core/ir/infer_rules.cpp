@@ -59,7 +59,7 @@ Dim window_out(InferContext& ctx, Dim in, int64_t pad_begin, int64_t pad_end, in
                bool ceil_mode, const char* axis) {
   // Attributes may hold any int64: sums that leave int64 are windows no tensor can have.
   int64_t pads = 0, room = 0;
-  if (__builtin_add_overflow(pad_begin, pad_end, &pads) || pads > kMaxElements || span > kMaxElements)
+  if (__builtin_add_overflow(pad_begin, pad_end, &pads) || pads > kMaxElements || span > kMaxElements || span < 1)
     ctx.fail_attr(std::string("the padding or window of ") + axis + " is beyond any tensor's size");
   if (dim_is_symbolic(in))
     return ctx.derived_symbol("window(" + ctx.graph().dim_str(in) + "," + std::to_string(pads) + "," +
@@ -224,7 +224,7 @@ void infer_conv2d(InferContext& ctx) {
   expect_len(ctx, "pads", pads, 4);
   expect_len(ctx, "dilations", dil, 2);
   const int64_t groups = ctx.attr_int("groups");
-  if (!dim_is_symbolic(w[2]) && !dim_is_symbolic(w[3]) && (w[2] < 1 || w[3] < 1))
+  if ((!dim_is_symbolic(w[2]) && w[2] < 1) || (!dim_is_symbolic(w[3]) && w[3] < 1))
     ctx.fail("the filter's spatial size must be positive, got " + g.shape_str(w));
   int64_t grouped = 0;
   if (!dim_is_symbolic(x[1]) && !dim_is_symbolic(w[1]) && (__builtin_mul_overflow(w[1], groups, &grouped) || x[1] != grouped))
@@ -535,7 +535,7 @@ void infer_pad(InferContext& ctx) {
   for (size_t i = 0; i < x.rank(); ++i) {
     const int64_t before = pads[i], after = pads[x.rank() + i];
     int64_t both = 0;
-    if (__builtin_add_overflow(before, after, &both) || both > kMaxElements || both < -kMaxElements)
+    if (__builtin_add_overflow(before, after, &both) || both > kMaxElements)
       ctx.fail_attr("`pads` " + list_str(pads) + " are beyond any tensor's size");
     if (!dim_is_symbolic(x[i])) {
       if (reflect && (before >= x[i] || after >= x[i]))

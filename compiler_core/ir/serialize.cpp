@@ -484,13 +484,15 @@ void save(const Graph& g, const std::string& path) {
 }
 
 std::unique_ptr<Graph> load(const std::string& path) {
+  // A regular file only, read in one allocation of its size: a device or a pipe has no size to
+  // bound what the loader allocates (/dev/zero would never end), and opening a pipe with no
+  // writer would wait. Bytes from elsewhere go through deserialize.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw Error(ErrorCode::Io, "`" + path + "` is not a regular file; read its bytes and deserialize them instead");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw Error(ErrorCode::Io, "cannot open `" + path + "`: " + std::strerror(errno));
-  // A regular file only, read in one allocation of its size: a device or a pipe has no size to
-  // bound what the loader allocates (/dev/zero would never end). Bytes from elsewhere go
-  // through deserialize.
-  struct stat st {};
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced since the check above
     std::fclose(f);
     throw Error(ErrorCode::Io, "`" + path + "` is not a regular file; read its bytes and deserialize them instead");
   }

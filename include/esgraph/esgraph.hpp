@@ -172,7 +172,14 @@ inline std::vector<esg_tensor> handles(const std::vector<Tensor>& ts) {
   for (const Tensor& t : ts) out.push_back(t.handle());
   return out;
 }
-inline esg_builder* builder_of(const Tensor& t) { return t.handle().priv_builder; }
+// The builder of a usable tensor; else the tensor's own error (stale, of a destroyed builder).
+inline esg_builder* builder_of(const Tensor& t) {
+  if (!esg_tensor_valid(t.handle())) {
+    (void)esg_tensor_rank(t.handle());  // sets the thread's last error, saying why
+    throw_last();
+  }
+  return t.handle().priv_builder;
+}
 inline esg_builder* builder_of(const std::vector<Tensor>& ts) {
   return ts.empty() ? nullptr : builder_of(ts.front());
 }

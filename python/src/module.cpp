@@ -197,11 +197,13 @@ void bind_builder(py::module_& m) {
            py::arg("outputs"), "Finishes the graph; its tensors can no longer be used.");
 }
 
-// An input of another dtype than the model's, as the C API does, is refused: a numpy array or
-// scalar of another dtype (naming the fix), or values (lists, Python numbers) that the input's
-// dtype cannot hold: floats for an integer input, integers out of its range. Byte order
-// is not a dtype: a byte-swapped array of the right type is converted. With `cast`, numpy's
-// astype converts anything (truncating, wrapping), as asked.
+// An input of another dtype than the model's, as the C API does, is refused: anything with a
+// dtype of its own (a numpy array or scalar, a torch tensor, an array.array, ...) of another
+// dtype, naming the fix; and plain values (lists, tuples, Python numbers) that the input's dtype
+// cannot hold: for an integer or bool input, values that do not come back unchanged (fractions,
+// NaN, out of range); for a float input, finite values that become infinite. Byte order is not
+// a dtype: a byte-swapped array of the right type is converted. With `cast`, numpy's astype
+// converts anything (truncating, wrapping), as asked.
 void check_input_dtype(esg_model* h, size_t i, py::handle given, const py::array& a, esg::DType want, bool cast) {
   if (cast) return;
   const py::module_ np = py::module_::import("numpy");
@@ -209,13 +211,29 @@ void check_input_dtype(esg_model* h, size_t i, py::handle given, const py::array
   if (a.dtype().attr("newbyteorder")("=").equal(to)) return;
   const std::string what = "input " + std::to_string(i) + " (`" + esg_model_input_name(h, i) + "`: " + esg::dtype_name(want) + ")";
   const std::string got = py::str(py::handle(a.dtype())).cast<std::string>(), want_np = py::str(to.attr("name")).cast<std::string>();
-  const bool typed = py::isinstance<py::array>(given) || py::isinstance(given, np.attr("generic"));
-  if (typed)
+  // (numpy's float64 is a Python float too, but it has a dtype of its own.)
+  const bool plain = !py::isinstance(given, np.attr("generic")) &&
+                     (py::isinstance<py::list>(given) || py::isinstance<py::tuple>(given) || py::isinstance<py::bool_>(given) ||
+                      py::isinstance<py::int_>(given) || py::isinstance<py::float_>(given));
+  if (!plain)
     throw esg::DTypeError(ESG_ERR_DTYPE, what + " got " + got + " data; convert it with .astype(numpy." + want_np + "), or run with cast=True");
-  // Floats may round to a narrower float; integers must survive the trip.
-  const bool exact = np.attr("can_cast")(a.dtype(), to, "same_kind").cast<bool>() &&
-                     (to.kind() == 'f' || np.attr("array_equal")(a.attr("astype")(to).attr("astype")(a.dtype()), a).cast<bool>());
-  if (!exact)
+  // The trial conversion may overflow or meet NaN: that is what it looks for, not a warning.
+  py::object quiet = np.attr("errstate")(py::arg("all") = "ignore");
+  quiet.attr("__enter__")();
+  struct Leave {
+    py::object& ctx;
+    ~Leave() { ctx.attr("__exit__")(py::none(), py::none(), py::none()); }
+  } leave{quiet};
+  const py::object converted = a.attr("astype")(to);
+  bool holds;
+  if (to.kind() == 'f') {
+    const py::object wide = a.attr("astype")(np.attr("float64"));
+    holds = np.attr("all")(np.attr("logical_or")(np.attr("isfinite")(converted), np.attr("logical_not")(np.attr("isfinite")(wide))))
+                .cast<bool>();
+  } else {
+    holds = np.attr("array_equal")(converted.attr("astype")(a.dtype()), a).cast<bool>();
+  }
+  if (!holds)
     throw esg::DTypeError(ESG_ERR_DTYPE, what + " got values of " + got + " that " + esg::dtype_name(want) +
                                              " cannot hold; give a numpy array of " + want_np + ", or run with cast=True");
 }

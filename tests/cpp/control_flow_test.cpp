@@ -1,6 +1,8 @@
 // if_ and while_ with C++ lambdas as bodies, capturing tensors of the enclosing graph.
 #include <doctest/doctest.h>
 
+#include <optional>
+
 #include <esgraph/esgraph.hpp>
 
 using esg::Tensor;
@@ -91,4 +93,24 @@ TEST_CASE("nested bodies capture through every level") {
   g.verify();
   const esg::Graph back = esg::Graph::deserialize(g.serialize());
   CHECK(back.to_text() == g.to_text());
+}
+
+TEST_CASE("a throwing branch discards the other branch with the control flow nested in it") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {4});
+  const Tensor flag = b.input("flag", esg::boolean, {});
+  struct Boom {};
+  auto nested = [&] { return esg::if_(flag, [&] { return esg::exp(x); }, [&] { return -x; })[0]; };
+  CHECK_THROWS_AS(esg::if_(flag, nested, [&]() -> Tensor { throw Boom{}; }), Boom);
+  CHECK_THROWS_AS(esg::if_(flag, nested, [&] { return esg::cast(x, esg::i32); }), esg::ShapeError);  // the if itself refused
+  CHECK(b.build({esg::neg(x)}).node_count() == 1);
+}
+
+TEST_CASE("control flow over a tensor of a destroyed builder is a lifetime error") {
+  std::optional<Tensor> flag;
+  {
+    esg::GraphBuilder b;
+    flag = b.input("flag", esg::boolean, {});
+  }
+  CHECK_THROWS_AS(esg::if_(*flag, [&] { return *flag; }, [&] { return *flag; }), esg::LifetimeError);
 }

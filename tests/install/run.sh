@@ -25,7 +25,7 @@ export ESG_SOURCE_DIR=$src
 PYTHONPATH=$(dirname "$(find "$prefix" -path '*/esgraph/__init__.py' -print -quit)")/.. /usr/bin/python3 "$src/tests/install/consumer.py" "cmake --install"
 
 /usr/bin/python3 -m venv --system-site-packages "$work/venv"
-# (From outside the source: there `build/` would shadow the build module.)
+# (From the scratch folder, as a user's build of a downloaded source would run.)
 ESG_CMAKE_BUILD_DIR="$build" /usr/bin/python3 -m build --no-isolation --wheel --outdir "$work/dist" "$src" >"$work/wheel.log" 2>&1 ||
   { tail -20 "$work/wheel.log"; exit 1; }
 "$work/venv/bin/pip" install --no-index --no-deps --quiet "$work"/dist/esgraph-*.whl

@@ -190,3 +190,11 @@ def test_the_builder_stays_usable_after_a_body_raised(b, p, x):
     text = str(graph)
     assert "exp" not in text
     assert "log(%x)" in text and "sin(" in text
+
+
+def test_a_throwing_branch_discards_the_control_flow_nested_in_the_other(b, p, x):
+    exc = BodyError("boom")
+    nested = lambda: ops.if_(p, lambda: ops.exp(x), lambda: -x)  # noqa: E731
+    with pytest.raises(BodyError):
+        ops.if_(p, nested, _raiser(exc))
+    assert b.build([x]).node_count == 0

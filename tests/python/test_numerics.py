@@ -1263,11 +1263,25 @@ def test_values_an_integer_input_cannot_hold_are_refused_unless_cast():
         model([1.7, 1e20, float("nan")])
     check(model([1, -2, 3]), np.array([2, -4, 6], i32))
     check(model(x, cast=True), x.astype(i32) * 2)  # numpy's astype, asked for: truncation
-    u8_graph, _ = build(lambda t: t + 1, np.zeros(2, np.uint8))
+    u8_model = esgraph.compile(build(lambda t: t + 1, np.zeros(2, np.uint8))[0])
     with pytest.raises(esgraph.DTypeError, match="got values of int64 that u8 cannot hold"):
-        esgraph.compile(u8_graph)([300, -1])
+        u8_model([300, -1])
+    check(u8_model([1, 254]), np.array([2, 255], np.uint8))  # Python ints that u8 holds
+    bool_model = esgraph.compile(build(ops.logical_not, np.zeros(2, bool))[0])
     with pytest.raises(esgraph.DTypeError, match="that bool cannot hold"):
-        esgraph.compile(build(ops.logical_not, np.zeros(2, bool))[0])([0, 1])
+        bool_model([0, 2])
+    check(bool_model([0, 1]), np.array([True, False]))
+    f16_model = esgraph.compile(build(ops.neg, np.zeros(2, np.float16))[0])
+    with pytest.raises(esgraph.DTypeError, match="that f16 cannot hold"):
+        f16_model([1.0, 70000.0])  # would become inf
+    check(f16_model([1.0, float("inf")]), np.array([-1.0, -np.inf], np.float16))  # infinite already
+
+
+def test_objects_with_a_dtype_of_their_own_are_refused_like_arrays():
+    torch = pytest.importorskip("torch")
+    graph, _ = build(ops.neg, np.zeros(3, f32))
+    with pytest.raises(esgraph.DTypeError, match=r"got float64 data; convert it with \.astype\(numpy\.float32\)"):
+        esgraph.compile(graph)(torch.zeros(3, dtype=torch.float64))
 
 
 def test_non_contiguous_input():

@@ -79,8 +79,9 @@ typedef struct esg_graph esg_graph;     /* a finished, immutable graph          
 /*
  * A tensor: one value in a builder's graph. A small value type, cheap to copy; its fields are
  * private. A zero-initialized esg_tensor ({0}) means "no tensor" (e.g. an optional input left
- * out). A tensor stays usable until its builder builds or resets; using it afterwards, or with
- * a tensor of another builder, fails with ESG_ERR_LIFETIME.
+ * out). A tensor stays usable until its builder builds, resets or is destroyed; using it
+ * afterwards, or with a tensor of another builder, fails with ESG_ERR_LIFETIME (never a read of
+ * a destroyed builder: handles are checked against the builders alive).
  */
 typedef struct esg_tensor {
   esg_builder* priv_builder;
