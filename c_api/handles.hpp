@@ -64,9 +64,10 @@ void register_builder(const esg_builder* b);
 void unregister_builder(const esg_builder* b);
 bool builder_alive(const esg_builder* b);
 
-// Whether a tensor handle is usable: set, of `expected` (if given), of a live builder, not stale.
+// Whether a tensor handle is usable: set, of `expected` (if given; a builder the caller has
+// already found alive), of a live builder, not stale.
 inline bool tensor_ok(esg_tensor t, const esg_builder* expected) {
-  return t.priv_builder && (!expected || t.priv_builder == expected) && builder_alive(t.priv_builder) &&
+  return t.priv_builder && (expected ? t.priv_builder == expected : builder_alive(t.priv_builder)) &&
          t.priv_epoch == t.priv_builder->epoch && t.priv_value < t.priv_builder->core.graph().values.size();
 }
 // The value of a tensor handle, or an exception saying why it is not usable; `what` names

@@ -95,6 +95,10 @@ esg_tensor OpCall::failed() { return esg_tensor{nullptr, 0, 0}; }
 
 esg_tensor OpCall::finish() {
   if (failed_) return failed();
+  if (builder_destroyed_) {
+    fail(ESG_ERR_LIFETIME, std::string(function_) + ": the builder was destroyed");
+    return failed();
+  }
   if (!builder_) {
     fail(ESG_ERR_INVALID_ARGUMENT, std::string(function_) + ": the builder is NULL");
     return failed();

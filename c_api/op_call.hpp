@@ -42,8 +42,10 @@ class InlineVec {
 
 class OpCall {
  public:
+  // `builder`: the generators' (ops with no tensor input); one already destroyed is refused.
   OpCall(const ir::OpSchema& op, const char* function, esg_builder* builder = nullptr)
-      : op_(op), function_(function), builder_(builder) {}
+      : op_(op), function_(function), builder_(builder && builder_alive(builder) ? builder : nullptr),
+        builder_destroyed_(builder && !builder_) {}
 
   // Copies the caller's options over the defaults in `dst`, checking the struct's version.
   bool read_options(void* dst, size_t known, const void* src);
@@ -74,6 +76,7 @@ class OpCall {
   const ir::OpSchema& op_;
   const char* function_;
   esg_builder* builder_;
+  bool builder_destroyed_ = false;
   InlineVec<ir::ValueId, 8> inputs_;
   InlineVec<ir::AttrArg, 8> attrs_;
   InlineVec<ir::RegionId, 2> bodies_;

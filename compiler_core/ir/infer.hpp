@@ -10,6 +10,9 @@
 
 namespace esg::ir {
 
+// What a shape beyond kMaxElements is told (builder and rules alike).
+std::string beyond_element_limit(const Graph& g, const Shape& s);
+
 // Thrown by rules; carries only the rule's own explanation.
 struct InferFailure {
   ErrorCode code;
@@ -33,7 +36,11 @@ class InferContext {
 
   size_t num_outputs() const { return node().num_outputs; }
   Value& output(size_t i) { return g_.values[node().first_output + i]; }
-  void set_shape(size_t i, const Shape& s) { g_.set_shape(node().first_output + static_cast<ValueId>(i), s); }
+  // Every rule's output shape passes here: one beyond kMaxElements fails the op.
+  void set_shape(size_t i, const Shape& s) {
+    if (s.static_elements() < 0) fail_oversized(i, s);
+    g_.set_shape(node().first_output + static_cast<ValueId>(i), s);
+  }
 
   int64_t attr_int(const char* name) const;  // Int, Bool, DType and Enum attributes
   double attr_float(const char* name) const;
@@ -47,6 +54,7 @@ class InferContext {
   Dim derived_symbol(const std::string& expr) { return symbol_dim(g_.symbol(expr)); }
 
   [[noreturn]] void fail(const std::string& detail) const { throw InferFailure{ErrorCode::Shape, detail}; }
+  [[noreturn]] void fail_oversized(size_t output, const Shape& s) const;
   [[noreturn]] void fail_attr(const std::string& detail) const { throw InferFailure{ErrorCode::Attribute, detail}; }
   [[noreturn]] void fail_dtype(const std::string& detail) const { throw InferFailure{ErrorCode::DType, detail}; }
 

@@ -28,6 +28,14 @@ int64_t InferContext::attr_int(const char* name) const { return attr(name).i; }
 double InferContext::attr_float(const char* name) const { return attr(name).f; }
 Span<int64_t> InferContext::attr_ints(const char* name) const { return g_.ints_of(attr(name)); }
 
+std::string beyond_element_limit(const Graph& g, const Shape& s) {
+  return g.shape_str(s) + " has more than 2^48 elements (sizes multiply beyond the limit of a tensor)";
+}
+
+void InferContext::fail_oversized(size_t output, const Shape& s) const {
+  fail("output " + std::to_string(output) + ": " + beyond_element_limit(g_, s));
+}
+
 size_t InferContext::axis(int64_t a, size_t rank, const char* attr_name) const {
   const auto r = static_cast<int64_t>(rank);
   if (a < -r || a >= r || rank == 0)

@@ -1,7 +1,5 @@
 #include "ir/shape.hpp"
 
-#include <algorithm>
-
 #include "ir/error.hpp"
 
 namespace esg::ir {
@@ -40,19 +38,6 @@ bool Shape::is_static() const {
   for (Dim d : *this)
     if (dim_is_symbolic(d)) return false;
   return true;
-}
-
-int64_t Shape::static_elements() const {
-  // The product of the sizes with 0 counted as 1 must stay within the limit too: an empty
-  // [0, 2^40, 2^40] has no elements, but its strides would overflow.
-  int64_t bound = 1;
-  bool empty = false;
-  for (Dim d : *this) {
-    if (dim_is_symbolic(d)) continue;
-    empty = empty || d == 0;
-    if (d > kMaxElements || __builtin_mul_overflow(bound, std::max<Dim>(d, 1), &bound) || bound > kMaxElements) return -1;
-  }
-  return empty ? 0 : bound;
 }
 
 int64_t Shape::num_elements() const {

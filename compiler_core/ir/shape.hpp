@@ -42,7 +42,16 @@ class Shape {
   // The product of the static dimensions (symbolic ones count 1), or -1 when a dimension, or the
   // product with zeros counted as 1 (what strides reach), exceeds kMaxElements: computed without
   // overflow, for checking shapes from outside.
-  int64_t static_elements() const;
+  int64_t static_elements() const {  // inline: every op's every output passes here
+    int64_t bound = 1;
+    bool empty = false;
+    for (Dim d : *this) {
+      if (dim_is_symbolic(d)) continue;
+      empty = empty || d == 0;
+      if (__builtin_mul_overflow(bound, d > 1 ? d : 1, &bound) || bound > kMaxElements) return -1;
+    }
+    return empty ? 0 : bound;
+  }
   bool operator==(const Shape& o) const;
   bool operator!=(const Shape& o) const { return !(*this == o); }
 

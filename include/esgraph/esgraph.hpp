@@ -156,7 +156,7 @@ struct Destroyer {
 };
 
 inline Tensor checked(esg_tensor t) {
-  if (!esg_tensor_valid(t)) throw_last();
+  if (!t.priv_builder) throw_last();  // a call's result: set when it succeeded, zero when it failed
   return Tensor(t);
 }
 inline std::vector<Tensor> outputs(esg_tensor first) {
