@@ -110,7 +110,13 @@ ESG_API esg_tensor esg_input(esg_builder* builder, const char* name, esg_dtype d
   esg_tensor t = invalid();
   guarded(builder, [&] {
     need_builder(builder, "esg_input");
-    t = make_tensor(builder, builder->core.add_input(name ? name : "", static_cast<ir::DType>(dtype), shape_of(dims, rank, "esg_input")));
+    // Inputs are fed by name (Python's run({name: array}), ONNX, the command line): each needs one of its own.
+    if (!name || !*name) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_input: an input needs a name");
+    const ir::Graph& g = builder->core.graph();
+    for (ir::ValueId v : g.inputs())
+      if (g.value_name(v) == name)
+        throw ir::Error(ir::ErrorCode::InvalidArgument, std::string("esg_input: the graph has an input named `") + name + "` already");
+    t = make_tensor(builder, builder->core.add_input(name, static_cast<ir::DType>(dtype), shape_of(dims, rank, "esg_input")));
   });
   return t;
 }

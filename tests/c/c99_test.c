@@ -142,6 +142,10 @@ static void test_errors(void) {
   CHECK(esg_builder_status(b) == ESG_ERR_SHAPE);
   CHECK(strstr(esg_builder_error(b), "cannot broadcast") != NULL);
   CHECK(esg_builder_build(b, &a, 1) == NULL);
+  /* Inputs are fed by name: none, an empty one and a repeated one are refused. */
+  CHECK(!esg_tensor_valid(esg_input(b, NULL, ESG_F32, cd, 1)) && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(!esg_tensor_valid(esg_input(b, "", ESG_F32, cd, 1)) && strstr(esg_last_error(), "needs a name") != NULL);
+  CHECK(!esg_tensor_valid(esg_input(b, "a", ESG_F32, cd, 1)) && strstr(esg_last_error(), "an input named `a` already") != NULL);
   /* Without sticky errors a failed call reports through esg_last_error only. */
   esg_builder_clear_error(b);
   esg_builder_set_sticky_errors(b, false);

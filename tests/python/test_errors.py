@@ -235,3 +235,12 @@ def test_sizes_beyond_the_element_limit_are_shape_errors(b):
     with pytest.raises(esgraph.AttributeValueError, match=r"more than 2\^48 elements"):
         ops.reshape(x, [2**40, 2**40, -1])
     assert b.build([x]).node_count == 0
+
+
+
+def test_inputs_need_a_name_of_their_own(b):
+    b.input("x", esgraph.f32, [2])
+    with pytest.raises(esgraph.InvalidArgumentError, match="an input named `x` already"):
+        b.input("x", esgraph.f32, [3])
+    with pytest.raises(esgraph.InvalidArgumentError, match="needs a name"):
+        b.input("", esgraph.f32, [3])
