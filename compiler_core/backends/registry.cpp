@@ -1,8 +1,5 @@
 #include "backends/registry.hpp"
 
-#include "ascend/backend.hpp"
-#include "cpu/backend.hpp"
-
 namespace esg::backends {
 namespace {
 
@@ -10,8 +7,9 @@ namespace {
 // destructor still finds its backend.
 const std::vector<const runtime::Backend*>& table() {
   static const auto* all = [] {
-    const auto* cpu = new cpu::Backend();
-    return new std::vector<const runtime::Backend*>{cpu, new ascend::Backend(false, *cpu), new ascend::Backend(true, *cpu)};
+    const runtime::Backend* cpu = runtime::make_cpu_backend().release();
+    return new std::vector<const runtime::Backend*>{cpu, runtime::make_ascend_backend(false, *cpu).release(),
+                                                    runtime::make_ascend_backend(true, *cpu).release()};
   }();
   return *all;
 }

@@ -1,4 +1,7 @@
-#include "cpu/backend.hpp"
+// The host CPU as a backend: no legalization (the reference evaluator runs every op), its
+// grouping rules (fused_kernel.hpp), blocked channels for the ops with such kernels when the
+// option channel_block asks (fast_kernels.hpp), and the plan run as it is (program.hpp).
+#include "runtime/backend.hpp"
 
 #include "cpu/fast_kernels.hpp"
 #include "cpu/fused_kernel.hpp"
@@ -7,6 +10,18 @@
 #include "runtime/plan.hpp"
 
 namespace esg::cpu {
+namespace {
+
+class Backend final : public runtime::Backend {
+ public:
+  const char* name() const override { return "cpu"; }
+  std::vector<runtime::BackendOption> options() const override;
+  std::unique_ptr<ir::Graph> legalize(const ir::Graph& g) const override;
+  runtime::GroupingRules grouping(const runtime::CompileOptions& options) const override;
+  runtime::FormatRules formats(const runtime::CompileOptions& options) const override;
+  std::string cannot_run(const runtime::Plan& plan, size_t index) const override;
+  std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options) const override;
+};
 
 std::vector<runtime::BackendOption> Backend::options() const {
   return {{"channel_block", 0, 16, 0,
@@ -37,5 +52,12 @@ std::string Backend::cannot_run(const runtime::Plan&, size_t) const { return {};
 std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, const runtime::CompileOptions&) const {
   return std::make_unique<Program>(plan);
 }
+
+}  // namespace
+}  // namespace esg::cpu
+
+namespace esg::runtime {
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<cpu::Backend>(); }
 
 }  // namespace esg::cpu

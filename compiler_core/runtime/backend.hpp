@@ -104,4 +104,10 @@ class Backend {
   virtual std::unique_ptr<Program> lower(const Plan& plan, const CompileOptions& options) const = 0;
 };
 
+// The backends this library is built with. Each is made by a function its own folder defines,
+// so that the table (backends/registry) reaches them through this interface alone.
+std::unique_ptr<Backend> make_cpu_backend();
+// `host` runs what the device cannot (host_fallback); it outlives the backend.
+std::unique_ptr<Backend> make_ascend_backend(bool simulated, const Backend& host);
+
 }  // namespace esg::runtime
