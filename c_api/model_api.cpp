@@ -58,6 +58,8 @@ ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t stru
   d.streams = 1;
   d.fusion = true;
   d.memory_reuse = true;
+  d.max_loop_iterations = esg::runtime::kDefaultMaxLoopIterations;
+  d.max_nodes = esg::runtime::kDefaultMaxNodes;
   esg::capi::init_options(options, struct_size, &d, sizeof d);
 }
 
@@ -74,6 +76,8 @@ ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options
     co.fusion = o.fusion;
     co.memory_reuse = o.memory_reuse;
     co.verify_each_pass = o.verify_each_pass;
+    co.max_loop_iterations = o.max_loop_iterations;
+    co.max_nodes = o.max_nodes;
     const std::string backend = o.backend ? o.backend : "cpu";
     co.backend = esg::backends::find(backend);
     if (!co.backend) {
@@ -98,6 +102,14 @@ ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options
 }
 
 ESG_API void esg_model_destroy(esg_model* model) { delete model; }
+
+ESG_API esg_status esg_model_cancel(const esg_model* model) {
+  guarded(nullptr, [&] {
+    need_model(model, "esg_model_cancel");
+    model->m->cancel();
+  });
+  return esg_last_status();
+}
 
 ESG_API size_t esg_model_num_inputs(const esg_model* model) { return model && model->m ? model->m->graph().inputs().size() : 0; }
 ESG_API size_t esg_model_num_outputs(const esg_model* model) { return model && model->m ? model->m->graph().outputs().size() : 0; }

@@ -258,7 +258,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       capture_note_ = std::string("replays the launch list (capture refused: ") + acl_->aclGetRecentErrMsg() + ")";
     } else {
       try {
-        enqueue_launches(true);
+        enqueue_launches(true, eval::RunControl{});
       } catch (...) {
         // The stream must not stay captured; what was captured is dropped with it.
         if (acl_->aclmdlRICaptureEnd(streams_[0], &captured_) == acl::kSuccess && captured_)
@@ -282,13 +282,14 @@ uint32_t DeviceProgram::ai_cores_of_device() const {
   return static_cast<uint32_t>(cores);
 }
 
-void DeviceProgram::enqueue_launches(bool planned) const {
+void DeviceProgram::enqueue_launches(bool planned, const eval::RunControl& control) const {
   const AclLibrary& acl = *acl_;
   if (streams_.size() > 1) {  // every stream starts once the inputs are in
     ESG_ACL(acl, aclrtRecordEvent, join_events_[0], streams_[0]);
     for (size_t s = 1; s < streams_.size(); ++s) ESG_ACL(acl, aclrtStreamWaitEvent, streams_[s], join_events_[0]);
   }
   for (const DeviceLaunch& d : launches_) {
+    control.check();
     acl::Stream stream = streams_[static_cast<size_t>(d.stream)];
     for (int e : d.wait_events) ESG_ACL(acl, aclrtStreamWaitEvent, stream, events_[static_cast<size_t>(e)]);
     for (int e : d.reset_events) ESG_ACL(acl, aclrtResetEvent, events_[static_cast<size_t>(e)], stream);
@@ -297,7 +298,7 @@ void DeviceProgram::enqueue_launches(bool planned) const {
     } else if (d.kind == DeviceLaunch::Kernel) {
       ESG_ACL(acl, aclrtLaunchKernel, kernels_[static_cast<size_t>(d.kernel)].function, d.blocks, at(d.args_at), d.args_bytes, stream);
     } else if (d.kind == DeviceLaunch::Host) {
-      run_on_host(host_[static_cast<size_t>(d.host)], stream);
+      run_on_host(host_[static_cast<size_t>(d.host)], stream, control);
     } else if (d.kind == DeviceLaunch::Aclnn) {
       const AclnnCall& call = *calls_[static_cast<size_t>(d.call)];
       const size_t s = static_cast<size_t>(d.stream);
@@ -318,7 +319,7 @@ void DeviceProgram::enqueue_launches(bool planned) const {
   }
 }
 
-void DeviceProgram::run_on_host(HostLaunch& h, acl::Stream stream) const {
+void DeviceProgram::run_on_host(HostLaunch& h, acl::Stream stream, const eval::RunControl& control) const {
   const AclLibrary& acl = *acl_;
   ESG_ACL(acl, aclrtSynchronizeStream, stream);  // what the stream queued before it has written its operands
   std::vector<const eval::TensorRef*> in, out;
@@ -337,16 +338,17 @@ void DeviceProgram::run_on_host(HostLaunch& h, acl::Stream stream) const {
   }
   for (eval::HostTensor& t : h.out) out_refs.push_back(t.ref());
   for (const eval::TensorRef& r : out_refs) out.push_back(&r);
-  host_program_->run_launch(h.launch, in, out);
+  host_program_->run_launch(h.launch, in, out, control);
   for (size_t k = 0; k < h.out.size(); ++k)
     if (const size_t bytes = h.out[k].bytes.size())
       ESG_ACL(acl, aclrtMemcpy, at(h.out_at[k]), bytes, h.out[k].bytes.data(), bytes, acl::kHostToDevice);
 }
 
 void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
-                        std::vector<runtime::TraceEvent>* trace, const eval::Parallel*) const {
+                        std::vector<runtime::TraceEvent>* trace, const eval::Parallel*, const eval::RunControl& control) const {
   if (trace) throw Error(ErrorCode::Unsupported, "profile: the Ascend backend records no per-launch times yet");
   std::lock_guard<std::mutex> lock(run_mu_);
+  control.check();  // cancelled while it waited for its turn
   const AclLibrary& acl = *acl_;
   const ir::Graph& g = plan_.graph();
   ESG_ACL(acl, aclrtSetCurrentContext, context_);
@@ -360,7 +362,7 @@ void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::v
     } else {
       const bool planned = !ran_;  // the executors planned at build serve the first run, even one that fails
       ran_ = true;
-      enqueue_launches(planned);
+      enqueue_launches(planned, control);
     }
     for (size_t o = 0; o < outputs.size(); ++o) {
       const size_t bytes = value_bytes(g, g.outputs()[o]);

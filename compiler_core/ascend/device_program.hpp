@@ -55,7 +55,8 @@ class DeviceProgram final : public runtime::Program {
   // Runs with host inputs and outputs (already checked against the plan). Runs of one program
   // take turns: they share its device memory.
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
-           std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel) const override;
+           std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel,
+           const eval::RunControl& control) const override;
   std::string describe_launch(size_t index) const override;
   std::string report() const override;
   void add_stats(runtime::Stats& s) const override;
@@ -89,10 +90,11 @@ class DeviceProgram final : public runtime::Program {
     std::vector<size_t> in_at, out_at;     // device offsets (SIZE_MAX: an absent optional input)
     std::vector<eval::HostTensor> in, out;
   };
-  // Queues the launch list; aclnn ops use their executors planned at build, or plan anew.
-  void enqueue_launches(bool planned) const;
+  // Queues the launch list; aclnn ops use their executors planned at build, or plan anew. A
+  // cancel stops the queueing (what was queued still runs; the caller waits for it).
+  void enqueue_launches(bool planned, const eval::RunControl& control) const;
   // Waits for `stream`, then runs the launch on the host between two synchronous copies.
-  void run_on_host(HostLaunch& h, acl::Stream stream) const;
+  void run_on_host(HostLaunch& h, acl::Stream stream, const eval::RunControl& control) const;
   // Maps the logical events (one per waited-for launch) to ACL events within the device's limit;
   // returns how many ACL events to create.
   int assign_events(int logical);

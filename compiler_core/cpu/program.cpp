@@ -59,7 +59,8 @@ eval::TensorRef Program::ref(const Slot& s, uint8_t* arena, const std::vector<ev
 }
 
 void Program::launch(size_t index, uint8_t* base, const std::vector<eval::TensorRef>& inputs,
-                     const std::vector<eval::TensorRef>& outputs, const eval::Parallel* parallel, LaunchScratch& s) const {
+                     const std::vector<eval::TensorRef>& outputs, const eval::Parallel* parallel, const eval::RunControl& control,
+                     LaunchScratch& s) const {
   const runtime::Plan::Launch& l = plan_.launches()[index];
   s.in_refs.assign(l.in.size(), {});
   s.out_refs.assign(l.out.size(), {});
@@ -81,32 +82,33 @@ void Program::launch(size_t index, uint8_t* base, const std::vector<eval::Tensor
       if (r.shape == logical) r.shape = flat;
     for (eval::TensorRef& r : s.out_refs) r.shape = flat;
   }
-  compute(index, s.in_ptrs, s.out_ptrs, parallel);
+  compute(index, s.in_ptrs, s.out_ptrs, parallel, control);
   if (b.padded)
     for (size_t i = 0; i < l.out.size(); ++i) zero_padding(ref(l.out[i], base, inputs, outputs), l.out[i].format);
 }
 
 void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
-                      const eval::Parallel* parallel) const {
+                      const eval::Parallel* parallel, const eval::RunControl& control) const {
   const runtime::Plan::Launch& l = plan_.launches()[index];
   if (l.node == ir::kNone) return reorder(*in[0], l.in[0].format, *out[0], l.out[0].format, parallel);
   if (l.group >= 0) return run_fused_kernel(fused_[static_cast<size_t>(l.group)], in, out, parallel);
   const ir::Graph& g = plan_.graph();
   const ir::Node& n = g.nodes[l.node];
-  if (!n.op->subgraphs.empty()) return eval::run_control_flow(g, l.node, in, out);
+  if (!n.op->subgraphs.empty()) return eval::run_control_flow(g, l.node, in, out, control);
   in.resize(n.num_inputs - n.num_captures);  // kernels take the declared inputs; captures exist only for control flow
   if (const eval::Kernel fast = bound_[index].fast) fast(eval::KernelCall{g, n, in, out, parallel});
   else eval::run_kernel(g, n, in, out);
 }
 
 void Program::run_launch(size_t index, const std::vector<const eval::TensorRef*>& in,
-                         const std::vector<const eval::TensorRef*>& out) const {
+                         const std::vector<const eval::TensorRef*>& out, const eval::RunControl& control) const {
   std::vector<const eval::TensorRef*> operands = in;
-  compute(index, operands, out, nullptr);
+  compute(index, operands, out, nullptr, control);
 }
 
 void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
-                  std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel) const {
+                  std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel,
+                  const eval::RunControl& control) const {
   using clock = std::chrono::steady_clock;
   const auto t0 = trace ? clock::now() : clock::time_point{};  // the clock costs ~20 ns: only when tracing
   // An arena per concurrent run, reused across runs: one allocation the first time only.
@@ -125,10 +127,11 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
   const auto& launches = plan_.launches();
   std::mutex trace_mu;
   auto timed = [&](size_t index, LaunchScratch& s) {
-    if (!trace) return launch(index, base, inputs, outputs, parallel, s);
+    control.check();  // a cancel stops the run between launches
+    if (!trace) return launch(index, base, inputs, outputs, parallel, control, s);
     const runtime::Plan::Launch& l = launches[index];
     const auto started = clock::now();
-    launch(index, base, inputs, outputs, parallel, s);
+    launch(index, base, inputs, outputs, parallel, control, s);
     const auto finished = clock::now();
     std::string name = l.node == ir::kNone ? "reorder" : l.group >= 0 ? "fused" : g.nodes[l.node].op->name;
     if (l.group >= 0)

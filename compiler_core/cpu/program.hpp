@@ -17,9 +17,10 @@ class Program final : public runtime::Program {
  public:
   explicit Program(const runtime::Plan& plan);
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
-           std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel) const override;
-  void run_launch(size_t index, const std::vector<const eval::TensorRef*>& in,
-                  const std::vector<const eval::TensorRef*>& out) const override;
+           std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel,
+           const eval::RunControl& control) const override;
+  void run_launch(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
+                  const eval::RunControl& control) const override;
   std::string describe_launch(size_t index) const override;
   std::string report() const override;
   void add_stats(runtime::Stats& s) const override;
@@ -34,10 +35,10 @@ class Program final : public runtime::Program {
   eval::TensorRef ref(const Slot& s, uint8_t* arena, const std::vector<eval::TensorRef>& in,
                       const std::vector<eval::TensorRef>& out) const;
   void launch(size_t index, uint8_t* arena, const std::vector<eval::TensorRef>& in, const std::vector<eval::TensorRef>& out,
-              const eval::Parallel* parallel, LaunchScratch& scratch) const;
+              const eval::Parallel* parallel, const eval::RunControl& control, LaunchScratch& scratch) const;
   // Runs launch `index` on its operands; `in` may hold nullptr for an absent optional input.
   void compute(size_t index, std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
-               const eval::Parallel* parallel) const;
+               const eval::Parallel* parallel, const eval::RunControl& control) const;
 
   const runtime::Plan& plan_;
   std::vector<FusedKernel> fused_;  // per group of the plan

@@ -22,7 +22,7 @@ using ir::ValueId;
 // Runs a specialized graph's regions over tensors held by value id.
 class Runner {
  public:
-  explicit Runner(const Graph& g) : g_(g) {}
+  Runner(const Graph& g, const RunControl& control) : g_(g), control_(control) {}
   std::unordered_map<ValueId, HostTensor> env;
 
   void region(RegionId r) {
@@ -49,6 +49,7 @@ class Runner {
   }
 
   const Graph& g_;
+  const RunControl& control_;
 };
 
 void Runner::node(NodeId id) {
@@ -63,13 +64,13 @@ void Runner::node(NodeId id) {
   const uint32_t declared = n.num_inputs - n.num_captures;
   if (op.subgraphs.size()) {
     std::vector<HostTensor> outs;
-    if (std::string(op.name) == "if") {
+    if (op.kind == ir::OpKind::if_) {
       outs = body(g_.bodies(n)[load_i(at(g_.operands[n.first_input]), 0) ? 0 : 1], {});
     } else {  // while
       for (uint32_t i = 0; i < declared; ++i) outs.push_back(at(g_.operands[n.first_input + i]));
       for (int64_t iter = 0;; ++iter) {
-        if (iter > (int64_t{1} << 31)) throw ir::Error(ir::ErrorCode::InvalidArgument, "while: more than 2^31 iterations");
         if (!load_i(body(g_.bodies(n)[0], outs)[0], 0)) break;
+        control_.check_iteration(op.name, iter);
         outs = body(g_.bodies(n)[1], outs);
       }
     }
@@ -116,9 +117,9 @@ void run_kernel(const Graph& g, const ir::Node& n, const std::vector<const Tenso
 }
 
 void run_control_flow(const Graph& g, NodeId id, const std::vector<const TensorRef*>& inputs,
-                      const std::vector<const TensorRef*>& out) {
+                      const std::vector<const TensorRef*>& out, const RunControl& control) {
   const ir::Node& n = g.nodes[id];
-  Runner run(g);
+  Runner run(g, control);
   for (uint32_t i = 0; i < n.num_inputs; ++i)
     if (g.operands[n.first_input + i] != kNone) run.env[g.operands[n.first_input + i]] = HostTensor(*inputs[i]);
   run.node(id);
@@ -147,7 +148,7 @@ std::unique_ptr<Graph> specialize(const Graph& g, const std::vector<ir::Shape>& 
   return ir::rebuild(g, &input_shapes);
 }
 
-std::vector<HostTensor> evaluate(const Graph& g, const std::vector<HostTensor>& inputs) {
+std::vector<HostTensor> evaluate(const Graph& g, const std::vector<HostTensor>& inputs, const RunControl& control) {
   std::vector<ir::Shape> shapes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (i < g.inputs().size() && inputs[i].dtype != g.values[g.inputs()[i]].dtype)
@@ -156,7 +157,7 @@ std::vector<HostTensor> evaluate(const Graph& g, const std::vector<HostTensor>& 
     shapes.push_back(inputs[i].shape);
   }
   const std::unique_ptr<Graph> spec = specialize(g, shapes);
-  Runner run(*spec);
+  Runner run(*spec, control);
   for (size_t i = 0; i < inputs.size(); ++i) run.env[spec->inputs()[i]] = inputs[i];
   run.region(0);
   std::vector<HostTensor> out;

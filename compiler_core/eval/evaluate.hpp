@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "eval/host_tensor.hpp"
+#include "eval/run_control.hpp"
 #include "ir/graph.hpp"
 
 namespace esg::eval {
@@ -19,12 +20,13 @@ void run_kernel(const ir::Graph& g, const ir::Node& n, const std::vector<const T
                 const std::vector<const TensorRef*>& out);
 
 // Runs a control-flow node (if, while) of a specialized graph: `inputs` are all its operands,
-// captures included; results are copied into `out`, whose shapes must match.
+// captures included; results are copied into `out`, whose shapes must match. Loops stop as
+// `control` says (ir::Error Limit or Cancelled).
 void run_control_flow(const ir::Graph& g, ir::NodeId id, const std::vector<const TensorRef*>& inputs,
-                      const std::vector<const TensorRef*>& out);
+                      const std::vector<const TensorRef*>& out, const RunControl& control);
 
 // The graph's outputs for these inputs (in the graph's input order). Throws ir::Error on a wrong
 // input count, dtype or rank, or when an op cannot run (an index out of range).
-std::vector<HostTensor> evaluate(const ir::Graph& g, const std::vector<HostTensor>& inputs);
+std::vector<HostTensor> evaluate(const ir::Graph& g, const std::vector<HostTensor>& inputs, const RunControl& control = {});
 
 }  // namespace esg::eval

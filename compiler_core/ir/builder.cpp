@@ -456,6 +456,9 @@ RegionId Builder::begin_region(Span<ValueId> params_like) {
 }
 
 RegionId Builder::begin_region(const std::vector<ParamType>& params) {
+  if (region_stack_.size() > kMaxNesting)
+    throw Error(ErrorCode::Limit, "bodies nest at most " + std::to_string(kMaxNesting) + " deep; this one would be " +
+                                      std::to_string(region_stack_.size()) + " deep");
   Graph& g = *graph_;
   const RegionId id = static_cast<RegionId>(g.regions.size());
   region_marks_.push_back(g.values.size());

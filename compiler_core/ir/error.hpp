@@ -18,6 +18,8 @@ enum class ErrorCode : int {
   Internal = 9,
   OutOfMemory = 10,
   Backend = 11,  // a device runtime that is missing or failed
+  Limit = 12,    // beyond a limit of the graph or the options: nesting depth, nodes, loop iterations
+  Cancelled = 13,  // a run stopped by Model::cancel
 };
 
 class Error : public std::runtime_error {

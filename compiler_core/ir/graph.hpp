@@ -24,6 +24,10 @@ using NodeId = uint32_t;
 using RegionId = uint32_t;
 using StrId = uint32_t;  // index into Graph::strings; 0 is the empty string
 constexpr uint32_t kNone = UINT32_MAX;
+// How deep bodies nest at most (the graph is depth 0, an if's branch in it 1). Real models nest a
+// few levels; the limit keeps recursion over regions (verify, print, plan, run) shallow and a
+// hostile file from making work that grows with depth squared.
+constexpr size_t kMaxNesting = 64;
 
 struct AttrValue {
   AttrKind kind;

@@ -46,7 +46,8 @@ int64_t BackendOptions::get(const char* name, const std::vector<BackendOption>& 
   throw Error(ErrorCode::Internal, std::string("backend option `") + name + "` read but not declared");
 }
 
-void Program::run_launch(size_t, const std::vector<const eval::TensorRef*>&, const std::vector<const eval::TensorRef*>&) const {
+void Program::run_launch(size_t, const std::vector<const eval::TensorRef*>&, const std::vector<const eval::TensorRef*>&,
+                         const eval::RunControl&) const {
   throw Error(ErrorCode::Unsupported, "this backend runs no single launch on host tensors");
 }
 

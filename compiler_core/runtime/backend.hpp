@@ -14,6 +14,7 @@
 
 #include "eval/host_tensor.hpp"
 #include "eval/kernels.hpp"
+#include "eval/run_control.hpp"
 #include "ir/graph.hpp"
 #include "plan/format.hpp"
 #include "runtime/grouping.hpp"
@@ -71,13 +72,14 @@ class Program {
  public:
   virtual ~Program() = default;
   // Runs with the caller's inputs and outputs (already checked against the plan); with `trace`,
-  // also records every launch's time. Kernels that split their work use `parallel`.
+  // also records every launch's time. Kernels that split their work use `parallel`. The run
+  // checks `control` between launches and in every loop iteration.
   virtual void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
-                   std::vector<TraceEvent>* trace, const eval::Parallel* parallel) const = 0;
+                   std::vector<TraceEvent>* trace, const eval::Parallel* parallel, const eval::RunControl& control) const = 0;
   // Runs the plan's launch `index` alone on host tensors given in the launch's operand order:
   // what another backend's host fallback asks of the host backend. Others refuse.
   virtual void run_launch(size_t index, const std::vector<const eval::TensorRef*>& in,
-                          const std::vector<const eval::TensorRef*>& out) const;
+                          const std::vector<const eval::TensorRef*>& out, const eval::RunControl& control) const;
   // How the backend runs launch `index`, a word or two for the DOT export ("fast", "aclnnMatMul").
   virtual std::string describe_launch(size_t index) const = 0;
   virtual std::string report() const = 0;     // the backend's part of the compile report

@@ -40,6 +40,11 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(
   if (options_.threads < 0 || options_.threads > 256)
     throw Error(ErrorCode::InvalidArgument, "compile: threads must be 0..256, got " + std::to_string(options_.threads));
   if (!options_.backend) throw Error(ErrorCode::InvalidArgument, "compile: no backend");
+  if (options_.max_loop_iterations < 0 || options_.max_nodes < 0)
+    throw Error(ErrorCode::InvalidArgument, "compile: max_loop_iterations and max_nodes must be 0 (no limit) or more");
+  if (options_.max_nodes && static_cast<int64_t>(graph_->nodes.size()) > options_.max_nodes)
+    throw Error(ErrorCode::Limit, "compile: the graph has " + std::to_string(graph_->nodes.size()) + " nodes, more than max_nodes (" +
+                                      std::to_string(options_.max_nodes) + "); raise max_nodes to compile it");
   check_backend_options(*options_.backend, options_.backend_options);
   ir::verify(*graph_);
   for (const auto& [name, size] : options_.symbols) {
@@ -109,6 +114,7 @@ void Model::profile(const std::vector<eval::TensorRef>& inputs, const std::vecto
 
 void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
                 std::vector<TraceEvent>* trace) const {
+  const uint64_t started_at = cancels_.load(std::memory_order_relaxed);  // before compiling: a cancel then stops it too
   const ir::Graph& g = *graph_;
   if (inputs.size() != g.inputs().size())
     throw Error(ErrorCode::InvalidArgument, "run: the model takes " + std::to_string(g.inputs().size()) + " input(s), got " +
@@ -139,7 +145,11 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
     if (outputs[i].shape != p.graph().shape(v)) throw Error(ErrorCode::Shape, what + " got a buffer of shape " + g.shape_str(outputs[i].shape));
     if (!outputs[i].bytes && outputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what + " has no data");
   }
-  c.program->run(inputs, outputs, trace, pool_.get());
+  eval::RunControl control;
+  control.max_loop_iterations = options_.max_loop_iterations;
+  control.cancels = &cancels_;
+  control.started_at = started_at;
+  c.program->run(inputs, outputs, trace, pool_.get(), control);
 }
 
 std::string Model::to_dot() const {

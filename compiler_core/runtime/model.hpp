@@ -5,6 +5,7 @@
 // Graphs with symbolic dimensions compile once per set of input shapes: bound in the options,
 // or on the first run with new shapes (each set of shapes is its own plan, kept).
 #pragma once
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,9 @@ class Model {
                const std::string& path) const;
   // The output shapes for these input shapes (compiling their plan if needed).
   std::vector<ir::Shape> output_shapes(const std::vector<ir::Shape>& input_shapes) const;
+  // Stops the runs under way, from any thread: each fails with ir::Error Cancelled at its next
+  // launch or loop iteration. Runs that start later are not affected.
+  void cancel() const { cancels_.fetch_add(1, std::memory_order_relaxed); }
   std::string report() const;
   Stats stats() const;  // the plan compiled last (Stats::plans counts them all)
   std::string to_dot() const;  // of every plan compiled so far
@@ -54,6 +58,7 @@ class Model {
   mutable std::map<std::vector<std::vector<int64_t>>, Compiled> plans_;
   mutable const Compiled* latest_ = nullptr;
   std::unique_ptr<ThreadPool> pool_;  // none with one thread
+  mutable std::atomic<uint64_t> cancels_{0};
 };
 
 }  // namespace esg::runtime

@@ -19,6 +19,9 @@
 
 namespace esg::runtime {
 
+constexpr int64_t kDefaultMaxLoopIterations = 10'000'000;
+constexpr int64_t kDefaultMaxNodes = int64_t{1} << 22;  // 4,194,304
+
 struct CompileOptions {
   int streams = 1;             // 1..16; each on its own thread of the pool when free (threads >= streams)
   int threads = 0;             // 0: the machine's cores; at most 256; large elementwise kernels split over them
@@ -28,6 +31,9 @@ struct CompileOptions {
   std::vector<std::pair<std::string, int64_t>> symbols;  // sizes of symbolic dimensions
   const Backend* backend = nullptr;  // where the model runs (backends/registry.hpp names them)
   BackendOptions backend_options;    // the backend's own, checked against what it declares
+  // Limits against hostile models (docs/reliability.md); 0: none.
+  int64_t max_loop_iterations = kDefaultMaxLoopIterations;  // per loop node and run
+  int64_t max_nodes = kDefaultMaxNodes;                      // of the graph, bodies included
 };
 
 class Plan {

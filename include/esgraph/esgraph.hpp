@@ -48,6 +48,8 @@ ESG_DEFINE_ERROR(FormatError)           // a bad graph file
 ESG_DEFINE_ERROR(IoError)               // a file that cannot be read or written
 ESG_DEFINE_ERROR(UnsupportedError)      // an option newer than the library
 ESG_DEFINE_ERROR(BackendError)          // a device runtime that is missing or failed
+ESG_DEFINE_ERROR(LimitError)            // nesting, graph size or loop iterations beyond a limit
+ESG_DEFINE_ERROR(CancelledError)        // a run stopped by Model::cancel
 #undef ESG_DEFINE_ERROR
 
 namespace detail {
@@ -63,6 +65,8 @@ namespace detail {
     case ESG_ERR_UNSUPPORTED: throw UnsupportedError(s, message);
     case ESG_ERR_OUT_OF_MEMORY: throw std::bad_alloc();
     case ESG_ERR_BACKEND: throw BackendError(s, message);
+    case ESG_ERR_LIMIT: throw LimitError(s, message);
+    case ESG_ERR_CANCELLED: throw CancelledError(s, message);
     default: throw Error(s, message);
   }
 }
@@ -454,6 +458,9 @@ class CompileOptions {
   CompileOptions& device(int id) { raw_.device = id; return *this; }
   CompileOptions& ai_cores(int n) { raw_.ai_cores = n; return *this; }
   CompileOptions& host_fallback(bool on) { raw_.host_fallback = on; return *this; }
+  // Limits against hostile models, 0 for none (see esg_compile_options).
+  CompileOptions& max_loop_iterations(int64_t n) { raw_.max_loop_iterations = n; return *this; }
+  CompileOptions& max_nodes(int64_t n) { raw_.max_nodes = n; return *this; }
   // Any option of the backend by name (see esg_compile_options::backend_options).
   CompileOptions& backend_option(const std::string& name, int64_t value) {
     backend_options_ += (backend_options_.empty() ? "" : ",") + name + "=" + std::to_string(value);
@@ -536,6 +543,8 @@ class Model {
   }
   // The compiled launch list (kernels, fused groups, streams) as Graphviz DOT.
   std::string to_dot() const { return detail::take_string(esg_model_to_dot(m_.get())); }
+  // Stops the runs under way (from any thread): each throws CancelledError. Later runs go on.
+  void cancel() const { detail::check(esg_model_cancel(m_.get())); }
 
  private:
   std::unique_ptr<esg_model, detail::Destroyer<esg_model_destroy>> m_;

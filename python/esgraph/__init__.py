@@ -15,8 +15,8 @@
 Errors are raised where an expression is written: `esgraph.ShapeError` (a `ValueError`),
 `esgraph.DTypeError` (a `TypeError`), and so on, all subclasses of `esgraph.Error`.
 """
-from ._C import (AttributeValueError, BackendError, DType, DTypeError, Error, FormatError, Graph,
-                 GraphBuilder, GraphIOError, InvalidArgumentError, LifetimeError, Model,
+from ._C import (AttributeValueError, BackendError, CancelledError, DType, DTypeError, Error, FormatError,
+                 Graph, GraphBuilder, GraphIOError, InvalidArgumentError, LifetimeError, LimitError, Model,
                  ShapeError, Tensor, UnsupportedError, __version__, compile, constant)
 from ._C import bf16, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from . import ops
@@ -24,8 +24,8 @@ from . import ops
 bool_ = getattr(__import__("esgraph._C", fromlist=["_C"]), "bool")
 
 __all__ = [
-    "AttributeValueError", "BackendError", "DType", "DTypeError", "Error", "FormatError", "Graph", "GraphBuilder",
-    "GraphIOError", "InvalidArgumentError", "LifetimeError", "Model", "ShapeError", "Tensor",
+    "AttributeValueError", "BackendError", "CancelledError", "DType", "DTypeError", "Error", "FormatError", "Graph", "GraphBuilder",
+    "GraphIOError", "InvalidArgumentError", "LifetimeError", "LimitError", "Model", "ShapeError", "Tensor",
     "UnsupportedError", "compile", "constant", "ops", "bf16", "bool_", "f16", "f32", "f64", "i8", "i16",
     "i32", "i64", "u8", "u16", "u32", "u64",
 ]

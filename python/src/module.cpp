@@ -13,7 +13,7 @@ namespace {
 
 // Exceptions that are both esgraph.Error and the builtin a Python user expects.
 struct PyErrors {
-  py::object base, invalid, shape, dtype, attr, lifetime, format, io, unsupported, backend;
+  py::object base, invalid, shape, dtype, attr, lifetime, format, io, unsupported, backend, limit, cancelled;
 };
 
 PyErrors& errors() {
@@ -320,8 +320,15 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
     out.push_back({a.mutable_data(), static_cast<size_t>(a.nbytes()), dt, odims[i].data(), odims[i].size()});
     outs.append(a);
   }
-  esg::detail::check(trace_path ? esg_model_profile(h, in.data(), in.size(), out.data(), out.size(), trace_path)
-                                : esg_model_run(h, in.data(), in.size(), out.data(), out.size()));
+  esg_status status;
+  {
+    // Other threads run meanwhile (another run, or one that cancels this); the arrays stay
+    // referenced by this frame.
+    py::gil_scoped_release unlocked;
+    status = trace_path ? esg_model_profile(h, in.data(), in.size(), out.data(), out.size(), trace_path)
+                        : esg_model_run(h, in.data(), in.size(), out.data(), out.size());
+  }
+  esg::detail::check(status);
   return outs;
 }
 
@@ -380,6 +387,9 @@ void bind_model(py::module_& m) {
             {"reorders", s.reorders}};
       }, "The report's numbers as a dict (launches, fused_groups, arena_bytes, ...): the plan compiled last.")
       .def("to_dot", &esg::Model::to_dot, "The compiled launch list as Graphviz DOT.")
+      .def("cancel", &esg::Model::cancel,
+           "Stops the runs under way, from another thread: each raises CancelledError at its next kernel or loop "
+           "iteration. Runs that start later are not affected.")
       .def("profile", [](const esg::Model& self, py::args args, const std::string& path) {
         return run_model(self, std::vector<py::handle>(args.begin(), args.end()), path.c_str());
       }, py::arg("path"), "Runs once, writing each kernel's time to `path` as a Chrome trace; returns the outputs as a list.")
@@ -395,10 +405,12 @@ void bind_model(py::module_& m) {
       });
   m.def("compile", [](const esg::Graph& g, int streams, int threads, bool fusion, bool memory_reuse, bool verify_each_pass,
                       const std::map<std::string, int64_t>& shapes, const std::string& backend, int device, int ai_cores,
-                      bool host_fallback, const std::map<std::string, int64_t>& backend_options) {
+                      bool host_fallback, const std::map<std::string, int64_t>& backend_options,
+                      int64_t max_loop_iterations, int64_t max_nodes) {
     esg::CompileOptions o;
     o.streams(streams).threads(threads).fusion(fusion).memory_reuse(memory_reuse).verify_each_pass(verify_each_pass);
     o.backend(backend).device(device).ai_cores(ai_cores).host_fallback(host_fallback);
+    o.max_loop_iterations(max_loop_iterations).max_nodes(max_nodes);
     for (const auto& [name, size] : shapes) o.symbol(name, size);
     for (const auto& [name, value] : backend_options) o.backend_option(name, value);
     return esg::compile(g, o);
@@ -406,12 +418,16 @@ void bind_model(py::module_& m) {
      py::arg("memory_reuse") = true, py::arg("verify_each_pass") = false,
      py::arg("shapes") = std::map<std::string, int64_t>{}, py::arg("backend") = "cpu", py::arg("device") = 0,
      py::arg("ai_cores") = 0, py::arg("host_fallback") = false, py::arg("backend_options") = std::map<std::string, int64_t>{},
+     py::arg("max_loop_iterations") = esg::CompileOptions().c()->max_loop_iterations,
+     py::arg("max_nodes") = esg::CompileOptions().c()->max_nodes,
      "Compiles a graph. `shapes` binds symbolic dimensions by name; unbound ones bind at each call. "
      "`threads` (0: every core) are shared by large kernels and by `streams`, which run at once when there is a "
      "thread per stream. `backend`: 'cpu' (the host), 'ascend' (an Ascend NPU through AscendCL; `device` picks "
      "it, `ai_cores` caps the blocks per kernel) or 'ascend-sim' (the same backend on esgraph's simulated device). "
      "`host_fallback`: on Ascend, ops with no device lowering run on the host, copied off the device and back, "
-     "instead of refusing the model. `backend_options`: any option of the backend by name (docs/backends.md).");
+     "instead of refusing the model. `backend_options`: any option of the backend by name (docs/backends.md). "
+     "`max_loop_iterations` (per loop and run) and `max_nodes` (of the graph) limit what a hostile model may "
+     "ask, 0 for no limit: beyond them is a LimitError.");
 }
 
 void bind_errors(py::module_& m) {
@@ -426,6 +442,9 @@ void bind_errors(py::module_& m) {
   e.io = new_error(m, "GraphIOError", PyExc_OSError, "A graph file that cannot be read or written.");
   e.unsupported = new_error(m, "UnsupportedError", PyExc_ValueError, "An option newer than this library.");
   e.backend = new_error(m, "BackendError", PyExc_RuntimeError, "A device runtime that is missing or failed.");
+  e.limit = new_error(m, "LimitError", PyExc_RuntimeError,
+                      "Beyond a limit: bodies nested too deep, a graph over max_nodes, a loop over max_loop_iterations.");
+  e.cancelled = new_error(m, "CancelledError", PyExc_RuntimeError, "A run stopped by Model.cancel().");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -442,6 +461,8 @@ void bind_errors(py::module_& m) {
         case ESG_ERR_IO: cls = er.io; break;
         case ESG_ERR_UNSUPPORTED: cls = er.unsupported; break;
         case ESG_ERR_BACKEND: cls = er.backend; break;
+        case ESG_ERR_LIMIT: cls = er.limit; break;
+        case ESG_ERR_CANCELLED: cls = er.cancelled; break;
         default: break;
       }
       PyErr_SetString(cls.ptr(), ex.what());

@@ -1,8 +1,11 @@
 /* The C ABI from strict C99: build an MLP, check shapes, errors, options and files. */
+#define _POSIX_C_SOURCE 200809L /* pthreads and nanosleep, for cancelling a run from another thread */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <esgraph/c/esgraph.h>
 
@@ -588,6 +591,116 @@ static void test_inspection(void) {
   esg_builder_destroy(b);
 }
 
+/* A model counting i up to its input n: n iterations of a loop body. */
+static esg_graph* counting_loop(void) {
+  esg_builder* b = esg_builder_create("count");
+  int64_t zero = 0;
+  esg_tensor n = esg_input(b, "n", ESG_I64, NULL, 0), i0, cond_r, body_r, out;
+  esg_subgraph cond, body;
+  esg_graph* g;
+  i0 = esg_constant(b, ESG_I64, NULL, 0, &zero, sizeof zero);
+  esg_builder_begin_subgraph(b, &i0, 1);
+  cond_r = esg_less(esg_subgraph_param(b, 0), n, NULL);
+  cond = esg_builder_end_subgraph(b, &cond_r, 1);
+  esg_builder_begin_subgraph(b, &i0, 1);
+  body_r = esg_add(esg_subgraph_param(b, 0), esg_scalar_like(i0, 1), NULL);
+  body = esg_builder_end_subgraph(b, &body_r, 1);
+  out = esg_while(&i0, 1, cond, body, NULL);
+  g = esg_builder_build(b, &out, 1);
+  CHECK(g != NULL);
+  esg_builder_destroy(b);
+  return g;
+}
+
+static esg_status count_to(const esg_model* m, int64_t n, int64_t* got) {
+  esg_buffer in = buffer(&n, sizeof n, ESG_I64, NULL, 0), out = buffer(got, sizeof *got, ESG_I64, NULL, 0);
+  return esg_model_run(m, &in, 1, &out, 1);
+}
+
+struct cancelled_run {
+  const esg_model* model;
+  esg_status status;
+  int done;
+  pthread_mutex_t mu;
+};
+
+static void* run_forever(void* arg) {
+  struct cancelled_run* r = (struct cancelled_run*)arg;
+  int64_t got = 0;
+  esg_status s = count_to(r->model, (int64_t)1 << 62, &got);
+  pthread_mutex_lock(&r->mu);
+  r->status = s;
+  r->done = 1;
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
+}
+
+static void test_run_limits(void) {
+  esg_graph* g = counting_loop();
+  esg_compile_options o;
+  esg_model* m;
+  int64_t got = 0;
+  esg_compile_options_init(&o);
+  CHECK(o.max_loop_iterations == 10000000 && o.max_nodes == 4194304); /* the documented defaults */
+  o.max_loop_iterations = 100;
+  m = esg_compile(g, &o);
+  CHECK(m != NULL);
+  CHECK(count_to(m, 100, &got) == ESG_OK && got == 100);
+  CHECK(count_to(m, 101, &got) == ESG_ERR_LIMIT);
+  CHECK(strstr(esg_last_error(), "max_loop_iterations (100)") != NULL);
+  CHECK(count_to(m, 3, &got) == ESG_OK && got == 3);
+  CHECK(esg_model_cancel(NULL) == ESG_ERR_INVALID_ARGUMENT);
+  esg_model_destroy(m);
+
+  /* Cancelled from another thread, a run with no cap stops; the next one runs. */
+  o.max_loop_iterations = 0;
+  m = esg_compile(g, &o);
+  CHECK(m != NULL);
+  {
+    struct cancelled_run r;
+    pthread_t t;
+    int done = 0;
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    r.model = m;
+    r.status = ESG_OK;
+    r.done = 0;
+    pthread_mutex_init(&r.mu, NULL);
+    CHECK(pthread_create(&t, NULL, run_forever, &r) == 0);
+    nanosleep(&pause, NULL);
+    while (!done) { /* a cancel before the run began would miss it: repeat until it ends */
+      CHECK(esg_model_cancel(m) == ESG_OK);
+      nanosleep(&pause, NULL);
+      pthread_mutex_lock(&r.mu);
+      done = r.done;
+      pthread_mutex_unlock(&r.mu);
+    }
+    pthread_join(t, NULL);
+    pthread_mutex_destroy(&r.mu);
+    CHECK(r.status == ESG_ERR_CANCELLED);
+  }
+  CHECK(count_to(m, 4, &got) == ESG_OK && got == 4);
+  esg_model_destroy(m);
+
+  /* A graph over max_nodes is not compiled. */
+  o.max_nodes = 2;
+  CHECK(esg_compile(g, &o) == NULL && esg_last_status() == ESG_ERR_LIMIT);
+  CHECK(strstr(esg_last_error(), "more than max_nodes (2)") != NULL);
+  esg_graph_destroy(g);
+
+  /* Bodies nest 64 deep at most. */
+  {
+    esg_builder* b = esg_builder_create("deep");
+    int64_t dims[1] = {2};
+    esg_tensor x = esg_input(b, "x", ESG_F32, dims, 1);
+    int depth;
+    for (depth = 1; depth <= 64; ++depth) CHECK(esg_builder_begin_subgraph(b, NULL, 0) == ESG_OK);
+    CHECK(esg_builder_begin_subgraph(b, NULL, 0) == ESG_ERR_LIMIT);
+    CHECK(strstr(esg_last_error(), "at most 64 deep") != NULL);
+    (void)x;
+    esg_builder_destroy(b);
+  }
+}
+
 int main(int argc, char** argv) {
   test_mlp(argc > 1 ? argv[1] : ".");
   test_options();
@@ -599,5 +712,6 @@ int main(int argc, char** argv) {
   test_ascend_sim();
   test_streams_and_threads();
   test_inspection();
+  test_run_limits();
   return check_summary("c99");
 }

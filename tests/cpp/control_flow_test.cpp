@@ -1,7 +1,11 @@
 // if_ and while_ with C++ lambdas as bodies, capturing tensors of the enclosing graph.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
+#include <functional>
 #include <optional>
+#include <thread>
 
 #include <esgraph/esgraph.hpp>
 
@@ -113,4 +117,66 @@ TEST_CASE("control flow over a tensor of a destroyed builder is a lifetime error
     flag = b.input("flag", esg::boolean, {});
   }
   CHECK_THROWS_AS(esg::if_(*flag, [&] { return *flag; }, [&] { return *flag; }), esg::LifetimeError);
+}
+
+namespace {
+// A model counting i up to its input n: n iterations of a loop body.
+esg::Model counting_loop(const esg::CompileOptions& options) {
+  esg::GraphBuilder b("count");
+  const Tensor n = b.input("n", esg::i64, {});
+  const int64_t zero = 0;
+  const Tensor i0 = b.constant(esg::i64, {}, &zero, sizeof zero);
+  const auto outs = esg::while_({i0}, [&](const std::vector<Tensor>& v) { return v[0] < n; },
+                                [&](const std::vector<Tensor>& v) { return v[0] + 1; });
+  return esg::compile(b.build(outs), options);
+}
+int64_t count_to(const esg::Model& m, int64_t n) {
+  return m.run({esg::HostTensor::from(esg::i64, std::vector<int64_t>{n}, {})})[0].values<int64_t>()[0];
+}
+}  // namespace
+
+TEST_CASE("a loop past max_loop_iterations fails the run with a LimitError; the model stays usable") {
+  const esg::Model m = counting_loop(esg::CompileOptions().max_loop_iterations(50));
+  CHECK(count_to(m, 50) == 50);
+  CHECK_THROWS_WITH_AS(count_to(m, 51), doctest::Contains("max_loop_iterations (50)"), esg::LimitError);
+  CHECK(count_to(m, 2) == 2);
+}
+
+TEST_CASE("Model::cancel stops a run under way on another thread, and no later run") {
+  const esg::Model m = counting_loop(esg::CompileOptions().max_loop_iterations(0));
+  std::atomic<bool> done{false};
+  bool cancelled = false;
+  std::thread run([&] {
+    try {
+      count_to(m, int64_t{1} << 62);
+    } catch (const esg::CancelledError&) {
+      cancelled = true;
+    }
+    done = true;
+  });
+  while (!done) {  // a cancel before the run began would miss it: repeat until it ends
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    m.cancel();
+  }
+  run.join();
+  CHECK(cancelled);
+  CHECK(count_to(m, 3) == 3);
+}
+
+TEST_CASE("bodies nest 64 deep at most; a graph over max_nodes is not compiled") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {2});
+  const Tensor flag = b.input("flag", esg::boolean, {});
+  std::function<Tensor(int)> nest = [&](int depth) -> Tensor {
+    if (depth == 0) return esg::exp(x);
+    return esg::if_(flag, [&] { return nest(depth - 1); }, [&] { return -x; })[0];
+  };
+  const Tensor deepest = nest(64);
+  CHECK_THROWS_WITH_AS(nest(65), doctest::Contains("bodies nest at most 64 deep; this one would be 65 deep"), esg::LimitError);
+  const esg::Graph g = b.build({deepest});
+  CHECK_THROWS_WITH_AS(esg::compile(g, esg::CompileOptions().max_nodes(100)), doctest::Contains("more than max_nodes (100)"),
+                       esg::LimitError);
+  CHECK(esg::compile(g).run({esg::HostTensor::from(esg::f32, std::vector<float>{0, 0}, {2}),
+                             esg::HostTensor::from(esg::boolean, std::vector<bool>{true}, {})})[0].values<float>() ==
+        std::vector<float>{1, 1});
 }

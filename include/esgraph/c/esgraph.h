@@ -53,7 +53,10 @@ typedef enum esg_status {
   ESG_ERR_UNSUPPORTED = 8,      /* an option of a newer library, a feature not built in          */
   ESG_ERR_INTERNAL = 9,         /* a bug in esgraph: please report it                             */
   ESG_ERR_OUT_OF_MEMORY = 10,
-  ESG_ERR_BACKEND = 11          /* a device runtime that is missing or failed (API 2)             */
+  ESG_ERR_BACKEND = 11,         /* a device runtime that is missing or failed (API 2)             */
+  ESG_ERR_LIMIT = 12,           /* beyond a limit: bodies nested too deep, a graph over max_nodes,
+                                   a loop over max_loop_iterations (API 2)                         */
+  ESG_ERR_CANCELLED = 13        /* a run stopped by esg_model_cancel (API 2)                      */
 } esg_status;
 
 /* The calling thread's last error message ("" after a success), and its status code. */
@@ -292,6 +295,12 @@ typedef struct esg_compile_options {
      "host_fallback=..". Each backend declares its own (docs/backends.md); an unknown name or a
      value out of range is refused with ESG_ERR_INVALID_ARGUMENT. NULL (default): none. */
   const char* backend_options;
+  /* API 2: limits against hostile models (docs/reliability.md); 0 for none. A loop (ONNX Loop,
+     while_) that iterates more than max_loop_iterations times in a run fails it with
+     ESG_ERR_LIMIT (default 10,000,000); a graph of more than max_nodes nodes, its bodies'
+     included, is not compiled (ESG_ERR_LIMIT; default 4,194,304). */
+  int64_t max_loop_iterations;
+  int64_t max_nodes;
 } esg_compile_options;
 ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size);
 #define esg_compile_options_init(options) esg_compile_options_init_((options), sizeof(*(options)))
@@ -326,6 +335,9 @@ ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* input
 /* The compiled launch list as Graphviz DOT (kernels, fused groups, streams); free with
    esg_free. Empty until a plan exists (symbolic sizes bind at the first run). */
 ESG_API char* esg_model_to_dot(const esg_model* model);
+/* API 2: stops the runs of `model` under way, from any thread: each returns ESG_ERR_CANCELLED
+   at its next kernel launch or loop iteration. Runs that start afterwards are not affected. */
+ESG_API esg_status esg_model_cancel(const esg_model* model);
 /* esg_model_run that also writes each kernel's time to `trace_path` as a Chrome trace (one row
    per stream; open it in Perfetto or chrome://tracing). */
 ESG_API esg_status esg_model_profile(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,

@@ -1,0 +1,111 @@
+"""Limits against hostile models: loop iteration caps, cancelling a run, nesting depth, graph size."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import esgraph
+from esgraph import ops
+
+
+def counting_loop():
+    """A loop counting i up to its input n: n iterations of its body."""
+    with esgraph.GraphBuilder("count") as b:
+        n = b.input("n", esgraph.i64, [])
+        i, = ops.while_([b.constant(np.int64(0))], lambda i: i < n, lambda i: i + 1)
+    return b.build([i])
+
+
+def test_a_loop_within_the_cap_runs_to_its_end():
+    model = esgraph.compile(counting_loop(), max_loop_iterations=100)
+    assert model(np.int64(100)) == 100  # exactly the cap: its condition turns false on time
+
+
+def test_a_loop_past_the_cap_is_a_limit_error_naming_the_option():
+    model = esgraph.compile(counting_loop(), max_loop_iterations=100)
+    with pytest.raises(esgraph.LimitError, match=r"`while` reached max_loop_iterations \(100\)"):
+        model(np.int64(101))
+    assert model(np.int64(7)) == 7  # the model stays usable
+
+
+def test_the_default_cap_is_documented_and_zero_lifts_it():
+    with pytest.raises(esgraph.LimitError, match=r"max_loop_iterations \(10000000\)"):
+        esgraph.compile(counting_loop(), threads=1)(np.int64(2**40))
+    assert esgraph.compile(counting_loop(), max_loop_iterations=0)(np.int64(1000)) == 1000
+
+
+def test_a_limit_error_is_an_esgraph_error_and_a_runtime_error():
+    assert issubclass(esgraph.LimitError, esgraph.Error) and issubclass(esgraph.LimitError, RuntimeError)
+    assert issubclass(esgraph.CancelledError, esgraph.Error) and issubclass(esgraph.CancelledError, RuntimeError)
+
+
+def test_negative_limits_are_refused():
+    with pytest.raises(esgraph.InvalidArgumentError, match="max_loop_iterations and max_nodes"):
+        esgraph.compile(counting_loop(), max_loop_iterations=-1)
+
+
+def run_in_thread(model, *args):
+    """Starts model(*args) on another thread; returns the thread and where its result lands."""
+    result = {}
+
+    def target():
+        try:
+            result["value"] = model(*args)
+        except Exception as e:  # noqa: BLE001 - the test reads what was raised
+            result["error"] = e
+
+    t = threading.Thread(target=target)
+    t.start()
+    return t, result
+
+
+def test_cancel_stops_a_run_that_would_never_end():
+    model = esgraph.compile(counting_loop(), max_loop_iterations=0)
+    t, result = run_in_thread(model, np.int64(2**62))
+    time.sleep(0.2)  # let it start; cancelling before it does would leave it running (by design)
+    while t.is_alive():
+        model.cancel()
+        t.join(timeout=0.5)
+    assert isinstance(result.get("error"), esgraph.CancelledError), result
+    assert "cancelled" in str(result["error"])
+    assert model(np.int64(5)) == 5  # later runs are not affected
+
+
+def test_cancel_with_no_run_under_way_changes_nothing():
+    model = esgraph.compile(counting_loop())
+    model.cancel()
+    assert model(np.int64(3)) == 3
+
+
+def nest(p, x, depth):
+    if depth == 0:
+        return ops.exp(x)
+    return ops.if_(p, lambda: nest(p, x, depth - 1), lambda: -x)[0]
+
+
+def test_bodies_nest_64_deep_and_no_deeper():
+    with esgraph.GraphBuilder("deep") as b:
+        p = b.input("p", esgraph.bool_, [])
+        x = b.input("x", esgraph.f32, [2])
+        y = nest(p, x, 64)
+    model = esgraph.compile(b.build([y]))
+    np.testing.assert_allclose(model(np.bool_(True), np.float32([0, 1])), np.exp([0, 1]), rtol=1e-6)
+    with esgraph.GraphBuilder("deeper") as b:
+        p = b.input("p", esgraph.bool_, [])
+        x = b.input("x", esgraph.f32, [2])
+        with pytest.raises(esgraph.LimitError, match="bodies nest at most 64 deep; this one would be 65 deep"):
+            nest(p, x, 65)
+        assert b.build([ops.exp(x)]) is not None  # the builder stays usable
+
+
+def test_a_graph_over_max_nodes_is_not_compiled():
+    with esgraph.GraphBuilder("chain") as b:
+        x = b.input("x", esgraph.f32, [4])
+        y = x
+        for _ in range(50):
+            y = ops.tanh(y)
+    graph = b.build([y])
+    with pytest.raises(esgraph.LimitError, match=r"the graph has 5\d nodes, more than max_nodes \(40\)"):
+        esgraph.compile(graph, max_nodes=40)
+    assert esgraph.compile(graph, max_nodes=0)(np.zeros(4, np.float32)).shape == (4,)
