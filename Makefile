@@ -1,19 +1,22 @@
 # The two commands of the README. Both install what is missing, configure and build.
 #   make demo   build, then run the flagship C++ sample (a transformer encoder block)
 #   make test   build, run every suite (C++, C99, codegen, Python), the C/C++ suites again
-#               under AddressSanitizer + UBSan, and the fuzzers over their committed corpus (clang)
+#               under AddressSanitizer + UBSan, the concurrency tests under ThreadSanitizer
+#               (clang), and the fuzzers over their committed corpus (clang)
 #   make bench  graph building against onnx.helper and torch.fx, compile time, per-launch overhead, an elementwise chain,
 #               models written in esgraph and imported from torch.nn, against PyTorch and ONNX Runtime
 #   make conformance  ONNX's node test suite through the importer; rewrites docs/conformance.md
 #   make release-snapshot   record the current API version (see scripts/release-snapshot.sh)
 #   make package  a .deb of the library, headers, CMake package, esgraph.pc and Python package
 #   make fuzz     each libFuzzer target for FUZZ_SECONDS (default 60) from the committed corpus;
-#                 new inputs go to build/fuzz/corpus/, crashes to build/fuzz/findings/
+#                 new inputs go to build/fuzz/corpus/, crashes to build/fuzz/findings/; then the
+#                 ONNX importer's hypothesis properties for FUZZ_SECONDS each
+#   make test-tsan  the concurrency tests under ThreadSanitizer (clang); part of make test
 PY      := /usr/bin/python3
 JOBS    ?= 2
 FUZZ_SECONDS ?= 60
 FUZZERS := graph_file_fuzzer builder_fuzzer
-.PHONY: deps build demo test test-asan test-fuzz fuzz pytest conformance bench package release-snapshot clean
+.PHONY: deps build demo test test-asan test-tsan test-fuzz fuzz pytest conformance bench package release-snapshot clean
 
 deps:
 	@scripts/install-deps.sh
@@ -30,18 +33,25 @@ test-asan: deps
 	@cmake --build --preset asan -j$(JOBS)
 	ctest --preset asan
 
+test-tsan: deps
+	@cmake --preset tsan >/dev/null
+	@cmake --build --preset tsan -j$(JOBS)
+	ctest --preset tsan
+
 # The fuzzers' committed corpus, every input once (crashes found before stay fixed).
 test-fuzz: deps
 	@cmake --preset fuzz >/dev/null
 	@cmake --build --preset fuzz -j$(JOBS)
 	ctest --preset fuzz
 
-fuzz: test-fuzz
+fuzz: test-fuzz build
 	@for t in $(FUZZERS); do \
 	  mkdir -p build/fuzz/corpus/$$t build/fuzz/findings && \
 	  ./build/fuzz/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
 	    -artifact_prefix=build/fuzz/findings/$$t- build/fuzz/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
 	done
+	cd build/default && ESG_FUZZ_SECONDS=$(FUZZ_SECONDS) PYTHONPATH=$(CURDIR)/build/default/python \
+	  $(PY) -m pytest -q -s -p no:cacheprovider $(CURDIR)/tests/python/test_onnx_fuzz.py
 
 pytest: build
 	cd build/default && PYTHONPATH=$(CURDIR)/build/default/python $(PY) -m pytest -q $(CURDIR)/tests/python $(CURDIR)/tests/codegen $(CURDIR)/tests/tools $(CURDIR)/tests/conformance
@@ -52,6 +62,7 @@ conformance: build
 test: build
 	ctest --preset default
 	$(MAKE) --no-print-directory test-asan
+	$(MAKE) --no-print-directory test-tsan
 	$(MAKE) --no-print-directory test-fuzz
 	$(MAKE) --no-print-directory pytest
 

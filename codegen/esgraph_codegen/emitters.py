@@ -174,27 +174,32 @@ PY_CPP_TYPES = {"int": "int64_t", "float": "double", "bool": "bool", "string": "
                 "list<float>": "std::vector<double>"}
 
 
-def py_params(op: OpDef) -> List[str]:
-    params = []
+def py_bound_params(op: OpDef) -> List[str]:
+    """The C++ declarations taking each Python parameter from the call's CallArgs, in order:
+    required inputs, bodies and attributes, then the options with their defaults."""
+    lines, at = [], 0
     for i in op.required_inputs:
-        params.append(f"py::object {n.py_name(i.name)}")
-    params += [f"py::function {n.py_name(s.name)}" for s in op.subgraphs]
-    params += [f"{PY_CPP_TYPES[a.type]} {n.py_name(a.name)}" for a in op.required_attrs]
-    params += [f"py::object {n.py_name(f.name)}" if n.is_input(f) else f"{PY_CPP_TYPES[f.type]} {n.py_name(f.name)}"
-               for f in op.option_fields]
-    return params
-
-
-def py_arg_specs(op: OpDef) -> List[str]:
-    specs = [f'py::arg("{n.py_name(i.name)}")' for i in op.required_inputs]
-    specs += [f'py::arg("{n.py_name(s.name)}")' for s in op.subgraphs]
-    specs += [f'py::arg("{n.py_name(a.name)}")' for a in op.required_attrs]
-    if op.option_fields:
-        specs.append("py::kw_only()")
+        lines.append(f"py::object {n.py_name(i.name)} = call.{'tensors' if i.variadic else 'object'}({at});")
+        at += 1
+    for s in op.subgraphs:
+        lines.append(f"py::function {n.py_name(s.name)} = call.get<py::function>({at});")
+        at += 1
+    for a in op.required_attrs:
+        t = PY_CPP_TYPES[a.type]
+        lines.append(f"py::object {n.py_name(a.name)} = call.object({at});" if a.type == "dtype" else
+                     f"{t} {n.py_name(a.name)} = call.get<{t}>({at});")
+        at += 1
     for f in op.option_fields:
-        default = "py::none()" if n.is_input(f) else _py_default(op, f)
-        specs.append(f'py::arg("{n.py_name(f.name)}") = {default}')
-    return specs
+        name = n.py_name(f.name)
+        if n.is_input(f):
+            lines.append(f"py::object {name} = call.object({at});")
+        elif f.type == "dtype":
+            lines.append(f'py::object {name} = call.has({at}) ? call.object({at}) : py::str("{f.default}");')
+        else:
+            t = PY_CPP_TYPES[f.type]
+            lines.append(f"{t} {name} = call.has({at}) ? call.get<{t}>({at}) : {t}({_py_default(op, f)});")
+        at += 1
+    return lines
 
 
 def py_arg_type(op: OpDef, i) -> str:
@@ -232,6 +237,39 @@ def py_call_args(op: OpDef) -> str:
     return ", ".join(args + ["options"])
 
 
+PY_SPEC_KINDS = {"int": "Int", "float": "Float", "bool": "Bool", "string": "String", "enum": "String", "dtype": "DType",
+                 "list<int>": "Ints", "list<float>": "Floats"}
+
+
+def py_param_specs(op: OpDef) -> str:
+    """The ParamSpec list of an op's Python parameters, in order, for CallArgs."""
+    specs = [f'{{"{n.py_name(i.name)}", ParamSpec::{"Tensors" if i.variadic else "Tensor"}, false}}' for i in op.required_inputs]
+    specs += [f'{{"{n.py_name(s.name)}", ParamSpec::Body, false}}' for s in op.subgraphs]
+    specs += [f'{{"{n.py_name(a.name)}", ParamSpec::{PY_SPEC_KINDS[a.type]}, false}}' for a in op.required_attrs]
+    specs += [f'{{"{n.py_name(f.name)}", ParamSpec::{"Tensor" if n.is_input(f) else PY_SPEC_KINDS[f.type]}, true}}'
+              for f in op.option_fields]
+    return "{" + ", ".join(specs) + "}"
+
+
+def py_signature(op: OpDef) -> str:
+    """The op's Python signature, names and defaults: `leaky_relu(x, *, alpha=0.01)`."""
+    params = [n.py_name(i.name) for i in op.required_inputs]
+    params += [n.py_name(s.name) for s in op.subgraphs]
+    params += [n.py_name(a.name) for a in op.required_attrs]
+    if op.option_fields:
+        params.append("*")
+    params += [f"{n.py_name(f.name)}=None" if n.is_input(f) else f"{n.py_name(f.name)}={n.py_literal(f.default)}"
+               for f in op.option_fields]
+    return f"{n.py_name(op.name)}({', '.join(params)})"
+
+
+def py_return(op: OpDef) -> str:
+    """What the Python function returns: control flow gives its only result as a tensor."""
+    if op.subgraphs:
+        return "Union[Tensor, List[Tensor]]"
+    return "List[Tensor]" if op.returns_list else "Tensor"
+
+
 def pyi_params(op: OpDef) -> str:
     params = []
     for i in op.required_inputs:
@@ -257,7 +295,8 @@ def onnx_one_node(op: OpDef) -> str:
 
 HELPERS: Dict[str, Callable] = {f.__name__: f for f in (
     dtype_enum, expected_outputs, range_str, cpp_template, cpp_params, builder_expr, c_args, example_args, type_var_ref, output_type, count,
-    input_index, attr_schema, span, py_params, py_arg_specs, py_arg_type, py_lift, py_call_args, pyi_params,
+    input_index, attr_schema, span, py_bound_params, py_arg_type, py_lift, py_call_args, pyi_params,
+    py_param_specs, py_signature, py_return,
     onnx_one_node)}
 
 

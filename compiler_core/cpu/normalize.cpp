@@ -48,7 +48,7 @@ void softmax_rows(const eval::KernelCall& c) {
   const eval::TensorRef& x = *c.in[0];
   const eval::TensorRef& y = *c.out[0];
   const int64_t n = x.shape[x.shape.rank() - 1];
-  if (n == 0) return;
+  if (x.size() == 0) return;  // no rows, or rows of nothing (a row's scratch of 2^40 would not fit)
   const double scale = kLog ? 1.0 : c.attrs<ir::SoftmaxAttrs>().scale;  // log_softmax has no scale
   split_work(x.size() / n, n, c.parallel, [&](int64_t first, int64_t last) {
     std::vector<float> z(kLog ? static_cast<size_t>(n) : 0);

@@ -105,6 +105,10 @@ void reduce(const KernelCall& c, Reduce kind) {
 // The positions along `axis` of every lane: calls f(base offset, stride, length) per lane.
 template <class F>
 void for_each_lane(const Shape& s, size_t axis, F f) {
+  // An empty tensor has no element to visit, however many empty lanes its other sizes make
+  // (softmax over [2^40, 0] would otherwise walk 2^40 lanes).
+  for (size_t d = 0; d < s.rank(); ++d)
+    if (s[d] == 0) return;
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < axis; ++d) outer *= s[d];
   for (size_t d = axis + 1; d < s.rank(); ++d) inner *= s[d];

@@ -469,6 +469,7 @@ RegionId Builder::begin_region(const std::vector<ParamType>& params) {
   r.parent = current_region();
   for (const ParamType& t : params) {
     if (!dtype_valid(t.dtype)) throw Error(ErrorCode::DType, "a body parameter has an invalid dtype");
+    if (const std::string why = oversized(g, t.shape); !why.empty()) throw Error(ErrorCode::Shape, "a body parameter: " + why);
     Value p;
     p.dtype = t.dtype;
     p.region = id;

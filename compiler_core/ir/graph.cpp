@@ -2,9 +2,12 @@
 
 #include <algorithm>
 
+#include "ir/utf8.hpp"
+
 namespace esg::ir {
 
 Graph::Graph(std::string graph_name) : name(std::move(graph_name)) {
+  check_utf8(name, "a graph's name");
   strings.emplace_back();
   string_index_.emplace("", 0);
   regions.emplace_back();
@@ -14,6 +17,9 @@ namespace {
 // The index of `s` in `table`, appending it the first time.
 uint32_t intern_in(std::vector<std::string>& table, std::unordered_map<std::string, uint32_t>& index,
                    std::string_view s) {
+  const auto found = index.find(std::string(s));
+  if (found != index.end()) return found->second;
+  check_utf8(s, "a name or string");  // once per distinct string
   const auto [it, added] = index.emplace(std::string(s), static_cast<uint32_t>(table.size()));
   if (added) table.emplace_back(s);
   return it->second;

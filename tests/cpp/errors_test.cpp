@@ -2,7 +2,11 @@
 // names the op, the rule and the inputs, and leaves the builder usable.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <mutex>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include <esgraph/esgraph.hpp>
 
@@ -154,4 +158,44 @@ TEST_CASE("a tensor that outlives its builder is a lifetime error, not a crash")
   // Refused as a destroyed builder's, or as stale when the new builder took the old one's address.
   CHECK_THROWS_WITH_AS(esg::exp(*orphan), doctest::Contains("can no longer be used"), esg::LifetimeError);
   CHECK_THROWS_AS(orphan->shape(), esg::LifetimeError);
+}
+
+TEST_CASE("builders on several threads at once stay apart, made and destroyed by turns") {
+  // The registry of live builders is shared and each thread caches what it found alive: a
+  // builder destroyed on one thread must read as destroyed on the others (the tsan preset runs
+  // this under ThreadSanitizer).
+  std::atomic<int> wrong{0};
+  std::mutex mu;
+  std::vector<Tensor> orphans;  // tensors of builders another thread destroyed
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) {
+        std::optional<Tensor> stale;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (!orphans.empty()) stale = orphans.back(), orphans.pop_back();
+        }
+        std::optional<Tensor> kept;
+        {
+          esg::GraphBuilder b;
+          const Tensor x = b.input("x", esg::f32, {2, 3});
+          const Tensor y = esg::relu(x * 2.0f + 1.0f);
+          if (y.shape() != std::vector<int64_t>{2, 3}) ++wrong;
+          kept = x;
+        }  // b is destroyed here, before another thread can see x
+        if (stale) {
+          try {
+            (void)esg::exp(*stale);
+            ++wrong;
+          } catch (const esg::LifetimeError&) {
+          }
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        orphans.push_back(*kept);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(wrong == 0);
 }

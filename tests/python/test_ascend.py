@@ -1017,7 +1017,7 @@ def host_fallback_graph():
         p = b.input("p", esgraph.bool_, [])
         x, k, d = b.input("x", esgraph.f32, [4, 6]), b.input("k", esgraph.i32, [4, 6]), b.input("d", esgraph.i32, [4, 6])
         h = ops.exp(x) * 2.0
-        (branch,) = ops.if_(p, lambda: ops.tanh(h), lambda: -h)
+        branch = ops.if_(p, lambda: ops.tanh(h), lambda: -h)
         wide = ops.cast(ops.cast(x, esgraph.f64) * 3.0, esgraph.f32)
         return b.build([branch + ops.cast(k / d, esgraph.f32), ops.atanh(x * 0.5) + 1.0, wide * h])
 

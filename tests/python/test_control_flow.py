@@ -22,10 +22,10 @@ def x(b):
 
 # ---- if_ ---------------------------------------------------------------------------------------
 def test_if_with_lambdas_capturing_outer_tensors(b, p, x):
-    outs = ops.if_(p, lambda: ops.exp(x), lambda: -x)
-    assert isinstance(outs, list) and len(outs) == 1
-    assert outs[0].shape == (2, 3) and outs[0].dtype == esgraph.f32
-    text = str(b.build(outs))
+    out = ops.if_(p, lambda: ops.exp(x), lambda: -x)
+    assert isinstance(out, esgraph.Tensor)  # one result: the tensor itself; several: a list
+    assert out.shape == (2, 3) and out.dtype == esgraph.f32
+    text = str(b.build([out]))
     assert "if(%p) captures(%x)" in text
     assert "then_branch(" in text and "else_branch(" in text
 
@@ -37,7 +37,7 @@ def test_if_branches_may_return_tuples_or_lists(b, p, x):
 
 
 def test_if_sizes_that_differ_become_symbolic(p, x):
-    (out,) = ops.if_(p, lambda: ops.reshape(x, [3, 2]), lambda: ops.reshape(x, [6, 1]))
+    out = ops.if_(p, lambda: ops.reshape(x, [3, 2]), lambda: ops.reshape(x, [6, 1]))
     assert out.shape == ("if(3|6)", "if(2|1)")
 
 
@@ -56,12 +56,12 @@ def test_if_condition_must_be_bool(x):
 
 
 def test_if_with_a_python_bool_condition(x):
-    (out,) = ops.if_(True, lambda: x, lambda: x + 1)
+    out = ops.if_(True, lambda: x, lambda: x + 1)
     assert out.shape == (2, 3)
 
 
 def test_nested_if_captures_through_every_level(b, p, x):
-    (out,) = ops.if_(p, lambda: ops.if_(p, lambda: ops.exp(x), lambda: x)[0], lambda: x)
+    out = ops.if_(p, lambda: ops.if_(p, lambda: ops.exp(x), lambda: x), lambda: x)
     assert out.shape == (2, 3)
     graph = b.build([out])
     graph.verify()
@@ -69,7 +69,7 @@ def test_nested_if_captures_through_every_level(b, p, x):
 
 
 def test_if_branches_returning_python_ints_are_not_bool(p):
-    (out,) = ops.if_(p, lambda: 1, lambda: 2)
+    out = ops.if_(p, lambda: 1, lambda: 2)
     assert out.dtype != esgraph.bool_
 
 
@@ -102,15 +102,15 @@ def test_while_bodies_get_the_loop_values_as_positional_args(b, x):
     lambda v: [v + 1],          # a list
 ], ids=["single", "tuple", "list"])
 def test_while_body_may_return_a_tuple_list_or_single_tensor(x, body):
-    outs = ops.while_([x], lambda v: ops.reduce_sum(v) < 10.0, body)
-    assert len(outs) == 1 and outs[0].shape == (2, 3) and outs[0].dtype == esgraph.f32
+    out = ops.while_([x], lambda v: ops.reduce_sum(v) < 10.0, body)
+    assert isinstance(out, esgraph.Tensor) and out.shape == (2, 3) and out.dtype == esgraph.f32
 
 
 def test_while_captures_outer_tensors(b, x):
     limit = b.input("limit", esgraph.f32, [])
     step = b.input("step", esgraph.f32, [3])
-    outs = ops.while_([x], lambda v: ops.reduce_max(v) < limit, lambda v: v + step)
-    text = str(b.build(outs))
+    out = ops.while_([x], lambda v: ops.reduce_max(v) < limit, lambda v: v + step)
+    text = str(b.build([out]))
     assert "captures(" in text
 
 
@@ -127,7 +127,7 @@ def test_while_body_must_keep_dtypes_shapes_and_count(b, x):
 
 
 def test_while_init_is_a_list(x):
-    with pytest.raises(TypeError, match="expected a list of tensors"):
+    with pytest.raises(TypeError, match="`init` takes a list of tensors, got a Tensor"):
         ops.while_(x, lambda v: ops.reduce_sum(v) < 1.0, lambda v: v)
     with pytest.raises(esgraph.InvalidArgumentError):
         ops.while_([], lambda: True, lambda: [])
@@ -184,7 +184,7 @@ def test_the_builder_stays_usable_after_a_body_raised(b, p, x):
     with pytest.raises(BodyError):
         ops.if_(p, half_built, lambda: x)
     y = ops.log(x)
-    (z,) = ops.if_(p, lambda: ops.sin(x), lambda: x)
+    z = ops.if_(p, lambda: ops.sin(x), lambda: x)
     graph = b.build([y, z])
     graph.verify()
     text = str(graph)

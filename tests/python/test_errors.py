@@ -69,18 +69,25 @@ def test_mismatched_dtypes_are_a_dtype_error(b):
         ops.gather(f, np.zeros(1, np.float32))
 
 
-@pytest.mark.parametrize("call", [
-    lambda x: ops.softmax(x, axis="1"),
-    lambda x: ops.softmax(x, axis=1.0),
-    lambda x: ops.reduce_sum(x, axes="01"),
-    lambda x: ops.reshape(x, ["a", 2]),
-    lambda x: ops.concat([x], "0"),
-    lambda x: ops.leaky_relu(x, alpha="big"),
-], ids=["axis-str", "axis-float", "axes-str", "shape-strs", "concat-axis-str", "float-str"])
-def test_a_wrong_python_type_for_an_attribute_is_a_type_error(b, call):
+@pytest.mark.parametrize("call, message", [
+    (lambda x: ops.softmax(x, axis="1"), "ops.softmax: `axis` takes an int, got a str"),
+    (lambda x: ops.softmax(x, axis=1.0), "ops.softmax: `axis` takes an int, got a float"),
+    (lambda x: ops.softmax(x, axis=2**63), "ops.softmax: `axis` takes an int, got an int beyond the 64-bit range"),
+    (lambda x: ops.reduce_sum(x, axes="01"), "ops.reduce_sum: `axes` takes a list of ints, got a str"),
+    (lambda x: ops.reshape(x, ["a", 2]), "ops.reshape: `shape` takes a list of ints, got a list whose item 0 is a str"),
+    (lambda x: ops.reshape(x, [2, 2**64]), "ops.reshape: `shape` takes a list of ints, got a list whose item 1 is an int beyond the 64-bit range"),
+    (lambda x: ops.concat([x], "0"), "ops.concat: `axis` takes an int, got a str"),
+    (lambda x: ops.concat(x, 0), "ops.concat: `xs` takes a list of tensors, got a Tensor"),
+    (lambda x: ops.leaky_relu(x, alpha="big"), "ops.leaky_relu: `alpha` takes a float, got a str"),
+    (lambda x: ops.if_(x, 1, 2), "ops.if_: `then_branch` takes a function, got an int"),
+], ids=["axis-str", "axis-float", "axis-huge", "axes-str", "shape-strs", "shape-huge", "concat-axis-str", "concat-one",
+        "float-str", "if-not-callable"])
+def test_a_wrong_python_type_for_an_attribute_names_the_op_and_the_argument(b, call, message):
     x = b.input("x", esgraph.f32, [2, 3])
-    with pytest.raises(TypeError, match="incompatible function arguments"):
+    with pytest.raises(TypeError) as info:
         call(x)
+    assert str(info.value).startswith(message + "; the signature is ops."), str(info.value)
+    assert "incompatible function arguments" not in str(info.value)
     assert b.build([x]).node_count == 0  # refused before reaching the graph
 
 
@@ -244,3 +251,25 @@ def test_inputs_need_a_name_of_their_own(b):
         b.input("x", esgraph.f32, [3])
     with pytest.raises(esgraph.InvalidArgumentError, match="needs a name"):
         b.input("", esgraph.f32, [3])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: ops.softmax(np.zeros((200, 200), np.float32), -1), "ops.softmax: takes 1 positional argument, got 2; `axis`, `mask`, `scale` are keyword-only"),
+    (lambda x: ops.leaky_relu(x, alpa=0.1), "ops.leaky_relu: no argument `alpa` (it takes `x`, `alpha`)"),
+    (lambda x: ops.add(x, x, b=x), "ops.add: `b` given twice, by position and by keyword"),
+    (lambda x: ops.reshape(x), "ops.reshape: missing `shape`"),
+    (lambda x: ops.exp(), "ops.exp: missing `x`"),
+], ids=["option-by-position", "unknown-keyword", "twice", "missing-attr", "missing-input"])
+def test_a_call_that_fits_no_signature_names_what_is_wrong_and_the_signature(b, call, message):
+    x = b.input("x", esgraph.f32, [2, 3])
+    with pytest.raises(TypeError) as info:
+        call(x)
+    text = str(info.value)
+    assert text.startswith(message), text
+    assert "; the signature is ops." in text and len(text) < 400  # no array printed
+
+
+def test_op_docstrings_start_with_the_signature():
+    assert ops.leaky_relu.__doc__.startswith("leaky_relu(x, *, alpha=0.01) -> Tensor\n\n")
+    assert ops.split.__doc__.startswith("split(x, sizes, *, axis=0) -> List[Tensor]")
+    assert "Overloaded" not in ops.softmax.__doc__

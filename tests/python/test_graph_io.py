@@ -16,7 +16,7 @@ def graph():
             h = ops.relu(x @ np.ones((4, 3), np.float32) + 0.5)
         with b.annotate("stream", "1"):
             s = ops.softmax(h)
-        (y,) = ops.if_(p, lambda: s * 2.0, lambda: s)
+        y = ops.if_(p, lambda: s * 2.0, lambda: s)
         y.name = "probs"
     return b.build([y])
 
@@ -146,7 +146,7 @@ def test_inspect_shows_nodes_values_and_bodies():
         x = b.input("x", esgraph.f32, ["n", 2])
         w = np.array([[1, 2], [3, 4]], np.float32)
         h = ops.matmul(x, w, transpose_b=True)
-        y, = ops.if_(p, lambda: [h + 1], lambda: [ops.neg(h)])
+        y = ops.if_(p, lambda: [h + 1], lambda: [ops.neg(h)])
     info = b.build([y]).inspect()
     values = info["values"]
     assert info["name"] == "inspected"

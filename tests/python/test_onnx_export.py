@@ -89,7 +89,7 @@ def test_if_and_while_export_as_if_and_loop(p, k):
         cond = b.input("p", esgraph.bool_, [])
         x = b.input("x", esgraph.f32, [2])
         start = b.input("k", esgraph.i64, [])
-        y, = ops.if_(cond, lambda: [ops.exp(x) + 1], lambda: [x - 1])
+        y = ops.if_(cond, lambda: [ops.exp(x) + 1], lambda: [x - 1])
         i, acc = ops.while_([start, x], lambda i, a: i < 5, lambda i, a: [i + 1, a * 2 + x])
     model = esgraph.onnx.to_model(b.build([y, i, acc]))
     assert [n.op_type for n in model.graph.node] == ["If", "Less", "Loop"]  # the first test runs before the loop

@@ -9,10 +9,10 @@ from numpy.typing import ArrayLike
 TensorLike = Union[Tensor, ArrayLike, float, int, bool]
 DTypeLike = Union[DType, str]
 
-def t_body(init: Sequence[TensorLike], cond: Callable[..., Union[Tensor, Sequence[Tensor]]], body: Callable[..., Union[Tensor, Sequence[Tensor]]]) -> List[Tensor]:
+def t_body(init: Sequence[TensorLike], cond: Callable[..., Union[Tensor, Sequence[Tensor]]], body: Callable[..., Union[Tensor, Sequence[Tensor]]]) -> Union[Tensor, List[Tensor]]:
     """Bodies that take one parameter per tensor of a variadic input (as `while`)."""
 
-def t_branch(pred: TensorLike, then_branch: Callable[..., Union[Tensor, Sequence[Tensor]]], else_branch: Callable[..., Union[Tensor, Sequence[Tensor]]]) -> List[Tensor]:
+def t_branch(pred: TensorLike, then_branch: Callable[..., Union[Tensor, Sequence[Tensor]]], else_branch: Callable[..., Union[Tensor, Sequence[Tensor]]]) -> Union[Tensor, List[Tensor]]:
     """Bodies without parameters; the output count is a body's result count (as `if`)."""
 
 def t_generator(shape: Sequence[int], pattern: Literal['constant', 'ramp'], start: float, name: str, coeffs: Sequence[float], *, dtype: DTypeLike = 'f32') -> Tensor:
