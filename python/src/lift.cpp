@@ -132,7 +132,7 @@ esg::Tensor make_constant(esg::GraphBuilder& b, py::handle obj, std::optional<es
   if (!dtype && !py::isinstance<py::array>(obj) && arr.dtype().kind() == 'f') dtype = esg::f32;
   if (dtype) arr = make_numpy(arr, *dtype);
   const std::optional<esg::DType> t = numpy_dtype(arr.dtype());
-  if (!t) throw py::type_error("numpy dtype " + py::str(arr.dtype()).cast<std::string>() + " has no esgraph dtype");
+  if (!t) throw esg::DTypeError(ESG_ERR_DTYPE, "numpy dtype " + py::str(arr.dtype()).cast<std::string>() + " has no esgraph dtype");
   std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
   return b.constant(*t, shape, arr.data(), static_cast<size_t>(arr.nbytes()));
 }

@@ -62,12 +62,30 @@ def read_model(model, base_dir=None):
         raise FormatError(f"{source} is not an ONNX model: {type(e).__name__}: {e}") from e
     if not model.graph.output:
         raise FormatError(f"{source} is not an ONNX model with outputs (an empty or foreign file, or a graph with none)")
+    _check_strings(model, source, "model")
     if needs_external_data(model):
         loaded = onnx.ModelProto()  # the caller's ModelProto stays as given
         loaded.CopyFrom(model)
         load_external_data(loaded, base_dir)
         model = loaded
     return model
+
+
+def _check_strings(message, source, path):
+    """Every string field of the model is text. protobuf hands a proto2 string that is not UTF-8
+    over as bytes, which no name, op type or attribute may be: a FormatError naming where."""
+    for field, value in message.ListFields():
+        if field.type == field.TYPE_STRING:
+            for i, v in enumerate(value if field.label == field.LABEL_REPEATED else [value]):
+                if not isinstance(v, str):
+                    raise FormatError(f"{source} is not a valid ONNX model: {path}.{field.name}"
+                                      f"{f'[{i}]' if field.label == field.LABEL_REPEATED else ''} is not UTF-8 text")
+        elif field.type == field.TYPE_MESSAGE:
+            if field.label == field.LABEL_REPEATED:
+                for i, item in enumerate(value):
+                    _check_strings(item, source, f"{path}.{field.name}[{i}]")
+            else:
+                _check_strings(value, source, f"{path}.{field.name}")
 
 
 def save(graph, path):

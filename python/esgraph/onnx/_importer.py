@@ -30,6 +30,17 @@ POISONED = _Poisoned()
 
 
 def _attribute(a):
+    """An attribute's value; one whose type field and value disagree, or whose strings or tensor
+    data cannot be read, is Unsupported, reported with its node."""
+    try:
+        return _attribute_value(a)
+    except Unsupported:
+        raise
+    except Exception as e:  # onnx's ValueError for a type it does not know, UnicodeDecodeError, ...
+        raise Unsupported(f"attribute '{a.name}' is malformed: {type(e).__name__}: {e}") from None
+
+
+def _attribute_value(a):
     if a.type == onnx.AttributeProto.TENSOR:
         return numpy_helper.to_array(a.t)
     if a.type == onnx.AttributeProto.GRAPH:
@@ -214,6 +225,9 @@ class Importer:
         except _dtypes.UnsupportedType as e:
             self.failures.append((f"initializer '{init.name}'", str(e)))
             return POISONED
+        except (ValueError, TypeError) as e:  # numpy_helper's: data that does not fill the dims, an unknown type
+            self.failures.append((f"initializer '{init.name}'", f"malformed: {e}"))
+            return POISONED
 
     def _graph_input(self, builder, vi):
         t = vi.type.tensor_type
@@ -326,6 +340,9 @@ class Importer:
     def _result(self, name):
         if name not in self.values:
             self.failures.append((f"output '{name}'", "no node produces it"))
+            return POISONED
+        if self.values[name] is None:
+            self.failures.append((f"output '{name}'", "its node leaves this optional output out"))
             return POISONED
         return self.values[name]
 
