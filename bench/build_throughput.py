@@ -23,6 +23,15 @@ def build_esgraph(n):
     return b.build([x])
 
 
+def build_esgraph_keywords(n):
+    """Ops called with keyword options, the calls where binding arguments costs most."""
+    with esgraph.GraphBuilder("keywords") as b:
+        x = b.input("x", esgraph.f32, ["batch", 64])
+        for _ in range(n // 2):
+            x = ops.softmax(ops.leaky_relu(x, alpha=0.1), axis=-1)
+    return b.build([x])
+
+
 def build_onnx(n, infer):
     import onnx
     from onnx import TensorProto, helper
@@ -69,7 +78,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--esgraph-only", action="store_true", help="the esgraph rows only (to compare two builds)")
     args = ap.parse_args()
+    if args.esgraph_only:
+        for n in args.sizes:
+            for name, fn in (("esgraph chain", build_esgraph), ("esgraph keyword options", build_esgraph_keywords)):
+                print(f"{name:30} {n:7d} {median_rate(fn, n, args.runs):12,.0f} nodes/s")
+        return
     peers = {
         "esgraph (Python)": build_esgraph,
         "onnx.helper": lambda n: build_onnx(n, infer=False),
