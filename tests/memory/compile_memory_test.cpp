@@ -6,6 +6,7 @@
 #include <malloc.h>
 
 #include <atomic>
+#include <functional>
 #include <cstdlib>
 #include <new>
 
@@ -53,6 +54,21 @@ esg::Graph chain(int nodes) {
   return b.build({y});
 }
 
+// `copies` chains of ifs nested to the limit (64 deep), each branch an op: control flow's
+// regions, captures and per-body plans.
+esg::Graph nested(int copies) {
+  esg::GraphBuilder b("nested");
+  const esg::Tensor x = b.input("x", esg::f32, {4});
+  const esg::Tensor flag = b.input("flag", esg::boolean, {});
+  std::function<esg::Tensor(int)> nest = [&](int depth) -> esg::Tensor {
+    if (depth == 0) return esg::exp(x);
+    return esg::if_(flag, [&] { return nest(depth - 1); }, [&] { return -x; })[0];
+  };
+  std::vector<esg::Tensor> outs;
+  for (int i = 0; i < copies; ++i) outs.push_back(nest(64));
+  return b.build(outs);
+}
+
 // The heap compiling takes at its peak, beyond what was live before.
 size_t compile_peak(const esg::Graph& g, bool fusion) {
   const size_t before = g_live.load();
@@ -72,4 +88,13 @@ TEST_CASE("compiling takes at most 1 KiB of heap per node at its peak, growing l
     CHECK(b <= 40000 * 1024);
     CHECK(b <= a * 22 / 10);  // twice the nodes, at most 2.2x the memory
   }
+}
+
+TEST_CASE("control flow nested to the limit takes at most 2 KiB of heap per node, growing linearly") {
+  const esg::Graph small = nested(100), large = nested(200);
+  const size_t a = compile_peak(small, true), b = compile_peak(large, true);
+  const size_t nodes = static_cast<size_t>(small.node_count());
+  MESSAGE((a / nodes) << " bytes/node at " << nodes << " nodes, " << (b / (2 * nodes)) << " at " << (2 * nodes));
+  CHECK(a <= nodes * 2048);
+  CHECK(b <= a * 22 / 10);
 }
