@@ -58,32 +58,32 @@ std::string what_is(ParamSpec::Kind kind, py::handle obj) {
 
 }  // namespace
 
-CallArgs::CallArgs(const char* signature, const ParamSpec* params, size_t num_params, const py::args& args, const py::kwargs& kwargs)
+CallArgs::CallArgs(const char* signature, const ParamSpec* params, size_t num_params, PyObject* const* args, Py_ssize_t nargs,
+                   PyObject* kwnames)
     : signature_(signature), params_(params), num_params_(num_params) {
   size_t positional = 0;
   while (positional < num_params_ && !params_[positional].keyword_only) ++positional;  // options come last
-  if (args.size() > positional) {
+  const auto given_positional = static_cast<size_t>(nargs);
+  if (given_positional > positional) {
     std::string names;
     for (size_t i = positional; i < num_params_; ++i) names += (names.empty() ? "`" : ", `") + std::string(params_[i].name) + "`";
     fail("takes " + std::to_string(positional) + " positional argument" + (positional == 1 ? "" : "s") + ", got " +
-         std::to_string(args.size()) +
+         std::to_string(given_positional) +
          (names.empty() ? "" : "; " + names + (num_params_ - positional == 1 ? " is" : " are") + " keyword-only"));
   }
-  for (size_t i = 0; i < args.size(); ++i) given_[i] = PyTuple_GET_ITEM(args.ptr(), static_cast<Py_ssize_t>(i));
-  if (kwargs) {
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(kwargs.ptr(), &pos, &key, &value)) {
-      size_t at = 0;
-      while (at < num_params_ && PyUnicode_CompareWithASCIIString(key, params_[at].name) != 0) ++at;
-      if (at == num_params_) {
-        std::string names;
-        for (size_t i = 0; i < num_params_; ++i) names += (names.empty() ? "`" : ", `") + std::string(params_[i].name) + "`";
-        fail("no argument `" + py::str(key).cast<std::string>() + "` (it takes " + names + ")");
-      }
-      if (given_[at]) fail("`" + std::string(params_[at].name) + "` given twice, by position and by keyword");
-      given_[at] = value;
+  for (size_t i = 0; i < given_positional; ++i) given_[i] = args[i];
+  const Py_ssize_t num_keywords = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < num_keywords; ++k) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    size_t at = 0;
+    while (at < num_params_ && PyUnicode_CompareWithASCIIString(key, params_[at].name) != 0) ++at;
+    if (at == num_params_) {
+      std::string names;
+      for (size_t i = 0; i < num_params_; ++i) names += (names.empty() ? "`" : ", `") + std::string(params_[i].name) + "`";
+      fail("no argument `" + py::str(key).cast<std::string>() + "` (it takes " + names + ")");
     }
+    if (given_[at]) fail("`" + std::string(params_[at].name) + "` given twice, by position and by keyword");
+    given_[at] = args[nargs + k];
   }
   for (size_t i = 0; i < positional; ++i)
     if (!given_[i]) fail("missing `" + std::string(params_[i].name) + "`");
@@ -93,6 +93,15 @@ py::object CallArgs::tensors(size_t i) const {
   const py::handle v = given_[i];
   if (!PyList_Check(v.ptr()) && !PyTuple_Check(v.ptr())) wrong_type(i);
   return py::reinterpret_borrow<py::object>(v);
+}
+
+void add_functions(py::module_& m, PyMethodDef* defs) {
+  const py::object module_name = m.attr("__name__");
+  for (PyMethodDef* d = defs; d->ml_name; ++d) {
+    PyObject* f = PyCFunction_NewEx(d, nullptr, module_name.ptr());
+    if (!f) throw py::error_already_set();
+    m.add_object(d->ml_name, py::reinterpret_steal<py::object>(f));
+  }
 }
 
 void CallArgs::fail(const std::string& what) const {

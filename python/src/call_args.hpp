@@ -1,5 +1,7 @@
 // A Python call's arguments bound to an op's parameters by esgraph itself, not by pybind11:
-// required ones by position or keyword, options by keyword only. What does not fit (an option
+// required ones by position or keyword, options by keyword only. The ops are CPython fast-call
+// functions (METH_FASTCALL | METH_KEYWORDS): arguments arrive as an array and a tuple of
+// keyword names, and no tuple or dict is made per call. What does not fit (an option
 // given by position, an unknown or repeated keyword, a missing argument, a value of the wrong
 // Python type) is a TypeError naming the op, the argument and the signature; pybind11's own
 // message would print every argument, whole arrays included. Values convert as pybind11's
@@ -26,8 +28,8 @@ class CallArgs {
   // Binds `args` and `kwargs` to `params` (a static table of the op's); `signature` is the
   // op's, "leaky_relu(x, *, alpha=0.01)".
   template <size_t N>
-  CallArgs(const char* signature, const ParamSpec (&params)[N], const py::args& args, const py::kwargs& kwargs)
-      : CallArgs(signature, params, N, args, kwargs) {
+  CallArgs(const char* signature, const ParamSpec (&params)[N], PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames)
+      : CallArgs(signature, params, N, args, nargs, kwnames) {
     static_assert(N <= kMaxParams, "an op with more parameters than CallArgs holds");
   }
 
@@ -44,14 +46,34 @@ class CallArgs {
   }
 
  private:
-  CallArgs(const char* signature, const ParamSpec* params, size_t num_params, const py::args& args, const py::kwargs& kwargs);
+  CallArgs(const char* signature, const ParamSpec* params, size_t num_params, PyObject* const* args, Py_ssize_t nargs,
+           PyObject* kwnames);
   [[noreturn]] void fail(const std::string& what) const;
   [[noreturn]] void wrong_type(size_t i) const;
 
   const char* signature_;
   const ParamSpec* params_;
   size_t num_params_;
-  PyObject* given_[kMaxParams] = {};  // borrowed from args and kwargs, which outlive this
+  PyObject* given_[kMaxParams] = {};  // borrowed from the call's arguments, which outlive this
 };
+
+// An op's body run as a fast-call function: its result, or nullptr with the Python error set,
+// C++ exceptions translated by pybind11's registered translators as its own functions do.
+template <class Body>
+PyObject* fast_call(Body&& body) noexcept {
+  try {
+    return body().release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    if (!py::detail::apply_exception_translators(py::detail::get_local_internals().registered_exception_translators) &&
+        !py::detail::apply_exception_translators(py::detail::get_internals().registered_exception_translators))
+      PyErr_SetString(PyExc_SystemError, "esgraph: an exception no translator took");
+  }
+  return nullptr;
+}
+
+// Adds the ops of `defs` (ended by an entry with no name) to `m` as built-in functions.
+void add_functions(py::module_& m, PyMethodDef* defs);
 
 }  // namespace esgraph_py
