@@ -243,8 +243,10 @@ class GraphWriter {
       w.u32(static_cast<uint32_t>(bodies.size()));
       for (uint32_t b : bodies) w.u32(b);
     }
-    // Naming, scope, annotations and control dependencies of the node.
-    w.str(n.name ? g_.strings[n.name] : "");
+    // Naming, scope, annotations and control dependencies of the node. A node the loader will
+    // number differently (its bodies were made in another order than the node lists them, or
+    // made apart from it) keeps its derived name, so that names survive a save and load.
+    w.str(n.name ? g_.strings[n.name] : next_node_ != nid ? std::string(n.op->name) + "_" + std::to_string(nid) : std::string());
     w.str(n.scope ? g_.strings[n.scope] : "");
     w.u32(n.num_notes);
     for (uint32_t i = 0; i < 2 * n.num_notes; ++i) w.str(g_.strings[g_.notes[n.first_note + i]]);
