@@ -23,13 +23,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+import onnx  # scripts/install-deps.sh installs both: a missing one fails here, never skips
+from hypothesis import HealthCheck, given, settings, strategies as st
+from onnx import TensorProto, helper, numpy_helper
 
-import esgraph  # noqa: E402
-import esgraph.onnx  # noqa: E402
+import esgraph
+import esgraph.onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
 import onnx_node_suite  # noqa: E402
