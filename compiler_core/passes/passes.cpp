@@ -216,6 +216,21 @@ bool fold_transposes_into_matmul(Replay& r, const Graph& g, const ir::Node& n, c
 
 }  // namespace
 
+// Whether transpose `n` of an input of shape `in` keeps every axis longer than 1 in its order:
+// then it moves no element (`[1,1,4,64]` to `[1,4,1,64]`, how attention splits heads of one
+// token). Static, non-empty shapes only: a reshape's spec copies the input's size for a 0.
+bool moves_no_element(const Graph& g, const ir::Node& n, const ir::Shape& in) {
+  if (!in.is_static() || in.num_elements() == 0) return false;
+  const std::vector<int64_t> perm = perm_of(g, n, in.rank());
+  int64_t last = -1;
+  for (int64_t axis : perm) {
+    if (in[static_cast<size_t>(axis)] == 1) continue;
+    if (axis < last) return false;
+    last = axis;
+  }
+  return true;
+}
+
 std::unique_ptr<Graph> simplify(const Graph& g) {
   const std::vector<uint32_t> uses = use_counts(g);
   return run_pass(g, [&](Replay& r, NodeId id) {
@@ -282,9 +297,18 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
       r.set(n.first_output, added(r, *n.op, {in, 1}, {&a, 1}));
       return true;
     }
+    if (kind == K::transpose && moves_no_element(g, n, t.shape(x))) {
+      // A reshape, which the memory plan makes in place; of a reshape, one reshape of its source.
+      const ir::Shape s = g.shape(n.first_output);
+      std::vector<int64_t> spec(s.begin(), s.end());
+      ir::AttrArg a = ir::AttrArg::of_ints(spec.data(), spec.size());
+      const ValueId in[] = {inner_kind == K::reshape ? t.operands[inner->first_input] : x};
+      r.set(n.first_output, added(r, *ir::find_op(K::reshape), {in, 1}, {&a, 1}));
+      return true;
+    }
     if (kind == K::reshape && inner_kind == K::reshape) {
       const ir::Shape s = g.shape(n.first_output);
-      if (!s.is_static()) return false;
+      if (!s.is_static() || s.num_elements() == 0) return false;  // a 0 in a reshape's spec copies the input's size
       const ValueId src = t.operands[inner->first_input];
       std::vector<int64_t> spec(s.begin(), s.end());
       if (g.shape(n.first_output) == t.shape(src)) {
@@ -390,7 +414,7 @@ std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
 std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::string>* log) {
   using Pass = std::unique_ptr<Graph> (*)(const Graph&);
   const std::pair<const char*, Pass> pipeline[] = {
-      {"simplify (x*1, x+0, transpose/reshape/cast chains, transposes into matmul)", simplify},
+      {"simplify (x*1, x+0, transpose/reshape/cast chains, transposes into matmul, transposes of size-1 axes as reshapes)", simplify},
       {"fold constants", [](const Graph& x) { return fold_constants(x); }},
       {"fold affine ops into convolutions", fold_affine_into_conv},
       {"eliminate common subexpressions", eliminate_common_subexpressions},

@@ -527,6 +527,23 @@ TEST_CASE("simplification: a transpose read elsewhere too is not split into a se
   CHECK(out[0].values<float>() == attention_scores(qv, kv));
 }
 
+TEST_CASE("simplification: a transpose that moves only size-1 axes is a reshape, merged with the reshape before it") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {1, 1, 8});
+  // How attention splits the heads of one token: [1,1,8] -> [1,1,2,4] -> [1,2,1,4].
+  const Tensor heads = esg::transpose(esg::reshape(x, {1, 1, 2, 4}), esg::TransposeOptions().perm({0, 2, 1, 3}));
+  // A transpose that reorders two axes longer than 1 moves elements and stays.
+  const Tensor swapped = esg::transpose(esg::reshape(x, {2, 4}), esg::TransposeOptions().perm({1, 0}));
+  const esg::Model m = esg::compile(b.build({heads, swapped}));
+  CHECK(m.report().find("reference kernels: reshape x2 transpose x1\n") != std::string::npos);
+  std::vector<float> xv(8);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i);
+  const auto out = m.run({HostTensor::from(esg::f32, xv, {1, 1, 8})});
+  CHECK(out[0].shape() == std::vector<int64_t>{1, 2, 1, 4});
+  CHECK(out[0].values<float>() == xv);  // the same elements in the same order
+  CHECK(out[1].values<float>() == std::vector<float>{0, 4, 1, 5, 2, 6, 3, 7});
+}
+
 TEST_CASE("blocked channels: pools and the elementwise chain between them stay blocked, reordered at the ends only") {
   esg::GraphBuilder b("pools");
   const Tensor x = b.input("x", esg::f32, {2, 12, 9, 9});  // 12 channels: the second block of 8 is half padding
