@@ -1,12 +1,16 @@
 // Matrix products through oneDNN (chosen over OpenBLAS, BLIS and XNNPACK on our shapes:
 // bench/RESULTS.md). oneDNN picks its kernels for the CPU at run time; its threads are OpenMP's,
-// whose count is a per-thread setting: each call gets the model's free threads, one inside a
-// stream (the streams themselves use the cores) or beside a concurrent run.
+// whose count is a per-thread setting: each call gets the model's free threads (one inside a
+// stream, whose siblings use the cores, or beside a concurrent run), and fewer for a small
+// product (kMinGemmMacsPerThread).
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cpu/fast_kernels.hpp"
 #include "cpu/gemm.hpp"
@@ -29,7 +33,11 @@ class OmpThreads {
   int saved_;
 };
 
-// matmul with numpy batch broadcasting: one sgemm per batch, at the broadcast offsets.
+// matmul with numpy batch broadcasting: one sgemm per batch, at the broadcast offsets. Batches
+// of small products (attention's per-head GEMMs) spread over the model's pool, each sgemm on
+// one thread: the pool's callers take the pieces no worker has started, so a descheduled
+// worker never holds a run up as an OpenMP team member does. One large product threads inside
+// oneDNN.
 void matmul_f32(const eval::KernelCall& c) {
   const eval::TensorRef& a = *c.in[0];
   const eval::TensorRef& b = *c.in[1];
@@ -46,8 +54,22 @@ void matmul_f32(const eval::KernelCall& c) {
   float* py = y.data<float>();
   const int64_t batches = batch.num_elements();
   const int threads = c.parallel ? c.parallel->free_threads() : 1;
-  for (int64_t i = 0; i < batches; ++i, walk.next())
-    sgemm(ta, tb, m, n, k, pa + walk.offset(0) * m * k, ta ? m : k, pb + walk.offset(1) * k * n, tb ? k : n, py + i * m * n, n, threads);
+  auto one = [&](int64_t i, int64_t a_at, int64_t b_at, int omp_threads) {
+    sgemm(ta, tb, m, n, k, pa + a_at * m * k, ta ? m : k, pb + b_at * k * n, tb ? k : n, py + i * m * n, n, omp_threads);
+  };
+  const double macs = static_cast<double>(batches) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const auto pieces = static_cast<int64_t>(std::min<double>({static_cast<double>(threads), static_cast<double>(batches),
+                                                             macs / kMinGemmMacsPerThread}));
+  if (pieces < 2) {
+    for (int64_t i = 0; i < batches; ++i, walk.next()) one(i, walk.offset(0), walk.offset(1), threads);
+    return;
+  }
+  std::vector<std::pair<int64_t, int64_t>> at(static_cast<size_t>(batches));
+  for (auto& ab : at) ab = {walk.offset(0), walk.offset(1)}, walk.next();
+  c.parallel->run(pieces, [&](int64_t p) {
+    for (int64_t i = batches * p / pieces; i < batches * (p + 1) / pieces; ++i)
+      one(i, at[static_cast<size_t>(i)].first, at[static_cast<size_t>(i)].second, 1);
+  });
 }
 
 }  // namespace
@@ -59,7 +81,8 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, in
     for (int64_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, static_cast<size_t>(n) * sizeof(float));
     return;
   }
-  const OmpThreads scoped(threads);
+  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const OmpThreads scoped(static_cast<int>(std::clamp<double>(macs / kMinGemmMacsPerThread, 1, std::max(threads, 1))));
   const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
   if (s != dnnl_success) throw ir::Error(ir::ErrorCode::Internal, "oneDNN sgemm failed with status " + std::to_string(s));
 }

@@ -7,8 +7,14 @@
 
 namespace esg::cpu {
 
+// Below this many multiply-adds per thread a GEMM stays on the calling thread: an OpenMP team
+// costs a wake-up per call, and on a loaded machine a wait for a descheduled member (a time
+// slice, milliseconds) that a small GEMM never earns back.
+constexpr int64_t kMinGemmMacsPerThread = int64_t{1} << 22;
+
 // c[m, n] = op(a)[m, k] · op(b)[k, n], row-major with leading dimensions lda, ldb, ldc; op
-// transposes with ta / tb. `threads` for oneDNN's OpenMP (the caller's setting is restored).
+// transposes with ta / tb. At most `threads` for oneDNN's OpenMP, fewer for a small product
+// (the caller's setting is restored).
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
            float* c, int64_t ldc, int threads);
 
