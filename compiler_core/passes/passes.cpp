@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <sstream>
 #include <string_view>
@@ -411,11 +412,98 @@ std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
   });
 }
 
+namespace {
+
+// Operand i of node n.
+ValueId operand(const Graph& g, const ir::Node& n, uint32_t i) { return g.operands[n.first_input + i]; }
+
+// The node making `v` if it is a `kind`, else nullptr.
+const ir::Node* made_by(const Graph& g, ValueId v, K kind) {
+  const ir::Node* p = v == kNone ? nullptr : producer(g, v);
+  return p && p->op->kind == kind ? p : nullptr;
+}
+
+// Whether `m` is a reduce_mean keeping its dims over the trailing axes from some axis on; which.
+bool trailing_mean(const Graph& g, const ir::Node* m, size_t* first) {
+  if (!m || m->op->kind != K::reduce_mean) return false;
+  const ir::ReduceMeanAttrs a(g, *m);
+  std::vector<size_t> axes = a.axes;
+  std::sort(axes.begin(), axes.end());
+  const size_t rank = g.shape(operand(g, *m, 0)).rank();
+  if (!a.keepdims || axes.empty() || axes.back() != rank - 1) return false;
+  for (size_t i = 1; i < axes.size(); ++i)
+    if (axes[i] != axes[i - 1] + 1) return false;
+  *first = axes.front();
+  return true;
+}
+
+// The value of a one-element f32 or f64 constant of `g`.
+bool scalar_constant(const Graph& g, ValueId v, double* value) {
+  const ir::Node* p = producer(g, v);
+  if (!p || p->blob == kNone || g.shape(v).num_elements() != 1) return false;
+  const std::vector<uint8_t>& bytes = *g.blobs[p->blob];
+  if (g.values[v].dtype == ir::DType::F32) {
+    float f;
+    std::memcpy(&f, bytes.data(), sizeof f);
+    *value = f;
+    return true;
+  }
+  if (g.values[v].dtype == ir::DType::F64) {
+    std::memcpy(value, bytes.data(), sizeof *value);
+    return true;
+  }
+  return false;
+}
+
+// (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps), means over the same trailing axes: how
+// exporters (PyTorch's ONNX export, torch.fx of hand-written norms) spell a layer norm. Matched
+// at the division; its x, first axis and epsilon.
+bool exported_layer_norm(const Graph& g, const ir::Node& div, ValueId* x, size_t* axis, double* epsilon) {
+  const ValueId centered = operand(g, div, 0);
+  const ir::Node* root = made_by(g, operand(g, div, 1), K::sqrt);
+  const ir::Node* plus = root ? made_by(g, operand(g, *root, 0), K::add) : nullptr;
+  if (!plus) return false;
+  const ir::Node* var = nullptr;
+  for (uint32_t i = 0; i < 2 && !var; ++i)
+    if (scalar_constant(g, operand(g, *plus, 1 - i), epsilon)) var = made_by(g, operand(g, *plus, i), K::reduce_mean);
+  size_t var_axis = 0, mean_axis = 0;
+  if (!var || !trailing_mean(g, var, &var_axis)) return false;
+  const ir::Node* square = producer(g, operand(g, *var, 0));
+  double two = 0;
+  const bool squares = square && ((square->op->kind == K::mul && operand(g, *square, 0) == centered && operand(g, *square, 1) == centered) ||
+                                  (square->op->kind == K::pow && operand(g, *square, 0) == centered &&
+                                   scalar_constant(g, operand(g, *square, 1), &two) && two == 2.0));
+  const ir::Node* sub = squares ? made_by(g, centered, K::sub) : nullptr;
+  const ir::Node* mean = sub ? made_by(g, operand(g, *sub, 1), K::reduce_mean) : nullptr;
+  if (!mean || operand(g, *mean, 0) != operand(g, *sub, 0) || !trailing_mean(g, mean, &mean_axis) || mean_axis != var_axis)
+    return false;
+  *x = operand(g, *sub, 0);
+  *axis = mean_axis;
+  return *epsilon >= 0 && g.shape(*x) == g.shape(div.first_output);
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> recognize_exported_norms(const Graph& g) {
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    ValueId x;
+    size_t axis;
+    double epsilon;
+    if (n.op->kind != K::div || n.region != 0 || n.num_deps || !exported_layer_norm(g, n, &x, &axis, &epsilon)) return false;
+    ir::AttrArg attrs[2] = {ir::AttrArg::of_int(static_cast<int64_t>(axis)), ir::AttrArg::of_float(epsilon)};
+    const ValueId in[] = {r.get(x), kNone, kNone};
+    r.set(n.first_output, added(r, *ir::find_op(K::layer_norm), {in, 3}, {attrs, 2}));
+    return true;
+  });
+}
+
 std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::string>* log) {
   using Pass = std::unique_ptr<Graph> (*)(const Graph&);
   const std::pair<const char*, Pass> pipeline[] = {
       {"simplify (x*1, x+0, transpose/reshape/cast chains, transposes into matmul, transposes of size-1 axes as reshapes)", simplify},
       {"fold constants", [](const Graph& x) { return fold_constants(x); }},
+      {"recognize exported layer norms", recognize_exported_norms},
       {"fold affine ops into convolutions", fold_affine_into_conv},
       {"eliminate common subexpressions", eliminate_common_subexpressions},
       {"eliminate dead code", eliminate_dead_code},

@@ -1092,3 +1092,51 @@ def test_external_data_past_the_end_of_its_file_is_refused(mlp, tmp_path):
     (tmp_path / "model" / "weights.bin").write_bytes(b"\0" * 8)  # shorter than the tensors say
     with pytest.raises(esgraph.FormatError, match="run past the 8-byte file"):
         esgraph.onnx.load(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# What exporters decompose, recognized
+
+
+@pytest.mark.parametrize("square", ["Pow", "Mul"])
+def test_an_exported_layer_norm_compiles_to_one_layer_norm(square):
+    """PyTorch's ONNX export writes LayerNorm as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add;
+    compiled, the normalization is one layer_norm kernel, its scale and shift one fused group."""
+    x = rand(2, 5, 16)
+    gamma, beta = rand(16, seed=1), rand(16, seed=2)
+    squared = (helper.make_node("Pow", ["d", "two"], ["sq"]) if square == "Pow"
+               else helper.make_node("Mul", ["d", "d"], ["sq"]))
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["mean"], axes=[-1], keepdims=1),
+        helper.make_node("Sub", ["x", "mean"], ["d"]),
+        squared,
+        helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1], keepdims=1),
+        helper.make_node("Add", ["var", "eps"], ["var_eps"]),
+        helper.make_node("Sqrt", ["var_eps"], ["std"]),
+        helper.make_node("Div", ["d", "std"], ["normed"]),
+        helper.make_node("Mul", ["normed", "gamma"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "beta"], ["y"]),
+    ]
+    consts = [init("two", np.float32(2.0)), init("eps", np.float32(1e-5)), init("gamma", gamma), init("beta", beta)]
+    model = esgraph.compile(esgraph.onnx.load(make(nodes, [vi("x", shape=[2, 5, 16])], [vi("y")], consts)))
+    assert "layer_norm" in model.to_dot() and model.stats()["launches"] == 2
+    mean = x.mean(-1, keepdims=True)
+    expected = (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-5) * gamma + beta
+    close(model(x), expected)
+
+
+def test_a_norm_over_other_axes_than_the_trailing_ones_is_left_as_written():
+    x = rand(4, 6)
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["mean"], axes=[0], keepdims=1),
+        helper.make_node("Sub", ["x", "mean"], ["d"]),
+        helper.make_node("Mul", ["d", "d"], ["sq"]),
+        helper.make_node("ReduceMean", ["sq"], ["var"], axes=[0], keepdims=1),
+        helper.make_node("Add", ["var", "eps"], ["var_eps"]),
+        helper.make_node("Sqrt", ["var_eps"], ["std"]),
+        helper.make_node("Div", ["d", "std"], ["y"]),
+    ]
+    model = esgraph.compile(esgraph.onnx.load(make(nodes, [vi("x", shape=[4, 6])], [vi("y")], [init("eps", np.float32(1e-5))])))
+    assert "layer_norm" not in model.to_dot()
+    mean = x.mean(0, keepdims=True)
+    close(model(x), (x - mean) / np.sqrt(((x - mean) ** 2).mean(0, keepdims=True) + 1e-5))
