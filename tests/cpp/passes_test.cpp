@@ -96,6 +96,25 @@ TEST_CASE("x * 1 stays when the 1 broadcasts x to a larger shape") {
   same_values(*g, *out);
 }
 
+TEST_CASE("an exported layer norm (means over the trailing axes) becomes one layer_norm computing the same") {
+  for (const bool by_pow : {true, false}) {
+    CAPTURE(by_pow);
+    ir::Builder b;
+    const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{3, 2, 4});
+    const int64_t last[] = {1, 2};  // the trailing axes from 1 on, as positive axes
+    const std::vector<ir::AttrArg> mean_attrs = {ir::AttrArg::of_ints(last, 2), ir::AttrArg::of_bool(true)};
+    const ValueId d = node(b, ir::ops::sub, {x, node(b, ir::ops::reduce_mean, {x}, mean_attrs)});
+    const ValueId sq = by_pow ? node(b, ir::ops::pow, {d, scalar(b, 2)}) : node(b, ir::ops::mul, {d, d});
+    const ValueId var = node(b, ir::ops::reduce_mean, {sq}, mean_attrs);
+    const ValueId y = node(b, ir::ops::div, {d, node(b, ir::ops::sqrt, {node(b, ir::ops::add, {scalar(b, 1e-3f), var})})});
+    const auto g = b.finish({&y, 1});
+    const auto out = passes::optimize(*g, true, nullptr);
+    CHECK(count(*out, "layer_norm") == 1);
+    CHECK(count(*out, "reduce_mean") == 0);
+    close_values(*g, *out, 1e-5);  // one kernel rounds less often than the decomposed ops
+  }
+}
+
 TEST_CASE("the whole pipeline logs every pass and keeps the values") {
   ir::Builder b;
   const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{4});
@@ -103,7 +122,7 @@ TEST_CASE("the whole pipeline logs every pass and keeps the values") {
   const auto g = b.finish({&y, 1});
   std::vector<std::string> log;
   const auto out = passes::optimize(*g, true, &log);
-  CHECK(log.size() == 5);
+  CHECK(log.size() == 6);
   CHECK(log[0].find("simplify") == 0);
   CHECK(count(*out, "exp") == 1);
   CHECK(count(*out, "mul") == 0);
