@@ -57,10 +57,11 @@ void matmul_f32(const eval::KernelCall& c) {
   auto one = [&](int64_t i, int64_t a_at, int64_t b_at, int omp_threads) {
     sgemm(ta, tb, m, n, k, pa + a_at * m * k, ta ? m : k, pb + b_at * k * n, tb ? k : n, py + i * m * n, n, omp_threads);
   };
-  const double macs = static_cast<double>(batches) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const auto pieces = static_cast<int64_t>(std::min<double>({static_cast<double>(threads), static_cast<double>(batches),
-                                                             macs / kMinGemmMacsPerThread}));
-  if (pieces < 2) {
+                                                             static_cast<double>(batches) * macs / kMinGemmMacsPerThread}));
+  // One product that can keep every thread busy threads inside oneDNN, one after the other.
+  if (pieces < 2 || macs >= static_cast<double>(kMinGemmMacsPerThread) * threads) {
     for (int64_t i = 0; i < batches; ++i, walk.next()) one(i, walk.offset(0), walk.offset(1), threads);
     return;
   }

@@ -68,9 +68,9 @@ void Runner::node(NodeId id) {
       outs = body(g_.bodies(n)[load_i(at(g_.operands[n.first_input]), 0) ? 0 : 1], {});
     } else {  // while
       for (uint32_t i = 0; i < declared; ++i) outs.push_back(at(g_.operands[n.first_input + i]));
-      for (int64_t iter = 0;; ++iter) {
+      for (;;) {
         if (!load_i(body(g_.bodies(n)[0], outs)[0], 0)) break;
-        control_.check_iteration(op.name, iter);
+        control_.check_iteration(op.name);
         outs = body(g_.bodies(n)[1], outs);
       }
     }

@@ -26,7 +26,8 @@ void run_control_flow(const ir::Graph& g, ir::NodeId id, const std::vector<const
                       const std::vector<const TensorRef*>& out, const RunControl& control);
 
 // The graph's outputs for these inputs (in the graph's input order). Throws ir::Error on a wrong
-// input count, dtype or rank, or when an op cannot run (an index out of range).
+// input count, dtype or rank, or when an op cannot run (an index out of range). Loops run
+// uncapped unless `control` caps them.
 std::vector<HostTensor> evaluate(const ir::Graph& g, const std::vector<HostTensor>& inputs, const RunControl& control = {});
 
 }  // namespace esg::eval

@@ -11,7 +11,10 @@
 namespace esg::eval {
 
 struct RunControl {
-  int64_t max_loop_iterations = 0;  // per loop node and run; 0: no cap
+  int64_t max_loop_iterations = 0;  // of all loops of a run together; 0: no cap
+  // Iterations so far in this run: loops nested in loops count every inner iteration, so no
+  // nesting multiplies the cap. Atomic: streams may run loops at once.
+  mutable std::atomic<int64_t> iterations{0};
   // The model's cancel counter and its value when this run began: a cancel moves the counter,
   // which stops the runs under way then and none that start after.
   const std::atomic<uint64_t>* cancels = nullptr;
@@ -21,12 +24,12 @@ struct RunControl {
     if (cancels && cancels->load(std::memory_order_relaxed) != started_at)
       throw ir::Error(ir::ErrorCode::Cancelled, "run: cancelled (Model::cancel) before it finished");
   }
-  // Before a loop's body runs for the `iteration`th time (from 0).
-  void check_iteration(const char* op, int64_t iteration) const {
+  // Before a loop body runs once more.
+  void check_iteration(const char* op) const {
     check();
-    if (max_loop_iterations > 0 && iteration >= max_loop_iterations)
-      throw ir::Error(ir::ErrorCode::Limit, std::string("run: `") + op + "` reached max_loop_iterations (" +
-                                                std::to_string(max_loop_iterations) + ") without its condition turning false");
+    if (max_loop_iterations > 0 && iterations.fetch_add(1, std::memory_order_relaxed) >= max_loop_iterations)
+      throw ir::Error(ir::ErrorCode::Limit, std::string("run: `") + op + "` would take the run's loops past max_loop_iterations (" +
+                                                std::to_string(max_loop_iterations) + " iterations in all)");
   }
 };
 

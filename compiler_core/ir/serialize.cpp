@@ -306,6 +306,8 @@ class GraphReader {
       return records(r);
     } catch (const Error& e) {
       if (e.code() == ErrorCode::Format) throw;
+      // A limit stays one: the file may be sound, only beyond what this library takes.
+      if (e.code() == ErrorCode::Limit) throw Error(ErrorCode::Limit, std::string("graph file: ") + e.what());
       throw Error(ErrorCode::Format, std::string("graph file is invalid: ") + e.what());
     }
   }

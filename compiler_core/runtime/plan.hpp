@@ -32,7 +32,7 @@ struct CompileOptions {
   const Backend* backend = nullptr;  // where the model runs (backends/registry.hpp names them)
   BackendOptions backend_options;    // the backend's own, checked against what it declares
   // Limits against hostile models (docs/reliability.md); 0: none.
-  int64_t max_loop_iterations = kDefaultMaxLoopIterations;  // per loop node and run
+  int64_t max_loop_iterations = kDefaultMaxLoopIterations;  // of all loops of a run together
   int64_t max_nodes = kDefaultMaxNodes;                      // of the graph, bodies included
 };
 

@@ -426,7 +426,7 @@ void bind_model(py::module_& m) {
      "it, `ai_cores` caps the blocks per kernel) or 'ascend-sim' (the same backend on esgraph's simulated device). "
      "`host_fallback`: on Ascend, ops with no device lowering run on the host, copied off the device and back, "
      "instead of refusing the model. `backend_options`: any option of the backend by name (docs/backends.md). "
-     "`max_loop_iterations` (per loop and run) and `max_nodes` (of the graph) limit what a hostile model may "
+     "`max_loop_iterations` (of a run's loops together) and `max_nodes` (of the graph) limit what a hostile model may "
      "ask, 0 for no limit: beyond them is a LimitError.");
 }
 

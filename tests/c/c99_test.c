@@ -647,7 +647,7 @@ static void test_run_limits(void) {
   CHECK(m != NULL);
   CHECK(count_to(m, 100, &got) == ESG_OK && got == 100);
   CHECK(count_to(m, 101, &got) == ESG_ERR_LIMIT);
-  CHECK(strstr(esg_last_error(), "max_loop_iterations (100)") != NULL);
+  CHECK(strstr(esg_last_error(), "max_loop_iterations (100 iterations in all)") != NULL);
   CHECK(count_to(m, 3, &got) == ESG_OK && got == 3);
   CHECK(esg_model_cancel(NULL) == ESG_ERR_INVALID_ARGUMENT);
   esg_model_destroy(m);

@@ -24,13 +24,13 @@ def test_a_loop_within_the_cap_runs_to_its_end():
 
 def test_a_loop_past_the_cap_is_a_limit_error_naming_the_option():
     model = esgraph.compile(counting_loop(), max_loop_iterations=100)
-    with pytest.raises(esgraph.LimitError, match=r"`while` reached max_loop_iterations \(100\)"):
+    with pytest.raises(esgraph.LimitError, match=r"`while` would take the run's loops past max_loop_iterations \(100 "):
         model(np.int64(101))
     assert model(np.int64(7)) == 7  # the model stays usable
 
 
 def test_the_default_cap_is_documented_and_zero_lifts_it():
-    with pytest.raises(esgraph.LimitError, match=r"max_loop_iterations \(10000000\)"):
+    with pytest.raises(esgraph.LimitError, match=r"max_loop_iterations \(10000000 iterations in all\)"):
         esgraph.compile(counting_loop(), threads=1)(np.int64(2**40))
     assert esgraph.compile(counting_loop(), max_loop_iterations=0)(np.int64(1000)) == 1000
 
@@ -127,3 +127,19 @@ def test_empty_tensors_with_huge_other_sizes_take_no_time(op, shape):
     got = esgraph.compile(b.build([y]), threads=1)(np.zeros(shape, np.float32))
     assert got.shape == want
     assert got.size == 0 or got == 0  # the sum of nothing
+
+
+def test_nested_loops_count_every_inner_iteration_against_the_cap():
+    """An outer loop of 10 over an inner loop of 10: 110 iterations in the run, not 10 per loop."""
+    with esgraph.GraphBuilder("nested_loops") as b:
+        n = b.input("n", esgraph.i64, [])
+
+        def outer_body(i, total):
+            inner = ops.while_([b.constant(np.int64(0)), total], lambda j, t: j < n, lambda j, t: (j + 1, t + 1))
+            return i + 1, inner[1]
+
+        out = ops.while_([b.constant(np.int64(0)), b.constant(np.int64(0))], lambda i, t: i < n, outer_body)
+    graph = b.build([out[1]])
+    assert esgraph.compile(graph, max_loop_iterations=110)(np.int64(10)) == 100
+    with pytest.raises(esgraph.LimitError, match=r"past max_loop_iterations \(109 iterations in all\)"):
+        esgraph.compile(graph, max_loop_iterations=109)(np.int64(10))

@@ -295,10 +295,11 @@ typedef struct esg_compile_options {
      "host_fallback=..". Each backend declares its own (docs/backends.md); an unknown name or a
      value out of range is refused with ESG_ERR_INVALID_ARGUMENT. NULL (default): none. */
   const char* backend_options;
-  /* API 2: limits against hostile models (docs/reliability.md); 0 for none. A loop (ONNX Loop,
-     while_) that iterates more than max_loop_iterations times in a run fails it with
-     ESG_ERR_LIMIT (default 10,000,000); a graph of more than max_nodes nodes, its bodies'
-     included, is not compiled (ESG_ERR_LIMIT; default 4,194,304). */
+  /* API 2: limits against hostile models (docs/reliability.md); 0 for none. A run whose loops
+     (ONNX Loop, while_; nested ones counting every inner iteration) iterate more than
+     max_loop_iterations times in all fails with ESG_ERR_LIMIT (default 10,000,000); a graph of
+     more than max_nodes nodes, its bodies' included, is not compiled (ESG_ERR_LIMIT; default
+     4,194,304). */
   int64_t max_loop_iterations;
   int64_t max_nodes;
 } esg_compile_options;

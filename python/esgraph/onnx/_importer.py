@@ -34,7 +34,7 @@ def _attribute(a):
     data cannot be read, is Unsupported, reported with its node."""
     try:
         return _attribute_value(a)
-    except Unsupported:
+    except (Unsupported, MemoryError):
         raise
     except Exception as e:  # onnx's ValueError for a type it does not know, UnicodeDecodeError, ...
         raise Unsupported(f"attribute '{a.name}' is malformed: {type(e).__name__}: {e}") from None
