@@ -19,6 +19,15 @@ using ir::NodeId;
 using ir::RegionId;
 using ir::ValueId;
 
+// A condition's one element (an if's operand, a while's cond result). An empty or longer one
+// is refused, never read past (a bool[0] condition of a hostile model read beyond its buffer).
+bool condition(const HostTensor& t, const char* op) {
+  if (t.size() != 1)
+    throw ir::Error(ir::ErrorCode::InvalidArgument, std::string("`") + op + "`: its condition has " + std::to_string(t.size()) +
+                                                        " elements; it must have exactly one");
+  return load_i(t, 0) != 0;
+}
+
 // Runs a specialized graph's regions over tensors held by value id.
 class Runner {
  public:
@@ -65,11 +74,11 @@ void Runner::node(NodeId id) {
   if (op.subgraphs.size()) {
     std::vector<HostTensor> outs;
     if (op.kind == ir::OpKind::if_) {
-      outs = body(g_.bodies(n)[load_i(at(g_.operands[n.first_input]), 0) ? 0 : 1], {});
+      outs = body(g_.bodies(n)[condition(at(g_.operands[n.first_input]), op.name) ? 0 : 1], {});
     } else {  // while
       for (uint32_t i = 0; i < declared; ++i) outs.push_back(at(g_.operands[n.first_input + i]));
       for (;;) {
-        if (!load_i(body(g_.bodies(n)[0], outs)[0], 0)) break;
+        if (!condition(body(g_.bodies(n)[0], outs)[0], op.name)) break;
         control_.check_iteration(op.name);
         outs = body(g_.bodies(n)[1], outs);
       }

@@ -306,3 +306,16 @@ def test_a_string_constant_is_a_dtype_error_not_a_numpy_one():
     with esgraph.GraphBuilder():
         with pytest.raises(esgraph.DTypeError, match="numpy dtype <U4 has no esgraph dtype"):
             esgraph.constant(np.array(["text"]))
+
+
+def test_an_if_whose_condition_is_empty_is_refused_at_run_time():
+    """A bool[0] condition was read past its buffer (a crash the field mutations found)."""
+    branch = lambda op, name: helper.make_graph(  # noqa: E731
+        [helper.make_node(op, ["x"], [name])], name, [], [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2])])
+    node = helper.make_node("If", ["c"], ["y"], then_branch=branch("Exp", "t"), else_branch=branch("Neg", "e"))
+    c = helper.make_tensor_value_info("c", TensorProto.BOOL, [0])
+    model = esgraph.compile(esgraph.onnx.load(_model([node], [c, X], [Y])))
+    with pytest.raises(esgraph.InvalidArgumentError, match="`if`: its condition has 0 elements; it must have exactly one"):
+        model(np.zeros(0, np.bool_), np.ones(2, np.float32))
+    assert np.allclose(esgraph.compile(esgraph.onnx.load(_model([node], [helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+                                                                          , X], [Y])))(np.bool_(True), np.ones(2, np.float32)), np.e)
