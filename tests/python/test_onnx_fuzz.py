@@ -200,7 +200,9 @@ def check_import(data: bytes):
         return
     try:
         model = esgraph.compile(graph, threads=1, max_loop_iterations=64)
-    except esgraph.Error:
+    except (esgraph.Error, MemoryError):
+        # MemoryError is ESG_ERR_OUT_OF_MEMORY: a model asking for more than the machine has (a
+        # ConvTranspose over a 154 GB weight input did), refused cleanly rather than crashing.
         return
     info = graph.inspect()
     inputs = []
