@@ -1,8 +1,9 @@
 // The host CPU as a backend: no legalization (the reference evaluator runs every op), its
-// grouping rules (fused_kernel.hpp), blocked channels for the ops with such kernels when the
-// option channel_block asks (fast_kernels.hpp), and the plan run as it is (program.hpp).
+// grouping rules (fused_kernel.hpp), blocked channels for the ops with such kernels (oneDNN's
+// convolutions, the pools: option channel_block), and the plan run as it is (program.hpp).
 #include "runtime/backend.hpp"
 
+#include "cpu/conv_primitive.hpp"
 #include "cpu/fast_kernels.hpp"
 #include "cpu/fused_kernel.hpp"
 #include "cpu/program.hpp"
@@ -23,10 +24,18 @@ class Backend final : public runtime::Backend {
   std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options) const override;
 };
 
+// Blocked channels by default where oneDNN's direct convolutions want them: 16 a block with
+// AVX-512 (a vector of 16 floats), 8 with AVX2; row-major elsewhere. bench/RESULTS.md
+// ("Convolutions on oneDNN primitives") has the measurement that chose it.
+int64_t default_channel_block() {
+  if (__builtin_cpu_supports("avx512f")) return 16;
+  return __builtin_cpu_supports("avx2") ? 8 : 0;
+}
+
 std::vector<runtime::BackendOption> Backend::options() const {
-  return {{"channel_block", 0, 16, 0,
-           "0 (default): every value row-major; 8 or 16: ops with a blocked-channel kernel (the pools) compute in nChw8c or "
-           "nChw16c, and elementwise chains after them stay so"}};
+  return {{"channel_block", 0, 16, default_channel_block(),
+           "8 or 16: convolutions (on oneDNN primitives) and pools compute in nChw8c or nChw16c, and elementwise chains after "
+           "them stay so; 0: every value row-major. The default is 16 with AVX-512, 8 with AVX2, else 0"}};
 }
 
 std::unique_ptr<ir::Graph> Backend::legalize(const ir::Graph&) const { return nullptr; }
@@ -41,7 +50,8 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
   runtime::FormatRules rules;
   const plan::Format blocked = plan::Format::blocked_channels(block);
   rules.format_of = [blocked](const ir::Graph& g, const ir::Node& n) {
-    return find_blocked_kernel(g, n, blocked) ? blocked : plan::Format::row_major();
+    const bool served = n.op->kind == ir::OpKind::conv2d ? ConvPrimitive::serves(g, n, blocked) : find_blocked_kernel(g, n, blocked) != nullptr;
+    return served ? blocked : plan::Format::row_major();
   };
   rules.elementwise_any_format = true;
   return rules;

@@ -162,16 +162,6 @@ bool is_conv2d_f32(const ir::Graph& g, const ir::Node& n) {
   return true;
 }
 
-void conv2d_images(const ConvParams& a, const eval::TensorRef& x, const eval::TensorRef& w, const eval::TensorRef* bias,
-                   const ir::Shape& out_shape, int64_t first, int64_t last, float* out, int threads) {
-  const ConvShape s = conv_shape(a, x, w, out_shape);
-  const int64_t OG = w.shape[0] / a.groups, P = s.OH * s.OW;
-  thread_local std::vector<float> col;
-  std::vector<float>& buffer = col;
-  for (int64_t n = first; n < last; ++n)
-    for (int64_t g = 0; g < a.groups; ++g) conv_unit(s, a, x, w, bias, n, g, out + ((n - first) * a.groups + g) * OG * P, threads, buffer);
-}
-
 eval::Kernel conv_kernel(const ir::Graph& g, const ir::Node& n) { return is_conv2d_f32(g, n) ? conv2d_f32 : nullptr; }
 
 }  // namespace esg::cpu

@@ -4,6 +4,7 @@
 #include <array>
 #include <optional>
 
+#include "cpu/conv.hpp"
 #include "cpu/gemm.hpp"
 #include "eval/indexing.hpp"
 #include "eval/scalar_math.hpp"
@@ -45,12 +46,11 @@ struct F32Scratch {
 };
 
 // Whether `n` can head a group: a matmul whose B is one matrix and whose A is not transposed
-// (so A's rows are the result's rows), or an f32 convolution (its result image by image).
+// (so A's rows are the result's rows), or an f32 convolution (its oneDNN primitive applies the
+// group as post-ops, or the group runs over its result).
 bool can_head(const Graph& g, const ir::Node& n, const ir::Node& member) {
   if (!elementwise_f32_kernel(g, member)) return false;  // heads run only before f32 rows
-  // A head's blocks are images: a grouped (depthwise) convolution splits its channels over the
-  // threads instead, which a batch of one image would lose.
-  if (is_conv2d_f32(g, n)) return ir::Conv2dAttrs(g, n).groups == 1;
+  if (is_conv2d_f32(g, n)) return true;
   if (n.op->kind != ir::OpKind::matmul || g.values[n.first_output].dtype != ir::DType::F32) return false;
   const auto in = g.inputs(n);
   return g.values[in[0]].dtype == ir::DType::F32 && g.values[in[1]].dtype == ir::DType::F32 && g.shape(in[1]).rank() == 2 &&
@@ -208,13 +208,11 @@ void bind_f32(const Graph& g, FusedKernel& kernel) {
     const ir::Node& n = g.nodes[group.head];
     const auto in = g.inputs(n);
     auto input_at = [&](ValueId v) { return static_cast<size_t>(std::find(group.inputs.begin(), group.inputs.end(), v) - group.inputs.begin()); };
-    kernel.head_a = input_at(in[0]);
-    kernel.head_b = input_at(in[1]);
     if (is_conv2d_f32(g, n)) {
       kernel.head_kind = FusedKernel::HeadKind::Conv2d;
-      kernel.head_conv = conv_params(g, n);
-      if (in.size() > 2 && in[2] != kNone) kernel.head_bias = static_cast<int>(input_at(in[2]));
     } else {
+      kernel.head_a = input_at(in[0]);
+      kernel.head_b = input_at(in[1]);
       kernel.head_transpose_b = ir::MatmulAttrs(g, n).transpose_b;
     }
   }
@@ -239,14 +237,16 @@ bool overlaps(const eval::TensorRef& a, const eval::TensorRef& b) {
 // where a chunk's elements are contiguous. The chunk's outputs are stored after all
 // its members ran, since an output may share an input's memory (in-place reuse). Results of
 // comparisons and logic are 0 or 1, as bools are. With a head, the group runs block of rows by
-// block of rows: the head's rows into a block the size of L2's share, then the members over it.
+// block of rows: a matmul head's rows into a block the size of L2's share, then the members
+// over it; a convolution head's results are all in `head_values` already.
 void run_f32(const FusedKernel& kernel, const std::vector<const eval::TensorRef*>& in,
-                   const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel) {
+             const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel, const float* head_values) {
   const FusedGroup& group = *kernel.group;
   constexpr size_t T = static_cast<size_t>(kChunk);
   const int64_t total = kernel.shape.num_elements();
   const int64_t width = kernel.shape.rank() ? kernel.shape[kernel.shape.rank() - 1] : 1;
-  const bool head = group.head != kNone;
+  const bool conv = group.head != kNone && kernel.head_kind == FusedKernel::HeadKind::Conv2d;
+  const bool head = group.head != kNone && !conv;  // a head computed block by block
   if (total == 0) return;
   // An f32 output that shares no bytes with an input is written by its step in place, instead
   // of through a tile and a copy; its readers in the group read it there.
@@ -269,10 +269,8 @@ void run_f32(const FusedKernel& kernel, const std::vector<const eval::TensorRef*
     affine[si] = {value(pre.scale, pre.negate_scale, 1.0f), value(pre.shift, pre.negate_shift, -0.0f),
                   value(post.scale, post.negate_scale, 1.0f), value(post.shift, post.negate_shift, -0.0f)};
   }
-  // Without a head, blocks of kChunk elements; with one, blocks of whole rows or images.
-  const bool conv = head && kernel.head_kind == FusedKernel::HeadKind::Conv2d;
-  const int64_t image = conv ? total / kernel.shape[0] : 0;
-  const int64_t block = conv ? image : head ? std::max(kHeadMinRows, kHeadBlockElements / width) * width : kChunk;
+  // Without a head, blocks of kChunk elements; with one, blocks of whole rows.
+  const int64_t block = head ? std::max(kHeadMinRows, kHeadBlockElements / width) * width : kChunk;
   const int64_t blocks = (total + block - 1) / block;
   split_work(blocks, block, parallel, [&](int64_t first, int64_t last) {
     // The buffers are the running thread's own and kept between runs, reached through one
@@ -294,12 +292,9 @@ void run_f32(const FusedKernel& kernel, const std::vector<const eval::TensorRef*
       if (kernel.read_by_steps[k]) prepare_row(*in[k], kernel.layouts[k], &own[k * T]);
     for (int64_t b = first; b < last; ++b) {
       const int64_t begin = b * block, end = std::min(total, begin + block);
-      const int threads = parallel ? parallel->free_threads() : 1;
-      if (conv)
-        conv2d_images(kernel.head_conv, *in[kernel.head_a], *in[kernel.head_b],
-                      kernel.head_bias < 0 ? nullptr : in[static_cast<size_t>(kernel.head_bias)], kernel.shape, begin / image, end / image, head_rows.data(), threads);
-      else if (head)
-        gemm_rows(*in[kernel.head_a], *in[kernel.head_b], kernel.head_transpose_b, begin / width, end / width, head_rows.data(), threads);
+      if (head)
+        gemm_rows(*in[kernel.head_a], *in[kernel.head_b], kernel.head_transpose_b, begin / width, end / width, head_rows.data(),
+                  parallel ? parallel->free_threads() : 1);
       for_each_chunk(begin, end, kernel.run, [&](int64_t base, int64_t n) {
         for (size_t k = 0; k < in.size(); ++k)
           if (kernel.read_by_steps[k]) in_rows[k] = chunk_row(*in[k], kernel.layouts[k], kernel.shape, base, n, &own[k * T]);
@@ -310,6 +305,7 @@ void run_f32(const FusedKernel& kernel, const std::vector<const eval::TensorRef*
             const Operand& o = s.operands[k];
             rows[k] = o.from == From::Input  ? in_rows[o.index]
                       : o.from == From::Step ? result[o.index]
+                      : conv                 ? head_values + base
                                              : head_rows.data() + (base - begin);
           }
           result[si] = to_memory[si] ? to_memory[si] + base : &tile[s.slot * T];
@@ -344,8 +340,8 @@ FusedKernel bind_fused_kernel(const Graph& g, const FusedGroup& group, int64_t f
 }
 
 void run_fused_kernel(const FusedKernel& kernel, const std::vector<const eval::TensorRef*>& in,
-                      const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel) {
-  if (kernel.f32) return run_f32(kernel, in, out, parallel);
+                      const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel, const float* head_values) {
+  if (kernel.f32) return run_f32(kernel, in, out, parallel, head_values);
   const FusedGroup& group = *kernel.group;
   const std::vector<runtime::GroupStep>& steps = group.steps;
   const int64_t total = kernel.shape.num_elements();

@@ -7,15 +7,14 @@
 #pragma once
 #include <vector>
 
-#include "cpu/conv.hpp"
 #include "cpu/elementwise_f32.hpp"
 #include "eval/host_tensor.hpp"
 #include "runtime/grouping.hpp"
 
 namespace esg::cpu {
 
-// The CPU's grouping rules: f32-row ops fuse only with each other, and a matmul or an ungrouped
-// f32 convolution whose result only an f32 group reads heads it (the group is its epilogue).
+// The CPU's grouping rules: f32-row ops fuse only with each other, and a matmul or an f32
+// convolution whose result only an f32 group reads heads it (the group is its epilogue).
 runtime::GroupingRules grouping_rules();
 
 // A member on the f32 rows.
@@ -56,19 +55,17 @@ struct FusedKernel {
   std::vector<char> read_by_steps;     // per input: read by a row of f32_steps
   size_t slots = 0;                    // tiles of results a chunk needs (see F32Step::slot)
   int64_t run = 1;                     // see plan_operands
-  // The head, bound: which kernel computes its blocks and where its operands are in `inputs`.
+  // The head, bound. A matmul's rows are computed block by block, from A and B in `inputs`; a
+  // convolution's whole result is the caller's (its oneDNN primitive), passed to the run.
   enum class HeadKind : uint8_t { Matmul, Conv2d } head_kind = HeadKind::Matmul;
-  size_t head_a = 0, head_b = 0;  // matmul: A and B; conv2d: the images and the filters
-  int head_bias = -1;             // conv2d's bias, if it has one
+  size_t head_a = 0, head_b = 0;  // matmul: A and B
   bool head_transpose_b = false;
-  ConvParams head_conv{};
 };
 
 // The double/int64 path's tile; the f32 one uses kChunk.
 constexpr int64_t kTileElements = 512;
 // A matmul head's rows per block: as many whole rows as fit this many elements (64 KB), but at
-// least kHeadMinRows, so that each GEMM call has rows enough to pay for packing B. A convolution
-// head's block is one image's result.
+// least kHeadMinRows, so that each GEMM call has rows enough to pay for packing B.
 constexpr int64_t kHeadBlockElements = 16 * 1024;
 constexpr int64_t kHeadMinRows = 64;
 
@@ -76,9 +73,11 @@ constexpr int64_t kHeadMinRows = 64;
 // in a blocked format: elementwise math does not care where an element is).
 FusedKernel bind_fused_kernel(const ir::Graph& g, const runtime::FusedGroup& group, int64_t flat_elements = -1);
 
-// Runs a group: `in` and `out` follow group.inputs and group.outputs. An f32 group of many
-// elements spreads its chunks over `parallel`'s threads.
+// Runs a group: `in` and `out` follow group.inputs and group.outputs; a convolution head's
+// result is `head_values`, in the group's memory order. An f32 group of many elements spreads
+// its chunks over `parallel`'s threads.
 void run_fused_kernel(const FusedKernel& kernel, const std::vector<const eval::TensorRef*>& in,
-                      const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel = nullptr);
+                      const std::vector<const eval::TensorRef*>& out, const eval::Parallel* parallel = nullptr,
+                      const float* head_values = nullptr);
 
 }  // namespace esg::cpu

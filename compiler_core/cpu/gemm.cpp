@@ -3,7 +3,6 @@
 // whose count is a per-thread setting: each call gets the model's free threads (one inside a
 // stream, whose siblings use the cores, or beside a concurrent run), and fewer for a small
 // product (kMinGemmMacsPerThread).
-#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -14,24 +13,12 @@
 
 #include "cpu/fast_kernels.hpp"
 #include "cpu/gemm.hpp"
+#include "cpu/omp_threads.hpp"
 #include "eval/indexing.hpp"
 #include "ir/error.hpp"
 
 namespace esg::cpu {
 namespace {
-
-// OpenMP's thread count for this thread's parallel regions (oneDNN's), restored afterwards: the
-// calling thread may be the user's, running other OpenMP code.
-class OmpThreads {
- public:
-  explicit OmpThreads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~OmpThreads() { omp_set_num_threads(saved_); }
-  OmpThreads(const OmpThreads&) = delete;
-  OmpThreads& operator=(const OmpThreads&) = delete;
-
- private:
-  int saved_;
-};
 
 // matmul with numpy batch broadcasting: one sgemm per batch, at the broadcast offsets. Batches
 // of small products (attention's per-head GEMMs) spread over the model's pool, each sgemm on

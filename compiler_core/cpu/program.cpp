@@ -3,9 +3,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <sstream>
 
+#include "cpu/conv.hpp"
 #include "cpu/fast_kernels.hpp"
 #include "cpu/reorder.hpp"
 #include "eval/evaluate.hpp"
@@ -16,7 +18,30 @@ namespace {
 
 constexpr int64_t kAlign = plan::kArenaAlignment;
 
+bool is_conv_f32(const ir::Graph& g, ir::NodeId n) { return n != ir::kNone && is_conv2d_f32(g, g.nodes[n]); }
+
 }  // namespace
+
+void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::FusedGroup& grp, plan::Format f) {
+  const ir::Node& n = g.nodes[grp.head];
+  auto at = [&](ir::ValueId v) {
+    const auto found = std::find(grp.inputs.begin(), grp.inputs.end(), v);
+    return v == ir::kNone || found == grp.inputs.end() ? -1 : static_cast<int>(found - grp.inputs.begin());
+  };
+  const auto in = g.inputs(n);
+  b.conv_x = at(in[0]);
+  b.conv_w = at(in[1]);
+  b.conv_bias = in.size() > 2 ? at(in[2]) : -1;
+  if (const std::optional<Epilogue> e = conv_epilogue(g, grp)) {
+    b.conv = ConvPrimitive::make(g, n, f, e->post_ops, b.conv_fallback);
+    b.conv_whole_group = b.conv != nullptr;
+    b.conv_residual = at(e->residual);
+  }
+  if (!b.conv) b.conv = ConvPrimitive::make(g, n, f, {}, b.conv_fallback);
+  if (!b.conv) b.conv_head_im2col = find_fast_kernel(g, n);
+  if (!b.conv && f != plan::Format::row_major())
+    throw ir::Error(ir::ErrorCode::Internal, "cpu: no " + f.name(4) + " convolution, which the format rules chose: " + b.conv_fallback);
+}
 
 Program::Program(const runtime::Plan& plan) : plan_(plan) {
   const ir::Graph& g = plan.graph();
@@ -33,6 +58,9 @@ Program::Program(const runtime::Plan& plan) : plan_(plan) {
     if (l.group >= 0) {
       const runtime::FusedGroup& grp = plan.groups()[static_cast<size_t>(l.group)];
       fused_[static_cast<size_t>(l.group)] = bind_fused_kernel(g, grp, b.flat ? f.physical_elements(grp.shape) : -1);
+      if (is_conv_f32(g, grp.head)) bind_conv_group(b, g, grp, f);
+    } else if (is_conv_f32(g, l.node) && (b.conv = ConvPrimitive::make(g, g.nodes[l.node], f, {}, b.conv_fallback))) {
+      b.conv_bias = l.in.size() > 2 ? 2 : -1;
     } else if (blocked && !elementwise && l.node != ir::kNone) {
       b.fast = find_blocked_kernel(g, g.nodes[l.node], f);
       if (!b.fast)
@@ -41,7 +69,7 @@ Program::Program(const runtime::Plan& plan) : plan_(plan) {
     } else if (l.node != ir::kNone) {
       b.fast = find_fast_kernel(g, g.nodes[l.node]);
     }
-    bound_.push_back(b);
+    bound_.push_back(std::move(b));
   }
 }
 
@@ -91,6 +119,7 @@ void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, con
                       const eval::Parallel* parallel, const eval::RunControl& control) const {
   const runtime::Plan::Launch& l = plan_.launches()[index];
   if (l.node == ir::kNone) return reorder(*in[0], l.in[0].format, *out[0], l.out[0].format, parallel);
+  if (bound_[index].conv || bound_[index].conv_head_im2col) return convolve(index, in, out, parallel);
   if (l.group >= 0) return run_fused_kernel(fused_[static_cast<size_t>(l.group)], in, out, parallel);
   const ir::Graph& g = plan_.graph();
   const ir::Node& n = g.nodes[l.node];
@@ -98,6 +127,35 @@ void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, con
   in.resize(n.num_inputs - n.num_captures);  // kernels take the declared inputs; captures exist only for control flow
   if (const eval::Kernel fast = bound_[index].fast) fast(eval::KernelCall{g, n, in, out, parallel});
   else eval::run_kernel(g, n, in, out);
+}
+
+void Program::convolve(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
+                       const eval::Parallel* parallel) const {
+  const Bound& b = bound_[index];
+  const int threads = parallel ? parallel->free_threads() : 1;
+  auto data = [&](int at) { return at < 0 || !in[static_cast<size_t>(at)] ? nullptr : in[static_cast<size_t>(at)]->data<float>(); };
+  const int group = plan_.launches()[index].group;
+  if (group < 0 || b.conv_whole_group) {
+    float* dst = out[0]->data<float>();
+    // The sum post-op adds what the result holds: the residual, unless the plan put the result in its place.
+    if (b.conv_residual >= 0 && in[static_cast<size_t>(b.conv_residual)]->bytes != out[0]->bytes)
+      std::memcpy(dst, in[static_cast<size_t>(b.conv_residual)]->bytes, static_cast<size_t>(out[0]->nbytes()));
+    return b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), dst, threads);
+  }
+  // The head's whole result, in the group's memory order, then the group's rows over it.
+  thread_local std::vector<float> head;
+  std::vector<float>& values = head;
+  values.resize(static_cast<size_t>(out[0]->size()));
+  if (b.conv) {
+    b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), values.data(), threads);
+  } else {
+    const ir::Graph& g = plan_.graph();
+    const ir::Node& n = g.nodes[plan_.groups()[static_cast<size_t>(group)].head];
+    const eval::TensorRef result{ir::DType::F32, g.shape(n.first_output), reinterpret_cast<uint8_t*>(values.data())};
+    auto operand = [&](int at) { return at < 0 ? nullptr : in[static_cast<size_t>(at)]; };
+    b.conv_head_im2col(eval::KernelCall{g, n, {operand(b.conv_x), operand(b.conv_w), operand(b.conv_bias)}, {&result}, parallel});
+  }
+  run_fused_kernel(fused_[static_cast<size_t>(group)], in, out, parallel, values.data());
 }
 
 void Program::run_launch(size_t index, const std::vector<const eval::TensorRef*>& in,
@@ -186,7 +244,11 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
   pool_.push_back(std::move(arena));
 }
 
-std::string Program::describe_launch(size_t index) const { return bound_[index].fast ? "fast" : ""; }
+std::string Program::describe_launch(size_t index) const {
+  const Bound& b = bound_[index];
+  if (b.conv) return "oneDNN " + b.conv->implementation() + (b.conv_whole_group ? " + post-ops" : "");
+  return b.fast ? "fast" : "";
+}
 
 std::string Program::report() const {
   const ir::Graph& g = plan_.graph();
@@ -197,17 +259,31 @@ std::string Program::report() const {
   for (size_t i = 0; i < bound_.size(); ++i) {
     const runtime::Plan::Launch& l = plan_.launches()[i];
     fast += bound_[i].fast != nullptr;
-    if (l.group < 0 && l.node != ir::kNone && !bound_[i].fast) ++reference, ++slow[g.nodes[l.node].op->name];
+    if (l.group < 0 && l.node != ir::kNone && !bound_[i].fast && !bound_[i].conv) ++reference, ++slow[g.nodes[l.node].op->name];
   }
   for (const FusedKernel& k : fused_) {
     f32_groups += k.f32;
     rows += (rows.empty() ? "" : " ") + (k.f32 ? std::to_string(k.f32_steps.size()) : std::string("-"));
+  }
+  // The convolutions: oneDNN's kernels by name (with the groups they compute as post-ops), or
+  // im2col and why.
+  std::map<std::string, int> primitives, im2col;
+  int post_op_groups = 0;
+  for (const Bound& b : bound_) {
+    if (b.conv) ++primitives[b.conv->implementation()], post_op_groups += b.conv_whole_group;
+    else if (!b.conv_fallback.empty()) ++im2col[b.conv_fallback];
   }
   std::ostringstream out;
   out << "cpu: " << fast << " fast kernels, " << reference << " reference; " << f32_groups << " fused groups on f32 rows";
   // Scalar multiply-adds fold into the rows around them, so a group's rows may be fewer than its ops.
   if (!fused_.empty()) out << " (rows per group: " << rows << ")";
   out << "\n";
+  if (!primitives.empty()) {
+    out << "  oneDNN convolutions:";
+    for (const auto& [name, count] : primitives) out << " " << name << " x" << count;
+    out << " (" << post_op_groups << " with their group as post-ops)\n";
+  }
+  for (const auto& [why, count] : im2col) out << "  im2col convolutions x" << count << ": " << why << "\n";
   if (!slow.empty()) {
     out << "  reference kernels:";
     for (const auto& [name, count] : slow) out << " " << name << " x" << count;
@@ -220,7 +296,8 @@ void Program::add_stats(runtime::Stats& s) const {
   for (size_t i = 0; i < bound_.size(); ++i) {
     s.fast_kernels += bound_[i].fast != nullptr;
     const runtime::Plan::Launch& l = plan_.launches()[i];
-    s.reference_kernels += l.group < 0 && l.node != ir::kNone && bound_[i].fast == nullptr;
+    s.reference_kernels += l.group < 0 && l.node != ir::kNone && bound_[i].fast == nullptr && !bound_[i].conv;
+    s.library_calls += bound_[i].conv != nullptr;
   }
   for (const FusedKernel& k : fused_) s.f32_rows += k.f32 ? static_cast<int64_t>(k.f32_steps.size()) : 0;
 }

@@ -1,11 +1,13 @@
 // The CPU backend's program: the plan's launch list run as it is, over one host arena per
-// concurrent run. Each launch is a fused group's kernel (fused_kernel.hpp), a fast kernel of
+// concurrent run. Each launch is a oneDNN convolution primitive (alone, or with its group as
+// post-ops: conv_primitive.hpp), a fused group's kernel (fused_kernel.hpp), a fast kernel of
 // this folder, control flow, or the reference evaluator's kernel.
 #pragma once
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "cpu/conv_primitive.hpp"
 #include "cpu/fused_kernel.hpp"
 #include "eval/kernels.hpp"
 #include "runtime/backend.hpp"
@@ -39,6 +41,10 @@ class Program final : public runtime::Program {
   // Runs launch `index` on its operands; `in` may hold nullptr for an absent optional input.
   void compute(size_t index, std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
                const eval::Parallel* parallel, const eval::RunControl& control) const;
+  // A convolution launch, or a group it heads: its primitive, then the group's rows unless the
+  // primitive ran them as post-ops.
+  void convolve(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
+                const eval::Parallel* parallel) const;
 
   const runtime::Plan& plan_;
   std::vector<FusedKernel> fused_;  // per group of the plan
@@ -47,8 +53,18 @@ class Program final : public runtime::Program {
     eval::Kernel fast = nullptr;  // its fast kernel, or nullptr (a group, a reorder, or the reference)
     bool flat = false;            // elementwise in a blocked format, over its memory as one axis
     bool padded = false;          // writes a blocked result whose padding channels need zeros
+    // A convolution, alone or heading the launch's group, as a oneDNN primitive (else im2col,
+    // for the reason in `conv_fallback`).
+    std::unique_ptr<const ConvPrimitive> conv;
+    std::string conv_fallback;
+    eval::Kernel conv_head_im2col = nullptr;  // a group's convolution head without a primitive
+    bool conv_whole_group = false;  // the primitive's post-ops compute the group
+    int conv_x = 0, conv_w = 1, conv_bias = 2, conv_residual = -1;  // its operands, as positions in the launch's inputs
   };
   std::vector<Bound> bound_;
+  // A convolution-headed group: one primitive with the group as its post-ops when they express
+  // it, else the primitive and then the group's rows over its result.
+  static void bind_conv_group(Bound& b, const ir::Graph& g, const runtime::FusedGroup& grp, plan::Format f);
   mutable std::mutex pool_mu_;      // arenas of finished runs, so concurrent runs each have one
   mutable std::vector<std::unique_ptr<uint8_t[]>> pool_;
 };

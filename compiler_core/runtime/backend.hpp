@@ -59,7 +59,8 @@ class BackendOptions {
 // row-major, and the pipeline assigns nothing.
 struct FormatRules {
   // The format its kernel for `n` (an op outside the elementwise ones) reads its first input in
-  // and writes its results in; its other inputs are read row-major.
+  // and writes its results in; its other inputs are read row-major. A group `n` heads computes
+  // in it too, with elementwise_any_format, when its members' operands allow.
   std::function<plan::Format(const ir::Graph&, const ir::Node&)> format_of;
   // Whether its elementwise kernels (groups and single ops) compute in any format when their
   // operands of the result's shape share one and the others are single elements: a chain then

@@ -84,6 +84,23 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
     } else if (!elementwise && k < 0 && n.num_outputs == 1 && !reads.empty()) {
       f = rules.format_of(g, n);
       if (f != plan::Format::row_major()) data.push_back(g.operands[n.first_input]);
+    } else if (k >= 0 && !elementwise && rules.elementwise_any_format) {
+      // A headed group computes in its head's format when its members can: the head's first
+      // input and the members' operands of the group's shape in it, the members' others single
+      // elements (the head's other inputs, filters and the like, stay row-major).
+      const FusedGroup& grp = groups[static_cast<size_t>(k)];
+      const ir::Node& head = g.nodes[grp.head];
+      f = rules.format_of(g, head);
+      const ir::ValueId x = g.operands[head.first_input];
+      if (f != plan::Format::row_major()) data.push_back(x);
+      for (const GroupStep& s : grp.steps)
+        for (const GroupStep::Operand& a : s.operands) {
+          if (a.from != GroupStep::From::Input || f == plan::Format::row_major()) continue;
+          const ir::ValueId v = grp.inputs[a.index];
+          if (g.shape(v) == grp.shape && std::find(data.begin(), data.end(), v) == data.end()) data.push_back(v);
+          else if (g.shape(v) != grp.shape && g.shape(v).num_elements() != 1) f = plan::Format::row_major();
+        }
+      if (f == plan::Format::row_major()) data.clear();
     }
     auto rebind = [&](std::vector<int>& ids, ir::ValueId v, int dv) {
       std::replace(ids.begin(), ids.end(), gd.value[v], dv);

@@ -22,10 +22,10 @@ struct Stats {
   int64_t in_place_values = 0;    // values that reuse a dying input's buffer
   int64_t streams = 0;
   int64_t events = 0;
-  // A device backend's program (zero on the CPU).
+  // A device backend's program (zero on the CPU but library_calls).
   int64_t device_kernels = 0;          // distinct generated kernel binaries
   int64_t device_kernel_launches = 0;  // launches of them
-  int64_t library_calls = 0;           // ops run by the vendor's operator library (aclnn)
+  int64_t library_calls = 0;           // ops run by the vendor's operator library (aclnn; oneDNN primitives on the CPU)
   int64_t device_copies = 0;
   int64_t host_launches = 0;           // ops run on the host between copies (host_fallback)
   int64_t device_bytes = 0;            // the one device allocation

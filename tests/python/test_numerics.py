@@ -618,24 +618,60 @@ def conv_data(rng, spec):
     return x, w
 
 
+@pytest.mark.parametrize("block", [0, 8, 16])
+@pytest.mark.parametrize("filters", ["input", "constant"])
 @pytest.mark.parametrize("case", CONV_CASES)
-def test_conv2d(case):
+def test_conv2d(case, filters, block):
+    """On oneDNN's primitives in every memory format (channel_block 0: row-major), with filters
+    given at each run (reordered then) or constant (reordered at compile time)."""
     spec = dict(CONV_CASES[case])
     rng = rng_for(case)
     x, w = conv_data(rng, spec)
-    arrays = [x, w] + ([normal(rng, (w.shape[0],))] if spec.pop("bias", False) else [])
-    if len(arrays) == 3:
-        got = run(lambda a, b, c: ops.conv2d(a, b, bias=c, **spec), *arrays)
+    bias = [normal(rng, (w.shape[0],))] if spec.pop("bias", False) else []
+    want = conv2d_reference(x, w, *bias, **spec).astype(f32)
+    if filters == "input":
+        g = build(lambda a, b, *c: ops.conv2d(a, b, bias=c[0] if c else None, **spec), x, w, *bias)[0]
+        args = [x, w, *bias]
     else:
-        got = run(lambda a, b: ops.conv2d(a, b, **spec), *arrays)
-    check(got, conv2d_reference(*arrays, **spec).astype(f32))
+        with esgraph.GraphBuilder("conv") as b:
+            a = b.input("x", esgraph.f32, x.shape)
+            c = b.constant(bias[0]) if bias else None
+            g = b.build([ops.conv2d(a, b.constant(w), bias=c, **spec)])
+        args = [x]
+    model = esgraph.compile(g, backend_options={"channel_block": block})
+    check(model.run(args)[0], want)
+    assert model.stats()["library_calls"] == 1  # every case is on a primitive
 
 
+# name: the activation's post-op
+CONV_ACTIVATIONS = ["relu", "leaky_relu", "leaky_relu default", "gelu exact", "gelu tanh", "silu", "sigmoid", "tanh", "clip",
+                    "clip min only", "elu", "hard_sigmoid", "hard_swish"]
+
+
+@pytest.mark.parametrize("block", [0, 16])
+@pytest.mark.parametrize("name", CONV_ACTIVATIONS)
+def test_conv2d_activation_runs_as_a_post_op(name, block):
+    """conv2d then an activation: one launch, the activation inside oneDNN's convolution."""
+    fn, ref, _ = UNARY[name]
+    spec = dict(CONV_CASES["everything"])
+    rng = rng_for(name)
+    x, w = conv_data(rng, spec)
+    bias = normal(rng, (w.shape[0],))
+    spec.pop("bias")
+    want = ref(conv2d_reference(x, w, bias, **spec)).astype(f32)
+    g = build(lambda a, b, c: fn(ops.conv2d(a, b, bias=c, **spec)), x, w, bias)[0]
+    model = esgraph.compile(g, backend_options={"channel_block": block})
+    stats = model.stats()
+    assert stats["launches"] - stats["reorders"] == 1
+    assert "1 with their group as post-ops" in model.report()
+    np.testing.assert_allclose(model(x, w, bias), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("case", CONV_CASES)
-def test_conv2d_with_its_epilogue_is_one_kernel(case):
-    """relu(conv2d(x, w) + r) * 0.5: the convolution heads the group, which runs on each image's
-    result in turn (on two threads, images split between them); a grouped convolution keeps its
-    own kernel, which splits channels over the threads."""
+def test_conv2d_with_its_epilogue_is_one_kernel(case, threads):
+    """relu(conv2d(x, w) + r) * 0.5: the convolution heads the group, which runs as its
+    primitive's post-ops (a sum of the residual, relu, a scale)."""
     spec = dict(CONV_CASES[case])
     rng = rng_for(case)
     x, w = conv_data(rng, spec)
@@ -648,13 +684,31 @@ def test_conv2d_with_its_epilogue_is_one_kernel(case):
         return ops.relu(ops.conv2d(a, b, bias=c[0] if c else None, **spec) + res) * 0.5
 
     g = build(graph, x, w, r, *bias)[0]
-    grouped = spec.get("groups", 1) > 1  # splits its channels over the threads: no epilogue
-    for threads in (1, 2):
-        model = esgraph.compile(g, threads=threads)
-        stats = model.stats()
-        assert stats["launches"] == (2 if grouped else 1)
-        assert grouped or (stats["epilogue_groups"], stats["fused_ops"]) == (1, 4)  # conv2d + add relu mul
-        check(model(x, w, r, *bias), want)
+    model = esgraph.compile(g, threads=threads, backend_options={"channel_block": 0})
+    stats = model.stats()
+    assert (stats["launches"], stats["epilogue_groups"], stats["fused_ops"]) == (1, 1, 4)  # conv2d + add relu mul
+    assert "1 with their group as post-ops" in model.report()
+    check(model(x, w, r, *bias), want)
+
+
+def test_conv2d_epilogue_without_post_ops_runs_over_the_result():
+    """A member oneDNN has no post-op for (here `x * sigmoid(x)` written out, and an exp): the
+    primitive computes the convolution, the group's rows run over its result, still one launch."""
+    spec = dict(CONV_CASES["everything"])
+    rng = rng_for("no post-ops")
+    x, w = conv_data(rng, spec)
+    spec.pop("bias")
+    conv = conv2d_reference(x, w, **spec)
+    want = np.exp(conv / (1 + np.exp(-conv)) * 0.25).astype(f32)
+    for block in (0, 8):
+        def graph(a, b):
+            y = ops.conv2d(a, b, **spec)
+            return ops.exp(y * ops.sigmoid(y) * 0.25)
+
+        model = esgraph.compile(build(graph, x, w)[0], backend_options={"channel_block": block})
+        assert model.stats()["epilogue_groups"] == 1
+        assert "0 with their group as post-ops" in model.report()
+        check(model(x, w), want)
 
 
 def pool2d_reference(x, kernel, strides=(1, 1), pads=(0, 0, 0, 0), ceil_mode=False, kind="max"):

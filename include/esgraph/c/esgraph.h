@@ -369,7 +369,7 @@ typedef struct esg_model_stats {
   int64_t events;
   int64_t device_kernels;          /* Ascend: distinct generated kernel binaries */
   int64_t device_kernel_launches;  /* Ascend: launches of them */
-  int64_t library_calls;           /* Ascend: ops run by CANN's operator library (aclnn) */
+  int64_t library_calls;           /* ops run by the vendor library: aclnn on Ascend, oneDNN primitives on the CPU */
   int64_t device_copies;           /* Ascend: copies on the device */
   int64_t host_launches;           /* Ascend: ops run on the host (host_fallback) */
   int64_t device_bytes;            /* Ascend: the one device allocation */

@@ -1,0 +1,199 @@
+#include "cpu/conv_primitive.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "cpu/conv.hpp"
+#include "cpu/gemm.hpp"
+#include "cpu/omp_threads.hpp"
+#include "ir/op_attrs.gen.hpp"
+
+namespace esg::cpu {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+tag layout(plan::Format f) {
+  if (f.kind == plan::Format::RowMajor) return tag::nchw;
+  return f.block == 16 ? tag::nChw16c : f.block == 8 ? tag::nChw8c : tag::undef;
+}
+
+// A constant's bytes, or null.
+const uint8_t* constant_bytes(const ir::Graph& g, ir::ValueId v) {
+  const ir::NodeId p = v == ir::kNone ? ir::kNone : g.values[v].producer;
+  return p == ir::kNone || g.nodes[p].blob == ir::kNone ? nullptr : g.blobs[g.nodes[p].blob]->data();
+}
+
+// Working memory of one execution (oneDNN's scratchpad, the filters reordered at run time),
+// reused across runs: one buffer per concurrent run.
+class BufferPool {
+ public:
+  void set_bytes(size_t bytes) { bytes_ = bytes; }
+  std::unique_ptr<uint8_t[]> take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return std::unique_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(bytes_, 1)]);
+    std::unique_ptr<uint8_t[]> b = std::move(free_.back());
+    free_.pop_back();
+    return b;
+  }
+  void give(std::unique_ptr<uint8_t[]> b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(b));
+  }
+
+ private:
+  size_t bytes_ = 0;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<uint8_t[]>> free_;
+};
+
+// The filters' dimensions as oneDNN takes them: OIHW, or GOIHW when grouped.
+memory::dims filter_dims(const ir::Shape& w, int64_t groups) {
+  return groups == 1 ? memory::dims{w[0], w[1], w[2], w[3]} : memory::dims{groups, w[0] / groups, w[1], w[2], w[3]};
+}
+
+}  // namespace
+
+struct ConvPrimitive::Impl {
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward primitive;
+  memory::desc plain_filters;                  // the node's OIHW (GOIHW when grouped)
+  std::vector<uint8_t> filters;                // reordered at make, when the node's filters are a constant
+  std::unique_ptr<dnnl::reorder> run_reorder;  // else: to the primitive's layout at each run, when it differs
+  bool has_bias = false;
+  size_t scratchpad_bytes = 0, filter_bytes = 0;
+  std::string implementation;
+  double macs = 0;
+  mutable BufferPool buffers;
+};
+
+ConvPrimitive::ConvPrimitive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ConvPrimitive::~ConvPrimitive() = default;
+
+namespace {
+
+// oneDNN's description of node `n` in `format` with `post_ops`, or nullopt and why not.
+std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Graph& g, const ir::Node& n, plan::Format format,
+                                                                  const std::vector<PostOp>& post_ops, std::string& why_not) {
+  if (!is_conv2d_f32(g, n)) {
+    why_not = "not all f32";
+    return std::nullopt;
+  }
+  const tag data_tag = layout(format);
+  if (data_tag == tag::undef) {
+    why_not = "no oneDNN layout for " + format.name(4);
+    return std::nullopt;
+  }
+  const auto in = g.inputs(n);
+  const ir::Shape x = g.shape(in[0]), w = g.shape(in[1]), y = g.shape(n.first_output);
+  const ConvParams a = conv_params(g, n);
+  const bool has_bias = in.size() > 2 && in[2] != ir::kNone;
+  try {
+    const memory::desc src({x[0], x[1], x[2], x[3]}, memory::data_type::f32, data_tag);
+    const memory::desc dst({y[0], y[1], y[2], y[3]}, memory::data_type::f32, data_tag);
+    const memory::desc filters(filter_dims(w, a.groups), memory::data_type::f32, tag::any);
+    const memory::desc bias = has_bias ? memory::desc({w[0]}, memory::data_type::f32, tag::x) : memory::desc();
+    // oneDNN counts dilation from 0 (no gaps), ONNX from 1.
+    const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
+                                               filters, bias, dst, {a.stride_h, a.stride_w}, {a.dilation_h - 1, a.dilation_w - 1},
+                                               {a.pad_top, a.pad_left}, {a.pad_bottom, a.pad_right});
+    dnnl::post_ops ops;
+    for (const PostOp& p : post_ops) {
+      if (p.kind == PostOp::Kind::Sum) ops.append_sum(p.alpha);
+      else ops.append_eltwise(1.0f, static_cast<dnnl::algorithm>(p.algorithm), p.alpha, p.beta);
+    }
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+    const std::string implementation = pd.impl_info_str();
+    if (implementation.rfind("ref", 0) == 0) {
+      why_not = "oneDNN has only its reference kernel (" + implementation + ")";
+      return std::nullopt;
+    }
+    return pd;
+  } catch (const dnnl::error& e) {
+    why_not = std::string("oneDNN: ") + e.what();
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+bool ConvPrimitive::serves(const ir::Graph& g, const ir::Node& n, plan::Format format) {
+  std::string why_not;
+  return describe(g, n, format, {}, why_not).has_value();
+}
+
+std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir::Node& n, plan::Format format,
+                                                   const std::vector<PostOp>& post_ops, std::string& why_not) {
+  std::optional<dnnl::convolution_forward::primitive_desc> pd = describe(g, n, format, post_ops, why_not);
+  if (!pd) return nullptr;
+  const auto in = g.inputs(n);
+  const ir::Shape w = g.shape(in[1]);
+  const int64_t groups = conv_params(g, n).groups;
+  try {
+    auto impl = std::make_unique<Impl>();
+    impl->pd = *pd;
+    impl->implementation = pd->impl_info_str();
+    impl->primitive = dnnl::convolution_forward(impl->pd);
+    impl->plain_filters = memory::desc(filter_dims(w, groups), memory::data_type::f32, groups == 1 ? tag::oihw : tag::goihw);
+    impl->has_bias = in.size() > 2 && in[2] != ir::kNone;
+    impl->scratchpad_bytes = impl->pd.scratchpad_desc().get_size();
+    const memory::desc& wanted = impl->pd.weights_desc();
+    if (const uint8_t* constant = constant_bytes(g, in[1])) {  // reordered once, here
+      impl->filters.resize(wanted.get_size());
+      memory from(impl->plain_filters, cpu_engine(), const_cast<uint8_t*>(constant)), to(wanted, cpu_engine(), impl->filters.data());
+      dnnl::stream s(cpu_engine());
+      dnnl::reorder(from, to).execute(s, from, to);
+      s.wait();
+    } else if (wanted != impl->plain_filters) {
+      impl->run_reorder = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(cpu_engine(), impl->plain_filters, cpu_engine(), wanted));
+      impl->filter_bytes = (wanted.get_size() + 63) / 64 * 64;
+    }
+    impl->macs = static_cast<double>(g.shape(n.first_output).num_elements()) * static_cast<double>(w[1] * w[2] * w[3]);
+    impl->buffers.set_bytes(impl->filter_bytes + impl->scratchpad_bytes);
+    return std::unique_ptr<ConvPrimitive>(new ConvPrimitive(std::move(impl)));
+  } catch (const dnnl::error& e) {
+    why_not = std::string("oneDNN: ") + e.what();
+    return nullptr;
+  }
+}
+
+void ConvPrimitive::run(const float* images, const float* filters, const float* bias, float* dst, int threads) const {
+  const Impl& p = *impl_;
+  const dnnl::engine& engine = cpu_engine();
+  // Fewer threads for a small convolution, as for a GEMM (gemm.hpp).
+  const OmpThreads scoped(static_cast<int>(std::clamp<double>(p.macs / kMinGemmMacsPerThread, 1, std::max(threads, 1))));
+  std::unique_ptr<uint8_t[]> buffer = p.buffers.take();
+  dnnl::stream stream(engine);
+  void* weights = p.filters.empty() ? static_cast<void*>(const_cast<float*>(filters)) : const_cast<uint8_t*>(p.filters.data());
+  if (p.run_reorder) {
+    memory from(p.plain_filters, engine, const_cast<float*>(filters)), to(p.pd.weights_desc(), engine, buffer.get());
+    p.run_reorder->execute(stream, from, to);
+    weights = buffer.get();
+  }
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, memory(p.pd.src_desc(), engine, const_cast<float*>(images))},
+      {DNNL_ARG_WEIGHTS, memory(p.pd.weights_desc(), engine, weights)},
+      {DNNL_ARG_DST, memory(p.pd.dst_desc(), engine, dst)},
+      {DNNL_ARG_SCRATCHPAD, memory(p.pd.scratchpad_desc(), engine, buffer.get() + p.filter_bytes)}};
+  if (p.has_bias) args.emplace(DNNL_ARG_BIAS, memory(p.pd.bias_desc(), engine, const_cast<float*>(bias)));
+  p.primitive.execute(stream, args);
+  stream.wait();
+  p.buffers.give(std::move(buffer));
+}
+
+const std::string& ConvPrimitive::implementation() const { return impl_->implementation; }
+
+}  // namespace esg::cpu

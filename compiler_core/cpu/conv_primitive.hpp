@@ -1,0 +1,43 @@
+// An f32 convolution as a oneDNN primitive, made once when the plan is lowered: oneDNN picks
+// its kernel for this CPU and these shapes (direct JIT convolutions on blocked channels,
+// Winograd, depthwise), constant filters are reordered into the layout it wants right then,
+// and each run only executes it. Its source and result lie in the launch's memory format
+// (row-major NCHW, or nChw8c / nChw16c: plan/format.hpp's layouts are oneDNN's), and it may
+// apply a group's epilogue as post-ops (conv_epilogue.hpp).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "cpu/conv_epilogue.hpp"
+#include "ir/graph.hpp"
+#include "plan/format.hpp"
+
+namespace esg::cpu {
+
+class ConvPrimitive {
+ public:
+  // A primitive for conv2d node `n` of `g` with its images and result in `format`, applying
+  // `post_ops`; nullptr, with the reason in `why_not`, when oneDNN has no optimized kernel for
+  // it (its reference kernels are slower than the im2col path) or the node is not all f32.
+  static std::unique_ptr<ConvPrimitive> make(const ir::Graph& g, const ir::Node& n, plan::Format format,
+                                             const std::vector<PostOp>& post_ops, std::string& why_not);
+  // Whether make would succeed without post-ops (cheaper: nothing is compiled or reordered).
+  static bool serves(const ir::Graph& g, const ir::Node& n, plan::Format format);
+  ~ConvPrimitive();
+  ConvPrimitive(const ConvPrimitive&) = delete;
+  ConvPrimitive& operator=(const ConvPrimitive&) = delete;
+
+  // One run. `filters` and `bias` are read only when they were not constants at make (else the
+  // reordered copy is used); `bias` may be null when the node has none. With a sum post-op,
+  // `dst` already holds the value it adds. On at most `threads` threads (fewer for a small one).
+  void run(const float* images, const float* filters, const float* bias, float* dst, int threads) const;
+  // oneDNN's name for the kernel it chose ("jit:avx512_core", "brgconv:avx512_core", ...).
+  const std::string& implementation() const;
+
+ private:
+  struct Impl;
+  explicit ConvPrimitive(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace esg::cpu
