@@ -3,6 +3,7 @@
 // convolutions, the pools: option channel_block), and the plan run as it is (program.hpp).
 #include "runtime/backend.hpp"
 
+#include "cpu/conv.hpp"
 #include "cpu/conv_primitive.hpp"
 #include "cpu/fast_kernels.hpp"
 #include "cpu/fused_kernel.hpp"
@@ -32,6 +33,22 @@ int64_t default_channel_block() {
   return __builtin_cpu_supports("avx2") ? 8 : 0;
 }
 
+// How a convolution runs when the values around it are in blocked channels `blocked`: on a
+// oneDNN direct kernel reading its images blocked, or row-major when they have fewer channels
+// than a block (which would mostly pad them: oneDNN has kernels for this first layer of a
+// CNN), or all row-major where oneDNN offers only its GEMM-based kernel (im2col, as the
+// row-major path, with reorders besides).
+enum class ConvLayout { RowMajor, Blocked, RowMajorIn };
+ConvLayout conv_layout(const ir::Graph& g, const ir::Node& n, plan::Format blocked) {
+  if (!is_conv2d_f32(g, n)) return ConvLayout::RowMajor;
+  auto direct = [&](plan::Format src) {
+    const std::string kernel = ConvPrimitive::kernel_for(g, n, src, blocked);
+    return !kernel.empty() && kernel.find("gemm") == std::string::npos;
+  };
+  if (g.shape(g.operands[n.first_input])[1] < blocked.block && direct(plan::Format::row_major())) return ConvLayout::RowMajorIn;
+  return direct(blocked) ? ConvLayout::Blocked : ConvLayout::RowMajor;
+}
+
 std::vector<runtime::BackendOption> Backend::options() const {
   return {{"channel_block", 0, 16, default_channel_block(),
            "8 or 16: convolutions (on oneDNN primitives) and pools compute in nChw8c or nChw16c, and elementwise chains after "
@@ -50,8 +67,12 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
   runtime::FormatRules rules;
   const plan::Format blocked = plan::Format::blocked_channels(block);
   rules.format_of = [blocked](const ir::Graph& g, const ir::Node& n) {
-    const bool served = n.op->kind == ir::OpKind::conv2d ? ConvPrimitive::serves(g, n, blocked) : find_blocked_kernel(g, n, blocked) != nullptr;
+    const bool served = n.op->kind == ir::OpKind::conv2d ? conv_layout(g, n, blocked) != ConvLayout::RowMajor
+                                                         : find_blocked_kernel(g, n, blocked) != nullptr;
     return served ? blocked : plan::Format::row_major();
+  };
+  rules.reads_row_major = [blocked](const ir::Graph& g, const ir::Node& n) {
+    return n.op->kind == ir::OpKind::conv2d && conv_layout(g, n, blocked) == ConvLayout::RowMajorIn;
   };
   rules.elementwise_any_format = true;
   return rules;

@@ -83,15 +83,16 @@ ConvPrimitive::~ConvPrimitive() = default;
 namespace {
 
 // oneDNN's description of node `n` in `format` with `post_ops`, or nullopt and why not.
-std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Graph& g, const ir::Node& n, plan::Format format,
-                                                                  const std::vector<PostOp>& post_ops, std::string& why_not) {
+std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Graph& g, const ir::Node& n, plan::Format src_format,
+                                                                  plan::Format dst_format, const std::vector<PostOp>& post_ops,
+                                                                  std::string& why_not) {
   if (!is_conv2d_f32(g, n)) {
     why_not = "not all f32";
     return std::nullopt;
   }
-  const tag data_tag = layout(format);
-  if (data_tag == tag::undef) {
-    why_not = "no oneDNN layout for " + format.name(4);
+  const tag src_tag = layout(src_format), dst_tag = layout(dst_format);
+  if (src_tag == tag::undef || dst_tag == tag::undef) {
+    why_not = "no oneDNN layout for " + (src_tag == tag::undef ? src_format : dst_format).name(4);
     return std::nullopt;
   }
   const auto in = g.inputs(n);
@@ -99,8 +100,8 @@ std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Grap
   const ConvParams a = conv_params(g, n);
   const bool has_bias = in.size() > 2 && in[2] != ir::kNone;
   try {
-    const memory::desc src({x[0], x[1], x[2], x[3]}, memory::data_type::f32, data_tag);
-    const memory::desc dst({y[0], y[1], y[2], y[3]}, memory::data_type::f32, data_tag);
+    const memory::desc src({x[0], x[1], x[2], x[3]}, memory::data_type::f32, src_tag);
+    const memory::desc dst({y[0], y[1], y[2], y[3]}, memory::data_type::f32, dst_tag);
     const memory::desc filters(filter_dims(w, a.groups), memory::data_type::f32, tag::any);
     const memory::desc bias = has_bias ? memory::desc({w[0]}, memory::data_type::f32, tag::x) : memory::desc();
     // oneDNN counts dilation from 0 (no gaps), ONNX from 1.
@@ -130,14 +131,15 @@ std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Grap
 
 }  // namespace
 
-bool ConvPrimitive::serves(const ir::Graph& g, const ir::Node& n, plan::Format format) {
+std::string ConvPrimitive::kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst) {
   std::string why_not;
-  return describe(g, n, format, {}, why_not).has_value();
+  const auto pd = describe(g, n, src, dst, {}, why_not);
+  return pd ? pd->impl_info_str() : std::string();
 }
 
-std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir::Node& n, plan::Format format,
+std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst,
                                                    const std::vector<PostOp>& post_ops, std::string& why_not) {
-  std::optional<dnnl::convolution_forward::primitive_desc> pd = describe(g, n, format, post_ops, why_not);
+  std::optional<dnnl::convolution_forward::primitive_desc> pd = describe(g, n, src, dst, post_ops, why_not);
   if (!pd) return nullptr;
   const auto in = g.inputs(n);
   const ir::Shape w = g.shape(in[1]);

@@ -16,13 +16,15 @@ namespace esg::cpu {
 
 class ConvPrimitive {
  public:
-  // A primitive for conv2d node `n` of `g` with its images and result in `format`, applying
-  // `post_ops`; nullptr, with the reason in `why_not`, when oneDNN has no optimized kernel for
-  // it (its reference kernels are slower than the im2col path) or the node is not all f32.
-  static std::unique_ptr<ConvPrimitive> make(const ir::Graph& g, const ir::Node& n, plan::Format format,
+  // A primitive for conv2d node `n` of `g` reading its images in format `src`, writing its
+  // result in `dst`, applying `post_ops`; nullptr, with the reason in `why_not`, when oneDNN
+  // has no optimized kernel for it (its reference kernels are slower than the im2col path) or
+  // the node is not all f32.
+  static std::unique_ptr<ConvPrimitive> make(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst,
                                              const std::vector<PostOp>& post_ops, std::string& why_not);
-  // Whether make would succeed without post-ops (cheaper: nothing is compiled or reordered).
-  static bool serves(const ir::Graph& g, const ir::Node& n, plan::Format format);
+  // The kernel make would choose without post-ops, or "" when it would fail (cheaper: nothing
+  // is compiled or reordered).
+  static std::string kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst);
   ~ConvPrimitive();
   ConvPrimitive(const ConvPrimitive&) = delete;
   ConvPrimitive& operator=(const ConvPrimitive&) = delete;

@@ -22,7 +22,7 @@ bool is_conv_f32(const ir::Graph& g, ir::NodeId n) { return n != ir::kNone && is
 
 }  // namespace
 
-void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::FusedGroup& grp, plan::Format f) {
+void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan::Launch& l, const runtime::FusedGroup& grp) {
   const ir::Node& n = g.nodes[grp.head];
   auto at = [&](ir::ValueId v) {
     const auto found = std::find(grp.inputs.begin(), grp.inputs.end(), v);
@@ -32,12 +32,13 @@ void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Fused
   b.conv_x = at(in[0]);
   b.conv_w = at(in[1]);
   b.conv_bias = in.size() > 2 ? at(in[2]) : -1;
+  const plan::Format src = l.in[static_cast<size_t>(b.conv_x)].format, f = l.out[0].format;
   if (const std::optional<Epilogue> e = conv_epilogue(g, grp)) {
-    b.conv = ConvPrimitive::make(g, n, f, e->post_ops, b.conv_fallback);
+    b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, b.conv_fallback);
     b.conv_whole_group = b.conv != nullptr;
     b.conv_residual = at(e->residual);
   }
-  if (!b.conv) b.conv = ConvPrimitive::make(g, n, f, {}, b.conv_fallback);
+  if (!b.conv) b.conv = ConvPrimitive::make(g, n, src, f, {}, b.conv_fallback);
   if (!b.conv) b.conv_head_im2col = find_fast_kernel(g, n);
   if (!b.conv && f != plan::Format::row_major())
     throw ir::Error(ir::ErrorCode::Internal, "cpu: no " + f.name(4) + " convolution, which the format rules chose: " + b.conv_fallback);
@@ -58,8 +59,8 @@ Program::Program(const runtime::Plan& plan) : plan_(plan) {
     if (l.group >= 0) {
       const runtime::FusedGroup& grp = plan.groups()[static_cast<size_t>(l.group)];
       fused_[static_cast<size_t>(l.group)] = bind_fused_kernel(g, grp, b.flat ? f.physical_elements(grp.shape) : -1);
-      if (is_conv_f32(g, grp.head)) bind_conv_group(b, g, grp, f);
-    } else if (is_conv_f32(g, l.node) && (b.conv = ConvPrimitive::make(g, g.nodes[l.node], f, {}, b.conv_fallback))) {
+      if (is_conv_f32(g, grp.head)) bind_conv_group(b, g, l, grp);
+    } else if (is_conv_f32(g, l.node) && (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, b.conv_fallback))) {
       b.conv_bias = l.in.size() > 2 ? 2 : -1;
     } else if (blocked && !elementwise && l.node != ir::kNone) {
       b.fast = find_blocked_kernel(g, g.nodes[l.node], f);

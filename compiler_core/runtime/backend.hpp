@@ -66,6 +66,9 @@ struct FormatRules {
   // operands of the result's shape share one and the others are single elements: a chain then
   // stays in its producer's format instead of returning to row-major.
   bool elementwise_any_format = false;
+  // Whether its kernel for `n` reads its first input row-major though it writes format_of's
+  // format (unset: never): a convolution over a few channels, which blocks would mostly pad.
+  std::function<bool(const ir::Graph&, const ir::Node&)> reads_row_major;
 };
 
 // A plan lowered to a backend's launch list, ready to run.
