@@ -190,7 +190,8 @@ std::vector<F32Step> fold_stages(const Graph& g, const FusedKernel& kernel) {
   return kept;
 }
 
-void bind_f32(const Graph& g, FusedKernel& kernel) {
+// `input_shapes`: each input's shape as the kernel reads it (Format::physical_shape).
+void bind_f32(const Graph& g, FusedKernel& kernel, const std::vector<ir::Shape>& input_shapes) {
   const FusedGroup& group = *kernel.group;
   // (Groups across types, for a device backend's host fallback, have members the f32 rows do not serve.)
   for (const runtime::GroupStep& s : group.steps)
@@ -201,8 +202,8 @@ void bind_f32(const Graph& g, FusedKernel& kernel) {
       if (o.from == From::Input) kernel.read_by_steps[o.index] = 1;
   std::vector<ir::Shape> shapes;
   for (size_t k = 0; k < group.inputs.size(); ++k) {
-    const ir::Shape s = g.shape(group.inputs[k]);
-    shapes.push_back(!kernel.read_by_steps[k] || s == group.shape ? kernel.shape : s);  // the group's own shape: flat if the kernel is
+    const ir::Shape& s = input_shapes[k];
+    shapes.push_back(!kernel.read_by_steps[k] || s == kernel.shape ? kernel.shape : s);
   }
   if (group.head != kNone) {
     const ir::Node& n = g.nodes[group.head];
@@ -331,11 +332,17 @@ runtime::GroupingRules grouping_rules() {
   return rules;
 }
 
-FusedKernel bind_fused_kernel(const Graph& g, const FusedGroup& group, int64_t flat_elements) {
+FusedKernel bind_fused_kernel(const Graph& g, const FusedGroup& group, plan::Format format,
+                              const std::vector<plan::Format>& input_formats) {
   FusedKernel kernel;
   kernel.group = &group;
-  kernel.shape = flat_elements < 0 ? group.shape : ir::Shape{flat_elements};
-  bind_f32(g, kernel);
+  kernel.shape = format.physical_shape(group.shape);
+  std::vector<ir::Shape> input_shapes;
+  for (size_t k = 0; k < group.inputs.size(); ++k) {
+    const ir::Shape s = g.shape(group.inputs[k]);
+    input_shapes.push_back(input_formats.empty() ? s : input_formats[k].physical_shape(s));
+  }
+  bind_f32(g, kernel, input_shapes);
   return kernel;
 }
 

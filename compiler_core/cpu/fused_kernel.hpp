@@ -9,6 +9,7 @@
 
 #include "cpu/elementwise_f32.hpp"
 #include "eval/host_tensor.hpp"
+#include "plan/format.hpp"
 #include "runtime/grouping.hpp"
 
 namespace esg::cpu {
@@ -40,8 +41,8 @@ struct F32Step {
 
 struct FusedKernel {
   const runtime::FusedGroup* group = nullptr;
-  // The iteration space: the group's shape, or its elements as one flat axis when the group
-  // computes in a blocked format (its operands of the group's shape are then read flat too).
+  // The iteration space: the group's shape, as it lies in memory in the group's format
+  // (Format::physical_shape).
   ir::Shape shape;
   // Runs on f32 rows: every member but the head is an op the f32 rows serve.
   bool f32 = false;
@@ -69,9 +70,11 @@ constexpr int64_t kTileElements = 512;
 constexpr int64_t kHeadBlockElements = 16 * 1024;
 constexpr int64_t kHeadMinRows = 64;
 
-// With `flat_elements` >= 0, the kernel runs over that many elements in memory order (a group
-// in a blocked format: elementwise math does not care where an element is).
-FusedKernel bind_fused_kernel(const ir::Graph& g, const runtime::FusedGroup& group, int64_t flat_elements = -1);
+// The group's kernel when it computes in `format` and its inputs lie in `input_formats` (empty:
+// all row-major): it iterates over, and broadcasts, each value's Format::physical_shape
+// (elementwise math does not care where an element lies).
+FusedKernel bind_fused_kernel(const ir::Graph& g, const runtime::FusedGroup& group, plan::Format format = plan::Format::row_major(),
+                              const std::vector<plan::Format>& input_formats = {});
 
 // Runs a group: `in` and `out` follow group.inputs and group.outputs; a convolution head's
 // result is `head_values`, in the group's memory order. An f32 group of many elements spreads

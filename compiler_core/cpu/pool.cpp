@@ -3,10 +3,12 @@
 // window rows and, per output column, the window's columns clipped to the image once, so the
 // inner loops test nothing; planes (or planes of blocks) split over the model's threads. The same
 // results as the reference kernel (a NaN is skipped by the max as there; the average divides by
-// the window's elements inside the image).
+// the window's elements inside the image). Global pools (reduce_mean / reduce_max over H and W)
+// over blocked channels too, so that a squeeze-excitation block stays blocked.
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "cpu/split.hpp"
 #include "eval/kernels.hpp"
@@ -75,10 +77,45 @@ void pool2d_blocked_f32(const eval::KernelCall& c) {
   });
 }
 
+// A global pool (reduce_mean or reduce_max over H and W, keeping them) over blocks of B
+// channels: one vector of B sums or maxima per plane of blocks, the result [N, C, 1, 1] blocked
+// too. Sums in order, as the reference does.
+template <bool kMax, int64_t B>
+void global_pool_blocked_f32(const eval::KernelCall& c) {
+  const eval::TensorRef& x = *c.in[0];
+  const eval::TensorRef& y = *c.out[0];
+  const int64_t planes = x.shape[0] * ((x.shape[1] + B - 1) / B), HW = x.shape[2] * x.shape[3];
+  split_work(planes, HW * B, c.parallel, [&](int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p) {
+      const float* in = x.data<float>() + p * HW * B;
+      float acc[B];
+      std::fill_n(acc, B, kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+      for (int64_t i = 0; i < HW; ++i, in += B)
+        for (int64_t lane = 0; lane < B; ++lane) acc[lane] = kMax ? (acc[lane] < in[lane] || in[lane] != in[lane] ? in[lane] : acc[lane]) : acc[lane] + in[lane];
+      float* o = y.data<float>() + p * B;
+      for (int64_t lane = 0; lane < B; ++lane) o[lane] = kMax ? acc[lane] : acc[lane] / static_cast<float>(HW);
+    }
+  });
+}
+
+// Whether `n` reduces a rank-4 value over exactly its axes 2 and 3, keeping them.
+bool is_global_pool(const ir::Graph& g, const ir::Node& n) {
+  if (n.op->kind != ir::OpKind::reduce_mean && n.op->kind != ir::OpKind::reduce_max) return false;
+  const ir::ReduceMaxAttrs a(g, n);  // every reduction's view
+  std::vector<size_t> axes = a.axes;
+  std::sort(axes.begin(), axes.end());
+  return a.keepdims && axes == std::vector<size_t>{2, 3} && g.shape(g.operands[n.first_input]).rank() == 4;
+}
+
 }  // namespace
 
 eval::Kernel blocked_pool_kernel(const ir::Graph& g, const ir::Node& n, int64_t block) {
   if (g.values[n.first_output].dtype != ir::DType::F32 || (block != 8 && block != 16)) return nullptr;
+  if (is_global_pool(g, n)) {
+    const bool max = n.op->kind == ir::OpKind::reduce_max;
+    if (block == 8) return max ? global_pool_blocked_f32<true, 8> : global_pool_blocked_f32<false, 8>;
+    return max ? global_pool_blocked_f32<true, 16> : global_pool_blocked_f32<false, 16>;
+  }
   const bool max = n.op->kind == ir::OpKind::max_pool2d;
   if (!max && n.op->kind != ir::OpKind::avg_pool2d) return nullptr;
   if (block == 8) return max ? pool2d_blocked_f32<true, 8> : pool2d_blocked_f32<false, 8>;

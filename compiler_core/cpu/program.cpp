@@ -48,8 +48,9 @@ Program::Program(const runtime::Plan& plan) : plan_(plan) {
   const ir::Graph& g = plan.graph();
   fused_.resize(plan.groups().size());
   for (const runtime::Plan::Launch& l : plan.launches()) {
-    // An elementwise launch in a blocked format computes over the bytes as they lie (flat); a
-    // blocked result with padding channels gets its zeros back after any launch but a reorder.
+    // An elementwise launch in a blocked format computes over its operands as they lie in
+    // memory (flat); a blocked result with padding channels gets its zeros back after any
+    // launch but a reorder.
     const plan::Format f = l.out.empty() ? plan::Format::row_major() : l.out[0].format;
     const bool blocked = f != plan::Format::row_major();
     const bool elementwise = l.group >= 0 || (l.node != ir::kNone && g.nodes[l.node].op->elementwise);
@@ -58,7 +59,9 @@ Program::Program(const runtime::Plan& plan) : plan_(plan) {
     b.padded = blocked && l.node != ir::kNone && !f.unpadded(g.shape(l.out[0].value));
     if (l.group >= 0) {
       const runtime::FusedGroup& grp = plan.groups()[static_cast<size_t>(l.group)];
-      fused_[static_cast<size_t>(l.group)] = bind_fused_kernel(g, grp, b.flat ? f.physical_elements(grp.shape) : -1);
+      std::vector<plan::Format> input_formats;
+      for (const Slot& in : l.in) input_formats.push_back(in.format);
+      fused_[static_cast<size_t>(l.group)] = bind_fused_kernel(g, grp, f, input_formats);
       if (is_conv_f32(g, grp.head)) bind_conv_group(b, g, l, grp);
     } else if (is_conv_f32(g, l.node) && (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, b.conv_fallback))) {
       b.conv_bias = l.in.size() > 2 ? 2 : -1;
@@ -105,11 +108,9 @@ void Program::launch(size_t index, uint8_t* base, const std::vector<eval::Tensor
     s.out_ptrs.push_back(&s.out_refs[i]);
   }
   const Bound& b = bound_[index];
-  if (b.flat) {  // operands of the result's shape as the elements in memory; single elements as they are
-    const ir::Shape logical = s.out_refs[0].shape, flat{l.out[0].format.physical_elements(logical)};
-    for (eval::TensorRef& r : s.in_refs)
-      if (r.shape == logical) r.shape = flat;
-    for (eval::TensorRef& r : s.out_refs) r.shape = flat;
+  if (b.flat) {  // each operand as it lies in memory: elementwise kernels broadcast over that
+    for (size_t i = 0; i < l.in.size(); ++i) s.in_refs[i].shape = l.in[i].format.physical_shape(s.in_refs[i].shape);
+    for (size_t i = 0; i < l.out.size(); ++i) s.out_refs[i].shape = l.out[i].format.physical_shape(s.out_refs[i].shape);
   }
   compute(index, s.in_ptrs, s.out_ptrs, parallel, control);
   if (b.padded)

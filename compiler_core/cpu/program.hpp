@@ -51,7 +51,7 @@ class Program final : public runtime::Program {
   // What a launch runs, bound once: one entry per launch, so a run reads one array.
   struct Bound {
     eval::Kernel fast = nullptr;  // its fast kernel, or nullptr (a group, a reorder, or the reference)
-    bool flat = false;            // elementwise in a blocked format, over its memory as one axis
+    bool flat = false;            // elementwise in a blocked format, over its operands' physical shapes
     bool padded = false;          // writes a blocked result whose padding channels need zeros
     // A convolution, alone or heading the launch's group, as a oneDNN primitive (else im2col,
     // for the reason in `conv_fallback`).

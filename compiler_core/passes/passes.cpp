@@ -482,19 +482,80 @@ bool exported_layer_norm(const Graph& g, const ir::Node& div, ValueId* x, size_t
   return *epsilon >= 0 && g.shape(*x) == g.shape(div.first_output);
 }
 
+// x · sigmoid(x), either way round, in a floating dtype: SiLU as exporters write it; its x.
+bool exported_silu(const Graph& g, const ir::Node& mul, ValueId* x) {
+  for (uint32_t i = 0; i < 2; ++i) {
+    const ir::Node* sig = made_by(g, operand(g, mul, 1 - i), K::sigmoid);
+    if (sig && operand(g, *sig, 0) == operand(g, mul, i) && g.shape(operand(g, mul, i)) == g.shape(mul.first_output)) {
+      *x = operand(g, mul, i);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether `v` is a constant within f32 rounding of `want`.
+bool about(const Graph& g, ValueId v, double want) {
+  double c = 0;
+  return scalar_constant(g, v, &c) && std::abs(c - want) <= 1e-6 * std::abs(want);
+}
+
+// Whether `v` is erf(x / √2) + 1, the scaling also as x · (1/√2) and the sum either way round.
+bool erf_plus_one(const Graph& g, ValueId v, ValueId x) {
+  const ir::Node* add = made_by(g, v, K::add);
+  const ir::Node* erf = nullptr;
+  for (uint32_t k = 0; add && k < 2 && !erf; ++k)
+    if (about(g, operand(g, *add, 1 - k), 1.0)) erf = made_by(g, operand(g, *add, k), K::erf);
+  const ir::Node* scale = erf ? producer(g, operand(g, *erf, 0)) : nullptr;
+  if (!scale) return false;
+  if (scale->op->kind == K::div) return operand(g, *scale, 0) == x && about(g, operand(g, *scale, 1), std::sqrt(2.0));
+  return scale->op->kind == K::mul &&
+         ((operand(g, *scale, 0) == x && about(g, operand(g, *scale, 1), 1 / std::sqrt(2.0))) ||
+          (operand(g, *scale, 1) == x && about(g, operand(g, *scale, 0), 1 / std::sqrt(2.0))));
+}
+
+// x · (erf(x / √2) + 1) · 0.5, the three factors multiplied in any order: GELU as PyTorch's
+// ONNX export writes it (Div, Erf, Add, Mul, Mul). Matched at the last multiply; its x.
+bool exported_gelu(const Graph& g, const ir::Node& mul, ValueId* x) {
+  static constexpr int kOrders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  for (uint32_t i = 0; i < 2; ++i) {
+    const ir::Node* inner = made_by(g, operand(g, mul, i), K::mul);
+    if (!inner) continue;
+    const ValueId factors[3] = {operand(g, *inner, 0), operand(g, *inner, 1), operand(g, mul, 1 - i)};
+    for (const auto& order : kOrders) {
+      const ValueId half = factors[order[0]], plus = factors[order[1]], rest = factors[order[2]];
+      if (about(g, half, 0.5) && g.shape(rest) == g.shape(mul.first_output) && erf_plus_one(g, plus, rest)) {
+        *x = rest;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::unique_ptr<Graph> recognize_exported_norms(const Graph& g) {
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.num_deps || !ir::dtype_is_float(g.values[n.first_output].dtype)) return false;
     ValueId x;
     size_t axis;
     double epsilon;
-    if (n.op->kind != K::div || n.region != 0 || n.num_deps || !exported_layer_norm(g, n, &x, &axis, &epsilon)) return false;
-    ir::AttrArg attrs[2] = {ir::AttrArg::of_int(static_cast<int64_t>(axis)), ir::AttrArg::of_float(epsilon)};
-    const ValueId in[] = {r.get(x), kNone, kNone};
-    r.set(n.first_output, added(r, *ir::find_op(K::layer_norm), {in, 3}, {attrs, 2}));
-    return true;
+    if (n.op->kind == K::div && exported_layer_norm(g, n, &x, &axis, &epsilon)) {
+      ir::AttrArg attrs[2] = {ir::AttrArg::of_int(static_cast<int64_t>(axis)), ir::AttrArg::of_float(epsilon)};
+      const ValueId in[] = {r.get(x), kNone, kNone};
+      r.set(n.first_output, added(r, *ir::find_op(K::layer_norm), {in, 3}, {attrs, 2}));
+      return true;
+    }
+    const bool silu = n.op->kind == K::mul && exported_silu(g, n, &x);
+    if (silu || (n.op->kind == K::mul && exported_gelu(g, n, &x))) {
+      const ValueId in[] = {r.get(x)};
+      ir::AttrArg approximate[1] = {ir::AttrArg::of_enum(static_cast<int64_t>(ir::GeluApproximate::none))};  // the erf form
+      r.set(n.first_output, silu ? added(r, *ir::find_op(K::silu), {in, 1}, {}) : added(r, *ir::find_op(K::gelu), {in, 1}, {approximate, 1}));
+      return true;
+    }
+    return false;
   });
 }
 
@@ -503,7 +564,7 @@ std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::st
   const std::pair<const char*, Pass> pipeline[] = {
       {"simplify (x*1, x+0, transpose/reshape/cast chains, transposes into matmul, transposes of size-1 axes as reshapes)", simplify},
       {"fold constants", [](const Graph& x) { return fold_constants(x); }},
-      {"recognize exported layer norms", recognize_exported_norms},
+      {"recognize exported layer norms, SiLU and GELU", recognize_exported_norms},
       {"fold affine ops into convolutions", fold_affine_into_conv},
       {"eliminate common subexpressions", eliminate_common_subexpressions},
       {"eliminate dead code", eliminate_dead_code},

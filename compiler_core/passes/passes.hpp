@@ -28,9 +28,10 @@ std::unique_ptr<ir::Graph> simplify(const ir::Graph& g);
 // rescaled and shifted (a batch norm after a convolution disappears into it). f32 only.
 std::unique_ptr<ir::Graph> fold_affine_into_conv(const ir::Graph& g);
 
-// (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) with the means over the same trailing
-// axes, as exporters write a layer norm: one layer_norm (its scale and shift stay elementwise ops,
-// which fuse with what follows).
+// What exporters decompose, as esgraph's own ops: (x - mean(x)) / sqrt(mean((x - mean(x))^2) +
+// eps) with the means over the same trailing axes becomes one layer_norm (its scale and shift
+// stay elementwise ops, which fuse with what follows); x · sigmoid(x) one silu; x · (erf(x / √2)
+// + 1) · 0.5 one gelu. Each runs as one kernel (or post-op) that rounds once.
 std::unique_ptr<ir::Graph> recognize_exported_norms(const ir::Graph& g);
 
 // The pipeline: simplify, fold, recognize exported norms, affine into convolutions, CSE, DCE; each step's node counts

@@ -9,6 +9,13 @@ int64_t Format::physical_elements(const ir::Shape& shape) const {
   return shape.num_elements() / channels * ((channels + block - 1) / block * block);
 }
 
+ir::Shape Format::physical_shape(const ir::Shape& shape) const {
+  if (kind == RowMajor || shape.rank() < 2) return shape;
+  int64_t inner = 1;
+  for (size_t i = 2; i < shape.rank(); ++i) inner *= shape[i];
+  return ir::Shape{shape[0], (shape[1] + block - 1) / block, inner, block};
+}
+
 bool Format::unpadded(const ir::Shape& shape) const { return kind == RowMajor || shape.rank() < 2 || shape[1] % block == 0; }
 
 std::string Format::name(size_t rank) const {

@@ -22,6 +22,11 @@ struct Format {
   bool operator!=(const Format& o) const { return !(*this == o); }
   // Elements in memory for `shape`: the logical count, the channels padded to a whole block.
   int64_t physical_elements(const ir::Shape& shape) const;
+  // The elements in memory as a shape: [N, ⌈C/block⌉, the other axes' product, block] for a
+  // blocked format (rank 2 and up), `shape` itself for row-major. Elementwise kernels broadcast
+  // over these as over any shape: a per-channel value [N or 1, C, 1, 1] becomes
+  // [N or 1, ⌈C/block⌉, 1, block] beside [N, ⌈C/block⌉, H·W, block].
+  ir::Shape physical_shape(const ir::Shape& shape) const;
   // Whether the padding of `shape` in this format is empty (the channels fill whole blocks).
   bool unpadded(const ir::Shape& shape) const;
   // "row-major", or oneDNN's name for a blocked format of this rank: "nChw8c", "nCw16c", ….

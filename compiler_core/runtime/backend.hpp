@@ -63,8 +63,10 @@ struct FormatRules {
   // in it too, with elementwise_any_format, when its members' operands allow.
   std::function<plan::Format(const ir::Graph&, const ir::Node&)> format_of;
   // Whether its elementwise kernels (groups and single ops) compute in any format when their
-  // operands of the result's shape share one and the others are single elements: a chain then
-  // stays in its producer's format instead of returning to row-major.
+  // operands of the result's shape share one and the others are single elements or one value
+  // per channel ([N or 1, C, 1, 1], then read in that format too): a chain then stays in its
+  // producer's format instead of returning to row-major. They broadcast over each operand's
+  // Format::physical_shape.
   bool elementwise_any_format = false;
   // Whether its kernel for `n` reads its first input row-major though it writes format_of's
   // format (unset: never): a convolution over a few channels, which blocks would mostly pad.

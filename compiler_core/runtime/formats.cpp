@@ -11,6 +11,19 @@ int FormatPlan::dag_value(const plan::GraphDag& gd, int op, ir::ValueId v) const
   return gd.value[v];
 }
 
+namespace {
+
+// Whether a value of shape `s` is one per channel (and image) of a value of shape `shape`:
+// [N or 1, C, 1, …], which elementwise kernels read in the blocked format too (Format::physical_shape).
+bool per_channel(const ir::Shape& s, const ir::Shape& shape) {
+  if (s.rank() != shape.rank() || s.rank() < 3 || s[1] != shape[1] || (s[0] != 1 && s[0] != shape[0])) return false;
+  for (size_t i = 2; i < s.rank(); ++i)
+    if (s[i] != 1) return false;
+  return true;
+}
+
+}  // namespace
+
 FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& groups, const FormatRules& rules, plan::GraphDag& gd) {
   plan::Dag& d = gd.dag;
   FormatPlan fp;
@@ -76,12 +89,15 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
     if (elementwise && rules.elementwise_any_format) {
       const ir::Shape shape = g.shape(writes.front());
       bool uniform = shape.rank() >= 2;
+      std::vector<ir::ValueId> channel_values;
       for (ir::ValueId v : reads) {
         if (g.shape(v) == shape) data.push_back(v);
+        else if (per_channel(g.shape(v), shape)) channel_values.push_back(v);
         else uniform = uniform && g.shape(v).num_elements() == 1;
       }
       for (ir::ValueId v : data) uniform = uniform && copies_of(v).front().first == copies_of(data.front()).front().first;
       if (uniform && !data.empty()) f = copies_of(data.front()).front().first;
+      data.insert(data.end(), channel_values.begin(), channel_values.end());
     } else if (!elementwise && k < 0 && n.num_outputs == 1 && !reads.empty()) {
       f = rules.format_of(g, n);
       if (f != plan::Format::row_major() && !reads_row_major(n)) data.push_back(g.operands[n.first_input]);
@@ -98,8 +114,9 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
         for (const GroupStep::Operand& a : s.operands) {
           if (a.from != GroupStep::From::Input || f == plan::Format::row_major()) continue;
           const ir::ValueId v = grp.inputs[a.index];
-          if (g.shape(v) == grp.shape && std::find(data.begin(), data.end(), v) == data.end()) data.push_back(v);
-          else if (g.shape(v) != grp.shape && g.shape(v).num_elements() != 1) f = plan::Format::row_major();
+          const bool blocked_too = g.shape(v) == grp.shape || per_channel(g.shape(v), grp.shape);
+          if (blocked_too && std::find(data.begin(), data.end(), v) == data.end()) data.push_back(v);
+          else if (!blocked_too && g.shape(v).num_elements() != 1) f = plan::Format::row_major();
         }
       if (f == plan::Format::row_major()) data.clear();
     }

@@ -115,6 +115,39 @@ TEST_CASE("an exported layer norm (means over the trailing axes) becomes one lay
   }
 }
 
+TEST_CASE("exported SiLU and GELU become one silu and one gelu computing the same") {
+  for (const int form : {0, 1, 2, 3}) {  // x·sigmoid(x), sigmoid(x)·x, GELU by x/√2, GELU by x·(1/√2) with 0.5 first
+    CAPTURE(form);
+    ir::Builder b;
+    const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{3, 5});
+    ValueId y;
+    if (form < 2) {
+      const ValueId s = node(b, ir::ops::sigmoid, {x});
+      y = form == 0 ? node(b, ir::ops::mul, {x, s}) : node(b, ir::ops::mul, {s, x});
+    } else {
+      const ValueId scaled = form == 2 ? node(b, ir::ops::div, {x, scalar(b, 1.4142135f)}) : node(b, ir::ops::mul, {scalar(b, 0.70710677f), x});
+      const ValueId plus = node(b, ir::ops::add, {node(b, ir::ops::erf, {scaled}), scalar(b, 1)});
+      y = form == 2 ? node(b, ir::ops::mul, {node(b, ir::ops::mul, {x, plus}), scalar(b, 0.5f)})
+                    : node(b, ir::ops::mul, {node(b, ir::ops::mul, {scalar(b, 0.5f), x}), plus});
+    }
+    const auto g = b.finish({&y, 1});
+    const auto out = passes::optimize(*g, true, nullptr);
+    CHECK(count(*out, form < 2 ? "silu" : "gelu") == 1);
+    CHECK(count(*out, "mul") == 0);
+    close_values(*g, *out, 1e-5);
+  }
+  // x·sigmoid(y) and a product whose scale is not 1/√2 stay as written.
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{4});
+  const ValueId z = b.add_input("z", ir::DType::F32, ir::Shape{4});
+  const ValueId plus = node(b, ir::ops::add, {node(b, ir::ops::erf, {node(b, ir::ops::div, {x, scalar(b, 2.0f)})}), scalar(b, 1)});
+  const ValueId ys[] = {node(b, ir::ops::mul, {x, node(b, ir::ops::sigmoid, {z})}),
+                        node(b, ir::ops::mul, {node(b, ir::ops::mul, {x, plus}), scalar(b, 0.5f)})};
+  const auto g = b.finish({ys, 2});
+  const auto out = passes::optimize(*g, true, nullptr);
+  CHECK(count(*out, "silu") + count(*out, "gelu") == 0);
+}
+
 TEST_CASE("the whole pipeline logs every pass and keeps the values") {
   ir::Builder b;
   const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{4});

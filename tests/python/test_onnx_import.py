@@ -1,5 +1,7 @@
 """esgraph.onnx.load: ONNX models built with onnx.helper, imported, compiled and run against
 numpy references computed independently of esgraph."""
+import math
+
 import numpy as np
 import pytest
 
@@ -1123,6 +1125,29 @@ def test_an_exported_layer_norm_compiles_to_one_layer_norm(square):
     mean = x.mean(-1, keepdims=True)
     expected = (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-5) * gamma + beta
     close(model(x), expected)
+
+
+def test_exported_silu_and_gelu_compile_to_esgraph_ops():
+    """Sigmoid/Mul (SiLU) and Div/Erf/Add/Mul/Mul (GELU, as PyTorch exports nn.GELU) become one
+    silu and one gelu; the graph runs as one fused kernel."""
+    x = rand(3, 7)
+    nodes = [
+        helper.make_node("Sigmoid", ["x"], ["s"]),
+        helper.make_node("Mul", ["x", "s"], ["silu"]),
+        helper.make_node("Div", ["silu", "sqrt2"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["p"]),
+        helper.make_node("Mul", ["silu", "p"], ["m"]),
+        helper.make_node("Mul", ["m", "half"], ["y"]),
+    ]
+    consts = [init("sqrt2", np.float32(1.4142135)), init("one", np.float32(1.0)), init("half", np.float32(0.5))]
+    model = esgraph.compile(esgraph.onnx.load(make(nodes, [vi("x", shape=[3, 7])], [vi("y")], consts)))
+    dot = model.to_dot()
+    assert "silu" in dot and "gelu" in dot and "erf" not in dot and "sigmoid" not in dot
+    assert model.stats()["launches"] == 1
+    silu = x.astype(np.float64) / (1 + np.exp(-x.astype(np.float64)))
+    erf = np.vectorize(math.erf)
+    close(model(x), (0.5 * silu * (1 + erf(silu / np.sqrt(2)))).astype(np.float32))
 
 
 def test_a_norm_over_other_axes_than_the_trailing_ones_is_left_as_written():
