@@ -27,10 +27,13 @@ int64_t plan_operands(const ir::Shape& out, const ir::Shape* const* in, size_t c
       l.stride[d] = has ? step : 0;
       if (has) step *= s[d - lead];
     }
-    // The longest run of inner axes along which the operand is all contiguous or all broadcast.
+    // The longest run of inner axes along which the operand is all contiguous or all broadcast;
+    // a contiguous stretch of a quarter chunk or less extends over the broadcast axes outside it
+    // (a row copied per chunk beats many short chunks).
     int64_t inner = 1;
     int mode = -1;  // 1 contiguous, 0 broadcast, -1 not yet known
-    for (size_t d = rank; d-- > 0;) {
+    size_t d = rank;
+    for (; d-- > 0;) {
       if (out[d] == 1) continue;
       const int m = l.stride[d] == 0 ? 0 : l.stride[d] == inner ? 1 : 2;
       if (mode == -1 && m != 2) mode = m;
@@ -38,6 +41,11 @@ int64_t plan_operands(const ir::Shape& out, const ir::Shape* const* in, size_t c
       inner *= out[d];
     }
     l.access = mode == 0 ? Access::Repeated : Access::Contiguous;
+    if (mode == 1 && inner * 4 <= kChunk && d < rank && l.stride[d] == 0) {
+      l.access = Access::Periodic;
+      l.period = inner;
+      for (d++; d-- > 0 && (out[d] == 1 || l.stride[d] == 0);) inner *= out[d];
+    }
     run = std::min(run, std::max<int64_t>(inner, 1));
   }
   return run;
@@ -67,6 +75,13 @@ const float* chunk_row(const eval::TensorRef& t, const OperandLayout& l, const i
   switch (l.access) {
     case Access::Scalar: return own;
     case Access::Repeated: std::fill_n(own, n, element(t, offset(l, out, base))); return own;
+    case Access::Periodic: {  // one stretch from its phase on, then the row doubled onto itself
+      const int64_t phase = base % l.period, start = offset(l, out, base) - phase, first = std::min(n, l.period);
+      for (int64_t e = 0; e < first; ++e) own[e] = element(t, start + (phase + e) % l.period);
+      for (int64_t have = first; have < n; have *= 2)
+        std::memcpy(own + have, own, static_cast<size_t>(std::min(have, n - have)) * sizeof(float));
+      return own;
+    }
     case Access::Direct:
     case Access::Contiguous: break;
   }

@@ -41,17 +41,22 @@ constexpr size_t kMaxOperands = 4;
 constexpr int64_t kChunk = 512;
 
 // How an operand is read over the output's elements, chunk by chunk: chunks never cross a
-// multiple of the run length (plan_operands), and within one every operand is either contiguous
-// in memory or a single element.
+// multiple of the run length (plan_operands), and within one every operand is contiguous in
+// memory, a single element, or a short contiguous stretch repeated.
 enum class Access : uint8_t {
   Direct,      // the output's own shape: element e at e
   Scalar,      // one element in all: a row filled once per run of the kernel
   Contiguous,  // broadcast along outer axes only over a run: elements from offset(base) on
   Repeated,    // broadcast along the inner axes of a run: element offset(base), repeated
+  // Contiguous along the innermost axes (`period` elements) and broadcast along the ones
+  // outside them, over a run: the stretch repeated. A per-channel value beside blocked
+  // channels ([N, C/16, 1, 16] against [N, C/16, H·W, 16]): its 16 lanes, H·W times.
+  Periodic,
 };
 struct OperandLayout {
   Access access;
   int64_t stride[ir::kMaxRank];  // per output axis, 0 where broadcast
+  int64_t period = 0;            // Periodic: the stretch's elements
 };
 // The layouts of `count` operands against the output shape; returns the run length (>= 1).
 int64_t plan_operands(const ir::Shape& out, const ir::Shape* const* in, size_t count, OperandLayout* layout);

@@ -157,9 +157,13 @@ TEST_CASE("operand layouts read what numpy broadcasting reads, chunk by chunk") 
   CHECK(check_reads({4, 300}, {4, 1}) == Access::Repeated);
   CHECK(check_reads({3, 5, 700}, {3, 1, 700}) == Access::Contiguous);
   CHECK(check_reads({3, 5, 7}, {5, 1}) == Access::Repeated);
-  CHECK(check_reads({2, 1, 3, 1, 5}, {3, 1, 5}) == Access::Contiguous);
+  CHECK(check_reads({2, 1, 3, 1, 5}, {3, 1, 5}) == Access::Periodic);  // 15 contiguous, twice
   CHECK(check_reads({6, 1025}, {6, 1}) == Access::Repeated);
-  CHECK(check_reads({0, 5}, {5}) == Access::Contiguous);
+  CHECK(check_reads({0, 5}, {5}) == Access::Periodic);
+  // A per-channel value beside blocked channels: 16 lanes repeated over each plane.
+  CHECK(check_reads({2, 5, 30, 16}, {2, 5, 1, 16}) == Access::Periodic);
+  CHECK(check_reads({7, 100, 12}, {7, 1, 12}) == Access::Periodic);  // 12 does not divide a chunk: every phase
+  CHECK(check_reads({3, 200}, {200}) == Access::Contiguous);         // long stretches are read in place
 }
 
 TEST_CASE("the thread pool runs every piece once, job after job, with callers racing for it") {

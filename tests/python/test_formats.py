@@ -49,3 +49,36 @@ def test_the_option_is_checked():
         with pytest.raises(esgraph.InvalidArgumentError, match="channel_block"):
             esgraph.compile(g, backend_options={"channel_block": bad})
     assert esgraph.compile(g, backend_options={"channel_block": 0}).stats()["reorders"] == 0
+
+
+def squeeze_excite_graph(shape, reduce):
+    """max pool 2x2/2; s = sigmoid(global pool); y·s - s/2, relu; max pool 2x2: the global pool
+    and the per-channel products stay blocked."""
+    with esgraph.GraphBuilder("se") as b:
+        x = b.input("x", esgraph.f32, list(shape))
+        y = ops.max_pool2d(x, kernel=[2, 2], strides=[2, 2])
+        pooled = (ops.reduce_mean if reduce == "mean" else ops.reduce_max)(y, axes=[2, 3], keepdims=True)
+        s = ops.sigmoid(pooled)
+        z = ops.relu(y * s - s * 0.5)
+        return b.build([ops.max_pool2d(z, kernel=[2, 2])])
+
+
+def torch_squeeze_excite(x, reduce):
+    t = torch.from_numpy(x.astype(np.float64))
+    y = torch.nn.functional.max_pool2d(t, 2, 2)
+    pooled = y.mean((2, 3), keepdim=True) if reduce == "mean" else y.amax((2, 3), keepdim=True)
+    s = torch.sigmoid(pooled)
+    z = torch.relu(y * s - s * 0.5)
+    return torch.nn.functional.max_pool2d(z, 2, 1).numpy().astype(np.float32)
+
+
+@pytest.mark.parametrize("reduce", ["mean", "max"])
+@pytest.mark.parametrize("block", [8, 16])
+@pytest.mark.parametrize("channels", [3, 16, 20])
+def test_a_squeeze_excitation_block_stays_blocked(channels, block, reduce):
+    """Global pools over H and W and products with one value per channel compute on the
+    blocked values: the only reorders are the graph's input and output."""
+    x = np.random.default_rng(channels).standard_normal((2, channels, 12, 10)).astype(np.float32)
+    model = esgraph.compile(squeeze_excite_graph(x.shape, reduce), backend_options={"channel_block": block})
+    np.testing.assert_allclose(model(x), torch_squeeze_excite(x, reduce), rtol=RTOL, atol=ATOL)
+    assert model.stats()["reorders"] == 2
