@@ -39,10 +39,10 @@ int64_t default_channel_block() {
 // CNN), or all row-major where oneDNN offers only its GEMM-based kernel (im2col, as the
 // row-major path, with reorders besides).
 enum class ConvLayout { RowMajor, Blocked, RowMajorIn };
-ConvLayout conv_layout(const ir::Graph& g, const ir::Node& n, plan::Format blocked) {
+ConvLayout conv_layout(const ir::Graph& g, const ir::Node& n, plan::Format blocked, int threads) {
   if (!is_conv2d_f32(g, n)) return ConvLayout::RowMajor;
   auto direct = [&](plan::Format src) {
-    const std::string kernel = ConvPrimitive::kernel_for(g, n, src, blocked);
+    const std::string kernel = ConvPrimitive::kernel_for(g, n, src, blocked, threads);
     return !kernel.empty() && kernel.find("gemm") == std::string::npos;
   };
   if (g.shape(g.operands[n.first_input])[1] < blocked.block && direct(plan::Format::row_major())) return ConvLayout::RowMajorIn;
@@ -66,13 +66,14 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
     throw ir::Error(ir::ErrorCode::InvalidArgument, "compile: cpu option channel_block " + std::to_string(block) + " (0, 8 or 16)");
   runtime::FormatRules rules;
   const plan::Format blocked = plan::Format::blocked_channels(block);
-  rules.format_of = [blocked](const ir::Graph& g, const ir::Node& n) {
-    const bool served = n.op->kind == ir::OpKind::conv2d ? conv_layout(g, n, blocked) != ConvLayout::RowMajor
+  const int threads = options.pool_threads();
+  rules.format_of = [blocked, threads](const ir::Graph& g, const ir::Node& n) {
+    const bool served = n.op->kind == ir::OpKind::conv2d ? conv_layout(g, n, blocked, threads) != ConvLayout::RowMajor
                                                          : find_blocked_kernel(g, n, blocked) != nullptr;
     return served ? blocked : plan::Format::row_major();
   };
-  rules.reads_row_major = [blocked](const ir::Graph& g, const ir::Node& n) {
-    return n.op->kind == ir::OpKind::conv2d && conv_layout(g, n, blocked) == ConvLayout::RowMajorIn;
+  rules.reads_row_major = [blocked, threads](const ir::Graph& g, const ir::Node& n) {
+    return n.op->kind == ir::OpKind::conv2d && conv_layout(g, n, blocked, threads) == ConvLayout::RowMajorIn;
   };
   rules.elementwise_any_format = true;
   return rules;
@@ -80,8 +81,8 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
 
 std::string Backend::cannot_run(const runtime::Plan&, size_t) const { return {}; }
 
-std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, const runtime::CompileOptions&) const {
-  return std::make_unique<Program>(plan);
+std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, const runtime::CompileOptions& options) const {
+  return std::make_unique<Program>(plan, options);
 }
 
 }  // namespace

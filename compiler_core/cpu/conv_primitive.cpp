@@ -73,7 +73,7 @@ struct ConvPrimitive::Impl {
   bool has_bias = false;
   size_t scratchpad_bytes = 0, filter_bytes = 0;
   std::string implementation;
-  double macs = 0;
+  int threads = 1;  // what oneDNN split its work for
   mutable BufferPool buffers;
 };
 
@@ -83,13 +83,18 @@ ConvPrimitive::~ConvPrimitive() = default;
 namespace {
 
 // oneDNN's description of node `n` in `format` with `post_ops`, or nullopt and why not.
+// The threads a convolution gets: as a GEMM of as many multiply-adds would (gemm.hpp).
+int threads_for(const ir::Graph& g, const ir::Node& n, int threads) {
+  const ir::Shape w = g.shape(g.operands[n.first_input + 1]);
+  const double macs = static_cast<double>(g.shape(n.first_output).num_elements()) * static_cast<double>(w[1] * w[2] * w[3]);
+  return static_cast<int>(std::clamp<double>(macs / kMinGemmMacsPerThread, 1, std::max(threads, 1)));
+}
+
+// oneDNN's description of node `n` in `format` with `post_ops` for `threads` threads (set for
+// OpenMP while oneDNN plans its work split), or nullopt and why not.
 std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Graph& g, const ir::Node& n, plan::Format src_format,
                                                                   plan::Format dst_format, const std::vector<PostOp>& post_ops,
-                                                                  std::string& why_not) {
-  if (!is_conv2d_f32(g, n)) {
-    why_not = "not all f32";
-    return std::nullopt;
-  }
+                                                                  int threads, std::string& why_not) {
   const tag src_tag = layout(src_format), dst_tag = layout(dst_format);
   if (src_tag == tag::undef || dst_tag == tag::undef) {
     why_not = "no oneDNN layout for " + (src_tag == tag::undef ? src_format : dst_format).name(4);
@@ -116,6 +121,7 @@ std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Grap
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const OmpThreads scoped(threads);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
     const std::string implementation = pd.impl_info_str();
     if (implementation.rfind("ref", 0) == 0) {
@@ -131,15 +137,20 @@ std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Grap
 
 }  // namespace
 
-std::string ConvPrimitive::kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst) {
+std::string ConvPrimitive::kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst, int threads) {
   std::string why_not;
-  const auto pd = describe(g, n, src, dst, {}, why_not);
+  const auto pd = is_conv2d_f32(g, n) ? describe(g, n, src, dst, {}, threads_for(g, n, threads), why_not) : std::nullopt;
   return pd ? pd->impl_info_str() : std::string();
 }
 
 std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst,
-                                                   const std::vector<PostOp>& post_ops, std::string& why_not) {
-  std::optional<dnnl::convolution_forward::primitive_desc> pd = describe(g, n, src, dst, post_ops, why_not);
+                                                   const std::vector<PostOp>& post_ops, int threads, std::string& why_not) {
+  if (!is_conv2d_f32(g, n)) {
+    why_not = "not all f32";
+    return nullptr;
+  }
+  threads = threads_for(g, n, threads);
+  std::optional<dnnl::convolution_forward::primitive_desc> pd = describe(g, n, src, dst, post_ops, threads, why_not);
   if (!pd) return nullptr;
   const auto in = g.inputs(n);
   const ir::Shape w = g.shape(in[1]);
@@ -148,6 +159,8 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
     auto impl = std::make_unique<Impl>();
     impl->pd = *pd;
     impl->implementation = pd->impl_info_str();
+    impl->threads = threads;
+    const OmpThreads scoped(threads);
     impl->primitive = dnnl::convolution_forward(impl->pd);
     impl->plain_filters = memory::desc(filter_dims(w, groups), memory::data_type::f32, groups == 1 ? tag::oihw : tag::goihw);
     impl->has_bias = in.size() > 2 && in[2] != ir::kNone;
@@ -163,7 +176,6 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
       impl->run_reorder = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(cpu_engine(), impl->plain_filters, cpu_engine(), wanted));
       impl->filter_bytes = (wanted.get_size() + 63) / 64 * 64;
     }
-    impl->macs = static_cast<double>(g.shape(n.first_output).num_elements()) * static_cast<double>(w[1] * w[2] * w[3]);
     impl->buffers.set_bytes(impl->filter_bytes + impl->scratchpad_bytes);
     return std::unique_ptr<ConvPrimitive>(new ConvPrimitive(std::move(impl)));
   } catch (const dnnl::error& e) {
@@ -172,11 +184,10 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
   }
 }
 
-void ConvPrimitive::run(const float* images, const float* filters, const float* bias, float* dst, int threads) const {
+void ConvPrimitive::run(const float* images, const float* filters, const float* bias, float* dst) const {
   const Impl& p = *impl_;
   const dnnl::engine& engine = cpu_engine();
-  // Fewer threads for a small convolution, as for a GEMM (gemm.hpp).
-  const OmpThreads scoped(static_cast<int>(std::clamp<double>(p.macs / kMinGemmMacsPerThread, 1, std::max(threads, 1))));
+  const OmpThreads scoped(p.threads);
   std::unique_ptr<uint8_t[]> buffer = p.buffers.take();
   dnnl::stream stream(engine);
   void* weights = p.filters.empty() ? static_cast<void*>(const_cast<float*>(filters)) : const_cast<uint8_t*>(p.filters.data());

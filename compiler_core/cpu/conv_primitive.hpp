@@ -17,22 +17,23 @@ namespace esg::cpu {
 class ConvPrimitive {
  public:
   // A primitive for conv2d node `n` of `g` reading its images in format `src`, writing its
-  // result in `dst`, applying `post_ops`; nullptr, with the reason in `why_not`, when oneDNN
-  // has no optimized kernel for it (its reference kernels are slower than the im2col path) or
-  // the node is not all f32.
+  // result in `dst`, applying `post_ops`, on at most `threads` threads (fewer for a small one;
+  // oneDNN splits the work for the count set when it is made); nullptr, with the reason in
+  // `why_not`, when oneDNN has no optimized kernel for it (its reference kernels are slower
+  // than the im2col path) or the node is not all f32.
   static std::unique_ptr<ConvPrimitive> make(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst,
-                                             const std::vector<PostOp>& post_ops, std::string& why_not);
+                                             const std::vector<PostOp>& post_ops, int threads, std::string& why_not);
   // The kernel make would choose without post-ops, or "" when it would fail (cheaper: nothing
   // is compiled or reordered).
-  static std::string kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst);
+  static std::string kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst, int threads);
   ~ConvPrimitive();
   ConvPrimitive(const ConvPrimitive&) = delete;
   ConvPrimitive& operator=(const ConvPrimitive&) = delete;
 
-  // One run. `filters` and `bias` are read only when they were not constants at make (else the
-  // reordered copy is used); `bias` may be null when the node has none. With a sum post-op,
-  // `dst` already holds the value it adds. On at most `threads` threads (fewer for a small one).
-  void run(const float* images, const float* filters, const float* bias, float* dst, int threads) const;
+  // One run, on the threads it was made for. `filters` and `bias` are read only when they were
+  // not constants at make (else the reordered copy is used); `bias` may be null when the node
+  // has none. With a sum post-op, `dst` already holds the value it adds.
+  void run(const float* images, const float* filters, const float* bias, float* dst) const;
   // oneDNN's name for the kernel it chose ("jit:avx512_core", "brgconv:avx512_core", ...).
   const std::string& implementation() const;
 

@@ -22,7 +22,8 @@ bool is_conv_f32(const ir::Graph& g, ir::NodeId n) { return n != ir::kNone && is
 
 }  // namespace
 
-void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan::Launch& l, const runtime::FusedGroup& grp) {
+void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan::Launch& l, const runtime::FusedGroup& grp,
+                              int threads) {
   const ir::Node& n = g.nodes[grp.head];
   auto at = [&](ir::ValueId v) {
     const auto found = std::find(grp.inputs.begin(), grp.inputs.end(), v);
@@ -34,18 +35,20 @@ void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan:
   b.conv_bias = in.size() > 2 ? at(in[2]) : -1;
   const plan::Format src = l.in[static_cast<size_t>(b.conv_x)].format, f = l.out[0].format;
   if (const std::optional<Epilogue> e = conv_epilogue(g, grp)) {
-    b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, b.conv_fallback);
+    b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, threads, b.conv_fallback);
     b.conv_whole_group = b.conv != nullptr;
     b.conv_residual = at(e->residual);
   }
-  if (!b.conv) b.conv = ConvPrimitive::make(g, n, src, f, {}, b.conv_fallback);
+  if (!b.conv) b.conv = ConvPrimitive::make(g, n, src, f, {}, threads, b.conv_fallback);
   if (!b.conv) b.conv_head_im2col = find_fast_kernel(g, n);
   if (!b.conv && f != plan::Format::row_major())
     throw ir::Error(ir::ErrorCode::Internal, "cpu: no " + f.name(4) + " convolution, which the format rules chose: " + b.conv_fallback);
 }
 
-Program::Program(const runtime::Plan& plan) : plan_(plan) {
+Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& options) : plan_(plan) {
   const ir::Graph& g = plan.graph();
+  // oneDNN's threads for a convolution: the model's, shared among streams that run at once.
+  const int conv_threads = std::max(1, options.pool_threads() / std::max(1, plan.num_streams()));
   fused_.resize(plan.groups().size());
   for (const runtime::Plan::Launch& l : plan.launches()) {
     // An elementwise launch in a blocked format computes over its operands as they lie in
@@ -62,8 +65,9 @@ Program::Program(const runtime::Plan& plan) : plan_(plan) {
       std::vector<plan::Format> input_formats;
       for (const Slot& in : l.in) input_formats.push_back(in.format);
       fused_[static_cast<size_t>(l.group)] = bind_fused_kernel(g, grp, f, input_formats);
-      if (is_conv_f32(g, grp.head)) bind_conv_group(b, g, l, grp);
-    } else if (is_conv_f32(g, l.node) && (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, b.conv_fallback))) {
+      if (is_conv_f32(g, grp.head)) bind_conv_group(b, g, l, grp, conv_threads);
+    } else if (is_conv_f32(g, l.node) &&
+               (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, b.conv_fallback))) {
       b.conv_bias = l.in.size() > 2 ? 2 : -1;
     } else if (blocked && !elementwise && l.node != ir::kNone) {
       b.fast = find_blocked_kernel(g, g.nodes[l.node], f);
@@ -134,7 +138,6 @@ void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, con
 void Program::convolve(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
                        const eval::Parallel* parallel) const {
   const Bound& b = bound_[index];
-  const int threads = parallel ? parallel->free_threads() : 1;
   auto data = [&](int at) { return at < 0 || !in[static_cast<size_t>(at)] ? nullptr : in[static_cast<size_t>(at)]->data<float>(); };
   const int group = plan_.launches()[index].group;
   if (group < 0 || b.conv_whole_group) {
@@ -142,14 +145,14 @@ void Program::convolve(size_t index, const std::vector<const eval::TensorRef*>& 
     // The sum post-op adds what the result holds: the residual, unless the plan put the result in its place.
     if (b.conv_residual >= 0 && in[static_cast<size_t>(b.conv_residual)]->bytes != out[0]->bytes)
       std::memcpy(dst, in[static_cast<size_t>(b.conv_residual)]->bytes, static_cast<size_t>(out[0]->nbytes()));
-    return b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), dst, threads);
+    return b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), dst);
   }
   // The head's whole result, in the group's memory order, then the group's rows over it.
   thread_local std::vector<float> head;
   std::vector<float>& values = head;
   values.resize(static_cast<size_t>(out[0]->size()));
   if (b.conv) {
-    b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), values.data(), threads);
+    b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), values.data());
   } else {
     const ir::Graph& g = plan_.graph();
     const ir::Node& n = g.nodes[plan_.groups()[static_cast<size_t>(group)].head];

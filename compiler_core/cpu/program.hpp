@@ -17,7 +17,7 @@ namespace esg::cpu {
 
 class Program final : public runtime::Program {
  public:
-  explicit Program(const runtime::Plan& plan);
+  Program(const runtime::Plan& plan, const runtime::CompileOptions& options);
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
            std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel,
            const eval::RunControl& control) const override;
@@ -64,7 +64,8 @@ class Program final : public runtime::Program {
   std::vector<Bound> bound_;
   // A convolution-headed group: one primitive with the group as its post-ops when they express
   // it, else the primitive and then the group's rows over its result.
-  static void bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan::Launch& l, const runtime::FusedGroup& grp);
+  static void bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan::Launch& l, const runtime::FusedGroup& grp,
+                              int threads);
   mutable std::mutex pool_mu_;      // arenas of finished runs, so concurrent runs each have one
   mutable std::vector<std::unique_ptr<uint8_t[]>> pool_;
 };

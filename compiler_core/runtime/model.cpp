@@ -66,7 +66,7 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(
     }
     shapes.push_back(s);
   }
-  const int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = options_.pool_threads();
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
   if (all_bound) plan_for(shapes);
 }

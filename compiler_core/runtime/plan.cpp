@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 
@@ -18,6 +19,10 @@
 #include "runtime/formats.hpp"
 
 namespace esg::runtime {
+
+int CompileOptions::pool_threads() const {
+  return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 namespace {
 
 using ir::Error;

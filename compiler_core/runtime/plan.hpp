@@ -34,6 +34,9 @@ struct CompileOptions {
   // Limits against hostile models (docs/reliability.md); 0: none.
   int64_t max_loop_iterations = kDefaultMaxLoopIterations;  // of all loops of a run together
   int64_t max_nodes = kDefaultMaxNodes;                      // of the graph, bodies included
+
+  // The model's threads: `threads`, or the machine's cores when 0.
+  int pool_threads() const;
 };
 
 class Plan {
