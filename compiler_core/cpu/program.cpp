@@ -47,7 +47,7 @@ void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan:
 
 Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& options) : plan_(plan) {
   const ir::Graph& g = plan.graph();
-  // oneDNN's threads for a convolution: the model's, shared among streams that run at once.
+  // oneDNN's threads for a convolution or reorder: the model's, shared among streams that run at once.
   const int conv_threads = std::max(1, options.pool_threads() / std::max(1, plan.num_streams()));
   fused_.resize(plan.groups().size());
   for (const runtime::Plan::Launch& l : plan.launches()) {
@@ -60,7 +60,9 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
     Bound b;
     b.flat = blocked && elementwise;
     b.padded = blocked && l.node != ir::kNone && !f.unpadded(g.shape(l.out[0].value));
-    if (l.group >= 0) {
+    if (l.node == ir::kNone) {
+      b.reorder = std::make_unique<const Reorder>(g.shape(l.in[0].value), g.values[l.in[0].value].dtype, l.in[0].format, f, conv_threads);
+    } else if (l.group >= 0) {
       const runtime::FusedGroup& grp = plan.groups()[static_cast<size_t>(l.group)];
       std::vector<plan::Format> input_formats;
       for (const Slot& in : l.in) input_formats.push_back(in.format);
@@ -124,7 +126,7 @@ void Program::launch(size_t index, uint8_t* base, const std::vector<eval::Tensor
 void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
                       const eval::Parallel* parallel, const eval::RunControl& control) const {
   const runtime::Plan::Launch& l = plan_.launches()[index];
-  if (l.node == ir::kNone) return reorder(*in[0], l.in[0].format, *out[0], l.out[0].format, parallel);
+  if (l.node == ir::kNone) return bound_[index].reorder->run(*in[0], *out[0], parallel);
   if (bound_[index].conv || bound_[index].conv_head_im2col) return convolve(index, in, out, parallel);
   if (l.group >= 0) return run_fused_kernel(fused_[static_cast<size_t>(l.group)], in, out, parallel);
   const ir::Graph& g = plan_.graph();

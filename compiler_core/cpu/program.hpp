@@ -9,6 +9,7 @@
 
 #include "cpu/conv_primitive.hpp"
 #include "cpu/fused_kernel.hpp"
+#include "cpu/reorder.hpp"
 #include "eval/kernels.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/plan.hpp"
@@ -58,6 +59,7 @@ class Program final : public runtime::Program {
     std::unique_ptr<const ConvPrimitive> conv;
     std::string conv_fallback;
     eval::Kernel conv_head_im2col = nullptr;  // a group's convolution head without a primitive
+    std::unique_ptr<const Reorder> reorder;   // a reorder launch
     bool conv_whole_group = false;  // the primitive's post-ops compute the group
     int conv_x = 0, conv_w = 1, conv_bias = 2, conv_residual = -1;  // its operands, as positions in the launch's inputs
   };

@@ -1,7 +1,10 @@
 #include "cpu/reorder.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
 
+#include "cpu/omp_threads.hpp"
 #include "cpu/split.hpp"
 
 namespace esg::cpu {
@@ -46,8 +49,21 @@ void zero_padding(const eval::TensorRef& t, plan::Format f) {
                   static_cast<size_t>(l.block - used) * size);
 }
 
-void reorder(const eval::TensorRef& from, plan::Format from_format, const eval::TensorRef& to, plan::Format to_format,
-             const eval::Parallel* parallel) {
+namespace {
+
+// oneDNN's tag for format `f` at `rank` (3 to 5), or undef.
+dnnl::memory::format_tag tag_of(plan::Format f, size_t rank) {
+  using tag = dnnl::memory::format_tag;
+  static const tag kRowMajor[] = {tag::ncw, tag::nchw, tag::ncdhw}, k8[] = {tag::nCw8c, tag::nChw8c, tag::nCdhw8c},
+                   k16[] = {tag::nCw16c, tag::nChw16c, tag::nCdhw16c};
+  if (rank < 3 || rank > 5) return tag::undef;
+  if (f.kind == plan::Format::RowMajor) return kRowMajor[rank - 3];
+  return f.block == 8 ? k8[rank - 3] : f.block == 16 ? k16[rank - 3] : tag::undef;
+}
+
+// Element by element, any formats and dtype.
+void reorder_elements(const eval::TensorRef& from, plan::Format from_format, const eval::TensorRef& to, plan::Format to_format,
+                      const eval::Parallel* parallel) {
   const Layout a(from.shape, from_format), b(to.shape, to_format);
   const int64_t batch = from.shape.rank() >= 1 ? from.shape[0] : 1;
   switch (ir::dtype_size(from.dtype)) {
@@ -57,6 +73,51 @@ void reorder(const eval::TensorRef& from, plan::Format from_format, const eval::
     default: copy_elements<8>(from, a, to, b, batch, parallel); break;
   }
   zero_padding(to, to_format);
+}
+
+}  // namespace
+
+struct Reorder::Primitive {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::memory::desc from, to;
+  dnnl::reorder reorder;
+  int threads = 1;
+};
+
+Reorder::Reorder(const ir::Shape& shape, ir::DType dtype, plan::Format from, plan::Format to, int threads) : from_(from), to_(to) {
+  const dnnl::memory::format_tag a = tag_of(from, shape.rank()), b = tag_of(to, shape.rank());
+  if (dtype != ir::DType::F32 || a == dnnl::memory::format_tag::undef || b == dnnl::memory::format_tag::undef ||
+      shape.num_elements() == 0)
+    return;
+  // Threads only for a value worth waking them (split.hpp's rule).
+  threads = static_cast<int>(std::clamp<int64_t>(shape.num_elements() / kMinElementsPerThread, 1, std::max(threads, 1)));
+  try {
+    auto p = std::make_unique<Primitive>();
+    const dnnl::memory::dims dims(shape.begin(), shape.begin() + shape.rank());
+    p->from = dnnl::memory::desc(dims, dnnl::memory::data_type::f32, a);
+    p->to = dnnl::memory::desc(dims, dnnl::memory::data_type::f32, b);
+    p->threads = threads;
+    const OmpThreads scoped(threads);
+    p->reorder = dnnl::reorder(dnnl::reorder::primitive_desc(p->engine, p->from, p->engine, p->to));
+    primitive_ = std::move(p);
+  } catch (const dnnl::error&) {
+    // oneDNN cannot: element by element.
+  }
+}
+
+Reorder::~Reorder() = default;
+Reorder::Reorder(Reorder&&) noexcept = default;
+Reorder& Reorder::operator=(Reorder&&) noexcept = default;
+
+void Reorder::run(const eval::TensorRef& from, const eval::TensorRef& to, const eval::Parallel* parallel) const {
+  if (!primitive_) return reorder_elements(from, from_, to, to_, parallel);
+  const Primitive& p = *primitive_;
+  const OmpThreads scoped(p.threads);
+  dnnl::memory a(p.from, p.engine, from.bytes), b(p.to, p.engine, to.bytes);
+  dnnl::stream stream(p.engine);
+  p.reorder.execute(stream, a, b);
+  stream.wait();
+  zero_padding(to, to_);
 }
 
 }  // namespace esg::cpu

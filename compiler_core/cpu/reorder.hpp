@@ -1,15 +1,30 @@
 // Copies of a value between memory formats (plan/format.hpp): row-major and blocked channels
-// (nChw8c, nChw16c, …), either way; what the plan's reorder launches run. A blocked result's
+// (nChw8c, nChw16c, …), any way round; what the plan's reorder launches run. A blocked result's
 // padding channels are written as zeros.
 #pragma once
+#include <memory>
+
 #include "eval/kernels.hpp"
 #include "plan/format.hpp"
 
 namespace esg::cpu {
 
-// `from` and `to` hold the same logical shape and dtype, in their formats.
-void reorder(const eval::TensorRef& from, plan::Format from_format, const eval::TensorRef& to, plan::Format to_format,
-             const eval::Parallel* parallel);
+// A reorder launch bound once: an f32 value of rank 3 to 5 through a oneDNN reorder primitive
+// made for its shape (vectorized, threaded), anything else element by element.
+class Reorder {
+ public:
+  Reorder(const ir::Shape& shape, ir::DType dtype, plan::Format from, plan::Format to, int threads);
+  ~Reorder();
+  Reorder(Reorder&&) noexcept;
+  Reorder& operator=(Reorder&&) noexcept;
+  // `from` and `to` hold the shape and dtype bound, in the formats bound.
+  void run(const eval::TensorRef& from, const eval::TensorRef& to, const eval::Parallel* parallel) const;
+
+ private:
+  struct Primitive;
+  plan::Format from_, to_;
+  std::unique_ptr<Primitive> primitive_;  // null: element by element
+};
 
 // Zeros the padding channels of `t`, a value in blocked format `f` (none when unpadded): what a
 // kernel that computed whole blocks leaves there is not the format's zeros.
