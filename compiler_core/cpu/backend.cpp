@@ -72,8 +72,9 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
                                                          : find_blocked_kernel(g, n, blocked) != nullptr;
     return served ? blocked : plan::Format::row_major();
   };
-  rules.reads_row_major = [blocked, threads](const ir::Graph& g, const ir::Node& n) {
-    return n.op->kind == ir::OpKind::conv2d && conv_layout(g, n, blocked, threads) == ConvLayout::RowMajorIn;
+  rules.reads_in_format = [blocked, threads](const ir::Graph& g, const ir::Node& n, size_t i) {
+    if (n.op->kind == ir::OpKind::concat) return true;
+    return i == 0 && (n.op->kind != ir::OpKind::conv2d || conv_layout(g, n, blocked, threads) != ConvLayout::RowMajorIn);
   };
   rules.elementwise_any_format = true;
   return rules;

@@ -232,6 +232,33 @@ bool moves_no_element(const Graph& g, const ir::Node& n, const ir::Shape& in) {
   return true;
 }
 
+// An elementwise op's constant operands of lower rank than its result (a batch norm's [C, 1, 1])
+// as constants of the result's rank, 1s in front: the same broadcast, which blocked-channel
+// kernels then read as one value per channel (runtime/formats.cpp).
+bool constants_at_full_rank(Replay& r, const Graph& g, const ir::Node& n) {
+  const size_t rank = g.shape(n.first_output).rank();
+  std::vector<ValueId> in;
+  bool changed = false;
+  for (uint32_t i = 0; i < n.num_inputs; ++i) {
+    ValueId v = r.get(g.operands[n.first_input + i]);
+    const Graph& t = r.to().graph();
+    const ir::Node* p = v == kNone ? nullptr : producer(t, v);
+    const ir::Shape s = v == kNone ? ir::Shape{} : t.shape(v);
+    if (p && p->blob != kNone && s.rank() < rank && s.num_elements() > 1) {
+      std::vector<int64_t> dims(rank - s.rank(), 1);
+      dims.insert(dims.end(), s.begin(), s.begin() + s.rank());
+      const std::shared_ptr<const std::vector<uint8_t>> bytes = t.blobs[p->blob];
+      v = r.to().add_constant(t.values[v].dtype, ir::Shape::from(dims.data(), dims.size()), bytes->data(), bytes->size());
+      changed = true;
+    }
+    in.push_back(v);
+  }
+  if (!changed) return false;
+  const std::vector<ir::AttrArg> attrs = attrs_of(g, n);
+  r.set(n.first_output, added(r, *n.op, {in.data(), in.size()}, {attrs.data(), attrs.size()}));
+  return true;
+}
+
 std::unique_ptr<Graph> simplify(const Graph& g) {
   const std::vector<uint32_t> uses = use_counts(g);
   return run_pass(g, [&](Replay& r, NodeId id) {
@@ -241,10 +268,12 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
     const K kind = n.op->kind;
     if (is_arithmetic(kind)) {
       const ValueId same = neutral_operand(r, n);
-      if (same == kNone) return false;
-      r.set(n.first_output, same);
-      return true;
+      if (same != kNone) {
+        r.set(n.first_output, same);
+        return true;
+      }
     }
+    if (n.op->elementwise && constants_at_full_rank(r, g, n)) return true;
     if (kind == K::matmul) return fold_transposes_into_matmul(r, g, n, uses);
     if (kind == K::pow) {
       // x ** 2 (how exported layer norms square) is one multiply rather than a call to pow.
@@ -562,7 +591,9 @@ std::unique_ptr<Graph> recognize_exported_norms(const Graph& g) {
 std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::string>* log) {
   using Pass = std::unique_ptr<Graph> (*)(const Graph&);
   const std::pair<const char*, Pass> pipeline[] = {
-      {"simplify (x*1, x+0, transpose/reshape/cast chains, transposes into matmul, transposes of size-1 axes as reshapes)", simplify},
+      {"simplify (x*1, x+0, transpose/reshape/cast chains, transposes into matmul, transposes of size-1 axes as reshapes, "
+       "constants at their consumer's rank)",
+       simplify},
       {"fold constants", [](const Graph& x) { return fold_constants(x); }},
       {"recognize exported layer norms, SiLU and GELU", recognize_exported_norms},
       {"fold affine ops into convolutions", fold_affine_into_conv},

@@ -20,7 +20,7 @@ std::unique_ptr<ir::Graph> eliminate_common_subexpressions(const ir::Graph& g);
 std::unique_ptr<ir::Graph> fold_constants(const ir::Graph& g, int64_t max_elements = int64_t{1} << 16);
 // x*1, 1*x, x/1, x+0, 0+x, x-0 (when the result is x's shape and dtype), casts to the same
 // dtype, cast chains through a lossless dtype, transpose chains (to one, or none), reshape
-// chains (to one, or none).
+// chains (to one, or none); an elementwise op's constants of lower rank than its result at its rank.
 std::unique_ptr<ir::Graph> simplify(const ir::Graph& g);
 
 // conv2d(x, W, b) followed by + c, - c, * c or / c with c a constant per output channel (or a

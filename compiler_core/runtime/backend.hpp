@@ -58,9 +58,9 @@ class BackendOptions {
 // The memory formats a backend's kernels want (plan/format.hpp). Unset `format_of`: every value
 // row-major, and the pipeline assigns nothing.
 struct FormatRules {
-  // The format its kernel for `n` (an op outside the elementwise ones) reads its first input in
-  // and writes its results in; its other inputs are read row-major. A group `n` heads computes
-  // in it too, with elementwise_any_format, when its members' operands allow.
+  // The format its kernel for `n` (an op outside the elementwise ones) writes its results in,
+  // and reads the inputs reads_in_format names in. A group `n` heads computes in it too, with
+  // elementwise_any_format, when its members' operands allow.
   std::function<plan::Format(const ir::Graph&, const ir::Node&)> format_of;
   // Whether its elementwise kernels (groups and single ops) compute in any format when their
   // operands of the result's shape share one and the others are single elements or one value
@@ -68,9 +68,10 @@ struct FormatRules {
   // producer's format instead of returning to row-major. They broadcast over each operand's
   // Format::physical_shape.
   bool elementwise_any_format = false;
-  // Whether its kernel for `n` reads its first input row-major though it writes format_of's
-  // format (unset: never): a convolution over a few channels, which blocks would mostly pad.
-  std::function<bool(const ir::Graph&, const ir::Node&)> reads_row_major;
+  // Whether its kernel for `n`, writing format_of's format, reads input `i` in that format too
+  // (else row-major). Unset: the first input only. A convolution over a few channels reads its
+  // images row-major (blocks would mostly pad them); a concatenation reads every input blocked.
+  std::function<bool(const ir::Graph&, const ir::Node&, size_t i)> reads_in_format;
 };
 
 // A plan lowered to a backend's launch list, ready to run.

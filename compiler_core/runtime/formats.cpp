@@ -65,7 +65,7 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
   };
   std::vector<char> is_output(g.values.size(), 0);
   for (ir::ValueId v : g.outputs()) is_output[v] = 1;
-  auto reads_row_major = [&](const ir::Node& n) { return rules.reads_row_major && rules.reads_row_major(g, n); };
+  auto reads_in_format = [&](const ir::Node& n, size_t i) { return rules.reads_in_format ? rules.reads_in_format(g, n, i) : i == 0; };
 
   const int original_ops = d.num_ops();
   for (int o = 0; o < original_ops; ++o) {
@@ -100,7 +100,8 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
       data.insert(data.end(), channel_values.begin(), channel_values.end());
     } else if (!elementwise && k < 0 && n.num_outputs == 1 && !reads.empty()) {
       f = rules.format_of(g, n);
-      if (f != plan::Format::row_major() && !reads_row_major(n)) data.push_back(g.operands[n.first_input]);
+      for (size_t i = 0; i < n.num_inputs && f != plan::Format::row_major(); ++i)
+        if (reads_in_format(n, i) && g.operands[n.first_input + i] != ir::kNone) data.push_back(g.operands[n.first_input + i]);
     } else if (k >= 0 && !elementwise && rules.elementwise_any_format) {
       // A headed group computes in its head's format when its members can: the head's first
       // input and the members' operands of the group's shape in it, the members' others single
@@ -109,7 +110,7 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
       const ir::Node& head = g.nodes[grp.head];
       f = rules.format_of(g, head);
       const ir::ValueId x = g.operands[head.first_input];
-      if (f != plan::Format::row_major() && !reads_row_major(head)) data.push_back(x);
+      if (f != plan::Format::row_major() && reads_in_format(head, 0)) data.push_back(x);
       for (const GroupStep& s : grp.steps)
         for (const GroupStep::Operand& a : s.operands) {
           if (a.from != GroupStep::From::Input || f == plan::Format::row_major()) continue;

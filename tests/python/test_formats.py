@@ -82,3 +82,27 @@ def test_a_squeeze_excitation_block_stays_blocked(channels, block, reduce):
     model = esgraph.compile(squeeze_excite_graph(x.shape, reduce), backend_options={"channel_block": block})
     np.testing.assert_allclose(model(x), torch_squeeze_excite(x, reduce), rtol=RTOL, atol=ATOL)
     assert model.stats()["reorders"] == 2
+
+
+@pytest.mark.parametrize("block", [8, 16])
+def test_a_concatenation_of_whole_blocks_stays_blocked(block):
+    """Pools of 16 and 32 channels and one of 20 (the last may pad) concatenated along the
+    channels, then pooled again: one copy per input and image, no reorder between; an input
+    that would leave padding inside the result (20 channels first) makes the concat row-major."""
+    rng = np.random.default_rng(block)
+    xs = [rng.standard_normal((2, c, 8, 6)).astype(np.float32) for c in (16, 32, 20)]
+
+    def build(order):
+        with esgraph.GraphBuilder("concat") as b:
+            ins = [b.input(f"x{i}", esgraph.f32, list(x.shape)) for i, x in enumerate(xs)]
+            pooled = [ops.max_pool2d(x, kernel=[2, 2]) for x in ins]
+            y = ops.concat([pooled[i] for i in order], axis=1)
+            return b.build([ops.avg_pool2d(ops.relu(y), kernel=[2, 2])])
+
+    # The inputs and the output; row-major, also the pooled values out and the relu's result back in.
+    for order, reorders in (((0, 1, 2), 4), ((2, 0, 1), 8)):
+        model = esgraph.compile(build(order), backend_options={"channel_block": block})
+        t = [torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, 1) for x in xs]
+        want = torch.nn.functional.avg_pool2d(torch.relu(torch.cat([t[i] for i in order], 1)), 2, 1).numpy()
+        np.testing.assert_allclose(model.run(xs)[0], want, rtol=RTOL, atol=ATOL)
+        assert model.stats()["reorders"] == reorders

@@ -128,8 +128,9 @@ def conv_transpose(n):
 
 
 def _per_channel(t, rank):
-    """A [C] parameter shaped to broadcast along axis 1 of a rank-`rank` input."""
-    return ops.reshape(t, [-1] + [1] * (rank - 2))
+    """A [C] parameter shaped [1, C, 1, ...] to broadcast along axis 1 of a rank-`rank` input (at
+    the input's rank, so that kernels over blocked channels read it per channel)."""
+    return ops.reshape(t, [1, -1] + [1] * (rank - 2))
 
 
 @converts("BatchNormalization")
