@@ -33,20 +33,30 @@ int64_t default_channel_block() {
   return __builtin_cpu_supports("avx2") ? 8 : 0;
 }
 
-// How a convolution runs when the values around it are in blocked channels `blocked`: on a
-// oneDNN direct kernel reading its images blocked, or row-major when they have fewer channels
-// than a block (which would mostly pad them: oneDNN has kernels for this first layer of a
-// CNN), or all row-major where oneDNN offers only its GEMM-based kernel (im2col, as the
-// row-major path, with reorders besides).
-enum class ConvLayout { RowMajor, Blocked, RowMajorIn };
+// How a convolution runs among values in blocked channels `blocked`: the format of its result
+// and whether it reads its images row-major. Blocked on a oneDNN direct kernel; in blocks of 8
+// when only those have one (a grouped convolution of 8 channels a group: RegNet's), with a
+// reorder on each side; reading row-major images with fewer channels than a block (blocks
+// would mostly pad them: oneDNN has kernels for this first layer of a CNN); all row-major
+// where oneDNN offers only its GEMM-based kernel (im2col, as the row-major path, with
+// reorders besides).
+struct ConvLayout {
+  plan::Format out;
+  bool row_major_in;
+};
 ConvLayout conv_layout(const ir::Graph& g, const ir::Node& n, plan::Format blocked, int threads) {
-  if (!is_conv2d_f32(g, n)) return ConvLayout::RowMajor;
-  auto direct = [&](plan::Format src) {
-    const std::string kernel = ConvPrimitive::kernel_for(g, n, src, blocked, threads);
+  if (!is_conv2d_f32(g, n)) return {plan::Format::row_major(), true};
+  auto direct = [&](plan::Format src, plan::Format dst) {
+    const std::string kernel = ConvPrimitive::kernel_for(g, n, src, dst, threads);
     return !kernel.empty() && kernel.find("gemm") == std::string::npos;
   };
-  if (g.shape(g.operands[n.first_input])[1] < blocked.block && direct(plan::Format::row_major())) return ConvLayout::RowMajorIn;
-  return direct(blocked) ? ConvLayout::Blocked : ConvLayout::RowMajor;
+  std::vector<plan::Format> candidates{blocked};
+  if (blocked.block == 16) candidates.push_back(plan::Format::blocked_channels(8));
+  for (const plan::Format f : candidates) {
+    if (g.shape(g.operands[n.first_input])[1] < f.block && direct(plan::Format::row_major(), f)) return {f, true};
+    if (direct(f, f)) return {f, false};
+  }
+  return {plan::Format::row_major(), true};
 }
 
 std::vector<runtime::BackendOption> Backend::options() const {
@@ -68,13 +78,12 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
   const plan::Format blocked = plan::Format::blocked_channels(block);
   const int threads = options.pool_threads();
   rules.format_of = [blocked, threads](const ir::Graph& g, const ir::Node& n) {
-    const bool served = n.op->kind == ir::OpKind::conv2d ? conv_layout(g, n, blocked, threads) != ConvLayout::RowMajor
-                                                         : find_blocked_kernel(g, n, blocked) != nullptr;
-    return served ? blocked : plan::Format::row_major();
+    if (n.op->kind == ir::OpKind::conv2d) return conv_layout(g, n, blocked, threads).out;
+    return find_blocked_kernel(g, n, blocked) ? blocked : plan::Format::row_major();
   };
   rules.reads_in_format = [blocked, threads](const ir::Graph& g, const ir::Node& n, size_t i) {
     if (n.op->kind == ir::OpKind::concat) return true;
-    return i == 0 && (n.op->kind != ir::OpKind::conv2d || conv_layout(g, n, blocked, threads) != ConvLayout::RowMajorIn);
+    return i == 0 && (n.op->kind != ir::OpKind::conv2d || !conv_layout(g, n, blocked, threads).row_major_in);
   };
   rules.elementwise_any_format = true;
   return rules;
