@@ -106,3 +106,27 @@ def test_a_concatenation_of_whole_blocks_stays_blocked(block):
         want = torch.nn.functional.avg_pool2d(torch.relu(torch.cat([t[i] for i in order], 1)), 2, 1).numpy()
         np.testing.assert_allclose(model.run(xs)[0], want, rtol=RTOL, atol=ATOL)
         assert model.stats()["reorders"] == reorders
+
+
+def _has_avx512():
+    with open("/proc/cpuinfo") as f:
+        return " avx512f" in f.read()
+
+
+def test_grouped_convolutions_of_8_channels_a_group_run_in_blocks_of_8():
+    """Among nChw16c values, a convolution whose direct oneDNN kernel wants blocks of 8 (8
+    channels a group) computes in nChw8c, reordered on each side; values against PyTorch."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 16, 10, 10)).astype(np.float32)
+    w1, w2, w3 = (rng.standard_normal(s).astype(np.float32) * 0.2 for s in ((32, 16, 1, 1), (32, 8, 3, 3), (16, 32, 1, 1)))
+    with esgraph.GraphBuilder("grouped") as b:
+        h = ops.relu(ops.conv2d(b.input("x", esgraph.f32, list(x.shape)), b.constant(w1)))
+        h = ops.relu(ops.conv2d(h, b.constant(w2), groups=4, pads=[1, 1, 1, 1]))
+        g = b.build([ops.conv2d(h, b.constant(w3))])
+    model = esgraph.compile(g, backend_options={"channel_block": 16})
+    t = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w1)))
+    t = torch.relu(torch.nn.functional.conv2d(t, torch.from_numpy(w2), groups=4, padding=1))
+    want = torch.nn.functional.conv2d(t, torch.from_numpy(w3)).numpy()
+    np.testing.assert_allclose(model(x), want, rtol=1e-4, atol=1e-4)
+    if _has_avx512():
+        assert "values in nChw8c" in model.report()
