@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cpu/split.hpp"
+#include "cpu/vector_math.hpp"
 #include "eval/kernels.hpp"
 
 namespace esg::cpu {
@@ -45,6 +46,24 @@ void pool2d_f32(const eval::KernelCall& c) {
   });
 }
 
+// One window over blocks of `lanes` channels: the lanes' maxima or means of rows [h0, h1) and
+// columns [w0, w1) into `out`. Built for each ISA level, so that a lane loop is one vector.
+ESG_CPU_CLONES void pool_window_blocked(const float* in, int64_t W, int64_t lanes, int64_t h0, int64_t h1, int64_t w0, int64_t w1,
+                                        bool max, float* out) {
+  float acc[16];
+  std::fill_n(acc, lanes, max ? -std::numeric_limits<float>::infinity() : 0.0f);
+  for (int64_t ih = h0; ih < h1; ++ih)
+    for (int64_t iw = w0; iw < w1; ++iw) {
+      const float* v = in + (ih * W + iw) * lanes;
+      if (max)
+        for (int64_t lane = 0; lane < lanes; ++lane) acc[lane] = acc[lane] < v[lane] ? v[lane] : acc[lane];
+      else
+        for (int64_t lane = 0; lane < lanes; ++lane) acc[lane] += v[lane];
+    }
+  const float count = static_cast<float>(std::max<int64_t>(1, std::max<int64_t>(0, h1 - h0) * std::max<int64_t>(0, w1 - w0)));
+  for (int64_t lane = 0; lane < lanes; ++lane) out[lane] = max ? acc[lane] : acc[lane] / count;
+}
+
 // The same over blocks of B channels: element (h, w, lane) of a plane of blocks at (h·W + w)·B + lane.
 template <bool kMax, int64_t B>
 void pool2d_blocked_f32(const eval::KernelCall& c) {
@@ -53,25 +72,17 @@ void pool2d_blocked_f32(const eval::KernelCall& c) {
   const ir::MaxPool2dAttrs attrs = c.attrs<ir::MaxPool2dAttrs>();
   const ir::Span<int64_t> k = attrs.kernel, st = attrs.strides, pads = attrs.pads;
   const int64_t planes = x.shape[0] * ((x.shape[1] + B - 1) / B), H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
-  split_work(planes, H * W * B, c.parallel, [&](int64_t first, int64_t last) {
-    for (int64_t p = first; p < last; ++p) {
+  // Rows of planes: a network's first pool has few planes of blocks (one image, 64 channels:
+  // four) but many rows.
+  split_work(planes * OH, W * B * k[0], c.parallel, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      const int64_t p = r / OH, oh = r % OH;
       const float* in = x.data<float>() + p * H * W * B;
-      float* out = y.data<float>() + p * OH * OW * B;
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        const int64_t h0 = std::max<int64_t>(0, oh * st[0] - pads[0]), h1 = std::min(H, oh * st[0] - pads[0] + k[0]);
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          const int64_t w0 = std::max<int64_t>(0, ow * st[1] - pads[1]), w1 = std::min(W, ow * st[1] - pads[1] + k[1]);
-          float acc[B];
-          std::fill_n(acc, B, kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
-          for (int64_t ih = h0; ih < h1; ++ih)
-            for (int64_t iw = w0; iw < w1; ++iw) {
-              const float* v = in + (ih * W + iw) * B;
-              for (int64_t lane = 0; lane < B; ++lane) acc[lane] = kMax ? (acc[lane] < v[lane] ? v[lane] : acc[lane]) : acc[lane] + v[lane];
-            }
-          const float count = static_cast<float>(std::max<int64_t>(1, std::max<int64_t>(0, h1 - h0) * std::max<int64_t>(0, w1 - w0)));
-          float* o = out + (oh * OW + ow) * B;
-          for (int64_t lane = 0; lane < B; ++lane) o[lane] = kMax ? acc[lane] : acc[lane] / count;
-        }
+      float* out = y.data<float>() + (p * OH + oh) * OW * B;
+      const int64_t h0 = std::max<int64_t>(0, oh * st[0] - pads[0]), h1 = std::min(H, oh * st[0] - pads[0] + k[0]);
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t w0 = std::max<int64_t>(0, ow * st[1] - pads[1]), w1 = std::min(W, ow * st[1] - pads[1] + k[1]);
+        pool_window_blocked(in, W, B, h0, h1, w0, w1, kMax, out + ow * B);
       }
     }
   });
