@@ -1,10 +1,12 @@
 """torchvision's CNNs (random weights, no download) exported to ONNX and run by esgraph and by
 ONNX Runtime (CPU) side by side: median times per batch size, outputs checked against PyTorch
 first, and esgraph's launch and reorder counts. `--channel-block` compares esgraph's memory
-formats (0: row-major; 8, 16: blocked channels) in the same run.
+formats (0: row-major; 8, 16: blocked channels) in the same run; `--bf16` adds esgraph with
+precision='bf16', its speed-up over its own f32 time and its largest error against f32 (relative
+to the largest output).
 
     PYTHONPATH=build/default/python /usr/bin/python3 bench/cnn_models.py [--runs 5] [--batches 1,8]
-        [--models resnet50,mobilenet_v3_small] [--channel-block default,0]
+        [--models resnet50,mobilenet_v3_small] [--channel-block default,0] [--bf16]
 """
 import argparse
 import os
@@ -30,11 +32,13 @@ def main():
     ap.add_argument("--batches", default="1,8")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--channel-block", default="default", help="comma-separated: default, 0, 8, 16")
+    ap.add_argument("--bf16", action="store_true", help="also precision='bf16': time, speed-up, error against f32")
     args = ap.parse_args()
     torch.manual_seed(0)
     blocks = args.channel_block.split(",")
     heads = " ".join(f"{'esg[' + b + ']':>11}" for b in blocks)
-    print(f"{'model':22} {'batch':>5} {heads} {'ORT':>9} {'esg/ORT':>8} {'launches':>8} {'reorders':>8}  (ms)")
+    bf16_heads = f" {'bf16':>9} {'f32/bf16':>9} {'bf16 err':>9}" if args.bf16 else ""
+    print(f"{'model':22} {'batch':>5} {heads} {'ORT':>9} {'esg/ORT':>8} {'launches':>8} {'reorders':>8}{bf16_heads}  (ms)")
     for name in args.models.split(","):
         module = getattr(tvm, name)().eval()
         for batch in map(int, args.batches.split(",")):
@@ -55,11 +59,18 @@ def main():
                     assert err <= 1e-3, f"{name}: error {err}"
                     times.append(median_ms(lambda: model.run([xn]), args.runs))
                     stats = stats or model.stats()
+                bf16_cols = ""
+                if args.bf16:
+                    rounded = esgraph.compile(esgraph.onnx.load(path), precision="bf16")
+                    exact = esgraph.compile(esgraph.onnx.load(path)).run([xn])[0]
+                    err = np.abs(rounded.run([xn])[0] - exact).max() / np.abs(exact).max()
+                    t_bf16 = median_ms(lambda: rounded.run([xn]), args.runs)
+                    bf16_cols = f" {t_bf16:9.2f} {times[0] / t_bf16:8.2f}x {err:9.1e}"
                 t_ort = ort.median_ms(path, xn, args.runs)
             cols = " ".join(f"{t:11.2f}" for t in times)
             ort_col = f"{t_ort:9.2f}" if t_ort else f"{'-':>9}"
             ratio = f"{times[0] / t_ort:7.2f}x" if t_ort else f"{'-':>8}"
-            print(f"{name:22} {batch:5} {cols} {ort_col} {ratio} {stats['launches']:8} {stats['reorders']:8}", flush=True)
+            print(f"{name:22} {batch:5} {cols} {ort_col} {ratio} {stats['launches']:8} {stats['reorders']:8}{bf16_cols}", flush=True)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,10 @@ ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options
     co.verify_each_pass = o.verify_each_pass;
     co.max_loop_iterations = o.max_loop_iterations;
     co.max_nodes = o.max_nodes;
+    const std::string precision = o.precision ? o.precision : "f32";
+    if (precision == "bf16") co.precision = esg::runtime::Precision::BF16;
+    else if (precision != "f32")
+      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: precision '" + precision + "'; valid: 'f32', 'bf16'");
     const std::string backend = o.backend ? o.backend : "cpu";
     co.backend = esg::backends::find(backend);
     if (!co.backend) {

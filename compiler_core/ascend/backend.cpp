@@ -25,6 +25,7 @@ class Backend final : public runtime::Backend {
   std::vector<runtime::BackendOption> options() const override;
   std::unique_ptr<ir::Graph> legalize(const ir::Graph& g) const override;
   runtime::GroupingRules grouping(const runtime::CompileOptions& options) const override;
+  void check(const runtime::CompileOptions& options) const override;
   std::string cannot_run(const runtime::Plan& plan, size_t index) const override;
   std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options) const override;
 
@@ -47,6 +48,12 @@ runtime::GroupingRules Backend::grouping(const runtime::CompileOptions& options)
   rules.single_ops = true;
   rules.max_ops = options.fusion ? runtime::kMaxGroupOps : 1;
   return rules;
+}
+
+void Backend::check(const runtime::CompileOptions& options) const {
+  if (options.precision != runtime::Precision::F32)
+    throw ir::Error(ir::ErrorCode::Unsupported, std::string("compile: backend '") + name() +
+                                                    "' computes in the graph's dtypes; precision 'bf16' is the CPU's");
 }
 
 std::string Backend::cannot_run(const runtime::Plan& plan, size_t index) const {

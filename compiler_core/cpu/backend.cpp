@@ -21,6 +21,7 @@ class Backend final : public runtime::Backend {
   std::unique_ptr<ir::Graph> legalize(const ir::Graph& g) const override;
   runtime::GroupingRules grouping(const runtime::CompileOptions& options) const override;
   runtime::FormatRules formats(const runtime::CompileOptions& options) const override;
+  void check(const runtime::CompileOptions& options) const override;
   std::string cannot_run(const runtime::Plan& plan, size_t index) const override;
   std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options) const override;
 };
@@ -87,6 +88,12 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
   };
   rules.elementwise_any_format = true;
   return rules;
+}
+
+void Backend::check(const runtime::CompileOptions& options) const {
+  if (options.precision == runtime::Precision::BF16 && !cpu_multiplies_bf16())
+    throw ir::Error(ir::ErrorCode::Unsupported,
+                    "compile: precision 'bf16' needs a CPU that multiplies bfloat16 (AVX512-BF16 or AMX-BF16); this one has neither");
 }
 
 std::string Backend::cannot_run(const runtime::Plan&, size_t) const { return {}; }

@@ -74,6 +74,10 @@ struct ConvPrimitive::Impl {
   size_t scratchpad_bytes = 0, filter_bytes = 0;
   std::string implementation;
   int threads = 1;  // what oneDNN split its work for
+  bool bf16 = false;  // its images and filters rounded to bfloat16
+  memory::desc f32_images;
+  dnnl::reorder round_images;  // bf16: the f32 images to the primitive's bf16 ones
+  size_t image_bytes = 0;
   mutable BufferPool buffers;
 };
 
@@ -91,10 +95,10 @@ int threads_for(const ir::Graph& g, const ir::Node& n, int threads) {
 }
 
 // oneDNN's description of node `n` in `format` with `post_ops` for `threads` threads (set for
-// OpenMP while oneDNN plans its work split), or nullopt and why not.
+// OpenMP while oneDNN plans its work split), its operands f32 or bf16, or nullopt and why not.
 std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Graph& g, const ir::Node& n, plan::Format src_format,
                                                                   plan::Format dst_format, const std::vector<PostOp>& post_ops,
-                                                                  int threads, std::string& why_not) {
+                                                                  int threads, bool bf16, std::string& why_not) {
   const tag src_tag = layout(src_format), dst_tag = layout(dst_format);
   if (src_tag == tag::undef || dst_tag == tag::undef) {
     why_not = "no oneDNN layout for " + (src_tag == tag::undef ? src_format : dst_format).name(4);
@@ -105,9 +109,11 @@ std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Grap
   const ConvParams a = conv_params(g, n);
   const bool has_bias = in.size() > 2 && in[2] != ir::kNone;
   try {
-    const memory::desc src({x[0], x[1], x[2], x[3]}, memory::data_type::f32, src_tag);
+    // bf16: images and filters rounded to bfloat16, the result (and what post-ops see) f32.
+    const memory::data_type operands = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+    const memory::desc src({x[0], x[1], x[2], x[3]}, operands, src_tag);
     const memory::desc dst({y[0], y[1], y[2], y[3]}, memory::data_type::f32, dst_tag);
-    const memory::desc filters(filter_dims(w, a.groups), memory::data_type::f32, tag::any);
+    const memory::desc filters(filter_dims(w, a.groups), operands, tag::any);
     const memory::desc bias = has_bias ? memory::desc({w[0]}, memory::data_type::f32, tag::x) : memory::desc();
     // oneDNN counts dilation from 0 (no gaps), ONNX from 1.
     const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
@@ -139,18 +145,21 @@ std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Grap
 
 std::string ConvPrimitive::kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst, int threads) {
   std::string why_not;
-  const auto pd = is_conv2d_f32(g, n) ? describe(g, n, src, dst, {}, threads_for(g, n, threads), why_not) : std::nullopt;
+  const auto pd = is_conv2d_f32(g, n) ? describe(g, n, src, dst, {}, threads_for(g, n, threads), false, why_not) : std::nullopt;
   return pd ? pd->impl_info_str() : std::string();
 }
 
 std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst,
-                                                   const std::vector<PostOp>& post_ops, int threads, std::string& why_not) {
+                                                   const std::vector<PostOp>& post_ops, int threads, bool bf16, std::string& why_not) {
   if (!is_conv2d_f32(g, n)) {
     why_not = "not all f32";
     return nullptr;
   }
   threads = threads_for(g, n, threads);
-  std::optional<dnnl::convolution_forward::primitive_desc> pd = describe(g, n, src, dst, post_ops, threads, why_not);
+  std::optional<dnnl::convolution_forward::primitive_desc> pd;
+  if (bf16) pd = describe(g, n, src, dst, post_ops, threads, true, why_not);  // else f32, the reason kept
+  const bool rounded = pd.has_value();
+  if (!pd) pd = describe(g, n, src, dst, post_ops, threads, false, why_not);
   if (!pd) return nullptr;
   const auto in = g.inputs(n);
   const ir::Shape w = g.shape(in[1]);
@@ -160,12 +169,20 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
     impl->pd = *pd;
     impl->implementation = pd->impl_info_str();
     impl->threads = threads;
+    impl->bf16 = rounded;
     const OmpThreads scoped(threads);
     impl->primitive = dnnl::convolution_forward(impl->pd);
     impl->plain_filters = memory::desc(filter_dims(w, groups), memory::data_type::f32, groups == 1 ? tag::oihw : tag::goihw);
     impl->has_bias = in.size() > 2 && in[2] != ir::kNone;
     impl->scratchpad_bytes = impl->pd.scratchpad_desc().get_size();
     const memory::desc& wanted = impl->pd.weights_desc();
+    if (rounded) {  // the images rounded to bf16 before each run, into the working buffer
+      const memory::desc images = impl->pd.src_desc();
+      const memory::desc f32_images(images.dims(), memory::data_type::f32, layout(src));
+      impl->round_images = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), f32_images, cpu_engine(), images));
+      impl->f32_images = f32_images;
+      impl->image_bytes = (images.get_size() + 63) / 64 * 64;
+    }
     if (const uint8_t* constant = constant_bytes(g, in[1])) {  // reordered once, here
       impl->filters.resize(wanted.get_size());
       memory from(impl->plain_filters, cpu_engine(), const_cast<uint8_t*>(constant)), to(wanted, cpu_engine(), impl->filters.data());
@@ -176,7 +193,7 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
       impl->run_reorder = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(cpu_engine(), impl->plain_filters, cpu_engine(), wanted));
       impl->filter_bytes = (wanted.get_size() + 63) / 64 * 64;
     }
-    impl->buffers.set_bytes(impl->filter_bytes + impl->scratchpad_bytes);
+    impl->buffers.set_bytes(impl->filter_bytes + impl->image_bytes + impl->scratchpad_bytes);
     return std::unique_ptr<ConvPrimitive>(new ConvPrimitive(std::move(impl)));
   } catch (const dnnl::error& e) {
     why_not = std::string("oneDNN: ") + e.what();
@@ -196,11 +213,17 @@ void ConvPrimitive::run(const float* images, const float* filters, const float* 
     p.run_reorder->execute(stream, from, to);
     weights = buffer.get();
   }
+  void* source = const_cast<float*>(images);
+  if (p.bf16) {
+    memory from(p.f32_images, engine, source), to(p.pd.src_desc(), engine, buffer.get() + p.filter_bytes);
+    p.round_images.execute(stream, from, to);
+    source = buffer.get() + p.filter_bytes;
+  }
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, memory(p.pd.src_desc(), engine, const_cast<float*>(images))},
+      {DNNL_ARG_SRC, memory(p.pd.src_desc(), engine, source)},
       {DNNL_ARG_WEIGHTS, memory(p.pd.weights_desc(), engine, weights)},
       {DNNL_ARG_DST, memory(p.pd.dst_desc(), engine, dst)},
-      {DNNL_ARG_SCRATCHPAD, memory(p.pd.scratchpad_desc(), engine, buffer.get() + p.filter_bytes)}};
+      {DNNL_ARG_SCRATCHPAD, memory(p.pd.scratchpad_desc(), engine, buffer.get() + p.filter_bytes + p.image_bytes)}};
   if (p.has_bias) args.emplace(DNNL_ARG_BIAS, memory(p.pd.bias_desc(), engine, const_cast<float*>(bias)));
   p.primitive.execute(stream, args);
   stream.wait();
@@ -208,5 +231,12 @@ void ConvPrimitive::run(const float* images, const float* filters, const float* 
 }
 
 const std::string& ConvPrimitive::implementation() const { return impl_->implementation; }
+
+bool ConvPrimitive::bf16() const { return impl_->bf16; }
+
+bool cpu_multiplies_bf16() {
+  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
 
 }  // namespace esg::cpu

@@ -14,6 +14,10 @@
 
 namespace esg::cpu {
 
+// Whether oneDNN multiplies bfloat16 on this CPU (AVX512-BF16 or AMX-BF16), the condition for
+// precision bf16.
+bool cpu_multiplies_bf16();
+
 class ConvPrimitive {
  public:
   // A primitive for conv2d node `n` of `g` reading its images in format `src`, writing its
@@ -21,8 +25,10 @@ class ConvPrimitive {
   // oneDNN splits the work for the count set when it is made); nullptr, with the reason in
   // `why_not`, when oneDNN has no optimized kernel for it (its reference kernels are slower
   // than the im2col path) or the node is not all f32.
+  // With `bf16`, its images and filters are rounded to bfloat16 (the products summed in f32)
+  // where oneDNN has such a kernel for it, else it stays f32.
   static std::unique_ptr<ConvPrimitive> make(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst,
-                                             const std::vector<PostOp>& post_ops, int threads, std::string& why_not);
+                                             const std::vector<PostOp>& post_ops, int threads, bool bf16, std::string& why_not);
   // The kernel make would choose without post-ops, or "" when it would fail (cheaper: nothing
   // is compiled or reordered).
   static std::string kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst, int threads);
@@ -36,6 +42,7 @@ class ConvPrimitive {
   void run(const float* images, const float* filters, const float* bias, float* dst) const;
   // oneDNN's name for the kernel it chose ("jit:avx512_core", "brgconv:avx512_core", ...).
   const std::string& implementation() const;
+  bool bf16() const;  // its operands rounded to bfloat16
 
  private:
   struct Impl;

@@ -23,7 +23,7 @@ bool is_conv_f32(const ir::Graph& g, ir::NodeId n) { return n != ir::kNone && is
 }  // namespace
 
 void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan::Launch& l, const runtime::FusedGroup& grp,
-                              int threads) {
+                              int threads, bool bf16) {
   const ir::Node& n = g.nodes[grp.head];
   auto at = [&](ir::ValueId v) {
     const auto found = std::find(grp.inputs.begin(), grp.inputs.end(), v);
@@ -35,11 +35,11 @@ void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan:
   b.conv_bias = in.size() > 2 ? at(in[2]) : -1;
   const plan::Format src = l.in[static_cast<size_t>(b.conv_x)].format, f = l.out[0].format;
   if (const std::optional<Epilogue> e = conv_epilogue(g, grp)) {
-    b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, threads, b.conv_fallback);
+    b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, threads, bf16, b.conv_fallback);
     b.conv_whole_group = b.conv != nullptr;
     b.conv_residual = at(e->residual);
   }
-  if (!b.conv) b.conv = ConvPrimitive::make(g, n, src, f, {}, threads, b.conv_fallback);
+  if (!b.conv) b.conv = ConvPrimitive::make(g, n, src, f, {}, threads, bf16, b.conv_fallback);
   if (!b.conv) b.conv_head_im2col = find_fast_kernel(g, n);
   if (!b.conv && f != plan::Format::row_major())
     throw ir::Error(ir::ErrorCode::Internal, "cpu: no " + f.name(4) + " convolution, which the format rules chose: " + b.conv_fallback);
@@ -49,6 +49,7 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
   const ir::Graph& g = plan.graph();
   // oneDNN's threads for a convolution or reorder: the model's, shared among streams that run at once.
   const int conv_threads = std::max(1, options.pool_threads() / std::max(1, plan.num_streams()));
+  const bool bf16 = options.precision == runtime::Precision::BF16;
   fused_.resize(plan.groups().size());
   for (const runtime::Plan::Launch& l : plan.launches()) {
     // An elementwise launch in a blocked format computes over its operands as they lie in
@@ -67,9 +68,9 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
       std::vector<plan::Format> input_formats;
       for (const Slot& in : l.in) input_formats.push_back(in.format);
       fused_[static_cast<size_t>(l.group)] = bind_fused_kernel(g, grp, f, input_formats);
-      if (is_conv_f32(g, grp.head)) bind_conv_group(b, g, l, grp, conv_threads);
+      if (is_conv_f32(g, grp.head)) bind_conv_group(b, g, l, grp, conv_threads, bf16);
     } else if (is_conv_f32(g, l.node) &&
-               (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, b.conv_fallback))) {
+               (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, b.conv_fallback))) {
       b.conv_bias = l.in.size() > 2 ? 2 : -1;
     } else if (blocked && !elementwise && l.node != ir::kNone) {
       b.fast = find_blocked_kernel(g, g.nodes[l.node], f);
@@ -253,7 +254,7 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
 
 std::string Program::describe_launch(size_t index) const {
   const Bound& b = bound_[index];
-  if (b.conv) return "oneDNN " + b.conv->implementation() + (b.conv_whole_group ? " + post-ops" : "");
+  if (b.conv) return "oneDNN " + b.conv->implementation() + (b.conv->bf16() ? " bf16" : "") + (b.conv_whole_group ? " + post-ops" : "");
   return b.fast ? "fast" : "";
 }
 
@@ -277,7 +278,7 @@ std::string Program::report() const {
   std::map<std::string, int> primitives, im2col;
   int post_op_groups = 0;
   for (const Bound& b : bound_) {
-    if (b.conv) ++primitives[b.conv->implementation()], post_op_groups += b.conv_whole_group;
+    if (b.conv) ++primitives[b.conv->implementation() + (b.conv->bf16() ? " (bf16)" : "")], post_op_groups += b.conv_whole_group;
     else if (!b.conv_fallback.empty()) ++im2col[b.conv_fallback];
   }
   std::ostringstream out;

@@ -67,7 +67,7 @@ class Program final : public runtime::Program {
   // A convolution-headed group: one primitive with the group as its post-ops when they express
   // it, else the primitive and then the group's rows over its result.
   static void bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan::Launch& l, const runtime::FusedGroup& grp,
-                              int threads);
+                              int threads, bool bf16);
   mutable std::mutex pool_mu_;      // arenas of finished runs, so concurrent runs each have one
   mutable std::vector<std::unique_ptr<uint8_t[]>> pool_;
 };

@@ -98,6 +98,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
   virtual std::vector<BackendOption> options() const { return {}; }
+  // Refuses, with ir::Error(Unsupported) naming what is missing, compile options it cannot
+  // honour (a precision); called when a model is compiled, before any plan.
+  virtual void check(const CompileOptions& options) const = 0;
   // The graph restated with what the backend runs (its legalization passes), or nullptr when
   // it needs no rewrite. Runs after the target-independent passes, before grouping.
   virtual std::unique_ptr<ir::Graph> legalize(const ir::Graph& g) const = 0;

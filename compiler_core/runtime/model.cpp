@@ -46,6 +46,7 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(
     throw Error(ErrorCode::Limit, "compile: the graph has " + std::to_string(graph_->nodes.size()) + " nodes, more than max_nodes (" +
                                       std::to_string(options_.max_nodes) + "); raise max_nodes to compile it");
   check_backend_options(*options_.backend, options_.backend_options);
+  options_.backend->check(options_);
   ir::verify(*graph_);
   for (const auto& [name, size] : options_.symbols) {
     const auto it = std::find(graph_->symbols.begin(), graph_->symbols.end(), name);

@@ -22,6 +22,10 @@ namespace esg::runtime {
 constexpr int64_t kDefaultMaxLoopIterations = 10'000'000;
 constexpr int64_t kDefaultMaxNodes = int64_t{1} << 22;  // 4,194,304
 
+// The precision of convolutions' multiplications: f32, or operands rounded to bfloat16 with the
+// products summed in f32.
+enum class Precision : uint8_t { F32, BF16 };
+
 struct CompileOptions {
   int streams = 1;             // 1..16; each on its own thread of the pool when free (threads >= streams)
   int threads = 0;             // 0: the machine's cores; at most 256; large elementwise kernels split over them
@@ -34,6 +38,7 @@ struct CompileOptions {
   // Limits against hostile models (docs/reliability.md); 0: none.
   int64_t max_loop_iterations = kDefaultMaxLoopIterations;  // of all loops of a run together
   int64_t max_nodes = kDefaultMaxNodes;                      // of the graph, bodies included
+  Precision precision = Precision::F32;  // a backend refuses one it cannot honour
 
   // The model's threads: `threads`, or the machine's cores when 0.
   int pool_threads() const;

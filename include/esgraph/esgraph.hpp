@@ -461,6 +461,8 @@ class CompileOptions {
   // Limits against hostile models, 0 for none (see esg_compile_options).
   CompileOptions& max_loop_iterations(int64_t n) { raw_.max_loop_iterations = n; return *this; }
   CompileOptions& max_nodes(int64_t n) { raw_.max_nodes = n; return *this; }
+  // "f32" (default) or "bf16" for convolutions' multiplications (see esg_compile_options).
+  CompileOptions& precision(const std::string& name) { precision_ = name; return *this; }
   // Any option of the backend by name (see esg_compile_options::backend_options).
   CompileOptions& backend_option(const std::string& name, int64_t value) {
     backend_options_ += (backend_options_.empty() ? "" : ",") + name + "=" + std::to_string(value);
@@ -479,6 +481,7 @@ class CompileOptions {
     raw_.num_symbols = names_.size();
     raw_.backend = backend_.empty() ? nullptr : backend_.c_str();
     raw_.backend_options = backend_options_.empty() ? nullptr : backend_options_.c_str();
+    raw_.precision = precision_.empty() ? nullptr : precision_.c_str();
     return &raw_;
   }
 
@@ -486,7 +489,7 @@ class CompileOptions {
   mutable esg_compile_options raw_;
   std::vector<std::string> names_;
   std::vector<int64_t> sizes_;
-  std::string backend_, backend_options_;
+  std::string backend_, backend_options_, precision_;
   mutable std::vector<const char*> pointers_;
 };
 

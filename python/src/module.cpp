@@ -406,11 +406,11 @@ void bind_model(py::module_& m) {
   m.def("compile", [](const esg::Graph& g, int streams, int threads, bool fusion, bool memory_reuse, bool verify_each_pass,
                       const std::map<std::string, int64_t>& shapes, const std::string& backend, int device, int ai_cores,
                       bool host_fallback, const std::map<std::string, int64_t>& backend_options,
-                      int64_t max_loop_iterations, int64_t max_nodes) {
+                      int64_t max_loop_iterations, int64_t max_nodes, const std::string& precision) {
     esg::CompileOptions o;
     o.streams(streams).threads(threads).fusion(fusion).memory_reuse(memory_reuse).verify_each_pass(verify_each_pass);
     o.backend(backend).device(device).ai_cores(ai_cores).host_fallback(host_fallback);
-    o.max_loop_iterations(max_loop_iterations).max_nodes(max_nodes);
+    o.max_loop_iterations(max_loop_iterations).max_nodes(max_nodes).precision(precision);
     for (const auto& [name, size] : shapes) o.symbol(name, size);
     for (const auto& [name, value] : backend_options) o.backend_option(name, value);
     return esg::compile(g, o);
@@ -419,7 +419,7 @@ void bind_model(py::module_& m) {
      py::arg("shapes") = std::map<std::string, int64_t>{}, py::arg("backend") = "cpu", py::arg("device") = 0,
      py::arg("ai_cores") = 0, py::arg("host_fallback") = false, py::arg("backend_options") = std::map<std::string, int64_t>{},
      py::arg("max_loop_iterations") = esg::CompileOptions().c()->max_loop_iterations,
-     py::arg("max_nodes") = esg::CompileOptions().c()->max_nodes,
+     py::arg("max_nodes") = esg::CompileOptions().c()->max_nodes, py::arg("precision") = "f32",
      "Compiles a graph. `shapes` binds symbolic dimensions by name; unbound ones bind at each call. "
      "`threads` (0: every core) are shared by large kernels and by `streams`, which run at once when there is a "
      "thread per stream. `backend`: 'cpu' (the host), 'ascend' (an Ascend NPU through AscendCL; `device` picks "
@@ -427,7 +427,9 @@ void bind_model(py::module_& m) {
      "`host_fallback`: on Ascend, ops with no device lowering run on the host, copied off the device and back, "
      "instead of refusing the model. `backend_options`: any option of the backend by name (docs/backends.md). "
      "`max_loop_iterations` (of a run's loops together) and `max_nodes` (of the graph) limit what a hostile model may "
-     "ask, 0 for no limit: beyond them is a LimitError.");
+     "ask, 0 for no limit: beyond them is a LimitError. `precision`: 'f32' (default) or 'bf16', convolutions' "
+     "operands rounded to bfloat16 and summed in f32 where the CPU multiplies bf16 (else an "
+     "UnsupportedError naming what it lacks).");
 }
 
 void bind_errors(py::module_& m) {

@@ -418,6 +418,15 @@ static void test_ascend_sim(void) {
   o.backend = "tpu";
   CHECK(esg_compile(g, &o) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
   CHECK(strstr(esg_last_error(), "backend 'tpu'") != NULL);
+  /* A precision no backend has, and one the Ascend backend leaves to the CPU. */
+  o.backend = NULL;
+  o.precision = "f8";
+  CHECK(esg_compile(g, &o) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(esg_last_error(), "precision 'f8'; valid: 'f32', 'bf16'") != NULL);
+  o.backend = "ascend-sim";
+  o.precision = "bf16";
+  CHECK(esg_compile(g, &o) == NULL && esg_last_status() == ESG_ERR_UNSUPPORTED);
+  o.precision = NULL;
   /* Options the backend does not declare, out of range, or not name=value integers. */
   o.backend = NULL;
   o.ai_cores = 3;

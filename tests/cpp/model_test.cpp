@@ -610,3 +610,28 @@ TEST_CASE("host tensors take and give their dtype's own element type only: nothi
   const esg::Model m = esg::compile(b.build({esg::neg(b.input("x", esg::f32, {2}))}));
   CHECK_THROWS_AS(m.run({HostTensor::from(esg::f64, std::vector<double>{1, 2}, {2})}), esg::DTypeError);
 }
+
+TEST_CASE("precision bf16: convolutions multiply bfloat16, within its rounding of f32; unknown precisions are refused") {
+  esg::GraphBuilder b("conv");
+  const Tensor x = b.input("x", esg::f32, {1, 16, 12, 12});
+  std::vector<float> w(32 * 16 * 9);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i) * 0.7f) * 0.1f;
+  const esg::Graph g = b.build({esg::relu(esg::conv2d(x, b.constant(w, {32, 16, 3, 3}), esg::Conv2dOptions().pads({1, 1, 1, 1})))});
+  CHECK_THROWS_WITH_AS(esg::compile(g, esg::CompileOptions().precision("f16")), doctest::Contains("precision 'f16'"),
+                       esg::InvalidArgumentError);
+  if (!__builtin_cpu_supports("avx512bf16")) {
+    CHECK_THROWS_AS(esg::compile(g, esg::CompileOptions().precision("bf16")), esg::UnsupportedError);
+    return;
+  }
+  std::vector<float> xs(16 * 144);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::cos(static_cast<float>(i) * 0.3f);
+  const std::vector<HostTensor> in{HostTensor::from(esg::f32, xs, {1, 16, 12, 12})};
+  const esg::Model exact = esg::compile(g), rounded = esg::compile(g, esg::CompileOptions().precision("bf16"));
+  const std::vector<float> a = exact.run(in)[0].values<float>(), r = rounded.run(in)[0].values<float>();
+  float worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - r[i]));
+  CHECK(worst > 0);  // rounded, not f32
+  // Each of 144 products of |x| <= 1 and |w| <= 0.1, both rounded to 8 bits: at most 2·2^-8 of 0.1 off.
+  CHECK(worst <= 144 * 2 * 0.1f / 256);
+  CHECK(rounded.report().find("(bf16)") != std::string::npos);
+}

@@ -1578,3 +1578,41 @@ def test_a_fused_comparison_of_float_members_compares_the_floats():
     for fusion in (True, False):
         check(esgraph.compile(graph, fusion=fusion)(x), (x * 2.0) > (x * 3.0 - 1.0))
     assert esgraph.compile(graph).stats()["fused_groups"] == 1
+
+
+def _cpu_multiplies_bf16():
+    with open("/proc/cpuinfo") as f:
+        flags = f.read()
+    return " avx512_bf16" in flags or " amx_bf16" in flags
+
+
+@pytest.mark.skipif(not _cpu_multiplies_bf16(), reason="the CPU does not multiply bfloat16")
+@pytest.mark.parametrize("case", ["channels+bias", "groups", "depthwise", "everything", "1x1"])
+def test_conv2d_in_bf16_is_within_bfloat16_rounding(case):
+    """precision='bf16': images and filters rounded to bfloat16, products summed in f32, within
+    bf16's rounding (8 bits of mantissa) of the f64 reference; the report names the precision."""
+    spec = dict(CONV_CASES[case])
+    rng = rng_for(case)
+    x, w = conv_data(rng, spec)
+    bias = [normal(rng, (w.shape[0],))] if spec.pop("bias", False) else []
+    with esgraph.GraphBuilder("conv") as b:
+        a = b.input("x", esgraph.f32, x.shape)
+        g = b.build([ops.relu(ops.conv2d(a, b.constant(w), bias=b.constant(bias[0]) if bias else None, **spec))])
+    model = esgraph.compile(g, precision="bf16")
+    want = np.maximum(conv2d_reference(x, w, *bias, **spec), 0)
+    # Each product of two operands rounded to 8 bits: a relative error of 2^-8 per operand.
+    bound = 2 * 2.0 ** -8 * conv2d_reference(np.abs(x), np.abs(w), **spec) + 1e-5
+    assert np.all(np.abs(model(x) - want) <= bound)
+    assert "(bf16)" in model.report()
+    assert "(bf16)" not in esgraph.compile(g).report()
+
+
+def test_an_unknown_precision_is_refused():
+    g = build(lambda a, b: ops.conv2d(a, b), np.ones((1, 1, 3, 3), f32), np.ones((1, 1, 1, 1), f32))[0]
+    with pytest.raises(esgraph.InvalidArgumentError, match="precision 'f16'; valid: 'f32', 'bf16'"):
+        esgraph.compile(g, precision="f16")
+    if not _cpu_multiplies_bf16():
+        with pytest.raises(esgraph.UnsupportedError, match="AVX512-BF16 or AMX-BF16"):
+            esgraph.compile(g, precision="bf16")
+    with pytest.raises(esgraph.UnsupportedError, match="precision 'bf16' is the CPU's"):
+        esgraph.compile(g, precision="bf16", backend="ascend-sim")
