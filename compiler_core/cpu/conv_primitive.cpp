@@ -1,7 +1,6 @@
 #include "cpu/conv_primitive.hpp"
 
 #include <algorithm>
-#include <mutex>
 #include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
@@ -34,29 +33,6 @@ const uint8_t* constant_bytes(const ir::Graph& g, ir::ValueId v) {
   return p == ir::kNone || g.nodes[p].blob == ir::kNone ? nullptr : g.blobs[g.nodes[p].blob]->data();
 }
 
-// Working memory of one execution (oneDNN's scratchpad, the filters reordered at run time),
-// reused across runs: one buffer per concurrent run.
-class BufferPool {
- public:
-  void set_bytes(size_t bytes) { bytes_ = bytes; }
-  std::unique_ptr<uint8_t[]> take() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (free_.empty()) return std::unique_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(bytes_, 1)]);
-    std::unique_ptr<uint8_t[]> b = std::move(free_.back());
-    free_.pop_back();
-    return b;
-  }
-  void give(std::unique_ptr<uint8_t[]> b) {
-    std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(std::move(b));
-  }
-
- private:
-  size_t bytes_ = 0;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<uint8_t[]>> free_;
-};
-
 // The filters' dimensions as oneDNN takes them: OIHW, or GOIHW when grouped.
 memory::dims filter_dims(const ir::Shape& w, int64_t groups) {
   return groups == 1 ? memory::dims{w[0], w[1], w[2], w[3]} : memory::dims{groups, w[0] / groups, w[1], w[2], w[3]};
@@ -71,14 +47,13 @@ struct ConvPrimitive::Impl {
   std::vector<uint8_t> filters;                // reordered at make, when the node's filters are a constant
   std::unique_ptr<dnnl::reorder> run_reorder;  // else: to the primitive's layout at each run, when it differs
   bool has_bias = false;
-  size_t scratchpad_bytes = 0, filter_bytes = 0;
+  size_t scratchpad_bytes = 0, filter_bytes = 0, working_bytes = 0;
   std::string implementation;
   int threads = 1;  // what oneDNN split its work for
   bool bf16 = false;  // its images and filters rounded to bfloat16
   memory::desc f32_images;
   dnnl::reorder round_images;  // bf16: the f32 images to the primitive's bf16 ones
   size_t image_bytes = 0;
-  mutable BufferPool buffers;
 };
 
 ConvPrimitive::ConvPrimitive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -193,7 +168,7 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
       impl->run_reorder = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(cpu_engine(), impl->plain_filters, cpu_engine(), wanted));
       impl->filter_bytes = (wanted.get_size() + 63) / 64 * 64;
     }
-    impl->buffers.set_bytes(impl->filter_bytes + impl->image_bytes + impl->scratchpad_bytes);
+    impl->working_bytes = impl->filter_bytes + impl->image_bytes + (impl->scratchpad_bytes + 63) / 64 * 64;
     return std::unique_ptr<ConvPrimitive>(new ConvPrimitive(std::move(impl)));
   } catch (const dnnl::error& e) {
     why_not = std::string("oneDNN: ") + e.what();
@@ -201,36 +176,36 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
   }
 }
 
-void ConvPrimitive::run(const float* images, const float* filters, const float* bias, float* dst) const {
+void ConvPrimitive::run(const float* images, const float* filters, const float* bias, float* dst, uint8_t* working) const {
   const Impl& p = *impl_;
   const dnnl::engine& engine = cpu_engine();
   const OmpThreads scoped(p.threads);
-  std::unique_ptr<uint8_t[]> buffer = p.buffers.take();
   dnnl::stream stream(engine);
   void* weights = p.filters.empty() ? static_cast<void*>(const_cast<float*>(filters)) : const_cast<uint8_t*>(p.filters.data());
   if (p.run_reorder) {
-    memory from(p.plain_filters, engine, const_cast<float*>(filters)), to(p.pd.weights_desc(), engine, buffer.get());
+    memory from(p.plain_filters, engine, const_cast<float*>(filters)), to(p.pd.weights_desc(), engine, working);
     p.run_reorder->execute(stream, from, to);
-    weights = buffer.get();
+    weights = working;
   }
   void* source = const_cast<float*>(images);
   if (p.bf16) {
-    memory from(p.f32_images, engine, source), to(p.pd.src_desc(), engine, buffer.get() + p.filter_bytes);
+    memory from(p.f32_images, engine, source), to(p.pd.src_desc(), engine, working + p.filter_bytes);
     p.round_images.execute(stream, from, to);
-    source = buffer.get() + p.filter_bytes;
+    source = working + p.filter_bytes;
   }
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, memory(p.pd.src_desc(), engine, source)},
       {DNNL_ARG_WEIGHTS, memory(p.pd.weights_desc(), engine, weights)},
       {DNNL_ARG_DST, memory(p.pd.dst_desc(), engine, dst)},
-      {DNNL_ARG_SCRATCHPAD, memory(p.pd.scratchpad_desc(), engine, buffer.get() + p.filter_bytes + p.image_bytes)}};
+      {DNNL_ARG_SCRATCHPAD, memory(p.pd.scratchpad_desc(), engine, working + p.filter_bytes + p.image_bytes)}};
   if (p.has_bias) args.emplace(DNNL_ARG_BIAS, memory(p.pd.bias_desc(), engine, const_cast<float*>(bias)));
   p.primitive.execute(stream, args);
   stream.wait();
-  p.buffers.give(std::move(buffer));
 }
 
 const std::string& ConvPrimitive::implementation() const { return impl_->implementation; }
+
+size_t ConvPrimitive::working_bytes() const { return impl_->working_bytes; }
 
 bool ConvPrimitive::bf16() const { return impl_->bf16; }
 

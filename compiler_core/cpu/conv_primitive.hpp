@@ -38,8 +38,11 @@ class ConvPrimitive {
 
   // One run, on the threads it was made for. `filters` and `bias` are read only when they were
   // not constants at make (else the reordered copy is used); `bias` may be null when the node
-  // has none. With a sum post-op, `dst` already holds the value it adds.
-  void run(const float* images, const float* filters, const float* bias, float* dst) const;
+  // has none. With a sum post-op, `dst` already holds the value it adds. `working`: 64-byte
+  // aligned, working_bytes() of them, this run's own (oneDNN's scratchpad, bf16 images,
+  // filters reordered at run time).
+  void run(const float* images, const float* filters, const float* bias, float* dst, uint8_t* working) const;
+  size_t working_bytes() const;
   // oneDNN's name for the kernel it chose ("jit:avx512_core", "brgconv:avx512_core", ...).
   const std::string& implementation() const;
   bool bf16() const;  // its operands rounded to bfloat16

@@ -45,6 +45,8 @@ void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan:
     throw ir::Error(ir::ErrorCode::Internal, "cpu: no " + f.name(4) + " convolution, which the format rules chose: " + b.conv_fallback);
 }
 
+uint8_t* Program::working(uint8_t* arena, int stream) const { return arena + working_at_ + working_bytes_ * stream; }
+
 Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& options) : plan_(plan) {
   const ir::Graph& g = plan.graph();
   // oneDNN's threads for a convolution or reorder: the model's, shared among streams that run at once.
@@ -80,8 +82,14 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
     } else if (l.node != ir::kNone) {
       b.fast = find_fast_kernel(g, g.nodes[l.node]);
     }
+    // Working memory: the primitive's, then a convolution head's result for the rows after it.
+    int64_t working = b.conv ? static_cast<int64_t>(b.conv->working_bytes()) : 0;
+    if (l.group >= 0 && (b.conv_head_im2col || (b.conv && !b.conv_whole_group)))
+      working += f.physical_elements(plan.groups()[static_cast<size_t>(l.group)].shape) * static_cast<int64_t>(sizeof(float));
+    working_bytes_ = std::max(working_bytes_, (working + kAlign - 1) / kAlign * kAlign);
     bound_.push_back(std::move(b));
   }
+  working_at_ = (plan.arena_bytes() + kAlign - 1) / kAlign * kAlign;
 }
 
 eval::TensorRef Program::ref(const Slot& s, uint8_t* arena, const std::vector<eval::TensorRef>& in,
@@ -119,16 +127,16 @@ void Program::launch(size_t index, uint8_t* base, const std::vector<eval::Tensor
     for (size_t i = 0; i < l.in.size(); ++i) s.in_refs[i].shape = l.in[i].format.physical_shape(s.in_refs[i].shape);
     for (size_t i = 0; i < l.out.size(); ++i) s.out_refs[i].shape = l.out[i].format.physical_shape(s.out_refs[i].shape);
   }
-  compute(index, s.in_ptrs, s.out_ptrs, parallel, control);
+  compute(index, s.in_ptrs, s.out_ptrs, parallel, control, working(base, plan_.launches()[index].stream));
   if (b.padded)
     for (size_t i = 0; i < l.out.size(); ++i) zero_padding(ref(l.out[i], base, inputs, outputs), l.out[i].format);
 }
 
 void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
-                      const eval::Parallel* parallel, const eval::RunControl& control) const {
+                      const eval::Parallel* parallel, const eval::RunControl& control, uint8_t* working) const {
   const runtime::Plan::Launch& l = plan_.launches()[index];
   if (l.node == ir::kNone) return bound_[index].reorder->run(*in[0], *out[0], parallel);
-  if (bound_[index].conv || bound_[index].conv_head_im2col) return convolve(index, in, out, parallel);
+  if (bound_[index].conv || bound_[index].conv_head_im2col) return convolve(index, in, out, parallel, working);
   if (l.group >= 0) return run_fused_kernel(fused_[static_cast<size_t>(l.group)], in, out, parallel);
   const ir::Graph& g = plan_.graph();
   const ir::Node& n = g.nodes[l.node];
@@ -139,7 +147,7 @@ void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, con
 }
 
 void Program::convolve(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
-                       const eval::Parallel* parallel) const {
+                       const eval::Parallel* parallel, uint8_t* working) const {
   const Bound& b = bound_[index];
   auto data = [&](int at) { return at < 0 || !in[static_cast<size_t>(at)] ? nullptr : in[static_cast<size_t>(at)]->data<float>(); };
   const int group = plan_.launches()[index].group;
@@ -148,28 +156,29 @@ void Program::convolve(size_t index, const std::vector<const eval::TensorRef*>& 
     // The sum post-op adds what the result holds: the residual, unless the plan put the result in its place.
     if (b.conv_residual >= 0 && in[static_cast<size_t>(b.conv_residual)]->bytes != out[0]->bytes)
       std::memcpy(dst, in[static_cast<size_t>(b.conv_residual)]->bytes, static_cast<size_t>(out[0]->nbytes()));
-    return b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), dst);
+    return b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), dst, working);
   }
-  // The head's whole result, in the group's memory order, then the group's rows over it.
-  thread_local std::vector<float> head;
-  std::vector<float>& values = head;
-  values.resize(static_cast<size_t>(out[0]->size()));
+  // The head's whole result, in the group's memory order (in the working memory, after the
+  // primitive's own), then the group's rows over it.
+  float* values = reinterpret_cast<float*>(working + (b.conv ? b.conv->working_bytes() : 0));
   if (b.conv) {
-    b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), values.data());
+    b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), values, working);
   } else {
     const ir::Graph& g = plan_.graph();
     const ir::Node& n = g.nodes[plan_.groups()[static_cast<size_t>(group)].head];
-    const eval::TensorRef result{ir::DType::F32, g.shape(n.first_output), reinterpret_cast<uint8_t*>(values.data())};
+    const eval::TensorRef result{ir::DType::F32, g.shape(n.first_output), reinterpret_cast<uint8_t*>(values)};
     auto operand = [&](int at) { return at < 0 ? nullptr : in[static_cast<size_t>(at)]; };
     b.conv_head_im2col(eval::KernelCall{g, n, {operand(b.conv_x), operand(b.conv_w), operand(b.conv_bias)}, {&result}, parallel});
   }
-  run_fused_kernel(fused_[static_cast<size_t>(group)], in, out, parallel, values.data());
+  run_fused_kernel(fused_[static_cast<size_t>(group)], in, out, parallel, values);
 }
 
 void Program::run_launch(size_t index, const std::vector<const eval::TensorRef*>& in,
                          const std::vector<const eval::TensorRef*>& out, const eval::RunControl& control) const {
   std::vector<const eval::TensorRef*> operands = in;
-  compute(index, operands, out, nullptr, control);
+  const std::unique_ptr<uint8_t[]> memory(new uint8_t[static_cast<size_t>(working_bytes_ + kAlign)]);
+  const uintptr_t raw = reinterpret_cast<uintptr_t>(memory.get());
+  compute(index, operands, out, nullptr, control, memory.get() + (kAlign - raw % kAlign) % kAlign);
 }
 
 void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
@@ -186,7 +195,8 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
       pool_.pop_back();
     }
   }
-  if (!arena) arena.reset(new uint8_t[static_cast<size_t>(plan_.arena_bytes() + kAlign)]);
+  // The plan's arena, then each stream's working memory.
+  if (!arena) arena.reset(new uint8_t[static_cast<size_t>(working_at_ + working_bytes_ * plan_.num_streams() + kAlign)]);
   const uintptr_t raw = reinterpret_cast<uintptr_t>(arena.get());
   uint8_t* base = arena.get() + (kAlign - raw % kAlign) % kAlign;
   const ir::Graph& g = plan_.graph();
@@ -292,6 +302,7 @@ std::string Program::report() const {
     out << " (" << post_op_groups << " with their group as post-ops)\n";
   }
   for (const auto& [why, count] : im2col) out << "  im2col convolutions x" << count << ": " << why << "\n";
+  if (working_bytes_) out << "  working memory: " << working_bytes_ << " B per stream, after the arena (oneDNN's scratchpads)\n";
   if (!slow.empty()) {
     out << "  reference kernels:";
     for (const auto& [name, count] : slow) out << " " << name << " x" << count;

@@ -40,12 +40,16 @@ class Program final : public runtime::Program {
   void launch(size_t index, uint8_t* arena, const std::vector<eval::TensorRef>& in, const std::vector<eval::TensorRef>& out,
               const eval::Parallel* parallel, const eval::RunControl& control, LaunchScratch& scratch) const;
   // Runs launch `index` on its operands; `in` may hold nullptr for an absent optional input.
+  // `working`: the launch's stream's working memory.
   void compute(size_t index, std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
-               const eval::Parallel* parallel, const eval::RunControl& control) const;
+               const eval::Parallel* parallel, const eval::RunControl& control, uint8_t* working) const;
   // A convolution launch, or a group it heads: its primitive, then the group's rows unless the
   // primitive ran them as post-ops.
   void convolve(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
-                const eval::Parallel* parallel) const;
+                const eval::Parallel* parallel, uint8_t* working) const;
+  // The working memory of `stream`'s launches in an arena: after the plan's bytes, one slice
+  // per stream (launches of a stream run one at a time), as large as its largest launch needs.
+  uint8_t* working(uint8_t* arena, int stream) const;
 
   const runtime::Plan& plan_;
   std::vector<FusedKernel> fused_;  // per group of the plan
@@ -68,6 +72,7 @@ class Program final : public runtime::Program {
   // it, else the primitive and then the group's rows over its result.
   static void bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan::Launch& l, const runtime::FusedGroup& grp,
                               int threads, bool bf16);
+  int64_t working_at_ = 0, working_bytes_ = 0;
   mutable std::mutex pool_mu_;      // arenas of finished runs, so concurrent runs each have one
   mutable std::vector<std::unique_ptr<uint8_t[]>> pool_;
 };
