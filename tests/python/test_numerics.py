@@ -1616,3 +1616,21 @@ def test_an_unknown_precision_is_refused():
             esgraph.compile(g, precision="bf16")
     with pytest.raises(esgraph.UnsupportedError, match="precision 'bf16' is the CPU's"):
         esgraph.compile(g, precision="bf16", backend="ascend-sim")
+
+
+@pytest.mark.parametrize("x_shape, w_shape, why", [
+    ((0, 4, 5, 5), (4, 4, 3, 3), "only its reference kernel"),  # no images
+    ((1, 4, 5, 5), (0, 4, 3, 3), "oneDNN: could not create"),   # no filters
+])
+def test_a_convolution_onednn_does_not_serve_runs_on_im2col_with_the_reason_in_the_report(x_shape, w_shape, why):
+    """Alone and heading a group (its rows then run over the im2col result): the result's
+    shape, empty, and the report names oneDNN's refusal (the only shapes oneDNN 2.6 refuses
+    are empty ones)."""
+    rng = rng_for(x_shape, w_shape)
+    x, w = normal(rng, x_shape), normal(rng, w_shape)
+    for fn in (lambda a, b: ops.conv2d(a, b, pads=[1, 1, 1, 1]), lambda a, b: ops.exp(ops.conv2d(a, b, pads=[1, 1, 1, 1]))):
+        model = esgraph.compile(build(fn, x, w)[0])
+        report = model.report()
+        assert "im2col convolutions x1: " in report and why in report
+        got = model(x, w)
+        assert got.dtype == f32 and got.shape == conv2d_reference(x, w, pads=(1, 1, 1, 1)).shape and got.size == 0
