@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu/conv.hpp"
+#include "cpu/dnnl_engine.hpp"
 #include "cpu/gemm.hpp"
 #include "cpu/omp_threads.hpp"
 #include "ir/op_attrs.gen.hpp"
@@ -16,11 +17,6 @@ namespace {
 
 using dnnl::memory;
 using tag = memory::format_tag;
-
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 tag layout(plan::Format f) {
   if (f.kind == plan::Format::RowMajor) return tag::nchw;
@@ -38,30 +34,6 @@ memory::dims filter_dims(const ir::Shape& w, int64_t groups) {
   return groups == 1 ? memory::dims{w[0], w[1], w[2], w[3]} : memory::dims{groups, w[0] / groups, w[1], w[2], w[3]};
 }
 
-}  // namespace
-
-struct ConvPrimitive::Impl {
-  dnnl::convolution_forward::primitive_desc pd;
-  dnnl::convolution_forward primitive;
-  memory::desc plain_filters;                  // the node's OIHW (GOIHW when grouped)
-  std::vector<uint8_t> filters;                // reordered at make, when the node's filters are a constant
-  std::unique_ptr<dnnl::reorder> run_reorder;  // else: to the primitive's layout at each run, when it differs
-  bool has_bias = false;
-  size_t scratchpad_bytes = 0, filter_bytes = 0, working_bytes = 0;
-  std::string implementation;
-  int threads = 1;  // what oneDNN split its work for
-  bool bf16 = false;  // its images and filters rounded to bfloat16
-  memory::desc f32_images;
-  dnnl::reorder round_images;  // bf16: the f32 images to the primitive's bf16 ones
-  size_t image_bytes = 0;
-};
-
-ConvPrimitive::ConvPrimitive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-ConvPrimitive::~ConvPrimitive() = default;
-
-namespace {
-
-// oneDNN's description of node `n` in `format` with `post_ops`, or nullopt and why not.
 // The threads a convolution gets: as a GEMM of as many multiply-adds would (gemm.hpp).
 int threads_for(const ir::Graph& g, const ir::Node& n, int threads) {
   const ir::Shape w = g.shape(g.operands[n.first_input + 1]);
@@ -117,6 +89,25 @@ std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Grap
 }
 
 }  // namespace
+
+struct ConvPrimitive::Impl {
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward primitive;
+  memory::desc plain_filters;                  // the node's OIHW (GOIHW when grouped)
+  std::vector<uint8_t> filters;                // reordered at make, when the node's filters are a constant
+  std::unique_ptr<dnnl::reorder> run_reorder;  // else: to the primitive's layout at each run, when it differs
+  bool has_bias = false;
+  size_t scratchpad_bytes = 0, filter_bytes = 0, working_bytes = 0;
+  std::string implementation;
+  int threads = 1;  // what oneDNN split its work for
+  bool bf16 = false;  // its images and filters rounded to bfloat16
+  memory::desc f32_images;
+  dnnl::reorder round_images;  // bf16: the f32 images to the primitive's bf16 ones
+  size_t image_bytes = 0;
+};
+
+ConvPrimitive::ConvPrimitive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ConvPrimitive::~ConvPrimitive() = default;
 
 std::string ConvPrimitive::kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst, int threads) {
   std::string why_not;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "cpu/dnnl_engine.hpp"
 #include "cpu/omp_threads.hpp"
 #include "cpu/split.hpp"
 
@@ -78,7 +79,6 @@ void reorder_elements(const eval::TensorRef& from, plan::Format from_format, con
 }  // namespace
 
 struct Reorder::Primitive {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::memory::desc from, to;
   dnnl::reorder reorder;
   int threads = 1;
@@ -98,7 +98,7 @@ Reorder::Reorder(const ir::Shape& shape, ir::DType dtype, plan::Format from, pla
     p->to = dnnl::memory::desc(dims, dnnl::memory::data_type::f32, b);
     p->threads = threads;
     const OmpThreads scoped(threads);
-    p->reorder = dnnl::reorder(dnnl::reorder::primitive_desc(p->engine, p->from, p->engine, p->to));
+    p->reorder = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), p->from, cpu_engine(), p->to));
     primitive_ = std::move(p);
   } catch (const dnnl::error&) {
     // oneDNN cannot: element by element.
@@ -113,8 +113,8 @@ void Reorder::run(const eval::TensorRef& from, const eval::TensorRef& to, const 
   if (!primitive_) return reorder_elements(from, from_, to, to_, parallel);
   const Primitive& p = *primitive_;
   const OmpThreads scoped(p.threads);
-  dnnl::memory a(p.from, p.engine, from.bytes), b(p.to, p.engine, to.bytes);
-  dnnl::stream stream(p.engine);
+  dnnl::memory a(p.from, cpu_engine(), from.bytes), b(p.to, cpu_engine(), to.bytes);
+  dnnl::stream stream(cpu_engine());
   p.reorder.execute(stream, a, b);
   stream.wait();
   zero_padding(to, to_);
