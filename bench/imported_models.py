@@ -45,6 +45,8 @@ def models():
         ("LSTM 2 layers h256, b8 s64", nn.LSTM(128, 256, num_layers=2, batch_first=True), torch.randn(8, 64, 128)),
         ("GRU h256, b8 s64", nn.GRU(128, 256, batch_first=True), torch.randn(8, 64, 128)),
         ("conv+BN stack, b8 3x64x64", ConvBNNet(), torch.randn(8, 3, 64, 64)),
+        ("MLP 256x1024 -> 4096 -> 1024", nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024)),
+         torch.randn(256, 1024)),
     ]
 
 
