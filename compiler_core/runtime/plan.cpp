@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -194,6 +195,17 @@ std::string Plan::report() const {
     out << "formats: " << reorders_ << " reorders;";
     for (const auto& [name, count] : blocked) out << " " << count << " values in " << name;
     out << "\n";
+    // Where they are: the ops that read a reordered copy, by the copy's format (a graph output
+    // reordered out has no reader here), so a model's reorders point at what wants them.
+    std::set<std::tuple<ir::ValueId, int, int64_t>> copies;  // value, format kind, block
+    for (const Launch& l : launches_)
+      if (l.node == ir::kNone) copies.insert({l.out[0].value, l.out[0].format.kind, l.out[0].format.block});
+    std::map<std::string, int> readers;
+    for (const Launch& l : launches_)
+      for (const Slot& in : l.in)
+        if (l.node != ir::kNone && in.value != ir::kNone && copies.count({in.value, in.format.kind, in.format.block}))
+          ++readers[in.format.name(g.shape(in.value).rank()) + " for " + (l.group >= 0 ? "a fused group" : g.nodes[l.node].op->name)];
+    for (const auto& [what, count] : readers) out << "  reordered to " << what << ": " << count << "\n";
   }
   out << "streams: " << streams_.num_streams << ", events: " << streams_.events.size()
       << (streams_.num_streams > 1 ? " (one thread each when the pool has them free, else in order)" : "") << "\n";

@@ -106,6 +106,8 @@ def test_a_concatenation_of_whole_blocks_stays_blocked(block):
         want = torch.nn.functional.avg_pool2d(torch.relu(torch.cat([t[i] for i in order], 1)), 2, 1).numpy()
         np.testing.assert_allclose(model.run(xs)[0], want, rtol=RTOL, atol=ATOL)
         assert model.stats()["reorders"] == reorders
+        # The report says who reads the copies: the concat, row-major, when its inputs are not whole blocks.
+        assert ("reordered to row-major for concat: 3" in model.report()) == (order != (0, 1, 2))
 
 
 def _has_avx512():
