@@ -11,6 +11,7 @@ eval::Kernel pool_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel reduce_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel blocked_pool_kernel(const ir::Graph& g, const ir::Node& n, int64_t block);
 eval::Kernel blocked_concat_kernel(const ir::Graph& g, const ir::Node& n, int64_t block);
+eval::Kernel blocked_gather_kernel(const ir::Graph& g, const ir::Node& n, int64_t block);
 
 eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
   if (const eval::Kernel k = elementwise_f32_kernel(g, n)) return k;
@@ -24,7 +25,8 @@ eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
 eval::Kernel find_blocked_kernel(const ir::Graph& g, const ir::Node& n, plan::Format f) {
   if (f.kind != plan::Format::BlockedChannels || g.shape(n.first_output).rank() != 4) return nullptr;
   if (const eval::Kernel k = blocked_pool_kernel(g, n, f.block)) return k;
-  return blocked_concat_kernel(g, n, f.block);
+  if (const eval::Kernel k = blocked_concat_kernel(g, n, f.block)) return k;
+  return blocked_gather_kernel(g, n, f.block);
 }
 
 }  // namespace esg::cpu

@@ -232,6 +232,43 @@ bool moves_no_element(const Graph& g, const ir::Node& n, const ir::Shape& in) {
   return true;
 }
 
+// reshape(transpose(reshape(x, [N, a, b, H, W]), [0, 2, 1, 3, 4]), x's shape) with x [N, C, H,
+// W] (`transpose` the middle node, `out` the last reshape's shape): a channel shuffle, ShuffleNet's.
+// Result channel i·a + j is x's channel j·b + i; the channels in that order, or empty when the
+// chain is something else.
+std::vector<int64_t> channel_shuffle(const Graph& t, const ir::Node& transpose, const ir::Shape& out) {
+  const ir::Node* split = producer(t, t.operands[transpose.first_input]);
+  if (!split || split->op->kind != K::reshape || split->num_deps) return {};
+  const ir::Shape x = t.shape(t.operands[split->first_input]), mid = t.shape(split->first_output);
+  if (x.rank() != 4 || out != x || !x.is_static() || mid.rank() != 5 || perm_of(t, transpose, 5) != std::vector<int64_t>{0, 2, 1, 3, 4} ||
+      mid[0] != x[0] || mid[3] != x[2] || mid[4] != x[3] || mid[1] * mid[2] != x[1])
+    return {};
+  const int64_t a = mid[1], b = mid[2];
+  std::vector<int64_t> order(static_cast<size_t>(x[1]));
+  for (int64_t c = 0; c < x[1]; ++c) order[static_cast<size_t>(c)] = (c % a) * b + c / a;
+  return order;
+}
+
+// slice(gather(x, c, axis 1), [s, e) along axis 1, step 1) with c constant: gather(x, c[s:e],
+// axis 1), so that each half of a shuffled value is one gather of x's channels.
+bool slice_of_gathered_channels(Replay& r, const Graph& g, const ir::Node& slice, const ir::Node& gather) {
+  const Graph& t = r.to().graph();
+  const ir::SliceAttrs a(g, slice);
+  const ValueId indices = t.operands[gather.first_input + 1];
+  const ir::Node* c = producer(t, indices);
+  if (ir::GatherAttrs(t, gather).axis != 1 || !c || c->blob == kNone || t.values[indices].dtype != ir::DType::I64 ||
+      t.shape(indices).rank() != 1 || a.axes.size() != 1 || a.axes[0] != 1 || (!a.steps.empty() && a.steps[0] != 1))
+    return false;
+  const int64_t channels = t.shape(gather.first_output)[1], count = g.shape(slice.first_output)[1];
+  const int64_t start = std::clamp<int64_t>(a.starts[0] < 0 ? a.starts[0] + channels : a.starts[0], 0, channels);
+  const int64_t* all = reinterpret_cast<const int64_t*>(t.blobs[c->blob]->data());
+  const ValueId in[] = {t.operands[gather.first_input],
+                        r.to().add_constant(ir::DType::I64, ir::Shape{count}, all + start, static_cast<size_t>(count) * sizeof(int64_t))};
+  ir::AttrArg axis = ir::AttrArg::of_int(1);
+  r.set(slice.first_output, added(r, *ir::find_op(K::gather), {in, 2}, {&axis, 1}));
+  return true;
+}
+
 // An elementwise op's constant operands of lower rank than its result (a batch norm's [C, 1, 1])
 // as constants of the result's rank, 1s in front: the same broadcast, which blocked-channel
 // kernels then read as one value per channel (runtime/formats.cpp).
@@ -336,6 +373,19 @@ std::unique_ptr<Graph> simplify(const Graph& g) {
       r.set(n.first_output, added(r, *ir::find_op(K::reshape), {in, 1}, {&a, 1}));
       return true;
     }
+    if (kind == K::reshape && inner_kind == K::transpose) {
+      const std::vector<int64_t> perm = channel_shuffle(t, *inner, g.shape(n.first_output));
+      if (perm.empty()) return false;
+      // A channel shuffle: one gather of the channels, which kernels over blocked channels run
+      // where they lie (three launches and two row-major copies before).
+      const ValueId in[] = {t.operands[producer(t, t.operands[inner->first_input])->first_input],
+                            r.to().add_constant(ir::DType::I64, ir::Shape{static_cast<int64_t>(perm.size())}, perm.data(),
+                                                perm.size() * sizeof(int64_t))};
+      ir::AttrArg axis = ir::AttrArg::of_int(1);
+      r.set(n.first_output, added(r, *ir::find_op(K::gather), {in, 2}, {&axis, 1}));
+      return true;
+    }
+    if (kind == K::slice && inner_kind == K::gather) return slice_of_gathered_channels(r, g, n, *inner);
     if (kind == K::reshape && inner_kind == K::reshape) {
       const ir::Shape s = g.shape(n.first_output);
       if (!s.is_static() || s.num_elements() == 0) return false;  // a 0 in a reshape's spec copies the input's size

@@ -9,6 +9,7 @@
 
 #include "ir/builder.hpp"
 #include "ir_build.hpp"
+#include "ir/op_attrs.gen.hpp"
 #include "ir/ops.gen.hpp"
 #include "passes/passes.hpp"
 #include "rewrite_check.hpp"
@@ -146,6 +147,26 @@ TEST_CASE("exported SiLU and GELU become one silu and one gelu computing the sam
   const auto g = b.finish({ys, 2});
   const auto out = passes::optimize(*g, true, nullptr);
   CHECK(count(*out, "silu") + count(*out, "gelu") == 0);
+}
+
+TEST_CASE("a channel shuffle (reshape, transpose, reshape) and its halves become gathers of the channels") {
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 12, 3, 5});
+  const int64_t split[] = {2, 2, 6, 3, 5}, perm[] = {0, 2, 1, 3, 4}, back[] = {2, 12, 3, 5};
+  const ValueId r1 = node(b, ir::ops::reshape, {x}, {ir::AttrArg::of_ints(split, 5)});
+  const ValueId t = node(b, ir::ops::transpose, {r1}, {ir::AttrArg::of_ints(perm, 5)});
+  const ValueId shuffled = node(b, ir::ops::reshape, {t}, {ir::AttrArg::of_ints(back, 4)});
+  std::vector<ir::AttrArg> slice(ir::ops::slice.attrs.size());
+  const int64_t starts[] = {6}, ends[] = {12}, axes[] = {1};
+  slice[ir::SliceAttrs::Index::starts] = ir::AttrArg::of_ints(starts, 1);
+  slice[ir::SliceAttrs::Index::ends] = ir::AttrArg::of_ints(ends, 1);
+  slice[ir::SliceAttrs::Index::axes] = ir::AttrArg::of_ints(axes, 1);
+  const ValueId ys[] = {shuffled, node(b, ir::ops::slice, {shuffled}, slice)};
+  const auto g = b.finish({ys, 2});
+  const auto out = passes::optimize(*g, true, nullptr);
+  CHECK(count(*out, "gather") == 2);
+  CHECK(count(*out, "transpose") + count(*out, "reshape") + count(*out, "slice") == 0);
+  same_values(*g, *out);  // a gather copies exactly what the shuffle moved
 }
 
 TEST_CASE("the whole pipeline logs every pass and keeps the values") {

@@ -132,3 +132,37 @@ def test_grouped_convolutions_of_8_channels_a_group_run_in_blocks_of_8():
     np.testing.assert_allclose(model(x), want, rtol=1e-4, atol=1e-4)
     if _has_avx512():
         assert "values in nChw8c" in model.report()
+
+
+@pytest.mark.parametrize("block", [8, 16])
+def test_a_channel_shuffle_and_its_halves_stay_blocked(block):
+    """ShuffleNet's shuffle (reshape to [N, 2, C/2, H, W], swap, reshape back) and its two channel
+    halves become gathers of the channels, which run on the blocked values: no reorder but the
+    graph's input and outputs; values against PyTorch's view/transpose/chunk."""
+    rng = np.random.default_rng(block)
+    x = rng.standard_normal((2, 32, 6, 5)).astype(np.float32)
+    with esgraph.GraphBuilder("shuffle") as b:
+        y = ops.max_pool2d(b.input("x", esgraph.f32, list(x.shape)), kernel=[2, 2])
+        n, c, h, w = 2, 32, 5, 4
+        s = ops.reshape(ops.transpose(ops.reshape(y, [n, 2, c // 2, h, w]), perm=[0, 2, 1, 3, 4]), [n, c, h, w])
+        halves = [ops.slice(s, [0], [c // 2], axes=[1]), ops.slice(s, [c // 2], [c], axes=[1])]
+        g = b.build([ops.relu(t) for t in halves])
+    model = esgraph.compile(g, backend_options={"channel_block": block})
+    t = torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, 1)
+    t = t.view(2, 2, 16, 5, 4).transpose(1, 2).reshape(2, 32, 5, 4)
+    for got, want in zip(model.run([x]), t.chunk(2, dim=1)):
+        np.testing.assert_array_equal(got, torch.relu(want).numpy())
+    assert model.stats()["reorders"] == 3
+    assert "gather" in model.to_dot() and "transpose" not in model.to_dot()
+
+
+def test_a_blocked_gather_of_channels_reads_run_time_indices_and_refuses_bad_ones():
+    x = np.random.default_rng(3).standard_normal((1, 20, 4, 4)).astype(np.float32)
+    with esgraph.GraphBuilder("gather") as b:
+        y = ops.max_pool2d(b.input("x", esgraph.f32, list(x.shape)), kernel=[1, 1])
+        g = b.build([ops.gather(y, b.input("i", esgraph.i64, [3]), axis=1)])
+    model = esgraph.compile(g, backend_options={"channel_block": 16})
+    assert model.stats()["reorders"] == 2  # x in, the result out: the gather runs blocked
+    np.testing.assert_array_equal(model(x, np.array([19, -1, 3])), x[:, [19, 19, 3]])
+    with pytest.raises(esgraph.InvalidArgumentError, match="index 20 is out of range for an axis of 20"):
+        model(x, np.array([0, 20, 1]))
