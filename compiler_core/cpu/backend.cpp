@@ -1,6 +1,7 @@
 // The host CPU as a backend: no legalization (the reference evaluator runs every op), its
 // grouping rules (fused_kernel.hpp), blocked channels for the ops with such kernels (oneDNN's
-// convolutions, the pools: option channel_block), and the plan run as it is (program.hpp).
+// convolutions, pools, global pools, channel concatenations and gathers: option channel_block),
+// and the plan run as it is (program.hpp).
 #include "runtime/backend.hpp"
 
 #include "cpu/conv.hpp"
@@ -77,7 +78,7 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
     throw ir::Error(ir::ErrorCode::InvalidArgument, "compile: cpu option channel_block " + std::to_string(block) + " (0, 8 or 16)");
   runtime::FormatRules rules;
   const plan::Format blocked = plan::Format::blocked_channels(block);
-  const int threads = options.pool_threads();
+  const int threads = library_threads(options);
   rules.format_of = [blocked, threads](const ir::Graph& g, const ir::Node& n) {
     if (n.op->kind == ir::OpKind::conv2d) return conv_layout(g, n, blocked, threads).out;
     return find_blocked_kernel(g, n, blocked) ? blocked : plan::Format::row_major();

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cpu/conv.hpp"
-#include "cpu/dnnl_engine.hpp"
+#include "cpu/onednn.hpp"
 #include "cpu/gemm.hpp"
 #include "cpu/omp_threads.hpp"
 #include "ir/op_attrs.gen.hpp"
@@ -17,11 +17,6 @@ namespace {
 
 using dnnl::memory;
 using tag = memory::format_tag;
-
-tag layout(plan::Format f) {
-  if (f.kind == plan::Format::RowMajor) return tag::nchw;
-  return f.block == 16 ? tag::nChw16c : f.block == 8 ? tag::nChw8c : tag::undef;
-}
 
 // A constant's bytes, or null.
 const uint8_t* constant_bytes(const ir::Graph& g, ir::ValueId v) {
@@ -46,7 +41,7 @@ int threads_for(const ir::Graph& g, const ir::Node& n, int threads) {
 std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Graph& g, const ir::Node& n, plan::Format src_format,
                                                                   plan::Format dst_format, const std::vector<PostOp>& post_ops,
                                                                   int threads, bool bf16, std::string& why_not) {
-  const tag src_tag = layout(src_format), dst_tag = layout(dst_format);
+  const tag src_tag = onednn_tag(src_format, 4), dst_tag = onednn_tag(dst_format, 4);
   if (src_tag == tag::undef || dst_tag == tag::undef) {
     why_not = "no oneDNN layout for " + (src_tag == tag::undef ? src_format : dst_format).name(4);
     return std::nullopt;
@@ -144,7 +139,7 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
     const memory::desc& wanted = impl->pd.weights_desc();
     if (rounded) {  // the images rounded to bf16 before each run, into the working buffer
       const memory::desc images = impl->pd.src_desc();
-      const memory::desc f32_images(images.dims(), memory::data_type::f32, layout(src));
+      const memory::desc f32_images(images.dims(), memory::data_type::f32, onednn_tag(src, 4));
       impl->round_images = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), f32_images, cpu_engine(), images));
       impl->f32_images = f32_images;
       impl->image_bytes = (images.get_size() + 63) / 64 * 64;
@@ -199,6 +194,8 @@ const std::string& ConvPrimitive::implementation() const { return impl_->impleme
 size_t ConvPrimitive::working_bytes() const { return impl_->working_bytes; }
 
 bool ConvPrimitive::bf16() const { return impl_->bf16; }
+
+int library_threads(const runtime::CompileOptions& options) { return std::max(1, options.pool_threads() / std::max(1, options.streams)); }
 
 bool cpu_multiplies_bf16() {
   const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());

@@ -1,9 +1,10 @@
 // An f32 convolution as a oneDNN primitive, made once when the plan is lowered: oneDNN picks
 // its kernel for this CPU and these shapes (direct JIT convolutions on blocked channels,
 // Winograd, depthwise), constant filters are reordered into the layout it wants right then,
-// and each run only executes it. Its source and result lie in the launch's memory format
-// (row-major NCHW, or nChw8c / nChw16c: plan/format.hpp's layouts are oneDNN's), and it may
-// apply a group's epilogue as post-ops (conv_epilogue.hpp).
+// and each run only executes it. Its images and result lie in the launch's memory formats
+// (row-major NCHW, or nChw8c / nChw16c: plan/format.hpp's layouts are oneDNN's; row-major images
+// with a blocked result for a first layer), and it may apply a group's epilogue as post-ops
+// (conv_epilogue.hpp).
 #pragma once
 #include <memory>
 #include <string>
@@ -11,12 +12,18 @@
 #include "cpu/conv_epilogue.hpp"
 #include "ir/graph.hpp"
 #include "plan/format.hpp"
+#include "runtime/plan.hpp"
 
 namespace esg::cpu {
 
 // Whether oneDNN multiplies bfloat16 on this CPU (AVX512-BF16 or AMX-BF16), the condition for
 // precision bf16.
 bool cpu_multiplies_bf16();
+
+// oneDNN's threads for a convolution or reorder of a model compiled with `options`: the model's,
+// shared among its streams, which may run at once. The layout decision and the primitives take
+// the same count, so that oneDNN chooses the same kernels for both.
+int library_threads(const runtime::CompileOptions& options);
 
 class ConvPrimitive {
  public:

@@ -3,7 +3,8 @@
 // YAML `compute:`, the same the unfused kernel calls: an all-f32 group runs the f32 rows
 // (elementwise_f32.hpp), any other group the reference's double/int64 math with results rounded
 // to each intermediate's dtype. Either way a fused group computes exactly what the unfused ops
-// would.
+// would (a convolution's group run as oneDNN post-ops instead matches to rounding:
+// conv_epilogue.hpp).
 #pragma once
 #include <vector>
 

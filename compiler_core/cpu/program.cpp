@@ -34,12 +34,18 @@ void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan:
   b.conv_w = at(in[1]);
   b.conv_bias = in.size() > 2 ? at(in[2]) : -1;
   const plan::Format src = l.in[static_cast<size_t>(b.conv_x)].format, f = l.out[0].format;
-  if (const std::optional<Epilogue> e = conv_epilogue(g, grp)) {
+  // Not when the residual is the convolution's own images (conv(x) + x): the plan may put the
+  // result in x's place, and oneDNN convolves out of place only; the rows path is elementwise.
+  const std::optional<Epilogue> e = conv_epilogue(g, grp);
+  if (e && e->residual != in[0]) {
     b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, threads, bf16, b.conv_fallback);
     b.conv_whole_group = b.conv != nullptr;
     b.conv_residual = at(e->residual);
   }
-  if (!b.conv) b.conv = ConvPrimitive::make(g, n, src, f, {}, threads, bf16, b.conv_fallback);
+  if (!b.conv) {
+    b.conv_fallback.clear();
+    b.conv = ConvPrimitive::make(g, n, src, f, {}, threads, bf16, b.conv_fallback);
+  }
   if (!b.conv) b.conv_head_im2col = find_fast_kernel(g, n);
   if (!b.conv && f != plan::Format::row_major())
     throw ir::Error(ir::ErrorCode::Internal, "cpu: no " + f.name(4) + " convolution, which the format rules chose: " + b.conv_fallback);
@@ -49,13 +55,12 @@ uint8_t* Program::working(uint8_t* arena, int stream) const { return arena + wor
 
 Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& options) : plan_(plan) {
   const ir::Graph& g = plan.graph();
-  // oneDNN's threads for a convolution or reorder: the model's, shared among streams that run at once.
-  const int conv_threads = std::max(1, options.pool_threads() / std::max(1, plan.num_streams()));
+  const int conv_threads = library_threads(options);
   const bool bf16 = options.precision == runtime::Precision::BF16;
   fused_.resize(plan.groups().size());
   for (const runtime::Plan::Launch& l : plan.launches()) {
-    // An elementwise launch in a blocked format computes over its operands as they lie in
-    // memory (flat); a blocked result with padding channels gets its zeros back after any
+    // An elementwise launch in a blocked format computes over its operands' physical shapes (as
+    // they lie in memory); a blocked result with padding channels gets its zeros back after any
     // launch but a reorder.
     const plan::Format f = l.out.empty() ? plan::Format::row_major() : l.out[0].format;
     const bool blocked = f != plan::Format::row_major();
@@ -302,7 +307,9 @@ std::string Program::report() const {
     out << " (" << post_op_groups << " with their group as post-ops)\n";
   }
   for (const auto& [why, count] : im2col) out << "  im2col convolutions x" << count << ": " << why << "\n";
-  if (working_bytes_) out << "  working memory: " << working_bytes_ << " B per stream, after the arena (oneDNN's scratchpads)\n";
+  if (working_bytes_)
+    out << "  working memory: " << working_bytes_
+        << " B per stream, after the arena (oneDNN's scratchpads, bf16 images, a convolution's result before its group's rows)\n";
   if (!slow.empty()) {
     out << "  reference kernels:";
     for (const auto& [name, count] : slow) out << " " << name << " x" << count;

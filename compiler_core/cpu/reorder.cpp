@@ -4,7 +4,7 @@
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "cpu/dnnl_engine.hpp"
+#include "cpu/onednn.hpp"
 #include "cpu/omp_threads.hpp"
 #include "cpu/split.hpp"
 
@@ -52,16 +52,6 @@ void zero_padding(const eval::TensorRef& t, plan::Format f) {
 
 namespace {
 
-// oneDNN's tag for format `f` at `rank` (3 to 5), or undef.
-dnnl::memory::format_tag tag_of(plan::Format f, size_t rank) {
-  using tag = dnnl::memory::format_tag;
-  static const tag kRowMajor[] = {tag::ncw, tag::nchw, tag::ncdhw}, k8[] = {tag::nCw8c, tag::nChw8c, tag::nCdhw8c},
-                   k16[] = {tag::nCw16c, tag::nChw16c, tag::nCdhw16c};
-  if (rank < 3 || rank > 5) return tag::undef;
-  if (f.kind == plan::Format::RowMajor) return kRowMajor[rank - 3];
-  return f.block == 8 ? k8[rank - 3] : f.block == 16 ? k16[rank - 3] : tag::undef;
-}
-
 // Element by element, any formats and dtype.
 void reorder_elements(const eval::TensorRef& from, plan::Format from_format, const eval::TensorRef& to, plan::Format to_format,
                       const eval::Parallel* parallel) {
@@ -85,7 +75,7 @@ struct Reorder::Primitive {
 };
 
 Reorder::Reorder(const ir::Shape& shape, ir::DType dtype, plan::Format from, plan::Format to, int threads) : from_(from), to_(to) {
-  const dnnl::memory::format_tag a = tag_of(from, shape.rank()), b = tag_of(to, shape.rank());
+  const dnnl::memory::format_tag a = onednn_tag(from, shape.rank()), b = onednn_tag(to, shape.rank());
   if (dtype != ir::DType::F32 || a == dnnl::memory::format_tag::undef || b == dnnl::memory::format_tag::undef ||
       shape.num_elements() == 0)
     return;

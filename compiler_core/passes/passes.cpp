@@ -284,8 +284,7 @@ bool constants_at_full_rank(Replay& r, const Graph& g, const ir::Node& n) {
     if (p && p->blob != kNone && s.rank() < rank && s.num_elements() > 1) {
       std::vector<int64_t> dims(rank - s.rank(), 1);
       dims.insert(dims.end(), s.begin(), s.begin() + s.rank());
-      const std::shared_ptr<const std::vector<uint8_t>> bytes = t.blobs[p->blob];
-      v = r.to().add_constant(t.values[v].dtype, ir::Shape::from(dims.data(), dims.size()), bytes->data(), bytes->size());
+      v = r.to().add_constant(t.values[v].dtype, ir::Shape::from(dims.data(), dims.size()), t.blobs[p->blob]);  // the same bytes
       changed = true;
     }
     in.push_back(v);

@@ -10,7 +10,8 @@ int64_t Format::physical_elements(const ir::Shape& shape) const {
 }
 
 ir::Shape Format::physical_shape(const ir::Shape& shape) const {
-  if (kind == RowMajor || shape.rank() < 2) return shape;
+  // A single element is read as one in every format (element 0 is the value; runtime/formats).
+  if (kind == RowMajor || shape.rank() < 2 || shape.num_elements() == 1) return shape;
   int64_t inner = 1;
   for (size_t i = 2; i < shape.rank(); ++i) inner *= shape[i];
   return ir::Shape{shape[0], (shape[1] + block - 1) / block, inner, block};

@@ -115,6 +115,8 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
         for (const GroupStep::Operand& a : s.operands) {
           if (a.from != GroupStep::From::Input || f == plan::Format::row_major()) continue;
           const ir::ValueId v = grp.inputs[a.index];
+          // A member reading the images a head reads row-major: one copy cannot serve both.
+          if (v == x && !reads_in_format(head, 0)) f = plan::Format::row_major();
           const bool blocked_too = g.shape(v) == grp.shape || per_channel(g.shape(v), grp.shape);
           if (blocked_too && std::find(data.begin(), data.end(), v) == data.end()) data.push_back(v);
           else if (!blocked_too && g.shape(v).num_elements() != 1) f = plan::Format::row_major();

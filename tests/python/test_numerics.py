@@ -1634,3 +1634,17 @@ def test_a_convolution_onednn_does_not_serve_runs_on_im2col_with_the_reason_in_t
         assert "im2col convolutions x1: " in report and why in report
         got = model(x, w)
         assert got.dtype == f32 and got.shape == conv2d_reference(x, w, pads=(1, 1, 1, 1)).shape and got.size == 0
+
+
+@pytest.mark.parametrize("block", [0, 16])
+def test_a_convolution_plus_its_own_images_is_not_computed_in_place(block):
+    """conv(x) + x with x an intermediate that dies there: the plan may give the sum x's buffer,
+    so the residual sum cannot be a post-op (oneDNN convolves out of place only); the rows add
+    it instead. Values against the reference."""
+    rng = rng_for("own images", block)
+    x, w = normal(rng, (2, 16, 7, 7)), normal(rng, (16, 16, 3, 3), scale=0.2)
+    model = esgraph.compile(build(lambda a, b: ops.conv2d(ops.relu(a), b, pads=[1, 1, 1, 1]) + ops.relu(a), x, w)[0],
+                            backend_options={"channel_block": block})
+    r = np.maximum(x, 0)
+    np.testing.assert_allclose(model(x, w), conv2d_reference(r, w, pads=(1, 1, 1, 1)) + r, rtol=1e-5, atol=1e-5)
+    assert "0 with their group as post-ops" in model.report()
