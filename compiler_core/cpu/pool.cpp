@@ -88,6 +88,18 @@ void pool2d_blocked_f32(const eval::KernelCall& c) {
   });
 }
 
+// The lanes' sums or maxima (a NaN wins, as in the reference) over `pixels` rows of `lanes`
+// floats, into acc[0, lanes). Built for each ISA level, so that a lane loop is one vector.
+ESG_CPU_CLONES void reduce_lanes(const float* in, int64_t pixels, int64_t lanes, bool max, float* acc) {
+  std::fill_n(acc, lanes, max ? -std::numeric_limits<float>::infinity() : 0.0f);
+  for (int64_t i = 0; i < pixels; ++i, in += lanes) {
+    if (max)
+      for (int64_t lane = 0; lane < lanes; ++lane) acc[lane] = acc[lane] < in[lane] || in[lane] != in[lane] ? in[lane] : acc[lane];
+    else
+      for (int64_t lane = 0; lane < lanes; ++lane) acc[lane] += in[lane];
+  }
+}
+
 // A global pool (reduce_mean or reduce_max over H and W, keeping them) over blocks of B
 // channels: one vector of B sums or maxima per plane of blocks, the result [N, C, 1, 1] blocked
 // too. Sums in order, as the reference does.
@@ -98,11 +110,8 @@ void global_pool_blocked_f32(const eval::KernelCall& c) {
   const int64_t planes = x.shape[0] * ((x.shape[1] + B - 1) / B), HW = x.shape[2] * x.shape[3];
   split_work(planes, HW * B, c.parallel, [&](int64_t first, int64_t last) {
     for (int64_t p = first; p < last; ++p) {
-      const float* in = x.data<float>() + p * HW * B;
       float acc[B];
-      std::fill_n(acc, B, kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
-      for (int64_t i = 0; i < HW; ++i, in += B)
-        for (int64_t lane = 0; lane < B; ++lane) acc[lane] = kMax ? (acc[lane] < in[lane] || in[lane] != in[lane] ? in[lane] : acc[lane]) : acc[lane] + in[lane];
+      reduce_lanes(x.data<float>() + p * HW * B, HW, B, kMax, acc);
       float* o = y.data<float>() + p * B;
       for (int64_t lane = 0; lane < B; ++lane) o[lane] = kMax ? acc[lane] : acc[lane] / static_cast<float>(HW);
     }
