@@ -200,7 +200,7 @@ ESG_API esg_graph* esg_builder_build(esg_builder* builder, const esg_tensor* out
     const std::vector<ir::ValueId> outs = resolve_all(outputs, count, builder, "esg_builder_build: output");
     auto graph = builder->core.finish(outs);
     g = new esg_graph{std::move(graph)};
-    builder->epoch = esg::capi::next_epoch();
+    esg::capi::new_epoch(builder);
   });
   // A failed build does not reset the builder: the caller may fix the outputs and retry.
   return g;

@@ -58,17 +58,22 @@ bool guarded(esg_builder* b, F&& f) {
   return false;
 }
 
-// Builders alive, so that a tensor naming a destroyed one is refused before its address is
-// followed. Registered by esg_builder_create and esg_builder_destroy.
+// Builders alive and their epochs, so that a tensor naming a destroyed one is refused before its
+// address is followed (live_builders.cpp). Registered by esg_builder_create and
+// esg_builder_destroy; a build gives its builder a new epoch through new_epoch.
 void register_builder(const esg_builder* b);
 void unregister_builder(const esg_builder* b);
+void new_epoch(esg_builder* b);
+uint32_t live_epoch(const esg_builder* b);  // 0: no builder lives at that address
 bool builder_alive(const esg_builder* b);
 
 // Whether a tensor handle is usable: set, of `expected` (if given; a builder the caller has
-// already found alive), of a live builder, not stale.
+// already found alive), of a live builder, not stale. Its builder is read only once the handle's
+// epoch is that builder's.
 inline bool tensor_ok(esg_tensor t, const esg_builder* expected) {
-  return t.priv_builder && (expected ? t.priv_builder == expected : builder_alive(t.priv_builder)) &&
-         t.priv_epoch == t.priv_builder->epoch && t.priv_value < t.priv_builder->core.graph().values.size();
+  return t.priv_builder &&
+         (expected ? t.priv_builder == expected && t.priv_epoch == expected->epoch : live_epoch(t.priv_builder) == t.priv_epoch) &&
+         t.priv_value < t.priv_builder->core.graph().values.size();
 }
 // The value of a tensor handle, or an exception saying why it is not usable; `what` names
 // the argument in the error.

@@ -58,7 +58,7 @@ void OpCall::take(esg_tensor t, size_t element) {
     resolve(t, builder_, what + "`");
   } catch (const ir::Error& e) {
     // Record the error in the input's builder too, unless the input is what is stale.
-    if (!builder_ && t.priv_builder && builder_alive(t.priv_builder) && t.priv_epoch == t.priv_builder->epoch) builder_ = t.priv_builder;
+    if (!builder_ && t.priv_builder && live_epoch(t.priv_builder) == t.priv_epoch) builder_ = t.priv_builder;
     fail(static_cast<esg_status>(e.code()), e.what());
   }
 }
