@@ -40,7 +40,7 @@ void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan:
   if (e && e->residual != in[0]) {
     b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, threads, bf16, b.conv_fallback);
     b.conv_whole_group = b.conv != nullptr;
-    b.conv_residual = at(e->residual);
+    if (b.conv_whole_group) b.conv_residual = at(e->residual);
   }
   if (!b.conv) {
     b.conv_fallback.clear();
