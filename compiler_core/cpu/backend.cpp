@@ -4,6 +4,9 @@
 // and the plan run as it is (program.hpp).
 #include "runtime/backend.hpp"
 
+#include <memory>
+#include <unordered_map>
+
 #include "cpu/conv.hpp"
 #include "cpu/conv_primitive.hpp"
 #include "cpu/fast_kernels.hpp"
@@ -79,13 +82,20 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
   runtime::FormatRules rules;
   const plan::Format blocked = plan::Format::blocked_channels(block);
   const int threads = library_threads(options);
-  rules.format_of = [blocked, threads](const ir::Graph& g, const ir::Node& n) {
-    if (n.op->kind == ir::OpKind::conv2d) return conv_layout(g, n, blocked, threads).out;
+  // Each convolution's layout decided once for both rules (it asks oneDNN for up to four
+  // kernels); the rules live for one plan's format pass.
+  auto decided = std::make_shared<std::unordered_map<const ir::Node*, ConvLayout>>();
+  auto layout_of = [blocked, threads, decided](const ir::Graph& g, const ir::Node& n) {
+    const auto it = decided->find(&n);
+    return it != decided->end() ? it->second : decided->emplace(&n, conv_layout(g, n, blocked, threads)).first->second;
+  };
+  rules.format_of = [blocked, layout_of](const ir::Graph& g, const ir::Node& n) {
+    if (n.op->kind == ir::OpKind::conv2d) return layout_of(g, n).out;
     return find_blocked_kernel(g, n, blocked) ? blocked : plan::Format::row_major();
   };
-  rules.reads_in_format = [blocked, threads](const ir::Graph& g, const ir::Node& n, size_t i) {
+  rules.reads_in_format = [layout_of](const ir::Graph& g, const ir::Node& n, size_t i) {
     if (n.op->kind == ir::OpKind::concat) return true;
-    return i == 0 && (n.op->kind != ir::OpKind::conv2d || !conv_layout(g, n, blocked, threads).row_major_in);
+    return i == 0 && (n.op->kind != ir::OpKind::conv2d || !layout_of(g, n).row_major_in);
   };
   rules.elementwise_any_format = true;
   return rules;
@@ -110,4 +120,4 @@ namespace esg::runtime {
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<cpu::Backend>(); }
 
-}  // namespace esg::cpu
+}  // namespace esg::runtime

@@ -32,8 +32,7 @@ memory::dims filter_dims(const ir::Shape& w, int64_t groups) {
 // The threads a convolution gets: as a GEMM of as many multiply-adds would (gemm.hpp).
 int threads_for(const ir::Graph& g, const ir::Node& n, int threads) {
   const ir::Shape w = g.shape(g.operands[n.first_input + 1]);
-  const double macs = static_cast<double>(g.shape(n.first_output).num_elements()) * static_cast<double>(w[1] * w[2] * w[3]);
-  return static_cast<int>(std::clamp<double>(macs / kMinGemmMacsPerThread, 1, std::max(threads, 1)));
+  return threads_for_macs(static_cast<double>(g.shape(n.first_output).num_elements()) * static_cast<double>(w[1] * w[2] * w[3]), threads);
 }
 
 // oneDNN's description of node `n` in `format` with `post_ops` for `threads` threads (set for

@@ -69,8 +69,7 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, in
     for (int64_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, static_cast<size_t>(n) * sizeof(float));
     return;
   }
-  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const OmpThreads scoped(static_cast<int>(std::clamp<double>(macs / kMinGemmMacsPerThread, 1, std::max(threads, 1))));
+  const OmpThreads scoped(threads_for_macs(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k), threads));
   const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
   if (s != dnnl_success) throw ir::Error(ir::ErrorCode::Internal, "oneDNN sgemm failed with status " + std::to_string(s));
 }

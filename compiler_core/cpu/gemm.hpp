@@ -1,6 +1,7 @@
 // GEMM for the CPU kernels: one call into oneDNN for everything (matmul, fused matmul
 // epilogues, convolution).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "eval/host_tensor.hpp"
@@ -11,6 +12,12 @@ namespace esg::cpu {
 // costs a wake-up per call, and on a loaded machine a wait for a descheduled member (a time
 // slice, milliseconds) that a small GEMM never earns back.
 constexpr int64_t kMinGemmMacsPerThread = int64_t{1} << 22;
+
+// The threads for a product (or convolution) of `macs` multiply-adds: one per
+// kMinGemmMacsPerThread of them, at least 1, at most `threads`.
+inline int threads_for_macs(double macs, int threads) {
+  return static_cast<int>(std::clamp<double>(macs / kMinGemmMacsPerThread, 1, std::max(threads, 1)));
+}
 
 // c[m, n] = op(a)[m, k] · op(b)[k, n], row-major with leading dimensions lda, ldb, ldc; op
 // transposes with ta / tb. At most `threads` for oneDNN's OpenMP, fewer for a small product

@@ -18,6 +18,9 @@ namespace {
 
 constexpr int64_t kAlign = plan::kArenaAlignment;
 
+// The first kAlign-aligned byte of an allocation kAlign bytes larger than it needs.
+uint8_t* aligned(uint8_t* p) { return p + (kAlign - reinterpret_cast<uintptr_t>(p) % kAlign) % kAlign; }
+
 bool is_conv_f32(const ir::Graph& g, ir::NodeId n) { return n != ir::kNone && is_conv2d_f32(g, g.nodes[n]); }
 
 }  // namespace
@@ -182,8 +185,7 @@ void Program::run_launch(size_t index, const std::vector<const eval::TensorRef*>
                          const std::vector<const eval::TensorRef*>& out, const eval::RunControl& control) const {
   std::vector<const eval::TensorRef*> operands = in;
   const std::unique_ptr<uint8_t[]> memory(new uint8_t[static_cast<size_t>(working_bytes_ + kAlign)]);
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(memory.get());
-  compute(index, operands, out, nullptr, control, memory.get() + (kAlign - raw % kAlign) % kAlign);
+  compute(index, operands, out, nullptr, control, aligned(memory.get()));
 }
 
 void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
@@ -202,8 +204,7 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
   }
   // The plan's arena, then each stream's working memory.
   if (!arena) arena.reset(new uint8_t[static_cast<size_t>(working_at_ + working_bytes_ * plan_.num_streams() + kAlign)]);
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(arena.get());
-  uint8_t* base = arena.get() + (kAlign - raw % kAlign) % kAlign;
+  uint8_t* base = aligned(arena.get());
   const ir::Graph& g = plan_.graph();
   const auto& launches = plan_.launches();
   std::mutex trace_mu;

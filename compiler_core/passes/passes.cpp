@@ -613,7 +613,7 @@ bool exported_gelu(const Graph& g, const ir::Node& mul, ValueId* x) {
 
 }  // namespace
 
-std::unique_ptr<Graph> recognize_exported_norms(const Graph& g) {
+std::unique_ptr<Graph> recognize_exported_ops(const Graph& g) {
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
     if (n.region != 0 || n.num_deps || !ir::dtype_is_float(g.values[n.first_output].dtype)) return false;
@@ -641,10 +641,10 @@ std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::st
   using Pass = std::unique_ptr<Graph> (*)(const Graph&);
   const std::pair<const char*, Pass> pipeline[] = {
       {"simplify (x*1, x+0, transpose/reshape/cast chains, transposes into matmul, transposes of size-1 axes as reshapes, "
-       "constants at their consumer's rank)",
+       "channel shuffles and their slices as gathers, constants at their consumer's rank)",
        simplify},
       {"fold constants", [](const Graph& x) { return fold_constants(x); }},
-      {"recognize exported layer norms, SiLU and GELU", recognize_exported_norms},
+      {"recognize exported layer norms, SiLU and GELU", recognize_exported_ops},
       {"fold affine ops into convolutions", fold_affine_into_conv},
       {"eliminate common subexpressions", eliminate_common_subexpressions},
       {"eliminate dead code", eliminate_dead_code},

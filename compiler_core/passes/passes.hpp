@@ -20,7 +20,9 @@ std::unique_ptr<ir::Graph> eliminate_common_subexpressions(const ir::Graph& g);
 std::unique_ptr<ir::Graph> fold_constants(const ir::Graph& g, int64_t max_elements = int64_t{1} << 16);
 // x*1, 1*x, x/1, x+0, 0+x, x-0 (when the result is x's shape and dtype), casts to the same
 // dtype, cast chains through a lossless dtype, transpose chains (to one, or none), reshape
-// chains (to one, or none); an elementwise op's constants of lower rank than its result at its rank.
+// chains (to one, or none), transposes into matmul's flags, transposes of size-1 axes as
+// reshapes, a channel shuffle (reshape, transpose, reshape) and its channel slices as gathers
+// of the channels; an elementwise op's constants of lower rank than its result at its rank.
 std::unique_ptr<ir::Graph> simplify(const ir::Graph& g);
 
 // conv2d(x, W, b) followed by + c, - c, * c or / c with c a constant per output channel (or a
@@ -32,9 +34,9 @@ std::unique_ptr<ir::Graph> fold_affine_into_conv(const ir::Graph& g);
 // eps) with the means over the same trailing axes becomes one layer_norm (its scale and shift
 // stay elementwise ops, which fuse with what follows); x · sigmoid(x) one silu; x · (erf(x / √2)
 // + 1) · 0.5 one gelu. Each runs as one kernel (or post-op) that rounds once.
-std::unique_ptr<ir::Graph> recognize_exported_norms(const ir::Graph& g);
+std::unique_ptr<ir::Graph> recognize_exported_ops(const ir::Graph& g);
 
-// The pipeline: simplify, fold, recognize exported norms, affine into convolutions, CSE, DCE; each step's node counts
+// The pipeline: simplify, fold, recognize exported ops, affine into convolutions, CSE, DCE; each step's node counts
 // and time go to `log`.
 std::unique_ptr<ir::Graph> optimize(const ir::Graph& g, bool verify, std::vector<std::string>* log);
 
