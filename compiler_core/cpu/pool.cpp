@@ -46,22 +46,36 @@ void pool2d_f32(const eval::KernelCall& c) {
   });
 }
 
-// One window over blocks of `lanes` channels: the lanes' maxima or means of rows [h0, h1) and
-// columns [w0, w1) into `out`. Built for each ISA level, so that a lane loop is one vector.
-ESG_CPU_CLONES void pool_window_blocked(const float* in, int64_t W, int64_t lanes, int64_t h0, int64_t h1, int64_t w0, int64_t w1,
-                                        bool max, float* out) {
-  float acc[16];
-  std::fill_n(acc, lanes, max ? -std::numeric_limits<float>::infinity() : 0.0f);
-  for (int64_t ih = h0; ih < h1; ++ih)
-    for (int64_t iw = w0; iw < w1; ++iw) {
-      const float* v = in + (ih * W + iw) * lanes;
-      if (max)
-        for (int64_t lane = 0; lane < lanes; ++lane) acc[lane] = acc[lane] < v[lane] ? v[lane] : acc[lane];
-      else
-        for (int64_t lane = 0; lane < lanes; ++lane) acc[lane] += v[lane];
-    }
-  const float count = static_cast<float>(std::max<int64_t>(1, std::max<int64_t>(0, h1 - h0) * std::max<int64_t>(0, w1 - w0)));
-  for (int64_t lane = 0; lane < lanes; ++lane) out[lane] = max ? acc[lane] : acc[lane] / count;
+// One output row's windows over a plane of blocks of B channels: rows [h0, h1) of the input, each
+// window's columns clipped to the image. B is a constant here, so a window's lanes stay in one
+// vector register (two on AVX2 for B = 16) through the whole window.
+template <bool kMax, int64_t B>
+ESG_VM_INLINE void pool_row_blocked(const float* in, int64_t W, int64_t h0, int64_t h1, int64_t OW, int64_t stride, int64_t pad,
+                                    int64_t k, float* out) {
+  for (int64_t ow = 0; ow < OW; ++ow, out += B) {
+    const int64_t w0 = std::max<int64_t>(0, ow * stride - pad), w1 = std::min(W, ow * stride - pad + k);
+    float acc[B];
+    for (int64_t lane = 0; lane < B; ++lane) acc[lane] = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+    for (int64_t ih = h0; ih < h1; ++ih)
+      for (int64_t iw = w0; iw < w1; ++iw) {
+        const float* v = in + (ih * W + iw) * B;
+        if constexpr (kMax)
+          for (int64_t lane = 0; lane < B; ++lane) acc[lane] = acc[lane] < v[lane] ? v[lane] : acc[lane];
+        else
+          for (int64_t lane = 0; lane < B; ++lane) acc[lane] += v[lane];
+      }
+    const float count = static_cast<float>(std::max<int64_t>(1, std::max<int64_t>(0, h1 - h0) * std::max<int64_t>(0, w1 - w0)));
+    for (int64_t lane = 0; lane < B; ++lane) out[lane] = kMax ? acc[lane] : acc[lane] / count;
+  }
+}
+
+// The row above for blocks of 8 or 16 lanes, built for each ISA level.
+ESG_CPU_CLONES void pool_row(const float* in, int64_t W, int64_t lanes, int64_t h0, int64_t h1, int64_t OW, int64_t stride,
+                             int64_t pad, int64_t k, bool max, float* out) {
+  if (max && lanes == 16) pool_row_blocked<true, 16>(in, W, h0, h1, OW, stride, pad, k, out);
+  else if (max) pool_row_blocked<true, 8>(in, W, h0, h1, OW, stride, pad, k, out);
+  else if (lanes == 16) pool_row_blocked<false, 16>(in, W, h0, h1, OW, stride, pad, k, out);
+  else pool_row_blocked<false, 8>(in, W, h0, h1, OW, stride, pad, k, out);
 }
 
 // The same over blocks of B channels: element (h, w, lane) of a plane of blocks at (h·W + w)·B + lane.
@@ -77,13 +91,8 @@ void pool2d_blocked_f32(const eval::KernelCall& c) {
   split_work(planes * OH, W * B * k[0], c.parallel, [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) {
       const int64_t p = r / OH, oh = r % OH;
-      const float* in = x.data<float>() + p * H * W * B;
-      float* out = y.data<float>() + (p * OH + oh) * OW * B;
       const int64_t h0 = std::max<int64_t>(0, oh * st[0] - pads[0]), h1 = std::min(H, oh * st[0] - pads[0] + k[0]);
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        const int64_t w0 = std::max<int64_t>(0, ow * st[1] - pads[1]), w1 = std::min(W, ow * st[1] - pads[1] + k[1]);
-        pool_window_blocked(in, W, B, h0, h1, w0, w1, kMax, out + ow * B);
-      }
+      pool_row(x.data<float>() + p * H * W * B, W, B, h0, h1, OW, st[1], pads[1], k[1], kMax, y.data<float>() + (p * OH + oh) * OW * B);
     }
   });
 }

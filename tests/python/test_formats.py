@@ -165,3 +165,29 @@ def test_a_blocked_gather_of_channels_reads_run_time_indices_and_refuses_bad_one
     np.testing.assert_array_equal(model(x, np.array([19, -1, 3])), x[:, [19, 19, 3]])
     with pytest.raises(esgraph.InvalidArgumentError, match="index 20 is out of range for an axis of 20"):
         model(x, np.array([0, 20, 1]))
+
+
+@pytest.mark.parametrize("block", [8, 16])
+def test_blocked_gathers_and_concatenations_pick_lanes_from_any_blocks(block):
+    """A result block's lanes come from two source blocks (a permute of two vectors per pixel)
+    or from more (lane by lane), with repeats, negative indices and padding lanes; a concatenation
+    of 5-channel inputs puts three inputs into one block. Against numpy."""
+    rng = np.random.default_rng(block + 1)
+    x = rng.standard_normal((2, 48, 5, 3)).astype(np.float32)
+    parts = [rng.standard_normal((2, 5, 5, 3)).astype(np.float32) for _ in range(4)]
+    picks = {
+        "two blocks": np.array([1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31, 2, 2, -1]),
+        "many blocks": rng.permutation(48),
+        "one block": np.array([4, 0, 4]),
+    }
+    with esgraph.GraphBuilder("picks") as b:
+        y = ops.max_pool2d(b.input("x", esgraph.f32, list(x.shape)), kernel=[1, 1])
+        i = b.input("i", esgraph.i64, ["picked"])
+        cat = ops.concat([ops.max_pool2d(b.input(f"p{k}", esgraph.f32, list(p.shape)), kernel=[1, 1]) for k, p in enumerate(parts)], axis=1)
+        g = b.build([ops.gather(y, i, axis=1), ops.relu(cat)])
+    for name, idx in picks.items():
+        model = esgraph.compile(g, shapes={"picked": len(idx)}, backend_options={"channel_block": block})
+        got, got_cat = model.run([x, idx, *parts])
+        np.testing.assert_array_equal(got, x[:, idx], err_msg=name)
+        np.testing.assert_array_equal(got_cat, np.maximum(np.concatenate(parts, axis=1), 0))
+        assert "for gather" not in model.report() and "for concat" not in model.report()
