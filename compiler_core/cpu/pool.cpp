@@ -97,16 +97,27 @@ void pool2d_blocked_f32(const eval::KernelCall& c) {
   });
 }
 
-// The lanes' sums or maxima (a NaN wins, as in the reference) over `pixels` rows of `lanes`
-// floats, into acc[0, lanes). Built for each ISA level, so that a lane loop is one vector.
-ESG_CPU_CLONES void reduce_lanes(const float* in, int64_t pixels, int64_t lanes, bool max, float* acc) {
-  std::fill_n(acc, lanes, max ? -std::numeric_limits<float>::infinity() : 0.0f);
-  for (int64_t i = 0; i < pixels; ++i, in += lanes) {
-    if (max)
-      for (int64_t lane = 0; lane < lanes; ++lane) acc[lane] = acc[lane] < in[lane] || in[lane] != in[lane] ? in[lane] : acc[lane];
+// The lanes' sums or maxima (a NaN wins, as in the reference) over `pixels` rows of B floats,
+// into acc[0, B): B a constant, so that the accumulator stays in a register.
+template <bool kMax, int64_t B>
+ESG_VM_INLINE void reduce_lanes_of(const float* in, int64_t pixels, float* out) {
+  float acc[B];
+  for (int64_t lane = 0; lane < B; ++lane) acc[lane] = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+  for (int64_t i = 0; i < pixels; ++i, in += B) {
+    if constexpr (kMax)
+      for (int64_t lane = 0; lane < B; ++lane) acc[lane] = acc[lane] < in[lane] || in[lane] != in[lane] ? in[lane] : acc[lane];
     else
-      for (int64_t lane = 0; lane < lanes; ++lane) acc[lane] += in[lane];
+      for (int64_t lane = 0; lane < B; ++lane) acc[lane] += in[lane];
   }
+  for (int64_t lane = 0; lane < B; ++lane) out[lane] = acc[lane];
+}
+
+// The above for blocks of 8 or 16 lanes, built for each ISA level.
+ESG_CPU_CLONES void reduce_lanes(const float* in, int64_t pixels, int64_t lanes, bool max, float* acc) {
+  if (max && lanes == 16) reduce_lanes_of<true, 16>(in, pixels, acc);
+  else if (max) reduce_lanes_of<true, 8>(in, pixels, acc);
+  else if (lanes == 16) reduce_lanes_of<false, 16>(in, pixels, acc);
+  else reduce_lanes_of<false, 8>(in, pixels, acc);
 }
 
 // A global pool (reduce_mean or reduce_max over H and W, keeping them) over blocks of B
