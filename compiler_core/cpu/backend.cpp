@@ -49,10 +49,10 @@ struct ConvLayout {
   plan::Format out;
   bool row_major_in;
 };
-ConvLayout conv_layout(const ir::Graph& g, const ir::Node& n, plan::Format blocked, int threads) {
+ConvLayout conv_layout(const ir::Graph& g, const ir::Node& n, plan::Format blocked) {
   if (!is_conv2d_f32(g, n)) return {plan::Format::row_major(), true};
   auto direct = [&](plan::Format src, plan::Format dst) {
-    const std::string kernel = ConvPrimitive::kernel_for(g, n, src, dst, threads);
+    const std::string kernel = ConvPrimitive::kernel_for(g, n, src, dst);
     return !kernel.empty() && kernel.find("gemm") == std::string::npos;
   };
   std::vector<plan::Format> candidates{blocked};
@@ -81,13 +81,12 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
     throw ir::Error(ir::ErrorCode::InvalidArgument, "compile: cpu option channel_block " + std::to_string(block) + " (0, 8 or 16)");
   runtime::FormatRules rules;
   const plan::Format blocked = plan::Format::blocked_channels(block);
-  const int threads = library_threads(options);
   // Each convolution's layout decided once for both rules (it asks oneDNN for up to four
   // kernels); the rules live for one plan's format pass.
   auto decided = std::make_shared<std::unordered_map<const ir::Node*, ConvLayout>>();
-  auto layout_of = [blocked, threads, decided](const ir::Graph& g, const ir::Node& n) {
+  auto layout_of = [blocked, decided](const ir::Graph& g, const ir::Node& n) {
     const auto it = decided->find(&n);
-    return it != decided->end() ? it->second : decided->emplace(&n, conv_layout(g, n, blocked, threads)).first->second;
+    return it != decided->end() ? it->second : decided->emplace(&n, conv_layout(g, n, blocked)).first->second;
   };
   rules.format_of = [blocked, layout_of](const ir::Graph& g, const ir::Node& n) {
     if (n.op->kind == ir::OpKind::conv2d) return layout_of(g, n).out;

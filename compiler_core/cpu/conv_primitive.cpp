@@ -25,22 +25,54 @@ const uint8_t* constant_bytes(const ir::Graph& g, ir::ValueId v) {
   return p == ir::kNone || g.nodes[p].blob == ir::kNone ? nullptr : g.blobs[g.nodes[p].blob]->data();
 }
 
-// The filters' dimensions as oneDNN takes them: OIHW, or GOIHW when grouped.
-memory::dims filter_dims(const ir::Shape& w, int64_t groups) {
-  return groups == 1 ? memory::dims{w[0], w[1], w[2], w[3]} : memory::dims{groups, w[0] / groups, w[1], w[2], w[3]};
+// What one piece of a convolution computes: images [n0, n0 + n) and output channels
+// [o0, o0 + o), with the input channels of those outputs (all of them, or their groups' own).
+struct Slice {
+  int64_t n0, n, o0, o;
+};
+
+// The pieces for at most `pieces` threads: the images split among them when there are several,
+// else (one image) the output channels, in whole blocks of the result's format (and, grouped,
+// of the images' too, so that every piece's operands start on a block).
+std::vector<Slice> slices_of(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst, int pieces) {
+  const ir::Shape w = g.shape(g.operands[n.first_input + 1]), y = g.shape(n.first_output);
+  const int64_t images = y[0], outputs = y[1], groups = conv_params(g, n).groups;
+  std::vector<Slice> slices;
+  if (pieces > 1 && images > 1) {
+    const int64_t parts = std::min<int64_t>(pieces, images);
+    for (int64_t i = 0; i < parts; ++i) slices.push_back({images * i / parts, images * (i + 1) / parts - images * i / parts, 0, outputs});
+    return slices;
+  }
+  const int64_t src_block = src.kind == plan::Format::RowMajor ? 1 : src.block;
+  int64_t unit = dst.kind == plan::Format::RowMajor ? 16 : dst.block;  // output channels a unit
+  if (groups > 1) {  // whole groups, as many as put both operands' starts on blocks
+    const int64_t per_group = w[0] / groups;
+    int64_t u = 1;
+    while (u < groups && ((u * w[1]) % src_block != 0 || (u * per_group) % unit != 0)) ++u;
+    unit = u * per_group;
+  }
+  const int64_t units = (outputs + unit - 1) / unit, parts = std::min<int64_t>(pieces, units);
+  if (parts < 2) return {{0, images, 0, outputs}};
+  for (int64_t i = 0; i < parts; ++i) {
+    const int64_t o0 = unit * (units * i / parts), o1 = std::min(outputs, unit * (units * (i + 1) / parts));
+    slices.push_back({0, images, o0, o1 - o0});
+  }
+  return slices;
 }
 
-// The threads a convolution gets: as a GEMM of as many multiply-adds would (gemm.hpp).
-int threads_for(const ir::Graph& g, const ir::Node& n, int threads) {
+// The pieces a convolution is split into: one per kMinConvMacsPerThread multiply-adds, at most
+// `threads`.
+int pieces_for(const ir::Graph& g, const ir::Node& n, int threads) {
   const ir::Shape w = g.shape(g.operands[n.first_input + 1]);
-  return threads_for_macs(static_cast<double>(g.shape(n.first_output).num_elements()) * static_cast<double>(w[1] * w[2] * w[3]), threads);
+  const double macs = static_cast<double>(g.shape(n.first_output).num_elements()) * static_cast<double>(w[1] * w[2] * w[3]);
+  return static_cast<int>(std::clamp<double>(macs / static_cast<double>(kMinConvMacsPerThread), 1, std::max(threads, 1)));
 }
 
-// oneDNN's description of node `n` in `format` with `post_ops` for `threads` threads (set for
-// OpenMP while oneDNN plans its work split), its operands f32 or bf16, or nullopt and why not.
-std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Graph& g, const ir::Node& n, plan::Format src_format,
-                                                                  plan::Format dst_format, const std::vector<PostOp>& post_ops,
-                                                                  int threads, bool bf16, std::string& why_not) {
+// oneDNN's description of slice `s` of node `n` in the given formats with `post_ops`, for one
+// thread, its operands f32 or bf16, or nullopt and why not.
+std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Graph& g, const ir::Node& n, const Slice& s,
+                                                                  plan::Format src_format, plan::Format dst_format,
+                                                                  const std::vector<PostOp>& post_ops, bool bf16, std::string& why_not) {
   const tag src_tag = onednn_tag(src_format, 4), dst_tag = onednn_tag(dst_format, 4);
   if (src_tag == tag::undef || dst_tag == tag::undef) {
     why_not = "no oneDNN layout for " + (src_tag == tag::undef ? src_format : dst_format).name(4);
@@ -50,13 +82,15 @@ std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Grap
   const ir::Shape x = g.shape(in[0]), w = g.shape(in[1]), y = g.shape(n.first_output);
   const ConvParams a = conv_params(g, n);
   const bool has_bias = in.size() > 2 && in[2] != ir::kNone;
+  const int64_t groups = a.groups == 1 ? 1 : s.o / (w[0] / a.groups);  // the slice's own
   try {
     // bf16: images and filters rounded to bfloat16, the result (and what post-ops see) f32.
     const memory::data_type operands = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
-    const memory::desc src({x[0], x[1], x[2], x[3]}, operands, src_tag);
-    const memory::desc dst({y[0], y[1], y[2], y[3]}, memory::data_type::f32, dst_tag);
-    const memory::desc filters(filter_dims(w, a.groups), operands, tag::any);
-    const memory::desc bias = has_bias ? memory::desc({w[0]}, memory::data_type::f32, tag::x) : memory::desc();
+    const memory::desc src({s.n, a.groups == 1 ? x[1] : groups * w[1], x[2], x[3]}, operands, src_tag);
+    const memory::desc dst({s.n, s.o, y[2], y[3]}, memory::data_type::f32, dst_tag);
+    const memory::dims filter_dims = a.groups == 1 ? memory::dims{s.o, w[1], w[2], w[3]} : memory::dims{groups, s.o / groups, w[1], w[2], w[3]};
+    const memory::desc filters(filter_dims, operands, tag::any);
+    const memory::desc bias = has_bias ? memory::desc({s.o}, memory::data_type::f32, tag::x) : memory::desc();
     // oneDNN counts dilation from 0 (no gaps), ONNX from 1.
     const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
                                                filters, bias, dst, {a.stride_h, a.stride_w}, {a.dilation_h - 1, a.dilation_w - 1},
@@ -69,7 +103,7 @@ std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Grap
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const OmpThreads scoped(threads);
+    const OmpThreads scoped(1);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
     const std::string implementation = pd.impl_info_str();
     if (implementation.rfind("ref", 0) == 0) {
@@ -83,11 +117,9 @@ std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Grap
   }
 }
 
-}  // namespace
-
-// What one run passes to oneDNN: a stream and memory objects for each argument, made once and
-// pointed at each run's buffers (making them costs about 1.5 us a launch, a sixth of a small
-// 1x1 convolution). Runs under way at once take one each.
+// What one run of a piece passes to oneDNN: a stream and memory objects for each argument, made
+// once and pointed at each run's buffers (making them costs about 1.5 us a launch, a sixth of
+// a small 1x1 convolution). Runs under way at once take one each.
 struct Binding {
   dnnl::stream stream;
   memory src, weights, dst, scratchpad, bias;
@@ -96,38 +128,30 @@ struct Binding {
   std::unordered_map<int, memory> args;
 };
 
-struct ConvPrimitive::Impl {
+// One slice's primitive, its operands' places within the whole convolution's and its working
+// memory's place within the convolution's.
+struct Piece {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward primitive;
-  memory::desc plain_filters;                  // the node's OIHW (GOIHW when grouped)
+  memory::desc plain_filters;                  // the slice's OIHW (GOIHW when grouped)
   std::vector<uint8_t> filters;                // reordered at make, when the node's filters are a constant
   std::unique_ptr<dnnl::reorder> run_reorder;  // else: to the primitive's layout at each run, when it differs
   bool has_bias = false;
-  size_t scratchpad_bytes = 0, filter_bytes = 0, working_bytes = 0;
-  std::string implementation;
-  int threads = 1;  // what oneDNN split its work for
   bool bf16 = false;  // its images and filters rounded to bfloat16
   memory::desc f32_images;
   dnnl::reorder round_images;  // bf16: the f32 images to the primitive's bf16 ones
-  size_t image_bytes = 0;
+  size_t scratchpad_bytes = 0, filter_bytes = 0, image_bytes = 0, working_bytes = 0;
+  int64_t images_at = 0, filters_at = 0, bias_at = 0, dst_at = 0;  // elements into the whole's
+  size_t working_at = 0;                                            // bytes into the whole's
   mutable std::mutex bindings_mutex;
   mutable std::vector<std::unique_ptr<Binding>> free_bindings;
 
   std::unique_ptr<Binding> take_binding() const;
   void give_back(std::unique_ptr<Binding> binding) const;
-
-  // A binding taken for one run and given back when it ends, thrown out of or not.
-  struct Lease {
-    explicit Lease(const Impl& impl) : impl(impl), binding(impl.take_binding()) {}
-    ~Lease() { impl.give_back(std::move(binding)); }
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
-    const Impl& impl;
-    std::unique_ptr<Binding> binding;
-  };
+  void run(const float* images, const float* filters, const float* bias, float* dst, uint8_t* working) const;
 };
 
-std::unique_ptr<Binding> ConvPrimitive::Impl::take_binding() const {
+std::unique_ptr<Binding> Piece::take_binding() const {
   {
     const std::lock_guard<std::mutex> lock(bindings_mutex);
     if (!free_bindings.empty()) {
@@ -159,17 +183,118 @@ std::unique_ptr<Binding> ConvPrimitive::Impl::take_binding() const {
   return b;
 }
 
-void ConvPrimitive::Impl::give_back(std::unique_ptr<Binding> binding) const {
+void Piece::give_back(std::unique_ptr<Binding> binding) const {
   const std::lock_guard<std::mutex> lock(bindings_mutex);
   free_bindings.push_back(std::move(binding));
 }
 
+// A binding taken for one run and given back when it ends, thrown out of or not.
+class Lease {
+ public:
+  explicit Lease(const Piece& piece) : piece_(piece), binding_(piece.take_binding()) {}
+  ~Lease() { piece_.give_back(std::move(binding_)); }
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  Binding& operator*() const { return *binding_; }
+
+ private:
+  const Piece& piece_;
+  std::unique_ptr<Binding> binding_;
+};
+
+void Piece::run(const float* images, const float* filter_values, const float* bias_values, float* dst, uint8_t* working) const {
+  const OmpThreads scoped(1);
+  const Lease lease(*this);
+  Binding& b = *lease;
+  void* weights = filters.empty() ? static_cast<void*>(const_cast<float*>(filter_values)) : const_cast<uint8_t*>(filters.data());
+  if (run_reorder) {
+    b.reorder_from.set_data_handle(const_cast<float*>(filter_values));
+    b.reorder_to.set_data_handle(working);
+    run_reorder->execute(b.stream, b.reorder_from, b.reorder_to);
+    weights = working;
+  }
+  void* source = const_cast<float*>(images);
+  if (bf16) {
+    b.round_from.set_data_handle(source);
+    b.round_to.set_data_handle(working + filter_bytes);
+    round_images.execute(b.stream, b.round_from, b.round_to);
+    source = working + filter_bytes;
+  }
+  b.src.set_data_handle(source);
+  b.weights.set_data_handle(weights);
+  b.dst.set_data_handle(dst);
+  b.scratchpad.set_data_handle(working + filter_bytes + image_bytes);
+  if (has_bias) b.bias.set_data_handle(const_cast<float*>(bias_values));
+  primitive.execute(b.stream, b.args);
+  b.stream.wait();
+}
+
+size_t round_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Slice `s`'s piece (bf16 where oneDNN has such a kernel for it, else f32), or null and why not.
+std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const Slice& s, plan::Format src, plan::Format dst,
+                                  const std::vector<PostOp>& post_ops, bool bf16, std::string& why_not) {
+  std::optional<dnnl::convolution_forward::primitive_desc> pd;
+  if (bf16) pd = describe(g, n, s, src, dst, post_ops, true, why_not);  // else f32, the reason kept
+  const bool rounded = pd.has_value();
+  if (!pd) pd = describe(g, n, s, src, dst, post_ops, false, why_not);
+  if (!pd) return nullptr;
+  const auto in = g.inputs(n);
+  const ir::Shape x = g.shape(in[0]), w = g.shape(in[1]), y = g.shape(n.first_output);
+  const int64_t groups = conv_params(g, n).groups;
+  auto piece = std::make_unique<Piece>();
+  piece->pd = *pd;
+  piece->bf16 = rounded;
+  const OmpThreads scoped(1);
+  piece->primitive = dnnl::convolution_forward(piece->pd);
+  const memory::dims filter_dims = piece->pd.weights_desc().dims();
+  piece->plain_filters = memory::desc(filter_dims, memory::data_type::f32, groups == 1 ? tag::oihw : tag::goihw);
+  piece->has_bias = in.size() > 2 && in[2] != ir::kNone;
+  piece->scratchpad_bytes = piece->pd.scratchpad_desc().get_size();
+  // Where the slice's operands start: a slice of images starts at an image, a slice of output
+  // channels at a block of them (one image only, so the channels are the outer axis).
+  const int64_t first_input_channel = groups == 1 ? 0 : s.o0 / (w[0] / groups) * w[1];
+  piece->images_at = s.n0 * src.physical_elements({1, x[1], x[2], x[3]}) + first_input_channel * x[2] * x[3];
+  piece->dst_at = s.n0 * dst.physical_elements({1, y[1], y[2], y[3]}) + s.o0 * y[2] * y[3];
+  piece->filters_at = s.o0 * w[1] * w[2] * w[3];
+  piece->bias_at = s.o0;
+  const memory::desc& wanted = piece->pd.weights_desc();
+  if (rounded) {  // the images rounded to bf16 before each run, into the working memory
+    const memory::desc images = piece->pd.src_desc();
+    piece->f32_images = memory::desc(images.dims(), memory::data_type::f32, onednn_tag(src, 4));
+    piece->round_images = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), piece->f32_images, cpu_engine(), images));
+    piece->image_bytes = round_up(images.get_size());
+  }
+  if (const uint8_t* constant = constant_bytes(g, in[1])) {  // reordered once, here
+    piece->filters.resize(wanted.get_size());
+    const float* first = reinterpret_cast<const float*>(constant) + piece->filters_at;
+    memory from(piece->plain_filters, cpu_engine(), const_cast<float*>(first)), to(wanted, cpu_engine(), piece->filters.data());
+    dnnl::stream stream(cpu_engine());
+    dnnl::reorder(from, to).execute(stream, from, to);
+    stream.wait();
+  } else if (wanted != piece->plain_filters) {
+    piece->run_reorder = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(cpu_engine(), piece->plain_filters, cpu_engine(), wanted));
+    piece->filter_bytes = round_up(wanted.get_size());
+  }
+  piece->working_bytes = piece->filter_bytes + piece->image_bytes + round_up(piece->scratchpad_bytes);
+  return piece;
+}
+
+}  // namespace
+
+struct ConvPrimitive::Impl {
+  std::vector<std::unique_ptr<Piece>> pieces;
+  std::string implementation;
+  size_t working_bytes = 0;
+};
+
 ConvPrimitive::ConvPrimitive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ConvPrimitive::~ConvPrimitive() = default;
 
-std::string ConvPrimitive::kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst, int threads) {
+std::string ConvPrimitive::kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst) {
   std::string why_not;
-  const auto pd = is_conv2d_f32(g, n) ? describe(g, n, src, dst, {}, threads_for(g, n, threads), false, why_not) : std::nullopt;
+  const ir::Shape y = g.shape(n.first_output);
+  const auto pd = is_conv2d_f32(g, n) ? describe(g, n, Slice{0, y[0], 0, y[1]}, src, dst, {}, false, why_not) : std::nullopt;
   return pd ? pd->impl_info_str() : std::string();
 }
 
@@ -179,45 +304,16 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
     why_not = "not all f32";
     return nullptr;
   }
-  threads = threads_for(g, n, threads);
-  std::optional<dnnl::convolution_forward::primitive_desc> pd;
-  if (bf16) pd = describe(g, n, src, dst, post_ops, threads, true, why_not);  // else f32, the reason kept
-  const bool rounded = pd.has_value();
-  if (!pd) pd = describe(g, n, src, dst, post_ops, threads, false, why_not);
-  if (!pd) return nullptr;
-  const auto in = g.inputs(n);
-  const ir::Shape w = g.shape(in[1]);
-  const int64_t groups = conv_params(g, n).groups;
   try {
     auto impl = std::make_unique<Impl>();
-    impl->pd = *pd;
-    impl->implementation = pd->impl_info_str();
-    impl->threads = threads;
-    impl->bf16 = rounded;
-    const OmpThreads scoped(threads);
-    impl->primitive = dnnl::convolution_forward(impl->pd);
-    impl->plain_filters = memory::desc(filter_dims(w, groups), memory::data_type::f32, groups == 1 ? tag::oihw : tag::goihw);
-    impl->has_bias = in.size() > 2 && in[2] != ir::kNone;
-    impl->scratchpad_bytes = impl->pd.scratchpad_desc().get_size();
-    const memory::desc& wanted = impl->pd.weights_desc();
-    if (rounded) {  // the images rounded to bf16 before each run, into the working buffer
-      const memory::desc images = impl->pd.src_desc();
-      const memory::desc f32_images(images.dims(), memory::data_type::f32, onednn_tag(src, 4));
-      impl->round_images = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), f32_images, cpu_engine(), images));
-      impl->f32_images = f32_images;
-      impl->image_bytes = (images.get_size() + 63) / 64 * 64;
+    for (const Slice& s : slices_of(g, n, src, dst, pieces_for(g, n, threads))) {
+      std::unique_ptr<Piece> piece = make_piece(g, n, s, src, dst, post_ops, bf16, why_not);
+      if (!piece) return nullptr;
+      piece->working_at = impl->working_bytes;
+      impl->working_bytes += piece->working_bytes;
+      impl->pieces.push_back(std::move(piece));
     }
-    if (const uint8_t* constant = constant_bytes(g, in[1])) {  // reordered once, here
-      impl->filters.resize(wanted.get_size());
-      memory from(impl->plain_filters, cpu_engine(), const_cast<uint8_t*>(constant)), to(wanted, cpu_engine(), impl->filters.data());
-      dnnl::stream s(cpu_engine());
-      dnnl::reorder(from, to).execute(s, from, to);
-      s.wait();
-    } else if (wanted != impl->plain_filters) {
-      impl->run_reorder = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(cpu_engine(), impl->plain_filters, cpu_engine(), wanted));
-      impl->filter_bytes = (wanted.get_size() + 63) / 64 * 64;
-    }
-    impl->working_bytes = impl->filter_bytes + impl->image_bytes + (impl->scratchpad_bytes + 63) / 64 * 64;
+    impl->implementation = impl->pieces.front()->pd.impl_info_str();
     return std::unique_ptr<ConvPrimitive>(new ConvPrimitive(std::move(impl)));
   } catch (const dnnl::error& e) {
     why_not = std::string("oneDNN: ") + e.what();
@@ -225,39 +321,31 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
   }
 }
 
-void ConvPrimitive::run(const float* images, const float* filters, const float* bias, float* dst, uint8_t* working) const {
-  const Impl& p = *impl_;
-  const OmpThreads scoped(p.threads);
-  const Impl::Lease lease(p);
-  Binding* b = lease.binding.get();
-  void* weights = p.filters.empty() ? static_cast<void*>(const_cast<float*>(filters)) : const_cast<uint8_t*>(p.filters.data());
-  if (p.run_reorder) {
-    b->reorder_from.set_data_handle(const_cast<float*>(filters));
-    b->reorder_to.set_data_handle(working);
-    p.run_reorder->execute(b->stream, b->reorder_from, b->reorder_to);
-    weights = working;
+void ConvPrimitive::run(const float* images, const float* filters, const float* bias, float* dst, uint8_t* working,
+                        const eval::Parallel* parallel) const {
+  const auto& pieces = impl_->pieces;
+  auto run_piece = [&](int64_t i) {
+    const Piece& p = *pieces[static_cast<size_t>(i)];
+    p.run(images + p.images_at, filters ? filters + p.filters_at : nullptr, bias ? bias + p.bias_at : nullptr, dst + p.dst_at,
+          working + p.working_at);
+  };
+  const int64_t count = static_cast<int64_t>(pieces.size());
+  if (count == 1 || !parallel) {
+    for (int64_t i = 0; i < count; ++i) run_piece(i);
+    return;
   }
-  void* source = const_cast<float*>(images);
-  if (p.bf16) {
-    b->round_from.set_data_handle(source);
-    b->round_to.set_data_handle(working + p.filter_bytes);
-    p.round_images.execute(b->stream, b->round_from, b->round_to);
-    source = working + p.filter_bytes;
-  }
-  b->src.set_data_handle(source);
-  b->weights.set_data_handle(weights);
-  b->dst.set_data_handle(dst);
-  b->scratchpad.set_data_handle(working + p.filter_bytes + p.image_bytes);
-  if (p.has_bias) b->bias.set_data_handle(const_cast<float*>(bias));
-  p.primitive.execute(b->stream, b->args);
-  b->stream.wait();
+  parallel->run(count, run_piece);
 }
 
 const std::string& ConvPrimitive::implementation() const { return impl_->implementation; }
 
 size_t ConvPrimitive::working_bytes() const { return impl_->working_bytes; }
 
-bool ConvPrimitive::bf16() const { return impl_->bf16; }
+bool ConvPrimitive::bf16() const {
+  return std::all_of(impl_->pieces.begin(), impl_->pieces.end(), [](const auto& p) { return p->bf16; });
+}
+
+int ConvPrimitive::pieces() const { return static_cast<int>(impl_->pieces.size()); }
 
 int library_threads(const runtime::CompileOptions& options) { return std::max(1, options.pool_threads() / std::max(1, options.streams)); }
 

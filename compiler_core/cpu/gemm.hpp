@@ -13,7 +13,7 @@ namespace esg::cpu {
 // slice, milliseconds) that a small GEMM never earns back.
 constexpr int64_t kMinGemmMacsPerThread = int64_t{1} << 22;
 
-// The threads for a product (or convolution) of `macs` multiply-adds: one per
+// The threads for a product of `macs` multiply-adds: one per
 // kMinGemmMacsPerThread of them, at least 1, at most `threads`.
 inline int threads_for_macs(double macs, int threads) {
   return static_cast<int>(std::clamp<double>(macs / kMinGemmMacsPerThread, 1, std::max(threads, 1)));

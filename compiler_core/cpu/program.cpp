@@ -164,13 +164,13 @@ void Program::convolve(size_t index, const std::vector<const eval::TensorRef*>& 
     // The sum post-op adds what the result holds: the residual, unless the plan put the result in its place.
     if (b.conv_residual >= 0 && in[static_cast<size_t>(b.conv_residual)]->bytes != out[0]->bytes)
       std::memcpy(dst, in[static_cast<size_t>(b.conv_residual)]->bytes, static_cast<size_t>(out[0]->nbytes()));
-    return b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), dst, working);
+    return b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), dst, working, parallel);
   }
   // The head's whole result, in the group's memory order (in the working memory, after the
   // primitive's own), then the group's rows over it.
   float* values = reinterpret_cast<float*>(working + (b.conv ? b.conv->working_bytes() : 0));
   if (b.conv) {
-    b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), values, working);
+    b.conv->run(data(b.conv_x), data(b.conv_w), data(b.conv_bias), values, working, parallel);
   } else {
     const ir::Graph& g = plan_.graph();
     const ir::Node& n = g.nodes[plan_.groups()[static_cast<size_t>(group)].head];
@@ -292,9 +292,10 @@ std::string Program::report() const {
   // The convolutions: oneDNN's kernels by name (with the groups they compute as post-ops), or
   // im2col and why.
   std::map<std::string, int> primitives, im2col;
-  int post_op_groups = 0;
+  int post_op_groups = 0, split = 0;
   for (const Bound& b : bound_) {
     if (b.conv) ++primitives[b.conv->implementation() + (b.conv->bf16() ? " (bf16)" : "")], post_op_groups += b.conv_whole_group;
+    if (b.conv && b.conv->pieces() > 1) ++split;
     else if (!b.conv_fallback.empty()) ++im2col[b.conv_fallback];
   }
   std::ostringstream out;
@@ -305,7 +306,7 @@ std::string Program::report() const {
   if (!primitives.empty()) {
     out << "  oneDNN convolutions:";
     for (const auto& [name, count] : primitives) out << " " << name << " x" << count;
-    out << " (" << post_op_groups << " with their group as post-ops)\n";
+    out << " (" << post_op_groups << " with their group as post-ops, " << split << " split over threads)\n";
   }
   for (const auto& [why, count] : im2col) out << "  im2col convolutions x" << count << ": " << why << "\n";
   if (working_bytes_)

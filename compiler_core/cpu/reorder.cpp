@@ -68,10 +68,13 @@ void reorder_elements(const eval::TensorRef& from, plan::Format from_format, con
 
 }  // namespace
 
+// oneDNN's reorder of a slice of the images, each on one thread: pieces of a large value run on
+// the model's pool (cpu/conv_primitive.hpp says why not on oneDNN's OpenMP team).
 struct Reorder::Primitive {
   dnnl::memory::desc from, to;
   dnnl::reorder reorder;
-  int threads = 1;
+  int64_t images = 0, pieces = 1;
+  int64_t from_image = 0, to_image = 0;  // bytes an image takes in each format
 };
 
 Reorder::Reorder(const ir::Shape& shape, ir::DType dtype, plan::Format from, plan::Format to, int threads) : from_(from), to_(to) {
@@ -79,15 +82,21 @@ Reorder::Reorder(const ir::Shape& shape, ir::DType dtype, plan::Format from, pla
   if (dtype != ir::DType::F32 || a == dnnl::memory::format_tag::undef || b == dnnl::memory::format_tag::undef ||
       shape.num_elements() == 0)
     return;
-  // Threads only for a value worth waking them (split.hpp's rule).
-  threads = static_cast<int>(std::clamp<int64_t>(shape.num_elements() / kMinElementsPerThread, 1, std::max(threads, 1)));
+  // Pieces of whole images, as many as threads worth waking (split.hpp's rule); one image in one.
+  const int64_t pieces = std::clamp<int64_t>(shape.num_elements() / kMinElementsPerThread, 1, std::min<int64_t>(shape[0], std::max(threads, 1)));
   try {
     auto p = std::make_unique<Primitive>();
-    const dnnl::memory::dims dims(shape.begin(), shape.begin() + shape.rank());
+    dnnl::memory::dims dims(shape.begin(), shape.begin() + shape.rank());
+    p->images = dims[0];
+    p->pieces = pieces;
+    dims[0] = 1;
+    ir::Shape image = shape;
+    image[0] = 1;
+    p->from_image = from.physical_elements(image) * static_cast<int64_t>(sizeof(float));
+    p->to_image = to.physical_elements(image) * static_cast<int64_t>(sizeof(float));
     p->from = dnnl::memory::desc(dims, dnnl::memory::data_type::f32, a);
     p->to = dnnl::memory::desc(dims, dnnl::memory::data_type::f32, b);
-    p->threads = threads;
-    const OmpThreads scoped(threads);
+    const OmpThreads scoped(1);
     p->reorder = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), p->from, cpu_engine(), p->to));
     primitive_ = std::move(p);
   } catch (const dnnl::error&) {
@@ -102,11 +111,21 @@ Reorder& Reorder::operator=(Reorder&&) noexcept = default;
 void Reorder::run(const eval::TensorRef& from, const eval::TensorRef& to, const eval::Parallel* parallel) const {
   if (!primitive_) return reorder_elements(from, from_, to, to_, parallel);
   const Primitive& p = *primitive_;
-  const OmpThreads scoped(p.threads);
-  dnnl::memory a(p.from, cpu_engine(), from.bytes), b(p.to, cpu_engine(), to.bytes);
-  dnnl::stream stream(cpu_engine());
-  p.reorder.execute(stream, a, b);
-  stream.wait();
+  auto piece = [&](int64_t i) {
+    const OmpThreads scoped(1);
+    dnnl::memory a(p.from, cpu_engine(), nullptr), b(p.to, cpu_engine(), nullptr);
+    dnnl::stream stream(cpu_engine());
+    for (int64_t image = p.images * i / p.pieces; image < p.images * (i + 1) / p.pieces; ++image) {
+      a.set_data_handle(from.bytes + image * p.from_image);
+      b.set_data_handle(to.bytes + image * p.to_image);
+      p.reorder.execute(stream, a, b);
+    }
+    stream.wait();
+  };
+  if (p.pieces == 1 || !parallel)
+    for (int64_t i = 0; i < p.pieces; ++i) piece(i);
+  else
+    parallel->run(p.pieces, piece);
   zero_padding(to, to_);
 }
 

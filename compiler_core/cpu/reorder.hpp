@@ -10,7 +10,8 @@
 namespace esg::cpu {
 
 // A reorder launch bound once: an f32 value of rank 3 to 5 through a oneDNN reorder primitive
-// made for its shape (vectorized, threaded), anything else element by element.
+// made for one image of it (vectorized; a large value's images split over at most `threads` of
+// the run's pool), anything else element by element.
 class Reorder {
  public:
   Reorder(const ir::Shape& shape, ir::DType dtype, plan::Format from, plan::Format to, int threads);

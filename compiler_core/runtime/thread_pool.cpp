@@ -4,6 +4,31 @@
 #include <utility>
 
 namespace esg::runtime {
+namespace {
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until `ready()`, or false once ThreadPool::kSpinFor has passed: a pause between checks,
+// and every 64th a yield of the core to any other thread that can run on it.
+template <class Ready>
+bool spin_until(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + ThreadPool::kSpinFor;
+  for (int i = 1;; ++i) {
+    if (ready()) return true;
+    if (i % 64 != 0) {
+      cpu_relax();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
@@ -45,6 +70,7 @@ void ThreadPool::work() {
   for (;;) {
     const std::function<void(int64_t)>* job;
     int64_t pieces;
+    spin_until([&] { return stop_.load() || generation_.load() != seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -81,12 +107,14 @@ void ThreadPool::start(int64_t pieces, const std::function<void(int64_t)>& piece
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &piece;
     pieces_ = pieces;
-    next_ = finished_ = 0;
+    next_ = 0;
+    finished_ = 0;
     error_ = nullptr;
     generation = ++generation_;
   }
   wake_.notify_all();
   drain(&piece, pieces, generation);
+  spin_until([&] { return finished_.load() == pieces; });
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, [&] { return finished_ == pieces_; });
   job_ = nullptr;

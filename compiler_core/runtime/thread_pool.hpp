@@ -1,10 +1,15 @@
 // Worker threads for the streams of a run and for the kernels that split their work:
-// eval::Parallel over a fixed set of threads that sleep between jobs. The calling thread takes
+// eval::Parallel over a fixed set of threads. After a job a worker spins for kSpinFor, yielding
+// its core to any other runnable thread between checks, then sleeps: a model's kernels come
+// microseconds apart, and a sleeping worker takes tens of microseconds to wake (more than a
+// small convolution's piece), while a model idle between runs burns at most kSpinFor of each
+// worker's time per run. The caller spins the same way for the pieces others took. The calling thread takes
 // part, so threads = 1 means no worker at all. A pool serves one job at a time; a kernel that
 // finds it busy (inside a stream, or another run of the same model) runs its pieces itself,
 // which is correct and keeps concurrent runs from waiting on each other.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -17,6 +22,8 @@ namespace esg::runtime {
 
 class ThreadPool final : public eval::Parallel {
  public:
+  static constexpr std::chrono::microseconds kSpinFor{100};
+
   explicit ThreadPool(int threads);  // threads >= 1, the caller included
   ~ThreadPool() override;
   ThreadPool(const ThreadPool&) = delete;
@@ -38,10 +45,11 @@ class ThreadPool final : public eval::Parallel {
   mutable std::mutex mu_;
   mutable std::condition_variable wake_, done_;
   mutable const std::function<void(int64_t)>* job_ = nullptr;
-  mutable int64_t pieces_ = 0, next_ = 0, finished_ = 0;
-  mutable uint64_t generation_ = 0;
+  mutable int64_t pieces_ = 0, next_ = 0;
+  mutable std::atomic<int64_t> finished_{0};     // written under mu_, read while spinning too
+  mutable std::atomic<uint64_t> generation_{0};  // likewise
   mutable std::exception_ptr error_;  // the job's first failed piece, rethrown to its caller
-  bool stop_ = false;
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace esg::runtime

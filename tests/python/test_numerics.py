@@ -691,6 +691,46 @@ def test_conv2d_with_its_epilogue_is_one_kernel(case, threads):
     check(model(x, w, r, *bias), want)
 
 
+# Convolutions big enough to be split over two threads (over 2M multiply-adds): several images
+# (3: uneven halves), or one image with its output channels split in whole blocks (40: two
+# blocks and a half of 16), grouped ones by whole groups, depthwise ones by channels.
+SPLIT_CONV_CASES = {
+    "split images": dict(x=(3, 16, 20, 20), w=(40, 16, 3, 3), pads=[1, 1, 1, 1], bias=True),
+    "split output channels": dict(x=(1, 24, 30, 30), w=(40, 24, 3, 3), pads=[1, 1, 1, 1], bias=True),
+    "split grouped": dict(x=(1, 64, 24, 24), w=(64, 8, 3, 3), groups=8, pads=[1, 1, 1, 1]),
+    "split depthwise": dict(x=(1, 72, 120, 120), w=(72, 1, 3, 3), groups=72, strides=[2, 2], pads=[1, 1, 1, 1], bias=True),
+}
+
+
+@pytest.mark.parametrize("constant_filters", [True, False])
+@pytest.mark.parametrize("block", [0, 8, 16])
+@pytest.mark.parametrize("case", SPLIT_CONV_CASES)
+def test_a_large_convolution_splits_over_the_threads(case, block, constant_filters):
+    """relu(conv2d(x, w) + r): with two threads the primitive is split into pieces run on the
+    model's pool (each piece its slice of images or output channels, the residual summed into
+    its slice); the same values as one thread's whole primitive and as numpy."""
+    spec = dict(SPLIT_CONV_CASES[case])
+    rng = rng_for(case)
+    x, w = conv_data(rng, spec)
+    bias = [normal(rng, (w.shape[0],))] if spec.pop("bias", False) else []
+    conv = conv2d_reference(x, w, *bias, **spec)
+    r = normal(rng, conv.shape)
+    want = np.maximum(conv + r.astype(f64), 0).astype(f32)
+    with esgraph.GraphBuilder("split") as b:
+        xi, ri = b.input("x", esgraph.f32, list(x.shape)), b.input("r", esgraph.f32, list(r.shape))
+        wi = b.constant(w) if constant_filters else b.input("w", esgraph.f32, list(w.shape))
+        bi = b.constant(bias[0]) if bias else None
+        g = b.build([ops.relu(ops.conv2d(xi, wi, bias=bi, **spec) + ri)])
+    args = [x, r] if constant_filters else [x, r, w]
+    got = {}
+    for threads in (1, 2):
+        model = esgraph.compile(g, threads=threads, backend_options={"channel_block": block})
+        assert f"1 with their group as post-ops, {threads - 1} split over threads" in model.report()
+        got[threads] = model.run(args)[0]
+        np.testing.assert_allclose(got[threads], want, rtol=1e-4, atol=1e-4)  # sums of up to 144 products of N(0, 1)
+    np.testing.assert_allclose(got[2], got[1], rtol=1e-5, atol=1e-5)
+
+
 def test_conv2d_epilogue_without_post_ops_runs_over_the_result():
     """A member oneDNN has no post-op for (here `x * sigmoid(x)` written out, and an exp): the
     primitive computes the convolution, the group's rows run over its result, still one launch."""
@@ -1587,18 +1627,19 @@ def _cpu_multiplies_bf16():
 
 
 @pytest.mark.skipif(not _cpu_multiplies_bf16(), reason="the CPU does not multiply bfloat16")
-@pytest.mark.parametrize("case", ["channels+bias", "groups", "depthwise", "everything", "1x1"])
+@pytest.mark.parametrize("case", ["channels+bias", "groups", "depthwise", "everything", "1x1", "split images",
+                                  "split output channels", "split depthwise"])
 def test_conv2d_in_bf16_is_within_bfloat16_rounding(case):
     """precision='bf16': images and filters rounded to bfloat16, products summed in f32, within
     bf16's rounding (8 bits of mantissa) of the f64 reference; the report names the precision."""
-    spec = dict(CONV_CASES[case])
+    spec = dict({**CONV_CASES, **SPLIT_CONV_CASES}[case])
     rng = rng_for(case)
     x, w = conv_data(rng, spec)
     bias = [normal(rng, (w.shape[0],))] if spec.pop("bias", False) else []
     with esgraph.GraphBuilder("conv") as b:
         a = b.input("x", esgraph.f32, x.shape)
         g = b.build([ops.relu(ops.conv2d(a, b.constant(w), bias=b.constant(bias[0]) if bias else None, **spec))])
-    model = esgraph.compile(g, precision="bf16")
+    model = esgraph.compile(g, precision="bf16", threads=2)  # the split cases in two pieces, each rounding its own images
     want = np.maximum(conv2d_reference(x, w, *bias, **spec), 0)
     # Each product of two operands rounded to 8 bits: a relative error of 2^-8 per operand.
     bound = 2 * 2.0 ** -8 * conv2d_reference(np.abs(x), np.abs(w), **spec) + 1e-5
