@@ -97,7 +97,7 @@ constexpr int64_t kColumnBytes = 512 * 1024;
 // One image's group of output channels: out = [O/groups, OH·OW] rows of the result. `col` is
 // the caller's im2col buffer, kept between calls.
 void conv_unit(const ConvShape& s, const ConvParams& a, const eval::TensorRef& x, const eval::TensorRef& w,
-               const eval::TensorRef* bias, int64_t n, int64_t g, float* out, int threads, std::vector<float>& col) {
+               const eval::TensorRef* bias, int64_t n, int64_t g, float* out, const eval::Parallel* parallel, std::vector<float>& col) {
   const int64_t OG = w.shape[0] / a.groups, K = s.C * s.KH * s.KW, P = s.OH * s.OW;
   const float* image = x.data<float>() + (n * a.groups + g) * s.C * s.H * s.W;
   if (s.C == 1 && OG == 1) {
@@ -108,7 +108,7 @@ void conv_unit(const ConvShape& s, const ConvParams& a, const eval::TensorRef& x
                       a.pad_right == 0;
   const float* filters = w.data<float>() + g * OG * K;
   if (direct) {
-    sgemm(false, false, OG, P, K, filters, K, image, P, out, P, threads);
+    sgemm(false, false, OG, P, K, filters, K, image, P, out, P, parallel);
   } else {
     // Output rows in bands whose columns fit half of L2, each multiplied right after it is
     // laid out: a whole image's columns (K·P floats, megabytes) would go out to memory and back.
@@ -117,7 +117,7 @@ void conv_unit(const ConvShape& s, const ConvParams& a, const eval::TensorRef& x
     for (int64_t oh = 0; oh < s.OH; oh += band) {
       const int64_t rows = std::min(band, s.OH - oh);
       im2col(image, s, oh, oh + rows, col.data());
-      sgemm(false, false, OG, rows * s.OW, K, filters, K, col.data(), rows * s.OW, out + oh * s.OW, P, threads);
+      sgemm(false, false, OG, rows * s.OW, K, filters, K, col.data(), rows * s.OW, out + oh * s.OW, P, parallel);
     }
   }
   if (bias)
@@ -140,10 +140,9 @@ void conv2d_f32(const eval::KernelCall& c) {
   split_work(N * a.groups, OG * P * std::max<int64_t>(s.C * s.KH * s.KW, 1), c.parallel, [&](int64_t first, int64_t last) {
     thread_local std::vector<float> col;
     std::vector<float>& buffer = col;
-    const int threads = c.parallel ? c.parallel->free_threads() : 1;
     for (int64_t i = first; i < last; ++i) {
       const int64_t n = i / a.groups, g = i % a.groups;
-      conv_unit(s, a, x, w, bias, n, g, y.data<float>() + (n * O + g * OG) * P, threads, buffer);
+      conv_unit(s, a, x, w, bias, n, g, y.data<float>() + (n * O + g * OG) * P, c.parallel, buffer);
     }
   });
 }
