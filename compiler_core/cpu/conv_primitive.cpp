@@ -1,16 +1,15 @@
 #include "cpu/conv_primitive.hpp"
 
 #include <algorithm>
-#include <mutex>
 #include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <unordered_map>
 #include <vector>
 
 #include "cpu/conv.hpp"
 #include "cpu/onednn.hpp"
 #include "cpu/gemm.hpp"
 #include "cpu/omp_threads.hpp"
+#include "cpu/primitive_runner.hpp"
 #include "ir/op_attrs.gen.hpp"
 
 namespace esg::cpu {
@@ -117,117 +116,37 @@ std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Grap
   }
 }
 
-// What one run of a piece passes to oneDNN: a stream and memory objects for each argument, made
-// once and pointed at each run's buffers (making them costs about 1.5 us a launch, a sixth of
-// a small 1x1 convolution). Runs under way at once take one each.
-struct Binding {
-  dnnl::stream stream;
-  memory src, weights, dst, scratchpad, bias;
-  memory reorder_from, reorder_to;  // filters reordered at run time
-  memory round_from, round_to;      // images rounded to bf16
-  std::unordered_map<int, memory> args;
-};
-
 // One slice's primitive, its operands' places within the whole convolution's and its working
 // memory's place within the convolution's.
 struct Piece {
   dnnl::convolution_forward::primitive_desc pd;
-  dnnl::convolution_forward primitive;
-  memory::desc plain_filters;                  // the slice's OIHW (GOIHW when grouped)
-  std::vector<uint8_t> filters;                // reordered at make, when the node's filters are a constant
-  std::unique_ptr<dnnl::reorder> run_reorder;  // else: to the primitive's layout at each run, when it differs
+  PrimitiveRunner convolution;
+  memory::desc plain_filters;    // the slice's OIHW (GOIHW when grouped)
+  std::vector<uint8_t> filters;  // reordered at make, when the node's filters are a constant
+  PrimitiveRunner reorder_filters;  // else: to the primitive's layout at each run, when it differs
+  PrimitiveRunner round_images;     // bf16: the f32 images to the primitive's bf16 ones
   bool has_bias = false;
   bool bf16 = false;  // its images and filters rounded to bfloat16
-  memory::desc f32_images;
-  dnnl::reorder round_images;  // bf16: the f32 images to the primitive's bf16 ones
-  size_t scratchpad_bytes = 0, filter_bytes = 0, image_bytes = 0, working_bytes = 0;
+  size_t filter_bytes = 0, image_bytes = 0, working_bytes = 0;
   int64_t images_at = 0, filters_at = 0, bias_at = 0, dst_at = 0;  // elements into the whole's
   size_t working_at = 0;                                            // bytes into the whole's
-  mutable std::mutex bindings_mutex;
-  mutable std::vector<std::unique_ptr<Binding>> free_bindings;
 
-  std::unique_ptr<Binding> take_binding() const;
-  void give_back(std::unique_ptr<Binding> binding) const;
-  void run(const float* images, const float* filters, const float* bias, float* dst, uint8_t* working) const;
-};
-
-std::unique_ptr<Binding> Piece::take_binding() const {
-  {
-    const std::lock_guard<std::mutex> lock(bindings_mutex);
-    if (!free_bindings.empty()) {
-      std::unique_ptr<Binding> b = std::move(free_bindings.back());
-      free_bindings.pop_back();
-      return b;
+  void run(const float* images, const float* filter_values, const float* bias, float* dst, uint8_t* working) const {
+    const void* weights = filters.empty() ? static_cast<const void*>(filter_values) : filters.data();
+    if (reorder_filters) {
+      reorder_filters.execute({filter_values, working});
+      weights = working;
     }
+    const void* source = images;
+    if (bf16) {
+      round_images.execute({images, working + filter_bytes});
+      source = working + filter_bytes;
+    }
+    uint8_t* scratchpad = working + filter_bytes + image_bytes;
+    if (has_bias) convolution.execute({source, weights, dst, scratchpad, bias});
+    else convolution.execute({source, weights, dst, scratchpad});
   }
-  const dnnl::engine& engine = cpu_engine();
-  auto b = std::make_unique<Binding>();
-  b->stream = dnnl::stream(engine);
-  b->src = memory(pd.src_desc(), engine, nullptr);
-  b->weights = memory(pd.weights_desc(), engine, nullptr);
-  b->dst = memory(pd.dst_desc(), engine, nullptr);
-  b->scratchpad = memory(pd.scratchpad_desc(), engine, nullptr);
-  b->args = {{DNNL_ARG_SRC, b->src}, {DNNL_ARG_WEIGHTS, b->weights}, {DNNL_ARG_DST, b->dst}, {DNNL_ARG_SCRATCHPAD, b->scratchpad}};
-  if (has_bias) {
-    b->bias = memory(pd.bias_desc(), engine, nullptr);
-    b->args.emplace(DNNL_ARG_BIAS, b->bias);
-  }
-  if (run_reorder) {
-    b->reorder_from = memory(plain_filters, engine, nullptr);
-    b->reorder_to = memory(pd.weights_desc(), engine, nullptr);
-  }
-  if (bf16) {
-    b->round_from = memory(f32_images, engine, nullptr);
-    b->round_to = memory(pd.src_desc(), engine, nullptr);
-  }
-  return b;
-}
-
-void Piece::give_back(std::unique_ptr<Binding> binding) const {
-  const std::lock_guard<std::mutex> lock(bindings_mutex);
-  free_bindings.push_back(std::move(binding));
-}
-
-// A binding taken for one run and given back when it ends, thrown out of or not.
-class Lease {
- public:
-  explicit Lease(const Piece& piece) : piece_(piece), binding_(piece.take_binding()) {}
-  ~Lease() { piece_.give_back(std::move(binding_)); }
-  Lease(const Lease&) = delete;
-  Lease& operator=(const Lease&) = delete;
-  Binding& operator*() const { return *binding_; }
-
- private:
-  const Piece& piece_;
-  std::unique_ptr<Binding> binding_;
 };
-
-void Piece::run(const float* images, const float* filter_values, const float* bias_values, float* dst, uint8_t* working) const {
-  const OmpThreads scoped(1);
-  const Lease lease(*this);
-  Binding& b = *lease;
-  void* weights = filters.empty() ? static_cast<void*>(const_cast<float*>(filter_values)) : const_cast<uint8_t*>(filters.data());
-  if (run_reorder) {
-    b.reorder_from.set_data_handle(const_cast<float*>(filter_values));
-    b.reorder_to.set_data_handle(working);
-    run_reorder->execute(b.stream, b.reorder_from, b.reorder_to);
-    weights = working;
-  }
-  void* source = const_cast<float*>(images);
-  if (bf16) {
-    b.round_from.set_data_handle(source);
-    b.round_to.set_data_handle(working + filter_bytes);
-    round_images.execute(b.stream, b.round_from, b.round_to);
-    source = working + filter_bytes;
-  }
-  b.src.set_data_handle(source);
-  b.weights.set_data_handle(weights);
-  b.dst.set_data_handle(dst);
-  b.scratchpad.set_data_handle(working + filter_bytes + image_bytes);
-  if (has_bias) b.bias.set_data_handle(const_cast<float*>(bias_values));
-  primitive.execute(b.stream, b.args);
-  b.stream.wait();
-}
 
 size_t round_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
@@ -246,11 +165,13 @@ std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const S
   piece->pd = *pd;
   piece->bf16 = rounded;
   const OmpThreads scoped(1);
-  piece->primitive = dnnl::convolution_forward(piece->pd);
+  std::vector<std::pair<int, memory::desc>> args{{DNNL_ARG_SRC, pd->src_desc()}, {DNNL_ARG_WEIGHTS, pd->weights_desc()},
+                                                 {DNNL_ARG_DST, pd->dst_desc()}, {DNNL_ARG_SCRATCHPAD, pd->scratchpad_desc()}};
+  piece->has_bias = in.size() > 2 && in[2] != ir::kNone;
+  if (piece->has_bias) args.emplace_back(DNNL_ARG_BIAS, pd->bias_desc());
+  piece->convolution = PrimitiveRunner(dnnl::convolution_forward(*pd), std::move(args));
   const memory::dims filter_dims = piece->pd.weights_desc().dims();
   piece->plain_filters = memory::desc(filter_dims, memory::data_type::f32, groups == 1 ? tag::oihw : tag::goihw);
-  piece->has_bias = in.size() > 2 && in[2] != ir::kNone;
-  piece->scratchpad_bytes = piece->pd.scratchpad_desc().get_size();
   // Where the slice's operands start: a slice of images starts at an image, a slice of output
   // channels at a block of them (one image only, so the channels are the outer axis).
   const int64_t first_input_channel = groups == 1 ? 0 : s.o0 / (w[0] / groups) * w[1];
@@ -261,8 +182,9 @@ std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const S
   const memory::desc& wanted = piece->pd.weights_desc();
   if (rounded) {  // the images rounded to bf16 before each run, into the working memory
     const memory::desc images = piece->pd.src_desc();
-    piece->f32_images = memory::desc(images.dims(), memory::data_type::f32, onednn_tag(src, 4));
-    piece->round_images = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), piece->f32_images, cpu_engine(), images));
+    const memory::desc f32_images(images.dims(), memory::data_type::f32, onednn_tag(src, 4));
+    piece->round_images = PrimitiveRunner(dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), f32_images, cpu_engine(), images)),
+                                          {{DNNL_ARG_FROM, f32_images}, {DNNL_ARG_TO, images}});
     piece->image_bytes = round_up(images.get_size());
   }
   if (const uint8_t* constant = constant_bytes(g, in[1])) {  // reordered once, here
@@ -273,10 +195,11 @@ std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const S
     dnnl::reorder(from, to).execute(stream, from, to);
     stream.wait();
   } else if (wanted != piece->plain_filters) {
-    piece->run_reorder = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(cpu_engine(), piece->plain_filters, cpu_engine(), wanted));
+    piece->reorder_filters = PrimitiveRunner(dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), piece->plain_filters, cpu_engine(), wanted)),
+                                             {{DNNL_ARG_FROM, piece->plain_filters}, {DNNL_ARG_TO, wanted}});
     piece->filter_bytes = round_up(wanted.get_size());
   }
-  piece->working_bytes = piece->filter_bytes + piece->image_bytes + round_up(piece->scratchpad_bytes);
+  piece->working_bytes = piece->filter_bytes + piece->image_bytes + round_up(piece->pd.scratchpad_desc().get_size());
   return piece;
 }
 

@@ -6,6 +6,7 @@
 
 #include "cpu/onednn.hpp"
 #include "cpu/omp_threads.hpp"
+#include "cpu/primitive_runner.hpp"
 #include "cpu/split.hpp"
 
 namespace esg::cpu {
@@ -71,8 +72,7 @@ void reorder_elements(const eval::TensorRef& from, plan::Format from_format, con
 // oneDNN's reorder of a slice of the images, each on one thread: pieces of a large value run on
 // the model's pool (cpu/conv_primitive.hpp says why not on oneDNN's OpenMP team).
 struct Reorder::Primitive {
-  dnnl::memory::desc from, to;
-  dnnl::reorder reorder;
+  PrimitiveRunner reorder;
   int64_t images = 0, pieces = 1;
   int64_t from_image = 0, to_image = 0;  // bytes an image takes in each format
 };
@@ -94,10 +94,10 @@ Reorder::Reorder(const ir::Shape& shape, ir::DType dtype, plan::Format from, pla
     image[0] = 1;
     p->from_image = from.physical_elements(image) * static_cast<int64_t>(sizeof(float));
     p->to_image = to.physical_elements(image) * static_cast<int64_t>(sizeof(float));
-    p->from = dnnl::memory::desc(dims, dnnl::memory::data_type::f32, a);
-    p->to = dnnl::memory::desc(dims, dnnl::memory::data_type::f32, b);
+    const dnnl::memory::desc from_desc(dims, dnnl::memory::data_type::f32, a), to_desc(dims, dnnl::memory::data_type::f32, b);
     const OmpThreads scoped(1);
-    p->reorder = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), p->from, cpu_engine(), p->to));
+    p->reorder = PrimitiveRunner(dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from_desc, cpu_engine(), to_desc)),
+                                 {{DNNL_ARG_FROM, from_desc}, {DNNL_ARG_TO, to_desc}});
     primitive_ = std::move(p);
   } catch (const dnnl::error&) {
     // oneDNN cannot: element by element.
@@ -112,15 +112,8 @@ void Reorder::run(const eval::TensorRef& from, const eval::TensorRef& to, const 
   if (!primitive_) return reorder_elements(from, from_, to, to_, parallel);
   const Primitive& p = *primitive_;
   auto piece = [&](int64_t i) {
-    const OmpThreads scoped(1);
-    dnnl::memory a(p.from, cpu_engine(), nullptr), b(p.to, cpu_engine(), nullptr);
-    dnnl::stream stream(cpu_engine());
-    for (int64_t image = p.images * i / p.pieces; image < p.images * (i + 1) / p.pieces; ++image) {
-      a.set_data_handle(from.bytes + image * p.from_image);
-      b.set_data_handle(to.bytes + image * p.to_image);
-      p.reorder.execute(stream, a, b);
-    }
-    stream.wait();
+    for (int64_t image = p.images * i / p.pieces; image < p.images * (i + 1) / p.pieces; ++image)
+      p.reorder.execute({from.bytes + image * p.from_image, to.bytes + image * p.to_image});
   };
   if (p.pieces == 1 || !parallel)
     for (int64_t i = 0; i < p.pieces; ++i) piece(i);
