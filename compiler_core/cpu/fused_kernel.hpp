@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cpu/elementwise_f32.hpp"
+#include "cpu/matmul_primitive.hpp"
 #include "eval/host_tensor.hpp"
 #include "plan/format.hpp"
 #include "runtime/grouping.hpp"
@@ -62,6 +63,9 @@ struct FusedKernel {
   enum class HeadKind : uint8_t { Matmul, Conv2d } head_kind = HeadKind::Matmul;
   size_t head_a = 0, head_b = 0;  // matmul: A and B
   bool head_transpose_b = false;
+  // A matmul head with constant weights on oneDNN's matmul primitive (made by the program for
+  // this kernel's blocks of rows), else null: sgemm.
+  const MatmulPrimitive* head_primitive = nullptr;
 };
 
 // The double/int64 path's tile; the f32 one uses kChunk.

@@ -9,6 +9,7 @@
 
 #include "cpu/conv.hpp"
 #include "cpu/fast_kernels.hpp"
+#include "cpu/gemm.hpp"
 #include "cpu/reorder.hpp"
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
@@ -22,6 +23,17 @@ constexpr int64_t kAlign = plan::kArenaAlignment;
 uint8_t* aligned(uint8_t* p) { return p + (kAlign - reinterpret_cast<uintptr_t>(p) % kAlign) % kAlign; }
 
 bool is_conv_f32(const ir::Graph& g, ir::NodeId n) { return n != ir::kNone && is_conv2d_f32(g, g.nodes[n]); }
+
+// A lone product with constant weights on its primitive, its rows in `pieces` shares (one per
+// thread worth waking, gemm.hpp's rule), or null where oneDNN has no kernel for it (sgemm then).
+std::unique_ptr<const MatmulPrimitive> matmul_in_shares(const ir::Graph& g, const ir::Node& n, int threads, bool bf16, int64_t& pieces) {
+  const ir::Shape a = g.shape(g.operands[n.first_input]), y = g.shape(n.first_output);
+  const int64_t rows = y.num_elements() / y[y.rank() - 1];
+  const double macs = static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]);
+  pieces = std::min<int64_t>(rows, threads_for_macs(macs, threads));
+  std::string why_not;
+  return MatmulPrimitive::make(g, n, share_counts(rows, pieces), bf16, why_not);
+}
 
 }  // namespace
 
@@ -77,11 +89,30 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
       const runtime::FusedGroup& grp = plan.groups()[static_cast<size_t>(l.group)];
       std::vector<plan::Format> input_formats;
       for (const Slot& in : l.in) input_formats.push_back(in.format);
-      fused_[static_cast<size_t>(l.group)] = bind_fused_kernel(g, grp, f, input_formats);
+      FusedKernel& kernel = fused_[static_cast<size_t>(l.group)];
+      kernel = bind_fused_kernel(g, grp, f, input_formats);
       if (is_conv_f32(g, grp.head)) bind_conv_group(b, g, l, grp, conv_threads, bf16);
+      if (kernel.f32 && grp.head != ir::kNone && MatmulPrimitive::takes(g, g.nodes[grp.head])) {
+        // The rows of run_fused_kernel's blocks: whole blocks and the last one.
+        const ir::Shape y = g.shape(g.nodes[grp.head].first_output);
+        const int64_t width = y[y.rank() - 1], rows = y.num_elements() / width;
+        const int64_t block = std::max(kHeadMinRows, kHeadBlockElements / width);
+        const ir::Shape a = g.shape(g.operands[g.nodes[grp.head].first_input]);
+        const double macs = static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]);
+        // (One block of a product worth two threads stays on sgemm, which splits it.)
+        if (rows > block || macs < 2.0 * kMinGemmMacsPerThread) {
+          std::string why_not;
+          b.matmul = MatmulPrimitive::make(g, g.nodes[grp.head],
+                                           rows <= block ? std::vector<int64_t>{rows} : std::vector<int64_t>{block, rows % block ? rows % block : block},
+                                           bf16, why_not);
+          kernel.head_primitive = b.matmul.get();
+        }
+      }
     } else if (is_conv_f32(g, l.node) &&
                (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, b.conv_fallback))) {
       b.conv_bias = l.in.size() > 2 ? 2 : -1;
+    } else if (l.node != ir::kNone && MatmulPrimitive::takes(g, g.nodes[l.node]) &&
+               (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, b.matmul_pieces))) {
     } else if (blocked && !elementwise && l.node != ir::kNone) {
       b.fast = find_blocked_kernel(g, g.nodes[l.node], f);
       if (!b.fast)
@@ -145,6 +176,7 @@ void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, con
   const runtime::Plan::Launch& l = plan_.launches()[index];
   if (l.node == ir::kNone) return bound_[index].reorder->run(*in[0], *out[0], parallel);
   if (bound_[index].conv || bound_[index].conv_head_im2col) return convolve(index, in, out, parallel, working);
+  if (bound_[index].matmul && l.group < 0) return multiply(index, in, out, parallel);
   if (l.group >= 0) return run_fused_kernel(fused_[static_cast<size_t>(l.group)], in, out, parallel);
   const ir::Graph& g = plan_.graph();
   const ir::Node& n = g.nodes[l.node];
@@ -152,6 +184,20 @@ void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, con
   in.resize(n.num_inputs - n.num_captures);  // kernels take the declared inputs; captures exist only for control flow
   if (const eval::Kernel fast = bound_[index].fast) fast(eval::KernelCall{g, n, in, out, parallel});
   else eval::run_kernel(g, n, in, out);
+}
+
+void Program::multiply(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
+                       const eval::Parallel* parallel) const {
+  const Bound& b = bound_[index];
+  const int64_t width = out[0]->shape[out[0]->shape.rank() - 1], rows = out[0]->shape.num_elements() / width, pieces = b.matmul_pieces;
+  auto share = [&](int64_t p) {
+    const int64_t first = rows * p / pieces, last = rows * (p + 1) / pieces;
+    if (last > first) b.matmul->rows(in[0]->data<float>(), first, last, out[0]->data<float>() + first * width);
+  };
+  if (pieces == 1 || !parallel)
+    for (int64_t p = 0; p < pieces; ++p) share(p);
+  else
+    parallel->run(pieces, share);
 }
 
 void Program::convolve(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
@@ -271,6 +317,7 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
 std::string Program::describe_launch(size_t index) const {
   const Bound& b = bound_[index];
   if (b.conv) return "oneDNN " + b.conv->implementation() + (b.conv->bf16() ? " bf16" : "") + (b.conv_whole_group ? " + post-ops" : "");
+  if (b.matmul) return "oneDNN " + b.matmul->implementation() + (b.matmul->bf16() ? " bf16" : "");
   return b.fast ? "fast" : "";
 }
 
@@ -283,7 +330,7 @@ std::string Program::report() const {
   for (size_t i = 0; i < bound_.size(); ++i) {
     const runtime::Plan::Launch& l = plan_.launches()[i];
     fast += bound_[i].fast != nullptr;
-    if (l.group < 0 && l.node != ir::kNone && !bound_[i].fast && !bound_[i].conv) ++reference, ++slow[g.nodes[l.node].op->name];
+    if (l.group < 0 && l.node != ir::kNone && !bound_[i].fast && !bound_[i].conv && !bound_[i].matmul) ++reference, ++slow[g.nodes[l.node].op->name];
   }
   for (const FusedKernel& k : fused_) {
     f32_groups += k.f32;
@@ -291,9 +338,10 @@ std::string Program::report() const {
   }
   // The convolutions: oneDNN's kernels by name (with the groups they compute as post-ops), or
   // im2col and why.
-  std::map<std::string, int> primitives, im2col;
+  std::map<std::string, int> primitives, im2col, products;
   int post_op_groups = 0, split = 0;
   for (const Bound& b : bound_) {
+    if (b.matmul) ++products[b.matmul->implementation() + (b.matmul->bf16() ? " (bf16)" : "")];
     if (b.conv) ++primitives[b.conv->implementation() + (b.conv->bf16() ? " (bf16)" : "")], post_op_groups += b.conv_whole_group;
     if (b.conv && b.conv->pieces() > 1) ++split;
     else if (!b.conv_fallback.empty()) ++im2col[b.conv_fallback];
@@ -309,6 +357,11 @@ std::string Program::report() const {
     out << " (" << post_op_groups << " with their group as post-ops, " << split << " split over threads)\n";
   }
   for (const auto& [why, count] : im2col) out << "  im2col convolutions x" << count << ": " << why << "\n";
+  if (!products.empty()) {
+    out << "  oneDNN matmuls (constant weights reordered once):";
+    for (const auto& [name, count] : products) out << " " << name << " x" << count;
+    out << "\n";
+  }
   if (working_bytes_)
     out << "  working memory: " << working_bytes_
         << " B per stream, after the arena (oneDNN's scratchpads, bf16 images, a convolution's result before its group's rows)\n";
@@ -324,8 +377,8 @@ void Program::add_stats(runtime::Stats& s) const {
   for (size_t i = 0; i < bound_.size(); ++i) {
     s.fast_kernels += bound_[i].fast != nullptr;
     const runtime::Plan::Launch& l = plan_.launches()[i];
-    s.reference_kernels += l.group < 0 && l.node != ir::kNone && bound_[i].fast == nullptr && !bound_[i].conv;
-    s.library_calls += bound_[i].conv != nullptr;
+    s.reference_kernels += l.group < 0 && l.node != ir::kNone && bound_[i].fast == nullptr && !bound_[i].conv && !bound_[i].matmul;
+    s.library_calls += bound_[i].conv != nullptr || bound_[i].matmul != nullptr;
   }
   for (const FusedKernel& k : fused_) s.f32_rows += k.f32 ? static_cast<int64_t>(k.f32_steps.size()) : 0;
 }

@@ -9,6 +9,7 @@
 
 #include "cpu/conv_primitive.hpp"
 #include "cpu/fused_kernel.hpp"
+#include "cpu/matmul_primitive.hpp"
 #include "cpu/reorder.hpp"
 #include "eval/kernels.hpp"
 #include "runtime/backend.hpp"
@@ -43,6 +44,9 @@ class Program final : public runtime::Program {
   // `working`: the launch's stream's working memory.
   void compute(size_t index, std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
                const eval::Parallel* parallel, const eval::RunControl& control, uint8_t* working) const;
+  // A lone matmul on its primitive, its rows in shares over `parallel`.
+  void multiply(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
+                const eval::Parallel* parallel) const;
   // A convolution launch, or a group it heads: its primitive, then the group's rows unless the
   // primitive ran them as post-ops.
   void convolve(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
@@ -64,6 +68,10 @@ class Program final : public runtime::Program {
     std::string conv_fallback;
     eval::Kernel conv_head_im2col = nullptr;  // a group's convolution head without a primitive
     std::unique_ptr<const Reorder> reorder;   // a reorder launch
+    // A product with constant weights, alone (its rows in `matmul_pieces` shares over the pool)
+    // or heading the launch's group (its blocks of rows), on oneDNN's matmul primitive.
+    std::unique_ptr<const MatmulPrimitive> matmul;
+    int64_t matmul_pieces = 1;
     bool conv_whole_group = false;  // the primitive's post-ops compute the group
     int conv_x = 0, conv_w = 1, conv_bias = 2, conv_residual = -1;  // its operands, as positions in the launch's inputs
   };

@@ -556,6 +556,60 @@ def test_matmul_operator():
     check(run(lambda x, y: x @ y, a, b), (a.astype(f64) @ b.astype(f64)).astype(f32))
 
 
+# Products with constant 2-D weights run on oneDNN's matmul primitive (weights reordered once).
+# (A's shape, N): few rows (one block), rows in blocks of 64 and a last block of 36 (a fused
+# head), and a lone product split in shares of rows.
+CONSTANT_WEIGHT_PRODUCTS = {"few rows": ((8, 256), 512), "blocks and a tail": ((2, 50, 64), 512),
+                            "rows in shares": ((300, 256), 512), "one row": ((1, 1, 96), 40)}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("epilogue", [False, True])
+@pytest.mark.parametrize("case", CONSTANT_WEIGHT_PRODUCTS)
+def test_matmul_with_constant_weights_runs_on_the_matmul_primitive(case, epilogue, transpose_b, threads):
+    """x @ W (and tanh(x @ W + r), the product heading a fused group): the values of numpy's
+    product in f64, on oneDNN's primitive as the report says, alone or under a group's rows."""
+    a_shape, n = CONSTANT_WEIGHT_PRODUCTS[case]
+    rng = rng_for(case, epilogue, transpose_b)
+    x, w = normal(rng, a_shape, scale=1.0), normal(rng, (a_shape[-1], n), scale=1.0)
+    r = normal(rng, a_shape[:-1] + (n,), scale=1.0)
+    want = x.astype(f64) @ w.astype(f64)
+    if epilogue:
+        want = np.tanh(want + r)
+    with esgraph.GraphBuilder("product") as b:
+        xi = b.input("x", esgraph.f32, list(x.shape))
+        y = ops.matmul(xi, b.constant(np.ascontiguousarray(w.T) if transpose_b else w), transpose_b=transpose_b)
+        g = b.build([ops.tanh(y + b.input("r", esgraph.f32, list(r.shape))) if epilogue else y])
+    model = esgraph.compile(g, threads=threads)
+    got = model.run([x, r] if epilogue else [x])[0]
+    np.testing.assert_allclose(got, want.astype(f32), rtol=1e-4, atol=1e-4)  # sums of up to 256 products of N(0, 1)
+    assert "oneDNN matmuls (constant weights reordered once):" in model.report()
+    assert model.stats()["library_calls"] == 1 and model.stats()["reference_kernels"] == 0
+
+
+def test_matmul_with_weights_from_a_run_stays_on_sgemm():
+    rng = rng_for("sgemm")
+    x, w = normal(rng, (8, 32)), normal(rng, (32, 16))
+    g = build(lambda a, b: ops.matmul(a, b), x, w)[0]
+    model = esgraph.compile(g)
+    check(model(x, w), (x.astype(f64) @ w.astype(f64)).astype(f32))
+    assert "oneDNN matmuls" not in model.report() and model.stats()["library_calls"] == 0
+
+
+def test_large_constant_weights_reshaped_fold_before_the_product():
+    """An exporter's squeeze of 2^18-element weights (above the folding limit for results larger
+    than their inputs) folds at compile time: no squeeze runs, and the product takes the
+    folded constant as its weights."""
+    rng = rng_for("fold")
+    x, w = normal(rng, (4, 256)), normal(rng, (1, 1024, 256))
+    with esgraph.GraphBuilder("squeezed") as b:
+        g = b.build([ops.matmul(b.input("x", esgraph.f32, list(x.shape)), ops.squeeze(b.constant(w), axes=[0]), transpose_b=True)])
+    model = esgraph.compile(g)
+    np.testing.assert_allclose(model(x), x.astype(f64) @ w[0].T.astype(f64), rtol=1e-4, atol=1e-4)
+    assert model.stats()["launches"] == 1 and "oneDNN matmuls" in model.report()
+
+
 def conv2d_reference(x, w, bias=None, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), groups=1):
     """NCHW cross-correlation with an OIHW filter: one einsum per kernel tap and group."""
     n, c, h, wd = x.shape
@@ -1646,6 +1700,23 @@ def test_conv2d_in_bf16_is_within_bfloat16_rounding(case):
     assert np.all(np.abs(model(x) - want) <= bound)
     assert "(bf16)" in model.report()
     assert "(bf16)" not in esgraph.compile(g).report()
+
+
+@pytest.mark.skipif(not _cpu_multiplies_bf16(), reason="the CPU does not multiply bfloat16")
+@pytest.mark.parametrize("case", CONSTANT_WEIGHT_PRODUCTS)
+def test_matmul_in_bf16_is_within_bfloat16_rounding(case):
+    """precision='bf16' rounds a constant-weight product's operands to bfloat16 too, summing in
+    f32: within bf16's rounding of the f64 product; the report marks the kernel."""
+    a_shape, n = CONSTANT_WEIGHT_PRODUCTS[case]
+    rng = rng_for(case, "bf16")
+    x, w = normal(rng, a_shape, scale=1.0), normal(rng, (a_shape[-1], n), scale=1.0)
+    with esgraph.GraphBuilder("product") as b:
+        g = b.build([ops.relu(ops.matmul(b.input("x", esgraph.f32, list(x.shape)), b.constant(w)))])
+    model = esgraph.compile(g, precision="bf16", threads=2)
+    want = np.maximum(x.astype(f64) @ w.astype(f64), 0)
+    bound = 2 * 2.0 ** -8 * (np.abs(x).astype(f64) @ np.abs(w).astype(f64)) + 1e-5
+    assert np.all(np.abs(model(x) - want) <= bound)
+    assert "(bf16)" in model.report() and "(bf16)" not in esgraph.compile(g).report()
 
 
 def test_an_unknown_precision_is_refused():

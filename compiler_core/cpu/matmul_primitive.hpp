@@ -1,0 +1,45 @@
+// A product with constant weights on oneDNN's matmul primitive: matmul node `n` whose A is f32
+// [..., M, K] (its leading axes taken as more rows) and whose B is a constant f32 [K, N] ([N, K]
+// with transpose_b), A not transposed. The weights are reordered once, when the plan is lowered,
+// into the blocked layout oneDNN's kernel for this CPU wants (brgemm's), instead of being packed
+// again by every sgemm call; a primitive is made for each count of rows the program asks for
+// (a fused head's block of rows and its last block; a plain launch's share of rows per thread),
+// each run on one thread (cpu/primitive_runner.hpp). With bf16, A's rows and the weights are
+// rounded to bfloat16 and the products summed in f32.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.hpp"
+
+namespace esg::cpu {
+
+class MatmulPrimitive {
+ public:
+  // For `n` as above, with primitives for each of `row_counts` (positive); nullptr, with the
+  // reason in `why_not`, when `n` is not such a product or oneDNN has no optimized kernel.
+  static std::unique_ptr<MatmulPrimitive> make(const ir::Graph& g, const ir::Node& n, std::vector<int64_t> row_counts, bool bf16,
+                                               std::string& why_not);
+  // Whether `n` is a product make takes (f32, B a 2-D constant, A not transposed).
+  static bool takes(const ir::Graph& g, const ir::Node& n);
+  ~MatmulPrimitive();
+  MatmulPrimitive(const MatmulPrimitive&) = delete;
+  MatmulPrimitive& operator=(const MatmulPrimitive&) = delete;
+
+  // Rows [first, last) of A·B into `out` (N floats a row) on the calling thread; last - first
+  // is one of the row counts made. `a` is A's first element.
+  void rows(const float* a, int64_t first, int64_t last, float* out) const;
+  const std::string& implementation() const;  // oneDNN's name for its kernel ("brg:avx512_core", ...)
+  bool bf16() const;
+
+ private:
+  struct Impl;
+  explicit MatmulPrimitive(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The row counts of M rows split into `pieces` nearly equal shares (at most two counts).
+std::vector<int64_t> share_counts(int64_t rows, int64_t pieces);
+
+}  // namespace esg::cpu
