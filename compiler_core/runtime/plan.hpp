@@ -22,8 +22,8 @@ namespace esg::runtime {
 constexpr int64_t kDefaultMaxLoopIterations = 10'000'000;
 constexpr int64_t kDefaultMaxNodes = int64_t{1} << 22;  // 4,194,304
 
-// The precision of convolutions' multiplications: f32, or operands rounded to bfloat16 with the
-// products summed in f32.
+// The precision of convolutions' and constant-weight matmuls' multiplications: f32, or operands
+// rounded to bfloat16 with the products summed in f32.
 enum class Precision : uint8_t { F32, BF16 };
 
 struct CompileOptions {

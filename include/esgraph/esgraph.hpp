@@ -461,7 +461,7 @@ class CompileOptions {
   // Limits against hostile models, 0 for none (see esg_compile_options).
   CompileOptions& max_loop_iterations(int64_t n) { raw_.max_loop_iterations = n; return *this; }
   CompileOptions& max_nodes(int64_t n) { raw_.max_nodes = n; return *this; }
-  // "f32" (default) or "bf16" for convolutions' multiplications (see esg_compile_options).
+  // "f32" (default) or "bf16" for convolutions' and constant-weight products' multiplications (see esg_compile_options).
   CompileOptions& precision(const std::string& name) { precision_ = name; return *this; }
   // Any option of the backend by name (see esg_compile_options::backend_options).
   CompileOptions& backend_option(const std::string& name, int64_t value) {

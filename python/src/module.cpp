@@ -427,7 +427,7 @@ void bind_model(py::module_& m) {
      "`host_fallback`: on Ascend, ops with no device lowering run on the host, copied off the device and back, "
      "instead of refusing the model. `backend_options`: any option of the backend by name (docs/backends.md). "
      "`max_loop_iterations` (of a run's loops together) and `max_nodes` (of the graph) limit what a hostile model may "
-     "ask, 0 for no limit: beyond them is a LimitError. `precision`: 'f32' (default) or 'bf16', convolutions' "
+     "ask, 0 for no limit: beyond them is a LimitError. `precision`: 'f32' (default) or 'bf16', convolutions' and constant-weight products' "
      "operands rounded to bfloat16 and summed in f32 where the CPU multiplies bf16 (else an "
      "UnsupportedError naming what it lacks).");
 }

@@ -302,7 +302,7 @@ typedef struct esg_compile_options {
      4,194,304). */
   int64_t max_loop_iterations;
   int64_t max_nodes;
-  /* API 2: the precision of convolutions' multiplications. NULL or "f32"
+  /* API 2: the precision of convolutions' and constant-weight products' multiplications. NULL or "f32"
      (default): f32 throughout. "bf16": their operands rounded to bfloat16, products summed in
      f32 (about 3 significant digits; faster where the CPU multiplies bf16: AVX512-BF16, AMX).
      A precision the backend or the CPU cannot honour is refused with ESG_ERR_UNSUPPORTED,
