@@ -7,9 +7,9 @@
 
 #include "cpu/conv.hpp"
 #include "cpu/onednn.hpp"
-#include "cpu/gemm.hpp"
 #include "cpu/omp_threads.hpp"
 #include "cpu/primitive_runner.hpp"
+#include "cpu/split.hpp"
 #include "ir/op_attrs.gen.hpp"
 
 namespace esg::cpu {
@@ -59,12 +59,10 @@ std::vector<Slice> slices_of(const ir::Graph& g, const ir::Node& n, plan::Format
   return slices;
 }
 
-// The pieces a convolution is split into: one per kMinConvMacsPerThread multiply-adds, at most
-// `threads`.
+// The pieces a convolution is split into (split.hpp's rule), at most `threads`.
 int pieces_for(const ir::Graph& g, const ir::Node& n, int threads) {
   const ir::Shape w = g.shape(g.operands[n.first_input + 1]);
-  const double macs = static_cast<double>(g.shape(n.first_output).num_elements()) * static_cast<double>(w[1] * w[2] * w[3]);
-  return static_cast<int>(std::clamp<double>(macs / static_cast<double>(kMinConvMacsPerThread), 1, std::max(threads, 1)));
+  return pieces_for_macs(static_cast<double>(g.shape(n.first_output).num_elements()) * static_cast<double>(w[1] * w[2] * w[3]), threads);
 }
 
 // oneDNN's description of slice `s` of node `n` in the given formats with `post_ops`, for one

@@ -29,10 +29,6 @@ bool cpu_multiplies_bf16();
 // shared among its streams, which may run at once.
 int library_threads(const runtime::CompileOptions& options);
 
-// Below this many multiply-adds a piece a convolution stays whole: a piece handed to a pool
-// thread pays its wake-up (a few microseconds) and reads its operands into another core's cache.
-constexpr int64_t kMinConvMacsPerThread = int64_t{1} << 20;
-
 class ConvPrimitive {
  public:
   // A primitive for conv2d node `n` of `g` reading its images in format `src`, writing its

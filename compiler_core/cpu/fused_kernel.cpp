@@ -294,7 +294,7 @@ void run_f32(const FusedKernel& kernel, const std::vector<const eval::TensorRef*
     for (int64_t b = first; b < last; ++b) {
       const int64_t begin = b * block, end = std::min(total, begin + block);
       if (head && kernel.head_primitive)
-        kernel.head_primitive->rows(in[kernel.head_a]->data<float>(), begin / width, end / width, head_rows.data());
+        kernel.head_primitive->rows(in[kernel.head_a]->data<float>(), begin / width, end / width, head_rows.data(), parallel);
       else if (head)
         gemm_rows(*in[kernel.head_a], *in[kernel.head_b], kernel.head_transpose_b, begin / width, end / width, head_rows.data(), parallel);
       for_each_chunk(begin, end, kernel.run, [&](int64_t base, int64_t n) {

@@ -16,19 +16,34 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-// The primitive for one count of rows, with its bf16 rounding of A's rows.
+// A share of the result's columns: its weights, reordered once into the layout its kernels want.
+struct Columns {
+  int64_t first = 0, count = 0;
+  memory::desc layout;
+  std::vector<uint8_t> weights;
+};
+
+// The primitives for one count of rows: one per share of columns, and the bf16 rounding of A's rows.
 struct ForRows {
   int64_t rows = 0;
-  PrimitiveRunner product;
+  std::vector<PrimitiveRunner> products;  // per share of columns
+  std::vector<size_t> scratchpad_bytes;
   PrimitiveRunner round_rows;  // bf16: A's f32 rows to bf16
-  size_t scratchpad_bytes = 0, rounded_bytes = 0;
+  size_t rounded_bytes = 0;
 };
+
+// A thread's buffer of at least `bytes`, 64-byte aligned, kept between calls (a run allocates
+// nothing once each thread has seen the largest).
+uint8_t* aligned_buffer(std::vector<uint8_t>& buffer, size_t bytes) {
+  if (buffer.size() < bytes + 64) buffer.resize(bytes + 64);
+  return buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;
+}
 
 }  // namespace
 
 struct MatmulPrimitive::Impl {
   int64_t k = 0, n = 0;
-  std::vector<uint8_t> weights;  // in the layout every ForRows' kernel wants
+  std::vector<Columns> columns;
   std::vector<ForRows> by_rows;
   std::string implementation;
   bool bf16 = false;
@@ -47,8 +62,8 @@ bool MatmulPrimitive::takes(const ir::Graph& g, const ir::Node& n) {
          g.shape(n.first_output).num_elements() > 0 && g.shape(in[0])[g.shape(in[0]).rank() - 1] > 0;
 }
 
-std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const ir::Node& n, std::vector<int64_t> row_counts, bool bf16,
-                                                       std::string& why_not) {
+std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const ir::Node& n, std::vector<int64_t> row_counts,
+                                                       int column_shares, bool bf16, std::string& why_not) {
   if (!takes(g, n)) {
     why_not = "not an f32 product with constant 2-D weights";
     return nullptr;
@@ -56,52 +71,65 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
   const auto in = g.inputs(n);
   const ir::Shape b = g.shape(in[1]);
   const bool transpose_b = ir::MatmulAttrs(g, n).transpose_b;
-  const int64_t k = transpose_b ? b[1] : b[0], columns = transpose_b ? b[0] : b[1];
+  const int64_t k = transpose_b ? b[1] : b[0], width = transpose_b ? b[0] : b[1];
   const dt operands = bf16 ? dt::bf16 : dt::f32;
   std::sort(row_counts.begin(), row_counts.end());
   row_counts.erase(std::unique(row_counts.begin(), row_counts.end()), row_counts.end());
+  // Shares of whole 16-column blocks (brgemm's), the last one taking the rest.
+  const int64_t blocks = (width + 15) / 16, shares = std::clamp<int64_t>(column_shares, 1, blocks);
   try {
     auto impl = std::make_unique<Impl>();
     impl->k = k;
-    impl->n = columns;
+    impl->n = width;
     impl->bf16 = bf16;
+    for (int64_t s = 0; s < shares; ++s) {
+      const int64_t first = 16 * (blocks * s / shares), last = std::min(width, 16 * (blocks * (s + 1) / shares));
+      impl->columns.push_back({first, last - first, {}, {}});
+    }
     const OmpThreads scoped(1);
-    memory::desc weights;  // the first primitive's choice, which the others are made to take
     for (const int64_t rows : row_counts) {
-      const memory::desc a({rows, k}, operands, tag::ab), c({rows, columns}, dt::f32, tag::ab);
-      const memory::desc w = weights ? weights : memory::desc({k, columns}, operands, tag::any);
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, w, c), attr, cpu_engine());
-      const std::string implementation = pd.impl_info_str();
-      if (implementation.rfind("ref", 0) == 0) {
-        why_not = "oneDNN has only its reference kernel (" + implementation + ")";
-        return nullptr;
-      }
-      if (!weights) {
-        weights = pd.weights_desc();
-        impl->implementation = implementation;
-      }
       ForRows f;
       f.rows = rows;
-      f.scratchpad_bytes = pd.scratchpad_desc().get_size();
-      f.product = PrimitiveRunner(dnnl::matmul(pd), {{DNNL_ARG_SRC, pd.src_desc()}, {DNNL_ARG_WEIGHTS, weights},
-                                                    {DNNL_ARG_DST, pd.dst_desc()}, {DNNL_ARG_SCRATCHPAD, pd.scratchpad_desc()}});
+      const memory::desc a({rows, k}, operands, tag::ab);
+      for (Columns& c : impl->columns) {
+        // The share's columns of the row-major result: rows `width` floats apart.
+        const memory::desc result({rows, c.count}, dt::f32, memory::dims{width, 1});
+        const memory::desc w = c.layout ? c.layout : memory::desc({k, c.count}, operands, tag::any);
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, w, result), attr, cpu_engine());
+        const std::string implementation = pd.impl_info_str();
+        if (implementation.rfind("ref", 0) == 0) {
+          why_not = "oneDNN has only its reference kernel (" + implementation + ")";
+          return nullptr;
+        }
+        if (!c.layout) c.layout = pd.weights_desc();  // the first count's choice, which the others take
+        if (impl->implementation.empty()) impl->implementation = implementation;
+        f.products.emplace_back(dnnl::matmul(pd), std::vector<std::pair<int, memory::desc>>{{DNNL_ARG_SRC, pd.src_desc()},
+                                                                                          {DNNL_ARG_WEIGHTS, c.layout},
+                                                                                          {DNNL_ARG_DST, pd.dst_desc()},
+                                                                                          {DNNL_ARG_SCRATCHPAD, pd.scratchpad_desc()}});
+        f.scratchpad_bytes.push_back(pd.scratchpad_desc().get_size());
+      }
       if (bf16) {
         const memory::desc f32_rows({rows, k}, dt::f32, tag::ab);
         f.round_rows = PrimitiveRunner(dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), f32_rows, cpu_engine(), a)),
                                        {{DNNL_ARG_FROM, f32_rows}, {DNNL_ARG_TO, a}});
-        f.rounded_bytes = (a.get_size() + 63) / 64 * 64;
+        f.rounded_bytes = a.get_size();
       }
       impl->by_rows.push_back(std::move(f));
     }
-    // The constant weights, once, into that layout (a transposed B is [N, K] row-major: K·N's "ba").
-    impl->weights.resize(weights.get_size());
-    const memory::desc plain({k, columns}, dt::f32, transpose_b ? tag::ba : tag::ab);
-    const uint8_t* constant = g.blobs[g.nodes[g.values[in[1]].producer].blob]->data();
-    memory from(plain, cpu_engine(), const_cast<uint8_t*>(constant)), to(weights, cpu_engine(), impl->weights.data());
+    // Each share's constant weights, once, into its layout: columns [first, first + count) of the
+    // K × N matrix (a transposed B is [N, K] row-major: its rows, K apart).
+    const float* constant = reinterpret_cast<const float*>(g.blobs[g.nodes[g.values[in[1]].producer].blob]->data());
     dnnl::stream stream(cpu_engine());
-    dnnl::reorder(from, to).execute(stream, from, to);
+    for (Columns& c : impl->columns) {
+      const memory::desc plain({k, c.count}, dt::f32, transpose_b ? memory::dims{1, k} : memory::dims{width, 1});
+      c.weights.resize(c.layout.get_size());
+      memory from(plain, cpu_engine(), const_cast<float*>(constant + (transpose_b ? c.first * k : c.first)));
+      memory to(c.layout, cpu_engine(), c.weights.data());
+      dnnl::reorder(from, to).execute(stream, from, to);
+    }
     stream.wait();
     return std::unique_ptr<MatmulPrimitive>(new MatmulPrimitive(std::move(impl)));
   } catch (const dnnl::error& e) {
@@ -110,28 +138,36 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
   }
 }
 
-void MatmulPrimitive::rows(const float* a, int64_t first, int64_t last, float* out) const {
+void MatmulPrimitive::rows(const float* a, int64_t first, int64_t last, float* out, const eval::Parallel* parallel) const {
   const Impl& p = *impl_;
   const auto f = std::find_if(p.by_rows.begin(), p.by_rows.end(), [&](const ForRows& r) { return r.rows == last - first; });
   if (f == p.by_rows.end())
     throw ir::Error(ir::ErrorCode::Internal, "cpu: a matmul primitive asked for " + std::to_string(last - first) + " rows, made for others");
-  // The thread's scratchpad and rounded rows, kept between calls: a run allocates nothing once
-  // each thread has seen the largest.
-  thread_local std::vector<uint8_t> working;
-  if (working.size() < f->scratchpad_bytes + f->rounded_bytes + 64) working.resize(f->scratchpad_bytes + f->rounded_bytes + 64);
-  uint8_t* rounded = working.data() + (64 - reinterpret_cast<uintptr_t>(working.data()) % 64) % 64;
-  const float* source = a + first * p.k;
-  const void* src = source;
+  const void* src = a + first * p.k;
   if (p.bf16) {
-    f->round_rows.execute({source, rounded});
-    src = rounded;
+    thread_local std::vector<uint8_t> rounded;
+    uint8_t* to = aligned_buffer(rounded, f->rounded_bytes);
+    f->round_rows.execute({src, to});
+    src = to;
   }
-  f->product.execute({src, p.weights.data(), out, rounded + f->rounded_bytes});
+  auto share = [&](int64_t s) {
+    thread_local std::vector<uint8_t> scratchpad;
+    const Columns& c = p.columns[static_cast<size_t>(s)];
+    f->products[static_cast<size_t>(s)].execute(
+        {src, c.weights.data(), out + c.first, aligned_buffer(scratchpad, f->scratchpad_bytes[static_cast<size_t>(s)])});
+  };
+  const int64_t shares = static_cast<int64_t>(p.columns.size());
+  if (shares == 1 || !parallel)
+    for (int64_t s = 0; s < shares; ++s) share(s);
+  else
+    parallel->run(shares, share);
 }
 
 const std::string& MatmulPrimitive::implementation() const { return impl_->implementation; }
 
 bool MatmulPrimitive::bf16() const { return impl_->bf16; }
+
+int MatmulPrimitive::column_shares() const { return static_cast<int>(impl_->columns.size()); }
 
 std::vector<int64_t> share_counts(int64_t rows, int64_t pieces) {
   std::vector<int64_t> counts;

@@ -4,32 +4,37 @@
 // into the blocked layout oneDNN's kernel for this CPU wants (brgemm's), instead of being packed
 // again by every sgemm call; a primitive is made for each count of rows the program asks for
 // (a fused head's block of rows and its last block; a plain launch's share of rows per thread),
-// each run on one thread (cpu/primitive_runner.hpp). With bf16, A's rows and the weights are
-// rounded to bfloat16 and the products summed in f32.
+// each run on one thread (cpu/primitive_runner.hpp). One block of few rows (a recurrent layer's
+// step, a decoder's token) may split its columns into shares over the pool instead. With bf16,
+// A's rows and the weights are rounded to bfloat16 and the products summed in f32.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "eval/kernels.hpp"
 #include "ir/graph.hpp"
 
 namespace esg::cpu {
 
 class MatmulPrimitive {
  public:
-  // For `n` as above, with primitives for each of `row_counts` (positive); nullptr, with the
-  // reason in `why_not`, when `n` is not such a product or oneDNN has no optimized kernel.
-  static std::unique_ptr<MatmulPrimitive> make(const ir::Graph& g, const ir::Node& n, std::vector<int64_t> row_counts, bool bf16,
-                                               std::string& why_not);
+  // For `n` as above, with primitives for each of `row_counts` (positive), the result's columns
+  // in `column_shares` shares of whole 16-column blocks (1: not split); nullptr, with the reason
+  // in `why_not`, when `n` is not such a product or oneDNN has no optimized kernel.
+  static std::unique_ptr<MatmulPrimitive> make(const ir::Graph& g, const ir::Node& n, std::vector<int64_t> row_counts,
+                                               int column_shares, bool bf16, std::string& why_not);
   // Whether `n` is a product make takes (f32, B a 2-D constant, A not transposed).
   static bool takes(const ir::Graph& g, const ir::Node& n);
   ~MatmulPrimitive();
   MatmulPrimitive(const MatmulPrimitive&) = delete;
   MatmulPrimitive& operator=(const MatmulPrimitive&) = delete;
 
-  // Rows [first, last) of A·B into `out` (N floats a row) on the calling thread; last - first
-  // is one of the row counts made. `a` is A's first element.
-  void rows(const float* a, int64_t first, int64_t last, float* out) const;
+  // Rows [first, last) of A·B into `out` (N floats a row), the column shares over `parallel`
+  // (null: one after the other on the calling thread); last - first is one of the row counts
+  // made. `a` is A's first element.
+  void rows(const float* a, int64_t first, int64_t last, float* out, const eval::Parallel* parallel) const;
+  int column_shares() const;
   const std::string& implementation() const;  // oneDNN's name for its kernel ("brg:avx512_core", ...)
   bool bf16() const;
 

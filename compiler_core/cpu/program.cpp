@@ -11,6 +11,7 @@
 #include "cpu/fast_kernels.hpp"
 #include "cpu/gemm.hpp"
 #include "cpu/reorder.hpp"
+#include "cpu/split.hpp"
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
 
@@ -24,15 +25,17 @@ uint8_t* aligned(uint8_t* p) { return p + (kAlign - reinterpret_cast<uintptr_t>(
 
 bool is_conv_f32(const ir::Graph& g, ir::NodeId n) { return n != ir::kNone && is_conv2d_f32(g, g.nodes[n]); }
 
-// A lone product with constant weights on its primitive, its rows in `pieces` shares (one per
-// thread worth waking, gemm.hpp's rule), or null where oneDNN has no kernel for it (sgemm then).
-std::unique_ptr<const MatmulPrimitive> matmul_in_shares(const ir::Graph& g, const ir::Node& n, int threads, bool bf16, int64_t& pieces) {
+// A lone product with constant weights on its primitive, split in pieces (split.hpp's rule):
+// its rows in `row_shares` shares when each gets a few, else its columns; or null where oneDNN
+// has no kernel for it (sgemm then).
+std::unique_ptr<const MatmulPrimitive> matmul_in_shares(const ir::Graph& g, const ir::Node& n, int threads, bool bf16,
+                                                        int64_t& row_shares) {
   const ir::Shape a = g.shape(g.operands[n.first_input]), y = g.shape(n.first_output);
   const int64_t rows = y.num_elements() / y[y.rank() - 1];
-  const double macs = static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]);
-  pieces = std::min<int64_t>(rows, threads_for_macs(macs, threads));
+  const int pieces = pieces_for_macs(static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]), threads);
+  row_shares = rows >= int64_t{8} * pieces ? pieces : 1;
   std::string why_not;
-  return MatmulPrimitive::make(g, n, share_counts(rows, pieces), bf16, why_not);
+  return MatmulPrimitive::make(g, n, share_counts(rows, row_shares), row_shares == 1 ? pieces : 1, bf16, why_not);
 }
 
 }  // namespace
@@ -99,14 +102,12 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
         const int64_t block = std::max(kHeadMinRows, kHeadBlockElements / width);
         const ir::Shape a = g.shape(g.operands[g.nodes[grp.head].first_input]);
         const double macs = static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]);
-        // (One block of a product worth two threads stays on sgemm, which splits it.)
-        if (rows > block || macs < 2.0 * kMinGemmMacsPerThread) {
-          std::string why_not;
-          b.matmul = MatmulPrimitive::make(g, g.nodes[grp.head],
-                                           rows <= block ? std::vector<int64_t>{rows} : std::vector<int64_t>{block, rows % block ? rows % block : block},
-                                           bf16, why_not);
-          kernel.head_primitive = b.matmul.get();
-        }
+        // Several blocks spread over the pool; one block splits its columns.
+        std::string why_not;
+        b.matmul = MatmulPrimitive::make(g, g.nodes[grp.head],
+                                         rows <= block ? std::vector<int64_t>{rows} : std::vector<int64_t>{block, rows % block ? rows % block : block},
+                                         rows <= block ? pieces_for_macs(macs, conv_threads) : 1, bf16, why_not);
+        kernel.head_primitive = b.matmul.get();
       }
     } else if (is_conv_f32(g, l.node) &&
                (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, b.conv_fallback))) {
@@ -192,7 +193,7 @@ void Program::multiply(size_t index, const std::vector<const eval::TensorRef*>& 
   const int64_t width = out[0]->shape[out[0]->shape.rank() - 1], rows = out[0]->shape.num_elements() / width, pieces = b.matmul_pieces;
   auto share = [&](int64_t p) {
     const int64_t first = rows * p / pieces, last = rows * (p + 1) / pieces;
-    if (last > first) b.matmul->rows(in[0]->data<float>(), first, last, out[0]->data<float>() + first * width);
+    if (last > first) b.matmul->rows(in[0]->data<float>(), first, last, out[0]->data<float>() + first * width, pieces == 1 ? parallel : nullptr);
   };
   if (pieces == 1 || !parallel)
     for (int64_t p = 0; p < pieces; ++p) share(p);
@@ -339,9 +340,10 @@ std::string Program::report() const {
   // The convolutions: oneDNN's kernels by name (with the groups they compute as post-ops), or
   // im2col and why.
   std::map<std::string, int> primitives, im2col, products;
-  int post_op_groups = 0, split = 0;
+  int post_op_groups = 0, split = 0, split_products = 0;
   for (const Bound& b : bound_) {
     if (b.matmul) ++products[b.matmul->implementation() + (b.matmul->bf16() ? " (bf16)" : "")];
+    if (b.matmul && (b.matmul_pieces > 1 || b.matmul->column_shares() > 1)) ++split_products;
     if (b.conv) ++primitives[b.conv->implementation() + (b.conv->bf16() ? " (bf16)" : "")], post_op_groups += b.conv_whole_group;
     if (b.conv && b.conv->pieces() > 1) ++split;
     else if (!b.conv_fallback.empty()) ++im2col[b.conv_fallback];
@@ -360,7 +362,7 @@ std::string Program::report() const {
   if (!products.empty()) {
     out << "  oneDNN matmuls (constant weights reordered once):";
     for (const auto& [name, count] : products) out << " " << name << " x" << count;
-    out << "\n";
+    out << " (" << split_products << " split over threads)\n";
   }
   if (working_bytes_)
     out << "  working memory: " << working_bytes_

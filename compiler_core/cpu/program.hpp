@@ -68,8 +68,9 @@ class Program final : public runtime::Program {
     std::string conv_fallback;
     eval::Kernel conv_head_im2col = nullptr;  // a group's convolution head without a primitive
     std::unique_ptr<const Reorder> reorder;   // a reorder launch
-    // A product with constant weights, alone (its rows in `matmul_pieces` shares over the pool)
-    // or heading the launch's group (its blocks of rows), on oneDNN's matmul primitive.
+    // A product with constant weights, alone (its rows in `matmul_pieces` shares over the pool,
+    // or its columns) or heading the launch's group (its blocks of rows), on oneDNN's matmul
+    // primitive.
     std::unique_ptr<const MatmulPrimitive> matmul;
     int64_t matmul_pieces = 1;
     bool conv_whole_group = false;  // the primitive's post-ops compute the group

@@ -13,6 +13,17 @@ namespace esg::cpu {
 // Below this many elements per thread a kernel stays on one thread.
 constexpr int64_t kMinElementsPerThread = 64 * 1024;
 
+// Below this many multiply-adds a piece a oneDNN primitive (a convolution, a product with constant
+// weights) stays whole: a piece handed to a pool thread pays its hand-off (a few microseconds
+// while the workers spin) and reads its operands into another core's cache. Measured on
+// EfficientNet-B1 and an LSTM (bench/RESULTS.md).
+constexpr int64_t kMinMacsPerPiece = int64_t{1} << 20;
+
+// The pieces for `macs` multiply-adds on at most `threads` threads.
+inline int pieces_for_macs(double macs, int threads) {
+  return static_cast<int>(std::clamp<double>(macs / static_cast<double>(kMinMacsPerPiece), 1, std::max(threads, 1)));
+}
+
 // piece(begin, end) over the units [0, units), each of about `unit_elements` elements: one
 // contiguous range per thread of `parallel` (none: a single range on the calling thread). A
 // template, so that the common unsplit call builds no std::function (a heap allocation).

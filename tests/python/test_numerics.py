@@ -560,7 +560,8 @@ def test_matmul_operator():
 # (A's shape, N): few rows (one block), rows in blocks of 64 and a last block of 36 (a fused
 # head), and a lone product split in shares of rows.
 CONSTANT_WEIGHT_PRODUCTS = {"few rows": ((8, 256), 512), "blocks and a tail": ((2, 50, 64), 512),
-                            "rows in shares": ((300, 256), 512), "one row": ((1, 1, 96), 40)}
+                            "rows in shares": ((300, 256), 512), "one row": ((1, 1, 96), 40),
+                            "columns in shares": ((4, 1024), 1000)}
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -586,6 +587,12 @@ def test_matmul_with_constant_weights_runs_on_the_matmul_primitive(case, epilogu
     np.testing.assert_allclose(got, want.astype(f32), rtol=1e-4, atol=1e-4)  # sums of up to 256 products of N(0, 1)
     assert "oneDNN matmuls (constant weights reordered once):" in model.report()
     assert model.stats()["library_calls"] == 1 and model.stats()["reference_kernels"] == 0
+    # Split with two threads from 2^21 multiply-adds: a lone product's rows in shares (its
+    # columns for few rows); a fused head of several blocks of rows spreads its blocks instead.
+    rows, k = int(np.prod(a_shape[:-1])), a_shape[-1]
+    one_block = rows <= max(64, 16384 // n)
+    split = threads == 2 and rows * k * n >= 2 ** 21 and (one_block or not epilogue)
+    assert f"({int(split)} split over threads)" in model.report()
 
 
 def test_matmul_with_weights_from_a_run_stays_on_sgemm():
