@@ -1,6 +1,7 @@
 #include "cpu/matmul_primitive.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "cpu/omp_threads.hpp"
@@ -30,6 +31,10 @@ struct ForRows {
   std::vector<size_t> scratchpad_bytes;
   PrimitiveRunner round_rows;  // bf16: A's f32 rows to bf16
   size_t rounded_bytes = 0;
+  // Each share's result dense in a buffer, then copied to its columns: oneDNN's brgemm kernels
+  // take no result rows farther apart than the share (its gemm fallback repacks the weights
+  // at every call).
+  bool staged = false;
 };
 
 // A thread's buffer of at least `bytes`, 64-byte aligned, kept between calls (a run allocates
@@ -90,10 +95,10 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
     for (const int64_t rows : row_counts) {
       ForRows f;
       f.rows = rows;
+      f.staged = shares > 1 && rows > 1;
       const memory::desc a({rows, k}, operands, tag::ab);
       for (Columns& c : impl->columns) {
-        // The share's columns of the row-major result: rows `width` floats apart.
-        const memory::desc result({rows, c.count}, dt::f32, memory::dims{width, 1});
+        const memory::desc result({rows, c.count}, dt::f32, memory::dims{f.staged ? c.count : width, 1});
         const memory::desc w = c.layout ? c.layout : memory::desc({k, c.count}, operands, tag::any);
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -151,10 +156,14 @@ void MatmulPrimitive::rows(const float* a, int64_t first, int64_t last, float* o
     src = to;
   }
   auto share = [&](int64_t s) {
-    thread_local std::vector<uint8_t> scratchpad;
+    thread_local std::vector<uint8_t> scratchpad, staging;
     const Columns& c = p.columns[static_cast<size_t>(s)];
+    const size_t row_bytes = static_cast<size_t>(c.count) * sizeof(float);
+    float* result = f->staged ? reinterpret_cast<float*>(aligned_buffer(staging, static_cast<size_t>(f->rows) * row_bytes)) : out + c.first;
     f->products[static_cast<size_t>(s)].execute(
-        {src, c.weights.data(), out + c.first, aligned_buffer(scratchpad, f->scratchpad_bytes[static_cast<size_t>(s)])});
+        {src, c.weights.data(), result, aligned_buffer(scratchpad, f->scratchpad_bytes[static_cast<size_t>(s)])});
+    if (f->staged)
+      for (int64_t r = 0; r < f->rows; ++r) std::memcpy(out + r * p.n + c.first, result + r * c.count, row_bytes);
   };
   const int64_t shares = static_cast<int64_t>(p.columns.size());
   if (shares == 1 || !parallel)
