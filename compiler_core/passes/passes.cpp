@@ -616,6 +616,53 @@ bool exported_gelu(const Graph& g, const ir::Node& mul, ValueId* x) {
   return false;
 }
 
+// v / c, v · c or c · v with c a scalar constant: v and the factor.
+bool scaled_by_constant(const Graph& g, ValueId scaled, ValueId* v, double* factor) {
+  const ir::Node* p = producer(g, scaled);
+  double c = 0;
+  if (!p || (p->op->kind != K::div && p->op->kind != K::mul)) return false;
+  if (p->op->kind == K::div && scalar_constant(g, operand(g, *p, 1), &c) && c != 0) *v = operand(g, *p, 0), *factor = 1 / c;
+  else if (p->op->kind == K::mul && scalar_constant(g, operand(g, *p, 1), &c)) *v = operand(g, *p, 0), *factor = c;
+  else if (p->op->kind == K::mul && scalar_constant(g, operand(g, *p, 0), &c)) *v = operand(g, *p, 1), *factor = c;
+  else return false;
+  return g.shape(*v) == g.shape(scaled) && g.values[*v].dtype == g.values[scaled].dtype;
+}
+
+// Attention's scores as exporters write them: softmax(s / c + m) or softmax(s · c + m), the
+// mask optional, added either way round and broadcasting to the scores without changing their
+// shape, c a scalar constant (MatMul, Div, Add, Softmax); or softmax(matmul(q / c, k) + m), the
+// scale on the product's first operand (PyTorch's export of nn.MultiheadAttention). Matched at a
+// softmax without a mask or scale of its own; the scale, the mask (kNone without one), and
+// either the scores or (`product` set) the product whose operand `q` replaces the scaled one.
+struct AttentionScores {
+  ValueId scores = kNone, mask = kNone, q = kNone;
+  double scale = 1;
+  const ir::Node* product = nullptr;
+};
+
+bool exported_attention_scores(const Graph& g, const ir::Node& softmax, AttentionScores* a) {
+  const ir::SoftmaxAttrs attrs(g, softmax);
+  if (softmax.num_inputs > 1 && operand(g, softmax, 1) != kNone) return false;
+  if (attrs.scale != 1.0) return false;
+  ValueId logits = operand(g, softmax, 0);
+  if (g.shape(logits) != g.shape(softmax.first_output)) return false;
+  // A mask added to the scaled scores (or to a product of a scaled operand).
+  if (const ir::Node* add = made_by(g, logits, K::add)) {
+    for (uint32_t i = 0; i < 2 && a->mask == kNone; ++i) {
+      const ValueId s = operand(g, *add, i), m = operand(g, *add, 1 - i);
+      const ir::Node* p = producer(g, s);
+      if (p && (p->op->kind == K::div || p->op->kind == K::mul || p->op->kind == K::matmul) && g.shape(s) == g.shape(logits) &&
+          g.values[m].dtype == g.values[s].dtype)
+        logits = s, a->mask = m;
+    }
+  }
+  if (scaled_by_constant(g, logits, &a->scores, &a->scale)) return true;
+  const ir::Node* product = made_by(g, logits, K::matmul);
+  if (!product || !scaled_by_constant(g, operand(g, *product, 0), &a->q, &a->scale)) return false;
+  a->product = product;
+  return true;
+}
+
 }  // namespace
 
 std::unique_ptr<Graph> recognize_exported_ops(const Graph& g) {
@@ -638,6 +685,20 @@ std::unique_ptr<Graph> recognize_exported_ops(const Graph& g) {
       r.set(n.first_output, silu ? added(r, *ir::find_op(K::silu), {in, 1}, {}) : added(r, *ir::find_op(K::gelu), {in, 1}, {approximate, 1}));
       return true;
     }
+    AttentionScores a;
+    if (n.op->kind == K::softmax && exported_attention_scores(g, n, &a)) {
+      ValueId scores = a.scores == kNone ? kNone : r.get(a.scores);
+      if (a.product) {  // the product again, of the unscaled operand
+        const ir::MatmulAttrs m(g, *a.product);
+        ir::AttrArg flags[2] = {ir::AttrArg::of_bool(m.transpose_a), ir::AttrArg::of_bool(m.transpose_b)};
+        const ValueId operands[] = {r.get(a.q), r.get(operand(g, *a.product, 1))};
+        scores = added(r, *ir::find_op(K::matmul), {operands, 2}, {flags, 2});
+      }
+      ir::AttrArg attrs[2] = {ir::AttrArg::of_int(static_cast<int64_t>(ir::SoftmaxAttrs(g, n).axis)), ir::AttrArg::of_float(a.scale)};
+      const ValueId in[] = {scores, a.mask == kNone ? kNone : r.get(a.mask)};
+      r.set(n.first_output, added(r, *ir::find_op(K::softmax), {in, 2}, {attrs, 2}));
+      return true;
+    }
     return false;
   });
 }
@@ -649,7 +710,7 @@ std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::st
        "channel shuffles and their slices as gathers, constants at their consumer's rank)",
        simplify},
       {"fold constants", [](const Graph& x) { return fold_constants(x); }},
-      {"recognize exported layer norms, SiLU and GELU", recognize_exported_ops},
+      {"recognize exported layer norms, SiLU, GELU and attention's scaled, masked softmax", recognize_exported_ops},
       {"fold affine ops into convolutions", fold_affine_into_conv},
       {"eliminate common subexpressions", eliminate_common_subexpressions},
       {"eliminate dead code", eliminate_dead_code},

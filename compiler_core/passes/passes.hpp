@@ -34,7 +34,8 @@ std::unique_ptr<ir::Graph> fold_affine_into_conv(const ir::Graph& g);
 // What exporters decompose, as esgraph's own ops: (x - mean(x)) / sqrt(mean((x - mean(x))^2) +
 // eps) with the means over the same trailing axes becomes one layer_norm (its scale and shift
 // stay elementwise ops, which fuse with what follows); x · sigmoid(x) one silu; x · (erf(x / √2)
-// + 1) · 0.5 one gelu. Each runs as one kernel (or post-op) that rounds once.
+// + 1) · 0.5 one gelu; attention's softmax(scores / c + mask) (or · c, the mask optional, or
+// the scale on the product's first operand) one softmax with its scale and mask. Each runs as one kernel (or post-op) that rounds once.
 std::unique_ptr<ir::Graph> recognize_exported_ops(const ir::Graph& g);
 
 // The pipeline: simplify, fold, recognize exported ops, affine into convolutions, CSE, DCE; each step's node counts

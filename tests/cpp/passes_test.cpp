@@ -149,6 +149,40 @@ TEST_CASE("exported SiLU and GELU become one silu and one gelu computing the sam
   CHECK(count(*out, "silu") + count(*out, "gelu") == 0);
 }
 
+TEST_CASE("exported attention scores (matmul, scale, mask, softmax) become one scaled, masked softmax computing the same") {
+  // form: 0 scores / 8 + mask, 1 mask + scores * 0.125, 2 scores / 8 without a mask, 3 (q / 8)·kᵀ +
+  // mask (PyTorch's export of nn.MultiheadAttention).
+  for (const int form : {0, 1, 2, 3}) {
+    CAPTURE(form);
+    ir::Builder b;
+    const ValueId q = b.add_input("q", ir::DType::F32, ir::Shape{2, 3, 5, 4});
+    const ValueId k = b.add_input("k", ir::DType::F32, ir::Shape{2, 3, 5, 4});
+    const ValueId mask = b.add_input("mask", ir::DType::F32, ir::Shape{2, 1, 1, 5});
+    const ValueId q_in = form == 3 ? node(b, ir::ops::div, {q, scalar(b, 8)}) : q;
+    const ValueId scores = node(b, ir::ops::matmul, {q_in, k}, {ir::AttrArg::of_bool(false), ir::AttrArg::of_bool(true)});
+    const ValueId scaled = form == 3   ? scores
+                           : form == 1 ? node(b, ir::ops::mul, {scores, scalar(b, 0.125f)})
+                                       : node(b, ir::ops::div, {scores, scalar(b, 8)});
+    const ValueId logits = form == 1 ? node(b, ir::ops::add, {mask, scaled}) : form == 2 ? scaled : node(b, ir::ops::add, {scaled, mask});
+    const ValueId y = node(b, ir::ops::softmax, {logits});
+    const auto g = b.finish({&y, 1});
+    const auto out = passes::optimize(*g, true, nullptr);
+    CHECK(count(*out, "softmax") == 1);
+    CHECK(count(*out, "div") + count(*out, "mul") + count(*out, "add") == 0);
+    close_values(*g, *out, 1e-5);
+  }
+  // A mask that broadcasts the scores to a larger shape, and a scale that is not a constant, stay.
+  ir::Builder b;
+  const ValueId s = b.add_input("s", ir::DType::F32, ir::Shape{1, 5});
+  const ValueId wide = b.add_input("wide", ir::DType::F32, ir::Shape{3, 5});
+  const ValueId c = b.add_input("c", ir::DType::F32, ir::Shape{1});
+  const ValueId ys[] = {node(b, ir::ops::softmax, {node(b, ir::ops::add, {node(b, ir::ops::div, {s, scalar(b, 8)}), wide})}),
+                        node(b, ir::ops::softmax, {node(b, ir::ops::div, {s, c})})};
+  const auto g = b.finish({ys, 2});
+  const auto out = passes::optimize(*g, true, nullptr);
+  CHECK(count(*out, "div") == 2);
+}
+
 TEST_CASE("a channel shuffle (reshape, transpose, reshape) and its halves become gathers of the channels") {
   ir::Builder b;
   const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 12, 3, 5});

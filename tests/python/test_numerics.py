@@ -445,13 +445,20 @@ def test_softmax_default_axis_is_last():
     check(run(ops.log_softmax, x), np.log(_softmax(x.astype(f64), -1)).astype(f32))
 
 
-@pytest.mark.parametrize("mask_shape", [(5,), (4, 1), (2, 1, 5)], ids=str)
-def test_softmax_with_scale_and_mask(mask_shape):
-    rng = rng_for(mask_shape)
-    x = normal(rng, (2, 4, 5))
+@pytest.mark.parametrize("x_shape, mask_shape", [((2, 4, 5), (5,)), ((2, 4, 5), (4, 1)), ((2, 4, 5), (2, 1, 5)),
+                                                ((3, 2, 4, 40), (3, 1, 1, 40)), ((3, 2, 4, 40), (1, 2, 4, 1)), ((2, 7), ())],
+                         ids=str)
+def test_softmax_with_scale_and_mask(x_shape, mask_shape):
+    """The fast kernel's masked rows (a mask per element, per row, per batch of rows: attention's
+    padding mask [N, 1, 1, S]) against numpy."""
+    rng = rng_for(x_shape, mask_shape)
+    x = normal(rng, x_shape)
     mask = np.where(rng.random(mask_shape) < 0.3, -1e4, 0).astype(f32)
-    got = run(lambda t, m: ops.softmax(t, mask=m, scale=0.5, axis=-1), x, mask)
-    check(got, _softmax(0.5 * x.astype(f64) + mask, -1).astype(f32))
+    g = build(lambda t, m: ops.softmax(t, mask=m, scale=0.5, axis=-1), x, mask)[0]
+    model = esgraph.compile(g)
+    logits = f32(0.5) * x + mask  # in f32, as the kernel forms them (adding -1e4 rounds x's low bits away)
+    check(model(x, mask), _softmax(logits.astype(f64), -1).astype(f32))
+    assert model.stats()["fast_kernels"] == 1
 
 
 def test_softmax_of_large_values_is_stable():
