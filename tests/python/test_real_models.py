@@ -115,3 +115,31 @@ def test_3d_and_dilated_pooling_exported_by_pytorch(pool):
     x = torch.randn(2, 3, 5, 6, 7)
     np.testing.assert_allclose(esgraph.compile(_via_onnx(Pool(), (x,), 13))(x.numpy()), Pool()(x).numpy(),
                                rtol=1e-5, atol=1e-6)
+
+
+class _SelfAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(32, 4)
+
+    def forward(self, q, mask=None):
+        return self.mha(q, q, q, attn_mask=mask, need_weights=False)[0]
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_exported_attention_scores_run_as_one_scaled_masked_softmax(masked):
+    """PyTorch's export of multi-head attention scales q before q·kᵀ, adds the attention mask
+    and takes the softmax: esgraph computes it as the product and one softmax with its scale and
+    mask (no division or addition launched), matching PyTorch."""
+    module = _SelfAttention().eval()
+    x = torch.randn(6, 2, 32)
+    causal = torch.zeros(6, 6).masked_fill(torch.triu(torch.ones(6, 6, dtype=torch.bool), 1), -1e4)
+    inputs = (x, causal) if masked else (x,)
+    model = esgraph.compile(_via_onnx(module, inputs, 14))
+    with torch.no_grad():
+        want = module(*inputs).numpy()
+    got = model.run([t.numpy() for t in inputs])[0]
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+    kernels = [line for line in model.to_dot().splitlines() if "label=" in line]
+    assert any("softmax" in k for k in kernels)
+    assert not any("div" in k or "\\nadd" in k or '"add' in k for k in kernels)
