@@ -13,7 +13,7 @@ struct Dag {
   struct Op {
     std::vector<int> inputs;    // value ids
     std::vector<int> outputs;   // value ids; each value has exactly one producer or none
-    std::vector<int> reusable;  // inputs an output may overwrite in place: read element by element
+    std::vector<int> reusable;  // inputs an output may overwrite in place: read element by element, or a view's bytes
                                 // at the same index the output is written (same shape and width)
   };
   std::vector<int64_t> value_bytes;
