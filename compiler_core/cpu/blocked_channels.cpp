@@ -79,7 +79,7 @@ __attribute__((target("avx2"))) void permute_pixels8(const LanePermute& m, int64
 template <int64_t B>
 void permute_pixels(const LanePermute& m, int64_t pixels, float* dst) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool vector = __builtin_cpu_supports(B == 16 ? "avx512f" : "avx2");
+  static const bool vector = B == 16 ? __builtin_cpu_supports("avx512f") : __builtin_cpu_supports("avx2");
   if (vector) return B == 16 ? permute_pixels16(m, pixels, dst) : permute_pixels8(m, pixels, dst);
 #endif
   for (int64_t p = 0; p < pixels; ++p)
