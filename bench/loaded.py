@@ -1,18 +1,23 @@
-"""A small model on a shared machine: a GPT-style decoder step (4 layers, width 256, 4 heads,
-a KV cache of 64 positions, batch 1) run with one thread and with the default thread count,
-first on an idle machine and then while another process keeps one core busy. Reports the median
-and the 90th percentile of single runs: what a loaded machine does to a model is in the tail.
+"""A model on a shared machine: a GPT-style decoder step (4 layers, width 256, 4 heads, a KV
+cache of 64 positions, batch 1), or ONNX models (`--onnx`, each with ONNX Runtime beside it),
+run with one thread and with the default thread count, first on an idle machine and then while
+another process keeps one core busy. Reports the median and the 90th percentile of single runs
+(what a loaded machine does to a model is in the tail), and the CPU time the process burns in
+the second after its last run (threads left spinning would show there).
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/loaded.py [--runs 200]
+    PYTHONPATH=build/default/python /usr/bin/python3 bench/loaded.py [--runs 200] [--onnx a.onnx,b.onnx]
 """
 import argparse
 import multiprocessing
+import os
 import statistics
 import time
 
 import numpy as np
 
 import esgraph
+import esgraph.onnx
+import ort  # bench/ort.py
 from esgraph import ops
 
 rng = np.random.default_rng(0)
@@ -60,25 +65,48 @@ def times_ms(model, inputs, runs):
     return statistics.median(out), sorted(out)[int(0.9 * len(out))]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=200)
-    args = ap.parse_args()
-    graph, inputs = decoder_step()
+def idle_cpu_ms():
+    """The CPU time this process burns in one second of doing nothing (after a run)."""
+    start = time.process_time()
+    time.sleep(1.0)
+    return (time.process_time() - start) * 1e3
+
+
+def measure(name, graph, inputs, runs, onnx_path=None):
     models = {"threads=1": esgraph.compile(graph, threads=1), "default threads": esgraph.compile(graph)}
-    print(f"decoder step, {models['threads=1'].stats()['launches']} launches; median / p90 of {args.runs} runs, ms")
+    print(f"{name}, {models['threads=1'].stats()['launches']} launches; median / p90 of {runs} runs, ms")
     print(f"{'':18} {'idle':>16} {'one core busy':>16}")
-    rows = {name: [times_ms(m, inputs, args.runs)] for name, m in models.items()}
+    rows = {label: [times_ms(m, inputs, runs)] for label, m in models.items()}
+    idle = idle_cpu_ms()
+    if onnx_path:
+        rows["ONNX Runtime"] = [(ort.median_ms(onnx_path, inputs[0], runs), float("nan"))]
     busy = multiprocessing.Process(target=spin, daemon=True)
     busy.start()
     try:
         time.sleep(0.2)
-        for name, m in models.items():
-            rows[name].append(times_ms(m, inputs, args.runs))
+        for label, m in models.items():
+            rows[label].append(times_ms(m, inputs, runs))
+        if onnx_path:
+            rows["ONNX Runtime"].append((ort.median_ms(onnx_path, inputs[0], runs), float("nan")))
     finally:
         busy.terminate()
-    for name, cells in rows.items():
-        print(f"{name:18} " + " ".join(f"{med:7.2f} / {p90:6.2f}" for med, p90 in cells))
+    for label, cells in rows.items():
+        print(f"{label:18} " + " ".join(f"{med:7.2f} / {p90:6.2f}" for med, p90 in cells))
+    print(f"CPU burnt in the idle second after the runs: {idle:.1f} ms")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--onnx", default="", help="comma-separated ONNX files (one f32 input [1, 3, 224, 224])")
+    args = ap.parse_args()
+    if not args.onnx:
+        graph, inputs = decoder_step()
+        measure("decoder step", graph, inputs, args.runs)
+    for path in filter(None, args.onnx.split(",")):
+        graph = esgraph.onnx.load(path)
+        x = np.random.default_rng(0).random((1, 3, 224, 224)).astype(np.float32)
+        measure(os.path.basename(path), graph, [x], args.runs, path)
 
 
 if __name__ == "__main__":
