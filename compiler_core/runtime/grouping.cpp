@@ -132,6 +132,7 @@ std::vector<FusedGroup> find_groups(const Graph& g, const GroupingRules& rules) 
   std::vector<FusedGroup> groups;
   std::vector<char> member(g.nodes.size(), 0);
   std::vector<uint32_t> seen(g.nodes.size(), 0);
+  std::vector<int> level(g.nodes.size(), -1);  // splitting a set that cycles (below)
   uint32_t stamp = 0;
   // A set whose group would leave and re-enter itself runs unfused; a backend that wants every
   // op in a group gets each member as a group of its own (those cannot cycle).
@@ -177,13 +178,37 @@ std::vector<FusedGroup> find_groups(const Graph& g, const GroupingRules& rules) 
       for (ValueId v : g.inputs(g.nodes[n]))
         if (v != kNone && g.values[v].producer != kNone && g.values[v].producer >= first) work.push_back(g.values[v].producer);
     }
-    for (NodeId m : members) member[m] = 0;
     if (cycle) {
-      if (rules.single_ops)
-        for (NodeId m : members)
-          if (m != head) todo.push_back({m});
+      // Split the set where a path leaves it and comes back (an LSTM's cell state feeds the
+      // next step's cell after a matmul): a member's level counts the exits on its way from the
+      // set's first member, and each level is a set of its own, which no path leaves and
+      // re-enters. Only what lies between the first and last member is walked.
+      if (head != kNone) member[head] = 0;
+      const std::vector<NodeId> body(members.begin() + (head != kNone), members.end());
+      const NodeId from = *std::min_element(body.begin(), body.end()), to = *std::max_element(body.begin(), body.end());
+      for (NodeId n = from; n <= to; ++n) level[n] = -1;
+      for (NodeId n = from; n <= to; ++n) {
+        if (g.nodes[n].region != 0) continue;
+        int l = member[n] ? 0 : -1;
+        for (ValueId v : g.inputs(g.nodes[n])) {
+          const NodeId p = v == kNone ? kNone : g.values[v].producer;
+          if (p == kNone || p < from || level[p] < 0) continue;
+          l = std::max(l, level[p] + (member[p] && !member[n] ? 1 : 0));
+        }
+        level[n] = l;
+      }
+      std::vector<std::vector<NodeId>> by_level;
+      for (NodeId m : body) {
+        const size_t l = static_cast<size_t>(level[m]);
+        if (by_level.size() <= l) by_level.resize(l + 1);
+        by_level[l].push_back(m);
+      }
+      for (NodeId m : members) member[m] = 0;
+      for (std::vector<NodeId>& part : by_level)
+        if (!part.empty() && part.size() < body.size()) todo.push_back(std::move(part));
       continue;
     }
+    for (NodeId m : members) member[m] = 0;
     grp.steps = bind_steps(g, grp);
     groups.push_back(std::move(grp));
   }

@@ -78,9 +78,10 @@ TEST_CASE("fused f32 groups reuse the tiles of results no one reads any more") {
   }
 }
 
-TEST_CASE("a group that would leave and re-enter itself: unfused on the CPU, single ops for a device") {
+TEST_CASE("a group that would leave and re-enter itself splits where the path leaves it") {
   // a -> t = tanh(a) -> r = reduce_sum(t) (not elementwise) -> u = t * r: t and u would be one
-  // group whose input r is computed from its member t.
+  // group whose input r is computed from its member t; each is a set of its own (of one op:
+  // unfused on the CPU, a single op for a device).
   ir::Builder b("cycle");
   const ValueId a = b.add_input("a", ir::DType::F32, ir::Shape{4});
   const ValueId t = node(b, ir::ops::tanh, {a});
@@ -94,6 +95,31 @@ TEST_CASE("a group that would leave and re-enter itself: unfused on the CPU, sin
   REQUIRE(groups.size() == 2);
   CHECK(groups[0].members.size() == 1);
   CHECK(groups[1].members.size() == 1);
+}
+
+TEST_CASE("a recurrent cell whose state crosses a matmul fuses step by step") {
+  // Three steps of c = sigmoid(x_t + h·W) * c + tanh(x_t + h·W), h = tanh(c): each step's
+  // elementwise ops are one set with the state c flowing to the next step, and h·W leaves the
+  // set and comes back. Split by level, every step is one group of its own.
+  ir::Builder b("cell");
+  const float w_values[64] = {};
+  const ValueId w = b.add_constant(ir::DType::F32, ir::Shape{8, 8}, w_values, sizeof w_values);
+  ValueId c = b.add_input("c0", ir::DType::F32, ir::Shape{1, 8});
+  ValueId h = b.add_input("h0", ir::DType::F32, ir::Shape{1, 8});
+  const ValueId rows[] = {b.add_input("x0", ir::DType::F32, ir::Shape{1, 8}), b.add_input("x1", ir::DType::F32, ir::Shape{1, 8}),
+                          b.add_input("x2", ir::DType::F32, ir::Shape{1, 8})};
+  for (const ValueId xt : rows) {
+    const ValueId z = node(b, ir::ops::add, {xt, node(b, ir::ops::matmul, {h, w}, {ir::AttrArg::of_bool(false), ir::AttrArg::of_bool(false)})});
+    c = node(b, ir::ops::add, {node(b, ir::ops::mul, {node(b, ir::ops::sigmoid, {z}), c}), node(b, ir::ops::tanh, {z})});
+    h = node(b, ir::ops::tanh, {c});
+  }
+  const ValueId outs[] = {h, c};
+  const auto g = b.finish({outs, 2});
+  const auto groups = runtime::find_groups(*g, cpu::grouping_rules());
+  // The first step's matmul output feeds an add whose other operand is an input: each step is
+  // a group of its add, sigmoid, mul, tanh, add and tanh (the matmul heads it where it may).
+  REQUIRE(groups.size() == 3);
+  for (const runtime::FusedGroup& grp : groups) CHECK(grp.members.size() >= 6);
 }
 
 
