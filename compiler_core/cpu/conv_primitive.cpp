@@ -120,7 +120,9 @@ struct Piece {
   dnnl::convolution_forward::primitive_desc pd;
   PrimitiveRunner convolution;
   memory::desc plain_filters;    // the slice's OIHW (GOIHW when grouped)
-  std::vector<uint8_t> filters;  // reordered at make, when the node's filters are a constant
+  // Reordered at make, when the node's filters are a constant; shared by pieces of the same
+  // filters (a split of the images).
+  std::shared_ptr<const std::vector<uint8_t>> filters;
   PrimitiveRunner reorder_filters;  // else: to the primitive's layout at each run, when it differs
   PrimitiveRunner round_images;     // bf16: the f32 images to the primitive's bf16 ones
   bool has_bias = false;
@@ -130,7 +132,7 @@ struct Piece {
   size_t working_at = 0;                                            // bytes into the whole's
 
   void run(const float* images, const float* filter_values, const float* bias, float* dst, uint8_t* working) const {
-    const void* weights = filters.empty() ? static_cast<const void*>(filter_values) : filters.data();
+    const void* weights = filters ? static_cast<const void*>(filters->data()) : filter_values;
     if (reorder_filters) {
       reorder_filters.execute({filter_values, working});
       weights = working;
@@ -149,8 +151,10 @@ struct Piece {
 size_t round_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // Slice `s`'s piece (bf16 where oneDNN has such a kernel for it, else f32), or null and why not.
+// `same_filters`: a piece of the same filters made before (another slice of the images), whose
+// reordered constant filters this one shares when it wants the same layout.
 std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const Slice& s, plan::Format src, plan::Format dst,
-                                  const std::vector<PostOp>& post_ops, bool bf16, std::string& why_not) {
+                                  const std::vector<PostOp>& post_ops, bool bf16, const Piece* same_filters, std::string& why_not) {
   std::optional<dnnl::convolution_forward::primitive_desc> pd;
   if (bf16) pd = describe(g, n, s, src, dst, post_ops, true, why_not);  // else f32, the reason kept
   const bool rounded = pd.has_value();
@@ -186,12 +190,17 @@ std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const S
     piece->image_bytes = round_up(images.get_size());
   }
   if (const uint8_t* constant = constant_bytes(g, in[1])) {  // reordered once, here
-    piece->filters.resize(wanted.get_size());
-    const float* first = reinterpret_cast<const float*>(constant) + piece->filters_at;
-    memory from(piece->plain_filters, cpu_engine(), const_cast<float*>(first)), to(wanted, cpu_engine(), piece->filters.data());
-    dnnl::stream stream(cpu_engine());
-    dnnl::reorder(from, to).execute(stream, from, to);
-    stream.wait();
+    if (same_filters && same_filters->pd.weights_desc() == wanted) {
+      piece->filters = same_filters->filters;
+    } else {
+      auto reordered = std::make_shared<std::vector<uint8_t>>(wanted.get_size());
+      const float* first = reinterpret_cast<const float*>(constant) + piece->filters_at;
+      memory from(piece->plain_filters, cpu_engine(), const_cast<float*>(first)), to(wanted, cpu_engine(), reordered->data());
+      dnnl::stream stream(cpu_engine());
+      dnnl::reorder(from, to).execute(stream, from, to);
+      stream.wait();
+      piece->filters = std::move(reordered);
+    }
   } else if (wanted != piece->plain_filters) {
     piece->reorder_filters = PrimitiveRunner(dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), piece->plain_filters, cpu_engine(), wanted)),
                                              {{DNNL_ARG_FROM, piece->plain_filters}, {DNNL_ARG_TO, wanted}});
@@ -225,21 +234,30 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
     why_not = "not all f32";
     return nullptr;
   }
-  try {
-    auto impl = std::make_unique<Impl>();
-    for (const Slice& s : slices_of(g, n, src, dst, pieces_for(g, n, threads))) {
-      std::unique_ptr<Piece> piece = make_piece(g, n, s, src, dst, post_ops, bf16, why_not);
-      if (!piece) return nullptr;
-      piece->working_at = impl->working_bytes;
-      impl->working_bytes += piece->working_bytes;
-      impl->pieces.push_back(std::move(piece));
+  // In pieces, else (oneDNN has no optimized kernel for some piece) whole, as the layout
+  // decision (kernel_for) asked oneDNN.
+  const int pieces = pieces_for(g, n, threads);
+  for (const int parts : pieces > 1 ? std::vector<int>{pieces, 1} : std::vector<int>{1}) {
+    try {
+      auto impl = std::make_unique<Impl>();
+      for (const Slice& s : slices_of(g, n, src, dst, parts)) {
+        // Slices of the images have every output channel: the first one's filters serve them all.
+        const bool all_channels = s.o0 == 0 && s.o == g.shape(n.first_output)[1];
+        const Piece* same_filters = all_channels && !impl->pieces.empty() ? impl->pieces.front().get() : nullptr;
+        std::unique_ptr<Piece> piece = make_piece(g, n, s, src, dst, post_ops, bf16, same_filters, why_not);
+        if (!piece) break;
+        piece->working_at = impl->working_bytes;
+        impl->working_bytes += piece->working_bytes;
+        impl->pieces.push_back(std::move(piece));
+      }
+      if (impl->pieces.size() != slices_of(g, n, src, dst, parts).size()) continue;
+      impl->implementation = impl->pieces.front()->pd.impl_info_str();
+      return std::unique_ptr<ConvPrimitive>(new ConvPrimitive(std::move(impl)));
+    } catch (const dnnl::error& e) {
+      why_not = std::string("oneDNN: ") + e.what();
     }
-    impl->implementation = impl->pieces.front()->pd.impl_info_str();
-    return std::unique_ptr<ConvPrimitive>(new ConvPrimitive(std::move(impl)));
-  } catch (const dnnl::error& e) {
-    why_not = std::string("oneDNN: ") + e.what();
-    return nullptr;
   }
+  return nullptr;
 }
 
 void ConvPrimitive::run(const float* images, const float* filters, const float* bias, float* dst, uint8_t* working,

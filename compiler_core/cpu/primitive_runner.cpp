@@ -68,9 +68,16 @@ void PrimitiveRunner::execute(std::initializer_list<const void*> addresses) cons
     ~Lease() { impl.give_back(std::move(binding)); }
   } lease{p, p.take()};
   Binding& b = *lease.binding;
-  size_t i = 0;
-  for (const void* address : addresses) b.memories[i++].set_data_handle(const_cast<void*>(address));
+  // oneDNN zeros a blocked memory's padding whenever its address is set (its own parallel loop,
+  // hence one thread first): only addresses that changed, so that constant weights, and the
+  // arena's values at the same place run after run, are not written again (by a run while
+  // another reads them).
   const OmpThreads scoped(1);
+  size_t i = 0;
+  for (const void* address : addresses) {
+    dnnl::memory& m = b.memories[i++];
+    if (m.get_data_handle() != address) m.set_data_handle(const_cast<void*>(address));
+  }
   p.primitive.execute(b.stream, b.args);
   b.stream.wait();
 }

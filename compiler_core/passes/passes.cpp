@@ -140,14 +140,19 @@ std::unique_ptr<Graph> fold_constants(const Graph& g, int64_t max_elements) {
       in[i] = {t.values[v].dtype, t.shape(v), const_cast<uint8_t*>(t.blobs[p->blob]->data())};
       in_ptrs[i] = &in[i];
     }
-    // Any size when no result is larger than the largest input (a reshape, slice or transpose of
-    // weights: folding adds no more constant bytes than the graph holds already).
+    // Data movement folds at any size when no result has more bytes than the largest input (an
+    // exporter's reshaped, sliced or transposed weights: no more constant bytes than the graph
+    // holds already, and no arithmetic to spend compile time on).
+    const K kind = n.op->kind;
+    const bool moves_data = kind == K::reshape || kind == K::squeeze || kind == K::unsqueeze || kind == K::transpose ||
+                            kind == K::slice || kind == K::gather || kind == K::split;
     int64_t largest_input = 0;
     for (const eval::TensorRef& x : in)
-      if (x.bytes) largest_input = std::max(largest_input, x.shape.num_elements());
+      if (x.bytes) largest_input = std::max(largest_input, static_cast<int64_t>(x.nbytes()));
     for (uint32_t i = 0; i < n.num_outputs; ++i) {
       const ir::Shape s = g.shape(n.first_output + i);
-      if (!s.is_static() || s.num_elements() > std::max(max_elements, largest_input)) return false;
+      const int64_t bytes = s.is_static() ? s.num_elements() * static_cast<int64_t>(ir::dtype_size(g.values[n.first_output + i].dtype)) : 0;
+      if (!s.is_static() || (s.num_elements() > max_elements && !(moves_data && bytes <= largest_input))) return false;
     }
     std::vector<eval::HostTensor> out;
     for (uint32_t i = 0; i < n.num_outputs; ++i) out.emplace_back(g.values[n.first_output + i].dtype, g.shape(n.first_output + i));

@@ -16,8 +16,8 @@ std::unique_ptr<ir::Graph> eliminate_dead_code(const ir::Graph& g);
 // Merges nodes with the same op, inputs and attributes (equal constants too).
 std::unique_ptr<ir::Graph> eliminate_common_subexpressions(const ir::Graph& g);
 // Computes nodes whose inputs are all constants (generators with no inputs too; up to
-// `max_elements` per output, or any size no larger than the largest input) with the reference
-// kernels, replacing them by constants.
+// `max_elements` per output; data movement at any size no larger than its largest input) with
+// the reference kernels, replacing them by constants.
 std::unique_ptr<ir::Graph> fold_constants(const ir::Graph& g, int64_t max_elements = int64_t{1} << 16);
 // x*1, 1*x, x/1, x+0, 0+x, x-0 (when the result is x's shape and dtype), casts to the same
 // dtype, cast chains through a lossless dtype, transpose chains (to one, or none), reshape
