@@ -29,12 +29,11 @@ bool is_conv_f32(const ir::Graph& g, ir::NodeId n) { return n != ir::kNone && is
 // its rows in `row_shares` shares when each gets a few, else its columns; or null where oneDNN
 // has no kernel for it (sgemm then).
 std::unique_ptr<const MatmulPrimitive> matmul_in_shares(const ir::Graph& g, const ir::Node& n, int threads, bool bf16,
-                                                        int64_t& row_shares) {
+                                                        int64_t& row_shares, std::string& why_not) {
   const ir::Shape a = g.shape(g.operands[n.first_input]), y = g.shape(n.first_output);
   const int64_t rows = y.num_elements() / y[y.rank() - 1];
   const int pieces = pieces_for_macs(static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]), threads);
   row_shares = rows >= int64_t{8} * pieces ? pieces : 1;
-  std::string why_not;
   return MatmulPrimitive::make(g, n, share_counts(rows, row_shares), row_shares == 1 ? pieces : 1, bf16, why_not);
 }
 
@@ -103,17 +102,16 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
         const ir::Shape a = g.shape(g.operands[g.nodes[grp.head].first_input]);
         const double macs = static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]);
         // Several blocks spread over the pool; one block splits its columns.
-        std::string why_not;
         b.matmul = MatmulPrimitive::make(g, g.nodes[grp.head],
                                          rows <= block ? std::vector<int64_t>{rows} : std::vector<int64_t>{block, rows % block ? rows % block : block},
-                                         rows <= block ? pieces_for_macs(macs, conv_threads) : 1, bf16, why_not);
+                                         rows <= block ? pieces_for_macs(macs, conv_threads) : 1, bf16, b.matmul_fallback);
         kernel.head_primitive = b.matmul.get();
       }
     } else if (is_conv_f32(g, l.node) &&
                (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, b.conv_fallback))) {
       b.conv_bias = l.in.size() > 2 ? 2 : -1;
     } else if (l.node != ir::kNone && MatmulPrimitive::takes(g, g.nodes[l.node]) &&
-               (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, b.matmul_pieces))) {
+               (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, b.matmul_pieces, b.matmul_fallback))) {
     } else if (blocked && !elementwise && l.node != ir::kNone) {
       b.fast = find_blocked_kernel(g, g.nodes[l.node], f);
       if (!b.fast)
@@ -339,11 +337,12 @@ std::string Program::report() const {
   }
   // The convolutions: oneDNN's kernels by name (with the groups they compute as post-ops), or
   // im2col and why.
-  std::map<std::string, int> primitives, im2col, products;
+  std::map<std::string, int> primitives, im2col, products, sgemm;
   int post_op_groups = 0, split = 0, split_products = 0;
   for (const Bound& b : bound_) {
     if (b.matmul) ++products[b.matmul->implementation() + (b.matmul->bf16() ? " (bf16)" : "")];
     if (b.matmul && (b.matmul_pieces > 1 || b.matmul->column_shares() > 1)) ++split_products;
+    if (!b.matmul && !b.matmul_fallback.empty()) ++sgemm[b.matmul_fallback];
     if (b.conv) ++primitives[b.conv->implementation() + (b.conv->bf16() ? " (bf16)" : "")], post_op_groups += b.conv_whole_group;
     if (b.conv && b.conv->pieces() > 1) ++split;
     else if (!b.conv_fallback.empty()) ++im2col[b.conv_fallback];
@@ -364,6 +363,7 @@ std::string Program::report() const {
     for (const auto& [name, count] : products) out << " " << name << " x" << count;
     out << " (" << split_products << " split over threads)\n";
   }
+  for (const auto& [why, count] : sgemm) out << "  sgemm matmuls with constant weights x" << count << ": " << why << "\n";
   if (working_bytes_)
     out << "  working memory: " << working_bytes_
         << " B per stream, after the arena (oneDNN's scratchpads, bf16 images, a convolution's result before its group's rows)\n";

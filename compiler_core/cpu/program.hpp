@@ -73,6 +73,7 @@ class Program final : public runtime::Program {
     // primitive.
     std::unique_ptr<const MatmulPrimitive> matmul;
     int64_t matmul_pieces = 1;
+    std::string matmul_fallback;  // why a product with constant weights stays on sgemm
     bool conv_whole_group = false;  // the primitive's post-ops compute the group
     int conv_x = 0, conv_w = 1, conv_bias = 2, conv_residual = -1;  // its operands, as positions in the launch's inputs
   };
