@@ -29,7 +29,7 @@ bool is_conv_f32(const ir::Graph& g, ir::NodeId n) { return n != ir::kNone && is
 // its rows in `row_shares` shares when each gets a few, else its columns; or null where oneDNN
 // has no kernel for it (sgemm then).
 std::unique_ptr<const MatmulPrimitive> matmul_in_shares(const ir::Graph& g, const ir::Node& n, int threads, bool bf16,
-                                                        int64_t& row_shares, std::string& why_not) {
+                                                        int& row_shares, std::string& why_not) {
   const ir::Shape a = g.shape(g.operands[n.first_input]), y = g.shape(n.first_output);
   const int64_t rows = y.num_elements() / y[y.rank() - 1];
   const int pieces = pieces_for_macs(static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]), threads);
@@ -39,8 +39,8 @@ std::unique_ptr<const MatmulPrimitive> matmul_in_shares(const ir::Graph& g, cons
 
 }  // namespace
 
-void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan::Launch& l, const runtime::FusedGroup& grp,
-                              int threads, bool bf16) {
+void Program::bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g, const runtime::Plan::Launch& l,
+                              const runtime::FusedGroup& grp, int threads, bool bf16) {
   const ir::Node& n = g.nodes[grp.head];
   auto at = [&](ir::ValueId v) {
     const auto found = std::find(grp.inputs.begin(), grp.inputs.end(), v);
@@ -55,17 +55,17 @@ void Program::bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan:
   // result in x's place, and oneDNN convolves out of place only; the rows path is elementwise.
   const std::optional<Epilogue> e = conv_epilogue(g, grp);
   if (e && e->residual != in[0]) {
-    b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, threads, bf16, b.conv_fallback);
+    b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, threads, bf16, why_not);
     b.conv_whole_group = b.conv != nullptr;
     if (b.conv_whole_group) b.conv_residual = at(e->residual);
   }
   if (!b.conv) {
-    b.conv_fallback.clear();
-    b.conv = ConvPrimitive::make(g, n, src, f, {}, threads, bf16, b.conv_fallback);
+    why_not.clear();
+    b.conv = ConvPrimitive::make(g, n, src, f, {}, threads, bf16, why_not);
   }
   if (!b.conv) b.conv_head_im2col = find_fast_kernel(g, n);
   if (!b.conv && f != plan::Format::row_major())
-    throw ir::Error(ir::ErrorCode::Internal, "cpu: no " + f.name(4) + " convolution, which the format rules chose: " + b.conv_fallback);
+    throw ir::Error(ir::ErrorCode::Internal, "cpu: no " + f.name(4) + " convolution, which the format rules chose: " + why_not);
 }
 
 uint8_t* Program::working(uint8_t* arena, int stream) const { return arena + working_at_ + working_bytes_ * stream; }
@@ -83,6 +83,7 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
     const bool blocked = f != plan::Format::row_major();
     const bool elementwise = l.group >= 0 || (l.node != ir::kNone && g.nodes[l.node].op->elementwise);
     Bound b;
+    Fallbacks why;
     b.flat = blocked && elementwise;
     b.padded = blocked && l.node != ir::kNone && !f.unpadded(g.shape(l.out[0].value));
     if (l.node == ir::kNone) {
@@ -93,7 +94,7 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
       for (const Slot& in : l.in) input_formats.push_back(in.format);
       FusedKernel& kernel = fused_[static_cast<size_t>(l.group)];
       kernel = bind_fused_kernel(g, grp, f, input_formats);
-      if (is_conv_f32(g, grp.head)) bind_conv_group(b, g, l, grp, conv_threads, bf16);
+      if (is_conv_f32(g, grp.head)) bind_conv_group(b, why.conv, g, l, grp, conv_threads, bf16);
       if (kernel.f32 && grp.head != ir::kNone && MatmulPrimitive::takes(g, g.nodes[grp.head])) {
         // The rows of run_fused_kernel's blocks: whole blocks and the last one.
         const ir::Shape y = g.shape(g.nodes[grp.head].first_output);
@@ -104,14 +105,14 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
         // Several blocks spread over the pool; one block splits its columns.
         b.matmul = MatmulPrimitive::make(g, g.nodes[grp.head],
                                          rows <= block ? std::vector<int64_t>{rows} : std::vector<int64_t>{block, rows % block ? rows % block : block},
-                                         rows <= block ? pieces_for_macs(macs, conv_threads) : 1, bf16, b.matmul_fallback);
+                                         rows <= block ? pieces_for_macs(macs, conv_threads) : 1, bf16, why.matmul);
         kernel.head_primitive = b.matmul.get();
       }
     } else if (is_conv_f32(g, l.node) &&
-               (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, b.conv_fallback))) {
+               (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, why.conv))) {
       b.conv_bias = l.in.size() > 2 ? 2 : -1;
     } else if (l.node != ir::kNone && MatmulPrimitive::takes(g, g.nodes[l.node]) &&
-               (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, b.matmul_pieces, b.matmul_fallback))) {
+               (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, b.matmul_pieces, why.matmul))) {
     } else if (blocked && !elementwise && l.node != ir::kNone) {
       b.fast = find_blocked_kernel(g, g.nodes[l.node], f);
       if (!b.fast)
@@ -126,6 +127,7 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
       working += f.physical_elements(plan.groups()[static_cast<size_t>(l.group)].shape) * static_cast<int64_t>(sizeof(float));
     working_bytes_ = std::max(working_bytes_, (working + kAlign - 1) / kAlign * kAlign);
     bound_.push_back(std::move(b));
+    fallbacks_.push_back(std::move(why));
   }
   working_at_ = (plan.arena_bytes() + kAlign - 1) / kAlign * kAlign;
 }
@@ -175,8 +177,8 @@ void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, con
   const runtime::Plan::Launch& l = plan_.launches()[index];
   if (l.node == ir::kNone) return bound_[index].reorder->run(*in[0], *out[0], parallel);
   if (bound_[index].conv || bound_[index].conv_head_im2col) return convolve(index, in, out, parallel, working);
-  if (bound_[index].matmul && l.group < 0) return multiply(index, in, out, parallel);
   if (l.group >= 0) return run_fused_kernel(fused_[static_cast<size_t>(l.group)], in, out, parallel);
+  if (bound_[index].matmul) return multiply(index, in, out, parallel);
   const ir::Graph& g = plan_.graph();
   const ir::Node& n = g.nodes[l.node];
   if (!n.op->subgraphs.empty()) return eval::run_control_flow(g, l.node, in, out, control);
@@ -339,13 +341,14 @@ std::string Program::report() const {
   // im2col and why.
   std::map<std::string, int> primitives, im2col, products, sgemm;
   int post_op_groups = 0, split = 0, split_products = 0;
-  for (const Bound& b : bound_) {
+  for (size_t i = 0; i < bound_.size(); ++i) {
+    const Bound& b = bound_[i];
     if (b.matmul) ++products[b.matmul->implementation() + (b.matmul->bf16() ? " (bf16)" : "")];
     if (b.matmul && (b.matmul_pieces > 1 || b.matmul->column_shares() > 1)) ++split_products;
-    if (!b.matmul && !b.matmul_fallback.empty()) ++sgemm[b.matmul_fallback];
+    if (!b.matmul && !fallbacks_[i].matmul.empty()) ++sgemm[fallbacks_[i].matmul];
     if (b.conv) ++primitives[b.conv->implementation() + (b.conv->bf16() ? " (bf16)" : "")], post_op_groups += b.conv_whole_group;
     if (b.conv && b.conv->pieces() > 1) ++split;
-    else if (!b.conv_fallback.empty()) ++im2col[b.conv_fallback];
+    else if (!fallbacks_[i].conv.empty()) ++im2col[fallbacks_[i].conv];
   }
   std::ostringstream out;
   out << "cpu: " << fast << " fast kernels, " << reference << " reference; " << f32_groups << " fused groups on f32 rows";

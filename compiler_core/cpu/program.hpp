@@ -63,25 +63,29 @@ class Program final : public runtime::Program {
     bool flat = false;            // elementwise in a blocked format, over its operands' physical shapes
     bool padded = false;          // writes a blocked result whose padding channels need zeros
     // A convolution, alone or heading the launch's group, as a oneDNN primitive (else im2col,
-    // for the reason in `conv_fallback`).
+    // for the reason in the launch's Fallbacks).
     std::unique_ptr<const ConvPrimitive> conv;
-    std::string conv_fallback;
     eval::Kernel conv_head_im2col = nullptr;  // a group's convolution head without a primitive
     std::unique_ptr<const Reorder> reorder;   // a reorder launch
     // A product with constant weights, alone (its rows in `matmul_pieces` shares over the pool,
     // or its columns) or heading the launch's group (its blocks of rows), on oneDNN's matmul
     // primitive.
     std::unique_ptr<const MatmulPrimitive> matmul;
-    int64_t matmul_pieces = 1;
-    std::string matmul_fallback;  // why a product with constant weights stays on sgemm
     bool conv_whole_group = false;  // the primitive's post-ops compute the group
     int conv_x = 0, conv_w = 1, conv_bias = 2, conv_residual = -1;  // its operands, as positions in the launch's inputs
+    int matmul_pieces = 1;
   };
   std::vector<Bound> bound_;
+  // Why a launch's convolution runs on im2col, or its product with constant weights on sgemm
+  // (oneDNN's reasons, for the report): beside bound_, which a run reads, not in it.
+  struct Fallbacks {
+    std::string conv, matmul;
+  };
+  std::vector<Fallbacks> fallbacks_;
   // A convolution-headed group: one primitive with the group as its post-ops when they express
   // it, else the primitive and then the group's rows over its result.
-  static void bind_conv_group(Bound& b, const ir::Graph& g, const runtime::Plan::Launch& l, const runtime::FusedGroup& grp,
-                              int threads, bool bf16);
+  static void bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g, const runtime::Plan::Launch& l,
+                              const runtime::FusedGroup& grp, int threads, bool bf16);
   int64_t working_at_ = 0, working_bytes_ = 0;
   mutable std::mutex pool_mu_;      // arenas of finished runs, so concurrent runs each have one
   mutable std::vector<std::unique_ptr<uint8_t[]>> pool_;
