@@ -4,8 +4,8 @@
 // and each run only executes it. A large convolution is split into pieces, one primitive each
 // on one thread, run on the model's pool as any other kernel's pieces are: its images when there
 // are several, else its output channels in whole blocks. The pool's pieces go to whichever thread
-// asks first, the caller included, so a pool thread the OS has not scheduled holds nothing up,
-// where an OpenMP team (oneDNN's own threading) would wait a scheduler time slice for it.
+// asks first, the caller included, so a pool thread the OS has not scheduled holds up at most a
+// piece it already took, where an OpenMP team (oneDNN's own threading) waits for every member.
 // Its images and result lie in the launch's memory formats
 // (row-major NCHW, or nChw8c / nChw16c: plan/format.hpp's layouts are oneDNN's; row-major images
 // with a blocked result for a first layer), and it may apply a group's epilogue as post-ops

@@ -347,8 +347,8 @@ std::string Program::report() const {
     if (b.matmul && (b.matmul_pieces > 1 || b.matmul->column_shares() > 1)) ++split_products;
     if (!b.matmul && !fallbacks_[i].matmul.empty()) ++sgemm[fallbacks_[i].matmul];
     if (b.conv) ++primitives[b.conv->implementation() + (b.conv->bf16() ? " (bf16)" : "")], post_op_groups += b.conv_whole_group;
-    if (b.conv && b.conv->pieces() > 1) ++split;
     else if (!fallbacks_[i].conv.empty()) ++im2col[fallbacks_[i].conv];
+    if (b.conv && b.conv->pieces() > 1) ++split;
   }
   std::ostringstream out;
   out << "cpu: " << fast << " fast kernels, " << reference << " reference; " << f32_groups << " fused groups on f32 rows";

@@ -3,8 +3,8 @@
 // its core to any other runnable thread between checks, then sleeps: a model's kernels come
 // microseconds apart, and a sleeping worker takes tens of microseconds to wake (more than a
 // small convolution's piece), while a model idle between runs burns at most kSpinFor of each
-// worker's time per run. The caller spins the same way for the pieces others took. The calling thread takes
-// part, so threads = 1 means no worker at all. A pool serves one job at a time; a kernel that
+// worker's time per run. The caller spins the same way for the pieces others took. The calling
+// thread takes part, so threads = 1 means no worker at all. A pool serves one job at a time; a kernel that
 // finds it busy (inside a stream, or another run of the same model) runs its pieces itself,
 // which is correct and keeps concurrent runs from waiting on each other.
 #pragma once
