@@ -179,11 +179,8 @@ bool MatmulPrimitive::bf16() const { return impl_->bf16; }
 int MatmulPrimitive::column_shares() const { return static_cast<int>(impl_->columns.size()); }
 
 std::vector<int64_t> share_counts(int64_t rows, int64_t pieces) {
-  std::vector<int64_t> counts;
+  std::vector<int64_t> counts;  // (make keeps each count once)
   for (int64_t p = 0; p < pieces; ++p) counts.push_back(rows * (p + 1) / pieces - rows * p / pieces);
-  std::sort(counts.begin(), counts.end());
-  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  counts.erase(std::remove(counts.begin(), counts.end(), 0), counts.end());
   return counts;
 }
 

@@ -44,7 +44,7 @@ class MatmulPrimitive {
   std::unique_ptr<Impl> impl_;
 };
 
-// The row counts of M rows split into `pieces` nearly equal shares (at most two counts).
+// The row counts of `rows` rows split into `pieces` (at most `rows`) nearly equal shares.
 std::vector<int64_t> share_counts(int64_t rows, int64_t pieces);
 
 }  // namespace esg::cpu

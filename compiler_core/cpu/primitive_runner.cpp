@@ -1,5 +1,6 @@
 #include "cpu/primitive_runner.hpp"
 
+#include <mutex>
 #include <unordered_map>
 
 #include "cpu/omp_threads.hpp"

@@ -5,7 +5,6 @@
 // concurrent runs, the pieces of a split kernel) take a set each from a small pool.
 #pragma once
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 

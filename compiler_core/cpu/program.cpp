@@ -9,7 +9,6 @@
 
 #include "cpu/conv.hpp"
 #include "cpu/fast_kernels.hpp"
-#include "cpu/gemm.hpp"
 #include "cpu/reorder.hpp"
 #include "cpu/split.hpp"
 #include "eval/evaluate.hpp"

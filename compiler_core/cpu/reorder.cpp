@@ -69,12 +69,13 @@ void reorder_elements(const eval::TensorRef& from, plan::Format from_format, con
 
 }  // namespace
 
-// oneDNN's reorder of a slice of the images, each on one thread: pieces of a large value run on
-// the model's pool (cpu/conv_primitive.hpp says why not on oneDNN's OpenMP team).
+// oneDNN's reorder of the whole value, or of one image at a time when its images are split in
+// pieces over the model's pool (cpu/conv_primitive.hpp says why not on oneDNN's OpenMP team),
+// each on one thread.
 struct Reorder::Primitive {
   PrimitiveRunner reorder;
   int64_t images = 0, pieces = 1;
-  int64_t from_image = 0, to_image = 0;  // bytes an image takes in each format
+  int64_t from_image = 0, to_image = 0;  // bytes an image takes in each format (split only)
 };
 
 Reorder::Reorder(const ir::Shape& shape, ir::DType dtype, plan::Format from, plan::Format to, int threads) : from_(from), to_(to) {
@@ -89,7 +90,7 @@ Reorder::Reorder(const ir::Shape& shape, ir::DType dtype, plan::Format from, pla
     dnnl::memory::dims dims(shape.begin(), shape.begin() + shape.rank());
     p->images = dims[0];
     p->pieces = pieces;
-    dims[0] = 1;
+    if (pieces > 1) dims[0] = 1;
     ir::Shape image = shape;
     image[0] = 1;
     p->from_image = from.physical_elements(image) * static_cast<int64_t>(sizeof(float));
@@ -115,7 +116,9 @@ void Reorder::run(const eval::TensorRef& from, const eval::TensorRef& to, const 
     for (int64_t image = p.images * i / p.pieces; image < p.images * (i + 1) / p.pieces; ++image)
       p.reorder.execute({from.bytes + image * p.from_image, to.bytes + image * p.to_image});
   };
-  if (p.pieces == 1 || !parallel)
+  if (p.pieces == 1)
+    p.reorder.execute({from.bytes, to.bytes});
+  else if (!parallel)
     for (int64_t i = 0; i < p.pieces; ++i) piece(i);
   else
     parallel->run(p.pieces, piece);

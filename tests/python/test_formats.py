@@ -191,3 +191,17 @@ def test_blocked_gathers_and_concatenations_pick_lanes_from_any_blocks(block):
         np.testing.assert_array_equal(got, x[:, idx], err_msg=name)
         np.testing.assert_array_equal(got_cat, np.maximum(np.concatenate(parts, axis=1), 0))
         assert "for gather" not in model.report() and "for concat" not in model.report()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_reorders_of_several_large_images_split_over_the_threads(threads):
+    """Reorders into and out of nChw16c of 4 images of 2^16 elements each: with two threads the
+    images are split between them (one reorder an image), with one all images in one; values
+    against PyTorch either way."""
+    x = np.random.default_rng(threads).standard_normal((4, 20, 64, 52)).astype(np.float32)
+    with esgraph.GraphBuilder("reorders") as b:
+        g = b.build([ops.max_pool2d(b.input("x", esgraph.f32, list(x.shape)), kernel=[2, 2], strides=[2, 2])])
+    model = esgraph.compile(g, threads=threads, backend_options={"channel_block": 16})
+    assert model.stats()["reorders"] == 2
+    want = torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, 2).numpy()
+    np.testing.assert_array_equal(model(x), want)
