@@ -9,6 +9,7 @@
 
 #include "cpu/fast_kernels.hpp"
 #include "cpu/row_math.hpp"
+#include "cpu/softmax_row.hpp"
 #include "cpu/split.hpp"
 #include "cpu/vector_math.hpp"
 
@@ -39,24 +40,6 @@ ESG_VM_INLINE double exp_sum(Z z, float scale, float m, float* dst, int64_t n) {
   return sum;
 }
 
-// One softmax row: the largest scale·x (scale·max x, or scale·min x for a negative scale), then
-// e = exp(scale·x - max) into dst once per element in f32 (the argument is <= 0 and the result
-// is rounded to f32 anyway), its sum, then one multiply per element; only the first two read
-// src, the rest work on dst while it is in L1. With a mask (one value per element, `mask_step`
-// 1, or one for the row, 0), the logits scale·x + mask go to dst first and the rest reads them
-// there. Built per ISA level like the generated rows, so every loop here vectorizes.
-ESG_CPU_CLONES void softmax_row(const float* __restrict src, float scale, const float* mask, int64_t mask_step, float* dst, int64_t n) {
-  double sum;
-  if (mask) {
-    for (int64_t j = 0; j < n; ++j) dst[j] = scale * src[j] + mask[j * mask_step];
-    sum = exp_sum([dst](int64_t j) { return dst[j]; }, 1.0f, row_max(dst, n), dst, n);
-  } else {
-    const float m = scale >= 0 ? scale * row_max(src, n) : scale * row_min(src, n);
-    sum = exp_sum([src](int64_t j) { return src[j]; }, scale, m, dst, n);
-  }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t j = 0; j < n; ++j) dst[j] *= inv;
-}
 
 // Where each row's mask starts: the mask (numpy-broadcast to x) read with a stride per leading
 // axis of x (0 where it broadcasts), and along the row one value each or one for all.
@@ -175,6 +158,26 @@ void norm_rows(const eval::KernelCall& c) {
 }
 
 }  // namespace
+
+// One softmax row (softmax_row.hpp): the largest scale·x (scale·max x, or scale·min x for a
+// negative scale), then e = exp(scale·x - max) into dst once per element in f32 (the argument
+// is <= 0 and the result is rounded to f32 anyway), its sum, then one multiply per element;
+// only the first two read src, the rest work on dst while it is in L1. With a mask (one value
+// per element, `mask_step` 1, or one for the row, 0), the logits scale·x + mask go to dst first
+// and the rest reads them there. Built per ISA level like the generated rows, so every loop
+// here vectorizes.
+ESG_CPU_CLONES void softmax_row(const float* __restrict src, float scale, const float* mask, int64_t mask_step, float* dst, int64_t n) {
+  double sum;
+  if (mask) {
+    for (int64_t j = 0; j < n; ++j) dst[j] = scale * src[j] + mask[j * mask_step];
+    sum = exp_sum([dst](int64_t j) { return dst[j]; }, 1.0f, row_max(dst, n), dst, n);
+  } else {
+    const float m = scale >= 0 ? scale * row_max(src, n) : scale * row_min(src, n);
+    sum = exp_sum([src](int64_t j) { return src[j]; }, scale, m, dst, n);
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < n; ++j) dst[j] *= inv;
+}
 
 eval::Kernel normalize_kernel(const ir::Graph& g, const ir::Node& n) {
   using K = ir::OpKind;

@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "eval/attention_layout.hpp"
 #include "eval/indexing.hpp"
 #include "ir/error.hpp"
 
@@ -176,6 +177,36 @@ void norm(const KernelCall& c, bool rms) {
       store_f(y, base + j, v);
     }
   }
+}
+
+// softmax(scale · q·kᵀ + mask)·v for every (batch, head, query position), in double.
+void attention(const KernelCall& c) {
+  const TensorRef* mask = c.in.size() > 3 ? c.in[3] : nullptr;
+  const AttentionLayout l(c.attrs<ir::AttentionAttrs>(), c.in[0]->shape, c.in[1]->shape, c.in[2]->shape, mask ? &mask->shape : nullptr);
+  const TensorRef &q = *c.in[0], &k = *c.in[1], &v = *c.in[2], &y = *c.out[0];
+  std::vector<double> p(static_cast<size_t>(l.kv_seq)), acc(static_cast<size_t>(l.v_head_size));
+  for (int64_t b = 0; b < l.batch; ++b)
+    for (int64_t h = 0; h < l.heads; ++h)
+      for (int64_t i = 0; i < l.q_seq; ++i) {
+        const int64_t qi = l.at(l.q, b, h, i);
+        double m = -std::numeric_limits<double>::infinity(), sum = 0;
+        for (int64_t j = 0; j < l.kv_seq; ++j) {
+          const int64_t kj = l.at(l.k, b, h, j);
+          double dot = 0;
+          for (int64_t d = 0; d < l.head_size; ++d) dot += load_f(q, qi + d) * load_f(k, kj + d);
+          double& z = p[static_cast<size_t>(j)] = l.scale * dot;
+          if (mask) z += load_f(*mask, l.mask_at(b, h, i) + j * l.mask_strides[3]);
+          m = std::max(m, z);
+        }
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < l.kv_seq; ++j) {
+          const double e = std::exp(p[static_cast<size_t>(j)] - m);
+          sum += e;
+          for (int64_t d = 0; d < l.v_head_size; ++d) acc[static_cast<size_t>(d)] += e * load_f(v, l.at(l.v, b, h, j) + d);
+        }
+        // No keys: an empty softmax, and y = 0 as numpy's product with it gives.
+        for (int64_t d = 0; d < l.v_head_size; ++d) store_f(y, l.at(l.y, b, h, i) + d, l.kv_seq ? acc[static_cast<size_t>(d)] / sum : 0.0);
+      }
 }
 
 void matmul(const KernelCall& c) {
@@ -555,6 +586,7 @@ Kernel find_kernel(const ir::OpSchema& op) {
     case K::layer_norm: return [](const KernelCall& c) { norm<ir::LayerNormAttrs>(c, false); };
     case K::rms_norm: return [](const KernelCall& c) { norm<ir::RmsNormAttrs>(c, true); };
     case K::matmul: return matmul;
+    case K::attention: return attention;
     case K::conv2d: return conv2d;
     case K::max_pool2d: return [](const KernelCall& c) { pool2d(c, true); };
     case K::avg_pool2d: return [](const KernelCall& c) { pool2d(c, false); };

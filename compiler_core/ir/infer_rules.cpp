@@ -220,6 +220,52 @@ void infer_matmul(InferContext& ctx) {
   ctx.set_shape(0, out);
 }
 
+// q, k, v of one rank: [batch, heads, seq, head_size], or [batch, seq, heads·head_size] (with
+// seq_first [seq, batch, …]); k and v share the sequence, q and k the head size.
+void infer_attention(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const Shape q = ctx.shape(0), k = ctx.shape(1), v = ctx.shape(2);
+  const size_t rank = q.rank();
+  if (rank != 3 && rank != 4)
+    ctx.fail("q must have rank 3 ([batch, seq, heads*head_size]) or 4 ([batch, heads, seq, head_size]), got " + g.shape_str(q));
+  if (k.rank() != rank || v.rank() != rank)
+    ctx.fail("q, k and v must have one rank, got " + g.shape_str(q) + ", " + g.shape_str(k) + " and " + g.shape_str(v));
+  const int64_t heads = ctx.attr_int("num_heads");
+  const bool seq_first = ctx.attr_bool("seq_first");
+  const size_t batch = rank == 3 && seq_first ? 1 : 0, seq = rank == 4 ? 2 : 1 - batch, width = rank - 1;
+  auto agree = [&](const char* what, Dim a, Dim b, const char* names) {
+    if (!dims_compatible(a, b)) ctx.fail(std::string(what) + " differs: " + g.dim_str(a) + " vs " + g.dim_str(b) + " (" + names + ")");
+  };
+  agree("the batch", q[batch], k[batch], "q, k");
+  agree("the batch", k[batch], v[batch], "k, v");
+  agree("the key/value sequence", k[seq], v[seq], "k, v");
+  agree("the head size", q[width], k[width], "q, k");
+  Dim head_count = heads;
+  if (rank == 4) {
+    if (seq_first) ctx.fail_attr("`seq_first` applies to rank-3 inputs only; rank 4 is [batch, heads, seq, head_size]");
+    agree("the number of heads", q[1], k[1], "q, k");
+    agree("the number of heads", k[1], v[1], "k, v");
+    if (heads != 1 && !dims_compatible(q[1], heads))
+      ctx.fail_attr("`num_heads` = " + std::to_string(heads) + " but q has " + g.dim_str(q[1]) + " heads (axis 1)");
+    head_count = q[1];
+  } else {
+    for (const auto& [name, s] : {std::pair<const char*, const Shape*>{"q", &q}, {"v", &v}})
+      if (!dim_is_symbolic((*s)[width]) && (*s)[width] % heads != 0)
+        ctx.fail("the last axis of " + std::string(name) + " (" + g.dim_str((*s)[width]) + ") is not a multiple of `num_heads` = " +
+                 std::to_string(heads));
+  }
+  if (ctx.has_input(3)) {  // the mask broadcasts to the scores without growing them
+    const Shape scores{q[batch], head_count, q[seq], k[seq]};
+    const Shape mask = ctx.shape(3);
+    if (mask.rank() > 4 || broadcast_shapes(ctx, scores, mask) != scores)
+      ctx.fail("`mask` " + g.shape_str(mask) + " must broadcast to the scores' shape [batch, heads, q_seq, kv_seq] = " +
+               g.shape_str(scores) + " without changing it");
+  }
+  Shape out = q;
+  out[width] = v[width];
+  ctx.set_shape(0, out);
+}
+
 void infer_conv2d(InferContext& ctx) {
   const Graph& g = ctx.graph();
   expect_rank(ctx, 0, 4);

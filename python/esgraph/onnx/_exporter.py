@@ -3,8 +3,8 @@
 An op whose ONNX counterpart is the same computation is one node of that type, its attributes
 written by name: the table of those ops, ONE_NODE, is generated from the `onnx:` keys of the op
 YAML. Every other op has an export function here, registered by op name: rsqrt, silu, gelu,
-mish, rms_norm, softmax's scale and mask, matmul's transpose flags and not_equal are written as
-the short ONNX subgraph they stand for; ops whose ONNX counterpart takes tensors where esgraph
+mish, rms_norm, attention, softmax's scale and mask, matmul's transpose flags and not_equal are
+written as the short ONNX subgraph they stand for; ops whose ONNX counterpart takes tensors where esgraph
 has attributes get those as initializers; if and while become If and Loop with their bodies as
 subgraphs. Constants become initializers; symbolic dimensions become dim_params.
 """
@@ -284,6 +284,36 @@ def _emit_softmax(e, n, ins, outs):
     if ins[1]:
         z = e.node("Add", [z, ins[1]])
     e.node("Softmax", [z], outs, axis=a["axis"])
+
+
+@_exports("attention")
+def _emit_attention(e, n, ins, outs):
+    """The heads to [batch, heads, seq, size] (a Reshape and a Transpose for rank-3 layouts), the
+    scores as MatMul, Mul, Add and Softmax, the product with v, and the heads back."""
+    a, shape = n["attrs"], _meta(e, n)["shape"]
+    rank4, heads = len(shape) == 4, n["attrs"]["num_heads"]
+    head_size = shape[3] if rank4 else shape[2] // heads if isinstance(shape[2], int) else None
+    scale = a["scale"] or (1 / math.sqrt(head_size) if head_size else None)
+    if scale is None:
+        raise ValueError("attention with its default scale needs a static head size to export")
+    # Where [batch, heads, seq, size] takes each axis from the split operand: [batch, seq, heads,
+    # size], or [seq, batch, heads, size] with seq_first.
+    to_bhsd = [0, 1, 2, 3] if rank4 else [1, 2, 0, 3] if a["seq_first"] else [0, 2, 1, 3]
+
+    def heads_of(x, perm):
+        if not rank4:
+            x = e.node("Reshape", [x, _ints(e, [0, 0, heads, -1], "heads")])
+        return e.node("Transpose", [x], perm=perm)
+
+    q = heads_of(ins[0], to_bhsd)
+    k_t = heads_of(ins[1], to_bhsd[:2] + [to_bhsd[3], to_bhsd[2]])
+    scores = e.node("Mul", [e.node("MatMul", [q, k_t]), _scalar(e, n, scale)])
+    if ins[3]:
+        scores = e.node("Add", [scores, ins[3]])
+    y = e.node("MatMul", [e.node("Softmax", [scores], axis=-1), heads_of(ins[2], to_bhsd)], None if not rank4 else outs)
+    if not rank4:
+        back = e.node("Transpose", [y], perm=[to_bhsd.index(i) for i in range(4)])
+        e.node("Reshape", [back, _ints(e, [0, 0, -1], "joined")], outs)
 
 
 @_exports("layer_norm")
