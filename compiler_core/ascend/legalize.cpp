@@ -13,6 +13,7 @@
 #include "ir/half.hpp"
 #include "ir/op_attrs.gen.hpp"
 #include "ir/replay.hpp"
+#include "passes/passes.hpp"
 #include "passes/rewrite.hpp"
 
 namespace esg::ascend {
@@ -277,7 +278,9 @@ std::unique_ptr<Graph> legalize(const Graph& g) {
   // The softmax split first: its mask may be one of the broadcasts to expand. Softmaxes a row
   // kernel computes keep their scale and mask (it reads the mask's rows where they repeat).
   const auto library_takes = [](const Graph& graph, const ir::Node& n) { return AclnnCall::unsupported(graph, n).empty(); };
-  const auto padded = pad_average_pools(*pad_asymmetric_convolutions(g), library_takes);
+  // Attention as its products and softmax first: CANN's fused attention (aclnnFlashAttentionScore)
+  // is not wired yet, and the pieces feed the legalizations below.
+  const auto padded = pad_average_pools(*pad_asymmetric_convolutions(*passes::decompose_attention(g)), library_takes);
   const auto sliced = split_into_slices(*split_products_over_axes(*wrap_negative_indices(*padded)));
   const auto row_kernel_takes = [](const Graph& graph, const ir::Node& n) { return row_kernel_refusal(graph, n).empty(); };
   return materialize_broadcasts(*split_scaled_softmax(*sliced, row_kernel_takes), kernel_computes, kernel_reads_broadcast);

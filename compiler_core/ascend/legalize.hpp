@@ -11,7 +11,8 @@
 
 namespace esg::ascend {
 
-// All of them, in the order the backend needs: convolutions padded more on one side as an
+// All of them, in the order the backend needs: attention as its products and softmax
+// (passes::decompose_attention); convolutions padded more on one side as an
 // explicit pad and a symmetric convolution; average pools padded so too (or more than
 // aclnnAvgPool2d takes) as a pad, a pool without padding and a factor per position that keeps
 // the mean over the input's elements; negative indices of gather and the scatters made

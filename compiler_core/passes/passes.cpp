@@ -177,16 +177,6 @@ std::vector<int64_t> perm_of(const Graph& gr, const ir::Node& node, size_t rank)
   return out;
 }
 
-// How many times each value of `g` is read (operands, captures included, and graph outputs).
-std::vector<uint32_t> use_counts(const Graph& g) {
-  std::vector<uint32_t> uses(g.values.size(), 0);
-  for (const ir::Node& node : g.nodes)
-    for (uint32_t i = 0; i < node.num_inputs; ++i)
-      if (g.operands[node.first_input + i] != kNone) ++uses[g.operands[node.first_input + i]];
-  for (ValueId v : g.outputs()) ++uses[v];
-  return uses;
-}
-
 // matmul(a, transpose(x, p)) where p brings x's last axis to the second-to-last place is
 // matmul(a, transpose(x, p'), transpose_b) with p' keeping the last axis last: the GEMM reads
 // the transposed operand in place and what remains moves whole rows (or nothing). A transpose
@@ -502,15 +492,6 @@ std::unique_ptr<Graph> fold_affine_into_conv(const Graph& g) {
 
 namespace {
 
-// Operand i of node n.
-ValueId operand(const Graph& g, const ir::Node& n, uint32_t i) { return g.operands[n.first_input + i]; }
-
-// The node making `v` if it is a `kind`, else nullptr.
-const ir::Node* made_by(const Graph& g, ValueId v, K kind) {
-  const ir::Node* p = v == kNone ? nullptr : producer(g, v);
-  return p && p->op->kind == kind ? p : nullptr;
-}
-
 // Whether `m` is a reduce_mean keeping its dims over the trailing axes from some axis on; which.
 bool trailing_mean(const Graph& g, const ir::Node* m, size_t* first) {
   if (!m || m->op->kind != K::reduce_mean) return false;
@@ -716,6 +697,8 @@ std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::st
        simplify},
       {"fold constants", [](const Graph& x) { return fold_constants(x); }},
       {"recognize exported layer norms, SiLU, GELU and attention's scaled, masked softmax", recognize_exported_ops},
+      {"recognize attention (two products around a softmax)", recognize_attention},
+      {"simplify the views recognition left", simplify},
       {"fold affine ops into convolutions", fold_affine_into_conv},
       {"eliminate common subexpressions", eliminate_common_subexpressions},
       {"eliminate dead code", eliminate_dead_code},

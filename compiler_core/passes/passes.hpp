@@ -38,8 +38,17 @@ std::unique_ptr<ir::Graph> fold_affine_into_conv(const ir::Graph& g);
 // the scale on the product's first operand) one softmax with its scale and mask. Each runs as one kernel (or post-op) that rounds once.
 std::unique_ptr<ir::Graph> recognize_exported_ops(const ir::Graph& g);
 
-// The pipeline: simplify, fold, recognize exported ops, affine into convolutions, CSE, DCE; each step's node counts
-// and time go to `log`.
+// matmul(softmax(matmul(q, k) · scale + mask), v), the softmax and scores read only there, as
+// one `attention` op over q, k and v with their head-splitting views undone (simplify, run
+// after, cancels those against the exporter's chains): the heads are read in place and the
+// scores never exist whole. Static, non-empty shapes of rank 3 or 4 with one batch.
+std::unique_ptr<ir::Graph> recognize_attention(const ir::Graph& g);
+// Each `attention` op as the reshapes, transposes, products and softmax it stands for: for a
+// backend without an attention kernel.
+std::unique_ptr<ir::Graph> decompose_attention(const ir::Graph& g);
+
+// The pipeline: simplify, fold, recognize exported ops and attention, simplify the views that
+// left, affine into convolutions, CSE, DCE; each step's node counts and time go to `log`.
 std::unique_ptr<ir::Graph> optimize(const ir::Graph& g, bool verify, std::vector<std::string>* log);
 
 }  // namespace esg::passes

@@ -34,4 +34,18 @@ const ir::Node* producer(const ir::Graph& g, ir::ValueId v) {
   return g.values[v].producer == ir::kNone ? nullptr : &g.nodes[g.values[v].producer];
 }
 
+const ir::Node* made_by(const ir::Graph& g, ir::ValueId v, ir::OpKind kind) {
+  const ir::Node* p = v == ir::kNone ? nullptr : producer(g, v);
+  return p && p->op->kind == kind ? p : nullptr;
+}
+
+std::vector<uint32_t> use_counts(const ir::Graph& g) {
+  std::vector<uint32_t> uses(g.values.size(), 0);
+  for (const ir::Node& node : g.nodes)
+    for (uint32_t i = 0; i < node.num_inputs; ++i)
+      if (g.operands[node.first_input + i] != ir::kNone) ++uses[g.operands[node.first_input + i]];
+  for (ir::ValueId v : g.outputs()) ++uses[v];
+  return uses;
+}
+
 }  // namespace esg::passes

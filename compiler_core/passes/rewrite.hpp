@@ -21,5 +21,11 @@ std::vector<ir::AttrArg> attrs_of(const ir::Graph& g, const ir::Node& n);
 
 // The node producing a value of `g`, or nullptr for inputs and parameters.
 const ir::Node* producer(const ir::Graph& g, ir::ValueId v);
+// The node making `v` if it is a `kind`, else nullptr (also for kNone).
+const ir::Node* made_by(const ir::Graph& g, ir::ValueId v, ir::OpKind kind);
+// Operand i of node n.
+inline ir::ValueId operand(const ir::Graph& g, const ir::Node& n, uint32_t i) { return g.operands[n.first_input + i]; }
+// How many times each value of `g` is read (operands, captures included, and graph outputs).
+std::vector<uint32_t> use_counts(const ir::Graph& g);
 
 }  // namespace esg::passes

@@ -183,6 +183,116 @@ TEST_CASE("exported attention scores (matmul, scale, mask, softmax) become one s
   CHECK(count(*out, "div") == 2);
 }
 
+namespace {
+
+ValueId reshape(ir::Builder& b, ValueId x, std::vector<int64_t> dims) {
+  return node(b, ir::ops::reshape, {x}, {ir::AttrArg::of_ints(dims.data(), dims.size())});
+}
+
+ValueId transpose(ir::Builder& b, ValueId x, std::vector<int64_t> perm) {
+  return node(b, ir::ops::transpose, {x}, {ir::AttrArg::of_ints(perm.data(), perm.size())});
+}
+
+ValueId product(ir::Builder& b, ValueId a, ValueId c, bool transpose_b = false) {
+  return node(b, ir::ops::matmul, {a, c}, {ir::AttrArg::of_bool(false), ir::AttrArg::of_bool(transpose_b)});
+}
+
+}  // namespace
+
+TEST_CASE("attention as PyTorch exports nn.MultiheadAttention (sequence first) becomes one op reading the heads in place") {
+  // [seq 5, batch 2, 3 heads · 4] projections; each split to [batch·heads, seq, 4] by a reshape
+  // and a transpose, k transposed further for the product; a mask per batch·head.
+  ir::Builder b;
+  const ValueId q = b.add_input("q", ir::DType::F32, ir::Shape{5, 2, 12});
+  const ValueId k = b.add_input("k", ir::DType::F32, ir::Shape{7, 2, 12});
+  const ValueId v = b.add_input("v", ir::DType::F32, ir::Shape{7, 2, 12});
+  const ValueId mask = b.add_input("mask", ir::DType::F32, ir::Shape{6, 1, 7});
+  const ValueId qh = transpose(b, reshape(b, q, {5, 6, 4}), {1, 0, 2});
+  const ValueId kt = transpose(b, reshape(b, k, {7, 6, 4}), {1, 2, 0});
+  const ValueId vh = transpose(b, reshape(b, v, {7, 6, 4}), {1, 0, 2});
+  const ValueId scores = product(b, node(b, ir::ops::div, {qh, scalar(b, 2)}), kt);
+  const ValueId probs = node(b, ir::ops::softmax, {node(b, ir::ops::add, {scores, mask})});
+  const ValueId y = reshape(b, transpose(b, product(b, probs, vh), {1, 0, 2}), {10, 12});
+  const auto g = b.finish({&y, 1});
+  const auto out = passes::optimize(*g, true, nullptr);
+  CHECK(count(*out, "attention") == 1);
+  CHECK(count(*out, "matmul") + count(*out, "softmax") + count(*out, "transpose") == 0);
+  CHECK(count(*out, "reshape") == 2);  // the mask per batch and head, the result's [10, 12]: views
+  for (const ir::Node& n : out->nodes)
+    if (n.op->kind == ir::OpKind::attention) {
+      const ir::AttentionAttrs a(*out, n);
+      CHECK(a.num_heads == 3);
+      CHECK(a.seq_first);
+      CHECK(a.scale == 0.5);
+      CHECK(out->operands[n.first_input] == out->inputs()[0]);  // q as given, no copy
+    }
+  close_values(*g, *out, 1e-5);
+}
+
+TEST_CASE("attention with heads split Hugging Face style ([batch, seq, heads, size], transposed) and joined back is one op") {
+  ir::Builder b;
+  const ValueId x[3] = {b.add_input("q", ir::DType::F32, ir::Shape{2, 5, 12}), b.add_input("k", ir::DType::F32, ir::Shape{2, 7, 12}),
+                        b.add_input("v", ir::DType::F32, ir::Shape{2, 7, 12})};
+  const ValueId mask = b.add_input("mask", ir::DType::F32, ir::Shape{2, 1, 1, 7});
+  const ValueId qh = transpose(b, reshape(b, x[0], {2, 5, 3, 4}), {0, 2, 1, 3});
+  const ValueId kt = transpose(b, reshape(b, x[1], {2, 7, 3, 4}), {0, 2, 3, 1});
+  const ValueId vh = transpose(b, reshape(b, x[2], {2, 7, 3, 4}), {0, 2, 1, 3});
+  const ValueId scores = node(b, ir::ops::mul, {product(b, qh, kt), scalar(b, 0.5f)});
+  const ValueId probs = node(b, ir::ops::softmax, {node(b, ir::ops::add, {mask, scores})});
+  const ValueId y = reshape(b, transpose(b, product(b, probs, vh), {0, 2, 1, 3}), {2, 5, 12});
+  const auto g = b.finish({&y, 1});
+  const auto out = passes::optimize(*g, true, nullptr);
+  CHECK(count(*out, "attention") == 1);
+  CHECK(count(*out, "transpose") + count(*out, "reshape") + count(*out, "matmul") == 0);
+  close_values(*g, *out, 1e-5);
+}
+
+TEST_CASE("a decoder step's attention over a cache ([batch, heads, seq, size]) is one op; probabilities read elsewhere stay") {
+  for (const bool probs_out : {false, true}) {
+    CAPTURE(probs_out);
+    ir::Builder b;
+    const ValueId q = b.add_input("q", ir::DType::F32, ir::Shape{1, 4, 1, 8});
+    const ValueId past = b.add_input("past", ir::DType::F32, ir::Shape{1, 4, 6, 8});
+    const ValueId now = b.add_input("now", ir::DType::F32, ir::Shape{1, 4, 1, 8});
+    const ValueId cache = node(b, ir::ops::concat, {past, now}, {ir::AttrArg::of_int(2)});
+    const ValueId scores = product(b, node(b, ir::ops::div, {q, scalar(b, 8)}), cache, true);
+    const ValueId probs = node(b, ir::ops::softmax, {scores});
+    const ValueId ys[] = {product(b, probs, cache), probs};
+    const auto g = b.finish({ys, probs_out ? 2u : 1u});
+    const auto out = passes::optimize(*g, true, nullptr);
+    CHECK(count(*out, "attention") == (probs_out ? 0 : 1));
+    CHECK(count(*out, "matmul") == (probs_out ? 2 : 0));
+    close_values(*g, *out, 1e-5);
+  }
+}
+
+TEST_CASE("attention decomposes into the products and softmax it stands for, in every layout") {
+  struct Case {
+    ir::Shape q, k, v, mask;
+    int64_t heads;
+    bool seq_first;
+    double scale;
+  };
+  const Case cases[] = {{{2, 3, 5, 4}, {2, 3, 7, 4}, {2, 3, 7, 6}, {2, 1, 1, 7}, 1, false, 0},
+                        {{2, 5, 12}, {2, 7, 12}, {2, 7, 6}, {5, 7}, 3, false, 0.3},
+                        {{5, 2, 12}, {7, 2, 12}, {7, 2, 12}, {2, 3, 5, 7}, 3, true, 0}};
+  for (const Case& c : cases) {
+    CAPTURE(c.q.rank());
+    CAPTURE(c.seq_first);
+    ir::Builder b;
+    const ValueId in[] = {b.add_input("q", ir::DType::F32, c.q), b.add_input("k", ir::DType::F32, c.k),
+                          b.add_input("v", ir::DType::F32, c.v), b.add_input("mask", ir::DType::F32, c.mask)};
+    const ValueId y = node(b, ir::ops::attention, {in[0], in[1], in[2], in[3]},
+                           {ir::AttrArg::of_int(c.heads), ir::AttrArg::of_float(c.scale), ir::AttrArg::of_bool(c.seq_first)});
+    const auto g = b.finish({&y, 1});
+    const auto out = passes::decompose_attention(*g);
+    CHECK(count(*out, "attention") == 0);
+    CHECK(count(*out, "matmul") == 2);
+    CHECK(count(*out, "softmax") == 1);
+    close_values(*g, *out, 1e-5);
+  }
+}
+
 TEST_CASE("a channel shuffle (reshape, transpose, reshape) and its halves become gathers of the channels") {
   ir::Builder b;
   const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 12, 3, 5});
@@ -210,7 +320,7 @@ TEST_CASE("the whole pipeline logs every pass and keeps the values") {
   const auto g = b.finish({&y, 1});
   std::vector<std::string> log;
   const auto out = passes::optimize(*g, true, &log);
-  CHECK(log.size() == 6);
+  CHECK(log.size() == 8);
   CHECK(log[0].find("simplify") == 0);
   CHECK(count(*out, "exp") == 1);
   CHECK(count(*out, "mul") == 0);
