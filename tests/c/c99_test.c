@@ -368,6 +368,56 @@ static void test_compile_and_run(void) {
 
 /* u64 values above int64's range cross the C ABI and compare unsigned; the dtype codes of
  * API 2 have names and sizes, and the first code after them has neither. */
+/* Attention from C: one query against two keys, with and without a mask masking the second
+   out; then q and k of different ranks, refused where written. */
+static void test_attention(void) {
+  esg_builder* b = esg_builder_create("attention");
+  int64_t qd[4] = {1, 1, 1, 2}, kd[4] = {1, 1, 2, 2}, md[1] = {2};
+  float q[2] = {1, 0}, k[4] = {1, 0, 0, 1}, v[4] = {1, 2, 3, 4}, mask[2] = {0, -1e9f}, y[4] = {0, 0, 0, 0};
+  esg_tensor tq = esg_input(b, "q", ESG_F32, qd, 4), tk = esg_input(b, "k", ESG_F32, kd, 4), tv = esg_input(b, "v", ESG_F32, kd, 4);
+  esg_tensor outs[2];
+  esg_attention_options o;
+  esg_graph* g;
+  esg_model* m;
+  esg_buffer in[4], out[2];
+  esg_attention_options_init(&o);
+  CHECK(o.num_heads == 1 && o.scale == 0 && !o.seq_first);
+  outs[0] = esg_attention(tq, tk, tv, NULL); /* scale 1/sqrt(2) */
+  o.mask = esg_input(b, "mask", ESG_F32, md, 1);
+  o.scale = 2;
+  outs[1] = esg_attention(tq, tk, tv, &o);
+  CHECK(esg_tensor_valid(outs[0]) && esg_tensor_valid(outs[1]));
+  CHECK(!esg_tensor_valid(esg_attention(tq, esg_input(b, "k3", ESG_F32, kd + 1, 3), tv, NULL)));
+  CHECK(esg_last_status() == ESG_ERR_SHAPE);
+  CHECK(strstr(esg_last_error(), "one rank") != NULL);
+  g = esg_builder_build(b, outs, 2);
+  CHECK(g == NULL); /* the builder kept its first error */
+  esg_builder_destroy(b);
+
+  b = esg_builder_create("attention");
+  tq = esg_input(b, "q", ESG_F32, qd, 4), tk = esg_input(b, "k", ESG_F32, kd, 4), tv = esg_input(b, "v", ESG_F32, kd, 4);
+  o.mask = esg_input(b, "mask", ESG_F32, md, 1);
+  outs[0] = esg_attention(tq, tk, tv, NULL);
+  outs[1] = esg_attention(tq, tk, tv, &o);
+  g = esg_builder_build(b, outs, 2);
+  esg_builder_destroy(b);
+  CHECK(g != NULL);
+  m = esg_compile(g, NULL);
+  esg_graph_destroy(g);
+  CHECK(m != NULL);
+  in[0] = buffer(q, sizeof q, ESG_F32, qd, 4);
+  in[1] = buffer(k, sizeof k, ESG_F32, kd, 4);
+  in[2] = buffer(v, sizeof v, ESG_F32, kd, 4);
+  in[3] = buffer(mask, sizeof mask, ESG_F32, md, 1);
+  out[0] = buffer(y, 2 * sizeof(float), ESG_F32, qd, 4);
+  out[1] = buffer(y + 2, 2 * sizeof(float), ESG_F32, qd, 4);
+  CHECK(esg_model_run(m, in, 4, out, 2) == ESG_OK);
+  /* softmax([1/sqrt(2), 0]) = [0.66976, 0.33024] over v's rows; the mask leaves the first row */
+  CHECK(fabsf(y[0] - 1.6604769f) < 1e-5f && fabsf(y[1] - 2.6604769f) < 1e-5f);
+  CHECK(y[2] == 1 && y[3] == 2);
+  esg_model_destroy(m);
+}
+
 static void test_unsigned(void) {
   esg_builder* b = esg_builder_create(NULL);
   int64_t dims[1] = {3};
@@ -752,6 +802,7 @@ int main(int argc, char** argv) {
   test_errors();
   test_split_and_while();
   test_compile_and_run();
+  test_attention();
   test_unsigned();
   test_ascend_sim();
   test_streams_and_threads();
