@@ -15,12 +15,16 @@ def available():
 
 
 def median_ms(onnx_path, x, runs):
-    """ORT's median run time of a one-input f32 model, or None when ORT is not installed."""
+    """ORT's median run time of an f32 model given one input array `x` or a list of them (in the
+    model's input order), or None when ORT is not installed."""
     if not available():
         return None
+    inputs = x if isinstance(x, (list, tuple)) else [x]
     with tempfile.TemporaryDirectory() as d:
-        data = os.path.join(d, "x.f32")
-        x.astype(np.float32).tofile(data)
-        out = subprocess.run(["node", os.path.join(HERE, "ort_run.js"), onnx_path, data, ",".join(map(str, x.shape)),
-                              str(runs)], capture_output=True, text=True, cwd=HERE)
+        args = ["node", os.path.join(HERE, "ort_run.js"), onnx_path, str(runs)]
+        for i, a in enumerate(inputs):
+            data = os.path.join(d, f"x{i}.f32")
+            a.astype(np.float32).tofile(data)
+            args += [data, ",".join(map(str, a.shape))]
+        out = subprocess.run(args, capture_output=True, text=True, cwd=HERE)
         return float(out.stdout) if out.returncode == 0 else None

@@ -1,16 +1,19 @@
-// Times an ONNX model in ONNX Runtime (CPU), for bench/models.py:
-//   node bench/ort_run.js model.onnx input.f32 dim0,dim1,... runs
-// prints the median run time in milliseconds. Needs `npm install --ignore-scripts onnxruntime-node`
-// (make bench does it in bench/).
+// Times an ONNX model in ONNX Runtime (CPU), for the comparison scripts (bench/ort.py):
+//   node bench/ort_run.js model.onnx runs input0.f32 dim0,dim1,... [input1.f32 dims ...]
+// (the model's inputs in order) prints the median run time in milliseconds. Needs
+// `npm install --ignore-scripts onnxruntime-node` (make bench does it in bench/).
 const fs = require("fs");
 const ort = require("onnxruntime-node");
 
 async function main() {
-  const [model, inputPath, dims, runs] = process.argv.slice(2);
+  const [model, runs, ...inputs] = process.argv.slice(2);
   const session = await ort.InferenceSession.create(model, { executionProviders: ["cpu"] });
-  const buf = fs.readFileSync(inputPath);
-  const data = new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength / 4);
-  const feeds = { [session.inputNames[0]]: new ort.Tensor("float32", data, dims.split(",").map(Number)) };
+  const feeds = {};
+  for (let i = 0; i < inputs.length / 2; i++) {
+    const buf = fs.readFileSync(inputs[2 * i]);
+    const data = new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength / 4);
+    feeds[session.inputNames[i]] = new ort.Tensor("float32", data, inputs[2 * i + 1].split(",").map(Number));
+  }
   await session.run(feeds);  // warm up
   const times = [];
   for (let i = 0; i < Number(runs); i++) {

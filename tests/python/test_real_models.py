@@ -127,10 +127,12 @@ class _SelfAttention(nn.Module):
 
 
 @pytest.mark.parametrize("masked", [False, True])
-def test_exported_attention_scores_run_as_one_scaled_masked_softmax(masked):
-    """PyTorch's export of multi-head attention scales q before q·kᵀ, adds the attention mask
-    and takes the softmax: esgraph computes it as the product and one softmax with its scale and
-    mask (no division or addition launched), matching PyTorch."""
+def test_exported_multi_head_attention_runs_as_one_attention_launch(masked):
+    """PyTorch's export of multi-head attention scales q before q·kᵀ, adds the attention mask,
+    takes the softmax and multiplies by v, the heads split and joined by reshapes and
+    transposes: esgraph computes all of it as one attention launch reading the heads where
+    the projection wrote them (no softmax, division, addition or transpose launched), matching
+    PyTorch."""
     module = _SelfAttention().eval()
     x = torch.randn(6, 2, 32)
     causal = torch.zeros(6, 6).masked_fill(torch.triu(torch.ones(6, 6, dtype=torch.bool), 1), -1e4)
@@ -141,5 +143,6 @@ def test_exported_attention_scores_run_as_one_scaled_masked_softmax(masked):
     got = model.run([t.numpy() for t in inputs])[0]
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
     kernels = [line for line in model.to_dot().splitlines() if "label=" in line]
-    assert any("softmax" in k for k in kernels)
+    assert sum("attention" in k for k in kernels) == 1
+    assert not any("softmax" in k or "transpose" in k for k in kernels)
     assert not any("div" in k or "\\nadd" in k or '"add' in k for k in kernels)
