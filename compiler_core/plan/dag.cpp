@@ -70,14 +70,17 @@ GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId
               std::find(op.reusable.begin(), op.reusable.end(), id[v]) == op.reusable.end())
             op.reusable.push_back(id[v]);
     }
-    // A view (reshape, squeeze, unsqueeze: the same bytes under another shape) takes over its
+    // A view (reshape, squeeze, unsqueeze: the same bytes under another shape) is its input's
+    // bytes: the memory plan makes it an alias (no launch) where it can, else it takes over its
     // input's buffer when the input dies there, and its copy is then no copy at all.
     const ir::OpKind kind = node.op->kind;
     if (k < 0 && (kind == ir::OpKind::reshape || kind == ir::OpKind::squeeze || kind == ir::OpKind::unsqueeze)) {
       const ir::ValueId v = g.operands[node.first_input];
       if (id[v] >= 0 && d.value_bytes[static_cast<size_t>(id[v])] == g.shape(node.first_output).num_elements() *
-                                                                          static_cast<int64_t>(ir::dtype_size(g.values[node.first_output].dtype)))
+                                                                          static_cast<int64_t>(ir::dtype_size(g.values[node.first_output].dtype))) {
         op.reusable.push_back(id[v]);
+        op.alias = id[v];
+      }
     }
     d.ops.push_back(std::move(op));
   }

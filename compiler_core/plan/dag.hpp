@@ -15,6 +15,7 @@ struct Dag {
     std::vector<int> outputs;   // value ids; each value has exactly one producer or none
     std::vector<int> reusable;  // inputs an output may overwrite in place: read element by element, or a view's bytes
                                 // at the same index the output is written (same shape and width)
+    int alias = -1;  // a view (reshape, squeeze, unsqueeze): the input whose bytes its one output is
   };
   std::vector<int64_t> value_bytes;
   std::vector<Op> ops;

@@ -40,6 +40,7 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
   MemoryPlan plan;
   plan.offset.assign(nv, -1);
   plan.in_place_of.assign(nv, -1);
+  plan.alias_of.assign(nv, -1);
 
   // Buffers: a value, or a value with the inputs it took over in place (one group).
   std::vector<int> group(nv);
@@ -67,15 +68,35 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
     for (size_t v = 0; v < nv; ++v)
       if (shared[v]) span[v] = {0, static_cast<int>(order.size()) - 1};
   }
+  // Which values get arena bytes of their own (or share a group's): not the caller's nor the
+  // graph's, nor views of those.
+  std::vector<char> placed = arena;
   if (options.reuse && options.in_place) {
+    // Views first: a view's output joins its input's buffer, which then lives as long as either
+    // (a view of a graph input, output or constant is the caller's or the graph's bytes). On
+    // several streams views stay copies: events name the ops they order.
+    for (int t = 0; t < static_cast<int>(order.size()) && !streams; ++t) {
+      const Dag::Op& op = d.ops[static_cast<size_t>(order[static_cast<size_t>(t)])];
+      const int i = op.alias;
+      if (i < 0 || !arena[static_cast<size_t>(op.outputs[0])] || d.value_bytes[static_cast<size_t>(i)] != d.value_bytes[static_cast<size_t>(op.outputs[0])])
+        continue;
+      const size_t o = static_cast<size_t>(op.outputs[0]);
+      plan.alias_of[o] = i;
+      placed[o] = placed[static_cast<size_t>(i)];
+      if (!placed[o]) continue;
+      const size_t g = static_cast<size_t>(group[static_cast<size_t>(i)]);
+      group[o] = static_cast<int>(g);
+      span[g].last = std::max(span[g].last, span[o].last);
+    }
+    // In place: an output over a reusable input whose buffer (every view of it too) dies there.
     for (int t = 0; t < static_cast<int>(order.size()); ++t) {
       const Dag::Op& op = d.ops[static_cast<size_t>(order[static_cast<size_t>(t)])];
       std::vector<int> taken;
       for (int o : op.outputs) {
-        if (!arena[static_cast<size_t>(o)]) continue;
+        if (!placed[static_cast<size_t>(o)] || plan.alias_of[static_cast<size_t>(o)] >= 0) continue;
         for (int i : op.reusable) {
           const size_t g = static_cast<size_t>(group[static_cast<size_t>(i)]);
-          if (!arena[static_cast<size_t>(i)] || shared[static_cast<size_t>(i)] || life[static_cast<size_t>(i)].last != t ||
+          if (!placed[static_cast<size_t>(i)] || shared[static_cast<size_t>(i)] || span[g].last != t ||
               d.value_bytes[static_cast<size_t>(i)] != d.value_bytes[static_cast<size_t>(o)] || bytes[g] != bytes[static_cast<size_t>(o)] ||
               std::find(taken.begin(), taken.end(), i) != taken.end())
             continue;
@@ -92,7 +113,7 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
   // The lower bound: the most bytes of buffers alive at one step.
   std::vector<int> roots;
   for (size_t v = 0; v < nv; ++v)
-    if (arena[v] && group[v] == static_cast<int>(v)) roots.push_back(static_cast<int>(v));
+    if (placed[v] && group[v] == static_cast<int>(v)) roots.push_back(static_cast<int>(v));
   {
     std::vector<int64_t> delta(order.size() + 2, 0);
     for (int r : roots) {
@@ -103,7 +124,7 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
     int64_t live = 0;
     for (int64_t x : delta) plan.lower_bound = std::max(plan.lower_bound, live += x);
     for (size_t v = 0; v < nv; ++v)
-      if (arena[v] && group[v] != static_cast<int>(v)) plan.no_reuse_bytes += bytes[v];
+      if (placed[v] && group[v] != static_cast<int>(v)) plan.no_reuse_bytes += bytes[v];
   }
 
   // Greedy placement: buffers one by one, each into a gap among the buffers already placed
@@ -194,7 +215,7 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
   }
   }
   for (size_t v = 0; v < nv; ++v)
-    if (arena[v] && group[v] != static_cast<int>(v)) plan.offset[v] = plan.offset[static_cast<size_t>(group[v])];
+    if (placed[v] && group[v] != static_cast<int>(v)) plan.offset[v] = plan.offset[static_cast<size_t>(group[v])];
   return plan;
 }
 
@@ -203,19 +224,39 @@ std::string check_plan(const Dag& d, const std::vector<int>& order, const Memory
   const std::vector<Lifetime> life = lifetimes(d, order);
   const std::vector<char> arena = in_arena(d);
   const size_t nv = static_cast<size_t>(d.num_values());
-  // A legitimate in-place pair: an op's output over one of its reusable inputs, dying there.
+  // Views: a value a view's op made its input's bytes (its alias root: what it finally views).
+  // The op must be a view of that input, and the two the same bytes at the same place.
+  const auto producer = d.producers();
+  std::vector<size_t> root(nv);
+  for (size_t v = 0; v < nv; ++v) {
+    const int i = plan.alias_of[v];
+    root[v] = v;
+    if (i < 0) continue;
+    if (producer[v] < 0 || d.ops[static_cast<size_t>(producer[v])].alias != i || d.value_bytes[static_cast<size_t>(i)] != d.value_bytes[v])
+      return "value " + std::to_string(v) + " is planned as a view of " + std::to_string(i) + ", which its op is not";
+    if (arena[v] && (plan.offset[v] != plan.offset[static_cast<size_t>(i)] || (!arena[static_cast<size_t>(i)] && plan.offset[v] != -1)))
+      return "value " + std::to_string(v) + " views " + std::to_string(i) + " but lies elsewhere";
+  }
+  for (size_t v = 0; v < nv; ++v)  // a chain of views ends (each view's input was made before it)
+    while (plan.alias_of[root[v]] >= 0) root[v] = static_cast<size_t>(plan.alias_of[root[v]]);
+  std::vector<int> root_last(nv, -1);  // the last use of any view of a root
+  for (size_t v = 0; v < nv; ++v) root_last[root[v]] = std::max(root_last[root[v]], life[v].last);
+  // A legitimate in-place pair: an op's output over one of its reusable inputs (or a view of
+  // it), dying there with every view of its bytes.
   auto legit = [&](size_t o, size_t i) {
-    if (plan.in_place_of[o] != static_cast<int>(i)) return false;
+    const int taken = plan.in_place_of[o];
+    if (taken < 0 || root[static_cast<size_t>(taken)] != root[i]) return false;
     for (const Dag::Op& op : d.ops)
       if (std::count(op.outputs.begin(), op.outputs.end(), static_cast<int>(o)) &&
-          std::count(op.reusable.begin(), op.reusable.end(), static_cast<int>(i)))
-        return life[i].last == life[o].first && d.value_bytes[i] == d.value_bytes[o];
+          std::count(op.reusable.begin(), op.reusable.end(), taken))
+        return life[static_cast<size_t>(taken)].last == life[o].first && root_last[root[i]] <= life[o].first &&
+               d.value_bytes[static_cast<size_t>(taken)] == d.value_bytes[o];
     return false;
   };
   // Values sharing bytes through a chain of in-place pairs form one buffer over time.
   std::vector<size_t> values;
   for (size_t v = 0; v < nv; ++v) {
-    if (!arena[v]) continue;
+    if (!arena[v] || (root[v] != v && !arena[root[v]])) continue;  // a view of the caller's or the graph's bytes
     if (plan.offset[v] < 0 || plan.offset[v] % alignment) return "value " + std::to_string(v) + " has a bad offset";
     if (plan.offset[v] + d.value_bytes[v] > plan.arena_bytes) return "value " + std::to_string(v) + " ends past the arena";
     values.push_back(v);
@@ -226,7 +267,7 @@ std::string check_plan(const Dag& d, const std::vector<int>& order, const Memory
       const size_t a = values[x], b = values[y];
       if (life[b].first > life[a].last) break;  // sorted by birth: no later value overlaps a either
       const bool bytes_overlap = plan.offset[a] < plan.offset[b] + d.value_bytes[b] && plan.offset[b] < plan.offset[a] + d.value_bytes[a];
-      if (bytes_overlap && !legit(a, b) && !legit(b, a))
+      if (bytes_overlap && root[a] != root[b] && !legit(a, b) && !legit(b, a))
         return "values " + std::to_string(a) + " and " + std::to_string(b) + " are alive together and share bytes";
     }
   if (op_stream.empty()) return "";

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -116,8 +117,19 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
     if (output_index[v] < 0 && produced) output_index[v] = static_cast<int>(i);
     else output_copies_.push_back({static_cast<int>(i), v});  // an input, a constant, or a repeated output
   }
+  // The graph value of each DAG value that is one (a reordered copy is not).
+  std::vector<ir::ValueId> graph_value(static_cast<size_t>(gd.dag.num_values()), ir::kNone);
+  for (size_t v = 0; v < sg.values.size(); ++v)
+    if (gd.value[v] >= 0) graph_value[static_cast<size_t>(gd.value[v])] = static_cast<ir::ValueId>(v);
+  viewed_.assign(sg.values.size(), ir::kNone);
   // Where graph value `v` lives as DAG value `dv` (its own, or a copy in another format).
-  auto slot_of = [&](ir::ValueId v, int dv) -> Slot {
+  std::function<Slot(ir::ValueId, int)> slot_of = [&](ir::ValueId v, int dv) -> Slot {
+    const int views = memory_.alias_of[static_cast<size_t>(dv)];
+    if (views >= 0 && memory_.offset[static_cast<size_t>(dv)] < 0) {  // a view of the caller's or the graph's bytes
+      Slot at = slot_of(graph_value[static_cast<size_t>(views)], views);
+      at.value = v;
+      return at;
+    }
     const plan::Format f = formats.format[static_cast<size_t>(dv)];
     if (dv != gd.value[v]) return {Slot::Arena, memory_.offset[static_cast<size_t>(dv)], v, f};
     if (input_index[v] >= 0) return {Slot::Input, input_index[v], v, f};
@@ -127,7 +139,16 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
     return {Slot::Arena, memory_.offset[static_cast<size_t>(dv)], v, f};
   };
   step("bind the launch list", [&] {
+    std::vector<int> launch_of(gd.dag.ops.size(), -1);
     for (int op : order) {
+      const plan::Dag::Op& dag_op = gd.dag.ops[static_cast<size_t>(op)];
+      if (dag_op.alias >= 0 && memory_.alias_of[static_cast<size_t>(dag_op.outputs[0])] >= 0) {  // a view: no launch
+        const ir::Node& n = sg.nodes[gd.nodes[static_cast<size_t>(op)]];
+        viewed_[n.first_output] = sg.operands[n.first_input];
+        ++views_;
+        continue;
+      }
+      launch_of[static_cast<size_t>(op)] = static_cast<int>(launches_.size());
       Launch l;
       l.node = gd.nodes[static_cast<size_t>(op)];
       l.group = gd.group[static_cast<size_t>(op)];
@@ -151,9 +172,8 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
       }
       launches_.push_back(std::move(l));
     }
-    // The launch list is `order`; events name ops: turn both into launch indexes per stream.
-    std::vector<int> launch_of(order.size());
-    for (size_t i = 0; i < order.size(); ++i) launch_of[static_cast<size_t>(order[i])] = static_cast<int>(i);
+    // The launch list is `order` less the views; events name ops (never a view: views are
+    // made only on one stream): turn both into launch indexes per stream.
     waits_.assign(launches_.size(), {});
     for (const plan::Event& e : streams_.events) waits_[static_cast<size_t>(launch_of[static_cast<size_t>(e.before)])].push_back(launch_of[static_cast<size_t>(e.after)]);
     stream_launches_.assign(static_cast<size_t>(streams_.num_streams), {});
@@ -215,6 +235,7 @@ std::string Plan::report() const {
   size_t in_place = 0;
   for (int v : memory_.in_place_of) in_place += v >= 0;
   out << "  in place: " << in_place << " values reuse a dying input's buffer\n";
+  out << "  views: " << views_ << " reshapes, squeezes and unsqueezes are their input's bytes (no launch)\n";
   out << "inputs:";
   for (ir::ValueId v : g.inputs()) out << " " << g.value_name(v) << ": " << g.type_str(v);
   out << "\noutputs:";
@@ -268,7 +289,9 @@ std::string Plan::to_dot(const Program& program) const {
     for (const Slot& in : l.in) {
       const ir::ValueId v = in.value;
       if (v == ir::kNone) continue;
-      const auto w = writer.find(where(in));
+      auto w = writer.find(where(in));
+      for (ir::ValueId seen = viewed_[v]; w == writer.end() && seen != ir::kNone; seen = viewed_[seen])  // through views
+        w = writer.find(std::make_tuple(seen, in.format.kind, in.format.block));
       const std::string format = in.format == plan::Format::row_major() ? "" : " " + in.format.name(g.shape(v).rank());
       if (w != writer.end()) out << "  k" << w->second << " -> k" << i << " [label=\"" << g.type_str(v) << format << "\"];\n";
     }

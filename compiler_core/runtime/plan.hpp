@@ -92,6 +92,8 @@ class Plan {
   std::vector<std::pair<int, ir::ValueId>> output_copies_;  // outputs to fill from another slot
   int64_t arena_bytes_ = 0;
   int reorders_ = 0;
+  int views_ = 0;                        // views that are their input's bytes, not launched
+  std::vector<ir::ValueId> viewed_;      // per graph value: the value such a view shows, or kNone
 };
 
 }  // namespace esg::runtime
