@@ -42,12 +42,22 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
   plan.in_place_of.assign(nv, -1);
   plan.alias_of.assign(nv, -1);
 
-  // Buffers: a value, or a value with the inputs it took over in place (one group).
+  // Buffers: a value, or a value with the inputs it took over in place and the views of them
+  // (one group, a union-find: a view's group may itself join another later).
   std::vector<int> group(nv);
   std::iota(group.begin(), group.end(), 0);
   std::vector<int64_t> bytes(nv);
   std::vector<Lifetime> span = life;
   for (size_t v = 0; v < nv; ++v) bytes[v] = align_up(d.value_bytes[v], options.alignment);
+  auto root = [&](int v) {
+    while (group[static_cast<size_t>(v)] != v) v = group[static_cast<size_t>(v)] = group[static_cast<size_t>(group[static_cast<size_t>(v)])];
+    return static_cast<size_t>(v);
+  };
+  // Group `from` (a root) into the group of root `into`, which then lives as long as both.
+  auto join = [&](size_t from, size_t into) {
+    group[from] = static_cast<int>(into);
+    span[into].last = std::max(span[into].last, span[from].last);
+  };
   // With several streams, a value whose producer and consumers are not all on one stream is
   // alive for the whole run: only one stream's order is known to hold, so its bytes are never
   // reused (nor taken over in place). Every other value lives within its stream.
@@ -84,9 +94,7 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
       plan.alias_of[o] = i;
       placed[o] = placed[static_cast<size_t>(i)];
       if (!placed[o]) continue;
-      const size_t g = static_cast<size_t>(group[static_cast<size_t>(i)]);
-      group[o] = static_cast<int>(g);
-      span[g].last = std::max(span[g].last, span[o].last);
+      join(o, root(i));
     }
     // In place: an output over a reusable input whose buffer (every view of it too) dies there.
     for (int t = 0; t < static_cast<int>(order.size()); ++t) {
@@ -95,15 +103,14 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
       for (int o : op.outputs) {
         if (!placed[static_cast<size_t>(o)] || plan.alias_of[static_cast<size_t>(o)] >= 0) continue;
         for (int i : op.reusable) {
-          const size_t g = static_cast<size_t>(group[static_cast<size_t>(i)]);
+          const size_t g = root(i);
           if (!placed[static_cast<size_t>(i)] || shared[static_cast<size_t>(i)] || span[g].last != t ||
               d.value_bytes[static_cast<size_t>(i)] != d.value_bytes[static_cast<size_t>(o)] || bytes[g] != bytes[static_cast<size_t>(o)] ||
               std::find(taken.begin(), taken.end(), i) != taken.end())
             continue;
           taken.push_back(i);
           plan.in_place_of[static_cast<size_t>(o)] = i;
-          group[static_cast<size_t>(o)] = static_cast<int>(g);
-          span[g].last = std::max(span[g].last, span[static_cast<size_t>(o)].last);
+          join(root(o), g);  // o with its views
           break;
         }
       }
@@ -113,7 +120,7 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
   // The lower bound: the most bytes of buffers alive at one step.
   std::vector<int> roots;
   for (size_t v = 0; v < nv; ++v)
-    if (placed[v] && group[v] == static_cast<int>(v)) roots.push_back(static_cast<int>(v));
+    if (placed[v] && root(static_cast<int>(v)) == v) roots.push_back(static_cast<int>(v));
   {
     std::vector<int64_t> delta(order.size() + 2, 0);
     for (int r : roots) {
@@ -124,7 +131,7 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
     int64_t live = 0;
     for (int64_t x : delta) plan.lower_bound = std::max(plan.lower_bound, live += x);
     for (size_t v = 0; v < nv; ++v)
-      if (placed[v] && group[v] != static_cast<int>(v)) plan.no_reuse_bytes += bytes[v];
+      if (placed[v] && root(static_cast<int>(v)) != v) plan.no_reuse_bytes += bytes[v];
   }
 
   // Greedy placement: buffers one by one, each into a gap among the buffers already placed
@@ -215,7 +222,7 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
   }
   }
   for (size_t v = 0; v < nv; ++v)
-    if (placed[v] && group[v] != static_cast<int>(v)) plan.offset[v] = plan.offset[static_cast<size_t>(group[v])];
+    if (placed[v] && root(static_cast<int>(v)) != v) plan.offset[v] = plan.offset[root(static_cast<int>(v))];
   return plan;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
 
 #include "plan/memory_plan.hpp"
 #include "plan/schedule.hpp"
@@ -201,6 +202,71 @@ TEST_CASE("the checker catches two live values sharing bytes") {
   p.offset[2] = p.offset[1];
   p.in_place_of.assign(p.in_place_of.size(), -1);
   CHECK(check_plan(d, order, p) != "");
+}
+
+namespace {
+
+// A view of `in` (a reshape): its output is `in`'s bytes under another shape.
+int add_view(Dag& d, int in) {
+  const int out = add_value(d, d.value_bytes[static_cast<size_t>(in)]);
+  d.ops.push_back({{in}, {out}, {in}, in});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a view is its input's bytes, which live as long as either; nothing writes over them in place before") {
+  // x -> a -> view v of a; b = relu(a) could take a's buffer in place when a dies, but v (read
+  // at the end) still shows a's bytes: b must go elsewhere.
+  Dag d;
+  const int x = add_value(d, 4096);
+  d.graph_inputs = {x};
+  const int a = add_op(d, {x}, 4096, false);
+  const int v = add_view(d, a);
+  const int b = add_op(d, {a}, 4096);
+  const int y = add_op(d, {b, v}, 4096, false);
+  const int xv = add_view(d, x);  // a view of the caller's bytes takes none of the arena
+  const int z = add_op(d, {xv, y}, 4096, false);
+  d.graph_outputs = {z};
+  const std::vector<int> order = {0, 1, 2, 3, 4, 5};
+  const MemoryPlan p = checked_plan(d, order);
+  CHECK(p.alias_of[static_cast<size_t>(v)] == a);
+  CHECK(p.offset[static_cast<size_t>(v)] == p.offset[static_cast<size_t>(a)]);
+  CHECK(p.in_place_of[static_cast<size_t>(b)] == -1);
+  CHECK(p.offset[static_cast<size_t>(b)] != p.offset[static_cast<size_t>(a)]);
+  CHECK(p.alias_of[static_cast<size_t>(xv)] == x);
+  CHECK(p.offset[static_cast<size_t>(xv)] == -1);
+  // A view placed elsewhere than what it views, or a value called a view that is none, is caught.
+  MemoryPlan moved = p;
+  moved.offset[static_cast<size_t>(v)] = moved.offset[static_cast<size_t>(b)];
+  CHECK(check_plan(d, order, moved).find("lies elsewhere") != std::string::npos);
+  MemoryPlan wrong = p;
+  wrong.alias_of[static_cast<size_t>(b)] = a;
+  CHECK(check_plan(d, order, wrong).find("which its op is not") != std::string::npos);
+}
+
+TEST_CASE("random DAGs with views among their ops plan and check") {
+  for (uint32_t seed = 0; seed < 40; ++seed) {
+    CAPTURE(seed);
+    std::mt19937 rng(seed);
+    Dag d = random_dag(120, seed);
+    // Views of random values, read by later ops (and by each other: chains of views).
+    for (int k = 0; k < 40; ++k) {
+      const int viewed = static_cast<int>(rng() % static_cast<uint32_t>(d.num_values()));
+      const int v = add_view(d, viewed);
+      if (rng() % 2) add_op(d, {v, d.num_values() - 2}, d.value_bytes[static_cast<size_t>(v)], true);
+    }
+    d.graph_outputs = {d.num_values() - 1};
+    const std::vector<int> order = memory_aware_order(d);
+    const MemoryPlan p = checked_plan(d, order);
+    int views = 0;
+    for (const Dag::Op& op : d.ops)
+      if (op.alias >= 0 && p.alias_of[static_cast<size_t>(op.outputs[0])] >= 0) {
+        ++views;
+        CHECK(p.offset[static_cast<size_t>(op.outputs[0])] == p.offset[static_cast<size_t>(op.alias)]);
+      }
+    CHECK(views >= 30);  // all but views that are the graph's outputs
+  }
 }
 
 TEST_CASE("on several streams, bytes are shared only among values of one stream") {
