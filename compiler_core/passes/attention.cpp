@@ -50,13 +50,6 @@ ValueId swap_last(Replay& r, ValueId x) {
   return transposed(r, x, perm);
 }
 
-std::vector<int64_t> perm_of(const Graph& g, const ir::Node& n, size_t rank) {
-  const std::vector<size_t> p = ir::TransposeAttrs(g, n).perm;
-  std::vector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) out[i] = static_cast<int64_t>(p.empty() ? rank - 1 - i : p[i]);
-  return out;
-}
-
 // How the op's operands hold the heads, and how a logical operand of the products ([N, S, D],
 // N = batch·heads, or [B, H, S, D]) maps to one.
 struct Layout {

@@ -169,14 +169,6 @@ std::unique_ptr<Graph> fold_constants(const Graph& g, int64_t max_elements) {
 
 namespace {
 
-// A transpose's permutation with its default (reversed) resolved.
-std::vector<int64_t> perm_of(const Graph& gr, const ir::Node& node, size_t rank) {
-  const std::vector<size_t> p = ir::TransposeAttrs(gr, node).perm;
-  std::vector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) out[i] = static_cast<int64_t>(p.empty() ? rank - 1 - i : p[i]);
-  return out;
-}
-
 // matmul(a, transpose(x, p)) where p brings x's last axis to the second-to-last place is
 // matmul(a, transpose(x, p'), transpose_b) with p' keeping the last axis last: the GEMM reads
 // the transposed operand in place and what remains moves whole rows (or nothing). A transpose

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ir/error.hpp"
+#include "ir/op_attrs.gen.hpp"
 
 namespace esg::passes {
 
@@ -46,6 +47,13 @@ std::vector<uint32_t> use_counts(const ir::Graph& g) {
       if (g.operands[node.first_input + i] != ir::kNone) ++uses[g.operands[node.first_input + i]];
   for (ir::ValueId v : g.outputs()) ++uses[v];
   return uses;
+}
+
+std::vector<int64_t> perm_of(const ir::Graph& g, const ir::Node& transpose, size_t rank) {
+  const std::vector<size_t> p = ir::TransposeAttrs(g, transpose).perm;
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) out[i] = static_cast<int64_t>(p.empty() ? rank - 1 - i : p[i]);
+  return out;
 }
 
 }  // namespace esg::passes

@@ -27,5 +27,7 @@ const ir::Node* made_by(const ir::Graph& g, ir::ValueId v, ir::OpKind kind);
 inline ir::ValueId operand(const ir::Graph& g, const ir::Node& n, uint32_t i) { return g.operands[n.first_input + i]; }
 // How many times each value of `g` is read (operands, captures included, and graph outputs).
 std::vector<uint32_t> use_counts(const ir::Graph& g);
+// A transpose's permutation of its `rank` axes, its default (reversed) resolved.
+std::vector<int64_t> perm_of(const ir::Graph& g, const ir::Node& transpose, size_t rank);
 
 }  // namespace esg::passes

@@ -110,13 +110,19 @@ def launches_named(model, op):
     return len(re.findall(rf'label="{op}[ \\]', model.to_dot()))
 
 
-def export(module, x):
+def compiled_export(module, x):
+    """The module exported by PyTorch, imported and compiled; and PyTorch's own output."""
     import torch
     path = tempfile.NamedTemporaryFile(suffix=".onnx", delete=False).name
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(module, (x,), path, opset_version=14)
-    return path
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, (x,), path, opset_version=14)
+        model = esgraph.compile(esgraph.onnx.load(path))
+    finally:
+        os.unlink(path)
+    with torch.no_grad():
+        return model, module(x).numpy()
 
 
 @pytest.mark.parametrize("batch_first", [True, False])
@@ -125,13 +131,7 @@ def test_torch_encoder_layers_compile_their_attention_into_one_launch(batch_firs
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=batch_first).eval()
     x = torch.randn(3, 10, 64) if batch_first else torch.randn(10, 3, 64)
-    path = export(layer, x)
-    try:
-        model = esgraph.compile(esgraph.onnx.load(path))
-    finally:
-        os.unlink(path)
-    with torch.no_grad():
-        want = layer(x).numpy()
+    model, want = compiled_export(layer, x)
     np.testing.assert_allclose(model.run([x.numpy()])[0], want, rtol=1e-4, atol=1e-4)
     assert launches_named(model, "attention") == 1
     assert launches_named(model, "softmax") == 0
@@ -170,13 +170,7 @@ def test_hugging_face_style_attention_with_a_causal_mask_reads_its_heads_in_plac
     torch.manual_seed(0)
     module = SplitHeads(32, 4).eval()
     x = torch.randn(2, 9, 32)
-    path = export(module, x)
-    try:
-        model = esgraph.compile(esgraph.onnx.load(path))
-    finally:
-        os.unlink(path)
-    with torch.no_grad():
-        want = module(x).numpy()
+    model, want = compiled_export(module, x)
     np.testing.assert_allclose(model.run([x.numpy()])[0], want, rtol=1e-4, atol=1e-5)
     assert launches_named(model, "attention") == 1
     assert launches_named(model, "transpose") == 0
