@@ -104,7 +104,12 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
         if (!placed[static_cast<size_t>(o)] || plan.alias_of[static_cast<size_t>(o)] >= 0) continue;
         for (int i : op.reusable) {
           const size_t g = root(i);
-          if (!placed[static_cast<size_t>(i)] || shared[static_cast<size_t>(i)] || span[g].last != t ||
+          // An input the op reads whole (not at the index it writes) that views these bytes
+          // would see them overwritten under it.
+          const bool read_whole = std::any_of(op.inputs.begin(), op.inputs.end(), [&](int v) {
+            return root(v) == g && std::find(op.reusable.begin(), op.reusable.end(), v) == op.reusable.end();
+          });
+          if (read_whole || !placed[static_cast<size_t>(i)] || shared[static_cast<size_t>(i)] || span[g].last != t ||
               d.value_bytes[static_cast<size_t>(i)] != d.value_bytes[static_cast<size_t>(o)] || bytes[g] != bytes[static_cast<size_t>(o)] ||
               std::find(taken.begin(), taken.end(), i) != taken.end())
             continue;
@@ -255,9 +260,12 @@ std::string check_plan(const Dag& d, const std::vector<int>& order, const Memory
     if (taken < 0 || root[static_cast<size_t>(taken)] != root[i]) return false;
     for (const Dag::Op& op : d.ops)
       if (std::count(op.outputs.begin(), op.outputs.end(), static_cast<int>(o)) &&
-          std::count(op.reusable.begin(), op.reusable.end(), taken))
+          std::count(op.reusable.begin(), op.reusable.end(), taken)) {
+        for (int v : op.inputs)  // no input the op reads whole may show these bytes
+          if (root[static_cast<size_t>(v)] == root[i] && !std::count(op.reusable.begin(), op.reusable.end(), v)) return false;
         return life[static_cast<size_t>(taken)].last == life[o].first && root_last[root[i]] <= life[o].first &&
                d.value_bytes[static_cast<size_t>(taken)] == d.value_bytes[o];
+      }
     return false;
   };
   // Values sharing bytes through a chain of in-place pairs form one buffer over time.

@@ -133,7 +133,9 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
       const int dv = copy_in(v, is_data ? f : plan::Format::row_major());
       if (dv == gd.value[v]) continue;
       rebind(d.ops[static_cast<size_t>(o)].inputs, v, dv);
-      std::replace(d.ops[static_cast<size_t>(o)].reusable.begin(), d.ops[static_cast<size_t>(o)].reusable.end(), gd.value[v], dv);
+      plan::Dag::Op& op = d.ops[static_cast<size_t>(o)];
+      std::replace(op.reusable.begin(), op.reusable.end(), gd.value[v], dv);
+      if (op.alias == gd.value[v]) op.alias = dv;  // a view of the row-major copy, not of the blocked bytes
     }
     for (ir::ValueId v : writes) {
       copies[v].clear();

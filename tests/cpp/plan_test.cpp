@@ -245,6 +245,28 @@ TEST_CASE("a view is its input's bytes, which live as long as either; nothing wr
   CHECK(check_plan(d, order, wrong).find("which its op is not") != std::string::npos);
 }
 
+TEST_CASE("an op that reads a view whole never writes over the viewed bytes in place") {
+  // x2 views x; G reads x2 whole (a convolution's input) and x elementwise (its residual add):
+  // its output must not take x's buffer, which x2 shows while G reads it.
+  Dag d;
+  const int v0 = add_value(d, 4096);
+  d.graph_inputs = {v0};
+  const int x = add_op(d, {v0}, 4096, false);
+  const int x2 = add_view(d, x);
+  const int o = add_value(d, 4096);
+  d.ops.push_back({{x2, x}, {o}, {x}});
+  const int out = add_op(d, {o}, 4096, false);
+  d.graph_outputs = {out};
+  const std::vector<int> order = {0, 1, 2, 3};
+  MemoryPlan p = checked_plan(d, order);
+  CHECK(p.in_place_of[static_cast<size_t>(o)] == -1);
+  CHECK(p.offset[static_cast<size_t>(o)] != p.offset[static_cast<size_t>(x)]);
+  // The same takeover forced into the plan is caught.
+  p.in_place_of[static_cast<size_t>(o)] = x;
+  p.offset[static_cast<size_t>(o)] = p.offset[static_cast<size_t>(x)];
+  CHECK(check_plan(d, order, p) != "");
+}
+
 TEST_CASE("random DAGs with views among their ops plan and check") {
   for (uint32_t seed = 0; seed < 40; ++seed) {
     CAPTURE(seed);
