@@ -229,7 +229,7 @@ std::string Plan::report() const {
   }
   out << "streams: " << streams_.num_streams << ", events: " << streams_.events.size()
       << (streams_.num_streams > 1 ? " (one thread each when the pool has them free, else in order)" : "") << "\n";
-  for (int s = 0; s < streams_.num_streams; ++s) out << "  stream " << s << ": " << streams_.sequence[static_cast<size_t>(s)].size() << " ops\n";
+  for (int s = 0; s < streams_.num_streams; ++s) out << "  stream " << s << ": " << stream_launches_[static_cast<size_t>(s)].size() << " ops\n";
   out << "memory: arena " << memory_.arena_bytes << " bytes (planned peak), lower bound " << memory_.lower_bound
       << " bytes (max live set of this order), " << memory_.no_reuse_bytes << " bytes without reuse\n";
   size_t in_place = 0;
