@@ -60,6 +60,7 @@ ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t stru
   d.memory_reuse = true;
   d.max_loop_iterations = esg::runtime::kDefaultMaxLoopIterations;
   d.max_nodes = esg::runtime::kDefaultMaxNodes;
+  d.max_plans = esg::runtime::kDefaultMaxPlans;
   esg::capi::init_options(options, struct_size, &d, sizeof d);
 }
 
@@ -78,6 +79,7 @@ ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options
     co.verify_each_pass = o.verify_each_pass;
     co.max_loop_iterations = o.max_loop_iterations;
     co.max_nodes = o.max_nodes;
+    co.max_plans = o.max_plans;
     const std::string precision = o.precision ? o.precision : "f32";
     if (precision == "bf16") co.precision = esg::runtime::Precision::BF16;
     else if (precision != "f32")

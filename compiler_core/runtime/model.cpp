@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "ir/error.hpp"
@@ -40,8 +41,8 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(
   if (options_.threads < 0 || options_.threads > 256)
     throw Error(ErrorCode::InvalidArgument, "compile: threads must be 0..256, got " + std::to_string(options_.threads));
   if (!options_.backend) throw Error(ErrorCode::InvalidArgument, "compile: no backend");
-  if (options_.max_loop_iterations < 0 || options_.max_nodes < 0)
-    throw Error(ErrorCode::InvalidArgument, "compile: max_loop_iterations and max_nodes must be 0 (no limit) or more");
+  if (options_.max_loop_iterations < 0 || options_.max_nodes < 0 || options_.max_plans < 0)
+    throw Error(ErrorCode::InvalidArgument, "compile: max_loop_iterations, max_nodes and max_plans must be 0 (no limit) or more");
   if (options_.max_nodes && static_cast<int64_t>(graph_->nodes.size()) > options_.max_nodes)
     throw Error(ErrorCode::Limit, "compile: the graph has " + std::to_string(graph_->nodes.size()) + " nodes, more than max_nodes (" +
                                       std::to_string(options_.max_nodes) + "); raise max_nodes to compile it");
@@ -72,22 +73,59 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(
   if (all_bound) plan_for(shapes);
 }
 
-const Model::Compiled& Model::plan_for(const std::vector<ir::Shape>& shapes) const {
+std::shared_ptr<const Model::Compiled> Model::plan_for(const std::vector<ir::Shape>& shapes) const {
   std::vector<std::vector<int64_t>> key;
   for (const ir::Shape& s : shapes) key.emplace_back(s.begin(), s.end());
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = plans_.find(key); it != plans_.end()) return it->second;
-  Compiled c;
-  c.plan = std::make_unique<Plan>(*graph_, shapes, options_);
-  c.program = options_.backend->lower(*c.plan, options_);
-  latest_ = &plans_.emplace(key, std::move(c)).first->second;
-  return *latest_;
+  if (auto it = plans_.find(key); it != plans_.end()) {
+    it->second.last_run = ++clock_;
+    return it->second.compiled;
+  }
+  auto c = std::make_shared<Compiled>();
+  c->plan = std::make_unique<Plan>(*graph_, shapes, options_);
+  c->program = options_.backend->lower(*c->plan, options_);
+  ++compiled_;
+  latest_ = c;
+  plans_[key] = {c, ++clock_};
+  if (options_.max_plans > 0 && static_cast<int64_t>(plans_.size()) > options_.max_plans) {
+    auto oldest = plans_.begin();  // the least recently run; never the one just made (its clock is the newest)
+    for (auto it = plans_.begin(); it != plans_.end(); ++it)
+      if (it->second.last_run < oldest->second.last_run) oldest = it;
+    plans_.erase(oldest);
+  }
+  return c;
+}
+
+void Model::check_symbols(const std::vector<ir::Shape>& shapes, const char* what) const {
+  const ir::Graph& g = *graph_;
+  std::map<uint32_t, std::pair<int64_t, size_t>> seen;  // symbol -> size, the input it came from
+  for (size_t i = 0; i < shapes.size() && i < g.inputs().size(); ++i) {
+    const ir::Shape want = g.shape(g.inputs()[i]);
+    for (size_t d = 0; d < want.rank() && d < shapes[i].rank(); ++d) {
+      if (!ir::dim_is_symbolic(want[d])) continue;
+      const uint32_t sym = ir::dim_symbol(want[d]);
+      const std::string& name = g.symbols[sym];
+      const int64_t size = shapes[i][d];
+      const std::string where = std::string(what) + ": input " + std::to_string(i) + " (" + g.value_name(g.inputs()[i]) + ": " +
+                                g.type_str(g.inputs()[i]) + ") has " + name + " = " + std::to_string(size) + " on axis " + std::to_string(d);
+      const auto bound = std::find_if(options_.symbols.begin(), options_.symbols.end(), [&](const auto& p) { return p.first == name; });
+      if (bound != options_.symbols.end() && bound->second != size)
+        throw Error(ErrorCode::Shape, where + ", but the model was compiled with " + name + " = " + std::to_string(bound->second));
+      const auto [it, first] = seen.emplace(sym, std::make_pair(size, i));
+      if (!first && it->second.first != size)
+        throw Error(ErrorCode::Shape, where + ", but input " + std::to_string(it->second.second) + " (" +
+                                          g.value_name(g.inputs()[it->second.second]) + ") has " + name + " = " +
+                                          std::to_string(it->second.first));
+    }
+  }
 }
 
 Model::~Model() = default;
 
 std::vector<ir::Shape> Model::output_shapes(const std::vector<ir::Shape>& input_shapes) const {
-  const Plan& p = *plan_for(input_shapes).plan;
+  check_symbols(input_shapes, "output_shapes");
+  const std::shared_ptr<const Compiled> c = plan_for(input_shapes);
+  const Plan& p = *c->plan;
   std::vector<ir::Shape> out;
   for (ir::ValueId v : p.graph().outputs()) out.push_back(p.graph().shape(v));
   return out;
@@ -136,8 +174,9 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
     if (!inputs[i].bytes && inputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what + " has no data");
     shapes.push_back(inputs[i].shape);
   }
-  const Compiled& c = plan_for(shapes);
-  const Plan& p = *c.plan;
+  check_symbols(shapes, "run");
+  const std::shared_ptr<const Compiled> c = plan_for(shapes);  // kept alive by this run if the cache drops it
+  const Plan& p = *c->plan;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const ir::ValueId v = p.graph().outputs()[i];
     const std::string what = "run: output " + std::to_string(i) + " (" + p.graph().type_str(v) + ")";
@@ -150,20 +189,20 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
   control.max_loop_iterations = options_.max_loop_iterations;
   control.cancels = &cancels_;
   control.started_at = started_at;
-  c.program->run(inputs, outputs, trace, pool_.get(), control);
+  c->program->run(inputs, outputs, trace, pool_.get(), control);
 }
 
 std::string Model::to_dot() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
-  for (const auto& [key, c] : plans_) out += c.plan->to_dot(*c.program);
+  for (const auto& [key, cached] : plans_) out += cached.compiled->plan->to_dot(*cached.compiled->program);
   return out;
 }
 
 Stats Model::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s;
-  s.plans = static_cast<int64_t>(plans_.size());
+  s.plans = compiled_;
   if (latest_) {
     latest_->plan->add_stats(s);
     latest_->program->add_stats(s);
@@ -174,8 +213,10 @@ Stats Model::stats() const {
 std::string Model::report() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (plans_.empty()) return "no plan yet: the graph has symbolic sizes; the first run compiles one for its shapes\n";
-  std::string out;
-  for (const auto& [key, c] : plans_) out += c.plan->report() + c.program->report();
+  std::string out = "plans: " + std::to_string(plans_.size()) + " kept (" +
+                    (options_.max_plans ? "at most " + std::to_string(options_.max_plans) : std::string("no limit")) + "), " +
+                    std::to_string(compiled_) + " compiled\n";
+  for (const auto& [key, cached] : plans_) out += cached.compiled->plan->report() + cached.compiled->program->report();
   return out;
 }
 

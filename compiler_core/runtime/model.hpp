@@ -2,8 +2,10 @@
 // run through the backend's program. A run walks the program's launch list; nothing is looked
 // up or allocated per op.
 //
-// Graphs with symbolic dimensions compile once per set of input shapes: bound in the options,
-// or on the first run with new shapes (each set of shapes is its own plan, kept).
+// Graphs with symbolic dimensions compile once per set of input shapes: bound in the options
+// (then fixed: a run with another size is refused), or on the first run with new shapes. At
+// most CompileOptions::max_plans plans are kept, the least recently run dropped first with its
+// working memory (a run under way keeps its plan alive until it ends).
 #pragma once
 #include <atomic>
 #include <map>
@@ -50,13 +52,22 @@ class Model {
     std::unique_ptr<Plan> plan;
     std::unique_ptr<Program> program;
   };
-  const Compiled& plan_for(const std::vector<ir::Shape>& input_shapes) const;
+  struct Cached {
+    std::shared_ptr<const Compiled> compiled;
+    uint64_t last_run = 0;  // the cache's clock when it was last asked for
+  };
+  std::shared_ptr<const Compiled> plan_for(const std::vector<ir::Shape>& input_shapes) const;
+  // Refuses shapes whose symbolic sizes disagree with a size the options bind, or with each
+  // other (one symbol, two sizes); `what` names the call.
+  void check_symbols(const std::vector<ir::Shape>& input_shapes, const char* what) const;
 
   std::unique_ptr<ir::Graph> graph_;
   CompileOptions options_;
   mutable std::mutex mu_;
-  mutable std::map<std::vector<std::vector<int64_t>>, Compiled> plans_;
-  mutable const Compiled* latest_ = nullptr;
+  mutable std::map<std::vector<std::vector<int64_t>>, Cached> plans_;
+  mutable std::shared_ptr<const Compiled> latest_;
+  mutable uint64_t clock_ = 0;     // counts lookups, for least-recently-run eviction
+  mutable int64_t compiled_ = 0;   // plans compiled so far, dropped ones included
   std::unique_ptr<ThreadPool> pool_;  // none with one thread
   mutable std::atomic<uint64_t> cancels_{0};
 };

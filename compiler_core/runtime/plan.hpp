@@ -21,6 +21,7 @@ namespace esg::runtime {
 
 constexpr int64_t kDefaultMaxLoopIterations = 10'000'000;
 constexpr int64_t kDefaultMaxNodes = int64_t{1} << 22;  // 4,194,304
+constexpr int64_t kDefaultMaxPlans = 16;
 
 // The precision of convolutions' and constant-weight matmuls' multiplications: f32, or operands
 // rounded to bfloat16 with the products summed in f32.
@@ -39,6 +40,7 @@ struct CompileOptions {
   int64_t max_loop_iterations = kDefaultMaxLoopIterations;  // of all loops of a run together
   int64_t max_nodes = kDefaultMaxNodes;                      // of the graph, bodies included
   Precision precision = Precision::F32;  // a backend refuses one it cannot honour
+  int64_t max_plans = kDefaultMaxPlans;  // plans kept for sets of input shapes, least recently run dropped; 0: no limit
 
   // The model's threads: `threads`, or the machine's cores when 0.
   int pool_threads() const;

@@ -323,6 +323,7 @@ static void test_compile_and_run(void) {
   g = esg_builder_build(b, &ty, 1);
   esg_compile_options_init(&o);
   CHECK(o.streams == 1 && o.fusion && o.memory_reuse);
+  CHECK(o.max_plans == 16);
   o.symbol_names = names;
   o.symbol_sizes = sizes;
   o.num_symbols = 1;
@@ -347,6 +348,13 @@ static void test_compile_and_run(void) {
   bad.nbytes = 8;
   CHECK(esg_model_run(m, &bad, 1, &out, 1) == ESG_ERR_SHAPE);
   CHECK(esg_model_run(m, &in, 0, &out, 1) == ESG_ERR_INVALID_ARGUMENT);
+  { /* batch was bound to 1: a batch of 2 is refused, naming the symbol */
+    float x2[4] = {1, 1, 1, 1}, y2[4];
+    int64_t d2[2] = {2, 2};
+    esg_buffer in2 = buffer(x2, sizeof x2, ESG_F32, d2, 2), out2 = buffer(y2, sizeof y2, ESG_F32, d2, 2);
+    CHECK(esg_model_run(m, &in2, 1, &out2, 1) == ESG_ERR_SHAPE);
+    CHECK(strstr(esg_last_error(), "compiled with batch = 1") != NULL);
+  }
   report = esg_model_report(m);
   CHECK(report && strstr(report, "arena") != NULL);
   esg_free(report);

@@ -308,6 +308,11 @@ typedef struct esg_compile_options {
      A precision the backend or the CPU cannot honour is refused with ESG_ERR_UNSUPPORTED,
      naming what is missing. */
   const char* precision;
+  /* API 2: a graph with symbolic sizes compiles one plan per set of input shapes; at most
+     max_plans of them are kept (default 16), the least recently run dropped first (with its
+     working memory) and compiled again if its shapes come back. 0: no limit. A size bound in
+     symbol_names/symbol_sizes is fixed: a run with another size fails with ESG_ERR_SHAPE. */
+  int64_t max_plans;
 } esg_compile_options;
 ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size);
 #define esg_compile_options_init(options) esg_compile_options_init_((options), sizeof(*(options)))
