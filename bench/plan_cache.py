@@ -1,0 +1,61 @@
+"""A model with a symbolic batch run at many distinct batch sizes: each size compiles a plan;
+with the default cache (`max_plans` 16) the process's resident memory stays flat, without a
+limit it grows with every size. The largest size runs first (its working memory, per-thread
+scratch included, is what any plan needs at most), then every size 1..N in a scrambled order;
+prints the resident memory grown since, after every hundred sizes, in a fresh process per
+setting.
+
+    PYTHONPATH=build/default/python /usr/bin/python3 bench/plan_cache.py [--sizes 1000]
+"""
+import argparse
+import subprocess
+import sys
+import time
+
+
+def resident_mib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def worker(sizes, max_plans):
+    import numpy as np
+
+    import esgraph
+    from esgraph import ops
+
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((512, 1024)).astype(np.float32) * 0.05
+    w2 = rng.standard_normal((1024, 512)).astype(np.float32) * 0.05
+    with esgraph.GraphBuilder("mlp") as b:
+        x = b.input("x", esgraph.f32, ["batch", 512])
+        y = ops.layer_norm(x + ops.gelu(x @ w1) @ w2)
+    model = esgraph.compile(b.build([y]), max_plans=max_plans)
+    model(np.ones((sizes, 512), np.float32))
+    start, t0, row = resident_mib(), time.perf_counter(), []
+    for i in range(1, sizes + 1):
+        batch = 1 + (i * 37) % sizes  # every size once (37 is prime to the counts used), scrambled
+        model(np.ones((batch, 512), np.float32))
+        if i % 100 == 0:
+            row.append(f"{resident_mib() - start:7.0f}")
+    per_size = (time.perf_counter() - t0) / sizes * 1e3
+    print(f"max_plans={max_plans:<4} {' '.join(row)}   ({model.stats()['plans']} plans compiled, {per_size:.1f} ms a size)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, default=1000)
+    ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker is not None:
+        return worker(args.sizes, args.worker)
+    print(f"resident memory grown (MiB) after each hundred of the batch sizes 1..{args.sizes}, the largest run first")
+    for max_plans in (16, 0):
+        subprocess.run([sys.executable, __file__, "--sizes", str(args.sizes), "--worker", str(max_plans)], check=True)
+
+
+if __name__ == "__main__":
+    main()
