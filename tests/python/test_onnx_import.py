@@ -1165,3 +1165,35 @@ def test_a_norm_over_other_axes_than_the_trailing_ones_is_left_as_written():
     assert "layer_norm" not in model.to_dot()
     mean = x.mean(0, keepdims=True)
     close(model(x), (x - mean) / np.sqrt(((x - mean) ** 2).mean(0, keepdims=True) + 1e-5))
+
+
+@pytest.mark.parametrize("shape, axis, inverse, onesided, length", [
+    ((2, 16, 1), 1, 0, 0, None), ((2, 16, 2), 1, 1, 0, None), ((3, 10, 1), 1, 0, 1, None),
+    ((2, 12, 2), 1, 0, 0, 16), ((2, 12, 2), 1, 0, 0, 8), ((4, 6, 5, 2), 2, 0, 0, None), ((4, 6, 5, 2), 1, 1, 0, None),
+])
+def test_dft_matches_numpys_fft(shape, axis, inverse, onesided, length):
+    """DFT (opset 17) against numpy.fft: real and complex signals, forward and inverse, one-sided,
+    cut or zero-padded to dft_length, along an inner axis."""
+    x = rand(*shape, seed=3)
+    inputs = ["x"] + (["n"] if length else [])
+    inits = [init("n", np.array(length, np.int64))] if length else []
+    node = helper.make_node("DFT", inputs, ["y"], axis=axis, inverse=inverse, onesided=onesided)
+    model = make([node], [vi("x", F32, list(shape))], [vi("y")], inits, opset=17)
+    signal = x[..., 0] + (1j * x[..., 1] if shape[-1] == 2 else 0)
+    n = length or shape[axis]
+    want = (np.fft.ifft if inverse else np.fft.fft)(signal, n=n, axis=axis)
+    if onesided:
+        want = np.take(want, np.arange(n // 2 + 1), axis=axis)
+    close(run(model, x)[0], np.stack([want.real, want.imag], -1).astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_max_unpool_puts_each_value_back_where_max_pool_found_it():
+    torch = pytest.importorskip("torch")
+    x = torch.from_numpy(rand(2, 3, 6, 8, seed=4))
+    pooled, indices = torch.nn.functional.max_pool2d(x, 2, stride=2, return_indices=True)
+    # PyTorch's indices count within each (image, channel) plane; ONNX's over the whole tensor.
+    flat = indices + (torch.arange(6).reshape(2, 3, 1, 1) * 48)
+    node = helper.make_node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
+    model = make([node], [vi("x", F32, [2, 3, 3, 4]), vi("i", helper.TensorProto.INT64, [2, 3, 3, 4])], [vi("y")], opset=11)
+    want = torch.nn.functional.max_unpool2d(pooled, indices, 2, stride=2)
+    close(run(model, pooled.numpy(), flat.numpy())[0], want.numpy())

@@ -1,7 +1,7 @@
-"""MaxPool, AveragePool and the global pools. 1-D and 2-D windows run on esgraph's pooling
-kernels; 3-D windows, dilated windows and MaxPool's Indices output are written as one strided
-slice of the (padded) input per window offset, combined elementwise — exact for any rank, and
-what a window of a few elements costs anyway."""
+"""MaxPool, AveragePool, the global pools and MaxUnpool. 1-D and 2-D windows run on esgraph's
+pooling kernels; 3-D windows, dilated windows and MaxPool's Indices output are written as one
+strided slice of the (padded) input per window offset, combined elementwise — exact for any
+rank, and what a window of a few elements costs anyway; MaxUnpool is a scatter."""
 import itertools
 import math
 
@@ -141,3 +141,26 @@ def global_average_pool(n):
 @converts("GlobalMaxPool")
 def global_max_pool(n):
     return ops.reduce_max(n.x(0), axes=list(range(2, n.rank(0))), keepdims=True)
+
+
+@converts("MaxUnpool")
+def max_unpool(n):
+    """MaxPool's inverse: each value written at its flat index (MaxPool's Indices) into zeros of
+    the unpooled shape, (in - 1)·stride - pads + kernel; a larger `output_shape` adds zeros at
+    the end of each axis, the indices keeping their places (as ONNX's reference does)."""
+    check_attrs(n, ("kernel_shape", "pads", "strides"))
+    x = n.x(0)
+    dims = _static(x.shape, "MaxUnpool")
+    kernel = n.attr("kernel_shape")
+    spatial = len(kernel)
+    strides = n.attr("strides") or [1] * spatial
+    pads = n.attr("pads") or [0] * (2 * spatial)
+    out = dims[:2] + [(dims[2 + i] - 1) * strides[i] - pads[i] - pads[spatial + i] + kernel[i] for i in range(spatial)]
+    flat = ops.fill([math.prod(out)], value=0.0, dtype=x.dtype)
+    y = ops.reshape(ops.scatter_elements(flat, ops.reshape(n.x(1), [-1]), ops.reshape(x, [-1]), axis=0), out)
+    if not n.has(2):
+        return y
+    wanted = [int(d) for d in np.asarray(n.const(2, "output_shape")).reshape(-1)]
+    if len(wanted) != len(out) or any(w < o for w, o in zip(wanted, out)):
+        raise Unsupported(f"output_shape {wanted} smaller than the unpooled {out}")
+    return ops.pad(y, [0] * len(out) + [w - o for w, o in zip(wanted, out)])

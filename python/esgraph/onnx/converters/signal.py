@@ -106,3 +106,73 @@ def matmul_integer(n):
     if n.has(3):
         b = b - ops.cast(n.x(3), _C.i32)  # per column of b: broadcasts as it is
     return ops.matmul(a, b)
+
+
+@converts("DFT")
+def dft(n):
+    """The discrete Fourier transform along `axis` as two products with constant cosine and sine
+    matrices (the signal's length is static): X_k = sum_j x_j e^(-2 pi i k j / N), with 1/N and
+    the opposite sign for `inverse`, the first N/2 + 1 terms for `onesided`."""
+    check_attrs(n, ("axis", "inverse", "onesided"))
+    x, rank = n.x(0), n.rank(0)
+    dims = _static(x.shape, "DFT")
+    axis = n.attr("axis", 1) % rank
+    if axis == rank - 1:
+        raise Unsupported("a DFT along the real/imaginary axis")
+    inverse, onesided = bool(n.attr("inverse", 0)), bool(n.attr("onesided", 0))
+    if inverse and onesided:
+        raise Unsupported("an inverse one-sided DFT")
+    length = int(np.asarray(n.const(1, "dft_length")).reshape(-1)[0]) if n.has(1) else dims[axis]
+    # The signal as [.., length] along the last axis: moved there, then cut or zero-padded.
+    perm = [d for d in range(rank - 1) if d != axis] + [axis]
+    def signal(part):
+        s = ops.transpose(ops.squeeze(part, axes=[rank - 1]), perm=perm)
+        if length < dims[axis]:
+            s = ops.slice(s, [0], [length], axes=[rank - 2])
+        elif length > dims[axis]:
+            s = ops.pad(s, [0] * (rank - 2) + [0] + [0] * (rank - 2) + [length - dims[axis]])
+        return s
+    real = signal(ops.slice(x, [0], [1], axes=[rank - 1]))
+    imag = signal(ops.slice(x, [1], [2], axes=[rank - 1])) if dims[-1] == 2 else None
+    terms = length // 2 + 1 if onesided else length
+    angle = 2 * np.pi * np.outer(np.arange(length), np.arange(terms)) / length
+    dtype = _dtypes.numpy_dtype(x.dtype)
+    cos, sin = np.cos(angle).astype(dtype), np.sin(angle).astype(dtype)
+    sign, scale = (1.0, 1.0 / length) if inverse else (-1.0, 1.0)
+    # (a + ib)(cos + i·sign·sin) summed over j: real a·cos - sign·b·sin, imaginary sign·a·sin + b·cos.
+    out_real = real @ cos
+    out_imag = (real @ sin) * sign
+    if imag is not None:
+        out_real = out_real - (imag @ sin) * sign
+        out_imag = out_imag + imag @ cos
+    if inverse:
+        out_real, out_imag = out_real * scale, out_imag * scale
+    back = [perm.index(d) for d in range(rank - 1)]
+    parts = [ops.unsqueeze(ops.transpose(p, perm=back), axes=[rank - 1]) for p in (out_real, out_imag)]
+    return ops.concat(parts, rank - 1)
+
+
+@converts("MelWeightMatrix")
+def mel_weight_matrix(n):
+    """The [dft_length / 2 + 1, num_mel_bins] matrix of triangular mel filters, computed once
+    from its constant operands: band edges evenly spaced on the mel scale (2595 log10(1 + f /
+    700)), each mapped to the spectrogram bin floor((dft_length + 1) f / sample_rate), each
+    filter rising from its left edge to its centre and falling to its right edge."""
+    check_attrs(n, ("output_datatype",))
+    bins, length, rate = (int(np.asarray(n.const(i, what)).reshape(-1)[0])
+                          for i, what in enumerate(("num_mel_bins", "dft_length", "sample_rate")))
+    low, high = (float(np.asarray(n.const(i, what)).reshape(-1)[0]) for i, what in ((3, "lower_edge_hertz"), (4, "upper_edge_hertz")))
+    to_mel = lambda hz: 2595 * np.log10(1 + hz / 700)  # noqa: E731
+    edges_mel = to_mel(low) + np.arange(bins + 2) * (to_mel(high) - to_mel(low)) / (bins + 2)
+    edges = (((length + 1) * (700 * (np.power(10, edges_mel / 2595) - 1))) // rate).astype(np.int64)
+    out = np.zeros((length // 2 + 1, bins))
+    for i in range(bins):
+        left, centre, right = edges[i], edges[i + 1], edges[i + 2]
+        if centre == left:
+            out[centre, i] = 1
+        else:
+            out[left:centre + 1, i] = (np.arange(left, centre + 1) - left) / (centre - left)
+        if right > centre:
+            out[centre:right, i] = (right - np.arange(centre, right)) / (right - centre)
+    dtype = _dtypes.esg_dtype(n.attr("output_datatype", 1))
+    return ops.cast(_C.constant(out.astype(np.float64)), dtype)
