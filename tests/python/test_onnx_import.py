@@ -1197,3 +1197,19 @@ def test_max_unpool_puts_each_value_back_where_max_pool_found_it():
     model = make([node], [vi("x", F32, [2, 3, 3, 4]), vi("i", helper.TensorProto.INT64, [2, 3, 3, 4])], [vi("y")], opset=11)
     want = torch.nn.functional.max_unpool2d(pooled, indices, 2, stride=2)
     close(run(model, pooled.numpy(), flat.numpy())[0], want.numpy())
+
+
+@pytest.mark.parametrize("channels, window, onesided", [(1, True, 1), (2, True, 0), (1, False, 0)])
+def test_stft_matches_numpy_frame_by_frame(channels, window, onesided):
+    """STFT (opset 17) against numpy.fft over each frame: real and complex signals, with a
+    window or a frame_length, one-sided or whole."""
+    x = rand(2, 50, channels, seed=5)
+    win = np.hanning(12).astype(np.float32)
+    inputs = ["x", "step"] + (["w"] if window else ["", "length"])
+    inits = [init("step", np.array(5, np.int64))] + ([init("w", win)] if window else [init("length", np.array(12, np.int64))])
+    node = helper.make_node("STFT", inputs, ["y"], onesided=onesided)
+    model = make([node], [vi("x", F32, [2, 50, channels])], [vi("y")], inits, opset=17)
+    signal = x[..., 0] + (1j * x[..., 1] if channels == 2 else 0)
+    frames = np.stack([signal[:, i * 5:i * 5 + 12] * (win if window else 1) for i in range(1 + (50 - 12) // 5)], 1)
+    want = np.fft.fft(frames, axis=-1)[..., :7 if onesided else 12]
+    close(run(model, x)[0], np.stack([want.real, want.imag], -1).astype(np.float32), rtol=1e-4, atol=1e-4)

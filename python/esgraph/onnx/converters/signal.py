@@ -108,11 +108,29 @@ def matmul_integer(n):
     return ops.matmul(a, b)
 
 
+def _fourier(real, imag, length, inverse, onesided):
+    """The DFT of the signal real + i·imag (imag None: real) along its last axis, `length` long,
+    as products with constant cosine and sine matrices: X_k = sum_j x_j e^(-2 pi i k j / N),
+    with 1/N and the opposite sign for `inverse`, the first N/2 + 1 terms for `onesided`. The
+    real and imaginary parts, [.., terms] each."""
+    terms = length // 2 + 1 if onesided else length
+    angle = 2 * np.pi * np.outer(np.arange(length), np.arange(terms)) / length
+    dtype = _dtypes.numpy_dtype(real.dtype)
+    cos, sin = np.cos(angle).astype(dtype), np.sin(angle).astype(dtype)
+    sign = 1.0 if inverse else -1.0
+    # (a + ib)(cos + i·sign·sin) summed over j: real a·cos - sign·b·sin, imaginary sign·a·sin + b·cos.
+    out_real, out_imag = real @ cos, (real @ sin) * sign
+    if imag is not None:
+        out_real, out_imag = out_real - (imag @ sin) * sign, out_imag + imag @ cos
+    if inverse:
+        out_real, out_imag = out_real * (1.0 / length), out_imag * (1.0 / length)
+    return out_real, out_imag
+
+
 @converts("DFT")
 def dft(n):
-    """The discrete Fourier transform along `axis` as two products with constant cosine and sine
-    matrices (the signal's length is static): X_k = sum_j x_j e^(-2 pi i k j / N), with 1/N and
-    the opposite sign for `inverse`, the first N/2 + 1 terms for `onesided`."""
+    """The discrete Fourier transform along `axis` (_fourier; the signal's length is static),
+    the signal cut or zero-padded to `dft_length`."""
     check_attrs(n, ("axis", "inverse", "onesided"))
     x, rank = n.x(0), n.rank(0)
     dims = _static(x.shape, "DFT")
@@ -125,31 +143,48 @@ def dft(n):
     length = int(np.asarray(n.const(1, "dft_length")).reshape(-1)[0]) if n.has(1) else dims[axis]
     # The signal as [.., length] along the last axis: moved there, then cut or zero-padded.
     perm = [d for d in range(rank - 1) if d != axis] + [axis]
+
     def signal(part):
         s = ops.transpose(ops.squeeze(part, axes=[rank - 1]), perm=perm)
         if length < dims[axis]:
             s = ops.slice(s, [0], [length], axes=[rank - 2])
         elif length > dims[axis]:
-            s = ops.pad(s, [0] * (rank - 2) + [0] + [0] * (rank - 2) + [length - dims[axis]])
+            s = ops.pad(s, [0] * (rank - 1) + [0] * (rank - 2) + [length - dims[axis]])
         return s
-    real = signal(ops.slice(x, [0], [1], axes=[rank - 1]))
+
     imag = signal(ops.slice(x, [1], [2], axes=[rank - 1])) if dims[-1] == 2 else None
-    terms = length // 2 + 1 if onesided else length
-    angle = 2 * np.pi * np.outer(np.arange(length), np.arange(terms)) / length
-    dtype = _dtypes.numpy_dtype(x.dtype)
-    cos, sin = np.cos(angle).astype(dtype), np.sin(angle).astype(dtype)
-    sign, scale = (1.0, 1.0 / length) if inverse else (-1.0, 1.0)
-    # (a + ib)(cos + i·sign·sin) summed over j: real a·cos - sign·b·sin, imaginary sign·a·sin + b·cos.
-    out_real = real @ cos
-    out_imag = (real @ sin) * sign
-    if imag is not None:
-        out_real = out_real - (imag @ sin) * sign
-        out_imag = out_imag + imag @ cos
-    if inverse:
-        out_real, out_imag = out_real * scale, out_imag * scale
+    parts = _fourier(signal(ops.slice(x, [0], [1], axes=[rank - 1])), imag, length, inverse, onesided)
     back = [perm.index(d) for d in range(rank - 1)]
-    parts = [ops.unsqueeze(ops.transpose(p, perm=back), axes=[rank - 1]) for p in (out_real, out_imag)]
-    return ops.concat(parts, rank - 1)
+    return ops.concat([ops.unsqueeze(ops.transpose(p, perm=back), axes=[rank - 1]) for p in parts], rank - 1)
+
+
+@converts("STFT")
+def stft(n):
+    """Frames of the signal [batch, length, 1 or 2] every `frame_step`, `frame_length` (or the
+    window's length) long, gathered by constant indices, times the window, each through
+    _fourier: [batch, frames, terms, 2]."""
+    check_attrs(n, ("onesided",))
+    x = n.x(0)
+    dims = _static(x.shape, "STFT")
+    step = int(np.asarray(n.const(1, "frame_step")).reshape(-1)[0])
+    if n.has(3):
+        length = int(np.asarray(n.const(3, "frame_length")).reshape(-1)[0])
+    elif n.has(2):
+        length = _static(n.shape(2), "STFT's window")[0]
+    else:
+        raise Unsupported("STFT without a window or a frame_length")
+    if step < 1 or length < 1 or length > dims[1]:
+        raise Unsupported(f"frames of {length} every {step} over a signal of {dims[1]}")
+    frames = 1 + (dims[1] - length) // step
+    at = (np.arange(frames)[:, None] * step + np.arange(length)[None, :]).astype(np.int64)
+
+    def framed(part):
+        f = ops.gather(ops.squeeze(part, axes=[2]), at, axis=1)  # [batch, frames, length]
+        return f * n.x(2) if n.has(2) else f
+
+    imag = framed(ops.slice(x, [1], [2], axes=[2])) if dims[2] == 2 else None
+    parts = _fourier(framed(ops.slice(x, [0], [1], axes=[2])), imag, length, False, bool(n.attr("onesided", 1)))
+    return ops.concat([ops.unsqueeze(p, axes=[3]) for p in parts], 3)
 
 
 @converts("MelWeightMatrix")
