@@ -41,7 +41,7 @@ def test_a_limit_error_is_an_esgraph_error_and_a_runtime_error():
 
 
 def test_negative_limits_are_refused():
-    with pytest.raises(esgraph.InvalidArgumentError, match="max_loop_iterations and max_nodes"):
+    with pytest.raises(esgraph.InvalidArgumentError, match="max_loop_iterations, max_nodes and max_plans must be 0"):
         esgraph.compile(counting_loop(), max_loop_iterations=-1)
 
 
