@@ -102,6 +102,12 @@ ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options
       if (!o.symbol_names[i]) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: a symbol name is NULL");
       co.symbols.emplace_back(o.symbol_names[i], o.symbol_sizes[i]);
     }
+    if (o.num_ranges && (!o.range_names || !o.range_min || !o.range_max))
+      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: num_ranges without range_names, range_min or range_max");
+    for (size_t i = 0; i < o.num_ranges; ++i) {
+      if (!o.range_names[i]) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: a range's symbol name is NULL");
+      co.ranges.push_back({o.range_names[i], o.range_min[i], o.range_max[i]});
+    }
     model = new esg_model(std::make_unique<esg::runtime::Model>(std::make_unique<ir::Graph>(*graph->g), co));
   });
   return model;

@@ -54,6 +54,17 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(
     if (it == graph_->symbols.end()) throw Error(ErrorCode::InvalidArgument, "compile: the graph has no symbol `" + name + "`");
     if (size < 0) throw Error(ErrorCode::InvalidArgument, "compile: symbol `" + name + "` bound to a negative size");
   }
+  for (const CompileOptions::Range& r : options_.ranges) {
+    const std::string what = "compile: the range " + std::to_string(r.min) + ".." + std::to_string(r.max) + " of `" + r.symbol + "`";
+    if (std::find(graph_->symbols.begin(), graph_->symbols.end(), r.symbol) == graph_->symbols.end())
+      throw Error(ErrorCode::InvalidArgument, what + ": the graph has no such symbol");
+    if (r.min < 0 || r.min > r.max) throw Error(ErrorCode::InvalidArgument, what + " is empty or negative");
+    const auto bound = std::find_if(options_.symbols.begin(), options_.symbols.end(), [&](const auto& p) { return p.first == r.symbol; });
+    if (bound != options_.symbols.end())
+      throw Error(ErrorCode::InvalidArgument, what + ": the symbol is also bound to " + std::to_string(bound->second));
+    if (std::count_if(options_.ranges.begin(), options_.ranges.end(), [&](const auto& o) { return o.symbol == r.symbol; }) > 1)
+      throw Error(ErrorCode::InvalidArgument, what + ": the symbol has another range");
+  }
   // With every symbol of the inputs bound, compile now; otherwise on the first run.
   std::vector<ir::Shape> shapes;
   bool all_bound = true;
@@ -111,6 +122,10 @@ void Model::check_symbols(const std::vector<ir::Shape>& shapes, const char* what
       const auto bound = std::find_if(options_.symbols.begin(), options_.symbols.end(), [&](const auto& p) { return p.first == name; });
       if (bound != options_.symbols.end() && bound->second != size)
         throw Error(ErrorCode::Shape, where + ", but the model was compiled with " + name + " = " + std::to_string(bound->second));
+      const auto range = std::find_if(options_.ranges.begin(), options_.ranges.end(), [&](const auto& r) { return r.symbol == name; });
+      if (range != options_.ranges.end() && (size < range->min || size > range->max))
+        throw Error(ErrorCode::Shape, where + ", outside the range " + std::to_string(range->min) + ".." + std::to_string(range->max) +
+                                          " the model was compiled for");
       const auto [it, first] = seen.emplace(sym, std::make_pair(size, i));
       if (!first && it->second.first != size)
         throw Error(ErrorCode::Shape, where + ", but input " + std::to_string(it->second.second) + " (" +

@@ -34,6 +34,11 @@ struct CompileOptions {
   bool memory_reuse = true;
   bool verify_each_pass = false;
   std::vector<std::pair<std::string, int64_t>> symbols;  // sizes of symbolic dimensions
+  struct Range {
+    std::string symbol;
+    int64_t min, max;
+  };
+  std::vector<Range> ranges;  // symbolic dimensions' allowed sizes, checked at every run
   const Backend* backend = nullptr;  // where the model runs (backends/registry.hpp names them)
   BackendOptions backend_options;    // the backend's own, checked against what it declares
   // Limits against hostile models (docs/reliability.md); 0: none.

@@ -475,12 +475,25 @@ class CompileOptions {
     sizes_.push_back(size);
     return *this;
   }
+  // A symbolic dimension's allowed sizes, min..max (see esg_compile_options::range_names).
+  CompileOptions& symbol_range(const std::string& name, int64_t min, int64_t max) {
+    range_names_.push_back(name);
+    range_min_.push_back(min);
+    range_max_.push_back(max);
+    return *this;
+  }
   const esg_compile_options* c() const {
     pointers_.clear();
     for (const std::string& n : names_) pointers_.push_back(n.c_str());
     raw_.symbol_names = pointers_.data();
     raw_.symbol_sizes = sizes_.data();
     raw_.num_symbols = names_.size();
+    range_pointers_.clear();
+    for (const std::string& n : range_names_) range_pointers_.push_back(n.c_str());
+    raw_.range_names = range_pointers_.data();
+    raw_.range_min = range_min_.data();
+    raw_.range_max = range_max_.data();
+    raw_.num_ranges = range_names_.size();
     raw_.backend = backend_.empty() ? nullptr : backend_.c_str();
     raw_.backend_options = backend_options_.empty() ? nullptr : backend_options_.c_str();
     raw_.precision = precision_.empty() ? nullptr : precision_.c_str();
@@ -489,10 +502,10 @@ class CompileOptions {
 
  private:
   mutable esg_compile_options raw_;
-  std::vector<std::string> names_;
-  std::vector<int64_t> sizes_;
+  std::vector<std::string> names_, range_names_;
+  std::vector<int64_t> sizes_, range_min_, range_max_;
   std::string backend_, backend_options_, precision_;
-  mutable std::vector<const char*> pointers_;
+  mutable std::vector<const char*> pointers_, range_pointers_;
 };
 
 // A compiled graph; runs are thread-safe.

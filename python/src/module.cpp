@@ -404,24 +404,33 @@ void bind_model(py::module_& m) {
         return names;
       });
   m.def("compile", [](const esg::Graph& g, int streams, int threads, bool fusion, bool memory_reuse, bool verify_each_pass,
-                      const std::map<std::string, int64_t>& shapes, const std::string& backend, int device, int ai_cores,
+                      const std::map<std::string, py::object>& shapes, const std::string& backend, int device, int ai_cores,
                       bool host_fallback, const std::map<std::string, int64_t>& backend_options,
                       int64_t max_loop_iterations, int64_t max_nodes, const std::string& precision, int64_t max_plans) {
     esg::CompileOptions o;
     o.streams(streams).threads(threads).fusion(fusion).memory_reuse(memory_reuse).verify_each_pass(verify_each_pass);
     o.backend(backend).device(device).ai_cores(ai_cores).host_fallback(host_fallback);
     o.max_loop_iterations(max_loop_iterations).max_nodes(max_nodes).precision(precision).max_plans(max_plans);
-    for (const auto& [name, size] : shapes) o.symbol(name, size);
+    for (const auto& [name, size] : shapes) {  // a size binds the symbol; a (min, max) pair ranges it
+      if (py::isinstance<py::tuple>(size) || py::isinstance<py::list>(size)) {
+        const auto bounds = size.cast<std::vector<int64_t>>();
+        if (bounds.size() != 2) throw py::value_error("compile: shapes[\"" + name + "\"] must be a size or a (min, max) pair");
+        o.symbol_range(name, bounds[0], bounds[1]);
+      } else {
+        o.symbol(name, size.cast<int64_t>());
+      }
+    }
     for (const auto& [name, value] : backend_options) o.backend_option(name, value);
     return esg::compile(g, o);
   }, py::arg("graph"), py::kw_only(), py::arg("streams") = 1, py::arg("threads") = 0, py::arg("fusion") = true,
      py::arg("memory_reuse") = true, py::arg("verify_each_pass") = false,
-     py::arg("shapes") = std::map<std::string, int64_t>{}, py::arg("backend") = "cpu", py::arg("device") = 0,
+     py::arg("shapes") = std::map<std::string, py::object>{}, py::arg("backend") = "cpu", py::arg("device") = 0,
      py::arg("ai_cores") = 0, py::arg("host_fallback") = false, py::arg("backend_options") = std::map<std::string, int64_t>{},
      py::arg("max_loop_iterations") = esg::CompileOptions().c()->max_loop_iterations,
      py::arg("max_nodes") = esg::CompileOptions().c()->max_nodes, py::arg("precision") = "f32",
      py::arg("max_plans") = esg::CompileOptions().c()->max_plans,
-     "Compiles a graph. `shapes` binds symbolic dimensions by name (a run with another size is a ShapeError); "
+     "Compiles a graph. `shapes` binds symbolic dimensions by name (a run with another size is a ShapeError), or "
+     "gives a (min, max) range a run's sizes must keep to; "
      "unbound ones bind at each call, one plan per set of input shapes, at most `max_plans` kept (the least recently "
      "run dropped first; 0: no limit). "
      "`threads` (0: every core) are shared by large kernels and by `streams`, which run at once when there is a "

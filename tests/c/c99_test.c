@@ -348,6 +348,42 @@ static void test_compile_and_run(void) {
   bad.nbytes = 8;
   CHECK(esg_model_run(m, &bad, 1, &out, 1) == ESG_ERR_SHAPE);
   CHECK(esg_model_run(m, &in, 0, &out, 1) == ESG_ERR_INVALID_ARGUMENT);
+  { /* a range instead of a size: 1..2 runs, 3 is refused; a symbol bound and ranged is refused */
+    const char* range_names[1] = {"batch"};
+    int64_t low[1] = {1}, high[1] = {2};
+    esg_compile_options ro;
+    esg_model* ranged;
+    esg_builder* rb = esg_builder_create("ranged");
+    int64_t rd[2];
+    esg_tensor rx, ry;
+    esg_graph* rg;
+    float x3[6] = {1, 1, 1, 1, 1, 1}, y3[6];
+    int64_t d3[2] = {3, 2};
+    esg_buffer in3 = buffer(x3, sizeof x3, ESG_F32, d3, 2), out3 = buffer(y3, sizeof y3, ESG_F32, d3, 2);
+    rd[0] = esg_symbol(rb, "batch");
+    rd[1] = 2;
+    rx = esg_input(rb, "x", ESG_F32, rd, 2);
+    ry = esg_relu(rx, NULL);
+    rg = esg_builder_build(rb, &ry, 1);
+    esg_builder_destroy(rb);
+    esg_compile_options_init(&ro);
+    ro.range_names = range_names;
+    ro.range_min = low;
+    ro.range_max = high;
+    ro.num_ranges = 1;
+    ranged = esg_compile(rg, &ro);
+    CHECK(ranged != NULL);
+    CHECK(esg_model_run(ranged, &in, 1, &out, 1) == ESG_OK);
+    CHECK(esg_model_run(ranged, &in3, 1, &out3, 1) == ESG_ERR_SHAPE);
+    CHECK(strstr(esg_last_error(), "outside the range 1..2") != NULL);
+    esg_model_destroy(ranged);
+    ro.symbol_names = names;
+    ro.symbol_sizes = sizes;
+    ro.num_symbols = 1;
+    CHECK(esg_compile(rg, &ro) == NULL);
+    CHECK(esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+    esg_graph_destroy(rg);
+  }
   { /* batch was bound to 1: a batch of 2 is refused, naming the symbol */
     float x2[4] = {1, 1, 1, 1}, y2[4];
     int64_t d2[2] = {2, 2};

@@ -90,6 +90,13 @@ TEST_CASE("a symbolic batch compiles once per batch size, bound or at run time")
   CHECK(bound.stats().plans == 1);
   CHECK(bound.report().find("x: f32[2,3]") != std::string::npos);
   CHECK_THROWS_AS(esg::compile(mlp(true), esg::CompileOptions().symbol("nope", 2)), esg::InvalidArgumentError);
+  CHECK_THROWS_AS(run_mlp(bound, std::vector<float>(9, 1.0f), 3), esg::ShapeError);  // bound sizes are fixed
+  // A range: sizes within run, one beyond is refused; plans kept at most max_plans.
+  const esg::Model ranged = esg::compile(mlp(true), esg::CompileOptions().symbol_range("batch", 1, 3).max_plans(2));
+  for (int64_t batch = 1; batch <= 3; ++batch) CHECK(run_mlp(ranged, std::vector<float>(3 * batch, 1.0f), batch).size() == 2 * batch);
+  CHECK_THROWS_AS(run_mlp(ranged, std::vector<float>(12, 1.0f), 4), esg::ShapeError);
+  CHECK(ranged.stats().plans == 3);
+  CHECK(ranged.report().find("plans: 2 kept (at most 2), 3 compiled") != std::string::npos);
 }
 
 TEST_CASE("options: streams, no reuse and verification give the same results") {

@@ -88,3 +88,26 @@ def test_one_symbol_has_one_size_across_the_inputs():
 def test_a_negative_limit_is_refused():
     with pytest.raises(esgraph.InvalidArgumentError, match="max_plans"):
         esgraph.compile(batch_graph(), max_plans=-1)
+
+
+def test_a_range_declares_the_sizes_a_run_may_have():
+    model = esgraph.compile(batch_graph(), shapes={"batch": (2, 6)})
+    for batch in (2, 4, 6):
+        run_and_check(model, batch)
+    for batch in (1, 7):
+        with pytest.raises(esgraph.ShapeError, match=rf"input 0 \(x: f32\[batch,8\]\) has batch = {batch} on axis 0, "
+                                                     r"outside the range 2\.\.6 the model was compiled for"):
+            model(np.zeros((batch, 8), np.float32))
+    run_and_check(model, 3)  # still usable
+
+
+@pytest.mark.parametrize("shapes, message", [
+    ({"batch": (5, 2)}, "empty or negative"),
+    ({"batch": (-1, 2)}, "empty or negative"),
+    ({"seq": (1, 2)}, "no such symbol"),
+])
+def test_bad_ranges_are_refused_when_compiling(shapes, message):
+    with pytest.raises(esgraph.InvalidArgumentError, match=message):
+        esgraph.compile(batch_graph(), shapes=shapes)
+    with pytest.raises(ValueError, match="a size or a \\(min, max\\) pair"):
+        esgraph.compile(batch_graph(), shapes={"batch": (1, 2, 3)})

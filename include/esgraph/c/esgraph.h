@@ -313,6 +313,13 @@ typedef struct esg_compile_options {
      working memory) and compiled again if its shapes come back. 0: no limit. A size bound in
      symbol_names/symbol_sizes is fixed: a run with another size fails with ESG_ERR_SHAPE. */
   int64_t max_plans;
+  /* API 2: ranges of symbolic dimensions, range_min[i] <= range_names[i] <= range_max[i],
+     num_ranges each: a run with a size outside fails with ESG_ERR_SHAPE naming the symbol, the
+     range and the input. A symbol is either bound (symbol_names) or ranged, not both. */
+  const char* const* range_names;
+  const int64_t* range_min;
+  const int64_t* range_max;
+  size_t num_ranges;
 } esg_compile_options;
 ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size);
 #define esg_compile_options_init(options) esg_compile_options_init_((options), sizeof(*(options)))
