@@ -1,6 +1,7 @@
 #include "runtime/model.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <thread>
@@ -65,17 +66,26 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(
     if (std::count_if(options_.ranges.begin(), options_.ranges.end(), [&](const auto& o) { return o.symbol == r.symbol; }) > 1)
       throw Error(ErrorCode::InvalidArgument, what + ": the symbol has another range");
   }
+  // Each symbol's allowed sizes, and the inputs' symbolic axes, resolved once for every run's check.
+  symbol_limits_.assign(graph_->symbols.size(), {0, INT64_MAX, false});
+  for (const auto& [name, size] : options_.symbols)
+    symbol_limits_[static_cast<size_t>(std::find(graph_->symbols.begin(), graph_->symbols.end(), name) - graph_->symbols.begin())] = {size, size, true};
+  for (const CompileOptions::Range& r : options_.ranges)
+    symbol_limits_[static_cast<size_t>(std::find(graph_->symbols.begin(), graph_->symbols.end(), r.symbol) - graph_->symbols.begin())] = {r.min, r.max, false};
   // With every symbol of the inputs bound, compile now; otherwise on the first run.
   std::vector<ir::Shape> shapes;
   bool all_bound = true;
-  for (ir::ValueId v : graph_->inputs()) {
-    ir::Shape s = graph_->shape(v);
+  for (size_t i = 0; i < graph_->inputs().size(); ++i) {
+    ir::Shape s = graph_->shape(graph_->inputs()[i]);
     for (size_t d = 0; d < s.rank(); ++d) {
       if (!ir::dim_is_symbolic(s[d])) continue;
-      const std::string& name = graph_->symbols[ir::dim_symbol(s[d])];
-      const auto it = std::find_if(options_.symbols.begin(), options_.symbols.end(), [&](const auto& p) { return p.first == name; });
-      if (it == options_.symbols.end()) all_bound = false;
-      else s[d] = it->second;
+      const uint32_t sym = ir::dim_symbol(s[d]);
+      size_t first = symbolic_axes_.size();
+      for (size_t k = 0; k < symbolic_axes_.size() && first == symbolic_axes_.size(); ++k)
+        if (symbolic_axes_[k].symbol == sym) first = k;
+      symbolic_axes_.push_back({i, d, sym, first});
+      if (!symbol_limits_[sym].bound) all_bound = false;
+      else s[d] = symbol_limits_[sym].min;
     }
     shapes.push_back(s);
   }
@@ -108,30 +118,27 @@ std::shared_ptr<const Model::Compiled> Model::plan_for(const std::vector<ir::Sha
 }
 
 void Model::check_symbols(const std::vector<ir::Shape>& shapes, const char* what) const {
+  // On every run: comparisons only; a message is written only for a size that fails.
   const ir::Graph& g = *graph_;
-  std::map<uint32_t, std::pair<int64_t, size_t>> seen;  // symbol -> size, the input it came from
-  for (size_t i = 0; i < shapes.size() && i < g.inputs().size(); ++i) {
-    const ir::Shape want = g.shape(g.inputs()[i]);
-    for (size_t d = 0; d < want.rank() && d < shapes[i].rank(); ++d) {
-      if (!ir::dim_is_symbolic(want[d])) continue;
-      const uint32_t sym = ir::dim_symbol(want[d]);
-      const std::string& name = g.symbols[sym];
-      const int64_t size = shapes[i][d];
-      const std::string where = std::string(what) + ": input " + std::to_string(i) + " (" + g.value_name(g.inputs()[i]) + ": " +
-                                g.type_str(g.inputs()[i]) + ") has " + name + " = " + std::to_string(size) + " on axis " + std::to_string(d);
-      const auto bound = std::find_if(options_.symbols.begin(), options_.symbols.end(), [&](const auto& p) { return p.first == name; });
-      if (bound != options_.symbols.end() && bound->second != size)
-        throw Error(ErrorCode::Shape, where + ", but the model was compiled with " + name + " = " + std::to_string(bound->second));
-      const auto range = std::find_if(options_.ranges.begin(), options_.ranges.end(), [&](const auto& r) { return r.symbol == name; });
-      if (range != options_.ranges.end() && (size < range->min || size > range->max))
-        throw Error(ErrorCode::Shape, where + ", outside the range " + std::to_string(range->min) + ".." + std::to_string(range->max) +
-                                          " the model was compiled for");
-      const auto [it, first] = seen.emplace(sym, std::make_pair(size, i));
-      if (!first && it->second.first != size)
-        throw Error(ErrorCode::Shape, where + ", but input " + std::to_string(it->second.second) + " (" +
-                                          g.value_name(g.inputs()[it->second.second]) + ") has " + name + " = " +
-                                          std::to_string(it->second.first));
-    }
+  for (const SymbolicAxis& a : symbolic_axes_) {
+    if (a.input >= shapes.size() || a.axis >= shapes[a.input].rank()) continue;  // the caller checks ranks
+    const int64_t size = shapes[a.input][a.axis];
+    const SymbolLimits& limits = symbol_limits_[a.symbol];
+    const SymbolicAxis& first = symbolic_axes_[a.first];
+    const bool consistent = &first == &a || first.input >= shapes.size() || first.axis >= shapes[first.input].rank() ||
+                            shapes[first.input][first.axis] == size;
+    if (size >= limits.min && size <= limits.max && consistent) continue;
+    const std::string& name = g.symbols[a.symbol];
+    const std::string where = std::string(what) + ": input " + std::to_string(a.input) + " (" + g.value_name(g.inputs()[a.input]) +
+                              ": " + g.type_str(g.inputs()[a.input]) + ") has " + name + " = " + std::to_string(size) + " on axis " +
+                              std::to_string(a.axis);
+    if (limits.bound)
+      throw Error(ErrorCode::Shape, where + ", but the model was compiled with " + name + " = " + std::to_string(limits.min));
+    if (size < limits.min || size > limits.max)
+      throw Error(ErrorCode::Shape, where + ", outside the range " + std::to_string(limits.min) + ".." + std::to_string(limits.max) +
+                                        " the model was compiled for");
+    throw Error(ErrorCode::Shape, where + ", but input " + std::to_string(first.input) + " (" + g.value_name(g.inputs()[first.input]) +
+                                      ") has " + name + " = " + std::to_string(shapes[first.input][first.axis]));
   }
 }
 

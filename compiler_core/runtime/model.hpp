@@ -63,6 +63,17 @@ class Model {
 
   std::unique_ptr<ir::Graph> graph_;
   CompileOptions options_;
+  struct SymbolLimits {
+    int64_t min, max;  // the sizes a symbol may take: its bound size, its range, or any
+    bool bound;        // fixed in the options (rather than a range)
+  };
+  std::vector<SymbolLimits> symbol_limits_;  // per symbol of the graph
+  struct SymbolicAxis {
+    size_t input, axis;
+    uint32_t symbol;
+    size_t first;  // the index here of the symbol's first axis, whose size every other must match
+  };
+  std::vector<SymbolicAxis> symbolic_axes_;  // the inputs' symbolic axes, in input order
   mutable std::mutex mu_;
   mutable std::map<std::vector<std::vector<int64_t>>, Cached> plans_;
   mutable std::shared_ptr<const Compiled> latest_;
