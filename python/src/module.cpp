@@ -412,12 +412,17 @@ void bind_model(py::module_& m) {
     o.backend(backend).device(device).ai_cores(ai_cores).host_fallback(host_fallback);
     o.max_loop_iterations(max_loop_iterations).max_nodes(max_nodes).precision(precision).max_plans(max_plans);
     for (const auto& [name, size] : shapes) {  // a size binds the symbol; a (min, max) pair ranges it
+      const auto is_int = [](const py::handle& h) { return PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr()); };
+      const std::string what = "compile: shapes[\"" + name + "\"] must be a size or a (min, max) pair of ints, got " +
+                               py::repr(size).cast<std::string>();
       if (py::isinstance<py::tuple>(size) || py::isinstance<py::list>(size)) {
-        const auto bounds = size.cast<std::vector<int64_t>>();
-        if (bounds.size() != 2) throw py::value_error("compile: shapes[\"" + name + "\"] must be a size or a (min, max) pair");
-        o.symbol_range(name, bounds[0], bounds[1]);
+        const py::sequence pair = size.cast<py::sequence>();
+        if (pair.size() != 2) throw py::value_error(what);
+        if (!is_int(pair[0]) || !is_int(pair[1])) throw py::type_error(what);
+        o.symbol_range(name, py::int_(pair[0]).cast<int64_t>(), py::int_(pair[1]).cast<int64_t>());
       } else {
-        o.symbol(name, size.cast<int64_t>());
+        if (!is_int(size)) throw py::type_error(what);
+        o.symbol(name, py::int_(size).cast<int64_t>());
       }
     }
     for (const auto& [name, value] : backend_options) o.backend_option(name, value);

@@ -111,3 +111,15 @@ def test_bad_ranges_are_refused_when_compiling(shapes, message):
         esgraph.compile(batch_graph(), shapes=shapes)
     with pytest.raises(ValueError, match="a size or a \\(min, max\\) pair"):
         esgraph.compile(batch_graph(), shapes={"batch": (1, 2, 3)})
+
+
+@pytest.mark.parametrize("value", ["8", (1, "a"), 2.5, True])
+def test_a_shape_that_is_not_a_size_or_a_pair_of_sizes_is_a_type_error(value):
+    with pytest.raises(TypeError, match=r'shapes\["batch"\] must be a size or a \(min, max\) pair of ints'):
+        esgraph.compile(batch_graph(), shapes={"batch": value})
+
+
+def test_numpy_integers_are_sizes():
+    model = esgraph.compile(batch_graph(), shapes={"batch": np.int64(4)})
+    run_and_check(model, 4)
+    run_and_check(esgraph.compile(batch_graph(), shapes={"batch": (np.int32(1), np.int64(5))}), 5)
