@@ -234,6 +234,7 @@ ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats*
     out.device_events = s.device_events;
     out.captured = s.captured;
     out.reorders = s.reorders;
+    out.bindings = s.bindings;
     // An older caller's smaller struct gets its prefix; a newer caller's fields past ours read 0.
     std::memset(stats, 0, struct_size);
     std::memcpy(stats, &out, std::min(struct_size, sizeof out));

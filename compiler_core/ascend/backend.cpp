@@ -27,7 +27,8 @@ class Backend final : public runtime::Backend {
   runtime::GroupingRules grouping(const runtime::CompileOptions& options) const override;
   void check(const runtime::CompileOptions& options) const override;
   std::string cannot_run(const runtime::Plan& plan, size_t index) const override;
-  std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options) const override;
+  std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
+                                          const runtime::Program* donor) const override;
 
  private:
   bool simulated_;
@@ -61,7 +62,8 @@ std::string Backend::cannot_run(const runtime::Plan& plan, size_t index) const {
   return l.kind == LaunchLowering::None ? l.what + ": " + l.why : std::string();
 }
 
-std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, const runtime::CompileOptions& options) const {
+std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
+                                                 const runtime::Program*) const {
   const std::vector<runtime::BackendOption> declared = this->options();
   DeviceOptions d;
   d.simulated = simulated_;
@@ -73,7 +75,7 @@ std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, cons
     runtime::CompileOptions h = options;
     h.backend = &host_;
     h.backend_options = {};
-    return host_.lower(plan, h);
+    return host_.lower(plan, h, nullptr);
   };
   return std::make_unique<DeviceProgram>(plan, d, host);
 }

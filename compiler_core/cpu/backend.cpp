@@ -27,7 +27,8 @@ class Backend final : public runtime::Backend {
   runtime::FormatRules formats(const runtime::CompileOptions& options) const override;
   void check(const runtime::CompileOptions& options) const override;
   std::string cannot_run(const runtime::Plan& plan, size_t index) const override;
-  std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options) const override;
+  std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
+                                          const runtime::Program* donor) const override;
 };
 
 // Blocked channels by default where oneDNN's direct convolutions want them: 16 a block with
@@ -108,8 +109,9 @@ void Backend::check(const runtime::CompileOptions& options) const {
 
 std::string Backend::cannot_run(const runtime::Plan&, size_t) const { return {}; }
 
-std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, const runtime::CompileOptions& options) const {
-  return std::make_unique<Program>(plan, options);
+std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
+                                                 const runtime::Program* donor) const {
+  return std::make_unique<Program>(plan, options, dynamic_cast<const Program*>(donor));
 }
 
 }  // namespace

@@ -69,66 +69,96 @@ void Program::bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g
 
 uint8_t* Program::working(uint8_t* arena, int stream) const { return arena + working_at_ + working_bytes_ * stream; }
 
-Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& options) : plan_(plan) {
-  const ir::Graph& g = plan.graph();
-  const int conv_threads = library_threads(options);
-  const bool bf16 = options.precision == runtime::Precision::BF16;
+namespace {
+
+// Whether launch `l` reads and writes the same sizes in both graphs (two bindings of one plan).
+bool same_sizes(const ir::Graph& a, const ir::Graph& b, const runtime::Plan::Launch& l) {
+  for (const std::vector<runtime::Plan::Slot>* slots : {&l.in, &l.out})
+    for (const runtime::Plan::Slot& s : *slots)
+      if (s.value != ir::kNone && a.shape(s.value) != b.shape(s.value)) return false;
+  return true;
+}
+
+}  // namespace
+
+Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& options, const Program* donor)
+    : plan_(plan), arenas_(donor ? donor->arenas_ : std::make_shared<Arenas>()) {
   fused_.resize(plan.groups().size());
-  for (const runtime::Plan::Launch& l : plan.launches()) {
-    // An elementwise launch in a blocked format computes over its operands' physical shapes (as
-    // they lie in memory); a blocked result with padding channels gets its zeros back after any
-    // launch but a reorder.
-    const plan::Format f = l.out.empty() ? plan::Format::row_major() : l.out[0].format;
-    const bool blocked = f != plan::Format::row_major();
-    const bool elementwise = l.group >= 0 || (l.node != ir::kNone && g.nodes[l.node].op->elementwise);
-    Bound b;
+  for (size_t i = 0; i < plan.launches().size(); ++i) {
+    const runtime::Plan::Launch& l = plan.launches()[i];
     Fallbacks why;
-    b.flat = blocked && elementwise;
-    b.padded = blocked && l.node != ir::kNone && !f.unpadded(g.shape(l.out[0].value));
-    if (l.node == ir::kNone) {
-      b.reorder = std::make_unique<const Reorder>(g.shape(l.in[0].value), g.values[l.in[0].value].dtype, l.in[0].format, f, conv_threads);
-    } else if (l.group >= 0) {
-      const runtime::FusedGroup& grp = plan.groups()[static_cast<size_t>(l.group)];
-      std::vector<plan::Format> input_formats;
-      for (const Slot& in : l.in) input_formats.push_back(in.format);
-      FusedKernel& kernel = fused_[static_cast<size_t>(l.group)];
-      kernel = bind_fused_kernel(g, grp, f, input_formats);
-      if (is_conv_f32(g, grp.head)) bind_conv_group(b, why.conv, g, l, grp, conv_threads, bf16);
-      if (kernel.f32 && grp.head != ir::kNone && MatmulPrimitive::takes(g, g.nodes[grp.head])) {
-        // The rows of run_fused_kernel's blocks: whole blocks and the last one.
-        const ir::Shape y = g.shape(g.nodes[grp.head].first_output);
-        const int64_t width = y[y.rank() - 1], rows = y.num_elements() / width;
-        const int64_t block = std::max(kHeadMinRows, kHeadBlockElements / width);
-        const ir::Shape a = g.shape(g.operands[g.nodes[grp.head].first_input]);
-        const double macs = static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]);
-        // Several blocks spread over the pool; one block splits its columns.
-        b.matmul = MatmulPrimitive::make(g, g.nodes[grp.head],
-                                         rows <= block ? std::vector<int64_t>{rows} : std::vector<int64_t>{block, rows % block ? rows % block : block},
-                                         rows <= block ? pieces_for_macs(macs, conv_threads) : 1, bf16, why.matmul);
-        kernel.head_primitive = b.matmul.get();
-      }
-    } else if (is_conv_f32(g, l.node) &&
-               (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, why.conv))) {
-      b.conv_bias = l.in.size() > 2 ? 2 : -1;
-    } else if (l.node != ir::kNone && MatmulPrimitive::takes(g, g.nodes[l.node]) &&
-               (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, b.matmul_pieces, why.matmul))) {
-    } else if (blocked && !elementwise && l.node != ir::kNone) {
-      b.fast = find_blocked_kernel(g, g.nodes[l.node], f);
-      if (!b.fast)
-        throw ir::Error(ir::ErrorCode::Internal, std::string("cpu: no ") + f.name(g.shape(l.out[0].value).rank()) + " kernel for " +
-                                                     g.nodes[l.node].op->name + ", which the format rules chose");
-    } else if (l.node != ir::kNone) {
-      b.fast = find_fast_kernel(g, g.nodes[l.node]);
+    std::shared_ptr<const Bound> b;
+    if (donor && same_sizes(donor->plan_.graph(), plan.graph(), l)) {
+      b = donor->bound_[i];
+      why = donor->fallbacks_[i];
+      if (l.group >= 0) fused_[static_cast<size_t>(l.group)] = donor->fused_[static_cast<size_t>(l.group)];
+    } else {
+      b = bind_launch(i, options, why);
     }
     // Working memory: the primitive's, then a convolution head's result for the rows after it.
-    int64_t working = b.conv ? static_cast<int64_t>(b.conv->working_bytes()) : 0;
-    if (l.group >= 0 && (b.conv_head_im2col || (b.conv && !b.conv_whole_group)))
+    const plan::Format f = l.out.empty() ? plan::Format::row_major() : l.out[0].format;
+    int64_t working = b->conv ? static_cast<int64_t>(b->conv->working_bytes()) : 0;
+    if (l.group >= 0 && (b->conv_head_im2col || (b->conv && !b->conv_whole_group)))
       working += f.physical_elements(plan.groups()[static_cast<size_t>(l.group)].shape) * static_cast<int64_t>(sizeof(float));
     working_bytes_ = std::max(working_bytes_, (working + kAlign - 1) / kAlign * kAlign);
     bound_.push_back(std::move(b));
     fallbacks_.push_back(std::move(why));
   }
   working_at_ = (plan.arena_bytes() + kAlign - 1) / kAlign * kAlign;
+}
+
+std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const runtime::CompileOptions& options, Fallbacks& why) {
+  const runtime::Plan& plan = plan_;
+  const ir::Graph& g = plan.graph();
+  const int conv_threads = library_threads(options);
+  const bool bf16 = options.precision == runtime::Precision::BF16;
+  const runtime::Plan::Launch& l = plan.launches()[index];
+  // An elementwise launch in a blocked format computes over its operands' physical shapes (as
+  // they lie in memory); a blocked result with padding channels gets its zeros back after any
+  // launch but a reorder.
+  const plan::Format f = l.out.empty() ? plan::Format::row_major() : l.out[0].format;
+  const bool blocked = f != plan::Format::row_major();
+  const bool elementwise = l.group >= 0 || (l.node != ir::kNone && g.nodes[l.node].op->elementwise);
+  auto made = std::make_shared<Bound>();
+  Bound& b = *made;
+  b.flat = blocked && elementwise;
+  b.padded = blocked && l.node != ir::kNone && !f.unpadded(g.shape(l.out[0].value));
+  if (l.node == ir::kNone) {
+    b.reorder = std::make_unique<const Reorder>(g.shape(l.in[0].value), g.values[l.in[0].value].dtype, l.in[0].format, f, conv_threads);
+  } else if (l.group >= 0) {
+    const runtime::FusedGroup& grp = plan.groups()[static_cast<size_t>(l.group)];
+    std::vector<plan::Format> input_formats;
+    for (const Slot& in : l.in) input_formats.push_back(in.format);
+    FusedKernel& kernel = fused_[static_cast<size_t>(l.group)];
+    kernel = bind_fused_kernel(g, grp, f, input_formats);
+    if (is_conv_f32(g, grp.head)) bind_conv_group(b, why.conv, g, l, grp, conv_threads, bf16);
+    if (kernel.f32 && grp.head != ir::kNone && MatmulPrimitive::takes(g, g.nodes[grp.head])) {
+      // The rows of run_fused_kernel's blocks: whole blocks and the last one.
+      const ir::Shape y = g.shape(g.nodes[grp.head].first_output);
+      const int64_t width = y[y.rank() - 1], rows = y.num_elements() / width;
+      const int64_t block = std::max(kHeadMinRows, kHeadBlockElements / width);
+      const ir::Shape a = g.shape(g.operands[g.nodes[grp.head].first_input]);
+      const double macs = static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]);
+      // Several blocks spread over the pool; one block splits its columns.
+      b.matmul = MatmulPrimitive::make(g, g.nodes[grp.head],
+                                       rows <= block ? std::vector<int64_t>{rows} : std::vector<int64_t>{block, rows % block ? rows % block : block},
+                                       rows <= block ? pieces_for_macs(macs, conv_threads) : 1, bf16, why.matmul);
+      kernel.head_primitive = b.matmul.get();
+    }
+  } else if (is_conv_f32(g, l.node) &&
+             (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, why.conv))) {
+    b.conv_bias = l.in.size() > 2 ? 2 : -1;
+  } else if (l.node != ir::kNone && MatmulPrimitive::takes(g, g.nodes[l.node]) &&
+             (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, b.matmul_pieces, why.matmul))) {
+  } else if (blocked && !elementwise && l.node != ir::kNone) {
+    b.fast = find_blocked_kernel(g, g.nodes[l.node], f);
+    if (!b.fast)
+      throw ir::Error(ir::ErrorCode::Internal, std::string("cpu: no ") + f.name(g.shape(l.out[0].value).rank()) + " kernel for " +
+                                                   g.nodes[l.node].op->name + ", which the format rules chose");
+  } else if (l.node != ir::kNone) {
+    b.fast = find_fast_kernel(g, g.nodes[l.node]);
+  }
+  return made;
 }
 
 eval::TensorRef Program::ref(const Slot& s, uint8_t* arena, const std::vector<eval::TensorRef>& in,
@@ -161,7 +191,7 @@ void Program::launch(size_t index, uint8_t* base, const std::vector<eval::Tensor
     s.out_refs[i] = ref(l.out[i], base, inputs, outputs);
     s.out_ptrs.push_back(&s.out_refs[i]);
   }
-  const Bound& b = bound_[index];
+  const Bound& b = *bound_[index];
   if (b.flat) {  // each operand as it lies in memory: elementwise kernels broadcast over that
     for (size_t i = 0; i < l.in.size(); ++i) s.in_refs[i].shape = l.in[i].format.physical_shape(s.in_refs[i].shape);
     for (size_t i = 0; i < l.out.size(); ++i) s.out_refs[i].shape = l.out[i].format.physical_shape(s.out_refs[i].shape);
@@ -174,21 +204,21 @@ void Program::launch(size_t index, uint8_t* base, const std::vector<eval::Tensor
 void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
                       const eval::Parallel* parallel, const eval::RunControl& control, uint8_t* working) const {
   const runtime::Plan::Launch& l = plan_.launches()[index];
-  if (l.node == ir::kNone) return bound_[index].reorder->run(*in[0], *out[0], parallel);
-  if (bound_[index].conv || bound_[index].conv_head_im2col) return convolve(index, in, out, parallel, working);
+  if (l.node == ir::kNone) return bound_[index]->reorder->run(*in[0], *out[0], parallel);
+  if (bound_[index]->conv || bound_[index]->conv_head_im2col) return convolve(index, in, out, parallel, working);
   if (l.group >= 0) return run_fused_kernel(fused_[static_cast<size_t>(l.group)], in, out, parallel);
-  if (bound_[index].matmul) return multiply(index, in, out, parallel);
+  if (bound_[index]->matmul) return multiply(index, in, out, parallel);
   const ir::Graph& g = plan_.graph();
   const ir::Node& n = g.nodes[l.node];
   if (!n.op->subgraphs.empty()) return eval::run_control_flow(g, l.node, in, out, control);
   in.resize(n.num_inputs - n.num_captures);  // kernels take the declared inputs; captures exist only for control flow
-  if (const eval::Kernel fast = bound_[index].fast) fast(eval::KernelCall{g, n, in, out, parallel});
+  if (const eval::Kernel fast = bound_[index]->fast) fast(eval::KernelCall{g, n, in, out, parallel});
   else eval::run_kernel(g, n, in, out);
 }
 
 void Program::multiply(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
                        const eval::Parallel* parallel) const {
-  const Bound& b = bound_[index];
+  const Bound& b = *bound_[index];
   const int64_t width = out[0]->shape[out[0]->shape.rank() - 1], rows = out[0]->shape.num_elements() / width, pieces = b.matmul_pieces;
   auto share = [&](int64_t p) {
     const int64_t first = rows * p / pieces, last = rows * (p + 1) / pieces;
@@ -202,7 +232,7 @@ void Program::multiply(size_t index, const std::vector<const eval::TensorRef*>& 
 
 void Program::convolve(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
                        const eval::Parallel* parallel, uint8_t* working) const {
-  const Bound& b = bound_[index];
+  const Bound& b = *bound_[index];
   auto data = [&](int at) { return at < 0 || !in[static_cast<size_t>(at)] ? nullptr : in[static_cast<size_t>(at)]->data<float>(); };
   const int group = plan_.launches()[index].group;
   if (group < 0 || b.conv_whole_group) {
@@ -240,16 +270,18 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
   using clock = std::chrono::steady_clock;
   const auto t0 = trace ? clock::now() : clock::time_point{};  // the clock costs ~20 ns: only when tracing
   // An arena per concurrent run, reused across runs: one allocation the first time only.
-  std::unique_ptr<uint8_t[]> arena;
+  // The plan's arena, then each stream's working memory.
+  const int64_t needed = working_at_ + working_bytes_ * plan_.num_streams() + kAlign;
+  std::pair<std::unique_ptr<uint8_t[]>, int64_t> held;
   {
-    std::lock_guard<std::mutex> lock(pool_mu_);
-    if (!pool_.empty()) {
-      arena = std::move(pool_.back());
-      pool_.pop_back();
+    std::lock_guard<std::mutex> lock(arenas_->mu);
+    if (!arenas_->free.empty()) {
+      held = std::move(arenas_->free.back());
+      arenas_->free.pop_back();
     }
   }
-  // The plan's arena, then each stream's working memory.
-  if (!arena) arena.reset(new uint8_t[static_cast<size_t>(working_at_ + working_bytes_ * plan_.num_streams() + kAlign)]);
+  if (held.second < needed) held = {std::unique_ptr<uint8_t[]>(new uint8_t[static_cast<size_t>(needed)]), needed};
+  std::unique_ptr<uint8_t[]>& arena = held.first;
   uint8_t* base = aligned(arena.get());
   const ir::Graph& g = plan_.graph();
   const auto& launches = plan_.launches();
@@ -310,12 +342,12 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
     for (size_t i = 0; i < launches.size(); ++i) timed(i, s);
   }
   plan_.fill_output_copies(inputs, outputs);
-  std::lock_guard<std::mutex> lock(pool_mu_);
-  pool_.push_back(std::move(arena));
+  std::lock_guard<std::mutex> lock(arenas_->mu);
+  arenas_->free.push_back(std::move(held));
 }
 
 std::string Program::describe_launch(size_t index) const {
-  const Bound& b = bound_[index];
+  const Bound& b = *bound_[index];
   if (b.conv) return "oneDNN " + b.conv->implementation() + (b.conv->bf16() ? " bf16" : "") + (b.conv_whole_group ? " + post-ops" : "");
   if (b.matmul) return "oneDNN " + b.matmul->implementation() + (b.matmul->bf16() ? " bf16" : "");
   return b.fast ? "fast" : "";
@@ -329,8 +361,8 @@ std::string Program::report() const {
   std::map<std::string, int> slow;
   for (size_t i = 0; i < bound_.size(); ++i) {
     const runtime::Plan::Launch& l = plan_.launches()[i];
-    fast += bound_[i].fast != nullptr;
-    if (l.group < 0 && l.node != ir::kNone && !bound_[i].fast && !bound_[i].conv && !bound_[i].matmul) ++reference, ++slow[g.nodes[l.node].op->name];
+    fast += bound_[i]->fast != nullptr;
+    if (l.group < 0 && l.node != ir::kNone && !bound_[i]->fast && !bound_[i]->conv && !bound_[i]->matmul) ++reference, ++slow[g.nodes[l.node].op->name];
   }
   for (const FusedKernel& k : fused_) {
     f32_groups += k.f32;
@@ -341,7 +373,7 @@ std::string Program::report() const {
   std::map<std::string, int> primitives, im2col, products, sgemm;
   int post_op_groups = 0, split = 0, split_products = 0;
   for (size_t i = 0; i < bound_.size(); ++i) {
-    const Bound& b = bound_[i];
+    const Bound& b = *bound_[i];
     if (b.matmul) ++products[b.matmul->implementation() + (b.matmul->bf16() ? " (bf16)" : "")];
     if (b.matmul && (b.matmul_pieces > 1 || b.matmul->column_shares() > 1)) ++split_products;
     if (!b.matmul && !fallbacks_[i].matmul.empty()) ++sgemm[fallbacks_[i].matmul];
@@ -379,10 +411,10 @@ std::string Program::report() const {
 
 void Program::add_stats(runtime::Stats& s) const {
   for (size_t i = 0; i < bound_.size(); ++i) {
-    s.fast_kernels += bound_[i].fast != nullptr;
+    s.fast_kernels += bound_[i]->fast != nullptr;
     const runtime::Plan::Launch& l = plan_.launches()[i];
-    s.reference_kernels += l.group < 0 && l.node != ir::kNone && bound_[i].fast == nullptr && !bound_[i].conv && !bound_[i].matmul;
-    s.library_calls += bound_[i].conv != nullptr || bound_[i].matmul != nullptr;
+    s.reference_kernels += l.group < 0 && l.node != ir::kNone && bound_[i]->fast == nullptr && !bound_[i]->conv && !bound_[i]->matmul;
+    s.library_calls += bound_[i]->conv != nullptr || bound_[i]->matmul != nullptr;
   }
   for (const FusedKernel& k : fused_) s.f32_rows += k.f32 ? static_cast<int64_t>(k.f32_steps.size()) : 0;
 }

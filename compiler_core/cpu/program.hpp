@@ -19,7 +19,10 @@ namespace esg::cpu {
 
 class Program final : public runtime::Program {
  public:
-  Program(const runtime::Plan& plan, const runtime::CompileOptions& options);
+  // With a `donor` (the program of another binding of the same symbolic plan), a launch whose
+  // operands have the same sizes there shares its kernel, primitives and all, and every binding
+  // shares the donor's arenas.
+  Program(const runtime::Plan& plan, const runtime::CompileOptions& options, const Program* donor = nullptr);
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
            std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel,
            const eval::RunControl& control) const override;
@@ -75,7 +78,7 @@ class Program final : public runtime::Program {
     int conv_x = 0, conv_w = 1, conv_bias = 2, conv_residual = -1;  // its operands, as positions in the launch's inputs
     int matmul_pieces = 1;
   };
-  std::vector<Bound> bound_;
+  std::vector<std::shared_ptr<const Bound>> bound_;  // shared with the programs of other sizes where they agree
   // Why a launch's convolution runs on im2col, or its product with constant weights on sgemm
   // (oneDNN's reasons, for the report): beside bound_, which a run reads, not in it.
   struct Fallbacks {
@@ -84,11 +87,18 @@ class Program final : public runtime::Program {
   std::vector<Fallbacks> fallbacks_;
   // A convolution-headed group: one primitive with the group as its post-ops when they express
   // it, else the primitive and then the group's rows over its result.
+  // The launch's kernel bound anew for this plan's sizes; its working memory in `working`.
+  std::shared_ptr<const Bound> bind_launch(size_t index, const runtime::CompileOptions& options, Fallbacks& why);
   static void bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g, const runtime::Plan::Launch& l,
                               const runtime::FusedGroup& grp, int threads, bool bf16);
   int64_t working_at_ = 0, working_bytes_ = 0;
-  mutable std::mutex pool_mu_;      // arenas of finished runs, so concurrent runs each have one
-  mutable std::vector<std::unique_ptr<uint8_t[]>> pool_;
+  // Arenas of finished runs, so concurrent runs each have one; shared by the programs of one
+  // symbolic plan's sizes, each run taking one at least as large as it needs.
+  struct Arenas {
+    std::mutex mu;
+    std::vector<std::pair<std::unique_ptr<uint8_t[]>, int64_t>> free;  // with their sizes
+  };
+  std::shared_ptr<Arenas> arenas_;
 };
 
 }  // namespace esg::cpu

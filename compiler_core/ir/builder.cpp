@@ -53,7 +53,9 @@ std::string num_str(double v) {
   return buf;
 }
 
-// "a: f32[2,3], b: f32[4]" for the message of a node that failed.
+
+}  // namespace
+
 std::string describe_inputs(const Graph& g, const OpSchema& op, Span<ValueId> inputs) {
   std::string out;
   int variadic = op.variadic_input();
@@ -71,8 +73,6 @@ std::string describe_inputs(const Graph& g, const OpSchema& op, Span<ValueId> in
   }
   return out.empty() ? "none" : out;
 }
-
-}  // namespace
 
 Builder::Builder(std::string graph_name) : graph_(std::make_unique<Graph>(std::move(graph_name))) {}
 

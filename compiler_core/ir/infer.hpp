@@ -13,6 +13,9 @@ namespace esg::ir {
 // What a shape beyond kMaxElements is told (builder and rules alike).
 std::string beyond_element_limit(const Graph& g, const Shape& s);
 
+// "a: f32[2,3], b: f32[4]": a node's inputs, for the message of a rule that failed.
+std::string describe_inputs(const Graph& g, const OpSchema& op, Span<ValueId> inputs);
+
 // Thrown by rules; carries only the rule's own explanation.
 struct InferFailure {
   ErrorCode code;

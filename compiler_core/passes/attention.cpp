@@ -10,6 +10,7 @@
 // batch·heads, size] and transposed), the Hugging Face style ([batch, seq, heads·size] reshaped
 // to [batch, seq, heads, size] and transposed), else [batch, heads, seq, size] as given.
 #include <cmath>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -57,9 +58,10 @@ struct Layout {
   int64_t batch = 0, heads = 1;
   bool logical_rank4 = false;  // the products' operands are [B, H, S, D] rather than [B·H, S, D]
 
-  // The op's operand for a logical one of shape `s` ([.., S, D]).
+  // The op's operand for a logical one of shape `s` ([.., S, D]); a symbolic S (the keys' and
+  // values' of a decoder's growing cache) is the reshapes' one inferred axis.
   ValueId to_op(Replay& r, ValueId x, const Shape& s) const {
-    const int64_t seq = s[s.rank() - 2], size = s[s.rank() - 1];
+    const int64_t seq = ir::dim_is_symbolic(s[s.rank() - 2]) ? -1 : s[s.rank() - 2], size = s[s.rank() - 1];
     switch (kind) {
       case SeqFirst:  // [B·H, S, D] -> [S, B·H, D] -> [S, B, H·D]
         return reshaped(r, transposed(r, x, {1, 0, 2}), {seq, batch, heads * size});
@@ -117,7 +119,12 @@ Layout layout_of(const Graph& t, ValueId q) {
   return l;
 }
 
-bool static_nonempty(const Shape& s) { return s.is_static() && s.num_elements() > 0; }
+// Static and non-empty, but for axis `free` (if any), which may be symbolic.
+bool static_nonempty(const Shape& s, size_t free = SIZE_MAX) {
+  for (size_t d = 0; d < s.rank(); ++d)
+    if (d != free && (ir::dim_is_symbolic(s[d]) || s[d] == 0)) return false;
+  return true;
+}
 
 }  // namespace
 
@@ -139,8 +146,11 @@ std::unique_ptr<Graph> recognize_attention(const Graph& graph) {
     if ((rank != 3 && rank != 4) || sm.axis != rank - 1 || sm.scale == 0 || outer.transpose_a) return false;
     const ValueId in[3] = {operand(g, *scores, 0), operand(g, *scores, 1), operand(g, n, 1)};
     const ValueId mask = softmax->num_inputs > 1 ? operand(g, *softmax, 1) : kNone;
-    for (ValueId v : in)
-      if (g.shape(v).rank() != rank || !static_nonempty(g.shape(v)) || g.values[v].dtype != g.values[n.first_output].dtype) return false;
+    // q static; k and v too but for their sequence axis, which the op takes at run time.
+    const size_t free[3] = {SIZE_MAX, inner.transpose_b ? rank - 2 : rank - 1, outer.transpose_b ? rank - 1 : rank - 2};
+    for (size_t i = 0; i < 3; ++i)
+      if (g.shape(in[i]).rank() != rank || !static_nonempty(g.shape(in[i]), free[i]) || g.values[in[i]].dtype != g.values[n.first_output].dtype)
+        return false;
     if (!static_nonempty(g.shape(n.first_output)) || (mask != kNone && !g.shape(mask).is_static())) return false;
     for (size_t d = 0; d + 2 < rank; ++d)  // one batch, no broadcasting between the operands
       if (g.shape(in[0])[d] != g.shape(in[1])[d] || g.shape(in[0])[d] != g.shape(in[2])[d]) return false;

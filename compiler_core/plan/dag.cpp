@@ -13,7 +13,9 @@ std::vector<int> Dag::producers() const {
   return p;
 }
 
-GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& fused, bool lone_in_place) {
+GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& fused, bool lone_in_place,
+                    const ir::Graph* sizes) {
+  const ir::Graph& sized = sizes ? *sizes : g;
   GraphDag out;
   std::vector<int> group_of(g.nodes.size(), -1);
   for (size_t k = 0; k < fused.size(); ++k)
@@ -29,8 +31,8 @@ GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId
   id.assign(g.values.size(), -1);
   auto value = [&](ir::ValueId v) {
     if (id[v] < 0) {
-      const ir::Shape s = g.shape(v);
-      if (!s.is_static()) throw ir::Error(ir::ErrorCode::Shape, "planning needs concrete shapes; " + g.value_name(v) + " is " + g.shape_str(s));
+      const ir::Shape s = sized.shape(v);
+      if (!s.is_static()) throw ir::Error(ir::ErrorCode::Shape, "planning needs concrete shapes; " + g.value_name(v) + " is " + sized.shape_str(s));
       id[v] = d.num_values();
       d.value_bytes.push_back(s.num_elements() * static_cast<int64_t>(ir::dtype_size(g.values[v].dtype)));
     }
@@ -76,7 +78,7 @@ GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId
     const ir::OpKind kind = node.op->kind;
     if (k < 0 && (kind == ir::OpKind::reshape || kind == ir::OpKind::squeeze || kind == ir::OpKind::unsqueeze)) {
       const ir::ValueId v = g.operands[node.first_input];
-      if (id[v] >= 0 && d.value_bytes[static_cast<size_t>(id[v])] == g.shape(node.first_output).num_elements() *
+      if (id[v] >= 0 && d.value_bytes[static_cast<size_t>(id[v])] == sized.shape(node.first_output).num_elements() *
                                                                           static_cast<int64_t>(ir::dtype_size(g.values[node.first_output].dtype))) {
         op.reusable.push_back(id[v]);
         op.alias = id[v];

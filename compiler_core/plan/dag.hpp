@@ -41,6 +41,10 @@ struct GraphDag {
 // The CPU's kernels read each index before writing it; a device backend's operator library,
 // which runs the ops its kernels leave out, promises no such thing (and a cast between types of
 // one width would write one type over the other).
-GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& fused = {}, bool lone_in_place = true);
+// `sizes`: a copy of `g` with other shapes (the largest sizes of a graph with symbolic ones),
+// which the values' bytes come from; `g`'s own shapes decide what is in place, so a decision
+// holds for every size its symbols take.
+GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& fused = {}, bool lone_in_place = true,
+                    const ir::Graph* sizes = nullptr);
 
 }  // namespace esg::plan

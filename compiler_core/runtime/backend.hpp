@@ -112,8 +112,11 @@ class Backend {
   // lowering, refusal messages and host fallback take (a tool or a test asks it per launch).
   virtual std::string cannot_run(const Plan& plan, size_t index) const = 0;
   // The plan as the backend's launch list; throws ir::Error(Unsupported) naming what it cannot
-  // run (unless its options send that to the host).
-  virtual std::unique_ptr<Program> lower(const Plan& plan, const CompileOptions& options) const = 0;
+  // run (unless its options send that to the host). `donor`, when not null, is this backend's
+  // program for another binding of the same symbolic plan (Plan::bind): the backend may share
+  // what it bound for launches whose sizes agree (the CPU shares kernels and arenas; a device
+  // captures each size's program anew).
+  virtual std::unique_ptr<Program> lower(const Plan& plan, const CompileOptions& options, const Program* donor) const = 0;
 };
 
 // The backends this library is built with. Each is made by a function its own folder defines,

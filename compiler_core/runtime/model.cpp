@@ -89,9 +89,61 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(
     }
     shapes.push_back(s);
   }
+  symbolic_inputs_ = shapes;
+  open_symbols_ = !all_bound;
   const int threads = options_.pool_threads();
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
   if (all_bound) plan_for(shapes);
+}
+
+std::shared_ptr<const Model::Compiled> Model::bind_symbolic(const std::vector<ir::Shape>& shapes) const {
+  if (!open_symbols_ || !no_symbolic_.empty()) return nullptr;
+  // Each open symbol's class: its range, else its size rounded up to a power of two; the plan's
+  // memory is planned for the class's largest size.
+  std::vector<int64_t> largest(graph_->symbols.size(), -1);
+  for (const SymbolicAxis& a : symbolic_axes_) {
+    const SymbolLimits& limits = symbol_limits_[a.symbol];
+    if (limits.bound || largest[a.symbol] >= 0) continue;
+    int64_t top = 1;
+    while (top < shapes[a.input][a.axis]) top *= 2;
+    largest[a.symbol] = limits.max != INT64_MAX ? limits.max : top;
+  }
+  std::vector<int64_t> key;
+  for (int64_t size : largest)
+    if (size >= 0) key.push_back(size);
+  auto it = symbolic_.find(key);
+  if (it == symbolic_.end()) {
+    std::vector<ir::Shape> largest_shapes = symbolic_inputs_;
+    for (const SymbolicAxis& a : symbolic_axes_)
+      if (!symbol_limits_[a.symbol].bound) largest_shapes[a.input][a.axis] = largest[a.symbol];
+    std::shared_ptr<const Plan> plan;
+    try {
+      plan = std::make_shared<const Plan>(*graph_, symbolic_inputs_, options_, &largest_shapes);
+    } catch (const Error& e) {
+      // A graph no symbolic plan follows: a plan per set of shapes, whose compile reports any
+      // error that is the graph's or the sizes' own.
+      no_symbolic_ = e.what();
+      return nullptr;
+    }
+    ++compiled_;
+    it = symbolic_.emplace(key, Symbolic{plan, nullptr, 0}).first;
+    if (options_.max_plans > 0 && static_cast<int64_t>(symbolic_.size()) > options_.max_plans) {
+      auto oldest = symbolic_.begin();
+      for (auto o = symbolic_.begin(); o != symbolic_.end(); ++o)
+        if (o != it && (oldest == it || o->second.last_run < oldest->second.last_run)) oldest = o;
+      symbolic_.erase(oldest);
+    }
+  }
+  Symbolic& s = it->second;
+  s.last_run = ++clock_;
+  std::unique_ptr<Plan> bound = s.plan->bind(shapes);  // throws naming the op whose sizes disagree
+  if (!bound) return nullptr;
+  auto c = std::make_shared<Compiled>();
+  c->plan = std::move(bound);
+  c->program = options_.backend->lower(*c->plan, options_, s.latest ? s.latest->program.get() : nullptr);
+  ++bindings_;
+  s.latest = c;
+  return c;
 }
 
 std::shared_ptr<const Model::Compiled> Model::plan_for(const std::vector<ir::Shape>& shapes) const {
@@ -102,10 +154,14 @@ std::shared_ptr<const Model::Compiled> Model::plan_for(const std::vector<ir::Sha
     it->second.last_run = ++clock_;
     return it->second.compiled;
   }
-  auto c = std::make_shared<Compiled>();
-  c->plan = std::make_unique<Plan>(*graph_, shapes, options_);
-  c->program = options_.backend->lower(*c->plan, options_);
-  ++compiled_;
+  std::shared_ptr<const Compiled> c = bind_symbolic(shapes);
+  if (!c) {
+    auto exact = std::make_shared<Compiled>();
+    exact->plan = std::make_unique<Plan>(*graph_, shapes, options_);
+    exact->program = options_.backend->lower(*exact->plan, options_, nullptr);
+    ++compiled_;
+    c = exact;
+  }
   latest_ = c;
   plans_[key] = {c, ++clock_};
   if (options_.max_plans > 0 && static_cast<int64_t>(plans_.size()) > options_.max_plans) {
@@ -225,6 +281,7 @@ Stats Model::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s;
   s.plans = compiled_;
+  s.bindings = bindings_;
   if (latest_) {
     latest_->plan->add_stats(s);
     latest_->program->add_stats(s);
@@ -238,7 +295,14 @@ std::string Model::report() const {
   std::string out = "plans: " + std::to_string(plans_.size()) + " kept (" +
                     (options_.max_plans ? "at most " + std::to_string(options_.max_plans) : std::string("no limit")) + "), " +
                     std::to_string(compiled_) + " compiled\n";
-  for (const auto& [key, cached] : plans_) out += cached.compiled->plan->report() + cached.compiled->program->report();
+  if (open_symbols_) {
+    out += "symbolic plans: " + std::to_string(symbolic_.size()) + " kept, bound to sizes " + std::to_string(bindings_) + " times";
+    out += no_symbolic_.empty() ? "\n" : "; none for this graph (a plan per set of input shapes): " + no_symbolic_ + "\n";
+    // Each symbolic plan once, with the backend's part of the binding made last.
+    for (const auto& [key, s] : symbolic_) out += s.plan->report() + (s.latest ? s.latest->program->report() : std::string());
+  }
+  for (const auto& [key, cached] : plans_)
+    if (!cached.compiled->plan->bound()) out += cached.compiled->plan->report() + cached.compiled->program->report();
   return out;
 }
 

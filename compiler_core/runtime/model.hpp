@@ -2,10 +2,14 @@
 // run through the backend's program. A run walks the program's launch list; nothing is looked
 // up or allocated per op.
 //
-// Graphs with symbolic dimensions compile once per set of input shapes: bound in the options
-// (then fixed: a run with another size is refused), or on the first run with new shapes. At
-// most CompileOptions::max_plans plans are kept, the least recently run dropped first with its
-// working memory (a run under way keeps its plan alive until it ends).
+// A symbol bound in the options is fixed (a run with another size is refused). The others stay
+// symbolic: one plan per size class (a declared range is one class; a free symbol's sizes fall
+// in classes up to the next power of two) is compiled, its memory planned for the class's
+// largest size, and each new set of sizes binds it (Plan::bind: shapes inferred again and
+// checked, the backend's kernels bound where sizes changed, the rest shared). A graph a symbolic
+// plan cannot follow (a body, a size an `if` picks) compiles a plan per set of input shapes
+// instead. At most CompileOptions::max_plans bindings or plans are kept, and as many symbolic
+// plans, the least recently run dropped first (a run under way keeps its plan alive until it ends).
 #pragma once
 #include <atomic>
 #include <map>
@@ -57,6 +61,9 @@ class Model {
     uint64_t last_run = 0;  // the cache's clock when it was last asked for
   };
   std::shared_ptr<const Compiled> plan_for(const std::vector<ir::Shape>& input_shapes) const;
+  // The symbolic plan of the shapes' size class bound to them; nullptr when there is none (the
+  // graph has no open symbol, or symbolic plans were refused) or the sizes outgrow it. Under mu_.
+  std::shared_ptr<const Compiled> bind_symbolic(const std::vector<ir::Shape>& input_shapes) const;
   // Refuses shapes whose symbolic sizes disagree with a size the options bind, or with each
   // other (one symbol, two sizes); `what` names the call.
   void check_symbols(const std::vector<ir::Shape>& input_shapes, const char* what) const;
@@ -74,11 +81,22 @@ class Model {
     size_t first;  // the index here of the symbol's first axis, whose size every other must match
   };
   std::vector<SymbolicAxis> symbolic_axes_;  // the inputs' symbolic axes, in input order
+  std::vector<ir::Shape> symbolic_inputs_;   // the inputs' shapes, bound symbols fixed, open ones kept
+  bool open_symbols_ = false;                // an input's symbol is not bound
+  // Symbolic plans by their class's largest sizes (per open symbol, in symbol order).
+  struct Symbolic {
+    std::shared_ptr<const Plan> plan;
+    std::shared_ptr<const Compiled> latest;  // its binding made last, whose kernels the next shares
+    uint64_t last_run = 0;
+  };
+  mutable std::map<std::vector<int64_t>, Symbolic> symbolic_;
+  mutable std::string no_symbolic_;  // why symbolic plans were refused, once one was
   mutable std::mutex mu_;
   mutable std::map<std::vector<std::vector<int64_t>>, Cached> plans_;
   mutable std::shared_ptr<const Compiled> latest_;
   mutable uint64_t clock_ = 0;     // counts lookups, for least-recently-run eviction
-  mutable int64_t compiled_ = 0;   // plans compiled so far, dropped ones included
+  mutable int64_t compiled_ = 0;   // plans compiled so far (symbolic or per shapes), dropped ones included
+  mutable int64_t bindings_ = 0;   // symbolic plans bound to new sizes so far
   std::unique_ptr<ThreadPool> pool_;  // none with one thread
   mutable std::atomic<uint64_t> cancels_{0};
 };

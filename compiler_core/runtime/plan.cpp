@@ -15,6 +15,7 @@
 
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
+#include "ir/reinfer.hpp"
 #include "ir/verify.hpp"
 #include "passes/passes.hpp"
 #include "plan/schedule.hpp"
@@ -42,7 +43,8 @@ bool check_plans_from_environment() {
 
 }  // namespace
 
-Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options) {
+Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options,
+           const std::vector<ir::Shape>* largest) {
   if (!options.backend) throw Error(ErrorCode::InvalidArgument, "compile: no backend");
   const Backend& backend = *options.backend;
   using clock = std::chrono::steady_clock;
@@ -70,12 +72,29 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
     return true;
   });
   const ir::Graph& sg = *graph_;
+  bool is_static = true;
   for (ir::NodeId n : sg.regions[0].nodes)
-    for (uint32_t i = 0; i < sg.nodes[n].num_outputs; ++i)
-      if (!sg.shape(sg.nodes[n].first_output + i).is_static())
-        throw Error(ErrorCode::Unsupported, "compile: " + sg.value_name(sg.nodes[n].first_output + i) + " has the shape " +
-                                                sg.shape_str(sg.shape(sg.nodes[n].first_output + i)) +
-                                                ", which depends on data (an `if` whose branches differ in shape)");
+    for (uint32_t i = 0; i < sg.nodes[n].num_outputs; ++i) is_static = is_static && sg.shape(sg.nodes[n].first_output + i).is_static();
+  for (ir::ValueId v : sg.inputs()) is_static = is_static && sg.shape(v).is_static();
+  if (!is_static && (!largest || !ir::reinferable(sg))) {
+    for (ir::NodeId n : sg.regions[0].nodes)
+      if (sg.nodes[n].num_bodies && largest)
+        throw Error(ErrorCode::Unsupported, "compile: no symbolic plan for a graph with a body (" + sg.node_name(n) + ")");
+    for (ir::NodeId n : sg.regions[0].nodes)
+      for (uint32_t i = 0; i < sg.nodes[n].num_outputs; ++i)
+        if (!sg.shape(sg.nodes[n].first_output + i).is_static())
+          throw Error(ErrorCode::Unsupported, "compile: " + sg.value_name(sg.nodes[n].first_output + i) + " has the shape " +
+                                                  sg.shape_str(sg.shape(sg.nodes[n].first_output + i)) +
+                                                  ", which depends on data (an `if` whose branches differ in shape)");
+  }
+  if (!is_static) step("infer the largest sizes, which memory is planned for", [&] {
+    auto sized = std::make_unique<ir::Graph>(sg);
+    ir::reinfer(*sized, *largest);
+    sized_ = std::move(sized);
+  });
+  // What depends on sizes (bytes, formats) is decided at the largest; what must hold for every
+  // size (fusion, in place) on the symbolic shapes.
+  const ir::Graph& sizes = sized_ ? *sized_ : sg;
   plan::GraphDag gd;
   std::vector<int> order;
   const GroupingRules grouping = backend.grouping(options);
@@ -83,11 +102,13 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   step("build the dependency graph", [&] {
     std::vector<std::vector<ir::NodeId>> members;
     for (const FusedGroup& grp : groups_) members.push_back(grp.members);
-    gd = plan::from_graph(sg, members, !grouping.single_ops);
+    gd = plan::from_graph(sg, members, !grouping.single_ops, &sizes);
   });
   FormatPlan formats;
   const FormatRules format_rules = backend.formats(options);
-  auto assign = [&] { formats = assign_formats(sg, groups_, format_rules, gd); };
+  std::vector<FusedGroup> sized_groups = groups_;
+  for (FusedGroup& grp : sized_groups) grp.shape = sizes.shape(sizes.nodes[grp.members.back()].first_output);
+  auto assign = [&] { formats = assign_formats(sizes, sized_groups, format_rules, gd); };
   if (format_rules.format_of) step("assign memory formats, insert reorders", assign);
   else assign();
   reorders_ = formats.reorders;
@@ -179,6 +200,36 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
     stream_launches_.assign(static_cast<size_t>(streams_.num_streams), {});
     for (size_t i = 0; i < launches_.size(); ++i) stream_launches_[static_cast<size_t>(launches_[i].stream)].push_back(static_cast<int>(i));
   });
+}
+
+std::unique_ptr<Plan> Plan::bind(const std::vector<ir::Shape>& input_shapes) const {
+  if (!sized_) throw Error(ErrorCode::Internal, "bind: the plan has no symbolic sizes");
+  auto g = std::make_unique<ir::Graph>(*graph_);
+  ir::reinfer(*g, input_shapes);
+  // Every value in the arena within the bytes planned for it (the symbols' sizes may exceed the
+  // largest when a free symbol's class was guessed from another run's sizes).
+  for (const Launch& l : launches_)
+    for (const std::vector<Slot>* slots : {&l.in, &l.out})
+      for (const Slot& s : *slots)
+        if (s.kind == Slot::Arena && s.at >= 0 && s.format.physical_elements(g->shape(s.value)) > s.format.physical_elements(sized_->shape(s.value)))
+          return nullptr;
+  std::unique_ptr<Plan> p(new Plan());
+  p->graph_ = std::move(g);
+  p->groups_ = groups_;
+  for (FusedGroup& grp : p->groups_) grp.shape = p->graph_->shape(p->graph_->nodes[grp.members.back()].first_output);
+  p->launches_ = launches_;
+  p->waits_ = waits_;
+  p->stream_launches_ = stream_launches_;
+  p->memory_ = memory_;
+  p->streams_ = streams_;
+  p->log_ = log_;
+  p->output_copies_ = output_copies_;
+  p->arena_bytes_ = arena_bytes_;
+  p->reorders_ = reorders_;
+  p->views_ = views_;
+  p->viewed_ = viewed_;
+  p->bound_ = true;
+  return p;
 }
 
 void Plan::fill_output_copies(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const {

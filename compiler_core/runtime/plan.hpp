@@ -53,7 +53,13 @@ struct CompileOptions {
 
 class Plan {
  public:
-  Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options);
+  // A plan for `input_shapes`. With `largest`, input_shapes may keep symbolic sizes: the plan is
+  // then symbolic (passes, fusion, order, streams and formats decided once, for every size), its
+  // memory planned for the sizes of `largest`, and bind() fixes it to a run's sizes. A graph
+  // whose sizes such a plan cannot follow (a body, a size an `if` picks) is refused as
+  // Unsupported.
+  Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options,
+       const std::vector<ir::Shape>* largest = nullptr);
   // Programs keep references into a plan (its graph, groups, launches): it never moves.
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -72,6 +78,13 @@ class Plan {
     int stream;
   };
   const ir::Graph& graph() const { return *graph_; }
+  bool symbolic() const { return sized_ != nullptr; }
+  bool bound() const { return bound_; }  // made by bind()
+  // A symbolic plan fixed to the sizes of `input_shapes`: the same launches, groups, streams and
+  // memory, with every value's shape inferred again for them (ir::reinfer, which checks them as
+  // the builder did and throws ir::Error naming the op otherwise). nullptr when a value would
+  // outgrow the bytes planned for it (sizes beyond the largest the plan was compiled for).
+  std::unique_ptr<Plan> bind(const std::vector<ir::Shape>& input_shapes) const;
   const std::vector<Launch>& launches() const { return launches_; }
   const std::vector<FusedGroup>& groups() const { return groups_; }
   const std::vector<std::vector<int>>& waits() const { return waits_; }  // per launch: launches of other streams first
@@ -88,7 +101,10 @@ class Plan {
   std::string to_dot(const Program& program) const;
 
  private:
+  Plan() = default;  // bind()'s copies
+
   std::unique_ptr<ir::Graph> graph_;
+  std::unique_ptr<const ir::Graph> sized_;  // a symbolic plan's graph at its largest sizes, which memory is planned for
   std::vector<FusedGroup> groups_;
   std::vector<Launch> launches_;
   std::vector<std::vector<int>> waits_;            // per launch: launches of other streams it waits for
@@ -98,6 +114,7 @@ class Plan {
   std::vector<std::string> log_;
   std::vector<std::pair<int, ir::ValueId>> output_copies_;  // outputs to fill from another slot
   int64_t arena_bytes_ = 0;
+  bool bound_ = false;
   int reorders_ = 0;
   int views_ = 0;                        // views that are their input's bytes, not launched
   std::vector<ir::ValueId> viewed_;      // per graph value: the value such a view shows, or kNone

@@ -6,7 +6,9 @@
 namespace esg::runtime {
 
 struct Stats {
-  int64_t plans = 0;  // compiled so far, one per set of input shapes; the rest describe the latest
+  int64_t plans = 0;     // compiled so far: one per size class of a symbolic plan, else per set of input shapes
+  int64_t bindings = 0;  // symbolic plans bound to a new set of sizes (no compile: shapes inferred, kernels bound)
+  // The rest describe the plan run latest.
   // The launch list, as the pipeline built it.
   int64_t launches = 0;           // kernels one run launches
   int64_t fused_groups = 0;       // launches that run a group of ops as one kernel

@@ -384,7 +384,7 @@ void bind_model(py::module_& m) {
             {"device_bytes", s.device_bytes},
             {"device_events", s.device_events},
             {"captured", s.captured},
-            {"reorders", s.reorders}};
+            {"reorders", s.reorders}, {"bindings", s.bindings}};
       }, "The report's numbers as a dict (launches, fused_groups, arena_bytes, ...): the plan compiled last.")
       .def("to_dot", &esg::Model::to_dot, "The compiled launch list as Graphviz DOT.")
       .def("cancel", &esg::Model::cancel,

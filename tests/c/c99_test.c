@@ -376,6 +376,16 @@ static void test_compile_and_run(void) {
     CHECK(esg_model_run(ranged, &in, 1, &out, 1) == ESG_OK);
     CHECK(esg_model_run(ranged, &in3, 1, &out3, 1) == ESG_ERR_SHAPE);
     CHECK(strstr(esg_last_error(), "outside the range 1..2") != NULL);
+    { /* one symbolic plan for the range, bound to each batch */
+      float x2[4] = {1, -1, 2, -2}, y2[4];
+      int64_t d2[2] = {2, 2};
+      esg_buffer in2 = buffer(x2, sizeof x2, ESG_F32, d2, 2), out2 = buffer(y2, sizeof y2, ESG_F32, d2, 2);
+      esg_model_stats rs;
+      CHECK(esg_model_run(ranged, &in2, 1, &out2, 1) == ESG_OK);
+      CHECK(y2[0] == 1 && y2[1] == 0 && y2[2] == 2 && y2[3] == 0);
+      CHECK(esg_model_get_stats(ranged, &rs) == ESG_OK);
+      CHECK(rs.plans == 1 && rs.bindings == 2);
+    }
     esg_model_destroy(ranged);
     ro.symbol_names = names;
     ro.symbol_sizes = sizes;

@@ -78,14 +78,16 @@ TEST_CASE("stats count what a plan launches and keeps") {
   CHECK(no_reuse.in_place_values == 0);
 }
 
-TEST_CASE("a symbolic batch compiles once per batch size, bound or at run time") {
+TEST_CASE("a symbolic batch compiles once per size class, bound or at run time") {
   const esg::Model lazy = esg::compile(mlp(true));
   CHECK(lazy.report().find("no plan yet") != std::string::npos);
   CHECK(lazy.stats().plans == 0);
   CHECK(lazy.stats().launches == 0);
   CHECK(run_mlp(lazy, {1, 2, 3}, 1) == std::vector<float>{4.5f, 0});
   CHECK(run_mlp(lazy, std::vector<float>(12, 1.0f), 4).size() == 8);
-  CHECK(lazy.stats().plans == 2);
+  CHECK(run_mlp(lazy, std::vector<float>(9, 1.0f), 3) == std::vector<float>{2.5f, 0, 2.5f, 0, 2.5f, 0});
+  CHECK(lazy.stats().plans == 2);  // the classes up to 1 and up to 4
+  CHECK(lazy.stats().bindings == 3);
   const esg::Model bound = esg::compile(mlp(true), esg::CompileOptions().symbol("batch", 2));
   CHECK(bound.stats().plans == 1);
   CHECK(bound.report().find("x: f32[2,3]") != std::string::npos);
@@ -95,8 +97,75 @@ TEST_CASE("a symbolic batch compiles once per batch size, bound or at run time")
   const esg::Model ranged = esg::compile(mlp(true), esg::CompileOptions().symbol_range("batch", 1, 3).max_plans(2));
   for (int64_t batch = 1; batch <= 3; ++batch) CHECK(run_mlp(ranged, std::vector<float>(3 * batch, 1.0f), batch).size() == 2 * batch);
   CHECK_THROWS_AS(run_mlp(ranged, std::vector<float>(12, 1.0f), 4), esg::ShapeError);
-  CHECK(ranged.stats().plans == 3);
-  CHECK(ranged.report().find("plans: 2 kept (at most 2), 3 compiled") != std::string::npos);
+  CHECK(ranged.stats().plans == 1);  // one plan for the range, bound to each size
+  CHECK(ranged.stats().bindings == 3);
+  CHECK(ranged.report().find("plans: 2 kept (at most 2), 1 compiled") != std::string::npos);
+  CHECK(ranged.report().find("symbolic plans: 1 kept, bound to sizes 3 times") != std::string::npos);
+  CHECK(ranged.report().find("x: f32[batch,3]") != std::string::npos);
+}
+
+namespace {
+
+// A decoder step's cache: the new token's keys appended to the past ones, the scores of a query
+// against all of them, softmax over the past and the new token together.
+esg::Graph cache_step(esg::GraphBuilder& b) {
+  const int64_t past = b.symbol("past");
+  const Tensor q = b.input("q", esg::f32, {1, 4});
+  const Tensor k_past = b.input("k_past", esg::f32, {past, 4});
+  const Tensor k_new = b.input("k_new", esg::f32, {1, 4});
+  const Tensor k = esg::concat({k_past, k_new}, 0);
+  const Tensor scores = esg::softmax(esg::matmul(q, esg::transpose(k, esg::TransposeOptions().perm({1, 0}))) * 0.5f);
+  return b.build({scores, k});
+}
+
+std::vector<float> seq(int64_t n, float scale) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = std::sin(scale * static_cast<float>(i + 1));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("one symbolic plan serves every size: the same results as a plan per size") {
+  esg::GraphBuilder b("cache");
+  const esg::Graph g = cache_step(b);
+  const esg::Model any = esg::compile(g, esg::CompileOptions().symbol_range("past", 0, 40));
+  for (int64_t past : {0, 1, 2, 7, 31, 40, 3}) {
+    const std::vector<HostTensor> in{HostTensor::from(esg::f32, seq(4, 0.3f), {1, 4}),
+                                     HostTensor::from(esg::f32, seq(4 * past, 0.7f), {past, 4}),
+                                     HostTensor::from(esg::f32, seq(4, 1.1f), {1, 4})};
+    const std::vector<HostTensor> got = any.run(in);
+    const std::vector<HostTensor> want = esg::compile(g, esg::CompileOptions().symbol("past", past)).run(in);
+    REQUIRE(got[0].shape() == std::vector<int64_t>{1, past + 1});
+    CHECK(got[0].values<float>() == want[0].values<float>());
+    CHECK(got[1].values<float>() == want[1].values<float>());
+  }
+  CHECK(any.stats().plans == 1);
+  CHECK(any.stats().bindings == 7);
+  // Beyond the range: refused before anything is bound.
+  CHECK_THROWS_AS(any.run({HostTensor(esg::f32, {1, 4}), HostTensor(esg::f32, {41, 4}), HostTensor(esg::f32, {1, 4})}), esg::ShapeError);
+  CHECK(any.stats().bindings == 7);
+}
+
+TEST_CASE("a symbolic plan checks a run's sizes as the builder would have") {
+  // a[n] + b[m]: the builder trusts n and m to agree (or one to be 1); a run where they do not
+  // fails naming the op, and the model runs on.
+  esg::GraphBuilder b("sum");
+  const Tensor x = b.input("a", esg::f32, {b.symbol("n")});
+  const Tensor y = b.input("b", esg::f32, {b.symbol("m")});
+  const esg::Model m = esg::compile(b.build({x + y}));
+  const std::vector<float> three{1, 2, 3};
+  CHECK(m.run({HostTensor::from(esg::f32, three, {3}), HostTensor::from(esg::f32, three, {3})})[0].values<float>() ==
+        std::vector<float>{2, 4, 6});
+  try {
+    m.run({HostTensor::from(esg::f32, three, {3}), HostTensor(esg::f32, {2})});
+    FAIL("sizes 3 and 2 were added");
+  } catch (const esg::ShapeError& e) {
+    CHECK(std::string(e.what()).find("add") != std::string::npos);
+    CHECK(std::string(e.what()).find("[2]") != std::string::npos);
+  }
+  CHECK(m.run({HostTensor::from(esg::f32, three, {3}), HostTensor::from(esg::f32, std::vector<float>{10}, {1})})[0].values<float>() ==
+        std::vector<float>{11, 12, 13});
 }
 
 TEST_CASE("options: streams, no reuse and verification give the same results") {

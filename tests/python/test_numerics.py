@@ -1663,15 +1663,15 @@ def test_stats_give_the_reports_numbers_as_data():
     assert set(stats) == {
         "plans", "launches", "fused_groups", "fused_ops", "epilogue_groups", "f32_rows", "fast_kernels", "reference_kernels",
         "arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "in_place_values", "streams", "events", "device_kernels",
-        "device_kernel_launches", "library_calls", "device_copies", "host_launches", "device_bytes", "device_events", "captured", "reorders"}
+        "device_kernel_launches", "library_calls", "device_copies", "host_launches", "device_bytes", "device_events", "captured", "reorders", "bindings"}
     assert stats["plans"] == 0 and stats["launches"] == 0  # no shapes yet: nothing compiled
     lazy(x)
     lazy(x[:3])
     fused = lazy.stats()
-    assert fused["plans"] == 2
+    assert fused["plans"] == 2 and fused["bindings"] == 2  # symbolic plans for n up to 8 and up to 4, each bound once
     # relu, mul, add in one group; softmax over the last axis on its own kernel.
     assert (fused["launches"], fused["fused_groups"], fused["fused_ops"], fused["fast_kernels"]) == (2, 1, 3, 1)
-    assert fused["arena_bytes"] >= fused["lower_bound_bytes"] == 3 * 16 * 4  # the group's result, for 3 rows
+    assert fused["arena_bytes"] >= fused["lower_bound_bytes"] == 4 * 16 * 4  # the group's result, for the class's 4 rows
     unfused = esgraph.compile(graph, fusion=False, shapes={"n": 8}).stats()
     assert (unfused["plans"], unfused["launches"], unfused["fused_groups"]) == (1, 4, 0)
     assert unfused["in_place_values"] > 0 and unfused["arena_bytes"] < unfused["no_reuse_bytes"]

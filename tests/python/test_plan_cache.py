@@ -1,6 +1,8 @@
-"""Plans per set of input shapes: at most `max_plans` kept, the least recently run dropped and
-compiled again when its shapes return; sizes bound at compile time stay fixed, and one symbol
-must have one size across the inputs of a run."""
+"""Symbolic plans: one per size class (a declared range, or sizes up to the next power of two),
+bound to each run's sizes; at most `max_plans` bindings and as many symbolic plans kept, the
+least recently run dropped and compiled again when its sizes return; a graph no symbolic plan
+follows compiles per set of input shapes; sizes bound at compile time stay fixed, and one
+symbol must have one size across the inputs of a run."""
 import re
 import threading
 
@@ -29,23 +31,63 @@ def kept(model):
     return int(re.search(r"plans: (\d+) kept", model.report()).group(1))
 
 
-def test_the_least_recently_run_plan_is_dropped_and_compiled_again_when_its_shapes_return():
+def symbolic_kept(model):
+    return int(re.search(r"symbolic plans: (\d+) kept", model.report()).group(1))
+
+
+def test_one_plan_per_size_class_bound_to_each_size():
     model = esgraph.compile(batch_graph(), max_plans=3)
     for batch in range(1, 11):
         run_and_check(model, batch)
-    assert kept(model) == 3 and model.stats()["plans"] == 10
-    run_and_check(model, 9)  # still kept: no new plan
-    assert model.stats()["plans"] == 10
-    run_and_check(model, 1)  # dropped long ago: compiled again
-    assert model.stats()["plans"] == 11 and kept(model) == 3
-    assert "at most 3" in model.report()
+    # Classes up to 1, 2, 4, 8 and 16; the last three kept, as are the last three bindings.
+    stats = model.stats()
+    assert (stats["plans"], stats["bindings"], kept(model), symbolic_kept(model)) == (5, 10, 3, 3)
+    run_and_check(model, 9)  # its binding is kept: nothing new
+    assert (model.stats()["plans"], model.stats()["bindings"]) == (5, 10)
+    run_and_check(model, 7)  # its class is kept: bound again, no compile
+    assert (model.stats()["plans"], model.stats()["bindings"]) == (5, 11)
+    run_and_check(model, 1)  # its class was dropped: compiled again
+    assert (model.stats()["plans"], model.stats()["bindings"]) == (6, 12)
+    assert "at most 3" in model.report() and "x: f32[batch,8]" in model.report()
+
+
+def test_a_range_is_one_plan_for_all_its_sizes():
+    model = esgraph.compile(batch_graph(), shapes={"batch": (1, 100)})
+    for batch in (100, 1, 37, 64, 2, 99):
+        run_and_check(model, batch)
+    assert (model.stats()["plans"], model.stats()["bindings"]) == (1, 6)
+
+
+def test_a_graph_with_a_body_compiles_per_set_of_shapes():
+    with esgraph.GraphBuilder() as b:
+        p = b.input("p", esgraph.bool_, [])
+        x = b.input("x", esgraph.f32, ["n", 3])
+        y = ops.if_(p, lambda: ops.exp(x), lambda: -x)
+    model = esgraph.compile(b.build([y]))
+    for n in (1, 2, 3):
+        x = np.full((n, 3), 0.5, np.float32)
+        np.testing.assert_allclose(model(np.array(True), x), np.exp(x), rtol=1e-6)
+        np.testing.assert_allclose(model(np.array(False), x), -x)
+    assert (model.stats()["plans"], model.stats()["bindings"]) == (3, 0)
+    assert "none for this graph (a plan per set of input shapes): compile: no symbolic plan for a graph with a body" in model.report()
+
+
+def test_sizes_a_symbolic_plan_cannot_take_fail_naming_the_op_and_the_model_runs_on():
+    with esgraph.GraphBuilder() as b:
+        y = ops.matmul(b.input("a", esgraph.f32, ["m", "k"]), b.input("b", esgraph.f32, ["j", 2]))
+    model = esgraph.compile(b.build([y]))
+    a, w = np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)
+    np.testing.assert_array_equal(model(a, w), np.full((2, 2), 3.0))
+    with pytest.raises(esgraph.ShapeError, match=r"matmul: .*\[2,3\].*\[4,2\]"):
+        model(a, np.ones((4, 2), np.float32))
+    np.testing.assert_array_equal(model(a, w), np.full((2, 2), 3.0))
 
 
 def test_no_limit_keeps_every_plan():
     model = esgraph.compile(batch_graph(), max_plans=0)
     for batch in range(1, 21):
         run_and_check(model, batch)
-    assert kept(model) == 20 and "no limit" in model.report()
+    assert kept(model) == 20 and symbolic_kept(model) == 6 and "no limit" in model.report()
 
 
 def test_runs_on_many_threads_while_plans_are_dropped_stay_right():

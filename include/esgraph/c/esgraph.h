@@ -308,10 +308,14 @@ typedef struct esg_compile_options {
      A precision the backend or the CPU cannot honour is refused with ESG_ERR_UNSUPPORTED,
      naming what is missing. */
   const char* precision;
-  /* API 2: a graph with symbolic sizes compiles one plan per set of input shapes; at most
-     max_plans of them are kept (default 16), the least recently run dropped first (with its
-     working memory) and compiled again if its shapes come back. 0: no limit. A size bound in
-     symbol_names/symbol_sizes is fixed: a run with another size fails with ESG_ERR_SHAPE. */
+  /* API 2: a graph with symbolic sizes compiles one symbolic plan per size class (a range below
+     is one class; an unranged symbol's sizes fall in classes up to the next power of two), its
+     memory planned for the class's largest size; each new set of sizes binds it (shapes inferred
+     again and checked, kernels bound where sizes changed). A graph no symbolic plan follows (a
+     body, a size an `if` picks) compiles a plan per set of input shapes instead. At most
+     max_plans bindings or plans are kept (default 16), and as many symbolic plans, the least
+     recently run dropped first. 0: no limit. A size bound in symbol_names/symbol_sizes is fixed:
+     a run with another size fails with ESG_ERR_SHAPE. */
   int64_t max_plans;
   /* API 2: ranges of symbolic dimensions, range_min[i] <= range_names[i] <= range_max[i],
      num_ranges each: a run with a size outside fails with ESG_ERR_SHAPE naming the symbol, the
@@ -371,7 +375,7 @@ ESG_API char* esg_model_report(const esg_model* model);
    made from it). */
 typedef struct esg_model_stats {
   size_t struct_size;
-  int64_t plans;                   /* plans compiled so far, one per set of input shapes; the rest describe the latest */
+  int64_t plans;                   /* plans compiled so far: one per size class of a symbolic plan, else per set of input shapes; the rest describe the latest */
   int64_t launches;                /* kernels one run launches */
   int64_t fused_groups;            /* launches that run a group of ops as one kernel */
   int64_t fused_ops;               /* ops inside those groups */
@@ -394,6 +398,7 @@ typedef struct esg_model_stats {
   int64_t device_events;           /* Ascend: events made on the device (several may share one) */
   int64_t captured;                /* Ascend: 1 when a run replays one captured model */
   int64_t reorders;                /* launches that copy a value into another memory format */
+  int64_t bindings;                /* API 2: symbolic plans bound to a new set of sizes (no compile) */
 } esg_model_stats;
 ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats* stats, size_t struct_size);
 #define esg_model_get_stats(model, stats) esg_model_get_stats_((model), (stats), sizeof(*(stats)))

@@ -1,0 +1,126 @@
+"""An autoregressive loop of the GPT-style decoder step of bench/decoder.py (4 layers, width
+256, 4 heads), exported by PyTorch with a dynamic past axis: each step's new key and value
+caches are the next step's past ones, from empty up to `--steps` - 1. esgraph compiles the model
+once with the range `past: (0, steps - 1)` (one symbolic plan, bound to each new length as it
+comes) beside ONNX Runtime on the same file and loop. Prints the loop's total time (esgraph's
+first compile included), the plans compiled and bindings made, the resident memory the loop
+grew, and, at a few past lengths, the median step time of the loop (over --rounds loops)
+against a plan compiled for that length alone. The outputs are checked against PyTorch first.
+
+    PYTHONPATH=build/default/python /usr/bin/python3 bench/decoder_loop.py [--steps 512] [--rounds 3]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import torch
+
+import esgraph
+import esgraph.onnx
+import ort  # bench/ort.py
+from decoder import HEADS, LAYERS, WIDTH, Decoder  # bench/decoder.py
+from timing import median_ms  # bench/timing.py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def resident_mib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cache(past):
+    return np.zeros((LAYERS, 1, HEADS, past, WIDTH // HEADS), np.float32)
+
+
+def loop(model, x, steps):
+    """Runs the loop; returns its total seconds and each step's."""
+    k = v = cache(0)
+    times = []
+    start = time.perf_counter()
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        _, k, v = model.run([x, k, v])
+        times.append(time.perf_counter() - t0)
+    return time.perf_counter() - start, times
+
+
+def ort_loop(path, x, steps):
+    if not ort.available():
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        data = os.path.join(d, "x.f32")
+        x.tofile(data)
+        args = ["node", os.path.join(HERE, "ort_decoder_loop.js"), path, str(steps), data, ",".join(map(str, x.shape)),
+                ",".join(map(str, cache(0).shape))]
+        out = subprocess.run(args, capture_output=True, text=True, cwd=HERE)
+        return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=512)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=100, help="runs of each static plan")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    module = Decoder().eval()
+    x = torch.randn(1, 1, WIDTH)
+    with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = os.path.join(d, "decoder.onnx")
+        torch.onnx.export(module, (x, torch.from_numpy(cache(3)), torch.from_numpy(cache(3))), path, opset_version=14,
+                          input_names=["x", "past_k", "past_v"], output_names=["y", "k", "v"],
+                          dynamic_axes={"past_k": {3: "past"}, "past_v": {3: "past"}, "k": {3: "total"}, "v": {3: "total"}})
+        graph = esgraph.onnx.load(path)
+        xs = x.numpy()
+        # Correct first: a few steps of the loop against PyTorch's.
+        model = esgraph.compile(graph, shapes={"past": (0, args.steps - 1)})
+        k = v = cache(0)
+        for step in range(5):
+            with torch.no_grad():
+                want = [t.numpy() for t in module(x, torch.from_numpy(k), torch.from_numpy(v))]
+            got = model.run([xs, k, v])
+            for g, w in zip(got, want):
+                assert np.abs(g - w).max() <= 1e-4 * max(1.0, np.abs(w).max()), step
+            _, k, v = got
+
+        rounds, grown, stats = [], [], None
+        for _ in range(args.rounds):
+            before = resident_mib()
+            model = esgraph.compile(graph, shapes={"past": (0, args.steps - 1)})
+            rounds.append(loop(model, xs, args.steps))
+            grown.append(resident_mib() - before)
+            stats = model.stats()
+            del model
+        theirs = [ort_loop(path, xs, args.steps) for _ in range(args.rounds)]
+        ours_total = statistics.median(r[0] for r in rounds) * 1e3
+        print(f"{args.steps} steps (past 0..{args.steps - 1}), medians of {args.rounds} loops:")
+        print(f"  esgraph: {ours_total:.1f} ms in all (compile included), {stats['plans']} plan(s) compiled, "
+              f"{stats['bindings']} bindings; resident memory grown {min(grown):.0f}-{max(grown):.0f} MiB a loop")
+        if all(theirs):
+            ort_total = statistics.median(t["total_ms"] for t in theirs)
+            print(f"  ONNX Runtime: {ort_total:.1f} ms in all; esgraph / ORT {ours_total / ort_total:.2f}x")
+        print(f"{'past':>5} {'loop step':>10} {'static plan':>12} {'loop/static':>12} {'ORT step':>9}  (ms)")
+        for past in sorted({1, 16, 64, 128, 256, args.steps // 2, args.steps - 1}):
+            if past >= args.steps:
+                continue
+            step = statistics.median(r[1][past] for r in rounds) * 1e3
+            static = esgraph.compile(graph, shapes={"past": past})
+            kv = cache(past)
+            alone = median_ms(lambda: static.run([xs, kv, kv]), args.runs)
+            theirs_step = statistics.median(t["step_ms"][past] for t in theirs) if all(theirs) else float("nan")
+            print(f"{past:5d} {step:10.3f} {alone:12.3f} {step / alone:11.2f}x {theirs_step:9.3f}")
+
+
+if __name__ == "__main__":
+    main()
