@@ -4,8 +4,10 @@ caches are the next step's past ones, from empty up to `--steps` - 1. esgraph co
 once with the range `past: (0, steps - 1)` (one symbolic plan, bound to each new length as it
 comes) beside ONNX Runtime on the same file and loop. Prints the loop's total time (esgraph's
 first compile included), the plans compiled and bindings made, the resident memory the loop
-grew, and, at a few past lengths, the median step time of the loop (over --rounds loops)
-against a plan compiled for that length alone. The outputs are checked against PyTorch first.
+grew, and, at a few past lengths, the step's time in the loop (its first run at that length,
+binding included; median over --rounds loops) against a plan compiled for that length alone,
+both writing into outputs allocated and touched before the clock starts (a growing output's
+fresh pages would otherwise dominate). The outputs are checked against PyTorch first.
 
     PYTHONPATH=build/default/python /usr/bin/python3 bench/decoder_loop.py [--steps 512] [--rounds 3]
 """
@@ -43,15 +45,37 @@ def cache(past):
 
 
 def loop(model, x, steps):
-    """Runs the loop; returns its total seconds and each step's."""
+    """Runs the loop as a user would (each step's outputs allocated by the run); its total seconds."""
     k = v = cache(0)
-    times = []
     start = time.perf_counter()
     for _ in range(steps):
-        t0 = time.perf_counter()
         _, k, v = model.run([x, k, v])
+    return time.perf_counter() - start
+
+
+def outputs(past):
+    """A step's outputs, every page touched (np.zeros maps zero pages only when first written)."""
+    out = [np.empty((1, 1, WIDTH), np.float32), np.empty(cache(past + 1).shape, np.float32), np.empty(cache(past + 1).shape, np.float32)]
+    for a in out:
+        a.fill(0)
+    return out
+
+
+def step_times(model, x, steps, static, runs):
+    """The loop again, each step writing into outputs made beforehand; returns each step's seconds
+    and, at the lengths `static` has a plan for, that plan's median seconds on the same inputs."""
+    k = v = cache(0)
+    times, alone = [], {}
+    for past in range(steps):
+        out = outputs(past)
+        t0 = time.perf_counter()
+        model.run([x, k, v], out=out)
         times.append(time.perf_counter() - t0)
-    return time.perf_counter() - start, times
+        if past in static:
+            other = outputs(past)
+            alone[past] = median_ms(lambda: static[past].run([x, k, v], out=other), runs) / 1e3
+        _, k, v = out
+    return times, alone
 
 
 def ort_loop(path, x, steps):
@@ -94,30 +118,30 @@ def main():
                 assert np.abs(g - w).max() <= 1e-4 * max(1.0, np.abs(w).max()), step
             _, k, v = got
 
-        rounds, grown, stats = [], [], None
+        totals, grown, stats = [], [], None
         for _ in range(args.rounds):
             before = resident_mib()
             model = esgraph.compile(graph, shapes={"past": (0, args.steps - 1)})
-            rounds.append(loop(model, xs, args.steps))
+            totals.append(loop(model, xs, args.steps))
             grown.append(resident_mib() - before)
             stats = model.stats()
             del model
         theirs = [ort_loop(path, xs, args.steps) for _ in range(args.rounds)]
-        ours_total = statistics.median(r[0] for r in rounds) * 1e3
+        ours_total = statistics.median(totals) * 1e3
         print(f"{args.steps} steps (past 0..{args.steps - 1}), medians of {args.rounds} loops:")
         print(f"  esgraph: {ours_total:.1f} ms in all (compile included), {stats['plans']} plan(s) compiled, "
               f"{stats['bindings']} bindings; resident memory grown {min(grown):.0f}-{max(grown):.0f} MiB a loop")
         if all(theirs):
             ort_total = statistics.median(t["total_ms"] for t in theirs)
             print(f"  ONNX Runtime: {ort_total:.1f} ms in all; esgraph / ORT {ours_total / ort_total:.2f}x")
+        lengths = sorted(p for p in {1, 16, 64, 128, 256, args.steps // 2, args.steps - 1} if p < args.steps)
+        static = {p: esgraph.compile(graph, shapes={"past": p}) for p in lengths}
+        steps = [step_times(esgraph.compile(graph, shapes={"past": (0, args.steps - 1)}), xs, args.steps, static, args.runs)
+                 for _ in range(args.rounds)]
         print(f"{'past':>5} {'loop step':>10} {'static plan':>12} {'loop/static':>12} {'ORT step':>9}  (ms)")
-        for past in sorted({1, 16, 64, 128, 256, args.steps // 2, args.steps - 1}):
-            if past >= args.steps:
-                continue
-            step = statistics.median(r[1][past] for r in rounds) * 1e3
-            static = esgraph.compile(graph, shapes={"past": past})
-            kv = cache(past)
-            alone = median_ms(lambda: static.run([xs, kv, kv]), args.runs)
+        for past in lengths:
+            step = statistics.median(s[0][past] for s in steps) * 1e3
+            alone = statistics.median(s[1][past] for s in steps) * 1e3
             theirs_step = statistics.median(t["step_ms"][past] for t in theirs) if all(theirs) else float("nan")
             print(f"{past:5d} {step:10.3f} {alone:12.3f} {step / alone:11.2f}x {theirs_step:9.3f}")
 

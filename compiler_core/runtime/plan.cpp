@@ -24,7 +24,10 @@
 namespace esg::runtime {
 
 int CompileOptions::pool_threads() const {
-  return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Asked once: glibc reads /sys for it each time (three system calls per ask, which a symbolic
+  // plan's bindings would pay per launch).
+  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return threads > 0 ? threads : cores;
 }
 namespace {
 
