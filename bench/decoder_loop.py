@@ -4,8 +4,13 @@ caches are the next step's past ones, from empty up to `--steps` - 1. esgraph co
 once with the range `past: (0, steps - 1)` (one symbolic plan, bound to each new length as it
 comes) beside ONNX Runtime on the same file and loop. Prints the loop's total time (esgraph's
 first compile included), the plans compiled and bindings made, the resident memory the loop
-grew, and, at a few past lengths, the step's time in the loop (its first run at that length,
-binding included; median over --rounds loops) against a plan compiled for that length alone,
+grew, and, at a few past lengths, the step's time in the loop (each step the first run at its
+length, binding included; the median over the nine steps around that length in --rounds loops),
+in the first loop after the compile and in the next one (a second generation: the model's
+bindings of the first are long dropped, so it binds each length again, but the process's heap
+is warm), beside the same second loop on a model that kept every binding (max_plans=0: no
+binding at all, which isolates what binding costs) and a plan compiled for that length alone
+(run repeatedly on the same inputs),
 both writing into outputs allocated and touched before the clock starts (a growing output's
 fresh pages would otherwise dominate). The outputs are checked against PyTorch first.
 
@@ -136,14 +141,26 @@ def main():
             print(f"  ONNX Runtime: {ort_total:.1f} ms in all; esgraph / ORT {ours_total / ort_total:.2f}x")
         lengths = sorted(p for p in {1, 16, 64, 128, 256, args.steps // 2, args.steps - 1} if p < args.steps)
         static = {p: esgraph.compile(graph, shapes={"past": p}) for p in lengths}
-        steps = [step_times(esgraph.compile(graph, shapes={"past": (0, args.steps - 1)}), xs, args.steps, static, args.runs)
-                 for _ in range(args.rounds)]
-        print(f"{'past':>5} {'loop step':>10} {'static plan':>12} {'loop/static':>12} {'ORT step':>9}  (ms)")
+        first, second, kept = [], [], []
+        for _ in range(args.rounds):
+            model = esgraph.compile(graph, shapes={"past": (0, args.steps - 1)})
+            first.append(step_times(model, xs, args.steps, static, args.runs))
+            second.append(step_times(model, xs, args.steps, {}, args.runs))
+            assert model.stats()["plans"] == 1
+            del model
+            keeping = esgraph.compile(graph, shapes={"past": (0, args.steps - 1)}, max_plans=0)
+            step_times(keeping, xs, args.steps, {}, args.runs)
+            kept.append(step_times(keeping, xs, args.steps, {}, args.runs))
+            assert keeping.stats()["bindings"] == args.steps
+            del keeping
+        print(f"{'past':>5} {'1st loop':>9} {'2nd loop':>9} {'no binding':>11} {'static plan':>12} {'2nd/none':>9} "
+              f"{'2nd/static':>11} {'ORT step':>9}  (ms)")
         for past in lengths:
-            step = statistics.median(s[0][past] for s in steps) * 1e3
-            alone = statistics.median(s[1][past] for s in steps) * 1e3
+            window = range(max(1, past - 4), min(args.steps, past + 5))
+            one, two, none = (statistics.median(s[0][p] for s in loops for p in window) * 1e3 for loops in (first, second, kept))
+            alone = statistics.median(s[1][past] for s in first) * 1e3
             theirs_step = statistics.median(t["step_ms"][past] for t in theirs) if all(theirs) else float("nan")
-            print(f"{past:5d} {step:10.3f} {alone:12.3f} {step / alone:11.2f}x {theirs_step:9.3f}")
+            print(f"{past:5d} {one:9.3f} {two:9.3f} {none:11.3f} {alone:12.3f} {two / none:8.2f}x {two / alone:10.2f}x {theirs_step:9.3f}")
 
 
 if __name__ == "__main__":

@@ -129,8 +129,9 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
     const runtime::FusedGroup& grp = plan.groups()[static_cast<size_t>(l.group)];
     std::vector<plan::Format> input_formats;
     for (const Slot& in : l.in) input_formats.push_back(in.format);
-    FusedKernel& kernel = fused_[static_cast<size_t>(l.group)];
-    kernel = bind_fused_kernel(g, grp, f, input_formats);
+    auto made_kernel = std::make_shared<FusedKernel>(bind_fused_kernel(g, grp, f, input_formats));
+    fused_[static_cast<size_t>(l.group)] = made_kernel;
+    FusedKernel& kernel = *made_kernel;
     if (is_conv_f32(g, grp.head)) bind_conv_group(b, why.conv, g, l, grp, conv_threads, bf16);
     if (kernel.f32 && grp.head != ir::kNone && MatmulPrimitive::takes(g, g.nodes[grp.head])) {
       // The rows of run_fused_kernel's blocks: whole blocks and the last one.
@@ -206,7 +207,7 @@ void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, con
   const runtime::Plan::Launch& l = plan_.launches()[index];
   if (l.node == ir::kNone) return bound_[index]->reorder->run(*in[0], *out[0], parallel);
   if (bound_[index]->conv || bound_[index]->conv_head_im2col) return convolve(index, in, out, parallel, working);
-  if (l.group >= 0) return run_fused_kernel(fused_[static_cast<size_t>(l.group)], in, out, parallel);
+  if (l.group >= 0) return run_fused_kernel(*fused_[static_cast<size_t>(l.group)], in, out, parallel);
   if (bound_[index]->matmul) return multiply(index, in, out, parallel);
   const ir::Graph& g = plan_.graph();
   const ir::Node& n = g.nodes[l.node];
@@ -254,7 +255,7 @@ void Program::convolve(size_t index, const std::vector<const eval::TensorRef*>& 
     auto operand = [&](int at) { return at < 0 ? nullptr : in[static_cast<size_t>(at)]; };
     b.conv_head_im2col(eval::KernelCall{g, n, {operand(b.conv_x), operand(b.conv_w), operand(b.conv_bias)}, {&result}, parallel});
   }
-  run_fused_kernel(fused_[static_cast<size_t>(group)], in, out, parallel, values);
+  run_fused_kernel(*fused_[static_cast<size_t>(group)], in, out, parallel, values);
 }
 
 void Program::run_launch(size_t index, const std::vector<const eval::TensorRef*>& in,
@@ -364,9 +365,9 @@ std::string Program::report() const {
     fast += bound_[i]->fast != nullptr;
     if (l.group < 0 && l.node != ir::kNone && !bound_[i]->fast && !bound_[i]->conv && !bound_[i]->matmul) ++reference, ++slow[g.nodes[l.node].op->name];
   }
-  for (const FusedKernel& k : fused_) {
-    f32_groups += k.f32;
-    rows += (rows.empty() ? "" : " ") + (k.f32 ? std::to_string(k.f32_steps.size()) : std::string("-"));
+  for (const auto& k : fused_) {
+    f32_groups += k->f32;
+    rows += (rows.empty() ? "" : " ") + (k->f32 ? std::to_string(k->f32_steps.size()) : std::string("-"));
   }
   // The convolutions: oneDNN's kernels by name (with the groups they compute as post-ops), or
   // im2col and why.
@@ -416,7 +417,7 @@ void Program::add_stats(runtime::Stats& s) const {
     s.reference_kernels += l.group < 0 && l.node != ir::kNone && bound_[i]->fast == nullptr && !bound_[i]->conv && !bound_[i]->matmul;
     s.library_calls += bound_[i]->conv != nullptr || bound_[i]->matmul != nullptr;
   }
-  for (const FusedKernel& k : fused_) s.f32_rows += k.f32 ? static_cast<int64_t>(k.f32_steps.size()) : 0;
+  for (const auto& k : fused_) s.f32_rows += k->f32 ? static_cast<int64_t>(k->f32_steps.size()) : 0;
 }
 
 }  // namespace esg::cpu

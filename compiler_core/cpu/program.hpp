@@ -59,7 +59,7 @@ class Program final : public runtime::Program {
   uint8_t* working(uint8_t* arena, int stream) const;
 
   const runtime::Plan& plan_;
-  std::vector<FusedKernel> fused_;  // per group of the plan
+  std::vector<std::shared_ptr<const FusedKernel>> fused_;  // per group of the plan (shared like bound_)
   // What a launch runs, bound once: one entry per launch, so a run reads one array.
   struct Bound {
     eval::Kernel fast = nullptr;  // its fast kernel, or nullptr (a group, a reorder, or the reference)

@@ -11,7 +11,20 @@ bool reinferable(const Graph& g) {
   return true;
 }
 
-void reinfer(Graph& g, const std::vector<Shape>& input_shapes) {
+std::vector<NodeId> symbolic_nodes(const Graph& g) {
+  std::vector<NodeId> out;
+  for (NodeId id : g.regions[0].nodes) {
+    const Node& n = g.nodes[id];
+    if (n.blob != kNone) continue;  // a constant's shape is its data's
+    bool is_static = true;
+    for (ValueId v : g.inputs(n)) is_static = is_static && (v == kNone || g.shape(v).is_static());
+    for (uint32_t i = 0; i < n.num_outputs; ++i) is_static = is_static && g.shape(n.first_output + i).is_static();
+    if (!is_static) out.push_back(id);
+  }
+  return out;
+}
+
+void reinfer(Graph& g, const std::vector<Shape>& input_shapes, const std::vector<NodeId>& nodes) {
   if (input_shapes.size() != g.inputs().size())
     throw Error(ErrorCode::InvalidArgument, "the graph takes " + std::to_string(g.inputs().size()) + " input(s), got " +
                                                 std::to_string(input_shapes.size()));
@@ -24,9 +37,8 @@ void reinfer(Graph& g, const std::vector<Shape>& input_shapes) {
     if (!fits) throw Error(ErrorCode::Shape, "input " + g.value_name(v) + " is " + g.shape_str(want) + ", got " + g.shape_str(got));
     g.set_shape(v, got);
   }
-  for (NodeId id : g.regions[0].nodes) {
+  for (NodeId id : nodes) {
     const Node& n = g.nodes[id];
-    if (n.blob != kNone) continue;  // a constant's shape is its data's
     if (n.num_bodies) throw Error(ErrorCode::Internal, "reinfer: " + g.node_name(id) + " has a body");
     InferContext ctx(g, *n.op, id);
     try {

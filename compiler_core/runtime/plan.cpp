@@ -48,6 +48,9 @@ bool check_plans_from_environment() {
 
 Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options,
            const std::vector<ir::Shape>* largest) {
+  decided_ = std::make_shared<Decided>();
+  auto found = std::make_shared<std::vector<FusedGroup>>();
+  groups_ = found;
   if (!options.backend) throw Error(ErrorCode::InvalidArgument, "compile: no backend");
   const Backend& backend = *options.backend;
   using clock = std::chrono::steady_clock;
@@ -64,10 +67,10 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
     std::ostringstream line;
     line.precision(1);
     line << std::fixed << name << " (" << us << " us" << (options.verify_each_pass ? ", verified" : "") << ")";
-    log_.push_back(line.str());
+    decided_->log.push_back(line.str());
   };
   step("specialize to the input shapes", [&] { graph_ = eval::specialize(g, input_shapes); });
-  graph_ = passes::optimize(*graph_, options.verify_each_pass, &log_);
+  graph_ = passes::optimize(*graph_, options.verify_each_pass, &decided_->log);
   step("legalize for " + std::string(backend.name()), [&] {
     auto legal = backend.legalize(*graph_);
     if (!legal) return false;
@@ -91,44 +94,45 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
                                                   ", which depends on data (an `if` whose branches differ in shape)");
   }
   if (!is_static) step("infer the largest sizes, which memory is planned for", [&] {
+    decided_->symbolic_nodes = ir::symbolic_nodes(sg);
     auto sized = std::make_unique<ir::Graph>(sg);
-    ir::reinfer(*sized, *largest);
-    sized_ = std::move(sized);
+    ir::reinfer(*sized, *largest, decided_->symbolic_nodes);
+    decided_->sized = std::move(sized);
   });
   // What depends on sizes (bytes, formats) is decided at the largest; what must hold for every
   // size (fusion, in place) on the symbolic shapes.
-  const ir::Graph& sizes = sized_ ? *sized_ : sg;
+  const ir::Graph& sizes = decided_->sized ? *decided_->sized : sg;
   plan::GraphDag gd;
   std::vector<int> order;
   const GroupingRules grouping = backend.grouping(options);
-  if (options.fusion || grouping.single_ops) step("fuse elementwise groups", [&] { groups_ = find_groups(sg, grouping); });
+  if (options.fusion || grouping.single_ops) step("fuse elementwise groups", [&] { *found = find_groups(sg, grouping); });
   step("build the dependency graph", [&] {
     std::vector<std::vector<ir::NodeId>> members;
-    for (const FusedGroup& grp : groups_) members.push_back(grp.members);
+    for (const FusedGroup& grp : groups()) members.push_back(grp.members);
     gd = plan::from_graph(sg, members, !grouping.single_ops, &sizes);
   });
   FormatPlan formats;
   const FormatRules format_rules = backend.formats(options);
-  std::vector<FusedGroup> sized_groups = groups_;
+  std::vector<FusedGroup> sized_groups = *found;
   for (FusedGroup& grp : sized_groups) grp.shape = sizes.shape(sizes.nodes[grp.members.back()].first_output);
   auto assign = [&] { formats = assign_formats(sizes, sized_groups, format_rules, gd); };
   if (format_rules.format_of) step("assign memory formats, insert reorders", assign);
   else assign();
-  reorders_ = formats.reorders;
+  decided_->reorders = formats.reorders;
   step("order for memory (the best of greedy, depth-first, breadth-first)", [&] { order = plan::memory_aware_order(gd.dag); });
-  step("assign streams and events", [&] { streams_ = plan::assign_streams(gd.dag, order, options.streams); });
+  step("assign streams and events", [&] { decided_->streams = plan::assign_streams(gd.dag, order, options.streams); });
   plan::MemoryPlanOptions mo;
   mo.alignment = kAlign;
   mo.reuse = options.memory_reuse;
   mo.in_place = options.memory_reuse;
-  if (streams_.num_streams > 1) mo.op_stream = streams_.stream;
-  step("plan memory", [&] { memory_ = plan::plan_memory(gd.dag, order, mo); });
-  arena_bytes_ = memory_.arena_bytes;
+  if (decided_->streams.num_streams > 1) mo.op_stream = decided_->streams.stream;
+  step("plan memory", [&] { decided_->memory = plan::plan_memory(gd.dag, order, mo); });
+  decided_->arena_bytes = decided_->memory.arena_bytes;
   // The independent checker proves the plan: with verify_each_pass, and on every model the test
   // suites compile (their environment sets ESG_CHECK_PLANS=1).
   if (options.verify_each_pass || check_plans_from_environment())
     step("check the memory plan", [&] {
-      const std::string problem = plan::check_plan(gd.dag, order, memory_, kAlign, mo.op_stream);
+      const std::string problem = plan::check_plan(gd.dag, order, decided_->memory, kAlign, mo.op_stream);
       if (!problem.empty()) throw Error(ErrorCode::Internal, "compile: the memory plan is wrong: " + problem);
     });
 
@@ -139,44 +143,44 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
     const ir::ValueId v = sg.outputs()[i];
     const bool produced = sg.values[v].producer != ir::kNone && sg.nodes[sg.values[v].producer].blob == ir::kNone;
     if (output_index[v] < 0 && produced) output_index[v] = static_cast<int>(i);
-    else output_copies_.push_back({static_cast<int>(i), v});  // an input, a constant, or a repeated output
+    else decided_->output_copies.push_back({static_cast<int>(i), v});  // an input, a constant, or a repeated output
   }
   // The graph value of each DAG value that is one (a reordered copy is not).
   std::vector<ir::ValueId> graph_value(static_cast<size_t>(gd.dag.num_values()), ir::kNone);
   for (size_t v = 0; v < sg.values.size(); ++v)
     if (gd.value[v] >= 0) graph_value[static_cast<size_t>(gd.value[v])] = static_cast<ir::ValueId>(v);
-  viewed_.assign(sg.values.size(), ir::kNone);
+  decided_->viewed.assign(sg.values.size(), ir::kNone);
   // Where graph value `v` lives as DAG value `dv` (its own, or a copy in another format).
   std::function<Slot(ir::ValueId, int)> slot_of = [&](ir::ValueId v, int dv) -> Slot {
-    const int views = memory_.alias_of[static_cast<size_t>(dv)];
-    if (views >= 0 && memory_.offset[static_cast<size_t>(dv)] < 0) {  // a view of the caller's or the graph's bytes
+    const int views = decided_->memory.alias_of[static_cast<size_t>(dv)];
+    if (views >= 0 && decided_->memory.offset[static_cast<size_t>(dv)] < 0) {  // a view of the caller's or the graph's bytes
       Slot at = slot_of(graph_value[static_cast<size_t>(views)], views);
       at.value = v;
       return at;
     }
     const plan::Format f = formats.format[static_cast<size_t>(dv)];
-    if (dv != gd.value[v]) return {Slot::Arena, memory_.offset[static_cast<size_t>(dv)], v, f};
+    if (dv != gd.value[v]) return {Slot::Arena, decided_->memory.offset[static_cast<size_t>(dv)], v, f};
     if (input_index[v] >= 0) return {Slot::Input, input_index[v], v, f};
     if (output_index[v] >= 0) return {Slot::Output, output_index[v], v, f};
     const ir::NodeId p = sg.values[v].producer;
     if (p != ir::kNone && sg.nodes[p].blob != ir::kNone) return {Slot::Constant, p, v, f};
-    return {Slot::Arena, memory_.offset[static_cast<size_t>(dv)], v, f};
+    return {Slot::Arena, decided_->memory.offset[static_cast<size_t>(dv)], v, f};
   };
   step("bind the launch list", [&] {
     std::vector<int> launch_of(gd.dag.ops.size(), -1);
     for (int op : order) {
       const plan::Dag::Op& dag_op = gd.dag.ops[static_cast<size_t>(op)];
-      if (dag_op.alias >= 0 && memory_.alias_of[static_cast<size_t>(dag_op.outputs[0])] >= 0) {  // a view: no launch
+      if (dag_op.alias >= 0 && decided_->memory.alias_of[static_cast<size_t>(dag_op.outputs[0])] >= 0) {  // a view: no launch
         const ir::Node& n = sg.nodes[gd.nodes[static_cast<size_t>(op)]];
-        viewed_[n.first_output] = sg.operands[n.first_input];
-        ++views_;
+        decided_->viewed[n.first_output] = sg.operands[n.first_input];
+        ++decided_->views;
         continue;
       }
-      launch_of[static_cast<size_t>(op)] = static_cast<int>(launches_.size());
+      launch_of[static_cast<size_t>(op)] = static_cast<int>(decided_->launches.size());
       Launch l;
       l.node = gd.nodes[static_cast<size_t>(op)];
       l.group = gd.group[static_cast<size_t>(op)];
-      l.stream = streams_.stream[static_cast<size_t>(op)];
+      l.stream = decided_->streams.stream[static_cast<size_t>(op)];
       auto slot = [&](ir::ValueId v) { return slot_of(v, formats.dag_value(gd, op, v)); };
       if (l.node == ir::kNone) {
         const plan::Dag::Op& reorder = gd.dag.ops[static_cast<size_t>(op)];
@@ -184,8 +188,8 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
         l.in.push_back(slot_of(v, reorder.inputs[0]));
         l.out.push_back(slot_of(v, reorder.outputs[0]));
       } else if (l.group >= 0) {
-        for (ir::ValueId v : groups_[static_cast<size_t>(l.group)].inputs) l.in.push_back(slot(v));
-        for (ir::ValueId v : groups_[static_cast<size_t>(l.group)].outputs) l.out.push_back(slot(v));
+        for (ir::ValueId v : groups()[static_cast<size_t>(l.group)].inputs) l.in.push_back(slot(v));
+        for (ir::ValueId v : groups()[static_cast<size_t>(l.group)].outputs) l.out.push_back(slot(v));
       } else {
         const ir::Node& n = sg.nodes[l.node];
         for (uint32_t i = 0; i < n.num_inputs; ++i) {
@@ -194,50 +198,50 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
         }
         for (uint32_t i = 0; i < n.num_outputs; ++i) l.out.push_back(slot(n.first_output + i));
       }
-      launches_.push_back(std::move(l));
+      decided_->launches.push_back(std::move(l));
     }
     // The launch list is `order` less the views; events name ops (never a view: views are
     // made only on one stream): turn both into launch indexes per stream.
-    waits_.assign(launches_.size(), {});
-    for (const plan::Event& e : streams_.events) waits_[static_cast<size_t>(launch_of[static_cast<size_t>(e.before)])].push_back(launch_of[static_cast<size_t>(e.after)]);
-    stream_launches_.assign(static_cast<size_t>(streams_.num_streams), {});
-    for (size_t i = 0; i < launches_.size(); ++i) stream_launches_[static_cast<size_t>(launches_[i].stream)].push_back(static_cast<int>(i));
+    decided_->waits.assign(decided_->launches.size(), {});
+    for (const plan::Event& e : decided_->streams.events) decided_->waits[static_cast<size_t>(launch_of[static_cast<size_t>(e.before)])].push_back(launch_of[static_cast<size_t>(e.after)]);
+    decided_->stream_launches.assign(static_cast<size_t>(decided_->streams.num_streams), {});
+    for (size_t i = 0; i < decided_->launches.size(); ++i) decided_->stream_launches[static_cast<size_t>(decided_->launches[i].stream)].push_back(static_cast<int>(i));
   });
+  if (!decided_->sized) return;
+  // What a binding checks and resizes: only what varies.
+  std::set<std::pair<ir::ValueId, int64_t>> seen;
+  for (const Launch& l : decided_->launches)
+    for (const std::vector<Slot>* slots : {&l.in, &l.out})
+      for (const Slot& s : *slots)
+        if (s.kind == Slot::Arena && s.at >= 0 && !sg.shape(s.value).is_static() && seen.insert({s.value, s.at}).second)
+          decided_->varying.push_back({s.value, s.format, s.format.physical_elements(decided_->sized->shape(s.value))});
+  for (const FusedGroup& grp : groups()) decided_->varying_groups = decided_->varying_groups || !grp.shape.is_static();
 }
 
 std::unique_ptr<Plan> Plan::bind(const std::vector<ir::Shape>& input_shapes) const {
-  if (!sized_) throw Error(ErrorCode::Internal, "bind: the plan has no symbolic sizes");
+  if (!symbolic()) throw Error(ErrorCode::Internal, "bind: the plan has no symbolic sizes");
   auto g = std::make_unique<ir::Graph>(*graph_);
-  ir::reinfer(*g, input_shapes);
-  // Every value in the arena within the bytes planned for it (the symbols' sizes may exceed the
-  // largest when a free symbol's class was guessed from another run's sizes).
-  for (const Launch& l : launches_)
-    for (const std::vector<Slot>* slots : {&l.in, &l.out})
-      for (const Slot& s : *slots)
-        if (s.kind == Slot::Arena && s.at >= 0 && s.format.physical_elements(g->shape(s.value)) > s.format.physical_elements(sized_->shape(s.value)))
-          return nullptr;
+  ir::reinfer(*g, input_shapes, decided_->symbolic_nodes);
+  // Every value in the arena within the bytes planned for it (a free symbol's class is guessed
+  // from the sizes of the run that compiled it; other sizes of one class may still outgrow it).
+  for (const Decided::Varying& v : decided_->varying)
+    if (v.format.physical_elements(g->shape(v.value)) > v.planned) return nullptr;
   std::unique_ptr<Plan> p(new Plan());
   p->graph_ = std::move(g);
   p->groups_ = groups_;
-  for (FusedGroup& grp : p->groups_) grp.shape = p->graph_->shape(p->graph_->nodes[grp.members.back()].first_output);
-  p->launches_ = launches_;
-  p->waits_ = waits_;
-  p->stream_launches_ = stream_launches_;
-  p->memory_ = memory_;
-  p->streams_ = streams_;
-  p->log_ = log_;
-  p->output_copies_ = output_copies_;
-  p->arena_bytes_ = arena_bytes_;
-  p->reorders_ = reorders_;
-  p->views_ = views_;
-  p->viewed_ = viewed_;
+  if (decided_->varying_groups) {
+    auto resized = std::make_shared<std::vector<FusedGroup>>(*groups_);
+    for (FusedGroup& grp : *resized) grp.shape = p->graph_->shape(p->graph_->nodes[grp.members.back()].first_output);
+    p->groups_ = resized;
+  }
+  p->decided_ = decided_;
   p->bound_ = true;
   return p;
 }
 
 void Plan::fill_output_copies(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const {
   const ir::Graph& g = *graph_;
-  for (const auto& [index, v] : output_copies_) {
+  for (const auto& [index, v] : decided_->output_copies) {
     const ir::NodeId p = g.values[v].producer;
     const bool is_input = std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
     const uint8_t* from = is_input ? inputs[static_cast<size_t>(std::find(g.inputs().begin(), g.inputs().end(), v) - g.inputs().begin())].bytes
@@ -251,45 +255,45 @@ std::string Plan::report() const {
   const ir::Graph& g = *graph_;
   std::ostringstream out;
   out << "passes:\n";
-  for (const std::string& l : log_) out << "  " << l << "\n";
+  for (const std::string& l : decided_->log) out << "  " << l << "\n";
   size_t fused_ops = 0, heads = 0;
-  for (const FusedGroup& grp : groups_) fused_ops += grp.members.size(), heads += grp.head != ir::kNone;
-  out << "launches: " << launches_.size() << " kernels (" << groups_.size() << " fused groups of " << fused_ops << " ops, " << heads
+  for (const FusedGroup& grp : groups()) fused_ops += grp.members.size(), heads += grp.head != ir::kNone;
+  out << "launches: " << decided_->launches.size() << " kernels (" << groups().size() << " fused groups of " << fused_ops << " ops, " << heads
       << " of them a matmul or convolution with its epilogue)\n";
-  for (const FusedGroup& grp : groups_) {
+  for (const FusedGroup& grp : groups()) {
     out << "  fused:";
     for (ir::NodeId m : grp.members) out << " " << g.nodes[m].op->name << (m == grp.head ? " +" : "");
     out << " over " << g.shape_str(grp.shape) << "\n";
   }
-  if (reorders_) {
+  if (decided_->reorders) {
     std::map<std::string, int> blocked;  // values by format, outside row-major
-    for (const Launch& l : launches_)
+    for (const Launch& l : decided_->launches)
       for (const Slot& o : l.out)
         if (o.format != plan::Format::row_major()) ++blocked[o.format.name(g.shape(o.value).rank())];
-    out << "formats: " << reorders_ << " reorders;";
+    out << "formats: " << decided_->reorders << " reorders;";
     for (const auto& [name, count] : blocked) out << " " << count << " values in " << name;
     out << "\n";
     // Where they are: the ops that read a reordered copy, by the copy's format (a graph output
     // reordered out has no reader here), so a model's reorders point at what wants them.
     std::set<std::tuple<ir::ValueId, int, int64_t>> copies;  // value, format kind, block
-    for (const Launch& l : launches_)
+    for (const Launch& l : decided_->launches)
       if (l.node == ir::kNone) copies.insert({l.out[0].value, l.out[0].format.kind, l.out[0].format.block});
     std::map<std::string, int> readers;
-    for (const Launch& l : launches_)
+    for (const Launch& l : decided_->launches)
       for (const Slot& in : l.in)
         if (l.node != ir::kNone && in.value != ir::kNone && copies.count({in.value, in.format.kind, in.format.block}))
           ++readers[in.format.name(g.shape(in.value).rank()) + " for " + (l.group >= 0 ? "a fused group" : g.nodes[l.node].op->name)];
     for (const auto& [what, count] : readers) out << "  reordered to " << what << ": " << count << "\n";
   }
-  out << "streams: " << streams_.num_streams << ", events: " << streams_.events.size()
-      << (streams_.num_streams > 1 ? " (one thread each when the pool has them free, else in order)" : "") << "\n";
-  for (int s = 0; s < streams_.num_streams; ++s) out << "  stream " << s << ": " << stream_launches_[static_cast<size_t>(s)].size() << " ops\n";
-  out << "memory: arena " << memory_.arena_bytes << " bytes (planned peak), lower bound " << memory_.lower_bound
-      << " bytes (max live set of this order), " << memory_.no_reuse_bytes << " bytes without reuse\n";
+  out << "streams: " << decided_->streams.num_streams << ", events: " << decided_->streams.events.size()
+      << (decided_->streams.num_streams > 1 ? " (one thread each when the pool has them free, else in order)" : "") << "\n";
+  for (int s = 0; s < decided_->streams.num_streams; ++s) out << "  stream " << s << ": " << decided_->stream_launches[static_cast<size_t>(s)].size() << " ops\n";
+  out << "memory: arena " << decided_->memory.arena_bytes << " bytes (planned peak), lower bound " << decided_->memory.lower_bound
+      << " bytes (max live set of this order), " << decided_->memory.no_reuse_bytes << " bytes without reuse\n";
   size_t in_place = 0;
-  for (int v : memory_.in_place_of) in_place += v >= 0;
+  for (int v : decided_->memory.in_place_of) in_place += v >= 0;
   out << "  in place: " << in_place << " values reuse a dying input's buffer\n";
-  out << "  views: " << views_ << " reshapes, squeezes and unsqueezes are their input's bytes (no launch)\n";
+  out << "  views: " << decided_->views << " reshapes, squeezes and unsqueezes are their input's bytes (no launch)\n";
   out << "inputs:";
   for (ir::ValueId v : g.inputs()) out << " " << g.value_name(v) << ": " << g.type_str(v);
   out << "\noutputs:";
@@ -299,19 +303,19 @@ std::string Plan::report() const {
 }
 
 void Plan::add_stats(Stats& s) const {
-  s.launches = static_cast<int64_t>(launches_.size());
-  s.reorders = reorders_;
-  s.fused_groups = static_cast<int64_t>(groups_.size());
-  for (const FusedGroup& grp : groups_) {
+  s.launches = static_cast<int64_t>(decided_->launches.size());
+  s.reorders = decided_->reorders;
+  s.fused_groups = static_cast<int64_t>(groups().size());
+  for (const FusedGroup& grp : groups()) {
     s.fused_ops += static_cast<int64_t>(grp.members.size());
     s.epilogue_groups += grp.head != ir::kNone;
   }
-  s.arena_bytes = memory_.arena_bytes;
-  s.lower_bound_bytes = memory_.lower_bound;
-  s.no_reuse_bytes = memory_.no_reuse_bytes;
-  for (int v : memory_.in_place_of) s.in_place_values += v >= 0;
-  s.streams = streams_.num_streams;
-  s.events = static_cast<int64_t>(streams_.events.size());
+  s.arena_bytes = decided_->memory.arena_bytes;
+  s.lower_bound_bytes = decided_->memory.lower_bound;
+  s.no_reuse_bytes = decided_->memory.no_reuse_bytes;
+  for (int v : decided_->memory.in_place_of) s.in_place_values += v >= 0;
+  s.streams = decided_->streams.num_streams;
+  s.events = static_cast<int64_t>(decided_->streams.events.size());
 }
 
 std::string Plan::to_dot(const Program& program) const {
@@ -321,15 +325,15 @@ std::string Plan::to_dot(const Program& program) const {
   // A value in a format -> the launch that writes it there.
   auto where = [](const Slot& s) { return std::make_tuple(s.value, s.format.kind, s.format.block); };
   std::map<decltype(where(Slot{})), size_t> writer;
-  for (size_t i = 0; i < launches_.size(); ++i) {
-    const Launch& l = launches_[i];
+  for (size_t i = 0; i < decided_->launches.size(); ++i) {
+    const Launch& l = decided_->launches[i];
     std::string label;
     if (l.node == ir::kNone) {
       const size_t rank = g.shape(l.in[0].value).rank();
       label = "reorder\\n" + l.in[0].format.name(rank) + " to " + l.out[0].format.name(rank);
     } else if (l.group >= 0) {
       label = "fused";
-      for (ir::NodeId m : groups_[static_cast<size_t>(l.group)].members) label += std::string("\\n") + g.nodes[m].op->name;
+      for (ir::NodeId m : groups()[static_cast<size_t>(l.group)].members) label += std::string("\\n") + g.nodes[m].op->name;
     } else {
       const ir::Node& n = g.nodes[l.node];
       const std::string how = program.describe_launch(i);
@@ -338,13 +342,13 @@ std::string Plan::to_dot(const Program& program) const {
     for (const Slot& o : l.out) writer[where(o)] = i;
     out << "  k" << i << " [label=\"" << label << "\\nstream " << l.stream << "\"" << (l.group >= 0 ? ", style=bold" : "") << "];\n";
   }
-  for (size_t i = 0; i < launches_.size(); ++i) {
-    const Launch& l = launches_[i];
+  for (size_t i = 0; i < decided_->launches.size(); ++i) {
+    const Launch& l = decided_->launches[i];
     for (const Slot& in : l.in) {
       const ir::ValueId v = in.value;
       if (v == ir::kNone) continue;
       auto w = writer.find(where(in));
-      for (ir::ValueId seen = viewed_[v]; w == writer.end() && seen != ir::kNone; seen = viewed_[seen])  // through views
+      for (ir::ValueId seen = decided_->viewed[v]; w == writer.end() && seen != ir::kNone; seen = decided_->viewed[seen])  // through views
         w = writer.find(std::make_tuple(seen, in.format.kind, in.format.block));
       const std::string format = in.format == plan::Format::row_major() ? "" : " " + in.format.name(g.shape(v).rank());
       if (w != writer.end()) out << "  k" << w->second << " -> k" << i << " [label=\"" << g.type_str(v) << format << "\"];\n";

@@ -78,19 +78,19 @@ class Plan {
     int stream;
   };
   const ir::Graph& graph() const { return *graph_; }
-  bool symbolic() const { return sized_ != nullptr; }
+  bool symbolic() const { return decided_->sized != nullptr && !bound_; }
   bool bound() const { return bound_; }  // made by bind()
   // A symbolic plan fixed to the sizes of `input_shapes`: the same launches, groups, streams and
   // memory, with every value's shape inferred again for them (ir::reinfer, which checks them as
   // the builder did and throws ir::Error naming the op otherwise). nullptr when a value would
   // outgrow the bytes planned for it (sizes beyond the largest the plan was compiled for).
   std::unique_ptr<Plan> bind(const std::vector<ir::Shape>& input_shapes) const;
-  const std::vector<Launch>& launches() const { return launches_; }
-  const std::vector<FusedGroup>& groups() const { return groups_; }
-  const std::vector<std::vector<int>>& waits() const { return waits_; }  // per launch: launches of other streams first
-  const std::vector<std::vector<int>>& stream_launches() const { return stream_launches_; }  // per stream, in order
-  int num_streams() const { return streams_.num_streams; }
-  int64_t arena_bytes() const { return arena_bytes_; }
+  const std::vector<Launch>& launches() const { return decided_->launches; }
+  const std::vector<FusedGroup>& groups() const { return *groups_; }
+  const std::vector<std::vector<int>>& waits() const { return decided_->waits; }  // per launch: launches of other streams first
+  const std::vector<std::vector<int>>& stream_launches() const { return decided_->stream_launches; }  // per stream, in order
+  int num_streams() const { return decided_->streams.num_streams; }
+  int64_t arena_bytes() const { return decided_->arena_bytes; }
   // Outputs that are inputs, constants or repeated outputs, copied once the outputs are filled.
   void fill_output_copies(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
 
@@ -104,20 +104,33 @@ class Plan {
   Plan() = default;  // bind()'s copies
 
   std::unique_ptr<ir::Graph> graph_;
-  std::unique_ptr<const ir::Graph> sized_;  // a symbolic plan's graph at its largest sizes, which memory is planned for
-  std::vector<FusedGroup> groups_;
-  std::vector<Launch> launches_;
-  std::vector<std::vector<int>> waits_;            // per launch: launches of other streams it waits for
-  std::vector<std::vector<int>> stream_launches_;  // per stream: its launches in order
-  plan::MemoryPlan memory_;
-  plan::StreamPlan streams_;
-  std::vector<std::string> log_;
-  std::vector<std::pair<int, ir::ValueId>> output_copies_;  // outputs to fill from another slot
-  int64_t arena_bytes_ = 0;
+  std::shared_ptr<const std::vector<FusedGroup>> groups_;  // with this plan's shapes (shared while they are the same)
   bool bound_ = false;
-  int reorders_ = 0;
-  int views_ = 0;                        // views that are their input's bytes, not launched
-  std::vector<ir::ValueId> viewed_;      // per graph value: the value such a view shows, or kNone
+  // What the pipeline decided, shared by a symbolic plan and every binding of it.
+  struct Decided {
+    std::unique_ptr<const ir::Graph> sized;  // a symbolic plan's graph at its largest sizes, which memory is planned for
+    std::vector<ir::NodeId> symbolic_nodes;  // its nodes whose shapes a binding infers again (ir::reinfer)
+    // The arena's values whose size varies, each with the most elements planned for it in its format.
+    struct Varying {
+      ir::ValueId value;
+      plan::Format format;
+      int64_t planned;
+    };
+    std::vector<Varying> varying;
+    bool varying_groups = false;  // a group's shape varies
+    std::vector<Launch> launches;
+    std::vector<std::vector<int>> waits;            // per launch: launches of other streams it waits for
+    std::vector<std::vector<int>> stream_launches;  // per stream: its launches in order
+    plan::MemoryPlan memory;
+    plan::StreamPlan streams;
+    std::vector<std::string> log;
+    std::vector<std::pair<int, ir::ValueId>> output_copies;  // outputs to fill from another slot
+    int64_t arena_bytes = 0;
+    int reorders = 0;
+    int views = 0;                    // views that are their input's bytes, not launched
+    std::vector<ir::ValueId> viewed;  // per graph value: the value such a view shows, or kNone
+  };
+  std::shared_ptr<Decided> decided_;
 };
 
 }  // namespace esg::runtime
