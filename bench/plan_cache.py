@@ -1,9 +1,10 @@
-"""A model with a symbolic batch run at many distinct batch sizes: each size compiles a plan;
-with the default cache (`max_plans` 16) the process's resident memory stays flat, without a
-limit it grows with every size. The largest size runs first (its working memory, per-thread
-scratch included, is what any plan needs at most), then every size 1..N in a scrambled order;
-prints the resident memory grown since, after every hundred sizes, in a fresh process per
-setting.
+"""A model with a symbolic batch run at many distinct batch sizes: one symbolic plan per size
+class (sizes up to the next power of two, or one for a declared range), bound to each size;
+with the default cache (`max_plans` 16 bindings) the process's resident memory stays flat,
+without a limit it grows with every size's binding. The largest size runs first (its working
+memory, per-thread scratch included, is what any plan needs at most), then every size 1..N in
+a scrambled order; prints the resident memory grown since, after every hundred sizes, in a
+fresh process per setting.
 
     PYTHONPATH=build/default/python /usr/bin/python3 bench/plan_cache.py [--sizes 1000]
 """
@@ -21,7 +22,7 @@ def resident_mib():
     return float("nan")
 
 
-def worker(sizes, max_plans):
+def worker(sizes, max_plans, ranged):
     import numpy as np
 
     import esgraph
@@ -33,7 +34,7 @@ def worker(sizes, max_plans):
     with esgraph.GraphBuilder("mlp") as b:
         x = b.input("x", esgraph.f32, ["batch", 512])
         y = ops.layer_norm(x + ops.gelu(x @ w1) @ w2)
-    model = esgraph.compile(b.build([y]), max_plans=max_plans)
+    model = esgraph.compile(b.build([y]), max_plans=max_plans, **({"shapes": {"batch": (1, sizes)}} if ranged else {}))
     model(np.ones((sizes, 512), np.float32))
     start, t0, row = resident_mib(), time.perf_counter(), []
     for i in range(1, sizes + 1):
@@ -42,19 +43,23 @@ def worker(sizes, max_plans):
         if i % 100 == 0:
             row.append(f"{resident_mib() - start:7.0f}")
     per_size = (time.perf_counter() - t0) / sizes * 1e3
-    print(f"max_plans={max_plans:<4} {' '.join(row)}   ({model.stats()['plans']} plans compiled, {per_size:.1f} ms a size)")
+    setting = f"max_plans={max_plans}" + (f", range 1..{sizes}" if ranged else "")
+    stats = model.stats()
+    print(f"{setting:<26} {' '.join(row)}   ({stats['plans']} plans compiled, {stats['bindings']} bindings, {per_size:.2f} ms a size)")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, default=1000)
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--ranged", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker is not None:
-        return worker(args.sizes, args.worker)
+        return worker(args.sizes, args.worker, args.ranged)
     print(f"resident memory grown (MiB) after each hundred of the batch sizes 1..{args.sizes}, the largest run first")
-    for max_plans in (16, 0):
-        subprocess.run([sys.executable, __file__, "--sizes", str(args.sizes), "--worker", str(max_plans)], check=True)
+    for max_plans, ranged in ((16, False), (16, True), (0, False)):
+        subprocess.run([sys.executable, __file__, "--sizes", str(args.sizes), "--worker", str(max_plans)] + (["--ranged"] if ranged else []),
+                       check=True)
 
 
 if __name__ == "__main__":

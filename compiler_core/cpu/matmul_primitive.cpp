@@ -17,11 +17,12 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-// A share of the result's columns: its weights, reordered once into the layout its kernels want.
+// A share of the result's columns: its weights, reordered once into the layout its kernels want
+// (shared by the primitives of the same product at other sizes).
 struct Columns {
   int64_t first = 0, count = 0;
   memory::desc layout;
-  std::vector<uint8_t> weights;
+  std::shared_ptr<const std::vector<uint8_t>> weights;
 };
 
 // The primitives for one count of rows: one per share of columns, and the bf16 rounding of A's rows.
@@ -68,7 +69,7 @@ bool MatmulPrimitive::takes(const ir::Graph& g, const ir::Node& n) {
 }
 
 std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const ir::Node& n, std::vector<int64_t> row_counts,
-                                                       int column_shares, bool bf16, std::string& why_not) {
+                                                       int column_shares, bool bf16, std::string& why_not, const MatmulPrimitive* like) {
   if (!takes(g, n)) {
     why_not = "not an f32 product with constant 2-D weights";
     return nullptr;
@@ -87,7 +88,10 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
     impl->k = k;
     impl->n = width;
     impl->bf16 = bf16;
-    for (int64_t s = 0; s < shares; ++s) {
+    const bool reuse = like && like->impl_->k == k && like->impl_->n == width && like->impl_->bf16 == bf16 &&
+                       static_cast<int64_t>(like->impl_->columns.size()) == shares;
+    if (reuse) impl->columns = like->impl_->columns;  // its layouts, which these primitives take, and its weights
+    for (int64_t s = 0; s < shares && !reuse; ++s) {
       const int64_t first = 16 * (blocks * s / shares), last = std::min(width, 16 * (blocks * (s + 1) / shares));
       impl->columns.push_back({first, last - first, {}, {}});
     }
@@ -129,11 +133,13 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
     const float* constant = reinterpret_cast<const float*>(g.blobs[g.nodes[g.values[in[1]].producer].blob]->data());
     dnnl::stream stream(cpu_engine());
     for (Columns& c : impl->columns) {
+      if (reuse) break;
       const memory::desc plain({k, c.count}, dt::f32, transpose_b ? memory::dims{1, k} : memory::dims{width, 1});
-      c.weights.resize(c.layout.get_size());
+      auto weights = std::make_shared<std::vector<uint8_t>>(c.layout.get_size());
       memory from(plain, cpu_engine(), const_cast<float*>(constant + (transpose_b ? c.first * k : c.first)));
-      memory to(c.layout, cpu_engine(), c.weights.data());
+      memory to(c.layout, cpu_engine(), weights->data());
       dnnl::reorder(from, to).execute(stream, from, to);
+      c.weights = std::move(weights);
     }
     stream.wait();
     return std::unique_ptr<MatmulPrimitive>(new MatmulPrimitive(std::move(impl)));
@@ -161,7 +167,7 @@ void MatmulPrimitive::rows(const float* a, int64_t first, int64_t last, float* o
     const size_t row_bytes = static_cast<size_t>(c.count) * sizeof(float);
     float* result = f->staged ? reinterpret_cast<float*>(aligned_buffer(staging, static_cast<size_t>(f->rows) * row_bytes)) : out + c.first;
     f->products[static_cast<size_t>(s)].execute(
-        {src, c.weights.data(), result, aligned_buffer(scratchpad, f->scratchpad_bytes[static_cast<size_t>(s)])});
+        {src, c.weights->data(), result, aligned_buffer(scratchpad, f->scratchpad_bytes[static_cast<size_t>(s)])});
     if (f->staged)
       for (int64_t r = 0; r < f->rows; ++r) std::memcpy(out + r * p.n + c.first, result + r * c.count, row_bytes);
   };

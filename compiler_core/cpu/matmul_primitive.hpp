@@ -1,7 +1,8 @@
 // A product with constant weights on oneDNN's matmul primitive: matmul node `n` whose A is f32
 // [..., M, K] (its leading axes taken as more rows) and whose B is a constant f32 [K, N] ([N, K]
 // with transpose_b), A not transposed. The weights are reordered once, when the plan is lowered,
-// into the blocked layout oneDNN's kernel for this CPU wants (brgemm's), instead of being packed
+// into the blocked layout oneDNN's kernel for this CPU wants (brgemm's; shared by the product's primitives
+// at other sizes, a symbolic plan's bindings), instead of being packed
 // again by every sgemm call; a primitive is made for each count of rows the program asks for
 // (a fused head's block of rows and its last block; a plain launch's share of rows per thread),
 // each run on one thread (cpu/primitive_runner.hpp). One block of few rows (a recurrent layer's
@@ -21,9 +22,12 @@ class MatmulPrimitive {
  public:
   // For `n` as above, with primitives for each of `row_counts` (positive), the result's columns
   // in `column_shares` shares of whole 16-column blocks (1: not split); nullptr, with the reason
-  // in `why_not`, when `n` is not such a product or oneDNN has no optimized kernel.
+  // in `why_not`, when `n` is not such a product or oneDNN has no optimized kernel. `like`: the
+  // same product's primitive at other sizes (another binding of a symbolic plan), whose
+  // reordered weights these share when the columns split the same way.
   static std::unique_ptr<MatmulPrimitive> make(const ir::Graph& g, const ir::Node& n, std::vector<int64_t> row_counts,
-                                               int column_shares, bool bf16, std::string& why_not);
+                                               int column_shares, bool bf16, std::string& why_not,
+                                               const MatmulPrimitive* like = nullptr);
   // Whether `n` is a product make takes (f32, B a 2-D constant, A not transposed).
   static bool takes(const ir::Graph& g, const ir::Node& n);
   ~MatmulPrimitive();

@@ -28,12 +28,12 @@ bool is_conv_f32(const ir::Graph& g, ir::NodeId n) { return n != ir::kNone && is
 // its rows in `row_shares` shares when each gets a few, else its columns; or null where oneDNN
 // has no kernel for it (sgemm then).
 std::unique_ptr<const MatmulPrimitive> matmul_in_shares(const ir::Graph& g, const ir::Node& n, int threads, bool bf16,
-                                                        int& row_shares, std::string& why_not) {
+                                                        int& row_shares, std::string& why_not, const MatmulPrimitive* like) {
   const ir::Shape a = g.shape(g.operands[n.first_input]), y = g.shape(n.first_output);
   const int64_t rows = y.num_elements() / y[y.rank() - 1];
   const int pieces = pieces_for_macs(static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]), threads);
   row_shares = rows >= int64_t{8} * pieces ? pieces : 1;
-  return MatmulPrimitive::make(g, n, share_counts(rows, row_shares), row_shares == 1 ? pieces : 1, bf16, why_not);
+  return MatmulPrimitive::make(g, n, share_counts(rows, row_shares), row_shares == 1 ? pieces : 1, bf16, why_not, like);
 }
 
 }  // namespace
@@ -93,7 +93,7 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
       why = donor->fallbacks_[i];
       if (l.group >= 0) fused_[static_cast<size_t>(l.group)] = donor->fused_[static_cast<size_t>(l.group)];
     } else {
-      b = bind_launch(i, options, why);
+      b = bind_launch(i, options, why, donor ? donor->bound_[i].get() : nullptr);
     }
     // Working memory: the primitive's, then a convolution head's result for the rows after it.
     const plan::Format f = l.out.empty() ? plan::Format::row_major() : l.out[0].format;
@@ -107,7 +107,9 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
   working_at_ = (plan.arena_bytes() + kAlign - 1) / kAlign * kAlign;
 }
 
-std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const runtime::CompileOptions& options, Fallbacks& why) {
+std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const runtime::CompileOptions& options, Fallbacks& why,
+                                                          const Bound* before) {
+  const MatmulPrimitive* like = before ? before->matmul.get() : nullptr;
   const runtime::Plan& plan = plan_;
   const ir::Graph& g = plan.graph();
   const int conv_threads = library_threads(options);
@@ -143,14 +145,14 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
       // Several blocks spread over the pool; one block splits its columns.
       b.matmul = MatmulPrimitive::make(g, g.nodes[grp.head],
                                        rows <= block ? std::vector<int64_t>{rows} : std::vector<int64_t>{block, rows % block ? rows % block : block},
-                                       rows <= block ? pieces_for_macs(macs, conv_threads) : 1, bf16, why.matmul);
+                                       rows <= block ? pieces_for_macs(macs, conv_threads) : 1, bf16, why.matmul, like);
       kernel.head_primitive = b.matmul.get();
     }
   } else if (is_conv_f32(g, l.node) &&
              (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, why.conv))) {
     b.conv_bias = l.in.size() > 2 ? 2 : -1;
   } else if (l.node != ir::kNone && MatmulPrimitive::takes(g, g.nodes[l.node]) &&
-             (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, b.matmul_pieces, why.matmul))) {
+             (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, b.matmul_pieces, why.matmul, like))) {
   } else if (blocked && !elementwise && l.node != ir::kNone) {
     b.fast = find_blocked_kernel(g, g.nodes[l.node], f);
     if (!b.fast)

@@ -87,8 +87,9 @@ class Program final : public runtime::Program {
   std::vector<Fallbacks> fallbacks_;
   // A convolution-headed group: one primitive with the group as its post-ops when they express
   // it, else the primitive and then the group's rows over its result.
-  // The launch's kernel bound anew for this plan's sizes; its working memory in `working`.
-  std::shared_ptr<const Bound> bind_launch(size_t index, const runtime::CompileOptions& options, Fallbacks& why);
+  // The launch's kernel bound anew for this plan's sizes; `before`, its binding at other sizes
+  // (the donor's), whose constant weights it shares.
+  std::shared_ptr<const Bound> bind_launch(size_t index, const runtime::CompileOptions& options, Fallbacks& why, const Bound* before);
   static void bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g, const runtime::Plan::Launch& l,
                               const runtime::FusedGroup& grp, int threads, bool bf16);
   int64_t working_at_ = 0, working_bytes_ = 0;
