@@ -229,7 +229,8 @@ std::string ConvPrimitive::kernel_for(const ir::Graph& g, const ir::Node& n, pla
 }
 
 std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst,
-                                                   const std::vector<PostOp>& post_ops, int threads, bool bf16, std::string& why_not) {
+                                                   const std::vector<PostOp>& post_ops, int threads, bool bf16, std::string& why_not,
+                                                   const ConvPrimitive* like) {
   if (!is_conv2d_f32(g, n)) {
     why_not = "not all f32";
     return nullptr;
@@ -244,6 +245,10 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
         // Slices of the images have every output channel: the first one's filters serve them all.
         const bool all_channels = s.o0 == 0 && s.o == g.shape(n.first_output)[1];
         const Piece* same_filters = all_channels && !impl->pieces.empty() ? impl->pieces.front().get() : nullptr;
+        const ir::Shape w = g.shape(g.inputs(n)[1]);
+        for (size_t k = 0; !same_filters && like && k < like->impl_->pieces.size(); ++k)
+          if (like->impl_->pieces[k]->filters && like->impl_->pieces[k]->filters_at == s.o0 * w[1] * w[2] * w[3])
+            same_filters = like->impl_->pieces[k].get();
         std::unique_ptr<Piece> piece = make_piece(g, n, s, src, dst, post_ops, bf16, same_filters, why_not);
         if (!piece) break;
         piece->working_at = impl->working_bytes;

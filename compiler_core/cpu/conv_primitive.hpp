@@ -37,9 +37,12 @@ class ConvPrimitive {
   // `why_not`, when oneDNN has no optimized kernel for it (its reference kernels are slower
   // than the im2col path) or the node is not all f32.
   // With `bf16`, its images and filters are rounded to bfloat16 (the products summed in f32)
-  // where oneDNN has such a kernel for it, else it stays f32.
+  // where oneDNN has such a kernel for it, else it stays f32. `like`: the same convolution's
+  // primitive at other sizes (another binding of a symbolic plan), whose reordered constant
+  // filters a piece of the same output channels and layout shares.
   static std::unique_ptr<ConvPrimitive> make(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst,
-                                             const std::vector<PostOp>& post_ops, int threads, bool bf16, std::string& why_not);
+                                             const std::vector<PostOp>& post_ops, int threads, bool bf16, std::string& why_not,
+                                             const ConvPrimitive* like = nullptr);
   // The kernel make would choose without post-ops for the whole convolution, or "" when it
   // would fail (cheaper: nothing is compiled or reordered).
   static std::string kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst);

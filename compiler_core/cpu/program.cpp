@@ -39,7 +39,7 @@ std::unique_ptr<const MatmulPrimitive> matmul_in_shares(const ir::Graph& g, cons
 }  // namespace
 
 void Program::bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g, const runtime::Plan::Launch& l,
-                              const runtime::FusedGroup& grp, int threads, bool bf16) {
+                              const runtime::FusedGroup& grp, int threads, bool bf16, const ConvPrimitive* like) {
   const ir::Node& n = g.nodes[grp.head];
   auto at = [&](ir::ValueId v) {
     const auto found = std::find(grp.inputs.begin(), grp.inputs.end(), v);
@@ -54,13 +54,13 @@ void Program::bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g
   // result in x's place, and oneDNN convolves out of place only; the rows path is elementwise.
   const std::optional<Epilogue> e = conv_epilogue(g, grp);
   if (e && e->residual != in[0]) {
-    b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, threads, bf16, why_not);
+    b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, threads, bf16, why_not, like);
     b.conv_whole_group = b.conv != nullptr;
     if (b.conv_whole_group) b.conv_residual = at(e->residual);
   }
   if (!b.conv) {
     why_not.clear();
-    b.conv = ConvPrimitive::make(g, n, src, f, {}, threads, bf16, why_not);
+    b.conv = ConvPrimitive::make(g, n, src, f, {}, threads, bf16, why_not, like);
   }
   if (!b.conv) b.conv_head_im2col = find_fast_kernel(g, n);
   if (!b.conv && f != plan::Format::row_major())
@@ -134,7 +134,7 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
     auto made_kernel = std::make_shared<FusedKernel>(bind_fused_kernel(g, grp, f, input_formats));
     fused_[static_cast<size_t>(l.group)] = made_kernel;
     FusedKernel& kernel = *made_kernel;
-    if (is_conv_f32(g, grp.head)) bind_conv_group(b, why.conv, g, l, grp, conv_threads, bf16);
+    if (is_conv_f32(g, grp.head)) bind_conv_group(b, why.conv, g, l, grp, conv_threads, bf16, before ? before->conv.get() : nullptr);
     if (kernel.f32 && grp.head != ir::kNone && MatmulPrimitive::takes(g, g.nodes[grp.head])) {
       // The rows of run_fused_kernel's blocks: whole blocks and the last one.
       const ir::Shape y = g.shape(g.nodes[grp.head].first_output);
@@ -149,7 +149,8 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
       kernel.head_primitive = b.matmul.get();
     }
   } else if (is_conv_f32(g, l.node) &&
-             (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, why.conv))) {
+             (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, why.conv,
+                                           before ? before->conv.get() : nullptr))) {
     b.conv_bias = l.in.size() > 2 ? 2 : -1;
   } else if (l.node != ir::kNone && MatmulPrimitive::takes(g, g.nodes[l.node]) &&
              (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, b.matmul_pieces, why.matmul, like))) {

@@ -85,13 +85,13 @@ class Program final : public runtime::Program {
     std::string conv, matmul;
   };
   std::vector<Fallbacks> fallbacks_;
-  // A convolution-headed group: one primitive with the group as its post-ops when they express
-  // it, else the primitive and then the group's rows over its result.
   // The launch's kernel bound anew for this plan's sizes; `before`, its binding at other sizes
   // (the donor's), whose constant weights it shares.
   std::shared_ptr<const Bound> bind_launch(size_t index, const runtime::CompileOptions& options, Fallbacks& why, const Bound* before);
+  // A convolution-headed group: one primitive with the group as its post-ops when they express
+  // it, else the primitive and then the group's rows over its result; `like` as ConvPrimitive::make's.
   static void bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g, const runtime::Plan::Launch& l,
-                              const runtime::FusedGroup& grp, int threads, bool bf16);
+                              const runtime::FusedGroup& grp, int threads, bool bf16, const ConvPrimitive* like);
   int64_t working_at_ = 0, working_bytes_ = 0;
   // Arenas of finished runs, so concurrent runs each have one; shared by the programs of one
   // symbolic plan's sizes, each run taking one at least as large as it needs.

@@ -436,8 +436,10 @@ void bind_model(py::module_& m) {
      py::arg("max_plans") = esg::CompileOptions().c()->max_plans,
      "Compiles a graph. `shapes` binds symbolic dimensions by name (a run with another size is a ShapeError), or "
      "gives a (min, max) range a run's sizes must keep to; "
-     "unbound ones bind at each call, one plan per set of input shapes, at most `max_plans` kept (the least recently "
-     "run dropped first; 0: no limit). "
+     "the others stay symbolic: one plan per size class (a range is one; an unranged symbol's sizes fall in classes "
+     "up to the next power of two), its memory planned for the class's largest sizes, bound to each run's sizes "
+     "(stats()['bindings']); a graph no symbolic plan follows compiles per set of input shapes. At most `max_plans` "
+     "bindings or plans are kept (the least recently run dropped first; 0: no limit). "
      "`threads` (0: every core) are shared by large kernels and by `streams`, which run at once when there is a "
      "thread per stream. `backend`: 'cpu' (the host), 'ascend' (an Ascend NPU through AscendCL; `device` picks "
      "it, `ai_cores` caps the blocks per kernel) or 'ascend-sim' (the same backend on esgraph's simulated device). "
