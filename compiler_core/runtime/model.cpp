@@ -117,16 +117,19 @@ std::shared_ptr<const Model::Compiled> Model::bind_symbolic(const std::vector<ir
     for (const SymbolicAxis& a : symbolic_axes_)
       if (!symbol_limits_[a.symbol].bound) largest_shapes[a.input][a.axis] = largest[a.symbol];
     std::shared_ptr<const Plan> plan;
+    std::string refused;
     try {
       plan = std::make_shared<const Plan>(*graph_, symbolic_inputs_, options_, &largest_shapes);
+      ++compiled_;
     } catch (const Error& e) {
-      // A graph no symbolic plan follows: a plan per set of shapes, whose compile reports any
-      // error that is the graph's or the sizes' own.
-      no_symbolic_ = e.what();
-      return nullptr;
+      // A plan per set of shapes instead, whose compile reports any error that is the graph's
+      // or the sizes' own: for every class when the graph is one no symbolic plan follows, for
+      // this class when its largest sizes are ones the graph cannot take (a reshape to [4, 3]
+      // of an [n, m] planned at n = m = 4).
+      if (e.code() == ErrorCode::Unsupported) no_symbolic_ = e.what();
+      refused = e.what();
     }
-    ++compiled_;
-    it = symbolic_.emplace(key, Symbolic{plan, nullptr, 0}).first;
+    it = symbolic_.emplace(key, Symbolic{plan, nullptr, 0, refused}).first;
     if (options_.max_plans > 0 && static_cast<int64_t>(symbolic_.size()) > options_.max_plans) {
       auto oldest = symbolic_.begin();
       for (auto o = symbolic_.begin(); o != symbolic_.end(); ++o)
@@ -136,6 +139,7 @@ std::shared_ptr<const Model::Compiled> Model::bind_symbolic(const std::vector<ir
   }
   Symbolic& s = it->second;
   s.last_run = ++clock_;
+  if (!s.plan) return nullptr;
   std::unique_ptr<Plan> bound = s.plan->bind(shapes);  // throws naming the op whose sizes disagree
   if (!bound) return nullptr;
   auto c = std::make_shared<Compiled>();
@@ -299,7 +303,10 @@ std::string Model::report() const {
     out += "symbolic plans: " + std::to_string(symbolic_.size()) + " kept, bound to sizes " + std::to_string(bindings_) + " times";
     out += no_symbolic_.empty() ? "\n" : "; none for this graph (a plan per set of input shapes): " + no_symbolic_ + "\n";
     // Each symbolic plan once, with the backend's part of the binding made last.
-    for (const auto& [key, s] : symbolic_) out += s.plan->report() + (s.latest ? s.latest->program->report() : std::string());
+    for (const auto& [key, s] : symbolic_) {
+      if (!s.plan) out += "a size class planned per set of shapes: " + s.refused + "\n";
+      else out += s.plan->report() + (s.latest ? s.latest->program->report() : std::string());
+    }
   }
   for (const auto& [key, cached] : plans_)
     if (!cached.compiled->plan->bound()) out += cached.compiled->plan->report() + cached.compiled->program->report();

@@ -85,9 +85,10 @@ class Model {
   bool open_symbols_ = false;                // an input's symbol is not bound
   // Symbolic plans by their class's largest sizes (per open symbol, in symbol order).
   struct Symbolic {
-    std::shared_ptr<const Plan> plan;
+    std::shared_ptr<const Plan> plan;        // null: the class's largest sizes were refused (`refused` says why)
     std::shared_ptr<const Compiled> latest;  // its binding made last, whose kernels the next shares
     uint64_t last_run = 0;
+    std::string refused;
   };
   mutable std::map<std::vector<int64_t>, Symbolic> symbolic_;
   mutable std::string no_symbolic_;  // why symbolic plans were refused, once one was

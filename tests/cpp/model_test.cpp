@@ -147,6 +147,21 @@ TEST_CASE("one symbolic plan serves every size: the same results as a plan per s
   CHECK(any.stats().bindings == 7);
 }
 
+TEST_CASE("a size class whose largest sizes the graph cannot take is planned per set of shapes") {
+  // [n, m] reshaped to [4, 3]: the class n, m <= 4 cannot be planned at n = m = 4.
+  esg::GraphBuilder b("fixed");
+  const Tensor x = b.input("x", esg::f32, {b.symbol("n"), b.symbol("m")});
+  const esg::Model m = esg::compile(b.build({esg::relu(esg::reshape(x, {4, 3}))}));
+  std::vector<float> twelve = seq(12, 0.5f);
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{3, 4}, std::vector<int64_t>{4, 3}, std::vector<int64_t>{2, 6}}) {
+    const std::vector<float> got = m.run({HostTensor::from(esg::f32, twelve, dims)})[0].values<float>();
+    for (size_t i = 0; i < twelve.size(); ++i) CHECK(got[i] == std::max(0.0f, twelve[i]));
+  }
+  CHECK(m.stats().bindings == 0);
+  CHECK(m.stats().plans == 3);
+  CHECK(m.report().find("a size class planned per set of shapes: reshape: cannot reshape [4,4]") != std::string::npos);
+}
+
 TEST_CASE("a symbolic plan checks a run's sizes as the builder would have") {
   // a[n] + b[m]: the builder trusts n and m to agree (or one to be 1); a run where they do not
   // fails naming the op, and the model runs on.
