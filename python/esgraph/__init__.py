@@ -17,11 +17,23 @@ Errors are raised where an expression is written: `esgraph.ShapeError` (a `Value
 """
 from ._C import (AttributeValueError, BackendError, CancelledError, DType, DTypeError, Error, FormatError,
                  Graph, GraphBuilder, GraphIOError, InvalidArgumentError, LifetimeError, LimitError, Model,
-                 ShapeError, Tensor, UnsupportedError, __version__, compile, constant)
+                 ShapeError, Tensor, UnsupportedError, __version__, constant)
+from ._C import compile as _compile_graph
 from ._C import bf16, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from . import ops
 
 bool_ = getattr(__import__("esgraph._C", fromlist=["_C"]), "bool")
+
+
+def compile(graph, **options):  # noqa: A001 - the library's one verb for it
+    # A graph whose structure waits for input values (esgraph.onnx.ValueDependentGraph) compiles
+    # itself: one graph per set of those values.
+    if not isinstance(graph, Graph) and hasattr(graph, "graph_for"):
+        return graph.compile(**options)
+    return _compile_graph(graph, **options)
+
+
+compile.__doc__ = _compile_graph.__doc__
 
 __all__ = [
     "AttributeValueError", "BackendError", "CancelledError", "DType", "DTypeError", "Error", "FormatError", "Graph", "GraphBuilder",

@@ -8,11 +8,15 @@ class ImportFailed(_C.Error, ValueError):
 
     verb = "import model"
 
-    def __init__(self, model_name, failures, needed_constants=()):
+    def __init__(self, model_name, failures, needed_constants=(), waits_for_values=False, waits_for_shapes=False):
         self.failures = list(failures)
         # ONNX: the graph inputs whose values shape operands are computed from; given with
         # load(constants=...), they make those operands known while importing.
         self.needed_constants = sorted(needed_constants)
+        # Every failure is such an operand (or a size that is symbolic, `waits_for_shapes`): the
+        # model imports once a run brings those values (or its inputs' shapes).
+        self.waits_for_values = waits_for_values
+        self.waits_for_shapes = waits_for_shapes
         lines = [f"cannot {self.verb} '{model_name}': {len(self.failures)} unsupported node(s)"]
         lines += [f"  {where}: {why}" for where, why in self.failures]
         super().__init__("\n".join(lines))

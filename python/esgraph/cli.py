@@ -31,7 +31,14 @@ def _load(path, bind):
             dims = vi.type.tensor_type.shape.dim
             if any(d.dim_param in bind for d in dims):
                 shapes[vi.name] = [bind.get(d.dim_param, d.dim_param) if d.dim_param else d.dim_value for d in dims]
-        return esg_onnx.load(model, input_shapes=shapes), model
+        graph = esg_onnx.load(model, input_shapes=shapes)
+        if isinstance(graph, esg_onnx.ValueDependentGraph):
+            waits = [f"the values of {', '.join(graph.shape_inputs)}"] if graph.shape_inputs else []
+            waits += ["its inputs' sizes (Shape of a dynamic axis): fix them with --bind NAME=SIZE, as load's input_shapes does"] \
+                if graph.by_shapes else []
+            raise SystemExit(f"{path}: the graph waits for {' and '.join(waits)}; the command line runs graphs whose "
+                             "structure is fixed (in Python, esgraph.compile of it reads them at each run)")
+        return graph, model
     return _C.Graph.load(path), None
 
 

@@ -382,24 +382,21 @@ def test_shape_chain_with_a_static_input_is_folded():
     close(esgraph.compile(graph)(x), x.reshape(2, 12))
 
 
-def test_shape_chain_with_a_symbolic_batch_fails_with_one_failure():
-    with pytest.raises(esgraph.onnx.ImportFailed) as info:
-        esgraph.onnx.load(shape_chain(["N", 3, 4]))
-    e = info.value
-    assert isinstance(e, esgraph.Error) and isinstance(e, ValueError)
-    # Only Shape fails; Gather, Unsqueeze, Concat and Reshape depend on it and are skipped.
-    assert len(e.failures) == 1
-    where, why = e.failures[0]
-    assert where.startswith("Shape") and "static" in why and "input_shapes" in why
-    first_line = str(e).splitlines()[0]
-    assert first_line.startswith("cannot import") and "'m'" in first_line and "1 unsupported node(s)" in first_line
+def test_shape_chain_with_a_symbolic_batch_waits_for_the_input_shapes():
+    # Shape of [N, 3, 4] is a run's value: the graph is imported for each batch a run brings.
+    graph = esgraph.onnx.load(shape_chain(["N", 3, 4]))
+    assert isinstance(graph, esgraph.onnx.ValueDependentGraph)
+    assert graph.by_shapes and graph.shape_inputs == ()
+    assert "waits for its inputs' shapes" in repr(graph)
+    model = esgraph.compile(graph)
+    for n in (2, 5, 2):
+        x = rand(n, 3, 4, seed=n)
+        np.testing.assert_array_equal(model(x), x.reshape(n, 12))
+    assert model.stats()["graphs"] == 2
+    assert "graphs per set of input shapes: 2 kept (at most 16), 2 compiled" in model.report()
 
 
 def test_shape_chain_with_a_symbolic_batch_is_fixed_by_input_shapes():
-    # No input can be frozen to help (needed_constants stays empty): the fix is a static batch.
-    with pytest.raises(esgraph.onnx.ImportFailed) as info:
-        esgraph.onnx.load(shape_chain(["N", 3, 4]))
-    assert info.value.needed_constants == []
     graph = esgraph.onnx.load(shape_chain(["N", 3, 4]), input_shapes={"x": [2, 3, 4]})
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     np.testing.assert_array_equal(esgraph.compile(graph)(x), x.reshape(2, 12))
@@ -428,12 +425,40 @@ def shape_input_model():
                 [vi("x", F32, [2, 3, 4]), vi("shape", I64, [2])], [vi("y", F32, None)])
 
 
-def test_shape_given_as_a_graph_input_is_a_needed_constant():
-    with pytest.raises(esgraph.onnx.ImportFailed) as info:
-        esgraph.onnx.load(shape_input_model())
-    assert info.value.needed_constants == ["shape"]
-    (where, why), = info.value.failures
-    assert where.startswith("Reshape") and "computed at run time" in why
+def test_a_shape_given_as_a_graph_input_is_read_at_each_run():
+    graph = esgraph.onnx.load(shape_input_model())
+    assert isinstance(graph, esgraph.onnx.ValueDependentGraph) and graph.shape_inputs == ("shape",)
+    model = esgraph.compile(graph, max_plans=2)
+    assert model.input_names == ["x", "shape"]
+    x = rand(2, 3, 4, seed=7)
+    for shape in ([4, 6], [-1, 2], [24], [4, 6]):
+        close(model(x, np.array(shape)), x.reshape(shape))
+    close(model.run({"shape": np.array([3, 8]), "x": x})[0], x.reshape(3, 8))
+    assert model.stats()["graphs"] == 5  # [4, 6] was dropped (at most 2 kept) before it came back
+    assert "graphs per set of values of shape: 2 kept (at most 2), 5 compiled" in model.report()
+
+
+@pytest.mark.parametrize("shape, message", [
+    ([5, -1], "reshape: cannot reshape"),
+    ([-1, -1], "-1"),
+    ([-7, 2], "-7"),
+])
+def test_a_shape_value_the_graph_rejects_names_the_op_and_the_model_runs_on(shape, message):
+    model = esgraph.compile(esgraph.onnx.load(shape_input_model()))
+    x = rand(2, 3, 4, seed=8)
+    with pytest.raises(ValueError, match=message):
+        model(x, np.array(shape))
+    close(model(x, np.array([6, 4])), x.reshape(6, 4))
+
+
+def test_a_run_of_a_value_dependent_model_checks_its_inputs():
+    model = esgraph.compile(esgraph.onnx.load(shape_input_model()))
+    with pytest.raises(esgraph.InvalidArgumentError, match="takes 2 input"):
+        model(rand(2, 3, 4))
+    with pytest.raises(esgraph.InvalidArgumentError, match="no input named nope"):
+        model.run({"x": rand(2, 3, 4), "shape": np.array([24]), "nope": 1})
+    with pytest.raises(esgraph.InvalidArgumentError, match="max_plans"):
+        esgraph.compile(esgraph.onnx.load(shape_input_model()), max_plans=-1)
 
 
 def test_constants_freeze_a_shape_input():

@@ -4,8 +4,11 @@
     y = esgraph.compile(g)(x)
     esgraph.onnx.save(g, "out.onnx")             # any graph of ops ONNX has
 
-Initializers become constants; shape operands (Reshape's shape, Slice's starts, ...) must be
-known while importing: constants, or computed from constants and static shapes. The conformance
+Initializers become constants; shape operands (Reshape's shape, Slice's starts, ...) known while
+importing (constants, or computed from constants and static shapes) become attributes. One
+known only at run time (an input, or the size of a dynamic axis) makes `load` return a
+`ValueDependentGraph`, which reads it at each run and compiles the graph for each value once.
+The conformance
 suite (`docs/conformance.md`) checks the opsets of ONNX 1.12 (up to 17); 1 to 18 are accepted. A model
 that cannot be imported raises `ImportFailed`, which lists every unsupported node at once.
 """
@@ -19,22 +22,31 @@ from .._frontend import ExportFailed, ImportFailed
 from ._importer import MAX_OPSET, MIN_OPSET, load_graph
 from ._exporter import to_model
 from ._external import load_external_data, needs_external_data
+from ._values import ValueDependentGraph, ValueDependentModel
 from .converters import CONVERTERS
 
-__all__ = ["ExportFailed", "ImportFailed", "load", "read_model", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
+__all__ = ["ExportFailed", "ImportFailed", "ValueDependentGraph", "ValueDependentModel", "load", "read_model", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
 
 
 def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None):
     """An esgraph Graph from an ONNX model: a path, bytes, or an `onnx.ModelProto`.
 
     `input_shapes` ({input name: [dims]}) overrides the model's input shapes: integers for
-    fixed sizes, strings for symbolic ones. `constants` ({input name: array}) freezes inputs
-    to the given values: what a model needs when it takes a shape operand (Reshape's shape,
-    Squeeze's axes, ...) as an input, or computes one from inputs; `ImportFailed.needed_constants`
-    names the inputs to freeze. Tensors kept in external data files are read from the model's
-    folder only (`base_dir` for a model given as bytes or a ModelProto).
+    fixed sizes, strings for symbolic ones. A model that takes a shape operand (Reshape's shape,
+    Squeeze's axes, TopK's k, ...) as an input, or computes one from inputs, gives a
+    `ValueDependentGraph` instead: compiled like a graph, it reads those inputs' values at each
+    run and compiles the graph for each set of them once (at most `max_plans` kept).
+    `constants` ({input name: array}) freezes inputs to the given values instead, for one graph.
+    Tensors kept in external data files are read from the model's folder only (`base_dir` for a
+    model given as bytes or a ModelProto).
     """
-    return load_graph(read_model(model, base_dir), input_shapes=input_shapes, constants=constants, name=name)
+    proto = read_model(model, base_dir)
+    try:
+        return load_graph(proto, input_shapes=input_shapes, constants=constants, name=name)
+    except ImportFailed as e:
+        if not (e.waits_for_values and (e.needed_constants or e.waits_for_shapes)):
+            raise
+        return ValueDependentGraph(proto, e.needed_constants, input_shapes, constants, name, by_shapes=e.waits_for_shapes)
 
 
 def read_model(model, base_dir=None):

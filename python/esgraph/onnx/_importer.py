@@ -17,7 +17,7 @@ from onnx import numpy_helper
 from .. import _C
 from .._frontend import ImportFailed, name_outputs
 from . import _dtypes
-from .converters import CONVERTERS, Unsupported
+from .converters import CONVERTERS, NeedsShape, NeedsValue, Unsupported
 
 MIN_OPSET, MAX_OPSET = 1, 18
 
@@ -102,8 +102,8 @@ class Node:
         v = self._inputs[i]
         if not isinstance(v, np.ndarray):
             self._importer.needed_constants.add(self.proto.input[i])
-            raise Unsupported(f"input {i} ({what or 'operand'}) must be a constant or computable from "
-                              "constants and static shapes; it is computed at run time")
+            raise NeedsValue(f"input {i} ({what or 'operand'}) must be a constant or computable from "
+                             "constants and static shapes; it is computed at run time")
         return v
 
     def ints(self, i, what=None):
@@ -140,6 +140,8 @@ class Importer:
         self.needed_constants = set()
         self.values = {}
         self.failures = []
+        self.waiting = 0  # failures that are operands known only at run time (NeedsValue)
+        self.waits_for_shapes = False  # one of them is a symbolic size (NeedsShape)
         self._constants = {}
 
     @staticmethod
@@ -190,11 +192,11 @@ class Importer:
             if vi.name not in self.values:
                 self.values[vi.name] = self._graph_input(builder, vi)
         self.convert_nodes(graph.node)
+        if not self.failures:
+            outputs = [self._result(vi.name) for vi in graph.output]
         if self.failures:
-            raise ImportFailed(graph.name or "model", self.failures, self._inputs_behind(self.needed_constants))
-        outputs = [self._result(vi.name) for vi in graph.output]
-        if self.failures:
-            raise ImportFailed(graph.name or "model", self.failures, self._inputs_behind(self.needed_constants))
+            raise ImportFailed(graph.name or "model", self.failures, self._inputs_behind(self.needed_constants),
+                               waits_for_values=self.waiting == len(self.failures), waits_for_shapes=self.waits_for_shapes)
         return [self.as_tensor(v) if isinstance(v, np.ndarray) else v for v in outputs]
 
     def _inputs_behind(self, names):
@@ -275,6 +277,8 @@ class Importer:
             else:
                 outputs = convert(node)
         except (Unsupported, _C.Error, _dtypes.UnsupportedType) as e:
+            self.waiting += isinstance(e, NeedsValue)
+            self.waits_for_shapes = self.waits_for_shapes or isinstance(e, NeedsShape)
             return self._fail(proto, str(e))
         except Exception as e:  # a converter's own bug: still one report, with the exception's type
             return self._fail(proto, f"{type(e).__name__}: {e}")

@@ -3,14 +3,14 @@ import math
 
 from ... import _C
 from ..._compose import conv_nd, conv_transpose_nd, numpy_matmul, pad_or_crop
-from .registry import Unsupported, check_attrs, converts
+from .registry import NeedsShape, Unsupported, check_attrs, converts
 
 ops = _C.ops
 
 
 def _static(dims, what):
     if any(not isinstance(d, int) for d in dims):
-        raise Unsupported(f"{what} needs static dimensions, got {tuple(dims)}")
+        raise NeedsShape(f"{what} needs static dimensions, got {tuple(dims)}")
     return list(dims)
 
 

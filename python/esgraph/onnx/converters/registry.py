@@ -6,6 +6,16 @@ class Unsupported(Exception):
     """A node this converter cannot express in esgraph; the reason names the attribute or input."""
 
 
+class NeedsValue(Unsupported):
+    """An operand the converter needs as a value (a shape, axes, a count) that the model computes
+    at run time: the graph waits for a run's values (esgraph.onnx.ValueDependentGraph)."""
+
+
+class NeedsShape(NeedsValue):
+    """A size the converter needs as a number that is symbolic in the model (Shape of a tensor
+    with a dynamic axis): the graph waits for a run's input shapes."""
+
+
 def converts(*op_types):
     def register(fn):
         for op in op_types:

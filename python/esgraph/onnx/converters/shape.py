@@ -8,7 +8,7 @@ from ... import _C
 from ..._compose import pad_or_crop
 from .. import _dtypes
 from .nn import _static
-from .registry import Unsupported, check_attrs, converts
+from .registry import NeedsShape, Unsupported, check_attrs, converts
 
 ops = _C.ops
 
@@ -32,8 +32,8 @@ def shape(n):
     dims = dims[slice(start, end)]
     symbolic = [d for d in dims if not isinstance(d, int)]
     if symbolic:
-        raise Unsupported(f"Shape of a tensor with symbolic dimensions ({', '.join(map(str, symbolic))}): "
-                          "esgraph compiles static shapes; fix them with load(input_shapes=...)")
+        raise NeedsShape(f"Shape of a tensor with symbolic dimensions ({', '.join(map(str, symbolic))}): "
+                         "its value waits for a run's input shapes (or give them with load(input_shapes=...))")
     return np.array(dims, dtype=np.int64)
 
 

@@ -1,0 +1,136 @@
+"""Models whose graph depends on the values of some inputs: shape operands (Reshape's shape,
+Slice's starts, TopK's k, Expand's shape, ...) that a model takes as inputs or computes from
+them, or from the sizes of its inputs' dynamic axes (Shape of one). What ONNX Runtime does: read
+those values on the host when a run brings them, and run the graph they fix. Here each set of
+values (and of input shapes, where sizes are read) imports and compiles its graph once, and at
+most `max_plans` such graphs are kept, the least recently run dropped first."""
+import collections
+
+import numpy as np
+
+from .. import _C
+from .._frontend import ImportFailed
+from ._importer import load_graph
+
+
+class ValueDependentGraph:
+    """An ONNX model whose graph depends on the values of `shape_inputs` (the inputs its shape
+    operands are computed from). `esgraph.compile()` of it, or `.compile()`, gives a model that
+    takes every input of the ONNX model and imports and compiles the graph for each set of those
+    values the first time a run brings it. The rest of the model imports then too: an op it cannot
+    import fails that run with `ImportFailed`."""
+
+    def __init__(self, model, shape_inputs, input_shapes=None, constants=None, name=None, by_shapes=False):
+        self.model = model
+        self.shape_inputs = tuple(sorted(shape_inputs))
+        self.by_shapes = by_shapes  # the graph also waits for the inputs' shapes (Shape of a dynamic axis)
+        self._input_shapes = dict(input_shapes or {})
+        self._constants = dict(constants or {})
+        self._name = name
+        self.input_names = [vi.name for vi in model.graph.input if vi.name not in self._constants]
+
+    def __repr__(self):
+        waits = [f"the values of {', '.join(self.shape_inputs)}"] if self.shape_inputs else []
+        waits += ["its inputs' shapes"] if self.by_shapes else []
+        return f"<esgraph.onnx.ValueDependentGraph '{self.model.graph.name}': its graph waits for {' and '.join(waits)}>"
+
+    def key(self, values):
+        """What fixes the graph for a run's `values` ({name: array}, every input)."""
+        key = tuple((name, str(values[name].dtype), values[name].shape, values[name].tobytes()) for name in self.shape_inputs)
+        return key + (tuple((name, values[name].shape) for name in self.input_names) if self.by_shapes else ())
+
+    def graph_for(self, values):
+        """The esgraph Graph for a run's `values` ({name: array}, every input). Importing it may
+        show that more inputs carry shapes, or that sizes are read: shape_inputs and by_shapes
+        then grow (and key() with them)."""
+        while True:
+            frozen = {name: values[name] for name in self.shape_inputs}
+            shapes = {name: list(values[name].shape) for name in self.input_names} if self.by_shapes else self._input_shapes
+            try:
+                return load_graph(self.model, input_shapes={k: v for k, v in shapes.items() if k not in frozen},
+                                  constants={**self._constants, **frozen}, name=self._name)
+            except ImportFailed as e:
+                more = set(e.needed_constants) - set(self.shape_inputs) - set(self._constants)
+                sizes = e.waits_for_shapes and not self.by_shapes
+                if not (e.waits_for_values and (more or sizes) and more <= set(values)):
+                    raise
+                self.shape_inputs = tuple(sorted(set(self.shape_inputs) | more))
+                self.by_shapes = self.by_shapes or sizes
+
+    def compile(self, **options):
+        """A model over every input, compiling a graph per set of shape input values with `options`
+        (esgraph.compile's; `max_plans` also bounds the graphs kept)."""
+        return ValueDependentModel(self, options)
+
+
+class ValueDependentModel:
+    """Runs a ValueDependentGraph: each run reads the shape inputs' values, finds (or imports and
+    compiles) the graph for them and runs it on the other inputs. A value the graph rejects (a
+    negative size, an axis out of range, a reshape that does not fit) raises the error naming the
+    op, and the model runs on."""
+
+    def __init__(self, graph, options):
+        self._graph = graph
+        self._options = dict(options)
+        self._max_plans = self._options.get("max_plans", 16)
+        if not isinstance(self._max_plans, int) or self._max_plans < 0:
+            raise _C.InvalidArgumentError(f"compile: max_plans must be 0 (no limit) or more, got {self._max_plans!r}")
+        self._models = collections.OrderedDict()  # the values' key -> Model, least recently run first
+        self._compiled = 0
+        self.input_names = list(graph.input_names)
+
+    def _model_for(self, values):
+        key = self._graph.key(values)
+        model = self._models.get(key)
+        if model is not None:
+            self._models.move_to_end(key)
+            return model
+        model = _C.compile(self._graph.graph_for(values), **self._options)
+        if self._graph.key(values) != key:  # importing found more that fixes the graph: key on it too
+            key = self._graph.key(values)
+            if key in self._models:
+                self._models.move_to_end(key)
+                return self._models[key]
+        self._compiled += 1
+        self._models[key] = model
+        if self._max_plans and len(self._models) > self._max_plans:
+            self._models.popitem(last=False)
+        return model
+
+    def run(self, inputs, out=None):
+        """Runs on inputs given as {name: array} or a list in the ONNX model's input order; returns
+        the outputs as a list (`out`: arrays to write them into, as Model.run takes)."""
+        if isinstance(inputs, dict):
+            unknown = sorted(set(inputs) - set(self.input_names))
+            if unknown:
+                raise _C.InvalidArgumentError(f"run: the model has no input named {', '.join(unknown)}")
+            missing = [name for name in self.input_names if name not in inputs]
+            if missing:
+                raise _C.InvalidArgumentError(f"run: no value for input(s) {', '.join(missing)}")
+            inputs = [inputs[name] for name in self.input_names]
+        inputs = list(inputs)
+        if len(inputs) != len(self.input_names):
+            raise _C.InvalidArgumentError(f"run: the model takes {len(self.input_names)} input(s), got {len(inputs)}")
+        values = {name: np.asarray(a) for name, a in zip(self.input_names, inputs)}
+        model = self._model_for(values)
+        data = [a for name, a in zip(self.input_names, inputs) if name not in self._graph.shape_inputs]
+        return model.run(data) if out is None else model.run(data, out=out)
+
+    def __call__(self, *inputs):
+        outputs = self.run(list(inputs))
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def stats(self):
+        """The stats of the graph run last, with `graphs`: the graphs compiled for sets of shape
+        input values so far (dropped ones included)."""
+        latest = next(reversed(self._models.values()), None)
+        return {**(latest.stats() if latest is not None else {}), "graphs": self._compiled}
+
+    def report(self):
+        """Which inputs carry shapes, the graphs kept, and the report of the one run last."""
+        what = [f"values of {', '.join(self._graph.shape_inputs)}"] if self._graph.shape_inputs else []
+        what += ["input shapes"] if self._graph.by_shapes else []
+        head = (f"graphs per set of {' and '.join(what)}: {len(self._models)} kept "
+                f"({'at most ' + str(self._max_plans) if self._max_plans else 'no limit'}), {self._compiled} compiled\n")
+        latest = next(reversed(self._models.values()), None)
+        return head + (latest.report() if latest is not None else "no graph yet: the first run imports one for its values\n")
