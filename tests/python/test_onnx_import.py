@@ -1238,3 +1238,50 @@ def test_stft_matches_numpy_frame_by_frame(channels, window, onesided):
     frames = np.stack([signal[:, i * 5:i * 5 + 12] * (win if window else 1) for i in range(1 + (50 - 12) // 5)], 1)
     want = np.fft.fft(frames, axis=-1)[..., :7 if onesided else 12]
     close(run(model, x)[0], np.stack([want.real, want.imag], -1).astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# Quantized products and convolutions, against numpy's integer arithmetic
+
+
+def test_qlinear_conv_with_per_channel_filter_scales_matches_numpy():
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 256, (1, 2, 5, 5)).astype(np.uint8)
+    w = rng.integers(-128, 128, (3, 2, 3, 3)).astype(np.int8)
+    x_scale, x_zp = np.float32(0.02), np.uint8(128)
+    w_scale, w_zp = np.array([0.01, 0.03, 0.002], np.float32), np.zeros(3, np.int8)
+    y_scale, y_zp = np.float32(0.05), np.uint8(100)
+    bias = np.array([7, -300, 45], np.int32)
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], pads=[1, 1, 1, 1])
+    model = make([node], [vi("x", TensorProto.UINT8, [1, 2, 5, 5])], [vi("y", TensorProto.UINT8, None)],
+                 [init("xs", x_scale), init("xz", x_zp), init("w", w), init("ws", w_scale), init("wz", w_zp),
+                  init("ys", y_scale), init("yz", y_zp), init("b", bias)])
+    got = esgraph.compile(esgraph.onnx.load(model))(x)
+    # The reference: an int64 convolution of the zero-point-free values, requantized in f32.
+    xp = np.pad(x.astype(np.int64) - int(x_zp), [(0, 0), (0, 0), (1, 1), (1, 1)])
+    acc = np.zeros((1, 3, 5, 5), np.int64)
+    for o in range(3):
+        for i in range(5):
+            for j in range(5):
+                acc[0, o, i, j] = (xp[0, :, i:i + 3, j:j + 3] * w[o].astype(np.int64)).sum() + bias[o]
+    multiplier = (x_scale * w_scale / y_scale).astype(np.float32).reshape(3, 1, 1)
+    want = np.clip(np.round(acc.astype(np.float32) * multiplier) + float(y_zp), 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_conv_integer_sums_exactly():
+    rng = np.random.default_rng(12)
+    x = rng.integers(0, 256, (2, 3, 6, 6)).astype(np.uint8)
+    w = rng.integers(0, 256, (4, 3, 3, 3)).astype(np.uint8)
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], strides=[2, 2])
+    model = make([node], [vi("x", TensorProto.UINT8, [2, 3, 6, 6])], [vi("y", TensorProto.INT32, None)],
+                 [init("w", w), init("xz", np.uint8(3)), init("wz", np.uint8(250))])
+    got = esgraph.compile(esgraph.onnx.load(model))(x)
+    xs, ws = x.astype(np.int64) - 3, w.astype(np.int64) - 250
+    want = np.zeros((2, 4, 2, 2), np.int64)
+    for i in range(2):
+        for j in range(2):
+            patch = xs[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3]
+            want[:, :, i, j] = np.einsum("nchw,ochw->no", patch, ws)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)

@@ -73,20 +73,25 @@ def _as_2d(spatial, values, fill):
 
 @converts("Conv")
 def conv(n):
+    return convolve(n, n.x(0), n.x(1), n.x(2))
+
+
+def convolve(n, x, w, bias):
+    """Conv's attributes applied to x, w and bias (None: none): what Conv, ConvInteger and
+    QLinearConv share."""
     check_attrs(n, ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
-    spatial = _spatial(n, "Conv", most=3)
-    x, w = n.x(0), n.x(1)
+    spatial = _spatial(n, n.op_type, most=3)
     kernel = n.attr("kernel_shape") or _static(w.shape[2:], "Conv's kernel")
     strides = n.attr("strides", [1] * spatial)
     dilations = n.attr("dilations", [1] * spatial)
     if spatial == 3:  # padded first, then 2-D convolutions per kernel depth
         pads = onnx_pads(n, spatial, kernel, strides, dilations)
         x = pad_or_crop(x, [0, 0] + pads[:3] + [0, 0] + pads[3:])
-        return conv_nd(x, w, n.x(2), strides, dilations, n.attr("group", 1))
+        return conv_nd(x, w, bias, strides, dilations, n.attr("group", 1))
     pads = _pads(n, spatial, kernel, strides, dilations)
     if spatial == 1:
         x, w = ops.unsqueeze(x, [2]), ops.unsqueeze(w, [2])
-    y = ops.conv2d(x, w, bias=n.x(2), strides=_as_2d(spatial, strides, 1), pads=pads,
+    y = ops.conv2d(x, w, bias=bias, strides=_as_2d(spatial, strides, 1), pads=pads,
                    dilations=_as_2d(spatial, dilations, 1), groups=n.attr("group", 1))
     return ops.squeeze(y, axes=[2]) if spatial == 1 else y
 

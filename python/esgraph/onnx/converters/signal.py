@@ -1,5 +1,7 @@
-"""Window generators, local response normalization and the quantization ops, written over
-esgraph's elementwise ops, range and pooling."""
+"""Window generators, local response normalization and the quantization ops (QuantizeLinear and
+its kin, the integer and quantized products and convolutions: exact integer sums, in int32 or
+in f64 below 2^53, requantized as ONNX Runtime does), written over esgraph's elementwise ops,
+range, matmul, convolution and pooling."""
 import math
 
 import numpy as np
@@ -7,7 +9,7 @@ import numpy as np
 from ... import _C
 from ..._compose import avg_pool_counting_padding
 from .. import _dtypes
-from .nn import _static
+from .nn import _static, convolve
 from .registry import Unsupported, check_attrs, converts
 
 ops = _C.ops
@@ -99,13 +101,71 @@ def dynamic_quantize(n):
 
 @converts("MatMulInteger")
 def matmul_integer(n):
-    a, b = ops.cast(n.x(0), _C.i32), ops.cast(n.x(1), _C.i32)
-    if n.has(2):
-        zp = ops.cast(n.x(2), _C.i32)
-        a = a - (ops.unsqueeze(zp, [1]) if zp.ndim == 1 else zp)  # one zero point per row of a
-    if n.has(3):
-        b = b - ops.cast(n.x(3), _C.i32)  # per column of b: broadcasts as it is
+    return matmul_integer_of(n.x(0), n.x(1), n.x(2), n.x(3))
+
+
+def matmul_integer_of(a, b, a_zero_point, b_zero_point):
+    """(a - a_zero_point) · (b - b_zero_point) in int32; a's zero point a scalar or one per row,
+    b's a scalar or one per column."""
+    a, b = ops.cast(a, _C.i32), ops.cast(b, _C.i32)
+    if a_zero_point is not None:
+        zp = ops.cast(a_zero_point, _C.i32)
+        a = a - (ops.unsqueeze(zp, [1]) if zp.ndim == 1 else zp)
+    if b_zero_point is not None:
+        b = b - ops.cast(b_zero_point, _C.i32)
     return ops.matmul(a, b)
+
+
+def _requantize(acc, multiplier, zero_point, dtype):
+    """An int32 accumulator requantized as ONNX Runtime does: acc · multiplier (f32, the input
+    scales over the output's) rounded half to even, plus the output's zero point, saturated."""
+    if dtype not in _SATURATION:
+        raise Unsupported(f"quantizing to {dtype.name}")
+    q = ops.round(ops.cast(acc, _C.f32) * multiplier)
+    if zero_point is not None:
+        q = q + ops.cast(zero_point, _C.f32)
+    return _saturate(q, dtype)
+
+
+@converts("QLinearMatMul")
+def qlinear_matmul(n):
+    # Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point; a's
+    # scale and zero point scalars or one per row, b's scalars or one per column.
+    acc = matmul_integer_of(n.x(0), n.x(3), n.x(2), n.x(5))
+    a_scale = n.x(1)
+    if a_scale.ndim == 1:
+        a_scale = ops.unsqueeze(a_scale, [1])
+    return _requantize(acc, a_scale * n.x(4) / n.x(6), n.x(7), n.dtype(7) if n.has(7) else n.dtype(0))
+
+
+def _integer_images(x, zero_point, rank):
+    """Integer images or filters less their zero point (a scalar, or one per output channel for
+    filters), as f64: a convolution of them sums integer products exactly (below 2^53)."""
+    v = ops.cast(x, _C.f64)
+    if zero_point is None:
+        return v
+    z = ops.cast(zero_point, _C.f64)
+    return v - (ops.reshape(z, [-1] + [1] * (rank - 1)) if z.ndim == 1 else z)
+
+
+@converts("ConvInteger")
+def conv_integer(n):
+    rank = n.rank(0)
+    y = convolve(n, _integer_images(n.x(0), n.x(2), rank), _integer_images(n.x(1), n.x(3), rank), None)
+    return ops.cast(y, _C.i32)
+
+
+@converts("QLinearConv")
+def qlinear_conv(n):
+    # Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B
+    # (int32, one per output channel); w's scale and zero point scalars or one per channel.
+    rank = n.rank(0)
+    bias = ops.cast(n.x(8), _C.f64) if n.has(8) else None
+    acc = ops.cast(convolve(n, _integer_images(n.x(0), n.x(2), rank), _integer_images(n.x(3), n.x(5), rank), bias), _C.i32)
+    w_scale = n.x(4)
+    if w_scale.ndim == 1:
+        w_scale = ops.reshape(w_scale, [-1] + [1] * (rank - 2))
+    return _requantize(acc, n.x(1) * w_scale / n.x(6), n.x(7), n.dtype(7) if n.has(7) else n.dtype(0))
 
 
 def _fourier(real, imag, length, inverse, onesided):
