@@ -1,5 +1,6 @@
 #include "cpu/program.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -91,7 +92,19 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
     if (donor && same_sizes(donor->plan_.graph(), plan.graph(), l)) {
       b = donor->bound_[i];
       why = donor->fallbacks_[i];
-      if (l.group >= 0) fused_[static_cast<size_t>(l.group)] = donor->fused_[static_cast<size_t>(l.group)];
+      if (l.group >= 0) {
+        // A kernel points at its group: shared while the plans share their groups, else a copy
+        // pointing at this plan's (the donor may be dropped before this program is).
+        const size_t k = static_cast<size_t>(l.group);
+        const std::shared_ptr<const FusedKernel>& theirs = donor->fused_[k];
+        if (theirs->group == &plan.groups()[k]) {
+          fused_[k] = theirs;
+        } else {
+          auto ours = std::make_shared<FusedKernel>(*theirs);
+          ours->group = &plan.groups()[k];
+          fused_[k] = std::move(ours);
+        }
+      }
     } else {
       b = bind_launch(i, options, why, donor ? donor->bound_[i].get() : nullptr);
     }
@@ -279,9 +292,12 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
   std::pair<std::unique_ptr<uint8_t[]>, int64_t> held;
   {
     std::lock_guard<std::mutex> lock(arenas_->mu);
-    if (!arenas_->free.empty()) {
-      held = std::move(arenas_->free.back());
-      arenas_->free.pop_back();
+    auto& free = arenas_->free;
+    auto fits = std::find_if(free.begin(), free.end(), [&](const auto& a) { return a.second >= needed; });
+    if (fits == free.end() && !free.empty()) fits = free.end() - 1;  // the last, grown below
+    if (fits != free.end()) {
+      held = std::move(*fits);
+      free.erase(fits);
     }
   }
   if (held.second < needed) held = {std::unique_ptr<uint8_t[]>(new uint8_t[static_cast<size_t>(needed)]), needed};

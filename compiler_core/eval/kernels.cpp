@@ -522,6 +522,190 @@ void top_k(const KernelCall& c) {
   });
 }
 
+// grid_sample, as torch's grid_sampler_2d computes it (ONNX's GridSample follows it).
+class GridSampler {
+ public:
+  GridSampler(const ir::GridSampleAttrs& a, int64_t h, int64_t w)
+      : mode_(a.mode), padding_(a.padding_mode), align_(a.align_corners), h_(h), w_(w) {}
+
+  // The value of the channel plane at element `base` of x (h × w values) at the grid's
+  // normalized position (gx, gy).
+  double sample(const TensorRef& x, int64_t base, double gx, double gy) const {
+    using Mode = ir::GridSampleMode;
+    double fx = unnormalize(gx, w_), fy = unnormalize(gy, h_);
+    if (mode_ == Mode::bicubic) {  // padding applies to each of the 4 × 4 taps
+      const double x0 = std::floor(fx), y0 = std::floor(fy);
+      double cx[4], cy[4];
+      cubic_weights(fx - x0, cx);
+      cubic_weights(fy - y0, cy);
+      double sum = 0;
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) sum += cy[i] * cx[j] * tap(x, base, pad(x0 - 1 + j, w_), pad(y0 - 1 + i, h_));
+      return sum;
+    }
+    fx = pad(fx, w_), fy = pad(fy, h_);
+    if (mode_ == Mode::nearest) return tap(x, base, std::nearbyint(fx), std::nearbyint(fy));
+    const double x0 = std::floor(fx), y0 = std::floor(fy), tx = fx - x0, ty = fy - y0;
+    return (1 - ty) * ((1 - tx) * tap(x, base, x0, y0) + tx * tap(x, base, x0 + 1, y0)) +
+           ty * ((1 - tx) * tap(x, base, x0, y0 + 1) + tx * tap(x, base, x0 + 1, y0 + 1));
+  }
+
+ private:
+  double unnormalize(double g, int64_t size) const {
+    return align_ ? (g + 1) / 2 * static_cast<double>(size - 1) : ((g + 1) * static_cast<double>(size) - 1) / 2;
+  }
+  // A coordinate moved inside by the padding mode (zeros: left as it is; reads outside give 0).
+  double pad(double v, int64_t size) const {
+    using Padding = ir::GridSamplePaddingMode;
+    const double last = static_cast<double>(size - 1);
+    if (padding_ == Padding::border) return std::clamp(v, 0.0, last);
+    if (padding_ == Padding::reflection) {
+      v = align_ ? reflect(v, 0, 2 * last) : reflect(v, -1, 2 * static_cast<double>(size) - 1);
+      return std::clamp(v, 0.0, last);
+    }
+    return v;
+  }
+  // v mirrored into [twice_low / 2, twice_high / 2].
+  static double reflect(double v, double twice_low, double twice_high) {
+    if (twice_low == twice_high) return 0;
+    const double low = twice_low / 2, span = (twice_high - twice_low) / 2;
+    v = std::fabs(v - low);
+    const double extra = std::fmod(v, span);
+    return static_cast<int64_t>(std::floor(v / span)) % 2 == 0 ? extra + low : span - extra + low;
+  }
+  static void cubic_weights(double t, double w[4]) {
+    constexpr double A = -0.75;
+    auto near = [](double d) { return ((A + 2) * d - (A + 3)) * d * d + 1; };         // |d| <= 1
+    auto far = [](double d) { return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A; };  // 1 < |d| < 2
+    w[0] = far(t + 1), w[1] = near(t), w[2] = near(1 - t), w[3] = far(2 - t);
+  }
+  // The pixel at integer position (px, py), 0 outside the image.
+  double tap(const TensorRef& x, int64_t base, double px, double py) const {
+    if (!(px >= 0 && px <= static_cast<double>(w_ - 1) && py >= 0 && py <= static_cast<double>(h_ - 1))) return 0;
+    return load_f(x, base + static_cast<int64_t>(py) * w_ + static_cast<int64_t>(px));
+  }
+
+  ir::GridSampleMode mode_;
+  ir::GridSamplePaddingMode padding_;
+  bool align_;
+  int64_t h_, w_;
+};
+
+void grid_sample(const KernelCall& c) {
+  const TensorRef &x = *c.in[0], &grid = *c.in[1], &y = *c.out[0];
+  const int64_t n = x.shape[0], channels = x.shape[1], h = x.shape[2], w = x.shape[3];
+  const int64_t ho = grid.shape[1], wo = grid.shape[2];
+  if ((h == 0 || w == 0) && y.size() > 0)  // (the builder refuses it when the sizes are static)
+    throw ir::Error(ir::ErrorCode::Shape, "grid_sample: x has empty images (H " + std::to_string(h) + ", W " + std::to_string(w) + ")");
+  const GridSampler sampler(c.attrs<ir::GridSampleAttrs>(), h, w);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < ho * wo; ++i) {
+      const int64_t at = (b * ho * wo + i) * 2;
+      const double gx = load_f(grid, at), gy = load_f(grid, at + 1);
+      for (int64_t ch = 0; ch < channels; ++ch)
+        store_f(y, (b * channels + ch) * ho * wo + i, sampler.sample(x, (b * channels + ch) * h * w, gx, gy));
+    }
+}
+
+// roi_align as ONNX Runtime computes RoiAlign: each bin's samples bilinear over the clamped
+// pixel grid, a sample more than a pixel outside the image counting 0.
+void roi_align(const KernelCall& c) {
+  const TensorRef &x = *c.in[0], &rois = *c.in[1], &batch = *c.in[2], &y = *c.out[0];
+  const ir::RoiAlignAttrs a = c.attrs<ir::RoiAlignAttrs>();
+  const int64_t n = x.shape[0], channels = x.shape[1], h = x.shape[2], w = x.shape[3];
+  const int64_t oh = a.output_height, ow = a.output_width;
+  const bool half_pixel = a.coordinate_transformation_mode == ir::RoiAlignCoordinateTransformationMode::half_pixel;
+  const bool max = a.mode == ir::RoiAlignMode::max;
+  const double offset = half_pixel ? 0.5 : 0.0;
+  if ((h == 0 || w == 0) && y.size() > 0)  // (the builder refuses it when the sizes are static)
+    throw ir::Error(ir::ErrorCode::Shape, "roi_align: x has empty images (H " + std::to_string(h) + ", W " + std::to_string(w) + ")");
+  for (int64_t r = 0; r < rois.shape[0]; ++r) {
+    const int64_t image = load_i(batch, r);
+    if (image < 0 || image >= n)
+      throw ir::Error(ir::ErrorCode::InvalidArgument, "roi_align: batch index " + std::to_string(image) + " of region " +
+                                                          std::to_string(r) + " is out of range for " + std::to_string(n) + " images");
+    const double x0 = load_f(rois, r * 4) * a.spatial_scale - offset, y0 = load_f(rois, r * 4 + 1) * a.spatial_scale - offset;
+    double width = load_f(rois, r * 4 + 2) * a.spatial_scale - offset - x0, height = load_f(rois, r * 4 + 3) * a.spatial_scale - offset - y0;
+    if (!half_pixel) width = std::max(width, 1.0), height = std::max(height, 1.0);
+    if (!std::isfinite(x0) || !std::isfinite(y0) || !std::isfinite(width) || !std::isfinite(height))
+      throw ir::Error(ir::ErrorCode::InvalidArgument, "roi_align: region " + std::to_string(r) + " has a corner that is not a finite number");
+    const double bin_h = height / static_cast<double>(oh), bin_w = width / static_cast<double>(ow);
+    // Samples per bin: the ratio, else as many as the bin spans pixels each way; a region so
+    // large that a bin would take over 2^20 samples is refused rather than run for hours.
+    const double rows = a.sampling_ratio > 0 ? static_cast<double>(a.sampling_ratio) : std::ceil(height / static_cast<double>(oh));
+    const double cols = a.sampling_ratio > 0 ? static_cast<double>(a.sampling_ratio) : std::ceil(width / static_cast<double>(ow));
+    if (rows * cols > double(1 << 20))
+      throw ir::Error(ir::ErrorCode::Limit, "roi_align: region " + std::to_string(r) + " would take " + std::to_string(rows) + " x " +
+                                                std::to_string(cols) + " samples per bin (more than 2^20)");
+    const int64_t grid_h = static_cast<int64_t>(rows), grid_w = static_cast<int64_t>(cols);
+    const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      const int64_t plane = (image * channels + ch) * h * w;
+      auto pixel = [&](int64_t py, int64_t px) { return load_f(x, plane + py * w + px); };
+      for (int64_t ph = 0; ph < oh; ++ph)
+        for (int64_t pw = 0; pw < ow; ++pw) {
+          double out = 0;
+          bool first = true;
+          for (int64_t iy = 0; iy < grid_h; ++iy)
+            for (int64_t ix = 0; ix < grid_w; ++ix) {
+              double sy = y0 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+              double sx = x0 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+              double terms[4] = {0, 0, 0, 0};
+              if (!(sy < -1.0 || sy > static_cast<double>(h) || sx < -1.0 || sx > static_cast<double>(w))) {
+                sy = std::max(sy, 0.0), sx = std::max(sx, 0.0);
+                int64_t ylo = static_cast<int64_t>(sy), xlo = static_cast<int64_t>(sx), yhi = ylo + 1, xhi = xlo + 1;
+                if (ylo >= h - 1) yhi = ylo = h - 1, sy = static_cast<double>(ylo);
+                if (xlo >= w - 1) xhi = xlo = w - 1, sx = static_cast<double>(xlo);
+                const double ly = sy - static_cast<double>(ylo), lx = sx - static_cast<double>(xlo), hy = 1 - ly, hx = 1 - lx;
+                terms[0] = hy * hx * pixel(ylo, xlo), terms[1] = hy * lx * pixel(ylo, xhi);
+                terms[2] = ly * hx * pixel(yhi, xlo), terms[3] = ly * lx * pixel(yhi, xhi);
+              }
+              if (!max) {
+                out += terms[0] + terms[1] + terms[2] + terms[3];
+              } else {
+                const double top = std::max({terms[0], terms[1], terms[2], terms[3]});
+                out = first ? top : std::max(out, top);
+              }
+              first = false;
+            }
+          store_f(y, ((r * channels + ch) * oh + ph) * ow + pw, max ? out : out / count);
+        }
+    }
+  }
+}
+
+// Each [n, n] matrix's determinant: LU factorization with partial pivoting in double, as
+// numpy.linalg.det (LAPACK's getrf) computes it; each row swap flips the sign.
+void det(const KernelCall& c) {
+  const TensorRef &x = *c.in[0], &y = *c.out[0];
+  const int64_t n = x.shape[x.shape.rank() - 1];
+  std::vector<double> a(static_cast<size_t>(n * n));
+  auto at = [&](int64_t i, int64_t j) -> double& { return a[static_cast<size_t>(i * n + j)]; };
+  for (int64_t m = 0; m < y.size(); ++m) {
+    for (int64_t i = 0; i < n * n; ++i) a[static_cast<size_t>(i)] = load_f(x, m * n * n + i);
+    double d = 1;
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t p = k;
+      for (int64_t i = k + 1; i < n; ++i)
+        if (std::abs(at(i, k)) > std::abs(at(p, k))) p = i;
+      if (at(p, k) == 0) {
+        d = 0;
+        break;
+      }
+      if (p != k) {
+        for (int64_t j = 0; j < n; ++j) std::swap(at(p, j), at(k, j));
+        d = -d;
+      }
+      d *= at(k, k);
+      for (int64_t i = k + 1; i < n; ++i) {
+        const double f = at(i, k) / at(k, k);
+        for (int64_t j = k + 1; j < n; ++j) at(i, j) -= f * at(k, j);
+      }
+    }
+    store_f(y, m, d);
+  }
+}
+
 void expand(const KernelCall& c) {
   const TensorRef& y = *c.out[0];
   BroadcastWalk walk(y.shape, {c.in[0]->shape});
@@ -601,6 +785,9 @@ Kernel find_kernel(const ir::OpSchema& op) {
     case K::scatter_elements: return scatter_elements;
     case K::scatter_nd: return scatter_nd;
     case K::top_k: return top_k;
+    case K::det: return det;
+    case K::grid_sample: return grid_sample;
+    case K::roi_align: return roi_align;
     case K::expand: return expand;
     case K::pad: return pad;
     case K::fill: return fill;

@@ -53,7 +53,6 @@ std::string num_str(double v) {
   return buf;
 }
 
-
 }  // namespace
 
 std::string describe_inputs(const Graph& g, const OpSchema& op, Span<ValueId> inputs) {

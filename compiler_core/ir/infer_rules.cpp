@@ -160,6 +160,40 @@ void infer_arg_reduce(InferContext& ctx) {
   ctx.set_shape(0, out);
 }
 
+void infer_grid_sample(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  const Shape& grid = ctx.shape(1);
+  const Graph& g = ctx.graph();
+  if (x.rank() != 4) ctx.fail("x must be [N, C, H, W], got " + g.shape_str(x));
+  if (grid.rank() != 4 || !dims_compatible(grid[3], 2))
+    ctx.fail("grid must be [N, Ho, Wo, 2], got " + g.shape_str(grid));
+  if (!dims_compatible(grid[0], x[0]))
+    ctx.fail("grid " + g.shape_str(grid) + " and x " + g.shape_str(x) + " differ in N");
+  if (x[2] == 0 || x[3] == 0) ctx.fail("x " + g.shape_str(x) + " has empty images: there is nothing to sample");
+  ctx.set_shape(0, Shape{x[0], x[1], grid[1], grid[2]});
+}
+
+void infer_roi_align(InferContext& ctx) {
+  const Shape &x = ctx.shape(0), &rois = ctx.shape(1), &indices = ctx.shape(2);
+  const Graph& g = ctx.graph();
+  if (x.rank() != 4) ctx.fail("x must be [N, C, H, W], got " + g.shape_str(x));
+  if (x[2] == 0 || x[3] == 0) ctx.fail("x " + g.shape_str(x) + " has empty images: there is nothing to pool");
+  if (rois.rank() != 2 || !dims_compatible(rois[1], 4)) ctx.fail("rois must be [R, 4], got " + g.shape_str(rois));
+  if (indices.rank() != 1 || !dims_compatible(indices[0], rois[0]))
+    ctx.fail("batch_indices " + g.shape_str(indices) + " must be [R], one per region of rois " + g.shape_str(rois));
+  ctx.set_shape(0, Shape{rois[0], x[1], ctx.attr_int("output_height"), ctx.attr_int("output_width")});
+}
+
+void infer_det(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  if (x.rank() < 2) ctx.fail("x must have rank >= 2 ([.., n, n]), got " + ctx.graph().shape_str(x));
+  if (!dims_compatible(x[x.rank() - 2], x[x.rank() - 1]))
+    ctx.fail("the matrices of x " + ctx.graph().shape_str(x) + " are not square");
+  Shape out = x;
+  out.resize(x.rank() - 2);
+  ctx.set_shape(0, out);
+}
+
 void infer_top_k(InferContext& ctx) {
   Shape out = ctx.shape(0);
   const size_t ax = ctx.axis(ctx.attr_int("axis"), out.rank(), "axis");

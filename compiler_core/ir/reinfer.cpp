@@ -33,7 +33,7 @@ void reinfer(Graph& g, const std::vector<Shape>& input_shapes, const std::vector
     const Shape want = g.shape(v);
     const Shape& got = input_shapes[i];
     bool fits = want.rank() == got.rank();
-    for (size_t d = 0; fits && d < got.rank(); ++d) fits = dim_is_symbolic(want[d]) || want[d] == got[d] || dim_is_symbolic(got[d]);
+    for (size_t d = 0; fits && d < got.rank(); ++d) fits = dim_is_symbolic(want[d]) || want[d] == got[d];
     if (!fits) throw Error(ErrorCode::Shape, "input " + g.value_name(v) + " is " + g.shape_str(want) + ", got " + g.shape_str(got));
     g.set_shape(v, got);
   }

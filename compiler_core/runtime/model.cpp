@@ -15,6 +15,17 @@ namespace {
 using ir::Error;
 using ir::ErrorCode;
 
+// Drops the least recently run entry of `cache` but `keep` while it holds more than `limit` (0:
+// no limit).
+template <class Map>
+void drop_oldest(Map& cache, typename Map::iterator keep, int64_t limit) {
+  if (limit <= 0 || static_cast<int64_t>(cache.size()) <= limit) return;
+  auto oldest = cache.end();
+  for (auto it = cache.begin(); it != cache.end(); ++it)
+    if (it != keep && (oldest == cache.end() || it->second.last_run < oldest->second.last_run)) oldest = it;
+  cache.erase(oldest);
+}
+
 // Every option the caller set is one the backend declares, within its range.
 void check_backend_options(const Backend& backend, const BackendOptions& given) {
   const std::vector<BackendOption> declared = backend.options();
@@ -125,17 +136,13 @@ std::shared_ptr<const Model::Compiled> Model::bind_symbolic(const std::vector<ir
       // A plan per set of shapes instead, whose compile reports any error that is the graph's
       // or the sizes' own: for every class when the graph is one no symbolic plan follows, for
       // this class when its largest sizes are ones the graph cannot take (a reshape to [4, 3]
-      // of an [n, m] planned at n = m = 4).
+      // of an [n, m] planned at n = m = 4) or beyond the limits. Anything else is a fault.
+      if (e.code() != ErrorCode::Unsupported && e.code() != ErrorCode::Shape && e.code() != ErrorCode::Limit) throw;
       if (e.code() == ErrorCode::Unsupported) no_symbolic_ = e.what();
       refused = e.what();
     }
     it = symbolic_.emplace(key, Symbolic{plan, nullptr, 0, refused}).first;
-    if (options_.max_plans > 0 && static_cast<int64_t>(symbolic_.size()) > options_.max_plans) {
-      auto oldest = symbolic_.begin();
-      for (auto o = symbolic_.begin(); o != symbolic_.end(); ++o)
-        if (o != it && (oldest == it || o->second.last_run < oldest->second.last_run)) oldest = o;
-      symbolic_.erase(oldest);
-    }
+    drop_oldest(symbolic_, it, options_.max_plans);
   }
   Symbolic& s = it->second;
   s.last_run = ++clock_;
@@ -144,7 +151,14 @@ std::shared_ptr<const Model::Compiled> Model::bind_symbolic(const std::vector<ir
   if (!bound) return nullptr;
   auto c = std::make_shared<Compiled>();
   c->plan = std::move(bound);
-  c->program = options_.backend->lower(*c->plan, options_, s.latest ? s.latest->program.get() : nullptr);
+  try {
+    c->program = options_.backend->lower(*c->plan, options_, s.latest ? s.latest->program.get() : nullptr);
+  } catch (const Error& e) {
+    // A kernel the class's formats chose that these sizes do not have (a blocked convolution
+    // oneDNN has no kernel for at them): these sizes get a plan of their own.
+    if (e.code() != ErrorCode::Internal && e.code() != ErrorCode::Unsupported) throw;
+    return nullptr;
+  }
   ++bindings_;
   s.latest = c;
   return c;
@@ -156,6 +170,7 @@ std::shared_ptr<const Model::Compiled> Model::plan_for(const std::vector<ir::Sha
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = plans_.find(key); it != plans_.end()) {
     it->second.last_run = ++clock_;
+    latest_ = it->second.compiled;
     return it->second.compiled;
   }
   std::shared_ptr<const Compiled> c = bind_symbolic(shapes);
@@ -167,13 +182,8 @@ std::shared_ptr<const Model::Compiled> Model::plan_for(const std::vector<ir::Sha
     c = exact;
   }
   latest_ = c;
-  plans_[key] = {c, ++clock_};
-  if (options_.max_plans > 0 && static_cast<int64_t>(plans_.size()) > options_.max_plans) {
-    auto oldest = plans_.begin();  // the least recently run; never the one just made (its clock is the newest)
-    for (auto it = plans_.begin(); it != plans_.end(); ++it)
-      if (it->second.last_run < oldest->second.last_run) oldest = it;
-    plans_.erase(oldest);
-  }
+  const auto made = plans_.insert_or_assign(key, Cached{c, ++clock_}).first;
+  drop_oldest(plans_, made, options_.max_plans);
   return c;
 }
 

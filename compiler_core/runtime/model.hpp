@@ -1,6 +1,6 @@
-// A compiled model: a graph compiled for a backend once per set of input shapes (plan.hpp) and
-// run through the backend's program. A run walks the program's launch list; nothing is looked
-// up or allocated per op.
+// A compiled model: a graph compiled for a backend (plan.hpp), once per size class of its
+// symbolic sizes, and run through the backend's program. A run walks the program's launch list;
+// nothing is looked up or allocated per op.
 //
 // A symbol bound in the options is fixed (a run with another size is refused). The others stay
 // symbolic: one plan per size class (a declared range is one class; a free symbol's sizes fall
@@ -46,7 +46,7 @@ class Model {
   // launch or loop iteration. Runs that start later are not affected.
   void cancel() const { cancels_.fetch_add(1, std::memory_order_relaxed); }
   std::string report() const;
-  Stats stats() const;  // the plan compiled last (Stats::plans counts them all)
+  Stats stats() const;  // the plan run last (Stats::plans and bindings count them all)
   std::string to_dot() const;  // of every plan compiled so far
 
  private:

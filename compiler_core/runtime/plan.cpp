@@ -44,6 +44,11 @@ bool check_plans_from_environment() {
   return on;
 }
 
+// Each group's shape as `g` has it (a copy of the graph the groups were found in, other sizes).
+void reshape_groups(std::vector<FusedGroup>& groups, const ir::Graph& g) {
+  for (FusedGroup& grp : groups) grp.shape = g.shape(g.nodes[grp.members.back()].first_output);
+}
+
 }  // namespace
 
 Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options,
@@ -114,7 +119,7 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   FormatPlan formats;
   const FormatRules format_rules = backend.formats(options);
   std::vector<FusedGroup> sized_groups = *found;
-  for (FusedGroup& grp : sized_groups) grp.shape = sizes.shape(sizes.nodes[grp.members.back()].first_output);
+  reshape_groups(sized_groups, sizes);
   auto assign = [&] { formats = assign_formats(sizes, sized_groups, format_rules, gd); };
   if (format_rules.format_of) step("assign memory formats, insert reorders", assign);
   else assign();
@@ -231,7 +236,7 @@ std::unique_ptr<Plan> Plan::bind(const std::vector<ir::Shape>& input_shapes) con
   p->groups_ = groups_;
   if (decided_->varying_groups) {
     auto resized = std::make_shared<std::vector<FusedGroup>>(*groups_);
-    for (FusedGroup& grp : *resized) grp.shape = p->graph_->shape(p->graph_->nodes[grp.members.back()].first_output);
+    reshape_groups(*resized, *p->graph_);
     p->groups_ = resized;
   }
   p->decided_ = decided_;

@@ -1,6 +1,7 @@
-// The pipeline: a graph specialized to concrete shapes, optimized, legalized and grouped for a
-// backend, ordered, assigned to streams and planned into one arena, as a flat launch list bound
-// to arena offsets and the caller's buffers. Nothing here is specific to a backend: the
+// The pipeline: a graph specialized to the sizes the options bind (the others stay symbolic),
+// optimized, legalized and grouped for a backend, ordered, assigned to streams and planned into
+// one arena, as a flat launch list bound to arena offsets and the caller's buffers; a symbolic
+// plan is bound to each run's sizes (Plan::bind). Nothing here is specific to a backend: the
 // backend's rules come through runtime::Backend, and the backend lowers the plan to what it runs.
 #pragma once
 #include <memory>
@@ -45,7 +46,9 @@ struct CompileOptions {
   int64_t max_loop_iterations = kDefaultMaxLoopIterations;  // of all loops of a run together
   int64_t max_nodes = kDefaultMaxNodes;                      // of the graph, bodies included
   Precision precision = Precision::F32;  // a backend refuses one it cannot honour
-  int64_t max_plans = kDefaultMaxPlans;  // plans kept for sets of input shapes, least recently run dropped; 0: no limit
+  // Bindings (or plans per set of input shapes) kept, and as many symbolic plans, least recently
+  // run dropped; 0: no limit.
+  int64_t max_plans = kDefaultMaxPlans;
 
   // The model's threads: `threads`, or the machine's cores when 0.
   int pool_threads() const;

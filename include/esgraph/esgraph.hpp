@@ -461,7 +461,8 @@ class CompileOptions {
   // Limits against hostile models, 0 for none (see esg_compile_options).
   CompileOptions& max_loop_iterations(int64_t n) { raw_.max_loop_iterations = n; return *this; }
   CompileOptions& max_nodes(int64_t n) { raw_.max_nodes = n; return *this; }
-  // Plans kept for as many sets of input shapes, least recently run dropped first; 0: no limit.
+  // Bindings to sets of sizes (or plans per set of input shapes) kept, and as many symbolic
+  // plans, least recently run dropped first; 0: no limit (see esg_compile_options).
   CompileOptions& max_plans(int64_t n) { raw_.max_plans = n; return *this; }
   // "f32" (default) or "bf16" for convolutions' and constant-weight products' multiplications (see esg_compile_options).
   CompileOptions& precision(const std::string& name) { precision_ = name; return *this; }

@@ -147,6 +147,27 @@ TEST_CASE("one symbolic plan serves every size: the same results as a plan per s
   CHECK(any.stats().bindings == 7);
 }
 
+TEST_CASE("bindings share kernels with bindings long dropped, and stay right") {
+  // A group over the symbolic size and one over static sizes: each binding's program shares the
+  // static group's kernel with the binding before it, which the cache (2 kept) drops soon after.
+  esg::GraphBuilder b("shared");
+  const Tensor x = b.input("x", esg::f32, {b.symbol("n"), 4});
+  const Tensor c = b.input("c", esg::f32, {4});
+  const esg::Model m = esg::compile(b.build({esg::relu(x * 2.0f - 1.0f), esg::tanh(c * 3.0f + 1.0f) * 0.5f}),
+                                    esg::CompileOptions().max_plans(2));
+  const std::vector<float> cs = seq(4, 0.9f);
+  for (int round = 0; round < 2; ++round)
+    for (int64_t n = 1; n <= 9; ++n) {
+      const std::vector<float> xs = seq(4 * n, 0.4f + static_cast<float>(n));
+      const std::vector<HostTensor> out = m.run({HostTensor::from(esg::f32, xs, {n, 4}), HostTensor::from(esg::f32, cs, {4})});
+      const std::vector<float> y = out[0].values<float>(), z = out[1].values<float>();
+      for (size_t i = 0; i < xs.size(); ++i) CHECK(y[i] == doctest::Approx(std::max(0.0f, xs[i] * 2 - 1)));
+      for (size_t i = 0; i < cs.size(); ++i) CHECK(z[i] == doctest::Approx(std::tanh(cs[i] * 3 + 1) * 0.5f));
+    }
+  CHECK(m.stats().plans == 10);  // n up to 1, 2, 4, 8 and 16, each compiled again in round 2 (2 kept)
+  CHECK(m.stats().bindings == 18);
+}
+
 TEST_CASE("a size class whose largest sizes the graph cannot take is planned per set of shapes") {
   // [n, m] reshaped to [4, 3]: the class n, m <= 4 cannot be planned at n = m = 4.
   esg::GraphBuilder b("fixed");

@@ -1607,6 +1607,95 @@ def test_scatter_nd_matches_numpy():
     check(run(lambda d, i, u: ops.scatter_nd(d, i, u), data, idx, upd), want)
 
 
+# ---- det against numpy.linalg.det --------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [f32, np.float64])
+@pytest.mark.parametrize("shape", [(4, 4), (3, 2, 5, 5), (2, 1, 1), (2, 0, 0)])
+def test_det_matches_numpy(shape, dtype):
+    x = normal(rng_for("det", shape, dtype), shape).astype(dtype)
+    got = run(lambda t: ops.det(t), x)
+    assert got.shape == shape[:-2] and got.dtype == dtype
+    np.testing.assert_allclose(got, np.linalg.det(x.astype(np.float64)).astype(dtype), rtol=1e-5, atol=1e-6)
+
+
+def test_det_of_singular_and_permuted_matrices_is_exact():
+    x = np.array([[[1, 2, 3], [2, 4, 6], [0, 1, 5]],   # two rows proportional
+                  [[0, 0, 1], [0, 1, 0], [1, 0, 0]],   # one swap: -1
+                  [[0, 0, 0], [1, 2, 3], [4, 5, 6]]], f32)
+    check(run(lambda t: ops.det(t), x), np.array([0, -1, 0], f32))
+    # a symbolic batch: one plan for every batch
+    graph, _ = build(lambda t: ops.det(t), x, symbolic={0: [(0, "n")]})
+    model = esgraph.compile(graph)
+    check(model(x[:2]), np.array([0, -1], f32))
+
+
+def test_det_refuses_what_is_not_square_matrices():
+    with pytest.raises(esgraph.ShapeError, match="not square"):
+        run(lambda t: ops.det(t), np.zeros((2, 3), f32))
+    with pytest.raises(esgraph.ShapeError, match="rank >= 2"):
+        run(lambda t: ops.det(t), np.zeros((3,), f32))
+    with pytest.raises(esgraph.DTypeError):
+        run(lambda t: ops.det(t), np.zeros((2, 2), np.int32))
+
+
+# ---- grid_sample against torch's grid_sample -----------------------------------------------------
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_matches_torch(mode, padding_mode, align_corners):
+    torch = pytest.importorskip("torch")
+    rng = rng_for("grid_sample", mode, padding_mode, align_corners)
+    x = normal(rng, (2, 3, 5, 7))
+    grid = rng.uniform(-1.6, 1.6, (2, 4, 6, 2)).astype(f32)  # past the edges too, where padding decides
+    grid[0, 0, :4] = [[-1, -1], [1, 1], [0, 0], [-1, 1]]   # the corners and the centre exactly
+    got = run(lambda a, g: ops.grid_sample(a, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners), x, grid)
+    want = torch.nn.functional.grid_sample(torch.from_numpy(x).double(), torch.from_numpy(grid).double(), mode=mode,
+                                           padding_mode=padding_mode, align_corners=align_corners).float().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# ---- roi_align against torchvision's roi_align -----------------------------------------------------
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("sampling_ratio", [0, 2])
+def test_roi_align_matches_torchvision(aligned, sampling_ratio):
+    torch = pytest.importorskip("torch")
+    tv_ops = pytest.importorskip("torchvision.ops")
+    rng = rng_for("roi_align", aligned, sampling_ratio)
+    x = normal(rng, (2, 3, 12, 10))
+    corners = rng.uniform(-2, 22, (5, 4)).astype(f32)
+    rois = np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]), np.maximum(corners[:, :2], corners[:, 2:])], 1)
+    batch = np.array([0, 1, 1, 0, 1], np.int64)
+    mode = "half_pixel" if aligned else "output_half_pixel"
+    got = run(lambda a, r, i: ops.roi_align(a, r, i, output_height=3, output_width=4, sampling_ratio=sampling_ratio,
+                                            spatial_scale=0.5, coordinate_transformation_mode=mode), x, rois, batch)
+    boxes = torch.from_numpy(np.concatenate([batch[:, None].astype(f32), rois], 1)).double()
+    want = tv_ops.roi_align(torch.from_numpy(x).double(), boxes, (3, 4), spatial_scale=0.5, sampling_ratio=sampling_ratio,
+                            aligned=aligned).float().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_roi_align_refuses_a_batch_index_out_of_range():
+    x, rois = np.zeros((1, 1, 4, 4), f32), np.array([[0, 0, 2, 2]], f32)
+    graph, _ = build(lambda a, r, i: ops.roi_align(a, r, i), x, rois, np.zeros(1, np.int64))
+    model = esgraph.compile(graph)
+    with pytest.raises(esgraph.InvalidArgumentError, match="batch index 1 of region 0 is out of range for 1 images"):
+        model(x, rois, np.array([1], np.int64))
+    check(model(x + 1, rois, np.array([0], np.int64)), np.ones((1, 1, 1, 1), f32))
+    with pytest.raises(esgraph.ShapeError, match=r"rois must be \[R, 4\]"):
+        run(lambda a, r, i: ops.roi_align(a, r, i), x, np.zeros((1, 3), f32), np.zeros(1, np.int64))
+
+
+def test_grid_sample_refuses_bad_shapes():
+    x = np.zeros((1, 2, 3, 3), f32)
+    with pytest.raises(esgraph.ShapeError, match=r"grid must be \[N, Ho, Wo, 2\]"):
+        run(lambda a, g: ops.grid_sample(a, g), x, np.zeros((1, 2, 2, 3), f32))
+    with pytest.raises(esgraph.ShapeError, match="differ in N"):
+        run(lambda a, g: ops.grid_sample(a, g), x, np.zeros((2, 2, 2, 2), f32))
+    with pytest.raises(esgraph.ShapeError, match=r"x must be \[N, C, H, W\]"):
+        run(lambda a, g: ops.grid_sample(a, g), np.zeros((2, 3, 3), f32), np.zeros((2, 2, 2, 2), f32))
+    with pytest.raises(esgraph.AttributeValueError):
+        run(lambda a, g: ops.grid_sample(a, g, mode="trilinear"), x, np.zeros((1, 2, 2, 2), f32))
+
+
 def test_scatter_and_top_k_refuse_bad_input():
     x = np.zeros((2, 3), f32)
     with pytest.raises(esgraph.AttributeValueError, match="larger than the axis"):

@@ -277,8 +277,8 @@ typedef struct esg_compile_options {
   bool memory_reuse;        /* share arena bytes between values whose lifetimes do not overlap (default true) */
   bool verify_each_pass;    /* check the graph's invariants after every pass (default false) */
   const char* const* symbol_names; /* sizes of symbolic dimensions, bound at compile time:   */
-  const int64_t* symbol_sizes;     /* names and sizes, num_symbols each; unbound ones bind at */
-  size_t num_symbols;              /* each run, one plan per set of input shapes             */
+  const int64_t* symbol_sizes;     /* names and sizes, num_symbols each; unbound ones stay    */
+  size_t num_symbols;              /* symbolic, bound to each run's sizes (see max_plans)    */
   /* API 2: where the model runs. NULL or "cpu" (default): the host CPU. "ascend": an Ascend NPU
      through AscendCL, loaded at run time (ASCEND_HOME_PATH, CANN's install paths, then the
      dynamic linker); ESG_ERR_BACKEND says what was looked for when it is missing.

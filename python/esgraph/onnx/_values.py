@@ -5,6 +5,7 @@ those values on the host when a run brings them, and run the graph they fix. Her
 values (and of input shapes, where sizes are read) imports and compiles its graph once, and at
 most `max_plans` such graphs are kept, the least recently run dropped first."""
 import collections
+import threading
 
 import numpy as np
 
@@ -77,9 +78,15 @@ class ValueDependentModel:
             raise _C.InvalidArgumentError(f"compile: max_plans must be 0 (no limit) or more, got {self._max_plans!r}")
         self._models = collections.OrderedDict()  # the values' key -> Model, least recently run first
         self._compiled = 0
+        self._lock = threading.Lock()  # runs may come from several threads; the graph learns as it imports
         self.input_names = list(graph.input_names)
 
     def _model_for(self, values):
+        """The model for a run's values, and the inputs that are not its own (the shape inputs)."""
+        with self._lock:
+            return self._find_or_compile(values), self._graph.shape_inputs
+
+    def _find_or_compile(self, values):
         key = self._graph.key(values)
         model = self._models.get(key)
         if model is not None:
@@ -112,8 +119,8 @@ class ValueDependentModel:
         if len(inputs) != len(self.input_names):
             raise _C.InvalidArgumentError(f"run: the model takes {len(self.input_names)} input(s), got {len(inputs)}")
         values = {name: np.asarray(a) for name, a in zip(self.input_names, inputs)}
-        model = self._model_for(values)
-        data = [a for name, a in zip(self.input_names, inputs) if name not in self._graph.shape_inputs]
+        model, shape_inputs = self._model_for(values)
+        data = [a for name, a in zip(self.input_names, inputs) if name not in shape_inputs]
         return model.run(data) if out is None else model.run(data, out=out)
 
     def __call__(self, *inputs):
@@ -123,8 +130,9 @@ class ValueDependentModel:
     def stats(self):
         """The stats of the graph run last, with `graphs`: the graphs compiled for sets of shape
         input values so far (dropped ones included)."""
-        latest = next(reversed(self._models.values()), None)
-        return {**(latest.stats() if latest is not None else {}), "graphs": self._compiled}
+        with self._lock:
+            latest = next(reversed(self._models.values()), None)
+            return {**(latest.stats() if latest is not None else {}), "graphs": self._compiled}
 
     def report(self):
         """Which inputs carry shapes, the graphs kept, and the report of the one run last."""
@@ -132,5 +140,6 @@ class ValueDependentModel:
         what += ["input shapes"] if self._graph.by_shapes else []
         head = (f"graphs per set of {' and '.join(what)}: {len(self._models)} kept "
                 f"({'at most ' + str(self._max_plans) if self._max_plans else 'no limit'}), {self._compiled} compiled\n")
-        latest = next(reversed(self._models.values()), None)
+        with self._lock:
+            latest = next(reversed(self._models.values()), None)
         return head + (latest.report() if latest is not None else "no graph yet: the first run imports one for its values\n")

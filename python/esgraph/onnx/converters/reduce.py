@@ -1,4 +1,4 @@
-"""Reductions and arg-reductions. ONNX keeps reduced axes by default; axes move from an
+"""Reductions, arg-reductions and Det. ONNX keeps reduced axes by default; axes move from an
 attribute to an input at opset 13 (ReduceSum) or 18 (the others)."""
 from ... import _C
 from .registry import check_attrs, converts
@@ -63,3 +63,8 @@ def _arg(fn):
 
 converts("ArgMax")(_arg(ops.argmax))
 converts("ArgMin")(_arg(ops.argmin))
+
+
+@converts("Det")
+def det(n):
+    return ops.det(n.x(0))

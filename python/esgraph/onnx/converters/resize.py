@@ -1,6 +1,7 @@
-"""Resize and Upsample, lowered to one matrix product per resized axis: along an axis every
-ONNX mode (nearest, linear, cubic; every coordinate transformation) is a fixed linear map from
-the input positions to the output positions, computed here from the static sizes."""
+"""Resize and Upsample, lowered to one matrix product per resized axis: along an axis every ONNX
+mode (nearest, linear, cubic; every coordinate transformation) is a fixed linear map from the
+input positions to the output positions, computed here from the static sizes. GridSample and
+RoiAlign, whose positions are data, are esgraph's grid_sample and roi_align."""
 import math
 
 import numpy as np
@@ -144,3 +145,31 @@ def upsample(n):
     method = n.attr("mode", "nearest")
     return resize_axes(x, sizes, scales, "linear" if method in ("linear", "bilinear") else "nearest",
                        "asymmetric", "floor")
+
+
+_GRID_MODES = ("bilinear", "nearest", "bicubic")
+
+
+@converts("GridSample")
+def grid_sample(n):
+    check_attrs(n, ("align_corners", "mode", "padding_mode"))
+    mode, padding = n.attr("mode", "bilinear"), n.attr("padding_mode", "zeros")
+    if mode not in _GRID_MODES:
+        raise Unsupported(f"mode '{mode}'")
+    if padding not in ("zeros", "border", "reflection"):
+        raise Unsupported(f"padding_mode '{padding}'")
+    if n.rank(0) != 4:
+        raise Unsupported(f"a {n.rank(0)}-D input (2-D images [N, C, H, W] only)")
+    return ops.grid_sample(n.x(0), n.x(1), mode=mode, padding_mode=padding,
+                           align_corners=bool(n.attr("align_corners", 0)))
+
+
+@converts("RoiAlign")
+def roi_align(n):
+    check_attrs(n, ("coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio",
+                    "spatial_scale"))
+    transformation = n.attr("coordinate_transformation_mode", "half_pixel" if n.opset >= 16 else "output_half_pixel")
+    return ops.roi_align(n.x(0), n.x(1), ops.cast(n.x(2), _C.i64), mode=n.attr("mode", "avg"),
+                         output_height=n.attr("output_height", 1), output_width=n.attr("output_width", 1),
+                         sampling_ratio=n.attr("sampling_ratio", 0), spatial_scale=float(n.attr("spatial_scale", 1.0)),
+                         coordinate_transformation_mode=transformation)
