@@ -32,17 +32,9 @@ import esgraph
 import esgraph.onnx
 import ort  # bench/ort.py
 from decoder import HEADS, LAYERS, WIDTH, Decoder  # bench/decoder.py
-from timing import median_ms  # bench/timing.py
+from timing import median_ms, resident_mib  # bench/timing.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def resident_mib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def cache(past):

@@ -13,13 +13,7 @@ import subprocess
 import sys
 import time
 
-
-def resident_mib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+from timing import resident_mib  # bench/timing.py
 
 
 def worker(sizes, max_plans, ranged):

@@ -1,5 +1,5 @@
 """Timing shared by the comparison scripts in bench/: one warm-up call (it compiles plans and
-touches memory), then the median of several timed calls."""
+touches memory), then the median of several timed calls; and the process's resident memory."""
 import statistics
 import time
 
@@ -13,3 +13,12 @@ def median_ms(fn, runs):
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e3
+
+
+def resident_mib():
+    """This process's resident memory (VmRSS) in MiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
