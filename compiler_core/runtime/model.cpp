@@ -107,8 +107,8 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(
   if (all_bound) plan_for(shapes);
 }
 
-std::shared_ptr<const Model::Compiled> Model::bind_symbolic(const std::vector<ir::Shape>& shapes) const {
-  if (!open_symbols_ || !no_symbolic_.empty()) return nullptr;
+Model::ClassPlan Model::symbolic_for(const std::vector<ir::Shape>& shapes) const {
+  if (!open_symbols_ || !no_symbolic_.empty()) return {};
   // Each open symbol's class: its range, else its size rounded up to a power of two; the plan's
   // memory is planned for the class's largest size.
   std::vector<int64_t> largest(graph_->symbols.size(), -1);
@@ -144,42 +144,60 @@ std::shared_ptr<const Model::Compiled> Model::bind_symbolic(const std::vector<ir
     it = symbolic_.emplace(key, Symbolic{plan, nullptr, 0, refused}).first;
     drop_oldest(symbolic_, it, options_.max_plans);
   }
-  Symbolic& s = it->second;
-  s.last_run = ++clock_;
-  if (!s.plan) return nullptr;
-  std::unique_ptr<Plan> bound = s.plan->bind(shapes);  // throws naming the op whose sizes disagree
+  it->second.last_run = ++clock_;
+  return {it->second.plan, it->second.latest, key};
+}
+
+std::shared_ptr<const Model::Compiled> Model::bind(const ClassPlan& c, const std::vector<ir::Shape>& shapes) const {
+  std::unique_ptr<Plan> bound = c.plan->bind(shapes);  // throws naming the op whose sizes disagree
   if (!bound) return nullptr;
-  auto c = std::make_shared<Compiled>();
-  c->plan = std::move(bound);
+  auto made = std::make_shared<Compiled>();
+  made->plan = std::move(bound);
   try {
-    c->program = options_.backend->lower(*c->plan, options_, s.latest ? s.latest->program.get() : nullptr);
+    made->program = options_.backend->lower(*made->plan, options_, c.donor ? c.donor->program.get() : nullptr);
   } catch (const Error& e) {
     // A kernel the class's formats chose that these sizes do not have (a blocked convolution
     // oneDNN has no kernel for at them): these sizes get a plan of their own.
     if (e.code() != ErrorCode::Internal && e.code() != ErrorCode::Unsupported) throw;
     return nullptr;
   }
-  ++bindings_;
-  s.latest = c;
-  return c;
+  return made;
 }
 
 std::shared_ptr<const Model::Compiled> Model::plan_for(const std::vector<ir::Shape>& shapes) const {
   std::vector<std::vector<int64_t>> key;
   for (const ir::Shape& s : shapes) key.emplace_back(s.begin(), s.end());
+  ClassPlan symbolic;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = plans_.find(key); it != plans_.end()) {
+      it->second.last_run = ++clock_;
+      latest_ = it->second.compiled;
+      return it->second.compiled;
+    }
+    symbolic = symbolic_for(shapes);
+  }
+  // Bound (or compiled) outside the lock: runs of sizes already bound go on meanwhile. The donor
+  // is held until its kernels are shared.
+  std::shared_ptr<const Compiled> c = symbolic.plan ? bind(symbolic, shapes) : nullptr;
+  const bool bound = c != nullptr;
+  if (!bound) {
+    auto exact = std::make_shared<Compiled>();
+    exact->plan = std::make_unique<Plan>(*graph_, shapes, options_);
+    exact->program = options_.backend->lower(*exact->plan, options_, nullptr);
+    c = exact;
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = plans_.find(key); it != plans_.end()) {
+  if (auto it = plans_.find(key); it != plans_.end()) {  // another run made it meanwhile: one is kept
     it->second.last_run = ++clock_;
     latest_ = it->second.compiled;
     return it->second.compiled;
   }
-  std::shared_ptr<const Compiled> c = bind_symbolic(shapes);
-  if (!c) {
-    auto exact = std::make_shared<Compiled>();
-    exact->plan = std::make_unique<Plan>(*graph_, shapes, options_);
-    exact->program = options_.backend->lower(*exact->plan, options_, nullptr);
+  if (bound) {
+    ++bindings_;
+    if (auto s = symbolic_.find(symbolic.key); s != symbolic_.end() && s->second.plan == symbolic.plan) s->second.latest = c;
+  } else {
     ++compiled_;
-    c = exact;
   }
   latest_ = c;
   const auto made = plans_.insert_or_assign(key, Cached{c, ++clock_}).first;

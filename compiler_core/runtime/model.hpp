@@ -61,9 +61,17 @@ class Model {
     uint64_t last_run = 0;  // the cache's clock when it was last asked for
   };
   std::shared_ptr<const Compiled> plan_for(const std::vector<ir::Shape>& input_shapes) const;
-  // The symbolic plan of the shapes' size class bound to them; nullptr when there is none (the
-  // graph has no open symbol, or symbolic plans were refused) or the sizes outgrow it. Under mu_.
-  std::shared_ptr<const Compiled> bind_symbolic(const std::vector<ir::Shape>& input_shapes) const;
+  // A size class's symbolic plan, with its binding made last (the donor of the next).
+  struct ClassPlan {
+    std::shared_ptr<const Plan> plan;  // null: none (no open symbol, symbolic plans refused, or the class's)
+    std::shared_ptr<const Compiled> donor;
+    std::vector<int64_t> key;
+  };
+  // The symbolic plan of the shapes' size class, compiled the first time. Under mu_.
+  ClassPlan symbolic_for(const std::vector<ir::Shape>& input_shapes) const;
+  // `c`'s plan bound to the shapes and lowered; nullptr when the sizes outgrow it or its kernels
+  // (a plan of their own then). Needs no lock.
+  std::shared_ptr<const Compiled> bind(const ClassPlan& c, const std::vector<ir::Shape>& input_shapes) const;
   // Refuses shapes whose symbolic sizes disagree with a size the options bind, or with each
   // other (one symbol, two sizes); `what` names the call.
   void check_symbols(const std::vector<ir::Shape>& input_shapes, const char* what) const;

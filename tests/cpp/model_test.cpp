@@ -244,6 +244,41 @@ TEST_CASE("one model runs from several threads at once") {
   CHECK(ok == std::vector<int>{5, 5, 5, 5});
 }
 
+TEST_CASE("runs of many sizes from several threads bind and drop plans and stay right") {
+  // Bindings are made outside the model's lock, sharing the kernels of a donor another thread
+  // may drop meanwhile (2 kept).
+  esg::GraphBuilder b("sizes");
+  const Tensor x = b.input("x", esg::f32, {b.symbol("n"), 8});
+  const Tensor w = b.constant(seq(8 * 8, 0.3f), {8, 8});
+  const esg::Model m = esg::compile(b.build({esg::relu(esg::matmul(x, w) + 0.5f)}), esg::CompileOptions().max_plans(2));
+  auto want = [](const std::vector<float>& xs, int64_t n) {
+    const std::vector<float> ws = seq(8 * 8, 0.3f);
+    std::vector<float> y(static_cast<size_t>(n * 8));
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < 8; ++c) {
+        float sum = 0.5f;
+        for (int64_t k = 0; k < 8; ++k) sum += xs[static_cast<size_t>(r * 8 + k)] * ws[static_cast<size_t>(k * 8 + c)];
+        y[static_cast<size_t>(r * 8 + c)] = std::max(0.0f, sum);
+      }
+    return y;
+  };
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 24; ++i) {
+        const int64_t n = 1 + (t * 5 + i * 7) % 11;
+        const std::vector<float> xs = seq(8 * n, 0.1f * static_cast<float>(n));
+        const std::vector<float> got = m.run({HostTensor::from(esg::f32, xs, {n, 8})})[0].values<float>();
+        const std::vector<float> expected = want(xs, n);
+        for (size_t k = 0; k < got.size(); ++k) wrong[static_cast<size_t>(t)] += std::abs(got[k] - expected[k]) > 1e-4f;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(wrong == std::vector<int>{0, 0, 0, 0});
+  CHECK(m.stats().bindings >= 11);
+}
+
 TEST_CASE("outputs that are inputs, constants or repeated are filled too") {
   esg::GraphBuilder b("passthrough");
   const Tensor x = b.input("x", esg::f32, {2});
