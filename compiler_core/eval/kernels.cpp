@@ -522,32 +522,52 @@ void top_k(const KernelCall& c) {
   });
 }
 
+// The pixels a sample reads, as offsets into a channel plane and weights: the same for every
+// channel, so computed once per position.
+struct Taps {
+  int count = 0;
+  int64_t at[16];
+  double weight[16];
+  void add(int64_t offset, double w) { at[count] = offset, weight[count] = w, ++count; }
+  double apply(const TensorRef& x, int64_t plane) const {
+    double sum = 0;
+    for (int k = 0; k < count; ++k) sum += weight[k] * load_f(x, plane + at[k]);
+    return sum;
+  }
+};
+
 // grid_sample, as torch's grid_sampler_2d computes it (ONNX's GridSample follows it).
 class GridSampler {
  public:
   GridSampler(const ir::GridSampleAttrs& a, int64_t h, int64_t w)
       : mode_(a.mode), padding_(a.padding_mode), align_(a.align_corners), h_(h), w_(w) {}
 
-  // The value of the channel plane at element `base` of x (h × w values) at the grid's
-  // normalized position (gx, gy).
-  double sample(const TensorRef& x, int64_t base, double gx, double gy) const {
+  // The pixels read at the grid's normalized position (gx, gy); those outside the image (zeros
+  // padding) are left out.
+  Taps taps(double gx, double gy) const {
     using Mode = ir::GridSampleMode;
+    Taps t;
     double fx = unnormalize(gx, w_), fy = unnormalize(gy, h_);
     if (mode_ == Mode::bicubic) {  // padding applies to each of the 4 × 4 taps
       const double x0 = std::floor(fx), y0 = std::floor(fy);
       double cx[4], cy[4];
       cubic_weights(fx - x0, cx);
       cubic_weights(fy - y0, cy);
-      double sum = 0;
       for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) sum += cy[i] * cx[j] * tap(x, base, pad(x0 - 1 + j, w_), pad(y0 - 1 + i, h_));
-      return sum;
+        for (int j = 0; j < 4; ++j) add(t, pad(x0 - 1 + j, w_), pad(y0 - 1 + i, h_), cy[i] * cx[j]);
+      return t;
     }
     fx = pad(fx, w_), fy = pad(fy, h_);
-    if (mode_ == Mode::nearest) return tap(x, base, std::nearbyint(fx), std::nearbyint(fy));
+    if (mode_ == Mode::nearest) {
+      add(t, std::nearbyint(fx), std::nearbyint(fy), 1.0);
+      return t;
+    }
     const double x0 = std::floor(fx), y0 = std::floor(fy), tx = fx - x0, ty = fy - y0;
-    return (1 - ty) * ((1 - tx) * tap(x, base, x0, y0) + tx * tap(x, base, x0 + 1, y0)) +
-           ty * ((1 - tx) * tap(x, base, x0, y0 + 1) + tx * tap(x, base, x0 + 1, y0 + 1));
+    add(t, x0, y0, (1 - ty) * (1 - tx));
+    add(t, x0 + 1, y0, (1 - ty) * tx);
+    add(t, x0, y0 + 1, ty * (1 - tx));
+    add(t, x0 + 1, y0 + 1, ty * tx);
+    return t;
   }
 
  private:
@@ -579,10 +599,10 @@ class GridSampler {
     auto far = [](double d) { return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A; };  // 1 < |d| < 2
     w[0] = far(t + 1), w[1] = near(t), w[2] = near(1 - t), w[3] = far(2 - t);
   }
-  // The pixel at integer position (px, py), 0 outside the image.
-  double tap(const TensorRef& x, int64_t base, double px, double py) const {
-    if (!(px >= 0 && px <= static_cast<double>(w_ - 1) && py >= 0 && py <= static_cast<double>(h_ - 1))) return 0;
-    return load_f(x, base + static_cast<int64_t>(py) * w_ + static_cast<int64_t>(px));
+  // The pixel at integer position (px, py) with weight w, unless it lies outside the image.
+  void add(Taps& t, double px, double py, double w) const {
+    if (px >= 0 && px <= static_cast<double>(w_ - 1) && py >= 0 && py <= static_cast<double>(h_ - 1))
+      t.add(static_cast<int64_t>(py) * w_ + static_cast<int64_t>(px), w);
   }
 
   ir::GridSampleMode mode_;
@@ -601,14 +621,15 @@ void grid_sample(const KernelCall& c) {
   for (int64_t b = 0; b < n; ++b)
     for (int64_t i = 0; i < ho * wo; ++i) {
       const int64_t at = (b * ho * wo + i) * 2;
-      const double gx = load_f(grid, at), gy = load_f(grid, at + 1);
+      const Taps taps = sampler.taps(load_f(grid, at), load_f(grid, at + 1));
       for (int64_t ch = 0; ch < channels; ++ch)
-        store_f(y, (b * channels + ch) * ho * wo + i, sampler.sample(x, (b * channels + ch) * h * w, gx, gy));
+        store_f(y, (b * channels + ch) * ho * wo + i, taps.apply(x, (b * channels + ch) * h * w));
     }
 }
 
 // roi_align as ONNX Runtime computes RoiAlign: each bin's samples bilinear over the clamped
-// pixel grid, a sample more than a pixel outside the image counting 0.
+// pixel grid, a sample more than a pixel outside the image counting 0. A sample's four pixels
+// and weights are found once for every channel.
 void roi_align(const KernelCall& c) {
   const TensorRef &x = *c.in[0], &rois = *c.in[1], &batch = *c.in[2], &y = *c.out[0];
   const ir::RoiAlignAttrs a = c.attrs<ir::RoiAlignAttrs>();
@@ -619,6 +640,7 @@ void roi_align(const KernelCall& c) {
   const double offset = half_pixel ? 0.5 : 0.0;
   if ((h == 0 || w == 0) && y.size() > 0)  // (the builder refuses it when the sizes are static)
     throw ir::Error(ir::ErrorCode::Shape, "roi_align: x has empty images (H " + std::to_string(h) + ", W " + std::to_string(w) + ")");
+  std::vector<Taps> samples;  // a bin's, 4 pixels each (none for a sample far outside)
   for (int64_t r = 0; r < rois.shape[0]; ++r) {
     const int64_t image = load_i(batch, r);
     if (image < 0 || image >= n)
@@ -639,38 +661,38 @@ void roi_align(const KernelCall& c) {
                                                 std::to_string(cols) + " samples per bin (more than 2^20)");
     const int64_t grid_h = static_cast<int64_t>(rows), grid_w = static_cast<int64_t>(cols);
     const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
-    for (int64_t ch = 0; ch < channels; ++ch) {
-      const int64_t plane = (image * channels + ch) * h * w;
-      auto pixel = [&](int64_t py, int64_t px) { return load_f(x, plane + py * w + px); };
-      for (int64_t ph = 0; ph < oh; ++ph)
-        for (int64_t pw = 0; pw < ow; ++pw) {
+    for (int64_t ph = 0; ph < oh; ++ph)
+      for (int64_t pw = 0; pw < ow; ++pw) {
+        samples.clear();
+        for (int64_t iy = 0; iy < grid_h; ++iy)
+          for (int64_t ix = 0; ix < grid_w; ++ix) {
+            double sy = y0 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+            double sx = x0 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+            Taps& t = samples.emplace_back();
+            if (sy < -1.0 || sy > static_cast<double>(h) || sx < -1.0 || sx > static_cast<double>(w)) continue;
+            sy = std::max(sy, 0.0), sx = std::max(sx, 0.0);
+            int64_t ylo = static_cast<int64_t>(sy), xlo = static_cast<int64_t>(sx), yhi = ylo + 1, xhi = xlo + 1;
+            if (ylo >= h - 1) yhi = ylo = h - 1, sy = static_cast<double>(ylo);
+            if (xlo >= w - 1) xhi = xlo = w - 1, sx = static_cast<double>(xlo);
+            const double ly = sy - static_cast<double>(ylo), lx = sx - static_cast<double>(xlo), hy = 1 - ly, hx = 1 - lx;
+            t.add(ylo * w + xlo, hy * hx), t.add(ylo * w + xhi, hy * lx), t.add(yhi * w + xlo, ly * hx), t.add(yhi * w + xhi, ly * lx);
+          }
+        for (int64_t ch = 0; ch < channels; ++ch) {
+          const int64_t plane = (image * channels + ch) * h * w;
           double out = 0;
-          bool first = true;
-          for (int64_t iy = 0; iy < grid_h; ++iy)
-            for (int64_t ix = 0; ix < grid_w; ++ix) {
-              double sy = y0 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
-              double sx = x0 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
-              double terms[4] = {0, 0, 0, 0};
-              if (!(sy < -1.0 || sy > static_cast<double>(h) || sx < -1.0 || sx > static_cast<double>(w))) {
-                sy = std::max(sy, 0.0), sx = std::max(sx, 0.0);
-                int64_t ylo = static_cast<int64_t>(sy), xlo = static_cast<int64_t>(sx), yhi = ylo + 1, xhi = xlo + 1;
-                if (ylo >= h - 1) yhi = ylo = h - 1, sy = static_cast<double>(ylo);
-                if (xlo >= w - 1) xhi = xlo = w - 1, sx = static_cast<double>(xlo);
-                const double ly = sy - static_cast<double>(ylo), lx = sx - static_cast<double>(xlo), hy = 1 - ly, hx = 1 - lx;
-                terms[0] = hy * hx * pixel(ylo, xlo), terms[1] = hy * lx * pixel(ylo, xhi);
-                terms[2] = ly * hx * pixel(yhi, xlo), terms[3] = ly * lx * pixel(yhi, xhi);
-              }
-              if (!max) {
-                out += terms[0] + terms[1] + terms[2] + terms[3];
-              } else {
-                const double top = std::max({terms[0], terms[1], terms[2], terms[3]});
-                out = first ? top : std::max(out, top);
-              }
-              first = false;
+          for (size_t k = 0; k < samples.size(); ++k) {
+            const Taps& t = samples[k];
+            if (!max) {
+              out += t.apply(x, plane);
+              continue;
             }
+            double top = t.count ? t.weight[0] * load_f(x, plane + t.at[0]) : 0;  // ONNX Runtime: the largest weighted pixel
+            for (int j = 1; j < t.count; ++j) top = std::max(top, t.weight[j] * load_f(x, plane + t.at[j]));
+            out = k == 0 ? top : std::max(out, top);
+          }
           store_f(y, ((r * channels + ch) * oh + ph) * ow + pw, max ? out : out / count);
         }
-    }
+      }
   }
 }
 

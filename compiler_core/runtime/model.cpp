@@ -274,14 +274,15 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
   std::vector<ir::Shape> shapes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::ValueId v = g.inputs()[i];
-    const std::string what = "run: input " + std::to_string(i) + " (" + g.value_name(v) + ": " + g.type_str(v) + ")";
+    // The message is written only for an input that fails: a run checks, it does not format.
+    auto what = [&] { return "run: input " + std::to_string(i) + " (" + g.value_name(v) + ": " + g.type_str(v) + ")"; };
     if (inputs[i].dtype != g.values[v].dtype)
-      throw Error(ErrorCode::DType, what + " got " + ir::dtype_name(inputs[i].dtype) + " data");
+      throw Error(ErrorCode::DType, what() + " got " + ir::dtype_name(inputs[i].dtype) + " data");
     const ir::Shape want = g.shape(v);
     bool fits = want.rank() == inputs[i].shape.rank();
     for (size_t d = 0; fits && d < want.rank(); ++d) fits = ir::dim_is_symbolic(want[d]) ? inputs[i].shape[d] >= 0 : want[d] == inputs[i].shape[d];
-    if (!fits) throw Error(ErrorCode::Shape, what + " got the shape " + g.shape_str(inputs[i].shape));
-    if (!inputs[i].bytes && inputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what + " has no data");
+    if (!fits) throw Error(ErrorCode::Shape, what() + " got the shape " + g.shape_str(inputs[i].shape));
+    if (!inputs[i].bytes && inputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what() + " has no data");
     shapes.push_back(inputs[i].shape);
   }
   check_symbols(shapes, "run");
@@ -289,11 +290,11 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
   const Plan& p = *c->plan;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const ir::ValueId v = p.graph().outputs()[i];
-    const std::string what = "run: output " + std::to_string(i) + " (" + p.graph().type_str(v) + ")";
+    auto what = [&] { return "run: output " + std::to_string(i) + " (" + p.graph().type_str(v) + ")"; };
     if (outputs[i].dtype != p.graph().values[v].dtype)
-      throw Error(ErrorCode::DType, what + " got a " + ir::dtype_name(outputs[i].dtype) + " buffer");
-    if (outputs[i].shape != p.graph().shape(v)) throw Error(ErrorCode::Shape, what + " got a buffer of shape " + g.shape_str(outputs[i].shape));
-    if (!outputs[i].bytes && outputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what + " has no data");
+      throw Error(ErrorCode::DType, what() + " got a " + ir::dtype_name(outputs[i].dtype) + " buffer");
+    if (outputs[i].shape != p.graph().shape(v)) throw Error(ErrorCode::Shape, what() + " got a buffer of shape " + g.shape_str(outputs[i].shape));
+    if (!outputs[i].bytes && outputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what() + " has no data");
   }
   eval::RunControl control;
   control.max_loop_iterations = options_.max_loop_iterations;

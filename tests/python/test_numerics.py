@@ -1673,6 +1673,18 @@ def test_roi_align_matches_torchvision(aligned, sampling_ratio):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_roi_align_max_takes_the_largest_sample():
+    # Samples on pixel centres read one pixel each: the largest of a bin's is the largest pixel.
+    x = (np.arange(16, dtype=f32) + 1).reshape(1, 1, 4, 4)
+    rois, batch = np.array([[0, 0, 4, 4]], f32), np.zeros(1, np.int64)
+    got = run(lambda a, r, i: ops.roi_align(a, r, i, mode="max", output_height=2, output_width=2, sampling_ratio=1,
+                                            coordinate_transformation_mode="output_half_pixel"), x, rois, batch)
+    check(got, np.array([[[[6, 8], [14, 16]]]], f32))
+    two = run(lambda a, r, i: ops.roi_align(a, r, i, mode="max", output_height=1, output_width=1, sampling_ratio=2,
+                                            coordinate_transformation_mode="output_half_pixel"), x, rois, batch)
+    check(two, np.array([[[[16]]]], f32))  # samples at pixels (1, 1), (1, 3), (3, 1), (3, 3)
+
+
 def test_roi_align_refuses_a_batch_index_out_of_range():
     x, rois = np.zeros((1, 1, 4, 4), f32), np.array([[0, 0, 2, 2]], f32)
     graph, _ = build(lambda a, r, i: ops.roi_align(a, r, i), x, rois, np.zeros(1, np.int64))
