@@ -515,6 +515,9 @@ PYBIND11_MODULE(_C, m) {
     return lift.wrap(make_constant(lift.builder(), value, t));
   }, py::arg("value"), py::arg("dtype") = py::none(), "A constant in the innermost `with` builder.");
   m.attr("__version__") = esg_version();
+  // compile's default for max_plans, for what bounds its caches the same way (esgraph.onnx's
+  // graphs per set of values).
+  m.attr("DEFAULT_MAX_PLANS") = esg::CompileOptions().c()->max_plans;
   py::module_ ops = m.def_submodule("ops", "One function per op of op_defs/.");
   bind_ops(ops);
 }

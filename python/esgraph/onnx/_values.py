@@ -73,7 +73,7 @@ class ValueDependentModel:
     def __init__(self, graph, options):
         self._graph = graph
         self._options = dict(options)
-        self._max_plans = self._options.get("max_plans", 16)
+        self._max_plans = self._options.get("max_plans", _C.DEFAULT_MAX_PLANS)
         if not isinstance(self._max_plans, int) or self._max_plans < 0:
             raise _C.InvalidArgumentError(f"compile: max_plans must be 0 (no limit) or more, got {self._max_plans!r}")
         self._models = collections.OrderedDict()  # the values' key -> Model, least recently run first
