@@ -543,10 +543,11 @@ class GridSampler {
       : mode_(a.mode), padding_(a.padding_mode), align_(a.align_corners), h_(h), w_(w) {}
 
   // The pixels read at the grid's normalized position (gx, gy); those outside the image (zeros
-  // padding) are left out.
+  // padding) are left out, as is every pixel of a position that is not a finite number.
   Taps taps(double gx, double gy) const {
     using Mode = ir::GridSampleMode;
     Taps t;
+    if (!std::isfinite(gx) || !std::isfinite(gy)) return t;
     double fx = unnormalize(gx, w_), fy = unnormalize(gy, h_);
     if (mode_ == Mode::bicubic) {  // padding applies to each of the 4 × 4 taps
       const double x0 = std::floor(fx), y0 = std::floor(fy);
@@ -585,8 +586,9 @@ class GridSampler {
     }
     return v;
   }
-  // v mirrored into [twice_low / 2, twice_high / 2].
+  // v mirrored into [twice_low / 2, twice_high / 2]; an infinite or NaN v reads nothing (NaN).
   static double reflect(double v, double twice_low, double twice_high) {
+    if (!std::isfinite(v)) return std::nan("");
     if (twice_low == twice_high) return 0;
     const double low = twice_low / 2, span = (twice_high - twice_low) / 2;
     v = std::fabs(v - low);

@@ -1696,6 +1696,16 @@ def test_roi_align_refuses_a_batch_index_out_of_range():
         run(lambda a, r, i: ops.roi_align(a, r, i), x, np.zeros((1, 3), f32), np.zeros(1, np.int64))
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_at_positions_that_are_not_finite_reads_0(mode, padding_mode):
+    x = np.arange(1, 10, dtype=f32).reshape(1, 1, 3, 3)
+    grid = np.array([[[[np.nan, 0], [np.inf, 0], [-np.inf, np.nan], [1e30, -1e30]]]], f32)
+    got = run(lambda a, g: ops.grid_sample(a, g, mode=mode, padding_mode=padding_mode), x, grid)
+    assert got.shape == (1, 1, 1, 4) and np.isfinite(got).all()
+    check(got[0, 0, 0, :3], np.zeros(3, f32))
+
+
 def test_grid_sample_refuses_bad_shapes():
     x = np.zeros((1, 2, 3, 3), f32)
     with pytest.raises(esgraph.ShapeError, match=r"grid must be \[N, Ho, Wo, 2\]"):
