@@ -159,7 +159,8 @@ ESG_API esg_status esg_model_output_shape(const esg_model* model, const esg_buff
     if (outs[index].rank() > capacity || (outs[index].rank() && !dims))
       throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_output_shape: output " + std::to_string(index) + " has rank " +
                                                           std::to_string(outs[index].rank()) + ", more than dims holds");
-    std::copy(outs[index].begin(), outs[index].end(), dims);
+    // A size the data decides is a symbol inside; -1 outside, as ONNX Runtime reports it.
+    for (size_t d = 0; d < outs[index].rank(); ++d) dims[d] = ir::dim_is_symbolic(outs[index][d]) ? -1 : outs[index][d];
   });
   return esg_last_status();
 }
@@ -171,6 +172,54 @@ ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* input
     model->m->run(refs_of(inputs, num_inputs, "esg_model_run: input"), refs_of(outputs, num_outputs, "esg_model_run: output"));
   });
   return esg_last_status();
+}
+
+ESG_API esg_status esg_model_run_allocated(const esg_model* model, const esg_buffer* inputs, size_t num_inputs, esg_buffer* outputs,
+                                           size_t num_outputs) {
+  if (outputs && num_outputs) std::memset(outputs, 0, num_outputs * sizeof *outputs);
+  guarded(nullptr, [&] {
+    need_model(model, "esg_model_run_allocated");
+    const size_t want = model->m->graph().outputs().size();
+    if (num_outputs != want)
+      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_run_allocated: the model gives " + std::to_string(want) + " output(s), got " +
+                                                          std::to_string(num_outputs) + " buffer(s)");
+    if (num_outputs && !outputs) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_run_allocated: outputs is NULL");
+    const std::vector<esg::eval::HostTensor> made = model->m->run(refs_of(inputs, num_inputs, "esg_model_run_allocated: input"));
+    // Every buffer allocated before any is handed out: a failed allocation leaves none behind.
+    std::vector<esg_buffer> filled(made.size(), esg_buffer{});
+    try {
+      for (size_t i = 0; i < made.size(); ++i) {
+        const esg::eval::HostTensor& t = made[i];
+        esg_buffer& b = filled[i];
+        b.dtype = static_cast<esg_dtype>(t.dtype);
+        b.rank = t.shape.rank();
+        b.nbytes = t.bytes.size();
+        if (b.rank) {
+          auto* dims = static_cast<int64_t*>(std::malloc(b.rank * sizeof(int64_t)));
+          if (!dims) throw std::bad_alloc();
+          std::copy(t.shape.begin(), t.shape.end(), dims);
+          b.dims = dims;
+        }
+        if (b.nbytes) {
+          b.data = std::malloc(b.nbytes);
+          if (!b.data) throw std::bad_alloc();
+          std::memcpy(b.data, t.bytes.data(), b.nbytes);
+        }
+      }
+    } catch (...) {
+      for (esg_buffer& b : filled) esg_buffer_free(&b);
+      throw;
+    }
+    std::copy(filled.begin(), filled.end(), outputs);
+  });
+  return esg_last_status();
+}
+
+ESG_API void esg_buffer_free(esg_buffer* buffer) {
+  if (!buffer) return;
+  std::free(buffer->data);
+  std::free(const_cast<int64_t*>(buffer->dims));
+  std::memset(buffer, 0, sizeof *buffer);
 }
 
 ESG_API esg_status esg_model_profile(const esg_model* model, const esg_buffer* inputs, size_t num_inputs, const esg_buffer* outputs,
@@ -235,6 +284,8 @@ ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats*
     out.captured = s.captured;
     out.reorders = s.reorders;
     out.bindings = s.bindings;
+    out.stages = s.stages;
+    out.sized_ops = s.sized_ops;
     // An older caller's smaller struct gets its prefix; a newer caller's fields past ours read 0.
     std::memset(stats, 0, struct_size);
     std::memcpy(stats, &out, std::min(struct_size, sizeof out));

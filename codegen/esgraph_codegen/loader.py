@@ -16,7 +16,7 @@ from .model import (ATTR_TYPES, DTYPE_GROUPS, DTYPES, Attr, Example, ExampleTens
                     Location, OnnxNode, OpDef, OpSet, Output, OutputCount, Subgraph, TypeVar)
 
 OP_KEYS = {"name", "since", "status", "summary", "doc", "type_vars", "inputs", "outputs", "attrs",
-           "subgraphs", "infer", "compute", "examples", "onnx"}
+           "subgraphs", "infer", "compute", "examples", "onnx", "sized_by_data"}
 OP_REQUIRED = ("name", "since", "summary", "outputs", "infer")
 INPUT_KEYS = {"name", "type", "doc", "optional", "variadic", "min", "since"}
 OUTPUT_KEYS = {"name", "type", "doc", "count"}
@@ -294,12 +294,15 @@ class _OpLoader:
         examples = tuple(e for e in (self._example(n, inputs, attrs, outputs)
                                      for n in _seq(f, "examples", self.what, self.p)) if e)
         onnx = self._onnx(f["onnx"], attrs, subgraphs) if "onnx" in f else None
+        sized_by_data = _scalar(f, "sized_by_data", bool, self.what, self.p, False)
+        if sized_by_data and (subgraphs or expr is not None):
+            self.p.add(f["sized_by_data"].loc, f"{self.what} cannot be `sized_by_data` with bodies or a `compute`")
         return OpDef(name=name, since=since, status=status,
                      summary=_scalar(f, "summary", str, self.what, self.p, ""),
                      doc=_scalar(f, "doc", str, self.what, self.p, ""),
                      type_vars=type_vars, inputs=inputs, outputs=outputs, attrs=attrs,
                      subgraphs=subgraphs, infer=infer, compute=expr, examples=examples,
-                     loc=self.node.loc, onnx=onnx)
+                     loc=self.node.loc, onnx=onnx, sized_by_data=sized_by_data)
 
     def _check_axis_of(self, attrs, inputs, outputs) -> None:
         """`axis_of` names an input or output whose position in a node is fixed."""

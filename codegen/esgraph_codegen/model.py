@@ -155,6 +155,8 @@ class OpDef:
     loc: Location
     # None for ops whose ONNX export is written by hand (python/esgraph/onnx/_exporter.py).
     onnx: Optional[OnnxNode] = None
+    # Some output size is known only once the op has run (nonzero's count): runs stop before it.
+    sized_by_data: bool = False
 
     # --- the positional/optional split every binding follows -------------------------------
     @property

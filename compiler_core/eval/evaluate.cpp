@@ -6,6 +6,7 @@
 
 #include "eval/elementwise.hpp"
 #include "eval/kernels.hpp"
+#include "eval/run_cut.hpp"
 #include "ir/builder.hpp"
 #include "ir/error.hpp"
 #include "ir/replay.hpp"
@@ -166,6 +167,15 @@ std::vector<HostTensor> evaluate(const Graph& g, const std::vector<HostTensor>& 
     shapes.push_back(inputs[i].shape);
   }
   const std::unique_ptr<Graph> spec = specialize(g, shapes);
+  if (ir::has_sized_by_data(*spec)) {
+    // Stage by stage: each evaluated at the sizes the ops before it found.
+    const ir::Cut cut = ir::cut_at_sized_by_data(*spec);
+    std::vector<TensorRef> refs;
+    for (const HostTensor& t : inputs) refs.push_back(t.ref());
+    return run_cut(*spec, cut, refs, [&](size_t k, const std::vector<TensorRef>& in) {
+      return evaluate(*cut.stages[k].graph, std::vector<HostTensor>(in.begin(), in.end()), control);
+    });
+  }
   Runner run(*spec, control);
   for (size_t i = 0; i < inputs.size(); ++i) run.env[spec->inputs()[i]] = inputs[i];
   run.region(0);

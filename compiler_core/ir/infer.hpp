@@ -55,6 +55,9 @@ class InferContext {
   size_t axis(int64_t axis, size_t rank, const char* attr) const;
   // A symbolic dimension standing for an expression the core does not simplify.
   Dim derived_symbol(const std::string& expr) { return symbol_dim(g_.symbol(expr)); }
+  // A size only running the op tells (OpSchema::sized_by_data): a symbol of this node's own,
+  // "<node>.<what>", which no other node and no input shares.
+  Dim data_symbol(const char* what) { return symbol_dim(g_.symbol(g_.node_name(node_) + "." + what)); }
 
   [[noreturn]] void fail(const std::string& detail) const { throw InferFailure{ErrorCode::Shape, detail}; }
   [[noreturn]] void fail_oversized(size_t output, const Shape& s) const;

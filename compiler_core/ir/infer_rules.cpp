@@ -194,6 +194,38 @@ void infer_det(InferContext& ctx) {
   ctx.set_shape(0, out);
 }
 
+// ---- sizes the data decides (OpSchema::sized_by_data) ------------------------------------------
+
+void infer_nonzero(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  ctx.set_shape(0, {static_cast<Dim>(std::max<size_t>(x.rank(), 1)), ctx.data_symbol("count")});
+}
+
+void infer_unique(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  if (x.rank() == 0) ctx.fail("x is a scalar: unique takes slices along an axis (flatten x for its distinct elements)");
+  const size_t ax = ctx.axis(ctx.attr_int("axis"), x.rank(), "axis");
+  const Dim n = ctx.data_symbol("count");
+  Shape y = x;
+  y[ax] = n;
+  ctx.set_shape(0, y);
+  ctx.set_shape(1, {n});
+  ctx.set_shape(2, {x[ax]});
+  ctx.set_shape(3, {n});
+}
+
+void infer_non_max_suppression(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const Shape& boxes = ctx.shape(0);
+  const Shape& scores = ctx.shape(1);
+  if (boxes.rank() != 3 || !dims_compatible(boxes[2], 4))
+    ctx.fail("boxes must be [batch, boxes, 4], got " + g.shape_str(boxes));
+  if (scores.rank() != 3) ctx.fail("scores must be [batch, classes, boxes], got " + g.shape_str(scores));
+  if (!dims_compatible(boxes[0], scores[0]) || !dims_compatible(boxes[1], scores[2]))
+    ctx.fail("boxes " + g.shape_str(boxes) + " and scores " + g.shape_str(scores) + " disagree on the batch or the box count");
+  ctx.set_shape(0, {ctx.data_symbol("count"), 3});
+}
+
 void infer_top_k(InferContext& ctx) {
   Shape out = ctx.shape(0);
   const size_t ax = ctx.axis(ctx.attr_int("axis"), out.rank(), "axis");

@@ -80,6 +80,10 @@ struct OpSchema {
   Span<AttrSchema> attrs;
   Span<SubgraphSchema> subgraphs;
   bool elementwise;  // has a compute expression
+  // Some output's size is known only once the op has run (nonzero's count): its inferred shape
+  // holds a symbol of its own there (InferContext::data_symbol), and a run stops before the op,
+  // runs it, and goes on with the sizes it found (ir/cut.hpp).
+  bool sized_by_data;
 
   int attr_index(std::string_view attr) const;  // -1 if absent
   int input_index(std::string_view input) const;

@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "ir/cut.hpp"
 #include "ir/error.hpp"
 #include "ir/verify.hpp"
 
@@ -47,7 +48,8 @@ void check_backend_options(const Backend& backend, const BackendOptions& given) 
 
 }  // namespace
 
-Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(std::move(graph)), options_(std::move(options)) {
+Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options, std::shared_ptr<ThreadPool> pool)
+    : graph_(std::move(graph)), options_(std::move(options)), pool_(std::move(pool)) {
   if (options_.streams < 1 || options_.streams > 16)
     throw Error(ErrorCode::InvalidArgument, "compile: streams must be 1..16, got " + std::to_string(options_.streams));
   if (options_.threads < 0 || options_.threads > 256)
@@ -103,8 +105,14 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options) : graph_(
   symbolic_inputs_ = shapes;
   open_symbols_ = !all_bound;
   const int threads = options_.pool_threads();
-  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
-  if (all_bound) plan_for(shapes);
+  if (threads > 1 && !pool_) pool_ = std::make_shared<ThreadPool>(threads);
+  if (ir::has_sized_by_data(*graph_)) staged_ = std::make_unique<StagedModel>(*graph_, options_, pool_);
+  else if (all_bound) plan_for(shapes);
+}
+
+void Model::cancel() const {
+  cancels_.fetch_add(1, std::memory_order_relaxed);
+  if (staged_) staged_->cancel();
 }
 
 Model::ClassPlan Model::symbolic_for(const std::vector<ir::Shape>& shapes) const {
@@ -234,6 +242,7 @@ Model::~Model() = default;
 
 std::vector<ir::Shape> Model::output_shapes(const std::vector<ir::Shape>& input_shapes) const {
   check_symbols(input_shapes, "output_shapes");
+  if (staged_) return staged_->output_shapes(input_shapes);
   const std::shared_ptr<const Compiled> c = plan_for(input_shapes);
   const Plan& p = *c->plan;
   std::vector<ir::Shape> out;
@@ -261,21 +270,16 @@ void Model::profile(const std::vector<eval::TensorRef>& inputs, const std::vecto
   if (!f.flush()) throw Error(ErrorCode::Io, "profile: cannot write `" + path + "`");
 }
 
-void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
-                std::vector<TraceEvent>* trace) const {
-  const uint64_t started_at = cancels_.load(std::memory_order_relaxed);  // before compiling: a cancel then stops it too
+std::vector<ir::Shape> Model::check_inputs(const std::vector<eval::TensorRef>& inputs, const char* call) const {
   const ir::Graph& g = *graph_;
   if (inputs.size() != g.inputs().size())
-    throw Error(ErrorCode::InvalidArgument, "run: the model takes " + std::to_string(g.inputs().size()) + " input(s), got " +
+    throw Error(ErrorCode::InvalidArgument, std::string(call) + ": the model takes " + std::to_string(g.inputs().size()) + " input(s), got " +
                                                 std::to_string(inputs.size()));
-  if (outputs.size() != g.outputs().size())
-    throw Error(ErrorCode::InvalidArgument, "run: the model gives " + std::to_string(g.outputs().size()) + " output(s), got " +
-                                                std::to_string(outputs.size()) + " buffer(s)");
   std::vector<ir::Shape> shapes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::ValueId v = g.inputs()[i];
     // The message is written only for an input that fails: a run checks, it does not format.
-    auto what = [&] { return "run: input " + std::to_string(i) + " (" + g.value_name(v) + ": " + g.type_str(v) + ")"; };
+    auto what = [&] { return std::string(call) + ": input " + std::to_string(i) + " (" + g.value_name(v) + ": " + g.type_str(v) + ")"; };
     if (inputs[i].dtype != g.values[v].dtype)
       throw Error(ErrorCode::DType, what() + " got " + ir::dtype_name(inputs[i].dtype) + " data");
     const ir::Shape want = g.shape(v);
@@ -285,7 +289,48 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
     if (!inputs[i].bytes && inputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what() + " has no data");
     shapes.push_back(inputs[i].shape);
   }
-  check_symbols(shapes, "run");
+  check_symbols(shapes, call);
+  return shapes;
+}
+
+std::vector<eval::HostTensor> Model::run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace) const {
+  if (staged_) {
+    check_inputs(inputs, "run");
+    return staged_->run(inputs, trace);
+  }
+  const std::vector<ir::Shape> shapes = output_shapes(check_inputs(inputs, "run"));
+  std::vector<eval::HostTensor> out;
+  std::vector<eval::TensorRef> refs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    out.emplace_back(graph_->values[graph_->outputs()[i]].dtype, shapes[i]);
+    refs.push_back(out.back().ref());
+  }
+  run(inputs, refs, trace);
+  return out;
+}
+
+void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+                std::vector<TraceEvent>* trace) const {
+  const uint64_t started_at = cancels_.load(std::memory_order_relaxed);  // before compiling: a cancel then stops it too
+  const ir::Graph& g = *graph_;
+  if (outputs.size() != g.outputs().size())
+    throw Error(ErrorCode::InvalidArgument, "run: the model gives " + std::to_string(g.outputs().size()) + " output(s), got " +
+                                                std::to_string(outputs.size()) + " buffer(s)");
+  const std::vector<ir::Shape> shapes = check_inputs(inputs, "run");
+  if (staged_) {
+    // The sizes are known once the run is done: each output then must fit its buffer.
+    std::vector<eval::HostTensor> made = staged_->run(inputs, trace);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const ir::ValueId v = g.outputs()[i];
+      auto what = [&] { return "run: output " + std::to_string(i) + " (" + g.value_name(v) + ": " + g.type_str(v) + ")"; };
+      if (outputs[i].dtype != made[i].dtype) throw Error(ErrorCode::DType, what() + " got a " + ir::dtype_name(outputs[i].dtype) + " buffer");
+      if (outputs[i].shape != made[i].shape)
+        throw Error(ErrorCode::Shape, what() + " came to " + g.shape_str(made[i].shape) + " but its buffer is " + g.shape_str(outputs[i].shape) +
+                                          " (a size the data decides: let the model allocate the outputs)");
+      eval::move_bytes(outputs[i].bytes, made[i].bytes.data(), made[i].bytes.size());
+    }
+    return;
+  }
   const std::shared_ptr<const Compiled> c = plan_for(shapes);  // kept alive by this run if the cache drops it
   const Plan& p = *c->plan;
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -304,6 +349,7 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
 }
 
 std::string Model::to_dot() const {
+  if (staged_) return staged_->to_dot();
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
   for (const auto& [key, cached] : plans_) out += cached.compiled->plan->to_dot(*cached.compiled->program);
@@ -311,6 +357,7 @@ std::string Model::to_dot() const {
 }
 
 Stats Model::stats() const {
+  if (staged_) return staged_->stats();
   std::lock_guard<std::mutex> lock(mu_);
   Stats s;
   s.plans = compiled_;
@@ -323,6 +370,7 @@ Stats Model::stats() const {
 }
 
 std::string Model::report() const {
+  if (staged_) return staged_->report();
   std::lock_guard<std::mutex> lock(mu_);
   if (plans_.empty()) return "no plan yet: the graph has symbolic sizes; the first run compiles one for its shapes\n";
   std::string out = "plans: " + std::to_string(plans_.size()) + " kept (" +

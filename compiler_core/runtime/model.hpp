@@ -10,6 +10,9 @@
 // plan cannot follow (a body, a size an `if` picks) compiles a plan per set of input shapes
 // instead. At most CompileOptions::max_plans bindings or plans are kept, and as many symbolic
 // plans, the least recently run dropped first (a run under way keeps its plan alive until it ends).
+//
+// A graph with ops whose output sizes the data decides (nonzero, unique, non_max_suppression)
+// runs in stages instead (staged_model.hpp): a model per stage, those ops on the host between.
 #pragma once
 #include <atomic>
 #include <map>
@@ -22,6 +25,7 @@
 #include "ir/graph.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/plan.hpp"
+#include "runtime/staged_model.hpp"
 #include "runtime/stats.hpp"
 #include "runtime/thread_pool.hpp"
 
@@ -29,22 +33,28 @@ namespace esg::runtime {
 
 class Model {
  public:
-  Model(std::unique_ptr<ir::Graph> graph, CompileOptions options);
+  // Runs on `pool` when given (models may share one), else on a pool of its own when the options
+  // ask for more than one thread.
+  Model(std::unique_ptr<ir::Graph> graph, CompileOptions options, std::shared_ptr<ThreadPool> pool = nullptr);
   ~Model();
 
   const ir::Graph& graph() const { return *graph_; }
   // Checks the inputs and outputs against the graph's types, then runs the plan for their shapes.
+  // An output whose size the data decides must come to its buffer's shape.
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
            std::vector<TraceEvent>* trace = nullptr) const;
+  // The same into outputs allocated here, at the sizes the run came to.
+  std::vector<eval::HostTensor> run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace = nullptr) const;
   // The same, writing the kernels' times as a Chrome trace (one row per stream; Perfetto and
   // chrome://tracing open it).
   void profile(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
                const std::string& path) const;
-  // The output shapes for these input shapes (compiling their plan if needed).
+  // The output shapes for these input shapes (compiling their plan if needed); a size the data
+  // decides stays symbolic (ir::dim_is_symbolic).
   std::vector<ir::Shape> output_shapes(const std::vector<ir::Shape>& input_shapes) const;
   // Stops the runs under way, from any thread: each fails with ir::Error Cancelled at its next
   // launch or loop iteration. Runs that start later are not affected.
-  void cancel() const { cancels_.fetch_add(1, std::memory_order_relaxed); }
+  void cancel() const;
   std::string report() const;
   Stats stats() const;  // the plan run last (Stats::plans and bindings count them all)
   std::string to_dot() const;  // of every plan compiled so far
@@ -75,6 +85,8 @@ class Model {
   // Refuses shapes whose symbolic sizes disagree with a size the options bind, or with each
   // other (one symbol, two sizes); `what` names the call.
   void check_symbols(const std::vector<ir::Shape>& input_shapes, const char* what) const;
+  // The inputs' shapes, each input checked against the graph's (dtype, shape, symbols, data).
+  std::vector<ir::Shape> check_inputs(const std::vector<eval::TensorRef>& inputs, const char* what) const;
 
   std::unique_ptr<ir::Graph> graph_;
   CompileOptions options_;
@@ -106,7 +118,8 @@ class Model {
   mutable uint64_t clock_ = 0;     // counts lookups, for least-recently-run eviction
   mutable int64_t compiled_ = 0;   // plans compiled so far (symbolic or per shapes), dropped ones included
   mutable int64_t bindings_ = 0;   // symbolic plans bound to new sizes so far
-  std::unique_ptr<ThreadPool> pool_;  // none with one thread
+  std::shared_ptr<ThreadPool> pool_;  // none with one thread
+  std::unique_ptr<StagedModel> staged_;  // the graph's stages, when it has ops sized by data
   mutable std::atomic<uint64_t> cancels_{0};
 };
 

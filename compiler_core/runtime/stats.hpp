@@ -8,6 +8,10 @@ namespace esg::runtime {
 struct Stats {
   int64_t plans = 0;     // compiled so far: one per size class of a symbolic plan, else per set of input shapes
   int64_t bindings = 0;  // symbolic plans bound to a new set of sizes (no compile: shapes inferred, kernels bound)
+  // Launch lists one run goes through: 1, or one per stage when ops whose output sizes the data
+  // decides cut the graph (ir/cut.hpp); the numbers below then add up every stage's.
+  int64_t stages = 1;
+  int64_t sized_ops = 0;  // such ops, run on the host between stages
   // The rest describe the plan run latest.
   // The launch list, as the pipeline built it.
   int64_t launches = 0;           // kernels one run launches

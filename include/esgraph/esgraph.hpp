@@ -517,13 +517,32 @@ class Model {
   }
 
   esg_model* handle() const { return m_.get(); }
-  // Runs into newly allocated outputs.
+  // Runs into newly allocated outputs (of the sizes the run comes to where the data decides them).
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) const {
+    std::vector<esg_buffer> in;
+    for (const HostTensor& t : inputs) in.push_back(t.buffer());
+    if (sized_by_data(in)) {
+      std::vector<esg_buffer> made(esg_model_num_outputs(m_.get()));
+      detail::check(esg_model_run_allocated(m_.get(), in.data(), in.size(), made.data(), made.size()));
+      std::vector<HostTensor> outs;
+      for (esg_buffer& b : made) {
+        try {
+          outs.emplace_back(static_cast<DType>(b.dtype), std::vector<int64_t>(b.dims, b.dims + b.rank));
+          if (b.nbytes) std::memcpy(outs.back().raw_bytes(), b.data, b.nbytes);
+        } catch (...) {
+          for (esg_buffer& left : made) esg_buffer_free(&left);
+          throw;
+        }
+        esg_buffer_free(&b);
+      }
+      return outs;
+    }
     std::vector<HostTensor> outs = allocate_outputs(inputs);
     run(inputs, outs);
     return outs;
   }
-  // Outputs of the right dtypes and shapes for these inputs.
+  // Outputs of the right dtypes and shapes for these inputs; an InvalidArgumentError when the data
+  // decides an output's size (run(inputs) allocates those).
   std::vector<HostTensor> allocate_outputs(const std::vector<HostTensor>& inputs) const {
     std::vector<esg_buffer> in;
     for (const HostTensor& t : inputs) in.push_back(t.buffer());
@@ -533,6 +552,10 @@ class Model {
       int64_t dims[8];
       size_t rank = 0;
       detail::check(esg_model_output_shape(m_.get(), in.data(), in.size(), i, &dt, dims, 8, &rank));
+      for (size_t d = 0; d < rank; ++d)
+        if (dims[d] < 0)
+          throw InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "allocate_outputs: output " + std::to_string(i) +
+                                                                   "'s size depends on the data; run(inputs) allocates it");
       outs.emplace_back(static_cast<DType>(dt), std::vector<int64_t>(dims, dims + rank));
     }
     return outs;
@@ -566,6 +589,19 @@ class Model {
   void cancel() const { detail::check(esg_model_cancel(m_.get())); }
 
  private:
+  // Whether some output's size is known only after a run (esg_model_output_shape gives -1).
+  bool sized_by_data(const std::vector<esg_buffer>& in) const {
+    for (size_t i = 0; i < esg_model_num_outputs(m_.get()); ++i) {
+      esg_dtype dt;
+      int64_t dims[8];
+      size_t rank = 0;
+      detail::check(esg_model_output_shape(m_.get(), in.data(), in.size(), i, &dt, dims, 8, &rank));
+      for (size_t d = 0; d < rank; ++d)
+        if (dims[d] < 0) return true;
+    }
+    return false;
+  }
+
   std::unique_ptr<esg_model, detail::Destroyer<esg_model_destroy>> m_;
 };
 

@@ -238,6 +238,39 @@ void check_input_dtype(esg_model* h, size_t i, py::handle given, const py::array
                                              " cannot hold; give a numpy array of " + want_np + ", or run with cast=True");
 }
 
+// The outputs of a model whose output sizes the data decides, as the run allocated them: each
+// array owns its buffer (freed with the array), no copy.
+py::list run_allocated(esg_model* h, const std::vector<esg_buffer>& in) {
+  std::vector<esg_buffer> made(esg_model_num_outputs(h));
+  struct FreeLeft {  // buffers not yet handed to an array, should making one throw
+    std::vector<esg_buffer>& left;
+    ~FreeLeft() {
+      for (esg_buffer& b : left) esg_buffer_free(&b);
+    }
+  } free_left{made};
+  esg_status status;
+  {
+    py::gil_scoped_release unlocked;
+    status = esg_model_run_allocated(h, in.data(), in.size(), made.data(), made.size());
+  }
+  esg::detail::check(status);
+  py::list outs;
+  for (size_t i = 0; i < made.size(); ++i) {
+    auto* owned = new esg_buffer(made[i]);
+    made[i] = esg_buffer{};
+    const py::capsule base(owned, [](void* p) {  // owns `owned` from here, even if it throws
+      auto* b = static_cast<esg_buffer*>(p);
+      esg_buffer_free(b);
+      delete b;
+    });
+    const auto dt = static_cast<esg::DType>(owned->dtype);
+    const std::vector<py::ssize_t> shape(owned->dims, owned->dims + owned->rank);
+    const py::dtype want = dt == esg::bf16 ? py::dtype("uint16") : numpy_dtype_of(dt);
+    outs.append(owned->data ? py::array(want, shape, owned->data, base) : py::array(want, shape));
+  }
+  return outs;
+}
+
 // numpy arrays in, numpy arrays out, without copies where the dtypes already match. The outputs
 // are new arrays, or the caller's (`out`: one C-contiguous, writeable array of the exact dtype
 // and shape per output, written in place). With `trace_path`, the run also writes every
@@ -283,11 +316,22 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
   py::list outs;
   std::vector<esg_buffer> out;
   std::vector<std::vector<int64_t>> odims(n_out, std::vector<int64_t>(8));
+  std::vector<esg_dtype> odtypes(n_out);
+  bool sized_by_data = false;  // some output's size is known only once the run is done
   for (size_t i = 0; i < n_out; ++i) {
-    esg_dtype dt;
     size_t rank = 0;
-    esg::detail::check(esg_model_output_shape(h, in.data(), in.size(), i, &dt, odims[i].data(), 8, &rank));
+    esg::detail::check(esg_model_output_shape(h, in.data(), in.size(), i, &odtypes[i], odims[i].data(), 8, &rank));
     odims[i].resize(rank);
+    for (int64_t d : odims[i]) sized_by_data = sized_by_data || d < 0;
+  }
+  if (sized_by_data) {
+    if (!out_args.empty() || trace_path)
+      throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, std::string(trace_path ? "profile" : "out") +
+                                                                    ": the model's output sizes depend on the data; call it without them");
+    return run_allocated(h, in);
+  }
+  for (size_t i = 0; i < n_out; ++i) {
+    const esg_dtype dt = odtypes[i];
     const std::vector<py::ssize_t> shape(odims[i].begin(), odims[i].end());
     // bf16 outputs come back as their bit patterns in uint16 (see the inputs above).
     const py::dtype want = static_cast<esg::DType>(dt) == esg::bf16 ? py::dtype("uint16") : numpy_dtype_of(static_cast<esg::DType>(dt));
@@ -384,7 +428,8 @@ void bind_model(py::module_& m) {
             {"device_bytes", s.device_bytes},
             {"device_events", s.device_events},
             {"captured", s.captured},
-            {"reorders", s.reorders}, {"bindings", s.bindings}};
+            {"reorders", s.reorders}, {"bindings", s.bindings},
+            {"stages", s.stages}, {"sized_ops", s.sized_ops}};
       }, "The report's numbers as a dict (launches, fused_groups, arena_bytes, ...): the plan compiled last.")
       .def("to_dot", &esg::Model::to_dot, "The compiled launch list as Graphviz DOT.")
       .def("cancel", &esg::Model::cancel,

@@ -348,13 +348,26 @@ ESG_API const char* esg_model_input_name(const esg_model* model, size_t index);
 ESG_API const char* esg_model_output_name(const esg_model* model, size_t index);
 /* The dtype of input `index`, or ESG_DTYPE_INVALID. */
 ESG_API esg_dtype esg_model_input_dtype(const esg_model* model, size_t index);
-/* The dtype and shape of output `index` for inputs of the given buffers' shapes (data unused). */
+/* The dtype and shape of output `index` for inputs of the given buffers' shapes (data unused).
+   A size the data decides (the count of nonzero, unique, non_max_suppression and what follows
+   from it) reads -1: run with esg_model_run_allocated to get it. */
 ESG_API esg_status esg_model_output_shape(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
                                           size_t index, esg_dtype* dtype, int64_t* dims, size_t capacity, size_t* rank);
 /* Runs the model: inputs in the graph's input order, outputs in its output order, each buffer
-   of exactly the expected dtype and shape. */
+   of exactly the expected dtype and shape (an output whose size the data decides: of the size
+   the run comes to, else ESG_ERR_SHAPE). */
 ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
                                  const esg_buffer* outputs, size_t num_outputs);
+/* API 2: runs the model into outputs it allocates, at the sizes the run comes to: for a model
+   whose output sizes the data decides (esg_model_output_shape gives -1 there). Each of the
+   num_outputs (= esg_model_num_outputs) buffers is filled: data, nbytes, dtype, dims and rank;
+   data is NULL for an empty output, dims for a scalar. Release each with esg_buffer_free. On an
+   error nothing is allocated and every buffer is zeroed. */
+ESG_API esg_status esg_model_run_allocated(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
+                                           esg_buffer* outputs, size_t num_outputs);
+/* API 2: frees the data and dims esg_model_run_allocated put in `buffer` and zeroes it; NULL or
+   a zeroed buffer is left as it is. Not for buffers the caller allocated. */
+ESG_API void esg_buffer_free(esg_buffer* buffer);
 /* The compiled launch list as Graphviz DOT (kernels, fused groups, streams); free with
    esg_free. Empty until a plan exists (symbolic sizes bind at the first run). */
 ESG_API char* esg_model_to_dot(const esg_model* model);
@@ -399,6 +412,10 @@ typedef struct esg_model_stats {
   int64_t captured;                /* Ascend: 1 when a run replays one captured model */
   int64_t reorders;                /* launches that copy a value into another memory format */
   int64_t bindings;                /* API 2: symbolic plans bound to a new set of sizes (no compile) */
+  int64_t stages;                  /* API 2: launch lists a run goes through: 1, or one per stage of a graph
+                                      cut before ops whose output sizes the data decides; the
+                                      numbers above then add up every stage's */
+  int64_t sized_ops;               /* API 2: those ops, run on the host between stages */
 } esg_model_stats;
 ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats* stats, size_t struct_size);
 #define esg_model_get_stats(model, stats) esg_model_get_stats_((model), (stats), sizeof(*(stats)))

@@ -1,0 +1,19 @@
+// The kernels of ops whose output sizes only running them tells (ir::OpSchema::sized_by_data):
+// nonzero, unique, non_max_suppression. Each returns its outputs, allocated at the sizes it
+// found; a run (eval::run_cut) stops before such an op, runs it here on the host, and plans what
+// follows for those sizes.
+#pragma once
+#include <vector>
+
+#include "eval/host_tensor.hpp"
+#include "eval/kernels.hpp"
+
+namespace esg::eval {
+
+// `call.out` is empty: the kernel makes its outputs.
+using SizedKernel = std::vector<HostTensor> (*)(const KernelCall& call);
+
+// nullptr for an op whose sizes its inputs' shapes tell.
+SizedKernel find_sized_kernel(const ir::OpSchema& op);
+
+}  // namespace esg::eval
