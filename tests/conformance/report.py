@@ -97,7 +97,9 @@ def render(results):
         "No input is frozen: where a case passes a shape operand (Reshape's shape, Slice's starts,",
         "TopK's k, ...) as a graph input, `esgraph.onnx.load` gives a `ValueDependentGraph`, which",
         "reads the operand's value at each run and compiles the graph for it, as ONNX Runtime reads",
-        "such values on the host.",
+        "such values on the host. Ops whose output sizes the data decides (NonZero, Unique,",
+        "NonMaxSuppression, Compress with a computed condition) cut the compiled model into stages",
+        "that run one after another, those ops on the host between them (docs/architecture.md).",
         "",
         f"**{passed} of {len(cases)} in-scope cases pass ({100 * passed / max(len(cases), 1):.1f}%);"
         f" {len(full)} of {len(in_scope)} in-scope op types pass every case.**",

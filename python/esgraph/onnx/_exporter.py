@@ -367,6 +367,14 @@ def _emit_top_k(e, n, ins, outs):
     e.node("TopK", [ins[0], _ints(e, [a["k"]], "k")], outs, axis=a["axis"], largest=int(a["largest"]), sorted=1)
 
 
+@_exports("non_max_suppression")
+def _emit_non_max_suppression(e, n, ins, outs):
+    a = n["attrs"]
+    scalars = [_ints(e, [a["max_boxes_per_class"]], "max_boxes"), e.const(np.array([a["iou_threshold"]], np.float32), "iou"),
+               e.const(np.array([a["score_threshold"]], np.float32), "score")]
+    e.node("NonMaxSuppression", ins[:2] + scalars, outs, center_point_box=int(a["center_point_box"]))
+
+
 @_exports("expand")
 def _emit_expand(e, n, ins, outs):
     e.node("Expand", [ins[0], _ints(e, n["attrs"]["shape"], "shape")], outs)

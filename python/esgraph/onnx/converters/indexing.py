@@ -103,11 +103,44 @@ def gather_nd(n):
 
 @converts("Compress")
 def compress(n):
-    keep = np.flatnonzero(np.asarray(n.const(1, "condition")).reshape(-1)).astype(np.int64)
+    # A known condition picks constant indices; one computed at run time picks them with nonzero,
+    # whose count the run finds (the graph runs in stages around it).
+    if n.known(1):
+        keep = np.flatnonzero(np.asarray(n.value(1)).reshape(-1)).astype(np.int64)
+    else:
+        keep = ops.squeeze(ops.nonzero(ops.reshape(n.x(1), [-1])), axes=[0])
     x, axis = n.x(0), n.attr("axis")
     if axis is None:
         return ops.gather(ops.reshape(x, [-1]), keep)
     return ops.gather(x, keep, axis=axis)
+
+
+@converts("NonZero")
+def nonzero(n):
+    return ops.nonzero(n.x(0))
+
+
+@converts("Unique")
+def unique(n):
+    check_attrs(n, ("axis", "sorted"))
+    x, axis = n.x(0), n.attr("axis")
+    if axis is None:  # the distinct elements of the flattened tensor
+        x, axis = ops.reshape(x, [-1]), 0
+    return list(ops.unique(x, axis=axis, sorted=bool(n.attr("sorted", 1))))
+
+
+@converts("NonMaxSuppression")
+def non_max_suppression(n):
+    check_attrs(n, ("center_point_box",))
+
+    def scalar(i, what, default):
+        return np.asarray(n.const(i, what)).reshape(-1)[0] if n.has(i) else default
+
+    # ONNX Runtime keeps no box for a count of 0 or less.
+    max_boxes = max(0, int(scalar(2, "max_output_boxes_per_class", 0)))
+    return ops.non_max_suppression(n.x(0), n.x(1), max_boxes, iou_threshold=float(scalar(3, "iou_threshold", 0.0)),
+                                   score_threshold=float(scalar(4, "score_threshold", -np.inf)),
+                                   center_point_box=bool(n.attr("center_point_box", 0)))
 
 
 @converts("ReverseSequence")
