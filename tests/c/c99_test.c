@@ -849,6 +849,70 @@ static void test_bodies_made_out_of_order_survive_a_reload(void) {
   esg_builder_destroy(b);
 }
 
+
+/* nonzero's count is known only once it ran: output_shape says -1 there, run_allocated gives
+   the outputs at the sizes the run came to, and a caller's buffer must come to that size. */
+static void test_sizes_the_data_decides(void) {
+  esg_builder* b = esg_builder_create("sized_by_data");
+  int64_t xd[1] = {5}, dims[2] = {0, 0}, wrong[2] = {1, 2};
+  float x[5] = {0, 2, 0, -1, 3};
+  int64_t idx[3], big[4];
+  esg_tensor tx, tn, ts;
+  esg_tensor outs[2];
+  esg_graph* g;
+  esg_model* m;
+  esg_buffer in, made[2], out, too_many[3];
+  esg_model_stats stats;
+  esg_dtype dt = ESG_DTYPE_INVALID;
+  size_t rank = 0;
+  tx = esg_input(b, "x", ESG_F32, xd, 1);
+  tn = esg_nonzero(tx, NULL);
+  ts = esg_reduce_sum(tn, NULL); /* a size the data decides, then a scalar it does not */
+  outs[0] = tn;
+  outs[1] = ts;
+  g = esg_builder_build(b, outs, 2);
+  CHECK(g != NULL);
+  m = esg_compile(g, NULL);
+  esg_graph_destroy(g);
+  CHECK(m != NULL);
+  in = buffer(x, sizeof x, ESG_F32, xd, 1);
+  CHECK(esg_model_output_shape(m, &in, 1, 0, &dt, dims, 2, &rank) == ESG_OK);
+  CHECK(dt == ESG_I64 && rank == 2 && dims[0] == 1 && dims[1] == -1);
+  CHECK(esg_model_run_allocated(m, &in, 1, made, 2) == ESG_OK);
+  CHECK(made[0].dtype == ESG_I64 && made[0].rank == 2 && made[0].dims[0] == 1 && made[0].dims[1] == 3);
+  CHECK(made[0].nbytes == 3 * sizeof(int64_t));
+  CHECK(((int64_t*)made[0].data)[0] == 1 && ((int64_t*)made[0].data)[1] == 3 && ((int64_t*)made[0].data)[2] == 4);
+  CHECK(made[1].rank == 0 && made[1].dims == NULL && *(int64_t*)made[1].data == 8);
+  esg_buffer_free(&made[0]);
+  esg_buffer_free(&made[1]);
+  CHECK(made[0].data == NULL && made[0].dims == NULL && made[0].rank == 0);
+  esg_buffer_free(&made[0]); /* a zeroed buffer: nothing */
+  esg_buffer_free(NULL);
+  /* a caller's buffer of the size the run comes to is filled; another size is refused */
+  dims[0] = 1;
+  dims[1] = 3;
+  out = buffer(idx, sizeof idx, ESG_I64, dims, 2);
+  too_many[0] = out;
+  too_many[1] = buffer(big, sizeof(int64_t), ESG_I64, NULL, 0);
+  CHECK(esg_model_run(m, &in, 1, too_many, 2) == ESG_OK);
+  CHECK(idx[0] == 1 && idx[1] == 3 && idx[2] == 4 && big[0] == 8);
+  too_many[0] = buffer(big, 2 * sizeof(int64_t), ESG_I64, wrong, 2);
+  CHECK(esg_model_run(m, &in, 1, too_many, 2) == ESG_ERR_SHAPE);
+  CHECK(strstr(esg_last_error(), "came to [1,3]") != NULL);
+  /* bad calls allocate nothing and zero the buffers */
+  memset(too_many, 0x5a, sizeof too_many);
+  CHECK(esg_model_run_allocated(m, &in, 1, too_many, 3) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(too_many[0].data == NULL && too_many[2].dims == NULL);
+  CHECK(esg_model_run_allocated(m, &in, 1, NULL, 2) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_model_run_allocated(NULL, &in, 1, made, 2) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_model_run_allocated(m, &in, 0, made, 2) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(made[0].data == NULL && made[1].data == NULL);
+  CHECK(esg_model_get_stats(m, &stats) == ESG_OK);
+  CHECK(stats.stages == 2 && stats.sized_ops == 1);
+  esg_model_destroy(m);
+  esg_builder_destroy(b);
+}
+
 int main(int argc, char** argv) {
   test_mlp(argc > 1 ? argv[1] : ".");
   test_options();
@@ -863,5 +927,6 @@ int main(int argc, char** argv) {
   test_inspection();
   test_run_limits();
   test_bodies_made_out_of_order_survive_a_reload();
+  test_sizes_the_data_decides();
   return check_summary("c99");
 }

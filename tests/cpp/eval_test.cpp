@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "eval/evaluate.hpp"
+#include "ir/cut.hpp"
 #include "ir/builder.hpp"
 #include "ir/serialize.hpp"
 #include "ir/error.hpp"
@@ -112,4 +113,51 @@ TEST_CASE("graph files of every release run, with symbolic sizes bound to 2") {
     }
   }
   CHECK(ran >= 4);
+}
+
+TEST_CASE("a graph with ops sized by data is cut into stages, and evaluated stage by stage") {
+  // c = x * 2 (stage 0); nz = nonzero(c) between; p = gather(x, nz[0]) + 2 (stage 1, the
+  // constant copied into it); u = unique(p) between; the counts (stage 2).
+  ir::Builder b;
+  const ir::ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{6});
+  const float two_v = 2;
+  const ir::ValueId two = b.add_constant(ir::DType::F32, ir::Shape{}, &two_v, 4);
+  auto op = [&](const ir::OpSchema& s, std::vector<ir::ValueId> in, std::vector<ir::AttrArg> attrs = {}) {
+    attrs.resize(s.attrs.size());
+    return b.graph().nodes[b.add_op(s, in, attrs)].first_output;
+  };
+  const ir::ValueId c = op(ir::ops::mul, {x, two});
+  const ir::ValueId nz = op(ir::ops::nonzero, {c});
+  ir::AttrArg axes;
+  axes.kind = ir::AttrKind::IntList;
+  axes.present = true;
+  const int64_t zero = 0;
+  axes.ints = &zero;
+  axes.size = 1;
+  const ir::ValueId idx = op(ir::ops::squeeze, {nz}, {axes});
+  const ir::ValueId p = op(ir::ops::add, {op(ir::ops::gather, {x, idx}), two});
+  const ir::ValueId u = op(ir::ops::unique, {p});
+  const ir::ValueId outs[] = {u + 3, nz};  // unique's counts, and the nonzero positions
+  const auto g = b.finish({outs, 2});
+
+  const ir::Cut cut = ir::cut_at_sized_by_data(*g);
+  REQUIRE(cut.stages.size() == 3);
+  CHECK(cut.stages[0].then_run.size() == 1);
+  CHECK(cut.stages[0].inputs == std::vector<ir::ValueId>{x});
+  CHECK(cut.stages[0].outputs == std::vector<ir::ValueId>{c});
+  REQUIRE(cut.stages[1].graph);
+  CHECK(cut.stages[1].inputs == std::vector<ir::ValueId>{nz, x});  // the constant is copied, not passed
+  int constants = 0;
+  for (ir::NodeId n = 0; n < cut.stages[1].graph->nodes.size(); ++n) constants += cut.stages[1].graph->nodes[n].op == &ir::constant_op();
+  CHECK(constants == 1);
+  CHECK(cut.stages[1].then_run.size() == 1);
+  CHECK(!cut.stages[2].graph);  // unique's counts are the output itself: nothing left to compute
+
+  const auto y = eval::evaluate(*g, {f32(ir::Shape{6}, {3, 0, 1, 3, 0, 7})});
+  REQUIRE(y.size() == 2);
+  // Non-zero at 0, 2, 3, 5; picked + 2 = [5, 3, 5, 9]; distinct sorted [3, 5, 9], counted [1, 2, 1].
+  CHECK(y[0].shape == ir::Shape{3});
+  CHECK(std::vector<int64_t>(y[0].data<int64_t>(), y[0].data<int64_t>() + 3) == std::vector<int64_t>{1, 2, 1});
+  CHECK(y[1].shape == ir::Shape{1, 4});
+  CHECK(std::vector<int64_t>(y[1].data<int64_t>(), y[1].data<int64_t>() + 4) == std::vector<int64_t>{0, 2, 3, 5});
 }

@@ -1,0 +1,117 @@
+// Ops whose output sizes the data decides (nonzero, unique, non_max_suppression), through the C++
+// API: outputs at the sizes a run comes to, the stages a model runs in, what is refused.
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include <esgraph/esgraph.hpp>
+
+using esg::HostTensor;
+using esg::Tensor;
+using Dims = std::vector<int64_t>;
+
+namespace {
+
+// The positions of x's positive elements, each doubled, and how many there are: ops before the
+// nonzero (a comparison), after it (a gather of x, a product), and a constant on both sides.
+esg::Graph positives() {
+  esg::GraphBuilder b("positives");
+  const Tensor x = b.input("x", esg::f32, {b.symbol("n")});
+  const Tensor two = b.constant({2.0f}, {});
+  const Tensor where = esg::nonzero(esg::greater(x * two, b.constant({0.0f}, {})));
+  const Tensor picked = esg::gather(x, esg::squeeze(where, esg::SqueezeOptions().axes({0}))) * two;
+  return b.build({picked, esg::reduce_sum(esg::cast(where, esg::f32))});
+}
+
+}  // namespace
+
+TEST_CASE("a model whose output sizes the data decides runs in stages and allocates its outputs") {
+  const esg::Model m = esg::compile(positives());
+  const std::vector<HostTensor> out = m.run({HostTensor::from(esg::f32, std::vector<float>{-1, 3, 0, 4, -2, 5}, {6})});
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].shape() == Dims{3});
+  CHECK(out[0].values<float>() == std::vector<float>{6, 8, 10});
+  CHECK(out[1].values<float>() == std::vector<float>{1 + 3 + 5});
+  const esg_model_stats s = m.stats();
+  CHECK(s.stages == 2);
+  CHECK(s.sized_ops == 1);
+  CHECK(m.report().find("then `nonzero") != std::string::npos);
+  // The output's shape is not known before a run: allocate_outputs says so.
+  CHECK_THROWS_AS(m.allocate_outputs({HostTensor(esg::f32, {6})}), esg::InvalidArgumentError);
+  // No element passes: the count is 0 and what follows runs on empty tensors.
+  const std::vector<HostTensor> none = m.run({HostTensor::from(esg::f32, std::vector<float>{-1, -2}, {2})});
+  CHECK(none[0].shape() == Dims{0});
+  CHECK(none[1].values<float>() == std::vector<float>{0});
+}
+
+TEST_CASE("the stage after a sized op binds one symbolic plan per size class of its count") {
+  const esg::Model m = esg::compile(positives());
+  for (int64_t n = 1; n <= 64; ++n) {
+    std::vector<float> x(64, -1.0f);
+    for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i * 64 / n)] = 1.0f;
+    CHECK(m.run({HostTensor::from(esg::f32, x, {64})})[0].shape() == Dims{n});
+  }
+  // Counts 1..64 fall in 7 power-of-two classes; each new count binds a class's plan.
+  const esg_model_stats s = m.stats();
+  CHECK(s.plans <= 8);
+  CHECK(s.bindings >= 56);
+}
+
+TEST_CASE("runs of a staged model from several threads each get their own sizes") {
+  const esg::Model m = esg::compile(positives());
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 25; ++r) {
+        const int64_t n = 1 + (t * 25 + r) % 17;
+        std::vector<float> x(static_cast<size_t>(n), 1.0f);
+        const std::vector<HostTensor> out = m.run({HostTensor::from(esg::f32, x, {n})});
+        if (out[0].shape() != Dims{n} || out[1].values<float>()[0] != static_cast<float>(n * (n - 1) / 2)) ++wrong[static_cast<size_t>(t)];
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  CHECK(wrong == std::vector<int>(4, 0));
+}
+
+TEST_CASE("unique and non_max_suppression give every output at its size") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::i32, {6});
+  const std::vector<Tensor> u = esg::unique(x, esg::UniqueOptions().sorted(false));
+  const Tensor boxes = b.input("boxes", esg::f32, {1, 3, 4});
+  const Tensor scores = b.input("scores", esg::f32, {1, 1, 3});
+  const Tensor kept = esg::non_max_suppression(boxes, scores, 3, esg::NonMaxSuppressionOptions().iou_threshold(0.5));
+  std::vector<Tensor> outs = u;
+  outs.push_back(kept);
+  const esg::Model m = esg::compile(b.build(outs));
+  const std::vector<HostTensor> r =
+      m.run({HostTensor::from(esg::i32, std::vector<int32_t>{5, 1, 5, 2, 1, 5}, {6}),
+             HostTensor::from(esg::f32, std::vector<float>{0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 10, 1, 11}, {1, 3, 4}),
+             HostTensor::from(esg::f32, std::vector<float>{0.9f, 0.95f, 0.3f}, {1, 1, 3})});
+  CHECK(r[0].values<int32_t>() == std::vector<int32_t>{5, 1, 2});
+  CHECK(r[1].values<int64_t>() == std::vector<int64_t>{0, 1, 3});
+  CHECK(r[2].values<int64_t>() == std::vector<int64_t>{0, 1, 0, 2, 1, 0});
+  CHECK(r[3].values<int64_t>() == std::vector<int64_t>{3, 2, 1});
+  CHECK(r[4].shape() == Dims{2, 3});
+  CHECK(r[4].values<int64_t>() == std::vector<int64_t>{0, 0, 1, 0, 0, 2});
+}
+
+TEST_CASE("sized ops: what is refused") {
+  {  // unique of a scalar, non_max_suppression of mismatched boxes: at the call
+    esg::GraphBuilder b;
+    CHECK_THROWS_AS(esg::unique(b.input("s", esg::f32, {})), esg::ShapeError);
+    CHECK_THROWS_AS(esg::non_max_suppression(b.input("b", esg::f32, {1, 3, 4}), b.input("s1", esg::f32, {1, 1, 4}), 1), esg::ShapeError);
+    CHECK_THROWS_AS(esg::non_max_suppression(b.input("b2", esg::f32, {1, 3, 5}), b.input("s2", esg::f32, {1, 1, 3}), 1), esg::ShapeError);
+    CHECK_THROWS_AS(esg::non_max_suppression(b.input("b3", esg::f32, {1, 3, 4}), b.input("s3", esg::f32, {1, 1, 3}), 1,
+                                             esg::NonMaxSuppressionOptions().iou_threshold(1.5)),
+                    esg::AttributeError);
+  }
+  {  // a nonzero inside a loop's body: a body runs with its sizes fixed before it starts
+    esg::GraphBuilder b;
+    const Tensor x = b.input("x", esg::f32, {4});
+    const Tensor i0 = b.input("i", esg::i64, {});
+    const auto outs = esg::while_({i0}, [&](const std::vector<Tensor>& v) { return v[0] < 3; },
+                                  [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] + esg::reduce_sum(esg::nonzero(x))}; });
+    CHECK_THROWS_AS(esg::compile(b.build(outs)), esg::UnsupportedError);
+  }
+}
