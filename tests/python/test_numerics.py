@@ -1774,7 +1774,7 @@ def test_stats_give_the_reports_numbers_as_data():
     assert set(stats) == {
         "plans", "launches", "fused_groups", "fused_ops", "epilogue_groups", "f32_rows", "fast_kernels", "reference_kernels",
         "arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "in_place_values", "streams", "events", "device_kernels",
-        "device_kernel_launches", "library_calls", "device_copies", "host_launches", "device_bytes", "device_events", "captured", "reorders", "bindings"}
+        "device_kernel_launches", "library_calls", "device_copies", "host_launches", "device_bytes", "device_events", "captured", "reorders", "bindings", "stages", "sized_ops"}
     assert stats["plans"] == 0 and stats["launches"] == 0  # no shapes yet: nothing compiled
     lazy(x)
     lazy(x[:3])

@@ -62,7 +62,10 @@ def _check_outputs(op, example, result):
         assert isinstance(result, esgraph.Tensor)
         pairs = [(result, expected[0])]
     for k, (got, want) in enumerate(pairs):
-        assert got.shape == tuple(want.shape), f"{op.name}: shape of result {k}"
+        # A size the data decides (an op's `sized_by_data`) is a symbol until a run.
+        fits = len(got.shape) == len(want.shape) and all(
+            g == w or (op.sized_by_data and isinstance(g, str)) for g, w in zip(got.shape, want.shape))
+        assert fits, f"{op.name}: shape of result {k}: {got.shape}, expected {tuple(want.shape)}"
         assert isinstance(got.dtype, esgraph.DType)
         assert got.dtype.name == want.dtype, f"{op.name}: dtype of result {k}"
 
