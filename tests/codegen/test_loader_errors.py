@@ -636,3 +636,47 @@ def test_real_op_defs_load_cleanly():
     assert {"add", "if", "while", "fill"} <= set(names)
     assert all(op.loc.file.startswith("op_defs/") for op in opset.ops)
     assert set(opset.infer_rules) >= {op.infer for op in opset.ops}
+
+
+# ---- sized_by_data -----------------------------------------------------------------------------
+def test_sized_by_data_is_a_bool(load_yaml):
+    message = the_problem(load_yaml, """\
+        ops:
+          - name: t_x
+            since: 1
+            summary: A test op.
+            inputs: [{name: x, type: f32}]
+            outputs: [{name: y, type: i64}]
+            infer: unary
+            sized_by_data: yes please  # <-
+        """)
+    assert message == "`sized_by_data` of op `t_x` must be true or false, got 'yes please'"
+
+
+def test_sized_by_data_excludes_a_compute_expression(load_yaml):
+    message = the_problem(load_yaml, """\
+        ops:
+          - name: t_x
+            since: 1
+            summary: A test op.
+            inputs: [{name: x, type: f32}]
+            outputs: [{name: y, type: f32}]
+            infer: unary
+            compute: "x"
+            sized_by_data: true  # <-
+        """)
+    assert message == "op `t_x` cannot be `sized_by_data` with bodies or a `compute`"
+
+
+def test_sized_by_data_reaches_the_model(load_yaml):
+    (op,) = load_yaml("""\
+        ops:
+          - name: t_x
+            since: 1
+            summary: A test op.
+            inputs: [{name: x, type: f32}]
+            outputs: [{name: y, type: i64}]
+            infer: unary
+            sized_by_data: true
+        """).ops
+    assert op.sized_by_data
