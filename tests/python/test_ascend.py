@@ -1074,3 +1074,21 @@ def test_bad_options_and_ops_without_a_lowering():
         esgraph.compile(graph_of(lambda a: ops.atanh(a) * 2.0, (3,)), backend="ascend-sim")
     with pytest.raises(esgraph.UnsupportedError, match="profile: the Ascend backend records no per-launch times yet"):
         esgraph.compile(g, backend="ascend-sim").profile(np.ones(3, np.float32), path="/tmp/never.json")
+
+
+def test_a_model_cut_before_a_sized_op_runs_its_stages_on_the_device():
+    # The rows whose largest element passes 0.5: the nonzero runs on the host between the two
+    # device programs; the second binds its symbolic plan to each count.
+    def rows(x):
+        keep = ops.squeeze(ops.nonzero(ops.reduce_max(x, axes=[1]) > 0.5), axes=[0])
+        return ops.softmax(ops.gather(x, keep) * 2.0, axis=-1), keep
+    graph = graph_of(rows, ["n", 8])
+    sim = esgraph.compile(graph, backend="ascend-sim", host_fallback=True)
+    for n in [3, 9, 5]:
+        x = np.random.default_rng(n).random((n, 8)).astype(np.float32)
+        cpu = esgraph.compile(graph).run([x])
+        got = sim.run([x])
+        np.testing.assert_array_equal(got[1], cpu[1])
+        np.testing.assert_allclose(got[0], cpu[0], rtol=RTOL, atol=ATOL)
+    stats = sim.stats()
+    assert stats["stages"] == 2 and stats["sized_ops"] == 1 and stats["captured"] == 0
