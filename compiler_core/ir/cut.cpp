@@ -101,6 +101,8 @@ Cut cut_at_sized_by_data(const Graph& g) {
     for (ValueId v : st.outputs) outs.push_back(replay.get(v));
     st.graph = b.finish(outs);
   }
+  // A sized op whose outputs only leave the graph leaves an empty stage after it.
+  while (cut.stages.size() > 1 && !cut.stages.back().graph && cut.stages.back().then_run.empty()) cut.stages.pop_back();
   return cut;
 }
 
