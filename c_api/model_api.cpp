@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "c_api/handles.hpp"
@@ -23,6 +25,13 @@ struct esg_model {
 };
 
 namespace {
+
+// An output of esg_model_run_allocated: the buffer's dims point at `dims`, its data into `tensor`.
+struct OwnedOutput {
+  int64_t dims[ir::kMaxRank];
+  esg::eval::HostTensor tensor;
+};
+static_assert(std::is_standard_layout_v<OwnedOutput>, "esg_buffer_free finds the output from its dims");
 
 void need_model(const esg_model* m, const char* fn) {
   if (!m || !m->m) throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(fn) + ": the model is NULL");
@@ -184,41 +193,28 @@ ESG_API esg_status esg_model_run_allocated(const esg_model* model, const esg_buf
       throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_run_allocated: the model gives " + std::to_string(want) + " output(s), got " +
                                                           std::to_string(num_outputs) + " buffer(s)");
     if (num_outputs && !outputs) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_run_allocated: outputs is NULL");
-    const std::vector<esg::eval::HostTensor> made = model->m->run(refs_of(inputs, num_inputs, "esg_model_run_allocated: input"));
-    // Every buffer allocated before any is handed out: a failed allocation leaves none behind.
-    std::vector<esg_buffer> filled(made.size(), esg_buffer{});
-    try {
-      for (size_t i = 0; i < made.size(); ++i) {
-        const esg::eval::HostTensor& t = made[i];
-        esg_buffer& b = filled[i];
-        b.dtype = static_cast<esg_dtype>(t.dtype);
-        b.rank = t.shape.rank();
-        b.nbytes = t.bytes.size();
-        if (b.rank) {
-          auto* dims = static_cast<int64_t*>(std::malloc(b.rank * sizeof(int64_t)));
-          if (!dims) throw std::bad_alloc();
-          std::copy(t.shape.begin(), t.shape.end(), dims);
-          b.dims = dims;
-        }
-        if (b.nbytes) {
-          b.data = std::malloc(b.nbytes);
-          if (!b.data) throw std::bad_alloc();
-          std::memcpy(b.data, t.bytes.data(), b.nbytes);
-        }
-      }
-    } catch (...) {
-      for (esg_buffer& b : filled) esg_buffer_free(&b);
-      throw;
+    std::vector<esg::eval::HostTensor> made = model->m->run(refs_of(inputs, num_inputs, "esg_model_run_allocated: input"));
+    // Each output handed over whole, its sizes beside it: no copy of its bytes.
+    std::vector<std::unique_ptr<OwnedOutput>> owned;
+    for (esg::eval::HostTensor& t : made) {
+      owned.push_back(std::make_unique<OwnedOutput>());
+      owned.back()->tensor = std::move(t);
     }
-    std::copy(filled.begin(), filled.end(), outputs);
+    for (size_t i = 0; i < owned.size(); ++i) {
+      OwnedOutput& o = *owned[i].release();
+      const esg::eval::HostTensor& t = o.tensor;
+      std::copy(t.shape.begin(), t.shape.end(), o.dims);
+      outputs[i] = esg_buffer{t.bytes.empty() ? nullptr : const_cast<uint8_t*>(t.bytes.data()), t.bytes.size(),
+                              static_cast<esg_dtype>(t.dtype), o.dims, t.shape.rank()};
+    }
   });
   return esg_last_status();
 }
 
 ESG_API void esg_buffer_free(esg_buffer* buffer) {
   if (!buffer) return;
-  std::free(buffer->data);
-  std::free(const_cast<int64_t*>(buffer->dims));
+  // dims is the first member of the OwnedOutput that holds the data (a standard-layout struct).
+  if (buffer->dims) delete reinterpret_cast<OwnedOutput*>(const_cast<int64_t*>(buffer->dims));
   std::memset(buffer, 0, sizeof *buffer);
 }
 

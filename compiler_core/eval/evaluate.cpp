@@ -67,7 +67,7 @@ void Runner::node(NodeId id) {
   const ir::OpSchema& op = *n.op;
   if (n.blob != kNone) {
     HostTensor t(g_.values[n.first_output].dtype, g_.shape(n.first_output));
-    t.bytes = *g_.blobs[n.blob];
+    t.bytes.assign(g_.blobs[n.blob]->begin(), g_.blobs[n.blob]->end());
     env[n.first_output] = std::move(t);
     return;
   }

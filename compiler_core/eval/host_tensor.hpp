@@ -1,8 +1,11 @@
 // Tensors in host memory, row-major: TensorRef points at bytes owned elsewhere (a caller's
 // buffer, a model's arena); HostTensor owns its bytes. Kernels work on refs.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "ir/dtype.hpp"
@@ -27,13 +30,40 @@ struct TensorRef {
   T* data() const { return reinterpret_cast<T*>(bytes); }
 };
 
+// Bytes that a resize leaves as they are: a tensor about to be written whole (a run's output)
+// is not zeroed first, which for a large one costs as much as writing it.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using Bytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
+
 struct HostTensor {
   ir::DType dtype = ir::DType::F32;
   ir::Shape shape;
-  std::vector<uint8_t> bytes;
+  Bytes bytes;
+
+  struct Uninitialized {};
 
   HostTensor() = default;
-  HostTensor(ir::DType t, const ir::Shape& s)
+  // Zeroed.
+  HostTensor(ir::DType t, const ir::Shape& s) : HostTensor(t, s, Uninitialized{}) { std::fill(bytes.begin(), bytes.end(), uint8_t{0}); }
+  // For a tensor the caller writes whole.
+  HostTensor(ir::DType t, const ir::Shape& s, Uninitialized)
       : dtype(t), shape(s), bytes(static_cast<size_t>(s.num_elements()) * ir::dtype_size(t)) {}
   explicit HostTensor(const TensorRef& r) : dtype(r.dtype), shape(r.shape), bytes(r.bytes, r.bytes + r.nbytes()) {}
   int64_t size() const { return shape.num_elements(); }

@@ -22,7 +22,7 @@ std::vector<HostTensor> nonzero(const KernelCall& c) {
     if (ir::dtype_is_float(x.dtype) ? load_f(x, i) != 0 : load_i(x, i) != 0) hits.push_back(i);
   const size_t rank = std::max<size_t>(x.shape.rank(), 1);
   const auto count = static_cast<int64_t>(hits.size());
-  HostTensor y(DType::I64, {static_cast<int64_t>(rank), count});
+  HostTensor y(DType::I64, {static_cast<int64_t>(rank), count}, HostTensor::Uninitialized{});
   int64_t* out = y.data<int64_t>();
   // Row d holds every hit's index along axis d: the flat index unravelled, last axis first.
   for (int64_t h = 0; h < count; ++h) {
@@ -131,7 +131,8 @@ std::vector<HostTensor> unique(const KernelCall& c) {
   const auto n = static_cast<int64_t>(g.first.size());
   Shape ys = x.shape;
   ys[a.axis] = n;
-  HostTensor y(x.dtype, ys), indices(DType::I64, {n}), inverse(DType::I64, {s.m}), counts(DType::I64, {n});
+  const HostTensor::Uninitialized written{};  // every byte below
+  HostTensor y(x.dtype, ys, written), indices(DType::I64, {n}, written), inverse(DType::I64, {s.m}, written), counts(DType::I64, {n}, written);
   const size_t block = static_cast<size_t>(s.inner) * ir::dtype_size(x.dtype);
   for (int64_t o = 0; o < s.outer; ++o)
     for (int64_t k = 0; k < n; ++k)
@@ -194,7 +195,7 @@ std::vector<HostTensor> non_max_suppression(const KernelCall& c) {
       }
     }
   }
-  HostTensor selected(DType::I64, {static_cast<int64_t>(picked.size() / 3), 3});
+  HostTensor selected(DType::I64, {static_cast<int64_t>(picked.size() / 3), 3}, HostTensor::Uninitialized{});
   std::copy(picked.begin(), picked.end(), selected.data<int64_t>());
   return {std::move(selected)};
 }

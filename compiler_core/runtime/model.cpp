@@ -302,7 +302,7 @@ std::vector<eval::HostTensor> Model::run(const std::vector<eval::TensorRef>& inp
   std::vector<eval::HostTensor> out;
   std::vector<eval::TensorRef> refs;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    out.emplace_back(graph_->values[graph_->outputs()[i]].dtype, shapes[i]);
+    out.emplace_back(graph_->values[graph_->outputs()[i]].dtype, shapes[i], eval::HostTensor::Uninitialized{});
     refs.push_back(out.back().ref());
   }
   run(inputs, refs, trace);

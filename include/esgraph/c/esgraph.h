@@ -360,13 +360,13 @@ ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* input
                                  const esg_buffer* outputs, size_t num_outputs);
 /* API 2: runs the model into outputs it allocates, at the sizes the run comes to: for a model
    whose output sizes the data decides (esg_model_output_shape gives -1 there). Each of the
-   num_outputs (= esg_model_num_outputs) buffers is filled: data, nbytes, dtype, dims and rank;
-   data is NULL for an empty output, dims for a scalar. Release each with esg_buffer_free. On an
-   error nothing is allocated and every buffer is zeroed. */
+   num_outputs (= esg_model_num_outputs) buffers is filled: data (NULL for an empty output),
+   nbytes, dtype, dims and rank, data and dims held by one allocation of the library. Release
+   each with esg_buffer_free. On an error nothing is allocated and every buffer is zeroed. */
 ESG_API esg_status esg_model_run_allocated(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
                                            esg_buffer* outputs, size_t num_outputs);
-/* API 2: frees the data and dims esg_model_run_allocated put in `buffer` and zeroes it; NULL or
-   a zeroed buffer is left as it is. Not for buffers the caller allocated. */
+/* API 2: frees what esg_model_run_allocated put in `buffer` and zeroes it; NULL or a zeroed
+   buffer is left as it is. Not for buffers the caller allocated. */
 ESG_API void esg_buffer_free(esg_buffer* buffer);
 /* The compiled launch list as Graphviz DOT (kernels, fused groups, streams); free with
    esg_free. Empty until a plan exists (symbolic sizes bind at the first run). */
