@@ -181,13 +181,16 @@ std::vector<HostTensor> non_max_suppression(const KernelCall& c) {
       const float* sc = scores.data<float>() + (b * classes + k) * count;
       order.clear();
       for (int64_t i = 0; i < count; ++i)
-        if (sc[i] > min_score) order.push_back(i);
-      // Decreasing score, the lower index first on a tie (NaN scores fail the filter above
-      // unless it is -inf; they then sort last).
-      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return sc[i] > sc[j] || (!std::isnan(sc[i]) && std::isnan(sc[j])); });
+        if (sc[i] > min_score) order.push_back(i);  // a NaN score never passes
+      // A heap by decreasing score, the lower index first on a tie: only the candidates looked
+      // at before max_boxes_per_class are kept are ever ordered.
+      const auto later = [sc](int64_t i, int64_t j) { return sc[i] < sc[j] || (sc[i] == sc[j] && i > j); };
+      std::make_heap(order.begin(), order.end(), later);
       kept.clear();
-      for (int64_t i : order) {
-        if (static_cast<int64_t>(kept.size()) >= a.max_boxes_per_class) break;
+      while (!order.empty() && static_cast<int64_t>(kept.size()) < a.max_boxes_per_class) {
+        std::pop_heap(order.begin(), order.end(), later);
+        const int64_t i = order.back();
+        order.pop_back();
         const Box box = box_at(bx + i * 4, a.center_point_box);
         if (std::any_of(kept.begin(), kept.end(), [&](const Box& k2) { return overlaps(box, k2, threshold); })) continue;
         kept.push_back(box);
