@@ -174,7 +174,7 @@ std::vector<HostTensor> evaluate(const Graph& g, const std::vector<HostTensor>& 
     for (const HostTensor& t : inputs) refs.push_back(t.ref());
     return run_cut(*spec, cut, refs, [&](size_t k, const std::vector<TensorRef>& in) {
       return evaluate(*cut.stages[k].graph, std::vector<HostTensor>(in.begin(), in.end()), control);
-    });
+    }, control);
   }
   Runner run(*spec, control);
   for (size_t i = 0; i < inputs.size(); ++i) run.env[spec->inputs()[i]] = inputs[i];

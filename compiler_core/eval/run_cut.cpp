@@ -9,7 +9,8 @@
 
 namespace esg::eval {
 
-std::vector<HostTensor> run_cut(const ir::Graph& g, const ir::Cut& cut, const std::vector<TensorRef>& inputs, const StageRun& stage) {
+std::vector<HostTensor> run_cut(const ir::Graph& g, const ir::Cut& cut, const std::vector<TensorRef>& inputs, const StageRun& stage,
+                                const RunControl& control) {
   std::unordered_map<ir::ValueId, TensorRef> at;        // every value there so far
   std::unordered_map<ir::ValueId, HostTensor> made;     // those the stages and sized ops made
   for (size_t i = 0; i < inputs.size(); ++i) at[g.inputs()[i]] = inputs[i];
@@ -22,12 +23,14 @@ std::vector<HostTensor> run_cut(const ir::Graph& g, const ir::Cut& cut, const st
   for (size_t k = 0; k < cut.stages.size(); ++k) {
     const ir::Cut::Stage& st = cut.stages[k];
     if (st.graph) {
+      control.check();
       std::vector<TensorRef> in;
       for (ir::ValueId v : st.inputs) in.push_back(ref(v));
       std::vector<HostTensor> out = stage(k, in);
       for (size_t i = 0; i < out.size(); ++i) keep(st.outputs[i], std::move(out[i]));
     }
     for (ir::NodeId id : st.then_run) {
+      control.check();
       const ir::Node& n = g.nodes[id];
       std::vector<const TensorRef*> in;
       for (ir::ValueId v : g.inputs(n)) in.push_back(v == ir::kNone ? nullptr : &ref(v));

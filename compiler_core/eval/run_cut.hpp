@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "eval/host_tensor.hpp"
+#include "eval/run_control.hpp"
 #include "ir/cut.hpp"
 
 namespace esg::eval {
@@ -13,7 +14,9 @@ namespace esg::eval {
 // Runs stage `k`'s graph on `inputs` (in its input order) and returns its outputs.
 using StageRun = std::function<std::vector<HostTensor>(size_t k, const std::vector<TensorRef>& inputs)>;
 
-// The outputs of `g`, which `cut` was made from, for `inputs` (checked by the caller).
-std::vector<HostTensor> run_cut(const ir::Graph& g, const ir::Cut& cut, const std::vector<TensorRef>& inputs, const StageRun& stage);
+// The outputs of `g`, which `cut` was made from, for `inputs` (checked by the caller). `control`
+// is checked before every stage and sized op: a cancel between them stops the run too.
+std::vector<HostTensor> run_cut(const ir::Graph& g, const ir::Cut& cut, const std::vector<TensorRef>& inputs, const StageRun& stage,
+                                const RunControl& control);
 
 }  // namespace esg::eval

@@ -110,6 +110,10 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options, std::shar
   else if (all_bound) plan_for(shapes);
 }
 
+eval::RunControl Model::run_control(uint64_t started_at) const {
+  return eval::RunControl{options_.max_loop_iterations, {0}, &cancels_, started_at};  // made in place (it holds an atomic)
+}
+
 void Model::cancel() const {
   cancels_.fetch_add(1, std::memory_order_relaxed);
   if (staged_) staged_->cancel();
@@ -125,7 +129,7 @@ Model::ClassPlan Model::symbolic_for(const std::vector<ir::Shape>& shapes) const
     if (limits.bound || largest[a.symbol] >= 0) continue;
     int64_t top = 1;
     while (top < shapes[a.input][a.axis]) top *= 2;
-    largest[a.symbol] = limits.max != INT64_MAX ? limits.max : top;
+    largest[a.symbol] = limits.max != INT64_MAX && !options_.grow_memory ? limits.max : std::min(top, limits.max);
   }
   std::vector<int64_t> key;
   for (int64_t size : largest)
@@ -295,8 +299,9 @@ std::vector<ir::Shape> Model::check_inputs(const std::vector<eval::TensorRef>& i
 
 std::vector<eval::HostTensor> Model::run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace) const {
   if (staged_) {
+    const eval::RunControl control = run_control(cancels_.load(std::memory_order_relaxed));
     check_inputs(inputs, "run");
-    return staged_->run(inputs, trace);
+    return staged_->run(inputs, trace, control);
   }
   const std::vector<ir::Shape> shapes = output_shapes(check_inputs(inputs, "run"));
   std::vector<eval::HostTensor> out;
@@ -319,7 +324,7 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
   const std::vector<ir::Shape> shapes = check_inputs(inputs, "run");
   if (staged_) {
     // The sizes are known once the run is done: each output then must fit its buffer.
-    std::vector<eval::HostTensor> made = staged_->run(inputs, trace);
+    std::vector<eval::HostTensor> made = staged_->run(inputs, trace, run_control(started_at));
     for (size_t i = 0; i < outputs.size(); ++i) {
       const ir::ValueId v = g.outputs()[i];
       auto what = [&] { return "run: output " + std::to_string(i) + " (" + g.value_name(v) + ": " + g.type_str(v) + ")"; };
@@ -327,6 +332,7 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
       if (outputs[i].shape != made[i].shape)
         throw Error(ErrorCode::Shape, what() + " came to " + g.shape_str(made[i].shape) + " but its buffer is " + g.shape_str(outputs[i].shape) +
                                           " (a size the data decides: let the model allocate the outputs)");
+      if (!outputs[i].bytes && made[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what() + " has no data");
       eval::move_bytes(outputs[i].bytes, made[i].bytes.data(), made[i].bytes.size());
     }
     return;
@@ -341,11 +347,7 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
     if (outputs[i].shape != p.graph().shape(v)) throw Error(ErrorCode::Shape, what() + " got a buffer of shape " + g.shape_str(outputs[i].shape));
     if (!outputs[i].bytes && outputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what() + " has no data");
   }
-  eval::RunControl control;
-  control.max_loop_iterations = options_.max_loop_iterations;
-  control.cancels = &cancels_;
-  control.started_at = started_at;
-  c->program->run(inputs, outputs, trace, pool_.get(), control);
+  c->program->run(inputs, outputs, trace, pool_.get(), run_control(started_at));
 }
 
 std::string Model::to_dot() const {

@@ -85,6 +85,8 @@ class Model {
   // Refuses shapes whose symbolic sizes disagree with a size the options bind, or with each
   // other (one symbol, two sizes); `what` names the call.
   void check_symbols(const std::vector<ir::Shape>& input_shapes, const char* what) const;
+  // What stops a run that began when the cancel counter read `started_at`.
+  eval::RunControl run_control(uint64_t started_at) const;
   // The inputs' shapes, each input checked against the graph's (dtype, shape, symbols, data).
   std::vector<ir::Shape> check_inputs(const std::vector<eval::TensorRef>& inputs, const char* what) const;
 

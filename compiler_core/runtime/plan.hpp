@@ -40,6 +40,10 @@ struct CompileOptions {
     int64_t min, max;
   };
   std::vector<Range> ranges;  // symbolic dimensions' allowed sizes, checked at every run
+  // A range's memory planned for its largest size (false), or grown on demand (true): a ranged
+  // symbol's sizes then fall in power-of-two classes up to the range's end, as an unranged one's,
+  // each class planned for its own largest size.
+  bool grow_memory = false;
   const Backend* backend = nullptr;  // where the model runs (backends/registry.hpp names them)
   BackendOptions backend_options;    // the backend's own, checked against what it declares
   // Limits against hostile models (docs/reliability.md); 0: none.

@@ -16,19 +16,17 @@ StagedModel::StagedModel(const ir::Graph& g, const CompileOptions& options, cons
       stages_.push_back(nullptr);
       continue;
     }
-    // A stage sees the options' symbols it has; the others are another stage's.
-    CompileOptions o = options;
-    auto has = [&](const std::string& s) { return std::find(st.graph->symbols.begin(), st.graph->symbols.end(), s) != st.graph->symbols.end(); };
-    o.symbols.erase(std::remove_if(o.symbols.begin(), o.symbols.end(), [&](const auto& p) { return !has(p.first); }), o.symbols.end());
-    o.ranges.erase(std::remove_if(o.ranges.begin(), o.ranges.end(), [&](const auto& r) { return !has(r.symbol); }), o.ranges.end());
-    stages_.push_back(std::make_unique<Model>(std::make_unique<ir::Graph>(*st.graph), o, pool));
+    // A stage's graph has every symbol of the graph: the options' sizes and ranges hold in it too.
+    stages_.push_back(std::make_unique<Model>(std::make_unique<ir::Graph>(*st.graph), options, pool));
   }
 }
 
 StagedModel::~StagedModel() = default;
 
-std::vector<eval::HostTensor> StagedModel::run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace) const {
-  return eval::run_cut(graph_, cut_, inputs, [&](size_t k, const std::vector<eval::TensorRef>& in) { return stages_[k]->run(in, trace); });
+std::vector<eval::HostTensor> StagedModel::run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace,
+                                               const eval::RunControl& control) const {
+  return eval::run_cut(
+      graph_, cut_, inputs, [&](size_t k, const std::vector<eval::TensorRef>& in) { return stages_[k]->run(in, trace); }, control);
 }
 
 std::vector<ir::Shape> StagedModel::output_shapes(const std::vector<ir::Shape>& input_shapes) const {

@@ -27,8 +27,11 @@ class StagedModel {
   StagedModel(const ir::Graph& g, const CompileOptions& options, const std::shared_ptr<ThreadPool>& pool);
   ~StagedModel();
 
-  // The outputs, at the sizes the run came to (inputs checked by the caller).
-  std::vector<eval::HostTensor> run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace) const;
+  // The outputs, at the sizes the run came to (inputs checked by the caller). `control` (the
+  // model's cancels) is checked between stages; each stage counts its loops against the cap
+  // on its own.
+  std::vector<eval::HostTensor> run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace,
+                                    const eval::RunControl& control) const;
   // The output shapes as far as input shapes tell: a size the data decides stays a symbol.
   std::vector<ir::Shape> output_shapes(const std::vector<ir::Shape>& input_shapes) const;
   void cancel() const;

@@ -464,6 +464,9 @@ class CompileOptions {
   // Bindings to sets of sizes (or plans per set of input shapes) kept, and as many symbolic
   // plans, least recently run dropped first; 0: no limit (see esg_compile_options).
   CompileOptions& max_plans(int64_t n) { raw_.max_plans = n; return *this; }
+  // A range's memory grown on demand (per power-of-two class up to its end) rather than planned
+  // for its largest size at once.
+  CompileOptions& grow_memory(bool on) { raw_.grow_memory = on; return *this; }
   // "f32" (default) or "bf16" for convolutions' and constant-weight products' multiplications (see esg_compile_options).
   CompileOptions& precision(const std::string& name) { precision_ = name; return *this; }
   // Any option of the backend by name (see esg_compile_options::backend_options).

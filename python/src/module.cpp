@@ -451,11 +451,13 @@ void bind_model(py::module_& m) {
   m.def("compile", [](const esg::Graph& g, int streams, int threads, bool fusion, bool memory_reuse, bool verify_each_pass,
                       const std::map<std::string, py::object>& shapes, const std::string& backend, int device, int ai_cores,
                       bool host_fallback, const std::map<std::string, int64_t>& backend_options,
-                      int64_t max_loop_iterations, int64_t max_nodes, const std::string& precision, int64_t max_plans) {
+                      int64_t max_loop_iterations, int64_t max_nodes, const std::string& precision, int64_t max_plans,
+                      bool grow_memory) {
     esg::CompileOptions o;
     o.streams(streams).threads(threads).fusion(fusion).memory_reuse(memory_reuse).verify_each_pass(verify_each_pass);
     o.backend(backend).device(device).ai_cores(ai_cores).host_fallback(host_fallback);
     o.max_loop_iterations(max_loop_iterations).max_nodes(max_nodes).precision(precision).max_plans(max_plans);
+    o.grow_memory(grow_memory);
     for (const auto& [name, size] : shapes) {  // a size binds the symbol; a (min, max) pair ranges it
       const auto is_int = [](const py::handle& h) { return PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr()); };
       const std::string what = "compile: shapes[\"" + name + "\"] must be a size or a (min, max) pair of ints, got " +
@@ -478,9 +480,10 @@ void bind_model(py::module_& m) {
      py::arg("ai_cores") = 0, py::arg("host_fallback") = false, py::arg("backend_options") = std::map<std::string, int64_t>{},
      py::arg("max_loop_iterations") = esg::CompileOptions().c()->max_loop_iterations,
      py::arg("max_nodes") = esg::CompileOptions().c()->max_nodes, py::arg("precision") = "f32",
-     py::arg("max_plans") = esg::CompileOptions().c()->max_plans,
+     py::arg("max_plans") = esg::CompileOptions().c()->max_plans, py::arg("grow_memory") = false,
      "Compiles a graph. `shapes` binds symbolic dimensions by name (a run with another size is a ShapeError), or "
-     "gives a (min, max) range a run's sizes must keep to; "
+     "gives a (min, max) range a run's sizes must keep to (its memory planned for its largest size, or with "
+     "`grow_memory` grown on demand, per power-of-two class up to it); "
      "the others stay symbolic: one plan per size class (a range is one; an unranged symbol's sizes fall in classes "
      "up to the next power of two), its memory planned for the class's largest sizes, bound to each run's sizes "
      "(stats()['bindings']); a graph no symbolic plan follows compiles per set of input shapes. At most `max_plans` "

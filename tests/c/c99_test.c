@@ -323,7 +323,7 @@ static void test_compile_and_run(void) {
   g = esg_builder_build(b, &ty, 1);
   esg_compile_options_init(&o);
   CHECK(o.streams == 1 && o.fusion && o.memory_reuse);
-  CHECK(o.max_plans == 16);
+  CHECK(o.max_plans == 16 && !o.grow_memory);
   o.symbol_names = names;
   o.symbol_sizes = sizes;
   o.num_symbols = 1;
@@ -387,6 +387,23 @@ static void test_compile_and_run(void) {
       CHECK(rs.plans == 1 && rs.bindings == 2);
     }
     esg_model_destroy(ranged);
+    { /* grown on demand: batch 1 and batch 2 are classes of their own */
+      esg_model* grown;
+      float x2[4] = {1, -1, 2, -2}, y2[4];
+      int64_t d2[2] = {2, 2};
+      esg_buffer in2 = buffer(x2, sizeof x2, ESG_F32, d2, 2), out2 = buffer(y2, sizeof y2, ESG_F32, d2, 2);
+      esg_model_stats gs;
+      ro.grow_memory = true;
+      grown = esg_compile(rg, &ro);
+      CHECK(grown != NULL);
+      CHECK(esg_model_run(grown, &in, 1, &out, 1) == ESG_OK);
+      CHECK(esg_model_run(grown, &in2, 1, &out2, 1) == ESG_OK);
+      CHECK(y2[0] == 1 && y2[1] == 0 && y2[2] == 2 && y2[3] == 0);
+      CHECK(esg_model_get_stats(grown, &gs) == ESG_OK);
+      CHECK(gs.plans == 2);
+      esg_model_destroy(grown);
+      ro.grow_memory = false;
+    }
     ro.symbol_names = names;
     ro.symbol_sizes = sizes;
     ro.num_symbols = 1;

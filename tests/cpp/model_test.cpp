@@ -102,6 +102,11 @@ TEST_CASE("a symbolic batch compiles once per size class, bound or at run time")
   CHECK(ranged.report().find("plans: 2 kept (at most 2), 1 compiled") != std::string::npos);
   CHECK(ranged.report().find("symbolic plans: 1 kept, bound to sizes 3 times") != std::string::npos);
   CHECK(ranged.report().find("x: f32[batch,3]") != std::string::npos);
+  // The same range grown on demand: a plan per power-of-two class up to its end.
+  const esg::Model grown = esg::compile(mlp(true), esg::CompileOptions().symbol_range("batch", 1, 3).grow_memory(true));
+  for (int64_t batch = 1; batch <= 3; ++batch) CHECK(run_mlp(grown, std::vector<float>(3 * batch, 1.0f), batch).size() == 2 * batch);
+  CHECK(grown.stats().plans == 3);  // classes 1, 2 and 3 (4 cut at the range's end)
+  CHECK_THROWS_AS(run_mlp(grown, std::vector<float>(12, 1.0f), 4), esg::ShapeError);
 }
 
 namespace {

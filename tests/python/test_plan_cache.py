@@ -58,6 +58,26 @@ def test_a_range_is_one_plan_for_all_its_sizes():
     assert (model.stats()["plans"], model.stats()["bindings"]) == (1, 6)
 
 
+def test_a_range_grown_on_demand_plans_memory_per_class_up_to_its_end():
+    w2 = np.ones((5, 3), np.float32)
+    with esgraph.GraphBuilder() as b:
+        x = b.input("x", esgraph.f32, ["batch", 8])
+        y = ops.relu(x @ W) @ w2  # relu(x @ W) lives in the arena: [batch, 5]
+    graph = b.build([y])
+    x = np.ones((3, 8), np.float32)
+    at_once = esgraph.compile(graph, shapes={"batch": (1, 4096)})
+    grown = esgraph.compile(graph, shapes={"batch": (1, 4096)}, grow_memory=True)
+    np.testing.assert_allclose(grown(x), at_once(x), rtol=1e-6)
+    assert at_once.stats()["arena_bytes"] >= 4096 * 5 * 4
+    assert grown.stats()["arena_bytes"] < 4 * 5 * 4 + 64  # planned for 4, the class of 3
+    big = np.ones((3000, 8), np.float32)
+    np.testing.assert_allclose(grown(big), at_once(big), rtol=1e-6)
+    assert grown.stats()["plans"] == 2 and at_once.stats()["plans"] == 1
+    assert grown.stats()["arena_bytes"] >= 3000 * 5 * 4  # the class of 3000 ends at the range's 4096
+    with pytest.raises(esgraph.ShapeError, match="outside the range 1..4096"):
+        grown(np.ones((5000, 8), np.float32))
+
+
 def test_a_graph_with_a_body_compiles_per_set_of_shapes():
     with esgraph.GraphBuilder() as b:
         p = b.input("p", esgraph.bool_, [])

@@ -324,6 +324,10 @@ typedef struct esg_compile_options {
   const int64_t* range_min;
   const int64_t* range_max;
   size_t num_ranges;
+  /* API 2: false (default): a range's memory is planned for its largest size, once. true: grown
+     on demand: a ranged symbol's sizes fall in power-of-two classes up to the range's end, as an
+     unranged symbol's do, each class planned for its own largest size when a run first needs it. */
+  bool grow_memory;
 } esg_compile_options;
 ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size);
 #define esg_compile_options_init(options) esg_compile_options_init_((options), sizeof(*(options)))
