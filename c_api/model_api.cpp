@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <type_traits>
 #include <vector>
 
 #include "c_api/handles.hpp"
@@ -26,12 +25,12 @@ struct esg_model {
 
 namespace {
 
-// An output of esg_model_run_allocated: the buffer's dims point at `dims`, its data into `tensor`.
+// An output of esg_model_run_allocated: its data points into `tensor`; its dims are an array of
+// its own whose slot before the first holds the owner, which is how esg_buffer_free finds it.
 struct OwnedOutput {
-  int64_t dims[ir::kMaxRank];
   esg::eval::HostTensor tensor;
 };
-static_assert(std::is_standard_layout_v<OwnedOutput>, "esg_buffer_free finds the output from its dims");
+static_assert(sizeof(OwnedOutput*) <= sizeof(int64_t), "the owner fits the slot before the dims");
 
 void need_model(const esg_model* m, const char* fn) {
   if (!m || !m->m) throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(fn) + ": the model is NULL");
@@ -195,18 +194,23 @@ ESG_API esg_status esg_model_run_allocated(const esg_model* model, const esg_buf
                                                           std::to_string(num_outputs) + " buffer(s)");
     if (num_outputs && !outputs) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_run_allocated: outputs is NULL");
     std::vector<esg::eval::HostTensor> made = model->m->run(refs_of(inputs, num_inputs, "esg_model_run_allocated: input"));
-    // Each output handed over whole, its sizes beside it: no copy of its bytes.
+    // Each output handed over whole, its sizes beside it: no copy of its bytes. Everything is
+    // allocated before anything is handed out.
     std::vector<std::unique_ptr<OwnedOutput>> owned;
+    std::vector<std::unique_ptr<int64_t[]>> dims;
     for (esg::eval::HostTensor& t : made) {
       owned.push_back(std::make_unique<OwnedOutput>());
       owned.back()->tensor = std::move(t);
+      dims.push_back(std::make_unique<int64_t[]>(owned.back()->tensor.shape.rank() + 1));
     }
     for (size_t i = 0; i < owned.size(); ++i) {
-      OwnedOutput& o = *owned[i].release();
-      const esg::eval::HostTensor& t = o.tensor;
-      std::copy(t.shape.begin(), t.shape.end(), o.dims);
+      OwnedOutput* o = owned[i].release();
+      int64_t* slots = dims[i].release();
+      std::memcpy(slots, &o, sizeof o);
+      const esg::eval::HostTensor& t = o->tensor;
+      std::copy(t.shape.begin(), t.shape.end(), slots + 1);
       outputs[i] = esg_buffer{t.bytes.empty() ? nullptr : const_cast<uint8_t*>(t.bytes.data()), t.bytes.size(),
-                              static_cast<esg_dtype>(t.dtype), o.dims, t.shape.rank()};
+                              static_cast<esg_dtype>(t.dtype), slots + 1, t.shape.rank()};
     }
   });
   return esg_last_status();
@@ -214,8 +218,13 @@ ESG_API esg_status esg_model_run_allocated(const esg_model* model, const esg_buf
 
 ESG_API void esg_buffer_free(esg_buffer* buffer) {
   if (!buffer) return;
-  // dims is the first member of the OwnedOutput that holds the data (a standard-layout struct).
-  if (buffer->dims) delete reinterpret_cast<OwnedOutput*>(const_cast<int64_t*>(buffer->dims));
+  if (buffer->dims) {
+    int64_t* slots = const_cast<int64_t*>(buffer->dims) - 1;  // the owner, then the sizes
+    OwnedOutput* owner;
+    std::memcpy(&owner, slots, sizeof owner);
+    delete owner;
+    delete[] slots;
+  }
   std::memset(buffer, 0, sizeof *buffer);
 }
 

@@ -5,9 +5,26 @@
 #include <unordered_map>
 
 #include "eval/sized_kernels.hpp"
+#include "ir/builder.hpp"
 #include "ir/error.hpp"
+#include "ir/replay.hpp"
 
 namespace esg::eval {
+namespace {
+
+// The op's rule run again at the sizes it is given, as the builder would have run it: a rule
+// takes two symbols for equal where it needs equal sizes, so the sizes are checked here, before
+// its kernel reads them (ir::Error naming the op otherwise).
+void check_sizes(const ir::Graph& g, ir::NodeId id, const std::vector<const TensorRef*>& in) {
+  ir::Builder b;
+  ir::Replay replay(g, b);
+  const ir::Node& n = g.nodes[id];
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i]) replay.set(g.operands[n.first_input + static_cast<uint32_t>(i)], b.add_input("in" + std::to_string(i), in[i]->dtype, in[i]->shape));
+  replay.copy(id);
+}
+
+}  // namespace
 
 std::vector<HostTensor> run_cut(const ir::Graph& g, const ir::Cut& cut, const std::vector<TensorRef>& inputs, const StageRun& stage,
                                 const RunControl& control) {
@@ -34,6 +51,7 @@ std::vector<HostTensor> run_cut(const ir::Graph& g, const ir::Cut& cut, const st
       const ir::Node& n = g.nodes[id];
       std::vector<const TensorRef*> in;
       for (ir::ValueId v : g.inputs(n)) in.push_back(v == ir::kNone ? nullptr : &ref(v));
+      check_sizes(g, id, in);
       const SizedKernel kernel = find_sized_kernel(*n.op);
       if (!kernel) throw ir::Error(ir::ErrorCode::Internal, std::string("no kernel for `") + n.op->name + "`, whose sizes the data decides");
       std::vector<HostTensor> out = kernel(KernelCall{g, n, in, {}});

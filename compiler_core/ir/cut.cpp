@@ -37,7 +37,9 @@ Cut cut_at_sized_by_data(const Graph& g) {
     int s = 0;
     for (ValueId v : g.inputs(n))
       if (v != kNone) s = std::max(s, ready[v]);
-    for (NodeId d : g.deps(n)) s = std::max(s, stage[d] + (g.nodes[d].op->sized_by_data ? 1 : 0));
+    // A constant has nothing to order: stage 0 whatever its dependencies, copied where read.
+    if (!copied_where_read(n))
+      for (NodeId d : g.deps(n)) s = std::max(s, stage[d] + (g.nodes[d].op->sized_by_data ? 1 : 0));
     stage[id] = s;
     const int after = s + (n.op->sized_by_data ? 1 : 0);
     for (uint32_t i = 0; i < n.num_outputs; ++i) ready[n.first_output + i] = after;

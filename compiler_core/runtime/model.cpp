@@ -114,10 +114,6 @@ eval::RunControl Model::run_control(uint64_t started_at) const {
   return eval::RunControl{options_.max_loop_iterations, {0}, &cancels_, started_at};  // made in place (it holds an atomic)
 }
 
-void Model::cancel() const {
-  cancels_.fetch_add(1, std::memory_order_relaxed);
-  if (staged_) staged_->cancel();
-}
 
 Model::ClassPlan Model::symbolic_for(const std::vector<ir::Shape>& shapes) const {
   if (!open_symbols_ || !no_symbolic_.empty()) return {};
@@ -298,8 +294,12 @@ std::vector<ir::Shape> Model::check_inputs(const std::vector<eval::TensorRef>& i
 }
 
 std::vector<eval::HostTensor> Model::run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace) const {
+  return run(inputs, trace, run_control(cancels_.load(std::memory_order_relaxed)));  // before compiling: a cancel then stops it too
+}
+
+std::vector<eval::HostTensor> Model::run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace,
+                                         const eval::RunControl& control) const {
   if (staged_) {
-    const eval::RunControl control = run_control(cancels_.load(std::memory_order_relaxed));
     check_inputs(inputs, "run");
     return staged_->run(inputs, trace, control);
   }
@@ -310,13 +310,17 @@ std::vector<eval::HostTensor> Model::run(const std::vector<eval::TensorRef>& inp
     out.emplace_back(graph_->values[graph_->outputs()[i]].dtype, shapes[i], eval::HostTensor::Uninitialized{});
     refs.push_back(out.back().ref());
   }
-  run(inputs, refs, trace);
+  run_into(inputs, refs, trace, control);
   return out;
 }
 
 void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
                 std::vector<TraceEvent>* trace) const {
-  const uint64_t started_at = cancels_.load(std::memory_order_relaxed);  // before compiling: a cancel then stops it too
+  run_into(inputs, outputs, trace, run_control(cancels_.load(std::memory_order_relaxed)));  // before compiling: a cancel then stops it too
+}
+
+void Model::run_into(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs, std::vector<TraceEvent>* trace,
+                     const eval::RunControl& control) const {
   const ir::Graph& g = *graph_;
   if (outputs.size() != g.outputs().size())
     throw Error(ErrorCode::InvalidArgument, "run: the model gives " + std::to_string(g.outputs().size()) + " output(s), got " +
@@ -324,7 +328,7 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
   const std::vector<ir::Shape> shapes = check_inputs(inputs, "run");
   if (staged_) {
     // The sizes are known once the run is done: each output then must fit its buffer.
-    std::vector<eval::HostTensor> made = staged_->run(inputs, trace, run_control(started_at));
+    std::vector<eval::HostTensor> made = staged_->run(inputs, trace, control);
     for (size_t i = 0; i < outputs.size(); ++i) {
       const ir::ValueId v = g.outputs()[i];
       auto what = [&] { return "run: output " + std::to_string(i) + " (" + g.value_name(v) + ": " + g.type_str(v) + ")"; };
@@ -347,7 +351,7 @@ void Model::run(const std::vector<eval::TensorRef>& inputs, const std::vector<ev
     if (outputs[i].shape != p.graph().shape(v)) throw Error(ErrorCode::Shape, what() + " got a buffer of shape " + g.shape_str(outputs[i].shape));
     if (!outputs[i].bytes && outputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what() + " has no data");
   }
-  c->program->run(inputs, outputs, trace, pool_.get(), run_control(started_at));
+  c->program->run(inputs, outputs, trace, pool_.get(), control);
 }
 
 std::string Model::to_dot() const {

@@ -45,6 +45,9 @@ class Model {
            std::vector<TraceEvent>* trace = nullptr) const;
   // The same into outputs allocated here, at the sizes the run came to.
   std::vector<eval::HostTensor> run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace = nullptr) const;
+  // The same as a part of a larger run, which `control` stops: its cancels, its loops' cap.
+  std::vector<eval::HostTensor> run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace,
+                                    const eval::RunControl& control) const;
   // The same, writing the kernels' times as a Chrome trace (one row per stream; Perfetto and
   // chrome://tracing open it).
   void profile(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
@@ -54,7 +57,7 @@ class Model {
   std::vector<ir::Shape> output_shapes(const std::vector<ir::Shape>& input_shapes) const;
   // Stops the runs under way, from any thread: each fails with ir::Error Cancelled at its next
   // launch or loop iteration. Runs that start later are not affected.
-  void cancel() const;
+  void cancel() const { cancels_.fetch_add(1, std::memory_order_relaxed); }
   std::string report() const;
   Stats stats() const;  // the plan run last (Stats::plans and bindings count them all)
   std::string to_dot() const;  // of every plan compiled so far
@@ -87,6 +90,9 @@ class Model {
   void check_symbols(const std::vector<ir::Shape>& input_shapes, const char* what) const;
   // What stops a run that began when the cancel counter read `started_at`.
   eval::RunControl run_control(uint64_t started_at) const;
+  // run() into the caller's outputs, stopped by `control`.
+  void run_into(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs, std::vector<TraceEvent>* trace,
+                const eval::RunControl& control) const;
   // The inputs' shapes, each input checked against the graph's (dtype, shape, symbols, data).
   std::vector<ir::Shape> check_inputs(const std::vector<eval::TensorRef>& inputs, const char* what) const;
 

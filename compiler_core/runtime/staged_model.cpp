@@ -26,7 +26,7 @@ StagedModel::~StagedModel() = default;
 std::vector<eval::HostTensor> StagedModel::run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace,
                                                const eval::RunControl& control) const {
   return eval::run_cut(
-      graph_, cut_, inputs, [&](size_t k, const std::vector<eval::TensorRef>& in) { return stages_[k]->run(in, trace); }, control);
+      graph_, cut_, inputs, [&](size_t k, const std::vector<eval::TensorRef>& in) { return stages_[k]->run(in, trace, control); }, control);
 }
 
 std::vector<ir::Shape> StagedModel::output_shapes(const std::vector<ir::Shape>& input_shapes) const {
@@ -43,11 +43,6 @@ std::vector<ir::Shape> StagedModel::output_shapes(const std::vector<ir::Shape>& 
   if (shapes_.size() >= 64) shapes_.clear();  // a bound, not a policy: recomputing costs one rebuild
   shapes_.emplace(key, out);
   return out;
-}
-
-void StagedModel::cancel() const {
-  for (const auto& m : stages_)
-    if (m) m->cancel();
 }
 
 Stats StagedModel::stats() const {

@@ -27,14 +27,12 @@ class StagedModel {
   StagedModel(const ir::Graph& g, const CompileOptions& options, const std::shared_ptr<ThreadPool>& pool);
   ~StagedModel();
 
-  // The outputs, at the sizes the run came to (inputs checked by the caller). `control` (the
-  // model's cancels) is checked between stages; each stage counts its loops against the cap
-  // on its own.
+  // The outputs, at the sizes the run came to (inputs checked by the caller). Every stage runs
+  // within `control`: the model's cancels stop it, its loops count against one cap.
   std::vector<eval::HostTensor> run(const std::vector<eval::TensorRef>& inputs, std::vector<TraceEvent>* trace,
                                     const eval::RunControl& control) const;
   // The output shapes as far as input shapes tell: a size the data decides stays a symbol.
   std::vector<ir::Shape> output_shapes(const std::vector<ir::Shape>& input_shapes) const;
-  void cancel() const;
   // Every stage's numbers added up (the stages one run goes through), Stats::stages counting them.
   Stats stats() const;
   std::string report() const;

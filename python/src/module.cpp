@@ -256,13 +256,16 @@ py::list run_allocated(esg_model* h, const std::vector<esg_buffer>& in) {
   esg::detail::check(status);
   py::list outs;
   for (size_t i = 0; i < made.size(); ++i) {
-    auto* owned = new esg_buffer(made[i]);
-    made[i] = esg_buffer{};
-    const py::capsule base(owned, [](void* p) {  // owns `owned` from here, even if it throws
+    auto release = [](void* p) {
       auto* b = static_cast<esg_buffer*>(p);
       esg_buffer_free(b);
       delete b;
-    });
+    };
+    std::unique_ptr<esg_buffer, decltype(release)> guard(new esg_buffer(made[i]), release);  // until the capsule holds it
+    made[i] = esg_buffer{};
+    esg_buffer* owned = guard.get();
+    const py::capsule base(owned, release);
+    guard.release();
     const auto dt = static_cast<esg::DType>(owned->dtype);
     const std::vector<py::ssize_t> shape(owned->dims, owned->dims + owned->rank);
     const py::dtype want = dt == esg::bf16 ? py::dtype("uint16") : numpy_dtype_of(dt);

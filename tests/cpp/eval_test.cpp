@@ -160,3 +160,23 @@ TEST_CASE("a graph with ops sized by data is cut into stages, and evaluated stag
   CHECK(y[1].shape == ir::Shape{1, 4});
   CHECK(std::vector<int64_t>(y[1].data<int64_t>(), y[1].data<int64_t>() + 4) == std::vector<int64_t>{0, 2, 3, 5});
 }
+
+TEST_CASE("a constant made under a sized op's control dependency is still copied where it is read") {
+  ir::Builder b;
+  const ir::ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{3});
+  std::vector<ir::AttrArg> none(ir::ops::nonzero.attrs.size());
+  const ir::ValueId nz = b.graph().nodes[b.add_op(ir::ops::nonzero, {&x, 1}, none)].first_output;
+  b.push_control_deps({&nz, 1});
+  const float one = 1;
+  const ir::ValueId c = b.add_constant(ir::DType::F32, ir::Shape{}, &one, 4);
+  b.pop_control_deps();
+  const ir::ValueId in[] = {x, c};
+  const ir::ValueId y = b.graph().nodes[b.add_op(ir::ops::add, {in, 2}, {})].first_output;
+  const ir::ValueId outs[] = {nz, c, y};
+  const auto g = b.finish({outs, 3});
+  const auto r = eval::evaluate(*g, {f32(ir::Shape{3}, {0, 2, 0})});
+  REQUIRE(r.size() == 3);
+  CHECK(r[0].shape == ir::Shape{1, 1});
+  CHECK(r[1].data<float>()[0] == 1.0f);
+  CHECK(r[2].data<float>()[2] == 1.0f);
+}

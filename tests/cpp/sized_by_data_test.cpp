@@ -115,3 +115,20 @@ TEST_CASE("sized ops: what is refused") {
     CHECK_THROWS_AS(esg::compile(b.build(outs)), esg::UnsupportedError);
   }
 }
+
+TEST_CASE("a staged run's loops count against one cap") {
+  // A loop of n iterations before the nonzero and another after it: 2n in all.
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {4});
+  const Tensor n = b.input("n", esg::i64, {});
+  auto count_from = [&](const Tensor& start) {
+    return esg::while_({start}, [&](const std::vector<Tensor>& v) { return v[0] < n; },
+                       [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] + 1}; })[0];
+  };
+  const Tensor found = esg::reduce_sum(esg::nonzero(x));
+  const esg::Graph g = b.build({count_from(n - n), count_from(found - found)});
+  const std::vector<HostTensor> in = {HostTensor::from(esg::f32, std::vector<float>{1, 0, 1, 0}, {4}),
+                                      HostTensor::from(esg::i64, std::vector<int64_t>{600}, {})};
+  CHECK(esg::compile(g, esg::CompileOptions().max_loop_iterations(1300)).run(in)[1].values<int64_t>() == std::vector<int64_t>{600});
+  CHECK_THROWS_AS(esg::compile(g, esg::CompileOptions().max_loop_iterations(1000)).run(in), esg::LimitError);
+}

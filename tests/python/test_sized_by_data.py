@@ -201,6 +201,19 @@ def test_a_sized_op_inside_a_body_is_refused_at_compile():
         esgraph.compile(b.build(outs))
 
 
+def test_sizes_a_sized_op_is_given_are_checked_before_its_kernel_reads_them():
+    # Two symbols the rule takes for equal: a run where they differ is refused, not read past.
+    with esgraph.GraphBuilder("nms") as b:
+        boxes = b.input("boxes", esgraph.f32, [1, "N", 4])
+        scores = b.input("scores", esgraph.f32, [1, 1, "M"])
+        kept = ops.non_max_suppression(boxes, scores, 10)
+    model = esgraph.compile(b.build([kept]))
+    with pytest.raises(esgraph.ShapeError, match="non_max_suppression"):
+        model(np.zeros((1, 2, 4), np.float32), np.zeros((1, 1, 1000), np.float32))
+    got = model(np.array([[[0, 0, 1, 1], [5, 5, 6, 6]]], np.float32), np.array([[[0.5, 0.6]]], np.float32))
+    np.testing.assert_array_equal(got, [[0, 0, 1], [0, 0, 0]])  # the model runs on
+
+
 def test_shape_rules_refuse_what_they_cannot_take():
     with esgraph.GraphBuilder("bad") as b:
         with pytest.raises(esgraph.ShapeError, match="scalar"):
