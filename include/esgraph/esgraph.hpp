@@ -522,12 +522,15 @@ class Model {
   esg_model* handle() const { return m_.get(); }
   // Runs into newly allocated outputs (of the sizes the run comes to where the data decides them).
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) const {
-    std::vector<esg_buffer> in;
-    for (const HostTensor& t : inputs) in.push_back(t.buffer());
-    if (sized_by_data(in)) {
-      std::vector<esg_buffer> made(esg_model_num_outputs(m_.get()));
+    const std::vector<esg_buffer> in = buffers(inputs);
+    const std::vector<OutputType> types = output_types(in);
+    const bool sized_by_data = std::any_of(types.begin(), types.end(), [](const OutputType& t) {
+      return std::any_of(t.dims.begin(), t.dims.end(), [](int64_t d) { return d < 0; });
+    });
+    std::vector<HostTensor> outs;
+    if (sized_by_data) {
+      std::vector<esg_buffer> made(types.size());
       detail::check(esg_model_run_allocated(m_.get(), in.data(), in.size(), made.data(), made.size()));
-      std::vector<HostTensor> outs;
       for (esg_buffer& b : made) {
         try {
           outs.emplace_back(static_cast<DType>(b.dtype), std::vector<int64_t>(b.dims, b.dims + b.rank));
@@ -540,42 +543,31 @@ class Model {
       }
       return outs;
     }
-    std::vector<HostTensor> outs = allocate_outputs(inputs);
+    for (const OutputType& t : types) outs.emplace_back(t.dtype, t.dims);
     run(inputs, outs);
     return outs;
   }
   // Outputs of the right dtypes and shapes for these inputs; an InvalidArgumentError when the data
   // decides an output's size (run(inputs) allocates those).
   std::vector<HostTensor> allocate_outputs(const std::vector<HostTensor>& inputs) const {
-    std::vector<esg_buffer> in;
-    for (const HostTensor& t : inputs) in.push_back(t.buffer());
     std::vector<HostTensor> outs;
-    for (size_t i = 0; i < esg_model_num_outputs(m_.get()); ++i) {
-      esg_dtype dt;
-      int64_t dims[8];
-      size_t rank = 0;
-      detail::check(esg_model_output_shape(m_.get(), in.data(), in.size(), i, &dt, dims, 8, &rank));
-      for (size_t d = 0; d < rank; ++d)
-        if (dims[d] < 0)
-          throw InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "allocate_outputs: output " + std::to_string(i) +
-                                                                   "'s size depends on the data; run(inputs) allocates it");
-      outs.emplace_back(static_cast<DType>(dt), std::vector<int64_t>(dims, dims + rank));
+    for (const OutputType& t : output_types(buffers(inputs))) {
+      if (std::any_of(t.dims.begin(), t.dims.end(), [](int64_t d) { return d < 0; }))
+        throw InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "allocate_outputs: output " + std::to_string(outs.size()) +
+                                                                 "'s size depends on the data; run(inputs) allocates it");
+      outs.emplace_back(t.dtype, t.dims);
     }
     return outs;
   }
   // Runs into the caller's outputs (zero-copy).
   void run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>& outputs) const {
-    std::vector<esg_buffer> in, out;
-    for (const HostTensor& t : inputs) in.push_back(t.buffer());
-    for (const HostTensor& t : outputs) out.push_back(t.buffer());
+    const std::vector<esg_buffer> in = buffers(inputs), out = buffers(outputs);
     detail::check(esg_model_run(m_.get(), in.data(), in.size(), out.data(), out.size()));
   }
   // Runs once and writes every kernel's time to `trace_path` as a Chrome trace.
   std::vector<HostTensor> profile(const std::vector<HostTensor>& inputs, const std::string& trace_path) const {
     std::vector<HostTensor> outs = allocate_outputs(inputs);
-    std::vector<esg_buffer> in, out;
-    for (const HostTensor& t : inputs) in.push_back(t.buffer());
-    for (const HostTensor& t : outs) out.push_back(t.buffer());
+    const std::vector<esg_buffer> in = buffers(inputs), out = buffers(outs);
     detail::check(esg_model_profile(m_.get(), in.data(), in.size(), out.data(), out.size(), trace_path.c_str()));
     return outs;
   }
@@ -592,17 +584,25 @@ class Model {
   void cancel() const { detail::check(esg_model_cancel(m_.get())); }
 
  private:
-  // Whether some output's size is known only after a run (esg_model_output_shape gives -1).
-  bool sized_by_data(const std::vector<esg_buffer>& in) const {
+  struct OutputType {
+    DType dtype;
+    std::vector<int64_t> dims;  // -1 where the data decides the size
+  };
+  static std::vector<esg_buffer> buffers(const std::vector<HostTensor>& tensors) {
+    std::vector<esg_buffer> out;
+    for (const HostTensor& t : tensors) out.push_back(t.buffer());
+    return out;
+  }
+  std::vector<OutputType> output_types(const std::vector<esg_buffer>& in) const {
+    std::vector<OutputType> types;
     for (size_t i = 0; i < esg_model_num_outputs(m_.get()); ++i) {
       esg_dtype dt;
       int64_t dims[8];
       size_t rank = 0;
       detail::check(esg_model_output_shape(m_.get(), in.data(), in.size(), i, &dt, dims, 8, &rank));
-      for (size_t d = 0; d < rank; ++d)
-        if (dims[d] < 0) return true;
+      types.push_back({static_cast<DType>(dt), std::vector<int64_t>(dims, dims + rank)});
     }
-    return false;
+    return types;
   }
 
   std::unique_ptr<esg_model, detail::Destroyer<esg_model_destroy>> m_;
