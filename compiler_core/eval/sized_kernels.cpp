@@ -5,6 +5,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "eval/evaluate.hpp"
+#include "ir/builder.hpp"
 #include "ir/error.hpp"
 
 namespace esg::eval {
@@ -203,6 +205,30 @@ std::vector<HostTensor> non_max_suppression(const KernelCall& c) {
   return {std::move(selected)};
 }
 
+// ---- shape operands read at run time ----------------------------------------------------------
+// reshape_to(x, shape) runs as reshape(x) with `shape`'s values as its attribute: the static op's
+// rule checks them (the same messages as when it is built) and its kernel computes y.
+std::vector<HostTensor> as_static(const KernelCall& c, const ir::OpSchema& op) {
+  const TensorRef& x = *c.in[0];
+  const TensorRef& spec = *c.in[1];
+  std::vector<int64_t> values(static_cast<size_t>(spec.size()));
+  for (int64_t i = 0; i < spec.size(); ++i) values[static_cast<size_t>(i)] = load_i(spec, i);
+  ir::Builder b;
+  const ir::ValueId in = b.add_input("x", x.dtype, x.shape);
+  std::vector<ir::AttrArg> attrs(op.attrs.size());
+  const int at = op.attr_index("shape");
+  attrs[static_cast<size_t>(at)].kind = ir::AttrKind::IntList;
+  attrs[static_cast<size_t>(at)].present = true;
+  attrs[static_cast<size_t>(at)].ints = values.data();
+  attrs[static_cast<size_t>(at)].size = values.size();
+  const ir::Graph& g = b.graph();
+  const ir::Node& n = g.nodes[b.add_op(op, {&in, 1}, attrs)];  // throws ir::Error naming the op and the values
+  HostTensor y(x.dtype, g.shape(n.first_output), HostTensor::Uninitialized{});
+  const TensorRef out = y.ref();
+  run_kernel(g, n, {&x}, {&out});
+  return {std::move(y)};
+}
+
 }  // namespace
 
 SizedKernel find_sized_kernel(const ir::OpSchema& op) {
@@ -210,6 +236,8 @@ SizedKernel find_sized_kernel(const ir::OpSchema& op) {
     case ir::OpKind::nonzero: return nonzero;
     case ir::OpKind::unique: return unique;
     case ir::OpKind::non_max_suppression: return non_max_suppression;
+    case ir::OpKind::reshape_to: return [](const KernelCall& c) { return as_static(c, *ir::find_op(ir::OpKind::reshape)); };
+    case ir::OpKind::expand_to: return [](const KernelCall& c) { return as_static(c, *ir::find_op(ir::OpKind::expand)); };
     default: return nullptr;
   }
 }

@@ -214,6 +214,26 @@ void infer_unique(InferContext& ctx) {
   ctx.set_shape(3, {n});
 }
 
+// reshape_to, expand_to: as many sizes as `shape` holds, each known once the op has read them.
+static Shape sizes_of_operand(InferContext& ctx) {
+  const Shape& spec = ctx.shape(1);
+  if (spec.rank() != 1 || dim_is_symbolic(spec[0]))
+    ctx.fail("`shape` must be a 1-D tensor of a static length (its values are read as the op runs), got " + ctx.graph().shape_str(spec));
+  if (spec[0] > kMaxRank) ctx.fail("`shape` holds " + std::to_string(spec[0]) + " sizes, more than the " + std::to_string(kMaxRank) + " a tensor may have");
+  Shape out;
+  for (Dim d = 0; d < spec[0]; ++d) out.push_back(ctx.data_symbol(("d" + std::to_string(d)).c_str()));
+  return out;
+}
+
+void infer_reshape_to(InferContext& ctx) { ctx.set_shape(0, sizes_of_operand(ctx)); }
+
+void infer_expand_to(InferContext& ctx) {
+  const Shape out = sizes_of_operand(ctx);
+  if (out.rank() < ctx.shape(0).rank())
+    ctx.fail("cannot expand " + ctx.graph().shape_str(ctx.shape(0)) + " to the lower rank " + std::to_string(out.rank()) + " `shape` holds");
+  ctx.set_shape(0, out);
+}
+
 void infer_non_max_suppression(InferContext& ctx) {
   const Graph& g = ctx.graph();
   const Shape& boxes = ctx.shape(0);

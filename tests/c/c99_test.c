@@ -927,6 +927,29 @@ static void test_sizes_the_data_decides(void) {
   CHECK(esg_model_get_stats(m, &stats) == ESG_OK);
   CHECK(stats.stages == 2 && stats.sized_ops == 1);
   esg_model_destroy(m);
+  { /* a shape given as a tensor: reshape_to reads it as the run goes */
+    int64_t sd[1] = {2}, shape[2] = {-1, 1}, got_dims[2];
+    esg_tensor ts_in, ty;
+    esg_buffer ins[2], y;
+    tx = esg_input(b, "x", ESG_F32, xd, 1);
+    ts_in = esg_input(b, "shape", ESG_I64, sd, 1);
+    ty = esg_reshape_to(tx, ts_in, NULL);
+    g = esg_builder_build(b, &ty, 1);
+    m = esg_compile(g, NULL);
+    esg_graph_destroy(g);
+    CHECK(m != NULL);
+    ins[0] = in;
+    ins[1] = buffer(shape, sizeof shape, ESG_I64, sd, 1);
+    CHECK(esg_model_output_shape(m, ins, 2, 0, &dt, got_dims, 2, &rank) == ESG_OK);
+    CHECK(rank == 2 && got_dims[0] == -1 && got_dims[1] == -1);
+    CHECK(esg_model_run_allocated(m, ins, 2, &y, 1) == ESG_OK);
+    CHECK(y.rank == 2 && y.dims[0] == 5 && y.dims[1] == 1 && ((float*)y.data)[4] == 3);
+    esg_buffer_free(&y);
+    shape[0] = 2; /* 5 elements in rows of 2: refused, naming reshape */
+    CHECK(esg_model_run_allocated(m, ins, 2, &y, 1) == ESG_ERR_SHAPE);
+    CHECK(strstr(esg_last_error(), "reshape") != NULL && y.data == NULL);
+    esg_model_destroy(m);
+  }
   esg_builder_destroy(b);
 }
 

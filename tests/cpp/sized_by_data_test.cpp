@@ -132,3 +132,18 @@ TEST_CASE("a staged run's loops count against one cap") {
   CHECK(esg::compile(g, esg::CompileOptions().max_loop_iterations(1300)).run(in)[1].values<int64_t>() == std::vector<int64_t>{600});
   CHECK_THROWS_AS(esg::compile(g, esg::CompileOptions().max_loop_iterations(1000)).run(in), esg::LimitError);
 }
+
+TEST_CASE("reshape_to takes its shape as a tensor, read and checked as the run goes") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {6});
+  const Tensor rows = b.input("rows", esg::i64, {});
+  // [rows, -1], computed from an input.
+  const int64_t minus_one = -1;
+  const Tensor shape = esg::concat({esg::reshape(rows, {1}), b.constant(esg::i64, {1}, &minus_one, sizeof minus_one)}, 0);
+  const esg::Model m = esg::compile(b.build({esg::reshape_to(x, shape)}));
+  const HostTensor xs = HostTensor::from(esg::f32, std::vector<float>{1, 2, 3, 4, 5, 6}, {6});
+  CHECK(m.run({xs, HostTensor::from(esg::i64, std::vector<int64_t>{3}, {})})[0].shape() == Dims{3, 2});
+  CHECK(m.run({xs, HostTensor::from(esg::i64, std::vector<int64_t>{6}, {})})[0].shape() == Dims{6, 1});
+  CHECK_THROWS_AS(m.run({xs, HostTensor::from(esg::i64, std::vector<int64_t>{4}, {})}), esg::ShapeError);  // 6 elements in rows of 4
+  CHECK(m.run({xs, HostTensor::from(esg::i64, std::vector<int64_t>{2}, {})})[0].values<float>() == std::vector<float>{1, 2, 3, 4, 5, 6});
+}

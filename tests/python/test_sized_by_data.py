@@ -143,6 +143,52 @@ def test_non_max_suppression_keeps_the_lower_index_of_equal_scores_and_survives_
     assert run(model, nan_boxes, scores)[0].shape == (3, 3)  # NaN boxes overlap nothing
 
 
+# ---- shape operands that are tensors ---------------------------------------------------------
+def shape_operand_model():
+    with esgraph.GraphBuilder("shapes") as b:
+        x = b.input("x", esgraph.f32, [6])
+        s = b.input("s", esgraph.i64, [2])
+        t = b.input("t", esgraph.i64, [2])
+        y = ops.reshape_to(x, s + 0)  # a computed shape
+        e = ops.expand_to(x, t)
+    return esgraph.compile(b.build([ops.relu(y), e]))
+
+
+def test_reshape_to_and_expand_to_read_their_shapes_at_run_time():
+    model = shape_operand_model()
+    x = np.arange(6, dtype=np.float32) - 2
+    for s, t in [([2, 3], [4, 6]), ([3, -1], [1, 6]), ([0, 1, 6][:2], [2, 6])]:
+        y, e = model(x, np.array(s, np.int64), np.array(t, np.int64))
+        want = x.reshape([6 if v == 0 else v for v in s])  # 0 keeps x's size there
+        np.testing.assert_array_equal(y, np.maximum(want, 0))
+        np.testing.assert_array_equal(e, np.broadcast_to(x, t))
+    assert model.stats()["sized_ops"] == 2
+
+
+@pytest.mark.parametrize("s, t, message", [
+    ([4, -1], [1, 6], r"reshape.*cannot reshape \[6\]"),
+    ([-1, -1], [1, 6], "more than one -1"),
+    ([2, -5], [1, 6], "shape"),
+    ([2, 3], [6, 4], r"cannot expand \[6\] to \[6,4\]"),
+])
+def test_bad_shape_values_fail_the_run_naming_the_op_and_the_model_runs_on(s, t, message):
+    model = shape_operand_model()
+    x = np.ones(6, np.float32)
+    with pytest.raises((esgraph.ShapeError, esgraph.AttributeValueError), match=message):
+        model(x, np.array(s, np.int64), np.array(t, np.int64))
+    y, e = model(x, np.array([2, 3], np.int64), np.array([2, 6], np.int64))
+    assert y.shape == (2, 3) and e.shape == (2, 6)
+
+
+def test_a_shape_operand_must_have_a_static_length():
+    with esgraph.GraphBuilder("bad") as b:
+        x = b.input("x", esgraph.f32, [6])
+        with pytest.raises(esgraph.ShapeError, match="static length"):
+            ops.reshape_to(x, b.input("s", esgraph.i64, ["r"]))
+        with pytest.raises(esgraph.ShapeError, match="lower rank"):
+            ops.expand_to(b.input("m", esgraph.f32, [2, 3]), b.input("t", esgraph.i64, [1]))
+
+
 # ---- between other ops: the stages of a run -------------------------------------------------
 def rows_over(b, x):
     """The rows of x whose largest element passes 0.5, softmaxed, and their indices."""
