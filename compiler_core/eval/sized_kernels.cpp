@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <string_view>
 
 #include "eval/evaluate.hpp"
 #include "ir/builder.hpp"
@@ -206,26 +207,46 @@ std::vector<HostTensor> non_max_suppression(const KernelCall& c) {
 }
 
 // ---- shape operands read at run time ----------------------------------------------------------
-// reshape_to(x, shape) runs as reshape(x) with `shape`'s values as its attribute: the static op's
-// rule checks them (the same messages as when it is built) and its kernel computes y.
-std::vector<HostTensor> as_static(const KernelCall& c, const ir::OpSchema& op) {
-  const TensorRef& x = *c.in[0];
-  const TensorRef& spec = *c.in[1];
+// reshape_to(x, shape) runs as reshape(x) with `shape`'s values as its attribute (fill_to as fill,
+// its own attributes passed on): the static op's rule checks them, with the same messages as when
+// it is built, and its kernel computes y.
+std::vector<HostTensor> as_static(const KernelCall& c, ir::OpKind kind) {
+  const ir::OpSchema& op = *ir::find_op(kind);
+  const ir::OpSchema& self = *c.node.op;
+  const size_t operand = static_cast<size_t>(self.input_index("shape"));
+  const TensorRef& spec = *c.in[operand];
   std::vector<int64_t> values(static_cast<size_t>(spec.size()));
   for (int64_t i = 0; i < spec.size(); ++i) values[static_cast<size_t>(i)] = load_i(spec, i);
   ir::Builder b;
-  const ir::ValueId in = b.add_input("x", x.dtype, x.shape);
+  std::vector<ir::ValueId> ins;
+  std::vector<const TensorRef*> refs;
+  for (size_t i = 0; i < c.in.size(); ++i)
+    if (i != operand) {
+      ins.push_back(b.add_input("in" + std::to_string(i), c.in[i]->dtype, c.in[i]->shape));
+      refs.push_back(c.in[i]);
+    }
   std::vector<ir::AttrArg> attrs(op.attrs.size());
-  const int at = op.attr_index("shape");
-  attrs[static_cast<size_t>(at)].kind = ir::AttrKind::IntList;
-  attrs[static_cast<size_t>(at)].present = true;
-  attrs[static_cast<size_t>(at)].ints = values.data();
-  attrs[static_cast<size_t>(at)].size = values.size();
+  for (size_t a = 0; a < op.attrs.size(); ++a) {
+    ir::AttrArg& arg = attrs[a];
+    if (std::string_view(op.attrs[a].name) == "shape") {
+      arg.kind = ir::AttrKind::IntList;
+      arg.present = true;
+      arg.ints = values.data();
+      arg.size = values.size();
+      continue;
+    }
+    const ir::AttrValue& v = c.graph.attrs[c.node.first_attr + static_cast<uint32_t>(self.attr_index(op.attrs[a].name))];
+    // The static forms take scalars beside `shape` (fill's value and dtype): no list or string.
+    arg.kind = v.kind;
+    arg.present = true;
+    arg.i = v.kind == ir::AttrKind::Float ? 0 : v.i;
+    arg.f = v.kind == ir::AttrKind::Float ? v.f : 0;
+  }
   const ir::Graph& g = b.graph();
-  const ir::Node& n = g.nodes[b.add_op(op, {&in, 1}, attrs)];  // throws ir::Error naming the op and the values
-  HostTensor y(x.dtype, g.shape(n.first_output), HostTensor::Uninitialized{});
+  const ir::Node& n = g.nodes[b.add_op(op, ins, attrs)];  // throws ir::Error naming the op and the values
+  HostTensor y(g.values[n.first_output].dtype, g.shape(n.first_output), HostTensor::Uninitialized{});
   const TensorRef out = y.ref();
-  run_kernel(g, n, {&x}, {&out});
+  run_kernel(g, n, refs, {&out});
   return {std::move(y)};
 }
 
@@ -236,8 +257,9 @@ SizedKernel find_sized_kernel(const ir::OpSchema& op) {
     case ir::OpKind::nonzero: return nonzero;
     case ir::OpKind::unique: return unique;
     case ir::OpKind::non_max_suppression: return non_max_suppression;
-    case ir::OpKind::reshape_to: return [](const KernelCall& c) { return as_static(c, *ir::find_op(ir::OpKind::reshape)); };
-    case ir::OpKind::expand_to: return [](const KernelCall& c) { return as_static(c, *ir::find_op(ir::OpKind::expand)); };
+    case ir::OpKind::reshape_to: return [](const KernelCall& c) { return as_static(c, ir::OpKind::reshape); };
+    case ir::OpKind::expand_to: return [](const KernelCall& c) { return as_static(c, ir::OpKind::expand); };
+    case ir::OpKind::fill_to: return [](const KernelCall& c) { return as_static(c, ir::OpKind::fill); };
     default: return nullptr;
   }
 }

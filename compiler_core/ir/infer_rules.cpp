@@ -214,9 +214,10 @@ void infer_unique(InferContext& ctx) {
   ctx.set_shape(3, {n});
 }
 
-// reshape_to, expand_to: as many sizes as `shape` holds, each known once the op has read them.
-static Shape sizes_of_operand(InferContext& ctx) {
-  const Shape& spec = ctx.shape(1);
+// reshape_to, expand_to, fill_to: as many sizes as `shape` (input `operand`) holds, each known
+// once the op has read them.
+static Shape sizes_of_operand(InferContext& ctx, size_t operand) {
+  const Shape& spec = ctx.shape(operand);
   if (spec.rank() != 1 || dim_is_symbolic(spec[0]))
     ctx.fail("`shape` must be a 1-D tensor of a static length (its values are read as the op runs), got " + ctx.graph().shape_str(spec));
   if (spec[0] > kMaxRank) ctx.fail("`shape` holds " + std::to_string(spec[0]) + " sizes, more than the " + std::to_string(kMaxRank) + " a tensor may have");
@@ -225,10 +226,12 @@ static Shape sizes_of_operand(InferContext& ctx) {
   return out;
 }
 
-void infer_reshape_to(InferContext& ctx) { ctx.set_shape(0, sizes_of_operand(ctx)); }
+void infer_reshape_to(InferContext& ctx) { ctx.set_shape(0, sizes_of_operand(ctx, 1)); }
+
+void infer_fill_to(InferContext& ctx) { ctx.set_shape(0, sizes_of_operand(ctx, 0)); }
 
 void infer_expand_to(InferContext& ctx) {
-  const Shape out = sizes_of_operand(ctx);
+  const Shape out = sizes_of_operand(ctx, 1);
   if (out.rank() < ctx.shape(0).rank())
     ctx.fail("cannot expand " + ctx.graph().shape_str(ctx.shape(0)) + " to the lower rank " + std::to_string(out.rank()) + " `shape` holds");
   ctx.set_shape(0, out);

@@ -180,6 +180,19 @@ def test_bad_shape_values_fail_the_run_naming_the_op_and_the_model_runs_on(s, t,
     assert y.shape == (2, 3) and e.shape == (2, 6)
 
 
+def test_fill_to_makes_a_tensor_of_a_computed_shape():
+    with esgraph.GraphBuilder("fill") as b:
+        sizes = b.input("sizes", esgraph.i64, [2])
+        y = ops.fill_to(sizes * 2, value=1.5, dtype=esgraph.f64)
+    model = esgraph.compile(b.build([y]))
+    got = model(np.array([1, 3], np.int64))
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, np.full((2, 6), 1.5))
+    with pytest.raises(esgraph.AttributeValueError, match="fill"):
+        model(np.array([1, -3], np.int64))
+    assert model(np.array([0, 2], np.int64)).shape == (0, 4)
+
+
 def test_a_shape_operand_must_have_a_static_length():
     with esgraph.GraphBuilder("bad") as b:
         x = b.input("x", esgraph.f32, [6])

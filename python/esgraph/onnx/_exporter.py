@@ -401,6 +401,13 @@ def _emit_fill(e, n, ins, outs):
            value=numpy_helper.from_array(np.array([a["value"]], dtype=dtype)))
 
 
+@_exports("fill_to")
+def _emit_fill_to(e, n, ins, outs):
+    a = n["attrs"]
+    shape = e.node("Cast", [ins[0]], to=TensorProto.INT64)  # ConstantOfShape takes int64 sizes
+    e.node("ConstantOfShape", [shape], outs, value=numpy_helper.from_array(np.array([a["value"]], dtype=_numpy_dtype(a["dtype"]))))
+
+
 @_exports("range")
 def _emit_range(e, n, ins, outs):
     dtype = _numpy_dtype(n["attrs"]["dtype"])
