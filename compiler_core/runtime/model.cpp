@@ -303,14 +303,16 @@ std::vector<eval::HostTensor> Model::run(const std::vector<eval::TensorRef>& inp
     check_inputs(inputs, "run");
     return staged_->run(inputs, trace, control);
   }
-  const std::vector<ir::Shape> shapes = output_shapes(check_inputs(inputs, "run"));
+  // The outputs made here to the plan's shapes: checked once, looked up once.
+  const std::shared_ptr<const Compiled> c = plan_for(check_inputs(inputs, "run"));
+  const ir::Graph& g = c->plan->graph();
   std::vector<eval::HostTensor> out;
   std::vector<eval::TensorRef> refs;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    out.emplace_back(graph_->values[graph_->outputs()[i]].dtype, shapes[i], eval::HostTensor::Uninitialized{});
+  for (ir::ValueId v : g.outputs()) {
+    out.emplace_back(g.values[v].dtype, g.shape(v), eval::HostTensor::Uninitialized{});
     refs.push_back(out.back().ref());
   }
-  run_into(inputs, refs, trace, control);
+  c->program->run(inputs, refs, trace, pool_.get(), control);
   return out;
 }
 

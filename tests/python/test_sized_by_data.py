@@ -21,10 +21,11 @@ def compiled(build, *inputs, **options):
     return esgraph.compile(b.build(outs if isinstance(outs, list) else [outs]), **options)
 
 
+_FROM_NUMPY = {t.numpy: t for t in esgraph.DType.__members__.values() if t != esgraph.bf16}
+
+
 def _dtype(a):
-    return {np.dtype(np.float32): esgraph.f32, np.dtype(np.float64): esgraph.f64, np.dtype(np.int32): esgraph.i32,
-            np.dtype(np.int64): esgraph.i64, np.dtype(np.uint8): esgraph.u8, np.dtype(np.uint64): esgraph.u64,
-            np.dtype(np.bool_): esgraph.bool_}[a.dtype]
+    return _FROM_NUMPY[a.dtype]
 
 
 def run(model, *inputs):

@@ -138,8 +138,8 @@ class ValueDependentModel:
         """Which inputs carry shapes, the graphs kept, and the report of the one run last."""
         what = [f"values of {', '.join(self._graph.shape_inputs)}"] if self._graph.shape_inputs else []
         what += ["input shapes"] if self._graph.by_shapes else []
-        head = (f"graphs per set of {' and '.join(what)}: {len(self._models)} kept "
-                f"({'at most ' + str(self._max_plans) if self._max_plans else 'no limit'}), {self._compiled} compiled\n")
         with self._lock:
+            head = (f"graphs per set of {' and '.join(what)}: {len(self._models)} kept "
+                    f"({'at most ' + str(self._max_plans) if self._max_plans else 'no limit'}), {self._compiled} compiled\n")
             latest = next(reversed(self._models.values()), None)
         return head + (latest.report() if latest is not None else "no graph yet: the first run imports one for its values\n")
