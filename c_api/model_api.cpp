@@ -89,6 +89,7 @@ ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options
     co.max_nodes = o.max_nodes;
     co.max_plans = o.max_plans;
     co.grow_memory = o.grow_memory;
+    co.max_memory_bytes = o.max_memory_bytes;
     const std::string precision = o.precision ? o.precision : "f32";
     if (precision == "bf16") co.precision = esg::runtime::Precision::BF16;
     else if (precision != "f32")

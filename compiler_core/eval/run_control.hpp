@@ -19,10 +19,19 @@ struct RunControl {
   // which stops the runs under way then and none that start after.
   const std::atomic<uint64_t>* cancels = nullptr;
   uint64_t started_at = 0;
+  // The most bytes a tensor whose size the run reads from data may take; 0: no cap.
+  int64_t max_memory_bytes = 0;
 
   void check() const {
     if (cancels && cancels->load(std::memory_order_relaxed) != started_at)
       throw ir::Error(ir::ErrorCode::Cancelled, "run: cancelled (Model::cancel) before it finished");
+  }
+  // Before `op` allocates `bytes` at a size read from data.
+  void check_bytes(const char* op, int64_t bytes) const {
+    if (max_memory_bytes > 0 && bytes > max_memory_bytes)
+      throw ir::Error(ir::ErrorCode::Limit, std::string("run: `") + op + "` would allocate " + std::to_string(bytes) +
+                                                " bytes for the sizes its data gives, more than max_memory_bytes (" +
+                                                std::to_string(max_memory_bytes) + ")");
   }
   // Before a loop body runs once more.
   void check_iteration(const char* op) const {

@@ -54,7 +54,7 @@ std::vector<HostTensor> run_cut(const ir::Graph& g, const ir::Cut& cut, const st
       check_sizes(g, id, in);
       const SizedKernel kernel = find_sized_kernel(*n.op);
       if (!kernel) throw ir::Error(ir::ErrorCode::Internal, std::string("no kernel for `") + n.op->name + "`, whose sizes the data decides");
-      std::vector<HostTensor> out = kernel(KernelCall{g, n, in, {}});
+      std::vector<HostTensor> out = kernel(KernelCall{g, n, in, {}}, control);
       for (uint32_t i = 0; i < n.num_outputs; ++i) keep(n.first_output + i, std::move(out[i]));
     }
   }

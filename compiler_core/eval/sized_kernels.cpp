@@ -17,7 +17,7 @@ using ir::DType;
 using ir::Shape;
 
 // ---- nonzero ------------------------------------------------------------------------------
-std::vector<HostTensor> nonzero(const KernelCall& c) {
+std::vector<HostTensor> nonzero(const KernelCall& c, const RunControl&) {
   const TensorRef& x = *c.in[0];
   const int64_t n = x.size();
   std::vector<int64_t> hits;
@@ -123,7 +123,7 @@ Groups group_slices(const TensorRef& x, const Slices& s, bool sorted, T (*load)(
 // Unsigned 64-bit elements ride in int64 (load_i): flipping the sign bit keeps their order.
 int64_t load_u64_ordered(const TensorRef& t, int64_t i) { return static_cast<int64_t>(static_cast<uint64_t>(load_i(t, i)) ^ (uint64_t{1} << 63)); }
 
-std::vector<HostTensor> unique(const KernelCall& c) {
+std::vector<HostTensor> unique(const KernelCall& c, const RunControl&) {
   const TensorRef& x = *c.in[0];
   const ir::UniqueAttrs a = c.attrs<ir::UniqueAttrs>();
   Slices s;
@@ -169,7 +169,7 @@ bool overlaps(const Box& a, const Box& b, float threshold) {
   return inter / (area_a + area_b - inter) > threshold;
 }
 
-std::vector<HostTensor> non_max_suppression(const KernelCall& c) {
+std::vector<HostTensor> non_max_suppression(const KernelCall& c, const RunControl&) {
   const TensorRef& boxes = *c.in[0];
   const TensorRef& scores = *c.in[1];
   const ir::NonMaxSuppressionAttrs a = c.attrs<ir::NonMaxSuppressionAttrs>();
@@ -210,7 +210,7 @@ std::vector<HostTensor> non_max_suppression(const KernelCall& c) {
 // reshape_to(x, shape) runs as reshape(x) with `shape`'s values as its attribute (fill_to as fill,
 // its own attributes passed on): the static op's rule checks them, with the same messages as when
 // it is built, and its kernel computes y.
-std::vector<HostTensor> as_static(const KernelCall& c, ir::OpKind kind) {
+std::vector<HostTensor> as_static(const KernelCall& c, const RunControl& control, ir::OpKind kind) {
   const ir::OpSchema& op = *ir::find_op(kind);
   const ir::OpSchema& self = *c.node.op;
   const size_t operand = static_cast<size_t>(self.input_index("shape"));
@@ -244,7 +244,9 @@ std::vector<HostTensor> as_static(const KernelCall& c, ir::OpKind kind) {
   }
   const ir::Graph& g = b.graph();
   const ir::Node& n = g.nodes[b.add_op(op, ins, attrs)];  // throws ir::Error naming the op and the values
-  HostTensor y(g.values[n.first_output].dtype, g.shape(n.first_output), HostTensor::Uninitialized{});
+  const ir::ValueId made = n.first_output;
+  control.check_bytes(self.name, g.shape(made).num_elements() * static_cast<int64_t>(ir::dtype_size(g.values[made].dtype)));
+  HostTensor y(g.values[made].dtype, g.shape(made), HostTensor::Uninitialized{});
   const TensorRef out = y.ref();
   run_kernel(g, n, refs, {&out});
   return {std::move(y)};
@@ -257,9 +259,9 @@ SizedKernel find_sized_kernel(const ir::OpSchema& op) {
     case ir::OpKind::nonzero: return nonzero;
     case ir::OpKind::unique: return unique;
     case ir::OpKind::non_max_suppression: return non_max_suppression;
-    case ir::OpKind::reshape_to: return [](const KernelCall& c) { return as_static(c, ir::OpKind::reshape); };
-    case ir::OpKind::expand_to: return [](const KernelCall& c) { return as_static(c, ir::OpKind::expand); };
-    case ir::OpKind::fill_to: return [](const KernelCall& c) { return as_static(c, ir::OpKind::fill); };
+    case ir::OpKind::reshape_to: return [](const KernelCall& c, const RunControl& r) { return as_static(c, r, ir::OpKind::reshape); };
+    case ir::OpKind::expand_to: return [](const KernelCall& c, const RunControl& r) { return as_static(c, r, ir::OpKind::expand); };
+    case ir::OpKind::fill_to: return [](const KernelCall& c, const RunControl& r) { return as_static(c, r, ir::OpKind::fill); };
     default: return nullptr;
   }
 }

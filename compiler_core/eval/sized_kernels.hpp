@@ -7,11 +7,13 @@
 
 #include "eval/host_tensor.hpp"
 #include "eval/kernels.hpp"
+#include "eval/run_control.hpp"
 
 namespace esg::eval {
 
-// `call.out` is empty: the kernel makes its outputs.
-using SizedKernel = std::vector<HostTensor> (*)(const KernelCall& call);
+// `call.out` is empty: the kernel makes its outputs, within `control`'s memory cap where their
+// size is not bounded by the inputs'.
+using SizedKernel = std::vector<HostTensor> (*)(const KernelCall& call, const RunControl& control);
 
 // nullptr for an op whose sizes its inputs' shapes tell.
 SizedKernel find_sized_kernel(const ir::OpSchema& op);

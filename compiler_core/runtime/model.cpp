@@ -55,8 +55,9 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options, std::shar
   if (options_.threads < 0 || options_.threads > 256)
     throw Error(ErrorCode::InvalidArgument, "compile: threads must be 0..256, got " + std::to_string(options_.threads));
   if (!options_.backend) throw Error(ErrorCode::InvalidArgument, "compile: no backend");
-  if (options_.max_loop_iterations < 0 || options_.max_nodes < 0 || options_.max_plans < 0)
-    throw Error(ErrorCode::InvalidArgument, "compile: max_loop_iterations, max_nodes and max_plans must be 0 (no limit) or more");
+  if (options_.max_loop_iterations < 0 || options_.max_nodes < 0 || options_.max_plans < 0 || options_.max_memory_bytes < 0)
+    throw Error(ErrorCode::InvalidArgument,
+                "compile: max_loop_iterations, max_nodes, max_plans and max_memory_bytes must be 0 (no limit) or more");
   if (options_.max_nodes && static_cast<int64_t>(graph_->nodes.size()) > options_.max_nodes)
     throw Error(ErrorCode::Limit, "compile: the graph has " + std::to_string(graph_->nodes.size()) + " nodes, more than max_nodes (" +
                                       std::to_string(options_.max_nodes) + "); raise max_nodes to compile it");
@@ -111,7 +112,8 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options, std::shar
 }
 
 eval::RunControl Model::run_control(uint64_t started_at) const {
-  return eval::RunControl{options_.max_loop_iterations, {0}, &cancels_, started_at};  // made in place (it holds an atomic)
+  // Made in place (it holds an atomic).
+  return eval::RunControl{options_.max_loop_iterations, {0}, &cancels_, started_at, options_.max_memory_bytes};
 }
 
 
@@ -156,9 +158,20 @@ Model::ClassPlan Model::symbolic_for(const std::vector<ir::Shape>& shapes) const
   return {it->second.plan, it->second.latest, key};
 }
 
+void Model::check_memory(const Plan& plan) const {
+  if (options_.max_memory_bytes <= 0) return;
+  const ir::Graph& g = plan.graph();
+  int64_t bytes = plan.arena_bytes();
+  for (ir::ValueId v : g.outputs()) bytes += g.shape(v).num_elements() * static_cast<int64_t>(ir::dtype_size(g.values[v].dtype));
+  if (bytes > options_.max_memory_bytes)
+    throw Error(ErrorCode::Limit, "the plan for these sizes needs " + std::to_string(bytes) + " bytes of working memory and outputs, more than max_memory_bytes (" +
+                                      std::to_string(options_.max_memory_bytes) + ")");
+}
+
 std::shared_ptr<const Model::Compiled> Model::bind(const ClassPlan& c, const std::vector<ir::Shape>& shapes) const {
   std::unique_ptr<Plan> bound = c.plan->bind(shapes);  // throws naming the op whose sizes disagree
   if (!bound) return nullptr;
+  check_memory(*bound);
   auto made = std::make_shared<Compiled>();
   made->plan = std::move(bound);
   try {
@@ -192,6 +205,7 @@ std::shared_ptr<const Model::Compiled> Model::plan_for(const std::vector<ir::Sha
   if (!bound) {
     auto exact = std::make_shared<Compiled>();
     exact->plan = std::make_unique<Plan>(*graph_, shapes, options_);
+    check_memory(*exact->plan);  // before the backend allocates it
     exact->program = options_.backend->lower(*exact->plan, options_, nullptr);
     c = exact;
   }

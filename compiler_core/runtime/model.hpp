@@ -88,6 +88,8 @@ class Model {
   // Refuses shapes whose symbolic sizes disagree with a size the options bind, or with each
   // other (one symbol, two sizes); `what` names the call.
   void check_symbols(const std::vector<ir::Shape>& input_shapes, const char* what) const;
+  // Throws ir::Error(Limit) when `plan`'s working memory and outputs exceed max_memory_bytes.
+  void check_memory(const Plan& plan) const;
   // What stops a run that began when the cancel counter read `started_at`.
   eval::RunControl run_control(uint64_t started_at) const;
   // run() into the caller's outputs, stopped by `control`.

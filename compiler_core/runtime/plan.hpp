@@ -53,6 +53,10 @@ struct CompileOptions {
   // Bindings (or plans per set of input shapes) kept, and as many symbolic plans, least recently
   // run dropped; 0: no limit.
   int64_t max_plans = kDefaultMaxPlans;
+  // The most bytes a plan's working memory and outputs, or a tensor sized by data, may take: a
+  // model whose sizes need more is not compiled, a run whose sizes do fails (ir::Error Limit).
+  // 0 (default): no cap.
+  int64_t max_memory_bytes = 0;
 
   // The model's threads: `threads`, or the machine's cores when 0.
   int pool_threads() const;
@@ -85,6 +89,9 @@ class Plan {
     int stream;
   };
   const ir::Graph& graph() const { return *graph_; }
+  // The graph at the sizes its memory is planned for: a symbolic plan's, and each binding's, the
+  // size class's largest; else graph(). Node and value ids are graph()'s.
+  const ir::Graph& largest_graph() const { return decided_->sized ? *decided_->sized : *graph_; }
   bool symbolic() const { return decided_->sized != nullptr && !bound_; }
   bool bound() const { return bound_; }  // made by bind()
   // A symbolic plan fixed to the sizes of `input_shapes`: the same launches, groups, streams and

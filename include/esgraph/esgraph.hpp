@@ -461,6 +461,7 @@ class CompileOptions {
   // Limits against hostile models, 0 for none (see esg_compile_options).
   CompileOptions& max_loop_iterations(int64_t n) { raw_.max_loop_iterations = n; return *this; }
   CompileOptions& max_nodes(int64_t n) { raw_.max_nodes = n; return *this; }
+  CompileOptions& max_memory_bytes(int64_t n) { raw_.max_memory_bytes = n; return *this; }
   // Bindings to sets of sizes (or plans per set of input shapes) kept, and as many symbolic
   // plans, least recently run dropped first; 0: no limit (see esg_compile_options).
   CompileOptions& max_plans(int64_t n) { raw_.max_plans = n; return *this; }

@@ -455,12 +455,12 @@ void bind_model(py::module_& m) {
                       const std::map<std::string, py::object>& shapes, const std::string& backend, int device, int ai_cores,
                       bool host_fallback, const std::map<std::string, int64_t>& backend_options,
                       int64_t max_loop_iterations, int64_t max_nodes, const std::string& precision, int64_t max_plans,
-                      bool grow_memory) {
+                      bool grow_memory, int64_t max_memory_bytes) {
     esg::CompileOptions o;
     o.streams(streams).threads(threads).fusion(fusion).memory_reuse(memory_reuse).verify_each_pass(verify_each_pass);
     o.backend(backend).device(device).ai_cores(ai_cores).host_fallback(host_fallback);
     o.max_loop_iterations(max_loop_iterations).max_nodes(max_nodes).precision(precision).max_plans(max_plans);
-    o.grow_memory(grow_memory);
+    o.grow_memory(grow_memory).max_memory_bytes(max_memory_bytes);
     for (const auto& [name, size] : shapes) {  // a size binds the symbol; a (min, max) pair ranges it
       const auto is_int = [](const py::handle& h) { return PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr()); };
       const std::string what = "compile: shapes[\"" + name + "\"] must be a size or a (min, max) pair of ints, got " +
@@ -484,6 +484,7 @@ void bind_model(py::module_& m) {
      py::arg("max_loop_iterations") = esg::CompileOptions().c()->max_loop_iterations,
      py::arg("max_nodes") = esg::CompileOptions().c()->max_nodes, py::arg("precision") = "f32",
      py::arg("max_plans") = esg::CompileOptions().c()->max_plans, py::arg("grow_memory") = false,
+     py::arg("max_memory_bytes") = 0,
      "Compiles a graph. `shapes` binds symbolic dimensions by name (a run with another size is a ShapeError), or "
      "gives a (min, max) range a run's sizes must keep to (its memory planned for its largest size, or with "
      "`grow_memory` grown on demand, per power-of-two class up to it); "
@@ -496,8 +497,9 @@ void bind_model(py::module_& m) {
      "it, `ai_cores` caps the blocks per kernel) or 'ascend-sim' (the same backend on esgraph's simulated device). "
      "`host_fallback`: on Ascend, ops with no device lowering run on the host, copied off the device and back, "
      "instead of refusing the model. `backend_options`: any option of the backend by name (docs/backends.md). "
-     "`max_loop_iterations` (of a run's loops together) and `max_nodes` (of the graph) limit what a hostile model may "
-     "ask, 0 for no limit: beyond them is a LimitError. `precision`: 'f32' (default) or 'bf16', convolutions' and constant-weight products' "
+     "`max_loop_iterations` (of a run's loops together), `max_nodes` (of the graph) and `max_memory_bytes` (of a "
+     "plan's working memory and outputs, or of a tensor whose size a run reads from data; none by default) limit what "
+     "a hostile model may ask, 0 for no limit: beyond them is a LimitError. `precision`: 'f32' (default) or 'bf16', convolutions' and constant-weight products' "
      "operands rounded to bfloat16 and summed in f32 where the CPU multiplies bf16 (else an "
      "UnsupportedError naming what it lacks).");
 }
@@ -515,7 +517,8 @@ void bind_errors(py::module_& m) {
   e.unsupported = new_error(m, "UnsupportedError", PyExc_ValueError, "An option newer than this library.");
   e.backend = new_error(m, "BackendError", PyExc_RuntimeError, "A device runtime that is missing or failed.");
   e.limit = new_error(m, "LimitError", PyExc_RuntimeError,
-                      "Beyond a limit: bodies nested too deep, a graph over max_nodes, a loop over max_loop_iterations.");
+                      "Beyond a limit: bodies nested too deep, a graph over max_nodes, a loop over max_loop_iterations, "
+                      "memory over max_memory_bytes.");
   e.cancelled = new_error(m, "CancelledError", PyExc_RuntimeError, "A run stopped by Model.cancel().");
   py::register_exception_translator([](std::exception_ptr p) {
     try {

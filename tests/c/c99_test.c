@@ -950,6 +950,29 @@ static void test_sizes_the_data_decides(void) {
     CHECK(strstr(esg_last_error(), "reshape") != NULL && y.data == NULL);
     esg_model_destroy(m);
   }
+  { /* max_memory_bytes: a shape read from data past the cap fails that run only */
+    int64_t sd[1] = {2}, shape[2] = {1 << 20, 1 << 10};
+    esg_tensor ts_in, ty;
+    esg_buffer y, shape_in;
+    esg_compile_options o;
+    esg_compile_options_init(&o);
+    CHECK(o.max_memory_bytes == 0);
+    o.max_memory_bytes = 1 << 20;
+    ts_in = esg_input(b, "fill shape", ESG_I64, sd, 1);
+    ty = esg_fill_to(ts_in, NULL);
+    g = esg_builder_build(b, &ty, 1);
+    m = esg_compile(g, &o);
+    esg_graph_destroy(g);
+    CHECK(m != NULL);
+    shape_in = buffer(shape, sizeof shape, ESG_I64, sd, 1);
+    CHECK(esg_model_run_allocated(m, &shape_in, 1, &y, 1) == ESG_ERR_LIMIT);
+    CHECK(strstr(esg_last_error(), "max_memory_bytes (1048576)") != NULL && y.data == NULL);
+    shape[0] = 3, shape[1] = 2;
+    CHECK(esg_model_run_allocated(m, &shape_in, 1, &y, 1) == ESG_OK);
+    CHECK(y.rank == 2 && y.dims[0] == 3 && y.dims[1] == 2);
+    esg_buffer_free(&y);
+    esg_model_destroy(m);
+  }
   esg_builder_destroy(b);
 }
 

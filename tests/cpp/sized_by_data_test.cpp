@@ -147,3 +147,21 @@ TEST_CASE("reshape_to takes its shape as a tensor, read and checked as the run g
   CHECK_THROWS_AS(m.run({xs, HostTensor::from(esg::i64, std::vector<int64_t>{4}, {})}), esg::ShapeError);  // 6 elements in rows of 4
   CHECK(m.run({xs, HostTensor::from(esg::i64, std::vector<int64_t>{2}, {})})[0].values<float>() == std::vector<float>{1, 2, 3, 4, 5, 6});
 }
+
+TEST_CASE("max_memory_bytes caps a shape read from data, and a stage's plan, at run time") {
+  esg::GraphBuilder b;
+  const Tensor shape = b.input("shape", esg::i64, {2});
+  const Tensor x = b.input("x", esg::f32, {4});
+  // fill_to's size is the data's; the stage after nonzero is planned for the count it finds.
+  const esg::Model m = esg::compile(b.build({esg::fill_to(shape), esg::expand_to(esg::reshape(esg::nonzero(x), {-1, 1}), shape)}),
+                                    esg::CompileOptions().max_memory_bytes(1 << 20));
+  const HostTensor ones = HostTensor::from(esg::f32, std::vector<float>{1, 0, 1, 1}, {4});
+  CHECK_THROWS_WITH_AS(m.run({HostTensor::from(esg::i64, std::vector<int64_t>{1 << 20, 1 << 10}, {2}), ones}),
+                       doctest::Contains("`fill_to` would allocate 4294967296 bytes"), esg::LimitError);
+  const std::vector<HostTensor> out = m.run({HostTensor::from(esg::i64, std::vector<int64_t>{3, 2}, {2}), ones});
+  CHECK(out[0].shape() == Dims{3, 2});
+  CHECK(out[1].values<int64_t>() == std::vector<int64_t>{0, 0, 2, 2, 3, 3});
+  esg::GraphBuilder b2;
+  const esg::Graph fill = b2.build({esg::fill_to(b2.input("shape", esg::i64, {2}))});
+  CHECK_THROWS_AS(esg::compile(fill, esg::CompileOptions().max_memory_bytes(-1)), esg::InvalidArgumentError);
+}

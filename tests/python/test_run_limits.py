@@ -41,8 +41,41 @@ def test_a_limit_error_is_an_esgraph_error_and_a_runtime_error():
 
 
 def test_negative_limits_are_refused():
-    with pytest.raises(esgraph.InvalidArgumentError, match="max_loop_iterations, max_nodes and max_plans must be 0"):
+    with pytest.raises(esgraph.InvalidArgumentError, match="max_loop_iterations, max_nodes, max_plans and max_memory_bytes must be 0"):
         esgraph.compile(counting_loop(), max_loop_iterations=-1)
+    with pytest.raises(esgraph.InvalidArgumentError, match="max_memory_bytes must be 0"):
+        esgraph.compile(counting_loop(), max_memory_bytes=-1)
+
+
+def test_memory_past_the_cap_is_refused_at_compile_for_fixed_sizes():
+    with esgraph.GraphBuilder("big") as b:
+        x = b.input("x", esgraph.f32, [1024, 1024])
+        g = b.build([ops.exp(x) + 1.0])  # 4 MiB out, and as much of working memory at most
+    with pytest.raises(esgraph.LimitError, match=r"needs \d+ bytes of working memory and outputs, more than max_memory_bytes \(1000000\)"):
+        esgraph.compile(g, max_memory_bytes=1_000_000)
+    x = np.ones((1024, 1024), np.float32)
+    np.testing.assert_allclose(esgraph.compile(g, max_memory_bytes=16 << 20)(x), np.exp(x) + 1.0, rtol=1e-6)
+
+
+def test_memory_past_the_cap_fails_the_run_whose_sizes_need_it():
+    """A symbolic size's class, and a shape read from data (fill_to), are checked as the run
+    reaches them; the model stays usable for smaller sizes."""
+    with esgraph.GraphBuilder("sym") as b:
+        x = b.input("x", esgraph.f32, ["n", 256])
+        g = b.build([ops.exp(x)])
+    model = esgraph.compile(g, max_memory_bytes=1 << 20)
+    with pytest.raises(esgraph.LimitError, match="max_memory_bytes"):
+        model(np.zeros((4096, 256), np.float32))
+    np.testing.assert_array_equal(model(np.zeros((8, 256), np.float32)), np.ones((8, 256), np.float32))
+
+    with esgraph.GraphBuilder("fill") as b:
+        shape = b.input("shape", esgraph.i64, [2])
+        g = b.build([ops.fill_to(shape, value=3.0)])
+    model = esgraph.compile(g, max_memory_bytes=1 << 20)
+    with pytest.raises(esgraph.LimitError, match=r"`fill_to` would allocate 4000000000000 bytes for the sizes its data gives, "
+                                                 r"more than max_memory_bytes \(1048576\)"):
+        model(np.array([1_000_000, 1_000_000], np.int64))
+    np.testing.assert_array_equal(model(np.array([2, 3], np.int64)), np.full((2, 3), 3.0, np.float32))
 
 
 def run_in_thread(model, *args):

@@ -328,6 +328,11 @@ typedef struct esg_compile_options {
      on demand: a ranged symbol's sizes fall in power-of-two classes up to the range's end, as an
      unranged symbol's do, each class planned for its own largest size when a run first needs it. */
   bool grow_memory;
+  /* API 2: a limit against hostile models (docs/reliability.md): the most bytes a plan's working
+     memory and outputs, or a tensor whose size a run reads from data (fill_to, expand_to,
+     reshape_to), may take. A model whose sizes need more is not compiled, a run whose sizes do
+     fails (ESG_ERR_LIMIT) and the model stays usable. 0 (default): no cap. */
+  int64_t max_memory_bytes;
 } esg_compile_options;
 ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size);
 #define esg_compile_options_init(options) esg_compile_options_init_((options), sizeof(*(options)))
