@@ -63,7 +63,7 @@ std::string Backend::cannot_run(const runtime::Plan& plan, size_t index) const {
 }
 
 std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
-                                                 const runtime::Program*) const {
+                                                 const runtime::Program* donor) const {
   const std::vector<runtime::BackendOption> declared = this->options();
   DeviceOptions d;
   d.simulated = simulated_;
@@ -77,7 +77,7 @@ std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, cons
     h.backend_options = {};
     return host_.lower(plan, h, nullptr);
   };
-  return std::make_unique<DeviceProgram>(plan, d, host);
+  return std::make_unique<DeviceProgram>(plan, d, host, dynamic_cast<const DeviceProgram*>(donor));
 }
 
 }  // namespace

@@ -14,6 +14,11 @@
 //   inputs copied in, the launches (or, on a CANN that can capture streams, one replay of the
 //   captured launches of every stream: model sinking), outputs copied out, and a
 //   synchronization at the end only.
+// - Symbolic sizes: the bindings of one size class whose launches lower alike share one device
+//   (the allocation laid out for the class's largest sizes, streams, events, kernels); each
+//   binding has its own tilings, written to the device before its run when another binding ran
+//   last. With no aclnn op, the class has one captured model, replayed at every size in it; an
+//   aclnn op takes its sizes when it is planned, so each binding then captures its own.
 #pragma once
 #include <map>
 #include <memory>
@@ -25,6 +30,7 @@
 
 #include "ascend/acl_library.hpp"
 #include "ascend/aclnn_call.hpp"
+#include "ascend/launch_lowering.hpp"
 #include "eval/host_tensor.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/plan.hpp"
@@ -47,13 +53,15 @@ using HostProgram = std::function<std::unique_ptr<runtime::Program>()>;
 
 class DeviceProgram final : public runtime::Program {
  public:
-  DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options, const HostProgram& host);
+  // `donor`: the program of another binding of the same size class (runtime::Backend::lower),
+  // whose device this one shares when their launches lower alike.
+  DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options, const HostProgram& host, const DeviceProgram* donor);
   ~DeviceProgram();
   DeviceProgram(const DeviceProgram&) = delete;
   DeviceProgram& operator=(const DeviceProgram&) = delete;
 
-  // Runs with host inputs and outputs (already checked against the plan). Runs of one program
-  // take turns: they share its device memory.
+  // Runs with host inputs and outputs (already checked against the plan). Runs of the programs
+  // of one device take turns: they share its memory.
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
            std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel,
            const eval::RunControl& control) const override;
@@ -64,14 +72,15 @@ class DeviceProgram final : public runtime::Program {
  private:
   struct DeviceLaunch {
     enum Kind : uint8_t { Kernel, Aclnn, Copy, Host } kind;
-    int kernel = -1;           // into kernels_
+    int kernel = -1;           // into kernels
     int call = -1;             // into calls_
     int host = -1;             // into host_
-    uint32_t blocks = 0;
+    uint32_t blocks = 0;       // at the class's largest sizes; a smaller size leaves some idle
     size_t args_at = 0, args_bytes = 0;  // in the device allocation
-    size_t copy_from = 0, copy_to = 0, copy_bytes = 0;
+    size_t tiling_at = 0, tiling_bytes = 0;  // in the tilings (Device::tilings_at on)
+    size_t copy_from = 0, copy_to = 0, copy_bytes = 0;  // copy_bytes: at the largest sizes
     int stream = 0;
-    std::vector<int> wait_events;   // into events_, before the launch
+    std::vector<int> wait_events;   // into events, before the launch
     std::vector<int> reset_events;  // after those waits: events free for reuse on this stream
     std::vector<int> record_events; // after the launch
   };
@@ -83,6 +92,37 @@ class DeviceProgram final : public runtime::Program {
     bool rows = false;  // a row kernel
     bool from_cache = false;
   };
+  // What the bindings of a size class share (one per program without symbolic sizes): made by
+  // the first, released with the last.
+  struct Device {
+    Device() = default;
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+    ~Device();
+    uint8_t* at(size_t offset) const { return static_cast<uint8_t*>(memory) + offset; }
+    size_t offset(const runtime::Plan::Slot& s) const;  // where a slot lies in the allocation
+
+    std::shared_ptr<AclLibrary> acl;
+    int device = 0;
+    bool device_set = false;
+    acl::Context context = nullptr;
+    std::vector<acl::Stream> streams;
+    std::vector<acl::Event> events;       // a launch's record, waited on by other streams
+    std::vector<acl::Event> join_events;  // [0]: the inputs are in; [s > 0]: stream s is done
+    bool sync_events = false;             // made for capture (ACL_EVENT_SYNC)
+    void* memory = nullptr;
+    size_t memory_bytes = 0;
+    size_t tilings_at = 0, tilings_bytes = 0;  // the region each binding writes its tilings to
+    std::vector<size_t> input_at, output_at;
+    std::map<int64_t, size_t> constant_at;  // by node id
+    std::vector<LoadedKernel> kernels;
+    std::vector<DeviceLaunch> launches;  // calls and host launches indexed per binding, in launch order
+    std::string signature;               // how each launch lowers: a binding that lowers alike shares
+    acl::ModelRI captured = nullptr;     // the class's one captured model: only kernels and copies
+    std::string capture_note;
+    mutable std::mutex run_mu;
+    mutable uint64_t tilings_of = 0;     // the binding whose tilings the device holds (0: none)
+  };
   // A launch run on the host CPU (host_fallback): its operands copied off the device into
   // host tensors made at build, computed by the host backend's program, the results copied back.
   struct HostLaunch {
@@ -90,33 +130,30 @@ class DeviceProgram final : public runtime::Program {
     std::vector<size_t> in_at, out_at;     // device offsets (SIZE_MAX: an absent optional input)
     std::vector<eval::HostTensor> in, out;
   };
+  // The device for `lowered` launches: kernels built and loaded, the allocation laid out for the
+  // class's largest sizes, streams and events made, captured when only kernels and copies run.
+  std::shared_ptr<Device> make_device(const std::vector<LaunchLowering>& lowered, const std::string& signature);
+  // This binding's tilings, over the device's block counts.
+  std::vector<uint8_t> tilings_for() const;
   // Queues the launch list; aclnn ops use their executors planned at build, or plan anew. A
   // cancel stops the queueing (what was queued still runs; the caller waits for it).
   void enqueue_launches(bool planned, const eval::RunControl& control) const;
   // Waits for `stream`, then runs the launch on the host between two synchronous copies.
   void run_on_host(HostLaunch& h, acl::Stream stream, const eval::RunControl& control) const;
-  // Maps the logical events (one per waited-for launch) to ACL events within the device's limit;
-  // returns how many ACL events to create.
-  int assign_events(int logical);
-  uint32_t ai_cores_of_device() const;
-  int streams_joins() const { return streams_count_ > 1 ? static_cast<int>(streams_count_) : 0; }
-  void release() noexcept;
-  uint8_t* at(size_t offset) const { return static_cast<uint8_t*>(memory_) + offset; }
+  // Maps the logical events (one per waited-for launch) of `launches` to ACL events within the
+  // device's limit; returns how many ACL events to create.
+  static int assign_events(std::vector<DeviceLaunch>& launches, int logical, size_t streams);
+  static uint32_t ai_cores_of_device(const AclLibrary& acl, int device);
+  // Captures the launch list into `*model` (stream 0 begins, the others join); false with
+  // capture_note set when the AscendCL or the plan does not allow it.
+  bool capture(acl::ModelRI* model, std::string* note) const;
+  void release() noexcept;  // this binding's part; the device goes with its last binding
 
   const runtime::Plan& plan_;
   DeviceOptions options_;
-  std::shared_ptr<AclLibrary> acl_;
-  bool device_set_ = false;
-  acl::Context context_ = nullptr;
-  std::vector<acl::Stream> streams_;
-  std::vector<acl::Event> events_;      // a launch's record, waited on by other streams
-  std::vector<acl::Event> join_events_; // [0]: the inputs are in; [s > 0]: stream s is done
-  size_t streams_count_ = 1;
-  void* memory_ = nullptr;
-  size_t memory_bytes_ = 0;
-  std::vector<size_t> input_at_, output_at_;
-  std::vector<LoadedKernel> kernels_;
-  std::vector<DeviceLaunch> launches_;
+  uint64_t id_;  // names this binding's tilings on the device
+  std::shared_ptr<Device> device_;
+  std::vector<uint8_t> tilings_;
   std::shared_ptr<AclnnLibrary> aclnn_;
   std::vector<std::unique_ptr<AclnnCall>> calls_;
   std::vector<aclnn::Executor*> planned_;
@@ -128,9 +165,8 @@ class DeviceProgram final : public runtime::Program {
   std::unique_ptr<runtime::Program> host_program_;
   std::map<std::string, std::pair<int, std::string>> host_ops_;  // for the report: what runs on the host, how many, why
   mutable bool ran_ = false;
-  acl::ModelRI captured_ = nullptr;
+  acl::ModelRI captured_ = nullptr;  // this binding's, when the class has none (aclnn ops)
   std::string capture_note_;
-  mutable std::mutex run_mu_;
 };
 
 }  // namespace esg::ascend

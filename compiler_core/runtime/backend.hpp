@@ -114,8 +114,8 @@ class Backend {
   // The plan as the backend's launch list; throws ir::Error(Unsupported) naming what it cannot
   // run (unless its options send that to the host). `donor`, when not null, is this backend's
   // program for another binding of the same symbolic plan (Plan::bind): the backend may share
-  // what it bound for launches whose sizes agree (the CPU shares kernels and arenas; a device
-  // captures each size's program anew).
+  // what it bound for launches whose sizes agree (the CPU shares kernels and arenas; Ascend
+  // shares its device allocation, kernels and, with no aclnn op, its captured model).
   virtual std::unique_ptr<Program> lower(const Plan& plan, const CompileOptions& options, const Program* donor) const = 0;
 };
 

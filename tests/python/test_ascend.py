@@ -639,6 +639,69 @@ def test_symbolic_sizes_compile_once_per_shape():
         np.testing.assert_allclose(model(x), esgraph.compile(g)(x), rtol=RTOL, atol=ATOL)
 
 
+def test_a_size_class_shares_one_device_and_one_captured_model(acl_log):
+    """Sizes of one class (a range) bind one symbolic plan: kernels and copies take their sizes
+    from the tilings written before a run, so the class has one allocation, one kernel load each
+    and one captured model, replayed at every size; a run after another size writes its tilings
+    first, a run after the same size does not."""
+    rng = np.random.default_rng(21)
+    bias = rng.standard_normal(32).astype(np.float32)
+    with esgraph.GraphBuilder("class") as b:
+        x = b.input("x", esgraph.f32, ["N", 32])
+        g = b.build([ops.softmax(ops.tanh(x) + bias), ops.reshape(ops.exp(x), [-1])])
+    model = esgraph.compile(g, backend="ascend-sim", shapes={"N": (1, 64)})
+    cpu = esgraph.compile(g)
+
+    def run(*sizes):
+        for n in sizes:
+            xs = rng.standard_normal((n, 32)).astype(np.float32)
+            for got, want in zip(model.run([xs]), cpu.run([xs])):
+                np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    run(3, 64, 17, 17, 3)
+    log = acl_log()
+    assert model.stats()["bindings"] == 3 and model.stats()["captured"] == 1
+    assert len(calls(log, "aclrtMallocAlign32")) == 1
+    assert len(calls(log, "aclmdlRICaptureBegin")) == 1 and len(calls(log, "aclmdlRIExecuteAsync")) == 5
+    assert len(calls(log, "aclrtBinaryLoadFromFile")) == model.stats()["device_kernels"]
+    # Per run: the input in and two outputs out, and the tilings when the size changed (3 of 5 runs).
+    copies = [line.split(" ")[1] for line in calls(log, "aclrtMemcpyAsync")]
+    assert copies.count("H2D") == 5 + 3 and copies.count("D2H") == 5 * 2
+    report = model.report()
+    assert "laid out for the size class's largest sizes and shared by its bindings that lower alike" in report
+    assert "one captured model (aclmdlRI) for the size class, replayed at every size in it" in report
+    # At N = 1 the bias is read as the group's own elements, not as a resident row: another
+    # kernel, so a device of its own, and the class's stays as it was for its other sizes.
+    run(1, 17, 1)
+    log = acl_log()
+    assert len(calls(log, "aclrtMallocAlign32")) == 2 and len(calls(log, "aclmdlRICaptureBegin")) == 2
+    del model
+    log = acl_log()
+    for create, destroy in (("aclrtMallocAlign32", "aclrtFree"), ("aclmdlRICaptureEnd", "aclmdlRIDestroy"),
+                            ("aclrtBinaryLoadFromFile", "aclrtBinaryUnLoad"), ("aclrtCreateStream", "aclrtDestroyStream")):
+        assert len(calls(log, create)) == len(calls(log, destroy)), create
+
+
+def test_aclnn_ops_capture_per_size_on_the_class_device(acl_log):
+    """aclnn ops are planned for their sizes: each size captures its own model (and plans its
+    workspace), over the class's one allocation and its kernels."""
+    rng = np.random.default_rng(22)
+    w = rng.standard_normal((16, 8)).astype(np.float32)
+    with esgraph.GraphBuilder("mm") as b:
+        x = b.input("x", esgraph.f32, ["N", 16])
+        g = b.build([ops.relu(x @ w) * 2.0])
+    model = esgraph.compile(g, backend="ascend-sim", shapes={"N": (1, 32)})
+    for n in (5, 32, 5, 9):
+        xs = rng.standard_normal((n, 16)).astype(np.float32)
+        np.testing.assert_allclose(model(xs), np.maximum(xs @ w, 0) * 2.0, rtol=RTOL, atol=ATOL)
+    log = acl_log()
+    assert model.stats()["bindings"] == 3 and model.stats()["captured"] == 1
+    assert len(calls(log, "aclmdlRICaptureBegin")) == 3
+    kernels = model.stats()["device_kernels"]
+    assert kernels >= 1 and len(calls(log, "aclrtBinaryLoadFromFile")) == kernels
+    assert len(calls(log, "aclrtMallocAlign32")) == 1 + 3  # the class's allocation, and each size's matmul workspace
+    assert "one captured model (aclmdlRI) per size (its aclnn ops are planned for their sizes)" in model.report()
+
+
 def test_empty_tensors_launch_nothing(acl_log):
     x = np.zeros((0, 5), np.float32)
     check_same(graph_of(lambda a: ops.exp(a) + 1.0, x.shape), [x])
