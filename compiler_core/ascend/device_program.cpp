@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -58,10 +59,28 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
   }
   if (!host_ops_.empty()) host_program_ = host();
 
-  // 2. The device: the donor's when this binding lowers alike (the same kernels at the same
-  // addresses: only the tilings differ), else one of its own.
-  const bool shared = donor && donor->device_->signature == signature;
-  device_ = shared ? donor->device_ : make_device(lowered, signature);
+  // 2. The device: the class's for this lowering when it has one (the same kernels at the same
+  // addresses: only the tilings differ), else one of its own. It is laid out for the class's
+  // largest sizes, which a binding's inputs and outputs must fit.
+  const ir::Graph& largest = plan.largest_graph();
+  for (const std::vector<ir::ValueId>* io : {&g.inputs(), &g.outputs()})
+    for (ir::ValueId v : *io)
+      if (value_bytes(g, v) > value_bytes(largest, v))
+        throw Error(ErrorCode::Unsupported, "ascend: " + g.value_name(v) + " " + g.shape_str(g.shape(v)) + " outgrows the size class's largest, " +
+                                                largest.shape_str(largest.shape(v)) + " (a plan of its own serves these sizes)");
+  class_ = donor ? donor->class_ : std::make_shared<ClassDevices>();
+  {
+    std::lock_guard<std::mutex> lock(class_->mu);
+    if (const auto it = class_->by_signature.find(signature); it != class_->by_signature.end()) device_ = it->second.lock();
+  }
+  const bool shared = device_ != nullptr;
+  if (!shared) {
+    device_ = make_device(lowered, signature);
+    std::lock_guard<std::mutex> lock(class_->mu);
+    for (auto it = class_->by_signature.begin(); it != class_->by_signature.end();)  // devices gone with their last binding
+      it = it->second.expired() ? class_->by_signature.erase(it) : std::next(it);
+    class_->by_signature[signature] = device_;
+  }
   const Device& d = *device_;
   tilings_ = tilings_for();
   if (!shared && !tilings_.empty()) {  // the device starts with its maker's tilings
@@ -355,7 +374,9 @@ bool DeviceProgram::capture(acl::ModelRI* model, std::string* note) const {
     *note = d.capture_note;
     return false;
   }
-  if (acl.aclmdlRICaptureBegin(d.streams[0], acl::kCaptureGlobal) != acl::kSuccess) {
+  // Thread-local: a synchronous call of this thread inside the capture is an error, while
+  // other threads (another binding's build, a host launch) go on with theirs.
+  if (acl.aclmdlRICaptureBegin(d.streams[0], acl::kCaptureThreadLocal) != acl::kSuccess) {
     *note = std::string("replays the launch list (capture refused: ") + acl.aclGetRecentErrMsg() + ")";
     return false;
   }
@@ -556,19 +577,15 @@ void DeviceProgram::add_stats(runtime::Stats& s) const {
 
 void DeviceProgram::release() noexcept {
   if (!device_) return;
-  {
-    const Device& d = *device_;
-    const AclLibrary& acl = *d.acl;
-    std::lock_guard<std::mutex> lock(d.run_mu);  // another binding's run may be under way on the streams
-    if (d.context) acl.aclrtSetCurrentContext(d.context);
-    for (acl::Stream s : d.streams)  // nothing may still run what is released below
-      if (s) acl.aclrtSynchronizeStream(s);
-    if (captured_) acl.aclmdlRIDestroy(captured_), captured_ = nullptr;
-    calls_.clear();  // descriptors before the memory they describe
-    if (workspace_) acl.aclrtFree(workspace_), workspace_ = nullptr;
-    if (d.tilings_of == id_) d.tilings_of = 0;
-  }
-  device_.reset();  // the device with the class's last binding
+  // Nothing of this binding's is queued: each of its runs waits for its streams before it
+  // returns, and a binding goes only once no run holds it. Other bindings' runs go on.
+  const Device& d = *device_;
+  const AclLibrary& acl = *d.acl;
+  if (d.context) acl.aclrtSetCurrentContext(d.context);
+  if (captured_) acl.aclmdlRIDestroy(captured_), captured_ = nullptr;
+  calls_.clear();  // descriptors before the memory they describe
+  if (workspace_) acl.aclrtFree(workspace_), workspace_ = nullptr;
+  device_.reset();  // the device with the last binding that shares it
 }
 
 DeviceProgram::Device::~Device() {

@@ -123,6 +123,12 @@ class DeviceProgram final : public runtime::Program {
     mutable std::mutex run_mu;
     mutable uint64_t tilings_of = 0;     // the binding whose tilings the device holds (0: none)
   };
+  // The devices of one size class, by how their bindings lower: a binding that lowers otherwise
+  // (at N = 1) has one of its own, and the class's other sizes keep sharing theirs.
+  struct ClassDevices {
+    std::mutex mu;
+    std::map<std::string, std::weak_ptr<Device>> by_signature;
+  };
   // A launch run on the host CPU (host_fallback): its operands copied off the device into
   // host tensors made at build, computed by the host backend's program, the results copied back.
   struct HostLaunch {
@@ -152,6 +158,7 @@ class DeviceProgram final : public runtime::Program {
   const runtime::Plan& plan_;
   DeviceOptions options_;
   uint64_t id_;  // names this binding's tilings on the device
+  std::shared_ptr<ClassDevices> class_;
   std::shared_ptr<Device> device_;
   std::vector<uint8_t> tilings_;
   std::shared_ptr<AclnnLibrary> aclnn_;

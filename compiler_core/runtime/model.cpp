@@ -142,6 +142,10 @@ Model::ClassPlan Model::symbolic_for(const std::vector<ir::Shape>& shapes) const
     try {
       plan = std::make_shared<const Plan>(*graph_, symbolic_inputs_, options_, &largest_shapes);
       ++compiled_;
+      // Memory planned for the class's largest sizes beyond the cap: each size gets a plan of
+      // its own, checked at its own sizes, rather than every size of the class refused.
+      if (options_.max_memory_bytes > 0 && plan->arena_bytes() > options_.max_memory_bytes)
+        throw Error(ErrorCode::Limit, "the class's largest sizes need more working memory than max_memory_bytes");
     } catch (const Error& e) {
       // A plan per set of shapes instead, whose compile reports any error that is the graph's
       // or the sizes' own: for every class when the graph is one no symbolic plan follows, for
@@ -149,6 +153,7 @@ Model::ClassPlan Model::symbolic_for(const std::vector<ir::Shape>& shapes) const
       // of an [n, m] planned at n = m = 4) or beyond the limits. Anything else is a fault.
       if (e.code() != ErrorCode::Unsupported && e.code() != ErrorCode::Shape && e.code() != ErrorCode::Limit) throw;
       if (e.code() == ErrorCode::Unsupported) no_symbolic_ = e.what();
+      plan = nullptr;
       refused = e.what();
     }
     it = symbolic_.emplace(key, Symbolic{plan, nullptr, 0, refused}).first;
@@ -161,8 +166,16 @@ Model::ClassPlan Model::symbolic_for(const std::vector<ir::Shape>& shapes) const
 void Model::check_memory(const Plan& plan) const {
   if (options_.max_memory_bytes <= 0) return;
   const ir::Graph& g = plan.graph();
+  // Saturating: 4096 outputs of 2^51 bytes would overflow an int64 sum.
   int64_t bytes = plan.arena_bytes();
-  for (ir::ValueId v : g.outputs()) bytes += g.shape(v).num_elements() * static_cast<int64_t>(ir::dtype_size(g.values[v].dtype));
+  auto add = [&](ir::ValueId v) {
+    const int64_t n = g.shape(v).num_elements() * static_cast<int64_t>(ir::dtype_size(g.values[v].dtype));
+    bytes = n > INT64_MAX - bytes ? INT64_MAX : bytes + n;
+  };
+  for (ir::ValueId v : g.outputs()) add(v);
+  // Values in bodies live outside the arena (the loop's runner keeps each body's values).
+  for (ir::ValueId v = 0; v < g.values.size(); ++v)
+    if (g.values[v].region != 0 && g.shape(v).is_static()) add(v);
   if (bytes > options_.max_memory_bytes)
     throw Error(ErrorCode::Limit, "the plan for these sizes needs " + std::to_string(bytes) + " bytes of working memory and outputs, more than max_memory_bytes (" +
                                       std::to_string(options_.max_memory_bytes) + ")");

@@ -131,6 +131,8 @@ struct CapturedTask {
 // its replays run the joined streams' tasks on streams of its own.
 struct Captured {
   std::mutex mu;
+  CaptureMode mode = kCaptureGlobal;        // which threads' synchronous calls it forbids
+  std::thread::id thread;                    // the thread that began it
   std::vector<SimStream*> streams;
   std::vector<std::vector<CapturedTask>> tasks;  // per stream
   int latches = 0;
@@ -717,10 +719,14 @@ static const char* kind_name(MemcpyKind kind) {
 Error aclrtMemcpy(void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind) {
   ACLSIM_ENTER("aclrtMemcpy");
   {
-    std::lock_guard<std::mutex> lock(sim().mu);  // synchronous copies are illegal while any stream captures
+    // A synchronous copy is illegal while a capture that forbids it is under way: one in global
+    // mode on any thread, one in thread-local mode on this thread (relaxed forbids none).
+    std::lock_guard<std::mutex> lock(sim().mu);
     for (auto& [h, st] : sim().streams) {
       std::lock_guard<std::mutex> stream_lock(st->mu);
-      if (st->capture) return fail(kStreamCapture, "aclrtMemcpy", "a synchronous copy while a stream is being captured");
+      const Captured* c = st->capture;
+      if (c && (c->mode == kCaptureGlobal || (c->mode == kCaptureThreadLocal && c->thread == std::this_thread::get_id())))
+        return fail(kStreamCapture, "aclrtMemcpy", "a synchronous copy while a stream is being captured");
     }
   }
   if (Error e = check_copy("aclrtMemcpy", dst, dst_max, src, count, kind)) return e;
@@ -845,7 +851,11 @@ Error aclmdlRICaptureBegin(Stream stream, CaptureMode mode) {
   if (!st) return fail(kInvalidParam, "aclmdlRICaptureBegin", "not a stream");
   std::lock_guard<std::mutex> lock(st->mu);
   if (st->capture) return fail(kStreamCapture, "aclmdlRICaptureBegin", "already capturing");
+  if (mode != kCaptureGlobal && mode != kCaptureThreadLocal && mode != kCaptureRelaxed)
+    return fail(kInvalidParam, "aclmdlRICaptureBegin", "capture mode " + std::to_string(mode));
   st->capture = new Captured();
+  st->capture->mode = mode;
+  st->capture->thread = std::this_thread::get_id();
   st->capture->streams.push_back(st);
   st->capture->tasks.emplace_back();
   st->capture_index = 0;

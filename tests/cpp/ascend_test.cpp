@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ascend/acl_library.hpp"
@@ -372,6 +373,25 @@ TEST_CASE("the simulated device captures across streams joined by events") {
     REQUIRE(end(&model) == 0);
     ESG_ACL(*dev.acl, aclmdlRIDestroy, model);
     CHECK(dev.acl->aclrtResetEvent(start, dev.stream) == 207000);  // never an ACL_EVENT_SYNC event
+  }
+  SUBCASE("a synchronous copy is refused on every thread in global mode, on the capturing one only in thread-local mode") {
+    std::vector<float> host(16, 1.0f);
+    auto copy = [&] { return dev.acl->aclrtMemcpy(a, 64, host.data(), 64, acl::kHostToDevice); };
+    auto copy_elsewhere = [&] {
+      int error = -1;
+      std::thread([&] { error = copy(); }).join();
+      return error;
+    };
+    begin();
+    CHECK(copy() == 107027);
+    CHECK(copy_elsewhere() == 107027);
+    REQUIRE(end(&model) == 0);
+    ESG_ACL(*dev.acl, aclmdlRIDestroy, model);
+    ESG_ACL(*dev.acl, aclmdlRICaptureBegin, dev.stream, acl::kCaptureThreadLocal);
+    CHECK(copy() == 107027);
+    CHECK(copy_elsewhere() == 0);  // another binding's build goes on meanwhile
+    REQUIRE(end(&model) == 0);
+    ESG_ACL(*dev.acl, aclmdlRIDestroy, model);
   }
   // Every record reached before its event goes.
   dev.acl->aclrtSynchronizeStream(side);

@@ -671,7 +671,7 @@ def test_a_size_class_shares_one_device_and_one_captured_model(acl_log):
     assert "one captured model (aclmdlRI) for the size class, replayed at every size in it" in report
     # At N = 1 the bias is read as the group's own elements, not as a resident row: another
     # kernel, so a device of its own, and the class's stays as it was for its other sizes.
-    run(1, 17, 1)
+    run(1, 17, 1, 9)  # 9, new after 1: the class's device again, not a third
     log = acl_log()
     assert len(calls(log, "aclrtMallocAlign32")) == 2 and len(calls(log, "aclmdlRICaptureBegin")) == 2
     del model
@@ -700,6 +700,31 @@ def test_aclnn_ops_capture_per_size_on_the_class_device(acl_log):
     assert kernels >= 1 and len(calls(log, "aclrtBinaryLoadFromFile")) == kernels
     assert len(calls(log, "aclrtMallocAlign32")) == 1 + 3  # the class's allocation, and each size's matmul workspace
     assert "one captured model (aclmdlRI) per size (its aclnn ops are planned for their sizes)" in model.report()
+
+
+def test_sizes_bound_on_two_threads_at_once_build_while_the_other_captures():
+    """Each new size class makes a device (synchronous uploads) and captures it: a capture is
+    thread-local, so the other thread's uploads go on meanwhile."""
+    import threading
+    with esgraph.GraphBuilder("threads") as b:
+        x = b.input("x", esgraph.f32, ["N", 8])
+        g = b.build([ops.softmax(ops.exp(x) * 2.0)])
+    model, cpu = esgraph.compile(g, backend="ascend-sim"), esgraph.compile(g)
+    errors = []
+
+    def run(sizes):
+        try:
+            for n in sizes:
+                xs = np.random.default_rng(n).standard_normal((n, 8)).astype(np.float32)
+                np.testing.assert_allclose(model(xs), cpu(xs), rtol=RTOL, atol=ATOL)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(sizes,)) for sizes in ((1, 3, 5, 9, 17, 33), (2, 4, 7, 12, 20, 40))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
 
 
 def test_empty_tensors_launch_nothing(acl_log):

@@ -57,6 +57,17 @@ def test_memory_past_the_cap_is_refused_at_compile_for_fixed_sizes():
     np.testing.assert_allclose(esgraph.compile(g, max_memory_bytes=16 << 20)(x), np.exp(x) + 1.0, rtol=1e-6)
 
 
+def test_memory_of_values_in_bodies_counts_against_the_cap():
+    with esgraph.GraphBuilder("loop") as b:
+        n = b.input("n", esgraph.i64, [])
+        i = ops.while_([b.constant(np.int64(0))], lambda i: i < n,
+                       lambda i: i + ops.cast(ops.reduce_sum(ops.fill([1 << 19], value=0.0)), esgraph.i64) + 1)
+        g = b.build([i])
+    with pytest.raises(esgraph.LimitError, match="max_memory_bytes"):
+        esgraph.compile(g, max_memory_bytes=1 << 20)
+    assert esgraph.compile(g, max_memory_bytes=4 << 20)(np.int64(3)) == 3
+
+
 def test_memory_past_the_cap_fails_the_run_whose_sizes_need_it():
     """A symbolic size's class, and a shape read from data (fill_to), are checked as the run
     reaches them; the model stays usable for smaller sizes."""
@@ -67,6 +78,12 @@ def test_memory_past_the_cap_fails_the_run_whose_sizes_need_it():
     with pytest.raises(esgraph.LimitError, match="max_memory_bytes"):
         model(np.zeros((4096, 256), np.float32))
     np.testing.assert_array_equal(model(np.zeros((8, 256), np.float32)), np.ones((8, 256), np.float32))
+
+    # A range whose end needs more than the cap: each size is planned at its own sizes instead.
+    ranged = esgraph.compile(g, max_memory_bytes=1 << 20, shapes={"n": (1, 1 << 20)})
+    np.testing.assert_array_equal(ranged(np.zeros((8, 256), np.float32)), np.ones((8, 256), np.float32))
+    with pytest.raises(esgraph.LimitError, match="max_memory_bytes"):
+        ranged(np.zeros((4096, 256), np.float32))
 
     with esgraph.GraphBuilder("fill") as b:
         shape = b.input("shape", esgraph.i64, [2])
