@@ -16,7 +16,8 @@ from .model import (ATTR_TYPES, DTYPE_GROUPS, DTYPES, Attr, Example, ExampleTens
                     Location, OnnxNode, OpDef, OpSet, Output, OutputCount, Subgraph, TypeVar)
 
 OP_KEYS = {"name", "since", "status", "summary", "doc", "type_vars", "inputs", "outputs", "attrs",
-           "subgraphs", "infer", "compute", "examples", "onnx", "sized_by_data"}
+           "subgraphs", "infer", "compute", "examples", "onnx", "sized_by_data",
+           "static_form"}
 OP_REQUIRED = ("name", "since", "summary", "outputs", "infer")
 INPUT_KEYS = {"name", "type", "doc", "optional", "variadic", "min", "since"}
 OUTPUT_KEYS = {"name", "type", "doc", "count"}
@@ -297,12 +298,16 @@ class _OpLoader:
         sized_by_data = _scalar(f, "sized_by_data", bool, self.what, self.p, False)
         if sized_by_data and (subgraphs or expr is not None):
             self.p.add(f["sized_by_data"].loc, f"{self.what} cannot be `sized_by_data` with bodies or a `compute`")
+        static_form = _scalar(f, "static_form", str, self.what, self.p, "")
+        if static_form and not sized_by_data:
+            self.p.add(f["static_form"].loc, f"{self.what} has a `static_form` but is not `sized_by_data` (the form is how it "
+                                             f"runs once its operands' values are read)")
         return OpDef(name=name, since=since, status=status,
                      summary=_scalar(f, "summary", str, self.what, self.p, ""),
                      doc=_scalar(f, "doc", str, self.what, self.p, ""),
                      type_vars=type_vars, inputs=inputs, outputs=outputs, attrs=attrs,
                      subgraphs=subgraphs, infer=infer, compute=expr, examples=examples,
-                     loc=self.node.loc, onnx=onnx, sized_by_data=sized_by_data)
+                     loc=self.node.loc, onnx=onnx, sized_by_data=sized_by_data, static_form=static_form)
 
     def _check_axis_of(self, attrs, inputs, outputs) -> None:
         """`axis_of` names an input or output whose position in a node is fixed."""
@@ -648,9 +653,44 @@ def load(paths: Sequence[Path], rules: Sequence[str], root: Optional[Path] = Non
                 continue
             first[op.name] = op.loc
             ops.append(op)
+    _check_static_forms(ops, problems)
     if problems.items:
         raise LoadError(problems.items)
     return OpSet(tuple(sorted(ops, key=lambda o: o.name)), tuple(rules))
+
+
+_OPERAND_ATTR_TYPES = ("int", "float", "list<int>")  # what a tensor's values can stand for
+
+
+def _check_static_forms(ops: Sequence[OpDef], problems: _Problems) -> None:
+    """An op's `static_form` names an op it runs as once its operands' values are read: each
+    input named like one of the form's attributes (of a type a tensor's values stand for) is
+    read as it, the other inputs are the form's inputs in order, and each attribute of its own
+    is one of the form's, of the same type, passed on (a scalar: bodies and lists stay out)."""
+    by_name = {op.name: op for op in ops}
+    for op in ops:
+        if not op.static_form:
+            continue
+        what = f"`static_form` of op `{op.name}`"
+        form = by_name.get(op.static_form)
+        if form is None or form.sized_by_data or form.subgraphs:
+            problems.add(op.loc, f"{what} names `{op.static_form}`, which is no op of fixed sizes without bodies")
+            continue
+        form_attrs = {a.name: a for a in form.attrs}
+        read = [i for i in op.inputs if i.name in form_attrs]
+        for i in read:
+            if form_attrs[i.name].type not in _OPERAND_ATTR_TYPES or i.variadic:
+                problems.add(i.loc, f"{what}: input `{i.name}` stands for `{op.static_form}`'s attribute of type "
+                                    f"{form_attrs[i.name].type}, which a tensor's values cannot give")
+        rest = [i for i in op.inputs if i.name not in form_attrs]
+        if len(rest) != len(form.inputs) or any(i.variadic != f.variadic for i, f in zip(rest, form.inputs)):
+            problems.add(op.loc, f"{what}: its other inputs ({', '.join(i.name for i in rest) or 'none'}) are not "
+                                 f"`{op.static_form}`'s ({', '.join(i.name for i in form.inputs) or 'none'})")
+        for a in op.attrs:
+            f = form_attrs.get(a.name)
+            if f is None or f.type != a.type or a.is_list or f.name in {i.name for i in read}:
+                problems.add(a.loc, f"{what}: attribute `{a.name}` is not a scalar attribute of `{op.static_form}` "
+                                    f"of the same type")
 
 
 def load_dir(op_defs: Path, rules_file: Path, api: Optional[int] = None) -> OpSet:

@@ -157,6 +157,9 @@ class OpDef:
     onnx: Optional[OnnxNode] = None
     # Some output size is known only once the op has run (nonzero's count): runs stop before it.
     sized_by_data: bool = False
+    # The op of fixed sizes it runs as once the inputs named like that op's attributes are read
+    # (reshape_to as reshape): "" for none.
+    static_form: str = ""
 
     # --- the positional/optional split every binding follows -------------------------------
     @property

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
-#include <string_view>
 
 #include "eval/evaluate.hpp"
 #include "ir/builder.hpp"
@@ -206,62 +205,81 @@ std::vector<HostTensor> non_max_suppression(const KernelCall& c, const RunContro
   return {std::move(selected)};
 }
 
-// ---- shape operands read at run time ----------------------------------------------------------
-// reshape_to(x, shape) runs as reshape(x) with `shape`'s values as its attribute (fill_to as fill,
-// its own attributes passed on): the static op's rule checks them, with the same messages as when
-// it is built, and its kernel computes y.
-std::vector<HostTensor> as_static(const KernelCall& c, const RunControl& control, ir::OpKind kind) {
-  const ir::OpSchema& op = *ir::find_op(kind);
+// ---- operands read at run time ------------------------------------------------------------------
+// An op with a `static_form` (reshape_to, slice_to, top_k_to, ...) runs as that op: each input
+// named like one of its attributes is read as it (a list: every value; an int or a float: the
+// one value), the other inputs are its inputs, and the op's own attributes pass on by name. The
+// form's rule checks the values, with the messages it gives when built, and its kernel runs.
+std::vector<HostTensor> as_static(const KernelCall& c, const RunControl& control) {
   const ir::OpSchema& self = *c.node.op;
-  const size_t operand = static_cast<size_t>(self.input_index("shape"));
-  const TensorRef& spec = *c.in[operand];
-  std::vector<int64_t> values(static_cast<size_t>(spec.size()));
-  for (int64_t i = 0; i < spec.size(); ++i) values[static_cast<size_t>(i)] = load_i(spec, i);
+  const ir::OpSchema& op = *ir::find_op(self.static_form);
+  std::vector<bool> read(c.in.size(), false);
+  std::vector<std::vector<int64_t>> lists(op.attrs.size());
+  std::vector<ir::AttrArg> attrs(op.attrs.size());
+  for (size_t a = 0; a < op.attrs.size(); ++a) {
+    const ir::AttrSchema& want = op.attrs[a];
+    ir::AttrArg& arg = attrs[a];
+    if (const int in = self.input_index(want.name); in >= 0) {
+      read[static_cast<size_t>(in)] = true;
+      const TensorRef* t = c.in[static_cast<size_t>(in)];
+      if (!t) continue;  // an absent optional input: the attribute's default
+      arg.kind = want.kind;
+      arg.present = true;
+      if (want.kind == ir::AttrKind::IntList) {
+        for (int64_t i = 0; i < t->size(); ++i) lists[a].push_back(load_i(*t, i));
+        arg.ints = lists[a].data();
+        arg.size = lists[a].size();
+      } else if (t->size() != 1) {
+        throw ir::Error(ir::ErrorCode::Shape, std::string(self.name) + ": `" + want.name + "` holds " + std::to_string(t->size()) +
+                                                  " values, not one");
+      } else if (want.kind == ir::AttrKind::Float) {
+        arg.f = load_f(*t, 0);
+      } else {
+        arg.i = load_i(*t, 0);
+      }
+    } else if (const int own = self.attr_index(want.name); own >= 0) {  // a scalar (codegen checks)
+      const ir::AttrValue& v = c.graph.attrs[c.node.first_attr + static_cast<uint32_t>(own)];
+      arg.kind = v.kind;
+      arg.present = true;
+      arg.i = v.kind == ir::AttrKind::Float ? 0 : v.i;
+      arg.f = v.kind == ir::AttrKind::Float ? v.f : 0;
+    }
+  }
   ir::Builder b;
   std::vector<ir::ValueId> ins;
   std::vector<const TensorRef*> refs;
   for (size_t i = 0; i < c.in.size(); ++i)
-    if (i != operand) {
+    if (!read[i]) {
       ins.push_back(b.add_input("in" + std::to_string(i), c.in[i]->dtype, c.in[i]->shape));
       refs.push_back(c.in[i]);
     }
-  std::vector<ir::AttrArg> attrs(op.attrs.size());
-  for (size_t a = 0; a < op.attrs.size(); ++a) {
-    ir::AttrArg& arg = attrs[a];
-    if (std::string_view(op.attrs[a].name) == "shape") {
-      arg.kind = ir::AttrKind::IntList;
-      arg.present = true;
-      arg.ints = values.data();
-      arg.size = values.size();
-      continue;
-    }
-    const ir::AttrValue& v = c.graph.attrs[c.node.first_attr + static_cast<uint32_t>(self.attr_index(op.attrs[a].name))];
-    // The static forms take scalars beside `shape` (fill's value and dtype): no list or string.
-    arg.kind = v.kind;
-    arg.present = true;
-    arg.i = v.kind == ir::AttrKind::Float ? 0 : v.i;
-    arg.f = v.kind == ir::AttrKind::Float ? v.f : 0;
-  }
   const ir::Graph& g = b.graph();
   const ir::Node& n = g.nodes[b.add_op(op, ins, attrs)];  // throws ir::Error naming the op and the values
-  const ir::ValueId made = n.first_output;
-  control.check_bytes(self.name, g.shape(made).num_elements() * static_cast<int64_t>(ir::dtype_size(g.values[made].dtype)));
-  HostTensor y(g.values[made].dtype, g.shape(made), HostTensor::Uninitialized{});
-  const TensorRef out = y.ref();
-  run_kernel(g, n, refs, {&out});
-  return {std::move(y)};
+  std::vector<HostTensor> made;
+  std::vector<TensorRef> outs;
+  for (uint32_t k = 0; k < n.num_outputs; ++k) {
+    const ir::ValueId v = n.first_output + k;
+    control.check_bytes(self.name, g.shape(v).num_elements() * static_cast<int64_t>(ir::dtype_size(g.values[v].dtype)));
+  }
+  for (uint32_t k = 0; k < n.num_outputs; ++k) {
+    const ir::ValueId v = n.first_output + k;
+    made.emplace_back(g.values[v].dtype, g.shape(v), HostTensor::Uninitialized{});
+  }
+  for (HostTensor& t : made) outs.push_back(t.ref());
+  std::vector<const TensorRef*> out_ptrs;
+  for (const TensorRef& r : outs) out_ptrs.push_back(&r);
+  run_kernel(g, n, refs, out_ptrs);
+  return made;
 }
 
 }  // namespace
 
 SizedKernel find_sized_kernel(const ir::OpSchema& op) {
+  if (*op.static_form) return as_static;
   switch (op.kind) {
     case ir::OpKind::nonzero: return nonzero;
     case ir::OpKind::unique: return unique;
     case ir::OpKind::non_max_suppression: return non_max_suppression;
-    case ir::OpKind::reshape_to: return [](const KernelCall& c, const RunControl& r) { return as_static(c, r, ir::OpKind::reshape); };
-    case ir::OpKind::expand_to: return [](const KernelCall& c, const RunControl& r) { return as_static(c, r, ir::OpKind::expand); };
-    case ir::OpKind::fill_to: return [](const KernelCall& c, const RunControl& r) { return as_static(c, r, ir::OpKind::fill); };
     default: return nullptr;
   }
 }

@@ -1,5 +1,6 @@
 // The kernels of ops whose output sizes only running them tells (ir::OpSchema::sized_by_data):
-// nonzero, unique, non_max_suppression. Each returns its outputs, allocated at the sizes it
+// nonzero, unique, non_max_suppression, and the ops with a static form (reshape_to runs as
+// reshape with its `shape` read, ...). Each returns its outputs, allocated at the sizes it
 // found; a run (eval::run_cut) stops before such an op, runs it here on the host, and plans what
 // follows for those sizes.
 #pragma once

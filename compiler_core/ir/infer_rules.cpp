@@ -214,16 +214,38 @@ void infer_unique(InferContext& ctx) {
   ctx.set_shape(3, {n});
 }
 
+// A tensor of values read as the op runs: 1-D of a static length (`want` of them, if given).
+static Dim operand_length(InferContext& ctx, size_t operand, int64_t want = -1) {
+  const Shape& s = ctx.shape(operand);
+  const char* name = ctx.op().inputs[operand].name;
+  if (s.rank() != 1 || dim_is_symbolic(s[0]))
+    ctx.fail(std::string("`") + name + "` must be a 1-D tensor of a static length (its values are read as the op runs), got " +
+             ctx.graph().shape_str(s));
+  if (want >= 0 && s[0] != want)
+    ctx.fail(std::string("`") + name + "` holds " + std::to_string(s[0]) + " values, not the " + std::to_string(want) + " wanted");
+  return s[0];
+}
+
+// One value read as the op runs: [] or [1].
+static void one_value(InferContext& ctx, size_t operand) {
+  const Shape& s = ctx.shape(operand);
+  if (s.rank() > 1 || (s.rank() == 1 && s[0] != 1))
+    ctx.fail(std::string("`") + ctx.op().inputs[operand].name + "` must hold one value ([] or [1]), got " + ctx.graph().shape_str(s));
+}
+
+// Every size of y is read from data: as many as x has.
+static Shape data_sized_like(InferContext& ctx, size_t rank) {
+  Shape out;
+  for (size_t d = 0; d < rank; ++d) out.push_back(ctx.data_symbol(("d" + std::to_string(d)).c_str()));
+  return out;
+}
+
 // reshape_to, expand_to, fill_to: as many sizes as `shape` (input `operand`) holds, each known
 // once the op has read them.
 static Shape sizes_of_operand(InferContext& ctx, size_t operand) {
-  const Shape& spec = ctx.shape(operand);
-  if (spec.rank() != 1 || dim_is_symbolic(spec[0]))
-    ctx.fail("`shape` must be a 1-D tensor of a static length (its values are read as the op runs), got " + ctx.graph().shape_str(spec));
-  if (spec[0] > kMaxRank) ctx.fail("`shape` holds " + std::to_string(spec[0]) + " sizes, more than the " + std::to_string(kMaxRank) + " a tensor may have");
-  Shape out;
-  for (Dim d = 0; d < spec[0]; ++d) out.push_back(ctx.data_symbol(("d" + std::to_string(d)).c_str()));
-  return out;
+  const Dim n = operand_length(ctx, operand);
+  if (n > kMaxRank) ctx.fail("`shape` holds " + std::to_string(n) + " sizes, more than the " + std::to_string(kMaxRank) + " a tensor may have");
+  return data_sized_like(ctx, static_cast<size_t>(n));
 }
 
 void infer_reshape_to(InferContext& ctx) { ctx.set_shape(0, sizes_of_operand(ctx, 1)); }
@@ -235,6 +257,35 @@ void infer_expand_to(InferContext& ctx) {
   if (out.rank() < ctx.shape(0).rank())
     ctx.fail("cannot expand " + ctx.graph().shape_str(ctx.shape(0)) + " to the lower rank " + std::to_string(out.rank()) + " `shape` holds");
   ctx.set_shape(0, out);
+}
+
+void infer_slice_to(InferContext& ctx) {
+  const Dim n = operand_length(ctx, 1);
+  operand_length(ctx, 2, n);
+  for (size_t i = 3; i < 5; ++i)
+    if (ctx.has_input(i)) operand_length(ctx, i, n);
+  if (n > static_cast<Dim>(ctx.shape(0).rank()))
+    ctx.fail("`starts` holds " + std::to_string(n) + " values, more than x's " + std::to_string(ctx.shape(0).rank()) + " axes");
+  ctx.set_shape(0, data_sized_like(ctx, ctx.shape(0).rank()));
+}
+
+void infer_pad_to(InferContext& ctx) {
+  operand_length(ctx, 1, 2 * static_cast<int64_t>(ctx.shape(0).rank()));
+  ctx.set_shape(0, data_sized_like(ctx, ctx.shape(0).rank()));
+}
+
+void infer_top_k_to(InferContext& ctx) {
+  one_value(ctx, 1);
+  Shape y = ctx.shape(0);
+  if (y.rank() == 0) ctx.fail("x is a scalar: top_k takes elements along an axis");
+  y[ctx.axis(ctx.attr_int("axis"), y.rank(), "axis")] = ctx.data_symbol("k");
+  ctx.set_shape(0, y);
+  ctx.set_shape(1, y);
+}
+
+void infer_range_to(InferContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) one_value(ctx, i);
+  ctx.set_shape(0, {ctx.data_symbol("count")});
 }
 
 void infer_non_max_suppression(InferContext& ctx) {

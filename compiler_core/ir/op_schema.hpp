@@ -84,6 +84,9 @@ struct OpSchema {
   // holds a symbol of its own there (InferContext::data_symbol), and a run stops before the op,
   // runs it, and goes on with the sizes it found (ir/cut.hpp).
   bool sized_by_data;
+  // The op of fixed sizes a sized op runs as, once its inputs named like that op's attributes
+  // have been read as them (reshape_to as reshape); "" for none (codegen checks the match).
+  const char* static_form;
 
   int attr_index(std::string_view attr) const;  // -1 if absent
   int input_index(std::string_view input) const;

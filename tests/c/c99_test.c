@@ -950,6 +950,32 @@ static void test_sizes_the_data_decides(void) {
     CHECK(strstr(esg_last_error(), "reshape") != NULL && y.data == NULL);
     esg_model_destroy(m);
   }
+  { /* pad_to: the pads a tensor of the caller's, read as the run goes */
+    int64_t xd2[2] = {1, 2}, pd[1] = {4}, pads[4] = {0, 1, 1, 0};
+    float xs2[2] = {1, 2};
+    esg_tensor tp, ty;
+    esg_buffer ins[2], y;
+    esg_pad_to_options po;
+    esg_pad_to_options_init(&po);
+    po.value = 9;
+    tx = esg_input(b, "x2", ESG_F32, xd2, 2);
+    tp = esg_input(b, "pads", ESG_I64, pd, 1);
+    ty = esg_pad_to(tx, tp, &po);
+    g = esg_builder_build(b, &ty, 1);
+    m = esg_compile(g, NULL);
+    esg_graph_destroy(g);
+    CHECK(m != NULL);
+    ins[0] = buffer(xs2, sizeof xs2, ESG_F32, xd2, 2);
+    ins[1] = buffer(pads, sizeof pads, ESG_I64, pd, 1);
+    CHECK(esg_model_run_allocated(m, ins, 2, &y, 1) == ESG_OK);
+    CHECK(y.rank == 2 && y.dims[0] == 2 && y.dims[1] == 3);
+    CHECK(((float*)y.data)[0] == 9 && ((float*)y.data)[1] == 1 && ((float*)y.data)[2] == 2 && ((float*)y.data)[5] == 9);
+    esg_buffer_free(&y);
+    pads[1] = -1; /* a negative pad: pad's own refusal */
+    CHECK(esg_model_run_allocated(m, ins, 2, &y, 1) == ESG_ERR_ATTRIBUTE);
+    CHECK(strstr(esg_last_error(), "pad") != NULL);
+    esg_model_destroy(m);
+  }
   { /* max_memory_bytes: a shape read from data past the cap fails that run only */
     int64_t sd[1] = {2}, shape[2] = {1 << 20, 1 << 10};
     esg_tensor ts_in, ty;

@@ -680,3 +680,71 @@ def test_sized_by_data_reaches_the_model(load_yaml):
             sized_by_data: true
         """).ops
     assert op.sized_by_data
+
+
+# ---- static_form ---------------------------------------------------------------------------------
+FORM = """\
+        ops:
+          - name: t_form
+            since: 1
+            summary: The fixed-size form.
+            inputs: [{name: x, type: f32}]
+            outputs: [{name: y, type: f32}]
+            attrs:
+              - {name: shape, type: "list<int>", required: true}
+              - {name: value, type: float, default: 0}
+              - {name: label, type: string, default: ""}
+            infer: unary
+"""
+
+
+def test_static_form_reaches_the_model(load_yaml):
+    ops = load_yaml(FORM + """\
+          - name: t_form_to
+            since: 1
+            summary: The form with its shape a tensor.
+            inputs: [{name: x, type: f32}, {name: shape, type: i64}]
+            outputs: [{name: y, type: f32}]
+            attrs: [{name: value, type: float, default: 0}]
+            sized_by_data: true
+            static_form: t_form
+            infer: unary
+        """).ops
+    assert {op.name: op.static_form for op in ops} == {"t_form": "", "t_form_to": "t_form"}
+
+
+def test_static_form_needs_sized_by_data(load_yaml):
+    message = the_problem(load_yaml, FORM + """\
+          - name: t_form_to
+            since: 1
+            summary: The form with its shape a tensor.
+            inputs: [{name: x, type: f32}, {name: shape, type: i64}]
+            outputs: [{name: y, type: f32}]
+            static_form: t_form  # <-
+            infer: unary
+        """)
+    assert message.startswith("op `t_form_to` has a `static_form` but is not `sized_by_data`")
+
+
+@pytest.mark.parametrize("change, expected", [
+    ("static_form: t_nothing", "names `t_nothing`, which is no op of fixed sizes without bodies"),
+    ("inputs: [{name: shape, type: i64}]", "its other inputs (none) are not `t_form`'s (x)"),
+    ("inputs: [{name: x, type: f32}, {name: label, type: i64}]", "input `label` stands for `t_form`'s attribute of type string"),
+    ("attrs: [{name: value, type: int, default: 0}]", "attribute `value` is not a scalar attribute of `t_form` of the same type"),
+])
+def test_static_form_must_match_its_form(load_yaml, change, expected):
+    entry = {"inputs": "inputs: [{name: x, type: f32}, {name: shape, type: i64}]", "static_form": "static_form: t_form", "attrs": ""}
+    entry[change.split(":")[0]] = change
+    text = FORM + f"""\
+          - name: t_form_to
+            since: 1
+            summary: The form with its shape a tensor.
+            {entry["inputs"]}
+            outputs: [{{name: y, type: f32}}]
+            {entry["attrs"]}
+            sized_by_data: true
+            {entry["static_form"]}
+            infer: unary
+        """
+    found = problems(load_yaml, text)
+    assert len(found) == 1 and expected in found[0], found

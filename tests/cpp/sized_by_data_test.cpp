@@ -165,3 +165,25 @@ TEST_CASE("max_memory_bytes caps a shape read from data, and a stage's plan, at 
   const esg::Graph fill = b2.build({esg::fill_to(b2.input("shape", esg::i64, {2}))});
   CHECK_THROWS_AS(esg::compile(fill, esg::CompileOptions().max_memory_bytes(-1)), esg::InvalidArgumentError);
 }
+
+TEST_CASE("slice_to and top_k_to read their operands as the run goes, checked as slice and top_k check them") {
+  esg::GraphBuilder b;
+  const Tensor x = b.input("x", esg::f32, {2, 4});
+  const Tensor from = b.input("from", esg::i64, {1});
+  // x[:, from:4:2] and the top k of x's rows, k = from + 1.
+  const int64_t four = 4, two = 2, axis = 1;
+  const Tensor four_t = b.constant(esg::i64, {1}, &four, sizeof four), two_t = b.constant(esg::i64, {1}, &two, sizeof two);
+  const Tensor axis_t = b.constant(esg::i64, {1}, &axis, sizeof axis);
+  const Tensor sliced = esg::slice_to(x, from, four_t, esg::SliceToOptions().axes(axis_t).steps(two_t));
+  const std::vector<Tensor> top = esg::top_k_to(x, from + 1, esg::TopKToOptions().largest(false));
+  const esg::Model m = esg::compile(b.build({sliced, top[0], top[1]}));
+  const HostTensor xs = HostTensor::from(esg::f32, std::vector<float>{5, 1, 7, 3, 2, 8, 0, 6}, {2, 4});
+  const std::vector<HostTensor> out = m.run({xs, HostTensor::from(esg::i64, std::vector<int64_t>{1}, {1})});
+  CHECK(out[0].shape() == Dims{2, 2});
+  CHECK(out[0].values<float>() == std::vector<float>{1, 3, 8, 6});
+  CHECK(out[1].values<float>() == std::vector<float>{1, 3, 0, 2});
+  CHECK(out[2].values<int64_t>() == std::vector<int64_t>{1, 3, 2, 0});
+  // k = 5 of 4 elements: top_k's own refusal, and the model runs on.
+  CHECK_THROWS_AS(m.run({xs, HostTensor::from(esg::i64, std::vector<int64_t>{4}, {1})}), esg::AttributeError);
+  CHECK(m.run({xs, HostTensor::from(esg::i64, std::vector<int64_t>{3}, {1})})[1].shape() == Dims{2, 4});
+}

@@ -203,6 +203,92 @@ def test_a_shape_operand_must_have_a_static_length():
             ops.expand_to(b.input("m", esgraph.f32, [2, 3]), b.input("t", esgraph.i64, [1]))
 
 
+# ---- slice, pad, top_k and range with their operands as tensors ---------------------------------
+@pytest.mark.parametrize("starts, ends, axes, steps, index_type", [
+    ([1, 0], [3, 5], None, None, np.int64), ([-1], [-100], [1], [-2], np.int64), ([0, 4], [9, 1], [2, 1], [3, -1], np.int32),
+    ([2], [2], [0], None, np.int32)])
+def test_slice_to_matches_numpy(starts, ends, axes, steps, index_type):
+    x = np.arange(3 * 5 * 4, dtype=np.float32).reshape(3, 5, 4)
+    it = esgraph.i32 if index_type is np.int32 else esgraph.i64
+    with esgraph.GraphBuilder("slice") as b:
+        xi = b.input("x", esgraph.f32, list(x.shape))
+        operands = [b.input(n, it, [len(starts)]) for n in ("starts", "ends")]
+        optional = {n: b.input(n, it, [len(starts)]) for n, v in (("axes", axes), ("steps", steps)) if v is not None}
+        model = esgraph.compile(b.build([ops.slice_to(xi, *operands, **optional) + 1.0]))
+    index = [slice(None)] * 3
+    for k, axis in enumerate(axes if axes is not None else range(len(starts))):
+        index[axis] = slice(starts[k], ends[k], steps[k] if steps else 1)
+    args = [x] + [np.array(v, index_type) for v in (starts, ends, axes, steps) if v is not None]
+    np.testing.assert_array_equal(model(*args), x[tuple(index)] + 1.0)
+
+
+def test_slice_to_checks_its_values_as_slice_does():
+    with esgraph.GraphBuilder("slice") as b:
+        xi = b.input("x", esgraph.f32, [4])
+        model = esgraph.compile(b.build([ops.slice_to(xi, b.input("s", esgraph.i64, [1]), b.input("e", esgraph.i64, [1]),
+                                                      steps=b.input("t", esgraph.i64, [1]))]))
+    x, one = np.arange(4, dtype=np.float32), np.array([1], np.int64)
+    with pytest.raises(esgraph.AttributeValueError, match=r"slice.*step"):
+        model(x, one, one * 3, one * 0)
+    np.testing.assert_array_equal(model(x, one, one * 3, one), x[1:3])
+    with esgraph.GraphBuilder("bad") as b:
+        xi = b.input("x", esgraph.f32, [4])
+        with pytest.raises(esgraph.ShapeError, match=r"`ends` holds 2 values, not the 1 wanted"):
+            ops.slice_to(xi, b.input("s", esgraph.i64, [1]), b.input("e", esgraph.i64, [2]))
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad_to_matches_numpy(mode):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with esgraph.GraphBuilder("pad") as b:
+        model = esgraph.compile(b.build([ops.pad_to(b.input("x", esgraph.f32, [3, 4]), b.input("p", esgraph.i64, [4]),
+                                                    mode=mode, value=-2.0)]))
+    for pads in ([1, 0, 2, 3], [0, 2, 0, 1], [0, 0, 0, 0]):
+        width = [(pads[0], pads[2]), (pads[1], pads[3])]
+        want = np.pad(x, width, mode={"edge": "edge", "reflect": "reflect"}.get(mode, "constant"),
+                      **({"constant_values": -2.0} if mode == "constant" else {}))
+        np.testing.assert_array_equal(model(x, np.array(pads, np.int64)), want)
+    with pytest.raises(esgraph.AttributeValueError, match="pad"):
+        model(x, np.array([0, -1, 0, 0], np.int64))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_top_k_to_matches_torch(largest):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(5).permutation(40).astype(np.float32).reshape(5, 8)
+    with esgraph.GraphBuilder("topk") as b:
+        xi, k = b.input("x", esgraph.f32, [5, 8]), b.input("k", esgraph.i64, [])
+        model = esgraph.compile(b.build(list(ops.top_k_to(xi, ops.reduce_sum(ops.reshape(k, [1])), axis=0, largest=largest))))
+    for kk in (0, 2, 5):
+        values, indices = model(x, np.int64(kk))
+        want = torch.topk(torch.from_numpy(x), kk, dim=0, largest=largest)
+        np.testing.assert_array_equal(values, want.values.numpy())
+        np.testing.assert_array_equal(indices, want.indices.numpy())
+    with pytest.raises(esgraph.AttributeValueError, match=r"top_k.*\bk\b"):
+        model(x, np.int64(6))
+    with esgraph.GraphBuilder("bad") as b:
+        with pytest.raises(esgraph.ShapeError, match=r"`k` must hold one value"):
+            ops.top_k_to(b.input("x", esgraph.f32, [4]), b.input("k", esgraph.i64, [2]))
+
+
+def test_range_to_matches_numpy_arange():
+    with esgraph.GraphBuilder("range") as b:
+        start, limit, step = (b.input(n, esgraph.f64, s) for n, s in (("a", []), ("b", [1]), ("c", [])))
+        model = esgraph.compile(b.build([ops.range_to(start, limit, step, dtype=esgraph.f32)]))
+    for a, z, c in ((0, 5, 1), (1, 2, 0.25), (5, -3, -2.5), (2, 2, 1)):
+        got = model(np.float64(a), np.array([z], np.float64), np.float64(c))
+        np.testing.assert_allclose(got, np.arange(a, z, c, dtype=np.float32))
+    with pytest.raises(esgraph.AttributeValueError, match="range"):
+        model(np.float64(0), np.array([1], np.float64), np.float64(0))
+
+
+def test_top_k_to_takes_k_as_one_element_tensor_too():
+    with esgraph.GraphBuilder("k1") as b:
+        g = b.build([ops.top_k_to(b.input("x", esgraph.f32, [6]), b.input("k", esgraph.i32, [1]))[0]])
+    x = np.array([3, 1, 4, 1, 5, 9], np.float32)
+    np.testing.assert_array_equal(esgraph.compile(g)(x, np.array([3], np.int32)), [9, 5, 4])
+
+
 # ---- between other ops: the stages of a run -------------------------------------------------
 def rows_over(b, x):
     """The rows of x whose largest element passes 0.5, softmaxed, and their indices."""

@@ -408,6 +408,27 @@ def _emit_fill_to(e, n, ins, outs):
     e.node("ConstantOfShape", [shape], outs, value=numpy_helper.from_array(np.array([a["value"]], dtype=_numpy_dtype(a["dtype"]))))
 
 
+@_exports("top_k_to")
+def _emit_top_k_to(e, n, ins, outs):
+    a = n["attrs"]
+    k = e.node("Reshape", [e.node("Cast", [ins[1]], to=TensorProto.INT64), _ints(e, [1], "k_shape")])  # TopK's K: int64 [1]
+    e.node("TopK", [ins[0], k], outs, axis=a["axis"], largest=int(a["largest"]), sorted=1)
+
+
+@_exports("pad_to")
+def _emit_pad_to(e, n, ins, outs):
+    a = n["attrs"]
+    value = _scalar(e, n, a["value"]) if a["mode"] == "constant" else None
+    e.node("Pad", [ins[0], e.node("Cast", [ins[1]], to=TensorProto.INT64), value], outs, mode=a["mode"])
+
+
+@_exports("range_to")
+def _emit_range_to(e, n, ins, outs):
+    # Range takes scalars of the type it gives; ours are [] or [1] of any type, giving `dtype`.
+    to = _dtypes.ESG_TO_ONNX[n["attrs"]["dtype"]]
+    e.node("Range", [e.node("Reshape", [e.node("Cast", [x], to=to), _ints(e, [], "scalar_shape")]) for x in ins], outs)
+
+
 @_exports("range")
 def _emit_range(e, n, ins, outs):
     dtype = _numpy_dtype(n["attrs"]["dtype"])
