@@ -12,7 +12,10 @@ is warm), beside the same second loop on a model that kept every binding (max_pl
 binding at all, which isolates what binding costs) and a plan compiled for that length alone
 (run repeatedly on the same inputs),
 both writing into outputs allocated and touched before the clock starts (a growing output's
-fresh pages would otherwise dominate). The outputs are checked against PyTorch first.
+fresh pages would otherwise dominate). Last, warm: the symbolic model bound to a length and run
+repeatedly on the same inputs, beside the static plan run so (what the plan itself costs, with
+neither binding nor a step's first touch of its buffers). The outputs are checked against
+PyTorch first.
 
     PYTHONPATH=build/default/python /usr/bin/python3 bench/decoder_loop.py [--steps 512] [--rounds 3]
 """
@@ -145,14 +148,24 @@ def main():
             kept.append(step_times(keeping, xs, args.steps, {}, args.runs))
             assert keeping.stats()["bindings"] == args.steps
             del keeping
+        symbolic = esgraph.compile(graph, shapes={"past": (0, args.steps - 1)})
+        warm = {}
+        for past in lengths:  # (symbolic, static) medians, the two alternating in rounds
+            k = v = np.random.default_rng(past).standard_normal(cache(past).shape).astype(np.float32)
+            mine, theirs_out = outputs(past), outputs(past)
+            pairs = [(median_ms(lambda: symbolic.run([xs, k, v], out=mine), args.runs),
+                      median_ms(lambda: static[past].run([xs, k, v], out=theirs_out), args.runs)) for _ in range(args.rounds)]
+            warm[past] = (statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs))
         print(f"{'past':>5} {'1st loop':>9} {'2nd loop':>9} {'no binding':>11} {'static plan':>12} {'2nd/none':>9} "
-              f"{'2nd/static':>11} {'ORT step':>9}  (ms)")
+              f"{'2nd/static':>11} {'ORT step':>9} {'warm: bound/static':>19}  (ms)")
         for past in lengths:
             window = range(max(1, past - 4), min(args.steps, past + 5))
             one, two, none = (statistics.median(s[0][p] for s in loops for p in window) * 1e3 for loops in (first, second, kept))
             alone = statistics.median(s[1][past] for s in first) * 1e3
             theirs_step = statistics.median(t["step_ms"][past] for t in theirs) if all(theirs) else float("nan")
-            print(f"{past:5d} {one:9.3f} {two:9.3f} {none:11.3f} {alone:12.3f} {two / none:8.2f}x {two / alone:10.2f}x {theirs_step:9.3f}")
+            bound, fixed = warm[past]
+            print(f"{past:5d} {one:9.3f} {two:9.3f} {none:11.3f} {alone:12.3f} {two / none:8.2f}x {two / alone:10.2f}x {theirs_step:9.3f}"
+                  f" {bound:7.3f}/{fixed:.3f} {bound / fixed:.2f}x")
 
 
 if __name__ == "__main__":
