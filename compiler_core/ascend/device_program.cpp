@@ -73,14 +73,10 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     std::lock_guard<std::mutex> lock(class_->mu);
     if (const auto it = class_->by_signature.find(signature); it != class_->by_signature.end()) device_ = it->second.lock();
   }
+  // A device of its own is the class's only once it is whole (tilings written, captured): until
+  // then no other binding runs on it.
   const bool shared = device_ != nullptr;
-  if (!shared) {
-    device_ = make_device(lowered, signature);
-    std::lock_guard<std::mutex> lock(class_->mu);
-    for (auto it = class_->by_signature.begin(); it != class_->by_signature.end();)  // devices gone with their last binding
-      it = it->second.expired() ? class_->by_signature.erase(it) : std::next(it);
-    class_->by_signature[signature] = device_;
-  }
+  if (!shared) device_ = make_device(lowered);
   const Device& d = *device_;
   tilings_ = tilings_for();
   if (!shared && !tilings_.empty()) {  // the device starts with its maker's tilings
@@ -165,9 +161,15 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     release();
     throw;
   }
+  if (!shared) {
+    std::lock_guard<std::mutex> lock(class_->mu);
+    for (auto it = class_->by_signature.begin(); it != class_->by_signature.end();)  // devices gone with their last binding
+      it = it->second.expired() ? class_->by_signature.erase(it) : std::next(it);
+    class_->by_signature[signature] = device_;
+  }
 }
 
-std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vector<LaunchLowering>& lowered, const std::string& signature) {
+std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vector<LaunchLowering>& lowered) {
   const runtime::Plan& plan = plan_;
   const ir::Graph& g = plan.graph();
   const ir::Graph& largest = plan.largest_graph();  // sizes the allocation and block counts are for
@@ -175,7 +177,6 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   const auto& groups = plan.groups();
   auto made = std::make_shared<Device>();  // releases what it holds if a step below fails
   Device& d = *made;
-  d.signature = signature;
   d.device = options_.device;
   const Toolchain toolchain = options_.simulated ? simulator_toolchain() : cann_toolchain();
   std::map<std::string, int> kernel_of;  // by entry: one binary per distinct kernel

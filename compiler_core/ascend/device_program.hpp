@@ -117,14 +117,14 @@ class DeviceProgram final : public runtime::Program {
     std::map<int64_t, size_t> constant_at;  // by node id
     std::vector<LoadedKernel> kernels;
     std::vector<DeviceLaunch> launches;  // calls and host launches indexed per binding, in launch order
-    std::string signature;               // how each launch lowers: a binding that lowers alike shares
     acl::ModelRI captured = nullptr;     // the class's one captured model: only kernels and copies
     std::string capture_note;
     mutable std::mutex run_mu;
     mutable uint64_t tilings_of = 0;     // the binding whose tilings the device holds (0: none)
   };
-  // The devices of one size class, by how their bindings lower: a binding that lowers otherwise
-  // (at N = 1) has one of its own, and the class's other sizes keep sharing theirs.
+  // The devices of one size class, by how their bindings lower (each launch's kind and kernel):
+  // a binding that lowers otherwise (at N = 1) has one of its own, and the class's other sizes
+  // keep sharing theirs.
   struct ClassDevices {
     std::mutex mu;
     std::map<std::string, std::weak_ptr<Device>> by_signature;
@@ -138,7 +138,7 @@ class DeviceProgram final : public runtime::Program {
   };
   // The device for `lowered` launches: kernels built and loaded, the allocation laid out for the
   // class's largest sizes, streams and events made, captured when only kernels and copies run.
-  std::shared_ptr<Device> make_device(const std::vector<LaunchLowering>& lowered, const std::string& signature);
+  std::shared_ptr<Device> make_device(const std::vector<LaunchLowering>& lowered);
   // This binding's tilings, over the device's block counts.
   std::vector<uint8_t> tilings_for() const;
   // Queues the launch list; aclnn ops use their executors planned at build, or plan anew. A

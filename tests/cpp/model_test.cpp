@@ -284,6 +284,32 @@ TEST_CASE("runs of many sizes from several threads bind and drop plans and stay 
   CHECK(m.stats().bindings >= 11);
 }
 
+TEST_CASE("runs of many sizes from several threads on the simulated Ascend share the class's device") {
+  // One size class (a range): its bindings share one device and, with only generated kernels,
+  // one captured model, each writing its tilings before it runs; 2 kept, so bindings and the
+  // device (with its last binding) go and come while other threads run. n = 1 lowers otherwise
+  // (a device of its own).
+  esg::GraphBuilder b("sizes");
+  const Tensor x = b.input("x", esg::f32, {b.symbol("n"), 8});
+  const esg::Graph g = b.build({esg::softmax(esg::exp(x) * 0.5f + esg::tanh(x))});
+  const esg::Model sim = esg::compile(g, esg::CompileOptions().backend("ascend-sim").symbol_range("n", 1, 16).max_plans(2));
+  const esg::Model cpu = esg::compile(g);
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(3, 0);
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 16; ++i) {
+        const int64_t n = 1 + (t * 5 + i * 7) % 16;
+        const std::vector<HostTensor> in = {HostTensor::from(esg::f32, seq(8 * n, 0.05f * static_cast<float>(n)), {n, 8})};
+        const std::vector<float> got = sim.run(in)[0].values<float>(), expected = cpu.run(in)[0].values<float>();
+        for (size_t k = 0; k < got.size(); ++k) wrong[static_cast<size_t>(t)] += std::abs(got[k] - expected[k]) > 1e-5f;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(wrong == std::vector<int>{0, 0, 0});
+  CHECK(sim.stats().captured == 1);
+}
+
 TEST_CASE("outputs that are inputs, constants or repeated are filled too") {
   esg::GraphBuilder b("passthrough");
   const Tensor x = b.input("x", esg::f32, {2});
