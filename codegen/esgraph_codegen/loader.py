@@ -660,13 +660,16 @@ def load(paths: Sequence[Path], rules: Sequence[str], root: Optional[Path] = Non
 
 
 _OPERAND_ATTR_TYPES = ("int", "float", "list<int>")  # what a tensor's values can stand for
+_INTEGER_DTYPES = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
 
 
 def _check_static_forms(ops: Sequence[OpDef], problems: _Problems) -> None:
-    """An op's `static_form` names an op it runs as once its operands' values are read: each
-    input named like one of the form's attributes (of a type a tensor's values stand for) is
-    read as it, the other inputs are the form's inputs in order, and each attribute of its own
-    is one of the form's, of the same type, passed on (a scalar: bodies and lists stay out)."""
+    """An op's `static_form` names an op it runs as once its operands' values are read
+    (eval/sized_kernels.cpp, as_static): each input named like one of the form's attributes is
+    read as it (an integer tensor for an int or list<int>), the other inputs are the form's
+    inputs in order (optional where the form's are), each attribute of its own is one of the
+    form's scalars, of the same type (an enum with the same values), passed on, every required
+    attribute of the form is given one way or the other, and the outputs are the form's."""
     by_name = {op.name: op for op in ops}
     for op in ops:
         if not op.static_form:
@@ -677,20 +680,35 @@ def _check_static_forms(ops: Sequence[OpDef], problems: _Problems) -> None:
             problems.add(op.loc, f"{what} names `{op.static_form}`, which is no op of fixed sizes without bodies")
             continue
         form_attrs = {a.name: a for a in form.attrs}
+        type_vars = {t.name: set(t.dtypes) for t in op.type_vars}
         read = [i for i in op.inputs if i.name in form_attrs]
         for i in read:
-            if form_attrs[i.name].type not in _OPERAND_ATTR_TYPES or i.variadic:
+            want = form_attrs[i.name]
+            if want.type not in _OPERAND_ATTR_TYPES or i.variadic:
                 problems.add(i.loc, f"{what}: input `{i.name}` stands for `{op.static_form}`'s attribute of type "
-                                    f"{form_attrs[i.name].type}, which a tensor's values cannot give")
+                                    f"{want.type}, which a tensor's values cannot give")
+            elif want.type != "float" and not type_vars.get(i.type, {i.type}) <= _INTEGER_DTYPES:
+                problems.add(i.loc, f"{what}: input `{i.name}` stands for an integer attribute; it must be of integer types")
+            elif i.optional and want.required:
+                problems.add(i.loc, f"{what}: input `{i.name}` is optional but `{op.static_form}`'s attribute is required")
         rest = [i for i in op.inputs if i.name not in form_attrs]
-        if len(rest) != len(form.inputs) or any(i.variadic != f.variadic for i, f in zip(rest, form.inputs)):
+        if (len(rest) != len(form.inputs) or any(i.variadic or f.variadic for i, f in zip(rest, form.inputs))
+                or any(i.optional != f.optional for i, f in zip(rest, form.inputs))):
             problems.add(op.loc, f"{what}: its other inputs ({', '.join(i.name for i in rest) or 'none'}) are not "
-                                 f"`{op.static_form}`'s ({', '.join(i.name for i in form.inputs) or 'none'})")
+                                 f"`{op.static_form}`'s ({', '.join(i.name for i in form.inputs) or 'none'}), one for one, "
+                                 f"optional alike, none variadic")
+        own = {a.name: a for a in op.attrs}
         for a in op.attrs:
             f = form_attrs.get(a.name)
-            if f is None or f.type != a.type or a.is_list or f.name in {i.name for i in read}:
+            if (f is None or f.type != a.type or a.is_list or a.type == "string" or f.values != a.values
+                    or a.name in {i.name for i in read}):
                 problems.add(a.loc, f"{what}: attribute `{a.name}` is not a scalar attribute of `{op.static_form}` "
                                     f"of the same type")
+        for f in form.attrs:
+            if f.required and f.name not in own and f.name not in {i.name for i in read}:
+                problems.add(op.loc, f"{what}: `{op.static_form}`'s required attribute `{f.name}` is given by no input or attribute")
+        if [o.type for o in op.outputs] != [o.type for o in form.outputs]:
+            problems.add(op.loc, f"{what}: its outputs are not `{op.static_form}`'s, one for one and of the same types")
 
 
 def load_dir(op_defs: Path, rules_file: Path, api: Optional[int] = None) -> OpSet:

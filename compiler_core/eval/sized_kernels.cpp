@@ -249,8 +249,8 @@ std::vector<HostTensor> as_static(const KernelCall& c, const RunControl& control
   std::vector<ir::ValueId> ins;
   std::vector<const TensorRef*> refs;
   for (size_t i = 0; i < c.in.size(); ++i)
-    if (!read[i]) {
-      ins.push_back(b.add_input("in" + std::to_string(i), c.in[i]->dtype, c.in[i]->shape));
+    if (!read[i]) {  // optional where the form's is (codegen checks): absent stays absent
+      ins.push_back(c.in[i] ? b.add_input("in" + std::to_string(i), c.in[i]->dtype, c.in[i]->shape) : ir::kNone);
       refs.push_back(c.in[i]);
     }
   const ir::Graph& g = b.graph();

@@ -1,5 +1,6 @@
 // A graph cut before the ops whose output sizes only running them tells (OpSchema::sized_by_data:
-// nonzero, unique, non_max_suppression). Stage k holds the ops that need the outputs of k such
+// nonzero, unique, non_max_suppression, and the ops with a static form, whose attributes come as
+// tensors: reshape_to, slice_to, ...). Stage k holds the ops that need the outputs of k such
 // ops one after another and no more; those ops run between stages, on the host, and the next
 // stage takes their outputs as inputs whose sizes are symbols. Each stage is then an ordinary
 // graph: compiled (a symbolic plan per size class, as for any symbolic input) or evaluated.

@@ -729,18 +729,26 @@ def test_static_form_needs_sized_by_data(load_yaml):
 @pytest.mark.parametrize("change, expected", [
     ("static_form: t_nothing", "names `t_nothing`, which is no op of fixed sizes without bodies"),
     ("inputs: [{name: shape, type: i64}]", "its other inputs (none) are not `t_form`'s (x)"),
-    ("inputs: [{name: x, type: f32}, {name: label, type: i64}]", "input `label` stands for `t_form`'s attribute of type string"),
+    ("inputs: [{name: x, type: f32}, {name: shape, type: i64}, {name: label, type: i64}]",
+     "input `label` stands for `t_form`'s attribute of type string"),
+    ("inputs: [{name: x, type: f32}, {name: shape, type: f32}]", "input `shape` stands for an integer attribute"),
+    ("inputs: [{name: x, type: f32}, {name: shape, type: i64, optional: true}]", "input `shape` is optional but"),
+    ("inputs: [{name: shape, type: i64}, {name: x, type: f32, optional: true}]", "one for one, optional alike"),
+    ("inputs: [{name: x, type: f32}]", "`t_form`'s required attribute `shape` is given by no input or attribute"),
     ("attrs: [{name: value, type: int, default: 0}]", "attribute `value` is not a scalar attribute of `t_form` of the same type"),
+    ("attrs: [{name: label, type: string, default: s}]", "attribute `label` is not a scalar attribute"),
+    ("outputs: [{name: y, type: i64}]", "its outputs are not `t_form`'s"),
 ])
 def test_static_form_must_match_its_form(load_yaml, change, expected):
-    entry = {"inputs": "inputs: [{name: x, type: f32}, {name: shape, type: i64}]", "static_form": "static_form: t_form", "attrs": ""}
+    entry = {"inputs": "inputs: [{name: x, type: f32}, {name: shape, type: i64}]", "static_form": "static_form: t_form", "attrs": "",
+             "outputs": "outputs: [{name: y, type: f32}]"}
     entry[change.split(":")[0]] = change
     text = FORM + f"""\
           - name: t_form_to
             since: 1
             summary: The form with its shape a tensor.
             {entry["inputs"]}
-            outputs: [{{name: y, type: f32}}]
+            {entry["outputs"]}
             {entry["attrs"]}
             sized_by_data: true
             {entry["static_form"]}

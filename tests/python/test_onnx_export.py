@@ -131,3 +131,22 @@ def test_negative_transpose_axes_are_written_as_onnx_wants():
     model = esgraph.onnx.to_model(b.build([y]))
     onnx.shape_inference.infer_shapes(model, strict_mode=True)
     assert list(model.graph.node[0].attribute[0].ints) == [0, 2, 1]
+
+
+@pytest.mark.parametrize("start, limit, step, dtype", [(0.0, 1.5, 0.5, "i64"), (0.0, 3.0, 1.5, "i32"), (1.0, 2.0, 0.25, "f16"),
+                                                       (5.0, -3.0, -2.5, "f64"), (0.0, 4.0, 1.0, "u8")])
+def test_range_exports_as_ranges_of_doubles_stored_in_its_type(start, limit, step, dtype):
+    """range (and range_to) count and step in double, then store in their dtype: exported as
+    Range over doubles and a Cast (checked by onnx.checker), whose ONNX semantics the importer
+    runs to numpy's values."""
+    want = np.arange(start, limit, step, dtype=np.float64).astype(getattr(esgraph, dtype).numpy)
+    with esgraph.GraphBuilder("range") as b:
+        fixed = ops.range(limit, start=start, step=step, dtype=getattr(esgraph, dtype))
+        scalars = [b.input(n, esgraph.f32, []) for n in ("a", "z", "s")]
+        read = ops.range_to(*scalars, dtype=getattr(esgraph, dtype))
+        g = b.build([fixed, read])
+    model = esgraph.onnx.to_model(g)
+    assert [n.op_type for n in model.graph.node].count("Range") == 2
+    for got in roundtrip(g, [np.float32(v) for v in (start, limit, step)]):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -330,8 +330,9 @@ typedef struct esg_compile_options {
   bool grow_memory;
   /* API 2: a limit against hostile models (docs/reliability.md): the most bytes a plan's working
      memory and outputs, or a tensor whose size a run reads from data (fill_to, expand_to,
-     pad_to, range_to and the other ops whose attributes come as tensors), may take. A model whose sizes need more is not compiled, a run whose sizes do
-     fails (ESG_ERR_LIMIT) and the model stays usable. 0 (default): no cap. */
+     pad_to, range_to and the other ops whose attributes come as tensors), may take. A model
+     whose sizes need more is not compiled, a run whose sizes do fails (ESG_ERR_LIMIT) and the
+     model stays usable. 0 (default): no cap. */
   int64_t max_memory_bytes;
 } esg_compile_options;
 ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size);

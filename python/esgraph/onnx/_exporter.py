@@ -422,17 +422,27 @@ def _emit_pad_to(e, n, ins, outs):
     e.node("Pad", [ins[0], e.node("Cast", [ins[1]], to=TensorProto.INT64), value], outs, mode=a["mode"])
 
 
+def _range_of_doubles(e, scalars, dtype, outs):
+    """esgraph's range counts and steps in double and stores each element in `dtype` (0, 1.5 by
+    0.5 into i64 is [0, 0, 1]): ONNX's Range over doubles, then a Cast (Range itself takes five
+    types only)."""
+    if dtype == _C.f64:
+        e.node("Range", scalars, outs)
+    else:
+        e.node("Cast", [e.node("Range", scalars)], outs, to=_dtypes.ESG_TO_ONNX[dtype])
+
+
 @_exports("range_to")
 def _emit_range_to(e, n, ins, outs):
-    # Range takes scalars of the type it gives; ours are [] or [1] of any type, giving `dtype`.
-    to = _dtypes.ESG_TO_ONNX[n["attrs"]["dtype"]]
-    e.node("Range", [e.node("Reshape", [e.node("Cast", [x], to=to), _ints(e, [], "scalar_shape")]) for x in ins], outs)
+    # Ours are [] or [1] of any type; Range's are scalars.
+    scalars = [e.node("Reshape", [e.node("Cast", [x], to=TensorProto.DOUBLE), _ints(e, [], "scalar_shape")]) for x in ins]
+    _range_of_doubles(e, scalars, n["attrs"]["dtype"], outs)
 
 
 @_exports("range")
 def _emit_range(e, n, ins, outs):
-    dtype = _numpy_dtype(n["attrs"]["dtype"])
-    e.node("Range", [e.const(np.array(n["attrs"][k], dtype), k) for k in ("start", "limit", "step")], outs)
+    scalars = [e.const(np.array(n["attrs"][k], np.float64), k) for k in ("start", "limit", "step")]
+    _range_of_doubles(e, scalars, n["attrs"]["dtype"], outs)
 
 
 def to_model(graph):
