@@ -76,7 +76,8 @@ enum DeviceInfo : int32_t {  // aclDeviceInfo: what aclGetDeviceCapability repor
   /* args: one 8-byte slot per kernel parameter, in device memory */                                   \
   X(aclrtLaunchKernel, Error,                                                                            \
     (FuncHandle func, uint32_t block_dim, const void* args, size_t args_size, Stream stream))           \
-  X(aclGetRecentErrMsg, const char*, ())
+  X(aclGetRecentErrMsg, const char*, ())                                                                  \
+  X(aclrtGetSocName, const char*, ())
 
 // The model-capture functions: optional (older CANN lacks them); without them a run replays
 // the launch list. A capture spans the streams that wait on an event recorded in it, whose

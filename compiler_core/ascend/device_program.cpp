@@ -178,6 +178,15 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   auto made = std::make_shared<Device>();  // releases what it holds if a step below fails
   Device& d = *made;
   d.device = options_.device;
+  d.acl = AclLibrary::open(options_.simulated ? AclLibrary::simulator_path() : "");
+  // The generated kernels run on the core version they are built for: another SoC is refused by
+  // name before anything is built (a model of library calls only runs on any).
+  const char* soc = d.acl->aclrtGetSocName();
+  d.soc = soc ? soc : "";
+  if (std::any_of(lowered.begin(), lowered.end(), [](const LaunchLowering& l) { return l.kind == LaunchLowering::Kernel; })) {
+    if (d.soc.empty()) throw Error(ErrorCode::Backend, std::string("ascend: aclrtGetSocName failed: ") + d.acl->aclGetRecentErrMsg());
+    if (const std::string why = arch_mismatch(kernel_arch(), d.soc); !why.empty()) throw Error(ErrorCode::Unsupported, "ascend: " + why);
+  }
   const Toolchain toolchain = options_.simulated ? simulator_toolchain() : cann_toolchain();
   std::map<std::string, int> kernel_of;  // by entry: one binary per distinct kernel
   for (size_t i = 0; i < launches.size(); ++i) {
@@ -199,7 +208,6 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
 
   // The layout of the one device allocation, at the largest sizes: the arena, inputs and
   // outputs, then what is uploaded once (constants, argument slots), then the tilings.
-  d.acl = AclLibrary::open(options_.simulated ? AclLibrary::simulator_path() : "");
   size_t size = align_up(static_cast<size_t>(plan.arena_bytes()));
   for (ir::ValueId v : largest.inputs()) d.input_at.push_back(size), size += align_up(value_bytes(largest, v));
   for (ir::ValueId v : largest.outputs()) d.output_at.push_back(size), size += align_up(value_bytes(largest, v));
@@ -531,7 +539,8 @@ std::string DeviceProgram::report() const {
   std::ostringstream out;
   size_t cached = 0;
   for (const LoadedKernel& k : d.kernels) cached += k.from_cache;
-  out << "ascend" << (options_.simulated ? " (simulated device)" : "") << ": device " << options_.device << ", AscendCL "
+  out << "ascend" << (options_.simulated ? " (simulated device)" : "") << ": device " << options_.device
+      << (d.soc.empty() ? "" : " (" + d.soc + ")") << ", AscendCL "
       << (d.acl ? d.acl->path() : "?") << "\n"
       << "  device memory: 1 allocation of " << d.memory_bytes << " bytes (arena " << plan_.arena_bytes() << ")"
       << (plan_.bound() ? ", laid out for the size class's largest sizes and shared by its bindings that lower alike" : "") << "\n"

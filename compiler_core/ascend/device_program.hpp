@@ -104,6 +104,7 @@ class DeviceProgram final : public runtime::Program {
 
     std::shared_ptr<AclLibrary> acl;
     int device = 0;
+    std::string soc;  // aclrtGetSocName's
     bool device_set = false;
     acl::Context context = nullptr;
     std::vector<acl::Stream> streams;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -58,6 +59,21 @@ std::string read_head(const std::string& path, size_t max_bytes) {
 
 }  // namespace
 
+std::string kernel_arch() { return env("ESG_ASCEND_ARCH").empty() ? "dav-c220-vec" : env("ESG_ASCEND_ARCH"); }
+
+std::string arch_mismatch(const std::string& arch, const std::string& soc) {
+  auto starts = [&](const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; };
+  const bool a2_or_a3 = (starts(soc, "Ascend910B") && soc.size() > 10 && std::isdigit(static_cast<unsigned char>(soc[10]))) ||
+                        starts(soc, "Ascend910_93");
+  const bool p310 = starts(soc, "Ascend310P");
+  if (starts(arch, "dav-c220") ? a2_or_a3 : starts(arch, "dav-m200") ? p310 : true) return {};
+  const std::string family = starts(arch, "dav-c220") ? "Atlas A2/A3: Ascend910B<n>, Ascend910_93" : "Ascend310P";
+  std::string fix = a2_or_a3 ? "ESG_ASCEND_ARCH=dav-c220-vec builds them for it"
+                    : p310   ? "ESG_ASCEND_ARCH=dav-m200 builds them for it (the kernels are tuned for 910B's Unified Buffer)"
+                             : "esgraph builds no kernels for its core version yet (the first Ascend 910 and 310 have other ones)";
+  return "the device is an " + soc + ", but esgraph's kernels are built for " + arch + " (" + family + "); " + fix;
+}
+
 Toolchain cann_toolchain() {
   std::vector<std::string> roots;
   for (const char* var : {"ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"})
@@ -70,7 +86,7 @@ Toolchain cann_toolchain() {
       tried += "\n  " + ccec;
       continue;
     }
-    const std::string arch = env("ESG_ASCEND_ARCH").empty() ? "dav-c220-vec" : env("ESG_ASCEND_ARCH");
+    const std::string arch = kernel_arch();
     const std::string tik = root + "/compiler/tikcpp/tikcfw";
     return {"cann",
             {ccec, "-c", "-O2", "-std=c++17", "-xcce", "--cce-aicore-only", "--cce-aicore-arch=" + arch, "--cce-auto-sync",

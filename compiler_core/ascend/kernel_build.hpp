@@ -24,6 +24,13 @@ Toolchain cann_toolchain();
 // override the paths configured at build time).
 Toolchain simulator_toolchain();
 
+// The Ascend C core version kernels are built for: ESG_ASCEND_ARCH, default dav-c220-vec.
+std::string kernel_arch();
+// Why kernels built for `arch` cannot run on the SoC aclrtGetSocName names: empty when they can
+// (dav-c220*: Atlas A2/A3, Ascend910B<n>* and Ascend910_93*; dav-m200*: Ascend310P*), or when
+// `arch` is none of those (the user chose it and knows).
+std::string arch_mismatch(const std::string& arch, const std::string& soc);
+
 // The directory of cached binaries: ESG_KERNEL_CACHE, else $XDG_CACHE_HOME/esgraph/kernels,
 // else ~/.cache/esgraph/kernels.
 std::string kernel_cache_dir();

@@ -16,7 +16,8 @@
 //   launch protocol. ACLSIM_FAIL=name makes every call of that function fail;
 //   ACLSIM_DEVICE_MEMORY caps the device heap (bytes); ACLSIM_NO_CAPTURE=1 refuses stream
 //   capture, as CANN before 8.1 does; ACLSIM_DEVICES sets the device count (default 1),
-//   ACLSIM_AI_CORES the AI cores of each (default 8).
+//   ACLSIM_AI_CORES the AI cores of each (default 8), ACLSIM_SOC the SoC aclrtGetSocName names
+//   (default Ascend910B1).
 #include <dlfcn.h>
 
 #include <array>
@@ -396,6 +397,15 @@ Error aclFinalize() {
 }
 
 const char* aclGetRecentErrMsg() { return recent_error.c_str(); }
+
+// ACLSIM_SOC names the simulated SoC (default Ascend910B1, an Atlas A2).
+const char* aclrtGetSocName() {
+  static thread_local std::string name;
+  const char* soc = std::getenv("ACLSIM_SOC");
+  name = soc && *soc ? soc : "Ascend910B1";
+  log_line("aclrtGetSocName -> " + name);
+  return name.c_str();
+}
 
 Error aclrtGetDeviceCount(uint32_t* count) {
   ACLSIM_ENTER("aclrtGetDeviceCount");

@@ -399,3 +399,15 @@ TEST_CASE("the simulated device captures across streams joined by events") {
   for (acl::Event e : {start, done, plain}) dev.acl->aclrtDestroyEvent(e);
   dev.acl->aclrtDestroyStream(side);
 }
+
+TEST_CASE("the kernels' core version names the SoCs they run on") {
+  CHECK(ascend::arch_mismatch("dav-c220-vec", "Ascend910B1").empty());
+  CHECK(ascend::arch_mismatch("dav-c220-vec", "Ascend910B4").empty());
+  CHECK(ascend::arch_mismatch("dav-c220-vec", "Ascend910_9391").empty());
+  CHECK(ascend::arch_mismatch("dav-m200", "Ascend310P3").empty());
+  CHECK(ascend::arch_mismatch("dav-c220-vec", "Ascend310P3").find("ESG_ASCEND_ARCH=dav-m200") != std::string::npos);
+  CHECK(ascend::arch_mismatch("dav-m200", "Ascend910B2").find("ESG_ASCEND_ARCH=dav-c220-vec") != std::string::npos);
+  for (const char* first : {"Ascend910A", "Ascend910B", "Ascend910ProB", "Ascend310"})
+    CHECK(ascend::arch_mismatch("dav-c220-vec", first).find("builds no kernels for its core version") != std::string::npos);
+  CHECK(ascend::arch_mismatch("dav-c310", "Ascend910A").empty());  // a core version the user chose: not second-guessed
+}

@@ -727,6 +727,30 @@ def test_sizes_bound_on_two_threads_at_once_build_while_the_other_captures():
     assert not errors, errors
 
 
+@pytest.mark.parametrize("soc, refused", [
+    ("Ascend910B3", None), ("Ascend910_9391", None),
+    ("Ascend310P3", r"the device is an Ascend310P3, but esgraph's kernels are built for dav-c220-vec .*ESG_ASCEND_ARCH=dav-m200"),
+    ("Ascend910A", r"the device is an Ascend910A, .*builds no kernels for its core version"),
+    ("Ascend910B", r"the device is an Ascend910B, "),  # the first 910's B variant: no digit
+])
+def test_generated_kernels_run_only_on_the_soc_they_are_built_for(soc, refused, monkeypatch):
+    """aclrtGetSocName's SoC against the kernels' core version: another is refused by name, with
+    what would be needed, before anything is built; a model of library calls runs on any."""
+    monkeypatch.setenv("ACLSIM_SOC", soc)
+    x = np.random.default_rng(23).standard_normal((4, 6)).astype(np.float32)
+    elementwise = graph_of(lambda a: ops.exp(a) + 1.0, x.shape)
+    if refused:
+        with pytest.raises(esgraph.UnsupportedError, match=refused):
+            esgraph.compile(elementwise, backend="ascend-sim")
+    else:
+        model = esgraph.compile(elementwise, backend="ascend-sim")
+        np.testing.assert_allclose(model(x), np.exp(x) + 1.0, rtol=RTOL, atol=ATOL)
+        assert f"device 0 ({soc})" in model.report()
+    w = np.random.default_rng(24).standard_normal((6, 3)).astype(np.float32)
+    library_only = esgraph.compile(graph_of(lambda a: a @ w, x.shape), backend="ascend-sim")
+    np.testing.assert_allclose(library_only(x), x @ w, rtol=RTOL, atol=ATOL)
+
+
 def test_empty_tensors_launch_nothing(acl_log):
     x = np.zeros((0, 5), np.float32)
     check_same(graph_of(lambda a: ops.exp(a) + 1.0, x.shape), [x])
