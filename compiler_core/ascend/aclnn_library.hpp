@@ -1,5 +1,6 @@
-// CANN's operator library (libnnopbase.so and libopapi.so), loaded from the directory AscendCL
-// came from, once per process and only when a model needs it.
+// CANN's operator library (libnnopbase.so, and libopapi.so or, from CANN 8.5 on, one library per
+// operator repository: libopapi_math.so, libopapi_nn.so, ...), loaded from the directory
+// AscendCL came from, once per process and only when a model needs it.
 #pragma once
 #include <memory>
 #include <set>
@@ -23,7 +24,8 @@ class AclnnLibrary : public aclnn::Functions {
  private:
   explicit AclnnLibrary(const AclLibrary& acl) : acl_(acl) {}
   const AclLibrary& acl_;  // lives in AclLibrary's process-wide registry
-  std::set<std::string> lacking_;  // op functions libopapi.so does not export
+  std::set<std::string> lacking_;  // op functions no operator library exports
+  std::string libraries_;          // the operator libraries found, for messages
   std::string dir_;
 };
 

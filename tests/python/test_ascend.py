@@ -1099,6 +1099,20 @@ def test_an_operator_library_without_an_op_refuses_only_the_models_that_use_it(m
         esgraph.compile(graph_of(lambda x: ops.top_k(x, k=2)[0] * 2.0, a.shape), backend="ascend-sim")
 
 
+def test_an_operator_library_split_by_repository_is_searched_function_by_function(monkeypatch, tmp_path):
+    """From CANN 8.5 the aclnn ops come in one library per operator repository (libopapi_math.so,
+    libopapi_nn.so, ...) and no libopapi.so: each function is taken from the first that has it.
+    Here libopapi_math.so lacks aclnnTopk, which libopapi_nn.so has."""
+    sim = Path(esgraph.__file__).resolve().parents[2] / "ascend_sim"
+    for name, where in (("libascendcl.so", sim / "libascendcl.so"), ("libnnopbase.so", sim / "libnnopbase.so"),
+                        ("libopapi_math.so", sim / "without_topk" / "libopapi.so"), ("libopapi_nn.so", sim / "libopapi.so")):
+        (tmp_path / name).symlink_to(where)
+    monkeypatch.setenv("ESG_ASCEND_SIM_LIBRARY", str(tmp_path / "libascendcl.so"))
+    a = np.random.default_rng(25).standard_normal((4, 5)).astype(np.float32)
+    check_same(graph_of(lambda x: ops.matmul(x, x, transpose_b=True) + 1.0, a.shape), [a])
+    check_same(graph_of(lambda x: ops.top_k(x, k=2)[0] * 2.0, a.shape), [a])
+
+
 @pytest.mark.parametrize("call", ["aclrtMallocAlign32", "aclrtCreateStream", "aclrtBinaryLoadFromFile"])
 def test_a_failing_acl_call_is_an_error_and_leaves_nothing_behind(call, acl_log, monkeypatch):
     g = graph_of(lambda a: ops.exp(a) + 1.0, (100,))
