@@ -27,6 +27,7 @@ class Backend final : public runtime::Backend {
   runtime::GroupingRules grouping(const runtime::CompileOptions& options) const override;
   void check(const runtime::CompileOptions& options) const override;
   std::string cannot_run(const runtime::Plan& plan, size_t index) const override;
+  int64_t buffer_slack() const override { return kSegmentSlack; }
   std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
                                           const runtime::Program* donor) const override;
 

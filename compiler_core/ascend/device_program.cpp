@@ -26,6 +26,8 @@ using Slot = runtime::Plan::Slot;
 constexpr size_t kAlign = plan::kArenaAlignment;
 
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+// A segment of `n` bytes carved from the allocation, with CANN's slack after it.
+size_t segment(size_t n) { return align_up(n + static_cast<size_t>(kSegmentSlack)); }
 
 size_t value_bytes(const ir::Graph& g, ir::ValueId v) {
   return static_cast<size_t>(g.shape(v).num_elements()) * ir::dtype_size(g.values[v].dtype);
@@ -134,7 +136,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
         if (dl.kind == DeviceLaunch::Aclnn)
           need[static_cast<size_t>(dl.stream)] = std::max(need[static_cast<size_t>(dl.stream)], planned_bytes_[static_cast<size_t>(dl.call)]);
       size_t total = 0;
-      for (uint64_t n : need) workspace_at_.push_back(total), workspace_bytes_.push_back(n), total += align_up(n);
+      for (uint64_t n : need) workspace_at_.push_back(total), workspace_bytes_.push_back(n), total += n ? segment(n) : 0;
       if (total) ESG_ACL(*d.acl, aclrtMallocAlign32, &workspace_, total, acl::kHugeFirst);
     }
     // Model sinking: captured once, replayed as one submission. Kernels and copies take their
@@ -209,13 +211,13 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   // The layout of the one device allocation, at the largest sizes: the arena, inputs and
   // outputs, then what is uploaded once (constants, argument slots), then the tilings.
   size_t size = align_up(static_cast<size_t>(plan.arena_bytes()));
-  for (ir::ValueId v : largest.inputs()) d.input_at.push_back(size), size += align_up(value_bytes(largest, v));
-  for (ir::ValueId v : largest.outputs()) d.output_at.push_back(size), size += align_up(value_bytes(largest, v));
+  for (ir::ValueId v : largest.inputs()) d.input_at.push_back(size), size += segment(value_bytes(largest, v));
+  for (ir::ValueId v : largest.outputs()) d.output_at.push_back(size), size += segment(value_bytes(largest, v));
   const size_t image_at = size;
   std::vector<uint8_t> image;
   auto place = [&](const void* data, size_t bytes) {
     const size_t at = image.size();
-    image.resize(align_up(at + bytes));
+    image.resize(at + segment(bytes));
     if (bytes) std::memcpy(image.data() + at, data, bytes);
     return image_at + at;
   };
@@ -263,7 +265,7 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
         dl.tiling_bytes = sizeof(RowTiling);
       }
       dl.tiling_at = d.tilings_bytes;
-      d.tilings_bytes += align_up(dl.tiling_bytes);
+      d.tilings_bytes += segment(dl.tiling_bytes);
       p.tiling = dl.tiling_at;
       dl.args_bytes = (p.offsets.size() + 1) * sizeof(uint64_t);
       std::vector<uint64_t> zeros(p.offsets.size() + 1, 0);

@@ -41,6 +41,11 @@ namespace esg::ascend {
 // events are reused (ESG_ASCEND_MAX_EVENTS lowers the limit, for tests).
 constexpr int kMaxEvents = 1023;
 
+// CANN's rule for carving one allocation into buffers: each starts 64-byte aligned and keeps 32
+// bytes free after its end (its size rounded up to 32, plus 32). The arena's buffers (through
+// runtime::Backend::buffer_slack) and the allocation's other segments keep it.
+constexpr int64_t kSegmentSlack = 32;
+
 struct DeviceOptions {
   bool simulated = false;  // the stand-in AscendCL and the host-built kernels (backend "ascend-sim")
   int device = 0;

@@ -48,7 +48,7 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
   std::iota(group.begin(), group.end(), 0);
   std::vector<int64_t> bytes(nv);
   std::vector<Lifetime> span = life;
-  for (size_t v = 0; v < nv; ++v) bytes[v] = align_up(d.value_bytes[v], options.alignment);
+  for (size_t v = 0; v < nv; ++v) bytes[v] = align_up(d.value_bytes[v] + options.slack, options.alignment);
   auto root = [&](int v) {
     while (group[static_cast<size_t>(v)] != v) v = group[static_cast<size_t>(v)] = group[static_cast<size_t>(group[static_cast<size_t>(v)])];
     return static_cast<size_t>(v);
@@ -232,7 +232,7 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
 }
 
 std::string check_plan(const Dag& d, const std::vector<int>& order, const MemoryPlan& plan, int64_t alignment,
-                       const std::vector<int>& op_stream) {
+                       const std::vector<int>& op_stream, int64_t slack) {
   const std::vector<Lifetime> life = lifetimes(d, order);
   const std::vector<char> arena = in_arena(d);
   const size_t nv = static_cast<size_t>(d.num_values());
@@ -273,7 +273,7 @@ std::string check_plan(const Dag& d, const std::vector<int>& order, const Memory
   for (size_t v = 0; v < nv; ++v) {
     if (!arena[v] || (root[v] != v && !arena[root[v]])) continue;  // a view of the caller's or the graph's bytes
     if (plan.offset[v] < 0 || plan.offset[v] % alignment) return "value " + std::to_string(v) + " has a bad offset";
-    if (plan.offset[v] + d.value_bytes[v] > plan.arena_bytes) return "value " + std::to_string(v) + " ends past the arena";
+    if (plan.offset[v] + d.value_bytes[v] + slack > plan.arena_bytes) return "value " + std::to_string(v) + " ends past the arena";
     values.push_back(v);
   }
   std::sort(values.begin(), values.end(), [&](size_t a, size_t b) { return life[a].first < life[b].first; });
@@ -281,7 +281,8 @@ std::string check_plan(const Dag& d, const std::vector<int>& order, const Memory
     for (size_t y = x + 1; y < values.size(); ++y) {
       const size_t a = values[x], b = values[y];
       if (life[b].first > life[a].last) break;  // sorted by birth: no later value overlaps a either
-      const bool bytes_overlap = plan.offset[a] < plan.offset[b] + d.value_bytes[b] && plan.offset[b] < plan.offset[a] + d.value_bytes[a];
+      const bool bytes_overlap =
+          plan.offset[a] < plan.offset[b] + d.value_bytes[b] + slack && plan.offset[b] < plan.offset[a] + d.value_bytes[a] + slack;
       if (bytes_overlap && root[a] != root[b] && !legit(a, b) && !legit(b, a))
         return "values " + std::to_string(a) + " and " + std::to_string(b) + " are alive together and share bytes";
     }

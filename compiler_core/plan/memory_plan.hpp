@@ -18,6 +18,9 @@ constexpr int64_t kArenaAlignment = 64;
 
 struct MemoryPlanOptions {
   int64_t alignment = kArenaAlignment;  // every offset and size is a multiple
+  // Bytes kept free after every value: CANN's rule for carving one allocation into buffers (32)
+  // leaves room for a device copy that moves whole 32-byte blocks past a buffer's end.
+  int64_t slack = 0;
   bool reuse = true;       // false: every value its own bytes (the "no reuse" baseline)
   bool in_place = true;
   // The stream of each op when the ops run on several streams (empty: one stream). Each stream's
@@ -40,10 +43,10 @@ struct MemoryPlan {
 MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const MemoryPlanOptions& options = {});
 
 // An independent check of a plan against the DAG and order: "" when no two values alive at the
-// same step share a byte (except a legitimate in-place pair, or a view and what it views), offsets are aligned and within
-// the arena, and, given each op's stream, values that share bytes are used on one stream only;
-// otherwise the first problem found.
+// same step share a byte (except a legitimate in-place pair, or a view and what it views), nor
+// the `slack` bytes after one, offsets are aligned and within the arena, and, given each op's
+// stream, values that share bytes are used on one stream only; otherwise the first problem found.
 std::string check_plan(const Dag& d, const std::vector<int>& order, const MemoryPlan& plan, int64_t alignment = 64,
-                       const std::vector<int>& op_stream = {});
+                       const std::vector<int>& op_stream = {}, int64_t slack = 0);
 
 }  // namespace esg::plan

@@ -106,6 +106,9 @@ class Backend {
   virtual std::unique_ptr<ir::Graph> legalize(const ir::Graph& g) const = 0;
   // Which elementwise ops it wants fused, and how.
   virtual GroupingRules grouping(const CompileOptions& options) const = 0;
+  // Bytes its arena keeps free after every buffer (plan::MemoryPlanOptions::slack); none unless
+  // it says so.
+  virtual int64_t buffer_slack() const { return 0; }
   // The memory formats it wants (none but row-major unless it says so).
   virtual FormatRules formats(const CompileOptions&) const { return {}; }
   // Why it cannot run launch `index` of `plan` (empty: it can), from the same decision its

@@ -128,6 +128,7 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   step("assign streams and events", [&] { decided_->streams = plan::assign_streams(gd.dag, order, options.streams); });
   plan::MemoryPlanOptions mo;
   mo.alignment = kAlign;
+  mo.slack = backend.buffer_slack();
   mo.reuse = options.memory_reuse;
   mo.in_place = options.memory_reuse;
   if (decided_->streams.num_streams > 1) mo.op_stream = decided_->streams.stream;
@@ -137,7 +138,7 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   // suites compile (their environment sets ESG_CHECK_PLANS=1).
   if (options.verify_each_pass || check_plans_from_environment())
     step("check the memory plan", [&] {
-      const std::string problem = plan::check_plan(gd.dag, order, decided_->memory, kAlign, mo.op_stream);
+      const std::string problem = plan::check_plan(gd.dag, order, decided_->memory, kAlign, mo.op_stream, mo.slack);
       if (!problem.empty()) throw Error(ErrorCode::Internal, "compile: the memory plan is wrong: " + problem);
     });
 
