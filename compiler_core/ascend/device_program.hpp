@@ -142,8 +142,8 @@ class DeviceProgram final : public runtime::Program {
     std::vector<size_t> in_at, out_at;     // device offsets (SIZE_MAX: an absent optional input)
     std::vector<eval::HostTensor> in, out;
   };
-  // The device for `lowered` launches: kernels built and loaded, the allocation laid out for the
-  // class's largest sizes, streams and events made, captured when only kernels and copies run.
+  // The device for `lowered` launches: the SoC checked, kernels built and loaded, the allocation
+  // laid out for the class's largest sizes, streams and events made (the maker captures it).
   std::shared_ptr<Device> make_device(const std::vector<LaunchLowering>& lowered);
   // This binding's tilings, over the device's block counts.
   std::vector<uint8_t> tilings_for() const;
