@@ -66,6 +66,9 @@ enum DeviceInfo : int32_t {  // aclDeviceInfo: what aclGetDeviceCapability repor
   X(aclrtResetEvent, Error, (Event event, Stream stream))                                                \
   X(aclrtMallocAlign32, Error, (void** ptr, size_t size, MallocPolicy policy))                           \
   X(aclrtFree, Error, (void* ptr))                                                                       \
+  /* page-locked host memory: what an asynchronous copy may read from or write to */                   \
+  X(aclrtMallocHost, Error, (void** ptr, size_t size))                                                   \
+  X(aclrtFreeHost, Error, (void* ptr))                                                                   \
   X(aclrtMemcpy, Error, (void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind))     \
   X(aclrtMemcpyAsync, Error,                                                                             \
     (void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind, Stream stream))          \

@@ -327,6 +327,11 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   if (d.streams.size() > 1)
     for (acl::Event& e : d.join_events) make_event(e);
   ESG_ACL(*d.acl, aclrtMallocAlign32, &d.memory, d.memory_bytes, acl::kHugeFirst);
+  for (ir::ValueId v : largest.inputs()) d.staged_input_at.push_back(d.staging_bytes), d.staging_bytes += align_up(value_bytes(largest, v));
+  for (ir::ValueId v : largest.outputs()) d.staged_output_at.push_back(d.staging_bytes), d.staging_bytes += align_up(value_bytes(largest, v));
+  d.staged_tilings_at = d.staging_bytes;
+  d.staging_bytes += d.tilings_bytes;
+  if (d.staging_bytes) ESG_ACL(*d.acl, aclrtMallocHost, &d.staging, d.staging_bytes);
   for (const PendingArgs& p : pending) {
     auto write = [&](size_t k, size_t offset) {
       const uint64_t address = reinterpret_cast<uint64_t>(d.at(offset));
@@ -487,12 +492,18 @@ void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::v
   try {
     // This binding's sizes, when another binding of the class ran last: ordered on stream 0
     // before the inputs, and so before every launch.
-    if (d.tilings_of != id_ && !tilings_.empty())
-      ESG_ACL(acl, aclrtMemcpyAsync, d.at(d.tilings_at), tilings_.size(), tilings_.data(), tilings_.size(), acl::kHostToDevice, d.streams[0]);
+    // Every copy goes through the page-locked staging: the caller's buffers are pageable.
+    if (d.tilings_of != id_ && !tilings_.empty()) {
+      std::memcpy(d.staged(d.staged_tilings_at), tilings_.data(), tilings_.size());
+      ESG_ACL(acl, aclrtMemcpyAsync, d.at(d.tilings_at), tilings_.size(), d.staged(d.staged_tilings_at), tilings_.size(), acl::kHostToDevice,
+              d.streams[0]);
+    }
     d.tilings_of = id_;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const size_t bytes = value_bytes(g, g.inputs()[i]);
-      if (bytes) ESG_ACL(acl, aclrtMemcpyAsync, d.at(d.input_at[i]), bytes, inputs[i].bytes, bytes, acl::kHostToDevice, d.streams[0]);
+      if (!bytes) continue;
+      std::memcpy(d.staged(d.staged_input_at[i]), inputs[i].bytes, bytes);
+      ESG_ACL(acl, aclrtMemcpyAsync, d.at(d.input_at[i]), bytes, d.staged(d.staged_input_at[i]), bytes, acl::kHostToDevice, d.streams[0]);
     }
     if (captured) {
       ESG_ACL(acl, aclmdlRIExecuteAsync, captured, d.streams[0]);
@@ -503,10 +514,10 @@ void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::v
     }
     for (size_t o = 0; o < outputs.size(); ++o) {
       const size_t bytes = value_bytes(g, g.outputs()[o]);
-      if (bytes) ESG_ACL(acl, aclrtMemcpyAsync, outputs[o].bytes, bytes, d.at(d.output_at[o]), bytes, acl::kDeviceToHost, d.streams[0]);
+      if (bytes) ESG_ACL(acl, aclrtMemcpyAsync, d.staged(d.staged_output_at[o]), bytes, d.at(d.output_at[o]), bytes, acl::kDeviceToHost, d.streams[0]);
     }
   } catch (...) {
-    // Queued copies still read the caller's inputs and write its outputs: none may outlive the run.
+    // Queued copies still use the staging: none may outlive the run.
     for (acl::Stream s : d.streams) acl.aclrtSynchronizeStream(s);
     d.tilings_of = 0;  // whether this binding's tilings arrived is not known
     throw;
@@ -522,6 +533,8 @@ void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::v
     d.tilings_of = 0;
     throw Error(ErrorCode::Backend, "ascend: aclrtSynchronizeStream failed with AscendCL error " + std::to_string(failed) + ": " + message);
   }
+  for (size_t o = 0; o < outputs.size(); ++o)
+    if (const size_t bytes = value_bytes(g, g.outputs()[o])) std::memcpy(outputs[o].bytes, d.staged(d.staged_output_at[o]), bytes);
   plan_.fill_output_copies(inputs, outputs);
 }
 
@@ -546,6 +559,9 @@ std::string DeviceProgram::report() const {
       << (d.acl ? d.acl->path() : "?") << "\n"
       << "  device memory: 1 allocation of " << d.memory_bytes << " bytes (arena " << plan_.arena_bytes() << ")"
       << (plan_.bound() ? ", laid out for the size class's largest sizes and shared by its bindings that lower alike" : "") << "\n"
+      << "  host staging: " << d.staging_bytes
+      << " bytes of page-locked memory (aclrtMallocHost) that the inputs, outputs and tilings are copied through (CANN "
+         "refuses or serializes asynchronous copies from pageable memory)\n"
       << "  kernels: " << d.kernels.size() << " generated (" << cached << " from the cache " << kernel_cache_dir() << ")\n";
   for (const LoadedKernel& k : d.kernels)
     out << "    " << k.entry << ": " << k.ops << (k.rows ? " (rows of any length, in chunks of " : " (tile ") << k.tile << ")\n";
@@ -616,6 +632,7 @@ DeviceProgram::Device::~Device() {
   for (acl::Stream& s : streams)
     if (s) acl->aclrtDestroyStream(s), s = nullptr;
   if (memory) acl->aclrtFree(memory), memory = nullptr;
+  if (staging) acl->aclrtFreeHost(staging), staging = nullptr;
   if (context) acl->aclrtDestroyContext(context), context = nullptr;
   if (device_set) acl->aclrtResetDevice(device), device_set = false;
 }

@@ -11,7 +11,7 @@
 //   ops (reshape, squeeze, unsqueeze) as device-to-device copies. aclnn workspaces, when the
 //   library asks for any, are a second allocation.
 // - The plan's streams map one-to-one to ACL streams and its events to ACL events; a run is
-//   inputs copied in, the launches (or, on a CANN that can capture streams, one replay of the
+//   inputs copied in (through page-locked host memory), the launches (or, on a CANN that can capture streams, one replay of the
 //   captured launches of every stream: model sinking), outputs copied out, and a
 //   synchronization at the end only.
 // - Symbolic sizes: the bindings of one size class whose launches lower alike share one device
@@ -120,6 +120,15 @@ class DeviceProgram final : public runtime::Program {
     size_t memory_bytes = 0;
     size_t tilings_at = 0, tilings_bytes = 0;  // the region each binding writes its tilings to
     std::vector<size_t> input_at, output_at;
+    // Page-locked host memory (aclrtMallocHost) that a run's asynchronous copies go through:
+    // CANN 8.0-8.1 call an aclrtMemcpyAsync from pageable memory an error, 8.3 on make it
+    // synchronous, and 8.0-8.3 want 64-byte-aligned host addresses. Laid out at the largest
+    // sizes: the inputs, the outputs, then the tilings.
+    void* staging = nullptr;
+    size_t staging_bytes = 0;
+    std::vector<size_t> staged_input_at, staged_output_at;
+    size_t staged_tilings_at = 0;
+    uint8_t* staged(size_t offset) const { return static_cast<uint8_t*>(staging) + offset; }
     std::map<int64_t, size_t> constant_at;  // by node id
     std::vector<LoadedKernel> kernels;
     std::vector<DeviceLaunch> launches;  // calls and host launches indexed per binding, in launch order

@@ -185,6 +185,7 @@ struct Sim {
   std::set<int32_t> devices_set;
   int next_id = 1;
   std::map<uintptr_t, Allocation> heap;  // by user address
+  std::map<uintptr_t, Allocation> pinned;  // aclrtMallocHost's, by address
   size_t live_bytes = 0;
   std::set<void*> contexts;
   std::map<void*, std::unique_ptr<SimStream>> streams;
@@ -716,6 +717,48 @@ static Error check_copy(const char* call, void* dst, size_t dst_max, const void*
   return kSuccess;
 }
 
+// Page-locked host memory. Its blocks are tracked so that an asynchronous copy can check its
+// host side, as CANN 8.0-8.1 document (a copy from or to pageable memory fails at execution;
+// 8.3 on it turns synchronous, which would serialize a captured model: refused here as well).
+Error aclrtMallocHost(void** ptr, size_t size) {
+  ACLSIM_ENTER("aclrtMallocHost");
+  if (!ptr || size == 0) return fail(kInvalidParam, "aclrtMallocHost", "null pointer or zero size");
+  auto* raw = static_cast<uint8_t*>(std::aligned_alloc(64, (size + 63) / 64 * 64));
+  if (!raw) return fail(kBadAlloc, "aclrtMallocHost", "host allocation failed");
+  Sim& s = sim();
+  std::lock_guard<std::mutex> lock(s.mu);
+  const int id = s.next_id++;
+  s.pinned[reinterpret_cast<uintptr_t>(raw)] = {raw, size, id, true};
+  *ptr = raw;
+  log_line("aclrtMallocHost " + name_of("host", id) + " bytes=" + std::to_string(size));
+  return kSuccess;
+}
+
+Error aclrtFreeHost(void* ptr) {
+  ACLSIM_ENTER("aclrtFreeHost");
+  Sim& s = sim();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.pinned.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == s.pinned.end()) return fail(kInvalidParam, "aclrtFreeHost", "not a block of aclrtMallocHost (or freed already)");
+  // Forgotten, as the memory may come back from another allocation: a copy from it is refused.
+  log_line("aclrtFreeHost " + name_of("host", it->second.id));
+  std::free(it->second.raw);
+  s.pinned.erase(it);
+  return kSuccess;
+}
+
+// What is wrong with the host side [p, p + bytes) of an asynchronous copy, or "".
+static std::string check_pinned(const void* p, size_t bytes) {
+  if (reinterpret_cast<uintptr_t>(p) % 64)
+    return "not 64-byte aligned (CANN 8.0-8.3 require it of an asynchronous copy's addresses)";
+  Sim& s = sim();
+  std::lock_guard<std::mutex> lock(s.mu);
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  auto it = s.pinned.upper_bound(at);
+  if (it != s.pinned.begin() && (--it, at + bytes <= it->first + it->second.size)) return "";
+  return "pageable memory, not from aclrtMallocHost (CANN 8.0-8.1: an error at execution; 8.3 on: the copy turns synchronous)";
+}
+
 static const char* kind_name(MemcpyKind kind) {
   switch (kind) {
     case kHostToHost: return "H2H";
@@ -750,6 +793,9 @@ Error aclrtMemcpyAsync(void* dst, size_t dst_max, const void* src, size_t count,
   SimStream* st = stream_or_default(stream);
   if (!st) return fail(kInvalidParam, "aclrtMemcpyAsync", "not a stream");
   if (Error e = check_copy("aclrtMemcpyAsync", dst, dst_max, src, count, kind)) return e;
+  if (kind == kHostToDevice || kind == kDeviceToHost)
+    if (const std::string problem = check_pinned(kind == kHostToDevice ? src : dst, count); !problem.empty())
+      return fail(kInvalidParam, "aclrtMemcpyAsync", std::string(kind == kHostToDevice ? "source" : "destination") + " is " + problem);
   log_line(std::string("aclrtMemcpyAsync ") + kind_name(kind) + " bytes=" + std::to_string(count) + " " + name_of("stream", st->id));
   return enqueue(st, {std::string("memcpy ") + kind_name(kind), [=] {
                         // Re-checked when it runs: the memory may have been freed since.

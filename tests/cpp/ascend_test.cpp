@@ -279,6 +279,40 @@ TEST_CASE("the simulated heap catches use after free and copies of the wrong kin
                        ir::Error);
 }
 
+// CANN 8.0-8.1 document an asynchronous copy from or to pageable host memory as an error at
+// execution (8.3 on: a silently synchronous copy), and 8.0-8.3 want its addresses 64-byte aligned.
+TEST_CASE("the simulated device refuses asynchronous copies from or to host memory that is not page-locked") {
+  namespace acl = ascend::acl;
+  SimDevice dev;
+  void* p = dev.malloc(256);
+  alignas(64) float pageable[32] = {};
+  auto message = [&] { return std::string(dev.acl->aclGetRecentErrMsg()); };
+  CHECK(dev.acl->aclrtMemcpyAsync(p, 128, pageable, 128, acl::kHostToDevice, dev.stream) == 100000);
+  CHECK(message().find("source is pageable memory, not from aclrtMallocHost") != std::string::npos);
+  CHECK(dev.acl->aclrtMemcpyAsync(pageable, 128, p, 128, acl::kDeviceToHost, dev.stream) == 100000);
+  CHECK(message().find("destination is pageable memory") != std::string::npos);
+
+  void* pinned = nullptr;
+  REQUIRE(dev.acl->aclrtMallocHost(&pinned, 128) == 0);
+  CHECK(dev.acl->aclrtMemcpyAsync(p, 256, pinned, 128, acl::kHostToDevice, dev.stream) == 0);
+  CHECK(dev.acl->aclrtMemcpyAsync(pinned, 128, p, 128, acl::kDeviceToHost, dev.stream) == 0);
+  CHECK(dev.acl->aclrtSynchronizeStream(dev.stream) == 0);
+  SUBCASE("a copy past the block's end") {
+    CHECK(dev.acl->aclrtMemcpyAsync(p, 256, pinned, 192, acl::kHostToDevice, dev.stream) == 100000);
+    CHECK(message().find("pageable memory") != std::string::npos);
+  }
+  SUBCASE("an address inside the block that is not 64-byte aligned") {
+    CHECK(dev.acl->aclrtMemcpyAsync(p, 256, static_cast<uint8_t*>(pinned) + 32, 64, acl::kHostToDevice, dev.stream) == 100000);
+    CHECK(message().find("not 64-byte aligned") != std::string::npos);
+  }
+  SUBCASE("a synchronous copy takes pageable memory") {
+    CHECK(dev.acl->aclrtMemcpy(p, 128, pageable, 128, acl::kHostToDevice) == 0);
+  }
+  REQUIRE(dev.acl->aclrtFreeHost(pinned) == 0);
+  CHECK(dev.acl->aclrtMemcpyAsync(p, 256, pinned, 128, acl::kHostToDevice, dev.stream) == 100000);  // freed
+  CHECK(dev.acl->aclrtFreeHost(pinned) == 100000);  // twice
+}
+
 // CANN's cross-stream capture, as the simulator models it (the backend's multi-stream models
 // depend on it): a stream joins the capture by waiting on an event recorded in it, and must merge
 // back before the capture ends; replays keep the order across streams; a fault on a joined
