@@ -660,7 +660,7 @@ def test_a_size_class_shares_one_device_and_one_captured_model(acl_log):
     run(3, 64, 17, 17, 3)
     log = acl_log()
     assert model.stats()["bindings"] == 3 and model.stats()["captured"] == 1
-    assert len(calls(log, "aclrtMallocAlign32")) == 1
+    assert len(calls(log, "aclrtMallocAlign32")) == 1 and len(calls(log, "aclrtMallocHost")) == 1  # and its staging
     assert len(calls(log, "aclmdlRICaptureBegin")) == 1 and len(calls(log, "aclmdlRIExecuteAsync")) == 5
     assert len(calls(log, "aclrtBinaryLoadFromFile")) == model.stats()["device_kernels"]
     # Per run: the input in and two outputs out, and the tilings when the size changed (3 of 5 runs).
@@ -677,7 +677,8 @@ def test_a_size_class_shares_one_device_and_one_captured_model(acl_log):
     del model
     log = acl_log()
     for create, destroy in (("aclrtMallocAlign32", "aclrtFree"), ("aclmdlRICaptureEnd", "aclmdlRIDestroy"),
-                            ("aclrtBinaryLoadFromFile", "aclrtBinaryUnLoad"), ("aclrtCreateStream", "aclrtDestroyStream")):
+                            ("aclrtBinaryLoadFromFile", "aclrtBinaryUnLoad"), ("aclrtCreateStream", "aclrtDestroyStream"),
+                            ("aclrtMallocHost", "aclrtFreeHost")):
         assert len(calls(log, create)) == len(calls(log, destroy)), create
 
 
@@ -939,7 +940,8 @@ def test_protocol_of_a_single_stream_model(acl_log):
     log = acl_log()
     for create, destroy in (("aclrtCreateStream", "aclrtDestroyStream"), ("aclrtMallocAlign32", "aclrtFree"),
                             ("aclrtCreateContext", "aclrtDestroyContext"), ("aclrtSetDevice", "aclrtResetDevice"),
-                            ("aclrtBinaryLoadFromFile", "aclrtBinaryUnLoad"), ("aclmdlRICaptureEnd", "aclmdlRIDestroy")):
+                            ("aclrtBinaryLoadFromFile", "aclrtBinaryUnLoad"), ("aclmdlRICaptureEnd", "aclmdlRIDestroy"),
+                            ("aclrtMallocHost", "aclrtFreeHost")):
         assert len(calls(log, create)) == len(calls(log, destroy)) >= 1, create
     assert not any("FAILED" in line for line in log)
 
@@ -1113,7 +1115,7 @@ def test_an_operator_library_split_by_repository_is_searched_function_by_functio
     check_same(graph_of(lambda x: ops.top_k(x, k=2)[0] * 2.0, a.shape), [a])
 
 
-@pytest.mark.parametrize("call", ["aclrtMallocAlign32", "aclrtCreateStream", "aclrtBinaryLoadFromFile"])
+@pytest.mark.parametrize("call", ["aclrtMallocAlign32", "aclrtMallocHost", "aclrtCreateStream", "aclrtBinaryLoadFromFile"])
 def test_a_failing_acl_call_is_an_error_and_leaves_nothing_behind(call, acl_log, monkeypatch):
     g = graph_of(lambda a: ops.exp(a) + 1.0, (100,))
     esgraph.compile(g, backend="ascend-sim")  # the kernel is built: the failure below is the device's
@@ -1123,7 +1125,8 @@ def test_a_failing_acl_call_is_an_error_and_leaves_nothing_behind(call, acl_log,
         esgraph.compile(g, backend="ascend-sim")
     log = acl_log()[before:]
     for create, destroy in (("aclrtCreateStream", "aclrtDestroyStream"), ("aclrtMallocAlign32", "aclrtFree"),
-                            ("aclrtCreateContext", "aclrtDestroyContext"), ("aclrtSetDevice", "aclrtResetDevice")):
+                            ("aclrtCreateContext", "aclrtDestroyContext"), ("aclrtSetDevice", "aclrtResetDevice"),
+                            ("aclrtMallocHost", "aclrtFreeHost")):
         assert len(calls(log, create)) == len(calls(log, destroy)), (call, create)
     monkeypatch.delenv("ACLSIM_FAIL")
     x = np.ones(100, np.float32)
