@@ -21,7 +21,13 @@ enum DataType : int32_t {  // aclDataType
   kFloat = 0, kFloat16 = 1, kInt8 = 2, kInt32 = 3, kUint8 = 4, kInt16 = 6, kUint16 = 7, kUint32 = 8,
   kInt64 = 9, kUint64 = 10, kDouble = 11, kBool = 12, kBf16 = 27,
 };
-enum Format : int32_t { kFormatNchw = 0, kFormatNd = 2 };  // aclFormat: ACL_FORMAT_NCHW, ACL_FORMAT_ND
+// aclFormat: ACL_FORMAT_ND for plain row-major tensors; NCL, NCHW and NCDHW for the row-major
+// images of the ops that insist on them (acl_base.h's values).
+enum Format : int32_t { kFormatNchw = 0, kFormatNd = 2, kFormatNcdhw = 30, kFormatNcl = 47 };
+// The format of a row-major image of `rank` (3: NCL, 4: NCHW, 5: NCDHW), else ND.
+constexpr Format image_format(uint64_t rank) {
+  return rank == 3 ? kFormatNcl : rank == 4 ? kFormatNchw : rank == 5 ? kFormatNcdhw : kFormatNd;
+}
 
 // libnnopbase.so. aclCreateTensor takes the view (dims, strides and offset in elements) over
 // storage of `storage_dims` at `data` (device memory).

@@ -60,7 +60,8 @@ aclnn::Tensor* AclnnDescriptors::tensor(std::vector<int64_t> dims, aclnn::DataTy
 aclnn::Tensor* AclnnDescriptors::view(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, int64_t offset,
                                       const std::vector<int64_t>& storage, aclnn::DataType dtype, void* data) {
   return keep(tensors_, "aclCreateTensor", [&] {
-    return lib_.aclCreateTensor(dims.data(), dims.size(), dtype, strides.data(), offset, format_, storage.data(), storage.size(),
+    const aclnn::Format format = images_ ? aclnn::image_format(dims.size()) : aclnn::kFormatNd;
+    return lib_.aclCreateTensor(dims.data(), dims.size(), dtype, strides.data(), offset, format, storage.data(), storage.size(),
                                 data);
   });
 }
@@ -128,6 +129,7 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
            " division (the generated kernels divide f32, f16 and bf16; not mapped to aclnn yet)";
   }
   const AclnnLowering* lowering = find_lowering(n.op->kind);
+  // (CANN's ops take up to 8 dims, as many as a shape has.)
   return lowering ? lowering->check(g, n) : "no aclnn mapping";
 }
 
@@ -136,6 +138,7 @@ AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node
     : lib_(lib), descriptors_(lib) {
   const AclnnLowering* lowering = find_lowering(n.op->kind);
   if (!lowering) throw ir::Error(ir::ErrorCode::Internal, std::string("ascend: no aclnn mapping for ") + n.op->name);
+  descriptors_.set_images(lowering->images);
   step_ = lowering->build({g, n, in, out, descriptors_});  // descriptors_ goes, with what it holds, if this throws
   lib_.require(step_.name, n.op->name);
 }

@@ -84,9 +84,18 @@ AclnnStep unary(const AclnnBuilder& b, const AclnnOp<aclnn::UnaryPlan>& op) { re
 // A 2-D attribute (window, strides, dilations), or the pads at the start of both axes.
 aclnn::IntArray* first_two(const AclnnBuilder& b, ir::Span<int64_t> values) { return b.make.int_array({values[0], values[1]}); }
 
+// The table's flag for the ops that take NCL/NCHW/NCDHW descriptors (AclnnDescriptors::set_images).
+constexpr bool kImages = true;
+
 // In the order messages list the ops.
 constexpr AclnnLowering kLowerings[] = {
-    {OpKind::matmul, floats,
+    {OpKind::matmul,
+     [](const ir::Graph& g, const ir::Node& n) -> std::string {
+       if (std::string why = floats(g, n); !why.empty()) return why;
+       for (ir::ValueId v : {g.operands[n.first_input], g.operands[n.first_input + 1]})
+         if (g.shape(v).rank() > 6) return "rank " + std::to_string(g.shape(v).rank()) + " (aclnnMatmul takes at most 6 dims)";
+       return "";
+     },
      [](const AclnnBuilder& b) {  // cubeMathType 0, KEEP_DTYPE: f32 stays f32
        const ir::MatmulAttrs a(b.g, b.n);
        return b.bind(ESG_ACLNN_OP(aclnnMatmul), b.input(0, a.transpose_a), b.input(1, a.transpose_b), b.output(), int8_t{0});
@@ -94,8 +103,11 @@ constexpr AclnnLowering kLowerings[] = {
     {OpKind::conv2d,
      [](const ir::Graph& g, const ir::Node& n) -> std::string {
        if (std::string why = floats(g, n); !why.empty()) return why;
-       const ir::Span<int64_t> pads = ir::Conv2dAttrs(g, n).pads;
-       return pads[0] != pads[2] || pads[1] != pads[3] ? "asymmetric padding (aclnnConvolution pads both sides alike)" : "";
+       const ir::Conv2dAttrs a(g, n);
+       const ir::Span<int64_t> pads = a.pads;
+       if (pads[0] != pads[2] || pads[1] != pads[3]) return "asymmetric padding (aclnnConvolution pads both sides alike)";
+       if (pads[0] > 255 || pads[1] > 255) return "padding beyond 255 (aclnnConvolution's limit for 2-D on Atlas A2)";
+       return a.groups > 65535 ? "more than 65535 groups (aclnnConvolution's limit)" : "";
      },
      [](const AclnnBuilder& b) {
        const ir::Conv2dAttrs a(b.g, b.n);
@@ -103,7 +115,8 @@ constexpr AclnnLowering kLowerings[] = {
        return b.bind(ESG_ACLNN_OP(aclnnConvolution), b.input(0), b.input(1), b.input(2), first_two(b, a.strides),
                      first_two(b, a.pads), first_two(b, a.dilations), false, b.make.int_array({0, 0}), a.groups, b.output(),
                      int8_t{0});
-     }},
+     },
+     kImages},
     {OpKind::max_pool2d,
      [](const ir::Graph& g, const ir::Node& n) -> std::string {
        if (std::string why = floats(g, n); !why.empty()) return why;
@@ -132,13 +145,13 @@ constexpr AclnnLowering kLowerings[] = {
        return "";
      },
      [](const AclnnBuilder& b) {
-       b.make.set_format(aclnn::kFormatNchw);  // aclnnAvgPool2d refuses ND descriptors (CANN's documentation)
        const ir::AvgPool2dAttrs a(b.g, b.n);
        // One pad per axis (checked symmetric); the mean of the window's elements inside the input,
        // as the CPU's: countIncludePad false, no divisor, cubeMathType 0.
        return b.bind(ESG_ACLNN_OP(aclnnAvgPool2d), b.input(0), first_two(b, a.kernel), first_two(b, a.strides),
                      first_two(b, a.pads), a.ceil_mode, false, int64_t{0}, int8_t{0}, b.output());
-     }},
+     },
+     kImages},
     {OpKind::softmax,
      [](const ir::Graph& g, const ir::Node& n) -> std::string {
        if (std::string why = floats(g, n); !why.empty()) return why;
@@ -302,6 +315,7 @@ constexpr AclnnLowering kLowerings[] = {
     {OpKind::range,
      [](const ir::Graph& g, const ir::Node& n) -> std::string {
        if (std::string why = library_result(g, n); !why.empty()) return why;
+       if (g.values[n.first_output].dtype == ir::DType::Bool) return "bool (aclnnArange makes f32, f16, bf16, i32 and i64)";
        return g.shape(n.first_output).num_elements() == 0 ? "an empty range (aclnnArange needs start before end)" : "";
      },
      [](const AclnnBuilder& b) {

@@ -30,8 +30,10 @@ class AclnnDescriptors {
   AclnnDescriptors& operator=(const AclnnDescriptors&) = delete;
 
   const AclnnLibrary& lib() const { return lib_; }
-  // The format of the tensors made from then on: ND, but for ops that insist (aclnnAvgPool2d: NCHW).
-  void set_format(aclnn::Format format) { format_ = format; }
+  // Whether the tensors made are images: for the ops whose documentation refuses ND for them
+  // (aclnnConvolution, aclnnAvgPool2d), those of rank 3 to 5 are NCL, NCHW, NCDHW; any other
+  // (a bias) stays ND, as every tensor of the other ops.
+  void set_images(bool images) { images_ = images; }
   // A contiguous tensor of `dims` at `data` (a view of another shape over a value's memory);
   // with the last two dims swapped, a strided view: no copy.
   aclnn::Tensor* tensor(std::vector<int64_t> dims, aclnn::DataType dtype, void* data, bool transpose_last_two = false);
@@ -50,7 +52,7 @@ class AclnnDescriptors {
   aclnn::Scalar* scalar(const void* value, size_t bytes, aclnn::DataType dtype);
 
   const AclnnLibrary& lib_;
-  aclnn::Format format_ = aclnn::kFormatNd;
+  bool images_ = false;
   std::vector<aclnn::Tensor*> tensors_;  // but those a list took
   std::vector<aclnn::TensorList*> lists_;
   std::vector<aclnn::IntArray*> int_arrays_;
@@ -115,6 +117,8 @@ struct AclnnLowering {
   std::string (*check)(const ir::Graph& g, const ir::Node& n);
   // Makes the node's descriptors and binds its aclnn op (for nodes check passed).
   AclnnStep (*build)(const AclnnBuilder& b);
+  // Its tensors are images (AclnnDescriptors::set_images).
+  bool images = false;
 };
 
 // Every entry, in the order messages list the ops (aclnn_lowerings.cpp).

@@ -9,8 +9,9 @@ using namespace esg::ascend::aclnn;
 
 ACLSIM_EXPORT Tensor* aclCreateTensor(const int64_t* view_dims, uint64_t view_rank, DataType dtype, const int64_t* strides,
                                       int64_t offset, Format format, const int64_t* storage_dims, uint64_t storage_rank, void* data) {
-  if ((view_rank && (!view_dims || !strides)) || (storage_rank && !storage_dims) || (format != kFormatNd && format != kFormatNchw) ||
-      (format == kFormatNchw && view_rank != 4))
+  // ND, or the image format of the view's rank (NCL, NCHW, NCDHW): the formats the backend uses.
+  if ((view_rank && (!view_dims || !strides)) || (storage_rank && !storage_dims) ||
+      (format != kFormatNd && format != image_format(view_rank)))
     return nullptr;
   auto* t = new Tensor();
   t->dims.assign(view_dims, view_dims + view_rank);

@@ -108,6 +108,21 @@ Status plan(const char* name, std::vector<const Tensor*> inputs, std::vector<con
     aclsim_fail(name, "a required argument is null");
     return kParamNull;
   }
+  // CANN documents ND for every op's tensors but the images of convolution and average pooling:
+  // NCL, NCHW, NCDHW by rank, ND refused (a bias, of rank 1, stays ND).
+  const bool images = std::strcmp(name, "aclnnConvolution") == 0 || std::strcmp(name, "aclnnAvgPool2d") == 0;
+  for (const std::vector<const Tensor*>* list : {&inputs, &outs})
+    for (const Tensor* t : *list) {
+      if (!t) continue;
+      const uint64_t rank = t->dims.size();
+      const Format want = images ? image_format(rank) : kFormatNd;
+      if (t->format != want) {
+        const std::string message = std::to_string(rank) + "-D tensor of aclFormat " + std::to_string(t->format) + " where CANN documents " +
+                                    (want == kFormatNd ? std::string("ND") : "NCL, NCHW or NCDHW by rank (" + std::to_string(want) + ")");
+        aclsim_fail(name, message.c_str());
+        return kParamInvalid;
+      }
+    }
   for (const Tensor* t : inputs)
     if (!t || !simulated_type(t->dtype)) {
       aclsim_fail(name, t ? "the simulated operator library computes float32 (indices int32, int64) only" : "a required tensor is null");
@@ -428,10 +443,9 @@ ACLSIM_EXPORT Status aclnnAvgPool2dGetWorkspaceSize(const Tensor* self, const In
     aclsim_fail("aclnnAvgPool2d", "the simulator averages 2-D windows over the input's elements only, without a divisor");
     return kParamInvalid;
   }
-  // As CANN documents it: NCHW descriptors (ND refused), pads of at most half the window.
-  if (!self || !out || self->format != kFormatNchw || out->format != kFormatNchw || 2 * paddings->values[0] > kernel_size->values[0] ||
-      2 * paddings->values[1] > kernel_size->values[1]) {
-    aclsim_fail("aclnnAvgPool2d", "needs NCHW tensors and pads of at most half the window");
+  // As CANN documents it: pads of at most half the window (the formats are plan's to check).
+  if (!self || !out || 2 * paddings->values[0] > kernel_size->values[0] || 2 * paddings->values[1] > kernel_size->values[1]) {
+    aclsim_fail("aclnnAvgPool2d", "needs pads of at most half the window");
     return kParamInvalid;
   }
   const std::vector<int64_t> k = kernel_size->values, st = strides->values;

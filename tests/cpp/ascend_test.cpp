@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "ascend/acl_library.hpp"
+#include "ascend/aclnn_library.hpp"
+#include "ascend/aclnn_lowerings.hpp"
 #include "ascend/kernel_build.hpp"
 #include "ascend/kernel_source.hpp"
 #include "ascend/row_kernel_source.hpp"
@@ -277,6 +279,43 @@ TEST_CASE("the simulated heap catches use after free and copies of the wrong kin
   // The loader turns a failing call into an error with AscendCL's message.
   CHECK_THROWS_WITH_AS(ESG_ACL(*dev.acl, aclrtFree, q), doctest::Contains("ascend: aclrtFree failed with AscendCL error 100000: aclsim: aclrtFree: double free"),
                        ir::Error);
+}
+
+// CANN's operator documentation: aclnnConvolution and aclnnAvgPool2d take NCL, NCHW or NCDHW
+// descriptors by rank for their images and refuse ND; the other ops' tensors are ND.
+TEST_CASE("the simulated operator library refuses the descriptor formats CANN's documentation refuses") {
+  namespace aclnn = ascend::aclnn;
+  SimDevice dev;
+  const std::shared_ptr<ascend::AclnnLibrary> lib = ascend::AclnnLibrary::open(*dev.acl);
+  void* x = dev.malloc(1 * 2 * 5 * 5 * 4);
+  void* w = dev.malloc(3 * 2 * 3 * 3 * 4);
+  void* bias = dev.malloc(3 * 4);
+  void* y = dev.malloc(1 * 3 * 3 * 3 * 4);
+  auto convolve = [&](bool images) {
+    ascend::AclnnDescriptors make(*lib);
+    make.set_images(images);
+    aclnn::Tensor* in = make.tensor({1, 2, 5, 5}, aclnn::kFloat, x);
+    aclnn::Tensor* weight = make.tensor({3, 2, 3, 3}, aclnn::kFloat, w);
+    aclnn::Tensor* b = make.tensor({3}, aclnn::kFloat, bias);  // ND either way: rank 1
+    aclnn::Tensor* out = make.tensor({1, 3, 3, 3}, aclnn::kFloat, y);
+    uint64_t workspace = 0;
+    aclnn::Executor* executor = nullptr;
+    return lib->aclnnConvolutionGetWorkspaceSize(in, weight, b, make.int_array({1, 1}), make.int_array({0, 0}),
+                                                 make.int_array({1, 1}), false, make.int_array({0, 0}), 1, out, 0, &workspace,
+                                                 &executor);
+  };
+  CHECK(convolve(false) == 161002);  // ACLNN_ERR_PARAM_INVALID
+  CHECK(std::string(dev.acl->aclGetRecentErrMsg()).find("4-D tensor of aclFormat 2 where CANN documents NCL, NCHW or NCDHW") !=
+        std::string::npos);
+  CHECK(convolve(true) == 0);
+
+  ascend::AclnnDescriptors make(*lib);
+  make.set_images(true);  // images where the op wants ND
+  aclnn::Tensor* a = make.tensor({1, 1, 3, 3}, aclnn::kFloat, y);
+  uint64_t workspace = 0;
+  aclnn::Executor* executor = nullptr;
+  CHECK(lib->aclnnMatmulGetWorkspaceSize(a, a, a, 0, &workspace, &executor) == 161002);
+  CHECK(std::string(dev.acl->aclGetRecentErrMsg()).find("where CANN documents ND") != std::string::npos);
 }
 
 // CANN 8.0-8.1 document an asynchronous copy from or to pageable host memory as an error at

@@ -521,6 +521,19 @@ def test_pooling_runs_on_aclnn(pool, acl_log):
         esgraph.compile(graph_of(lambda a: fn(a, **kw), (2, 3, 7, 6)), backend="ascend-sim")
 
 
+def test_what_cann_documents_no_aclnn_op_for_is_refused_by_name():
+    """The limits of CANN's operator documentation: 6 dims at most for matmul, no bool
+    aclnnArange (a range too large to fold), conv2d padding within 255 on Atlas A2."""
+    cases = [
+        (graph_of(lambda a, w: ops.matmul(a, w), (1,) * 5 + (2, 3), (3, 4)), r"rank 7 \(aclnnMatmul takes at most 6 dims\)"),
+        (graph_of(lambda a: ops.where(ops.range(limit=70000.0, dtype=esgraph.bool_), a, a), (70000,)), "aclnnArange makes"),
+        (graph_of(lambda a, w: ops.conv2d(a, w, pads=[256, 256, 256, 256]), (1, 1, 3, 3), (1, 1, 3, 3)), "padding beyond 255"),
+    ]
+    for graph, why in cases:
+        with pytest.raises(esgraph.UnsupportedError, match=why):
+            esgraph.compile(graph, backend="ascend-sim")
+
+
 @pytest.mark.parametrize("reduce", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"])
 def test_reductions_run_on_aclnn(reduce):
     x = np.random.default_rng(11).standard_normal((3, 4, 5, 6)).astype(np.float32)
