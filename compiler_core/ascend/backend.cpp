@@ -38,7 +38,7 @@ class Backend final : public runtime::Backend {
 
 std::vector<runtime::BackendOption> Backend::options() const {
   return {{"device", 0, std::numeric_limits<int32_t>::max(), 0, "the device id"},
-          {"ai_cores", 0, 65535, 0, "blocks per kernel at most; 0: the device's AI cores"},
+          {"ai_cores", 0, 65535, 0, "blocks per kernel at most; 0: the device's vector cores"},
           {"host_fallback", 0, 1, 0, "ops with no device lowering run on the host (else the compile refuses them)"}};
 }
 

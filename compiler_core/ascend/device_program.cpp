@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <map>
 #include <sstream>
@@ -28,6 +29,14 @@ constexpr size_t kAlign = plan::kArenaAlignment;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 // A segment of `n` bytes carved from the allocation, with CANN's slack after it.
 size_t segment(size_t n) { return align_up(n + static_cast<size_t>(kSegmentSlack)); }
+
+std::vector<uint8_t> read_binary(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) throw Error(ErrorCode::Backend, "ascend: cannot read the kernel binary " + path);
+  if (bytes.empty()) throw Error(ErrorCode::Backend, "ascend: the kernel binary " + path + " is empty");
+  return bytes;
+}
 
 size_t value_bytes(const ir::Graph& g, ir::ValueId v) {
   return static_cast<size_t>(g.shape(v).num_elements()) * ir::dtype_size(g.values[v].dtype);
@@ -209,7 +218,7 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   }
 
   // The layout of the one device allocation, at the largest sizes: the arena, inputs and
-  // outputs, then what is uploaded once (constants, argument slots), then the tilings.
+  // outputs, then what is uploaded once (the constants), then the tilings.
   size_t size = align_up(static_cast<size_t>(plan.arena_bytes()));
   for (ir::ValueId v : largest.inputs()) d.input_at.push_back(size), size += segment(value_bytes(largest, v));
   for (ir::ValueId v : largest.outputs()) d.output_at.push_back(size), size += segment(value_bytes(largest, v));
@@ -228,16 +237,10 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
     }
     return d.offset(s);
   };
-  // Argument slots hold addresses: the operands', then the launch's tiling; filled in once the
-  // allocation exists.
-  struct PendingArgs {
-    size_t image_offset;
-    std::vector<size_t> offsets;  // device offsets of the operands
-    size_t tiling;                // into the tilings
-  };
-  std::vector<PendingArgs> pending;
   // Only generated kernels spread over cores: a model of library calls asks the device nothing.
-  const uint32_t cores = options_.ai_cores > 0 ? static_cast<uint32_t>(options_.ai_cores) : d.kernels.empty() ? 1 : ai_cores_of_device(*d.acl, d.device);
+  // They run on the vector cores alone, so a block is one vector core (CANN's rule for vector
+  // operators on Atlas A2, whose AI cores have two each).
+  const uint32_t cores = options_.ai_cores > 0 ? static_cast<uint32_t>(options_.ai_cores) : d.kernels.empty() ? 1 : vector_cores_of_device(*d.acl, d.device);
   int calls = 0, hosts = 0;
   for (size_t i = 0; i < launches.size(); ++i) {
     const runtime::Plan::Launch& l = launches[i];
@@ -247,31 +250,24 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
     if (kind == LaunchLowering::Kernel) {
       dl.kind = DeviceLaunch::Kernel;
       dl.kernel = kernel_of[lowered[i].source.entry];
-      PendingArgs p;
       if (l.group >= 0) {  // the group's inputs and outputs, then its tiling
         const runtime::FusedGroup& grp = groups[static_cast<size_t>(l.group)];
         const uint64_t total = static_cast<uint64_t>(largest.shape(largest.nodes[grp.members.back()].first_output).num_elements());
         (void)tile_over_cores(total, lowered[i].source.tile, cores, &dl.blocks);
         if (total == 0) dl.blocks = 0;
-        for (const Slot& in : l.in) p.offsets.push_back(slot_offset(in));
-        for (const Slot& out : l.out) p.offsets.push_back(slot_offset(out));
+        for (const Slot& in : l.in) dl.operands.push_back(slot_offset(in));
+        for (const Slot& out : l.out) dl.operands.push_back(slot_offset(out));
         dl.tiling_bytes = sizeof(Tiling);
       } else {  // a row kernel: the node's present inputs, its output, then the row tiling
         const ir::Node& n = g.nodes[l.node];
         (void)row_tiling(largest, largest.nodes[l.node], cores, &dl.blocks);
         for (uint32_t k = 0; k < n.num_inputs - n.num_captures; ++k)
-          if (l.in[k].value != ir::kNone) p.offsets.push_back(slot_offset(l.in[k]));
-        p.offsets.push_back(slot_offset(l.out[0]));
+          if (l.in[k].value != ir::kNone) dl.operands.push_back(slot_offset(l.in[k]));
+        dl.operands.push_back(slot_offset(l.out[0]));
         dl.tiling_bytes = sizeof(RowTiling);
       }
       dl.tiling_at = d.tilings_bytes;
       d.tilings_bytes += segment(dl.tiling_bytes);
-      p.tiling = dl.tiling_at;
-      dl.args_bytes = (p.offsets.size() + 1) * sizeof(uint64_t);
-      std::vector<uint64_t> zeros(p.offsets.size() + 1, 0);
-      dl.args_at = place(zeros.data(), dl.args_bytes);
-      p.image_offset = dl.args_at - image_at;
-      if (dl.blocks) pending.push_back(std::move(p));  // else nothing to compute; its waits and records still queue
     } else {
       for (const Slot& in : l.in)
         if (in.value != ir::kNone) slot_offset(in);  // constants placed for the bindings' calls and copies
@@ -332,17 +328,14 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   d.staged_tilings_at = d.staging_bytes;
   d.staging_bytes += d.tilings_bytes;
   if (d.staging_bytes) ESG_ACL(*d.acl, aclrtMallocHost, &d.staging, d.staging_bytes);
-  for (const PendingArgs& p : pending) {
-    auto write = [&](size_t k, size_t offset) {
-      const uint64_t address = reinterpret_cast<uint64_t>(d.at(offset));
-      std::memcpy(image.data() + p.image_offset + k * sizeof(uint64_t), &address, sizeof address);
-    };
-    for (size_t k = 0; k < p.offsets.size(); ++k) write(k, p.offsets[k]);
-    write(p.offsets.size(), d.tilings_at + p.tiling);
-  }
   if (!image.empty()) ESG_ACL(*d.acl, aclrtMemcpy, d.at(image_at), image.size(), image.data(), image.size(), acl::kHostToDevice);
+  // Loaded for the vector cores: the binaries carry no core type of their own (kernel_build.hpp).
+  acl::BinaryLoadOption vector_core{acl::kLoadOptionMagic, {}};
+  vector_core.value.magic = acl::kMagicVectorCore;
+  const acl::BinaryLoadOptions load_options{&vector_core, 1};
   for (LoadedKernel& k : d.kernels) {
-    ESG_ACL(*d.acl, aclrtBinaryLoadFromFile, k.path.c_str(), nullptr, &k.binary);
+    const std::vector<uint8_t> binary = read_binary(k.path);
+    ESG_ACL(*d.acl, aclrtBinaryLoadFromData, binary.data(), binary.size(), &load_options, &k.binary);
     ESG_ACL(*d.acl, aclrtBinaryGetFunction, k.binary, k.entry.c_str(), &k.function);
   }
   if (!d.acl->has_capture()) d.capture_note = "replays the launch list (this AscendCL has no stream capture)";
@@ -407,11 +400,11 @@ bool DeviceProgram::capture(acl::ModelRI* model, std::string* note) const {
   return true;
 }
 
-uint32_t DeviceProgram::ai_cores_of_device(const AclLibrary& acl, int device) {
+uint32_t DeviceProgram::vector_cores_of_device(const AclLibrary& acl, int device) {
   int64_t cores = 0;
-  ESG_ACL(acl, aclGetDeviceCapability, static_cast<uint32_t>(device), acl::kAiCoreNum, &cores);
+  ESG_ACL(acl, aclGetDeviceCapability, static_cast<uint32_t>(device), acl::kVectorCoreNum, &cores);
   if (cores < 1 || cores > 65535)
-    throw Error(ErrorCode::Backend, "ascend: device " + std::to_string(device) + " reports " + std::to_string(cores) + " AI cores");
+    throw Error(ErrorCode::Backend, "ascend: device " + std::to_string(device) + " reports " + std::to_string(cores) + " vector cores");
   return static_cast<uint32_t>(cores);
 }
 
@@ -430,7 +423,19 @@ void DeviceProgram::enqueue_launches(bool planned, const eval::RunControl& contr
     if (dl.kind == DeviceLaunch::Kernel && dl.blocks == 0) {
       // an empty tensor: nothing to launch
     } else if (dl.kind == DeviceLaunch::Kernel) {
-      ESG_ACL(acl, aclrtLaunchKernel, d.kernels[static_cast<size_t>(dl.kernel)].function, dl.blocks, d.at(dl.args_at), dl.args_bytes, stream);
+      // The operands' addresses, then the tiling's: one 8-byte pointer parameter each.
+      const acl::FuncHandle function = d.kernels[static_cast<size_t>(dl.kernel)].function;
+      acl::ArgsHandle args = nullptr;
+      ESG_ACL(acl, aclrtKernelArgsInit, function, &args);
+      auto append = [&](size_t offset) {
+        uint64_t address = reinterpret_cast<uint64_t>(d.at(offset));
+        acl::ParamHandle param = nullptr;
+        ESG_ACL(acl, aclrtKernelArgsAppend, args, &address, sizeof address, &param);
+      };
+      for (size_t offset : dl.operands) append(offset);
+      append(d.tilings_at + dl.tiling_at);
+      ESG_ACL(acl, aclrtKernelArgsFinalize, args);
+      ESG_ACL(acl, aclrtLaunchKernelWithConfig, function, dl.blocks, stream, nullptr, args, nullptr);
     } else if (dl.kind == DeviceLaunch::Host) {
       run_on_host(host_[static_cast<size_t>(dl.host)], stream, control);
     } else if (dl.kind == DeviceLaunch::Aclnn) {
@@ -562,7 +567,9 @@ std::string DeviceProgram::report() const {
       << "  host staging: " << d.staging_bytes
       << " bytes of page-locked memory (aclrtMallocHost) that the inputs, outputs and tilings are copied through (CANN "
          "refuses or serializes asynchronous copies from pageable memory)\n"
-      << "  kernels: " << d.kernels.size() << " generated (" << cached << " from the cache " << kernel_cache_dir() << ")\n";
+      << "  kernels: " << d.kernels.size() << " generated (" << cached << " from the cache " << kernel_cache_dir()
+      << "), loaded for the vector cores (aclrtBinaryLoadFromData, ACL_RT_BINARY_MAGIC_ELF_VECTOR_CORE), launched with "
+         "aclrtLaunchKernelWithConfig\n";
   for (const LoadedKernel& k : d.kernels)
     out << "    " << k.entry << ": " << k.ops << (k.rows ? " (rows of any length, in chunks of " : " (tile ") << k.tile << ")\n";
   size_t copies = 0;

@@ -2,8 +2,11 @@
 // events and memory plan) bound to AscendCL objects.
 //
 // - One device allocation per model (aclrtMallocAlign32), laid out as the plan's arena, then
-//   the inputs and outputs, the constants, each kernel's tiling struct and argument slots: every
-//   address a launch uses is fixed when the model is built, so a run uploads nothing but inputs.
+//   the inputs and outputs, the constants and each kernel's tiling struct: every address a
+//   launch uses is fixed when the model is built, so a run uploads nothing but inputs.
+// - Kernels are loaded for the vector cores (aclrtBinaryLoadFromData with the vector-core
+//   magic) and launched with aclrtLaunchKernelWithConfig, their arguments (addresses) appended
+//   on the host right before each launch.
 // - Each fused elementwise group runs as its generated Ascend C kernel, and so does each row
 //   normalization (softmax, log_softmax, layer_norm, rms_norm: row_kernel_source.hpp); matmul,
 //   conv2d, reductions, transpose, concat, … and softmax over another axis than the last through
@@ -49,7 +52,7 @@ constexpr int64_t kSegmentSlack = 32;
 struct DeviceOptions {
   bool simulated = false;  // the stand-in AscendCL and the host-built kernels (backend "ascend-sim")
   int device = 0;
-  int ai_cores = 0;        // blocks per kernel at most; 0: the device's AI cores (aclGetDeviceCapability)
+  int ai_cores = 0;        // blocks per kernel at most; 0: the device's vector cores (aclGetDeviceCapability)
   bool host_fallback = false;  // launches with no device lowering run on the host (else refused)
 };
 
@@ -81,8 +84,8 @@ class DeviceProgram final : public runtime::Program {
     int call = -1;             // into calls_
     int host = -1;             // into host_
     uint32_t blocks = 0;       // at the class's largest sizes; a smaller size leaves some idle
-    size_t args_at = 0, args_bytes = 0;  // in the device allocation
-    size_t tiling_at = 0, tiling_bytes = 0;  // in the tilings (Device::tilings_at on)
+    std::vector<size_t> operands;  // a kernel's arguments but the last: its operands' device offsets
+    size_t tiling_at = 0, tiling_bytes = 0;  // in the tilings (Device::tilings_at on): a kernel's last argument
     size_t copy_from = 0, copy_to = 0, copy_bytes = 0;  // copy_bytes: at the largest sizes
     int stream = 0;
     std::vector<int> wait_events;   // into events, before the launch
@@ -164,7 +167,7 @@ class DeviceProgram final : public runtime::Program {
   // Maps the logical events (one per waited-for launch) of `launches` to ACL events within the
   // device's limit; returns how many ACL events to create.
   static int assign_events(std::vector<DeviceLaunch>& launches, int logical, size_t streams);
-  static uint32_t ai_cores_of_device(const AclLibrary& acl, int device);
+  static uint32_t vector_cores_of_device(const AclLibrary& acl, int device);
   // Captures the launch list into `*model` (stream 0 begins, the others join); false with
   // capture_note set when the AscendCL or the plan does not allow it.
   bool capture(acl::ModelRI* model, std::string* note) const;

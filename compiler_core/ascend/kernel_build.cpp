@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,20 +79,42 @@ Toolchain cann_toolchain() {
   std::vector<std::string> roots;
   for (const char* var : {"ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"})
     if (!env(var).empty()) roots.push_back(env(var));
-  roots.push_back("/usr/local/Ascend/ascend-toolkit/latest");
+  roots.insert(roots.end(), {"/usr/local/Ascend/ascend-toolkit/latest", "/usr/local/Ascend/cann"});
+  struct utsname host;
+  const std::string machine = uname(&host) == 0 ? host.machine : "x86_64";
   std::string tried;
   for (const std::string& root : roots) {
-    const std::string ccec = root + "/compiler/ccec_compiler/bin/ccec";
-    if (!fs::exists(ccec)) {
-      tried += "\n  " + ccec;
-      continue;
+    // The Ascend C devkit: where CANN's own build looks for it (8.5 on: <root>/<arch>-linux;
+    // before: <root>/compiler), its compiler ccec, or bisheng as 8.5 names it.
+    for (const std::string devkit : {root + "/" + machine + "-linux", root + "/tools", root + "/compiler", root + "/ascendc_devkit"}) {
+      std::string compiler;
+      for (const char* name : {"ccec", "bisheng"})
+        if (compiler.empty() && fs::exists(devkit + "/ccec_compiler/bin/" + name)) compiler = devkit + "/ccec_compiler/bin/" + name;
+      if (compiler.empty()) {
+        tried += "\n  " + devkit + "/ccec_compiler/bin/{ccec,bisheng}";
+        continue;
+      }
+      // The header directories CANN's build passes, those this install has: asc/ from 8.5 on,
+      // tikcpp/tikcfw before.
+      std::vector<std::string> includes;
+      for (const char* dir : {"asc/include", "asc/include/adv_api", "asc/include/basic_api", "asc/include/utils", "asc/impl/adv_api",
+                              "asc/impl/basic_api", "asc/impl/utils", "asc", "tikcpp/tikcfw", "tikcpp/tikcfw/impl", "tikcpp/tikcfw/interface"})
+        if (fs::is_directory(devkit + "/" + dir)) includes.push_back("-I" + devkit + "/" + dir);
+      const bool headers = fs::exists(devkit + "/asc/include/kernel_operator.h") || fs::exists(devkit + "/tikcpp/tikcfw/kernel_operator.h");
+      if (!headers)
+        throw Error(ErrorCode::Backend, "ascend: found CANN's kernel compiler " + compiler + " but not the Ascend C headers (kernel_operator.h) in " +
+                                            devkit + "/asc/include or " + devkit + "/tikcpp/tikcfw");
+      // CANN's flags for kernels of the vector cores (the devkit's bisheng_intf.cmake): its
+      // stack sizes, overflow record, address transform, no scalar cache flush; one kernel per
+      // binary, so the tiling key is 0.
+      std::vector<std::string> command{compiler, "-c", "-O3", "-std=c++17", "-xcce", "--cce-aicore-only", "--cce-aicore-arch=" + kernel_arch(),
+                                       "--cce-auto-sync", "-mllvm", "-cce-aicore-stack-size=0x8000", "-mllvm",
+                                       "-cce-aicore-function-stack-size=0x8000", "-mllvm", "-cce-aicore-record-overflow=true", "-mllvm",
+                                       "-cce-aicore-addr-transform", "-mllvm", "-cce-aicore-dcci-insert-for-scalar=false", "-DTILING_KEY_VAR=0"};
+      command.insert(command.end(), includes.begin(), includes.end());
+      command.push_back("-I" + root + "/include");
+      return {"cann", command, ".o"};
     }
-    const std::string arch = kernel_arch();
-    const std::string tik = root + "/compiler/tikcpp/tikcfw";
-    return {"cann",
-            {ccec, "-c", "-O2", "-std=c++17", "-xcce", "--cce-aicore-only", "--cce-aicore-arch=" + arch, "--cce-auto-sync",
-             "-I" + tik, "-I" + tik + "/impl", "-I" + tik + "/interface", "-I" + root + "/include"},
-            ".o"};
   }
   throw Error(ErrorCode::Backend, "ascend: CANN's kernel compiler (ccec) not found; set ASCEND_HOME_PATH. Looked at:" + tried);
 }

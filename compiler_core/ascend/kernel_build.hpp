@@ -16,8 +16,11 @@ struct Toolchain {
   std::string extension;           // of the binaries: ".o" or ".so"
 };
 
-// CANN's kernel compiler, found under ASCEND_HOME_PATH (or ASCEND_TOOLKIT_HOME, or the default
-// install); the arch is ESG_ASCEND_ARCH (default dav-c220-vec, Ascend 910B's vector cores).
+// CANN's kernel compiler and Ascend C headers, found under ASCEND_HOME_PATH (or
+// ASCEND_TOOLKIT_HOME, or a default install) in CANN 8.5's layout (<root>/<arch>-linux,
+// asc/include) or the older one (<root>/compiler, tikcpp/tikcfw), with the flags CANN's own
+// build gives vector-core kernels; the arch is ESG_ASCEND_ARCH (default dav-c220-vec, Ascend
+// 910B's vector cores). The object it makes names no core: the loader says it (device_program).
 // Throws ir::Error(Backend) naming where it looked.
 Toolchain cann_toolchain();
 // The host compiler and the simulator's headers (ESG_ASCEND_SIM_CXX and ESG_ASCEND_SIM_INCLUDE

@@ -19,6 +19,7 @@
 //   ACLSIM_AI_CORES the AI cores of each (default 8), ACLSIM_SOC the SoC aclrtGetSocName names
 //   (default Ascend910B1).
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -27,6 +28,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -57,6 +60,7 @@ constexpr Error kInvalidParam = 100000;
 constexpr Error kUninitialized = 100001;
 constexpr Error kRepeatInitialize = 100002;
 constexpr Error kBadAlloc = 200000;
+constexpr Error kRtParamInvalid = 107000;  // ACL_ERROR_RT_PARAM_INVALID
 constexpr Error kInvalidDevice = 107001;   // ACL_ERROR_RT_INVALID_DEVICEID
 constexpr Error kStreamCapture = 107027;   // ACL_ERROR_RT_STREAM_CAPTURED
 constexpr Error kCaptureDependency = 107024;  // ACL_ERROR_RT_CAPTURE_DEPENDENCY: a wait with no record in the capture
@@ -161,7 +165,7 @@ struct EventState {
 struct Binary {
   int id = 0;
   void* dl = nullptr;
-  std::string path;
+  uint32_t magic = 0;  // the load option's; 0: none given
   AclSimEnterBlock enter = nullptr;
 };
 
@@ -805,25 +809,52 @@ Error aclrtMemcpyAsync(void* dst, size_t dst_max, const void* src, size_t count,
                       }});
 }
 
-Error aclrtBinaryLoadFromFile(const char* path, void* options, BinHandle* handle) {
-  ACLSIM_ENTER("aclrtBinaryLoadFromFile");
-  (void)options;
-  if (!path || !handle) return fail(kInvalidParam, "aclrtBinaryLoadFromFile", "null argument");
-  void* dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!dl) return fail(kInvalidParam, "aclrtBinaryLoadFromFile", std::string("cannot load ") + path + ": " + dlerror());
+// The binary (a shared library built by the host compiler) is written to a file of a name never
+// used before in the process (the dynamic loader knows a library by its name, and one it cannot
+// unload stays known), loaded, and removed. Its options are checked as CANN's loader checks them; the magic says which
+// core its kernels run on (binary_loader.cc, program.cc of the open runtime).
+Error aclrtBinaryLoadFromData(const void* data, size_t length, const BinaryLoadOptions* options, BinHandle* handle) {
+  ACLSIM_ENTER("aclrtBinaryLoadFromData");
+  if (!data || length == 0 || !handle) return fail(kInvalidParam, "aclrtBinaryLoadFromData", "null data, zero length or null handle");
+  uint32_t magic = 0;
+  if (options) {
+    if (options->num_options && !options->options) return fail(kInvalidParam, "aclrtBinaryLoadFromData", "options without their array");
+    for (size_t i = 0; i < options->num_options; ++i) {
+      const BinaryLoadOption& o = options->options[i];
+      const bool ok = o.type == kLoadOptionLazyLoad       ? o.value.is_lazy_load <= 1
+                      : o.type == kLoadOptionMagic        ? o.value.magic == kMagicAiCore || o.value.magic == kMagicVectorCore ||
+                                                         o.value.magic == kMagicCubeCore
+                      : o.type == kLoadOptionCpuKernelMode ? o.value.cpu_kernel_mode == 2
+                                                           : false;
+      if (!ok) return fail(kRtParamInvalid, "aclrtBinaryLoadFromData", "option " + std::to_string(i) + " (type " + std::to_string(o.type) + ") is invalid");
+      if (o.type == kLoadOptionMagic) magic = o.value.magic;
+    }
+  }
+  static std::atomic<uint64_t> loads{0};
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("aclsim-" + std::to_string(getpid()) + "-" + std::to_string(loads++) + ".so")).string();
+  bool written;
+  {
+    std::ofstream out(path, std::ios::binary);
+    written = static_cast<bool>(out.write(static_cast<const char*>(data), static_cast<std::streamsize>(length)));
+  }
+  void* dl = written ? dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  const std::string why = written ? (dl ? "" : dlerror()) : "cannot write " + path;
+  std::remove(path.c_str());
+  if (!dl) return fail(kInvalidParam, "aclrtBinaryLoadFromData", "not a loadable binary: " + why);
   auto enter = reinterpret_cast<AclSimEnterBlock>(dlsym(dl, ACLSIM_ENTER_BLOCK));
   if (!enter) {
     dlclose(dl);
-    return fail(kInvalidParam, "aclrtBinaryLoadFromFile", std::string(path) + " is not a simulated kernel binary");
+    return fail(kInvalidParam, "aclrtBinaryLoadFromData", "not a simulated kernel binary");
   }
   auto b = std::make_unique<Binary>();
   std::lock_guard<std::mutex> lock(sim().mu);
   b->id = sim().next_id++;
   b->dl = dl;
-  b->path = path;
+  b->magic = magic;
   b->enter = enter;
   *handle = b.get();
-  log_line("aclrtBinaryLoadFromFile " + name_of("bin", b->id));
+  log_line("aclrtBinaryLoadFromData " + name_of("bin", b->id) + " bytes=" + std::to_string(length) + " magic=" + std::to_string(magic));
   sim().binaries[*handle] = std::move(b);
   return kSuccess;
 }
@@ -859,36 +890,81 @@ Error aclrtBinaryUnLoad(BinHandle handle) {
   return kSuccess;
 }
 
-Error aclrtLaunchKernel(FuncHandle func, uint32_t block_dim, const void* args, size_t args_size, Stream stream) {
-  ACLSIM_ENTER("aclrtLaunchKernel");
+// The calling thread's one argument handle, as CANN's: each aclrtKernelArgsInit starts it anew.
+struct ArgsState {
+  Function* function = nullptr;
+  std::vector<void*> params;
+  bool finalized = false;
+};
+thread_local ArgsState thread_args;
+
+Error aclrtKernelArgsInit(FuncHandle func, ArgsHandle* args) {
+  ACLSIM_ENTER("aclrtKernelArgsInit");
+  if (!args) return fail(kInvalidParam, "aclrtKernelArgsInit", "null handle");
+  std::lock_guard<std::mutex> lock(sim().mu);
+  auto it = sim().functions.find(func);
+  if (it == sim().functions.end()) return fail(kInvalidParam, "aclrtKernelArgsInit", "not a function");
+  thread_args = {it->second.get(), {}, false};
+  *args = &thread_args;
+  return kSuccess;
+}
+
+Error aclrtKernelArgsAppend(ArgsHandle args, void* param, size_t param_size, ParamHandle* param_handle) {
+  ACLSIM_ENTER("aclrtKernelArgsAppend");
+  if (args != &thread_args || !thread_args.function) return fail(kInvalidParam, "aclrtKernelArgsAppend", "not this thread's argument handle");
+  if (thread_args.finalized) return fail(kInvalidParam, "aclrtKernelArgsAppend", "the handle is finalized");
+  // The generated kernels take pointer parameters only (GM_ADDR).
+  if (!param || param_size != sizeof(void*)) return fail(kInvalidParam, "aclrtKernelArgsAppend", "not an 8-byte parameter");
+  void* value = nullptr;
+  std::memcpy(&value, param, sizeof value);  // copied now: the caller's variable may go
+  thread_args.params.push_back(value);
+  if (param_handle) *param_handle = &thread_args.params.back();
+  return kSuccess;
+}
+
+Error aclrtKernelArgsFinalize(ArgsHandle args) {
+  ACLSIM_ENTER("aclrtKernelArgsFinalize");
+  if (args != &thread_args || !thread_args.function) return fail(kInvalidParam, "aclrtKernelArgsFinalize", "not this thread's argument handle");
+  thread_args.finalized = true;
+  return kSuccess;
+}
+
+static const char* core_of(uint32_t magic) {
+  return magic == kMagicVectorCore ? "vector" : magic == kMagicAiCore ? "AI (mixed)" : "cube";
+}
+
+Error aclrtLaunchKernelWithConfig(FuncHandle func, uint32_t num_blocks, Stream stream, LaunchKernelCfg* cfg, ArgsHandle args, void* reserve) {
+  ACLSIM_ENTER("aclrtLaunchKernelWithConfig");
   Function* f;
   {
     std::lock_guard<std::mutex> lock(sim().mu);
     auto it = sim().functions.find(func);
-    if (it == sim().functions.end()) return fail(kInvalidParam, "aclrtLaunchKernel", "not a function");
+    if (it == sim().functions.end()) return fail(kInvalidParam, "aclrtLaunchKernelWithConfig", "not a function");
     f = it->second.get();
   }
   SimStream* st = stream_or_default(stream);
-  if (!st) return fail(kInvalidParam, "aclrtLaunchKernel", "not a stream");
-  if (block_dim == 0 || block_dim > 65535) return fail(kInvalidParam, "aclrtLaunchKernel", "blockDim " + std::to_string(block_dim));
-  if (!args || args_size == 0 || args_size % sizeof(void*)) return fail(kInvalidParam, "aclrtLaunchKernel", "arguments are not 8-byte slots");
-  {
-    std::lock_guard<std::mutex> lock(sim().mu);  // aclrtLaunchKernel's arguments live in device memory
-    const std::string problem = check_range_locked(args, args_size);
-    if (!problem.empty()) return fail(kInvalidParam, "aclrtLaunchKernel", "argument buffer: " + problem);
-  }
-  log_line("aclrtLaunchKernel " + name_of("func", f->id) + " " + f->name + " blockDim=" + std::to_string(block_dim) + " " +
+  if (!st) return fail(kInvalidParam, "aclrtLaunchKernelWithConfig", "not a stream");
+  if (num_blocks == 0 || num_blocks > 65535) return fail(kInvalidParam, "aclrtLaunchKernelWithConfig", "numBlocks " + std::to_string(num_blocks));
+  if (reserve) return fail(kInvalidParam, "aclrtLaunchKernelWithConfig", "reserve must be null");
+  if (cfg) return fail(kInvalidParam, "aclrtLaunchKernelWithConfig", "the simulator takes no launch attributes");
+  if (args != &thread_args || thread_args.function != f || !thread_args.finalized)
+    return fail(kInvalidParam, "aclrtLaunchKernelWithConfig", "the arguments are not a finalized handle of this function from this thread");
+  log_line("aclrtLaunchKernelWithConfig " + name_of("func", f->id) + " " + f->name + " numBlocks=" + std::to_string(num_blocks) + " " +
            name_of("stream", st->id));
   AclSimEnterBlock enter = f->binary->enter;
   void* entry = f->entry;
   const std::string name = f->name;
+  const uint32_t magic = f->binary->magic;
+  const std::vector<void*> a = thread_args.params;  // the arguments as the launch found them
   return enqueue(st, {"kernel " + name, [=] {
-                        // Read when the kernel starts, as the device does.
-                        check_device(args, args_size, "kernel arguments");
-                        std::vector<void*> a(args_size / sizeof(void*));
-                        std::memcpy(a.data(), args, args_size);
-                        for (uint32_t b = 0; b < block_dim; ++b) {
-                          const AclSimBlock block{b, block_dim, check_device};
+                        // Where the runtime would start it: a binary that names no core runs its
+                        // kernels on Atlas A2's default, the cube core, which has no vector unit.
+                        if (magic != kMagicVectorCore)
+                          throw std::runtime_error("kernel " + name + " ran on the " + core_of(magic) + " core (the binary was loaded " +
+                                                   (magic ? "as such" : "without a core type: no .ascend.meta section, .json or magic option") +
+                                                   "), which has none of the vector instructions it executes");
+                        for (uint32_t b = 0; b < num_blocks; ++b) {
+                          const AclSimBlock block{b, num_blocks, check_device};
                           enter(&block);
                           try {
                             call_entry(entry, a.data(), a.size());

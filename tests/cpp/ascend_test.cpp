@@ -5,9 +5,13 @@
 // use after free, copies of the wrong kind.
 #include <doctest/doctest.h>
 
+#include <sys/utsname.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -172,21 +176,29 @@ struct SimDevice {
     allocations.push_back(p);
     return p;
   }
-  // Runs `body` as the kernel `k(GM_ADDR a, GM_ADDR b)` over 1 block; the sync's status and message.
-  std::pair<int, std::string> run(const std::string& body, void* a, void* b) {
+  // Runs `body` as the kernel `k(GM_ADDR a, GM_ADDR b)` over 1 block, its binary loaded with
+  // the core type `magic` (0: none); the sync's status and message.
+  std::pair<int, std::string> run(const std::string& body, void* a, void* b, uint32_t magic = ascend::acl::kMagicVectorCore) {
     ascend::KernelSource src;
     src.entry = "k";
     src.code = "#include \"kernel_operator.h\"\nusing namespace AscendC;\nextern \"C\" __global__ __aicore__ void k(GM_ADDR a, GM_ADDR b) {\n" +
                body + "\n}\n";
     const ascend::BuiltKernel built = ascend::build_kernel(ascend::simulator_toolchain(), src);
+    std::ifstream file(built.path, std::ios::binary);
+    const std::vector<char> binary((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    ascend::acl::BinaryLoadOption core{ascend::acl::kLoadOptionMagic, {}};
+    core.value.magic = magic;
+    const ascend::acl::BinaryLoadOptions options{&core, 1};
     ascend::acl::BinHandle bin = nullptr;
     ascend::acl::FuncHandle fn = nullptr;
-    ESG_ACL(*acl, aclrtBinaryLoadFromFile, built.path.c_str(), nullptr, &bin);
+    ESG_ACL(*acl, aclrtBinaryLoadFromData, binary.data(), binary.size(), magic ? &options : nullptr, &bin);
     ESG_ACL(*acl, aclrtBinaryGetFunction, bin, "k", &fn);
-    void* args = malloc(16);
-    void* host_args[2] = {a, b};
-    ESG_ACL(*acl, aclrtMemcpy, args, 16, host_args, 16, ascend::acl::kHostToDevice);
-    ESG_ACL(*acl, aclrtLaunchKernel, fn, 1, args, 16, stream);
+    ascend::acl::ArgsHandle args = nullptr;
+    ascend::acl::ParamHandle param = nullptr;
+    ESG_ACL(*acl, aclrtKernelArgsInit, fn, &args);
+    for (void* p : {a, b}) ESG_ACL(*acl, aclrtKernelArgsAppend, args, &p, sizeof p, &param);
+    ESG_ACL(*acl, aclrtKernelArgsFinalize, args);
+    ESG_ACL(*acl, aclrtLaunchKernelWithConfig, fn, 1, stream, nullptr, args, nullptr);
     const int status = acl->aclrtSynchronizeStream(stream);
     const std::string message = status ? acl->aclGetRecentErrMsg() : "";
     acl->aclrtBinaryUnLoad(bin);
@@ -202,6 +214,21 @@ TEST_CASE("the simulated device faults where the hardware would") {
   float* b = static_cast<float*>(dev.malloc(64 * 4));
   const std::string pipe = "TPipe pipe; TQue<QuePosition::VECIN, 2> q; pipe.InitBuffer(q, 2, 256 * 4);\n"
                            "GlobalTensor<float> ga, gb; ga.SetGlobalBuffer((__gm__ float*)a, 1 << 20); gb.SetGlobalBuffer((__gm__ float*)b, 1 << 20);\n";
+  SUBCASE("a kernel whose binary names no core runs on 910B's default, the cube core, and faults") {
+    for (uint32_t magic : {0u, ascend::acl::kMagicCubeCore}) {
+      const auto [status, message] = dev.run(pipe + "q.FreeTensor(q.AllocTensor<float>());", a, b, magic);
+      CHECK(status == 507015);
+      CHECK(message.find("kernel k ran on the cube core") != std::string::npos);
+    }
+  }
+  SUBCASE("a magic CANN does not know is refused at load") {
+    ascend::acl::BinaryLoadOption core{ascend::acl::kLoadOptionMagic, {}};
+    core.value.magic = 0x1234;
+    const ascend::acl::BinaryLoadOptions options{&core, 1};
+    ascend::acl::BinHandle bin = nullptr;
+    const char data[] = "not even an ELF file";
+    CHECK(dev.acl->aclrtBinaryLoadFromData(data, sizeof data, &options, &bin) == 107000);
+  }
   SUBCASE("a well-behaved kernel runs") {
     const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); DataCopy(t, ga, 32); q.EnQue(t);\n"
                                                   "t = q.DeQue<float>(); Adds(t, t, 1.0f, 32); DataCopy(gb, t, 32); q.FreeTensor(t);",
@@ -483,4 +510,58 @@ TEST_CASE("the kernels' core version names the SoCs they run on") {
   for (const char* first : {"Ascend910A", "Ascend910B", "Ascend910ProB", "Ascend310"})
     CHECK(ascend::arch_mismatch("dav-c220-vec", first).find("builds no kernels for its core version") != std::string::npos);
   CHECK(ascend::arch_mismatch("dav-c310", "Ascend910A").empty());  // a core version the user chose: not second-guessed
+}
+
+// CANN's install as it lays out its compiler and Ascend C headers: 8.5 on under
+// <root>/<arch>-linux (bisheng, asc/include), before under <root>/compiler (ccec, tikcpp/tikcfw).
+TEST_CASE("CANN's kernel compiler and headers are found in either install layout, with CANN's vector-core flags") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("esg-cann-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const char* saved = std::getenv("ASCEND_HOME_PATH");
+  const std::string restore = saved ? saved : "";
+  ::setenv("ASCEND_HOME_PATH", root.c_str(), 1);
+  auto touch = [](const fs::path& p) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << "";
+  };
+  auto has = [](const std::vector<std::string>& command, const std::string& part) {
+    return std::find(command.begin(), command.end(), part) != command.end();
+  };
+  struct utsname host;
+  REQUIRE(::uname(&host) == 0);
+  const fs::path devkit85 = root / (std::string(host.machine) + "-linux");
+
+  SUBCASE("8.5: bisheng and asc/include under <root>/<arch>-linux") {
+    touch(devkit85 / "ccec_compiler/bin/bisheng");
+    touch(devkit85 / "asc/include/kernel_operator.h");
+    fs::create_directories(devkit85 / "asc/impl/basic_api");
+    const std::vector<std::string> command = ascend::cann_toolchain().command;
+    CHECK(command.front() == (devkit85 / "ccec_compiler/bin/bisheng").string());
+    CHECK(has(command, "-I" + (devkit85 / "asc/include").string()));
+    CHECK(has(command, "-I" + (devkit85 / "asc/impl/basic_api").string()));
+    CHECK_FALSE(has(command, "-I" + (devkit85 / "asc/impl/adv_api").string()));  // only what exists
+    for (const char* flag : {"--cce-aicore-arch=dav-c220-vec", "--cce-aicore-only", "--cce-auto-sync", "-cce-aicore-stack-size=0x8000",
+                             "-cce-aicore-record-overflow=true", "-cce-aicore-addr-transform", "-cce-aicore-dcci-insert-for-scalar=false",
+                             "-DTILING_KEY_VAR=0"})
+      CHECK_MESSAGE(has(command, flag), flag);
+  }
+  SUBCASE("before 8.5: ccec and tikcpp/tikcfw under <root>/compiler") {
+    touch(root / "compiler/ccec_compiler/bin/ccec");
+    touch(root / "compiler/tikcpp/tikcfw/kernel_operator.h");
+    fs::create_directories(root / "compiler/tikcpp/tikcfw/impl");
+    const std::vector<std::string> command = ascend::cann_toolchain().command;
+    CHECK(command.front() == (root / "compiler/ccec_compiler/bin/ccec").string());
+    CHECK(has(command, "-I" + (root / "compiler/tikcpp/tikcfw").string()));
+    CHECK(has(command, "-I" + (root / "compiler/tikcpp/tikcfw/impl").string()));
+  }
+  SUBCASE("a compiler without the headers, and nothing at all, are errors naming the places") {
+    CHECK_THROWS_WITH_AS(ascend::cann_toolchain(), doctest::Contains((devkit85 / "ccec_compiler/bin/{ccec,bisheng}").string().c_str()),
+                         ir::Error);
+    touch(devkit85 / "ccec_compiler/bin/bisheng");
+    CHECK_THROWS_WITH_AS(ascend::cann_toolchain(), doctest::Contains("but not the Ascend C headers (kernel_operator.h)"), ir::Error);
+  }
+  if (saved) ::setenv("ASCEND_HOME_PATH", restore.c_str(), 1);
+  else ::unsetenv("ASCEND_HOME_PATH");
+  fs::remove_all(root);
 }

@@ -188,16 +188,18 @@ def test_gelu_both_forms_and_attributes():
 
 # ---- fused groups --------------------------------------------------------------------------------
 def test_kernels_spread_over_the_devices_ai_cores(acl_log, monkeypatch):
-    """Without ai_cores, a kernel's blocks are the device's AI cores (aclGetDeviceCapability)."""
+    """Without ai_cores, a kernel's blocks are the device's vector cores (aclGetDeviceCapability's
+    ACL_DEVICE_INFO_VECTOR_CORE_NUM): a vector-only kernel's block is one vector core, two per
+    AI core on Atlas A2."""
     monkeypatch.setenv("ACLSIM_AI_CORES", "3")
     x = np.linspace(-2, 2, 64 * 1024, dtype=np.float32).reshape(64, 1024)
     g = graph_of(lambda a: ops.tanh(a) * 2.0, x.shape)
     np.testing.assert_allclose(esgraph.compile(g, backend="ascend-sim")(x), np.tanh(x) * 2, rtol=RTOL, atol=ATOL)
-    assert any(line.endswith("-> 3") for line in calls(acl_log(), "aclGetDeviceCapability"))
-    launches = calls(acl_log(), "aclrtLaunchKernel")
-    assert launches and all(" blockDim=3 " in line for line in launches)
+    assert any(line.endswith(" 1 -> 6") for line in calls(acl_log(), "aclGetDeviceCapability"))
+    launches = calls(acl_log(), "aclrtLaunchKernelWithConfig")
+    assert launches and all(" numBlocks=6 " in line for line in launches)
     monkeypatch.setenv("ACLSIM_AI_CORES", "0")
-    with pytest.raises(esgraph.BackendError, match="reports 0 AI cores"):
+    with pytest.raises(esgraph.BackendError, match="reports 0 vector cores"):
         esgraph.compile(g, backend="ascend-sim")
 
 
@@ -206,7 +208,7 @@ def test_a_fused_chain_is_one_kernel_with_the_same_values(acl_log):
     x, w = rng.standard_normal((2, 300, 40)).astype(np.float32)
     g = graph_of(lambda a, b: ops.tanh(a * b + 0.5) * ops.sigmoid(a) - ops.exp(-ops.abs(b)), x.shape, w.shape)
     check_same(g, [x, w])
-    launches = [line for line in acl_log() if line.startswith("aclrtLaunchKernel")]
+    launches = [line for line in acl_log() if line.startswith("aclrtLaunchKernelWithConfig")]
     assert len(launches) == 1  # captured once; the run replays the capture
     unfused = esgraph.compile(g, backend="ascend-sim", fusion=False)
     np.testing.assert_allclose(unfused(x, w), esgraph.compile(g)(x, w), rtol=RTOL, atol=ATOL)
@@ -285,8 +287,8 @@ def test_row_normalizations_run_as_generated_kernels(op, rows, length, cores, ac
     check_same(graph_of(ROW_OPS[op], x.shape), [x], ai_cores=cores)
     log = acl_log()
     assert not any(line.startswith("aclnn") for line in log)
-    launches = calls(log, "aclrtLaunchKernel")
-    assert len(launches) == 1 and f"blockDim={min(rows, cores)}" in launches[0]
+    launches = calls(log, "aclrtLaunchKernelWithConfig")
+    assert len(launches) == 1 and f"numBlocks={min(rows, cores)}" in launches[0]
 
 
 def test_norms_with_scale_bias_and_trailing_axes():
@@ -467,7 +469,7 @@ def test_integer_elementwise_ops_run_on_aclnn(dtype, acl_log):
     for name in ("aclnnAdd", "aclnnSub", "aclnnMul", "aclnnMaximum", "aclnnMinimum", "aclnnNeg", "aclnnAbs", "aclnnGtTensor",
                  "aclnnSWhere", "aclnnCast", "aclnnLtTensor", "aclnnLeTensor", "aclnnGeTensor", "aclnnEqTensor", "aclnnNeTensor"):
         assert calls(log, name + "GetWorkspaceSize"), name
-    assert calls(log, "aclrtLaunchKernel")  # the f32 mul and add: one generated kernel
+    assert calls(log, "aclrtLaunchKernelWithConfig")  # the f32 mul and add: one generated kernel
     # The library's ops promise nothing about an output over an input (a cast between i32 and f32
     # would write one type over the other): none is planned in place, unlike on the CPU.
     with esgraph.GraphBuilder("chain") as bld:
@@ -675,7 +677,7 @@ def test_a_size_class_shares_one_device_and_one_captured_model(acl_log):
     assert model.stats()["bindings"] == 3 and model.stats()["captured"] == 1
     assert len(calls(log, "aclrtMallocAlign32")) == 1 and len(calls(log, "aclrtMallocHost")) == 1  # and its staging
     assert len(calls(log, "aclmdlRICaptureBegin")) == 1 and len(calls(log, "aclmdlRIExecuteAsync")) == 5
-    assert len(calls(log, "aclrtBinaryLoadFromFile")) == model.stats()["device_kernels"]
+    assert len(calls(log, "aclrtBinaryLoadFromData")) == model.stats()["device_kernels"]
     # Per run: the input in and two outputs out, and the tilings when the size changed (3 of 5 runs).
     copies = [line.split(" ")[1] for line in calls(log, "aclrtMemcpyAsync")]
     assert copies.count("H2D") == 5 + 3 and copies.count("D2H") == 5 * 2
@@ -690,7 +692,7 @@ def test_a_size_class_shares_one_device_and_one_captured_model(acl_log):
     del model
     log = acl_log()
     for create, destroy in (("aclrtMallocAlign32", "aclrtFree"), ("aclmdlRICaptureEnd", "aclmdlRIDestroy"),
-                            ("aclrtBinaryLoadFromFile", "aclrtBinaryUnLoad"), ("aclrtCreateStream", "aclrtDestroyStream"),
+                            ("aclrtBinaryLoadFromData", "aclrtBinaryUnLoad"), ("aclrtCreateStream", "aclrtDestroyStream"),
                             ("aclrtMallocHost", "aclrtFreeHost")):
         assert len(calls(log, create)) == len(calls(log, destroy)), create
 
@@ -711,7 +713,7 @@ def test_aclnn_ops_capture_per_size_on_the_class_device(acl_log):
     assert model.stats()["bindings"] == 3 and model.stats()["captured"] == 1
     assert len(calls(log, "aclmdlRICaptureBegin")) == 3
     kernels = model.stats()["device_kernels"]
-    assert kernels >= 1 and len(calls(log, "aclrtBinaryLoadFromFile")) == kernels
+    assert kernels >= 1 and len(calls(log, "aclrtBinaryLoadFromData")) == kernels
     assert len(calls(log, "aclrtMallocAlign32")) == 1 + 3  # the class's allocation, and each size's matmul workspace
     assert "one captured model (aclmdlRI) per size (its aclnn ops are planned for their sizes)" in model.report()
 
@@ -768,7 +770,7 @@ def test_generated_kernels_run_only_on_the_soc_they_are_built_for(soc, refused, 
 def test_empty_tensors_launch_nothing(acl_log):
     x = np.zeros((0, 5), np.float32)
     check_same(graph_of(lambda a: ops.exp(a) + 1.0, x.shape), [x])
-    assert not any(line.startswith("aclrtLaunchKernel") for line in acl_log())
+    assert not any(line.startswith("aclrtLaunchKernelWithConfig") for line in acl_log())
 
 
 # ---- ops through CANN's operator library (aclnn) -----------------------------------------------------
@@ -922,7 +924,7 @@ def test_without_stream_capture_runs_replay_and_plan_again(acl_log, monkeypatch)
     runs = acl_log()[built:]
     plans = [line for line in runs if line.startswith("aclnnMatmulGetWorkspaceSize")]
     assert len(plans) == 2  # the executors planned at build serve the first run; later runs plan anew
-    assert len(calls(runs, "aclrtLaunchKernel")) == 6 and len(calls(runs, "aclrtSynchronizeStream")) == 3  # relu, softmax
+    assert len(calls(runs, "aclrtLaunchKernelWithConfig")) == 6 and len(calls(runs, "aclrtSynchronizeStream")) == 3  # relu, softmax
     log = acl_log()
     assert len(calls(log, "aclrtMallocAlign32")) == 2  # the arena, and matmul's workspace
     assert "workspace of 1024 bytes (a second allocation)" in model.report()
@@ -953,7 +955,7 @@ def test_protocol_of_a_single_stream_model(acl_log):
     log = acl_log()
     for create, destroy in (("aclrtCreateStream", "aclrtDestroyStream"), ("aclrtMallocAlign32", "aclrtFree"),
                             ("aclrtCreateContext", "aclrtDestroyContext"), ("aclrtSetDevice", "aclrtResetDevice"),
-                            ("aclrtBinaryLoadFromFile", "aclrtBinaryUnLoad"), ("aclmdlRICaptureEnd", "aclmdlRIDestroy"),
+                            ("aclrtBinaryLoadFromData", "aclrtBinaryUnLoad"), ("aclmdlRICaptureEnd", "aclmdlRIDestroy"),
                             ("aclrtMallocHost", "aclrtFreeHost")):
         assert len(calls(log, create)) == len(calls(log, destroy)) >= 1, create
     assert not any("FAILED" in line for line in log)
@@ -1003,7 +1005,7 @@ def test_protocol_of_a_two_stream_model(acl_log):
     end = next(i for i, line in enumerate(log) if line.startswith("aclmdlRICaptureEnd"))
     captured = log[begin:end + 1]
     assert captured[-1].endswith("streams=2")
-    streams = {re.search(r"stream#\d+", line).group(0) for line in calls(captured, "aclrtLaunchKernel")}
+    streams = {re.search(r"stream#\d+", line).group(0) for line in calls(captured, "aclrtLaunchKernelWithConfig")}
     assert len(streams) == 2
     assert sum("(joins the capture)" in line for line in captured) == 1
     check_event_order(captured)
@@ -1021,7 +1023,7 @@ def test_protocol_of_a_replayed_two_stream_model(acl_log, monkeypatch):
     log = acl_log()
     run_start = max(i for i, line in enumerate(log) if line.startswith("aclrtSetCurrentContext"))
     run = log[run_start:]
-    stream_of_launch = [re.search(r"stream#\d+", line).group(0) for line in calls(run, "aclrtLaunchKernel")]
+    stream_of_launch = [re.search(r"stream#\d+", line).group(0) for line in calls(run, "aclrtLaunchKernelWithConfig")]
     assert len(set(stream_of_launch)) == 2
     check_event_order(run)
     names = [line.split(" ")[0] for line in run]
@@ -1128,7 +1130,7 @@ def test_an_operator_library_split_by_repository_is_searched_function_by_functio
     check_same(graph_of(lambda x: ops.top_k(x, k=2)[0] * 2.0, a.shape), [a])
 
 
-@pytest.mark.parametrize("call", ["aclrtMallocAlign32", "aclrtMallocHost", "aclrtCreateStream", "aclrtBinaryLoadFromFile"])
+@pytest.mark.parametrize("call", ["aclrtMallocAlign32", "aclrtMallocHost", "aclrtCreateStream", "aclrtBinaryLoadFromData"])
 def test_a_failing_acl_call_is_an_error_and_leaves_nothing_behind(call, acl_log, monkeypatch):
     g = graph_of(lambda a: ops.exp(a) + 1.0, (100,))
     esgraph.compile(g, backend="ascend-sim")  # the kernel is built: the failure below is the device's

@@ -285,7 +285,7 @@ typedef struct esg_compile_options {
      "ascend-sim": the same backend on esgraph's simulated device (docs/ascend.md). */
   const char* backend;
   int32_t device;           /* Ascend: the device id (default 0) */
-  int32_t ai_cores;         /* Ascend: blocks per kernel at most, 0 (default): the device's */
+  int32_t ai_cores;         /* Ascend: blocks per kernel at most, 0 (default): the device's vector cores */
   bool host_fallback;       /* Ascend: ops with no device lowering run on the host CPU, their operands
                                copied off the device and back around them, each synchronizing its
                                stream (and no run is captured). Default false: such a model is
