@@ -323,9 +323,16 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
                  << "    const uint32_t N = (n + " << 256 / t_size << " - 1) / " << 256 / t_size << " * " << 256 / t_size << ";\n";
   }
   if (residents) {
-    members << "  TBuf<TPosition::VECCALC> resident_;\n";
-    init.str("    pipe_.InitBuffer(resident_, " + std::to_string(residents) + " * kTile * sizeof(T));\n" +
-             "    LocalTensor<T> c = resident_.Get<T>();\n" + init.str());
+    // VECIN: rows are copied into it from global memory (CANN documents such copies into VECIN
+    // and VECOUT on Atlas A2), and no queue orders those copies before the vector instructions
+    // that read the rows: a flag does.
+    members << "  TBuf<TPosition::VECIN> resident_;\n";
+    const std::string fills = init.str();  // they need the buffer first
+    init.str("");
+    init << "    pipe_.InitBuffer(resident_, " << residents << " * kTile * sizeof(T));\n    LocalTensor<T> c = resident_.Get<T>();\n" << fills;
+    if (std::any_of(period.begin(), period.end(), [](uint64_t p) { return p > 1; }))
+      init << "    {\n      const event_t rows_in = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));\n"
+           << "      SetFlag<HardEvent::MTE2_V>(rows_in);\n      WaitFlag<HardEvent::MTE2_V>(rows_in);\n    }\n";
     compute_head << "    LocalTensor<T> c = resident_.Get<T>();\n";
   }
 

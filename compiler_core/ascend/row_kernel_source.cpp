@@ -251,19 +251,30 @@ KernelSource generate_row_kernel(const ir::Graph& g, const ir::Node& n) {
     head << "    LocalTensor<V> m = qm_.DeQue<V>();\n";
     tail << "    qm_.FreeTensor(m);\n";
   }
-  // The scale and bias: f32 rows in the Unified Buffer (through x's queue when converted),
-  // loaded once for rows that fit, chunk by chunk for longer ones.
+  // The scale and bias: f32 rows in the Unified Buffer, loaded once for rows that fit, chunk by
+  // chunk for longer ones. The copy pipe and the vector pipe are ordered through queues both
+  // ways (CANN documents copies from global memory into VECIN/VECOUT buffers only, on Atlas A2):
+  // an f32 row is its own queue's buffer, dequeued once loaded and held until the next chunk's
+  // load frees it (so that load waits for the vector reads of the last); an f16 or bf16 row
+  // goes through x's queue and is converted into a vector buffer.
   auto resident = [&](const char* name, const char* local) {
     param(name);
-    members << "  GlobalTensor<V> g" << local << "_;\n  TBuf<TPosition::VECCALC> " << local << "_;\n";
-    init << "    g" << local << "_.SetGlobalBuffer((__gm__ V*)" << name << ", length_);\n    pipe_.InitBuffer(" << local
-         << "_, kRow * sizeof(float));\n";
-    if (f32)
-      residents << "    Load(" << local << "_.Get<float>(), g" << local << "_[c], n);\n";
-    else
+    members << "  GlobalTensor<V> g" << local << "_;\n";
+    init << "    g" << local << "_.SetGlobalBuffer((__gm__ V*)" << name << ", length_);\n";
+    if (f32) {
+      members << "  TQue<QuePosition::VECIN, 1> q" << local << "_;\n  LocalTensor<float> " << local << "_;  // dequeued, held until the next load\n";
+      init << "    pipe_.InitBuffer(q" << local << "_, 1, kRow * sizeof(float));\n";
+      residents << "    if (residents_) q" << local << "_.FreeTensor(" << local << "_);\n    " << local << "_ = q" << local
+                << "_.AllocTensor<float>();\n    Load(" << local << "_, g" << local << "_[c], n);\n    q" << local << "_.EnQue(" << local
+                << "_);\n    " << local << "_ = q" << local << "_.DeQue<float>();\n";
+      head << "    LocalTensor<float> " << local << " = " << local << "_;\n";
+    } else {
+      members << "  TBuf<TPosition::VECCALC> " << local << "_;\n";
+      init << "    pipe_.InitBuffer(" << local << "_, kRow * sizeof(float));\n";
       residents << "    {\n      LocalTensor<V> raw = qx_.AllocTensor<V>();\n      Load(raw, g" << local << "_[c], n);\n      qx_.EnQue(raw);\n"
                 << "      raw = qx_.DeQue<V>();\n      Cast(" << local << "_.Get<float>(), raw, RoundMode::CAST_NONE, n);\n      qx_.FreeTensor(raw);\n    }\n";
-    head << "    LocalTensor<float> " << local << " = " << local << "_.Get<float>();\n";
+      head << "    LocalTensor<float> " << local << " = " << local << "_.Get<float>();\n";
+    }
   };
   init << "    gy_.SetGlobalBuffer((__gm__ V*)y, rows_ * length_);\n    pipe_.InitBuffer(qy_, 2, kRow * sizeof(V));\n"
        << "    pipe_.InitBuffer(work_, (2 * kRow + kScratch + 8) * sizeof(float));\n";
@@ -320,7 +331,8 @@ KernelSource generate_row_kernel(const ir::Graph& g, const ir::Node& n) {
        << "  __aicore__ inline void CopyOut(uint64_t r, uint64_t c, uint32_t n) {\n"
        << "    LocalTensor<V> y = qy_.DeQue<V>();\n    Store(gy_[r * length_ + c], y, n);\n    qy_.FreeTensor(y);\n  }\n\n";
   if (has_scale || has_bias)
-    code << "  __aicore__ inline void LoadResidents(uint64_t c, uint32_t n) {\n" << residents.str() << "  }\n\n";
+    code << "  __aicore__ inline void LoadResidents(uint64_t c, uint32_t n) {\n" << residents.str() << (f32 ? "    residents_ = true;\n" : "")
+         << "  }\n\n";
   if (has_mask)
     code << "  // The mask's row for x's row r: r's index along each leading dim times the mask's stride there.\n"
          << "  __aicore__ inline uint64_t MaskRow(uint64_t r) const {\n    uint64_t at = 0;\n"
@@ -330,7 +342,8 @@ KernelSource generate_row_kernel(const ir::Graph& g, const ir::Node& n) {
        << "  TPipe pipe_;\n" << members.str() << "  TBuf<TPosition::VECCALC> work_;\n"
        << "  uint64_t rows_ = 0, length_ = 0, begin_ = 0, end_ = 0;\n"
        << "  float top_ = 0, sum_ = 0, sq_ = 0, mean_ = 0, rstd_ = 0, lse_ = 0;  // a row's reductions, as the passes leave them\n"
-       << (has_mask ? "  uint64_t lead_rank_ = 0, lead_[kLeadDims] = {}, mask_stride_[kLeadDims] = {};\n" : "") << "};\n}  // namespace\n\n";
+       << (has_mask ? "  uint64_t lead_rank_ = 0, lead_[kLeadDims] = {}, mask_stride_[kLeadDims] = {};\n" : "")
+       << (f32 && (has_scale || has_bias) ? "  bool residents_ = false;  // the scale and bias rows are held (dequeued)\n" : "") << "};\n}  // namespace\n\n";
   return finish_kernel(code.str(), params.str(), args.str(), row, 1 + has_mask + has_scale + has_bias + 1 + 1);
 }
 

@@ -235,6 +235,37 @@ TEST_CASE("the simulated device faults where the hardware would") {
                                            a, b);
     CHECK(status == 0);
   }
+  // The copy pipe and the vector pipe run apart: a queue or a flag orders them.
+  SUBCASE("a vector instruction on a copy in that nothing ordered before it") {
+    for (const char* body : {"LocalTensor<float> t = q.AllocTensor<float>(); DataCopy(t, ga, 32); Exp(t, t, 32);",
+                             "TBuf<TPosition::VECCALC> v; pipe.InitBuffer(v, 256); LocalTensor<float> t = v.Get<float>(); DataCopy(t, ga, 32); "
+                             "Adds(t, t, 1.0f, 32);"}) {
+      const auto [status, message] = dev.run(pipe + body, a, b);
+      CHECK(status == 507015);
+      CHECK(message.find("uses Unified Buffer bytes that a copy from global memory wrote with nothing ordering the copy before it") !=
+            std::string::npos);
+    }
+  }
+  SUBCASE("a copy in over bytes the vector pipe used, with nothing ordering it after them") {
+    const auto [status, message] =
+        dev.run(pipe + "TBuf<TPosition::VECCALC> v; pipe.InitBuffer(v, 256); LocalTensor<float> t = v.Get<float>(); Duplicate(t, 1.0f, 32); "
+                       "DataCopy(t, ga, 32);",
+                a, b);
+    CHECK(status == 507015);
+    CHECK(message.find("overwrites Unified Buffer bytes the vector pipe used") != std::string::npos);
+  }
+  SUBCASE("the queue or a flag orders them") {
+    const auto [status, message] = dev.run(
+        pipe + "LocalTensor<float> t = q.AllocTensor<float>(); DataCopy(t, ga, 32); q.EnQue(t); t = q.DeQue<float>(); Exp(t, t, 32); "
+               "q.FreeTensor(t); t = q.AllocTensor<float>(); DataCopy(t, ga, 32); q.EnQue(t); q.FreeTensor(q.DeQue<float>());\n"
+               "TBuf<TPosition::VECIN> v; pipe.InitBuffer(v, 256); LocalTensor<float> u = v.Get<float>(); DataCopy(u, ga, 32);\n"
+               "event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V)); SetFlag<HardEvent::MTE2_V>(e); "
+               "WaitFlag<HardEvent::MTE2_V>(e); Adds(u, u, 1.0f, 32);\n"
+               "e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_MTE2)); SetFlag<HardEvent::V_MTE2>(e); "
+               "WaitFlag<HardEvent::V_MTE2>(e); DataCopy(u, ga, 32);",
+        a, b);
+    CHECK_MESSAGE(status == 0, message);
+  }
   SUBCASE("reading past a device allocation") {
     const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); DataCopy(t, ga, 64);", a, b);
     CHECK(status == 507015);

@@ -3,7 +3,14 @@
 // host compiler and runs block by block on the simulated device. It is strict where the
 // hardware is: Unified Buffer capacity, 32-byte alignment of UB tensors and of DataCopy sizes,
 // queue protocol (AllocTensor → EnQue → DeQue → FreeTensor), operand sizes, and every global
-// memory access is bounds-checked against the simulated device heap.
+// memory access is bounds-checked against the simulated device heap. It also tracks the order
+// of the copy pipe and the vector pipe per Unified Buffer byte range: a copy from global memory
+// is ordered before the vector instructions by its queue (EnQue/DeQue) or a MTE2_V flag, and the
+// vector instructions before the next copy into the same bytes by FreeTensor/AllocTensor or a
+// V_MTE2 flag; a vector
+// instruction on bytes whose copy nothing ordered, or a copy over bytes the vector pipe may
+// still be reading, is a fault. Scalar accesses (GetValue/SetValue) count as ordered: the
+// compiler's --cce-auto-sync inserts the scalar unit's waits.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -12,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "aclsim_block.h"
 
@@ -40,15 +48,45 @@ constexpr uint32_t kUbBytes = 192 * 1024;
 constexpr uint32_t kUbAlign = 32;
 
 namespace sim {
+struct Range {
+  uintptr_t lo, hi;
+};
 struct Core {
   AclSimBlock block{0, 1, nullptr};
   alignas(64) uint8_t ub[kUbBytes];
   uint32_t ub_used = 0;
+  std::vector<Range> copied_in;    // written by copies from global memory, not yet ordered before the vector pipe
+  std::vector<Range> vector_used;  // used by vector instructions since their buffer was last (re)allocated
+  std::vector<Range> flagged[2];    // what a set flag covers until its wait: [0] MTE2_V, [1] V_MTE2
+  void* pipe = nullptr;             // the block's TPipe (GetTPipePtr)
 };
 inline thread_local Core core;
 
 [[noreturn]] inline void fault(const std::string& what) {
   throw std::runtime_error("Ascend C: " + what);
+}
+inline bool overlaps(const std::vector<Range>& ranges, uintptr_t lo, uintptr_t hi) {
+  return std::any_of(ranges.begin(), ranges.end(), [&](const Range& r) { return r.lo < hi && lo < r.hi; });
+}
+inline void forget(std::vector<Range>& ranges, uintptr_t lo, uintptr_t hi) {
+  ranges.erase(std::remove_if(ranges.begin(), ranges.end(), [&](const Range& r) { return r.lo < hi && lo < r.hi; }), ranges.end());
+}
+// A vector instruction's operand: it must not read or write bytes a copy in has not been ordered before.
+inline void vector_access(const void* p, size_t bytes, const char* op) {
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p), hi = lo + bytes;
+  if (overlaps(core.copied_in, lo, hi))
+    fault(std::string(op) + " uses Unified Buffer bytes that a copy from global memory wrote with nothing ordering the copy before it "
+                            "(the copy's queue: EnQue, then DeQue)");
+  const bool known = std::any_of(core.vector_used.begin(), core.vector_used.end(), [&](const Range& r) { return r.lo <= lo && hi <= r.hi; });
+  if (bytes && !known) core.vector_used.push_back({lo, hi});
+}
+// A copy from global memory into [p, p + bytes).
+inline void copy_in(const void* p, size_t bytes, const char* op) {
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p), hi = lo + bytes;
+  if (overlaps(core.vector_used, lo, hi))
+    fault(std::string(op) + " from global memory overwrites Unified Buffer bytes the vector pipe used, with nothing ordering it after "
+                            "them (the buffer's queue: FreeTensor, then AllocTensor)");
+  if (bytes) core.copied_in.push_back({lo, hi});
 }
 inline void check_gm(const void* p, size_t bytes, const char* what) {
   if (core.block.check_device) core.block.check_device(p, bytes, what);
@@ -75,11 +113,17 @@ class LocalTensor {
   LocalTensor<U> ReinterpretCast() const {
     return LocalTensor<U>(reinterpret_cast<U*>(p_), static_cast<uint32_t>(uint64_t(size_) * sizeof(T) / sizeof(U)));
   }
-  T GetValue(uint32_t i) const { return at(i); }
-  void SetValue(uint32_t i, T v) { at(i) = v; }
+  T GetValue(uint32_t i) const { return scalar(i); }
+  void SetValue(uint32_t i, T v) { scalar(i) = v; }
   uint32_t GetSize() const { return size_; }
-  // For the vector instructions: `count` elements from an aligned start.
+  // For the vector instructions: `count` elements from an aligned start, ordered after any copy in.
   T* span(uint32_t count, const char* op) const {
+    raw(count, op);
+    sim::vector_access(p_, count * sizeof(T), op);
+    return p_;
+  }
+  // For copies and queues: the same checks without the pipes' order.
+  T* raw(uint32_t count, const char* op) const {
     if (!p_) sim::fault(std::string(op) + ": an unallocated LocalTensor");
     if (count > size_) sim::fault(std::string(op) + " of " + std::to_string(count) + " elements on a tensor of " + std::to_string(size_));
     if (reinterpret_cast<uintptr_t>(p_) % kUbAlign) sim::fault(std::string(op) + ": UB tensor not 32-byte aligned");
@@ -87,8 +131,10 @@ class LocalTensor {
   }
 
  private:
-  T& at(uint32_t i) const {
+  T& scalar(uint32_t i) const {
     if (i >= size_) sim::fault("LocalTensor index " + std::to_string(i) + " beyond its " + std::to_string(size_) + " elements");
+    const uintptr_t at = reinterpret_cast<uintptr_t>(p_ + i);
+    sim::forget(sim::core.copied_in, at, at + sizeof(T));  // --cce-auto-sync's wait for the copy
     return p_[i];
   }
   T* p_ = nullptr;
@@ -123,6 +169,20 @@ class GlobalTensor {
 
 class TPipe;
 
+// Flags between the pipes (SetFlag/WaitFlag): the two the copy-in/vector order needs.
+enum class HardEvent { MTE2_V, V_MTE2 };
+using event_t = int32_t;
+template <HardEvent E>
+void SetFlag(event_t) {  // everything of the first pipe so far
+  sim::core.flagged[int(E)] = E == HardEvent::MTE2_V ? sim::core.copied_in : sim::core.vector_used;
+}
+template <HardEvent E>
+void WaitFlag(event_t) {  // ... is ordered before what the second pipe does next
+  std::vector<sim::Range>& pending = E == HardEvent::MTE2_V ? sim::core.copied_in : sim::core.vector_used;
+  for (const sim::Range& r : sim::core.flagged[int(E)]) sim::forget(pending, r.lo, r.hi);
+  sim::core.flagged[int(E)].clear();
+}
+
 template <TPosition Pos, int Depth>
 class TQue {
  public:
@@ -131,13 +191,14 @@ class TQue {
     for (int i = 0; i < num_; ++i)
       if (state_[i] == Free) {
         state_[i] = Allocated;
+        sim::forget(sim::core.vector_used, reinterpret_cast<uintptr_t>(buf_[i]), reinterpret_cast<uintptr_t>(buf_[i]) + len_);
         return LocalTensor<T>(reinterpret_cast<T*>(buf_[i]), len_ / sizeof(T));
       }
     sim::fault("TQue::AllocTensor: all " + std::to_string(num_) + " buffers in use");
   }
   template <class T>
   void EnQue(const LocalTensor<T>& t) {
-    const int i = index_of(t.span(0, "EnQue"), "EnQue");
+    const int i = index_of(t.raw(0, "EnQue"), "EnQue");
     if (state_[i] != Allocated) sim::fault("TQue::EnQue of a buffer not allocated");
     state_[i] = Queued;
     order_[tail_++ % Depth] = i;
@@ -147,11 +208,12 @@ class TQue {
     if (head_ == tail_) sim::fault("TQue::DeQue of an empty queue");
     const int i = order_[head_++ % Depth];
     state_[i] = Dequeued;
+    sim::forget(sim::core.copied_in, reinterpret_cast<uintptr_t>(buf_[i]), reinterpret_cast<uintptr_t>(buf_[i]) + len_);
     return LocalTensor<T>(reinterpret_cast<T*>(buf_[i]), len_ / sizeof(T));
   }
   template <class T>
   void FreeTensor(const LocalTensor<T>& t) {
-    const int i = index_of(t.span(0, "FreeTensor"), "FreeTensor");
+    const int i = index_of(t.raw(0, "FreeTensor"), "FreeTensor");
     if (state_[i] == Free || state_[i] == Queued) sim::fault("TQue::FreeTensor of a buffer not dequeued");
     state_[i] = Free;
   }
@@ -193,7 +255,14 @@ class TBuf {
 // kernel run (its buffers are the core's until the block ends).
 class TPipe {
  public:
-  TPipe() { sim::core.ub_used = 0; }
+  TPipe() {
+    sim::core.ub_used = 0;
+    sim::core.copied_in.clear();
+    sim::core.vector_used.clear();
+    for (auto& f : sim::core.flagged) f.clear();
+    sim::core.pipe = this;
+  }
+  int32_t FetchEventID(HardEvent) { return next_event_++ % 8; }
   template <TPosition Pos, int Depth>
   void InitBuffer(TQue<Pos, Depth>& q, int num, uint32_t len) {
     if (num < 1 || num > Depth) sim::fault("TPipe::InitBuffer: " + std::to_string(num) + " buffers for a queue of depth " + std::to_string(Depth));
@@ -213,7 +282,9 @@ class TPipe {
     sim::core.ub_used = at + len;
     return sim::core.ub + at;
   }
+  int32_t next_event_ = 0;
 };
+inline TPipe* GetTPipePtr() { return static_cast<TPipe*>(sim::core.pipe); }
 
 // ---- data movement --------------------------------------------------------------------------
 struct DataCopyExtParams {
@@ -231,9 +302,15 @@ struct DataCopyPadExtParams {
 
 namespace sim {
 // Both directions of both copies: the hardware's rules checked, then the bytes moved.
-template <class T, class Dst, class Src>
-void copy(const Dst& dst, const Src& src, uint32_t count, const char* op) {
-  std::memcpy(dst.span(count, op), src.span(count, op), count * sizeof(T));
+template <class T>
+void copy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t count, const char* op) {
+  T* to = dst.raw(count, op);
+  copy_in(to, count * sizeof(T), op);
+  std::memcpy(to, src.span(count, op), count * sizeof(T));
+}
+template <class T>
+void copy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count, const char* op) {
+  std::memcpy(dst.span(count, op), src.raw(count, op), count * sizeof(T));
 }
 inline void whole_blocks(uint64_t bytes) {
   if (bytes % 32) fault("DataCopy of " + std::to_string(bytes) + " bytes: not a multiple of 32 (use DataCopyPad)");

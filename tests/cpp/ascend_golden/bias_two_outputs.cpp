@@ -35,6 +35,11 @@ class Kernel {
     gy1_.SetGlobalBuffer((__gm__ float*)out1, total_);
     pipe_.InitBuffer(qy1_, 2, kTile * sizeof(float));
     pipe_.InitBuffer(work_, 1 * kTile * sizeof(T));
+    {
+      const event_t rows_in = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));
+      SetFlag<HardEvent::MTE2_V>(rows_in);
+      WaitFlag<HardEvent::MTE2_V>(rows_in);
+    }
   }
 
   __aicore__ inline void Process() {
@@ -107,12 +112,12 @@ class Kernel {
   GlobalTensor<float> gy1_;
   TQue<QuePosition::VECOUT, 2> qy1_;
   TBuf<TPosition::VECCALC> work_;
-  TBuf<TPosition::VECCALC> resident_;
+  TBuf<TPosition::VECIN> resident_;
   uint64_t total_ = 0, begin_ = 0, end_ = 0;
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_c4ea547815d4b07d(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR out1, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_4a7421e3ede45185(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR out1, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, in1, in2, out0, out1, tiling);
   k.Process();

@@ -103,12 +103,12 @@ class Kernel {
   GlobalTensor<float> gy0_;
   TQue<QuePosition::VECOUT, 2> qy0_;
   TBuf<TPosition::VECCALC> work_;
-  TBuf<TPosition::VECCALC> resident_;
+  TBuf<TPosition::VECIN> resident_;
   uint64_t total_ = 0, begin_ = 0, end_ = 0;
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_75f160f6c948a2eb(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_dd27b2235293a8b5(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, in1, in2, out0, tiling);
   k.Process();

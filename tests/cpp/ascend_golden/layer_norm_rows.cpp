@@ -24,9 +24,9 @@ class Kernel {
     pipe_.InitBuffer(qy_, 2, kRow * sizeof(V));
     pipe_.InitBuffer(work_, (2 * kRow + kScratch + 8) * sizeof(float));
     gsc_.SetGlobalBuffer((__gm__ V*)scale, length_);
-    pipe_.InitBuffer(sc_, kRow * sizeof(float));
+    pipe_.InitBuffer(qsc_, 1, kRow * sizeof(float));
     gbi_.SetGlobalBuffer((__gm__ V*)bias, length_);
-    pipe_.InitBuffer(bi_, kRow * sizeof(float));
+    pipe_.InitBuffer(qbi_, 1, kRow * sizeof(float));
     if (length_ <= kRow) LoadResidents(0, static_cast<uint32_t>(length_));
   }
 
@@ -54,8 +54,8 @@ class Kernel {
   // A row in the Unified Buffer: every pass on the one tile.
   __aicore__ inline void Whole(uint32_t n) {
     LocalTensor<V> x = qx_.DeQue<V>();
-    LocalTensor<float> sc = sc_.Get<float>();
-    LocalTensor<float> bi = bi_.Get<float>();
+    LocalTensor<float> sc = sc_;
+    LocalTensor<float> bi = bi_;
     LocalTensor<float> w = work_.Get<float>();
     LocalTensor<float> t = w[kRow];
     LocalTensor<float> s = w[2 * kRow];  // one block: the reductions' result
@@ -106,8 +106,8 @@ class Kernel {
 
   __aicore__ inline void Pass0(uint32_t n) {
     LocalTensor<V> x = qx_.DeQue<V>();
-    LocalTensor<float> sc = sc_.Get<float>();
-    LocalTensor<float> bi = bi_.Get<float>();
+    LocalTensor<float> sc = sc_;
+    LocalTensor<float> bi = bi_;
     LocalTensor<float> w = work_.Get<float>();
     LocalTensor<float> t = w[kRow];
     LocalTensor<float> s = w[2 * kRow];  // one block: the reductions' result
@@ -119,8 +119,8 @@ class Kernel {
 
   __aicore__ inline void Pass1(uint32_t n) {
     LocalTensor<V> x = qx_.DeQue<V>();
-    LocalTensor<float> sc = sc_.Get<float>();
-    LocalTensor<float> bi = bi_.Get<float>();
+    LocalTensor<float> sc = sc_;
+    LocalTensor<float> bi = bi_;
     LocalTensor<float> w = work_.Get<float>();
     LocalTensor<float> t = w[kRow];
     LocalTensor<float> s = w[2 * kRow];  // one block: the reductions' result
@@ -134,8 +134,8 @@ class Kernel {
 
   __aicore__ inline void Final(uint32_t n) {
     LocalTensor<V> x = qx_.DeQue<V>();
-    LocalTensor<float> sc = sc_.Get<float>();
-    LocalTensor<float> bi = bi_.Get<float>();
+    LocalTensor<float> sc = sc_;
+    LocalTensor<float> bi = bi_;
     LocalTensor<float> w = work_.Get<float>();
     LocalTensor<float> t = w[kRow];
     LocalTensor<float> s = w[2 * kRow];  // one block: the reductions' result
@@ -156,8 +156,17 @@ class Kernel {
   }
 
   __aicore__ inline void LoadResidents(uint64_t c, uint32_t n) {
-    Load(sc_.Get<float>(), gsc_[c], n);
-    Load(bi_.Get<float>(), gbi_[c], n);
+    if (residents_) qsc_.FreeTensor(sc_);
+    sc_ = qsc_.AllocTensor<float>();
+    Load(sc_, gsc_[c], n);
+    qsc_.EnQue(sc_);
+    sc_ = qsc_.DeQue<float>();
+    if (residents_) qbi_.FreeTensor(bi_);
+    bi_ = qbi_.AllocTensor<float>();
+    Load(bi_, gbi_[c], n);
+    qbi_.EnQue(bi_);
+    bi_ = qbi_.DeQue<float>();
+    residents_ = true;
   }
 
   // Whole 32-byte blocks move with DataCopy; a tail that is not one with DataCopyPad.
@@ -185,16 +194,19 @@ class Kernel {
   TQue<QuePosition::VECIN, 2> qx_;
   TQue<QuePosition::VECOUT, 2> qy_;
   GlobalTensor<V> gsc_;
-  TBuf<TPosition::VECCALC> sc_;
+  TQue<QuePosition::VECIN, 1> qsc_;
+  LocalTensor<float> sc_;  // dequeued, held until the next load
   GlobalTensor<V> gbi_;
-  TBuf<TPosition::VECCALC> bi_;
+  TQue<QuePosition::VECIN, 1> qbi_;
+  LocalTensor<float> bi_;  // dequeued, held until the next load
   TBuf<TPosition::VECCALC> work_;
   uint64_t rows_ = 0, length_ = 0, begin_ = 0, end_ = 0;
   float top_ = 0, sum_ = 0, sq_ = 0, mean_ = 0, rstd_ = 0, lse_ = 0;  // a row's reductions, as the passes leave them
+  bool residents_ = false;  // the scale and bias rows are held (dequeued)
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_d8be81077b67e489(GM_ADDR x, GM_ADDR scale, GM_ADDR bias, GM_ADDR y, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_23ed996f7f47caab(GM_ADDR x, GM_ADDR scale, GM_ADDR bias, GM_ADDR y, GM_ADDR tiling) {
   Kernel k;
   k.Init(x, scale, bias, y, tiling);
   k.Process();

@@ -145,12 +145,12 @@ class Kernel {
   TBuf<TPosition::VECCALC> work_;
   TBuf<TPosition::VECCALC> half_;
   TBuf<TPosition::VECCALC> mask_;
-  TBuf<TPosition::VECCALC> resident_;
+  TBuf<TPosition::VECIN> resident_;
   uint64_t total_ = 0, begin_ = 0, end_ = 0;
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_352c760449beef5e(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR in3, GM_ADDR out0, GM_ADDR out1, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_a98e609d24699268(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR in3, GM_ADDR out0, GM_ADDR out1, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, in1, in2, in3, out0, out1, tiling);
   k.Process();

@@ -125,12 +125,12 @@ class Kernel {
   TQue<QuePosition::VECOUT, 2> qy0_;
   TBuf<TPosition::VECCALC> work_;
   TBuf<TPosition::VECCALC> mask_;
-  TBuf<TPosition::VECCALC> resident_;
+  TBuf<TPosition::VECIN> resident_;
   uint64_t total_ = 0, begin_ = 0, end_ = 0;
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_301f442b97d0eb0c(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_8e4559de5cc04b82(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, in1, in2, out0, tiling);
   k.Process();
