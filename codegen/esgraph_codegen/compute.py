@@ -119,8 +119,8 @@ _ASCENDC_EXPANDED = {"sigmoid": "1 / (1 + exp(-x))"}
 # Not lowered, and why (CANN's documentation of the instruction).
 _ASCENDC_REFUSED = {"atanh": "Ascend C's Atanh is documented as invalid for |x| < 0.001"}
 _ASCENDC_BINARY = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div"}
-# Ascend C's higher-level math: source and destination must not overlap, and it takes temporary
-# space in the Unified Buffer (kernel_source.cpp reserves it). Round is half to even, as the
+# Ascend C's higher-level math: source and destination must not overlap, and it takes a
+# temporary buffer in the Unified Buffer ($s: kernel_source.cpp sizes it by CANN's rules). Round is half to even, as the
 # CPU's; Sign gives 0 for NaN, as the CPU's.
 ASCENDC_MATH = {"Tanh", "Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Floor", "Ceil",
                 "Round", "Sign", "Power"}
@@ -166,11 +166,6 @@ class Lowering(NamedTuple):
     statements: List[str]
     temps: int  # tiles of T: $t0 …
     masks: int  # bit masks: $m0 … (their uint16_t views: $w0 …)
-
-    @property
-    def math(self) -> bool:
-        """Whether it calls the higher-level math, which takes Unified Buffer space of its own."""
-        return any(s.split("(", 1)[0] in ASCENDC_MATH for s in self.statements)
 
 
 class NotLowerable(ValueError):
@@ -316,7 +311,7 @@ def to_ascendc(expr: str, inputs, attrs) -> Lowering:
             base = bv if bk == "t" else f"static_cast<T>({bv})"
             exponent = ev if ek == "t" else f"static_cast<T>({ev})"
             out = tile()  # never over a source
-            code.append(f"Power({out}, {base}, {exponent}, $n);")
+            code.append(f"Power({out}, {base}, {exponent}, $s, $n);")
             return ("t", out)
         if isinstance(n, ast.Call) and n.func.id in ASCENDC_UNARY:
             kind, v = tile_of(emit(n.args[0]))
@@ -324,7 +319,7 @@ def to_ascendc(expr: str, inputs, attrs) -> Lowering:
                 raise NotLowerable(f"`{ast.unparse(n)}` of a scalar")
             name = ASCENDC_UNARY[n.func.id]
             out = tile() if name in ASCENDC_MATH else tile(v)
-            code.append(f"{name}({out}, {v}, $n);")
+            code.append(f"{name}({out}, {v}, $s, $n);" if name in ASCENDC_MATH else f"{name}({out}, {v}, $n);")
             return ("t", out)
         if isinstance(n, ast.Compare):
             if len(n.ops) != 1:

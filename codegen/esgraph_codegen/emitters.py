@@ -396,9 +396,9 @@ def ascendc_lowering(op: OpDef):
     from types import SimpleNamespace
     try:
         lowered = compute.to_ascendc(op.compute, [i.name for i in op.inputs], [a.name for a in op.attrs])
-        return SimpleNamespace(statements=lowered.statements, temps=lowered.temps, masks=lowered.masks, math=lowered.math, reason="")
+        return SimpleNamespace(statements=lowered.statements, temps=lowered.temps, masks=lowered.masks, reason="")
     except compute.NotLowerable as e:
-        return SimpleNamespace(statements=[], temps=0, masks=0, math=False, reason=str(e).replace("\\", "\\\\").replace('"', '\\"'))
+        return SimpleNamespace(statements=[], temps=0, masks=0, reason=str(e).replace("\\", "\\\\").replace('"', '\\"'))
 
 
 def _flat(value):

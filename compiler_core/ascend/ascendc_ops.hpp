@@ -11,8 +11,7 @@ struct AscendCOp {
   const ir::OpSchema* op;
   int temps;                          // temporary tiles the statements use ($t0 …)
   int masks;                          // bit masks the statements use ($m0 …, as uint16_t: $w0 …)
-  bool math;                          // calls the higher-level math, which takes Unified Buffer space
-  const char* const* statements;      // with $y, $i<k>, $t<k>, $m<k>, $w<k>, $p<k>, $n and $N placeholders
+  const char* const* statements;      // with $y, $i<k>, $t<k>, $m<k>, $w<k>, $p<k>, $s (the math's buffer), $n and $N placeholders
   size_t num_statements;
   const char* unsupported;            // why there is no lowering, or nullptr
 };

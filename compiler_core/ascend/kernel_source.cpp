@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ascend/ascendc_ops.hpp"
+#include "ascend/math_scratch.hpp"
 #include "ir/error.hpp"
 
 namespace esg::ascend {
@@ -176,16 +177,25 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
   const int outputs = static_cast<int>(grp.outputs.size());
   // Bytes of the Unified Buffer per element of a tile: two of each queue's type (double
   // buffering); one of T per internal result, temporary, broadcast input and conversion; the
-  // half scratch; a bit per mask. The higher-level math (Tanh, Floor, Power, …) takes temporary
-  // space from the Unified Buffer: two tiles' worth are left to it. Select keeps 8 KB of it as
-  // scratch (CANN's documentation of Select on Atlas A2), and every mask lowering ends in one.
-  const bool math = std::any_of(lowered.begin(), lowered.end(), [](const AscendCOp* op) { return op->math; });
-  uint64_t bits_per_element = 8 * t_size * static_cast<uint64_t>(work + temps + residents + conversions + (math ? 2 : 0)) +
+  // half scratch; a bit per mask; what the higher-level math (Tanh, Floor, Power, …) takes as
+  // its temporary buffer to compute a tile in one pass, by CANN's rule for each function (its
+  // fixed part is reserved). Select keeps 8 KB of scratch (CANN's documentation of Select on
+  // Atlas A2), and every mask lowering ends in one.
+  std::vector<const MathScratch*> math;
+  for (const AscendCOp* op : lowered)
+    for (size_t k = 0; k < op->num_statements; ++k) {
+      const std::string statement = op->statements[k];
+      if (const MathScratch* rule = math_scratch(statement.substr(0, statement.find('(')), t_size)) math.push_back(rule);
+    }
+  uint32_t math_per_element = 0, math_fixed = 0;
+  for (const MathScratch* rule : math)
+    math_per_element = std::max(math_per_element, rule->per_element), math_fixed = std::max(math_fixed, rule->floor + rule->extra);
+  uint64_t bits_per_element = 8 * t_size * static_cast<uint64_t>(work + temps + residents + conversions) + 8 * uint64_t{math_per_element} +
                               (half_scratch ? 16 : 0) + (bf16_scratch ? 16 : 0) + static_cast<uint64_t>(masks);
   for (size_t k = 0; k < grp.inputs.size(); ++k)
     if (!period[k]) bits_per_element += 2 * 8 * ir::dtype_size(type_of(grp.inputs[k]));
   for (ir::ValueId v : grp.outputs) bits_per_element += 2 * 8 * ir::dtype_size(type_of(v));
-  const uint32_t reserve = kReserveBytes + (masks ? kSelectScratchBytes : 0);
+  const uint32_t reserve = kReserveBytes + (masks ? kSelectScratchBytes : 0) + (math.empty() ? 0 : math_fixed + 32);
   // Tiles are whole 32-byte blocks of every type, and with masks whole 32-byte blocks of bits.
   tile_multiple = std::lcm<uint64_t>(tile_multiple, masks ? kMaskTileAlign : 32);
   const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - reserve) * 8 / bits_per_element,
@@ -229,6 +239,7 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
                   case 'w': return "mw[" + std::to_string(index) + " * kMaskBytes / 2]";
                   case 't': return "t[" + std::to_string(index) + " * kTile]";
                   case 'p': return float_literal(st.attrs.at(static_cast<size_t>(index)));
+                  case 's': return "ms";
                   case 'i': {
                     const runtime::GroupStep::Operand& o = st.operands.at(static_cast<size_t>(index));
                     return o.from == runtime::GroupStep::From::Input ? in_name(o.index) : result_name(o.index);
@@ -303,6 +314,13 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     compute_head << "    LocalTensor<T> w = work_.Get<T>();\n";
     if (temps) compute_head << "    LocalTensor<T> t = w[" << work << " * kTile];\n";
     if (conversions) compute_head << "    LocalTensor<T> v = w[" << work + temps << " * kTile];\n";
+  }
+  if (!math.empty()) {  // for the largest need of a tile, in whole blocks (and never empty)
+    uint64_t bytes = 32;
+    for (const MathScratch* rule : math) bytes = std::max<uint64_t>(bytes, (rule->bytes(tile) + 31) / 32 * 32);
+    members << "  TBuf<TPosition::VECCALC> math_;  // the higher-level math's temporary buffer\n";
+    init << "    pipe_.InitBuffer(math_, " << bytes << ");\n";
+    compute_head << "    LocalTensor<uint8_t> ms = math_.Get<uint8_t>();\n";
   }
   if (half_scratch) {
     members << "  TBuf<TPosition::VECCALC> half_;\n";

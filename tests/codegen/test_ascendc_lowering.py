@@ -38,7 +38,7 @@ def test_forms():
     assert lower("x")[0] == ["Adds($y, $i0, static_cast<T>(0.0f), $n);"]
     assert lower("(a + b) * (a - b)", ("a", "b")) == (["Add($y, $i0, $i1, $n);", "Sub($t0, $i0, $i1, $n);", "Mul($y, $y, $t0, $n);"], 1, 0)
     # The higher-level math never writes over its source.
-    assert lower("tanh(exp(x))")[0] == ["Exp($t0, $i0, $n);", "Tanh($y, $t0, $n);"]
+    assert lower("tanh(exp(x))")[0] == ["Exp($t0, $i0, $n);", "Tanh($y, $t0, $s, $n);"]
     assert lower("max(x, -alpha)", attrs=("alpha",))[0] == ["Maxs($y, $i0, static_cast<T>((-($p0))), $n);"]
     assert lower("x + max(alpha, 2)", attrs=("alpha",))[0] == [
         "Adds($y, $i0, static_cast<T>((($p0) > (2.0f) ? ($p0) : (2.0f))), $n);"]
@@ -115,6 +115,8 @@ def execute(statements, inputs, attrs, n):
         # Mask instructions work in whole repeats ($N), bitwise ones in 16-bit words; the rest in $n.
         count = {"Compare": "$N", "CompareScalar": "$N", "Select": "$N", "And": "$N / 16", "Or": "$N / 16", "Not": "$N / 16"}
         assert args[-1] == count.get(name, "$N" if name == "Duplicate" and args[-1] == "$N" else "$n"), s
+        # The higher-level math takes its temporary buffer before the count.
+        assert (args[-2] == "$s") == (name in compute.ASCENDC_MATH), s
         dst = args[0]
         tile = lambda a: tiles[a] if a.startswith("$") and not a.startswith("$p") else None  # noqa: E731
         if name in ("Compare", "CompareScalar"):

@@ -286,10 +286,22 @@ TEST_CASE("the simulated device faults where the hardware would") {
     CHECK(status == 507015);
     CHECK(message.find("DeQue of an empty queue") != std::string::npos);
   }
+  const std::string math = "TBuf<TPosition::VECCALC> tb; pipe.InitBuffer(tb, 2048); LocalTensor<float> t = q.AllocTensor<float>();\n";
   SUBCASE("the higher-level math in place") {
-    const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); Tanh(t, t, 64);", a, b);
+    const auto [status, message] = dev.run(pipe + math + "Tanh(t, t, tb.Get<uint8_t>(), 64);", a, b);
     CHECK(status == 507015);
     CHECK(message.find("Tanh: the destination overlaps the source") != std::string::npos);
+  }
+  SUBCASE("the higher-level math with less temporary buffer than CANN's minimum, or over an operand") {
+    const auto [status, message] = dev.run(pipe + math + "Erf(t, t[64], tb.Get<uint8_t>(512), 64);", a, b);
+    CHECK(status == 507015);
+    CHECK(message.find("Erf needs a temporary buffer of at least 768 bytes for float (CANN's GetErfMaxMinTmpSize), has 512") !=
+          std::string::npos);
+    const auto [over, why] = dev.run(pipe + math + "Tanh(t[128], t[64], t.ReinterpretCast<uint8_t>(), 64);", a, b);
+    CHECK(over == 507015);
+    CHECK(why.find("Tanh: the temporary buffer overlaps an operand") != std::string::npos);
+    const auto [ok, fine] = dev.run(pipe + math + "Power(t, t[64], 2.0f, tb.Get<uint8_t>(), 64); Tanh(t, t[64], tb.Get<uint8_t>(256), 64);", a, b);
+    CHECK_MESSAGE(ok == 0, fine);
   }
   SUBCASE("a reduction sums within each repeat, then the repeats in order") {
     const auto [status, message] = dev.run(pipe + "TBuf<TPosition::VECCALC> w; pipe.InitBuffer(w, 64 * 4); LocalTensor<float> s = w.Get<float>();\n"

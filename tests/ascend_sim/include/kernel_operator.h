@@ -392,60 +392,81 @@ ACLSIM_UNARY(Reciprocal, 1 / v)
 ACLSIM_UNARY(Relu, std::max(v, 0.0f))
 #undef ACLSIM_UNARY
 
-// The higher-level math: like the hardware's, refuses a destination that overlaps the source.
-#define ACLSIM_MATH(Name, expr)                                                                              \
-  template <class T>                                                                                        \
-  void Name(const LocalTensor<T>& dst, const LocalTensor<T>& a, int32_t n) {                                \
-    T* d = dst.span(n, #Name);                                                                              \
-    const T* x = a.span(n, #Name);                                                                          \
-    if (d < x + n && x < d + n) sim::fault(#Name ": the destination overlaps the source (not supported)"); \
-    for (int32_t i = 0; i < n; ++i) {                                                                       \
-      const float v = static_cast<float>(x[i]);                                                             \
-      d[i] = static_cast<T>(expr);                                                                          \
-    }                                                                                                       \
+// The higher-level math, in its sharedTmpBuffer forms: like the hardware's, it refuses a
+// destination that overlaps a source, and a temporary buffer below CANN's minimum for the type
+// (GetXxxMaxMinTmpSize's minValue on Atlas A2, in bytes: float, half), unaligned, or over an
+// operand. A larger one only saves passes.
+namespace sim {
+template <class T>
+void math_buffer(const LocalTensor<uint8_t>& tmp, uint32_t least_f32, uint32_t least_f16, const void* d, const void* x, const void* y,
+                 uint32_t n, const char* op) {
+  const uint32_t least = sizeof(T) == 2 ? least_f16 : least_f32;
+  if (tmp.GetSize() < least || tmp.GetSize() == 0)
+    fault(std::string(op) + " needs a temporary buffer of at least " + std::to_string(least) + " bytes for " + (sizeof(T) == 2 ? "half" : "float") +
+          " (CANN's Get" + op + "MaxMinTmpSize), has " + std::to_string(tmp.GetSize()));
+  const uint8_t* t = tmp.raw(tmp.GetSize(), op);
+  for (const void* operand : {d, x, y}) {
+    const uint8_t* o = static_cast<const uint8_t*>(operand);
+    if (o && t < o + n * sizeof(T) && o < t + tmp.GetSize()) fault(std::string(op) + ": the temporary buffer overlaps an operand");
   }
-ACLSIM_MATH(Tanh, std::tanh(v))
-ACLSIM_MATH(Erf, std::erf(v))
-ACLSIM_MATH(Sin, std::sin(v))
-ACLSIM_MATH(Cos, std::cos(v))
-ACLSIM_MATH(Tan, std::tan(v))
-ACLSIM_MATH(Asin, std::asin(v))
-ACLSIM_MATH(Acos, std::acos(v))
-ACLSIM_MATH(Atan, std::atan(v))
-ACLSIM_MATH(Sinh, std::sinh(v))
-ACLSIM_MATH(Cosh, std::cosh(v))
-ACLSIM_MATH(Asinh, std::asinh(v))
-ACLSIM_MATH(Acosh, std::acosh(v))
-ACLSIM_MATH(Floor, std::floor(v))
-ACLSIM_MATH(Ceil, std::ceil(v))
-ACLSIM_MATH(Round, std::nearbyint(v))  // half to even, as CANN documents Round
-ACLSIM_MATH(Sign, static_cast<float>((v > 0) - (v < 0)))  // NaN gives 0, as CANN documents Sign
+}
+}  // namespace sim
+#define ACLSIM_MATH(Name, least_f32, least_f16, expr)                                                               \
+  template <class T>                                                                                                \
+  void Name(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<uint8_t>& tmp, int32_t n) {       \
+    T* d = dst.span(n, #Name);                                                                                      \
+    const T* x = a.span(n, #Name);                                                                                  \
+    if (d < x + n && x < d + n) sim::fault(#Name ": the destination overlaps the source (not supported)");         \
+    sim::math_buffer<T>(tmp, least_f32, least_f16, d, x, nullptr, static_cast<uint32_t>(n), #Name);                 \
+    for (int32_t i = 0; i < n; ++i) {                                                                               \
+      const float v = static_cast<float>(x[i]);                                                                     \
+      d[i] = static_cast<T>(expr);                                                                                  \
+    }                                                                                                               \
+  }
+ACLSIM_MATH(Tanh, 256, 1024, std::tanh(v))
+ACLSIM_MATH(Erf, 768, 2048, std::erf(v))
+ACLSIM_MATH(Sin, 768, 2048, std::sin(v))
+ACLSIM_MATH(Cos, 768, 2048, std::cos(v))
+ACLSIM_MATH(Tan, 1024, 2560, std::tan(v))
+ACLSIM_MATH(Asin, 512, 1536, std::asin(v))
+ACLSIM_MATH(Acos, 512, 1536, std::acos(v))
+ACLSIM_MATH(Atan, 1280, 3072, std::atan(v))
+ACLSIM_MATH(Sinh, 256, 1024, std::sinh(v))
+ACLSIM_MATH(Cosh, 512, 1536, std::cosh(v))
+ACLSIM_MATH(Asinh, 768, 768, std::asinh(v))
+ACLSIM_MATH(Acosh, 256, 512, std::acosh(v))
+ACLSIM_MATH(Floor, 0, 512, std::floor(v))
+ACLSIM_MATH(Ceil, 256, 512, std::ceil(v))
+ACLSIM_MATH(Round, 0, 256, std::nearbyint(v))  // half to even, as CANN documents Round
+ACLSIM_MATH(Sign, 768, 768, static_cast<float>((v > 0) - (v < 0)))  // NaN gives 0, as CANN documents Sign
 #undef ACLSIM_MATH
 
 // Power: base and exponent tensors, or either one a scalar; never over a source.
 namespace sim {
+// CANN's minimum: tensor-tensor float 1280, half 2048; with a scalar float 1536, half 2048.
 template <class T, class B, class E>
-void power(const LocalTensor<T>& dst, B base, E exponent, uint32_t n, const T* a, const T* b) {
+void power(const LocalTensor<T>& dst, B base, E exponent, const LocalTensor<uint8_t>& tmp, uint32_t n, const T* a, const T* b) {
   T* d = dst.span(n, "Power");
   for (const T* x : {a, b})
     if (x && d < x + n && x < d + n) fault("Power: the destination overlaps a source (not supported)");
+  math_buffer<T>(tmp, a && b ? 1280 : 1536, 2048, d, a, b, n, "Power");
   for (uint32_t i = 0; i < n; ++i) d[i] = static_cast<T>(std::pow(static_cast<float>(base(i)), static_cast<float>(exponent(i))));
 }
 }  // namespace sim
 template <class T>
-void Power(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, uint32_t n) {
+void Power(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, const LocalTensor<uint8_t>& tmp, uint32_t n) {
   const T *x = a.span(n, "Power"), *y = b.span(n, "Power");
-  sim::power(dst, [x](uint32_t i) { return x[i]; }, [y](uint32_t i) { return y[i]; }, n, x, y);
+  sim::power(dst, [x](uint32_t i) { return x[i]; }, [y](uint32_t i) { return y[i]; }, tmp, n, x, y);
 }
 template <class T>
-void Power(const LocalTensor<T>& dst, const LocalTensor<T>& a, const T& s, uint32_t n) {
+void Power(const LocalTensor<T>& dst, const LocalTensor<T>& a, const T& s, const LocalTensor<uint8_t>& tmp, uint32_t n) {
   const T* x = a.span(n, "Power");
-  sim::power(dst, [x](uint32_t i) { return x[i]; }, [s](uint32_t) { return s; }, n, x, static_cast<const T*>(nullptr));
+  sim::power(dst, [x](uint32_t i) { return x[i]; }, [s](uint32_t) { return s; }, tmp, n, x, static_cast<const T*>(nullptr));
 }
 template <class T>
-void Power(const LocalTensor<T>& dst, const T& s, const LocalTensor<T>& b, uint32_t n) {
+void Power(const LocalTensor<T>& dst, const T& s, const LocalTensor<T>& b, const LocalTensor<uint8_t>& tmp, uint32_t n) {
   const T* y = b.span(n, "Power");
-  sim::power(dst, [s](uint32_t) { return s; }, [y](uint32_t i) { return y[i]; }, n, static_cast<const T*>(nullptr), y);
+  sim::power(dst, [s](uint32_t) { return s; }, [y](uint32_t i) { return y[i]; }, tmp, n, static_cast<const T*>(nullptr), y);
 }
 
 // ---- reductions: the count forms, as on Atlas A2 (a tree within each 256-byte repeat, the

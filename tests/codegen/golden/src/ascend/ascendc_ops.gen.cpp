@@ -16,7 +16,7 @@ const char* const k_t_unary[] = {
 };
 
 const AscendCOp kTable[] = {
-    {&ir::ops::t_unary, 1, 1, false, k_t_unary, 5, nullptr},
+    {&ir::ops::t_unary, 1, 1, k_t_unary, 5, nullptr},
 };
 }  // namespace
 
