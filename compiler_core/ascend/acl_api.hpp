@@ -129,11 +129,22 @@ enum DeviceInfo : int32_t {  // aclDeviceInfo: what aclGetDeviceCapability repor
   X(aclmdlRIExecuteAsync, Error, (ModelRI model, Stream stream))                                         \
   X(aclmdlRIDestroy, Error, (ModelRI model))
 
+// What the installed CANN is, for reports: optional (CANN 8.x; deprecated in 9 for
+// aclsysGetVersionStr).
+struct CannPackageVersion {  // aclCANNPackageVersion
+  char version[128];
+  char major[64], minor[64], release[64], patch[64];
+  char reserved[128];
+};
+constexpr int kPackageCann = 0;  // ACL_PKG_NAME_CANN
+#define ESG_ACL_INFO_FUNCTIONS(X) X(aclsysGetCANNVersion, Error, (int name, CannPackageVersion * version))
+
 // The table, as pointers.
 struct Functions {
 #define ESG_ACL_POINTER(name, ret, params) ret(*name) params = nullptr;
   ESG_ACL_FUNCTIONS(ESG_ACL_POINTER)
   ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_POINTER)
+  ESG_ACL_INFO_FUNCTIONS(ESG_ACL_POINTER)
 #undef ESG_ACL_POINTER
 };
 

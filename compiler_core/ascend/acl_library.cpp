@@ -73,6 +73,7 @@ std::shared_ptr<AclLibrary> AclLibrary::open(const std::string& path) {
 #undef ESG_ACL_RESOLVE
 #define ESG_ACL_RESOLVE_OPTIONAL(name, ret, params) lib->name = reinterpret_cast<decltype(lib->name)>(resolve(#name, false));
   ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_RESOLVE_OPTIONAL)
+  ESG_ACL_INFO_FUNCTIONS(ESG_ACL_RESOLVE_OPTIONAL)
 #undef ESG_ACL_RESOLVE_OPTIONAL
   // Capture is all or nothing.
   bool capture = true;
@@ -86,7 +87,7 @@ std::shared_ptr<AclLibrary> AclLibrary::open(const std::string& path) {
     dlclose(handle);
     lib->handle_ = nullptr;
     throw Error(ErrorCode::Backend, "ascend: " + found + " lacks " + missing +
-                                        " (esgraph needs CANN 8.0 or newer, whose runtime has the kernel binary API)");
+                                        " (esgraph needs CANN 8.3 or newer, whose runtime has the kernel API it uses: docs/ascend.md)");
   }
   // Another part of the process (torch_npu, the application) may have initialized AscendCL.
   constexpr acl::Error kRepeatInitialize = 100002;  // ACL_ERROR_REPEAT_INITIALIZE
@@ -94,6 +95,13 @@ std::shared_ptr<AclLibrary> AclLibrary::open(const std::string& path) {
   registry()[found] = lib;
   if (!path.empty() && path != found) registry()[path] = lib;
   return lib;
+}
+
+std::string AclLibrary::cann_version() const {
+  acl::CannPackageVersion v{};
+  if (!aclsysGetCANNVersion || aclsysGetCANNVersion(acl::kPackageCann, &v) != acl::kSuccess) return "unknown";
+  v.version[sizeof v.version - 1] = 0;
+  return v.version[0] ? v.version : "unknown";
 }
 
 void* dlopen_first(const std::vector<std::string>& candidates, std::string* found, std::string* tried) {

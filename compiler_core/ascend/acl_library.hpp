@@ -24,6 +24,8 @@ class AclLibrary : public acl::Functions {
 
   const std::string& path() const { return path_; }
   bool has_capture() const { return aclmdlRICaptureBegin != nullptr; }
+  // The installed CANN's version (aclsysGetCANNVersion), or "unknown".
+  std::string cann_version() const;
   // Throws ir::Error(Backend) "`call` failed with AscendCL error <code>: <message>" unless ok.
   void check(acl::Error status, const char* call) const;
 

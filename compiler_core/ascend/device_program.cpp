@@ -560,7 +560,7 @@ std::string DeviceProgram::report() const {
   size_t cached = 0;
   for (const LoadedKernel& k : d.kernels) cached += k.from_cache;
   out << "ascend" << (options_.simulated ? " (simulated device)" : "") << ": device " << options_.device
-      << (d.soc.empty() ? "" : " (" + d.soc + ")") << ", AscendCL "
+      << (d.soc.empty() ? "" : " (" + d.soc + ")") << ", CANN " << d.acl->cann_version() << ", AscendCL "
       << (d.acl ? d.acl->path() : "?") << "\n"
       << "  device memory: 1 allocation of " << d.memory_bytes << " bytes (arena " << plan_.arena_bytes() << ")"
       << (plan_.bound() ? ", laid out for the size class's largest sizes and shared by its bindings that lower alike" : "") << "\n"

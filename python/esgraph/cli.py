@@ -3,6 +3,7 @@
     python3 -m esgraph run  model.onnx [-i x=input.npy] [--bind N=8] [--repeat 20]
     python3 -m esgraph info model.onnx
     python3 -m esgraph dot  model.onnx [-o graph.dot] [--compiled]
+    python3 -m esgraph ascend-check [--simulated]
 
 Models are ONNX files (.onnx) or esgraph graph files (anything else, as written by
 Graph.save). Symbolic dimensions are bound with --bind; inputs not given with -i are random.
@@ -156,6 +157,19 @@ def cmd_dot(args):
     return 0
 
 
+def cmd_ascend_check(args):
+    """The smoke set on the device (docs/ascend.md): 0 when every case matches the CPU, 1 when
+    one does not, 2 when the device cannot start (the message names what is missing)."""
+    backend = "ascend-sim" if args.simulated else "ascend"
+    try:
+        check = _C.ascend_check(backend)
+    except _C.BackendError as e:
+        print(f"esgraph ascend-check: the {backend} backend cannot start: {e}", file=sys.stderr)
+        return 2
+    sys.stdout.write(check["table"])
+    return 0 if check["passed"] else 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="esgraph", description="Run, inspect and draw models with esgraph.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -168,6 +182,8 @@ def main(argv=None):
     dot = sub.add_parser("dot", help="the graph as Graphviz DOT")
     dot.add_argument("-o", "--output", help="write here instead of stdout")
     dot.add_argument("--compiled", action="store_true", help="the compiled launch list (fused kernels)")
+    check = sub.add_parser("ascend-check", help="run the Ascend smoke set on the device against the CPU; print the table")
+    check.add_argument("--simulated", action="store_true", help="on esgraph's simulated device (backend ascend-sim)")
     for p in (run, info, dot):
         p.add_argument("model", help="an .onnx file or an esgraph graph file")
         p.add_argument("--bind", action="append", metavar="SYMBOL=SIZE", help="a size for a symbolic dimension")
@@ -175,6 +191,8 @@ def main(argv=None):
             p.add_argument("--backend", default="cpu", choices=["cpu", "ascend", "ascend-sim"],
                            help="where to compile for (default cpu; ascend-sim: the simulated Ascend device)")
     args = parser.parse_args(argv)
+    if args.command == "ascend-check":
+        return cmd_ascend_check(args)
     if not os.path.exists(args.model):
         parser.error(f"no such file: {args.model}")
     try:

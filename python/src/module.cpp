@@ -5,6 +5,8 @@
 
 #include <map>
 
+#include <esgraph/ascend_check.hpp>
+
 namespace esgraph_py {
 
 void bind_ops(py::module_& m);
@@ -504,6 +506,22 @@ void bind_model(py::module_& m) {
      "UnsupportedError naming what it lacks).");
 }
 
+void bind_ascend_check(py::module_& m) {
+  m.def("ascend_check", [](const std::string& backend) {
+    const esg::AscendCheck check = esg::ascend_check(backend);
+    py::list cases;
+    for (const esg::AscendCheckCase& c : check.cases)
+      cases.append(py::dict(py::arg("name") = c.name, py::arg("passed") = c.passed, py::arg("max_diff") = c.max_diff,
+                            py::arg("tolerance") = c.tolerance, py::arg("ran") = c.ran, py::arg("error") = c.error));
+    return py::dict(py::arg("backend") = check.backend, py::arg("device") = check.device, py::arg("cases") = cases,
+                    py::arg("passed") = check.passed(), py::arg("table") = check.table());
+  }, py::arg("backend") = "ascend",
+     "Runs esgraph's Ascend smoke set on `backend` ('ascend', or 'ascend-sim'), each case against the CPU: a dict of "
+     "the device's line, the cases (name, passed, max_diff, tolerance, ran, error), passed, and the table "
+     "(esg::ascend_check; `python3 -m esgraph ascend-check` prints it). A device that cannot start raises its "
+     "BackendError, naming what is missing.");
+}
+
 void bind_errors(py::module_& m) {
   PyErrors& e = errors();
   e.base = new_error(m, "Error", py::handle(), "Base of every esgraph error.");
@@ -563,6 +581,7 @@ PYBIND11_MODULE(_C, m) {
   bind_graph(m);
   bind_builder(m);
   bind_model(m);
+  bind_ascend_check(m);
   m.def("constant", [](py::handle value, py::handle dtype) {
     Lift lift({});
     const std::optional<esg::DType> t = dtype.is_none() ? std::nullopt : std::optional<esg::DType>(to_dtype(dtype));

@@ -51,6 +51,7 @@ using namespace esg::ascend::acl;
 #define ACLSIM_DECLARE(name, ret, params) extern "C" __attribute__((visibility("default"))) ret name params;
 ESG_ACL_FUNCTIONS(ACLSIM_DECLARE)
 ESG_ACL_CAPTURE_FUNCTIONS(ACLSIM_DECLARE)
+ESG_ACL_INFO_FUNCTIONS(ACLSIM_DECLARE)
 #undef ACLSIM_DECLARE
 
 namespace {
@@ -402,6 +403,16 @@ Error aclFinalize() {
 }
 
 const char* aclGetRecentErrMsg() { return recent_error.c_str(); }
+
+// ACLSIM_CANN_VERSION names the CANN it stands in for (default 8.5.0).
+Error aclsysGetCANNVersion(int name, CannPackageVersion* version) {
+  ACLSIM_ENTER("aclsysGetCANNVersion");
+  if (!version || name < 0 || name > 7) return fail(kInvalidParam, "aclsysGetCANNVersion", "bad package name or null version");
+  const char* v = std::getenv("ACLSIM_CANN_VERSION");
+  std::memset(version, 0, sizeof *version);
+  std::snprintf(version->version, sizeof version->version, "%s", v && *v ? v : "8.5.0");
+  return kSuccess;
+}
 
 // ACLSIM_SOC names the simulated SoC (default Ascend910B1, an Atlas A2).
 const char* aclrtGetSocName() {

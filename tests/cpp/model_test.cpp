@@ -7,6 +7,7 @@
 #include <iterator>
 #include <thread>
 
+#include <esgraph/ascend_check.hpp>
 #include <esgraph/esgraph.hpp>
 
 using esg::HostTensor;
@@ -380,6 +381,27 @@ TEST_CASE("the Ascend backend on the simulated device: same values; a missing ru
   REQUIRE(host_got.size() == host_want.size());
   for (size_t i = 0; i < host_got.size(); ++i) CHECK(host_got[i] == host_want[i]);  // the CPU's own kernels
   CHECK(fallback.report().find("on the host (host_fallback") != std::string::npos);
+}
+
+TEST_CASE("esg::ascend_check: the smoke set matches the CPU on the simulated device; a device that cannot start throws") {
+  const esg::AscendCheck check = esg::ascend_check("ascend-sim");
+  CHECK(check.passed());
+  CHECK(check.cases.size() == 9);
+  CHECK(check.device.find("(Ascend910B1), CANN 8.5.0, AscendCL") != std::string::npos);
+  const std::string table = check.table();
+  CHECK(table.find("9 of 9 passed") != std::string::npos);
+  CHECK(table.find("pass  two streams, captured (aclmdlRI)") != std::string::npos);
+  // On an SoC the kernels do not target, the kernel cases fail by name and the library's pass.
+  setenv("ACLSIM_SOC", "Ascend310P3", 1);
+  const esg::AscendCheck other = esg::ascend_check("ascend-sim");
+  unsetenv("ACLSIM_SOC");
+  CHECK_FALSE(other.passed());
+  CHECK(other.table().find("FAIL  elementwise kernel, f32") != std::string::npos);
+  CHECK(other.table().find("ESG_ASCEND_ARCH=dav-m200") != std::string::npos);
+  CHECK(other.table().find("pass  matmul (aclnnMatmul)") != std::string::npos);
+  setenv("ESG_ASCEND_SIM_LIBRARY", "/nonexistent/libascendcl.so", 1);
+  CHECK_THROWS_WITH_AS(esg::ascend_check("ascend-sim"), doctest::Contains("cannot load AscendCL"), esg::BackendError);
+  unsetenv("ESG_ASCEND_SIM_LIBRARY");
 }
 
 TEST_CASE("kernel counts: elementwise chains fuse into one kernel") {

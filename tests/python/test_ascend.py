@@ -5,6 +5,8 @@ libascendcl.so of tests/ascend_sim, whose call log shows the launch protocol.
 Values are checked against the CPU backend (itself checked against numpy in test_numerics.py)."""
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -1236,3 +1238,28 @@ def test_a_model_cut_before_a_sized_op_runs_its_stages_on_the_device():
         np.testing.assert_allclose(got[0], cpu[0], rtol=RTOL, atol=ATOL)
     stats = sim.stats()
     assert stats["stages"] == 2 and stats["sized_ops"] == 1 and stats["captured"] == 0
+
+
+def esgraph_cli(*args, **env):
+    return subprocess.run([sys.executable, "-m", "esgraph", *args], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **env))
+
+
+def test_ascend_check_prints_the_smoke_set_against_the_cpu():
+    """`python3 -m esgraph ascend-check`: the table a first user with hardware sends back (here on
+    the simulated device), each case against the CPU; exit 1 when a case fails, 2 with what is
+    missing when the device cannot start."""
+    r = esgraph_cli("ascend-check", "--simulated")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ascend (simulated device): device 0 (Ascend910B1), CANN 8.5.0" in r.stdout
+    for case in ("elementwise kernel, f32", "elementwise kernel, f16", "elementwise kernel, bf16", "row kernel, rows longer",
+                 "matmul (aclnnMatmul)", "conv2d (aclnnConvolution, NCHW)", "gather with negative indices",
+                 "two streams, captured", "host_fallback"):
+        assert f"pass  {case}" in r.stdout
+    assert r.stdout.endswith("9 of 9 passed\n")
+    check = esgraph._C.ascend_check("ascend-sim")
+    assert check["passed"] and [c["name"] for c in check["cases"]][-1].startswith("host_fallback")
+    r = esgraph_cli("ascend-check", "--simulated", ACLSIM_SOC="Ascend910A")
+    assert r.returncode == 1 and "FAIL  elementwise kernel, f32" in r.stdout and "builds no kernels for its core version" in r.stdout
+    r = esgraph_cli("ascend-check", "--simulated", ESG_ASCEND_SIM_LIBRARY="/nonexistent/libascendcl.so")
+    assert r.returncode == 2 and "the ascend-sim backend cannot start" in r.stderr and "cannot load AscendCL" in r.stderr

@@ -1,0 +1,162 @@
+// esgraph on an Ascend device, checked: a fixed smoke set, each case compiled for the device and
+// for the CPU, run on the same random inputs and compared. It is what the first user with
+// hardware runs (`python3 -m esgraph ascend-check`, or esg::ascend_check from C++) and sends
+// back: the table names the CANN version, the SoC and each case's result.
+//
+//   const esg::AscendCheck check = esg::ascend_check("ascend");
+//   std::fputs(check.table().c_str(), stdout);
+//   return check.passed() ? 0 : 1;
+//
+// Header-only over the C ABI, like esgraph.hpp.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "esgraph/esgraph.hpp"
+
+namespace esg {
+
+struct AscendCheckCase {
+  std::string name;  // what it exercises
+  bool passed = false;
+  double max_diff = 0, tolerance = 0;  // the largest |device - cpu| over the outputs, and its bound
+  std::string ran;    // how the device ran it: kernels, aclnn ops, capture (from the model's stats)
+  std::string error;  // why it did not run, when it did not
+};
+
+struct AscendCheck {
+  std::string backend;
+  std::string device;  // the device's line of the report: SoC, CANN version, AscendCL
+  std::vector<AscendCheckCase> cases;
+
+  bool passed() const {
+    return !cases.empty() && std::all_of(cases.begin(), cases.end(), [](const AscendCheckCase& c) { return c.passed; });
+  }
+  std::string table() const {
+    std::ostringstream out;
+    out << "esgraph ascend-check on " << backend << ": " << device << "\n";
+    for (const AscendCheckCase& c : cases) {
+      char diff[64];
+      std::snprintf(diff, sizeof diff, "%.2g (<= %.2g)", c.max_diff, c.tolerance);
+      out << (c.passed ? "  pass  " : "  FAIL  ") << c.name << ": " << (c.error.empty() ? std::string(diff) + "; " + c.ran : c.error)
+          << "\n";
+    }
+    size_t passed = 0;
+    for (const AscendCheckCase& c : cases) passed += c.passed;
+    out << passed << " of " << cases.size() << " passed\n";
+    return out.str();
+  }
+};
+
+namespace detail {
+
+// A case: its f32 inputs' shapes and the outputs it computes from them (f32 too).
+struct CheckCase {
+  const char* name;
+  double tolerance;
+  CompileOptions options;
+  std::vector<std::vector<int64_t>> shapes;
+  std::function<std::vector<Tensor>(GraphBuilder&, const std::vector<Tensor>&)> body;
+};
+
+inline std::vector<CheckCase> ascend_check_cases() {
+  using Xs = const std::vector<Tensor>&;
+  auto elementwise = [](DType t) {
+    return [t](GraphBuilder&, Xs x) {
+      const Tensor v = cast(x[0], t);
+      return std::vector<Tensor>{cast(tanh(v) * v + v, f32)};
+    };
+  };
+  std::vector<CheckCase> cases;
+  cases.push_back({"elementwise kernel, f32 (a fused chain)", 1e-5, {}, {{4, 1000}}, elementwise(f32)});
+  cases.push_back({"elementwise kernel, f16", 1e-2, {}, {{4, 1000}}, elementwise(f16)});
+  cases.push_back({"elementwise kernel, bf16", 6e-2, {}, {{4, 1000}}, elementwise(bf16)});
+  cases.push_back({"row kernel, rows longer than the Unified Buffer (layer_norm of 20011, scale and bias)", 1e-4, {},
+                   {{3, 20011}, {20011}, {20011}},
+                   [](GraphBuilder&, Xs x) { return std::vector<Tensor>{layer_norm(x[0], LayerNormOptions().scale(x[1]).bias(x[2]))}; }});
+  cases.push_back({"matmul (aclnnMatmul)", 1e-3, {}, {{64, 128}, {128, 32}},
+                   [](GraphBuilder&, Xs x) { return std::vector<Tensor>{matmul(x[0], x[1])}; }});
+  cases.push_back({"conv2d (aclnnConvolution, NCHW)", 1e-3, {}, {{1, 3, 16, 16}, {8, 3, 3, 3}},
+                   [](GraphBuilder&, Xs x) { return std::vector<Tensor>{conv2d(x[0], x[1], Conv2dOptions().pads({1, 1, 1, 1}))}; }});
+  cases.push_back({"gather with negative indices (aclnnIndexSelect)", 0, {}, {{6, 5}}, [](GraphBuilder& b, Xs x) {
+                     const std::vector<int64_t> at{-1, 0, -6, 3};
+                     return std::vector<Tensor>{gather(x[0], b.constant(i64, {4}, at.data(), sizeof(int64_t) * at.size()), GatherOptions().axis(0))};
+                   }});
+  cases.push_back({"two streams, captured (aclmdlRI)", 1e-3, CompileOptions().streams(2), {{32, 64}, {64, 64}, {32, 64}},
+                   [](GraphBuilder&, Xs x) { return std::vector<Tensor>{matmul(tanh(x[0]), x[1]), softmax(exp(x[2]) + 1.0f)}; }});
+  cases.push_back({"host_fallback (a group with atanh, which no device kernel takes, on the host)", 1e-5, CompileOptions().host_fallback(true), {{4, 100}},
+                   [](GraphBuilder&, Xs x) { return std::vector<Tensor>{atanh(tanh(x[0]) * 0.5f) + 1.0f}; }});
+  return cases;
+}
+
+inline std::string describe_run(const esg_model_stats& s) {
+  std::ostringstream out;
+  out << s.device_kernel_launches << " kernel launches, " << s.library_calls << " aclnn ops, " << s.host_launches << " on the host, "
+      << s.streams << (s.streams == 1 ? " stream" : " streams") << (s.captured ? ", captured" : ", replayed");
+  return out.str();
+}
+
+}  // namespace detail
+
+// Runs the smoke set on `backend` ("ascend", or "ascend-sim" for the simulated device). A
+// backend that cannot start at all (no AscendCL, no device) throws its error, which names what
+// is missing; a case that fails on its own is recorded with its error and the others still run.
+inline AscendCheck ascend_check(const std::string& backend = "ascend") {
+  AscendCheck check;
+  check.backend = backend;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  bool first = true;
+  for (detail::CheckCase& c : detail::ascend_check_cases()) {
+    AscendCheckCase r;
+    r.name = c.name;
+    r.tolerance = c.tolerance;
+    GraphBuilder b(c.name);
+    std::vector<Tensor> xs;
+    for (size_t i = 0; i < c.shapes.size(); ++i) xs.push_back(b.input("x" + std::to_string(i), f32, c.shapes[i]));
+    const Graph g = b.build(c.body(b, xs));
+    CompileOptions on_device = c.options;
+    on_device.backend(backend);
+    try {
+      const Model device = compile(g, on_device);
+      if (first) {  // the report's device line: "ascend: device 0 (SoC), CANN …, AscendCL …"
+        std::istringstream report(device.report());
+        for (std::string line; std::getline(report, line);)
+          if (line.rfind("ascend", 0) == 0) check.device = line;
+        first = false;
+      }
+      const Model cpu = compile(g);
+      std::vector<HostTensor> inputs;
+      for (const std::vector<int64_t>& shape : c.shapes) {
+        HostTensor t(f32, shape);
+        float* v = t.data<float>();
+        for (size_t k = 0; k < t.count(); ++k) v[k] = normal(rng);
+        inputs.push_back(std::move(t));
+      }
+      const std::vector<HostTensor> got = device.run(inputs), want = cpu.run(inputs);
+      for (size_t o = 0; o < want.size(); ++o) {
+        const std::vector<float> a = got[o].values<float>(), b = want[o].values<float>();
+        for (size_t k = 0; k < a.size(); ++k)
+          r.max_diff = std::max(r.max_diff, std::isnan(a[k]) != std::isnan(b[k]) ? INFINITY : std::isnan(a[k]) ? 0.0 : std::fabs(double(a[k]) - b[k]));
+      }
+      r.passed = r.max_diff <= r.tolerance;
+      r.ran = detail::describe_run(device.stats());
+    } catch (const BackendError& e) {
+      if (first) throw;  // the device cannot start: nothing else would run either
+      r.error = e.what();
+    } catch (const Error& e) {
+      r.error = e.what();
+    }
+    check.cases.push_back(std::move(r));
+  }
+  return check;
+}
+
+}  // namespace esg
