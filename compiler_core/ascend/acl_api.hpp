@@ -22,33 +22,11 @@ using ArgsHandle = void*;   // aclrtArgsHandle: a launch's arguments, built on t
 using ParamHandle = void*;  // aclrtParamHandle: one argument in it
 struct LaunchKernelCfg;     // aclrtLaunchKernelCfg: launch attributes (none are set)
 
-// aclrtBinaryLoadFromData's options. A binary says which core its kernels run on by an
-// `.ascend.meta.<kernel>` section or a `<binary>.json` beside it (CANN's own build makes both);
-// without either, the runtime takes the program's default, the cube core on Atlas A2. The magic
-// option names the core instead; aclrtBinaryLoadFromFile refuses it, so kernels are loaded
-// from memory.
-constexpr uint32_t kMagicAiCore = 0x43554245u;      // ACL_RT_BINARY_MAGIC_ELF_AICORE
-constexpr uint32_t kMagicVectorCore = 0x41415246u;  // ACL_RT_BINARY_MAGIC_ELF_VECTOR_CORE
-constexpr uint32_t kMagicCubeCore = 0x41494343u;    // ACL_RT_BINARY_MAGIC_ELF_CUBE_CORE
-enum BinaryLoadOptionType : int {  // aclrtBinaryLoadOptionType
-  kLoadOptionLazyLoad = 1,
-  kLoadOptionMagic = 2,
-  kLoadOptionCpuKernelMode = 3,
-};
-union BinaryLoadOptionValue {  // aclrtBinaryLoadOptionValue
-  uint32_t is_lazy_load;
-  uint32_t magic;
-  int32_t cpu_kernel_mode;
-  uint32_t rsv[4];
-};
-struct BinaryLoadOption {  // aclrtBinaryLoadOption
-  BinaryLoadOptionType type;
-  BinaryLoadOptionValue value;
-};
-struct BinaryLoadOptions {  // aclrtBinaryLoadOptions
-  BinaryLoadOption* options;
-  size_t num_options;
-};
+// A binary says which core its kernels run on by an `.ascend.meta.<kernel>` section or a
+// `<binary>.json` beside it whose "magic" names the core (CANN's own build emits both); without
+// either, the runtime takes the program's default, the cube core on Atlas A2. kernel_build
+// writes the .json of the vector cores.
+constexpr const char* kVectorCoreMagic = "RT_DEV_BINARY_MAGIC_ELF_AIVEC";
 
 enum MemcpyKind : int {  // aclrtMemcpyKind
   kHostToHost = 0,
@@ -103,9 +81,8 @@ enum DeviceInfo : int32_t {  // aclDeviceInfo: what aclGetDeviceCapability repor
   X(aclrtMemcpy, Error, (void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind))     \
   X(aclrtMemcpyAsync, Error,                                                                             \
     (void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind, Stream stream))          \
-  /* data: the binary in host memory; options may be null */                                           \
-  X(aclrtBinaryLoadFromData, Error,                                                                      \
-    (const void* data, size_t length, const BinaryLoadOptions* options, BinHandle* handle))             \
+  /* path: absolute; options may be null (the core comes from the .json beside the binary) */          \
+  X(aclrtBinaryLoadFromFile, Error, (const char* path, void* options, BinHandle* handle))                \
   X(aclrtBinaryGetFunction, Error, (BinHandle handle, const char* kernel_name, FuncHandle* func))        \
   X(aclrtBinaryUnLoad, Error, (BinHandle handle))                                                        \
   /* A launch's arguments, appended one by one into the calling thread's one handle (each Init */      \

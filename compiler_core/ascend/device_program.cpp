@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <sstream>
@@ -29,14 +28,6 @@ constexpr size_t kAlign = plan::kArenaAlignment;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 // A segment of `n` bytes carved from the allocation, with CANN's slack after it.
 size_t segment(size_t n) { return align_up(n + static_cast<size_t>(kSegmentSlack)); }
-
-std::vector<uint8_t> read_binary(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) throw Error(ErrorCode::Backend, "ascend: cannot read the kernel binary " + path);
-  if (bytes.empty()) throw Error(ErrorCode::Backend, "ascend: the kernel binary " + path + " is empty");
-  return bytes;
-}
 
 size_t value_bytes(const ir::Graph& g, ir::ValueId v) {
   return static_cast<size_t>(g.shape(v).num_elements()) * ir::dtype_size(g.values[v].dtype);
@@ -329,13 +320,9 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   d.staging_bytes += d.tilings_bytes;
   if (d.staging_bytes) ESG_ACL(*d.acl, aclrtMallocHost, &d.staging, d.staging_bytes);
   if (!image.empty()) ESG_ACL(*d.acl, aclrtMemcpy, d.at(image_at), image.size(), image.data(), image.size(), acl::kHostToDevice);
-  // Loaded for the vector cores: the binaries carry no core type of their own (kernel_build.hpp).
-  acl::BinaryLoadOption vector_core{acl::kLoadOptionMagic, {}};
-  vector_core.value.magic = acl::kMagicVectorCore;
-  const acl::BinaryLoadOptions load_options{&vector_core, 1};
+  // For the vector cores: the .json beside each binary says so (kernel_build.hpp).
   for (LoadedKernel& k : d.kernels) {
-    const std::vector<uint8_t> binary = read_binary(k.path);
-    ESG_ACL(*d.acl, aclrtBinaryLoadFromData, binary.data(), binary.size(), &load_options, &k.binary);
+    ESG_ACL(*d.acl, aclrtBinaryLoadFromFile, k.path.c_str(), nullptr, &k.binary);
     ESG_ACL(*d.acl, aclrtBinaryGetFunction, k.binary, k.entry.c_str(), &k.function);
   }
   if (!d.acl->has_capture()) d.capture_note = "replays the launch list (this AscendCL has no stream capture)";
@@ -560,16 +547,15 @@ std::string DeviceProgram::report() const {
   size_t cached = 0;
   for (const LoadedKernel& k : d.kernels) cached += k.from_cache;
   out << "ascend" << (options_.simulated ? " (simulated device)" : "") << ": device " << options_.device
-      << (d.soc.empty() ? "" : " (" + d.soc + ")") << ", CANN " << d.acl->cann_version() << ", AscendCL "
-      << (d.acl ? d.acl->path() : "?") << "\n"
+      << (d.soc.empty() ? "" : " (" + d.soc + ")") << ", CANN " << d.acl->cann_version() << ", AscendCL " << d.acl->path() << "\n"
       << "  device memory: 1 allocation of " << d.memory_bytes << " bytes (arena " << plan_.arena_bytes() << ")"
       << (plan_.bound() ? ", laid out for the size class's largest sizes and shared by its bindings that lower alike" : "") << "\n"
       << "  host staging: " << d.staging_bytes
       << " bytes of page-locked memory (aclrtMallocHost) that the inputs, outputs and tilings are copied through (CANN "
          "refuses or serializes asynchronous copies from pageable memory)\n"
       << "  kernels: " << d.kernels.size() << " generated (" << cached << " from the cache " << kernel_cache_dir()
-      << "), loaded for the vector cores (aclrtBinaryLoadFromData, ACL_RT_BINARY_MAGIC_ELF_VECTOR_CORE), launched with "
-         "aclrtLaunchKernelWithConfig\n";
+      << "), each with a .json naming the vector cores (" << acl::kVectorCoreMagic
+      << "), loaded with aclrtBinaryLoadFromFile and launched with aclrtLaunchKernelWithConfig\n";
   for (const LoadedKernel& k : d.kernels)
     out << "    " << k.entry << ": " << k.ops << (k.rows ? " (rows of any length, in chunks of " : " (tile ") << k.tile << ")\n";
   size_t copies = 0;

@@ -3,10 +3,11 @@
 //
 // - One device allocation per model (aclrtMallocAlign32), laid out as the plan's arena, then
 //   the inputs and outputs, the constants and each kernel's tiling struct: every address a
-//   launch uses is fixed when the model is built, so a run uploads nothing but inputs.
-// - Kernels are loaded for the vector cores (aclrtBinaryLoadFromData with the vector-core
-//   magic) and launched with aclrtLaunchKernelWithConfig, their arguments (addresses) appended
-//   on the host right before each launch.
+//   launch uses is fixed when the model is built, so a run uploads nothing but its inputs (and
+//   a binding's tilings when another binding of its class ran last).
+// - Kernels are loaded for the vector cores (aclrtBinaryLoadFromFile, the .json beside each
+//   binary naming them) and launched with aclrtLaunchKernelWithConfig, their arguments
+//   (addresses) appended on the host right before each launch.
 // - Each fused elementwise group runs as its generated Ascend C kernel, and so does each row
 //   normalization (softmax, log_softmax, layer_norm, rms_norm: row_kernel_source.hpp); matmul,
 //   conv2d, reductions, transpose, concat, … and softmax over another axis than the last through

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ascend/acl_api.hpp"
 #include "ir/error.hpp"
 
 extern char** environ;
@@ -56,6 +57,23 @@ std::string read_head(const std::string& path, size_t max_bytes) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (text.size() > max_bytes) text = text.substr(0, max_bytes) + "\n[...]";
   return text;
+}
+
+// `<binary stem>.json` naming the vector cores, as CANN's build writes beside a kernel object:
+// aclrtBinaryLoadFromFile reads it for the kernels' core (else it takes the cube core on Atlas A2).
+void write_core_json(const fs::path& binary) {
+  fs::path json = binary;
+  json.replace_extension(".json");
+  if (fs::exists(json)) return;
+  const fs::path tmp = json.string() + "." + std::to_string(getpid()) + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << "{\"magic\": \"" << acl::kVectorCoreMagic << "\"}\n";
+    if (!out) throw Error(ErrorCode::Backend, "ascend: cannot write " + tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, json, ec);
+  if (ec) throw Error(ErrorCode::Backend, "ascend: cannot store " + json.string() + ": " + ec.message());
 }
 
 }  // namespace
@@ -101,9 +119,11 @@ Toolchain cann_toolchain() {
                               "asc/impl/basic_api", "asc/impl/utils", "asc", "tikcpp/tikcfw", "tikcpp/tikcfw/impl", "tikcpp/tikcfw/interface"})
         if (fs::is_directory(devkit + "/" + dir)) includes.push_back("-I" + devkit + "/" + dir);
       const bool headers = fs::exists(devkit + "/asc/include/kernel_operator.h") || fs::exists(devkit + "/tikcpp/tikcfw/kernel_operator.h");
-      if (!headers)
-        throw Error(ErrorCode::Backend, "ascend: found CANN's kernel compiler " + compiler + " but not the Ascend C headers (kernel_operator.h) in " +
-                                            devkit + "/asc/include or " + devkit + "/tikcpp/tikcfw");
+      if (!headers) {  // a partial install: another may be whole
+        tried += "\n  " + compiler + ", but no Ascend C headers (kernel_operator.h) in " + devkit + "/asc/include or " + devkit +
+                 "/tikcpp/tikcfw";
+        continue;
+      }
       // CANN's flags for kernels of the vector cores (the devkit's bisheng_intf.cmake): its
       // stack sizes, overflow record, address transform, no scalar cache flush; one kernel per
       // binary, so the tiling key is 0.
@@ -116,7 +136,8 @@ Toolchain cann_toolchain() {
       return {"cann", command, ".o"};
     }
   }
-  throw Error(ErrorCode::Backend, "ascend: CANN's kernel compiler (ccec) not found; set ASCEND_HOME_PATH. Looked at:" + tried);
+  throw Error(ErrorCode::Backend, "ascend: CANN's kernel compiler (ccec or bisheng) and Ascend C headers not found; set ASCEND_HOME_PATH. Looked at:" +
+                                      tried);
 }
 
 Toolchain simulator_toolchain() {
@@ -154,7 +175,10 @@ BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source)
   std::snprintf(name, sizeof name, "%s-%016" PRIx64, source.entry.c_str(), key);
   const fs::path dir = kernel_cache_dir();
   const fs::path binary = fs::absolute(dir / (std::string(name) + toolchain.extension));
-  if (fs::exists(binary)) return {binary.string(), true};
+  if (fs::exists(binary)) {
+    write_core_json(binary);  // a cache from before the .json
+    return {binary.string(), true};
+  }
   fs::create_directories(dir, ec);
   if (ec) throw Error(ErrorCode::Backend, "ascend: cannot create the kernel cache " + dir.string() + ": " + ec.message());
   // Every build's own source, log and output (threads and processes may build one kernel at
@@ -181,6 +205,7 @@ BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source)
                                         (status < 0 ? "the compiler did not start" : "exit status " + std::to_string(status)) +
                                         "):" + command + "\n" + read_head(log, 4000) + "\n(source kept at " + src.string() + ")");
   }
+  write_core_json(binary);  // before the binary: a binary in the cache always has it
   fs::rename(tmp, binary, ec);
   if (ec) throw Error(ErrorCode::Backend, "ascend: cannot store " + binary.string() + ": " + ec.message());
   fs::remove(log, ec);

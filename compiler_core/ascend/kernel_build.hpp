@@ -20,7 +20,7 @@ struct Toolchain {
 // ASCEND_TOOLKIT_HOME, or a default install) in CANN 8.5's layout (<root>/<arch>-linux,
 // asc/include) or the older one (<root>/compiler, tikcpp/tikcfw), with the flags CANN's own
 // build gives vector-core kernels; the arch is ESG_ASCEND_ARCH (default dav-c220-vec, Ascend
-// 910B's vector cores). The object it makes names no core: the loader says it (device_program).
+// 910B's vector cores). The object names no core: build_kernel writes the .json beside it.
 // Throws ir::Error(Backend) naming where it looked.
 Toolchain cann_toolchain();
 // The host compiler and the simulator's headers (ESG_ASCEND_SIM_CXX and ESG_ASCEND_SIM_INCLUDE
@@ -42,7 +42,8 @@ struct BuiltKernel {
   std::string path;  // absolute
   bool from_cache;
 };
-// The binary of `source`, compiled unless the cache has it. Compiler failures throw
+// The binary of `source`, compiled unless the cache has it, and beside it `<name>.json` naming
+// the vector cores (acl::kVectorCoreMagic) for aclrtBinaryLoadFromFile. Compiler failures throw
 // ir::Error(Backend) with the compiler's output.
 BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source);
 

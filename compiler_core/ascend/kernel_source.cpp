@@ -272,7 +272,7 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
            << (type_of(grp.outputs[static_cast<size_t>(o)]) == ir::DType::Bool ? "CAST_ROUND" : "CAST_RINT") << ", n);\n";
   }
 
-  std::ostringstream params, args, init, copy_in, compute_head, compute_tail, copy_out, members;
+  std::ostringstream params, args, init, copy_in, compute_head, compute_tail, copy_out, members, row_loads, row_fills;
   for (size_t k = 0; k < grp.inputs.size(); ++k) {
     const char* e = element_type(type_of(grp.inputs[k]));
     params << "GM_ADDR in" << k << ", ";
@@ -282,10 +282,11 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
            << "    Duplicate(" << in_name(k) << ", static_cast<T>(s" << k << ".GetValue(0)), static_cast<int32_t>(kTile));\n";
       continue;
     }
-    if (period[k] > 1) {  // the row once, then repeated along the tile
-      init << "    {\n      GlobalTensor<T> r;\n      r.SetGlobalBuffer((__gm__ T*)in" << k << ", " << period[k] << ");\n"
-           << "      LocalTensor<T> row = " << in_name(k) << ";\n      Load(row, r, " << period[k] << ");\n"
-           << "      for (uint32_t i = " << period[k] << "; i < kTile; ++i) row.SetValue(i, row.GetValue(i - " << period[k] << "));\n    }\n";
+    if (period[k] > 1) {  // the row once, then repeated along the tile (after every row's copy)
+      row_loads << "    {\n      GlobalTensor<T> r;\n      r.SetGlobalBuffer((__gm__ T*)in" << k << ", " << period[k] << ");\n"
+                << "      LocalTensor<T> row = " << in_name(k) << ";\n      Load(row, r, " << period[k] << ");\n    }\n";
+      row_fills << "    for (uint32_t i = " << period[k] << "; i < kTile; ++i) " << in_name(k) << ".SetValue(i, " << in_name(k)
+                << ".GetValue(i - " << period[k] << "));\n";
       continue;
     }
     members << "  GlobalTensor<" << e << "> gx" << k << "_;\n  TQue<QuePosition::VECIN, 2> qx" << k << "_;\n";
@@ -345,12 +346,22 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     // and VECOUT on Atlas A2), and no queue orders those copies before the vector instructions
     // that read the rows: a flag does.
     members << "  TBuf<TPosition::VECIN> resident_;\n";
-    const std::string fills = init.str();  // they need the buffer first
+    const std::string single = init.str();  // they need the buffer first
     init.str("");
-    init << "    pipe_.InitBuffer(resident_, " << residents << " * kTile * sizeof(T));\n    LocalTensor<T> c = resident_.Get<T>();\n" << fills;
-    if (std::any_of(period.begin(), period.end(), [](uint64_t p) { return p > 1; }))
-      init << "    {\n      const event_t rows_in = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));\n"
-           << "      SetFlag<HardEvent::MTE2_V>(rows_in);\n      WaitFlag<HardEvent::MTE2_V>(rows_in);\n    }\n";
+    init << "    pipe_.InitBuffer(resident_, " << residents << " * kTile * sizeof(T));\n    LocalTensor<T> c = resident_.Get<T>();\n" << single;
+    // The rows' copies, then the scalar unit's repeats of them, then the vector instructions:
+    // no queue orders these pipes, two flags do (the scalar unit's wait orders what it issues
+    // after, the vector instructions included).
+    auto flag = [&](const char* event, const char* name) {
+      init << "    {\n      const event_t " << name << " = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::" << event << "));\n"
+           << "      SetFlag<HardEvent::" << event << ">(" << name << ");\n      WaitFlag<HardEvent::" << event << ">(" << name << ");\n    }\n";
+    };
+    if (!row_loads.str().empty()) {
+      init << row_loads.str();
+      flag("MTE2_S", "rows_in");
+      init << row_fills.str();
+      flag("S_V", "rows_repeated");
+    }
     compute_head << "    LocalTensor<T> c = resident_.Get<T>();\n";
   }
 

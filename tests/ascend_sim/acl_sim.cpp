@@ -19,7 +19,6 @@
 //   ACLSIM_AI_CORES the AI cores of each (default 8), ACLSIM_SOC the SoC aclrtGetSocName names
 //   (default Ascend910B1).
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -28,7 +27,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -163,10 +161,11 @@ struct EventState {
   uint64_t recorded = 0, completed = 0;  // records enqueued, records reached
 };
 
+enum class Core { Vector, Cube };
 struct Binary {
   int id = 0;
   void* dl = nullptr;
-  uint32_t magic = 0;  // the load option's; 0: none given
+  Core core = Core::Cube;  // where its kernels run
   AclSimEnterBlock enter = nullptr;
 };
 
@@ -820,52 +819,38 @@ Error aclrtMemcpyAsync(void* dst, size_t dst_max, const void* src, size_t count,
                       }});
 }
 
-// The binary (a shared library built by the host compiler) is written to a file of a name never
-// used before in the process (the dynamic loader knows a library by its name, and one it cannot
-// unload stays known), loaded, and removed. Its options are checked as CANN's loader checks them; the magic says which
-// core its kernels run on (binary_loader.cc, program.cc of the open runtime).
-Error aclrtBinaryLoadFromData(const void* data, size_t length, const BinaryLoadOptions* options, BinHandle* handle) {
-  ACLSIM_ENTER("aclrtBinaryLoadFromData");
-  if (!data || length == 0 || !handle) return fail(kInvalidParam, "aclrtBinaryLoadFromData", "null data, zero length or null handle");
-  uint32_t magic = 0;
-  if (options) {
-    if (options->num_options && !options->options) return fail(kInvalidParam, "aclrtBinaryLoadFromData", "options without their array");
-    for (size_t i = 0; i < options->num_options; ++i) {
-      const BinaryLoadOption& o = options->options[i];
-      const bool ok = o.type == kLoadOptionLazyLoad       ? o.value.is_lazy_load <= 1
-                      : o.type == kLoadOptionMagic        ? o.value.magic == kMagicAiCore || o.value.magic == kMagicVectorCore ||
-                                                         o.value.magic == kMagicCubeCore
-                      : o.type == kLoadOptionCpuKernelMode ? o.value.cpu_kernel_mode == 2
-                                                           : false;
-      if (!ok) return fail(kRtParamInvalid, "aclrtBinaryLoadFromData", "option " + std::to_string(i) + " (type " + std::to_string(o.type) + ") is invalid");
-      if (o.type == kLoadOptionMagic) magic = o.value.magic;
-    }
+// The binary is a shared library built by the host compiler. Its kernels' core comes from the
+// `<stem>.json` beside it, as CANN's loader reads it (binary_loader.cc, json_parse.cc of the
+// open runtime): "magic" RT_DEV_BINARY_MAGIC_ELF_AIVEC (or a mixed kernel's) is the vector
+// core, RT_DEV_BINARY_MAGIC_ELF_AICUBE the cube core; without the file, Atlas A2's default,
+// the cube core. The magic load option is refused, as CANN refuses it for a file.
+Error aclrtBinaryLoadFromFile(const char* path, void* options, BinHandle* handle) {
+  ACLSIM_ENTER("aclrtBinaryLoadFromFile");
+  if (!path || !handle) return fail(kInvalidParam, "aclrtBinaryLoadFromFile", "null argument");
+  if (options) return fail(kRtParamInvalid, "aclrtBinaryLoadFromFile", "load options are not simulated (and the magic option is refused for a file)");
+  std::string json = path;
+  json = json.substr(0, json.find_last_of('.')) + ".json";
+  Core core = Core::Cube;
+  if (std::ifstream in(json); in) {
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const char* vector : {"\"RT_DEV_BINARY_MAGIC_ELF_AIVEC\"", "\"FFTS_BINARY_MAGIC_ELF_MIX_AIV\"", "\"FFTS_BINARY_MAGIC_ELF_MIX_AIC\""})
+      if (text.find(vector) != std::string::npos) core = Core::Vector;
   }
-  static std::atomic<uint64_t> loads{0};
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("aclsim-" + std::to_string(getpid()) + "-" + std::to_string(loads++) + ".so")).string();
-  bool written;
-  {
-    std::ofstream out(path, std::ios::binary);
-    written = static_cast<bool>(out.write(static_cast<const char*>(data), static_cast<std::streamsize>(length)));
-  }
-  void* dl = written ? dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
-  const std::string why = written ? (dl ? "" : dlerror()) : "cannot write " + path;
-  std::remove(path.c_str());
-  if (!dl) return fail(kInvalidParam, "aclrtBinaryLoadFromData", "not a loadable binary: " + why);
+  void* dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) return fail(kInvalidParam, "aclrtBinaryLoadFromFile", std::string("cannot load ") + path + ": " + dlerror());
   auto enter = reinterpret_cast<AclSimEnterBlock>(dlsym(dl, ACLSIM_ENTER_BLOCK));
   if (!enter) {
     dlclose(dl);
-    return fail(kInvalidParam, "aclrtBinaryLoadFromData", "not a simulated kernel binary");
+    return fail(kInvalidParam, "aclrtBinaryLoadFromFile", std::string(path) + " is not a simulated kernel binary");
   }
   auto b = std::make_unique<Binary>();
   std::lock_guard<std::mutex> lock(sim().mu);
   b->id = sim().next_id++;
   b->dl = dl;
-  b->magic = magic;
+  b->core = core;
   b->enter = enter;
   *handle = b.get();
-  log_line("aclrtBinaryLoadFromData " + name_of("bin", b->id) + " bytes=" + std::to_string(length) + " magic=" + std::to_string(magic));
+  log_line("aclrtBinaryLoadFromFile " + name_of("bin", b->id) + (core == Core::Vector ? " vector" : " cube"));
   sim().binaries[*handle] = std::move(b);
   return kSuccess;
 }
@@ -940,10 +925,6 @@ Error aclrtKernelArgsFinalize(ArgsHandle args) {
   return kSuccess;
 }
 
-static const char* core_of(uint32_t magic) {
-  return magic == kMagicVectorCore ? "vector" : magic == kMagicAiCore ? "AI (mixed)" : "cube";
-}
-
 Error aclrtLaunchKernelWithConfig(FuncHandle func, uint32_t num_blocks, Stream stream, LaunchKernelCfg* cfg, ArgsHandle args, void* reserve) {
   ACLSIM_ENTER("aclrtLaunchKernelWithConfig");
   Function* f;
@@ -965,15 +946,14 @@ Error aclrtLaunchKernelWithConfig(FuncHandle func, uint32_t num_blocks, Stream s
   AclSimEnterBlock enter = f->binary->enter;
   void* entry = f->entry;
   const std::string name = f->name;
-  const uint32_t magic = f->binary->magic;
+  const Core core = f->binary->core;
   const std::vector<void*> a = thread_args.params;  // the arguments as the launch found them
   return enqueue(st, {"kernel " + name, [=] {
                         // Where the runtime would start it: a binary that names no core runs its
                         // kernels on Atlas A2's default, the cube core, which has no vector unit.
-                        if (magic != kMagicVectorCore)
-                          throw std::runtime_error("kernel " + name + " ran on the " + core_of(magic) + " core (the binary was loaded " +
-                                                   (magic ? "as such" : "without a core type: no .ascend.meta section, .json or magic option") +
-                                                   "), which has none of the vector instructions it executes");
+                        if (core != Core::Vector)
+                          throw std::runtime_error("kernel " + name + " ran on the cube core (its binary's .json names no vector core, "
+                                                   "or there is none), which has none of the vector instructions it executes");
                         for (uint32_t b = 0; b < num_blocks; ++b) {
                           const AclSimBlock block{b, num_blocks, check_device};
                           enter(&block);

@@ -177,21 +177,23 @@ struct SimDevice {
     return p;
   }
   // Runs `body` as the kernel `k(GM_ADDR a, GM_ADDR b)` over 1 block, its binary loaded with
-  // the core type `magic` (0: none); the sync's status and message.
-  std::pair<int, std::string> run(const std::string& body, void* a, void* b, uint32_t magic = ascend::acl::kMagicVectorCore) {
+  // the .json build_kernel writes beside it or, `with_core` false, a copy without one; the
+  // sync's status and message.
+  std::pair<int, std::string> run(const std::string& body, void* a, void* b, bool with_core = true) {
     ascend::KernelSource src;
     src.entry = "k";
     src.code = "#include \"kernel_operator.h\"\nusing namespace AscendC;\nextern \"C\" __global__ __aicore__ void k(GM_ADDR a, GM_ADDR b) {\n" +
                body + "\n}\n";
-    const ascend::BuiltKernel built = ascend::build_kernel(ascend::simulator_toolchain(), src);
-    std::ifstream file(built.path, std::ios::binary);
-    const std::vector<char> binary((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    ascend::acl::BinaryLoadOption core{ascend::acl::kLoadOptionMagic, {}};
-    core.value.magic = magic;
-    const ascend::acl::BinaryLoadOptions options{&core, 1};
+    std::string path = ascend::build_kernel(ascend::simulator_toolchain(), src).path;
+    if (!with_core) {
+      const std::string bare = (std::filesystem::temp_directory_path() / ("esg-bare-" + std::to_string(::getpid()) + ".so")).string();
+      std::filesystem::copy_file(path, bare, std::filesystem::copy_options::overwrite_existing);
+      path = bare;
+    }
     ascend::acl::BinHandle bin = nullptr;
     ascend::acl::FuncHandle fn = nullptr;
-    ESG_ACL(*acl, aclrtBinaryLoadFromData, binary.data(), binary.size(), magic ? &options : nullptr, &bin);
+    ESG_ACL(*acl, aclrtBinaryLoadFromFile, path.c_str(), nullptr, &bin);
+    if (!with_core) std::filesystem::remove(path);  // loaded: the file may go
     ESG_ACL(*acl, aclrtBinaryGetFunction, bin, "k", &fn);
     ascend::acl::ArgsHandle args = nullptr;
     ascend::acl::ParamHandle param = nullptr;
@@ -215,19 +217,14 @@ TEST_CASE("the simulated device faults where the hardware would") {
   const std::string pipe = "TPipe pipe; TQue<QuePosition::VECIN, 2> q; pipe.InitBuffer(q, 2, 256 * 4);\n"
                            "GlobalTensor<float> ga, gb; ga.SetGlobalBuffer((__gm__ float*)a, 1 << 20); gb.SetGlobalBuffer((__gm__ float*)b, 1 << 20);\n";
   SUBCASE("a kernel whose binary names no core runs on 910B's default, the cube core, and faults") {
-    for (uint32_t magic : {0u, ascend::acl::kMagicCubeCore}) {
-      const auto [status, message] = dev.run(pipe + "q.FreeTensor(q.AllocTensor<float>());", a, b, magic);
-      CHECK(status == 507015);
-      CHECK(message.find("kernel k ran on the cube core") != std::string::npos);
-    }
+    const auto [status, message] = dev.run(pipe + "q.FreeTensor(q.AllocTensor<float>());", a, b, false);
+    CHECK(status == 507015);
+    CHECK(message.find("kernel k ran on the cube core") != std::string::npos);
   }
-  SUBCASE("a magic CANN does not know is refused at load") {
-    ascend::acl::BinaryLoadOption core{ascend::acl::kLoadOptionMagic, {}};
-    core.value.magic = 0x1234;
-    const ascend::acl::BinaryLoadOptions options{&core, 1};
+  SUBCASE("load options on a file are refused, as CANN refuses the magic option there") {
     ascend::acl::BinHandle bin = nullptr;
-    const char data[] = "not even an ELF file";
-    CHECK(dev.acl->aclrtBinaryLoadFromData(data, sizeof data, &options, &bin) == 107000);
+    int options = 0;
+    CHECK(dev.acl->aclrtBinaryLoadFromFile("/nonexistent.o", &options, &bin) == 107000);
   }
   SUBCASE("a well-behaved kernel runs") {
     const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); DataCopy(t, ga, 32); q.EnQue(t);\n"
@@ -253,6 +250,22 @@ TEST_CASE("the simulated device faults where the hardware would") {
                 a, b);
     CHECK(status == 507015);
     CHECK(message.find("overwrites Unified Buffer bytes the vector pipe used") != std::string::npos);
+  }
+  SUBCASE("the scalar unit: a read of a copy in, a write the vector pipe uses, with no flag between") {
+    const std::string row = "TBuf<TPosition::VECIN> v; pipe.InitBuffer(v, 256); LocalTensor<float> u = v.Get<float>(); DataCopy(u, ga, 32);\n";
+    const auto [read, why_read] = dev.run(pipe + row + "u.SetValue(40, u.GetValue(0));", a, b);
+    CHECK(read == 507015);
+    CHECK(why_read.find("GetValue of Unified Buffer bytes that a copy from global memory wrote") != std::string::npos);
+    const std::string after_copy = "event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_S)); "
+                                   "SetFlag<HardEvent::MTE2_S>(e); WaitFlag<HardEvent::MTE2_S>(e); u.SetValue(32, u.GetValue(0));\n";
+    const auto [write, why_write] = dev.run(pipe + row + after_copy + "Adds(u, u, 1.0f, 64);", a, b);
+    CHECK(write == 507015);
+    CHECK(why_write.find("the scalar unit wrote with nothing ordering the writes before it") != std::string::npos);
+    const auto [ok, fine] = dev.run(pipe + row + after_copy +
+                                        "e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V)); SetFlag<HardEvent::S_V>(e); "
+                                        "WaitFlag<HardEvent::S_V>(e); Adds(u, u, 1.0f, 64);",
+                                    a, b);
+    CHECK_MESSAGE(ok == 0, fine);
   }
   SUBCASE("the queue or a flag orders them") {
     const auto [status, message] = dev.run(
@@ -307,6 +320,8 @@ TEST_CASE("the simulated device faults where the hardware would") {
     const auto [status, message] = dev.run(pipe + "TBuf<TPosition::VECCALC> w; pipe.InitBuffer(w, 64 * 4); LocalTensor<float> s = w.Get<float>();\n"
                                                   "LocalTensor<float> t = q.AllocTensor<float>();\n"
                                                   "for (uint32_t i = 0; i < 100; ++i) t.SetValue(i, static_cast<float>(i + 1));\n"
+                                                  "event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));\n"
+                                                  "SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e);\n"
                                                   "ReduceSum(t[128], t, s, 100); ReduceMax(t[136], t, s, 100); DataCopy(gb, t[128], 16);",
                                            a, b);
     REQUIRE(status == 0);
@@ -602,7 +617,7 @@ TEST_CASE("CANN's kernel compiler and headers are found in either install layout
     CHECK_THROWS_WITH_AS(ascend::cann_toolchain(), doctest::Contains((devkit85 / "ccec_compiler/bin/{ccec,bisheng}").string().c_str()),
                          ir::Error);
     touch(devkit85 / "ccec_compiler/bin/bisheng");
-    CHECK_THROWS_WITH_AS(ascend::cann_toolchain(), doctest::Contains("but not the Ascend C headers (kernel_operator.h)"), ir::Error);
+    CHECK_THROWS_WITH_AS(ascend::cann_toolchain(), doctest::Contains("bisheng, but no Ascend C headers (kernel_operator.h)"), ir::Error);
   }
   if (saved) ::setenv("ASCEND_HOME_PATH", restore.c_str(), 1);
   else ::unsetenv("ASCEND_HOME_PATH");

@@ -4,13 +4,12 @@
 // hardware is: Unified Buffer capacity, 32-byte alignment of UB tensors and of DataCopy sizes,
 // queue protocol (AllocTensor → EnQue → DeQue → FreeTensor), operand sizes, and every global
 // memory access is bounds-checked against the simulated device heap. It also tracks the order
-// of the copy pipe and the vector pipe per Unified Buffer byte range: a copy from global memory
-// is ordered before the vector instructions by its queue (EnQue/DeQue) or a MTE2_V flag, and the
-// vector instructions before the next copy into the same bytes by FreeTensor/AllocTensor or a
-// V_MTE2 flag; a vector
-// instruction on bytes whose copy nothing ordered, or a copy over bytes the vector pipe may
-// still be reading, is a fault. Scalar accesses (GetValue/SetValue) count as ordered: the
-// compiler's --cce-auto-sync inserts the scalar unit's waits.
+// of the pipes per Unified Buffer byte range: a copy from global memory is ordered before the
+// vector instructions by its queue (EnQue/DeQue) or an MTE2_V flag, before the scalar unit's
+// accesses (and so everything it issues after) by an MTE2_S flag; the scalar unit's writes
+// before the vector instructions by an S_V flag; the vector instructions before the next copy
+// into the same bytes by FreeTensor/AllocTensor or a V_MTE2 flag. An access nothing ordered is
+// a fault. (A flag covers what its pipe did before SetFlag, for the WaitFlag of the same id.)
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -18,6 +17,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <map>
 #include <type_traits>
 #include <vector>
 
@@ -55,15 +55,25 @@ struct Core {
   AclSimBlock block{0, 1, nullptr};
   alignas(64) uint8_t ub[kUbBytes];
   uint32_t ub_used = 0;
-  std::vector<Range> copied_in;    // written by copies from global memory, not yet ordered before the vector pipe
-  std::vector<Range> vector_used;  // used by vector instructions since their buffer was last (re)allocated
-  std::vector<Range> flagged[2];    // what a set flag covers until its wait: [0] MTE2_V, [1] V_MTE2
-  void* pipe = nullptr;             // the block's TPipe (GetTPipePtr)
+  std::vector<Range> copied_in;         // written by copies from global memory, not yet ordered before the vector pipe
+  std::vector<Range> copied_in_scalar;  // ... nor before the scalar unit
+  std::vector<Range> scalar_written;    // written by the scalar unit, not yet ordered before the vector pipe
+  std::vector<Range> vector_used;       // used by vector instructions since their buffer was last (re)allocated
+  std::map<int, std::vector<Range>> flagged;  // by event and id: what a set flag covers until its wait
+  void* pipe = nullptr;                 // the block's TPipe (GetTPipePtr)
 };
 inline thread_local Core core;
 
 [[noreturn]] inline void fault(const std::string& what) {
   throw std::runtime_error("Ascend C: " + what);
+}
+inline void add(std::vector<Range>& ranges, uintptr_t lo, uintptr_t hi) {
+  if (lo == hi) return;
+  if (!ranges.empty() && ranges.back().hi == lo) {  // a run of element accesses: one range
+    ranges.back().hi = hi;
+    return;
+  }
+  if (!std::any_of(ranges.begin(), ranges.end(), [&](const Range& r) { return r.lo <= lo && hi <= r.hi; })) ranges.push_back({lo, hi});
 }
 inline bool overlaps(const std::vector<Range>& ranges, uintptr_t lo, uintptr_t hi) {
   return std::any_of(ranges.begin(), ranges.end(), [&](const Range& r) { return r.lo < hi && lo < r.hi; });
@@ -76,9 +86,18 @@ inline void vector_access(const void* p, size_t bytes, const char* op) {
   const uintptr_t lo = reinterpret_cast<uintptr_t>(p), hi = lo + bytes;
   if (overlaps(core.copied_in, lo, hi))
     fault(std::string(op) + " uses Unified Buffer bytes that a copy from global memory wrote with nothing ordering the copy before it "
-                            "(the copy's queue: EnQue, then DeQue)");
-  const bool known = std::any_of(core.vector_used.begin(), core.vector_used.end(), [&](const Range& r) { return r.lo <= lo && hi <= r.hi; });
-  if (bytes && !known) core.vector_used.push_back({lo, hi});
+                            "(the copy's queue: EnQue, then DeQue; or an MTE2_V flag)");
+  if (overlaps(core.scalar_written, lo, hi))
+    fault(std::string(op) + " uses Unified Buffer bytes the scalar unit wrote with nothing ordering the writes before it (an S_V flag)");
+  add(core.vector_used, lo, hi);
+}
+// A scalar access (GetValue/SetValue) of [p, p + bytes).
+inline void scalar_access(const void* p, size_t bytes, bool write) {
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p), hi = lo + bytes;
+  if (overlaps(core.copied_in_scalar, lo, hi))
+    fault(std::string(write ? "SetValue" : "GetValue") +
+          " of Unified Buffer bytes that a copy from global memory wrote with nothing ordering the copy before it (an MTE2_S flag)");
+  if (write) add(core.scalar_written, lo, hi);
 }
 // A copy from global memory into [p, p + bytes).
 inline void copy_in(const void* p, size_t bytes, const char* op) {
@@ -86,7 +105,8 @@ inline void copy_in(const void* p, size_t bytes, const char* op) {
   if (overlaps(core.vector_used, lo, hi))
     fault(std::string(op) + " from global memory overwrites Unified Buffer bytes the vector pipe used, with nothing ordering it after "
                             "them (the buffer's queue: FreeTensor, then AllocTensor)");
-  if (bytes) core.copied_in.push_back({lo, hi});
+  add(core.copied_in, lo, hi);
+  add(core.copied_in_scalar, lo, hi);
 }
 inline void check_gm(const void* p, size_t bytes, const char* what) {
   if (core.block.check_device) core.block.check_device(p, bytes, what);
@@ -113,8 +133,8 @@ class LocalTensor {
   LocalTensor<U> ReinterpretCast() const {
     return LocalTensor<U>(reinterpret_cast<U*>(p_), static_cast<uint32_t>(uint64_t(size_) * sizeof(T) / sizeof(U)));
   }
-  T GetValue(uint32_t i) const { return scalar(i); }
-  void SetValue(uint32_t i, T v) { scalar(i) = v; }
+  T GetValue(uint32_t i) const { return scalar(i, false); }
+  void SetValue(uint32_t i, T v) { scalar(i, true) = v; }
   uint32_t GetSize() const { return size_; }
   // For the vector instructions: `count` elements from an aligned start, ordered after any copy in.
   T* span(uint32_t count, const char* op) const {
@@ -131,10 +151,9 @@ class LocalTensor {
   }
 
  private:
-  T& scalar(uint32_t i) const {
+  T& scalar(uint32_t i, bool write) const {
     if (i >= size_) sim::fault("LocalTensor index " + std::to_string(i) + " beyond its " + std::to_string(size_) + " elements");
-    const uintptr_t at = reinterpret_cast<uintptr_t>(p_ + i);
-    sim::forget(sim::core.copied_in, at, at + sizeof(T));  // --cce-auto-sync's wait for the copy
+    sim::scalar_access(p_ + i, sizeof(T), write);
     return p_[i];
   }
   T* p_ = nullptr;
@@ -169,18 +188,36 @@ class GlobalTensor {
 
 class TPipe;
 
-// Flags between the pipes (SetFlag/WaitFlag): the two the copy-in/vector order needs.
-enum class HardEvent { MTE2_V, V_MTE2 };
+// Flags between the pipes (SetFlag/WaitFlag): those the order of copies in, the scalar unit and
+// the vector pipe needs.
+enum class HardEvent { MTE2_V, V_MTE2, MTE2_S, S_V };
 using event_t = int32_t;
+namespace sim {
+// What the first pipe of `e` did that its wait orders: the ranges still unordered.
+inline std::vector<Range>& unordered(HardEvent e) {
+  switch (e) {
+    case HardEvent::MTE2_V: return core.copied_in;
+    case HardEvent::V_MTE2: return core.vector_used;
+    case HardEvent::MTE2_S: return core.copied_in_scalar;
+    case HardEvent::S_V: return core.scalar_written;
+  }
+  return core.copied_in;
+}
+}  // namespace sim
 template <HardEvent E>
-void SetFlag(event_t) {  // everything of the first pipe so far
-  sim::core.flagged[int(E)] = E == HardEvent::MTE2_V ? sim::core.copied_in : sim::core.vector_used;
+void SetFlag(event_t id) {  // everything of the first pipe so far
+  sim::core.flagged[int(E) * 256 + id] = sim::unordered(E);
 }
 template <HardEvent E>
-void WaitFlag(event_t) {  // ... is ordered before what the second pipe does next
-  std::vector<sim::Range>& pending = E == HardEvent::MTE2_V ? sim::core.copied_in : sim::core.vector_used;
-  for (const sim::Range& r : sim::core.flagged[int(E)]) sim::forget(pending, r.lo, r.hi);
-  sim::core.flagged[int(E)].clear();
+void WaitFlag(event_t id) {  // ... is ordered before what the second pipe does next
+  const auto it = sim::core.flagged.find(int(E) * 256 + id);
+  if (it == sim::core.flagged.end()) sim::fault("WaitFlag of an event with no SetFlag before it");
+  for (const sim::Range& r : it->second) {
+    sim::forget(sim::unordered(E), r.lo, r.hi);
+    // The scalar unit waits: what it issues after, vector instructions included, comes after the copy.
+    if (E == HardEvent::MTE2_S) sim::forget(sim::core.copied_in, r.lo, r.hi);
+  }
+  sim::core.flagged.erase(it);
 }
 
 template <TPosition Pos, int Depth>
@@ -208,7 +245,8 @@ class TQue {
     if (head_ == tail_) sim::fault("TQue::DeQue of an empty queue");
     const int i = order_[head_++ % Depth];
     state_[i] = Dequeued;
-    sim::forget(sim::core.copied_in, reinterpret_cast<uintptr_t>(buf_[i]), reinterpret_cast<uintptr_t>(buf_[i]) + len_);
+    for (auto* ranges : {&sim::core.copied_in, &sim::core.copied_in_scalar})
+      sim::forget(*ranges, reinterpret_cast<uintptr_t>(buf_[i]), reinterpret_cast<uintptr_t>(buf_[i]) + len_);
     return LocalTensor<T>(reinterpret_cast<T*>(buf_[i]), len_ / sizeof(T));
   }
   template <class T>
@@ -257,9 +295,8 @@ class TPipe {
  public:
   TPipe() {
     sim::core.ub_used = 0;
-    sim::core.copied_in.clear();
-    sim::core.vector_used.clear();
-    for (auto& f : sim::core.flagged) f.clear();
+    for (auto* ranges : {&sim::core.copied_in, &sim::core.copied_in_scalar, &sim::core.scalar_written, &sim::core.vector_used}) ranges->clear();
+    sim::core.flagged.clear();
     sim::core.pipe = this;
   }
   int32_t FetchEventID(HardEvent) { return next_event_++ % 8; }

@@ -20,13 +20,6 @@ class Kernel {
     LocalTensor<T> c = resident_.Get<T>();
     gx0_.SetGlobalBuffer((__gm__ float*)in0, total_);
     pipe_.InitBuffer(qx0_, 2, kTile * sizeof(float));
-    {
-      GlobalTensor<T> r;
-      r.SetGlobalBuffer((__gm__ T*)in1, 24);
-      LocalTensor<T> row = c[0 * kTile];
-      Load(row, r, 24);
-      for (uint32_t i = 24; i < kTile; ++i) row.SetValue(i, row.GetValue(i - 24));
-    }
     GlobalTensor<float> s2;
     s2.SetGlobalBuffer((__gm__ float*)in2, 1);
     Duplicate(c[1 * kTile], static_cast<T>(s2.GetValue(0)), static_cast<int32_t>(kTile));
@@ -36,9 +29,21 @@ class Kernel {
     pipe_.InitBuffer(qy1_, 2, kTile * sizeof(float));
     pipe_.InitBuffer(work_, 1 * kTile * sizeof(T));
     {
-      const event_t rows_in = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));
-      SetFlag<HardEvent::MTE2_V>(rows_in);
-      WaitFlag<HardEvent::MTE2_V>(rows_in);
+      GlobalTensor<T> r;
+      r.SetGlobalBuffer((__gm__ T*)in1, 24);
+      LocalTensor<T> row = c[0 * kTile];
+      Load(row, r, 24);
+    }
+    {
+      const event_t rows_in = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_S));
+      SetFlag<HardEvent::MTE2_S>(rows_in);
+      WaitFlag<HardEvent::MTE2_S>(rows_in);
+    }
+    for (uint32_t i = 24; i < kTile; ++i) c[0 * kTile].SetValue(i, c[0 * kTile].GetValue(i - 24));
+    {
+      const event_t rows_repeated = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
+      SetFlag<HardEvent::S_V>(rows_repeated);
+      WaitFlag<HardEvent::S_V>(rows_repeated);
     }
   }
 
@@ -117,7 +122,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_4a7421e3ede45185(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR out1, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_bf08c4b50bb259e6(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR out1, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, in1, in2, out0, out1, tiling);
   k.Process();
