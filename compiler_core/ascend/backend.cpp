@@ -71,6 +71,7 @@ std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, cons
   d.device = static_cast<int>(options.backend_options.get("device", declared));
   d.ai_cores = static_cast<int>(options.backend_options.get("ai_cores", declared));
   d.host_fallback = options.backend_options.get("host_fallback", declared) != 0;
+  d.max_memory_bytes = options.max_memory_bytes;
   // Called while the device program is built, never later: the references hold.
   const HostProgram host = [&] {
     runtime::CompileOptions h = options;

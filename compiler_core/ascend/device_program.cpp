@@ -137,6 +137,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
           need[static_cast<size_t>(dl.stream)] = std::max(need[static_cast<size_t>(dl.stream)], planned_bytes_[static_cast<size_t>(dl.call)]);
       size_t total = 0;
       for (uint64_t n : need) workspace_at_.push_back(total), workspace_bytes_.push_back(n), total += n ? segment(n) : 0;
+      check_memory(d.memory_bytes + total, "the device allocation and the aclnn workspaces");
       if (total) ESG_ACL(*d.acl, aclrtMallocAlign32, &workspace_, total, acl::kHugeFirst);
     }
     // Model sinking: captured once, replayed as one submission. Kernels and copies take their
@@ -293,6 +294,7 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   const int num_events = assign_events(d.launches, static_cast<int>(event_of.size()), num_streams);
   d.tilings_at = image_at + image.size();
   d.memory_bytes = std::max<size_t>(d.tilings_at + d.tilings_bytes, kAlign);
+  check_memory(d.memory_bytes, "the device allocation (arena, inputs, outputs, constants, tilings)");
 
   ESG_ACL(*d.acl, aclrtSetDevice, d.device);
   d.device_set = true;
@@ -385,6 +387,12 @@ bool DeviceProgram::capture(acl::ModelRI* model, std::string* note) const {
   }
   ESG_ACL(acl, aclmdlRICaptureEnd, d.streams[0], model);
   return true;
+}
+
+void DeviceProgram::check_memory(size_t bytes, const char* what) const {
+  if (options_.max_memory_bytes > 0 && bytes > static_cast<uint64_t>(options_.max_memory_bytes))
+    throw Error(ErrorCode::Limit, std::string("ascend: ") + what + " takes " + std::to_string(bytes) + " bytes, more than max_memory_bytes (" +
+                                      std::to_string(options_.max_memory_bytes) + ")");
 }
 
 uint32_t DeviceProgram::vector_cores_of_device(const AclLibrary& acl, int device) {

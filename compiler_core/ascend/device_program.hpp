@@ -55,6 +55,9 @@ struct DeviceOptions {
   int device = 0;
   int ai_cores = 0;        // blocks per kernel at most; 0: the device's vector cores (aclGetDeviceCapability)
   bool host_fallback = false;  // launches with no device lowering run on the host (else refused)
+  // The compile option: device memory (the allocation, constants included, and the aclnn
+  // workspaces) beyond it is a LimitError before anything is allocated; 0: no limit.
+  int64_t max_memory_bytes = 0;
 };
 
 // The host backend's program for the same plan, made only when some launch runs on the host.
@@ -169,6 +172,8 @@ class DeviceProgram final : public runtime::Program {
   // device's limit; returns how many ACL events to create.
   static int assign_events(std::vector<DeviceLaunch>& launches, int logical, size_t streams);
   static uint32_t vector_cores_of_device(const AclLibrary& acl, int device);
+  // Throws ir::Error(Limit) naming `what` when `bytes` exceed the option max_memory_bytes.
+  void check_memory(size_t bytes, const char* what) const;
   // Captures the launch list into `*model` (stream 0 begins, the others join); false with
   // capture_note set when the AscendCL or the plan does not allow it.
   bool capture(acl::ModelRI* model, std::string* note) const;

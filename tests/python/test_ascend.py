@@ -1263,3 +1263,16 @@ def test_ascend_check_prints_the_smoke_set_against_the_cpu():
     assert r.returncode == 1 and "FAIL  elementwise kernel, f32" in r.stdout and "builds no kernels for its core version" in r.stdout
     r = esgraph_cli("ascend-check", "--simulated", ESG_ASCEND_SIM_LIBRARY="/nonexistent/libascendcl.so")
     assert r.returncode == 2 and "the ascend-sim backend cannot start" in r.stderr and "cannot load AscendCL" in r.stderr
+
+
+def test_max_memory_bytes_caps_the_device_memory():
+    """max_memory_bytes caps what the device allocates, constants included (the CPU's check counts
+    working memory and outputs), before anything is allocated: a LimitError naming it."""
+    w = np.random.default_rng(27).standard_normal((256, 512)).astype(np.float32)  # 512 KiB of constant
+    g = graph_of(lambda x: ops.tanh(ops.matmul(x, w)), (4, 256))
+    esgraph.compile(g, max_memory_bytes=256 << 10)  # on the CPU the weight is not working memory
+    with pytest.raises(esgraph.LimitError, match=r"ascend: the device allocation \(arena, inputs, outputs, constants, tilings\) "
+                                                 r"takes \d+ bytes, more than max_memory_bytes \(262144\)"):
+        esgraph.compile(g, backend="ascend-sim", max_memory_bytes=256 << 10)
+    x = np.ones((4, 256), np.float32)
+    check_same(g, [x], max_memory_bytes=1 << 20)
