@@ -143,9 +143,9 @@ inline AscendCheck ascend_check(const std::string& backend = "ascend") {
       }
       const std::vector<HostTensor> got = device.run(inputs), want = cpu.run(inputs);
       for (size_t o = 0; o < want.size(); ++o) {
-        const std::vector<float> a = got[o].values<float>(), b = want[o].values<float>();
-        for (size_t k = 0; k < a.size(); ++k)
-          r.max_diff = std::max(r.max_diff, std::isnan(a[k]) != std::isnan(b[k]) ? INFINITY : std::isnan(a[k]) ? 0.0 : std::fabs(double(a[k]) - b[k]));
+        const std::vector<float> d = got.at(o).values<float>(), h = want[o].values<float>();  // device, host
+        for (size_t k = 0; k < d.size(); ++k)
+          r.max_diff = std::max(r.max_diff, std::isnan(d[k]) != std::isnan(h[k]) ? INFINITY : std::isnan(d[k]) ? 0.0 : std::fabs(double(d[k]) - h[k]));
       }
       r.passed = r.max_diff <= r.tolerance;
       r.ran = detail::describe_run(device.stats());
