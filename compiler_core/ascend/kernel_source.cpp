@@ -47,6 +47,11 @@ std::string substitute(const std::string& text, F name) {
 
 }  // namespace
 
+std::string pipe_flag(const char* event) {
+  return std::string("{ const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::") + event + ")); SetFlag<HardEvent::" +
+         event + ">(e); WaitFlag<HardEvent::" + event + ">(e); }";
+}
+
 std::string float_literal(double v) {
   // Builtins both GCC and CANN's clang-based compiler know (clip's default bounds are infinite).
   if (std::isnan(v)) return "__builtin_nanf(\"\")";
@@ -352,16 +357,8 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     // The rows' copies, then the scalar unit's repeats of them, then the vector instructions:
     // no queue orders these pipes, two flags do (the scalar unit's wait orders what it issues
     // after, the vector instructions included).
-    auto flag = [&](const char* event, const char* name) {
-      init << "    {\n      const event_t " << name << " = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::" << event << "));\n"
-           << "      SetFlag<HardEvent::" << event << ">(" << name << ");\n      WaitFlag<HardEvent::" << event << ">(" << name << ");\n    }\n";
-    };
-    if (!row_loads.str().empty()) {
-      init << row_loads.str();
-      flag("MTE2_S", "rows_in");
-      init << row_fills.str();
-      flag("S_V", "rows_repeated");
-    }
+    if (!row_loads.str().empty())
+      init << row_loads.str() << "    " << pipe_flag("MTE2_S") << "\n" << row_fills.str() << "    " << pipe_flag("S_V") << "\n";
     compute_head << "    LocalTensor<T> c = resident_.Get<T>();\n";
   }
 

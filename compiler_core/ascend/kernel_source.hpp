@@ -32,6 +32,9 @@ const char* element_type(ir::DType t);
 std::string float_literal(double v);
 // The kernels' Load and Store members: whole 32-byte blocks with DataCopy, a tail with DataCopyPad.
 std::string copy_helpers();
+// A block that orders what pipe A did before it before what pipe B does after it, where no
+// queue does: SetFlag and WaitFlag of HardEvent::`event` ("MTE2_S", "S_V", "V_S", ...).
+std::string pipe_flag(const char* event);
 // The kernel whose class `Kernel` (Init(params..., tiling), Process()) is in `body`: its entry,
 // named by the hash of the body, calls them with `args`.
 KernelSource finish_kernel(const std::string& body, const std::string& params, const std::string& args, uint32_t tile, size_t num_args);

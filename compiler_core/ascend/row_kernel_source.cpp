@@ -159,8 +159,11 @@ RowMath row_math(const RowOp& r, bool f32) {
   RowMath m;
   std::string a = "x";
   if (!f32) m.prologue.push_back("Cast(w, x, RoundMode::CAST_NONE, n);"), a = "w";
-  auto reduce_into = [](const char* op, const std::string& of, const std::string& update) {
-    return std::vector<std::string>{std::string(op) + "(s, " + of + ", scratch, n);", update};
+  // The scalar unit reads a result the vector pipe wrote into s, which the vector pipe writes
+  // again later: flags on both sides, as no queue orders them.
+  auto read_s = [](const std::string& statement) { return pipe_flag("V_S") + "\n    " + statement + "\n    " + pipe_flag("S_V"); };
+  auto reduce_into = [&](const char* op, const std::string& of, const std::string& update) {
+    return std::vector<std::string>{std::string(op) + "(s, " + of + ", scratch, n);", read_s(update)};
   };
   const std::string count = "static_cast<float>(length_)";
   if (r.kind == ir::OpKind::softmax || r.kind == ir::OpKind::log_softmax) {
@@ -173,18 +176,18 @@ RowMath row_math(const RowOp& r, bool f32) {
     m.passes.push_back(reduce_into("ReduceMax", a, "top_ = s.GetValue(0) > top_ ? s.GetValue(0) : top_;"));
     m.after.push_back("");
     if (r.kind == ir::OpKind::softmax) {
-      m.passes.push_back({"Adds(w, " + a + ", -top_, n);", "Exp(w, w, n);", "ReduceSum(s, w, scratch, n);", "sum_ += s.GetValue(0);"});
+      m.passes.push_back({"Adds(w, " + a + ", -top_, n);", "Exp(w, w, n);", "ReduceSum(s, w, scratch, n);", read_s("sum_ += s.GetValue(0);")});
       m.after.push_back("");
       m.final_whole = {"Muls($o, w, 1.0f / sum_, n);"};
       m.final_chunked = {"Adds(w, " + a + ", -top_, n);", "Exp(w, w, n);", "Muls($o, w, 1.0f / sum_, n);"};
     } else {  // x - max - log(sum(exp(x - max)))
-      m.passes.push_back({"Adds(w, " + a + ", -top_, n);", "Exp(t, w, n);", "ReduceSum(s, t, scratch, n);", "sum_ += s.GetValue(0);"});
-      m.after.push_back("Duplicate(s, sum_, 8);\n    Ln(s, s, 8);\n    lse_ = s.GetValue(0);");
+      m.passes.push_back({"Adds(w, " + a + ", -top_, n);", "Exp(t, w, n);", "ReduceSum(s, t, scratch, n);", read_s("sum_ += s.GetValue(0);")});
+      m.after.push_back("Duplicate(s, sum_, 8);\n    Ln(s, s, 8);\n    " + read_s("lse_ = s.GetValue(0);"));
       m.final_whole = {"Adds($o, w, -lse_, n);"};
       m.final_chunked = {"Adds(w, " + a + ", -top_, n);", "Adds($o, w, -lse_, n);"};
     }
   } else {
-    const std::string rstd = "Duplicate(s, sq_ / " + count + " + " + float_literal(r.epsilon) + ", 8);\n    Sqrt(s, s, 8);\n    rstd_ = 1.0f / s.GetValue(0);";
+    const std::string rstd = "Duplicate(s, sq_ / " + count + " + " + float_literal(r.epsilon) + ", 8);\n    Sqrt(s, s, 8);\n    " + read_s("rstd_ = 1.0f / s.GetValue(0);");
     std::vector<std::string> scale;
     if (r.scale != ir::kNone) scale.push_back("Mul($o, w, sc, n);");
     if (r.bias != ir::kNone) scale.push_back("Add($o, w, bi, n);");
@@ -192,13 +195,13 @@ RowMath row_math(const RowOp& r, bool f32) {
       m.init = "sum_ = 0.0f, sq_ = 0.0f;";
       m.passes.push_back(reduce_into("ReduceSum", a, "sum_ += s.GetValue(0);"));
       m.after.push_back("mean_ = sum_ / " + count + ";");
-      m.passes.push_back({"Adds(w, " + a + ", -mean_, n);", "Mul(t, w, w, n);", "ReduceSum(s, t, scratch, n);", "sq_ += s.GetValue(0);"});
+      m.passes.push_back({"Adds(w, " + a + ", -mean_, n);", "Mul(t, w, w, n);", "ReduceSum(s, t, scratch, n);", read_s("sq_ += s.GetValue(0);")});
       m.after.push_back(rstd);
       m.final_whole = {"Muls($o, w, rstd_, n);"};
       m.final_chunked = {"Adds(w, " + a + ", -mean_, n);", "Muls($o, w, rstd_, n);"};
     } else {
       m.init = "sq_ = 0.0f;";
-      m.passes.push_back({"Mul(t, " + a + ", " + a + ", n);", "ReduceSum(s, t, scratch, n);", "sq_ += s.GetValue(0);"});
+      m.passes.push_back({"Mul(t, " + a + ", " + a + ", n);", "ReduceSum(s, t, scratch, n);", read_s("sq_ += s.GetValue(0);")});
       m.after.push_back(rstd);
       m.final_whole = m.final_chunked = {"Muls($o, " + a + ", rstd_, n);"};
     }

@@ -267,6 +267,19 @@ TEST_CASE("the simulated device faults where the hardware would") {
                                     a, b);
     CHECK_MESSAGE(ordered.first == 0, ordered.second);
   }
+  SUBCASE("the scalar unit reads what the vector pipe wrote only after a V_S flag") {
+    const std::string reduce = "TBuf<TPosition::VECCALC> v; pipe.InitBuffer(v, 512); LocalTensor<float> u = v.Get<float>(); "
+                               "Duplicate(u, 2.0f, 64); ReduceSum(u[64], u, u[72], 64);\n";
+    const auto bare = dev.run(pipe + reduce + "u.SetValue(100, u.GetValue(64));", a, b);
+    CHECK(bare.first == 507015);
+    CHECK(bare.second.find("GetValue of Unified Buffer bytes the vector pipe used with nothing ordering it before (a V_S flag)") !=
+          std::string::npos);
+    const auto flagged = dev.run(pipe + reduce +
+                                     "event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S)); SetFlag<HardEvent::V_S>(e); "
+                                     "WaitFlag<HardEvent::V_S>(e); u.SetValue(100, u.GetValue(64));",
+                                 a, b);
+    CHECK_MESSAGE(flagged.first == 0, flagged.second);
+  }
   SUBCASE("the queue or a flag orders them") {
     const auto flagged = dev.run(
         pipe + "LocalTensor<float> t = q.AllocTensor<float>(); DataCopy(t, ga, 32); q.EnQue(t); t = q.DeQue<float>(); Exp(t, t, 32); "

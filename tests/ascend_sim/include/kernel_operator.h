@@ -7,8 +7,9 @@
 // of the pipes per Unified Buffer byte range: a copy from global memory is ordered before the
 // vector instructions by its queue (EnQue/DeQue) or an MTE2_V flag, before the scalar unit's
 // accesses (and so everything it issues after) by an MTE2_S flag; the scalar unit's writes
-// before the vector instructions by an S_V flag; the vector instructions before the next copy
-// into the same bytes by FreeTensor/AllocTensor or a V_MTE2 flag. An access nothing ordered is
+// before the vector instructions by an S_V flag; the vector instructions before the scalar
+// unit's accesses by a V_S flag, and before the next copy into the same bytes by
+// FreeTensor/AllocTensor or a V_MTE2 flag. An access nothing ordered is
 // a fault. (A flag covers what its pipe did before SetFlag, for the WaitFlag of the same id.)
 #pragma once
 #include <algorithm>
@@ -59,6 +60,7 @@ struct Core {
   std::vector<Range> copied_in_scalar;  // ... nor before the scalar unit
   std::vector<Range> scalar_written;    // written by the scalar unit, not yet ordered before the vector pipe
   std::vector<Range> vector_used;       // used by vector instructions since their buffer was last (re)allocated
+  std::vector<Range> vector_for_scalar; // used by vector instructions, not yet ordered before the scalar unit
   std::map<int, std::vector<Range>> flagged;  // by event and id: what a set flag covers until its wait
   void* pipe = nullptr;                 // the block's TPipe (GetTPipePtr)
 };
@@ -90,6 +92,7 @@ inline void vector_access(const void* p, size_t bytes, const char* op) {
   if (overlaps(core.scalar_written, lo, hi))
     fault(std::string(op) + " uses Unified Buffer bytes the scalar unit wrote with nothing ordering the writes before it (an S_V flag)");
   add(core.vector_used, lo, hi);
+  add(core.vector_for_scalar, lo, hi);
 }
 // A scalar access (GetValue/SetValue) of [p, p + bytes).
 inline void scalar_access(const void* p, size_t bytes, bool write) {
@@ -97,6 +100,9 @@ inline void scalar_access(const void* p, size_t bytes, bool write) {
   if (overlaps(core.copied_in_scalar, lo, hi))
     fault(std::string(write ? "SetValue" : "GetValue") +
           " of Unified Buffer bytes that a copy from global memory wrote with nothing ordering the copy before it (an MTE2_S flag)");
+  if (overlaps(core.vector_for_scalar, lo, hi))
+    fault(std::string(write ? "SetValue" : "GetValue") +
+          " of Unified Buffer bytes the vector pipe used with nothing ordering it before (a V_S flag)");
   if (write) add(core.scalar_written, lo, hi);
 }
 // A copy from global memory into [p, p + bytes).
@@ -190,7 +196,7 @@ class TPipe;
 
 // Flags between the pipes (SetFlag/WaitFlag): those the order of copies in, the scalar unit and
 // the vector pipe needs.
-enum class HardEvent { MTE2_V, V_MTE2, MTE2_S, S_V };
+enum class HardEvent { MTE2_V, V_MTE2, MTE2_S, S_V, V_S };
 using event_t = int32_t;
 namespace sim {
 // What the first pipe of `e` did that its wait orders: the ranges still unordered.
@@ -200,6 +206,7 @@ inline std::vector<Range>& unordered(HardEvent e) {
     case HardEvent::V_MTE2: return core.vector_used;
     case HardEvent::MTE2_S: return core.copied_in_scalar;
     case HardEvent::S_V: return core.scalar_written;
+    case HardEvent::V_S: return core.vector_for_scalar;
   }
   return core.copied_in;
 }
@@ -295,7 +302,9 @@ class TPipe {
  public:
   TPipe() {
     sim::core.ub_used = 0;
-    for (auto* ranges : {&sim::core.copied_in, &sim::core.copied_in_scalar, &sim::core.scalar_written, &sim::core.vector_used}) ranges->clear();
+    for (auto* ranges : {&sim::core.copied_in, &sim::core.copied_in_scalar, &sim::core.scalar_written, &sim::core.vector_used,
+                         &sim::core.vector_for_scalar})
+      ranges->clear();
     sim::core.flagged.clear();
     sim::core.pipe = this;
   }

@@ -34,17 +34,9 @@ class Kernel {
       LocalTensor<T> row = c[0 * kTile];
       Load(row, r, 24);
     }
-    {
-      const event_t rows_in = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_S));
-      SetFlag<HardEvent::MTE2_S>(rows_in);
-      WaitFlag<HardEvent::MTE2_S>(rows_in);
-    }
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_S)); SetFlag<HardEvent::MTE2_S>(e); WaitFlag<HardEvent::MTE2_S>(e); }
     for (uint32_t i = 24; i < kTile; ++i) c[0 * kTile].SetValue(i, c[0 * kTile].GetValue(i - 24));
-    {
-      const event_t rows_repeated = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));
-      SetFlag<HardEvent::S_V>(rows_repeated);
-      WaitFlag<HardEvent::S_V>(rows_repeated);
-    }
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V)); SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e); }
   }
 
   __aicore__ inline void Process() {
@@ -122,7 +114,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_bf08c4b50bb259e6(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR out1, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_9f721d20f6c17d2b(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR out0, GM_ADDR out1, GM_ADDR tiling) {
   Kernel k;
   k.Init(in0, in1, in2, out0, out1, tiling);
   k.Process();

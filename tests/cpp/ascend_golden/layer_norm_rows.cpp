@@ -62,15 +62,21 @@ class Kernel {
     LocalTensor<float> scratch = w[2 * kRow + 8];  // to the buffer's end: kScratch elements
     LocalTensor<V> y = qy_.AllocTensor<V>();
     ReduceSum(s, x, scratch, n);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S)); SetFlag<HardEvent::V_S>(e); WaitFlag<HardEvent::V_S>(e); }
     sum_ += s.GetValue(0);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V)); SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e); }
     mean_ = sum_ / static_cast<float>(length_);
     Adds(w, x, -mean_, n);
     Mul(t, w, w, n);
     ReduceSum(s, t, scratch, n);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S)); SetFlag<HardEvent::V_S>(e); WaitFlag<HardEvent::V_S>(e); }
     sq_ += s.GetValue(0);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V)); SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e); }
     Duplicate(s, sq_ / static_cast<float>(length_) + 1e-05f, 8);
     Sqrt(s, s, 8);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S)); SetFlag<HardEvent::V_S>(e); WaitFlag<HardEvent::V_S>(e); }
     rstd_ = 1.0f / s.GetValue(0);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V)); SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e); }
     Muls(w, w, rstd_, n);
     Mul(w, w, sc, n);
     Add(y, w, bi, n);
@@ -94,7 +100,9 @@ class Kernel {
     }
     Duplicate(s, sq_ / static_cast<float>(length_) + 1e-05f, 8);
     Sqrt(s, s, 8);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S)); SetFlag<HardEvent::V_S>(e); WaitFlag<HardEvent::V_S>(e); }
     rstd_ = 1.0f / s.GetValue(0);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V)); SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e); }
     for (uint64_t c = 0; c < length_; c += kRow) {
       const uint32_t n = static_cast<uint32_t>(length_ - c < kRow ? length_ - c : kRow);
       LoadResidents(c, n);
@@ -113,7 +121,9 @@ class Kernel {
     LocalTensor<float> s = w[2 * kRow];  // one block: the reductions' result
     LocalTensor<float> scratch = w[2 * kRow + 8];  // to the buffer's end: kScratch elements
     ReduceSum(s, x, scratch, n);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S)); SetFlag<HardEvent::V_S>(e); WaitFlag<HardEvent::V_S>(e); }
     sum_ += s.GetValue(0);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V)); SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e); }
     qx_.FreeTensor(x);
   }
 
@@ -128,7 +138,9 @@ class Kernel {
     Adds(w, x, -mean_, n);
     Mul(t, w, w, n);
     ReduceSum(s, t, scratch, n);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S)); SetFlag<HardEvent::V_S>(e); WaitFlag<HardEvent::V_S>(e); }
     sq_ += s.GetValue(0);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V)); SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e); }
     qx_.FreeTensor(x);
   }
 
@@ -206,7 +218,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_23ed996f7f47caab(GM_ADDR x, GM_ADDR scale, GM_ADDR bias, GM_ADDR y, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_f53a06af1eb0a383(GM_ADDR x, GM_ADDR scale, GM_ADDR bias, GM_ADDR y, GM_ADDR tiling) {
   Kernel k;
   k.Init(x, scale, bias, y, tiling);
   k.Process();

@@ -68,11 +68,15 @@ class Kernel {
     Cast(t, m, RoundMode::CAST_NONE, n);
     Add(w, w, t, n);
     ReduceMax(s, w, scratch, n);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S)); SetFlag<HardEvent::V_S>(e); WaitFlag<HardEvent::V_S>(e); }
     top_ = s.GetValue(0) > top_ ? s.GetValue(0) : top_;
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V)); SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e); }
     Adds(w, w, -top_, n);
     Exp(w, w, n);
     ReduceSum(s, w, scratch, n);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S)); SetFlag<HardEvent::V_S>(e); WaitFlag<HardEvent::V_S>(e); }
     sum_ += s.GetValue(0);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V)); SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e); }
     Muls(w, w, 1.0f / sum_, n);
     Cast(y, w, RoundMode::CAST_RINT, n);
     qx_.FreeTensor(x);
@@ -112,7 +116,9 @@ class Kernel {
     Cast(t, m, RoundMode::CAST_NONE, n);
     Add(w, w, t, n);
     ReduceMax(s, w, scratch, n);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S)); SetFlag<HardEvent::V_S>(e); WaitFlag<HardEvent::V_S>(e); }
     top_ = s.GetValue(0) > top_ ? s.GetValue(0) : top_;
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V)); SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e); }
     qx_.FreeTensor(x);
     qm_.FreeTensor(m);
   }
@@ -131,7 +137,9 @@ class Kernel {
     Adds(w, w, -top_, n);
     Exp(w, w, n);
     ReduceSum(s, w, scratch, n);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S)); SetFlag<HardEvent::V_S>(e); WaitFlag<HardEvent::V_S>(e); }
     sum_ += s.GetValue(0);
+    { const event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V)); SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e); }
     qx_.FreeTensor(x);
     qm_.FreeTensor(m);
   }
@@ -206,7 +214,7 @@ class Kernel {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void esg_b34249ad52d8d4a8(GM_ADDR x, GM_ADDR mask, GM_ADDR y, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void esg_4e945f394b850344(GM_ADDR x, GM_ADDR mask, GM_ADDR y, GM_ADDR tiling) {
   Kernel k;
   k.Init(x, mask, y, tiling);
   k.Process();
