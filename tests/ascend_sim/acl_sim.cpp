@@ -189,7 +189,12 @@ struct Sim {
   std::set<int32_t> devices_set;
   int next_id = 1;
   std::map<uintptr_t, Allocation> heap;  // by user address
-  std::map<uintptr_t, Allocation> pinned;  // aclrtMallocHost's, by address
+  struct Pinned {
+    uint8_t* raw;
+    size_t size;
+    int id;
+  };
+  std::map<uintptr_t, Pinned> pinned;  // aclrtMallocHost's live blocks, by address (a freed one is erased)
   size_t live_bytes = 0;
   std::set<void*> contexts;
   std::map<void*, std::unique_ptr<SimStream>> streams;
@@ -742,7 +747,7 @@ Error aclrtMallocHost(void** ptr, size_t size) {
   Sim& s = sim();
   std::lock_guard<std::mutex> lock(s.mu);
   const int id = s.next_id++;
-  s.pinned[reinterpret_cast<uintptr_t>(raw)] = {raw, size, id, true};
+  s.pinned[reinterpret_cast<uintptr_t>(raw)] = {raw, size, id};
   *ptr = raw;
   log_line("aclrtMallocHost " + name_of("host", id) + " bytes=" + std::to_string(size));
   return kSuccess;
