@@ -8,6 +8,7 @@ packages=(cmake ninja-build g++ ccache pkg-config python3 python3-dev python3-ji
           zlib1g-dev abigail-tools libdnnl-dev python3-onnx python3-torch
           python3-setuptools python3-wheel python3-build python3-venv python3-pip dpkg-dev
           clang libclang-rt-dev libomp-dev python3-hypothesis
+          libopenmpi-dev openmpi-bin
           "$@")
 missing=()
 for p in "${packages[@]}"; do

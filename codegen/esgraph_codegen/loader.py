@@ -16,7 +16,7 @@ from .model import (ATTR_TYPES, DTYPE_GROUPS, DTYPES, Attr, Example, ExampleTens
                     Location, OnnxNode, OpDef, OpSet, Output, OutputCount, Subgraph, TypeVar)
 
 OP_KEYS = {"name", "since", "status", "summary", "doc", "type_vars", "inputs", "outputs", "attrs",
-           "subgraphs", "infer", "compute", "examples", "onnx", "sized_by_data",
+           "subgraphs", "infer", "compute", "examples", "onnx", "sized_by_data", "communicates",
            "static_form"}
 OP_REQUIRED = ("name", "since", "summary", "outputs", "infer")
 INPUT_KEYS = {"name", "type", "doc", "optional", "variadic", "min", "since"}
@@ -302,12 +302,16 @@ class _OpLoader:
         if static_form and not sized_by_data:
             self.p.add(f["static_form"].loc, f"{self.what} has a `static_form` but is not `sized_by_data` (the form is how it "
                                              f"runs once its operands' values are read)")
+        communicates = _scalar(f, "communicates", bool, self.what, self.p, False)
+        if communicates and (subgraphs or expr is not None or sized_by_data):
+            self.p.add(f["communicates"].loc, f"{self.what} cannot `communicate` with bodies, a `compute` or `sized_by_data`")
         return OpDef(name=name, since=since, status=status,
                      summary=_scalar(f, "summary", str, self.what, self.p, ""),
                      doc=_scalar(f, "doc", str, self.what, self.p, ""),
                      type_vars=type_vars, inputs=inputs, outputs=outputs, attrs=attrs,
                      subgraphs=subgraphs, infer=infer, compute=expr, examples=examples,
-                     loc=self.node.loc, onnx=onnx, sized_by_data=sized_by_data, static_form=static_form)
+                     loc=self.node.loc, onnx=onnx, sized_by_data=sized_by_data, static_form=static_form,
+                     communicates=communicates)
 
     def _check_axis_of(self, attrs, inputs, outputs) -> None:
         """`axis_of` names an input or output whose position in a node is fixed."""

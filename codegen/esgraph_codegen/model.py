@@ -160,6 +160,8 @@ class OpDef:
     # The op of fixed sizes it runs as once the inputs named like that op's attributes are read
     # (reshape_to as reshape): "" for none.
     static_form: str = ""
+    # Exchanges data with other ranks (a collective, send, recv): never folded, merged or dropped.
+    communicates: bool = False
 
     # --- the positional/optional split every binding follows -------------------------------
     @property

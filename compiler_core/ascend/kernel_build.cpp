@@ -104,7 +104,7 @@ Toolchain cann_toolchain() {
   for (const std::string& root : roots) {
     // The Ascend C devkit: where CANN's own build looks for it (8.5 on: <root>/<arch>-linux;
     // before: <root>/compiler), its compiler ccec, or bisheng as 8.5 names it.
-    for (const std::string devkit : {root + "/" + machine + "-linux", root + "/tools", root + "/compiler", root + "/ascendc_devkit"}) {
+    for (const std::string& devkit : {root + "/" + machine + "-linux", root + "/tools", root + "/compiler", root + "/ascendc_devkit"}) {
       std::string compiler;
       for (const char* name : {"ccec", "bisheng"})
         if (compiler.empty() && fs::exists(devkit + "/ccec_compiler/bin/" + name)) compiler = devkit + "/ccec_compiler/bin/" + name;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "eval/attention_layout.hpp"
+#include "eval/collective.hpp"
 #include "eval/indexing.hpp"
 #include "ir/error.hpp"
 
@@ -816,6 +817,13 @@ Kernel find_kernel(const ir::OpSchema& op) {
     case K::pad: return pad;
     case K::fill: return fill;
     case K::range: return range;
+    case K::all_reduce:
+    case K::all_gather:
+    case K::reduce_scatter:
+    case K::broadcast:
+    case K::all_to_all:
+    case K::send:
+    case K::recv: return [](const KernelCall& c) { run_collective(c.graph, c.node, c.in.empty() ? nullptr : c.in[0], *c.out[0]); };
     default: return nullptr;
   }
 }

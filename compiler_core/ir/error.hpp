@@ -20,6 +20,7 @@ enum class ErrorCode : int {
   Backend = 11,  // a device runtime that is missing or failed
   Limit = 12,    // beyond a limit of the graph or the options: nesting depth, nodes, loop iterations
   Cancelled = 13,  // a run stopped by Model::cancel
+  Communication = 14,  // a collective whose ranks disagree, one that never arrived, a transport's failure
 };
 
 class Error : public std::runtime_error {

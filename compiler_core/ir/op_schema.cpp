@@ -44,7 +44,7 @@ namespace {
 // Constants carry their dtype, shape and bytes in the node itself; nothing to infer.
 void infer_constant(InferContext&) {}
 const OutputSchema kConstantOutputs[] = {{"y", OutputType::Data, -1, DType::Invalid, -1, OutputCount::One, -1}};
-const OpSchema kConstant = {"constant", OpKind::constant, 1, "constant", infer_constant, {}, {}, {kConstantOutputs, 1}, {}, {}, false, false, ""};
+const OpSchema kConstant = {"constant", OpKind::constant, 1, "constant", infer_constant, {}, {}, {kConstantOutputs, 1}, {}, {}, false, false, "", false};
 }  // namespace
 
 const OpSchema& constant_op() { return kConstant; }

@@ -87,6 +87,10 @@ struct OpSchema {
   // The op of fixed sizes a sized op runs as, once its inputs named like that op's attributes
   // have been read as them (reshape_to as reshape); "" for none (codegen checks the match).
   const char* static_form;
+  // Exchanges data with other ranks (a collective, send, recv; op_defs/collective.yaml): every
+  // rank must run it, the same ones in the same order, so no pass folds, merges or drops it, and
+  // it runs on the plan's communication stream.
+  bool communicates;
 
   int attr_index(std::string_view attr) const;  // -1 if absent
   int input_index(std::string_view input) const;

@@ -71,6 +71,11 @@ bool lossless(ir::DType from, ir::DType to) {
 std::unique_ptr<Graph> eliminate_dead_code(const Graph& g) {
   std::vector<char> live(g.nodes.size(), 0);
   std::vector<ValueId> work(g.outputs().begin(), g.outputs().end());
+  // Every rank takes part in each of its collectives, read or not: dropping one would leave
+  // the others waiting.
+  for (NodeId n = 0; n < g.nodes.size(); ++n)
+    if (g.nodes[n].op->communicates && g.nodes[n].region == 0)
+      for (uint32_t i = 0; i < g.nodes[n].num_outputs; ++i) work.push_back(g.nodes[n].first_output + i);
   while (!work.empty()) {
     const ValueId v = work.back();
     work.pop_back();
@@ -89,7 +94,8 @@ std::unique_ptr<Graph> eliminate_common_subexpressions(const Graph& g) {
   std::unordered_map<std::string, NodeId> seen;  // key -> node of the new graph
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    if (n.region != 0 || n.num_bodies || n.num_deps || n.num_notes) return false;
+    // Two identical receives take two messages; two identical collectives, two exchanges.
+    if (n.region != 0 || n.num_bodies || n.num_deps || n.num_notes || n.op->communicates) return false;
     std::ostringstream key;
     key << static_cast<int>(n.op->kind) << '(';
     for (ValueId v : g.inputs(n)) key << (v == kNone ? -1 : static_cast<int64_t>(r.get(v))) << ',';
@@ -127,7 +133,7 @@ std::unique_ptr<Graph> fold_constants(const Graph& g, int64_t max_elements) {
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
     // Generators (fill, range) have no inputs and fold like the rest, within max_elements.
-    if (n.region != 0 || n.blob != kNone || n.num_bodies) return false;
+    if (n.region != 0 || n.blob != kNone || n.num_bodies || n.op->communicates) return false;
     const Graph& t = r.to().graph();
     std::vector<eval::TensorRef> in(n.num_inputs);
     std::vector<const eval::TensorRef*> in_ptrs(n.num_inputs, nullptr);

@@ -50,6 +50,7 @@ ESG_DEFINE_ERROR(UnsupportedError)      // an option newer than the library
 ESG_DEFINE_ERROR(BackendError)          // a device runtime that is missing or failed
 ESG_DEFINE_ERROR(LimitError)            // nesting, graph size or loop iterations beyond a limit
 ESG_DEFINE_ERROR(CancelledError)        // a run stopped by Model::cancel
+ESG_DEFINE_ERROR(CommunicationError)    // a collective whose ranks disagree or never arrived
 #undef ESG_DEFINE_ERROR
 
 namespace detail {
@@ -67,6 +68,7 @@ namespace detail {
     case ESG_ERR_BACKEND: throw BackendError(s, message);
     case ESG_ERR_LIMIT: throw LimitError(s, message);
     case ESG_ERR_CANCELLED: throw CancelledError(s, message);
+    case ESG_ERR_COMMUNICATION: throw CommunicationError(s, message);
     default: throw Error(s, message);
   }
 }

@@ -15,7 +15,7 @@
 Errors are raised where an expression is written: `esgraph.ShapeError` (a `ValueError`),
 `esgraph.DTypeError` (a `TypeError`), and so on, all subclasses of `esgraph.Error`.
 """
-from ._C import (AttributeValueError, BackendError, CancelledError, DType, DTypeError, Error, FormatError,
+from ._C import (AttributeValueError, BackendError, CancelledError, CommunicationError, DType, DTypeError, Error, FormatError,
                  Graph, GraphBuilder, GraphIOError, InvalidArgumentError, LifetimeError, LimitError, Model,
                  ShapeError, Tensor, UnsupportedError, __version__, constant)
 from ._C import compile as _compile_graph
@@ -36,7 +36,7 @@ def compile(graph, **options):  # noqa: A001 - the library's one verb for it
 compile.__doc__ = _compile_graph.__doc__
 
 __all__ = [
-    "AttributeValueError", "BackendError", "CancelledError", "DType", "DTypeError", "Error", "FormatError", "Graph", "GraphBuilder",
+    "AttributeValueError", "BackendError", "CancelledError", "CommunicationError", "DType", "DTypeError", "Error", "FormatError", "Graph", "GraphBuilder",
     "GraphIOError", "InvalidArgumentError", "LifetimeError", "LimitError", "Model", "ShapeError", "Tensor",
     "UnsupportedError", "compile", "constant", "ops", "bf16", "bool_", "f16", "f32", "f64", "i8", "i16",
     "i32", "i64", "u8", "u16", "u32", "u64",

@@ -15,7 +15,7 @@ namespace {
 
 // Exceptions that are both esgraph.Error and the builtin a Python user expects.
 struct PyErrors {
-  py::object base, invalid, shape, dtype, attr, lifetime, format, io, unsupported, backend, limit, cancelled;
+  py::object base, invalid, shape, dtype, attr, lifetime, format, io, unsupported, backend, limit, cancelled, communication;
 };
 
 PyErrors& errors() {
@@ -538,6 +538,8 @@ void bind_errors(py::module_& m) {
                       "Beyond a limit: bodies nested too deep, a graph over max_nodes, a loop over max_loop_iterations, "
                       "memory over max_memory_bytes.");
   e.cancelled = new_error(m, "CancelledError", PyExc_RuntimeError, "A run stopped by Model.cancel().");
+  e.communication = new_error(m, "CommunicationError", PyExc_RuntimeError,
+                              "A collective whose ranks disagree or never arrived, or a failed transport.");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -556,6 +558,7 @@ void bind_errors(py::module_& m) {
         case ESG_ERR_BACKEND: cls = er.backend; break;
         case ESG_ERR_LIMIT: cls = er.limit; break;
         case ESG_ERR_CANCELLED: cls = er.cancelled; break;
+        case ESG_ERR_COMMUNICATION: cls = er.communication; break;
         default: break;
       }
       PyErr_SetString(cls.ptr(), ex.what());

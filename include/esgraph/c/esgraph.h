@@ -56,7 +56,9 @@ typedef enum esg_status {
   ESG_ERR_BACKEND = 11,         /* a device runtime that is missing or failed (API 2)             */
   ESG_ERR_LIMIT = 12,           /* beyond a limit: bodies nested too deep, a graph over max_nodes,
                                    a loop over max_loop_iterations (API 2)                         */
-  ESG_ERR_CANCELLED = 13        /* a run stopped by esg_model_cancel (API 2)                      */
+  ESG_ERR_CANCELLED = 13,       /* a run stopped by esg_model_cancel (API 2)                      */
+  ESG_ERR_COMMUNICATION = 14    /* a collective whose ranks disagree or never arrived, or a failed
+                                   transport (API 2)                                               */
 } esg_status;
 
 /* The calling thread's last error message ("" after a success), and its status code. */
@@ -391,6 +393,16 @@ ESG_API esg_status esg_model_profile(const esg_model* model, const esg_buffer* i
 /* What compiling did: passes and their times, kernels, streams and events, memory (planned
    peak, lower bound, size without reuse). Free with esg_free. */
 ESG_API char* esg_model_report(const esg_model* model);
+
+/* ---- the distributed world (API 2; docs/distributed.md) ------------------------------------
+   Collectives (esg_all_reduce, ...) run among the processes of a job. Started by an MPI launcher
+   (mpirun), the world is MPI_COMM_WORLD, through Open MPI; otherwise it is this one process. */
+/* Makes the caller's communicator the world, before any collective is built or run:
+   `mpi_comm` points at an MPI_Comm (the library duplicates it; MPI must be initialized). */
+ESG_API esg_status esg_dist_use_mpi_comm(const void* mpi_comm);
+/* The world's size and this process's rank in it (either pointer may be NULL). Finding the world
+   the first time starts MPI under a launcher; ESG_ERR_BACKEND if it cannot. */
+ESG_API esg_status esg_dist_world(int* size, int* rank);
 
 /* API 2: the numbers of the report, as data: what a tool or test should read (the report's text
    is for people and may change). Fields are only ever appended; a field this library does not

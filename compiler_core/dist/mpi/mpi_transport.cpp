@@ -1,0 +1,313 @@
+// The Open MPI transport, built as its own library (libesgraph_mpi.so) that the world loads when
+// an MPI launcher started the process (dist/world.cpp), so that nothing of MPI is needed to use
+// esgraph on one process. Every call is nonblocking (MPI_I*) and waited for with a deadline:
+// a rank that never arrives makes the others fail with an error naming it, not hang.
+//
+// Naming the rank: each group keeps an RMA window of one counter per member, the number of the
+// group's calls it has entered; a member stores its own before each call, and a member whose
+// wait ran out reads the others' (passive target: they need not take part) and names those
+// behind it.
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "dist/communicator.hpp"
+#include "ir/half.hpp"
+
+namespace esg::dist {
+namespace {
+
+// Each MPI call under one lock: the process may have MPI at less than MPI_THREAD_MULTIPLE (a
+// caller's own MPI_Init), and collectives of two models may run on two threads.
+std::mutex mpi_mu;
+
+std::string mpi_error(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return std::string(text, static_cast<size_t>(len));
+}
+
+// The two 16-bit floats reduce in f32 through ops of our own; MPI has neither type.
+MPI_Datatype f16_type = MPI_DATATYPE_NULL, bf16_type = MPI_DATATYPE_NULL;
+
+template <typename F>
+void reduce_halves(void* in, void* inout, int* len, MPI_Datatype* type, F combine) {
+  auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  const bool bf = *type == bf16_type;
+  for (int i = 0; i < *len; ++i) {
+    const float x = bf ? ir::bf16_to_float(a[i]) : ir::f16_to_float(a[i]);
+    const float y = bf ? ir::bf16_to_float(b[i]) : ir::f16_to_float(b[i]);
+    const float r = combine(x, y);
+    b[i] = bf ? ir::float_to_bf16(r) : ir::float_to_f16(r);
+  }
+}
+void half_sum(void* a, void* b, int* n, MPI_Datatype* t) { reduce_halves(a, b, n, t, [](float x, float y) { return x + y; }); }
+void half_max(void* a, void* b, int* n, MPI_Datatype* t) { reduce_halves(a, b, n, t, [](float x, float y) { return std::max(x, y); }); }
+void half_min(void* a, void* b, int* n, MPI_Datatype* t) { reduce_halves(a, b, n, t, [](float x, float y) { return std::min(x, y); }); }
+void half_prod(void* a, void* b, int* n, MPI_Datatype* t) { reduce_halves(a, b, n, t, [](float x, float y) { return x * y; }); }
+MPI_Op half_ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+
+void make_half_types() {
+  MPI_Type_contiguous(2, MPI_BYTE, &f16_type);
+  MPI_Type_commit(&f16_type);
+  MPI_Type_contiguous(2, MPI_BYTE, &bf16_type);
+  MPI_Type_commit(&bf16_type);
+  MPI_Op_create(&half_sum, 1, &half_ops[0]);
+  MPI_Op_create(&half_max, 1, &half_ops[1]);
+  MPI_Op_create(&half_min, 1, &half_ops[2]);
+  MPI_Op_create(&half_prod, 1, &half_ops[3]);
+}
+
+MPI_Datatype mpi_type(ir::DType t) {
+  switch (t) {
+    case ir::DType::F32: return MPI_FLOAT;
+    case ir::DType::F64: return MPI_DOUBLE;
+    case ir::DType::F16: return f16_type;
+    case ir::DType::BF16: return bf16_type;
+    case ir::DType::I8: return MPI_INT8_T;
+    case ir::DType::I16: return MPI_INT16_T;
+    case ir::DType::I32: return MPI_INT32_T;
+    case ir::DType::I64: return MPI_INT64_T;
+    case ir::DType::U8: return MPI_UINT8_T;
+    case ir::DType::U16: return MPI_UINT16_T;
+    case ir::DType::U32: return MPI_UINT32_T;
+    case ir::DType::U64: return MPI_UINT64_T;
+    case ir::DType::Bool: return MPI_C_BOOL;
+    default: return MPI_DATATYPE_NULL;
+  }
+}
+
+MPI_Op mpi_op(ir::DType t, Reduce r) {
+  const int k = r == Reduce::Avg ? 0 : static_cast<int>(r);  // an average is a sum, then divided
+  if (t == ir::DType::F16 || t == ir::DType::BF16) return half_ops[k];
+  const MPI_Op ops[4] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD};
+  return ops[k];
+}
+
+// An average's sum, divided by the group's size (the rules allow it for floating dtypes only).
+void divide(void* data, int64_t count, ir::DType t, int n) {
+  const float inv = 1.0f / static_cast<float>(n);
+  if (t == ir::DType::F32)
+    for (int64_t i = 0; i < count; ++i) static_cast<float*>(data)[i] *= inv;
+  else if (t == ir::DType::F64)
+    for (int64_t i = 0; i < count; ++i) static_cast<double*>(data)[i] /= n;
+  else {
+    auto* h = static_cast<uint16_t*>(data);
+    const bool bf = t == ir::DType::BF16;
+    for (int64_t i = 0; i < count; ++i)
+      h[i] = bf ? ir::float_to_bf16(ir::bf16_to_float(h[i]) / static_cast<float>(n))
+                : ir::float_to_f16(ir::f16_to_float(h[i]) / static_cast<float>(n));
+  }
+}
+
+int checked_count(int64_t n, const Call& c) {
+  if (n > INT32_MAX) throw Error(c.label + ": more than 2^31-1 elements in one MPI call");
+  return static_cast<int>(n);
+}
+
+class MpiTransport;
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MpiTransport& t, MPI_Comm comm, std::vector<int> world_ranks, int rank)
+      : Communicator(std::move(world_ranks), rank), transport_(t), comm_(comm) {
+    MPI_Win_allocate(sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm_, &entered_board_, &board_);
+    *entered_board_ = 0;
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, board_);
+    MPI_Barrier(comm_);  // every member's counter is 0 before anyone reads it
+  }
+  // The communicator and its window are left to MPI_Finalize: freeing either is collective,
+  // and a peer may be gone by the time this one is destroyed.
+  ~MpiCommunicator() override = default;
+
+  void all_reduce(const void* in, void* out, int64_t count, ir::DType type, Reduce op, const Call& c) override {
+    // Counts beyond an int go in pieces (a reduction is elementwise).
+    int element = 0;
+    MPI_Type_size(mpi_type(type), &element);
+    const int64_t step = INT32_MAX / 2, size = element;
+    for (int64_t at = 0; at < count || at == 0; at += step) {
+      const int n = static_cast<int>(std::min(step, count - at));
+      const void* src = in == out ? MPI_IN_PLACE : static_cast<const uint8_t*>(in) + at * size;
+      run(c, [&](MPI_Request* q) {
+        return MPI_Iallreduce(src, static_cast<uint8_t*>(out) + at * size, n, mpi_type(type), mpi_op(type, op), comm_, q);
+      });
+      if (count == 0) break;
+    }
+    if (op == Reduce::Avg) divide(out, count, type, this->size());
+  }
+  void all_gather(const void* in, void* out, int64_t bytes, const Call& c) override {
+    const int n = checked_count(bytes, c);
+    run(c, [&](MPI_Request* q) { return MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, comm_, q); });
+  }
+  void reduce_scatter(const void* in, void* out, int64_t count, ir::DType type, Reduce op, const Call& c) override {
+    const int n = checked_count(count * this->size(), c) / this->size();
+    run(c, [&](MPI_Request* q) { return MPI_Ireduce_scatter_block(in, out, n, mpi_type(type), mpi_op(type, op), comm_, q); });
+    if (op == Reduce::Avg) divide(out, count, type, this->size());
+  }
+  void broadcast(void* buffer, int64_t bytes, int root, const Call& c) override {
+    const int n = checked_count(bytes, c);
+    run(c, [&](MPI_Request* q) { return MPI_Ibcast(buffer, n, MPI_BYTE, root, comm_, q); });
+  }
+  void all_to_all(const void* in, void* out, int64_t bytes, const Call& c) override {
+    const int n = checked_count(bytes, c);
+    run(c, [&](MPI_Request* q) { return MPI_Ialltoall(in, n, MPI_BYTE, out, n, MPI_BYTE, comm_, q); });
+  }
+  void send(const void* in, int64_t bytes, int peer, const Call& c) override {
+    const int n = checked_count(bytes, c);
+    run(c, [&](MPI_Request* q) { return MPI_Isend(in, n, MPI_BYTE, peer, 0, comm_, q); }, peer);
+  }
+  void recv(void* out, int64_t bytes, int peer, const Call& c) override {
+    const int n = checked_count(bytes, c);
+    run(c, [&](MPI_Request* q) { return MPI_Irecv(out, n, MPI_BYTE, peer, 0, comm_, q); }, peer);
+  }
+  std::vector<uint64_t> exchange(const std::vector<uint64_t>& values, const Call& c) override {
+    std::vector<uint64_t> all(values.size() * static_cast<size_t>(size()));
+    const int n = checked_count(static_cast<int64_t>(values.size()), c);
+    run(c, [&](MPI_Request* q) { return MPI_Iallgather(values.data(), n, MPI_UINT64_T, all.data(), n, MPI_UINT64_T, comm_, q); });
+    return all;
+  }
+
+ private:
+  // Starts a call, then waits for it until the deadline. `peer`: the one member a send or a
+  // receive waits for (-1: all of them).
+  template <typename Start>
+  void run(const Call& c, Start start, int peer = -1);
+  [[noreturn]] void timed_out(const Call& c, int peer);
+
+  MpiTransport& transport_;
+  MPI_Comm comm_;
+  MPI_Win board_ = MPI_WIN_NULL;
+  int64_t* entered_board_ = nullptr;  // this member's counter, in the window
+  int64_t entered_ = 0;
+};
+
+class MpiTransport final : public Transport {
+ public:
+  MpiTransport(MPI_Comm world, bool finalize) : world_(world), finalize_(finalize) {
+    MPI_Comm_size(world_, &size_);
+    MPI_Comm_rank(world_, &rank_);
+  }
+  const char* name() const override { return "mpi"; }
+  int size() const override { return size_; }
+  int rank() const override { return rank_; }
+  bool broken() const override { return broken_; }
+  void mark_broken() { broken_ = true; }
+
+  std::unique_ptr<Communicator> group(const std::vector<int>& world_ranks) override {
+    std::lock_guard<std::mutex> lock(mpi_mu);
+    MPI_Comm comm = MPI_COMM_NULL;
+    int rc = MPI_SUCCESS;
+    if (static_cast<int>(world_ranks.size()) == size_ && std::is_sorted(world_ranks.begin(), world_ranks.end())) {
+      rc = MPI_Comm_dup(world_, &comm);
+    } else {
+      MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
+      MPI_Comm_group(world_, &all);
+      MPI_Group_incl(all, static_cast<int>(world_ranks.size()), world_ranks.data(), &some);
+      rc = MPI_Comm_create_group(world_, some, 0, &comm);
+      MPI_Group_free(&some);
+      MPI_Group_free(&all);
+    }
+    if (rc != MPI_SUCCESS) throw Error("making the communicator of a group: " + mpi_error(rc));
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    return std::make_unique<MpiCommunicator>(*this, comm, world_ranks, rank);
+  }
+
+  void shutdown() override {
+    std::lock_guard<std::mutex> lock(mpi_mu);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    // A call that timed out can never complete: finalizing would wait for it. End the job.
+    if (broken_) MPI_Abort(world_, 1);
+    if (finalize_) MPI_Finalize();
+  }
+
+ private:
+  MPI_Comm world_;
+  bool finalize_;
+  int size_ = 1, rank_ = 0;
+  bool broken_ = false;
+};
+
+template <typename Start>
+void MpiCommunicator::run(const Call& c, Start start, int peer) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  {
+    std::lock_guard<std::mutex> lock(mpi_mu);
+    *entered_board_ = ++entered_;
+    MPI_Win_sync(board_);
+    const int rc = start(&request);
+    if (rc != MPI_SUCCESS) throw Error(c.label + ": " + mpi_error(rc));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(c.timeout_ms);
+  for (uint64_t spin = 0;; ++spin) {
+    int done = 0, rc = MPI_SUCCESS;
+    {
+      std::lock_guard<std::mutex> lock(mpi_mu);
+      rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    }
+    if (rc != MPI_SUCCESS) throw Error(c.label + ": " + mpi_error(rc));
+    if (done) return;
+    if ((spin & 1023) == 1023) {
+      if (std::chrono::steady_clock::now() > deadline) timed_out(c, peer);
+      // Past the first milliseconds the wait is a long one: leave the core to compute.
+      if (spin > (1u << 16)) std::this_thread::yield();
+    }
+  }
+}
+
+void MpiCommunicator::timed_out(const Call& c, int peer) {
+  transport_.mark_broken();
+  std::string behind;
+  {
+    std::lock_guard<std::mutex> lock(mpi_mu);
+    for (int r = 0; r < size(); ++r) {
+      if (r == rank() || (peer >= 0 && r != peer)) continue;
+      int64_t theirs = 0;
+      MPI_Get(&theirs, 1, MPI_INT64_T, r, 0, 1, MPI_INT64_T, board_);
+      MPI_Win_flush(r, board_);
+      if (theirs < entered_)
+        behind += (behind.empty() ? "" : "; ") + std::string("rank ") + std::to_string(world_ranks()[static_cast<size_t>(r)]) +
+                  " has entered " + std::to_string(theirs) + " of this group's collectives, this rank " + std::to_string(entered_);
+    }
+  }
+  throw Error(c.label + " did not finish within " + std::to_string(c.timeout_ms) + " ms: " +
+              (behind.empty() ? std::string("every rank reached it, so one is stuck inside it or left the job") : behind) +
+              " (ESG_COLLECTIVE_TIMEOUT_MS sets the timeout; the job ends when this process exits)");
+}
+
+}  // namespace
+}  // namespace esg::dist
+
+// The plugin's entry point (dist/world.cpp): a transport over `comm` (an MPI_Comm*; null for
+// MPI_COMM_WORLD), starting MPI unless the caller already has.
+extern "C" __attribute__((visibility("default"))) esg::dist::Transport* esg_mpi_transport_open(const void* comm, char* error,
+                                                                                                 size_t error_size) {
+  auto fail = [&](const std::string& message) -> esg::dist::Transport* {
+    std::snprintf(error, error_size, "%s", message.c_str());
+    return nullptr;
+  };
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    if (comm) return fail("a communicator was handed over but MPI is not initialized");
+    int provided = 0;
+    const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    if (rc != MPI_SUCCESS) return fail("MPI_Init_thread failed: " + esg::dist::mpi_error(rc));
+  }
+  MPI_Comm world = MPI_COMM_NULL;
+  const int rc = MPI_Comm_dup(comm ? *static_cast<const MPI_Comm*>(comm) : MPI_COMM_WORLD, &world);
+  if (rc != MPI_SUCCESS) return fail("MPI_Comm_dup failed: " + esg::dist::mpi_error(rc));
+  MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
+  esg::dist::make_half_types();
+  return new esg::dist::MpiTransport(world, !initialized);
+}
