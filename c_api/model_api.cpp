@@ -293,6 +293,8 @@ ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats*
     out.bindings = s.bindings;
     out.stages = s.stages;
     out.sized_ops = s.sized_ops;
+    out.collectives = s.collectives;
+    out.collective_bytes = s.collective_bytes;
     // An older caller's smaller struct gets its prefix; a newer caller's fields past ours read 0.
     std::memset(stats, 0, struct_size);
     std::memcpy(stats, &out, std::min(struct_size, sizeof out));

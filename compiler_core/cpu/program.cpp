@@ -12,6 +12,7 @@
 #include "cpu/fast_kernels.hpp"
 #include "cpu/reorder.hpp"
 #include "cpu/split.hpp"
+#include "dist/world.hpp"
 #include "eval/evaluate.hpp"
 #include "ir/error.hpp"
 
@@ -229,6 +230,8 @@ void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, con
   const ir::Node& n = g.nodes[l.node];
   if (!n.op->subgraphs.empty()) return eval::run_control_flow(g, l.node, in, out, control);
   in.resize(n.num_inputs - n.num_captures);  // kernels take the declared inputs; captures exist only for control flow
+  // A collective on its own stream, through the world's transport, straight on the arena's buffers.
+  if (const eval::Collective* c = plan_.collectives().at(index)) return c->run(in.empty() ? nullptr : in[0], *out[0]);
   if (const eval::Kernel fast = bound_[index]->fast) fast(eval::KernelCall{g, n, in, out, parallel});
   else eval::run_kernel(g, n, in, out);
 }
@@ -370,7 +373,14 @@ std::string Program::describe_launch(size_t index) const {
   const Bound& b = *bound_[index];
   if (b.conv) return "oneDNN " + b.conv->implementation() + (b.conv->bf16() ? " bf16" : "") + (b.conv_whole_group ? " + post-ops" : "");
   if (b.matmul) return "oneDNN " + b.matmul->implementation() + (b.matmul->bf16() ? " bf16" : "");
+  if (plan_.collectives().at(index)) return dist::world().transport();
   return b.fast ? "fast" : "";
+}
+
+bool Program::on_reference(size_t index) const {
+  const runtime::Plan::Launch& l = plan_.launches()[index];
+  const Bound& b = *bound_[index];
+  return l.group < 0 && l.node != ir::kNone && !b.fast && !b.conv && !b.matmul && !plan_.collectives().at(index);
 }
 
 std::string Program::report() const {
@@ -382,7 +392,7 @@ std::string Program::report() const {
   for (size_t i = 0; i < bound_.size(); ++i) {
     const runtime::Plan::Launch& l = plan_.launches()[i];
     fast += bound_[i]->fast != nullptr;
-    if (l.group < 0 && l.node != ir::kNone && !bound_[i]->fast && !bound_[i]->conv && !bound_[i]->matmul) ++reference, ++slow[g.nodes[l.node].op->name];
+    if (on_reference(i)) ++reference, ++slow[g.nodes[l.node].op->name];
   }
   for (const auto& k : fused_) {
     f32_groups += k->f32;
@@ -432,8 +442,7 @@ std::string Program::report() const {
 void Program::add_stats(runtime::Stats& s) const {
   for (size_t i = 0; i < bound_.size(); ++i) {
     s.fast_kernels += bound_[i]->fast != nullptr;
-    const runtime::Plan::Launch& l = plan_.launches()[i];
-    s.reference_kernels += l.group < 0 && l.node != ir::kNone && bound_[i]->fast == nullptr && !bound_[i]->conv && !bound_[i]->matmul;
+    s.reference_kernels += on_reference(i);
     s.library_calls += bound_[i]->conv != nullptr || bound_[i]->matmul != nullptr;
   }
   for (const auto& k : fused_) s.f32_rows += k->f32 ? static_cast<int64_t>(k->f32_steps.size()) : 0;

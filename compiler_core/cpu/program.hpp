@@ -57,6 +57,8 @@ class Program final : public runtime::Program {
   // The working memory of `stream`'s launches in an arena: after the plan's bytes, one slice
   // per stream (launches of a stream run one at a time), as large as its largest launch needs.
   uint8_t* working(uint8_t* arena, int stream) const;
+  // Whether launch `index` runs on the reference evaluator's kernel (no kernel of this backend's).
+  bool on_reference(size_t index) const;
 
   const runtime::Plan& plan_;
   std::vector<std::shared_ptr<const FusedKernel>> fused_;  // per group of the plan (shared like bound_)

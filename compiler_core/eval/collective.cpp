@@ -102,8 +102,7 @@ Collective::Collective(const ir::Graph& g, ir::NodeId node) {
   ranks_.assign(listed.begin(), listed.end());
   if (ranks_.empty())
     for (int r = 0; r < world.size(); ++r) ranks_.push_back(r);
-  comm_ = world.group(ranks_);
-  const int size = comm_->size();
+  const int size = static_cast<int>(ranks_.size());
   if (kind_ == K::broadcast) root_ = static_cast<int>(std::find(ranks_.begin(), ranks_.end(), root_) - ranks_.begin());
   if (kind_ == K::all_reduce || kind_ == K::reduce_scatter) what += std::string(" ") + dist::reduce_name(reduce_);
   const ir::Shape& shown = has_input ? in_shape : out_shape;
@@ -138,10 +137,17 @@ void Collective::run(const TensorRef* in, const TensorRef& out) const {
   }
 }
 
+dist::Communicator& Collective::communicator() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!comm_) comm_ = dist::world().group(ranks_);
+  return *comm_;
+}
+
 void Collective::transfer(const TensorRef* in, const TensorRef& out) const {
+  dist::Communicator& comm = communicator();
   std::lock_guard<std::mutex> lock(mu_);
   const dist::Call call{label_, dist::collective_timeout_ms()};
-  const int n = comm_->size();
+  const int n = comm.size();
   // What the transport reads: the input, or its pieces packed group-major.
   const uint8_t* source = in ? in->bytes : nullptr;
   if (in && in_outer_ > 1) {
@@ -150,19 +156,19 @@ void Collective::transfer(const TensorRef* in, const TensorRef& out) const {
   }
   uint8_t* target = out_outer_ > 1 ? recv_scratch_.data() : out.bytes;
   switch (kind_) {
-    case K::all_reduce: comm_->all_reduce(source, target, count_, dtype_, reduce_, call); break;
-    case K::all_gather: comm_->all_gather(source, target, bytes_, call); break;
-    case K::reduce_scatter: comm_->reduce_scatter(source, target, count_, dtype_, reduce_, call); break;
+    case K::all_reduce: comm.all_reduce(source, target, count_, dtype_, reduce_, call); break;
+    case K::all_gather: comm.all_gather(source, target, bytes_, call); break;
+    case K::reduce_scatter: comm.reduce_scatter(source, target, count_, dtype_, reduce_, call); break;
     case K::broadcast:
       if (source != target) std::memcpy(target, source, static_cast<size_t>(bytes_));
-      comm_->broadcast(target, bytes_, root_, call);
+      comm.broadcast(target, bytes_, root_, call);
       break;
-    case K::all_to_all: comm_->all_to_all(source, target, bytes_ / n, call); break;
+    case K::all_to_all: comm.all_to_all(source, target, bytes_ / n, call); break;
     case K::send:
-      comm_->send(source, bytes_, peer_, call);
+      comm.send(source, bytes_, peer_, call);
       *out.bytes = 0;  // the token
       break;
-    case K::recv: comm_->recv(target, bytes_, peer_, call); break;
+    case K::recv: comm.recv(target, bytes_, peer_, call); break;
     default: break;
   }
   if (out_outer_ > 1) regroup(recv_scratch_.data(), out.bytes, out_outer_, n, out_piece_, false);

@@ -18,7 +18,6 @@ namespace esg::eval {
 
 class Collective {
  public:
-  // Makes the group's communicator the first time (every member together).
   Collective(const ir::Graph& g, ir::NodeId node);
   // Runs it on `in` (null for recv) into `out`, one call at a time; a failure of the exchange
   // is an ir::Error(Communication) naming the collective.
@@ -31,6 +30,8 @@ class Collective {
   // the matching recv hash alike (the peers' side swapped).
   uint64_t signature() const { return signature_; }
   ir::OpKind kind() const { return kind_; }
+  // The group's communicator, made the first time (by every member together: dist/world.hpp).
+  dist::Communicator& communicator() const;
   int peer() const { return peer_; }  // a send's or recv's, in the world; else -1
 
  private:
@@ -39,7 +40,7 @@ class Collective {
   ir::OpKind kind_;
   std::string label_;
   std::vector<int> ranks_;
-  std::shared_ptr<dist::Communicator> comm_;
+  mutable std::shared_ptr<dist::Communicator> comm_;
   ir::DType dtype_;
   dist::Reduce reduce_ = dist::Reduce::Sum;
   int root_ = 0, peer_ = -1;  // places in the group; peer_ in the world

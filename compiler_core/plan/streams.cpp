@@ -53,18 +53,22 @@ std::vector<Event> place_events(const Dag& d, const std::vector<int>& order, con
   return events;
 }
 
-StreamPlan assign_streams(const Dag& d, const std::vector<int>& order, int num_streams) {
+StreamPlan assign_streams(const Dag& d, const std::vector<int>& order, int num_streams, const std::vector<char>& communicates) {
   StreamPlan plan;
-  plan.num_streams = std::max(1, num_streams);
-  const size_t ns = static_cast<size_t>(plan.num_streams);
+  const int compute = std::max(1, num_streams);
+  const bool any_communicates = std::find(communicates.begin(), communicates.end(), 1) != communicates.end();
+  plan.num_streams = compute + (any_communicates ? 1 : 0);
+  plan.communication_stream = any_communicates ? compute : -1;
+  const size_t ns = static_cast<size_t>(compute);
   const auto prod = d.producers();
   plan.stream.assign(static_cast<size_t>(d.num_ops()), 0);
-  plan.sequence.assign(ns, {});
+  plan.sequence.assign(static_cast<size_t>(plan.num_streams), {});
   for (int op : order) {
     int chosen = -1;
-    for (int u : predecessors(d, prod, op)) {
+    if (any_communicates && communicates[static_cast<size_t>(op)]) chosen = plan.communication_stream;
+    for (int u : chosen < 0 ? predecessors(d, prod, op) : std::vector<int>{}) {
       const int su = plan.stream[static_cast<size_t>(u)];
-      if (!plan.sequence[static_cast<size_t>(su)].empty() && plan.sequence[static_cast<size_t>(su)].back() == u) {
+      if (su != plan.communication_stream && !plan.sequence[static_cast<size_t>(su)].empty() && plan.sequence[static_cast<size_t>(su)].back() == u) {
         chosen = su;
         break;
       }

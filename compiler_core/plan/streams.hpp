@@ -16,6 +16,7 @@ struct Event {
 
 struct StreamPlan {
   int num_streams = 1;
+  int communication_stream = -1;  // the stream of the collectives, the last one; -1: none
   std::vector<int> stream;                 // per op
   std::vector<std::vector<int>> sequence;  // per stream: its ops in order
   std::vector<Event> events;
@@ -23,8 +24,11 @@ struct StreamPlan {
 
 // Assigns `order` to up to `num_streams` streams: an op continues the stream of an input's
 // producer when that producer is the stream's last op (no event needed), else starts on the
-// stream that has run the fewest ops; then places the events.
-StreamPlan assign_streams(const Dag& d, const std::vector<int>& order, int num_streams);
+// stream that has run the fewest ops; then places the events. Ops marked in `communicates` (the
+// collectives) run on a stream of their own after those, in `order`, so that compute that does
+// not need them overlaps with them.
+StreamPlan assign_streams(const Dag& d, const std::vector<int>& order, int num_streams,
+                          const std::vector<char>& communicates = {});
 
 // The events a given assignment needs (used by assign_streams; public for tests).
 std::vector<Event> place_events(const Dag& d, const std::vector<int>& order, const std::vector<int>& stream, int num_streams);

@@ -339,7 +339,7 @@ std::vector<eval::HostTensor> Model::run(const std::vector<eval::TensorRef>& inp
     out.emplace_back(g.values[v].dtype, g.shape(v), eval::HostTensor::Uninitialized{});
     refs.push_back(out.back().ref());
   }
-  c->program->run(inputs, refs, trace, pool_.get(), control);
+  run_program(*c, inputs, refs, trace, control);
   return out;
 }
 
@@ -380,7 +380,18 @@ void Model::run_into(const std::vector<eval::TensorRef>& inputs, const std::vect
     if (outputs[i].shape != p.graph().shape(v)) throw Error(ErrorCode::Shape, what() + " got a buffer of shape " + g.shape_str(outputs[i].shape));
     if (!outputs[i].bytes && outputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what() + " has no data");
   }
-  c->program->run(inputs, outputs, trace, pool_.get(), control);
+  run_program(*c, inputs, outputs, trace, control);
+}
+
+void Model::run_program(const Compiled& c, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+                        std::vector<TraceEvent>* trace, const eval::RunControl& control) const {
+  const PlanCollectives& collectives = c.plan->collectives();
+  if (collectives.empty()) return c.program->run(inputs, outputs, trace, pool_.get(), control);
+  // The ranks check that they agree before a plan's first run; and since every rank must run its
+  // collectives in one order, a model's runs with collectives take turns.
+  collectives.agree();
+  std::lock_guard<std::mutex> lock(collective_runs_);
+  c.program->run(inputs, outputs, trace, pool_.get(), control);
 }
 
 std::string Model::to_dot() const {

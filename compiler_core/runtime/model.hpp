@@ -90,6 +90,10 @@ class Model {
   void check_symbols(const std::vector<ir::Shape>& input_shapes, const char* what) const;
   // Throws ir::Error(Limit) when `plan`'s working memory and outputs exceed max_memory_bytes.
   void check_memory(const Plan& plan) const;
+  // Runs `c`'s program, after the collectives' check (runtime/collectives.hpp) when it has any.
+  void run_program(const Compiled& c, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+                   std::vector<TraceEvent>* trace, const eval::RunControl& control) const;
+  mutable std::mutex collective_runs_;  // a model's runs with collectives, one at a time
   // What stops a run that began when the cancel counter read `started_at`.
   eval::RunControl run_control(uint64_t started_at) const;
   // run() into the caller's outputs, stopped by `control`.

@@ -125,7 +125,11 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   else assign();
   decided_->reorders = formats.reorders;
   step("order for memory (the best of greedy, depth-first, breadth-first)", [&] { order = plan::memory_aware_order(gd.dag); });
-  step("assign streams and events", [&] { decided_->streams = plan::assign_streams(gd.dag, order, options.streams); });
+  step("assign streams and events", [&] {
+    std::vector<char> communicates(gd.nodes.size(), 0);
+    for (size_t i = 0; i < gd.nodes.size(); ++i) communicates[i] = sg.nodes[gd.nodes[i]].op->communicates;
+    decided_->streams = plan::assign_streams(gd.dag, order, options.streams, communicates);
+  });
   plan::MemoryPlanOptions mo;
   mo.alignment = kAlign;
   mo.slack = backend.buffer_slack();
@@ -245,6 +249,11 @@ std::unique_ptr<Plan> Plan::bind(const std::vector<ir::Shape>& input_shapes) con
   return p;
 }
 
+const PlanCollectives& Plan::collectives() const {
+  std::call_once(collectives_made_, [&] { collectives_ = std::make_unique<const PlanCollectives>(*this); });
+  return *collectives_;
+}
+
 void Plan::fill_output_copies(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const {
   const ir::Graph& g = *graph_;
   for (const auto& [index, v] : decided_->output_copies) {
@@ -293,7 +302,10 @@ std::string Plan::report() const {
   }
   out << "streams: " << decided_->streams.num_streams << ", events: " << decided_->streams.events.size()
       << (decided_->streams.num_streams > 1 ? " (one thread each when the pool has them free, else in order)" : "") << "\n";
-  for (int s = 0; s < decided_->streams.num_streams; ++s) out << "  stream " << s << ": " << decided_->stream_launches[static_cast<size_t>(s)].size() << " ops\n";
+  for (int s = 0; s < decided_->streams.num_streams; ++s)
+    out << "  stream " << s << ": " << decided_->stream_launches[static_cast<size_t>(s)].size() << " ops"
+        << (s == decided_->streams.communication_stream ? " (the collectives)" : "") << "\n";
+  out << collectives().report(*this);
   out << "memory: arena " << decided_->memory.arena_bytes << " bytes (planned peak), lower bound " << decided_->memory.lower_bound
       << " bytes (max live set of this order), " << decided_->memory.no_reuse_bytes << " bytes without reuse\n";
   size_t in_place = 0;
@@ -322,6 +334,7 @@ void Plan::add_stats(Stats& s) const {
   for (int v : decided_->memory.in_place_of) s.in_place_values += v >= 0;
   s.streams = decided_->streams.num_streams;
   s.events = static_cast<int64_t>(decided_->streams.events.size());
+  collectives().add_stats(s);
 }
 
 std::string Plan::to_dot(const Program& program) const {

@@ -5,6 +5,7 @@
 // backend's rules come through runtime::Backend, and the backend lowers the plan to what it runs.
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "plan/memory_plan.hpp"
 #include "plan/streams.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/collectives.hpp"
 #include "runtime/grouping.hpp"
 #include "runtime/stats.hpp"
 
@@ -104,6 +106,10 @@ class Plan {
   const std::vector<std::vector<int>>& waits() const { return decided_->waits; }  // per launch: launches of other streams first
   const std::vector<std::vector<int>>& stream_launches() const { return decided_->stream_launches; }  // per stream, in order
   int num_streams() const { return decided_->streams.num_streams; }
+  // The collectives' own stream (the last), or -1 when the graph has none.
+  int communication_stream() const { return decided_->streams.communication_stream; }
+  // Its collectives, bound at its sizes the first time asked (runtime/collectives.hpp).
+  const PlanCollectives& collectives() const;
   int64_t arena_bytes() const { return decided_->arena_bytes; }
   // Outputs that are inputs, constants or repeated outputs, copied once the outputs are filled.
   void fill_output_copies(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
@@ -120,6 +126,8 @@ class Plan {
   std::unique_ptr<ir::Graph> graph_;
   std::shared_ptr<const std::vector<FusedGroup>> groups_;  // with this plan's shapes (shared while they are the same)
   bool bound_ = false;
+  mutable std::once_flag collectives_made_;
+  mutable std::unique_ptr<const PlanCollectives> collectives_;
   // What the pipeline decided, shared by a symbolic plan and every binding of it.
   struct Decided {
     std::unique_ptr<const ir::Graph> sized;  // a symbolic plan's graph at its largest sizes, which memory is planned for

@@ -26,8 +26,10 @@ struct Stats {
   int64_t lower_bound_bytes = 0;  // the largest live set of the chosen order
   int64_t no_reuse_bytes = 0;     // every value its own bytes
   int64_t in_place_values = 0;    // values that reuse a dying input's buffer
-  int64_t streams = 0;
+  int64_t streams = 0;  // the collectives' stream included
   int64_t events = 0;
+  int64_t collectives = 0;       // collectives, sends and receives (op_defs/collective.yaml)
+  int64_t collective_bytes = 0;  // what this rank gives them, each tensor once
   // A device backend's program (zero on the CPU but library_calls).
   int64_t device_kernels = 0;          // distinct generated kernel binaries
   int64_t device_kernel_launches = 0;  // launches of them

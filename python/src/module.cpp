@@ -434,7 +434,8 @@ void bind_model(py::module_& m) {
             {"device_events", s.device_events},
             {"captured", s.captured},
             {"reorders", s.reorders}, {"bindings", s.bindings},
-            {"stages", s.stages}, {"sized_ops", s.sized_ops}};
+            {"stages", s.stages}, {"sized_ops", s.sized_ops},
+            {"collectives", s.collectives}, {"collective_bytes", s.collective_bytes}};
       }, "The report's numbers as a dict (launches, fused_groups, arena_bytes, ...): the plan compiled last.")
       .def("to_dot", &esg::Model::to_dot, "The compiled launch list as Graphviz DOT.")
       .def("cancel", &esg::Model::cancel,

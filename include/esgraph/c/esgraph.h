@@ -438,6 +438,8 @@ typedef struct esg_model_stats {
                                       cut before ops whose output sizes the data decides; the
                                       numbers above then add up every stage's */
   int64_t sized_ops;               /* API 2: those ops, run on the host between stages */
+  int64_t collectives;             /* API 2: collectives, sends and receives one run makes */
+  int64_t collective_bytes;        /* API 2: the bytes this rank gives them (each tensor once) */
 } esg_model_stats;
 ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats* stats, size_t struct_size);
 #define esg_model_get_stats(model, stats) esg_model_get_stats_((model), (stats), sizeof(*(stats)))

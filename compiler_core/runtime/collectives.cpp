@@ -1,0 +1,166 @@
+#include "runtime/collectives.hpp"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "dist/world.hpp"
+#include "ir/error.hpp"
+#include "runtime/plan.hpp"
+
+namespace esg::runtime {
+namespace {
+
+using K = ir::OpKind;
+constexpr size_t kShown = 30;  // signatures compared one by one; past them only the hash of all
+
+uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull + (h >> 29); }
+
+bool point_to_point(const eval::Collective& c) { return c.kind() == K::send || c.kind() == K::recv; }
+
+std::string ranks_str(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
+// What every member of a group compares: how many, the hash of all, and the first kShown.
+std::vector<uint64_t> summary(const std::vector<const eval::Collective*>& calls) {
+  std::vector<uint64_t> v(2 + kShown, 0);
+  v[0] = calls.size();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    v[1] = mix(v[1], calls[i]->signature());
+    if (i < kShown) v[2 + i] = calls[i]->signature();
+  }
+  return v;
+}
+
+// The members' summaries, all alike, or an error naming the first difference.
+void check_group(const std::vector<int>& ranks, const std::vector<const eval::Collective*>& calls) {
+  dist::Communicator& comm = calls.front()->communicator();
+  const std::string label = "the check before the first run of the " + std::to_string(calls.size()) + " collectives over " + ranks_str(ranks);
+  const std::vector<uint64_t> mine = summary(calls);
+  const std::vector<uint64_t> all = comm.exchange(mine, {label, dist::collective_timeout_ms()});
+  for (int m = 0; m < comm.size(); ++m) {
+    const uint64_t* theirs = all.data() + static_cast<size_t>(m) * mine.size();
+    if (std::equal(mine.begin(), mine.end(), theirs)) continue;
+    size_t first = 0;
+    while (first < kShown && first < calls.size() && theirs[2 + first] == mine[2 + first]) ++first;
+    const std::string here = first < calls.size() && first < kShown ? "; the first that differs is #" + std::to_string(first) + ", here " + calls[first]->label()
+                                                                   : "; they differ past the first " + std::to_string(kShown);
+    throw ir::Error(ir::ErrorCode::Communication,
+                    "ranks build different collectives over " + ranks_str(ranks) + ": rank " + std::to_string(dist::world().rank()) + " runs " +
+                        std::to_string(calls.size()) + ", rank " + std::to_string(ranks[static_cast<size_t>(m)]) + " runs " +
+                        std::to_string(theirs[0]) + here + " (every rank must build the same collectives, shapes and dtypes, in the same order)");
+  }
+}
+
+// Each pair of peers compares its sends one way with the receives the other way, peer by peer in
+// rank order (small messages, so neither side's send waits for the other's receive).
+void check_pairs(const std::vector<const eval::Collective*>& calls) {
+  std::map<int, std::vector<const eval::Collective*>> sends, recvs;  // by peer
+  for (const eval::Collective* c : calls) (c->kind() == K::send ? sends : recvs)[c->peer()].push_back(c);
+  std::vector<int> peers;
+  for (const auto* m : {&sends, &recvs})
+    for (const auto& [peer, list] : *m) peers.push_back(peer);
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  dist::Communicator& comm = calls.front()->communicator();
+  const int me = dist::world().rank();
+  for (int peer : peers) {
+    const std::vector<uint64_t> out = summary(sends[peer]), in = summary(recvs[peer]);
+    std::vector<uint64_t> mine = out, theirs(2 * out.size());
+    mine.insert(mine.end(), in.begin(), in.end());
+    const std::string label = "the check before the first run of the sends and receives between ranks " + std::to_string(me) + " and " + std::to_string(peer);
+    const dist::Call call{label, dist::collective_timeout_ms()};
+    comm.send(mine.data(), static_cast<int64_t>(mine.size() * sizeof(uint64_t)), peer, call);
+    comm.recv(theirs.data(), static_cast<int64_t>(theirs.size() * sizeof(uint64_t)), peer, call);
+    // My sends against the peer's receives, and the other way round.
+    for (int way = 0; way < 2; ++way) {
+      const uint64_t* a = mine.data() + (way ? out.size() : 0);
+      const uint64_t* b = theirs.data() + (way ? 0 : out.size());
+      if (std::equal(a, a + out.size(), b)) continue;
+      const std::vector<const eval::Collective*>& list = way ? recvs[peer] : sends[peer];
+      size_t first = 0;
+      while (first < kShown && first < list.size() && a[2 + first] == b[2 + first]) ++first;
+      throw ir::Error(ir::ErrorCode::Communication,
+                      std::string("rank ") + std::to_string(way ? peer : me) + " sends " + std::to_string(way ? b[0] : a[0]) + " tensors to rank " +
+                          std::to_string(way ? me : peer) + ", which receives " + std::to_string(way ? a[0] : b[0]) + " of them" +
+                          (first < list.size() && first < kShown ? "; the first that differs is #" + std::to_string(first) + ", here " + list[first]->label() : "") +
+                          " (each send needs a recv of the same shape and dtype, in the same order)");
+    }
+  }
+}
+
+}  // namespace
+
+PlanCollectives::PlanCollectives(const Plan& plan) {
+  const ir::Graph& g = plan.symbolic() ? plan.largest_graph() : plan.graph();  // a symbolic plan's is reported at its largest
+  by_launch_.assign(plan.launches().size(), -1);
+  for (size_t i = 0; i < plan.launches().size(); ++i) {
+    const Plan::Launch& l = plan.launches()[i];
+    if (l.node == ir::kNone || l.group >= 0 || !g.nodes[l.node].op->communicates) continue;
+    by_launch_[i] = static_cast<int>(entries_.size());
+    entries_.push_back({i, std::make_shared<const eval::Collective>(g, l.node)});
+  }
+}
+
+void PlanCollectives::agree() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (agreed_ || entries_.empty()) return;
+  std::map<std::vector<int>, std::vector<const eval::Collective*>> groups;
+  std::vector<const eval::Collective*> pairs;
+  for (const Entry& e : entries_) (point_to_point(*e.call) ? pairs : groups[e.call->ranks()]).push_back(e.call.get());
+  try {
+    for (const auto& [ranks, calls] : groups) check_group(ranks, calls);
+    if (!pairs.empty()) check_pairs(pairs);
+  } catch (const dist::Error& e) {
+    throw ir::Error(ir::ErrorCode::Communication, e.what());
+  }
+  agreed_ = true;
+}
+
+std::string PlanCollectives::report(const Plan& plan) const {
+  if (entries_.empty()) return "";
+  // What each launch comes after (its stream's earlier launches, the events it waits for, and
+  // theirs): a compute launch neither before nor after a collective may run beside it.
+  const size_t n = plan.launches().size();
+  std::vector<std::vector<bool>> before(n, std::vector<bool>(n, false));
+  std::vector<int> previous(n, -1);
+  for (const std::vector<int>& stream : plan.stream_launches())
+    for (size_t k = 1; k < stream.size(); ++k) previous[static_cast<size_t>(stream[k])] = stream[k - 1];
+  for (size_t i = 0; i < n; ++i) {  // the launch list is in dependency order
+    std::vector<int> direct = plan.waits()[i];
+    if (previous[i] >= 0) direct.push_back(previous[i]);
+    for (int p : direct) {
+      before[i][static_cast<size_t>(p)] = true;
+      for (size_t k = 0; k < n; ++k)
+        if (before[static_cast<size_t>(p)][k]) before[i][k] = true;
+    }
+  }
+  const ir::Graph& g = plan.graph();
+  std::ostringstream out;
+  out << "collectives: " << entries_.size() << " on stream " << plan.launches()[entries_.front().launch].stream << ", over "
+      << dist::world().transport() << " (world of " << dist::world().size() << ")\n";
+  for (const Entry& e : entries_) {
+    std::vector<std::string> beside;
+    for (size_t k = 0; k < n; ++k) {
+      const Plan::Launch& l = plan.launches()[k];
+      if (k == e.launch || l.stream == plan.launches()[e.launch].stream || before[e.launch][k] || before[k][e.launch]) continue;
+      beside.push_back(l.node == ir::kNone ? "reorder" : g.node_name(l.node));
+    }
+    out << "  " << e.call->label() << ": " << e.call->bytes() << " bytes; overlaps ";
+    if (beside.empty()) out << "nothing (all compute needs it or comes before it)";
+    for (size_t k = 0; k < beside.size() && k < 4; ++k) out << (k ? ", " : "") << beside[k];
+    if (beside.size() > 4) out << " and " << beside.size() - 4 << " more launches";
+    out << "\n";
+  }
+  return out.str();
+}
+
+void PlanCollectives::add_stats(Stats& s) const {
+  s.collectives = static_cast<int64_t>(entries_.size());
+  for (const Entry& e : entries_) s.collective_bytes += e.call->bytes();
+}
+
+}  // namespace esg::runtime

@@ -1,0 +1,45 @@
+// The collectives of a plan (op_defs/collective.yaml), bound once per plan: what a backend runs
+// for each such launch, the check every rank makes before its first run, and their part of the
+// compile report and the stats.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "eval/collective.hpp"
+#include "runtime/stats.hpp"
+
+namespace esg::runtime {
+
+class Plan;
+
+class PlanCollectives {
+ public:
+  explicit PlanCollectives(const Plan& plan);
+  bool empty() const { return entries_.empty(); }
+  // The bound collective of launch `index`, or nullptr.
+  const eval::Collective* at(size_t index) const {
+    return index < by_launch_.size() && by_launch_[index] >= 0 ? entries_[static_cast<size_t>(by_launch_[index])].call.get() : nullptr;
+  }
+  // Every rank checks, before its first run, that the ranks of each group run the same
+  // collectives in the same order (a hash of each one's op, attributes, dtype and shape), and
+  // that each send matches its peer's receive: otherwise ir::Error(Communication) on every rank
+  // naming the first difference, not a hang. Once per plan; a failed check is made again.
+  void agree() const;
+  // Each collective: its bytes, its stream, and the compute it may overlap with.
+  std::string report(const Plan& plan) const;
+  void add_stats(Stats& s) const;
+
+ private:
+  struct Entry {
+    size_t launch;
+    std::shared_ptr<const eval::Collective> call;
+  };
+  std::vector<Entry> entries_;  // in launch order
+  std::vector<int> by_launch_;
+  mutable std::mutex mu_;
+  mutable bool agreed_ = false;
+};
+
+}  // namespace esg::runtime
