@@ -54,7 +54,7 @@ fuzz: test-fuzz build
 	  $(PY) -m pytest -q -s -p no:cacheprovider $(CURDIR)/tests/python/test_onnx_fuzz.py
 
 pytest: build
-	cd build/default && PYTHONPATH=$(CURDIR)/build/default/python $(PY) -m pytest -q $(CURDIR)/tests/python $(CURDIR)/tests/codegen $(CURDIR)/tests/tools $(CURDIR)/tests/conformance
+	cd build/default && PYTHONPATH=$(CURDIR)/build/default/python $(PY) -m pytest -q $(CURDIR)/tests/python $(CURDIR)/tests/codegen $(CURDIR)/tests/tools $(CURDIR)/tests/conformance $(CURDIR)/tests/distributed
 
 conformance: build
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) tests/conformance/report.py --write

@@ -38,7 +38,8 @@ std::vector<uint64_t> summary(const std::vector<const eval::Collective*>& calls)
 // The members' summaries, all alike, or an error naming the first difference.
 void check_group(const std::vector<int>& ranks, const std::vector<const eval::Collective*>& calls) {
   dist::Communicator& comm = calls.front()->communicator();
-  const std::string label = "the check before the first run of the " + std::to_string(calls.size()) + " collectives over " + ranks_str(ranks);
+  const std::string label = "the check before the first run of the " + std::to_string(calls.size()) + " collectives over " + ranks_str(ranks) +
+                            " (the first: " + calls.front()->label() + ")";
   const std::vector<uint64_t> mine = summary(calls);
   const std::vector<uint64_t> all = comm.exchange(mine, {label, dist::collective_timeout_ms()});
   for (int m = 0; m < comm.size(); ++m) {

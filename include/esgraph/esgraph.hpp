@@ -515,7 +515,22 @@ class CompileOptions {
   mutable std::vector<const char*> pointers_, range_pointers_;
 };
 
-// A compiled graph; runs are thread-safe.
+// The distributed world collectives run in (docs/distributed.md): the job's processes under an
+// MPI launcher, else this one. Finding it the first time starts MPI under a launcher.
+struct World {
+  int size = 1;
+  int rank = 0;
+};
+inline World world() {
+  World w;
+  detail::check(esg_dist_world(&w.size, &w.rank));
+  return w;
+}
+// Makes the caller's MPI communicator (a pointer to an MPI_Comm) the world, before any
+// collective is built or run.
+inline void use_mpi_comm(const void* mpi_comm) { detail::check(esg_dist_use_mpi_comm(mpi_comm)); }
+
+// A compiled graph; runs are thread-safe (runs of a model with collectives take turns).
 class Model {
  public:
   explicit Model(esg_model* m) : m_(m) {

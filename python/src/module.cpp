@@ -586,6 +586,11 @@ PYBIND11_MODULE(_C, m) {
   bind_builder(m);
   bind_model(m);
   bind_ascend_check(m);
+  m.def("world", [] {
+    const esg::World w = esg::world();
+    return py::make_tuple(w.size, w.rank);
+  }, "(size, rank): the distributed world collectives run in: the job's processes when an MPI launcher (mpirun) "
+     "started this one, else (1, 0). Finding it the first time starts MPI under a launcher.");
   m.def("constant", [](py::handle value, py::handle dtype) {
     Lift lift({});
     const std::optional<esg::DType> t = dtype.is_none() ? std::nullopt : std::optional<esg::DType>(to_dtype(dtype));

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dist/communicator.hpp"
 #include "ir/half.hpp"
@@ -190,9 +191,14 @@ class MpiCommunicator final : public Communicator {
 
 class MpiTransport final : public Transport {
  public:
+  // Makes the world's communicator now, while every rank is starting MPI anyway (a blocking
+  // step): the agreement check and the world's collectives then wait with a deadline only.
   MpiTransport(MPI_Comm world, bool finalize) : world_(world), finalize_(finalize) {
     MPI_Comm_size(world_, &size_);
     MPI_Comm_rank(world_, &rank_);
+    std::vector<int> all(static_cast<size_t>(size_));
+    for (int r = 0; r < size_; ++r) all[static_cast<size_t>(r)] = r;
+    world_group_ = std::make_unique<MpiCommunicator>(*this, world_, all, rank_);
   }
   const char* name() const override { return "mpi"; }
   int size() const override { return size_; }
@@ -200,20 +206,18 @@ class MpiTransport final : public Transport {
   bool broken() const override { return broken_; }
   void mark_broken() { broken_ = true; }
 
+  // The world's communicator is handed over once (dist::World keeps each group's); another
+  // group is made by its members, a blocking step with no deadline.
   std::unique_ptr<Communicator> group(const std::vector<int>& world_ranks) override {
+    if (world_group_ && world_ranks == world_group_->world_ranks()) return std::move(world_group_);
     std::lock_guard<std::mutex> lock(mpi_mu);
     MPI_Comm comm = MPI_COMM_NULL;
-    int rc = MPI_SUCCESS;
-    if (static_cast<int>(world_ranks.size()) == size_ && std::is_sorted(world_ranks.begin(), world_ranks.end())) {
-      rc = MPI_Comm_dup(world_, &comm);
-    } else {
-      MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
-      MPI_Comm_group(world_, &all);
-      MPI_Group_incl(all, static_cast<int>(world_ranks.size()), world_ranks.data(), &some);
-      rc = MPI_Comm_create_group(world_, some, 0, &comm);
-      MPI_Group_free(&some);
-      MPI_Group_free(&all);
-    }
+    MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
+    MPI_Comm_group(world_, &all);
+    MPI_Group_incl(all, static_cast<int>(world_ranks.size()), world_ranks.data(), &some);
+    const int rc = MPI_Comm_create_group(world_, some, 0, &comm);
+    MPI_Group_free(&some);
+    MPI_Group_free(&all);
     if (rc != MPI_SUCCESS) throw Error("making the communicator of a group: " + mpi_error(rc));
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     int rank = 0;
@@ -233,6 +237,7 @@ class MpiTransport final : public Transport {
 
  private:
   MPI_Comm world_;
+  std::unique_ptr<MpiCommunicator> world_group_;
   bool finalize_;
   int size_ = 1, rank_ = 0;
   bool broken_ = false;

@@ -1,0 +1,125 @@
+"""What each rank of an `mpirun -np 2` job runs for tests/distributed/test_multi_rank.py.
+
+`python ranks.py <scenario>`; every rank prints `ok <scenario>` when its checks pass. The
+expected values are computed here with numpy from what every rank is known to hold (rank r's
+x is base + 100 r), never from esgraph's own output.
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+import esgraph as eg
+from esgraph import ops
+
+SIZE, RANK = eg.world()
+
+
+def held(r, shape, dtype=np.float32):
+    """The tensor rank r contributes."""
+    return (np.arange(np.prod(shape)).reshape(shape) % 7 + 1 + 100 * r).astype(dtype)
+
+
+def every(shape, dtype=np.float32):
+    return [held(r, shape, dtype) for r in range(SIZE)]
+
+
+def check(name, got, want, tol=0.0):
+    if got.shape != want.shape or not np.allclose(got, want, rtol=tol, atol=tol):
+        raise SystemExit(f"rank {RANK}: {name}: got {got.shape}\n{got}\nwant {want.shape}\n{want}")
+
+
+def scenario_ops():
+    x = held(RANK, [4, 6])
+    b = eg.GraphBuilder("ops")
+    xi = b.input("x", eg.f32, [4, 6])
+    outs = [ops.all_reduce(xi, op=k) for k in ("sum", "max", "min", "prod", "avg")]
+    outs += [ops.all_gather(xi, axis=0), ops.all_gather(xi, axis=1), ops.reduce_scatter(xi, axis=0),
+             ops.reduce_scatter(xi, axis=1, op="max"), ops.broadcast(xi, root=1), ops.all_to_all(xi, split_axis=1, concat_axis=0),
+             ops.all_gather(xi, axis=1, ranks=[1, 0])]
+    m = eg.compile(b.build(outs))
+    got = m.run({"x": x})
+    xs = np.stack(every([4, 6]))
+    check("sum", got[0], xs.sum(0))
+    check("max", got[1], xs.max(0))
+    check("min", got[2], xs.min(0))
+    check("prod", got[3], xs.prod(0), 1e-6)
+    check("avg", got[4], xs.mean(0), 1e-6)
+    check("gather 0", got[5], np.concatenate(list(xs), 0))
+    check("gather 1", got[6], np.concatenate(list(xs), 1))
+    check("scatter 0", got[7], np.split(xs.sum(0), SIZE, 0)[RANK])
+    check("scatter 1", got[8], np.split(xs.max(0), SIZE, 1)[RANK])
+    check("broadcast", got[9], xs[1])
+    check("all_to_all", got[10], np.concatenate([np.split(xs[r], SIZE, 1)[RANK] for r in range(SIZE)], 0))
+    check("gather reversed", got[11], np.concatenate([xs[1], xs[0]], 1))
+    stats = m.stats()
+    assert stats["collectives"] == 12 and stats["streams"] == 2, stats
+    # Other dtypes through the same calls: f16 reduces in f32 (MPI has no f16), integers exactly.
+    for dt, np_dt, tol in ((eg.f16, np.float16, 1e-2), (eg.i32, np.int32, 0), (eg.u8, np.uint8, 0), (eg.f64, np.float64, 0)):
+        b = eg.GraphBuilder("dtypes")
+        xi = b.input("x", dt, [3, 4])
+        m = eg.compile(b.build([ops.all_reduce(xi), ops.all_reduce(xi, op="max")]))
+        xs = np.stack([held(r, [3, 4], np_dt) for r in range(SIZE)])
+        got = m.run({"x": xs[RANK]})
+        check(f"{dt} sum", got[0], xs.sum(0, dtype=np_dt), tol)
+        check(f"{dt} max", got[1], xs.max(0), tol)
+
+
+def scenario_send_recv():
+    # A two-stage pipeline: rank 0 computes and sends, rank 1 receives, computes, sends back.
+    b = eg.GraphBuilder("pipe")
+    if RANK == 0:
+        x = b.input("x", eg.f32, [8])
+        ops.send(ops.mul(x, x), peer=1)
+        with b:
+            y = ops.recv(shape=[8], peer=1)
+        m = eg.compile(b.build([y]))
+        got = m.run({"x": np.arange(8, dtype=np.float32)})[0]
+        check("round trip", got, np.arange(8, dtype=np.float32) ** 2 + 1)
+    else:
+        with b:
+            h = ops.recv(shape=[8], peer=0)
+            done = ops.send(ops.add(h, eg.constant(np.ones(8, np.float32))), peer=0)
+        m = eg.compile(b.build([done]))
+        m.run({})
+    assert m.stats()["collectives"] == 2
+
+
+def scenario_mismatch():
+    # The ranks build all_reduces of different shapes: every rank fails before running any.
+    n = 4 + RANK
+    b = eg.GraphBuilder("mismatch")
+    x = b.input("x", eg.f32, [n])
+    m = eg.compile(b.build([ops.all_reduce(x)]))
+    try:
+        m.run({"x": np.ones(n, np.float32)})
+    except eg.CommunicationError as e:
+        assert "ranks build different collectives" in str(e) and "all_reduce sum f32[" in str(e), str(e)
+        return
+    raise SystemExit(f"rank {RANK}: no error for mismatched collectives")
+
+
+def scenario_timeout():
+    # Rank 1 never runs: rank 0's check names it within the timeout. The job then ends (exit 1).
+    b = eg.GraphBuilder("late")
+    x = b.input("x", eg.f32, [4])
+    m = eg.compile(b.build([ops.all_reduce(x)]))
+    if RANK == 1:
+        time.sleep(30)  # longer than the test allows: the job must end because rank 0 ends it
+        return
+    started = time.monotonic()
+    try:
+        m.run({"x": np.ones(4, np.float32)})
+    except eg.CommunicationError as e:
+        took = time.monotonic() - started
+        print(f"rank 0 failed after {took:.1f} s: {e}", flush=True)
+        assert "rank 1 has entered 0" in str(e), str(e)
+        return
+    raise SystemExit("rank 0: no timeout")
+
+
+if __name__ == "__main__":
+    name = sys.argv[1]
+    globals()["scenario_" + name]()
+    print(f"ok {name} rank {RANK}", flush=True)

@@ -1,0 +1,51 @@
+"""Multi-rank tests: each scenario of ranks.py runs as its own `mpirun -np 2` job.
+
+The job is the unit (a timeout ends the whole job, as it must), so the scenarios run as
+subprocesses of this single-process suite, each with a deadline: a hang fails the test instead
+of stalling CI.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+RANKS = Path(__file__).with_name("ranks.py")
+MPIRUN = shutil.which("mpirun")
+pytestmark = pytest.mark.skipif(MPIRUN is None, reason="Open MPI is not installed (make deps installs it)")
+
+
+def mpirun(scenario, timeout_ms=None, deadline=60):
+    cmd = [MPIRUN, "-np", "2", "--oversubscribe"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    env = dict(os.environ)
+    if timeout_ms:
+        env["ESG_COLLECTIVE_TIMEOUT_MS"] = str(timeout_ms)
+        cmd += ["-x", "ESG_COLLECTIVE_TIMEOUT_MS"]
+    cmd += ["-x", "PYTHONPATH", sys.executable, str(RANKS), scenario]
+    started = time.monotonic()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=deadline)
+    return done, time.monotonic() - started
+
+
+@pytest.mark.parametrize("scenario", ["ops", "send_recv", "mismatch"])
+def test_every_rank_passes(scenario):
+    done, _ = mpirun(scenario)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    for rank in (0, 1):
+        assert f"ok {scenario} rank {rank}" in out, out
+
+
+def test_a_rank_that_never_arrives_is_named_and_the_job_ends():
+    done, took = mpirun("timeout", timeout_ms=2000)
+    out = done.stdout + done.stderr
+    assert "rank 1 has entered 0 of this group's collectives" in out, out
+    assert "all_reduce sum f32[4]" in out, out
+    assert "ok timeout rank 0" in out, out
+    # Rank 1 would sleep 30 s: the job ends because rank 0 aborts it on exit, not by itself.
+    assert done.returncode != 0 and took < 25, (took, out)
