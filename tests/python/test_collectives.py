@@ -1,0 +1,75 @@
+"""Collectives in a world of one process (no launcher): shapes, refusals at build time, passes
+that must keep them, the report and stats. tests/distributed runs them over two ranks."""
+import numpy as np
+import pytest
+
+import esgraph as eg
+from esgraph import ops
+
+
+def test_world_of_one():
+    assert eg.world() == (1, 0)
+
+
+def test_each_collective_is_a_copy_in_a_world_of_one(b):
+    x = b.input("x", eg.f32, [2, 4])
+    outs = [ops.all_reduce(x, op="avg"), ops.all_gather(x, axis=1), ops.reduce_scatter(x, axis=1),
+            ops.broadcast(x), ops.all_to_all(x, split_axis=0, concat_axis=1)]
+    assert [tuple(o.shape) for o in outs] == [(2, 4)] * 5
+    m = eg.compile(b.build(outs))
+    xv = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    for got in m.run({"x": xv}):
+        np.testing.assert_array_equal(got, xv)
+    stats = m.stats()
+    assert stats["collectives"] == 5 and stats["collective_bytes"] == 5 * xv.nbytes
+    assert stats["streams"] == 2 and stats["reference_kernels"] == 0
+    report = m.report()
+    assert "stream 1: 5 ops (the collectives)" in report
+    assert "all_gather f32[2,4] axis 1 over [0]" in report and "over local (world of 1)" in report
+
+
+def test_identical_collectives_are_neither_merged_nor_dropped(b):
+    x = b.input("x", eg.f32, [3])
+    a, c = ops.all_reduce(x), ops.all_reduce(x)
+    ops.all_reduce(x, op="max")  # read by nothing: every rank must still take part
+    m = eg.compile(b.build([a + c]))
+    assert m.stats()["collectives"] == 3
+    np.testing.assert_array_equal(m.run({"x": np.ones(3, np.float32)})[0], np.full(3, 2, np.float32))
+
+
+def test_a_collective_of_constants_is_not_folded(b):
+    y = ops.all_reduce(eg.constant(np.ones(4, np.float32)))
+    m = eg.compile(b.build([y]))
+    assert m.stats()["collectives"] == 1
+
+
+@pytest.mark.parametrize("ranks, message", [
+    ([1], "names rank 1, outside the world of 1 process"),
+    ([0, 0], "names rank 0 twice"),
+    ([-1], "is -1, outside \\[0, inf\\]"),
+])
+def test_a_group_outside_the_world_is_refused_where_it_is_built(b, ranks, message):
+    x = b.input("x", eg.f32, [4])
+    with pytest.raises(eg.AttributeValueError, match=message):
+        ops.all_reduce(x, ranks=ranks)
+
+
+def test_bad_collective_attributes_are_refused_where_they_are_built(b):
+    x = b.input("x", eg.f32, [4])
+    i = b.input("i", eg.i32, [4])
+    with pytest.raises(eg.DTypeError, match="`avg` of i32 would round"):
+        ops.all_reduce(i, op="avg")
+    with pytest.raises(eg.DTypeError, match="`avg` of i32"):
+        ops.reduce_scatter(i, op="avg")
+    with pytest.raises(eg.AttributeValueError, match="`root` = 3 is outside the world"):
+        ops.broadcast(x, root=3)
+    with pytest.raises(eg.AttributeValueError, match="`peer` = 0 is this process itself"):
+        ops.send(x, peer=0)
+    with pytest.raises(eg.AttributeValueError, match="`peer` = 2 is outside the world"):
+        ops.recv(shape=[4], peer=2)
+    with pytest.raises(eg.AttributeValueError, match="axis"):
+        ops.all_gather(x, axis=1)
+    with pytest.raises(eg.AttributeValueError):
+        ops.all_reduce(x, op="mean")
+    with pytest.raises(eg.DTypeError):
+        ops.all_reduce(b.input("flag", eg.bool_, [2]))
