@@ -66,6 +66,9 @@ test: build
 	$(MAKE) --no-print-directory test-fuzz
 	$(MAKE) --no-print-directory pytest
 
+# mpirun refuses root unless told (CI runs as root).
+MPI_AS_ROOT := $(shell [ "$$(id -u)" -eq 0 ] && echo --allow-run-as-root)
+
 bench: build
 	@scripts/install-deps.sh python3-onnx python3-torch libopenblas-dev libblis-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev
 	@cmake --preset default >/dev/null
@@ -80,6 +83,7 @@ bench: build
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/models.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/imported_models.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/ascend_lowering.py
+	mpirun -np 2 --oversubscribe $(MPI_AS_ROOT) ./build/default/bench/bench_allreduce
 
 package: build
 	cd build/default && cpack -G DEB

@@ -127,7 +127,7 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   step("order for memory (the best of greedy, depth-first, breadth-first)", [&] { order = plan::memory_aware_order(gd.dag); });
   step("assign streams and events", [&] {
     std::vector<char> communicates(gd.nodes.size(), 0);
-    for (size_t i = 0; i < gd.nodes.size(); ++i) communicates[i] = sg.nodes[gd.nodes[i]].op->communicates;
+    for (size_t i = 0; i < gd.nodes.size(); ++i) communicates[i] = gd.nodes[i] != ir::kNone && sg.nodes[gd.nodes[i]].op->communicates;  // kNone: a reorder
     decided_->streams = plan::assign_streams(gd.dag, order, options.streams, communicates);
   });
   plan::MemoryPlanOptions mo;
