@@ -10,6 +10,10 @@ include(CMakePackageConfigHelpers)
 install(TARGETS esgraph EXPORT esgraphTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT library
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The MPI plugin lies beside the library, where dist/world.cpp looks for it.
+if(TARGET esgraph_mpi)
+  install(TARGETS esgraph_mpi LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT library)
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ ${ESG_GEN_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   COMPONENT library)
 install(EXPORT esgraphTargets NAMESPACE esgraph:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/esgraph COMPONENT library)

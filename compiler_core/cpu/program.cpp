@@ -327,7 +327,9 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
   // first waits for the events it needs (the launches of other streams it depends on). Else the
   // launch list runs in order on this thread, which every event already respects.
   bool ran = false;
-  if (plan_.num_streams() > 1 && parallel) {
+  // (A plan whose launches all lie on one stream, say a lone collective, runs in order too.)
+  const auto& per_stream = plan_.stream_launches();
+  if (std::count_if(per_stream.begin(), per_stream.end(), [](const std::vector<int>& s) { return !s.empty(); }) > 1 && parallel) {
     std::unique_ptr<std::atomic<bool>[]> done(new std::atomic<bool>[launches.size()]);
     for (size_t i = 0; i < launches.size(); ++i) done[i].store(false, std::memory_order_relaxed);
     std::mutex mu;
