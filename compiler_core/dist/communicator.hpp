@@ -15,6 +15,7 @@ namespace esg::dist {
 
 enum class Reduce : uint8_t { Sum, Max, Min, Prod, Avg };  // the order of the ops' `op` enum
 const char* reduce_name(Reduce r);
+std::string ranks_str(const std::vector<int>& ranks);  // "[0,1]", as messages and reports name groups
 
 // A collective that failed: a rank that never arrived within the timeout, ranks that disagree
 // on what they run, or the transport's own error. The message names the collective and the

@@ -18,12 +18,6 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-std::string ranks_str(const std::vector<int>& ranks) {
-  std::string s = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
-
 // Elements before `axis` and bytes from it on, of `s` with the axis cut in `n` pieces.
 void pieces(const ir::Shape& s, size_t axis, int n, size_t element, int64_t& outer, int64_t& piece) {
   outer = 1;
@@ -115,7 +109,7 @@ Collective::Collective(const ir::Graph& g, ir::NodeId node) {
     signed_as = "p2p " + std::to_string(from) + ">" + std::to_string(to) + " " + ir::dtype_name(dtype_) + g.shape_str(shown);
     label_ = what + (kind_ == K::send ? " to rank " : " from rank ") + std::to_string(peer_);
   } else {
-    signed_as = what + " over " + ranks_str(ranks_);
+    signed_as = what + " over " + dist::ranks_str(ranks_);
     label_ = signed_as;
   }
   label_ += " (node '" + g.node_name(node) + "')";

@@ -18,12 +18,6 @@ uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull + (h >>
 
 bool point_to_point(const eval::Collective& c) { return c.kind() == K::send || c.kind() == K::recv; }
 
-std::string ranks_str(const std::vector<int>& ranks) {
-  std::string s = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
-
 // What every member of a group compares: how many, the hash of all, and the first kShown.
 std::vector<uint64_t> summary(const std::vector<const eval::Collective*>& calls) {
   std::vector<uint64_t> v(2 + kShown, 0);
@@ -38,7 +32,7 @@ std::vector<uint64_t> summary(const std::vector<const eval::Collective*>& calls)
 // The members' summaries, all alike, or an error naming the first difference.
 void check_group(const std::vector<int>& ranks, const std::vector<const eval::Collective*>& calls) {
   dist::Communicator& comm = calls.front()->communicator();
-  const std::string label = "the check before the first run of the " + std::to_string(calls.size()) + " collectives over " + ranks_str(ranks) +
+  const std::string label = "the check before the first run of the " + std::to_string(calls.size()) + " collectives over " + dist::ranks_str(ranks) +
                             " (the first: " + calls.front()->label() + ")";
   const std::vector<uint64_t> mine = summary(calls);
   const std::vector<uint64_t> all = comm.exchange(mine, {label, dist::collective_timeout_ms()});
@@ -50,7 +44,7 @@ void check_group(const std::vector<int>& ranks, const std::vector<const eval::Co
     const std::string here = first < calls.size() && first < kShown ? "; the first that differs is #" + std::to_string(first) + ", here " + calls[first]->label()
                                                                    : "; they differ past the first " + std::to_string(kShown);
     throw ir::Error(ir::ErrorCode::Communication,
-                    "ranks build different collectives over " + ranks_str(ranks) + ": rank " + std::to_string(dist::world().rank()) + " runs " +
+                    "ranks build different collectives over " + dist::ranks_str(ranks) + ": rank " + std::to_string(dist::world().rank()) + " runs " +
                         std::to_string(calls.size()) + ", rank " + std::to_string(ranks[static_cast<size_t>(m)]) + " runs " +
                         std::to_string(theirs[0]) + here + " (every rank must build the same collectives, shapes and dtypes, in the same order)");
   }

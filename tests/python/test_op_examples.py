@@ -102,4 +102,5 @@ def test_every_op_is_bound_under_its_python_name():
 
 
 def test_every_op_but_control_flow_has_an_example():
-    assert {op.name for op in OP_SET.ops if not op.examples} == CONTROL_FLOW
+    # send and recv need a peer, which one process has not: tests/distributed runs them.
+    assert {op.name for op in OP_SET.ops if not op.examples} == CONTROL_FLOW | {"send", "recv"}

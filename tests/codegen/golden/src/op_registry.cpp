@@ -139,42 +139,42 @@ const OpSchema t_body = {"t_body", OpKind::t_body, 1, "while_loop", infer_while_
     {}, {t_body_inputs, 1},
     {t_body_outputs, 1}, {},
     {t_body_subgraphs, 2}, false,
-    false, ""};
+    false, "", false};
 const OpSchema t_branch = {"t_branch", OpKind::t_branch, 1, "if_else", infer_if_else,
     {}, {t_branch_inputs, 1},
     {t_branch_outputs, 1}, {},
     {t_branch_subgraphs, 2}, false,
-    false, ""};
+    false, "", false};
 const OpSchema t_generator = {"t_generator", OpKind::t_generator, 1, "fill", infer_fill,
     {}, {},
     {t_generator_outputs, 1}, {t_generator_attrs, 6},
     {}, false,
-    false, ""};
+    false, "", false};
 const OpSchema t_options = {"t_options", OpKind::t_options, 2, "reduce", infer_reduce,
     {t_options_type_vars, 1}, {t_options_inputs, 3},
     {t_options_outputs, 1}, {t_options_attrs, 10},
     {}, false,
-    false, ""};
+    false, "", false};
 const OpSchema t_pair = {"t_pair", OpKind::t_pair, 1, "arg_reduce", infer_arg_reduce,
     {t_pair_type_vars, 1}, {t_pair_inputs, 1},
     {t_pair_outputs, 2}, {},
     {}, false,
-    false, ""};
+    false, "", false};
 const OpSchema t_split = {"t_split", OpKind::t_split, 1, "split", infer_split,
     {t_split_type_vars, 1}, {t_split_inputs, 1},
     {t_split_outputs, 1}, {t_split_attrs, 1},
     {}, false,
-    false, ""};
+    false, "", false};
 const OpSchema t_unary = {"t_unary", OpKind::t_unary, 1, "unary", infer_unary,
     {t_unary_type_vars, 1}, {t_unary_inputs, 1},
     {t_unary_outputs, 1}, {t_unary_attrs, 1},
     {}, true,
-    false, ""};
+    false, "", false};
 const OpSchema t_variadic = {"t_variadic", OpKind::t_variadic, 1, "concat", infer_concat,
     {t_variadic_type_vars, 1}, {t_variadic_inputs, 1},
     {t_variadic_outputs, 1}, {t_variadic_attrs, 1},
     {}, false,
-    false, ""};
+    false, "", false};
 }  // namespace ops
 
 Span<const OpSchema*> all_ops() {
