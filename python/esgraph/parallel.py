@@ -52,7 +52,8 @@ class Group:
 
 
 def _group(group):
-    return group if isinstance(group, Group) else Group(group)
+    """A Group (or anything that shards and reduces like one), or the ranks to make one of."""
+    return group if hasattr(group, "shard") else Group(group)
 
 
 class ColumnParallelLinear:

@@ -66,6 +66,24 @@ def scenario_ops():
         check(f"{dt} max", got[1], xs.max(0), tol)
 
 
+def scenario_parallel_layers():
+    # esgraph.parallel's layers against numpy on the full weights.
+    from esgraph import parallel
+    rng = np.random.default_rng(1)  # the same on every rank
+    x = rng.standard_normal((3, 8)).astype(np.float32)
+    w1, b1 = rng.standard_normal((8, 6)).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    w2, b2 = rng.standard_normal((6, 8)).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+    with eg.GraphBuilder("layers") as b:
+        xi = b.input("x", eg.f32, [3, 8])
+        column = parallel.ColumnParallelLinear(w1, b1, gather_output=True)(xi)
+        row = parallel.RowParallelLinear(w1, b1, input_is_parallel=False)(xi)
+        mlp = parallel.ParallelMLP(w1, b1, w2, b2, activation=ops.relu)(xi)
+    got = eg.compile(b.build([column, row, mlp])).run({"x": x})
+    check("column", got[0], x @ w1 + b1, 1e-5)
+    check("row", got[1], x @ w1 + b1, 1e-5)
+    check("mlp", got[2], np.maximum(x @ w1 + b1, 0) @ w2 + b2, 1e-4)
+
+
 def scenario_send_recv():
     # A two-stage pipeline: rank 0 computes and sends, rank 1 receives, computes, sends back.
     b = eg.GraphBuilder("pipe")

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 RANKS = Path(__file__).with_name("ranks.py")
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "tensor_parallel.py"
 MPIRUN = shutil.which("mpirun")
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="Open MPI is not installed (make deps installs it)")
 
 
-def mpirun(scenario, timeout_ms=None, deadline=60):
+def mpirun(scenario, timeout_ms=None, deadline=60, script=RANKS):
     cmd = [MPIRUN, "-np", "2", "--oversubscribe"]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
@@ -26,13 +27,13 @@ def mpirun(scenario, timeout_ms=None, deadline=60):
     if timeout_ms:
         env["ESG_COLLECTIVE_TIMEOUT_MS"] = str(timeout_ms)
         cmd += ["-x", "ESG_COLLECTIVE_TIMEOUT_MS"]
-    cmd += ["-x", "PYTHONPATH", sys.executable, str(RANKS), scenario]
+    cmd += ["-x", "PYTHONPATH", sys.executable, str(script)] + ([scenario] if scenario else [])
     started = time.monotonic()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=deadline)
     return done, time.monotonic() - started
 
 
-@pytest.mark.parametrize("scenario", ["ops", "send_recv", "mismatch"])
+@pytest.mark.parametrize("scenario", ["ops", "parallel_layers", "send_recv", "mismatch"])
 def test_every_rank_passes(scenario):
     done, _ = mpirun(scenario)
     out = done.stdout + done.stderr
@@ -49,3 +50,13 @@ def test_a_rank_that_never_arrives_is_named_and_the_job_ends():
     assert "ok timeout rank 0" in out, out
     # Rank 1 would sleep 30 s: the job ends because rank 0 aborts it on exit, not by itself.
     assert done.returncode != 0 and took < 25, (took, out)
+
+
+def test_the_tensor_parallel_sample_matches_the_whole_block():
+    done, _ = mpirun(None, script=SAMPLE)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    for rank in (0, 1):
+        line = next(l for l in out.splitlines() if l.startswith(f"rank {rank} of 2:"))
+        assert "2 all_reduces" in line, line
+        assert float(line.split("whole block ")[1].split(";")[0]) <= 1e-4, line

@@ -73,3 +73,47 @@ def test_bad_collective_attributes_are_refused_where_they_are_built(b):
         ops.all_reduce(x, op="mean")
     with pytest.raises(eg.DTypeError):
         ops.all_reduce(b.input("flag", eg.bool_, [2]))
+
+
+# ---- esgraph.parallel on one process (tests/distributed runs it over two) ----------------------
+def test_parallel_layers_are_the_whole_layers_in_a_world_of_one(b):
+    from esgraph import parallel
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 5, 8)).astype(np.float32)
+    w = [rng.standard_normal((8, 8)).astype(np.float32) * 0.1 for _ in range(4)]
+    xi = b.input("x", eg.f32, [2, 5, 8])
+    attn = parallel.ParallelAttention(*w, heads=2)(xi)
+    m = eg.compile(b.build([attn]))
+    got = m.run({"x": x})[0]
+    q, k, v = (x @ wi for wi in w[:3])
+    heads = lambda t: t.reshape(2, 5, 2, 4).transpose(0, 2, 1, 3)  # noqa: E731
+    s = heads(q) @ heads(k).transpose(0, 1, 3, 2) / 2.0
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    want = (p @ heads(v)).transpose(0, 2, 1, 3).reshape(2, 5, 8) @ w[3]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert m.stats()["collectives"] == 1
+
+
+def test_parallel_refuses_what_does_not_split():
+    from esgraph import parallel
+    with pytest.raises(ValueError, match="not in the group"):
+        parallel.Group([3])
+    with pytest.raises(ValueError, match="heads do not split"):
+        parallel.ParallelAttention(*[np.zeros((4, 4), np.float32)] * 4, heads=3, group=_FakeGroup(2))
+    with pytest.raises(ValueError, match=r"does not split in 2 along axis 1"):
+        parallel.ColumnParallelLinear(np.zeros((4, 3), np.float32), group=_FakeGroup(2))
+
+
+class _FakeGroup:
+    """A group of `size` ranks, to check the splitting rules without a job of that size."""
+
+    def __init__(self, size):
+        from esgraph import parallel
+        self.size, self.index, self.ranks = size, 0, list(range(size))
+        self.shard = lambda a, axis: parallel.Group.shard(self, a, axis)
+
+
+def test_parallel_helpers_are_a_group_or_its_ranks():
+    from esgraph import parallel
+    assert parallel.Group().ranks == [0] and parallel.Group([0]).size == 1
