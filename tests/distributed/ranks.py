@@ -137,6 +137,21 @@ def scenario_timeout():
     raise SystemExit("rank 0: no timeout")
 
 
+def scenario_late_run():
+    # Both ranks pass the check and run once; then rank 1 stops taking part. Rank 0's second run
+    # waits in a blocking all_reduce: the watchdog names rank 1 and ends the job.
+    b = eg.GraphBuilder("late_run")
+    x = b.input("x", eg.f32, [4])
+    m = eg.compile(b.build([ops.all_reduce(x)]))
+    m.run({"x": np.ones(4, np.float32)})
+    print(f"ok first run rank {RANK}", flush=True)
+    if RANK == 1:
+        time.sleep(30)
+        return
+    m.run({"x": np.ones(4, np.float32)})
+    raise SystemExit("rank 0: the second run finished without rank 1")
+
+
 if __name__ == "__main__":
     name = sys.argv[1]
     globals()["scenario_" + name]()

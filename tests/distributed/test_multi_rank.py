@@ -60,3 +60,11 @@ def test_the_tensor_parallel_sample_matches_the_whole_block():
         line = next(l for l in out.splitlines() if l.startswith(f"rank {rank} of 2:"))
         assert "2 all_reduces" in line, line
         assert float(line.split("whole block ")[1].split(";")[0]) <= 1e-4, line
+
+
+def test_a_rank_that_stops_mid_job_is_named_and_the_job_ends():
+    done, took = mpirun("late_run", timeout_ms=2000)
+    out = done.stdout + done.stderr
+    assert "ok first run rank 0" in out and "ok first run rank 1" in out, out
+    assert "esgraph: all_reduce sum f32[4] over [0,1]" in out and "did not finish within 2000 ms: rank 1 has entered" in out, out
+    assert done.returncode != 0 and took < 25, (took, out)

@@ -10,6 +10,9 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -114,6 +117,57 @@ int checked_count(int64_t n, const Call& c) {
 }
 
 class MpiTransport;
+class MpiCommunicator;
+
+constexpr int64_t kNeverBlocking = -1;
+
+// The largest call made blocking: ESG_MPI_BLOCKING_BELOW bytes, 16 MiB by default (beyond it,
+// Open MPI 4.1's blocking allreduce on shared memory is many times slower than its
+// nonblocking one: bench/RESULTS.md).
+int64_t blocking_below() {
+  static const int64_t bytes = [] {
+    const char* v = std::getenv("ESG_MPI_BLOCKING_BELOW");
+    return v && *v ? std::strtoll(v, nullptr, 10) : int64_t{16} << 20;
+  }();
+  return bytes;
+}
+
+// Watches the blocking call under way (one at a time: a model's runs with collectives take
+// turns): past its deadline it prints who is behind and aborts the job, since a blocking MPI
+// call cannot be left. Polls every 20 ms on a thread of its own, started with the first call;
+// arming and disarming are two atomic stores.
+class Watchdog {
+ public:
+  ~Watchdog() { stop(); }
+  void arm(MpiCommunicator& comm, const Call& c, int peer) {
+    if (!thread_.joinable()) thread_ = std::thread([this] { watch(); });
+    comm_ = &comm;
+    label_ = &c.label;
+    timeout_ms_ = c.timeout_ms;
+    peer_ = peer;
+    deadline_ns_.store(now_ns() + c.timeout_ms * 1000000, std::memory_order_release);
+  }
+  void disarm() { deadline_ns_.store(0, std::memory_order_release); }
+  void stop() {
+    if (!thread_.joinable()) return;
+    stopping_.store(true);
+    thread_.join();
+  }
+
+ private:
+  static int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  void watch();
+
+  std::thread thread_;
+  std::atomic<int64_t> deadline_ns_{0};  // 0: no call under way
+  std::atomic<bool> stopping_{false};
+  MpiCommunicator* comm_ = nullptr;
+  const std::string* label_ = nullptr;
+  int64_t timeout_ms_ = 0;
+  int peer_ = -1;
+};
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -136,8 +190,10 @@ class MpiCommunicator final : public Communicator {
     for (int64_t at = 0; at < count || at == 0; at += step) {
       const int n = static_cast<int>(std::min(step, count - at));
       const void* src = in == out ? MPI_IN_PLACE : static_cast<const uint8_t*>(in) + at * size;
-      run(c, [&](MPI_Request* q) {
-        return MPI_Iallreduce(src, static_cast<uint8_t*>(out) + at * size, n, mpi_type(type), mpi_op(type, op), comm_, q);
+      run(c, n * size, [&](MPI_Request* q) {
+        uint8_t* dst = static_cast<uint8_t*>(out) + at * size;
+        return q ? MPI_Iallreduce(src, dst, n, mpi_type(type), mpi_op(type, op), comm_, q)
+                 : MPI_Allreduce(src, dst, n, mpi_type(type), mpi_op(type, op), comm_);
       });
       if (count == 0) break;
     }
@@ -145,42 +201,60 @@ class MpiCommunicator final : public Communicator {
   }
   void all_gather(const void* in, void* out, int64_t bytes, const Call& c) override {
     const int n = checked_count(bytes, c);
-    run(c, [&](MPI_Request* q) { return MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, comm_, q); });
+    run(c, bytes, [&](MPI_Request* q) {
+      return q ? MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, comm_, q) : MPI_Allgather(in, n, MPI_BYTE, out, n, MPI_BYTE, comm_);
+    });
   }
   void reduce_scatter(const void* in, void* out, int64_t count, ir::DType type, Reduce op, const Call& c) override {
     const int n = checked_count(count * this->size(), c) / this->size();
-    run(c, [&](MPI_Request* q) { return MPI_Ireduce_scatter_block(in, out, n, mpi_type(type), mpi_op(type, op), comm_, q); });
+    run(c, count * this->size(), [&](MPI_Request* q) {
+      return q ? MPI_Ireduce_scatter_block(in, out, n, mpi_type(type), mpi_op(type, op), comm_, q)
+               : MPI_Reduce_scatter_block(in, out, n, mpi_type(type), mpi_op(type, op), comm_);
+    });
     if (op == Reduce::Avg) divide(out, count, type, this->size());
   }
   void broadcast(void* buffer, int64_t bytes, int root, const Call& c) override {
     const int n = checked_count(bytes, c);
-    run(c, [&](MPI_Request* q) { return MPI_Ibcast(buffer, n, MPI_BYTE, root, comm_, q); });
+    run(c, bytes, [&](MPI_Request* q) { return q ? MPI_Ibcast(buffer, n, MPI_BYTE, root, comm_, q) : MPI_Bcast(buffer, n, MPI_BYTE, root, comm_); });
   }
   void all_to_all(const void* in, void* out, int64_t bytes, const Call& c) override {
     const int n = checked_count(bytes, c);
-    run(c, [&](MPI_Request* q) { return MPI_Ialltoall(in, n, MPI_BYTE, out, n, MPI_BYTE, comm_, q); });
+    run(c, bytes * this->size(), [&](MPI_Request* q) {
+      return q ? MPI_Ialltoall(in, n, MPI_BYTE, out, n, MPI_BYTE, comm_, q) : MPI_Alltoall(in, n, MPI_BYTE, out, n, MPI_BYTE, comm_);
+    });
   }
   void send(const void* in, int64_t bytes, int peer, const Call& c) override {
     const int n = checked_count(bytes, c);
-    run(c, [&](MPI_Request* q) { return MPI_Isend(in, n, MPI_BYTE, peer, 0, comm_, q); }, peer);
+    run(c, bytes, [&](MPI_Request* q) { return q ? MPI_Isend(in, n, MPI_BYTE, peer, 0, comm_, q) : MPI_Send(in, n, MPI_BYTE, peer, 0, comm_); }, peer);
   }
   void recv(void* out, int64_t bytes, int peer, const Call& c) override {
     const int n = checked_count(bytes, c);
-    run(c, [&](MPI_Request* q) { return MPI_Irecv(out, n, MPI_BYTE, peer, 0, comm_, q); }, peer);
+    run(c, bytes, [&](MPI_Request* q) {
+      return q ? MPI_Irecv(out, n, MPI_BYTE, peer, 0, comm_, q) : MPI_Recv(out, n, MPI_BYTE, peer, 0, comm_, MPI_STATUS_IGNORE);
+    }, peer);
   }
   std::vector<uint64_t> exchange(const std::vector<uint64_t>& values, const Call& c) override {
     std::vector<uint64_t> all(values.size() * static_cast<size_t>(size()));
     const int n = checked_count(static_cast<int64_t>(values.size()), c);
-    run(c, [&](MPI_Request* q) { return MPI_Iallgather(values.data(), n, MPI_UINT64_T, all.data(), n, MPI_UINT64_T, comm_, q); });
+    // Always nonblocking: a rank that never arrives here is an error the caller can catch.
+    run(c, kNeverBlocking, [&](MPI_Request* q) { return MPI_Iallgather(values.data(), n, MPI_UINT64_T, all.data(), n, MPI_UINT64_T, comm_, q); });
     return all;
   }
 
  private:
   // Starts a call, then waits for it until the deadline. `peer`: the one member a send or a
   // receive waits for (-1: all of them).
+  // Starts a call and waits for it until the deadline. `bytes`: what it moves, which picks the
+  // blocking or the nonblocking call (kNeverBlocking: always the latter). `peer`: the one member
+  // a send or a receive waits for (-1: all of them).
   template <typename Start>
-  void run(const Call& c, Start start, int peer = -1);
-  [[noreturn]] void timed_out(const Call& c, int peer);
+  void run(const Call& c, int64_t bytes, Start start, int peer = -1);
+
+ public:
+  // Who is behind, read from the members' counters: the error of a call past its deadline.
+  std::string timeout_message(const Call& c, int peer);
+
+ private:
 
   MpiTransport& transport_;
   MPI_Comm comm_;
@@ -193,7 +267,7 @@ class MpiTransport final : public Transport {
  public:
   // Makes the world's communicator now, while every rank is starting MPI anyway (a blocking
   // step): the agreement check and the world's collectives then wait with a deadline only.
-  MpiTransport(MPI_Comm world, bool finalize) : world_(world), finalize_(finalize) {
+  MpiTransport(MPI_Comm world, bool finalize, bool multiple) : world_(world), finalize_(finalize), multiple_(multiple) {
     MPI_Comm_size(world_, &size_);
     MPI_Comm_rank(world_, &rank_);
     std::vector<int> all(static_cast<size_t>(size_));
@@ -205,12 +279,17 @@ class MpiTransport final : public Transport {
   int rank() const override { return rank_; }
   bool broken() const override { return broken_; }
   void mark_broken() { broken_ = true; }
+  bool multiple() const { return multiple_; }
+  Watchdog& watchdog() { return watchdog_; }
+  // Held around each MPI call unless MPI runs at MPI_THREAD_MULTIPLE (a caller's own
+  // MPI_Init may have asked for less).
+  std::unique_lock<std::mutex> serialize() { return multiple_ ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(mpi_mu); }
 
   // The world's communicator is handed over once (dist::World keeps each group's); another
   // group is made by its members, a blocking step with no deadline.
   std::unique_ptr<Communicator> group(const std::vector<int>& world_ranks) override {
     if (world_group_ && world_ranks == world_group_->world_ranks()) return std::move(world_group_);
-    std::lock_guard<std::mutex> lock(mpi_mu);
+    std::unique_lock<std::mutex> lock = serialize();
     MPI_Comm comm = MPI_COMM_NULL;
     MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
     MPI_Comm_group(world_, &all);
@@ -226,7 +305,8 @@ class MpiTransport final : public Transport {
   }
 
   void shutdown() override {
-    std::lock_guard<std::mutex> lock(mpi_mu);
+    watchdog_.stop();
+    std::unique_lock<std::mutex> lock = serialize();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
@@ -238,18 +318,31 @@ class MpiTransport final : public Transport {
  private:
   MPI_Comm world_;
   std::unique_ptr<MpiCommunicator> world_group_;
-  bool finalize_;
+  bool finalize_, multiple_;
+  Watchdog watchdog_;
   int size_ = 1, rank_ = 0;
   bool broken_ = false;
 };
 
 template <typename Start>
-void MpiCommunicator::run(const Call& c, Start start, int peer) {
+void MpiCommunicator::run(const Call& c, int64_t bytes, Start start, int peer) {
+  // Up to kBlockingBelow bytes, the blocking call (Open MPI's coll/tuned algorithms, faster
+  // there than the nonblocking schedules of coll/libnbc) under the watchdog; beyond it, and for
+  // the agreement check, the nonblocking one polled with a deadline. Blocking needs
+  // MPI_THREAD_MULTIPLE: the watchdog reads the counters while this thread waits in MPI.
+  const bool blocking = transport_.multiple() && bytes != kNeverBlocking && bytes <= blocking_below();
   MPI_Request request = MPI_REQUEST_NULL;
   {
-    std::lock_guard<std::mutex> lock(mpi_mu);
+    std::unique_lock<std::mutex> lock = transport_.serialize();
     *entered_board_ = ++entered_;
     MPI_Win_sync(board_);
+    if (blocking) {  // (no lock held: blocking means MPI_THREAD_MULTIPLE)
+      transport_.watchdog().arm(*this, c, peer);
+      const int rc = start(nullptr);
+      transport_.watchdog().disarm();
+      if (rc != MPI_SUCCESS) throw Error(c.label + ": " + mpi_error(rc));
+      return;
+    }
     const int rc = start(&request);
     if (rc != MPI_SUCCESS) throw Error(c.label + ": " + mpi_error(rc));
   }
@@ -257,24 +350,26 @@ void MpiCommunicator::run(const Call& c, Start start, int peer) {
   for (uint64_t spin = 0;; ++spin) {
     int done = 0, rc = MPI_SUCCESS;
     {
-      std::lock_guard<std::mutex> lock(mpi_mu);
+      std::unique_lock<std::mutex> lock = transport_.serialize();
       rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     }
     if (rc != MPI_SUCCESS) throw Error(c.label + ": " + mpi_error(rc));
     if (done) return;
     if ((spin & 1023) == 1023) {
-      if (std::chrono::steady_clock::now() > deadline) timed_out(c, peer);
+      if (std::chrono::steady_clock::now() > deadline) {
+        transport_.mark_broken();
+        throw Error(timeout_message(c, peer));
+      }
       // Past the first milliseconds the wait is a long one: leave the core to compute.
       if (spin > (1u << 16)) std::this_thread::yield();
     }
   }
 }
 
-void MpiCommunicator::timed_out(const Call& c, int peer) {
-  transport_.mark_broken();
+std::string MpiCommunicator::timeout_message(const Call& c, int peer) {
   std::string behind;
   {
-    std::lock_guard<std::mutex> lock(mpi_mu);
+    std::unique_lock<std::mutex> lock = transport_.serialize();
     for (int r = 0; r < size(); ++r) {
       if (r == rank() || (peer >= 0 && r != peer)) continue;
       int64_t theirs = 0;
@@ -285,9 +380,21 @@ void MpiCommunicator::timed_out(const Call& c, int peer) {
                   " has entered " + std::to_string(theirs) + " of this group's collectives, this rank " + std::to_string(entered_);
     }
   }
-  throw Error(c.label + " did not finish within " + std::to_string(c.timeout_ms) + " ms: " +
-              (behind.empty() ? std::string("every rank reached it, so one is stuck inside it or left the job") : behind) +
-              " (ESG_COLLECTIVE_TIMEOUT_MS sets the timeout; the job ends when this process exits)");
+  return c.label + " did not finish within " + std::to_string(c.timeout_ms) + " ms: " +
+         (behind.empty() ? std::string("every rank reached it, so one is stuck inside it or left the job") : behind) +
+         " (ESG_COLLECTIVE_TIMEOUT_MS sets the timeout)";
+}
+
+void Watchdog::watch() {
+  while (!stopping_.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const int64_t deadline = deadline_ns_.load(std::memory_order_acquire);
+    if (deadline == 0 || now_ns() < deadline) continue;
+    const std::string message = comm_->timeout_message({*label_, timeout_ms_}, peer_);
+    std::fprintf(stderr, "esgraph: %s; ending the job\n", message.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
 }
 
 }  // namespace
@@ -314,5 +421,7 @@ extern "C" __attribute__((visibility("default"))) esg::dist::Transport* esg_mpi_
   if (rc != MPI_SUCCESS) return fail("MPI_Comm_dup failed: " + esg::dist::mpi_error(rc));
   MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
   esg::dist::make_half_types();
-  return new esg::dist::MpiTransport(world, !initialized);
+  int level = 0;
+  MPI_Query_thread(&level);
+  return new esg::dist::MpiTransport(world, !initialized, level == MPI_THREAD_MULTIPLE);
 }
