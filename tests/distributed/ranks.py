@@ -84,6 +84,30 @@ def scenario_parallel_layers():
     check("mlp", got[2], np.maximum(x @ w1 + b1, 0) @ w2 + b2, 1e-4)
 
 
+def mlp_model():
+    """An ONNX MLP (MatMul, Relu, Gemm with a bias) and its weights, the same on every rank."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(3)
+    w1, w2, b2 = (rng.standard_normal(s).astype(np.float32) for s in ((8, 6), (8, 6), (8,)))
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+         helper.make_node("Gemm", ["r", "w2", "b2"], ["y"], transB=1)], "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 8])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2"), numpy_helper.from_array(b2, "b2")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), w1, w2, b2
+
+
+def scenario_onnx_sharding():
+    import esgraph.onnx
+    model, w1, w2, b2 = mlp_model()
+    x = np.random.default_rng(4).standard_normal((3, 8)).astype(np.float32)
+    want = np.maximum(x @ w1, 0) @ w2.T + b2
+    for spec in ({"w1": "column", "w2": "row"}, {"w1": "row", "w2": "column"}):
+        m = eg.compile(esgraph.onnx.load(model, sharding=spec))
+        check(f"sharded {spec}", m.run({"x": x})[0], want, 1e-5)
+        assert m.stats()["collectives"] == 2
+
+
 def scenario_send_recv():
     # A two-stage pipeline: rank 0 computes and sends, rank 1 receives, computes, sends back.
     b = eg.GraphBuilder("pipe")

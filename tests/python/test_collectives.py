@@ -117,3 +117,23 @@ class _FakeGroup:
 def test_parallel_helpers_are_a_group_or_its_ranks():
     from esgraph import parallel
     assert parallel.Group().ranks == [0] and parallel.Group([0]).size == 1
+
+
+def test_onnx_sharding_on_one_process_and_its_refusals():
+    import esgraph.onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(5)
+    w, b = rng.standard_normal((4, 6)).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("Gemm", ["x", "w", "b"], ["y"], alpha=0.5)], "gemm",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 6])],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    for how in ("column", "row"):
+        got = eg.compile(esgraph.onnx.load(model, sharding={"w": how})).run({"x": x})[0]
+        np.testing.assert_allclose(got, 0.5 * x @ w + b, rtol=1e-5, atol=1e-6)
+    for spec, message in (({"w": "diagonal"}, "say 'column' or 'row'"), ({"v": "row"}, "no initializer of that name"),
+                          ({"b": "column"}, "no MatMul or Gemm reads it as its weight")):
+        with pytest.raises(esgraph.onnx.ImportFailed, match=message):
+            esgraph.onnx.load(model, sharding=spec)

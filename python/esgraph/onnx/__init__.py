@@ -28,7 +28,7 @@ from .converters import CONVERTERS
 __all__ = ["ExportFailed", "ImportFailed", "ValueDependentGraph", "ValueDependentModel", "load", "read_model", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
 
 
-def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None):
+def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None, sharding=None):
     """An esgraph Graph from an ONNX model: a path, bytes, or an `onnx.ModelProto`.
 
     `input_shapes` ({input name: [dims]}) overrides the model's input shapes: integers for
@@ -39,14 +39,24 @@ def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None):
     `constants` ({input name: array}) freezes inputs to the given values instead, for one graph.
     Tensors kept in external data files are read from the model's folder only (`base_dir` for a
     model given as bytes or a ModelProto).
+
+    `sharding` ({initializer name: "column" or "row"}) splits weights over the ranks of the MPI job
+    (docs/distributed.md), Megatron-style. Each named initializer must be the weight (input B) of
+    a MatMul or Gemm, and this rank keeps its share:
+    - a "column" weight keeps its share of the output columns, and the product's pieces are
+      joined with an all_gather;
+    - a "row" weight keeps its share of the input rows, reads the matching slice of its input,
+      and the partial products are summed with an all_reduce.
+    Every rank loads the same model with the same spec.
     """
     proto = read_model(model, base_dir)
     try:
-        return load_graph(proto, input_shapes=input_shapes, constants=constants, name=name)
+        return load_graph(proto, input_shapes=input_shapes, constants=constants, name=name, sharding=sharding)
     except ImportFailed as e:
         if not (e.waits_for_values and (e.needed_constants or e.waits_for_shapes)):
             raise
-        return ValueDependentGraph(proto, e.needed_constants, input_shapes, constants, name, by_shapes=e.waits_for_shapes)
+        return ValueDependentGraph(proto, e.needed_constants, input_shapes, constants, name, by_shapes=e.waits_for_shapes,
+                                   sharding=sharding)
 
 
 def read_model(model, base_dir=None):

@@ -106,6 +106,15 @@ class Node:
                              "constants and static shapes; it is computed at run time")
         return v
 
+    def sharding(self, i):
+        """How input i, a weight named in load()'s `sharding`, is split over the ranks: "column",
+        "row" or None."""
+        name = self.proto.input[i] if self.has(i) else None
+        how = self._importer.sharding.get(name)
+        if how:
+            self._importer.sharded.add(name)
+        return how
+
     def ints(self, i, what=None):
         return [int(v) for v in np.asarray(self.const(i, what)).reshape(-1)]
 
@@ -132,8 +141,10 @@ class Node:
 
 
 class Importer:
-    def __init__(self, model, input_shapes=None, constants=None):
+    def __init__(self, model, input_shapes=None, constants=None, sharding=None):
         self.model = model
+        self.sharding = dict(sharding or {})  # initializer name -> "column" or "row"
+        self.sharded = set()  # the names a MatMul or Gemm took as its weight
         self.opset = self._opset(model)
         self.input_shapes = dict(input_shapes or {})
         self.given_constants = {k: np.asarray(v) for k, v in (constants or {}).items()}
@@ -191,13 +202,24 @@ class Importer:
         for vi in graph.input:
             if vi.name not in self.values:
                 self.values[vi.name] = self._graph_input(builder, vi)
+        self._check_sharding(graph)
         self.convert_nodes(graph.node)
+        for name in sorted(set(self.sharding) - self.sharded):
+            self.failures.append((f"sharding['{name}']", "no MatMul or Gemm reads it as its weight (input B)"))
         if not self.failures:
             outputs = [self._result(vi.name) for vi in graph.output]
         if self.failures:
             raise ImportFailed(graph.name or "model", self.failures, self._inputs_behind(self.needed_constants),
                                waits_for_values=self.waiting == len(self.failures), waits_for_shapes=self.waits_for_shapes)
         return [self.as_tensor(v) if isinstance(v, np.ndarray) else v for v in outputs]
+
+    def _check_sharding(self, graph):
+        initializers = {init.name for init in graph.initializer}
+        for name, how in self.sharding.items():
+            if how not in ("column", "row"):
+                raise ImportFailed(graph.name or "model", [(f"sharding['{name}']", f"is {how!r}: say 'column' or 'row'")])
+            if name not in initializers:
+                raise ImportFailed(graph.name or "model", [(f"sharding['{name}']", "the model has no initializer of that name")])
 
     def _inputs_behind(self, names):
         """The graph inputs the values `names` are computed from: given with constants=, they
@@ -351,8 +373,8 @@ class Importer:
         return self.values[name]
 
 
-def load_graph(model, input_shapes=None, constants=None, name=None):
-    importer = Importer(model, input_shapes, constants)
+def load_graph(model, input_shapes=None, constants=None, name=None, sharding=None):
+    importer = Importer(model, input_shapes, constants, sharding)
     with _C.GraphBuilder(name or model.graph.name or "onnx") as b:
         outputs = importer.run(b)
         claimed = {vi.name for vi in model.graph.input} | set(importer.given_constants)

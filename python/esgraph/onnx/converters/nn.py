@@ -16,20 +16,52 @@ def _static(dims, what):
 
 @converts("MatMul")
 def matmul(n):
+    how = n.sharding(1)
+    if how:
+        return _sharded_product(n, how, transpose_b=False, product=numpy_matmul)
     return numpy_matmul(n.x(0), n.x(1))
 
 
 @converts("Gemm")
 def gemm(n):
     check_attrs(n, ("alpha", "beta", "transA", "transB", "broadcast"))
-    y = ops.matmul(n.x(0), n.x(1), transpose_a=bool(n.attr("transA", 0)), transpose_b=bool(n.attr("transB", 0)))
     alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
-    if alpha != 1.0:
-        y = y * alpha
-    if n.has(2) and beta != 0.0:
-        c = n.x(2)
-        y = y + (c * beta if beta != 1.0 else c)
-    return y
+    bias = n.x(2) if n.has(2) and beta != 0.0 else None
+    if bias is not None and beta != 1.0:
+        bias = bias * beta
+
+    def product(a, b):
+        y = ops.matmul(a, b, transpose_a=bool(n.attr("transA", 0)), transpose_b=bool(n.attr("transB", 0)))
+        return y * alpha if alpha != 1.0 else y
+
+    how = n.sharding(1)
+    if how:
+        return _sharded_product(n, how, transpose_b=bool(n.attr("transB", 0)), product=product, bias=bias)
+    y = product(n.x(0), n.x(1))
+    return y + bias if bias is not None else y
+
+
+def _sharded_product(n, how, transpose_b, product, bias=None):
+    """A product whose weight (input 1) load()'s `sharding` splits over the ranks (parallel.py's
+    layers, one product at a time): "column" keeps this rank's output columns and gathers the
+    pieces, "row" keeps its input rows, reads the matching slice of input 0 and sums the pieces."""
+    from ... import parallel
+    group = parallel.Group()
+    weight = n.const(1, "the sharded weight")
+    if weight.ndim != 2:
+        raise Unsupported(f"a sharded weight must be a matrix, got shape {weight.shape}")
+    columns, rows = (0, 1) if transpose_b else (1, 0)  # the weight's axes of outputs and of inputs
+    try:
+        shard = group.shard(weight, axis=columns if how == "column" else rows)
+    except ValueError as e:
+        raise Unsupported(str(e)) from None
+    if how == "column":
+        y = group.all_gather(product(n.x(0), n.tensor(shard)), axis=-1)
+    else:
+        piece = shard.shape[rows]
+        x = ops.slice(n.x(0), starts=[group.index * piece], ends=[(group.index + 1) * piece], axes=[-1])
+        y = group.all_reduce(product(x, n.tensor(shard)))
+    return y + bias if bias is not None else y
 
 
 def _spatial(n, what, most=2):
