@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ascend/aclnn_call.hpp"
+#include "ascend/hccl_call.hpp"
 #include "ascend/kernel_build.hpp"
 #include "ascend/launch_lowering.hpp"
 #include "ascend/row_kernel_source.hpp"
@@ -108,6 +109,13 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
         for (const Slot& in : l.in) stage(in, &h.in_at, &h.in);
         for (const Slot& out : l.out) stage(out, &h.out_at, &h.out);
         host_.push_back(std::move(h));
+      } else if (d.launches[i].kind == DeviceLaunch::Collective) {
+        // The group's HCCL communicator, made by its members together (the first binding's).
+        if (!hccl_) hccl_ = HcclLibrary::open(*d.acl);
+        const eval::Collective& c = *plan.collectives().at(i);
+        BoundCollective b{hccl_call(g, g.nodes[l.node], c.ranks()), l.in.empty() ? SIZE_MAX : d.offset(l.in[0]), d.offset(l.out[0]), nullptr};
+        b.comm = hccl_->communicator(c.communicator(), d.device);
+        hccl_calls_.push_back(b);
       } else if (d.launches[i].kind == DeviceLaunch::Aclnn) {
         const ir::Node& n = g.nodes[l.node];
         PendingCall c{l.node, {}, {}};
@@ -233,7 +241,7 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   // They run on the vector cores alone, so a block is one vector core (CANN's rule for vector
   // operators on Atlas A2, whose AI cores have two each).
   const uint32_t cores = options_.ai_cores > 0 ? static_cast<uint32_t>(options_.ai_cores) : d.kernels.empty() ? 1 : vector_cores_of_device(*d.acl, d.device);
-  int calls = 0, hosts = 0;
+  int calls = 0, hosts = 0, collectives = 0;
   for (size_t i = 0; i < launches.size(); ++i) {
     const runtime::Plan::Launch& l = launches[i];
     DeviceLaunch dl;
@@ -269,6 +277,10 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
       } else if (kind == LaunchLowering::Aclnn) {
         dl.kind = DeviceLaunch::Aclnn;
         dl.call = calls++;
+      } else if (kind == LaunchLowering::Collective) {
+        dl.kind = DeviceLaunch::Collective;
+        dl.call = collectives++;
+        for (const Slot& out : l.out) slot_offset(out);
       } else {  // a view's bytes, at the largest sizes: more than a smaller size has is harmless
         dl.kind = DeviceLaunch::Copy;
         dl.copy_from = slot_offset(l.in[0]);
@@ -305,7 +317,7 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   // A capture's events are made with ACL_EVENT_SYNC (CANN's cross-stream capture), which CANN
   // never resets: a plan that reuses its events (resets them) is replayed, not captured.
   const bool resets = std::any_of(d.launches.begin(), d.launches.end(), [](const DeviceLaunch& dl) { return !dl.reset_events.empty(); });
-  d.sync_events = d.acl->has_capture() && !resets && hosts == 0;
+  d.sync_events = d.acl->has_capture() && !resets && hosts == 0 && collectives == 0;
   auto make_event = [&](acl::Event& e) {
     if (d.sync_events) ESG_ACL(*d.acl, aclrtCreateEventExWithFlag, &e, acl::kEventSync);
     else ESG_ACL(*d.acl, aclrtCreateEvent, &e);
@@ -330,6 +342,7 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   if (!d.acl->has_capture()) d.capture_note = "replays the launch list (this AscendCL has no stream capture)";
   else if (resets) d.capture_note = "replays the launch list (it reuses events beyond the device's limit; CANN documents no reset in a capture)";
   else if (hosts) d.capture_note = "replays the launch list (" + std::to_string(hosts) + " launches run on the host)";
+  else if (collectives) d.capture_note = "replays the launch list (its HCCL collectives are queued as they run, not captured)";
   return made;
 }
 
@@ -442,6 +455,8 @@ void DeviceProgram::enqueue_launches(bool planned, const eval::RunControl& contr
         throw Error(ErrorCode::Backend, std::string("ascend: ") + call.name() + " now asks for a workspace of " + std::to_string(bytes) +
                                             " bytes, more than the " + std::to_string(workspace_bytes_[s]) + " it asked for at build");
       call.queue(bytes ? static_cast<uint8_t*>(workspace_) + workspace_at_[s] : nullptr, bytes, executor, stream);
+    } else if (dl.kind == DeviceLaunch::Collective) {
+      queue_collective(hccl_calls_[static_cast<size_t>(dl.call)], stream);
     } else if (dl.copy_bytes && dl.copy_from != dl.copy_to) {
       ESG_ACL(acl, aclrtMemcpyAsync, d.at(dl.copy_to), dl.copy_bytes, d.at(dl.copy_from), dl.copy_bytes, acl::kDeviceToDevice, stream);
     }
@@ -450,6 +465,30 @@ void DeviceProgram::enqueue_launches(bool planned, const eval::RunControl& contr
   for (size_t s = 1; s < d.streams.size(); ++s) {  // the outputs are read on stream 0
     ESG_ACL(acl, aclrtRecordEvent, d.join_events[s], d.streams[s]);
     ESG_ACL(acl, aclrtStreamWaitEvent, d.streams[0], d.join_events[s]);
+  }
+}
+
+void DeviceProgram::queue_collective(const BoundCollective& b, acl::Stream stream) const {
+  const Device& d = *device_;
+  const HcclLibrary& h = *hccl_;
+  const HcclCall& c = b.call;
+  void* in = b.in_at == SIZE_MAX ? nullptr : d.at(b.in_at);
+  void* out = d.at(b.out_at);
+  using K = ir::OpKind;
+  switch (c.kind) {
+    case K::all_reduce: ESG_HCCL(h, HcclAllReduce, in, out, c.count, c.type, c.op, b.comm, stream); break;
+    case K::all_gather: ESG_HCCL(h, HcclAllGather, in, out, c.count, c.type, b.comm, stream); break;
+    case K::reduce_scatter: ESG_HCCL(h, HcclReduceScatter, in, out, c.count, c.type, c.op, b.comm, stream); break;
+    case K::broadcast:  // in place on the result, which starts as this rank's input
+      if (in != out) ESG_ACL(*d.acl, aclrtMemcpyAsync, out, c.bytes, in, c.bytes, acl::kDeviceToDevice, stream);
+      ESG_HCCL(h, HcclBroadcast, out, c.count, c.type, c.rank, b.comm, stream);
+      break;
+    case K::all_to_all: ESG_HCCL(h, HcclAlltoAll, in, c.count, c.type, out, c.count, c.type, b.comm, stream); break;
+    case K::send:  // the token it gives is written nowhere: nothing reads its value
+      ESG_HCCL(h, HcclSend, in, c.count, c.type, c.rank, b.comm, stream);
+      break;
+    case K::recv: ESG_HCCL(h, HcclRecv, out, c.count, c.type, c.rank, b.comm, stream); break;
+    default: break;
   }
 }
 
@@ -544,6 +583,7 @@ std::string DeviceProgram::describe_launch(size_t index) const {
     case DeviceLaunch::Kernel: return "kernel " + device_->kernels[static_cast<size_t>(dl.kernel)].entry;
     case DeviceLaunch::Aclnn: return calls_[static_cast<size_t>(dl.call)]->name();
     case DeviceLaunch::Copy: return "copy";
+    case DeviceLaunch::Collective: return hccl_function(hccl_calls_[static_cast<size_t>(dl.call)].call.kind);
     case DeviceLaunch::Host: return "on the host";
   }
   return {};
@@ -577,8 +617,15 @@ std::string DeviceProgram::report() const {
   out << "  aclnn: " << calls_.size() << " ops";
   for (const auto& [name, count] : by_call) out << " " << name << " x" << count;
   out << (workspace ? ", workspace of " + std::to_string(workspace) + " bytes (a second allocation)" : std::string()) << "\n";
-  out << "  launches: " << d.launches.size() - copies - calls_.size() - host_.size() << " kernels, " << calls_.size() << " aclnn ops, " << copies
-      << " device copies, " << host_.size() << " on the host; " << d.streams.size()
+  if (!hccl_calls_.empty()) {
+    std::map<std::string, int> by_function;
+    for (const BoundCollective& b : hccl_calls_) ++by_function[hccl_function(b.call.kind)];
+    out << "  HCCL (" << hccl_->libraries() << "): " << hccl_calls_.size() << " collectives";
+    for (const auto& [name, count] : by_function) out << " " << name << " x" << count;
+    out << ", each on its launch's stream\n";
+  }
+  out << "  launches: " << d.launches.size() - copies - calls_.size() - host_.size() - hccl_calls_.size() << " kernels, " << calls_.size()
+      << " aclnn ops, " << hccl_calls_.size() << " HCCL collectives, " << copies << " device copies, " << host_.size() << " on the host; " << d.streams.size()
       << " streams, " << d.events.size() << " events\n"
       << "  run: " << capture_note_ << "\n";
   if (!host_ops_.empty()) {

@@ -34,6 +34,8 @@
 
 #include "ascend/acl_library.hpp"
 #include "ascend/aclnn_call.hpp"
+#include "ascend/hccl_call.hpp"
+#include "ascend/hccl_library.hpp"
 #include "ascend/launch_lowering.hpp"
 #include "eval/host_tensor.hpp"
 #include "runtime/backend.hpp"
@@ -83,9 +85,9 @@ class DeviceProgram final : public runtime::Program {
 
  private:
   struct DeviceLaunch {
-    enum Kind : uint8_t { Kernel, Aclnn, Copy, Host } kind;
+    enum Kind : uint8_t { Kernel, Aclnn, Copy, Collective, Host } kind;
     int kernel = -1;           // into kernels
-    int call = -1;             // into calls_
+    int call = -1;             // into calls_ (aclnn), or hccl_calls_ (a collective)
     int host = -1;             // into host_
     uint32_t blocks = 0;       // at the class's largest sizes; a smaller size leaves some idle
     std::vector<size_t> operands;  // a kernel's arguments but the last: its operands' device offsets
@@ -166,6 +168,13 @@ class DeviceProgram final : public runtime::Program {
   // Queues the launch list; aclnn ops use their executors planned at build, or plan anew. A
   // cancel stops the queueing (what was queued still runs; the caller waits for it).
   void enqueue_launches(bool planned, const eval::RunControl& control) const;
+  // A collective bound to this binding's sizes and addresses, and its group's communicator.
+  struct BoundCollective {
+    HcclCall call;
+    size_t in_at, out_at;  // device offsets; in_at SIZE_MAX for a recv
+    hccl::Comm comm;
+  };
+  void queue_collective(const BoundCollective& b, acl::Stream stream) const;
   // Waits for `stream`, then runs the launch on the host between two synchronous copies.
   void run_on_host(HostLaunch& h, acl::Stream stream, const eval::RunControl& control) const;
   // Maps the logical events (one per waited-for launch) of `launches` to ACL events within the
@@ -187,6 +196,8 @@ class DeviceProgram final : public runtime::Program {
   std::vector<uint8_t> tilings_;
   std::shared_ptr<AclnnLibrary> aclnn_;
   std::vector<std::unique_ptr<AclnnCall>> calls_;
+  std::shared_ptr<HcclLibrary> hccl_;
+  std::vector<BoundCollective> hccl_calls_;
   std::vector<aclnn::Executor*> planned_;
   std::vector<uint64_t> planned_bytes_;
   void* workspace_ = nullptr;               // aclnn workspaces: per stream, ops of a stream share theirs

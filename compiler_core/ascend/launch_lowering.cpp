@@ -1,6 +1,7 @@
 #include "ascend/launch_lowering.hpp"
 
 #include "ascend/aclnn_call.hpp"
+#include "ascend/hccl_call.hpp"
 #include "ascend/row_kernel_source.hpp"
 #include "ir/error.hpp"
 
@@ -33,7 +34,11 @@ LaunchLowering lower_launch(const runtime::Plan& plan, size_t index) {
     }
     return out;
   }
-  if (is_row_op(*n.op) && row_kernel_refusal(g, n).empty()) {
+  if (n.op->communicates) {
+    out.why = hccl_refusal(g, n);
+    out.kind = out.why.empty() ? LaunchLowering::Collective : LaunchLowering::None;
+    if (!out.why.empty()) out.what = n.op->name;
+  } else if (is_row_op(*n.op) && row_kernel_refusal(g, n).empty()) {
     out.source = generate_row_kernel(g, n);
     out.kind = LaunchLowering::Kernel;
   } else if (is_view(*n.op)) {
@@ -50,7 +55,7 @@ LaunchLowering lower_launch(const runtime::Plan& plan, size_t index) {
 std::string lowered_ops() {
   return "generated kernels cover elementwise ops over f32, f16, bf16 and bool and the row normalizations (softmax, "
          "log_softmax, layer_norm, rms_norm) over f32, f16 and bf16, CANN's operator library (aclnn) " +
-         AclnnCall::mapped_ops() + " (f32, f16, bf16; the elementwise ones also i32 and i64)";
+         AclnnCall::mapped_ops() + " (f32, f16, bf16; the elementwise ones also i32 and i64), and HCCL the collectives";
 }
 
 }  // namespace esg::ascend

@@ -1,6 +1,6 @@
 // How the Ascend backend runs each launch of a plan, decided in one place: a fused group as its
 // generated kernel, a row normalization as a row kernel, a view op as a device copy, any other
-// op through CANN's operator library (aclnn); else nothing, and why. The device program builds
+// op through CANN's operator library (aclnn), a collective through HCCL; else nothing, and why. The device program builds
 // from it, and the backend's refusals and host fallback come from it.
 #pragma once
 #include <string>
@@ -11,7 +11,7 @@
 namespace esg::ascend {
 
 struct LaunchLowering {
-  enum Kind : uint8_t { Kernel, Aclnn, Copy, None } kind = None;
+  enum Kind : uint8_t { Kernel, Aclnn, Copy, Collective, None } kind = None;
   KernelSource source;  // Kernel: the generated source
   std::string what;     // None: the op, or "the group <members>", for messages
   std::string why;      // None: why no lowering covers it
