@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <queue>
+#include <set>
 
 namespace esg::plan {
 namespace {
@@ -180,6 +181,44 @@ std::vector<int> memory_aware_order(const Dag& d) {
     if (p < best_peak) best = std::move(other), best_peak = p;
   }
   return best;
+}
+
+std::vector<int> keep_in_sequence(const Dag& d, const std::vector<int>& order, const std::vector<int>& sequence) {
+  const size_t n = static_cast<size_t>(d.num_ops());
+  const auto prod = d.producers();
+  std::vector<int> position(n, 0), place(n, -1), waiting(n, 0);
+  for (size_t i = 0; i < order.size(); ++i) position[static_cast<size_t>(order[i])] = static_cast<int>(i);
+  for (size_t i = 0; i < sequence.size(); ++i) place[static_cast<size_t>(sequence[i])] = static_cast<int>(i);
+  std::vector<std::vector<int>> users(n);
+  for (size_t op = 0; op < n; ++op) {
+    std::vector<int> from;
+    for (int v : d.ops[op].inputs)
+      if (prod[static_cast<size_t>(v)] >= 0) from.push_back(prod[static_cast<size_t>(v)]);
+    std::sort(from.begin(), from.end());
+    from.erase(std::unique(from.begin(), from.end()), from.end());
+    for (int p : from) users[static_cast<size_t>(p)].push_back(static_cast<int>(op));
+    waiting[op] = static_cast<int>(from.size());
+  }
+  // Ready ops by their position in `order`; an op of the sequence waits for its turn too.
+  std::set<std::pair<int, int>> ready;
+  size_t next = 0;  // the sequence's next op
+  auto offer = [&](int op) {
+    const int k = place[static_cast<size_t>(op)];
+    if (waiting[static_cast<size_t>(op)] == 0 && (k < 0 || static_cast<size_t>(k) == next)) ready.insert({position[static_cast<size_t>(op)], op});
+  };
+  for (size_t op = 0; op < n; ++op) offer(static_cast<int>(op));
+  std::vector<int> out;
+  while (!ready.empty()) {
+    const int op = ready.begin()->second;
+    ready.erase(ready.begin());
+    out.push_back(op);
+    if (place[static_cast<size_t>(op)] >= 0 && ++next < sequence.size()) offer(sequence[next]);
+    for (int u : users[static_cast<size_t>(op)]) {
+      --waiting[static_cast<size_t>(u)];
+      offer(u);
+    }
+  }
+  return out;
 }
 
 }  // namespace esg::plan

@@ -125,11 +125,13 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   else assign();
   decided_->reorders = formats.reorders;
   step("order for memory (the best of greedy, depth-first, breadth-first)", [&] { order = plan::memory_aware_order(gd.dag); });
-  step("assign streams and events", [&] {
-    std::vector<char> communicates(gd.nodes.size(), 0);
-    for (size_t i = 0; i < gd.nodes.size(); ++i) communicates[i] = gd.nodes[i] != ir::kNone && sg.nodes[gd.nodes[i]].op->communicates;  // kNone: a reorder
-    decided_->streams = plan::assign_streams(gd.dag, order, options.streams, communicates);
-  });
+  std::vector<char> communicates(gd.nodes.size(), 0);
+  std::vector<int> collectives;  // in the order the graph built them (node ids), which every rank shares
+  for (size_t i = 0; i < gd.nodes.size(); ++i)
+    if (gd.nodes[i] != ir::kNone && sg.nodes[gd.nodes[i]].op->communicates) communicates[i] = 1, collectives.push_back(static_cast<int>(i));  // kNone: a reorder
+  std::sort(collectives.begin(), collectives.end(), [&](int a, int b) { return gd.nodes[static_cast<size_t>(a)] < gd.nodes[static_cast<size_t>(b)]; });
+  if (collectives.size() > 1) step("keep the collectives in the order the graph built them", [&] { order = plan::keep_in_sequence(gd.dag, order, collectives); });
+  step("assign streams and events", [&] { decided_->streams = plan::assign_streams(gd.dag, order, options.streams, communicates); });
   plan::MemoryPlanOptions mo;
   mo.alignment = kAlign;
   mo.slack = backend.buffer_slack();

@@ -5,7 +5,9 @@
 // each NPU has its own), one of a single rank copies. The exchange itself is the simplest that
 // is right: every member's bytes to every member, reduced locally in double, so the simulator
 // checks esgraph's calls, not an algorithm of its own.
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -326,8 +328,18 @@ __attribute__((visibility("default"))) Result HcclSend(void* send, uint64_t coun
   if (c0 && (dest >= c0->size || dest == c0->rank)) return fail(kParam, "HcclSend", "destRank " + std::to_string(dest) + " is not another member");
   return queue("HcclSend", comm, {{send, count}}, count, type, stream, [=](SimComm& c) {
 #ifdef ACLSIM_HCCL_MPI
-    if (MPI_Send(send, static_cast<int>(count * element_size(type)), MPI_BYTE, static_cast<int>(dest), 0, c.comm) != MPI_SUCCESS)
-      throw std::runtime_error("MPI_Send failed");
+    // Synchronous, as HCCL's: it ends when the peer's HcclRecv has taken the data, or fails
+    // with HCCL_E_TIMEOUT after HCCL_EXEC_TIMEOUT seconds (CANN's default 1836) as CANN's does.
+    MPI_Request request;
+    if (MPI_Issend(send, static_cast<int>(count * element_size(type)), MPI_BYTE, static_cast<int>(dest), 0, c.comm, &request) != MPI_SUCCESS)
+      throw std::runtime_error("MPI_Issend failed");
+    const char* limit = std::getenv("HCCL_EXEC_TIMEOUT");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limit && *limit ? std::atoll(limit) : 1836);
+    for (int done = 0; !done;) {
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (!done && std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error("HCCL_E_TIMEOUT: no HcclRecv of rank " + std::to_string(dest) + " took this send (HCCL's sends are synchronous: pair them)");
+    }
 #else
     (void)c;
 #endif

@@ -348,3 +348,43 @@ TEST_CASE("independent branches on their own streams keep their own in-place reu
   CHECK(check_plan(d, order, p, 64, streams.stream) == "");
   CHECK(p.arena_bytes <= 4 * 2 * 4096);
 }
+
+TEST_CASE("keep_in_sequence: the sequence's ops run in its order, the rest as the memory order has them") {
+  // Random DAGs; every third op joins the sequence in op-index order (creation order, which the
+  // DAG respects, as node ids do for a graph's collectives).
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    const Dag d = random_dag(300, seed);
+    const std::vector<int> order = memory_aware_order(d);
+    std::vector<int> sequence;
+    for (int op = 0; op < d.num_ops(); op += 3) sequence.push_back(op);
+    const std::vector<int> kept = keep_in_sequence(d, order, sequence);
+    REQUIRE(kept.size() == order.size());
+    CHECK(is_topological(d, kept));
+    std::vector<int> seen;
+    for (int op : kept)
+      if (op % 3 == 0) seen.push_back(op);
+    CHECK(seen == sequence);
+    checked_plan(d, kept);
+  }
+  // Already in sequence: nothing moves.
+  const Dag c = chain(10, 4096);
+  const std::vector<int> order = memory_aware_order(c);
+  CHECK(keep_in_sequence(c, order, {2, 5, 7}) == order);
+}
+
+TEST_CASE("assign_streams: ops that communicate get a stream of their own after the compute streams") {
+  Dag d;
+  const int x = add_value(d, 4096);
+  d.graph_inputs = {x};
+  const int a = add_op(d, {x}, 4096), b = add_op(d, {a}, 4096), c = add_op(d, {x}, 4096);
+  const int e = add_op(d, {b, c}, 4096, false);
+  d.graph_outputs = {e};
+  // op 1 (b) communicates: stream 1 of 1 + 1, with events from a and to e.
+  const std::vector<int> order = {0, 1, 2, 3};
+  const StreamPlan s = assign_streams(d, order, 1, {0, 1, 0, 0});
+  CHECK(s.num_streams == 2);
+  CHECK(s.communication_stream == 1);
+  CHECK(s.stream == std::vector<int>{0, 1, 0, 0});
+  CHECK(s.events.size() == 2);
+  CHECK(assign_streams(d, order, 2).communication_stream == -1);
+}

@@ -108,6 +108,36 @@ def scenario_onnx_sharding():
         assert m.stats()["collectives"] == 2
 
 
+def scenario_ascend():
+    # The same ops on the simulated Ascend device, through the simulated HCCL over MPI.
+    x = held(RANK, [4, 6])
+    b = eg.GraphBuilder("ascend")
+    xi = b.input("x", eg.f32, [4, 6])
+    hi = b.input("h", eg.f16, [4, 6])
+    peer = 1 - RANK
+    outs = [ops.all_reduce(xi), ops.all_reduce(hi, op="max"), ops.all_gather(xi, axis=0), ops.reduce_scatter(xi, axis=0, op="min"),
+            ops.broadcast(xi, root=1), ops.all_to_all(xi, split_axis=0, concat_axis=0)]
+    with b:  # HCCL's sends are synchronous: one rank sends first, the other receives first
+        if RANK == 0:
+            ops.send(xi * 2.0, peer=peer)
+            outs.append(ops.recv(shape=[4, 6], peer=peer))
+        else:
+            outs.append(ops.recv(shape=[4, 6], peer=peer))
+            ops.send(xi * 2.0, peer=peer)
+    m = eg.compile(b.build(outs), backend="ascend-sim")
+    got = m.run({"x": x, "h": x.astype(np.float16)})
+    xs = np.stack(every([4, 6]))
+    check("ascend sum", got[0], xs.sum(0))
+    check("ascend f16 max", got[1].astype(np.float32), xs.max(0))
+    check("ascend gather", got[2], np.concatenate(list(xs), 0))
+    check("ascend scatter", got[3], np.split(xs.min(0), SIZE, 0)[RANK])
+    check("ascend broadcast", got[4], xs[1])
+    check("ascend all_to_all", got[5], np.concatenate([np.split(xs[r], SIZE, 0)[RANK] for r in range(SIZE)], 0))
+    check("ascend recv", got[6], xs[peer] * 2)
+    report = m.report()
+    assert "HcclAllReduce x2" in report and "HcclSend x1" in report and "HcclRecv x1" in report, report
+
+
 def scenario_send_recv():
     # A two-stage pipeline: rank 0 computes and sends, rank 1 receives, computes, sends back.
     b = eg.GraphBuilder("pipe")
