@@ -76,7 +76,7 @@ std::string hccl_refusal(const ir::Graph& g, const ir::Node& n) {
   const ir::Shape in = has_input ? g.shape(g.operands[n.first_input]) : ir::Shape{}, out = g.shape(n.first_output);
   auto whole = [&](const ir::Shape& s, size_t axis, const char* which) -> std::string {
     if (before(s, axis) == 1) return "";
-    return std::string("HCCL moves whole pieces in rank order: ") + n.op->name + " along axis " + std::to_string(axis) + " of " +
+    return std::string("HCCL moves whole pieces in rank order: ") + n.op->name + " along axis " + std::to_string(axis) + " of " + what +
            g.shape_str(s) + " cuts its " + which + " into pieces that do not lie whole (move the axis first)";
   };
   if (k == K::all_gather) return whole(out, ir::AllGatherAttrs(g, n).axis, "result");

@@ -137,3 +137,72 @@ def test_onnx_sharding_on_one_process_and_its_refusals():
                           ({"b": "column"}, "no MatMul or Gemm reads it as its weight")):
         with pytest.raises(esgraph.onnx.ImportFailed, match=message):
             esgraph.onnx.load(model, sharding=spec)
+
+
+# ---- on the simulated Ascend device, through the simulated HCCL --------------------------------
+def test_collectives_run_through_hccl_on_the_simulated_device(b):
+    x = b.input("x", eg.f32, [4, 6])
+    outs = [ops.all_reduce(x), ops.all_gather(x), ops.reduce_scatter(x, op="max"), ops.broadcast(x), ops.all_to_all(x)]
+    m = eg.compile(b.build(outs), backend="ascend-sim")
+    xv = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for got in m.run({"x": xv}):
+        np.testing.assert_array_equal(got, xv)
+    report = m.report()
+    assert "HCCL (libhccl.so): 5 collectives" in report
+    assert "HcclAllReduce x1" in report and "HcclAlltoAll x1" in report
+    assert "replays the launch list (its HCCL collectives are queued as they run, not captured)" in report
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda x, u: ops.all_reduce(u), "HCCL reduces int8, int16, int32, int64, fp16, fp32 and bf16 on Atlas A2, not u8"),
+    (lambda x, u: ops.all_reduce(x, op="avg"), "HCCL has no average"),
+    (lambda x, u: ops.all_gather(x, axis=1), "HCCL moves whole pieces in rank order: all_gather along axis 1 of f32\\[4,6\\]"),
+])
+def test_what_hccl_cannot_run_is_refused_by_name_or_runs_on_the_host(build, message):
+    def graph():
+        with eg.GraphBuilder("refused") as b:
+            x, u = b.input("x", eg.f32, [4, 6]), b.input("u", eg.u8, [4, 6])
+            y = build(x, u)
+        return b.build([y])
+    with pytest.raises(eg.UnsupportedError, match=message):
+        eg.compile(graph(), backend="ascend-sim")
+    m = eg.compile(graph(), backend="ascend-sim", host_fallback=True)
+    feeds = {"x": np.arange(24, dtype=np.float32).reshape(4, 6), "u": np.arange(24, dtype=np.uint8).reshape(4, 6)}
+    y = m.run(feeds)[0]
+    assert y.shape in ((4, 6),) and "on the host (host_fallback" in m.report()
+
+
+def test_the_simulated_hccl_keeps_canns_argument_rules():
+    """The simulated libhccl.so called as CANN's would be: wrong types, host memory, bad ranks refused."""
+    import ctypes
+    from pathlib import Path
+    sim = Path(eg.__file__).resolve().parents[2] / "ascend_sim"
+    acl = ctypes.CDLL(str(sim / "libascendcl.so"), mode=ctypes.RTLD_GLOBAL)
+    hccl = ctypes.CDLL(str(sim / "libhccl.so"))
+    assert acl.aclInit(None) in (0, 100002)  # (already initialized by an earlier test)
+    assert acl.aclrtSetDevice(0) == 0
+    stream = ctypes.c_void_p()
+    assert acl.aclrtCreateStream(ctypes.byref(stream)) == 0
+    device = ctypes.c_void_p()
+    assert acl.aclrtMallocAlign32(ctypes.byref(device), ctypes.c_size_t(4096), 0) == 0
+    info = ctypes.create_string_buffer(4108)
+    comm = ctypes.c_void_p()
+    assert hccl.HcclGetRootInfo(info) == 0
+    assert hccl.HcclCommInitRootInfo(1, info, 0, ctypes.byref(comm)) == 0
+    assert hccl.HcclCommInitRootInfo(1, ctypes.create_string_buffer(4108), 0, ctypes.byref(ctypes.c_void_p())) == 1  # not a root info
+    args = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+    hccl.HcclAllReduce.argtypes = args
+    F32, U8, BF16, SUM, PROD = 4, 7, 11, 0, 1
+    assert hccl.HcclAllReduce(device, device, 16, F32, SUM, comm, stream) == 0
+    assert hccl.HcclAllReduce(device, device, 16, U8, SUM, comm, stream) == 5  # HCCL_E_NOT_SUPPORT
+    assert hccl.HcclAllReduce(device, device, 16, BF16, PROD, comm, stream) == 5
+    host = (ctypes.c_float * 16)()
+    assert hccl.HcclAllReduce(ctypes.addressof(host), device, 16, F32, SUM, comm, stream) == 1  # HCCL_E_PARA: not device memory
+    assert hccl.HcclAllReduce(device, device, 2048, F32, SUM, comm, stream) == 1  # beyond the allocation
+    assert hccl.HcclAllReduce(device, device, 16, F32, SUM, None, stream) == 2  # HCCL_E_PTR
+    hccl.HcclSend.argtypes = (ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p)
+    assert hccl.HcclSend(device, 16, F32, 0, comm, stream) == 1  # to itself
+    assert acl.aclrtSynchronizeStream(stream) == 0
+    assert hccl.HcclCommDestroy(comm) == 0
+    assert acl.aclrtFree(device) == 0
+    assert acl.aclrtDestroyStream(stream) == 0
