@@ -1002,6 +1002,52 @@ static void test_sizes_the_data_decides(void) {
   esg_builder_destroy(b);
 }
 
+/* Collectives in a world of one process (no launcher): the world, a copy, the stats, and the
+   communicator hand-over refused once the world is found (tests/distributed runs two ranks). */
+static void test_collectives(void) {
+  esg_builder* b = esg_builder_create("collectives");
+  int64_t xd[1] = {3};
+  float x[3] = {1, 2, 3}, y[3] = {0, 0, 0};
+  int size = -1, rank = -1, comm = 0;
+  int64_t bad_ranks[1] = {1};
+  esg_all_reduce_options o;
+  esg_tensor tx, ty;
+  esg_graph* g;
+  esg_model* m;
+  esg_buffer in, out;
+  esg_model_stats stats;
+  CHECK(esg_dist_world(&size, &rank) == ESG_OK && size == 1 && rank == 0);
+  CHECK(esg_dist_world(NULL, NULL) == ESG_OK);
+  CHECK(esg_dist_use_mpi_comm(NULL) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_dist_use_mpi_comm(&comm) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(esg_last_error(), "the world is already found") != NULL);
+  tx = esg_input(b, "x", ESG_F32, xd, 1);
+  esg_all_reduce_options_init(&o);
+  /* a group naming a rank outside the world: refused where it is built */
+  o.ranks.data = bad_ranks;
+  o.ranks.size = 1;
+  CHECK(!esg_tensor_valid(esg_all_reduce(tx, &o)));
+  CHECK(esg_builder_status(b) == ESG_ERR_ATTRIBUTE);
+  CHECK(strstr(esg_builder_error(b), "outside the world of 1 process") != NULL);
+  esg_builder_clear_error(b);
+  o.ranks.size = 0;
+  o.op = ESG_ALL_REDUCE_OP_MAX;
+  ty = esg_all_reduce(tx, &o);
+  g = esg_builder_build(b, &ty, 1);
+  CHECK(g != NULL);
+  m = esg_compile(g, NULL);
+  esg_graph_destroy(g);
+  in = buffer(x, sizeof x, ESG_F32, xd, 1);
+  out = buffer(y, sizeof y, ESG_F32, xd, 1);
+  CHECK(m && esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
+  CHECK(y[0] == 1 && y[2] == 3);
+  CHECK(esg_model_get_stats(m, &stats) == ESG_OK);
+  CHECK(stats.collectives == 1 && stats.collective_bytes == (int64_t)sizeof x);
+  esg_model_destroy(m);
+  esg_builder_destroy(b);
+  CHECK(ESG_ERR_COMMUNICATION == 14);
+}
+
 int main(int argc, char** argv) {
   test_mlp(argc > 1 ? argv[1] : ".");
   test_options();
@@ -1017,5 +1063,6 @@ int main(int argc, char** argv) {
   test_run_limits();
   test_bodies_made_out_of_order_survive_a_reload();
   test_sizes_the_data_decides();
+  test_collectives();
   return check_summary("c99");
 }
