@@ -110,12 +110,12 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
         for (const Slot& out : l.out) stage(out, &h.out_at, &h.out);
         host_.push_back(std::move(h));
       } else if (d.launches[i].kind == DeviceLaunch::Collective) {
-        // The group's HCCL communicator, made by its members together (the first binding's).
+        // Its group's HCCL communicator is made at the first run, once the ranks have checked that
+        // they agree (runtime/collectives.hpp): making it is a step every member must take.
         if (!hccl_) hccl_ = HcclLibrary::open(*d.acl);
         const eval::Collective& c = *plan.collectives().at(i);
-        BoundCollective b{hccl_call(g, g.nodes[l.node], c.ranks()), l.in.empty() ? SIZE_MAX : d.offset(l.in[0]), d.offset(l.out[0]), nullptr};
-        b.comm = hccl_->communicator(c.communicator(), d.device);
-        hccl_calls_.push_back(b);
+        hccl_calls_.push_back({hccl_call(g, g.nodes[l.node], c.ranks()), l.in.empty() ? SIZE_MAX : d.offset(l.in[0]), d.offset(l.out[0]), &c,
+                               nullptr});
       } else if (d.launches[i].kind == DeviceLaunch::Aclnn) {
         const ir::Node& n = g.nodes[l.node];
         PendingCall c{l.node, {}, {}};
@@ -528,6 +528,8 @@ void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::v
   const ir::Graph& g = plan_.graph();
   const acl::ModelRI captured = d.captured ? d.captured : captured_;
   ESG_ACL(acl, aclrtSetCurrentContext, d.context);
+  for (BoundCollective& b : hccl_calls_)
+    if (!b.comm) b.comm = hccl_->communicator(*b.group, d.device);
   try {
     // This binding's sizes, when another binding of the class ran last: ordered on stream 0
     // before the inputs, and so before every launch.

@@ -172,7 +172,8 @@ class DeviceProgram final : public runtime::Program {
   struct BoundCollective {
     HcclCall call;
     size_t in_at, out_at;  // device offsets; in_at SIZE_MAX for a recv
-    hccl::Comm comm;
+    const eval::Collective* group;  // the plan's, whose communicator HCCL's is made over
+    hccl::Comm comm;                // made at the first run (runs take turns under run_mu)
   };
   void queue_collective(const BoundCollective& b, acl::Stream stream) const;
   // Waits for `stream`, then runs the launch on the host between two synchronous copies.
@@ -197,7 +198,7 @@ class DeviceProgram final : public runtime::Program {
   std::shared_ptr<AclnnLibrary> aclnn_;
   std::vector<std::unique_ptr<AclnnCall>> calls_;
   std::shared_ptr<HcclLibrary> hccl_;
-  std::vector<BoundCollective> hccl_calls_;
+  mutable std::vector<BoundCollective> hccl_calls_;
   std::vector<aclnn::Executor*> planned_;
   std::vector<uint64_t> planned_bytes_;
   void* workspace_ = nullptr;               // aclnn workspaces: per stream, ops of a stream share theirs

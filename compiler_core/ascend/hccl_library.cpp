@@ -51,7 +51,14 @@ void HcclLibrary::check(hccl::Result result, const char* call) const {
                                               (message && *message ? std::string(": ") + message : std::string()));
 }
 
-hccl::Comm HcclLibrary::communicator(dist::Communicator& group, int device) {
+hccl::Comm HcclLibrary::communicator(const eval::Collective& collective, int device) {
+  dist::Communicator* made_group = nullptr;
+  try {
+    made_group = &collective.communicator();
+  } catch (const dist::Error& e) {
+    throw ir::Error(ir::ErrorCode::Communication, e.what());
+  }
+  dist::Communicator& group = *made_group;
   static std::mutex mu;
   static auto* made = new std::map<std::pair<const dist::Communicator*, int>, hccl::Comm>();  // for the process's life
   std::lock_guard<std::mutex> lock(mu);

@@ -9,7 +9,7 @@
 
 #include "ascend/acl_library.hpp"
 #include "ascend/hccl_api.hpp"
-#include "dist/communicator.hpp"
+#include "eval/collective.hpp"
 
 namespace esg::ascend {
 
@@ -18,9 +18,9 @@ class HcclLibrary : public hccl::Functions {
   static std::shared_ptr<HcclLibrary> open(const AclLibrary& acl);
   // Throws ir::Error(Backend) "`call` failed with HCCL error <code>: <message>" unless ok.
   void check(hccl::Result result, const char* call) const;
-  // The HCCL communicator of the group `group` spans (every member calls this together), on
-  // device `device`; kept for the process's life.
-  hccl::Comm communicator(dist::Communicator& group, int device);
+  // The HCCL communicator of `group` (every member calls this together), on device `device`;
+  // kept for the process's life. A failure of the group's transport is ir::Error(Communication).
+  hccl::Comm communicator(const eval::Collective& group, int device);
   const std::string& libraries() const { return libraries_; }
 
  private:

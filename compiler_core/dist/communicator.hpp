@@ -54,6 +54,9 @@ class Communicator {
   // Every member's `values` (the same count on each), gathered in the group's order: the
   // agreement check a model makes before its first run.
   virtual std::vector<uint64_t> exchange(const std::vector<uint64_t>& values, const Call& c) = 0;
+  // `values` to `peer` and as many of its back, both at once: the check of a pair's sends and
+  // receives. Like exchange, it fails with the deadline rather than end the job.
+  virtual std::vector<uint64_t> swap(const std::vector<uint64_t>& values, int peer, const Call& c) = 0;
 
  protected:
   Communicator(std::vector<int> world_ranks, int rank) : ranks_(std::move(world_ranks)), rank_(rank) {}

@@ -26,6 +26,9 @@ class LocalCommunicator final : public Communicator {
   void send(const void*, int64_t, int, const Call& c) override { throw Error(c.label + ": a world of one process has no peer to send to"); }
   void recv(void*, int64_t, int, const Call& c) override { throw Error(c.label + ": a world of one process has no peer to receive from"); }
   std::vector<uint64_t> exchange(const std::vector<uint64_t>& values, const Call&) override { return values; }
+  std::vector<uint64_t> swap(const std::vector<uint64_t>&, int, const Call& c) override {
+    throw Error(c.label + ": a world of one process has no peer");
+  }
 };
 
 }  // namespace

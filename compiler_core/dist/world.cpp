@@ -127,11 +127,14 @@ World& world() {
 
 void use_mpi_communicator(const void* comm) {
   if (!comm) throw ir::Error(ErrorCode::InvalidArgument, "esg_dist_use_mpi_comm: the communicator is null (pass an MPI_Comm*)");
-  std::lock_guard<std::mutex> lock(handed_mu);
-  if (world_found)
-    throw ir::Error(ErrorCode::InvalidArgument,
-                "esg_dist_use_mpi_comm: the world is already found (a collective was built or run): hand the communicator over first");
-  handed_communicator = comm;
+  {
+    std::lock_guard<std::mutex> lock(handed_mu);
+    if (world_found)
+      throw ir::Error(ErrorCode::InvalidArgument,
+                      "esg_dist_use_mpi_comm: the world is already found (a collective was built or run): hand the communicator over first");
+    handed_communicator = comm;
+  }
+  world();  // duplicates it now: the caller's MPI_Comm need not outlive this call
 }
 
 int64_t collective_timeout_ms() {

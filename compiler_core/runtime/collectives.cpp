@@ -18,15 +18,21 @@ uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull + (h >>
 
 bool point_to_point(const eval::Collective& c) { return c.kind() == K::send || c.kind() == K::recv; }
 
-// What every member of a group compares: how many, the hash of all, and the first kShown.
-std::vector<uint64_t> summary(const std::vector<const eval::Collective*>& calls) {
+// What two sides compare of a list of hashes: how many, the hash of all, and the first kShown.
+std::vector<uint64_t> summary_of(const std::vector<uint64_t>& hashes) {
   std::vector<uint64_t> v(2 + kShown, 0);
-  v[0] = calls.size();
-  for (size_t i = 0; i < calls.size(); ++i) {
-    v[1] = mix(v[1], calls[i]->signature());
-    if (i < kShown) v[2 + i] = calls[i]->signature();
+  v[0] = hashes.size();
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    v[1] = mix(v[1], hashes[i]);
+    if (i < kShown) v[2 + i] = hashes[i];
   }
   return v;
+}
+
+std::vector<uint64_t> summary(const std::vector<const eval::Collective*>& calls) {
+  std::vector<uint64_t> hashes;
+  for (const eval::Collective* c : calls) hashes.push_back(c->signature());
+  return summary_of(hashes);
 }
 
 // The members' summaries, all alike, or an error naming the first difference.
@@ -50,40 +56,38 @@ void check_group(const std::vector<int>& ranks, const std::vector<const eval::Co
   }
 }
 
-// Each pair of peers compares its sends one way with the receives the other way, peer by peer in
-// rank order (small messages, so neither side's send waits for the other's receive).
+// Each pair of peers compares what passes between them, in order: this rank's sends and
+// receives with the peer against the peer's, mirrored (a send here is a receive there). HCCL's
+// sends are synchronous, so the order matters as much as the shapes.
 void check_pairs(const std::vector<const eval::Collective*>& calls) {
-  std::map<int, std::vector<const eval::Collective*>> sends, recvs;  // by peer
-  for (const eval::Collective* c : calls) (c->kind() == K::send ? sends : recvs)[c->peer()].push_back(c);
-  std::vector<int> peers;
-  for (const auto* m : {&sends, &recvs})
-    for (const auto& [peer, list] : *m) peers.push_back(peer);
-  std::sort(peers.begin(), peers.end());
-  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  std::map<int, std::vector<const eval::Collective*>> with;  // by peer, in plan order
+  for (const eval::Collective* c : calls) with[c->peer()].push_back(c);
   dist::Communicator& comm = calls.front()->communicator();
   const int me = dist::world().rank();
-  for (int peer : peers) {
-    const std::vector<uint64_t> out = summary(sends[peer]), in = summary(recvs[peer]);
-    std::vector<uint64_t> mine = out, theirs(2 * out.size());
-    mine.insert(mine.end(), in.begin(), in.end());
-    const std::string label = "the check before the first run of the sends and receives between ranks " + std::to_string(me) + " and " + std::to_string(peer);
-    const dist::Call call{label, dist::collective_timeout_ms()};
-    comm.send(mine.data(), static_cast<int64_t>(mine.size() * sizeof(uint64_t)), peer, call);
-    comm.recv(theirs.data(), static_cast<int64_t>(theirs.size() * sizeof(uint64_t)), peer, call);
-    // My sends against the peer's receives, and the other way round.
-    for (int way = 0; way < 2; ++way) {
-      const uint64_t* a = mine.data() + (way ? out.size() : 0);
-      const uint64_t* b = theirs.data() + (way ? 0 : out.size());
-      if (std::equal(a, a + out.size(), b)) continue;
-      const std::vector<const eval::Collective*>& list = way ? recvs[peer] : sends[peer];
-      size_t first = 0;
-      while (first < kShown && first < list.size() && a[2 + first] == b[2 + first]) ++first;
-      throw ir::Error(ir::ErrorCode::Communication,
-                      std::string("rank ") + std::to_string(way ? peer : me) + " sends " + std::to_string(way ? b[0] : a[0]) + " tensors to rank " +
-                          std::to_string(way ? me : peer) + ", which receives " + std::to_string(way ? a[0] : b[0]) + " of them" +
-                          (first < list.size() && first < kShown ? "; the first that differs is #" + std::to_string(first) + ", here " + list[first]->label() : "") +
-                          " (each send needs a recv of the same shape and dtype, in the same order)");
+  for (const auto& [peer, list] : with) {
+    // Each entry: the signature (alike at both ends), and which way it goes.
+    std::vector<uint64_t> mine, mirrored;
+    for (const eval::Collective* c : list) {
+      const bool sends = c->kind() == K::send;
+      mine.push_back(mix(c->signature(), sends ? 1 : 2));
+      mirrored.push_back(mix(c->signature(), sends ? 2 : 1));
     }
+    std::vector<uint64_t> ours = summary_of(mine), expected = summary_of(mirrored);
+    const std::string label = "the check before the first run of the sends and receives between ranks " + std::to_string(me) + " and " +
+                              std::to_string(peer) + " (the first: " + list.front()->label() + ")";
+    const std::vector<uint64_t> theirs = comm.swap(ours, peer, {label, dist::collective_timeout_ms()});
+    if (theirs == expected) continue;
+    size_t first = 0;
+    while (first < kShown && first < list.size() && theirs[2 + first] == expected[2 + first]) ++first;
+    throw ir::Error(ir::ErrorCode::Communication,
+                    "the sends and receives between ranks " + std::to_string(me) + " and " + std::to_string(peer) + " do not pair up: rank " +
+                        std::to_string(me) + " has " + std::to_string(list.size()) + ", rank " + std::to_string(peer) + " " +
+                        std::to_string(theirs[0]) +
+                        (first < list.size() && first < kShown ? "; #" + std::to_string(first) + " here is " + list[first]->label() +
+                                                                     ", and the peer's is not the matching " +
+                                                                     (list[first]->kind() == K::send ? "recv" : "send")
+                                                               : std::string()) +
+                        " (each send needs the peer's recv of the same shape and dtype at the same point of both graphs)");
   }
 }
 

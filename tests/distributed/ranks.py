@@ -64,6 +64,11 @@ def scenario_ops():
         got = m.run({"x": xs[RANK]})
         check(f"{dt} sum", got[0], xs.sum(0, dtype=np_dt), tol)
         check(f"{dt} max", got[1], xs.max(0), tol)
+    # An f16 average whose sum would overflow f16 (65504): each rank's share is summed instead.
+    b = eg.GraphBuilder("f16_avg")
+    hi = b.input("h", eg.f16, [2])
+    m = eg.compile(b.build([ops.all_reduce(hi, op="avg")]))
+    check("f16 avg", m.run({"h": np.full(2, 40000, np.float16)})[0], np.full(2, 40000, np.float16))
 
 
 def scenario_parallel_layers():
@@ -170,6 +175,23 @@ def scenario_mismatch():
         assert "ranks build different collectives" in str(e) and "all_reduce sum f32[" in str(e), str(e)
         return
     raise SystemExit(f"rank {RANK}: no error for mismatched collectives")
+
+
+def scenario_unpaired():
+    # Both ranks send first, then receive: the shapes match, the order does not (a deadlock on
+    # HCCL, whose sends are synchronous). Both ranks fail before running.
+    b = eg.GraphBuilder("unpaired")
+    x = b.input("x", eg.f32, [4])
+    with b:
+        ops.send(x, peer=1 - RANK)
+        y = ops.recv(shape=[4], peer=1 - RANK)
+    m = eg.compile(b.build([y]))
+    try:
+        m.run({"x": np.ones(4, np.float32)})
+    except eg.CommunicationError as e:
+        assert "do not pair up" in str(e) and "#0 here is send f32[4] to rank" in str(e), str(e)
+        return
+    raise SystemExit(f"rank {RANK}: no error for unpaired sends")
 
 
 def scenario_timeout():

@@ -120,6 +120,7 @@ class MpiTransport;
 class MpiCommunicator;
 
 constexpr int64_t kNeverBlocking = -1;
+constexpr int kCheckTag = 1;  // the agreement check's messages (data: tag 0)
 
 // The largest call made blocking: ESG_MPI_BLOCKING_BELOW bytes, 16 MiB by default (beyond it,
 // Open MPI 4.1's blocking allreduce on shared memory is many times slower than its
@@ -132,26 +133,33 @@ int64_t blocking_below() {
   return bytes;
 }
 
-// Watches the blocking call under way (one at a time: a model's runs with collectives take
-// turns): past its deadline it prints who is behind and aborts the job, since a blocking MPI
-// call cannot be left. Polls every 20 ms on a thread of its own, started with the first call;
-// arming and disarming are two atomic stores.
+// Watches the blocking call under way (one at a time: MpiTransport::run_one holds every call
+// of the process in turn): past its deadline it prints who is behind and aborts the job, since a
+// blocking MPI call cannot be left. Polls every 20 ms on a thread of its own, started with the
+// first call. Its slot is read and written under its lock, and the call's label stays valid
+// while armed (disarm waits for a check under way).
 class Watchdog {
  public:
   ~Watchdog() { stop(); }
   void arm(MpiCommunicator& comm, const Call& c, int peer) {
-    if (!thread_.joinable()) thread_ = std::thread([this] { watch(); });
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!thread_.joinable() && !stopping_) thread_ = std::thread([this] { watch(); });
     comm_ = &comm;
     label_ = &c.label;
     timeout_ms_ = c.timeout_ms;
     peer_ = peer;
-    deadline_ns_.store(now_ns() + c.timeout_ms * 1000000, std::memory_order_release);
+    deadline_ns_ = now_ns() + c.timeout_ms * 1000000;
   }
-  void disarm() { deadline_ns_.store(0, std::memory_order_release); }
+  void disarm() {
+    std::lock_guard<std::mutex> lock(mu_);
+    deadline_ns_ = 0;
+  }
   void stop() {
-    if (!thread_.joinable()) return;
-    stopping_.store(true);
-    thread_.join();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    if (thread_.joinable()) thread_.join();
   }
 
  private:
@@ -160,9 +168,10 @@ class Watchdog {
   }
   void watch();
 
+  std::mutex mu_;
   std::thread thread_;
-  std::atomic<int64_t> deadline_ns_{0};  // 0: no call under way
-  std::atomic<bool> stopping_{false};
+  int64_t deadline_ns_ = 0;  // 0: no call under way
+  bool stopping_ = false;
   MpiCommunicator* comm_ = nullptr;
   const std::string* label_ = nullptr;
   int64_t timeout_ms_ = 0;
@@ -171,18 +180,23 @@ class Watchdog {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(MpiTransport& t, MPI_Comm comm, std::vector<int> world_ranks, int rank)
-      : Communicator(std::move(world_ranks), rank), transport_(t), comm_(comm) {
-    MPI_Win_allocate(sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm_, &entered_board_, &board_);
-    *entered_board_ = 0;
-    MPI_Win_lock_all(MPI_MODE_NOCHECK, board_);
-    MPI_Barrier(comm_);  // every member's counter is 0 before anyone reads it
-  }
+  // Makes the group's arrival counters (a window of one per member), with every member.
+  MpiCommunicator(MpiTransport& t, MPI_Comm comm, std::vector<int> world_ranks, int rank);
+  void end_epoch() { MPI_Win_unlock_all(board_); }
   // The communicator and its window are left to MPI_Finalize: freeing either is collective,
   // and a peer may be gone by the time this one is destroyed.
   ~MpiCommunicator() override = default;
 
   void all_reduce(const void* in, void* out, int64_t count, ir::DType type, Reduce op, const Call& c) override {
+    // A 16-bit float's average is each rank's share summed: summing first would round every
+    // partial sum to 16 bits and overflow where the average does not.
+    const bool halves = type == ir::DType::F16 || type == ir::DType::BF16;
+    if (op == Reduce::Avg && halves) {
+      if (in != out) std::memcpy(out, in, static_cast<size_t>(count) * 2);
+      divide(out, count, type, this->size());
+      in = out;
+      op = Reduce::Sum;
+    }
     // Counts beyond an int go in pieces (a reduction is elementwise).
     int element = 0;
     MPI_Type_size(mpi_type(type), &element);
@@ -233,6 +247,21 @@ class MpiCommunicator final : public Communicator {
       return q ? MPI_Irecv(out, n, MPI_BYTE, peer, 0, comm_, q) : MPI_Recv(out, n, MPI_BYTE, peer, 0, comm_, MPI_STATUS_IGNORE);
     }, peer);
   }
+  std::vector<uint64_t> swap(const std::vector<uint64_t>& values, int peer, const Call& c) override {
+    std::vector<uint64_t> theirs(values.size());
+    const int n = checked_count(static_cast<int64_t>(values.size()), c);
+    // Both ways at once, on a tag of its own, polled with the deadline like the check's exchange.
+    MPI_Request back = MPI_REQUEST_NULL;
+    run(c, kNeverBlocking, [&](MPI_Request* q) {
+      const int rc = MPI_Irecv(theirs.data(), n, MPI_UINT64_T, peer, kCheckTag, comm_, &back);
+      return rc != MPI_SUCCESS ? rc : MPI_Isend(values.data(), n, MPI_UINT64_T, peer, kCheckTag, comm_, q);
+    }, peer);
+    run(c, kNeverBlocking, [&](MPI_Request* q) {
+      *q = back;
+      return MPI_SUCCESS;
+    }, peer);
+    return theirs;
+  }
   std::vector<uint64_t> exchange(const std::vector<uint64_t>& values, const Call& c) override {
     std::vector<uint64_t> all(values.size() * static_cast<size_t>(size()));
     const int n = checked_count(static_cast<int64_t>(values.size()), c);
@@ -277,8 +306,9 @@ class MpiTransport final : public Transport {
   const char* name() const override { return "mpi"; }
   int size() const override { return size_; }
   int rank() const override { return rank_; }
-  bool broken() const override { return broken_; }
-  void mark_broken() { broken_ = true; }
+  bool broken() const override { return broken_.load(); }
+  void mark_broken() { broken_.store(true); }
+  std::mutex& turn() { return turn_; }
   bool multiple() const { return multiple_; }
   Watchdog& watchdog() { return watchdog_; }
   // Held around each MPI call unless MPI runs at MPI_THREAD_MULTIPLE (a caller's own
@@ -305,24 +335,44 @@ class MpiTransport final : public Transport {
   }
 
   void shutdown() override {
-    watchdog_.stop();
-    std::unique_lock<std::mutex> lock = serialize();
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (finalized) return;
-    // A call that timed out can never complete: finalizing would wait for it. End the job.
-    if (broken_) MPI_Abort(world_, 1);
+    if (finalized) return;  // the caller's MPI_Finalize ran release() first
+    release();
     if (finalize_) MPI_Finalize();
   }
+  // Before MPI ends, whoever ends it (a caller's own MPI_Finalize reaches here through the
+  // attribute on MPI_COMM_SELF that open() sets): the watchdog stopped, the groups' windows out
+  // of their access epochs; or, if a call timed out, the job aborted, since finalizing would
+  // wait for that call forever.
+  void release() {
+    if (released_.exchange(true)) return;
+    watchdog_.stop();
+    if (broken_) MPI_Abort(world_, 1);
+    for (MpiCommunicator* c : groups_) c->end_epoch();
+  }
+  void made(MpiCommunicator* c) { groups_.push_back(c); }
 
  private:
   MPI_Comm world_;
   std::unique_ptr<MpiCommunicator> world_group_;
   bool finalize_, multiple_;
+  std::atomic<bool> broken_{false}, released_{false};
+  std::mutex turn_;
+  std::vector<MpiCommunicator*> groups_;  // every group's, for release(); each lives until the process ends
   Watchdog watchdog_;
   int size_ = 1, rank_ = 0;
-  bool broken_ = false;
 };
+
+MpiCommunicator::MpiCommunicator(MpiTransport& t, MPI_Comm comm, std::vector<int> world_ranks, int rank)
+    : Communicator(std::move(world_ranks), rank), transport_(t), comm_(comm) {
+  const int rc = MPI_Win_allocate(sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm_, &entered_board_, &board_);
+  if (rc != MPI_SUCCESS) throw Error("making the arrival counters of a group: " + mpi_error(rc));
+  *entered_board_ = 0;
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, board_);
+  MPI_Barrier(comm_);  // every member's counter is 0 before anyone reads it
+  t.made(this);
+}
 
 template <typename Start>
 void MpiCommunicator::run(const Call& c, int64_t bytes, Start start, int peer) {
@@ -331,6 +381,13 @@ void MpiCommunicator::run(const Call& c, int64_t bytes, Start start, int peer) {
   // the agreement check, the nonblocking one polled with a deadline. Blocking needs
   // MPI_THREAD_MULTIPLE: the watchdog reads the counters while this thread waits in MPI.
   const bool blocking = transport_.multiple() && bytes != kNeverBlocking && bytes <= blocking_below();
+  // The process's calls one at a time (two models' runs on two threads included): the watchdog
+  // watches one, and a group's calls reach MPI in one order.
+  std::lock_guard<std::mutex> turn(transport_.turn());
+  // A call that timed out is still pending in MPI, and would match this one on the other ranks.
+  if (transport_.broken())
+    throw Error(c.label + ": an earlier collective of this process timed out, so its transport is unusable; the job ends when "
+                          "this process exits");
   MPI_Request request = MPI_REQUEST_NULL;
   {
     std::unique_lock<std::mutex> lock = transport_.serialize();
@@ -368,28 +425,46 @@ void MpiCommunicator::run(const Call& c, int64_t bytes, Start start, int peer) {
 
 std::string MpiCommunicator::timeout_message(const Call& c, int peer) {
   std::string behind;
+  bool unread = false;
   {
     std::unique_lock<std::mutex> lock = transport_.serialize();
     for (int r = 0; r < size(); ++r) {
       if (r == rank() || (peer >= 0 && r != peer)) continue;
+      // A request-based read, given two seconds: where the window is not shared memory, reading
+      // may need the target's progress, which a rank stuck outside MPI never makes.
       int64_t theirs = 0;
-      MPI_Get(&theirs, 1, MPI_INT64_T, r, 0, 1, MPI_INT64_T, board_);
-      MPI_Win_flush(r, board_);
+      MPI_Request read = MPI_REQUEST_NULL;
+      int done = 0;
+      if (MPI_Rget(&theirs, 1, MPI_INT64_T, r, 0, 1, MPI_INT64_T, board_, &read) == MPI_SUCCESS) {
+        const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        while (!done && std::chrono::steady_clock::now() < grace) MPI_Test(&read, &done, MPI_STATUS_IGNORE);
+      }
+      if (!done) {
+        unread = true;
+        continue;
+      }
       if (theirs < entered_)
         behind += (behind.empty() ? "" : "; ") + std::string("rank ") + std::to_string(world_ranks()[static_cast<size_t>(r)]) +
                   " has entered " + std::to_string(theirs) + " of this group's collectives, this rank " + std::to_string(entered_);
     }
   }
-  return c.label + " did not finish within " + std::to_string(c.timeout_ms) + " ms: " +
-         (behind.empty() ? std::string("every rank reached it, so one is stuck inside it or left the job") : behind) +
-         " (ESG_COLLECTIVE_TIMEOUT_MS sets the timeout)";
+  const std::string who = !behind.empty() ? behind
+                          : unread        ? std::string("the other ranks' arrival counters could not be read")
+                                          : std::string("every rank reached it, so one is stuck inside it or left the job");
+  return c.label + " did not finish within " + std::to_string(c.timeout_ms) + " ms: " + who + " (ESG_COLLECTIVE_TIMEOUT_MS sets the timeout)";
+}
+
+int release_at_finalize(MPI_Comm, int, void* transport, void*) {
+  static_cast<MpiTransport*>(transport)->release();
+  return MPI_SUCCESS;
 }
 
 void Watchdog::watch() {
-  while (!stopping_.load()) {
+  for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    const int64_t deadline = deadline_ns_.load(std::memory_order_acquire);
-    if (deadline == 0 || now_ns() < deadline) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    if (deadline_ns_ == 0 || now_ns() < deadline_ns_) continue;
     const std::string message = comm_->timeout_message({*label_, timeout_ms_}, peer_);
     std::fprintf(stderr, "esgraph: %s; ending the job\n", message.c_str());
     std::fflush(stderr);
@@ -423,5 +498,14 @@ extern "C" __attribute__((visibility("default"))) esg::dist::Transport* esg_mpi_
   esg::dist::make_half_types();
   int level = 0;
   MPI_Query_thread(&level);
-  return new esg::dist::MpiTransport(world, !initialized, level == MPI_THREAD_MULTIPLE);
+  if (level < MPI_THREAD_SERIALIZED)
+    return fail("MPI runs at thread level " + std::to_string(level) + ", below MPI_THREAD_SERIALIZED: esgraph makes its calls on the "
+                "threads of a model's pool; start MPI with MPI_Init_thread and MPI_THREAD_MULTIPLE (or MPI_THREAD_SERIALIZED, "
+                "with no MPI call of your own while a model runs)");
+  auto* transport = new esg::dist::MpiTransport(world, !initialized, level == MPI_THREAD_MULTIPLE);
+  // MPI_Finalize deletes MPI_COMM_SELF's attributes first: ours releases the transport then.
+  int key = MPI_KEYVAL_INVALID;
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &esg::dist::release_at_finalize, &key, nullptr);
+  MPI_Comm_set_attr(MPI_COMM_SELF, key, transport);
+  return transport;
 }

@@ -398,7 +398,8 @@ ESG_API char* esg_model_report(const esg_model* model);
    Collectives (esg_all_reduce, ...) run among the processes of a job. Started by an MPI launcher
    (mpirun), the world is MPI_COMM_WORLD, through Open MPI; otherwise it is this one process. */
 /* Makes the caller's communicator the world, before any collective is built or run:
-   `mpi_comm` points at an MPI_Comm (the library duplicates it; MPI must be initialized). */
+   `mpi_comm` points at an MPI_Comm, duplicated before this returns; MPI must be initialized at
+   MPI_THREAD_SERIALIZED or above (MULTIPLE for the fastest calls). ESG_ERR_BACKEND if it is not. */
 ESG_API esg_status esg_dist_use_mpi_comm(const void* mpi_comm);
 /* The world's size and this process's rank in it (either pointer may be NULL). Finding the world
    the first time starts MPI under a launcher; ESG_ERR_BACKEND if it cannot. */

@@ -35,6 +35,8 @@ def gemm(n):
         return y * alpha if alpha != 1.0 else y
 
     how = n.sharding(1)
+    if how == "row" and n.attr("transA", 0):
+        raise Unsupported("a Gemm with transA whose weight is sharded by rows (its input's split axis would be the first)")
     if how:
         return _sharded_product(n, how, transpose_b=bool(n.attr("transB", 0)), product=product, bias=bias)
     y = product(n.x(0), n.x(1))
