@@ -47,8 +47,9 @@ void check_group(const std::vector<int>& ranks, const std::vector<const eval::Co
     if (std::equal(mine.begin(), mine.end(), theirs)) continue;
     size_t first = 0;
     while (first < kShown && first < calls.size() && theirs[2 + first] == mine[2 + first]) ++first;
-    const std::string here = first < calls.size() && first < kShown ? "; the first that differs is #" + std::to_string(first) + ", here " + calls[first]->label()
-                                                                   : "; they differ past the first " + std::to_string(kShown);
+    const std::string here = first >= kShown            ? "; they differ past the first " + std::to_string(kShown)
+                             : first < calls.size()      ? "; the first that differs is #" + std::to_string(first) + ", here " + calls[first]->label()
+                                                         : "; this rank's end before #" + std::to_string(first);
     throw ir::Error(ir::ErrorCode::Communication,
                     "ranks build different collectives over " + dist::ranks_str(ranks) + ": rank " + std::to_string(dist::world().rank()) + " runs " +
                         std::to_string(calls.size()) + ", rank " + std::to_string(ranks[static_cast<size_t>(m)]) + " runs " +

@@ -270,20 +270,15 @@ class MpiCommunicator final : public Communicator {
     return all;
   }
 
+  // Who is behind, read from the members' counters: the error of a call past its deadline.
+  std::string timeout_message(const Call& c, int peer);
+
  private:
-  // Starts a call, then waits for it until the deadline. `peer`: the one member a send or a
-  // receive waits for (-1: all of them).
   // Starts a call and waits for it until the deadline. `bytes`: what it moves, which picks the
   // blocking or the nonblocking call (kNeverBlocking: always the latter). `peer`: the one member
   // a send or a receive waits for (-1: all of them).
   template <typename Start>
   void run(const Call& c, int64_t bytes, Start start, int peer = -1);
-
- public:
-  // Who is behind, read from the members' counters: the error of a call past its deadline.
-  std::string timeout_message(const Call& c, int peer);
-
- private:
 
   MpiTransport& transport_;
   MPI_Comm comm_;
