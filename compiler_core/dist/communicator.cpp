@@ -13,10 +13,4 @@ const char* reduce_name(Reduce r) {
   return "?";
 }
 
-std::string ranks_str(const std::vector<int>& ranks) {
-  std::string s = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
-
 }  // namespace esg::dist

@@ -15,7 +15,12 @@ namespace esg::dist {
 
 enum class Reduce : uint8_t { Sum, Max, Min, Prod, Avg };  // the order of the ops' `op` enum
 const char* reduce_name(Reduce r);
-std::string ranks_str(const std::vector<int>& ranks);  // "[0,1]", as messages and reports name groups
+// "[0,1]", as messages and reports name groups (inline: the MPI plugin links no library of ours).
+inline std::string ranks_str(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
 
 // A collective that failed: a rank that never arrived within the timeout, ranks that disagree
 // on what they run, or the transport's own error. The message names the collective and the
@@ -73,8 +78,9 @@ class Transport {
   virtual const char* name() const = 0;
   virtual int size() const = 0;
   virtual int rank() const = 0;
-  // The communicator of `world_ranks` (this process among them), made by every member together.
-  virtual std::unique_ptr<Communicator> group(const std::vector<int>& world_ranks) = 0;
+  // The communicator of `world_ranks` (this process among them), made by every member together;
+  // an Error naming the members that did not come within `timeout_ms`.
+  virtual std::unique_ptr<Communicator> group(const std::vector<int>& world_ranks, int64_t timeout_ms) = 0;
   // Whether a collective timed out (then the job aborts at exit instead of finalizing).
   virtual bool broken() const = 0;
   // Called once at exit: finalize what it started, or abort the job when broken.

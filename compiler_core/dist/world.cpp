@@ -114,7 +114,7 @@ std::shared_ptr<Communicator> World::group(const std::vector<int>& ranks) {
   std::lock_guard<std::mutex> lock(state_->mu);
   std::shared_ptr<Communicator>& c = state_->groups[members];
   if (!c) {
-    if (state_->transport) c = state_->transport->group(members);
+    if (state_->transport) c = state_->transport->group(members, collective_timeout_ms());
     else c = make_local_communicator(0);
   }
   return c;

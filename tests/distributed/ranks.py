@@ -213,6 +213,24 @@ def scenario_timeout():
     raise SystemExit("rank 0: no timeout")
 
 
+def scenario_late_group():
+    # A group other than the world ([1, 0]) whose rank 1 never comes: rank 0 names it within the
+    # timeout while making the group's communicator, before the first run.
+    b = eg.GraphBuilder("late_group")
+    x = b.input("x", eg.f32, [4])
+    m = eg.compile(b.build([ops.all_reduce(x, ranks=[1, 0])]))
+    if RANK == 1:
+        time.sleep(30)
+        return
+    try:
+        m.run({"x": np.ones(4, np.float32)})
+    except eg.CommunicationError as e:
+        print(f"rank 0 failed: {e}", flush=True)
+        assert "making the communicator of the group [1,0] did not finish within 2000 ms: rank 1 did not come" in str(e), str(e)
+        return
+    raise SystemExit("rank 0: no timeout")
+
+
 def scenario_late_run():
     # Both ranks pass the check and run once; then rank 1 stops taking part. Rank 0's second run
     # waits in a blocking all_reduce: the watchdog names rank 1 and ends the job.

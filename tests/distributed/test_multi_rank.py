@@ -65,6 +65,13 @@ def test_the_tensor_parallel_sample_matches_the_whole_block():
         assert found and float(found.group(1)) <= 1e-4, out
 
 
+def test_a_member_that_never_comes_to_make_a_group_is_named_and_the_job_ends():
+    done, took = mpirun("late_group", timeout_ms=2000)
+    out = done.stdout + done.stderr
+    assert "did not finish within 2000 ms: rank 1 did not come" in out and "ok late_group rank 0" in out, out
+    assert done.returncode != 0 and took < 25, (took, out)
+
+
 def test_a_rank_that_stops_mid_job_is_named_and_the_job_ends():
     done, took = mpirun("late_run", timeout_ms=2000)
     out = done.stdout + done.stderr

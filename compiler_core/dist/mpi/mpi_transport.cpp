@@ -121,6 +121,7 @@ class MpiCommunicator;
 
 constexpr int64_t kNeverBlocking = -1;
 constexpr int kCheckTag = 1;  // the agreement check's messages (data: tag 0)
+constexpr int kGroupTag = 2;  // the tokens of a group's making
 
 // The largest call made blocking: ESG_MPI_BLOCKING_BELOW bytes, 16 MiB by default (beyond it,
 // Open MPI 4.1's blocking allreduce on shared memory is many times slower than its
@@ -310,19 +311,25 @@ class MpiTransport final : public Transport {
   // MPI_Init may have asked for less).
   std::unique_lock<std::mutex> serialize() { return multiple_ ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(mpi_mu); }
 
-  // The world's communicator is handed over once (dist::World keeps each group's); another
-  // group is made by its members, a blocking step with no deadline.
-  std::unique_ptr<Communicator> group(const std::vector<int>& world_ranks) override {
+  // The world's communicator is handed over once (dist::World keeps each group's). Another
+  // group is made by its members once all of them are known to be here: each sends every other
+  // a token and waits for theirs with the deadline, so the blocking MPI_Comm_create_group that
+  // follows is never left waiting for a member that does not come.
+  std::unique_ptr<Communicator> group(const std::vector<int>& world_ranks, int64_t timeout_ms) override {
     if (world_group_ && world_ranks == world_group_->world_ranks()) return std::move(world_group_);
+    std::lock_guard<std::mutex> turn(turn_);
+    const std::string what = "making the communicator of the group " + ranks_str(world_ranks);
+    if (broken_) throw Error(what + ": an earlier collective of this process timed out, so its transport is unusable");
+    rendezvous(world_ranks, timeout_ms, what);
     std::unique_lock<std::mutex> lock = serialize();
     MPI_Comm comm = MPI_COMM_NULL;
     MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
-    MPI_Comm_group(world_, &all);
-    MPI_Group_incl(all, static_cast<int>(world_ranks.size()), world_ranks.data(), &some);
-    const int rc = MPI_Comm_create_group(world_, some, 0, &comm);
-    MPI_Group_free(&some);
-    MPI_Group_free(&all);
-    if (rc != MPI_SUCCESS) throw Error("making the communicator of a group: " + mpi_error(rc));
+    int rc = MPI_Comm_group(world_, &all);
+    if (rc == MPI_SUCCESS) rc = MPI_Group_incl(all, static_cast<int>(world_ranks.size()), world_ranks.data(), &some);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_create_group(world_, some, 0, &comm);
+    if (some != MPI_GROUP_NULL) MPI_Group_free(&some);
+    if (all != MPI_GROUP_NULL) MPI_Group_free(&all);
+    if (rc != MPI_SUCCESS) throw Error(what + ": " + mpi_error(rc));
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
@@ -349,6 +356,43 @@ class MpiTransport final : public Transport {
   void made(MpiCommunicator* c) { groups_.push_back(c); }
 
  private:
+  // A token to every other member of `members` and one from each, within `timeout_ms`; else an
+  // Error naming those whose token did not come (the transport is then broken: the requests
+  // stay pending).
+  void rendezvous(const std::vector<int>& members, int64_t timeout_ms, const std::string& what) {
+    const int token = 1;
+    std::vector<int> tokens(members.size(), 0);
+    std::vector<MPI_Request> recvs(members.size(), MPI_REQUEST_NULL), sends(members.size(), MPI_REQUEST_NULL);
+    {
+      std::unique_lock<std::mutex> lock = serialize();
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (members[i] == rank_) continue;
+        MPI_Irecv(&tokens[i], 1, MPI_INT, members[i], kGroupTag, world_, &recvs[i]);
+        MPI_Isend(&token, 1, MPI_INT, members[i], kGroupTag, world_, &sends[i]);
+      }
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      int all_done = 0;
+      {
+        std::unique_lock<std::mutex> lock = serialize();
+        int received = 0, sent = 0;
+        MPI_Testall(static_cast<int>(recvs.size()), recvs.data(), &received, MPI_STATUSES_IGNORE);
+        MPI_Testall(static_cast<int>(sends.size()), sends.data(), &sent, MPI_STATUSES_IGNORE);
+        all_done = received && sent;
+      }
+      if (all_done) return;
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::yield();
+    }
+    broken_ = true;
+    std::string missing;
+    for (size_t i = 0; i < members.size(); ++i)
+      if (members[i] != rank_ && recvs[i] != MPI_REQUEST_NULL) missing += (missing.empty() ? "" : ", ") + std::to_string(members[i]);
+    throw Error(what + " did not finish within " + std::to_string(timeout_ms) + " ms: rank " + missing +
+                " did not come (ESG_COLLECTIVE_TIMEOUT_MS sets the timeout; the job ends when this process exits)");
+  }
+
   MPI_Comm world_;
   std::unique_ptr<MpiCommunicator> world_group_;
   bool finalize_, multiple_;
