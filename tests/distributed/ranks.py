@@ -78,8 +78,10 @@ def scenario_ops():
     # An f16 average whose sum would overflow f16 (65504): each rank's share is summed instead.
     b = eg.GraphBuilder("f16_avg")
     hi = b.input("h", eg.f16, [2])
-    m = eg.compile(b.build([ops.all_reduce(hi, op="avg")]))
-    check("f16 avg", m.run({"h": np.full(2, 40000, np.float16)})[0], np.full(2, 40000, np.float16))
+    m = eg.compile(b.build([ops.all_reduce(hi, op="avg"), ops.reduce_scatter(hi, op="avg")]))
+    got = m.run({"h": np.full(2, 40000, np.float16)})
+    check("f16 avg", got[0], np.full(2, 40000, np.float16))
+    check("f16 reduce_scatter avg", got[1], np.full(1, 40000, np.float16))
 
 
 def scenario_parallel_layers():

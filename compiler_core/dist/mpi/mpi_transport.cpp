@@ -222,6 +222,14 @@ class MpiCommunicator final : public Communicator {
   }
   void reduce_scatter(const void* in, void* out, int64_t count, ir::DType type, Reduce op, const Call& c) override {
     const int n = checked_count(count * this->size(), c) / this->size();
+    // A 16-bit float's average: each rank's share summed, as all_reduce's (its input is read-only).
+    std::vector<uint16_t> shares;
+    if (op == Reduce::Avg && (type == ir::DType::F16 || type == ir::DType::BF16)) {
+      shares.assign(static_cast<const uint16_t*>(in), static_cast<const uint16_t*>(in) + count * this->size());
+      divide(shares.data(), count * this->size(), type, this->size());
+      in = shares.data();
+      op = Reduce::Sum;
+    }
     run(c, count * this->size(), [&](MPI_Request* q) {
       return q ? MPI_Ireduce_scatter_block(in, out, n, mpi_type(type), mpi_op(type, op), comm_, q)
                : MPI_Reduce_scatter_block(in, out, n, mpi_type(type), mpi_op(type, op), comm_);
