@@ -23,6 +23,9 @@ class AclLibrary : public acl::Functions {
   static std::string simulator_path();
 
   const std::string& path() const { return path_; }
+  // Its directory with a trailing '/', where CANN keeps its other libraries (aclnn's, HCCL's);
+  // "" when the dynamic linker found it by name.
+  std::string dir() const { return path_.find('/') == std::string::npos ? "" : path_.substr(0, path_.rfind('/') + 1); }
   bool has_capture() const { return aclmdlRICaptureBegin != nullptr; }
   // The installed CANN's version (aclsysGetCANNVersion), or "unknown".
   std::string cann_version() const;

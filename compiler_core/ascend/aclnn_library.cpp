@@ -18,7 +18,7 @@ std::shared_ptr<AclnnLibrary> AclnnLibrary::open(const AclLibrary& acl) {
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = opened->find(&acl); it != opened->end()) return it->second;
   const std::string& path = acl.path();
-  const std::string dir = path.find('/') == std::string::npos ? "" : path.substr(0, path.rfind('/') + 1);
+  const std::string dir = acl.dir();
   std::shared_ptr<AclnnLibrary> lib(new AclnnLibrary(acl));
   std::string missing;  // of the descriptors' functions, which every call needs
   {

@@ -114,7 +114,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
         // they agree (runtime/collectives.hpp): making it is a step every member must take.
         if (!hccl_) hccl_ = HcclLibrary::open(*d.acl);
         const eval::Collective& c = *plan.collectives().at(i);
-        hccl_calls_.push_back({hccl_call(g, g.nodes[l.node], c.ranks()), l.in.empty() ? SIZE_MAX : d.offset(l.in[0]), d.offset(l.out[0]), &c,
+        hccl_calls_.push_back({hccl_call(c), l.in.empty() ? SIZE_MAX : d.offset(l.in[0]), d.offset(l.out[0]), &c,
                                nullptr});
       } else if (d.launches[i].kind == DeviceLaunch::Aclnn) {
         const ir::Node& n = g.nodes[l.node];

@@ -1,8 +1,5 @@
 #include "ascend/hccl_call.hpp"
 
-#include <algorithm>
-
-#include "ir/error.hpp"
 #include "ir/op_attrs.gen.hpp"
 
 namespace esg::ascend {
@@ -67,9 +64,9 @@ std::string hccl_refusal(const ir::Graph& g, const ir::Node& n) {
     const bool typed = t == ir::DType::I8 || t == ir::DType::I16 || t == ir::DType::I32 || t == ir::DType::I64 || t == ir::DType::F16 ||
                        t == ir::DType::F32 || t == ir::DType::BF16;
     if (!typed) return "HCCL reduces int8, int16, int32, int64, fp16, fp32 and bf16 on Atlas A2, not " + what;
-    const int64_t op = reduction(g, n);
-    if (op == 4) return "HCCL has no average (HcclReduceOp: sum, prod, max, min)";
-    if (op == 3 && (t == ir::DType::I16 || t == ir::DType::BF16)) return "HCCL's prod takes no " + what;
+    const dist::Reduce op = static_cast<dist::Reduce>(reduction(g, n));
+    if (op == dist::Reduce::Avg) return "HCCL has no average (HcclReduceOp: sum, prod, max, min)";
+    if (op == dist::Reduce::Prod && (t == ir::DType::I16 || t == ir::DType::BF16)) return "HCCL's prod takes no " + what;
   }
   hccl::DataType moved;
   if (!moved_as(t, &moved)) return "HCCL has no type for " + what;
@@ -89,32 +86,21 @@ std::string hccl_refusal(const ir::Graph& g, const ir::Node& n) {
   return "";
 }
 
-HcclCall hccl_call(const ir::Graph& g, const ir::Node& n, const std::vector<int>& ranks) {
+HcclCall hccl_call(const eval::Collective& collective) {
   HcclCall c;
-  c.kind = n.op->kind;
-  const bool has_input = n.num_inputs > 0;
-  const ir::ValueId x = has_input ? g.operands[n.first_input] : ir::kNone;
-  moved_as(has_input ? g.values[x].dtype : g.values[n.first_output].dtype, &c.type);
-  const uint64_t in_count = has_input ? static_cast<uint64_t>(g.shape(x).num_elements()) : 0;
-  const uint64_t out_count = static_cast<uint64_t>(g.shape(n.first_output).num_elements());
-  const uint64_t size = ranks.size();
-  c.bytes = out_count * ir::dtype_size(g.values[n.first_output].dtype);
-  if (reduces(c.kind)) {
-    const hccl::ReduceOp ops[] = {hccl::kSum, hccl::kMax, hccl::kMin, hccl::kProd};  // the attribute's order
-    c.op = ops[reduction(g, n)];
-  }
-  auto place = [&](int64_t world_rank) {
-    return static_cast<uint32_t>(std::find(ranks.begin(), ranks.end(), static_cast<int>(world_rank)) - ranks.begin());
-  };
+  c.kind = collective.kind();
+  moved_as(collective.dtype(), &c.type);
+  const hccl::ReduceOp ops[] = {hccl::kSum, hccl::kMax, hccl::kMin, hccl::kProd, hccl::kSum};  // dist::Reduce's order (no avg)
+  c.op = ops[static_cast<int>(collective.reduction())];
+  c.bytes = static_cast<uint64_t>(collective.bytes());
+  const uint64_t elements = c.bytes / ir::dtype_size(collective.dtype());  // of the input, or of a recv's result
   switch (c.kind) {
-    case K::all_reduce: case K::all_gather: case K::broadcast: case K::send: c.count = in_count; break;
-    case K::reduce_scatter: case K::recv: c.count = out_count; break;
-    case K::all_to_all: c.count = in_count / size; break;
-    default: throw ir::Error(ir::ErrorCode::Internal, std::string(n.op->name) + " is not a collective");
+    case K::all_reduce: case K::reduce_scatter: c.count = static_cast<uint64_t>(collective.count()); break;
+    case K::all_to_all: c.count = elements / collective.ranks().size(); break;
+    default: c.count = elements; break;  // all_gather's sent, broadcast's, send's and recv's
   }
-  if (c.kind == K::broadcast) c.rank = place(ir::BroadcastAttrs(g, n).root);
-  if (c.kind == K::send) c.rank = place(ir::SendAttrs(g, n).peer);
-  if (c.kind == K::recv) c.rank = place(ir::RecvAttrs(g, n).peer);
+  if (c.kind == K::broadcast) c.rank = static_cast<uint32_t>(collective.root());
+  if (c.kind == K::send || c.kind == K::recv) c.rank = static_cast<uint32_t>(collective.peer());  // a place in the world's group
   return c;
 }
 

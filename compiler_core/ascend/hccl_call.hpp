@@ -5,9 +5,9 @@
 #pragma once
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "ascend/hccl_api.hpp"
+#include "eval/collective.hpp"
 #include "ir/graph.hpp"
 
 namespace esg::ascend {
@@ -21,14 +21,13 @@ struct HcclCall {
   hccl::ReduceOp op = hccl::kSum;
   uint64_t count = 0;  // elements: AllReduce's, AllGather's sent, ReduceScatter's received, AlltoAll's per rank, ...
   uint32_t rank = 0;   // Broadcast's root, Send's destination, Recv's source: places in the communicator
-  uint64_t bytes = 0;  // the result's (a broadcast starts from a copy of the input there)
+  uint64_t bytes = 0;  // a broadcast's tensor (it starts from a copy of the input in the result)
 };
 
 // The HCCL function a collective runs as ("HcclAllReduce").
 const char* hccl_function(ir::OpKind kind);
 
-// The call for `n` (one hccl_refusal accepts) at `g`'s sizes, in the group of world ranks
-// `ranks` (in the group's order; a send's or receive's group is the world).
-HcclCall hccl_call(const ir::Graph& g, const ir::Node& n, const std::vector<int>& ranks);
+// The call for a collective hccl_refusal accepts, from its binding at a plan's sizes.
+HcclCall hccl_call(const eval::Collective& collective);
 
 }  // namespace esg::ascend

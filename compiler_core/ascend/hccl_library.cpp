@@ -16,7 +16,7 @@ std::shared_ptr<HcclLibrary> HcclLibrary::open(const AclLibrary& acl) {
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = opened->find(&acl); it != opened->end()) return it->second;
   const std::string& path = acl.path();
-  const std::string dir = path.find('/') == std::string::npos ? "" : path.substr(0, path.rfind('/') + 1);
+  const std::string dir = acl.dir();
   std::shared_ptr<HcclLibrary> lib(new HcclLibrary());
   std::string found, tried;
   void* ops = dlopen_first({dir + "libhccl.so"}, &found, &tried);

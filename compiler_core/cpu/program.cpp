@@ -231,7 +231,7 @@ void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, con
   if (!n.op->subgraphs.empty()) return eval::run_control_flow(g, l.node, in, out, control);
   in.resize(n.num_inputs - n.num_captures);  // kernels take the declared inputs; captures exist only for control flow
   // A collective on its own stream, through the world's transport, straight on the arena's buffers.
-  if (const eval::Collective* c = plan_.collectives().at(index)) return c->run(in.empty() ? nullptr : in[0], *out[0]);
+  if (n.op->communicates) return plan_.collectives().at(index)->run(in.empty() ? nullptr : in[0], *out[0]);
   if (const eval::Kernel fast = bound_[index]->fast) fast(eval::KernelCall{g, n, in, out, parallel});
   else eval::run_kernel(g, n, in, out);
 }
@@ -382,7 +382,7 @@ std::string Program::describe_launch(size_t index) const {
 bool Program::on_reference(size_t index) const {
   const runtime::Plan::Launch& l = plan_.launches()[index];
   const Bound& b = *bound_[index];
-  return l.group < 0 && l.node != ir::kNone && !b.fast && !b.conv && !b.matmul && !plan_.collectives().at(index);
+  return l.group < 0 && l.node != ir::kNone && !b.fast && !b.conv && !b.matmul && !plan_.graph().nodes[l.node].op->communicates;
 }
 
 std::string Program::report() const {

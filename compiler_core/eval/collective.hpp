@@ -30,6 +30,10 @@ class Collective {
   // the matching recv hash alike (the peers' side swapped).
   uint64_t signature() const { return signature_; }
   ir::OpKind kind() const { return kind_; }
+  ir::DType dtype() const { return dtype_; }
+  dist::Reduce reduction() const { return reduce_; }  // all_reduce's and reduce_scatter's (else Sum)
+  int64_t count() const { return count_; }             // the elements reduced per rank: all_reduce's input, reduce_scatter's result
+  int root() const { return root_; }                   // a broadcast's, as a place in the group
   // The group's communicator, made the first time (by every member together: dist/world.hpp).
   dist::Communicator& communicator() const;
   int peer() const { return peer_; }  // a send's or recv's, in the world; else -1

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/infer.hpp"
+#include "ir/op_attrs.gen.hpp"
 #include "ir/world.hpp"
 
 namespace esg::ir {
@@ -49,7 +50,8 @@ void check_peer(InferContext& ctx, const World& w, const char* attr, bool may_be
 
 void check_average(InferContext& ctx) {
   const DType t = ctx.input(0).dtype;
-  if (ctx.attr_int("op") == 4 /* avg */ && !dtype_is_float(t))
+  // (all_reduce's and reduce_scatter's `op` enums list the same values in the same order)
+  if (ctx.attr_int("op") == static_cast<int64_t>(AllReduceOp::avg) && !dtype_is_float(t))
     ctx.fail_dtype(std::string("`avg` of ") + dtype_name(t) + " would round: average a floating dtype");
 }
 

@@ -106,8 +106,9 @@ PlanCollectives::PlanCollectives(const Plan& plan) {
 }
 
 void PlanCollectives::agree() const {
+  if (agreed_.load(std::memory_order_acquire)) return;  // every run asks: the check is made once
   std::lock_guard<std::mutex> lock(mu_);
-  if (agreed_ || entries_.empty()) return;
+  if (agreed_.load() || entries_.empty()) return;
   std::map<std::vector<int>, std::vector<const eval::Collective*>> groups;
   std::vector<const eval::Collective*> pairs;
   for (const Entry& e : entries_) (point_to_point(*e.call) ? pairs : groups[e.call->ranks()]).push_back(e.call.get());
@@ -117,7 +118,7 @@ void PlanCollectives::agree() const {
   } catch (const dist::Error& e) {
     throw ir::Error(ir::ErrorCode::Communication, e.what());
   }
-  agreed_ = true;
+  agreed_.store(true, std::memory_order_release);
 }
 
 std::string PlanCollectives::report(const Plan& plan) const {

@@ -2,6 +2,7 @@
 // for each such launch, the check every rank makes before its first run, and their part of the
 // compile report and the stats.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,7 +40,7 @@ class PlanCollectives {
   std::vector<Entry> entries_;  // in launch order
   std::vector<int> by_launch_;
   mutable std::mutex mu_;
-  mutable bool agreed_ = false;
+  mutable std::atomic<bool> agreed_{false};
 };
 
 }  // namespace esg::runtime
