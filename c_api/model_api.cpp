@@ -37,14 +37,17 @@ void need_model(const esg_model* m, const char* fn) {
 }
 
 // A caller's buffer as a tensor ref, checking what can be checked without the model.
-esg::eval::TensorRef ref_of(const esg_buffer& b, const char* what) {
-  if (b.rank && !b.dims) throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(what) + ": dims is NULL");
+// Buffer `index` of a call's `what` ("esg_model_run: input"); the message is written only for
+// a buffer that fails (a small model's run is about a microsecond).
+esg::eval::TensorRef ref_of(const esg_buffer& b, const char* what, size_t index) {
+  auto where = [&] { return std::string(what) + " " + std::to_string(index); };
+  if (b.rank && !b.dims) throw ir::Error(ir::ErrorCode::InvalidArgument, where() + ": dims is NULL");
   esg::eval::TensorRef r{static_cast<ir::DType>(b.dtype), ir::Shape::from(b.dims, b.rank), static_cast<uint8_t*>(b.data)};
-  if (!ir::dtype_valid(r.dtype)) throw ir::Error(ir::ErrorCode::DType, std::string(what) + ": invalid dtype");
+  if (!ir::dtype_valid(r.dtype)) throw ir::Error(ir::ErrorCode::DType, where() + ": invalid dtype");
   for (ir::Dim d : r.shape)
-    if (d < 0) throw ir::Error(ir::ErrorCode::Shape, std::string(what) + ": a negative dimension");
+    if (d < 0) throw ir::Error(ir::ErrorCode::Shape, where() + ": a negative dimension");
   if (b.nbytes != r.nbytes())
-    throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(what) + ": nbytes is " + std::to_string(b.nbytes) + " but " +
+    throw ir::Error(ir::ErrorCode::InvalidArgument, where() + ": nbytes is " + std::to_string(b.nbytes) + " but " +
                                                         ir::dtype_name(r.dtype) + " of that shape takes " + std::to_string(r.nbytes()));
   return r;
 }
@@ -52,7 +55,8 @@ esg::eval::TensorRef ref_of(const esg_buffer& b, const char* what) {
 std::vector<esg::eval::TensorRef> refs_of(const esg_buffer* bufs, size_t n, const char* what) {
   if (n && !bufs) throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(what) + ": a count but no array");
   std::vector<esg::eval::TensorRef> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(ref_of(bufs[i], (std::string(what) + " " + std::to_string(i)).c_str()));
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back(ref_of(bufs[i], what, i));
   return out;
 }
 

@@ -138,8 +138,9 @@ dist::Communicator& Collective::communicator() const {
 }
 
 void Collective::transfer(const TensorRef* in, const TensorRef& out) const {
-  dist::Communicator& comm = communicator();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);  // one lock for the communicator and the scratch
+  if (!comm_) comm_ = dist::world().group(ranks_);
+  dist::Communicator& comm = *comm_;
   const dist::Call call{label_, dist::collective_timeout_ms()};
   const int n = comm.size();
   // What the transport reads: the input, or its pieces packed group-major.

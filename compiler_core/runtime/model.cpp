@@ -198,7 +198,27 @@ std::shared_ptr<const Model::Compiled> Model::bind(const ClassPlan& c, const std
   return made;
 }
 
+namespace {
+
+bool same_key(const std::vector<std::vector<int64_t>>& key, const std::vector<ir::Shape>& shapes) {
+  if (key.size() != shapes.size()) return false;
+  for (size_t i = 0; i < key.size(); ++i)
+    if (!std::equal(key[i].begin(), key[i].end(), shapes[i].begin(), shapes[i].end())) return false;
+  return true;
+}
+
+}  // namespace
+
 std::shared_ptr<const Model::Compiled> Model::plan_for(const std::vector<ir::Shape>& shapes) const {
+  {
+    // The common case, the shapes of the run before: no key built (a small model's run is a
+    // microsecond or less, of which a key's allocations were a tenth).
+    std::lock_guard<std::mutex> lock(mu_);
+    if (latest_ != plans_.end() && same_key(latest_->first, shapes)) {
+      latest_->second.last_run = ++clock_;
+      return latest_->second.compiled;
+    }
+  }
   std::vector<std::vector<int64_t>> key;
   for (const ir::Shape& s : shapes) key.emplace_back(s.begin(), s.end());
   ClassPlan symbolic;
@@ -206,7 +226,7 @@ std::shared_ptr<const Model::Compiled> Model::plan_for(const std::vector<ir::Sha
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = plans_.find(key); it != plans_.end()) {
       it->second.last_run = ++clock_;
-      latest_ = it->second.compiled;
+      latest_ = it;
       return it->second.compiled;
     }
     symbolic = symbolic_for(shapes);
@@ -225,7 +245,7 @@ std::shared_ptr<const Model::Compiled> Model::plan_for(const std::vector<ir::Sha
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = plans_.find(key); it != plans_.end()) {  // another run made it meanwhile: one is kept
     it->second.last_run = ++clock_;
-    latest_ = it->second.compiled;
+    latest_ = it;
     return it->second.compiled;
   }
   if (bound) {
@@ -234,9 +254,8 @@ std::shared_ptr<const Model::Compiled> Model::plan_for(const std::vector<ir::Sha
   } else {
     ++compiled_;
   }
-  latest_ = c;
-  const auto made = plans_.insert_or_assign(key, Cached{c, ++clock_}).first;
-  drop_oldest(plans_, made, options_.max_plans);
+  latest_ = plans_.insert_or_assign(key, Cached{c, ++clock_}).first;
+  drop_oldest(plans_, latest_, options_.max_plans);
   return c;
 }
 
@@ -408,9 +427,9 @@ Stats Model::stats() const {
   Stats s;
   s.plans = compiled_;
   s.bindings = bindings_;
-  if (latest_) {
-    latest_->plan->add_stats(s);
-    latest_->program->add_stats(s);
+  if (latest_ != plans_.end()) {
+    latest_->second.compiled->plan->add_stats(s);
+    latest_->second.compiled->program->add_stats(s);
   }
   return s;
 }

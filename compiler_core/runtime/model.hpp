@@ -127,8 +127,11 @@ class Model {
   mutable std::map<std::vector<int64_t>, Symbolic> symbolic_;
   mutable std::string no_symbolic_;  // why symbolic plans were refused, once one was
   mutable std::mutex mu_;
-  mutable std::map<std::vector<std::vector<int64_t>>, Cached> plans_;
-  mutable std::shared_ptr<const Compiled> latest_;
+  using Plans = std::map<std::vector<std::vector<int64_t>>, Cached>;
+  mutable Plans plans_;
+  // The plan run last (end: none yet): a run of the same shapes finds it without building a key.
+  // Never dropped: the cache drops the oldest but the one it just kept.
+  mutable Plans::iterator latest_ = plans_.end();
   mutable uint64_t clock_ = 0;     // counts lookups, for least-recently-run eviction
   mutable int64_t compiled_ = 0;   // plans compiled so far (symbolic or per shapes), dropped ones included
   mutable int64_t bindings_ = 0;   // symbolic plans bound to new sizes so far

@@ -608,6 +608,7 @@ class Model {
   };
   static std::vector<esg_buffer> buffers(const std::vector<HostTensor>& tensors) {
     std::vector<esg_buffer> out;
+    out.reserve(tensors.size());
     for (const HostTensor& t : tensors) out.push_back(t.buffer());
     return out;
   }

@@ -136,46 +136,53 @@ int64_t blocking_below() {
 
 // Watches the blocking call under way (one at a time: MpiTransport::run_one holds every call
 // of the process in turn): past its deadline it prints who is behind and aborts the job, since a
-// blocking MPI call cannot be left. Polls every 20 ms on a thread of its own, started with the
-// first call. Its slot is read and written under its lock, and the call's label stays valid
-// while armed (disarm waits for a check under way).
+// blocking MPI call cannot be left. A thread of its own, started with the first call, looks every
+// 20 ms and times a call from when it first sees it, so arming and disarming cost a store and a
+// compare-and-swap (a 1 KiB all_reduce is about a microsecond). A call outliving its deadline is
+// claimed by swapping its number for kFiring: its caller cannot disarm it after that, so its
+// label stays valid while the message is written.
 class Watchdog {
  public:
   ~Watchdog() { stop(); }
   void arm(MpiCommunicator& comm, const Call& c, int peer) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!thread_.joinable() && !stopping_) thread_ = std::thread([this] { watch(); });
+    if (!started_.load(std::memory_order_acquire)) start();
     comm_ = &comm;
     label_ = &c.label;
-    timeout_ms_ = c.timeout_ms;
     peer_ = peer;
-    deadline_ns_ = now_ns() + c.timeout_ms * 1000000;
+    timeout_ms_.store(c.timeout_ms, std::memory_order_relaxed);
+    armed_.store(++calls_, std::memory_order_release);  // publishes the fields above
   }
   void disarm() {
-    std::lock_guard<std::mutex> lock(mu_);
-    deadline_ns_ = 0;
+    uint64_t mine = calls_;
+    if (armed_.compare_exchange_strong(mine, 0, std::memory_order_acq_rel)) return;
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // claimed: the watchdog is ending the job
   }
   void stop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
+      stopping_.store(true);
     }
     if (thread_.joinable()) thread_.join();
   }
 
  private:
-  static int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  static constexpr uint64_t kFiring = ~uint64_t{0};
+  void start() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started_.load() || stopping_.load()) return;
+    thread_ = std::thread([this] { watch(); });
+    started_.store(true, std::memory_order_release);
   }
   void watch();
 
-  std::mutex mu_;
+  std::mutex mu_;  // starting and stopping the thread only
   std::thread thread_;
-  int64_t deadline_ns_ = 0;  // 0: no call under way
-  bool stopping_ = false;
+  std::atomic<bool> started_{false}, stopping_{false};
+  std::atomic<uint64_t> armed_{0};  // the number of the call under way; 0: none
+  uint64_t calls_ = 0;              // calls armed so far (by the callers, in turn)
+  std::atomic<int64_t> timeout_ms_{0};
   MpiCommunicator* comm_ = nullptr;
   const std::string* label_ = nullptr;
-  int64_t timeout_ms_ = 0;
   int peer_ = -1;
 };
 
@@ -507,12 +514,21 @@ int release_at_finalize(MPI_Comm, int, void* transport, void*) {
 }
 
 void Watchdog::watch() {
-  for (;;) {
+  uint64_t seen = 0;  // the call under way at the last look, and when it was first seen
+  auto since = std::chrono::steady_clock::now();
+  while (!stopping_.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return;
-    if (deadline_ns_ == 0 || now_ns() < deadline_ns_) continue;
-    const std::string message = comm_->timeout_message({*label_, timeout_ms_}, peer_);
+    uint64_t call = armed_.load(std::memory_order_acquire);
+    const auto now = std::chrono::steady_clock::now();
+    if (call != seen) {
+      seen = call;
+      since = now;
+      continue;
+    }
+    const int64_t timeout_ms = timeout_ms_.load(std::memory_order_relaxed);
+    if (call == 0 || now - since < std::chrono::milliseconds(timeout_ms)) continue;
+    if (!armed_.compare_exchange_strong(call, kFiring, std::memory_order_acq_rel)) continue;  // it ended meanwhile
+    const std::string message = comm_->timeout_message({*label_, timeout_ms}, peer_);
     std::fprintf(stderr, "esgraph: %s; ending the job\n", message.c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
