@@ -1,8 +1,10 @@
 // all_reduce inside an esgraph model against Open MPI's MPI_Allreduce on buffers of the same
 // size, osu-style: per size, blocks of iterations alternating between the two, the median
 // block of each. Run under mpirun: `mpirun -np 2 build/default/bench/bench_allreduce`.
-// Rank 0 prints one row per size: bytes, esgraph µs, MPI_Allreduce µs, the ratio, and
-// MPI_Iallreduce polled to completion µs (the call esgraph makes, without the model around it).
+// Rank 0 prints one row per size: the bytes; the model's run (Model::run: inputs checked, plan
+// looked up) and its prepared run (Model::prepare: both done once), in µs; MPI_Allreduce's µs
+// and the ratios to it; and MPI_Iallreduce polled to completion (the call esgraph makes beyond
+// ESG_MPI_BLOCKING_BELOW, without the model around it).
 #include <mpi.h>
 
 #include <algorithm>
@@ -29,8 +31,8 @@ int main(int argc, char** argv) {
   const esg::World world = esg::world();
   const int64_t largest = argc > 1 ? std::atoll(argv[1]) : int64_t{256} << 20;
   if (world.rank == 0)
-    std::printf("%12s %12s %12s %8s %14s   (%d ranks, f32 sum, median of 7 blocks)\n", "bytes", "esgraph us", "MPI us", "ratio",
-                "MPI_I* us", world.size);
+    std::printf("%10s %9s %12s %9s %9s %14s %9s   (%d ranks, f32 sum, median of 7 blocks)\n", "bytes", "run us", "prepared us", "MPI us",
+                "run/MPI", "prepared/MPI", "MPI_I* us", world.size);
   for (int64_t bytes = 1024; bytes <= largest; bytes *= 4) {
     const int64_t n = bytes / 4;
     esg::GraphBuilder b("allreduce");
@@ -45,16 +47,23 @@ int main(int argc, char** argv) {
     };
     m.run(in, out);  // the agreement check, the arena, the first touch
     check("esgraph");
+    esg::PreparedRun prepared = m.prepare(in, out);
+    prepared.run();
+    check("the prepared run");
     // MPI writes where the model writes: the same buffers (the shared-memory copies' speed
     // depends on where a buffer lies, by up to a quarter at 64 KiB here).
     float* const mpi_out = out[0].data<float>();
     const int iterations = static_cast<int>(std::max<int64_t>(3, std::min<int64_t>(1000, (int64_t{64} << 20) / bytes)));
-    std::vector<double> ours, theirs, nonblocking;
+    std::vector<double> ours, ours_prepared, theirs, nonblocking;
     for (int block = 0; block < 7; ++block) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t = MPI_Wtime();
       for (int i = 0; i < iterations; ++i) m.run(in, out);
       ours.push_back((MPI_Wtime() - t) / iterations);
+      MPI_Barrier(MPI_COMM_WORLD);
+      t = MPI_Wtime();
+      for (int i = 0; i < iterations; ++i) prepared.run();
+      ours_prepared.push_back((MPI_Wtime() - t) / iterations);
       MPI_Barrier(MPI_COMM_WORLD);
       t = MPI_Wtime();
       for (int i = 0; i < iterations; ++i) MPI_Allreduce(in[0].data<float>(), mpi_out, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -71,11 +80,11 @@ int main(int argc, char** argv) {
     }
     check("MPI");
     // Every rank's medians, the slowest rank's reported (a collective ends when its last rank does).
-    double local[3] = {median(ours), median(theirs), median(nonblocking)}, worst[3] = {0, 0, 0};
-    MPI_Reduce(local, worst, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    double local[4] = {median(ours), median(ours_prepared), median(theirs), median(nonblocking)}, worst[4] = {0, 0, 0, 0};
+    MPI_Reduce(local, worst, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (world.rank == 0)
-      std::printf("%12lld %12.1f %12.1f %8.2f %14.1f\n", static_cast<long long>(bytes), worst[0] * 1e6, worst[1] * 1e6, worst[0] / worst[1],
-                  worst[2] * 1e6);
+      std::printf("%10lld %9.2f %12.2f %9.2f %9.2f %14.2f %9.1f\n", static_cast<long long>(bytes), worst[0] * 1e6, worst[1] * 1e6,
+                  worst[2] * 1e6, worst[0] / worst[2], worst[1] / worst[2], worst[3] * 1e6);
   }
   MPI_Finalize();
 }

@@ -14,13 +14,18 @@ using esg::capi::guarded;
 namespace ir = esg::ir;
 
 struct esg_model {
-  explicit esg_model(std::unique_ptr<esg::runtime::Model> model) : m(std::move(model)) {
+  explicit esg_model(std::shared_ptr<esg::runtime::Model> model) : m(std::move(model)) {
     const ir::Graph& g = m->graph();
     for (ir::ValueId v : g.inputs()) input_names.push_back(g.value_name(v));
     for (ir::ValueId v : g.outputs()) output_names.push_back(g.value_name(v));
   }
-  std::unique_ptr<esg::runtime::Model> m;
+  std::shared_ptr<esg::runtime::Model> m;  // shared with its prepared runs, which may outlive the handle
   std::vector<std::string> input_names, output_names;
+};
+
+struct esg_prepared {
+  std::shared_ptr<const esg::runtime::Model> model;
+  std::unique_ptr<esg::runtime::PreparedModelRun> run;  // destroyed before the model
 };
 
 namespace {
@@ -122,7 +127,7 @@ ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options
       if (!o.range_names[i]) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: a range's symbol name is NULL");
       co.ranges.push_back({o.range_names[i], o.range_min[i], o.range_max[i]});
     }
-    model = new esg_model(std::make_unique<esg::runtime::Model>(std::make_unique<ir::Graph>(*graph->g), co));
+    model = new esg_model(std::make_shared<esg::runtime::Model>(std::make_unique<ir::Graph>(*graph->g), co));
   });
   return model;
 }
@@ -187,6 +192,30 @@ ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* input
   });
   return esg_last_status();
 }
+
+ESG_API esg_prepared* esg_model_prepare(const esg_model* model, const esg_buffer* inputs, size_t num_inputs, const esg_buffer* outputs,
+                                        size_t num_outputs) {
+  esg_prepared* made = nullptr;
+  guarded(nullptr, [&] {
+    need_model(model, "esg_model_prepare");
+    auto p = std::make_unique<esg_prepared>();
+    p->model = model->m;
+    p->run = model->m->prepare(refs_of(inputs, num_inputs, "esg_model_prepare: input"),
+                               refs_of(outputs, num_outputs, "esg_model_prepare: output"));
+    made = p.release();
+  });
+  return made;
+}
+
+ESG_API esg_status esg_prepared_run(esg_prepared* prepared) {
+  guarded(nullptr, [&] {
+    if (!prepared) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_prepared_run: the prepared run is NULL");
+    prepared->run->run();
+  });
+  return esg_last_status();
+}
+
+ESG_API void esg_prepared_destroy(esg_prepared* prepared) { delete prepared; }
 
 ESG_API esg_status esg_model_run_allocated(const esg_model* model, const esg_buffer* inputs, size_t num_inputs, esg_buffer* outputs,
                                            size_t num_outputs) {

@@ -192,9 +192,8 @@ eval::TensorRef Program::ref(const Slot& s, uint8_t* arena, const std::vector<ev
   return r;
 }
 
-void Program::launch(size_t index, uint8_t* base, const std::vector<eval::TensorRef>& inputs,
-                     const std::vector<eval::TensorRef>& outputs, const eval::Parallel* parallel, const eval::RunControl& control,
-                     LaunchScratch& s) const {
+void Program::operands(size_t index, uint8_t* base, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+                       LaunchScratch& s) const {
   const runtime::Plan::Launch& l = plan_.launches()[index];
   s.in_refs.assign(l.in.size(), {});
   s.out_refs.assign(l.out.size(), {});
@@ -209,13 +208,17 @@ void Program::launch(size_t index, uint8_t* base, const std::vector<eval::Tensor
     s.out_refs[i] = ref(l.out[i], base, inputs, outputs);
     s.out_ptrs.push_back(&s.out_refs[i]);
   }
-  const Bound& b = *bound_[index];
-  if (b.flat) {  // each operand as it lies in memory: elementwise kernels broadcast over that
+  if (bound_[index]->flat) {  // each operand as it lies in memory: elementwise kernels broadcast over that
     for (size_t i = 0; i < l.in.size(); ++i) s.in_refs[i].shape = l.in[i].format.physical_shape(s.in_refs[i].shape);
     for (size_t i = 0; i < l.out.size(); ++i) s.out_refs[i].shape = l.out[i].format.physical_shape(s.out_refs[i].shape);
   }
-  compute(index, s.in_ptrs, s.out_ptrs, parallel, control, working(base, plan_.launches()[index].stream));
-  if (b.padded)
+}
+
+void Program::launch(size_t index, uint8_t* base, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+                     const eval::Parallel* parallel, const eval::RunControl& control, LaunchScratch& s) const {
+  const runtime::Plan::Launch& l = plan_.launches()[index];
+  compute(index, s.in_ptrs, s.out_ptrs, parallel, control, working(base, l.stream));
+  if (bound_[index]->padded)
     for (size_t i = 0; i < l.out.size(); ++i) zero_padding(ref(l.out[i], base, inputs, outputs), l.out[i].format);
 }
 
@@ -284,14 +287,14 @@ void Program::run_launch(size_t index, const std::vector<const eval::TensorRef*>
   compute(index, operands, out, nullptr, control, aligned(memory.get()));
 }
 
+int64_t Program::arena_size() const { return working_at_ + working_bytes_ * plan_.num_streams() + kAlign; }
+
 void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
                   std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel,
                   const eval::RunControl& control) const {
-  using clock = std::chrono::steady_clock;
-  const auto t0 = trace ? clock::now() : clock::time_point{};  // the clock costs ~20 ns: only when tracing
   // An arena per concurrent run, reused across runs: one allocation the first time only.
   // The plan's arena, then each stream's working memory.
-  const int64_t needed = working_at_ + working_bytes_ * plan_.num_streams() + kAlign;
+  const int64_t needed = arena_size();
   std::pair<std::unique_ptr<uint8_t[]>, int64_t> held;
   {
     std::lock_guard<std::mutex> lock(arenas_->mu);
@@ -304,13 +307,24 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
     }
   }
   if (held.second < needed) held = {std::unique_ptr<uint8_t[]>(new uint8_t[static_cast<size_t>(needed)]), needed};
-  std::unique_ptr<uint8_t[]>& arena = held.first;
-  uint8_t* base = aligned(arena.get());
+  execute(aligned(held.first.get()), inputs, outputs, trace, parallel, control, nullptr);
+  std::lock_guard<std::mutex> lock(arenas_->mu);
+  arenas_->free.push_back(std::move(held));
+}
+
+void Program::execute(uint8_t* base, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+                      std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel, const eval::RunControl& control,
+                      std::vector<LaunchScratch>* prepared) const {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = trace ? clock::now() : clock::time_point{};  // the clock costs ~20 ns: only when tracing
   const ir::Graph& g = plan_.graph();
   const auto& launches = plan_.launches();
   std::mutex trace_mu;
-  auto timed = [&](size_t index, LaunchScratch& s) {
+  // `s`: a thread's scratch, given the launch's operands here; or the launch's own, prepared.
+  auto timed = [&](size_t index, LaunchScratch& thread_scratch) {
     control.check();  // a cancel stops the run between launches
+    LaunchScratch& s = prepared ? (*prepared)[index] : thread_scratch;
+    if (!prepared) operands(index, base, inputs, outputs, s);
     if (!trace) return launch(index, base, inputs, outputs, parallel, control, s);
     const runtime::Plan::Launch& l = launches[index];
     const auto started = clock::now();
@@ -362,13 +376,37 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
       }
     });
   }
-  if (!ran) {
+  if (!ran && prepared) {
+    for (size_t i = 0; i < launches.size(); ++i) timed(i, (*prepared)[i]);
+  } else if (!ran) {
     thread_local LaunchScratch s;
     for (size_t i = 0; i < launches.size(); ++i) timed(i, s);
   }
   plan_.fill_output_copies(inputs, outputs);
-  std::lock_guard<std::mutex> lock(arenas_->mu);
-  arenas_->free.push_back(std::move(held));
+}
+
+// Runs on fixed buffers: an arena of its own, every launch's operands resolved once.
+class Program::Prepared final : public runtime::PreparedRun {
+ public:
+  Prepared(const Program& program, std::vector<eval::TensorRef> inputs, std::vector<eval::TensorRef> outputs, int64_t arena_bytes)
+      : program_(program), inputs_(std::move(inputs)), outputs_(std::move(outputs)), arena_(new uint8_t[static_cast<size_t>(arena_bytes)]) {}
+  void run(const eval::Parallel* parallel, const eval::RunControl& control) override {
+    program_.execute(aligned(arena_.get()), inputs_, outputs_, nullptr, parallel, control, &operands_);
+  }
+
+ private:
+  friend class Program;
+  const Program& program_;
+  const std::vector<eval::TensorRef> inputs_, outputs_;
+  const std::unique_ptr<uint8_t[]> arena_;
+  std::vector<LaunchScratch> operands_;  // per launch
+};
+
+std::unique_ptr<runtime::PreparedRun> Program::prepare(std::vector<eval::TensorRef> inputs, std::vector<eval::TensorRef> outputs) const {
+  auto made = std::make_unique<Prepared>(*this, std::move(inputs), std::move(outputs), arena_size());
+  made->operands_.resize(plan_.launches().size());
+  for (size_t i = 0; i < made->operands_.size(); ++i) operands(i, aligned(made->arena_.get()), made->inputs_, made->outputs_, made->operands_[i]);
+  return made;
 }
 
 std::string Program::describe_launch(size_t index) const {

@@ -26,6 +26,7 @@ class Program final : public runtime::Program {
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
            std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel,
            const eval::RunControl& control) const override;
+  std::unique_ptr<runtime::PreparedRun> prepare(std::vector<eval::TensorRef> inputs, std::vector<eval::TensorRef> outputs) const override;
   void run_launch(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
                   const eval::RunControl& control) const override;
   std::string describe_launch(size_t index) const override;
@@ -34,15 +35,27 @@ class Program final : public runtime::Program {
 
  private:
   using Slot = runtime::Plan::Slot;
-  // A launch's operand refs, kept by each thread between launches so a run allocates nothing.
+  class Prepared;
+  // A launch's operand refs: kept by each thread between launches so a run allocates nothing,
+  // or a prepared run's, one per launch, made once.
   struct LaunchScratch {
     std::vector<eval::TensorRef> in_refs, out_refs;
     std::vector<const eval::TensorRef*> in_ptrs, out_ptrs;
   };
   eval::TensorRef ref(const Slot& s, uint8_t* arena, const std::vector<eval::TensorRef>& in,
                       const std::vector<eval::TensorRef>& out) const;
+  // Launch `index`'s operands in `scratch`: the arena at `arena`, the run's inputs and outputs.
+  void operands(size_t index, uint8_t* arena, const std::vector<eval::TensorRef>& in, const std::vector<eval::TensorRef>& out,
+                LaunchScratch& scratch) const;
+  // Runs launch `index` on the operands in `scratch`.
   void launch(size_t index, uint8_t* arena, const std::vector<eval::TensorRef>& in, const std::vector<eval::TensorRef>& out,
               const eval::Parallel* parallel, const eval::RunControl& control, LaunchScratch& scratch) const;
+  // The launch list on the arena at `arena`: each launch's operands resolved as it comes, or
+  // taken from `prepared` (one per launch).
+  void execute(uint8_t* arena, const std::vector<eval::TensorRef>& in, const std::vector<eval::TensorRef>& out,
+               std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel, const eval::RunControl& control,
+               std::vector<LaunchScratch>* prepared) const;
+  int64_t arena_size() const;  // the bytes of a run's arena (plan and working memory), aligned within
   // Runs launch `index` on its operands; `in` may hold nullptr for an absent optional input.
   // `working`: the launch's stream's working memory.
   void compute(size_t index, std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,

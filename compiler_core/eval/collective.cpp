@@ -132,17 +132,24 @@ void Collective::run(const TensorRef* in, const TensorRef& out) const {
 }
 
 dist::Communicator& Collective::communicator() const {
+  if (dist::Communicator* made = made_.load(std::memory_order_acquire)) return *made;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!comm_) comm_ = dist::world().group(ranks_);
+  if (!comm_) {
+    comm_ = dist::world().group(ranks_);
+    made_.store(comm_.get(), std::memory_order_release);
+  }
   return *comm_;
 }
 
 void Collective::transfer(const TensorRef* in, const TensorRef& out) const {
-  std::lock_guard<std::mutex> lock(mu_);  // one lock for the communicator and the scratch
-  if (!comm_) comm_ = dist::world().group(ranks_);
-  dist::Communicator& comm = *comm_;
+  dist::Communicator& comm = communicator();
   const dist::Call call{label_, dist::collective_timeout_ms()};
   const int n = comm.size();
+  // Pieces along a later axis go through the scratch, one call at a time; contiguous ones
+  // straight from and to the tensors, with no lock of this collective's (a small call's
+  // time is mostly such costs).
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (in_outer_ > 1 || out_outer_ > 1) lock.lock();
   // What the transport reads: the input, or its pieces packed group-major.
   const uint8_t* source = in ? in->bytes : nullptr;
   if (in && in_outer_ > 1) {

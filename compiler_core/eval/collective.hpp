@@ -4,6 +4,7 @@
 // that; along a later axis its pieces are packed into (or unpacked from) scratch first.
 // The reference evaluator binds one per call; a backend binds one per launch, once.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -44,7 +45,8 @@ class Collective {
   ir::OpKind kind_;
   std::string label_;
   std::vector<int> ranks_;
-  mutable std::shared_ptr<dist::Communicator> comm_;
+  mutable std::shared_ptr<dist::Communicator> comm_;          // made under mu_
+  mutable std::atomic<dist::Communicator*> made_{nullptr};  // comm_ once made, read without the lock
   ir::DType dtype_;
   dist::Reduce reduce_ = dist::Reduce::Sum;
   int root_ = 0, peer_ = -1;  // places in the group; peer_ in the world
@@ -54,7 +56,7 @@ class Collective {
   int64_t in_outer_ = 1, in_piece_ = 0, out_outer_ = 1, out_piece_ = 0;
   uint64_t signature_ = 0;
   mutable std::vector<uint8_t> send_scratch_, recv_scratch_;
-  mutable std::mutex mu_;
+  mutable std::mutex mu_;  // the communicator's making, and the scratch's use
 };
 
 // The kernel of the reference evaluator: binds the node, then runs it.

@@ -46,6 +46,27 @@ int64_t BackendOptions::get(const char* name, const std::vector<BackendOption>& 
   throw Error(ErrorCode::Internal, std::string("backend option `") + name + "` read but not declared");
 }
 
+namespace {
+
+class RunEachTime final : public PreparedRun {
+ public:
+  RunEachTime(const Program& program, std::vector<eval::TensorRef> inputs, std::vector<eval::TensorRef> outputs)
+      : program_(program), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
+  void run(const eval::Parallel* parallel, const eval::RunControl& control) override {
+    program_.run(inputs_, outputs_, nullptr, parallel, control);
+  }
+
+ private:
+  const Program& program_;
+  const std::vector<eval::TensorRef> inputs_, outputs_;
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedRun> Program::prepare(std::vector<eval::TensorRef> inputs, std::vector<eval::TensorRef> outputs) const {
+  return std::make_unique<RunEachTime>(*this, std::move(inputs), std::move(outputs));
+}
+
 void Program::run_launch(size_t, const std::vector<const eval::TensorRef*>&, const std::vector<const eval::TensorRef*>&,
                          const eval::RunControl&) const {
   throw Error(ErrorCode::Unsupported, "this backend runs no single launch on host tensors");

@@ -74,6 +74,14 @@ struct FormatRules {
   std::function<bool(const ir::Graph&, const ir::Node&, size_t i)> reads_in_format;
 };
 
+// A program's runs on buffers fixed once (Model::bind): what the backend can settle before the
+// first of them is settled once. One run at a time (runtime::Binding sees to it).
+class PreparedRun {
+ public:
+  virtual ~PreparedRun() = default;
+  virtual void run(const eval::Parallel* parallel, const eval::RunControl& control) = 0;
+};
+
 // A plan lowered to a backend's launch list, ready to run.
 class Program {
  public:
@@ -83,6 +91,10 @@ class Program {
   // checks `control` between launches and in every loop iteration.
   virtual void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
                    std::vector<TraceEvent>* trace, const eval::Parallel* parallel, const eval::RunControl& control) const = 0;
+  // Runs to come on these buffers (checked against the plan), the program outliving them. By
+  // default each is a run(); a backend settles what it can once (the CPU's: an arena of the
+  // prepared run's own and every launch's operands).
+  virtual std::unique_ptr<PreparedRun> prepare(std::vector<eval::TensorRef> inputs, std::vector<eval::TensorRef> outputs) const;
   // Runs the plan's launch `index` alone on host tensors given in the launch's operand order:
   // what another backend's host fallback asks of the host backend. Others refuse.
   virtual void run_launch(size_t index, const std::vector<const eval::TensorRef*>& in,

@@ -390,27 +390,63 @@ void Model::run_into(const std::vector<eval::TensorRef>& inputs, const std::vect
     return;
   }
   const std::shared_ptr<const Compiled> c = plan_for(shapes);  // kept alive by this run if the cache drops it
-  const Plan& p = *c->plan;
+  check_outputs(*c->plan, outputs, "run");
+  run_program(*c, inputs, outputs, trace, control);
+}
+
+void Model::check_outputs(const Plan& plan, const std::vector<eval::TensorRef>& outputs, const char* call) const {
+  const ir::Graph& g = plan.graph();
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const ir::ValueId v = p.graph().outputs()[i];
-    auto what = [&] { return "run: output " + std::to_string(i) + " (" + p.graph().type_str(v) + ")"; };
-    if (outputs[i].dtype != p.graph().values[v].dtype)
-      throw Error(ErrorCode::DType, what() + " got a " + ir::dtype_name(outputs[i].dtype) + " buffer");
-    if (outputs[i].shape != p.graph().shape(v)) throw Error(ErrorCode::Shape, what() + " got a buffer of shape " + g.shape_str(outputs[i].shape));
+    const ir::ValueId v = g.outputs()[i];
+    auto what = [&] { return std::string(call) + ": output " + std::to_string(i) + " (" + g.type_str(v) + ")"; };
+    if (outputs[i].dtype != g.values[v].dtype) throw Error(ErrorCode::DType, what() + " got a " + ir::dtype_name(outputs[i].dtype) + " buffer");
+    if (outputs[i].shape != g.shape(v)) throw Error(ErrorCode::Shape, what() + " got a buffer of shape " + g.shape_str(outputs[i].shape));
     if (!outputs[i].bytes && outputs[i].size() > 0) throw Error(ErrorCode::InvalidArgument, what() + " has no data");
   }
-  run_program(*c, inputs, outputs, trace, control);
+}
+
+std::unique_lock<std::mutex> Model::collective_turn(const Compiled& c) const {
+  const PlanCollectives& collectives = c.plan->collectives();
+  if (collectives.empty()) return {};
+  // The ranks check that they agree before a plan's first run; and since every rank must run its
+  // collectives in one order, a model's runs with collectives take turns.
+  collectives.agree();
+  return std::unique_lock<std::mutex>(collective_runs_);
 }
 
 void Model::run_program(const Compiled& c, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
                         std::vector<TraceEvent>* trace, const eval::RunControl& control) const {
-  const PlanCollectives& collectives = c.plan->collectives();
-  if (collectives.empty()) return c.program->run(inputs, outputs, trace, pool_.get(), control);
-  // The ranks check that they agree before a plan's first run; and since every rank must run its
-  // collectives in one order, a model's runs with collectives take turns.
-  collectives.agree();
-  std::lock_guard<std::mutex> lock(collective_runs_);
+  const std::unique_lock<std::mutex> turn = collective_turn(c);
   c.program->run(inputs, outputs, trace, pool_.get(), control);
+}
+
+std::unique_ptr<PreparedModelRun> Model::prepare(const std::vector<eval::TensorRef>& inputs,
+                                                 const std::vector<eval::TensorRef>& outputs) const {
+  const ir::Graph& g = *graph_;
+  if (outputs.size() != g.outputs().size())
+    throw Error(ErrorCode::InvalidArgument, "prepare: the model gives " + std::to_string(g.outputs().size()) + " output(s), got " +
+                                                std::to_string(outputs.size()) + " buffer(s)");
+  const std::vector<ir::Shape> shapes = check_inputs(inputs, "prepare");
+  std::unique_ptr<PreparedModelRun> made(new PreparedModelRun(*this, inputs, outputs));
+  if (staged_) return made;  // each run checks its outputs at the sizes it comes to
+  made->compiled_ = plan_for(shapes);
+  check_outputs(*made->compiled_->plan, outputs, "prepare");
+  made->program_run_ = made->compiled_->program->prepare(inputs, outputs);
+  return made;
+}
+
+void PreparedModelRun::run() {
+  if (running_.exchange(true, std::memory_order_acquire))
+    throw Error(ErrorCode::InvalidArgument, "run: this prepared run is running already, on another thread (one run at a time: "
+                                            "prepare the buffers once per thread)");
+  struct Done {
+    std::atomic<bool>& running;
+    ~Done() { running.store(false, std::memory_order_release); }
+  } done{running_};
+  const eval::RunControl control = model_.run_control(model_.cancels_.load(std::memory_order_relaxed));
+  if (!program_run_) return model_.run_into(inputs_, outputs_, nullptr, control);
+  const std::unique_lock<std::mutex> turn = model_.collective_turn(*compiled_);
+  program_run_->run(model_.pool_.get(), control);
 }
 
 std::string Model::to_dot() const {

@@ -31,6 +31,8 @@
 
 namespace esg::runtime {
 
+class PreparedModelRun;
+
 class Model {
  public:
   // Runs on `pool` when given (models may share one), else on a pool of its own when the options
@@ -58,6 +60,9 @@ class Model {
   // Stops the runs under way, from any thread: each fails with ir::Error Cancelled at its next
   // launch or loop iteration. Runs that start later are not affected.
   void cancel() const { cancels_.fetch_add(1, std::memory_order_relaxed); }
+  // Runs to come on these buffers, checked and their plan found once (PreparedModelRun). The
+  // model must outlive it.
+  std::unique_ptr<PreparedModelRun> prepare(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
   std::string report() const;
   Stats stats() const;  // the plan run last (Stats::plans and bindings count them all)
   std::string to_dot() const;  // of every plan compiled so far
@@ -90,7 +95,11 @@ class Model {
   void check_symbols(const std::vector<ir::Shape>& input_shapes, const char* what) const;
   // Throws ir::Error(Limit) when `plan`'s working memory and outputs exceed max_memory_bytes.
   void check_memory(const Plan& plan) const;
-  // Runs `c`'s program, after the collectives' check (runtime/collectives.hpp) when it has any.
+  friend class PreparedModelRun;
+  // Before a run of `c`'s program: the collectives' check (runtime/collectives.hpp), and the
+  // model's turn to run them, held until the returned lock goes; nothing without collectives.
+  std::unique_lock<std::mutex> collective_turn(const Compiled& c) const;
+  // Runs `c`'s program, in its collective turn.
   void run_program(const Compiled& c, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
                    std::vector<TraceEvent>* trace, const eval::RunControl& control) const;
   mutable std::mutex collective_runs_;  // a model's runs with collectives, one at a time
@@ -101,6 +110,8 @@ class Model {
                 const eval::RunControl& control) const;
   // The inputs' shapes, each input checked against the graph's (dtype, shape, symbols, data).
   std::vector<ir::Shape> check_inputs(const std::vector<eval::TensorRef>& inputs, const char* what) const;
+  // Each output checked against `plan`'s (dtype, shape, data).
+  void check_outputs(const Plan& plan, const std::vector<eval::TensorRef>& outputs, const char* what) const;
 
   std::unique_ptr<ir::Graph> graph_;
   CompileOptions options_;
@@ -138,6 +149,26 @@ class Model {
   std::shared_ptr<ThreadPool> pool_;  // none with one thread
   std::unique_ptr<StagedModel> staged_;  // the graph's stages, when it has ops sized by data
   mutable std::atomic<uint64_t> cancels_{0};
+};
+
+// A model's runs on buffers fixed once (Model::prepare): checked, and their plan found, when
+// prepared; each run then goes straight to the backend's prepared run (cpu: an arena of its own,
+// every launch's operands resolved), about a tenth of a microsecond in all. The buffers' bytes
+// may change between runs, not their places or shapes. A graph run in stages runs each time as
+// Model::run does. One run at a time: bind the buffers once per thread.
+class PreparedModelRun {
+ public:
+  void run();
+
+ private:
+  friend class Model;
+  PreparedModelRun(const Model& model, std::vector<eval::TensorRef> inputs, std::vector<eval::TensorRef> outputs)
+      : model_(model), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
+  const Model& model_;
+  const std::vector<eval::TensorRef> inputs_, outputs_;
+  std::shared_ptr<const Model::Compiled> compiled_;  // null for a staged graph
+  std::unique_ptr<PreparedRun> program_run_;         // compiled_'s program on the buffers
+  std::atomic<bool> running_{false};
 };
 
 }  // namespace esg::runtime

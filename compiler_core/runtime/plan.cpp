@@ -252,7 +252,11 @@ std::unique_ptr<Plan> Plan::bind(const std::vector<ir::Shape>& input_shapes) con
 }
 
 const PlanCollectives& Plan::collectives() const {
-  std::call_once(collectives_made_, [&] { collectives_ = std::make_unique<const PlanCollectives>(*this); });
+  if (const PlanCollectives* made = collectives_made_at_.load(std::memory_order_acquire)) return *made;
+  std::call_once(collectives_made_, [&] {
+    collectives_ = std::make_unique<const PlanCollectives>(*this);
+    collectives_made_at_.store(collectives_.get(), std::memory_order_release);
+  });
   return *collectives_;
 }
 

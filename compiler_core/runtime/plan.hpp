@@ -4,6 +4,7 @@
 // plan is bound to each run's sizes (Plan::bind). Nothing here is specific to a backend: the
 // backend's rules come through runtime::Backend, and the backend lowers the plan to what it runs.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -128,6 +129,9 @@ class Plan {
   bool bound_ = false;
   mutable std::once_flag collectives_made_;
   mutable std::unique_ptr<const PlanCollectives> collectives_;
+  // collectives_ once made: what every later call reads (call_once itself costs a run a few
+  // thread-local accesses each time).
+  mutable std::atomic<const PlanCollectives*> collectives_made_at_{nullptr};
   // What the pipeline decided, shared by a symbolic plan and every binding of it.
   struct Decided {
     std::unique_ptr<const ir::Graph> sized;  // a symbolic plan's graph at its largest sizes, which memory is planned for

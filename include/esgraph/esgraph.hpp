@@ -531,6 +531,21 @@ inline World world() {
 inline void use_mpi_comm(const void* mpi_comm) { detail::check(esg_dist_use_mpi_comm(mpi_comm)); }
 
 // A compiled graph; runs are thread-safe (runs of a model with collectives take turns).
+// Runs to come on buffers fixed once (Model::prepare): checked and their plan found once, each
+// run() then straight to the compiled program. The tensors' bytes may change between runs, not
+// the tensors; they must outlive this. One run at a time (esg_model_prepare in esgraph.h).
+class PreparedRun {
+ public:
+  explicit PreparedRun(esg_prepared* p) : p_(p) {
+    if (!p_) detail::throw_last();
+  }
+  void run() { detail::check(esg_prepared_run(p_.get())); }
+  esg_prepared* handle() const { return p_.get(); }
+
+ private:
+  std::unique_ptr<esg_prepared, detail::Destroyer<esg_prepared_destroy>> p_;
+};
+
 class Model {
  public:
   explicit Model(esg_model* m) : m_(m) {
@@ -581,6 +596,11 @@ class Model {
   void run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>& outputs) const {
     const std::vector<esg_buffer> in = buffers(inputs), out = buffers(outputs);
     detail::check(esg_model_run(m_.get(), in.data(), in.size(), out.data(), out.size()));
+  }
+  // Runs to come on these tensors (PreparedRun), for small models run many times.
+  PreparedRun prepare(const std::vector<HostTensor>& inputs, std::vector<HostTensor>& outputs) const {
+    const std::vector<esg_buffer> in = buffers(inputs), out = buffers(outputs);
+    return PreparedRun(esg_model_prepare(m_.get(), in.data(), in.size(), out.data(), out.size()));
   }
   // Runs once and writes every kernel's time to `trace_path` as a Chrome trace.
   std::vector<HostTensor> profile(const std::vector<HostTensor>& inputs, const std::string& trace_path) const {

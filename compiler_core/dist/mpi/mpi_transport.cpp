@@ -1,7 +1,9 @@
 // The Open MPI transport, built as its own library (libesgraph_mpi.so) that the world loads when
 // an MPI launcher started the process (dist/world.cpp), so that nothing of MPI is needed to use
-// esgraph on one process. Every call is nonblocking (MPI_I*) and waited for with a deadline:
-// a rank that never arrives makes the others fail with an error naming it, not hang.
+// esgraph on one process. A rank that never arrives makes the others fail, naming it, rather
+// than hang: calls up to ESG_MPI_BLOCKING_BELOW bytes are MPI's blocking ones, under a watchdog
+// that ends the job at the deadline; larger ones, and the agreement check, are nonblocking
+// (MPI_I*), polled until the deadline, and fail with an error the caller can catch.
 //
 // Naming the rank: each group keeps an RMA window of one counter per member, the number of the
 // group's calls it has entered; a member stores its own before each call, and a member whose
@@ -206,9 +208,10 @@ class MpiCommunicator final : public Communicator {
       op = Reduce::Sum;
     }
     // Counts beyond an int go in pieces (a reduction is elementwise).
+    const int64_t step = INT32_MAX / 2;
     int element = 0;
-    MPI_Type_size(mpi_type(type), &element);
-    const int64_t step = INT32_MAX / 2, size = element;
+    if (count > step) MPI_Type_size(mpi_type(type), &element);
+    const int64_t size = element;
     for (int64_t at = 0; at < count || at == 0; at += step) {
       const int n = static_cast<int>(std::min(step, count - at));
       const void* src = in == out ? MPI_IN_PLACE : static_cast<const uint8_t*>(in) + at * size;
@@ -300,6 +303,11 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_;
   MPI_Win board_ = MPI_WIN_NULL;
   int64_t* entered_board_ = nullptr;  // this member's counter, in the window
+  // Whether the window has separate public and private copies, so a store reaches the others'
+  // reads only through MPI_Win_sync. In the unified model (Open MPI's, on shared memory and on
+  // networks alike) it reaches them by itself, soon enough for a read made at a timeout; there
+  // the sync, which also runs MPI's progress engine, would cost a small call a tenth of its time.
+  bool separate_ = true;
   int64_t entered_ = 0;
 };
 
@@ -423,6 +431,9 @@ MpiCommunicator::MpiCommunicator(MpiTransport& t, MPI_Comm comm, std::vector<int
   const int rc = MPI_Win_allocate(sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm_, &entered_board_, &board_);
   if (rc != MPI_SUCCESS) throw Error("making the arrival counters of a group: " + mpi_error(rc));
   *entered_board_ = 0;
+  int* model = nullptr;
+  int found = 0;
+  if (MPI_Win_get_attr(board_, MPI_WIN_MODEL, &model, &found) == MPI_SUCCESS && found) separate_ = *model != MPI_WIN_UNIFIED;
   MPI_Win_lock_all(MPI_MODE_NOCHECK, board_);
   MPI_Barrier(comm_);  // every member's counter is 0 before anyone reads it
   t.made(this);
@@ -445,8 +456,8 @@ void MpiCommunicator::run(const Call& c, int64_t bytes, Start start, int peer) {
   MPI_Request request = MPI_REQUEST_NULL;
   {
     std::unique_lock<std::mutex> lock = transport_.serialize();
-    *entered_board_ = ++entered_;
-    MPI_Win_sync(board_);
+    __atomic_store_n(entered_board_, ++entered_, __ATOMIC_RELAXED);  // whole: others may read it meanwhile
+    if (separate_) MPI_Win_sync(board_);
     if (blocking) {  // (no lock held: blocking means MPI_THREAD_MULTIPLE)
       transport_.watchdog().arm(*this, c, peer);
       const int rc = start(nullptr);

@@ -370,6 +370,18 @@ ESG_API esg_status esg_model_output_shape(const esg_model* model, const esg_buff
    the run comes to, else ESG_ERR_SHAPE). */
 ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
                                  const esg_buffer* outputs, size_t num_outputs);
+/* API 2: runs to come on these buffers (as esg_model_run's), checked and their plan found once:
+   each esg_prepared_run then goes straight to the compiled program, with an arena of its own,
+   for models so small that checking and finding cost as much as running (a collective of a few
+   KiB). The buffers' bytes may change between runs, not their addresses or shapes; they must
+   outlive the prepared run, which keeps the model alive (esg_model_destroy may come first).
+   One run at a time: a second thread's esg_prepared_run while one is under way fails with
+   ESG_ERR_INVALID_ARGUMENT. NULL on an error (esg_last_error says why). */
+typedef struct esg_prepared esg_prepared;
+ESG_API esg_prepared* esg_model_prepare(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
+                                        const esg_buffer* outputs, size_t num_outputs);
+ESG_API esg_status esg_prepared_run(esg_prepared* prepared);
+ESG_API void esg_prepared_destroy(esg_prepared* prepared); /* NULL is ignored */
 /* API 2: runs the model into outputs it allocates, at the sizes the run comes to: for a model
    whose output sizes the data decides (esg_model_output_shape gives -1 there). Each of the
    num_outputs (= esg_model_num_outputs) buffers is filled: data (NULL for an empty output),
