@@ -2,6 +2,7 @@
 // and the error types; the ops themselves come from the generated py_ops.cpp.
 #include "graph_inspect.hpp"
 #include "lift.hpp"
+#include "prepared_run.hpp"
 
 #include <map>
 
@@ -382,7 +383,9 @@ py::list run_model(const esg::Model& model, const std::vector<py::handle>& args,
 }
 
 void bind_model(py::module_& m) {
-  py::class_<esg::Model>(m, "Model", "A compiled graph: call it with numpy arrays.")
+  py::class_<esg::Model> model(m, "Model", "A compiled graph: call it with numpy arrays.");
+  bind_prepared_run(m, model);
+  model
       .def("__call__", [](const esg::Model& self, py::args args, bool cast) -> py::object {
         py::list outs = run_model(self, std::vector<py::handle>(args.begin(), args.end()), nullptr, py::none(), cast);
         if (outs.size() == 1) return outs[0];

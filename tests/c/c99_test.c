@@ -1048,6 +1048,46 @@ static void test_collectives(void) {
   CHECK(ESG_ERR_COMMUNICATION == 14);
 }
 
+/* A prepared run: buffers checked once, each run straight to the program; the model may be
+   destroyed first; bad buffers are refused when prepared. */
+static void test_prepared_runs(void) {
+  esg_builder* b = esg_builder_create("prepared");
+  int64_t xd[1] = {3}, wrong[1] = {4};
+  float x[3] = {1, 2, 3}, y[3] = {0, 0, 0};
+  esg_tensor tx, ty;
+  esg_graph* g;
+  esg_model* m;
+  esg_prepared* p;
+  esg_buffer in, out, bad;
+  tx = esg_input(b, "x", ESG_F32, xd, 1);
+  ty = esg_mul(esg_add(tx, tx, NULL), tx, NULL); /* 2 x^2 */
+  g = esg_builder_build(b, &ty, 1);
+  m = esg_compile(g, NULL);
+  esg_graph_destroy(g);
+  CHECK(m != NULL);
+  in = buffer(x, sizeof x, ESG_F32, xd, 1);
+  out = buffer(y, sizeof y, ESG_F32, xd, 1);
+  CHECK(esg_model_prepare(NULL, &in, 1, &out, 1) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_model_prepare(m, &in, 0, &out, 1) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  bad = buffer(y, sizeof y, ESG_F32, wrong, 1);
+  CHECK(esg_model_prepare(m, &in, 1, &bad, 1) == NULL);
+  CHECK(strstr(esg_last_error(), "prepare: output 0") != NULL);
+  bad = buffer(x, sizeof x, ESG_I32, xd, 1);
+  CHECK(esg_model_prepare(m, &bad, 1, &out, 1) == NULL && esg_last_status() == ESG_ERR_DTYPE);
+  p = esg_model_prepare(m, &in, 1, &out, 1);
+  CHECK(p != NULL);
+  esg_model_destroy(m); /* the prepared run keeps the model */
+  CHECK(esg_prepared_run(p) == ESG_OK);
+  CHECK(y[0] == 2 && y[1] == 8 && y[2] == 18);
+  x[0] = 4; /* the same buffers, new bytes */
+  CHECK(esg_prepared_run(p) == ESG_OK);
+  CHECK(y[0] == 32 && y[2] == 18);
+  CHECK(esg_prepared_run(NULL) == ESG_ERR_INVALID_ARGUMENT);
+  esg_prepared_destroy(p);
+  esg_prepared_destroy(NULL);
+  esg_builder_destroy(b);
+}
+
 int main(int argc, char** argv) {
   test_mlp(argc > 1 ? argv[1] : ".");
   test_options();
@@ -1064,5 +1104,6 @@ int main(int argc, char** argv) {
   test_bodies_made_out_of_order_survive_a_reload();
   test_sizes_the_data_decides();
   test_collectives();
+  test_prepared_runs();
   return check_summary("c99");
 }

@@ -220,6 +220,22 @@ def scenario_late_group():
     fails_by_name(m, {"x": np.ones(4, np.float32)}, "making the communicator of the group [1,0] did not finish within 2000 ms: rank 1 did not come")
 
 
+def scenario_prepared():
+    # Prepared runs of collectives with compute around them, many times over the same arrays
+    # (new values each time), interleaved with plain runs of the same model.
+    b = eg.GraphBuilder("prepared")
+    xi = b.input("x", eg.f32, [256])
+    m = eg.compile(b.build([ops.all_reduce(xi * 2.0) + 1.0, ops.all_gather(xi, axis=0)]))
+    x = held(RANK, [256])
+    p = m.prepare([x])
+    for step in range(50):
+        x += 1  # every rank alike: rank r holds held(r) + step + 1
+        got = p.run() if step % 5 else m.run({"x": x})
+        xs = np.stack([held(r, [256]) + step + 1 for r in range(SIZE)])
+        check(f"prepared sum {step}", got[0], (2 * xs).sum(0) + 1)
+        check(f"prepared gather {step}", got[1], xs.reshape(-1))
+
+
 def scenario_late_run():
     # Both ranks pass the check and run once; then rank 1 stops taking part. Rank 0's second run
     # waits in a blocking all_reduce: the watchdog names rank 1 and ends the job.

@@ -37,7 +37,7 @@ def mpirun(scenario, timeout_ms=None, deadline=60, script=RANKS):
     return done, time.monotonic() - started
 
 
-@pytest.mark.parametrize("scenario", ["ops", "parallel_layers", "onnx_sharding", "send_recv", "mismatch", "unpaired", "ascend"])
+@pytest.mark.parametrize("scenario", ["ops", "prepared", "parallel_layers", "onnx_sharding", "send_recv", "mismatch", "unpaired", "ascend"])
 def test_every_rank_passes(scenario):
     done, _ = mpirun(scenario)
     out = done.stdout + done.stderr
