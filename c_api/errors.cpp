@@ -5,19 +5,15 @@
 
 namespace esg::capi {
 namespace {
-// One thread-local object, so a call finds all of it in one lookup (every call clears it).
-struct LastError {
-  esg_status status = ESG_OK;
-  std::string message;
-  std::string scratch;
-};
-thread_local LastError t_last;
+// The status alone is read by every call (cleared at its start, returned at its end): a
+// trivially constructed thread-local is one lookup, without the guard of one with a constructor.
+thread_local esg_status t_status = ESG_OK;
+thread_local std::string t_message, t_scratch;
 }  // namespace
 
 void set_error(esg_builder* b, esg_status status, const std::string& message) {
-  LastError& last = t_last;
-  last.status = status;
-  last.message = message;
+  t_status = status;
+  t_message = message;
   if (b && builder_alive(b) && b->sticky_errors && b->first_status == ESG_OK) {
     b->first_status = status;
     b->first_error = message;
@@ -25,10 +21,9 @@ void set_error(esg_builder* b, esg_status status, const std::string& message) {
 }
 
 void clear_error() {
-  LastError& last = t_last;
-  if (last.status == ESG_OK) return;
-  last.status = ESG_OK;
-  last.message.clear();
+  if (t_status == ESG_OK) return;  // the message goes with the status
+  t_status = ESG_OK;
+  t_message.clear();
 }
 
 ir::ValueId resolve(esg_tensor t, const esg_builder* expected, const std::string& what) {
@@ -48,15 +43,15 @@ ir::ValueId resolve(esg_tensor t, const esg_builder* expected, const std::string
 esg_tensor make_tensor(esg_builder* b, ir::ValueId v) { return esg_tensor{b, v, b->epoch}; }
 
 const char* scratch(std::string s) {
-  t_last.scratch = std::move(s);
-  return t_last.scratch.c_str();
+  t_scratch = std::move(s);
+  return t_scratch.c_str();
 }
 
 }  // namespace esg::capi
 
 extern "C" {
 
-ESG_API const char* esg_last_error(void) { return esg::capi::t_last.message.c_str(); }
-ESG_API esg_status esg_last_status(void) { return esg::capi::t_last.status; }
+ESG_API const char* esg_last_error(void) { return esg::capi::t_message.c_str(); }
+ESG_API esg_status esg_last_status(void) { return esg::capi::t_status; }
 
 }  // extern "C"

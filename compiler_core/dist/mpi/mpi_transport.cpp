@@ -129,11 +129,8 @@ constexpr int kGroupTag = 2;  // the tokens of a group's making
 // Open MPI 4.1's blocking allreduce on shared memory is many times slower than its
 // nonblocking one: bench/RESULTS.md).
 int64_t blocking_below() {
-  static const int64_t bytes = [] {
-    const char* v = std::getenv("ESG_MPI_BLOCKING_BELOW");
-    return v && *v ? std::strtoll(v, nullptr, 10) : int64_t{16} << 20;
-  }();
-  return bytes;
+  const char* v = std::getenv("ESG_MPI_BLOCKING_BELOW");
+  return v && *v ? std::strtoll(v, nullptr, 10) : int64_t{16} << 20;
 }
 
 // Watches the blocking call under way (one at a time: MpiTransport::run_one holds every call
@@ -328,7 +325,9 @@ class MpiTransport final : public Transport {
   bool broken() const override { return broken_.load(); }
   void mark_broken() { broken_.store(true); }
   std::mutex& turn() { return turn_; }
-  bool multiple() const { return multiple_; }
+  // Whether a call moving `bytes` is made blocking: under MPI_THREAD_MULTIPLE only (the
+  // watchdog reads the counters while the caller waits in MPI), up to blocking_below().
+  bool blocking(int64_t bytes) const { return multiple_ && bytes != kNeverBlocking && bytes <= largest_blocking_; }
   Watchdog& watchdog() { return watchdog_; }
   // Held around each MPI call unless MPI runs at MPI_THREAD_MULTIPLE (a caller's own
   // MPI_Init may have asked for less).
@@ -419,6 +418,7 @@ class MpiTransport final : public Transport {
   MPI_Comm world_;
   std::unique_ptr<MpiCommunicator> world_group_;
   bool finalize_, multiple_;
+  const int64_t largest_blocking_ = blocking_below();
   std::atomic<bool> broken_{false}, released_{false};
   std::mutex turn_;
   std::vector<MpiCommunicator*> groups_;  // every group's, for release(); each lives until the process ends
@@ -441,11 +441,10 @@ MpiCommunicator::MpiCommunicator(MpiTransport& t, MPI_Comm comm, std::vector<int
 
 template <typename Start>
 void MpiCommunicator::run(const Call& c, int64_t bytes, Start start, int peer) {
-  // Up to kBlockingBelow bytes, the blocking call (Open MPI's coll/tuned algorithms, faster
+  // Up to blocking_below() bytes, the blocking call (Open MPI's coll/tuned algorithms, faster
   // there than the nonblocking schedules of coll/libnbc) under the watchdog; beyond it, and for
-  // the agreement check, the nonblocking one polled with a deadline. Blocking needs
-  // MPI_THREAD_MULTIPLE: the watchdog reads the counters while this thread waits in MPI.
-  const bool blocking = transport_.multiple() && bytes != kNeverBlocking && bytes <= blocking_below();
+  // the agreement check, the nonblocking one polled with a deadline.
+  const bool blocking = transport_.blocking(bytes);
   // The process's calls one at a time (two models' runs on two threads included): the watchdog
   // watches one, and a group's calls reach MPI in one order.
   std::lock_guard<std::mutex> turn(transport_.turn());
