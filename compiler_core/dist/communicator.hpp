@@ -37,6 +37,7 @@ struct Call {
   int64_t timeout_ms;
 };
 
+// Calls come one at a time: their callers hold dist::World::turn().
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -79,7 +80,8 @@ class Transport {
   virtual int size() const = 0;
   virtual int rank() const = 0;
   // The communicator of `world_ranks` (this process among them), made by every member together;
-  // an Error naming the members that did not come within `timeout_ms`.
+  // an Error naming the members that did not come within `timeout_ms`. Called under
+  // dist::World::turn(), as every communicator's calls are.
   virtual std::unique_ptr<Communicator> group(const std::vector<int>& world_ranks, int64_t timeout_ms) = 0;
   // Whether a collective timed out (then the job aborts at exit instead of finalizing).
   virtual bool broken() const = 0;

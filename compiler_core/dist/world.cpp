@@ -78,7 +78,8 @@ std::mutex handed_mu;
 
 struct World::State {
   std::unique_ptr<Transport> transport;  // null: a world of one
-  std::mutex mu;
+  std::mutex turn;
+  std::mutex mu;  // groups
   std::map<std::vector<int>, std::shared_ptr<Communicator>> groups;
 };
 
@@ -119,6 +120,8 @@ std::shared_ptr<Communicator> World::group(const std::vector<int>& ranks) {
   }
   return c;
 }
+
+std::mutex& World::turn() { return state_->turn; }
 
 World& world() {
   static World w;

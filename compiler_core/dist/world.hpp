@@ -8,6 +8,7 @@
 // This layer installs itself as ir's world probe (ir/world.hpp).
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,13 @@ class World {
   int rank() const;
   const char* transport() const;  // "mpi" or "local"
   // The communicator of `ranks` (ranks of the world; empty: all of them in order), made on first
-  // use by every member together and kept for the process's life.
+  // use by every member together and kept for the process's life. Under turn().
   std::shared_ptr<Communicator> group(const std::vector<int>& ranks);
+  // The process's collectives one at a time: every rank must make a group's calls in one order,
+  // so a run's collectives go in turn with other runs' (of any model), and the agreement checks
+  // and the making of groups with them. Whoever calls a communicator or group() holds it; the
+  // transports take no lock of their own, so a small collective pays for one lock.
+  std::mutex& turn();
 
   struct State;  // the transport and the groups made so far (world.cpp)
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "dist/world.hpp"
 #include "ir/cut.hpp"
 #include "ir/error.hpp"
 #include "ir/verify.hpp"
@@ -408,10 +409,9 @@ void Model::check_outputs(const Plan& plan, const std::vector<eval::TensorRef>& 
 std::unique_lock<std::mutex> Model::collective_turn(const Compiled& c) const {
   const PlanCollectives& collectives = c.plan->collectives();
   if (collectives.empty()) return {};
-  // The ranks check that they agree before a plan's first run; and since every rank must run its
-  // collectives in one order, a model's runs with collectives take turns.
-  collectives.agree();
-  return std::unique_lock<std::mutex>(collective_runs_);
+  std::unique_lock<std::mutex> turn(dist::world().turn());
+  collectives.agree();  // the ranks check that they agree before a plan's first run
+  return turn;
 }
 
 void Model::run_program(const Compiled& c, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
@@ -436,16 +436,19 @@ std::unique_ptr<PreparedModelRun> Model::prepare(const std::vector<eval::TensorR
 }
 
 void PreparedModelRun::run() {
-  if (running_.exchange(true, std::memory_order_acquire))
+  const eval::RunControl control = model_.run_control(model_.cancels_.load(std::memory_order_relaxed));
+  // With collectives, the process's turn keeps this run to itself; else the flag does.
+  const std::unique_lock<std::mutex> turn = compiled_ ? model_.collective_turn(*compiled_) : std::unique_lock<std::mutex>();
+  if (!turn.owns_lock() && running_.exchange(true, std::memory_order_acquire))
     throw Error(ErrorCode::InvalidArgument, "run: this prepared run is running already, on another thread (one run at a time: "
                                             "prepare the buffers once per thread)");
   struct Done {
-    std::atomic<bool>& running;
-    ~Done() { running.store(false, std::memory_order_release); }
-  } done{running_};
-  const eval::RunControl control = model_.run_control(model_.cancels_.load(std::memory_order_relaxed));
+    std::atomic<bool>* running;
+    ~Done() {
+      if (running) running->store(false, std::memory_order_release);
+    }
+  } done{turn.owns_lock() ? nullptr : &running_};
   if (!program_run_) return model_.run_into(inputs_, outputs_, nullptr, control);
-  const std::unique_lock<std::mutex> turn = model_.collective_turn(*compiled_);
   program_run_->run(model_.pool_.get(), control);
 }
 

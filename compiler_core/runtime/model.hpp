@@ -96,13 +96,13 @@ class Model {
   // Throws ir::Error(Limit) when `plan`'s working memory and outputs exceed max_memory_bytes.
   void check_memory(const Plan& plan) const;
   friend class PreparedModelRun;
-  // Before a run of `c`'s program: the collectives' check (runtime/collectives.hpp), and the
-  // model's turn to run them, held until the returned lock goes; nothing without collectives.
+  // Before a run of `c`'s program: the process's turn for collectives (dist::World::turn()),
+  // held until the returned lock goes, and the collectives' check (runtime/collectives.hpp);
+  // nothing without collectives.
   std::unique_lock<std::mutex> collective_turn(const Compiled& c) const;
   // Runs `c`'s program, in its collective turn.
   void run_program(const Compiled& c, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
                    std::vector<TraceEvent>* trace, const eval::RunControl& control) const;
-  mutable std::mutex collective_runs_;  // a model's runs with collectives, one at a time
   // What stops a run that began when the cancel counter read `started_at`.
   eval::RunControl run_control(uint64_t started_at) const;
   // run() into the caller's outputs, stopped by `control`.
@@ -155,7 +155,8 @@ class Model {
 // prepared; each run then goes straight to the backend's prepared run (cpu: an arena of its own,
 // every launch's operands resolved), about a tenth of a microsecond in all. The buffers' bytes
 // may change between runs, not their places or shapes. A graph run in stages runs each time as
-// Model::run does. One run at a time: bind the buffers once per thread.
+// Model::run does. One run at a time: a second thread's run fails (prepare once per thread),
+// or, with collectives, waits for the process's turn as every run with collectives does.
 class PreparedModelRun {
  public:
   void run();

@@ -133,8 +133,7 @@ int64_t blocking_below() {
   return v && *v ? std::strtoll(v, nullptr, 10) : int64_t{16} << 20;
 }
 
-// Watches the blocking call under way (one at a time: MpiTransport::run_one holds every call
-// of the process in turn): past its deadline it prints who is behind and aborts the job, since a
+// Watches the blocking call under way (one at a time: the callers hold dist::World::turn()): past its deadline it prints who is behind and aborts the job, since a
 // blocking MPI call cannot be left. A thread of its own, started with the first call, looks every
 // 20 ms and times a call from when it first sees it, so arming and disarming cost a store and a
 // compare-and-swap (a 1 KiB all_reduce is about a microsecond). A call outliving its deadline is
@@ -324,7 +323,6 @@ class MpiTransport final : public Transport {
   int rank() const override { return rank_; }
   bool broken() const override { return broken_.load(); }
   void mark_broken() { broken_.store(true); }
-  std::mutex& turn() { return turn_; }
   // Whether a call moving `bytes` is made blocking: under MPI_THREAD_MULTIPLE only (the
   // watchdog reads the counters while the caller waits in MPI), up to blocking_below().
   bool blocking(int64_t bytes) const { return multiple_ && bytes != kNeverBlocking && bytes <= largest_blocking_; }
@@ -339,7 +337,6 @@ class MpiTransport final : public Transport {
   // follows is never left waiting for a member that does not come.
   std::unique_ptr<Communicator> group(const std::vector<int>& world_ranks, int64_t timeout_ms) override {
     if (world_group_ && world_ranks == world_group_->world_ranks()) return std::move(world_group_);
-    std::lock_guard<std::mutex> turn(turn_);
     const std::string what = "making the communicator of the group " + ranks_str(world_ranks);
     if (broken_) throw Error(what + ": an earlier collective of this process timed out, so its transport is unusable");
     rendezvous(world_ranks, timeout_ms, what);
@@ -420,7 +417,6 @@ class MpiTransport final : public Transport {
   bool finalize_, multiple_;
   const int64_t largest_blocking_ = blocking_below();
   std::atomic<bool> broken_{false}, released_{false};
-  std::mutex turn_;
   std::vector<MpiCommunicator*> groups_;  // every group's, for release(); each lives until the process ends
   Watchdog watchdog_;
   int size_ = 1, rank_ = 0;
@@ -444,10 +440,8 @@ void MpiCommunicator::run(const Call& c, int64_t bytes, Start start, int peer) {
   // Up to blocking_below() bytes, the blocking call (Open MPI's coll/tuned algorithms, faster
   // there than the nonblocking schedules of coll/libnbc) under the watchdog; beyond it, and for
   // the agreement check, the nonblocking one polled with a deadline.
+  // (One call at a time, the caller holding dist::World::turn(): the watchdog watches one.)
   const bool blocking = transport_.blocking(bytes);
-  // The process's calls one at a time (two models' runs on two threads included): the watchdog
-  // watches one, and a group's calls reach MPI in one order.
-  std::lock_guard<std::mutex> turn(transport_.turn());
   // A call that timed out is still pending in MPI, and would match this one on the other ranks.
   if (transport_.broken())
     throw Error(c.label + ": an earlier collective of this process timed out, so its transport is unusable; the job ends when "
