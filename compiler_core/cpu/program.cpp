@@ -195,18 +195,19 @@ eval::TensorRef Program::ref(const Slot& s, uint8_t* arena, const std::vector<ev
 void Program::operands(size_t index, uint8_t* base, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
                        LaunchScratch& s) const {
   const runtime::Plan::Launch& l = plan_.launches()[index];
-  s.in_refs.assign(l.in.size(), {});
-  s.out_refs.assign(l.out.size(), {});
-  s.in_ptrs.assign(l.in.size(), nullptr);
-  s.out_ptrs.clear();
+  // Each entry written below: resized, not cleared (a small run's time is mostly such costs).
+  s.in_refs.resize(l.in.size());
+  s.out_refs.resize(l.out.size());
+  s.in_ptrs.resize(l.in.size());
+  s.out_ptrs.resize(l.out.size());
   for (size_t i = 0; i < l.in.size(); ++i) {
-    if (l.in[i].kind == Slot::Arena && l.in[i].at < 0) continue;  // an absent optional input
-    s.in_refs[i] = ref(l.in[i], base, inputs, outputs);
-    s.in_ptrs[i] = &s.in_refs[i];
+    const bool absent = l.in[i].kind == Slot::Arena && l.in[i].at < 0;  // an optional input not given
+    s.in_refs[i] = absent ? eval::TensorRef{} : ref(l.in[i], base, inputs, outputs);
+    s.in_ptrs[i] = absent ? nullptr : &s.in_refs[i];
   }
   for (size_t i = 0; i < l.out.size(); ++i) {
     s.out_refs[i] = ref(l.out[i], base, inputs, outputs);
-    s.out_ptrs.push_back(&s.out_refs[i]);
+    s.out_ptrs[i] = &s.out_refs[i];
   }
   if (bound_[index]->flat) {  // each operand as it lies in memory: elementwise kernels broadcast over that
     for (size_t i = 0; i < l.in.size(); ++i) s.in_refs[i].shape = l.in[i].format.physical_shape(s.in_refs[i].shape);
@@ -296,21 +297,27 @@ void Program::run(const std::vector<eval::TensorRef>& inputs, const std::vector<
   // An arena per concurrent run, reused across runs: one allocation the first time only.
   // The plan's arena, then each stream's working memory.
   const int64_t needed = arena_size();
-  std::pair<std::unique_ptr<uint8_t[]>, int64_t> held;
-  {
+  // The arena of the run before, when no other run holds it (one exchange, no lock), else one
+  // from the list.
+  std::unique_ptr<Arena> held(arenas_->hot.exchange(nullptr, std::memory_order_acquire));
+  if (!held || held->bytes < needed) {
     std::lock_guard<std::mutex> lock(arenas_->mu);
     auto& free = arenas_->free;
-    auto fits = std::find_if(free.begin(), free.end(), [&](const auto& a) { return a.second >= needed; });
+    if (held) free.push_back(std::move(held));
+    auto fits = std::find_if(free.begin(), free.end(), [&](const auto& a) { return a->bytes >= needed; });
     if (fits == free.end() && !free.empty()) fits = free.end() - 1;  // the last, grown below
     if (fits != free.end()) {
       held = std::move(*fits);
       free.erase(fits);
     }
   }
-  if (held.second < needed) held = {std::unique_ptr<uint8_t[]>(new uint8_t[static_cast<size_t>(needed)]), needed};
-  execute(aligned(held.first.get()), inputs, outputs, trace, parallel, control, nullptr);
+  if (!held || held->bytes < needed) held = std::make_unique<Arena>(needed);
+  execute(aligned(held->memory.get()), inputs, outputs, trace, parallel, control, nullptr);
+  // Back as the hot one; the hot one it displaces (a concurrent run's) to the list.
+  std::unique_ptr<Arena> displaced(arenas_->hot.exchange(held.release(), std::memory_order_acq_rel));
+  if (!displaced) return;
   std::lock_guard<std::mutex> lock(arenas_->mu);
-  arenas_->free.push_back(std::move(held));
+  arenas_->free.push_back(std::move(displaced));
 }
 
 void Program::execute(uint8_t* base, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,

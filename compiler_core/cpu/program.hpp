@@ -3,6 +3,7 @@
 // post-ops: conv_primitive.hpp), a fused group's kernel (fused_kernel.hpp), a fast kernel of
 // this folder, control flow, or the reference evaluator's kernel.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -110,9 +111,16 @@ class Program final : public runtime::Program {
   int64_t working_at_ = 0, working_bytes_ = 0;
   // Arenas of finished runs, so concurrent runs each have one; shared by the programs of one
   // symbolic plan's sizes, each run taking one at least as large as it needs.
+  struct Arena {
+    explicit Arena(int64_t size) : memory(new uint8_t[static_cast<size_t>(size)]), bytes(size) {}
+    std::unique_ptr<uint8_t[]> memory;
+    int64_t bytes;
+  };
   struct Arenas {
+    ~Arenas() { delete hot.load(); }
+    std::atomic<Arena*> hot{nullptr};  // the last run's, taken and given back without the lock
     std::mutex mu;
-    std::vector<std::pair<std::unique_ptr<uint8_t[]>, int64_t>> free;  // with their sizes
+    std::vector<std::unique_ptr<Arena>> free;
   };
   std::shared_ptr<Arenas> arenas_;
 };

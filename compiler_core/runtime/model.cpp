@@ -323,6 +323,7 @@ std::vector<ir::Shape> Model::check_inputs(const std::vector<eval::TensorRef>& i
     throw Error(ErrorCode::InvalidArgument, std::string(call) + ": the model takes " + std::to_string(g.inputs().size()) + " input(s), got " +
                                                 std::to_string(inputs.size()));
   std::vector<ir::Shape> shapes;
+  shapes.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::ValueId v = g.inputs()[i];
     // The message is written only for an input that fails: a run checks, it does not format.
