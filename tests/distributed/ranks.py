@@ -251,6 +251,20 @@ def scenario_late_run():
     raise SystemExit("rank 0: the second run finished without rank 1")
 
 
+def scenario_late_large_run():
+    # As late_run, with calls over ESG_MPI_BLOCKING_BELOW (the test sets it to 1 KiB): rank 0's
+    # second run is nonblocking, so it fails with an error it can catch, naming rank 1.
+    b = eg.GraphBuilder("late_large_run")
+    x = b.input("x", eg.f32, [1024])
+    m = eg.compile(b.build([ops.all_reduce(x)]))
+    m.run({"x": np.ones(1024, np.float32)})
+    print(f"ok first run rank {RANK}", flush=True)
+    if RANK == 1:
+        time.sleep(30)
+        return
+    fails_by_name(m, {"x": np.ones(1024, np.float32)}, "all_reduce sum f32[1024] over [0,1]", "rank 1 has entered 2 of this group's collectives, this rank 3")
+
+
 if __name__ == "__main__":
     name = sys.argv[1]
     globals()["scenario_" + name]()

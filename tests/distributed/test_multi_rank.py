@@ -23,14 +23,16 @@ MPIRUN = shutil.which("mpirun")
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="Open MPI is not installed (make deps installs it)")
 
 
-def mpirun(scenario, timeout_ms=None, deadline=60, script=RANKS):
+def mpirun(scenario, timeout_ms=None, deadline=60, script=RANKS, **variables):
     cmd = [MPIRUN, "-np", "2", "--oversubscribe"]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     env = dict(os.environ)
     if timeout_ms:
-        env["ESG_COLLECTIVE_TIMEOUT_MS"] = str(timeout_ms)
-        cmd += ["-x", "ESG_COLLECTIVE_TIMEOUT_MS"]
+        variables["ESG_COLLECTIVE_TIMEOUT_MS"] = str(timeout_ms)
+    for name, value in variables.items():
+        env[name] = value
+        cmd += ["-x", name]
     cmd += ["-x", "PYTHONPATH"] + ([sys.executable] if script.suffix == ".py" else []) + [str(script)] + ([scenario] if scenario else [])
     started = time.monotonic()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=deadline)
@@ -78,6 +80,13 @@ def test_a_rank_that_stops_mid_job_is_named_and_the_job_ends():
     assert "ok first run rank 0" in out and "ok first run rank 1" in out, out
     assert "esgraph: all_reduce sum f32[4] over [0,1]" in out and "did not finish within 2000 ms: rank 1 has entered" in out, out
     assert done.returncode != 0 and took < 25, (took, out)
+
+
+def test_a_call_over_the_blocking_size_that_times_out_is_an_error_to_catch():
+    done, took = mpirun("late_large_run", timeout_ms=2000, ESG_MPI_BLOCKING_BELOW="1024")
+    out = done.stdout + done.stderr
+    assert "rank 0 failed: all_reduce sum f32[1024] over [0,1]" in out and "ok late_large_run rank 0" in out, out
+    assert done.returncode != 0 and took < 25, (took, out)  # the late call stays pending: the job is ended at exit
 
 
 @pytest.mark.parametrize("sample", ["tensor_parallel_cpp", "tensor_parallel_c99"])

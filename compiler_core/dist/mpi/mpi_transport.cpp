@@ -204,10 +204,9 @@ class MpiCommunicator final : public Communicator {
       op = Reduce::Sum;
     }
     // Counts beyond an int go in pieces (a reduction is elementwise).
-    const int64_t step = INT32_MAX / 2;
-    int element = 0;
-    if (count > step) MPI_Type_size(mpi_type(type), &element);
-    const int64_t size = element;
+    int element = 0;  // also what picks the blocking call or not
+    MPI_Type_size(mpi_type(type), &element);
+    const int64_t step = INT32_MAX / 2, size = element;
     for (int64_t at = 0; at < count || at == 0; at += step) {
       const int n = static_cast<int>(std::min(step, count - at));
       const void* src = in == out ? MPI_IN_PLACE : static_cast<const uint8_t*>(in) + at * size;
