@@ -103,6 +103,7 @@ PlanCollectives::PlanCollectives(const Plan& plan) {
     by_launch_[i] = static_cast<int>(entries_.size());
     entries_.push_back({i, std::make_shared<const eval::Collective>(g, l.node)});
   }
+  communicates_ = std::any_of(g.nodes.begin(), g.nodes.end(), [](const ir::Node& n) { return n.op->communicates; });
 }
 
 void PlanCollectives::agree() const {

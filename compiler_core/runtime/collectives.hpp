@@ -19,6 +19,9 @@ class PlanCollectives {
  public:
   explicit PlanCollectives(const Plan& plan);
   bool empty() const { return entries_.empty(); }
+  // Whether a run communicates at all: a launch here, or a collective inside a control-flow
+  // body (run by the evaluator, not listed here). Such a run takes the process's turn.
+  bool communicates() const { return communicates_; }
   // The bound collective of launch `index`, or nullptr.
   const eval::Collective* at(size_t index) const {
     return index < by_launch_.size() && by_launch_[index] >= 0 ? entries_[static_cast<size_t>(by_launch_[index])].call.get() : nullptr;
@@ -39,6 +42,7 @@ class PlanCollectives {
   };
   std::vector<Entry> entries_;  // in launch order
   std::vector<int> by_launch_;
+  bool communicates_ = false;
   mutable std::mutex mu_;
   mutable std::atomic<bool> agreed_{false};
 };

@@ -409,7 +409,7 @@ void Model::check_outputs(const Plan& plan, const std::vector<eval::TensorRef>& 
 
 std::unique_lock<std::mutex> Model::collective_turn(const Compiled& c) const {
   const PlanCollectives& collectives = c.plan->collectives();
-  if (collectives.empty()) return {};
+  if (!collectives.communicates()) return {};
   std::unique_lock<std::mutex> turn(dist::world().turn());
   collectives.agree();  // the ranks check that they agree before a plan's first run
   return turn;

@@ -602,6 +602,8 @@ class Model {
     const std::vector<esg_buffer> in = buffers(inputs), out = buffers(outputs);
     return PreparedRun(esg_model_prepare(m_.get(), in.data(), in.size(), out.data(), out.size()));
   }
+  // Temporaries would be gone before the first run.
+  PreparedRun prepare(std::vector<HostTensor>&& inputs, std::vector<HostTensor>& outputs) const = delete;
   // Runs once and writes every kernel's time to `trace_path` as a Chrome trace.
   std::vector<HostTensor> profile(const std::vector<HostTensor>& inputs, const std::string& trace_path) const {
     std::vector<HostTensor> outs = allocate_outputs(inputs);

@@ -10,19 +10,27 @@
 namespace esgraph_py {
 namespace {
 
-// The prepared run with the arrays it reads and writes.
+// The prepared run with the arrays it reads and writes, held here only: what Python is given
+// are new lists of them, so nothing a caller does to a list frees an array a run writes.
 struct PyPreparedRun {
   std::unique_ptr<esg::PreparedRun> run;
-  py::list inputs, outputs;
+  std::vector<py::array> inputs, outputs;
 };
+
+py::list list_of(const std::vector<py::array>& arrays) {
+  py::list l;
+  for (const py::array& a : arrays) l.append(a);
+  return l;
+}
 
 std::string type_of(const py::array& a) {
   return py::str(py::handle(a.dtype())).cast<std::string>() + " of shape " + py::str(py::tuple(py::cast(std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim())))).cast<std::string>();
 }
 
 // `a` as a buffer of `dtype`: refused unless it is a numpy array of exactly that dtype, C-contiguous
-// (and writeable for an output).
-esg_buffer buffer_of(py::handle given, esg::DType dtype, const std::string& what, bool output, std::vector<int64_t>& dims) {
+// (and writeable for an output); kept in `held`.
+esg_buffer buffer_of(py::handle given, esg::DType dtype, const std::string& what, bool output, std::vector<int64_t>& dims,
+                     std::vector<py::array>& held) {
   if (!py::isinstance<py::array>(given))
     throw py::type_error(what + ": expected a numpy array (a prepared run reads and writes the arrays themselves)");
   auto a = py::reinterpret_borrow<py::array>(given);
@@ -35,6 +43,7 @@ esg_buffer buffer_of(py::handle given, esg::DType dtype, const std::string& what
   if (!(a.flags() & py::array::c_style)) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, what + " must be C-contiguous");
   if (output && !a.writeable()) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, what + " must be writeable");
   dims.assign(a.shape(), a.shape() + a.ndim());
+  held.push_back(a);
   void* data = output ? a.mutable_data() : const_cast<void*>(a.data());
   return {data, static_cast<size_t>(a.nbytes()), static_cast<esg_dtype>(dtype), dims.data(), dims.size()};
 }
@@ -43,25 +52,27 @@ PyPreparedRun prepare(const esg::Model& model, py::handle given_inputs, py::hand
   esg_model* h = model.handle();
   const size_t n_in = esg_model_num_inputs(h), n_out = esg_model_num_outputs(h);
   PyPreparedRun made;
+  py::list given;  // the inputs in the model's order
   if (py::isinstance<py::dict>(given_inputs)) {
     const auto d = given_inputs.cast<py::dict>();
     for (size_t i = 0; i < n_in; ++i) {
       const char* name = esg_model_input_name(h, i);
       if (!d.contains(name)) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, std::string("prepare: no array for input `") + name + "`");
-      made.inputs.append(d[name]);
+      given.append(d[name]);
     }
     if (d.size() != n_in) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "prepare: the dict names inputs the model does not have");
   } else {
-    for (py::handle a : given_inputs.cast<py::sequence>()) made.inputs.append(a);
+    for (py::handle a : given_inputs.cast<py::sequence>()) given.append(a);
   }
-  if (made.inputs.size() != n_in)
+  if (given.size() != n_in)
     throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "prepare: the model takes " + std::to_string(n_in) + " input(s), got " +
-                                                                  std::to_string(made.inputs.size()));
+                                                                  std::to_string(given.size()));
   std::vector<esg_buffer> in, out;
   std::vector<std::vector<int64_t>> dims(n_in + n_out);
   for (size_t i = 0; i < n_in; ++i)
-    in.push_back(buffer_of(made.inputs[i], static_cast<esg::DType>(esg_model_input_dtype(h, i)),
-                           "prepare: input " + std::to_string(i) + " (`" + esg_model_input_name(h, i) + "`)", false, dims[i]));
+    in.push_back(buffer_of(given[i], static_cast<esg::DType>(esg_model_input_dtype(h, i)),
+                           "prepare: input " + std::to_string(i) + " (`" + esg_model_input_name(h, i) + "`)", false, dims[i],
+                           made.inputs));
   // The outputs' types at these inputs' shapes: the given arrays must match them, else they are made.
   for (size_t i = 0; i < n_out; ++i) {
     esg_dtype dt = ESG_DTYPE_INVALID;
@@ -72,16 +83,17 @@ PyPreparedRun prepare(const esg::Model& model, py::handle given_inputs, py::hand
     if (std::any_of(shape, shape + rank, [](int64_t d) { return d < 0; }))
       throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, what + ": its size depends on the data, so it has no buffer to prepare; call the model instead");
     const auto dtype = static_cast<esg::DType>(dt);
+    py::object array;
     if (given_out.is_none()) {
-      made.outputs.append(py::array(dtype == esg::bf16 ? py::dtype("uint16") : numpy_dtype_of(dtype), std::vector<py::ssize_t>(shape, shape + rank)));
+      array = py::array(dtype == esg::bf16 ? py::dtype("uint16") : numpy_dtype_of(dtype), std::vector<py::ssize_t>(shape, shape + rank));
     } else {
-      const auto given = given_out.cast<py::sequence>();
-      if (given.size() != n_out)
+      const auto out_given = given_out.cast<py::sequence>();
+      if (out_given.size() != n_out)
         throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "prepare: out: the model has " + std::to_string(n_out) + " output(s), got " +
-                                                                      std::to_string(given.size()) + " array(s)");
-      made.outputs.append(given[i]);
+                                                                      std::to_string(out_given.size()) + " array(s)");
+      array = out_given[i];
     }
-    out.push_back(buffer_of(made.outputs[i], dtype, what, true, dims[n_in + i]));
+    out.push_back(buffer_of(array, dtype, what, true, dims[n_in + i], made.outputs));
     // Every run writes the outputs after reading inputs and earlier outputs: shared bytes would corrupt them.
     const auto* lo = static_cast<const char*>(out.back().data);
     auto overlaps = [&](const esg_buffer& other) {
@@ -110,10 +122,10 @@ void bind_prepared_run(py::module_& m, py::class_<esg::Model>& model) {
           status = esg_prepared_run(self.run->handle());
         }
         esg::detail::check(status);
-        return self.outputs;
-      }, "Runs once; returns the output arrays (the same ones every time).")
-      .def_property_readonly("inputs", [](const PyPreparedRun& self) { return self.inputs; })
-      .def_property_readonly("outputs", [](const PyPreparedRun& self) { return self.outputs; });
+        return list_of(self.outputs);
+      }, "Runs once; returns the output arrays (the same ones every time), in a new list.")
+      .def_property_readonly("inputs", [](const PyPreparedRun& self) { return list_of(self.inputs); })
+      .def_property_readonly("outputs", [](const PyPreparedRun& self) { return list_of(self.outputs); });
   model.def("prepare", &prepare, py::arg("inputs"), py::kw_only(), py::arg("out") = py::none(),
             "Checks the arrays and finds the plan once, for many runs on the same arrays (a small model's run then costs "
             "about a tenth of a microsecond beyond its kernels). `inputs`: {name: array} or a list, each a C-contiguous "

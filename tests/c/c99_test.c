@@ -1052,7 +1052,7 @@ static void test_collectives(void) {
    destroyed first; bad buffers are refused when prepared. */
 static void test_prepared_runs(void) {
   esg_builder* b = esg_builder_create("prepared");
-  int64_t xd[1] = {3}, wrong[1] = {4};
+  int64_t xd[1] = {3}, wrong[1] = {2};
   float x[3] = {1, 2, 3}, y[3] = {0, 0, 0};
   esg_tensor tx, ty;
   esg_graph* g;
@@ -1069,9 +1069,9 @@ static void test_prepared_runs(void) {
   out = buffer(y, sizeof y, ESG_F32, xd, 1);
   CHECK(esg_model_prepare(NULL, &in, 1, &out, 1) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
   CHECK(esg_model_prepare(m, &in, 0, &out, 1) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
-  bad = buffer(y, sizeof y, ESG_F32, wrong, 1);
-  CHECK(esg_model_prepare(m, &in, 1, &bad, 1) == NULL);
-  CHECK(strstr(esg_last_error(), "prepare: output 0") != NULL);
+  bad = buffer(y, 2 * sizeof(float), ESG_F32, wrong, 1); /* a whole buffer, of the wrong shape: the model refuses it */
+  CHECK(esg_model_prepare(m, &in, 1, &bad, 1) == NULL && esg_last_status() == ESG_ERR_SHAPE);
+  CHECK(strstr(esg_last_error(), "prepare: output 0 (f32[3]) got a buffer of shape [2]") != NULL);
   bad = buffer(x, sizeof x, ESG_I32, xd, 1);
   CHECK(esg_model_prepare(m, &bad, 1, &out, 1) == NULL && esg_last_status() == ESG_ERR_DTYPE);
   p = esg_model_prepare(m, &in, 1, &out, 1);

@@ -47,6 +47,7 @@ TEST_CASE("a prepared run keeps its plan when the cache drops it, and runs besid
     p.run();
     CHECK(out[0].values<float>() == std::vector<float>{2.5f, 0});
   }
+  CHECK(m.report().find("plans: 1 kept (at most 1)") != std::string::npos);  // batch 1's binding long dropped
 }
 
 TEST_CASE("prepare refuses what run refuses, naming the call") {
@@ -85,11 +86,14 @@ TEST_CASE("Model::cancel stops a prepared run under way") {
   esg::PreparedRun p = m.prepare(in, out);
   std::atomic<bool> done{false};
   bool cancelled = false;
+  std::string other;  // any other failure, reported below rather than ending the process
   std::thread run([&] {
     try {
       p.run();
     } catch (const esg::CancelledError&) {
       cancelled = true;
+    } catch (const std::exception& e) {
+      other = e.what();
     }
     done = true;
   });
@@ -98,6 +102,7 @@ TEST_CASE("Model::cancel stops a prepared run under way") {
     m.cancel();
   }
   run.join();
+  CHECK(other == "");
   CHECK(cancelled);
   in[0].data<int64_t>()[0] = 3;
   p.run();

@@ -234,6 +234,17 @@ def scenario_prepared():
         xs = np.stack([held(r, [256]) + step + 1 for r in range(SIZE)])
         check(f"prepared sum {step}", got[0], (2 * xs).sum(0) + 1)
         check(f"prepared gather {step}", got[1], xs.reshape(-1))
+    # A collective inside a loop's body (run by the evaluator, not a launch of the plan's):
+    # three all_reduces of v, each summing the ranks' copies.
+    b = eg.GraphBuilder("body_collective")
+    vi = b.input("v", eg.f32, [8])
+    i, v = ops.while_([b.constant(np.int64(0)), vi], lambda i, v: i < 3, lambda i, v: (i + 1, ops.all_reduce(v)))
+    m = eg.compile(b.build([v]))
+    v0 = held(RANK, [8])
+    p = m.prepare([v0])
+    for _ in range(3):
+        check("a body's all_reduce", p.run()[0], sum(held(r, [8]) for r in range(SIZE)) * SIZE ** 2)
+        check("a body's all_reduce, run", m.run({"v": v0})[0], sum(held(r, [8]) for r in range(SIZE)) * SIZE ** 2)
 
 
 def scenario_late_run():

@@ -87,25 +87,33 @@ def test_an_output_sized_by_the_data_has_nothing_to_prepare(b):
         m.prepare([np.ones(4, np.float32)])
 
 
+def test_the_lists_it_gives_are_copies(b):
+    m = mlp(b)
+    p = m.prepare([np.full((4, 8), 2, np.float32), np.ones((8, 5), np.float32)])
+    outs, ins = p.run(), p.inputs
+    outs[0] = ins[0] = None  # the prepared run's own references stay
+    gc.collect()
+    np.testing.assert_array_equal(p.run()[0], np.full((4, 5), 32, np.float32))
+    assert p.inputs[0] is not None
+
+
 def test_one_run_at_a_time(b):
+    # Two threads run one prepared run: while one runs, the other's call is refused.
     x = b.input("x", eg.f32, [384, 384])
     m = eg.compile(b.build([ops.matmul(ops.matmul(x, x), x)]))
     p = m.prepare([np.ones((384, 384), np.float32) / 384])
     refused = []
-    finished = threading.Event()
 
-    def busy():
-        for _ in range(40):
-            p.run()
-        finished.set()
+    def runs(count):
+        for _ in range(count):
+            try:
+                p.run()
+            except eg.InvalidArgumentError as e:
+                refused.append(str(e))
 
-    t = threading.Thread(target=busy)
+    t = threading.Thread(target=runs, args=(40,))
     t.start()
-    while not finished.is_set() and not refused:  # the other thread's runs leave little time between them
-        try:
-            p.run()
-        except eg.InvalidArgumentError as e:
-            refused.append(str(e))
+    runs(40)
     t.join()
-    assert refused and "running already, on another thread" in refused[0]
+    assert refused and all("running already, on another thread" in r for r in refused), refused
     np.testing.assert_allclose(p.run()[0], np.ones((384, 384), np.float32) / 384, rtol=1e-5)

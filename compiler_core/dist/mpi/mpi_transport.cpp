@@ -90,6 +90,13 @@ MPI_Datatype mpi_type(ir::DType t) {
   }
 }
 
+// The bytes of an element: also what a call's size, which picks the blocking call or not, is in.
+int64_t element_bytes(ir::DType t) {
+  int bytes = 0;
+  MPI_Type_size(mpi_type(t), &bytes);
+  return bytes;
+}
+
 MPI_Op mpi_op(ir::DType t, Reduce r) {
   const int k = r == Reduce::Avg ? 0 : static_cast<int>(r);  // an average is a sum, then divided
   if (t == ir::DType::F16 || t == ir::DType::BF16) return half_ops[k];
@@ -142,17 +149,25 @@ int64_t blocking_below() {
 class Watchdog {
  public:
   ~Watchdog() { stop(); }
-  void arm(MpiCommunicator& comm, const Call& c, int peer) {
+  // The call's number, for disarm.
+  uint64_t arm(MpiCommunicator& comm, const Call& c, int peer) {
     if (!started_.load(std::memory_order_acquire)) start();
     comm_ = &comm;
     label_ = &c.label;
     peer_ = peer;
     timeout_ms_.store(c.timeout_ms, std::memory_order_relaxed);
-    armed_.store(++calls_, std::memory_order_release);  // publishes the fields above
+    const uint64_t call = ++calls_;
+    armed_.store(call, std::memory_order_release);  // publishes the fields above
+    return call;
   }
-  void disarm() {
-    uint64_t mine = calls_;
-    if (armed_.compare_exchange_strong(mine, 0, std::memory_order_acq_rel)) return;
+  void disarm(uint64_t call) {
+    uint64_t armed = call;
+    if (armed_.compare_exchange_strong(armed, 0, std::memory_order_acq_rel)) return;
+    if (armed != kFiring) {  // another call armed meanwhile: a caller without dist::World::turn()
+      std::fprintf(stderr, "esgraph: internal error: two collectives of this process at once (call %llu armed over %llu)\n",
+                   static_cast<unsigned long long>(armed), static_cast<unsigned long long>(call));
+      std::abort();
+    }
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // claimed: the watchdog is ending the job
   }
   void stop() {
@@ -204,9 +219,7 @@ class MpiCommunicator final : public Communicator {
       op = Reduce::Sum;
     }
     // Counts beyond an int go in pieces (a reduction is elementwise).
-    int element = 0;  // also what picks the blocking call or not
-    MPI_Type_size(mpi_type(type), &element);
-    const int64_t step = INT32_MAX / 2, size = element;
+    const int64_t step = INT32_MAX / 2, size = element_bytes(type);
     for (int64_t at = 0; at < count || at == 0; at += step) {
       const int n = static_cast<int>(std::min(step, count - at));
       const void* src = in == out ? MPI_IN_PLACE : static_cast<const uint8_t*>(in) + at * size;
@@ -235,7 +248,7 @@ class MpiCommunicator final : public Communicator {
       in = shares.data();
       op = Reduce::Sum;
     }
-    run(c, count * this->size(), [&](MPI_Request* q) {
+    run(c, count * this->size() * element_bytes(type), [&](MPI_Request* q) {
       return q ? MPI_Ireduce_scatter_block(in, out, n, mpi_type(type), mpi_op(type, op), comm_, q)
                : MPI_Reduce_scatter_block(in, out, n, mpi_type(type), mpi_op(type, op), comm_);
     });
@@ -451,9 +464,9 @@ void MpiCommunicator::run(const Call& c, int64_t bytes, Start start, int peer) {
     __atomic_store_n(entered_board_, ++entered_, __ATOMIC_RELAXED);  // whole: others may read it meanwhile
     if (separate_) MPI_Win_sync(board_);
     if (blocking) {  // (no lock held: blocking means MPI_THREAD_MULTIPLE)
-      transport_.watchdog().arm(*this, c, peer);
+      const uint64_t call = transport_.watchdog().arm(*this, c, peer);
       const int rc = start(nullptr);
-      transport_.watchdog().disarm();
+      transport_.watchdog().disarm(call);
       if (rc != MPI_SUCCESS) throw Error(c.label + ": " + mpi_error(rc));
       return;
     }

@@ -376,7 +376,8 @@ ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* input
    KiB). The buffers' bytes may change between runs, not their addresses or shapes; they must
    outlive the prepared run, which keeps the model alive (esg_model_destroy may come first).
    One run at a time: a second thread's esg_prepared_run while one is under way fails with
-   ESG_ERR_INVALID_ARGUMENT. NULL on an error (esg_last_error says why). */
+   ESG_ERR_INVALID_ARGUMENT (with collectives it waits for the process's turn instead, as every
+   run with collectives does). NULL on an error (esg_last_error says why). */
 typedef struct esg_prepared esg_prepared;
 ESG_API esg_prepared* esg_model_prepare(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
                                         const esg_buffer* outputs, size_t num_outputs);
