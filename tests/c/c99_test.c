@@ -217,6 +217,15 @@ static void test_errors(void) {
 }
 
 /* A caller-owned buffer over `data`. */
+/* The model of the graph `b` builds with the one output `y`, compiled with the default options. */
+static esg_model* compile_output(esg_builder* b, esg_tensor y) {
+  esg_graph* g = esg_builder_build(b, &y, 1);
+  esg_model* m = esg_compile(g, NULL);
+  esg_graph_destroy(g);
+  CHECK(m != NULL);
+  return m;
+}
+
 static esg_buffer buffer(void* data, size_t nbytes, esg_dtype dtype, const int64_t* dims, size_t rank) {
   esg_buffer b;
   b.data = data;
@@ -494,7 +503,6 @@ static void test_unsigned(void) {
   int64_t dims[1] = {3};
   uint64_t floor_value = (uint64_t)1 << 63, x[3], y[3] = {0, 0, 0};
   esg_tensor tx, tf, ty;
-  esg_graph* g;
   esg_model* m;
   esg_buffer in, out;
   x[0] = 5;
@@ -506,10 +514,7 @@ static void test_unsigned(void) {
   tx = esg_input(b, "x", ESG_U64, dims, 1);
   tf = esg_constant(b, ESG_U64, NULL, 0, &floor_value, sizeof floor_value);
   ty = esg_maximum(tx, tf, NULL);
-  g = esg_builder_build(b, &ty, 1);
-  m = esg_compile(g, NULL);
-  esg_graph_destroy(g);
-  CHECK(m != NULL);
+  m = compile_output(b, ty);
   in = buffer(x, sizeof x, ESG_U64, dims, 1);
   out = buffer(y, sizeof y, ESG_U64, dims, 1);
   CHECK(esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
@@ -1055,16 +1060,12 @@ static void test_prepared_runs(void) {
   int64_t xd[1] = {3}, wrong[1] = {2};
   float x[3] = {1, 2, 3}, y[3] = {0, 0, 0};
   esg_tensor tx, ty;
-  esg_graph* g;
   esg_model* m;
   esg_prepared* p;
   esg_buffer in, out, bad;
   tx = esg_input(b, "x", ESG_F32, xd, 1);
   ty = esg_mul(esg_add(tx, tx, NULL), tx, NULL); /* 2 x^2 */
-  g = esg_builder_build(b, &ty, 1);
-  m = esg_compile(g, NULL);
-  esg_graph_destroy(g);
-  CHECK(m != NULL);
+  m = compile_output(b, ty);
   in = buffer(x, sizeof x, ESG_F32, xd, 1);
   out = buffer(y, sizeof y, ESG_F32, xd, 1);
   CHECK(esg_model_prepare(NULL, &in, 1, &out, 1) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);

@@ -247,33 +247,35 @@ def scenario_prepared():
         check("a body's all_reduce, run", m.run({"v": v0})[0], sum(held(r, [8]) for r in range(SIZE)) * SIZE ** 2)
 
 
-def scenario_late_run():
-    # Both ranks pass the check and run once; then rank 1 stops taking part. Rank 0's second run
-    # waits in a blocking all_reduce: the watchdog names rank 1 and ends the job.
+def ran_once_then_rank_1_stops(n):
+    """An all_reduce of f32[n] that both ranks pass the check for and run once; then rank 1
+    stops taking part (None there)."""
     b = eg.GraphBuilder("late_run")
-    x = b.input("x", eg.f32, [4])
+    x = b.input("x", eg.f32, [n])
     m = eg.compile(b.build([ops.all_reduce(x)]))
-    m.run({"x": np.ones(4, np.float32)})
+    m.run({"x": np.ones(n, np.float32)})
     print(f"ok first run rank {RANK}", flush=True)
     if RANK == 1:
         time.sleep(30)
-        return
-    m.run({"x": np.ones(4, np.float32)})
-    raise SystemExit("rank 0: the second run finished without rank 1")
+        return None
+    return m
+
+
+def scenario_late_run():
+    # Rank 0's second run waits in a blocking all_reduce: the watchdog names rank 1 and ends the job.
+    m = ran_once_then_rank_1_stops(4)
+    if m:
+        m.run({"x": np.ones(4, np.float32)})
+        raise SystemExit("rank 0: the second run finished without rank 1")
 
 
 def scenario_late_large_run():
-    # As late_run, with calls over ESG_MPI_BLOCKING_BELOW (the test sets it to 1 KiB): rank 0's
-    # second run is nonblocking, so it fails with an error it can catch, naming rank 1.
-    b = eg.GraphBuilder("late_large_run")
-    x = b.input("x", eg.f32, [1024])
-    m = eg.compile(b.build([ops.all_reduce(x)]))
-    m.run({"x": np.ones(1024, np.float32)})
-    print(f"ok first run rank {RANK}", flush=True)
-    if RANK == 1:
-        time.sleep(30)
-        return
-    fails_by_name(m, {"x": np.ones(1024, np.float32)}, "all_reduce sum f32[1024] over [0,1]", "rank 1 has entered 2 of this group's collectives, this rank 3")
+    # The same over ESG_MPI_BLOCKING_BELOW (the test sets it to 1 KiB): rank 0's second run is
+    # nonblocking, so it fails with an error it can catch, naming rank 1.
+    m = ran_once_then_rank_1_stops(1024)
+    if m:
+        fails_by_name(m, {"x": np.ones(1024, np.float32)}, "all_reduce sum f32[1024] over [0,1]",
+                      "rank 1 has entered 2 of this group's collectives, this rank 3")
 
 
 if __name__ == "__main__":
