@@ -74,8 +74,8 @@ struct FormatRules {
   std::function<bool(const ir::Graph&, const ir::Node&, size_t i)> reads_in_format;
 };
 
-// A program's runs on buffers fixed once (Model::bind): what the backend can settle before the
-// first of them is settled once. One run at a time (runtime::Binding sees to it).
+// A program's runs on buffers fixed once (Model::prepare): what the backend can settle before
+// the first of them is settled once. One run at a time (PreparedModelRun sees to it).
 class PreparedRun {
  public:
   virtual ~PreparedRun() = default;

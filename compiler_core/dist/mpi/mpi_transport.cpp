@@ -140,10 +140,11 @@ int64_t blocking_below() {
   return v && *v ? std::strtoll(v, nullptr, 10) : int64_t{16} << 20;
 }
 
-// Watches the blocking call under way (one at a time: the callers hold dist::World::turn()): past its deadline it prints who is behind and aborts the job, since a
-// blocking MPI call cannot be left. A thread of its own, started with the first call, looks every
-// 20 ms and times a call from when it first sees it, so arming and disarming cost a store and a
-// compare-and-swap (a 1 KiB all_reduce is about a microsecond). A call outliving its deadline is
+// Watches the blocking call under way (one at a time: the callers hold dist::World::turn()):
+// past its deadline it prints who is behind and aborts the job, since a blocking MPI call cannot
+// be left. A thread of its own, started with the first call, looks every 20 ms and times a call
+// from when it first sees it, so arming and disarming cost a store and a compare-and-swap (a
+// 1 KiB all_reduce is about a microsecond). A call outliving its deadline is
 // claimed by swapping its number for kFiring: its caller cannot disarm it after that, so its
 // label stays valid while the message is written.
 class Watchdog {
