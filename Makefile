@@ -5,6 +5,7 @@
 #               (clang), and the fuzzers over their committed corpus (clang)
 #   make bench  graph building against onnx.helper and torch.fx, compile time, per-launch overhead, an elementwise chain,
 #               models written in esgraph and imported from torch.nn, against PyTorch and ONNX Runtime
+#               (requirements.txt's onnxruntime, given esgraph's thread count)
 #   make conformance  ONNX's node test suite through the importer; rewrites docs/conformance.md
 #   make release-snapshot   record the current API version (see scripts/release-snapshot.sh)
 #   make package  a .deb of the library, headers, CMake package, esgraph.pc and Python package
@@ -12,7 +13,8 @@
 #                 new inputs go to build/fuzz/corpus/, crashes to build/fuzz/findings/; then the
 #                 ONNX importer's hypothesis properties for FUZZ_SECONDS each
 #   make test-tsan  the concurrency tests under ThreadSanitizer (clang); part of make test
-PY      := /usr/bin/python3
+# The project's Python environment (scripts/install-venv.sh): every script and test runs with it.
+PY      := $(CURDIR)/.venv/bin/python
 JOBS    ?= 2
 FUZZ_SECONDS ?= 60
 FUZZERS := graph_file_fuzzer builder_fuzzer
@@ -20,6 +22,7 @@ FUZZERS := graph_file_fuzzer builder_fuzzer
 
 deps:
 	@scripts/install-deps.sh
+	@scripts/install-venv.sh
 
 build: deps
 	@cmake --preset default >/dev/null
@@ -79,7 +82,6 @@ bench: build
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/build_throughput.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/elementwise_chain.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/norms.py
-	cd bench && npm install --ignore-scripts --no-save onnxruntime-node >/dev/null
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/models.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/imported_models.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/ascend_lowering.py

@@ -3,7 +3,7 @@ per build per round, the order swapped each round), so that the machine's load d
 alike. Per build and workload: the median over rounds of each round's median; the ratio
 after/before; and the noise, the largest spread (max/min) of one build's round medians.
 
-    /usr/bin/python3 bench/before_after.py --before /tmp/before/build/default --after build/default [--rounds 5]
+    .venv/bin/python bench/before_after.py --before /tmp/before/build/default --after build/default [--rounds 5]
 """
 import argparse
 import json

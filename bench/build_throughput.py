@@ -2,7 +2,7 @@
 on, at every call) vs onnx.helper (no inference, then with onnx.shape_inference) vs torch.fx
 symbolic tracing (no shapes). The same chain of N nodes, medians of several runs.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/build_throughput.py [--runs 5]
+    PYTHONPATH=build/default/python .venv/bin/python bench/build_throughput.py [--runs 5]
 """
 import argparse
 import statistics

@@ -2,7 +2,7 @@
 direct convolution) on ResNet-like shapes, both on all cores, side by side in one run; medians
 of 11 runs; results checked against PyTorch's.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/conv.py
+    PYTHONPATH=build/default/python .venv/bin/python bench/conv.py
 """
 import os
 

@@ -4,7 +4,7 @@ three indices along an inner axis (one thread); transposes that keep the last ax
 rows) and that move it (NCHW to NHWC, a ViT's [B, C, HW] to [B, HW, C], a square matrix),
 with the model's threads. Medians of 20 runs; GB/s counts the bytes read and written.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/data_movement.py
+    PYTHONPATH=build/default/python .venv/bin/python bench/data_movement.py
 """
 import numpy as np
 

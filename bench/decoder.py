@@ -1,10 +1,11 @@
 """A GPT-style decoder step exported by PyTorch (4 layers, width 256, 4 heads, batch 1, one new
 token; the KV caches as [layers, 1, heads, past, 64] inputs that each layer indexes, as the
 issue's exported step did), at several past lengths: esgraph beside ONNX Runtime (CPU) on the
-same file, medians of single steps, outputs (the hidden state and the new caches) checked
-against PyTorch first. Each past length is its own compiled shape.
+same file, every side on `--threads` threads, alternating rounds and keeping each side's best
+round's median of single steps (bench/timing.py); outputs (the hidden state and the new caches)
+checked against PyTorch first. Each past length is its own compiled shape.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/decoder.py [--runs 200] [--past 1,64,255]
+    PYTHONPATH=build/default/python .venv/bin/python bench/decoder.py [--runs 200] [--rounds 3] [--past 1,64,255]
 """
 import argparse
 import math
@@ -20,8 +21,8 @@ import torch.nn.functional as F
 
 import esgraph
 import esgraph.onnx
-import ort  # bench/ort.py
-from timing import median_ms  # bench/timing.py
+import peers  # bench/peers.py
+from timing import side_by_side  # bench/timing.py
 
 LAYERS, WIDTH, HEADS = 4, 256, 4
 
@@ -60,8 +61,11 @@ class Decoder(nn.Module):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=peers.THREADS)
     ap.add_argument("--past", default="1,64,255")
     args = ap.parse_args()
+    print(f"{args.threads} threads on every side; {peers.versions()}")
     torch.manual_seed(0)
     module = Decoder().eval()
     print(f"{'past':>5} {'launches':>8} {'esgraph':>9} {'ORT':>9} {'esgraph/ORT':>12}  (ms a step)")
@@ -73,13 +77,14 @@ def main():
             warnings.simplefilter("ignore")
             path = os.path.join(d, "decoder.onnx")
             torch.onnx.export(module, (x, *cache), path, opset_version=14)
-            model = esgraph.compile(esgraph.onnx.load(path))
+            model = esgraph.compile(esgraph.onnx.load(path), threads=args.threads)
             with torch.no_grad():
                 want = [t.numpy() for t in module(x, *cache)]
             for got, w in zip(model.run(feeds), want):
                 assert np.abs(got - w).max() <= 1e-4 * max(1.0, np.abs(w).max()), past
-            ours = median_ms(lambda: model.run(feeds), args.runs)
-            theirs = ort.median_ms(path, feeds, args.runs)
+            ms = side_by_side({"esgraph": lambda: model.run(feeds), "ORT": peers.runner("ORT", path, feeds, args.threads)},
+                              args.rounds, args.runs)
+        ours, theirs = ms["esgraph"], ms.get("ORT")
         launches = model.stats()["launches"]
         attention = len(re.findall(r'label="attention', model.to_dot()))
         ratio = f"{ours / theirs:.2f}x" if theirs else "-"

@@ -18,13 +18,13 @@ repeatedly on the same inputs, beside the static plan run so (what the plan itse
 neither binding nor a step's first touch of its buffers). The outputs are checked against
 PyTorch first.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/decoder_loop.py [--steps 512] [--rounds 3]
+ONNX Runtime runs the same loop in this process, on the same `--threads` threads as esgraph.
+
+    PYTHONPATH=build/default/python .venv/bin/python bench/decoder_loop.py [--steps 512] [--rounds 3]
 """
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import tempfile
 import time
 import warnings
@@ -34,12 +34,9 @@ import torch
 
 import esgraph
 import esgraph.onnx
-import ort  # bench/ort.py
+import peers  # bench/peers.py
 from decoder import HEADS, LAYERS, WIDTH, Decoder  # bench/decoder.py
 from timing import median_ms, resident_mib  # bench/timing.py
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
 
 def cache(past):
     return np.zeros((LAYERS, 1, HEADS, past, WIDTH // HEADS), np.float32)
@@ -84,16 +81,17 @@ def step_times(model, x, steps, static, runs):
     return times, alone, once
 
 
-def ort_loop(path, x, steps):
-    if not ort.available():
-        return None
-    with tempfile.TemporaryDirectory() as d:
-        data = os.path.join(d, "x.f32")
-        x.tofile(data)
-        args = ["node", os.path.join(HERE, "ort_decoder_loop.js"), path, str(steps), data, ",".join(map(str, x.shape)),
-                ",".join(map(str, cache(0).shape))]
-        out = subprocess.run(args, capture_output=True, text=True, cwd=HERE)
-        return json.loads(out.stdout) if out.returncode == 0 else None
+def ort_loop(session, x, steps):
+    """The same loop in ORT: the loop's total milliseconds and each step's."""
+    names = [i.name for i in session.get_inputs()]
+    k = v = cache(0)
+    times = []
+    start = time.perf_counter()
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        _, k, v = session.run(None, dict(zip(names, (x, k, v))))
+        times.append((time.perf_counter() - t0) * 1e3)
+    return {"total_ms": (time.perf_counter() - start) * 1e3, "step_ms": times}
 
 
 def main():
@@ -101,7 +99,9 @@ def main():
     ap.add_argument("--steps", type=int, default=512)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=100, help="runs of each static plan")
+    ap.add_argument("--threads", type=int, default=peers.THREADS)
     args = ap.parse_args()
+    print(f"{args.threads} threads on every side; {peers.versions()}")
     torch.manual_seed(0)
     module = Decoder().eval()
     x = torch.randn(1, 1, WIDTH)
@@ -114,7 +114,7 @@ def main():
         graph = esgraph.onnx.load(path)
         xs = x.numpy()
         # Correct first: a few steps of the loop against PyTorch's.
-        model = esgraph.compile(graph, shapes={"past": (0, args.steps - 1)})
+        model = esgraph.compile(graph, threads=args.threads, shapes={"past": (0, args.steps - 1)})
         k = v = cache(0)
         for step in range(5):
             with torch.no_grad():
@@ -124,15 +124,16 @@ def main():
                 assert np.abs(g - w).max() <= 1e-4 * max(1.0, np.abs(w).max()), step
             _, k, v = got
 
-        totals, grown, stats = [], [], None
-        for _ in range(args.rounds):
+        session = peers.ort_session(path, args.threads) if "ORT" in peers.available() else None
+        totals, grown, stats, theirs = [], [], None, []
+        for _ in range(args.rounds):  # esgraph's loop and ORT's alternate
             before = resident_mib()
-            model = esgraph.compile(graph, shapes={"past": (0, args.steps - 1)})
+            model = esgraph.compile(graph, threads=args.threads, shapes={"past": (0, args.steps - 1)})
             totals.append(loop(model, xs, args.steps))
             grown.append(resident_mib() - before)
             stats = model.stats()
             del model
-        theirs = [ort_loop(path, xs, args.steps) for _ in range(args.rounds)]
+            theirs.append(ort_loop(session, xs, args.steps) if session else None)
         ours_total = statistics.median(totals) * 1e3
         print(f"{args.steps} steps (past 0..{args.steps - 1}), medians of {args.rounds} loops:")
         print(f"  esgraph: {ours_total:.1f} ms in all (compile included), {stats['plans']} plan(s) compiled, "
@@ -141,22 +142,22 @@ def main():
             ort_total = statistics.median(t["total_ms"] for t in theirs)
             print(f"  ONNX Runtime: {ort_total:.1f} ms in all; esgraph / ORT {ours_total / ort_total:.2f}x")
         lengths = sorted(p for p in {1, 16, 64, 128, 256, args.steps // 2, args.steps - 1} if p < args.steps)
-        static = {p: esgraph.compile(graph, shapes={"past": p}) for p in lengths}
+        static = {p: esgraph.compile(graph, threads=args.threads, shapes={"past": p}) for p in lengths}
         for p, plan in static.items():  # its memory touched once, as the symbolic model's is by the loops
             plan.run([xs, cache(p), cache(p)], out=outputs(p))
         first, second, kept = [], [], []
         for _ in range(args.rounds):
-            model = esgraph.compile(graph, shapes={"past": (0, args.steps - 1)})
+            model = esgraph.compile(graph, threads=args.threads, shapes={"past": (0, args.steps - 1)})
             first.append(step_times(model, xs, args.steps, static, args.runs))
             second.append(step_times(model, xs, args.steps, static, 0))
             assert model.stats()["plans"] == 1
             del model
-            keeping = esgraph.compile(graph, shapes={"past": (0, args.steps - 1)}, max_plans=0)
+            keeping = esgraph.compile(graph, threads=args.threads, shapes={"past": (0, args.steps - 1)}, max_plans=0)
             step_times(keeping, xs, args.steps, {}, args.runs)
             kept.append(step_times(keeping, xs, args.steps, {}, args.runs))
             assert keeping.stats()["bindings"] == args.steps
             del keeping
-        symbolic = esgraph.compile(graph, shapes={"past": (0, args.steps - 1)})
+        symbolic = esgraph.compile(graph, threads=args.threads, shapes={"past": (0, args.steps - 1)})
         warm = {}
         for past in lengths:  # (symbolic, static) medians, the two alternating in rounds
             k = v = np.random.default_rng(past).standard_normal(cache(past).shape).astype(np.float32)

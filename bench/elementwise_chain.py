@@ -3,7 +3,7 @@ unfused, PyTorch eager, numpy, and the machine's copy bandwidth as STREAM's copy
 (N floats copied into a preallocated array: by numpy on one thread, and by PyTorch's copy_ on
 all cores). Medians of several runs.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/elementwise_chain.py [--n 16777216]
+    PYTHONPATH=build/default/python .venv/bin/python bench/elementwise_chain.py [--n 16777216]
 """
 import argparse
 import os

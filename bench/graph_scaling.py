@@ -4,7 +4,7 @@ Chains of N alternating neg/tanh nodes (N = 50k .. 400k), and graphs of nested `
 nesting limit: the time to print (`str(graph)`) and to compile, and the peak resident memory a
 compile adds, each measured in a fresh process so one size's heap does not hide the next's.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/graph_scaling.py
+    PYTHONPATH=build/default/python .venv/bin/python bench/graph_scaling.py
 """
 import json
 import resource

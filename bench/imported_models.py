@@ -1,8 +1,9 @@
 """Real torch.nn models imported into esgraph — through torch.fx and through torch.onnx.export
 + esgraph.onnx.load — timed side by side with PyTorch eager and ONNX Runtime (CPU) on the same
-exported file; medians of several runs, outputs checked against PyTorch first.
+exported file, every side on `--threads` threads; the sides alternate rounds and keep their best
+round's median (bench/timing.py); outputs checked against PyTorch first.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/imported_models.py [--runs 10]
+    PYTHONPATH=build/default/python .venv/bin/python bench/imported_models.py [--runs 9] [--rounds 3]
 """
 import argparse
 import os
@@ -17,8 +18,8 @@ import esgraph
 import esgraph.onnx
 import esgraph.torch
 
-import ort  # bench/ort.py
-from timing import median_ms  # bench/timing.py
+import peers  # bench/peers.py
+from timing import side_by_side  # bench/timing.py
 
 
 class ConvBNNet(nn.Module):
@@ -56,9 +57,12 @@ def first(value):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=peers.THREADS)
     args = ap.parse_args()
-    torch.set_num_threads(os.cpu_count())  # Debian's build starts with one; esgraph and ORT use every core
+    torch.set_num_threads(args.threads)  # Debian's build starts with one
+    print(f"{args.threads} threads on every side; torch {torch.__version__}, {peers.versions()}")
     print(f"{'model':42} {'torch':>8} {'fx':>8} {'onnx':>8} {'ORT':>8} {'fx/torch':>9} {'onnx/ORT':>9}  (ms)")
     for name, module, x in models():
         module.eval()
@@ -67,20 +71,21 @@ def main():
             warnings.simplefilter("ignore")
             path = os.path.join(d, "m.onnx")
             torch.onnx.export(module, (x,), path, opset_version=14)
-            via_fx = esgraph.compile(esgraph.torch.from_module(module, (x,)))
-            via_onnx = esgraph.compile(esgraph.onnx.load(path))
+            via_fx = esgraph.compile(esgraph.torch.from_module(module, (x,)), threads=args.threads)
+            via_onnx = esgraph.compile(esgraph.onnx.load(path), threads=args.threads)
+            in_ort = peers.runner("ORT", path, [xn], args.threads)
             with torch.no_grad():
                 want = first(module(x)).numpy()
-                for model in (via_fx, via_onnx):
-                    got = model.run([xn])[0]
+                for run in (via_fx.run, via_onnx.run) + ((lambda _: in_ort(),) if in_ort else ()):
+                    got = run([xn])[0]
                     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), name
-                t_torch = median_ms(lambda: module(x), args.runs)
-            t_fx = median_ms(lambda: via_fx.run([xn]), args.runs)
-            t_onnx = median_ms(lambda: via_onnx.run([xn]), args.runs)
-            t_ort = ort.median_ms(path, xn, args.runs)
+                ms = side_by_side({"torch": lambda: module(x), "fx": lambda: via_fx.run([xn]), "onnx": lambda: via_onnx.run([xn]),
+                                   "ORT": in_ort}, args.rounds, args.runs)
+        t_ort = ms.get("ORT")
         ort_col = f"{t_ort:8.2f}" if t_ort else f"{'-':>8}"
-        ratio = f"{t_onnx / t_ort:8.2f}x" if t_ort else f"{'-':>9}"
-        print(f"{name:42} {t_torch:8.2f} {t_fx:8.2f} {t_onnx:8.2f} {ort_col} {t_fx / t_torch:8.2f}x {ratio}")
+        ratio = f"{ms['onnx'] / t_ort:8.2f}x" if t_ort else f"{'-':>9}"
+        print(f"{name:42} {ms['torch']:8.2f} {ms['fx']:8.2f} {ms['onnx']:8.2f} {ort_col} {ms['fx'] / ms['torch']:8.2f}x {ratio}",
+              flush=True)
 
 
 if __name__ == "__main__":

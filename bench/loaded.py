@@ -1,11 +1,11 @@
 """A model on a shared machine: a GPT-style decoder step (4 layers, width 256, 4 heads, a KV
-cache of 64 positions, batch 1), or ONNX models (`--onnx`, each with ONNX Runtime beside it),
-run with one thread and with the default thread count, first on an idle machine and then while
+cache of 64 positions, batch 1), or ONNX models (`--onnx`, each with ONNX Runtime beside it, on
+esgraph's default thread count), run with one thread and with the default thread count, first on an idle machine and then while
 another process keeps one core busy. Reports the median and the 90th percentile of single runs
 (what a loaded machine does to a model is in the tail), and the CPU time the process burns in
 the second after its last run (threads left spinning would show there).
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/loaded.py [--runs 200] [--onnx a.onnx,b.onnx]
+    PYTHONPATH=build/default/python .venv/bin/python bench/loaded.py [--runs 200] [--onnx a.onnx,b.onnx]
 """
 import argparse
 import multiprocessing
@@ -17,7 +17,8 @@ import numpy as np
 
 import esgraph
 import esgraph.onnx
-import ort  # bench/ort.py
+import peers  # bench/peers.py
+from timing import median_ms  # bench/timing.py
 from esgraph import ops
 
 rng = np.random.default_rng(0)
@@ -78,16 +79,17 @@ def measure(name, graph, inputs, runs, onnx_path=None):
     print(f"{'':18} {'idle':>16} {'one core busy':>16}")
     rows = {label: [times_ms(m, inputs, runs)] for label, m in models.items()}
     idle = idle_cpu_ms()
-    if onnx_path:
-        rows["ONNX Runtime"] = [(ort.median_ms(onnx_path, inputs[0], runs), float("nan"))]
+    in_ort = peers.runner("ORT", onnx_path, inputs) if onnx_path else None
+    if in_ort:
+        rows["ONNX Runtime"] = [(median_ms(in_ort, runs), float("nan"))]
     busy = multiprocessing.Process(target=spin, daemon=True)
     busy.start()
     try:
         time.sleep(0.2)
         for label, m in models.items():
             rows[label].append(times_ms(m, inputs, runs))
-        if onnx_path:
-            rows["ONNX Runtime"].append((ort.median_ms(onnx_path, inputs[0], runs), float("nan")))
+        if in_ort:
+            rows["ONNX Runtime"].append((median_ms(in_ort, runs), float("nan")))
     finally:
         busy.terminate()
     for label, cells in rows.items():

@@ -1,10 +1,9 @@
 """An MLP and a transformer encoder layer (batch 8, sequence 128, width 512, 8 heads), esgraph
 compiled vs PyTorch eager and ONNX Runtime (CPU, the PyTorch model exported with
-torch.onnx.export, run from Node through onnxruntime-node when bench/node_modules has it) on the
-same weights, side by side in one run; medians of several runs, results checked against each
-other.
+torch.onnx.export) on the same weights, every side on `--threads` threads; the sides alternate
+rounds and keep their best round's median (bench/timing.py); results checked against each other.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/models.py [--runs 5]
+    PYTHONPATH=build/default/python .venv/bin/python bench/models.py [--runs 9] [--rounds 3]
 """
 import argparse
 import os
@@ -16,8 +15,8 @@ import torch
 import esgraph
 from esgraph import ops
 
-import ort  # bench/ort.py
-from timing import median_ms  # bench/timing.py
+import peers  # bench/peers.py
+from timing import side_by_side  # bench/timing.py
 
 rng = np.random.default_rng(0)
 
@@ -72,39 +71,40 @@ def encoder(batch=8, seq=128, dm=512, heads=8, ff=2048):
     return b.build([y]), ref, rng.standard_normal((batch, seq, dm)).astype(np.float32)
 
 
-def ort_ms(ref, x, runs):
-    """ONNX Runtime's median time for the PyTorch model, or None when it is not installed."""
-    if not ort.available():
-        return None
-
+def exported(ref, x, path):
+    """The PyTorch model written to `path` as ONNX, for ORT."""
     class Wrapped(torch.nn.Module):
         def forward(self, inp):
             return ref(inp)
 
-    with tempfile.TemporaryDirectory() as d:
-        model = os.path.join(d, "m.onnx")
-        torch.onnx.export(Wrapped(), torch.from_numpy(x), model, opset_version=14)
-        return ort.median_ms(model, x, runs)
+    torch.onnx.export(Wrapped(), torch.from_numpy(x), path, opset_version=14)
+    return path
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=peers.THREADS)
     args = ap.parse_args()
-    torch.set_num_threads(os.cpu_count())  # Debian's build starts with one; esgraph and ORT use every core
+    torch.set_num_threads(args.threads)  # Debian's build starts with one
+    print(f"{args.threads} threads on every side; torch {torch.__version__}, {peers.versions()}")
     print(f"{'model':10} {'esgraph ms':>11} {'torch ms':>9} {'ORT ms':>8} {'esgraph/torch':>14} {'esgraph/ORT':>12}")
     for name, make in (("mlp", mlp), ("encoder", encoder)):
         graph, ref, x = make()
-        model = esgraph.compile(graph)
+        model = esgraph.compile(graph, threads=args.threads)
         tx = torch.from_numpy(x)
-        with torch.no_grad():
-            np.testing.assert_allclose(model(x), ref(tx).numpy(), rtol=2e-3, atol=2e-4)
-            ours = median_ms(lambda: model(x), args.runs)
-            theirs = median_ms(lambda: ref(tx), args.runs)
-        ort = ort_ms(ref, x, args.runs)
+        with torch.no_grad(), tempfile.TemporaryDirectory() as d:
+            want = ref(tx).numpy()
+            np.testing.assert_allclose(model(x), want, rtol=2e-3, atol=2e-4)
+            in_ort = peers.runner("ORT", exported(ref, x, os.path.join(d, "m.onnx")), [x], args.threads)
+            if in_ort:
+                np.testing.assert_allclose(in_ort()[0], want, rtol=2e-3, atol=2e-4)
+            ms = side_by_side({"esgraph": lambda: model(x), "torch": lambda: ref(tx), "ORT": in_ort}, args.rounds, args.runs)
+        ours, ort = ms["esgraph"], ms.get("ORT")
         ort_col = f"{ort:8.2f}" if ort else f"{'-':>8}"
-        ratio = f"{ours / ort:11.1f}x" if ort else f"{'-':>12}"
-        print(f"{name:10} {ours:11.2f} {theirs:9.2f} {ort_col} {ours / theirs:13.1f}x {ratio}")
+        ratio = f"{ours / ort:11.2f}x" if ort else f"{'-':>12}"
+        print(f"{name:10} {ours:11.2f} {ms['torch']:9.2f} {ort_col} {ours / ms['torch']:13.2f}x {ratio}", flush=True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ fused CPU kernels, on the encoder's shapes (tokens x width, and attention scores
 in one run; medians of several runs, results checked against PyTorch's. Both are measured on
 one thread and on two (this machine's cores); ratios compare like with like.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/norms.py [--runs 21]
+    PYTHONPATH=build/default/python .venv/bin/python bench/norms.py [--runs 21]
 """
 import argparse
 

@@ -6,7 +6,7 @@ memory, per-thread scratch included, is what any plan needs at most), then every
 a scrambled order; prints the resident memory grown since, after every hundred sizes, in a
 fresh process per setting.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/plan_cache.py [--sizes 1000]
+    PYTHONPATH=build/default/python .venv/bin/python bench/plan_cache.py [--sizes 1000]
 """
 import argparse
 import subprocess

@@ -8,11 +8,11 @@
   counts: 500 runs of `rows` at n = 1024 whose counts all differ: plans compiled, bindings,
          and how the process's resident memory grew.
 
-Each time is the median of --runs calls after a warm-up; esgraph, then torch, then ORT (in a
-node process) are measured in phases of their own, so that one's idle threads do not compete
-with the other's; the ratios are esgraph / peer.
+Each time is the median of --runs calls after a warm-up; esgraph, then torch, then ORT are
+measured in phases of their own, so that one's idle threads do not compete with the other's,
+every one on esgraph's thread count (every core); the ratios are esgraph / peer.
 
-  /usr/bin/python3 bench/sized_by_data.py [--runs 30]
+  PYTHONPATH=build/default/python .venv/bin/python bench/sized_by_data.py [--runs 30]
 """
 import argparse
 import os
@@ -22,7 +22,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ort  # noqa: E402
+import peers  # noqa: E402
 from timing import median_ms, resident_mib  # noqa: E402
 
 import esgraph  # noqa: E402
@@ -55,7 +55,8 @@ def ort_ms(graph, inputs, runs):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "m.onnx")
         esgraph.onnx.save(graph, path)
-        return ort.median_ms(path, inputs, runs)
+        run = peers.runner("ORT", path, inputs)
+        return median_ms(run, runs) if run else None
 
 
 def ratio(a, b):

@@ -4,7 +4,7 @@ joined by a sum, compiled with 1, 2 and 4 streams on this machine's 2 cores (thr
 kernel runs on its stream's thread), and 1 stream on 1 thread for scale; medians of several
 runs, side by side in one run, results checked against each other.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 bench/streams.py [--runs 21]
+    PYTHONPATH=build/default/python .venv/bin/python bench/streams.py [--runs 21]
 """
 import argparse
 

@@ -4,7 +4,7 @@ same graph with each all_reduce left out) and its collectives alone (the same al
 else). The batch runs as `micro` independent micro-batches in one graph, so that one's all_reduce
 can run while the next one computes.
 
-    mpirun -np 2 /usr/bin/python3 bench/tensor_parallel.py
+    mpirun -np 2 .venv/bin/python bench/tensor_parallel.py
 
 Rank 0 prints medians of 7 blocks of runs (the slower rank's), measured side by side in one run.
 """

@@ -1,18 +1,41 @@
-"""Timing shared by the comparison scripts in bench/: one warm-up call (it compiles plans and
-touches memory), then the median of several timed calls; and the process's resident memory."""
+"""Timing shared by the comparison scripts in bench/, and the process's resident memory.
+
+`side_by_side` is the method every esgraph-against-a-peer figure uses: the sides alternate in
+rounds (so a drift of the shared VM's speed hits both), each warmed up by a few calls at the
+start of each round, and each keeps its best round's median. `median_ms` times one side alone."""
 import statistics
 import time
 
 
-def median_ms(fn, runs):
-    """Median wall time of fn() in milliseconds over `runs` calls after one warm-up call."""
-    fn()
+def _median_of(fn, runs):
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e3
+
+
+def median_ms(fn, runs):
+    """Median wall time of fn() in milliseconds over `runs` calls after one warm-up call."""
+    fn()
+    return _median_of(fn, runs)
+
+
+def side_by_side(fns, rounds=3, runs=9, warmup=3):
+    """{name: fn} -> {name: ms}: the sides alternate `rounds` times; in each round a side is
+    warmed up by `warmup` calls, then timed over `runs`; it keeps its best round's median.
+    A side whose fn is None is left out."""
+    best = {}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            if fn is None:
+                continue
+            for _ in range(warmup):
+                fn()
+            ms = _median_of(fn, runs)
+            best[name] = min(best.get(name, ms), ms)
+    return best
 
 
 def resident_mib():

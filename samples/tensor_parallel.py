@@ -3,7 +3,7 @@ each rank keeps its share of the attention heads and of the MLP's hidden units, 
 needs two all_reduces. Every rank builds it from the same full weights, runs it, and compares
 it with the whole block on this one rank.
 
-    mpirun -np 2 /usr/bin/python3 samples/tensor_parallel.py
+    mpirun -np 2 .venv/bin/python samples/tensor_parallel.py
 
 (On one process, without mpirun, the world has one rank and both blocks are the same.)
 """

@@ -3,6 +3,6 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-PYTHONPATH="$top/codegen" exec /usr/bin/python3 -m esgraph_codegen "$1" --op-defs op_defs \
+PYTHONPATH="$top/codegen" exec "$top/.venv/bin/python" -m esgraph_codegen "$1" --op-defs op_defs \
   --rules compiler_core/ir/infer_rules.def --version-file VERSION --symbols c_api/symbols.txt \
   --header include/esgraph/c/esgraph.h "${@:2}"

@@ -4,7 +4,7 @@ Each file that render.render_all() produces is compared with its committed copy 
 tests/codegen/golden/<the same relative path>. After an intended change to a template, to the
 generator or to the fixture, rewrite the copies and review the difference before committing:
 
-    ESG_UPDATE_GOLDEN=1 /usr/bin/python3 -m pytest -q tests/codegen/test_golden.py
+    ESG_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/codegen/test_golden.py
     git diff tests/codegen/golden
 
 With ESG_UPDATE_GOLDEN=1 the comparison tests write the golden files instead of comparing (and

@@ -1,7 +1,7 @@
 """Runs the whole ONNX node suite and prints (or writes, with --write) docs/conformance.md:
 the pass rate per op and overall, and the reason for every case that does not pass.
 
-    PYTHONPATH=build/default/python /usr/bin/python3 tests/conformance/report.py [--write]
+    PYTHONPATH=build/default/python .venv/bin/python tests/conformance/report.py [--write]
 """
 import argparse
 import collections
