@@ -2,7 +2,10 @@
 
 `side_by_side` is the method every esgraph-against-a-peer figure uses: the sides alternate in
 rounds (so a drift of the shared VM's speed hits both), each warmed up by a few calls at the
-start of each round, and each keeps its best round's median. `median_ms` times one side alone."""
+start of each round, and each keeps its best round's median. Before a side's round the process
+pauses, so that the side before it has stopped spinning: OpenBLAS's idle threads (PyTorch
+eager's products) spin about 0.1 s after a call and doubled a small model's time after them.
+`median_ms` times one side alone."""
 import statistics
 import time
 
@@ -22,15 +25,16 @@ def median_ms(fn, runs):
     return _median_of(fn, runs)
 
 
-def side_by_side(fns, rounds=3, runs=9, warmup=3):
+def side_by_side(fns, rounds=3, runs=9, warmup=3, pause_s=0.3):
     """{name: fn} -> {name: ms}: the sides alternate `rounds` times; in each round a side is
-    warmed up by `warmup` calls, then timed over `runs`; it keeps its best round's median.
-    A side whose fn is None is left out."""
+    warmed up by `warmup` calls after a pause of `pause_s`, then timed over `runs`; it keeps its
+    best round's median. A side whose fn is None is left out."""
     best = {}
     for _ in range(rounds):
         for name, fn in fns.items():
             if fn is None:
                 continue
+            time.sleep(pause_s)
             for _ in range(warmup):
                 fn()
             ms = _median_of(fn, runs)
