@@ -1,5 +1,6 @@
 // A compiled model: a graph compiled for a backend (plan.hpp), once per size class of its
-// symbolic sizes, and run through the backend's program. A run walks the program's launch list;
+// symbolic sizes (input_symbols.hpp), its plans kept in a bounded cache (plan_cache.hpp), and
+// run through the backend's program. A run walks the program's launch list;
 // nothing is looked up or allocated per op.
 //
 // A symbol bound in the options is fixed (a run with another size is refused). The others stay
@@ -15,7 +16,6 @@
 // runs in stages instead (staged_model.hpp): a model per stage, those ops on the host between.
 #pragma once
 #include <atomic>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,7 +24,9 @@
 #include "eval/host_tensor.hpp"
 #include "ir/graph.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/input_symbols.hpp"
 #include "runtime/plan.hpp"
+#include "runtime/plan_cache.hpp"
 #include "runtime/staged_model.hpp"
 #include "runtime/stats.hpp"
 #include "runtime/thread_pool.hpp"
@@ -68,40 +70,21 @@ class Model {
   std::string to_dot() const;  // of every plan compiled so far
 
  private:
-  // A plan, and the backend's program for it, which refers to the plan: declared after it, so
-  // destroyed first.
-  struct Compiled {
-    std::unique_ptr<Plan> plan;
-    std::unique_ptr<Program> program;
-  };
-  struct Cached {
-    std::shared_ptr<const Compiled> compiled;
-    uint64_t last_run = 0;  // the cache's clock when it was last asked for
-  };
-  std::shared_ptr<const Compiled> plan_for(const std::vector<ir::Shape>& input_shapes) const;
-  // A size class's symbolic plan, with its binding made last (the donor of the next).
-  struct ClassPlan {
-    std::shared_ptr<const Plan> plan;  // null: none (no open symbol, symbolic plans refused, or the class's)
-    std::shared_ptr<const Compiled> donor;
-    std::vector<int64_t> key;
-  };
-  // The symbolic plan of the shapes' size class, compiled the first time. Under mu_.
-  ClassPlan symbolic_for(const std::vector<ir::Shape>& input_shapes) const;
+  // The plan for these input shapes: the cache's, else a binding of their size class's symbolic
+  // plan, else a plan compiled for them alone; kept in the cache.
+  std::shared_ptr<const CompiledPlan> plan_for(const std::vector<ir::Shape>& input_shapes) const;
   // `c`'s plan bound to the shapes and lowered; nullptr when the sizes outgrow it or its kernels
-  // (a plan of their own then). Needs no lock.
-  std::shared_ptr<const Compiled> bind(const ClassPlan& c, const std::vector<ir::Shape>& input_shapes) const;
-  // Refuses shapes whose symbolic sizes disagree with a size the options bind, or with each
-  // other (one symbol, two sizes); `what` names the call.
-  void check_symbols(const std::vector<ir::Shape>& input_shapes, const char* what) const;
+  // (a plan of their own then).
+  std::shared_ptr<const CompiledPlan> bind(const PlanCache::Symbolic& c, const std::vector<ir::Shape>& input_shapes) const;
   // Throws ir::Error(Limit) when `plan`'s working memory and outputs exceed max_memory_bytes.
   void check_memory(const Plan& plan) const;
   friend class PreparedModelRun;
   // Before a run of `c`'s program: the process's turn for collectives (dist::World::turn()),
   // held until the returned lock goes, and the collectives' check (runtime/collectives.hpp);
   // nothing without collectives.
-  std::unique_lock<std::mutex> collective_turn(const Compiled& c) const;
+  std::unique_lock<std::mutex> collective_turn(const CompiledPlan& c) const;
   // Runs `c`'s program, in its collective turn.
-  void run_program(const Compiled& c, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
+  void run_program(const CompiledPlan& c, const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
                    std::vector<TraceEvent>* trace, const eval::RunControl& control) const;
   // What stops a run that began when the cancel counter read `started_at`.
   eval::RunControl run_control(uint64_t started_at) const;
@@ -115,37 +98,8 @@ class Model {
 
   std::unique_ptr<ir::Graph> graph_;
   CompileOptions options_;
-  struct SymbolLimits {
-    int64_t min, max;  // the sizes a symbol may take: its bound size, its range, or any
-    bool bound;        // fixed in the options (rather than a range)
-  };
-  std::vector<SymbolLimits> symbol_limits_;  // per symbol of the graph
-  struct SymbolicAxis {
-    size_t input, axis;
-    uint32_t symbol;
-    size_t first;  // the index here of the symbol's first axis, whose size every other must match
-  };
-  std::vector<SymbolicAxis> symbolic_axes_;  // the inputs' symbolic axes, in input order
-  std::vector<ir::Shape> symbolic_inputs_;   // the inputs' shapes, bound symbols fixed, open ones kept
-  bool open_symbols_ = false;                // an input's symbol is not bound
-  // Symbolic plans by their class's largest sizes (per open symbol, in symbol order).
-  struct Symbolic {
-    std::shared_ptr<const Plan> plan;        // null: the class's largest sizes were refused (`refused` says why)
-    std::shared_ptr<const Compiled> latest;  // its binding made last, whose kernels the next shares
-    uint64_t last_run = 0;
-    std::string refused;
-  };
-  mutable std::map<std::vector<int64_t>, Symbolic> symbolic_;
-  mutable std::string no_symbolic_;  // why symbolic plans were refused, once one was
-  mutable std::mutex mu_;
-  using Plans = std::map<std::vector<std::vector<int64_t>>, Cached>;
-  mutable Plans plans_;
-  // The plan run last (end: none yet): a run of the same shapes finds it without building a key.
-  // Never dropped: the cache drops the oldest but the one it just kept.
-  mutable Plans::iterator latest_ = plans_.end();
-  mutable uint64_t clock_ = 0;     // counts lookups, for least-recently-run eviction
-  mutable int64_t compiled_ = 0;   // plans compiled so far (symbolic or per shapes), dropped ones included
-  mutable int64_t bindings_ = 0;   // symbolic plans bound to new sizes so far
+  InputSymbols symbols_;
+  PlanCache plans_;
   std::shared_ptr<ThreadPool> pool_;  // none with one thread
   std::unique_ptr<StagedModel> staged_;  // the graph's stages, when it has ops sized by data
   mutable std::atomic<uint64_t> cancels_{0};
@@ -167,7 +121,7 @@ class PreparedModelRun {
       : model_(model), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
   const Model& model_;
   const std::vector<eval::TensorRef> inputs_, outputs_;
-  std::shared_ptr<const Model::Compiled> compiled_;  // null for a staged graph
+  std::shared_ptr<const CompiledPlan> compiled_;  // null for a staged graph
   std::unique_ptr<PreparedRun> program_run_;         // compiled_'s program on the buffers
   std::atomic<bool> running_{false};
 };

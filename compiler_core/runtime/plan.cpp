@@ -9,7 +9,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <type_traits>
 
@@ -23,12 +22,6 @@
 
 namespace esg::runtime {
 
-int CompileOptions::pool_threads() const {
-  // Asked once: glibc reads /sys for it each time (three system calls per ask, which a symbolic
-  // plan's bindings would pay per launch).
-  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return threads > 0 ? threads : cores;
-}
 namespace {
 
 using ir::Error;
