@@ -1,4 +1,4 @@
-// Building graphs node by node in the IR suites (passes, Ascend generation): one call per op,
+// Building graphs node by node in the core suites (passes, Ascend generation): one call per op,
 // attributes left at their defaults unless given.
 #pragma once
 #include <vector>

@@ -1,4 +1,4 @@
-// Checking a graph rewrite in the IR suites (passes, Ascend legalizations): counting the ops it
+// Checking a graph rewrite in the core suites (passes, Ascend legalizations): counting the ops it
 // leaves and comparing the values the graph computes before and after with the reference evaluator.
 #pragma once
 #include <doctest/doctest.h>
