@@ -65,9 +65,21 @@ std::vector<esg::eval::TensorRef> refs_of(const esg_buffer* bufs, size_t n, cons
   return out;
 }
 
+// The table's names, made once: the strings esg_backend_name hands out live as long as the library.
+const std::vector<std::string>& backend_names() {
+  static const std::vector<std::string> names = esg::backends::names();
+  return names;
+}
+
 }  // namespace
 
 extern "C" {
+
+ESG_API size_t esg_backend_count(void) { return backend_names().size(); }
+
+ESG_API const char* esg_backend_name(size_t index) {
+  return index < backend_names().size() ? backend_names()[index].c_str() : nullptr;
+}
 
 ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size) {
   esg_compile_options d;
@@ -107,7 +119,7 @@ ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options
     co.backend = esg::backends::find(backend);
     if (!co.backend) {
       std::string valid;
-      for (const std::string& name : esg::backends::names()) valid += (valid.empty() ? "'" : ", '") + name + "'";
+      for (const std::string& name : backend_names()) valid += (valid.empty() ? "'" : ", '") + name + "'";
       throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: backend '" + backend + "'; valid: " + valid);
     }
     // The backend's own options: the struct's fields where set, then the string's.

@@ -447,6 +447,13 @@ class HostTensor {
   std::vector<uint8_t> bytes_;
 };
 
+// The backends this library was built with, the names CompileOptions::backend takes ("cpu" first).
+inline std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < esg_backend_count(); ++i) names.emplace_back(esg_backend_name(i));
+  return names;
+}
+
 class CompileOptions {
  public:
   CompileOptions() { esg_compile_options_init(&raw_); }

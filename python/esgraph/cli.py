@@ -188,7 +188,7 @@ def main(argv=None):
         p.add_argument("model", help="an .onnx file or an esgraph graph file")
         p.add_argument("--bind", action="append", metavar="SYMBOL=SIZE", help="a size for a symbolic dimension")
         if p is not dot:
-            p.add_argument("--backend", default="cpu", choices=["cpu", "ascend", "ascend-sim"],
+            p.add_argument("--backend", default="cpu", choices=_C.backends(),
                            help="where to compile for (default cpu; ascend-sim: the simulated Ascend device)")
     args = parser.parse_args(argv)
     if args.command == "ascend-check":

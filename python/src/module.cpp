@@ -510,6 +510,11 @@ void bind_model(py::module_& m) {
      "UnsupportedError naming what it lacks).");
 }
 
+void bind_backends(py::module_& m) {
+  m.def("backends", &esg::backend_names,
+        "The backends this library was built with, the names compile(backend=...) takes ('cpu' first: the default).");
+}
+
 void bind_ascend_check(py::module_& m) {
   m.def("ascend_check", [](const std::string& backend) {
     const esg::AscendCheck check = esg::ascend_check(backend);
@@ -588,6 +593,7 @@ PYBIND11_MODULE(_C, m) {
   bind_graph(m);
   bind_builder(m);
   bind_model(m);
+  bind_backends(m);
   bind_ascend_check(m);
   m.def("world", [] {
     const esg::World w = esg::world();

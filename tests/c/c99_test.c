@@ -540,10 +540,15 @@ static void test_ascend_sim(void) {
   tx = esg_input(b, "x", ESG_F32, dims, 1);
   ty = esg_relu(esg_mul(tx, esg_constant(b, ESG_F32, NULL, 0, &two, sizeof two), NULL), NULL);
   g = esg_builder_build(b, &ty, 1);
+  /* The table's names: "cpu" first, the simulated Ascend among them, NULL past the end. */
+  CHECK(esg_backend_count() >= 3 && strcmp(esg_backend_name(0), "cpu") == 0);
+  for (i = 0, ok = 0; i < (int)esg_backend_count(); ++i) ok += strcmp(esg_backend_name((size_t)i), "ascend-sim") == 0;
+  CHECK(ok == 1 && esg_backend_name(esg_backend_count()) == NULL && esg_backend_name((size_t)-1) == NULL);
+  ok = 1;
   esg_compile_options_init(&o);
   o.backend = "tpu";
   CHECK(esg_compile(g, &o) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(esg_last_error(), "backend 'tpu'") != NULL);
+  CHECK(strstr(esg_last_error(), "backend 'tpu'; valid: 'cpu', ") != NULL);
   /* A precision no backend has, and one the Ascend backend leaves to the CPU. */
   o.backend = NULL;
   o.precision = "f8";

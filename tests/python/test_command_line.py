@@ -74,6 +74,18 @@ def test_run_and_info_on_the_simulated_ascend_device(onnx_file, tmp_path, monkey
     assert "ascend (simulated device)" in info.stdout and "aclnnMatmul x1" in info.stdout
     bad = esgraph_cli("run", onnx_file, "--bind", "N=2", "--backend", "tpu")
     assert bad.returncode != 0 and "invalid choice: 'tpu'" in bad.stderr
+    # The choices are the library's table, as esgraph.backends() lists it.
+    assert all(f"'{name}'" in bad.stderr for name in esgraph.backends())
+
+
+def test_backends_lists_the_table_cpu_first():
+    names = esgraph.backends()
+    assert names[0] == "cpu" and names.count("ascend-sim") == 1
+    with esgraph.GraphBuilder("g") as b:
+        x = b.input("x", esgraph.f32, [4])
+    graph = b.build([ops.relu(x)])
+    with pytest.raises(esgraph.InvalidArgumentError, match="backend 'tpu'; valid: 'cpu'"):
+        esgraph.compile(graph, backend="tpu")
 
 
 def test_dot_of_an_esgraph_graph_file(tmp_path):

@@ -268,6 +268,12 @@ ESG_API esg_graph* esg_graph_deserialize(const void* data, size_t size);
 /* ---- compiled models -------------------------------------------------------------------- */
 typedef struct esg_model esg_model; /* a compiled graph: thread-safe to run */
 
+/* API 2: the backends this library was built with, the names esg_compile_options.backend takes,
+   in its table's order ("cpu" first: the default). esg_backend_name(i) for i < esg_backend_count();
+   NULL past the end. The strings live as long as the library. */
+ESG_API size_t esg_backend_count(void);
+ESG_API const char* esg_backend_name(size_t index);
+
 typedef struct esg_compile_options {
   size_t struct_size;
   int32_t streams;          /* streams to spread independent branches over: 1 (default) .. 16;

@@ -1,6 +1,7 @@
 // Compiling and running graphs through the C++ API.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -349,6 +350,21 @@ TEST_CASE("u64 arithmetic stays exact above int64's range, fused or not") {
     const esg::Model m = esg::compile(g, esg::CompileOptions().fusion(fusion));
     const auto outs = m.run({esg::HostTensor::from(esg::u64, std::vector<uint64_t>{3, big, UINT64_MAX}, {3})});
     CHECK(outs.at(0).values<uint64_t>() == want);
+  }
+}
+
+TEST_CASE("backend_names: the table's names, cpu first; a name outside it is refused, naming them") {
+  const std::vector<std::string> names = esg::backend_names();
+  REQUIRE(!names.empty());
+  CHECK(names.front() == "cpu");
+  CHECK(std::count(names.begin(), names.end(), "ascend-sim") == 1);
+  esg::GraphBuilder b;
+  const esg::Graph g = b.build({esg::relu(b.input("x", esg::f32, {4}))});
+  try {
+    esg::compile(g, esg::CompileOptions().backend("tpu"));
+    FAIL("a backend outside the table compiled");
+  } catch (const esg::InvalidArgumentError& e) {
+    for (const std::string& name : names) CHECK(std::string(e.what()).find("'" + name + "'") != std::string::npos);
   }
 }
 
