@@ -6,6 +6,7 @@ after/before; and the noise, the largest spread (max/min) of one build's round m
     .venv/bin/python bench/before_after.py --before /tmp/before/build/default --after build/default [--rounds 5]
 """
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -13,6 +14,13 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Cycle:
+    """A workload's input sets, one per call in turn (each set its own shapes)."""
+
+    def __init__(self, sets):
+        self.sets = sets
 
 
 def workloads():
@@ -48,6 +56,16 @@ def workloads():
             return t
         return graph_of("tiny_chain", fn, x)
 
+    def symbolic_mlp():
+        w1, w2 = (rng.standard_normal((256, 256)) * 0.05).astype(np.float32), (rng.standard_normal((256, 64)) * 0.05).astype(np.float32)
+        with esgraph.GraphBuilder("symbolic_mlp") as b:
+            x = b.input("x", esgraph.f32, ["batch", 256])
+            y = ops.relu(x @ w1) @ w2
+        return b.build([y])
+
+    def batches(*sizes):
+        return Cycle([[rng.standard_normal((n, 256)).astype(np.float32)] for n in sizes])
+
     mlp_graph, _, mlp_x = models.mlp()
     encoder_graph, _, encoder_x = models.encoder()
     out = {
@@ -59,21 +77,29 @@ def workloads():
         "conv 3x3 8x64x56x56 + relu": (*conv((8, 64, 56, 56), 64, 3, 1), {}),
         "depthwise 3x3 8x64x56x56 + relu": (*conv((8, 64, 56, 56), 64, 3, 64), {}),
         "1000 tiny ops unfused (per launch)": (*tiny_chain(1000), {"fusion": False}),
+        # The plan cache: runs that miss the plan run last (found by shapes), and runs that bind
+        # their size class's symbolic plan to a new size each time (17 sizes, 16 bindings kept).
+        "symbolic mlp, 2 batches alternating": (symbolic_mlp(), batches(24, 40), {}),
+        "symbolic mlp, a binding every run": (symbolic_mlp(), batches(*range(33, 50)), {}),
     }
     return out
 
 
 def worker(runs):
     sys.path.insert(0, HERE)
+    import numpy as np
+
     import esgraph
     from timing import median_ms
 
     result = {}
     for name, (graph, inputs, options) in workloads().items():
         model = esgraph.compile(graph, **options)
-        first = model(*inputs)  # the output buffers every timed run writes into
-        outs = first if isinstance(first, list) else [first]
-        result[name] = median_ms(lambda: model.run(inputs, out=outs), runs)
+        calls = inputs.sets if isinstance(inputs, Cycle) else [inputs]
+        # The output buffers every timed run writes into, one set per input set.
+        outs = [[np.empty_like(o) for o in model.run(c)] for c in calls]
+        turn = itertools.cycle(range(len(calls)))
+        result[name] = median_ms(lambda: (lambda i: model.run(calls[i], out=outs[i]))(next(turn)), runs)
     print(json.dumps(result))
 
 
