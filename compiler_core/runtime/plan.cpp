@@ -44,6 +44,24 @@ void reshape_groups(std::vector<FusedGroup>& groups, const ir::Graph& g) {
 
 }  // namespace
 
+namespace {
+
+// Refuses, as Unsupported, a graph whose sizes no symbolic plan follows: a body (when a symbolic
+// plan was asked for), or a value whose shape depends on data.
+void refuse_symbolic(const ir::Graph& sg, bool asked) {
+  for (ir::NodeId n : sg.regions[0].nodes)
+    if (sg.nodes[n].num_bodies && asked)
+      throw Error(ErrorCode::Unsupported, "compile: no symbolic plan for a graph with a body (" + sg.node_name(n) + ")");
+  for (ir::NodeId n : sg.regions[0].nodes)
+    for (uint32_t i = 0; i < sg.nodes[n].num_outputs; ++i)
+      if (!sg.shape(sg.nodes[n].first_output + i).is_static())
+        throw Error(ErrorCode::Unsupported, "compile: " + sg.value_name(sg.nodes[n].first_output + i) + " has the shape " +
+                                                sg.shape_str(sg.shape(sg.nodes[n].first_output + i)) +
+                                                ", which depends on data (an `if` whose branches differ in shape)");
+}
+
+}  // namespace
+
 Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const CompileOptions& options,
            const std::vector<ir::Shape>* largest) {
   decided_ = std::make_shared<Decided>();
@@ -80,17 +98,7 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   for (ir::NodeId n : sg.regions[0].nodes)
     for (uint32_t i = 0; i < sg.nodes[n].num_outputs; ++i) is_static = is_static && sg.shape(sg.nodes[n].first_output + i).is_static();
   for (ir::ValueId v : sg.inputs()) is_static = is_static && sg.shape(v).is_static();
-  if (!is_static && (!largest || !ir::reinferable(sg))) {
-    for (ir::NodeId n : sg.regions[0].nodes)
-      if (sg.nodes[n].num_bodies && largest)
-        throw Error(ErrorCode::Unsupported, "compile: no symbolic plan for a graph with a body (" + sg.node_name(n) + ")");
-    for (ir::NodeId n : sg.regions[0].nodes)
-      for (uint32_t i = 0; i < sg.nodes[n].num_outputs; ++i)
-        if (!sg.shape(sg.nodes[n].first_output + i).is_static())
-          throw Error(ErrorCode::Unsupported, "compile: " + sg.value_name(sg.nodes[n].first_output + i) + " has the shape " +
-                                                  sg.shape_str(sg.shape(sg.nodes[n].first_output + i)) +
-                                                  ", which depends on data (an `if` whose branches differ in shape)");
-  }
+  if (!is_static && (!largest || !ir::reinferable(sg))) refuse_symbolic(sg, largest != nullptr);
   if (!is_static) step("infer the largest sizes, which memory is planned for", [&] {
     decided_->symbolic_nodes = ir::symbolic_nodes(sg);
     auto sized = std::make_unique<ir::Graph>(sg);
@@ -140,8 +148,12 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
       const std::string problem = plan::check_plan(gd.dag, order, decided_->memory, kAlign, mo.op_stream, mo.slack);
       if (!problem.empty()) throw Error(ErrorCode::Internal, "compile: the memory plan is wrong: " + problem);
     });
+  step("bind the launch list", [&] { bind_launch_list(gd, order, formats); });
+  if (decided_->sized) note_varying();
+}
 
-  // Bind every operand and result to where it lives.
+void Plan::bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& order, const FormatPlan& formats) {
+  const ir::Graph& sg = *graph_;
   std::vector<int> input_index(sg.values.size(), -1), output_index(sg.values.size(), -1);
   for (size_t i = 0; i < sg.inputs().size(); ++i) input_index[sg.inputs()[i]] = static_cast<int>(i);
   for (size_t i = 0; i < sg.outputs().size(); ++i) {
@@ -171,49 +183,49 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
     if (p != ir::kNone && sg.nodes[p].blob != ir::kNone) return {Slot::Constant, p, v, f};
     return {Slot::Arena, decided_->memory.offset[static_cast<size_t>(dv)], v, f};
   };
-  step("bind the launch list", [&] {
-    std::vector<int> launch_of(gd.dag.ops.size(), -1);
-    for (int op : order) {
-      const plan::Dag::Op& dag_op = gd.dag.ops[static_cast<size_t>(op)];
-      if (dag_op.alias >= 0 && decided_->memory.alias_of[static_cast<size_t>(dag_op.outputs[0])] >= 0) {  // a view: no launch
-        const ir::Node& n = sg.nodes[gd.nodes[static_cast<size_t>(op)]];
-        decided_->viewed[n.first_output] = sg.operands[n.first_input];
-        ++decided_->views;
-        continue;
-      }
-      launch_of[static_cast<size_t>(op)] = static_cast<int>(decided_->launches.size());
-      Launch l;
-      l.node = gd.nodes[static_cast<size_t>(op)];
-      l.group = gd.group[static_cast<size_t>(op)];
-      l.stream = decided_->streams.stream[static_cast<size_t>(op)];
-      auto slot = [&](ir::ValueId v) { return slot_of(v, formats.dag_value(gd, op, v)); };
-      if (l.node == ir::kNone) {
-        const plan::Dag::Op& reorder = gd.dag.ops[static_cast<size_t>(op)];
-        const ir::ValueId v = formats.reordered[static_cast<size_t>(op)];
-        l.in.push_back(slot_of(v, reorder.inputs[0]));
-        l.out.push_back(slot_of(v, reorder.outputs[0]));
-      } else if (l.group >= 0) {
-        for (ir::ValueId v : groups()[static_cast<size_t>(l.group)].inputs) l.in.push_back(slot(v));
-        for (ir::ValueId v : groups()[static_cast<size_t>(l.group)].outputs) l.out.push_back(slot(v));
-      } else {
-        const ir::Node& n = sg.nodes[l.node];
-        for (uint32_t i = 0; i < n.num_inputs; ++i) {
-          const ir::ValueId v = sg.operands[n.first_input + i];
-          l.in.push_back(v == ir::kNone ? Slot{Slot::Arena, -1, ir::kNone} : slot(v));
-        }
-        for (uint32_t i = 0; i < n.num_outputs; ++i) l.out.push_back(slot(n.first_output + i));
-      }
-      decided_->launches.push_back(std::move(l));
+  std::vector<int> launch_of(gd.dag.ops.size(), -1);
+  for (int op : order) {
+    const plan::Dag::Op& dag_op = gd.dag.ops[static_cast<size_t>(op)];
+    if (dag_op.alias >= 0 && decided_->memory.alias_of[static_cast<size_t>(dag_op.outputs[0])] >= 0) {  // a view: no launch
+      const ir::Node& n = sg.nodes[gd.nodes[static_cast<size_t>(op)]];
+      decided_->viewed[n.first_output] = sg.operands[n.first_input];
+      ++decided_->views;
+      continue;
     }
-    // The launch list is `order` less the views; events name ops (never a view: views are
-    // made only on one stream): turn both into launch indexes per stream.
-    decided_->waits.assign(decided_->launches.size(), {});
-    for (const plan::Event& e : decided_->streams.events) decided_->waits[static_cast<size_t>(launch_of[static_cast<size_t>(e.before)])].push_back(launch_of[static_cast<size_t>(e.after)]);
-    decided_->stream_launches.assign(static_cast<size_t>(decided_->streams.num_streams), {});
-    for (size_t i = 0; i < decided_->launches.size(); ++i) decided_->stream_launches[static_cast<size_t>(decided_->launches[i].stream)].push_back(static_cast<int>(i));
-  });
-  if (!decided_->sized) return;
-  // What a binding checks and resizes: only what varies.
+    launch_of[static_cast<size_t>(op)] = static_cast<int>(decided_->launches.size());
+    Launch l;
+    l.node = gd.nodes[static_cast<size_t>(op)];
+    l.group = gd.group[static_cast<size_t>(op)];
+    l.stream = decided_->streams.stream[static_cast<size_t>(op)];
+    auto slot = [&](ir::ValueId v) { return slot_of(v, formats.dag_value(gd, op, v)); };
+    if (l.node == ir::kNone) {
+      const plan::Dag::Op& reorder = gd.dag.ops[static_cast<size_t>(op)];
+      const ir::ValueId v = formats.reordered[static_cast<size_t>(op)];
+      l.in.push_back(slot_of(v, reorder.inputs[0]));
+      l.out.push_back(slot_of(v, reorder.outputs[0]));
+    } else if (l.group >= 0) {
+      for (ir::ValueId v : groups()[static_cast<size_t>(l.group)].inputs) l.in.push_back(slot(v));
+      for (ir::ValueId v : groups()[static_cast<size_t>(l.group)].outputs) l.out.push_back(slot(v));
+    } else {
+      const ir::Node& n = sg.nodes[l.node];
+      for (uint32_t i = 0; i < n.num_inputs; ++i) {
+        const ir::ValueId v = sg.operands[n.first_input + i];
+        l.in.push_back(v == ir::kNone ? Slot{Slot::Arena, -1, ir::kNone} : slot(v));
+      }
+      for (uint32_t i = 0; i < n.num_outputs; ++i) l.out.push_back(slot(n.first_output + i));
+    }
+    decided_->launches.push_back(std::move(l));
+  }
+  // The launch list is `order` less the views; events name ops (never a view: views are
+  // made only on one stream): turn both into launch indexes per stream.
+  decided_->waits.assign(decided_->launches.size(), {});
+  for (const plan::Event& e : decided_->streams.events) decided_->waits[static_cast<size_t>(launch_of[static_cast<size_t>(e.before)])].push_back(launch_of[static_cast<size_t>(e.after)]);
+  decided_->stream_launches.assign(static_cast<size_t>(decided_->streams.num_streams), {});
+  for (size_t i = 0; i < decided_->launches.size(); ++i) decided_->stream_launches[static_cast<size_t>(decided_->launches[i].stream)].push_back(static_cast<int>(i));
+}
+
+void Plan::note_varying() {
+  const ir::Graph& sg = *graph_;
   std::set<std::pair<ir::ValueId, int64_t>> seen;
   for (const Launch& l : decided_->launches)
     for (const std::vector<Slot>* slots : {&l.in, &l.out})

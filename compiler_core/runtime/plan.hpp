@@ -22,7 +22,13 @@
 #include "runtime/grouping.hpp"
 #include "runtime/stats.hpp"
 
+namespace esg::plan {
+struct GraphDag;
+}  // namespace esg::plan
+
 namespace esg::runtime {
+
+struct FormatPlan;
 
 class Plan {
  public:
@@ -82,6 +88,11 @@ class Plan {
 
  private:
   Plan() = default;  // bind()'s copies
+  // The constructor's last steps. The launch list: every op of `order` but the views, its
+  // operands and results bound to where they live, and the events as launch indexes per stream.
+  void bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& order, const FormatPlan& formats);
+  // What a binding of a symbolic plan checks and resizes: only what varies.
+  void note_varying();
 
   std::unique_ptr<ir::Graph> graph_;
   std::shared_ptr<const std::vector<FusedGroup>> groups_;  // with this plan's shapes (shared while they are the same)
