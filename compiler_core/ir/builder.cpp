@@ -113,21 +113,181 @@ ValueId Builder::use(ValueId v) {
   return v;
 }
 
+namespace {
+
+Error op_error(const OpSchema& op, ErrorCode code, const std::string& what) { return Error(code, std::string(op.name) + ": " + what); }
+
+}  // namespace
+
+size_t Builder::check_inputs(const OpSchema& op, Span<ValueId> inputs, uint32_t (&bound)[8]) const {
+  const Graph& g = *graph_;
+  const int variadic = op.variadic_input();
+  const size_t fixed = op.inputs.size() - (variadic >= 0 ? 1 : 0);
+  if (variadic < 0 ? inputs.size() != op.inputs.size() : inputs.size() < fixed)
+    throw op_error(op, ErrorCode::InvalidArgument, "takes " + std::to_string(op.inputs.size()) +
+                                                       " input(s), got " + std::to_string(inputs.size()));
+  const size_t n_variadic = variadic >= 0 ? inputs.size() - fixed : 0;
+  size_t k = 0;
+  for (size_t s = 0; s < op.inputs.size(); ++s) {
+    const InputSchema& in = op.inputs[s];
+    const size_t count = static_cast<int>(s) == variadic ? n_variadic : 1;
+    if (in.variadic && count < in.min_count)
+      throw op_error(op, ErrorCode::InvalidArgument, "input `" + std::string(in.name) + "` needs at least " +
+                                                         std::to_string(in.min_count) + " tensor(s), got " +
+                                                         std::to_string(count));
+    for (size_t j = 0; j < count; ++j, ++k) {
+      const ValueId v = inputs[k];
+      if (v == kNone) {
+        if (in.optional) continue;
+        throw op_error(op, ErrorCode::InvalidArgument, "the required input `" + std::string(in.name) + "` is missing");
+      }
+      check_value(v);
+      if (std::find(region_stack_.begin(), region_stack_.end(), g.values[v].region) == region_stack_.end())
+        throw op_error(op, ErrorCode::Lifetime, "input `" + std::string(in.name) + "` (" + g.value_name(v) +
+                                                    ") belongs to a body that is already closed");
+      const DType t = g.values[v].dtype;
+      if (in.type_var == InputSchema::kFixed) {
+        if (t != in.fixed)
+          throw op_error(op, ErrorCode::DType, "input `" + std::string(in.name) + "` must be " +
+                                                   dtype_name(in.fixed) + ", got " + dtype_name(t));
+      } else if (in.type_var >= 0) {
+        const TypeVarSchema& tv = op.type_vars[static_cast<size_t>(in.type_var)];
+        if (!(tv.allowed & dtype_bit(t)))
+          throw op_error(op, ErrorCode::DType, "input `" + std::string(in.name) + "` has dtype " + dtype_name(t) +
+                                                   ", but " + tv.name + " accepts only " + dtype_list(tv.allowed));
+        uint32_t& b = bound[in.type_var];
+        if (b == 0) {
+          b = static_cast<uint32_t>(t);
+        } else if (b != static_cast<uint32_t>(t)) {
+          throw op_error(op, ErrorCode::DType, "inputs of type " + std::string(tv.name) + " must share one dtype, got " +
+                                                   dtype_name(static_cast<DType>(b)) + " and " + dtype_name(t) +
+                                                   " (inputs " + describe_inputs(g, op, inputs) + ")");
+        }
+      }
+    }
+  }
+  return n_variadic;
+}
+
+void Builder::check_bodies(const OpSchema& op, Span<RegionId> bodies, RegionId region) const {
+  const Graph& g = *graph_;
+  if (bodies.size() != op.subgraphs.size())
+    throw op_error(op, ErrorCode::InvalidArgument, "takes " + std::to_string(op.subgraphs.size()) +
+                                                       " bodies, got " + std::to_string(bodies.size()));
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    const RegionId r = bodies[i];
+    if (r == 0 || r >= g.regions.size() || g.regions[r].parent != region || g.regions[r].owner != kNone ||
+        std::find(region_stack_.begin(), region_stack_.end(), r) != region_stack_.end())
+      throw op_error(op, ErrorCode::InvalidArgument, "body `" + std::string(op.subgraphs[i].name) +
+                                                         "` is not a finished, unused body of this scope");
+    if (std::find(bodies.begin(), bodies.begin() + static_cast<std::ptrdiff_t>(i), r) != bodies.begin() + static_cast<std::ptrdiff_t>(i))
+      throw op_error(op, ErrorCode::InvalidArgument, "the same body is passed twice");
+  }
+}
+
+void Builder::add_attrs(const OpSchema& op, Span<AttrArg> attrs) {
+  Graph& g = *graph_;
+  for (size_t i = 0; i < op.attrs.size(); ++i) {
+    const AttrSchema& as = op.attrs[i];
+    const AttrArg& arg = attrs[i];
+    // Messages are built only on failure: this loop runs for every attribute of every node.
+    auto where = [&] { return "attribute `" + std::string(as.name) + "`"; };
+    if (arg.present && arg.kind != as.kind)
+      throw op_error(op, ErrorCode::Attribute, where() + " takes " + attr_kind_name(as.kind) + ", got " + attr_kind_name(arg.kind));
+    if (!arg.present && as.required) throw op_error(op, ErrorCode::Attribute, where() + " is required");
+    AttrValue v;
+    v.kind = as.kind;
+    auto in_range = [&](double x) {
+      if ((as.has_lo && x < as.lo) || (as.has_hi && x > as.hi))
+        throw op_error(op, ErrorCode::Attribute, where() + " is " + num_str(x) + ", outside [" +
+                                                     (as.has_lo ? num_str(as.lo) : "-inf") + ", " +
+                                                     (as.has_hi ? num_str(as.hi) : "inf") + "]");
+    };
+    switch (as.kind) {
+      case AttrKind::Int: v.i = arg.present ? arg.i : as.i; in_range(static_cast<double>(v.i)); break;
+      case AttrKind::Bool: v.i = (arg.present ? arg.i : as.i) != 0; break;
+      case AttrKind::Float:
+        v.f = arg.present ? arg.f : as.f;
+        if (std::isnan(v.f)) throw op_error(op, ErrorCode::Attribute, where() + " is NaN");
+        in_range(v.f);
+        break;
+      case AttrKind::DType:
+        v.i = arg.present ? arg.i : as.i;
+        if (!dtype_valid(static_cast<DType>(v.i)))
+          throw op_error(op, ErrorCode::Attribute, where() + " is not a dtype (code " + std::to_string(v.i) + ")");
+        break;
+      case AttrKind::Enum:
+        v.i = arg.present ? arg.i : as.i;
+        if (v.i < 0 || v.i >= static_cast<int64_t>(as.num_enum_values)) {
+          std::string names;
+          for (uint32_t e = 0; e < as.num_enum_values; ++e) names += (e ? ", " : "") + std::to_string(e) + "=" + as.enum_values[e];
+          throw op_error(op, ErrorCode::Attribute, where() + " is " + std::to_string(v.i) + "; valid: " + names);
+        }
+        break;
+      case AttrKind::String: v.offset = g.intern(arg.present && arg.s ? arg.s : (as.s ? as.s : "")); break;
+      case AttrKind::IntList: {
+        const int64_t* p = arg.present ? arg.ints : as.ints;
+        v.size = static_cast<uint32_t>(arg.present ? arg.size : as.list_size);
+        if (v.size && !p) throw op_error(op, ErrorCode::InvalidArgument, where() + " has a size but no data");
+        v.offset = static_cast<uint32_t>(g.ints.size());
+        for (uint32_t e = 0; e < v.size; ++e) in_range(static_cast<double>(p[e]));
+        g.ints.insert(g.ints.end(), p, p + v.size);
+        break;
+      }
+      case AttrKind::FloatList: {
+        const double* p = arg.present ? arg.floats : as.floats;
+        v.size = static_cast<uint32_t>(arg.present ? arg.size : as.list_size);
+        if (v.size && !p) throw op_error(op, ErrorCode::InvalidArgument, where() + " has a size but no data");
+        v.offset = static_cast<uint32_t>(g.floats.size());
+        for (uint32_t e = 0; e < v.size; ++e) in_range(p[e]);
+        g.floats.insert(g.floats.end(), p, p + v.size);
+        break;
+      }
+    }
+    g.attrs.push_back(v);
+  }
+}
+
+size_t Builder::output_count(const OpSchema& op, uint32_t first_attr, size_t n_variadic, Span<RegionId> bodies) const {
+  const Graph& g = *graph_;
+  if (op.outputs.size() != 1 || op.outputs[0].count == OutputCount::One) return op.outputs.size();
+  const OutputSchema& os = op.outputs[0];
+  if (os.count == OutputCount::FromInput) return n_variadic;
+  if (os.count == OutputCount::FromSubgraph) return g.regions[bodies[static_cast<size_t>(os.count_ref)]].results.size();
+  const AttrValue& a = g.attrs[first_attr + static_cast<size_t>(os.count_ref)];
+  if (a.kind == AttrKind::Int && a.i < 0)
+    throw op_error(op, ErrorCode::Attribute, "output count `" + std::string(op.attrs[static_cast<size_t>(os.count_ref)].name) + "` is negative");
+  return a.kind == AttrKind::Int ? static_cast<size_t>(a.i) : a.size;
+}
+
+void Builder::capture(NodeId id, Span<RegionId> bodies) {
+  Graph& g = *graph_;
+  for (uint32_t i = 0; i < g.nodes[id].num_inputs; ++i) {
+    ValueId& v = g.operands[g.nodes[id].first_input + i];
+    if (v != kNone) v = use(v);
+  }
+  std::vector<ValueId> captured;
+  for (RegionId r : bodies)
+    for (ValueId outer : g.regions[r].captures_outer)
+      if (std::find(captured.begin(), captured.end(), outer) == captured.end()) captured.push_back(outer);
+  if (!captured.empty()) {
+    Node& n = g.nodes[id];
+    // The node's inputs must stay contiguous; they are the last operands written so far
+    // unless use() above appended nothing in between (it only appends values).
+    g.operands.insert(g.operands.end(), captured.begin(), captured.end());
+    n.num_inputs += static_cast<uint32_t>(captured.size());
+    n.num_captures = static_cast<uint32_t>(captured.size());
+  }
+}
+
 NodeId Builder::add_op(const OpSchema& op, Span<ValueId> inputs, Span<AttrArg> attrs,
                        Span<RegionId> bodies) {
   Graph& g = *graph_;
   const RegionId region = current_region();
-  auto error = [&](ErrorCode code, const std::string& what) {
-    return Error(code, std::string(op.name) + ": " + what);
-  };
-
-  // ---- inputs: count, presence, visibility -----------------------------------------------
-  const int variadic = op.variadic_input();
-  const size_t fixed = op.inputs.size() - (variadic >= 0 ? 1 : 0);
   // Trailing optional inputs may be left out (a caller or a graph file from before they were
   // added); the node stores them as absent, so every node of an op has the same layout.
   ValueId padded[16];
-  if (variadic < 0 && inputs.size() < op.inputs.size() && op.inputs.size() <= 16) {
+  if (op.variadic_input() < 0 && inputs.size() < op.inputs.size() && op.inputs.size() <= 16) {
     bool omittable = true;
     for (size_t s = inputs.size(); s < op.inputs.size(); ++s) omittable = omittable && op.inputs[s].optional;
     if (omittable) {
@@ -136,69 +296,11 @@ NodeId Builder::add_op(const OpSchema& op, Span<ValueId> inputs, Span<AttrArg> a
       inputs = Span<ValueId>(padded, op.inputs.size());
     }
   }
-  if (variadic < 0 ? inputs.size() != op.inputs.size() : inputs.size() < fixed)
-    throw error(ErrorCode::InvalidArgument, "takes " + std::to_string(op.inputs.size()) +
-                                                " input(s), got " + std::to_string(inputs.size()));
-  const size_t n_variadic = variadic >= 0 ? inputs.size() - fixed : 0;
   uint32_t bound[8] = {};  // DType per type variable, as codes
-  size_t k = 0;
-  for (size_t s = 0; s < op.inputs.size(); ++s) {
-    const InputSchema& in = op.inputs[s];
-    const size_t count = static_cast<int>(s) == variadic ? n_variadic : 1;
-    if (in.variadic && count < in.min_count)
-      throw error(ErrorCode::InvalidArgument, "input `" + std::string(in.name) + "` needs at least " +
-                                                  std::to_string(in.min_count) + " tensor(s), got " +
-                                                  std::to_string(count));
-    for (size_t j = 0; j < count; ++j, ++k) {
-      const ValueId v = inputs[k];
-      if (v == kNone) {
-        if (in.optional) continue;
-        throw error(ErrorCode::InvalidArgument, "the required input `" + std::string(in.name) + "` is missing");
-      }
-      check_value(v);
-      if (std::find(region_stack_.begin(), region_stack_.end(), g.values[v].region) == region_stack_.end())
-        throw error(ErrorCode::Lifetime, "input `" + std::string(in.name) + "` (" + g.value_name(v) +
-                                             ") belongs to a body that is already closed");
-      const DType t = g.values[v].dtype;
-      if (in.type_var == InputSchema::kFixed) {
-        if (t != in.fixed)
-          throw error(ErrorCode::DType, "input `" + std::string(in.name) + "` must be " +
-                                            dtype_name(in.fixed) + ", got " + dtype_name(t));
-      } else if (in.type_var >= 0) {
-        const TypeVarSchema& tv = op.type_vars[static_cast<size_t>(in.type_var)];
-        if (!(tv.allowed & dtype_bit(t)))
-          throw error(ErrorCode::DType, "input `" + std::string(in.name) + "` has dtype " + dtype_name(t) +
-                                            ", but " + tv.name + " accepts only " + dtype_list(tv.allowed));
-        uint32_t& b = bound[in.type_var];
-        if (b == 0) {
-          b = static_cast<uint32_t>(t);
-        } else if (b != static_cast<uint32_t>(t)) {
-          throw error(ErrorCode::DType, "inputs of type " + std::string(tv.name) + " must share one dtype, got " +
-                                            dtype_name(static_cast<DType>(b)) + " and " + dtype_name(t) +
-                                            " (inputs " + describe_inputs(g, op, inputs) + ")");
-        }
-      }
-    }
-  }
-
-  // ---- bodies ------------------------------------------------------------------------------
-  if (bodies.size() != op.subgraphs.size())
-    throw error(ErrorCode::InvalidArgument, "takes " + std::to_string(op.subgraphs.size()) +
-                                                " bodies, got " + std::to_string(bodies.size()));
-  for (size_t i = 0; i < bodies.size(); ++i) {
-    const RegionId r = bodies[i];
-    if (r == 0 || r >= g.regions.size() || g.regions[r].parent != region || g.regions[r].owner != kNone ||
-        std::find(region_stack_.begin(), region_stack_.end(), r) != region_stack_.end())
-      throw error(ErrorCode::InvalidArgument, "body `" + std::string(op.subgraphs[i].name) +
-                                                  "` is not a finished, unused body of this scope");
-    if (std::find(bodies.begin(), bodies.begin() + static_cast<std::ptrdiff_t>(i), r) != bodies.begin() + static_cast<std::ptrdiff_t>(i))
-      throw error(ErrorCode::InvalidArgument, "the same body is passed twice");
-  }
-
-  // ---- attributes --------------------------------------------------------------------------
+  const size_t n_variadic = check_inputs(op, inputs, bound);
+  check_bodies(op, bodies, region);
   if (attrs.size() != op.attrs.size())
-    throw error(ErrorCode::Attribute, "takes " + std::to_string(op.attrs.size()) + " attribute(s), got " +
-                                          std::to_string(attrs.size()));
+    throw op_error(op, ErrorCode::Attribute, "takes " + std::to_string(op.attrs.size()) + " attribute(s), got " + std::to_string(attrs.size()));
   const Checkpoint cp(g);
   try {
     const NodeId id = static_cast<NodeId>(g.nodes.size());
@@ -206,83 +308,10 @@ NodeId Builder::add_op(const OpSchema& op, Span<ValueId> inputs, Span<AttrArg> a
     node.op = &op;
     node.region = region;
     node.first_attr = static_cast<uint32_t>(g.attrs.size());
-    for (size_t i = 0; i < op.attrs.size(); ++i) {
-      const AttrSchema& as = op.attrs[i];
-      const AttrArg& arg = attrs[i];
-      // Messages are built only on failure: this loop runs for every attribute of every node.
-      auto where = [&] { return "attribute `" + std::string(as.name) + "`"; };
-      if (arg.present && arg.kind != as.kind)
-        throw error(ErrorCode::Attribute, where() + " takes " + attr_kind_name(as.kind) + ", got " +
-                                              attr_kind_name(arg.kind));
-      if (!arg.present && as.required) throw error(ErrorCode::Attribute, where() + " is required");
-      AttrValue v;
-      v.kind = as.kind;
-      auto in_range = [&](double x) {
-        if ((as.has_lo && x < as.lo) || (as.has_hi && x > as.hi))
-          throw error(ErrorCode::Attribute, where() + " is " + num_str(x) + ", outside [" +
-                                                (as.has_lo ? num_str(as.lo) : "-inf") + ", " +
-                                                (as.has_hi ? num_str(as.hi) : "inf") + "]");
-      };
-      switch (as.kind) {
-        case AttrKind::Int: v.i = arg.present ? arg.i : as.i; in_range(static_cast<double>(v.i)); break;
-        case AttrKind::Bool: v.i = (arg.present ? arg.i : as.i) != 0; break;
-        case AttrKind::Float:
-          v.f = arg.present ? arg.f : as.f;
-          if (std::isnan(v.f)) throw error(ErrorCode::Attribute, where() + " is NaN");
-          in_range(v.f);
-          break;
-        case AttrKind::DType:
-          v.i = arg.present ? arg.i : as.i;
-          if (!dtype_valid(static_cast<DType>(v.i)))
-            throw error(ErrorCode::Attribute, where() + " is not a dtype (code " + std::to_string(v.i) + ")");
-          break;
-        case AttrKind::Enum:
-          v.i = arg.present ? arg.i : as.i;
-          if (v.i < 0 || v.i >= static_cast<int64_t>(as.num_enum_values)) {
-            std::string names;
-            for (uint32_t e = 0; e < as.num_enum_values; ++e)
-              names += (e ? ", " : "") + std::to_string(e) + "=" + as.enum_values[e];
-            throw error(ErrorCode::Attribute, where() + " is " + std::to_string(v.i) + "; valid: " + names);
-          }
-          break;
-        case AttrKind::String: v.offset = g.intern(arg.present && arg.s ? arg.s : (as.s ? as.s : "")); break;
-        case AttrKind::IntList: {
-          const int64_t* p = arg.present ? arg.ints : as.ints;
-          v.size = static_cast<uint32_t>(arg.present ? arg.size : as.list_size);
-          if (v.size && !p) throw error(ErrorCode::InvalidArgument, where() + " has a size but no data");
-          v.offset = static_cast<uint32_t>(g.ints.size());
-          for (uint32_t e = 0; e < v.size; ++e) in_range(static_cast<double>(p[e]));
-          g.ints.insert(g.ints.end(), p, p + v.size);
-          break;
-        }
-        case AttrKind::FloatList: {
-          const double* p = arg.present ? arg.floats : as.floats;
-          v.size = static_cast<uint32_t>(arg.present ? arg.size : as.list_size);
-          if (v.size && !p) throw error(ErrorCode::InvalidArgument, where() + " has a size but no data");
-          v.offset = static_cast<uint32_t>(g.floats.size());
-          for (uint32_t e = 0; e < v.size; ++e) in_range(p[e]);
-          g.floats.insert(g.floats.end(), p, p + v.size);
-          break;
-        }
-      }
-      g.attrs.push_back(v);
-    }
-
-    // ---- outputs -----------------------------------------------------------------------------
-    size_t n_out = op.outputs.size();
-    if (n_out == 1 && op.outputs[0].count != OutputCount::One) {
-      const OutputSchema& os = op.outputs[0];
-      if (os.count == OutputCount::FromInput) {
-        n_out = n_variadic;
-      } else if (os.count == OutputCount::FromSubgraph) {
-        n_out = g.regions[bodies[static_cast<size_t>(os.count_ref)]].results.size();
-      } else {
-        const AttrValue& a = g.attrs[node.first_attr + static_cast<size_t>(os.count_ref)];
-        if (a.kind == AttrKind::Int && a.i < 0)
-          throw error(ErrorCode::Attribute, "output count `" + std::string(op.attrs[static_cast<size_t>(os.count_ref)].name) + "` is negative");
-        n_out = a.kind == AttrKind::Int ? static_cast<size_t>(a.i) : a.size;
-      }
-    }
+    add_attrs(op, attrs);
+    // The node's operands, outputs (dtypes from the bound type variables, the op's fixed type
+    // or an attribute; a body's or a constant's set later), bodies, control deps and notes.
+    const size_t n_out = output_count(op, node.first_attr, n_variadic, bodies);
     node.first_input = static_cast<uint32_t>(g.operands.size());
     node.num_inputs = static_cast<uint32_t>(inputs.size());
     g.operands.insert(g.operands.end(), inputs.begin(), inputs.end());
@@ -316,7 +345,6 @@ NodeId Builder::add_op(const OpSchema& op, Span<ValueId> inputs, Span<AttrArg> a
     node.scope = name_scopes_.empty() ? 0 : name_scopes_.back();
     g.nodes.push_back(node);
 
-    // ---- shape inference ---------------------------------------------------------------------
     InferContext ctx(g, op, id);
     try {
       op.infer(ctx);  // (its set_shape refuses oversized outputs)
@@ -324,24 +352,8 @@ NodeId Builder::add_op(const OpSchema& op, Span<ValueId> inputs, Span<AttrArg> a
       throw Error(f.code, std::string(op.name) + ": " + f.detail + " (rule `" + op.infer_name +
                               "`; inputs " + describe_inputs(g, op, inputs) + ")");
     }
-
-    // ---- commit: capture inputs of enclosing regions, then bodies' captures ------------------
-    for (uint32_t i = 0; i < node.num_inputs; ++i) {
-      ValueId& v = g.operands[node.first_input + i];
-      if (v != kNone) v = use(v);
-    }
-    std::vector<ValueId> captured;
-    for (RegionId r : bodies)
-      for (ValueId outer : g.regions[r].captures_outer)
-        if (std::find(captured.begin(), captured.end(), outer) == captured.end()) captured.push_back(outer);
-    if (!captured.empty()) {
-      Node& n = g.nodes[id];
-      // The node's inputs must stay contiguous; they are the last operands written so far
-      // unless use() above appended nothing in between (it only appends values).
-      g.operands.insert(g.operands.end(), captured.begin(), captured.end());
-      n.num_inputs += static_cast<uint32_t>(captured.size());
-      n.num_captures = static_cast<uint32_t>(captured.size());
-    }
+    // Commit: inputs of enclosing regions captured, then the bodies' captures.
+    capture(id, bodies);
     for (RegionId r : bodies) g.regions[r].owner = id;
     g.regions[region].nodes.push_back(id);
     return id;

@@ -86,6 +86,19 @@ class Builder {
  private:
   struct Note { StrId key, value; };
   void check_value(ValueId v) const;
+  // add_op's steps, each refusing what the op's schema does not allow, naming the op. The
+  // inputs' count, presence, visibility and dtypes (binding each type variable's dtype in
+  // `bound`); returns how many the variadic input got.
+  size_t check_inputs(const OpSchema& op, Span<ValueId> inputs, uint32_t (&bound)[8]) const;
+  // Each body a finished, unused body of `region`, passed once.
+  void check_bodies(const OpSchema& op, Span<RegionId> bodies, RegionId region) const;
+  // The attributes, defaults filled and ranges checked, appended to the graph's.
+  void add_attrs(const OpSchema& op, Span<AttrArg> attrs);
+  // How many outputs the node gets: the op's, or as many as its variadic input, a body's
+  // results or an attribute (whose values start at `first_attr`) say.
+  size_t output_count(const OpSchema& op, uint32_t first_attr, size_t n_variadic, Span<RegionId> bodies) const;
+  // The node's inputs from enclosing regions captured, then its bodies' captures as inputs.
+  void capture(NodeId id, Span<RegionId> bodies);
 
   std::unique_ptr<Graph> graph_;
   std::vector<RegionId> region_stack_{0};
