@@ -6,6 +6,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "ascend/aclnn_call.hpp"
@@ -180,29 +181,15 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
   }
 }
 
-std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vector<LaunchLowering>& lowered) {
-  const runtime::Plan& plan = plan_;
-  const ir::Graph& g = plan.graph();
-  const ir::Graph& largest = plan.largest_graph();  // sizes the allocation and block counts are for
-  const auto& launches = plan.launches();
-  const auto& groups = plan.groups();
-  auto made = std::make_shared<Device>();  // releases what it holds if a step below fails
-  Device& d = *made;
-  d.device = options_.device;
-  d.acl = AclLibrary::open(options_.simulated ? AclLibrary::simulator_path() : "");
-  // The generated kernels run on the core version they are built for: another SoC is refused by
-  // name before anything is built (a model of library calls only runs on any).
-  const char* soc = d.acl->aclrtGetSocName();
-  d.soc = soc ? soc : "";
-  if (std::any_of(lowered.begin(), lowered.end(), [](const LaunchLowering& l) { return l.kind == LaunchLowering::Kernel; })) {
-    if (d.soc.empty()) throw Error(ErrorCode::Backend, std::string("ascend: aclrtGetSocName failed: ") + d.acl->aclGetRecentErrMsg());
-    if (const std::string why = arch_mismatch(kernel_arch(), d.soc); !why.empty()) throw Error(ErrorCode::Unsupported, "ascend: " + why);
-  }
+void DeviceProgram::build_kernels(Device& d, const std::vector<LaunchLowering>& lowered) const {
+  const ir::Graph& g = plan_.graph();
+  const auto& launches = plan_.launches();
+  const auto& groups = plan_.groups();
   const Toolchain toolchain = options_.simulated ? simulator_toolchain() : cann_toolchain();
-  std::map<std::string, int> kernel_of;  // by entry: one binary per distinct kernel
+  std::set<std::string> built_entries;  // one binary per distinct kernel
   for (size_t i = 0; i < launches.size(); ++i) {
     const KernelSource& source = lowered[i].source;
-    if (lowered[i].kind != LaunchLowering::Kernel || kernel_of.count(source.entry)) continue;
+    if (lowered[i].kind != LaunchLowering::Kernel || !built_entries.insert(source.entry).second) continue;
     const BuiltKernel built = build_kernel(toolchain, source);
     LoadedKernel k;
     k.entry = source.entry;
@@ -213,22 +200,30 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
     if (launches[i].group < 0) k.ops = g.nodes[launches[i].node].op->name;
     else
       for (ir::NodeId m : groups[static_cast<size_t>(launches[i].group)].members) k.ops += (k.ops.empty() ? "" : " ") + std::string(g.nodes[m].op->name);
-    kernel_of[k.entry] = static_cast<int>(d.kernels.size());
     d.kernels.push_back(std::move(k));
   }
+}
 
-  // The layout of the one device allocation, at the largest sizes: the arena, inputs and
-  // outputs, then what is uploaded once (the constants), then the tilings.
+DeviceProgram::Layout DeviceProgram::lay_out(Device& d, const std::vector<LaunchLowering>& lowered) const {
+  const runtime::Plan& plan = plan_;
+  const ir::Graph& g = plan.graph();
+  const ir::Graph& largest = plan.largest_graph();  // sizes the allocation and block counts are for
+  const auto& launches = plan.launches();
+  const auto& groups = plan.groups();
+  std::map<std::string, int> kernel_of;  // by entry
+  for (size_t k = 0; k < d.kernels.size(); ++k) kernel_of[d.kernels[k].entry] = static_cast<int>(k);
+  // The arena, inputs and outputs, then what is uploaded once (the constants), then the tilings.
+  Layout out;
   size_t size = align_up(static_cast<size_t>(plan.arena_bytes()));
   for (ir::ValueId v : largest.inputs()) d.input_at.push_back(size), size += segment(value_bytes(largest, v));
   for (ir::ValueId v : largest.outputs()) d.output_at.push_back(size), size += segment(value_bytes(largest, v));
-  const size_t image_at = size;
-  std::vector<uint8_t> image;
+  out.image_at = size;
+  std::vector<uint8_t>& image = out.image;
   auto place = [&](const void* data, size_t bytes) {
     const size_t at = image.size();
     image.resize(at + segment(bytes));
     if (bytes) std::memcpy(image.data() + at, data, bytes);
-    return image_at + at;
+    return out.image_at + at;
   };
   auto slot_offset = [&](const Slot& s) {
     if (s.kind == Slot::Constant && !d.constant_at.count(s.at)) {
@@ -241,7 +236,7 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   // They run on the vector cores alone, so a block is one vector core (CANN's rule for vector
   // operators on Atlas A2, whose AI cores have two each).
   const uint32_t cores = options_.ai_cores > 0 ? static_cast<uint32_t>(options_.ai_cores) : d.kernels.empty() ? 1 : vector_cores_of_device(*d.acl, d.device);
-  int calls = 0, hosts = 0, collectives = 0;
+  int calls = 0;
   for (size_t i = 0; i < launches.size(); ++i) {
     const runtime::Plan::Launch& l = launches[i];
     DeviceLaunch dl;
@@ -256,7 +251,7 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
         (void)tile_over_cores(total, lowered[i].source.tile, cores, &dl.blocks);
         if (total == 0) dl.blocks = 0;
         for (const Slot& in : l.in) dl.operands.push_back(slot_offset(in));
-        for (const Slot& out : l.out) dl.operands.push_back(slot_offset(out));
+        for (const Slot& o : l.out) dl.operands.push_back(slot_offset(o));
         dl.tiling_bytes = sizeof(Tiling);
       } else {  // a row kernel: the node's present inputs, its output, then the row tiling
         const ir::Node& n = g.nodes[l.node];
@@ -273,14 +268,14 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
         if (in.value != ir::kNone) slot_offset(in);  // constants placed for the bindings' calls and copies
       if (kind == LaunchLowering::None) {
         dl.kind = DeviceLaunch::Host;
-        dl.host = hosts++;
+        dl.host = out.hosts++;
       } else if (kind == LaunchLowering::Aclnn) {
         dl.kind = DeviceLaunch::Aclnn;
         dl.call = calls++;
       } else if (kind == LaunchLowering::Collective) {
         dl.kind = DeviceLaunch::Collective;
-        dl.call = collectives++;
-        for (const Slot& out : l.out) slot_offset(out);
+        dl.call = out.collectives++;
+        for (const Slot& o : l.out) slot_offset(o);
       } else {  // a view's bytes, at the largest sizes: more than a smaller size has is harmless
         dl.kind = DeviceLaunch::Copy;
         dl.copy_from = slot_offset(l.in[0]);
@@ -290,34 +285,39 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
     }
     d.launches.push_back(std::move(dl));
   }
-  // Events: one per launch another stream waits for, recorded right after it (a launch with
-  // nothing to compute still queues its waits and records: the plan's events are a transitive
-  // reduction, so a record stands for everything before it).
+  d.tilings_at = out.image_at + image.size();
+  d.memory_bytes = std::max<size_t>(d.tilings_at + d.tilings_bytes, kAlign);
+  return out;
+}
+
+int DeviceProgram::order_events(Device& d) const {
+  // One per launch another stream waits for, recorded right after it (a launch with nothing to
+  // compute still queues its waits and records: the plan's events are a transitive reduction,
+  // so a record stands for everything before it).
   std::map<int, int> event_of;
-  const auto& waits = plan.waits();
-  for (size_t i = 0; i < launches.size(); ++i)
+  const auto& waits = plan_.waits();
+  for (size_t i = 0; i < waits.size(); ++i)
     for (int w : waits[i])
       if (!event_of.count(w)) event_of[w] = static_cast<int>(event_of.size());
-  for (size_t i = 0; i < launches.size(); ++i) {
+  for (size_t i = 0; i < waits.size(); ++i) {
     for (int w : waits[i]) d.launches[i].wait_events.push_back(event_of[w]);
     if (const auto rec = event_of.find(static_cast<int>(i)); rec != event_of.end()) d.launches[i].record_events.push_back(rec->second);
   }
-  const size_t num_streams = static_cast<size_t>(plan.num_streams());
-  const int num_events = assign_events(d.launches, static_cast<int>(event_of.size()), num_streams);
-  d.tilings_at = image_at + image.size();
-  d.memory_bytes = std::max<size_t>(d.tilings_at + d.tilings_bytes, kAlign);
-  check_memory(d.memory_bytes, "the device allocation (arena, inputs, outputs, constants, tilings)");
+  return assign_events(d.launches, static_cast<int>(event_of.size()), static_cast<size_t>(plan_.num_streams()));
+}
 
+void DeviceProgram::acquire(Device& d, const Layout& layout, int num_events) const {
+  const ir::Graph& largest = plan_.largest_graph();
   ESG_ACL(*d.acl, aclrtSetDevice, d.device);
   d.device_set = true;
   ESG_ACL(*d.acl, aclrtCreateContext, &d.context, d.device);
   ESG_ACL(*d.acl, aclrtSetCurrentContext, d.context);
-  d.streams.assign(num_streams, nullptr);
+  d.streams.assign(static_cast<size_t>(plan_.num_streams()), nullptr);
   for (acl::Stream& s : d.streams) ESG_ACL(*d.acl, aclrtCreateStream, &s);
   // A capture's events are made with ACL_EVENT_SYNC (CANN's cross-stream capture), which CANN
   // never resets: a plan that reuses its events (resets them) is replayed, not captured.
   const bool resets = std::any_of(d.launches.begin(), d.launches.end(), [](const DeviceLaunch& dl) { return !dl.reset_events.empty(); });
-  d.sync_events = d.acl->has_capture() && !resets && hosts == 0 && collectives == 0;
+  d.sync_events = d.acl->has_capture() && !resets && layout.hosts == 0 && layout.collectives == 0;
   auto make_event = [&](acl::Event& e) {
     if (d.sync_events) ESG_ACL(*d.acl, aclrtCreateEventExWithFlag, &e, acl::kEventSync);
     else ESG_ACL(*d.acl, aclrtCreateEvent, &e);
@@ -333,7 +333,8 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   d.staged_tilings_at = d.staging_bytes;
   d.staging_bytes += d.tilings_bytes;
   if (d.staging_bytes) ESG_ACL(*d.acl, aclrtMallocHost, &d.staging, d.staging_bytes);
-  if (!image.empty()) ESG_ACL(*d.acl, aclrtMemcpy, d.at(image_at), image.size(), image.data(), image.size(), acl::kHostToDevice);
+  if (!layout.image.empty())
+    ESG_ACL(*d.acl, aclrtMemcpy, d.at(layout.image_at), layout.image.size(), layout.image.data(), layout.image.size(), acl::kHostToDevice);
   // For the vector cores: the .json beside each binary says so (kernel_build.hpp).
   for (LoadedKernel& k : d.kernels) {
     ESG_ACL(*d.acl, aclrtBinaryLoadFromFile, k.path.c_str(), nullptr, &k.binary);
@@ -341,8 +342,28 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   }
   if (!d.acl->has_capture()) d.capture_note = "replays the launch list (this AscendCL has no stream capture)";
   else if (resets) d.capture_note = "replays the launch list (it reuses events beyond the device's limit; CANN documents no reset in a capture)";
-  else if (hosts) d.capture_note = "replays the launch list (" + std::to_string(hosts) + " launches run on the host)";
-  else if (collectives) d.capture_note = "replays the launch list (its HCCL collectives are queued as they run, not captured)";
+  else if (layout.hosts) d.capture_note = "replays the launch list (" + std::to_string(layout.hosts) + " launches run on the host)";
+  else if (layout.collectives) d.capture_note = "replays the launch list (its HCCL collectives are queued as they run, not captured)";
+}
+
+std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vector<LaunchLowering>& lowered) {
+  auto made = std::make_shared<Device>();  // releases what it holds if a step below fails
+  Device& d = *made;
+  d.device = options_.device;
+  d.acl = AclLibrary::open(options_.simulated ? AclLibrary::simulator_path() : "");
+  // The generated kernels run on the core version they are built for: another SoC is refused by
+  // name before anything is built (a model of library calls only runs on any).
+  const char* soc = d.acl->aclrtGetSocName();
+  d.soc = soc ? soc : "";
+  if (std::any_of(lowered.begin(), lowered.end(), [](const LaunchLowering& l) { return l.kind == LaunchLowering::Kernel; })) {
+    if (d.soc.empty()) throw Error(ErrorCode::Backend, std::string("ascend: aclrtGetSocName failed: ") + d.acl->aclGetRecentErrMsg());
+    if (const std::string why = arch_mismatch(kernel_arch(), d.soc); !why.empty()) throw Error(ErrorCode::Unsupported, "ascend: " + why);
+  }
+  build_kernels(d, lowered);
+  const Layout layout = lay_out(d, lowered);
+  const int num_events = order_events(d);
+  check_memory(d.memory_bytes, "the device allocation (arena, inputs, outputs, constants, tilings)");
+  acquire(d, layout, num_events);
   return made;
 }
 

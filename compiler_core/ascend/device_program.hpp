@@ -163,6 +163,21 @@ class DeviceProgram final : public runtime::Program {
   // The device for `lowered` launches: the SoC checked, kernels built and loaded, the allocation
   // laid out for the class's largest sizes, streams and events made (the maker captures it).
   std::shared_ptr<Device> make_device(const std::vector<LaunchLowering>& lowered);
+  // make_device's steps. The kernels of `lowered`, built (or found in the cache), one per entry.
+  void build_kernels(Device& d, const std::vector<LaunchLowering>& lowered) const;
+  // The allocation's layout and the device's launch list: what is uploaded once (the constants,
+  // `image` from `image_at` on) and the launches run on the host or by HCCL, which no capture takes.
+  struct Layout {
+    std::vector<uint8_t> image;
+    size_t image_at = 0;
+    int hosts = 0, collectives = 0;
+  };
+  Layout lay_out(Device& d, const std::vector<LaunchLowering>& lowered) const;
+  // The plan's waits as events recorded and waited on; returns how many the device makes.
+  int order_events(Device& d) const;
+  // The device's resources: context, streams, events, the allocation, the page-locked staging,
+  // the constants uploaded, the kernels loaded; and why a run replays rather than captures.
+  void acquire(Device& d, const Layout& layout, int num_events) const;
   // This binding's tilings, over the device's block counts.
   std::vector<uint8_t> tilings_for() const;
   // Queues the launch list; aclnn ops use their executors planned at build, or plan anew. A
