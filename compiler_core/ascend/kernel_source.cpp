@@ -98,13 +98,49 @@ bool kernel_computes(const ir::Graph& g, const ir::Node& n) {
   return true;
 }
 
-KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp) {
-  const std::string where = "fused group over " + g.shape_str(grp.shape);
-  if (grp.head != ir::kNone) throw Error(ErrorCode::Unsupported, "ascend: a " + where + " with a head");
-  // The group computes in one type T: f32 if any value of it is f32 or bf16 (which has no vector
-  // math of its own), else f16 (bool-only groups too). Values of other types are converted where
-  // they enter and leave, and results of f16 and bf16 members are rounded to their type when T
-  // is f32, so the group computes what its ops would one by one, as the CPU's fused groups do.
+namespace {
+
+// What a fused group's kernel is made of, decided before any code is written: the type it
+// computes in, how each input arrives, each member's lowering and the tiles it needs, and the
+// tile size the Unified Buffer allows.
+struct GroupKernel {
+  GroupKernel(const ir::Graph& graph, const runtime::FusedGroup& group) : g(graph), grp(group) {}
+  const ir::Graph& g;
+  const runtime::FusedGroup& grp;
+  ir::DType dtype = ir::DType::F32;  // T
+  size_t t_size = 4;
+  // Per input: 0 when streamed tile by tile, else the period its elements repeat with (resident:
+  // it fills one tile at the start), its slot among the residents, and its conversion tile.
+  std::vector<uint64_t> period;
+  std::vector<int> resident_slot, converted;
+  int residents = 0, conversions = 0;
+  uint64_t tile_multiple = kTileAlign;
+  std::vector<const AscendCOp*> lowered;  // per step
+  int temps = 0, masks = 0, work = 0;
+  std::vector<int> work_of;  // per step: its work tile, or -1 (it writes its output's queue tile)
+  bool half_scratch = false, bf16_scratch = false;
+  std::vector<const MathScratch*> math;
+  uint64_t bits_per_element = 0;
+  uint32_t tile = 0;
+
+  ir::DType type_of(ir::ValueId v) const { return g.values[v].dtype; }
+  bool is_cast(size_t s) const { return lowered[s]->op->kind == ir::OpKind::cast; }
+  std::string in_name(size_t k) const {
+    return period[k] ? "c[" + std::to_string(resident_slot[k]) + " * kTile]"
+           : converted[k] >= 0 ? "v[" + std::to_string(converted[k]) + " * kTile]"
+                               : "x" + std::to_string(k);
+  }
+  std::string result_name(size_t s) const {
+    return work_of[s] < 0 ? "y" + std::to_string(grp.steps[s].output) : "w[" + std::to_string(work_of[s]) + " * kTile]";
+  }
+};
+
+// The group computes in one type T: f32 if any value of it is f32 or bf16 (which has no vector
+// math of its own), else f16 (bool-only groups too). Values of other types are converted where
+// they enter and leave, and results of f16 and bf16 members are rounded to their type when T
+// is f32, so the group computes what its ops would one by one, as the CPU's fused groups do.
+void choose_type(GroupKernel& k) {
+  const ir::Graph& g = k.g;
   auto unsupported_type = [&](ir::ValueId v) {
     return Error(ErrorCode::Unsupported, std::string("ascend: generated kernels compute f32, f16, bf16 and bool so far; ") + g.value_name(v) +
                                              " is " + ir::dtype_name(g.values[v].dtype));
@@ -114,38 +150,47 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     if (!element_type(g.values[v].dtype)) throw unsupported_type(v);
     any_f32 = any_f32 || g.values[v].dtype == ir::DType::F32 || g.values[v].dtype == ir::DType::BF16;
   };
-  for (ir::ValueId v : grp.inputs) note(v);
-  for (ir::NodeId m : grp.members) note(g.nodes[m].first_output);
-  const ir::DType dtype = any_f32 ? ir::DType::F32 : ir::DType::F16;
-  const size_t t_size = ir::dtype_size(dtype);
-  auto type_of = [&](ir::ValueId v) { return g.values[v].dtype; };
-  // Each input is streamed tile by tile, or is resident: a broadcast input whose elements repeat
-  // with a period (1 for a single element, C for a row [C] over [..., C]) fills one tile at the
-  // start, and tiles, a multiple of every period, all start at a period's start.
-  std::vector<uint64_t> period(grp.inputs.size(), 0);  // 0: streamed
-  std::vector<int> resident_slot(grp.inputs.size(), -1);
-  int residents = 0;
-  uint64_t tile_multiple = kTileAlign;
-  for (size_t k = 0; k < grp.inputs.size(); ++k) {
-    const ir::Shape& s = g.shape(grp.inputs[k]);
+  for (ir::ValueId v : k.grp.inputs) note(v);
+  for (ir::NodeId m : k.grp.members) note(g.nodes[m].first_output);
+  k.dtype = any_f32 ? ir::DType::F32 : ir::DType::F16;
+  k.t_size = ir::dtype_size(k.dtype);
+}
+
+// Each input is streamed tile by tile, or is resident: a broadcast input whose elements repeat
+// with a period (1 for a single element, C for a row [C] over [..., C]) fills one tile at the
+// start, and tiles, a multiple of every period, all start at a period's start. Streamed inputs
+// of another type are converted into a tile of T.
+void place_inputs(GroupKernel& k) {
+  const ir::Graph& g = k.g;
+  const runtime::FusedGroup& grp = k.grp;
+  k.period.assign(grp.inputs.size(), 0);
+  k.resident_slot.assign(grp.inputs.size(), -1);
+  k.converted.assign(grp.inputs.size(), -1);
+  for (size_t i = 0; i < grp.inputs.size(); ++i) {
+    const ir::Shape& s = g.shape(grp.inputs[i]);
     // As many elements as the group (only leading 1s differ, since it broadcasts): streamed.
     if (s == grp.shape || s.num_elements() == grp.shape.num_elements()) continue;
     // A suffix of the group's dims after leading 1s: elements repeat every s.num_elements().
-    if (!kernel_reads_broadcast(s, type_of(grp.inputs[k]), grp.shape))
-      throw Error(ErrorCode::Unsupported, "ascend: " + g.value_name(grp.inputs[k]) + " " + g.shape_str(s) + " broadcast to " +
+    if (!kernel_reads_broadcast(s, k.type_of(grp.inputs[i]), grp.shape))
+      throw Error(ErrorCode::Unsupported, "ascend: " + g.value_name(grp.inputs[i]) + " " + g.shape_str(s) + " broadcast to " +
                                               g.shape_str(grp.shape) + " (generated kernels broadcast single elements and trailing rows)");
-    period[k] = static_cast<uint64_t>(std::max<int64_t>(1, s.num_elements()));
-    if (period[k] > 1 && type_of(grp.inputs[k]) != dtype)
-      throw Error(ErrorCode::Unsupported, "ascend: the broadcast row " + g.value_name(grp.inputs[k]) + " is " +
-                                              ir::dtype_name(type_of(grp.inputs[k])) + " in a group computing " + ir::dtype_name(dtype) +
+    k.period[i] = static_cast<uint64_t>(std::max<int64_t>(1, s.num_elements()));
+    if (k.period[i] > 1 && k.type_of(grp.inputs[i]) != k.dtype)
+      throw Error(ErrorCode::Unsupported, "ascend: the broadcast row " + g.value_name(grp.inputs[i]) + " is " +
+                                              ir::dtype_name(k.type_of(grp.inputs[i])) + " in a group computing " + ir::dtype_name(k.dtype) +
                                               " (rows are not converted yet)");
-    resident_slot[k] = residents++;
-    tile_multiple = std::lcm(tile_multiple, period[k]);
+    k.resident_slot[i] = k.residents++;
+    k.tile_multiple = std::lcm(k.tile_multiple, k.period[i]);
   }
-  // Every member's lowering, and the tiles it needs.
-  std::vector<const AscendCOp*> lowered;
-  int temps = 0, masks = 0, work = 0;
-  std::vector<int> work_of(grp.steps.size(), -1);
+  for (size_t i = 0; i < grp.inputs.size(); ++i)
+    if (!k.period[i] && k.type_of(grp.inputs[i]) != k.dtype) k.converted[i] = k.conversions++;
+}
+
+// Every member's lowering, and the tiles it needs.
+void lower_members(GroupKernel& k) {
+  const ir::Graph& g = k.g;
+  const runtime::FusedGroup& grp = k.grp;
+  k.work_of.assign(grp.steps.size(), -1);
   size_t member = 0;
   for (size_t s = 0; s < grp.steps.size(); ++s) {
     while (grp.members[member] == grp.head) ++member;
@@ -153,81 +198,80 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     const AscendCOp* op = find_ascendc_op(*n.op);
     if (!op || op->unsupported)
       throw Error(ErrorCode::Unsupported, std::string("ascend: ") + n.op->name + ": " + (op ? op->unsupported : "not elementwise"));
-    lowered.push_back(op);
-    temps = std::max(temps, op->temps);
-    masks = std::max(masks, op->masks);
+    k.lowered.push_back(op);
+    k.temps = std::max(k.temps, op->temps);
+    k.masks = std::max(k.masks, op->masks);
     // An output in T goes straight to its queue's tile; any other result to a tile of T first.
     const int o = grp.steps[s].output;
-    if (o < 0 || type_of(grp.outputs[static_cast<size_t>(o)]) != dtype) work_of[s] = work++;
+    if (o < 0 || k.type_of(grp.outputs[static_cast<size_t>(o)]) != k.dtype) k.work_of[s] = k.work++;
   }
   // A cast to bool gives 1 for any nonzero value: its result is normalized with a mask.
-  auto is_cast = [&](size_t s) { return lowered[s]->op->kind == ir::OpKind::cast; };
   for (size_t s = 0; s < grp.steps.size(); ++s)
-    if (is_cast(s) && grp.steps[s].dtype == ir::DType::Bool) masks = std::max(masks, 1);
+    if (k.is_cast(s) && grp.steps[s].dtype == ir::DType::Bool) k.masks = std::max(k.masks, 1);
   // A tile of half for conversions through it: bool bytes to and from f32 go by way of f16, and
   // f16 results of an f32 group are rounded through it; a tile of bf16 rounds bf16 results.
-  bool half_scratch = false, bf16_scratch = false;
-  for (size_t k = 0; k < grp.inputs.size(); ++k) half_scratch = half_scratch || (!period[k] && dtype == ir::DType::F32 && type_of(grp.inputs[k]) == ir::DType::Bool);
-  for (ir::ValueId v : grp.outputs) half_scratch = half_scratch || (dtype == ir::DType::F32 && type_of(v) == ir::DType::Bool);
+  const bool f32 = k.dtype == ir::DType::F32;
+  for (size_t i = 0; i < grp.inputs.size(); ++i) k.half_scratch = k.half_scratch || (!k.period[i] && f32 && k.type_of(grp.inputs[i]) == ir::DType::Bool);
+  for (ir::ValueId v : grp.outputs) k.half_scratch = k.half_scratch || (f32 && k.type_of(v) == ir::DType::Bool);
   for (const runtime::GroupStep& st : grp.steps) {
-    half_scratch = half_scratch || (dtype == ir::DType::F32 && st.dtype == ir::DType::F16);
-    bf16_scratch = bf16_scratch || st.dtype == ir::DType::BF16;
+    k.half_scratch = k.half_scratch || (f32 && st.dtype == ir::DType::F16);
+    k.bf16_scratch = k.bf16_scratch || st.dtype == ir::DType::BF16;
   }
-  // Streamed inputs of another type are converted into a tile of T.
-  std::vector<int> converted(grp.inputs.size(), -1);
-  int conversions = 0;
-  for (size_t k = 0; k < grp.inputs.size(); ++k)
-    if (!period[k] && type_of(grp.inputs[k]) != dtype) converted[k] = conversions++;
+}
 
-  const int outputs = static_cast<int>(grp.outputs.size());
-  // Bytes of the Unified Buffer per element of a tile: two of each queue's type (double
-  // buffering); one of T per internal result, temporary, broadcast input and conversion; the
-  // half scratch; a bit per mask; what the higher-level math (Tanh, Floor, Power, …) takes as
-  // its temporary buffer to compute a tile in one pass, by CANN's rule for each function (its
-  // fixed part is reserved). Select keeps 8 KB of scratch (CANN's documentation of Select on
-  // Atlas A2), and every mask lowering ends in one.
-  std::vector<const MathScratch*> math;
-  for (const AscendCOp* op : lowered)
-    for (size_t k = 0; k < op->num_statements; ++k) {
-      const std::string statement = op->statements[k];
-      if (const MathScratch* rule = math_scratch(statement.substr(0, statement.find('(')), t_size)) math.push_back(rule);
+// Bytes of the Unified Buffer per element of a tile: two of each queue's type (double
+// buffering); one of T per internal result, temporary, broadcast input and conversion; the
+// half scratch; a bit per mask; what the higher-level math (Tanh, Floor, Power, …) takes as
+// its temporary buffer to compute a tile in one pass, by CANN's rule for each function (its
+// fixed part is reserved). Select keeps 8 KB of scratch (CANN's documentation of Select on
+// Atlas A2), and every mask lowering ends in one.
+void size_tile(GroupKernel& k, const std::string& where) {
+  const runtime::FusedGroup& grp = k.grp;
+  for (const AscendCOp* op : k.lowered)
+    for (size_t i = 0; i < op->num_statements; ++i) {
+      const std::string statement = op->statements[i];
+      if (const MathScratch* rule = math_scratch(statement.substr(0, statement.find('(')), k.t_size)) k.math.push_back(rule);
     }
   uint32_t math_per_element = 0, math_fixed = 0;
-  for (const MathScratch* rule : math)
+  for (const MathScratch* rule : k.math)
     math_per_element = std::max(math_per_element, rule->per_element), math_fixed = std::max(math_fixed, rule->floor + rule->extra);
-  uint64_t bits_per_element = 8 * t_size * static_cast<uint64_t>(work + temps + residents + conversions) + 8 * uint64_t{math_per_element} +
-                              (half_scratch ? 16 : 0) + (bf16_scratch ? 16 : 0) + static_cast<uint64_t>(masks);
-  for (size_t k = 0; k < grp.inputs.size(); ++k)
-    if (!period[k]) bits_per_element += 2 * 8 * ir::dtype_size(type_of(grp.inputs[k]));
-  for (ir::ValueId v : grp.outputs) bits_per_element += 2 * 8 * ir::dtype_size(type_of(v));
-  const uint32_t reserve = kReserveBytes + (masks ? kSelectScratchBytes : 0) + (math.empty() ? 0 : math_fixed + 32);
+  k.bits_per_element = 8 * k.t_size * static_cast<uint64_t>(k.work + k.temps + k.residents + k.conversions) + 8 * uint64_t{math_per_element} +
+                       (k.half_scratch ? 16 : 0) + (k.bf16_scratch ? 16 : 0) + static_cast<uint64_t>(k.masks);
+  for (size_t i = 0; i < grp.inputs.size(); ++i)
+    if (!k.period[i]) k.bits_per_element += 2 * 8 * ir::dtype_size(k.type_of(grp.inputs[i]));
+  for (ir::ValueId v : grp.outputs) k.bits_per_element += 2 * 8 * ir::dtype_size(k.type_of(v));
+  const uint32_t reserve = kReserveBytes + (k.masks ? kSelectScratchBytes : 0) + (k.math.empty() ? 0 : math_fixed + 32);
   // Tiles are whole 32-byte blocks of every type, and with masks whole 32-byte blocks of bits.
-  tile_multiple = std::lcm<uint64_t>(tile_multiple, masks ? kMaskTileAlign : 32);
-  const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - reserve) * 8 / bits_per_element,
-                                          std::max<uint64_t>(kMaxTile, tile_multiple));
-  const uint32_t tile = static_cast<uint32_t>(fit / tile_multiple * tile_multiple);
-  if (tile == 0)
+  k.tile_multiple = std::lcm<uint64_t>(k.tile_multiple, k.masks ? kMaskTileAlign : 32);
+  const uint64_t fit = std::min<uint64_t>((kUnifiedBufferBytes - reserve) * 8 / k.bits_per_element,
+                                          std::max<uint64_t>(kMaxTile, k.tile_multiple));
+  k.tile = static_cast<uint32_t>(fit / k.tile_multiple * k.tile_multiple);
+  if (k.tile == 0)
     throw Error(ErrorCode::Unsupported, "ascend: the " + where + " needs more Unified Buffer than it has (" +
-                                            std::to_string(bits_per_element / 8) + " bytes per element, tiles of a multiple of " +
-                                            std::to_string(tile_multiple) + " elements)");
+                                            std::to_string(k.bits_per_element / 8) + " bytes per element, tiles of a multiple of " +
+                                            std::to_string(k.tile_multiple) + " elements)");
+}
 
-  auto in_name = [&](size_t k) {
-    return period[k] ? "c[" + std::to_string(resident_slot[k]) + " * kTile]"
-           : converted[k] >= 0 ? "v[" + std::to_string(converted[k]) + " * kTile]"
-                               : "x" + std::to_string(k);
-  };
-  auto result_name = [&](size_t s) {
-    return work_of[s] < 0 ? "y" + std::to_string(grp.steps[s].output) : "w[" + std::to_string(work_of[s]) + " * kTile]";
-  };
+// Compute's statements: conversions in, each member's lowering, conversions out.
+std::string compute_body(const GroupKernel& k) {
+  const runtime::FusedGroup& grp = k.grp;
+  const ir::DType dtype = k.dtype;
+  auto type_of = [&](ir::ValueId v) { return k.type_of(v); };
+  auto in_name = [&](size_t i) { return k.in_name(i); };
+  auto result_name = [&](size_t s) { return k.result_name(s); };
+  auto is_cast = [&](size_t s) { return k.is_cast(s); };
+  const auto& converted = k.converted;
+  const auto& work_of = k.work_of;
+  const auto& lowered = k.lowered;
   std::ostringstream body;
   // Conversions as they enter: f16 to f32 exactly; bool bytes to f16 (to f32 through it).
-  for (size_t k = 0; k < grp.inputs.size(); ++k) {
-    if (converted[k] < 0) continue;
-    const std::string raw = "x" + std::to_string(k);
-    if (type_of(grp.inputs[k]) == ir::DType::Bool && dtype == ir::DType::F32)
-      body << "    Cast(h, " << raw << ", RoundMode::CAST_NONE, n);\n    Cast(" << in_name(k) << ", h, RoundMode::CAST_NONE, n);\n";
+  for (size_t i = 0; i < grp.inputs.size(); ++i) {
+    if (converted[i] < 0) continue;
+    const std::string raw = "x" + std::to_string(i);
+    if (type_of(grp.inputs[i]) == ir::DType::Bool && dtype == ir::DType::F32)
+      body << "    Cast(h, " << raw << ", RoundMode::CAST_NONE, n);\n    Cast(" << in_name(i) << ", h, RoundMode::CAST_NONE, n);\n";
     else
-      body << "    Cast(" << in_name(k) << ", " << raw << ", RoundMode::CAST_NONE, n);\n";
+      body << "    Cast(" << in_name(i) << ", " << raw << ", RoundMode::CAST_NONE, n);\n";
   }
   for (size_t s = 0; s < grp.steps.size(); ++s) {
     const runtime::GroupStep& st = grp.steps[s];
@@ -277,6 +321,31 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
            << (type_of(grp.outputs[static_cast<size_t>(o)]) == ir::DType::Bool ? "CAST_ROUND" : "CAST_RINT") << ", n);\n";
   }
 
+  return body.str();
+}
+
+}  // namespace
+
+KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp) {
+  const std::string where = "fused group over " + g.shape_str(grp.shape);
+  if (grp.head != ir::kNone) throw Error(ErrorCode::Unsupported, "ascend: a " + where + " with a head");
+  GroupKernel plan(g, grp);
+  choose_type(plan);
+  place_inputs(plan);
+  lower_members(plan);
+  size_tile(plan, where);
+  const std::string body = compute_body(plan);
+  // The kernel class around it: its parameters, queues and buffers, and the copies in and out.
+  const ir::DType dtype = plan.dtype;
+  const size_t t_size = plan.t_size;
+  const auto& period = plan.period;
+  const int residents = plan.residents, masks = plan.masks, work = plan.work, temps = plan.temps, conversions = plan.conversions;
+  const auto& math = plan.math;
+  const uint32_t tile = plan.tile;
+  const uint64_t bits_per_element = plan.bits_per_element;
+  const int outputs = static_cast<int>(grp.outputs.size());
+  auto type_of = [&](ir::ValueId v) { return plan.type_of(v); };
+  auto in_name = [&](size_t k) { return plan.in_name(k); };
   std::ostringstream params, args, init, copy_in, compute_head, compute_tail, copy_out, members, row_loads, row_fills;
   for (size_t k = 0; k < grp.inputs.size(); ++k) {
     const char* e = element_type(type_of(grp.inputs[k]));
@@ -328,12 +397,12 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
     init << "    pipe_.InitBuffer(math_, " << bytes << ");\n";
     compute_head << "    LocalTensor<uint8_t> ms = math_.Get<uint8_t>();\n";
   }
-  if (half_scratch) {
+  if (plan.half_scratch) {
     members << "  TBuf<TPosition::VECCALC> half_;\n";
     init << "    pipe_.InitBuffer(half_, kTile * sizeof(half));\n";
     compute_head << "    LocalTensor<half> h = half_.Get<half>();\n";
   }
-  if (bf16_scratch) {
+  if (plan.bf16_scratch) {
     members << "  TBuf<TPosition::VECCALC> bf16_;\n";
     init << "    pipe_.InitBuffer(bf16_, kTile * sizeof(bfloat16_t));\n";
     compute_head << "    LocalTensor<bfloat16_t> b = bf16_.Get<bfloat16_t>();\n";
@@ -382,7 +451,7 @@ KernelSource generate_kernel(const ir::Graph& g, const runtime::FusedGroup& grp)
        << "      const uint32_t n = static_cast<uint32_t>(end_ - at < kTile ? end_ - at : kTile);\n"
        << "      CopyIn(at, n);\n      Compute(n);\n      CopyOut(at, n);\n    }\n  }\n\n private:\n"
        << "  __aicore__ inline void CopyIn(uint64_t at, uint32_t n) {\n" << copy_in.str() << "  }\n\n"
-       << "  __aicore__ inline void Compute(uint32_t n) {\n" << compute_head.str() << body.str() << compute_tail.str() << "  }\n\n"
+       << "  __aicore__ inline void Compute(uint32_t n) {\n" << compute_head.str() << body << compute_tail.str() << "  }\n\n"
        << "  __aicore__ inline void CopyOut(uint64_t at, uint32_t n) {\n" << copy_out.str() << "  }\n\n"
        << copy_helpers() << "\n"
        << "  TPipe pipe_;\n" << members.str() << "  uint64_t total_ = 0, begin_ = 0, end_ = 0;\n};\n}  // namespace\n\n";
