@@ -2,7 +2,7 @@
 AscendCL loader, kernel generation and build, device programs) against the stand-in
 libascendcl.so of tests/ascend_sim, whose call log shows the launch protocol.
 
-Values are checked against the CPU backend (itself checked against numpy in test_numerics.py)."""
+Values are checked against the CPU backend (itself checked against numpy in test_numerics_*.py)."""
 import os
 import re
 import subprocess
