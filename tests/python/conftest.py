@@ -24,3 +24,11 @@ def b():
     """A builder entered as `with`, so that constants and generator ops find it."""
     with esgraph.GraphBuilder("test") as builder:
         yield builder
+
+
+@pytest.fixture
+def mlp():
+    """An ONNX MLP and its numpy reference, for the ONNX importer's suites (onnx_models.mlp_model)."""
+    pytest.importorskip("onnx")
+    from onnx_models import mlp_model
+    return mlp_model()

@@ -1,0 +1,386 @@
+"""Shapes through the ONNX importer: shape operands known at import, symbolic dimensions, and
+outputs that alias an input or each other.
+
+See onnx_models.py for the helpers."""
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import esgraph  # noqa: E402
+import esgraph.onnx  # noqa: E402
+
+from onnx_models import vi, init, i64, make, rand, close, F32, I64  # noqa: E402
+
+
+# Shape operands known at import
+def shape_chain(dims):
+    """Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])): x as [batch, rest]."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["batch"], axis=0),
+        helper.make_node("Unsqueeze", ["batch", "axes"], ["batch1"]),
+        helper.make_node("Concat", ["batch1", "minus_one"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["y"]),
+    ]
+    return make(nodes, [vi("x", F32, dims)], [vi("y", F32, None)],
+                [i64("zero", 0), i64("axes", [0]), i64("minus_one", [-1])])
+
+
+def test_shape_chain_with_a_static_input_is_folded():
+    graph = esgraph.onnx.load(shape_chain([2, 3, 4]))
+    text = graph.to_text()
+    assert "reshape(%x) {shape=[2,-1]}" in text
+    for folded in ("shape", "gather", "unsqueeze", "concat"):
+        assert f" = {folded}(" not in text  # computed while importing, not in the graph
+    assert graph.node_count == 1  # the reshape alone
+    x = rand(2, 3, 4, seed=23)
+    close(esgraph.compile(graph)(x), x.reshape(2, 12))
+
+
+def test_shape_chain_with_a_symbolic_batch_waits_for_the_input_shapes():
+    # Shape of [N, 3, 4] is a run's value: the graph is imported for each batch a run brings.
+    graph = esgraph.onnx.load(shape_chain(["N", 3, 4]))
+    assert isinstance(graph, esgraph.onnx.ValueDependentGraph)
+    assert graph.by_shapes and graph.shape_inputs == ()
+    assert "waits for its inputs' shapes" in repr(graph)
+    model = esgraph.compile(graph)
+    for n in (2, 5, 2):
+        x = rand(n, 3, 4, seed=n)
+        np.testing.assert_array_equal(model(x), x.reshape(n, 12))
+    assert model.stats()["graphs"] == 2
+    assert "graphs per set of input shapes: 2 kept (at most 16), 2 compiled" in model.report()
+
+
+def test_shape_chain_with_a_symbolic_batch_is_fixed_by_input_shapes():
+    graph = esgraph.onnx.load(shape_chain(["N", 3, 4]), input_shapes={"x": [2, 3, 4]})
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.testing.assert_array_equal(esgraph.compile(graph)(x), x.reshape(2, 12))
+
+
+def test_shape_start_over_static_dims_works_with_a_symbolic_batch():
+    # Shape(start=1) of [N, 3, 4] is [3, 4]: known while importing though N is not.
+    nodes = [
+        helper.make_node("Shape", ["x"], ["tail"], start=1),
+        helper.make_node("Concat", ["minus_one", "tail"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["flat", "shape"], ["y"]),
+    ]
+    model = make(nodes, [vi("x", F32, ["N", 3, 4]), vi("flat", F32, ["N", 12])], [vi("y", F32, None)],
+                 [i64("minus_one", [-1])], opset=15)
+    graph = esgraph.onnx.load(model)
+    assert "reshape(%flat) {shape=[-1,3,4]}" in graph.to_text()
+    compiled = esgraph.compile(graph)
+    for n in (1, 3):
+        x, flat = rand(n, 3, 4, seed=n), rand(n, 12, seed=n + 1)
+        close(compiled(x, flat), flat.reshape(n, 3, 4))
+
+
+def shape_input_model():
+    """Reshape(x, shape) with `shape` a graph input: needs constants= to import."""
+    return make([helper.make_node("Reshape", ["x", "shape"], ["y"])],
+                [vi("x", F32, [2, 3, 4]), vi("shape", I64, [2])], [vi("y", F32, None)])
+
+
+def test_a_shape_given_as_a_graph_input_is_read_at_each_run():
+    graph = esgraph.onnx.load(shape_input_model())
+    assert isinstance(graph, esgraph.onnx.ValueDependentGraph) and graph.shape_inputs == ("shape",)
+    model = esgraph.compile(graph, max_plans=2)
+    assert model.input_names == ["x", "shape"]
+    x = rand(2, 3, 4, seed=7)
+    for shape in ([4, 6], [-1, 2], [24], [4, 6]):
+        close(model(x, np.array(shape)), x.reshape(shape))
+    close(model.run({"shape": np.array([3, 8]), "x": x})[0], x.reshape(3, 8))
+    assert model.stats()["graphs"] == 5  # [4, 6] was dropped (at most 2 kept) before it came back
+    assert "graphs per set of values of shape: 2 kept (at most 2), 5 compiled" in model.report()
+
+
+@pytest.mark.parametrize("shape, message", [
+    ([5, -1], "reshape: cannot reshape"),
+    ([-1, -1], "-1"),
+    ([-7, 2], "-7"),
+])
+def test_a_shape_value_the_graph_rejects_names_the_op_and_the_model_runs_on(shape, message):
+    model = esgraph.compile(esgraph.onnx.load(shape_input_model()))
+    x = rand(2, 3, 4, seed=8)
+    with pytest.raises(ValueError, match=message):
+        model(x, np.array(shape))
+    close(model(x, np.array([6, 4])), x.reshape(6, 4))
+
+
+def test_a_run_of_a_value_dependent_model_checks_its_inputs():
+    model = esgraph.compile(esgraph.onnx.load(shape_input_model()))
+    with pytest.raises(esgraph.InvalidArgumentError, match="takes 2 input"):
+        model(rand(2, 3, 4))
+    with pytest.raises(esgraph.InvalidArgumentError, match="no input named nope"):
+        model.run({"x": rand(2, 3, 4), "shape": np.array([24]), "nope": 1})
+    with pytest.raises(esgraph.InvalidArgumentError, match="max_plans"):
+        esgraph.compile(esgraph.onnx.load(shape_input_model()), max_plans=-1)
+
+
+def test_constants_freeze_a_shape_input():
+    graph = esgraph.onnx.load(shape_input_model(), constants={"shape": np.array([4, 6])})
+    compiled = esgraph.compile(graph)
+    assert compiled.input_names == ["x"]  # the frozen input is no longer one
+    x = rand(2, 3, 4, seed=24)
+    close(compiled(x), x.reshape(4, 6))
+    # a plain list works as well
+    compiled = esgraph.compile(esgraph.onnx.load(shape_input_model(), constants={"shape": [-1, 2]}))
+    close(compiled(x), x.reshape(12, 2))
+
+
+def test_constants_naming_an_unknown_input_fail():
+    with pytest.raises(esgraph.onnx.ImportFailed) as info:
+        esgraph.onnx.load(shape_input_model(), constants={"shape": [4, 6], "nope": [1]})
+    (where, why), = info.value.failures
+    assert where == "constants" and "nope" in why
+    assert "shape" not in why
+
+# Symbolic dimensions
+def test_symbolic_dims_from_dim_param_survive():
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((4, 2)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "y_in"], ["y"])]
+    model = make(nodes, [vi("x", F32, ["batch", 4]), vi("y_in", F32, ["batch", 2])], [vi("y", F32, ["batch", 2])],
+                 [init("w", w)])
+    graph = esgraph.onnx.load(model)
+    assert graph.to_text().startswith("graph m(%x: f32[batch,4], %y_in: f32[batch,2])")
+    assert [ln for ln in graph.to_text().splitlines() if "%y = add(" in ln][0].endswith(": f32[batch,2]")
+    compiled = esgraph.compile(graph)
+    for batch in (1, 5):
+        x, y_in = rand(batch, 4, seed=batch), rand(batch, 2, seed=batch + 10)
+        close(compiled(x, y_in), x @ w + y_in, rtol=1e-5, atol=1e-5)
+
+
+def _single(op, inputs, outputs, inits=(), opset=13, **attrs):
+    graph = helper.make_graph([helper.make_node(op, [i[0] for i in inputs] + [t.name for t in inits], ["y"], **attrs)], op,
+                              [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                              [helper.make_tensor_value_info("y", *outputs)], list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def test_log_sum_exp_of_a_row_of_minus_infinity_is_minus_infinity():
+    model = _single("ReduceLogSumExp", [("x", TensorProto.FLOAT, [2, 3])], (TensorProto.FLOAT, [2, 1]), axes=[1])
+    x = np.array([[-np.inf] * 3, [0, 1, 2]], np.float32)
+    got = esgraph.compile(esgraph.onnx.load(model))(x)
+    with np.errstate(divide="ignore"):  # log(0) is the -inf expected
+        want = np.log(np.exp(x.astype(np.float64)).sum(1, keepdims=True)).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_range_beyond_exact_doubles_is_refused():
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("a", 2**53 + 1), ("l", 2**53 + 4), ("d", 1))]
+    graph = helper.make_graph([helper.make_node("Range", ["a", "l", "d"], ["y"])], "r", [],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, [3])], inits)
+    with pytest.raises(esgraph.onnx.ImportFailed, match="exactly"):
+        esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+
+
+def test_a_constant_cast_to_bf16_is_computed_at_run_time():
+    init = numpy_helper.from_array(np.array([1.5, -2.25], np.float32), "c")
+    graph = helper.make_graph([helper.make_node("Cast", ["c"], ["b"], to=TensorProto.BFLOAT16),
+                               helper.make_node("Cast", ["b"], ["y"], to=TensorProto.FLOAT)], "bf",
+                              [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], [init])
+    got = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))).run([])
+    np.testing.assert_array_equal(got[0], np.array([1.5, -2.25], np.float32))  # exact in bf16
+
+
+def test_average_pool_counting_padding_with_ceil_mode_is_refused():
+    model = _single("AveragePool", [("x", TensorProto.FLOAT, [1, 1, 5, 5])], (TensorProto.FLOAT, [1, 1, 3, 3]),
+                    kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)
+    with pytest.raises(esgraph.onnx.ImportFailed, match="ceil_mode"):
+        esgraph.onnx.load(model)
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("...ii->...i", [(2, 3, 4, 4)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("...ij,...jk", [(2, 3, 4), (4, 5)]),
+    ("ii", [(4, 4)]), ("iij->j", [(3, 3, 2)]), ("i,j->ij", [(3,), (4,)]), ("b...i,b...i->b...", [(2, 3, 4), (2, 3, 4)]),
+])
+def test_einsum_matches_numpy(equation, shapes):
+    names = [f"x{i}" for i in range(len(shapes))]
+    graph = helper.make_graph([helper.make_node("Einsum", names, ["y"], equation=equation)], "einsum",
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in zip(names, shapes)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    rng = np.random.default_rng(len(equation))
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    got = esgraph.compile(esgraph.onnx.load(model)).run(xs)[0]
+    np.testing.assert_allclose(got, np.einsum(equation, *xs), rtol=1e-5, atol=1e-5)
+
+
+def test_loop_with_a_trip_count_given_at_run_time_becomes_a_while():
+    # y = x; repeat M times: y = y * 2 + 1 (the trip count is an input, so nothing unrolls)
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["y_in", "two"], ["t"]), helper.make_node("Add", ["t", "one"], ["y_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("y_in", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("y_out", TensorProto.FLOAT, [3])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["m", "", "x"], ["y"], body=body)], "loop",
+        [helper.make_tensor_value_info("m", TensorProto.INT64, []), helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [numpy_helper.from_array(np.array(2, np.float32), "two"), numpy_helper.from_array(np.array(1, np.float32), "one")])
+    model = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))
+    x = np.array([0, 1, -1], np.float32)
+    for m in (0, 1, 4):
+        want = x.copy()
+        for _ in range(m):
+            want = want * 2 + 1
+        np.testing.assert_array_equal(model.run([np.array(m, np.int64), x])[0], want)
+
+
+
+@pytest.mark.parametrize("op, onnx_type, dtype", [("MaxPool", TensorProto.INT8, np.int8),
+                                                  ("AveragePool", TensorProto.FLOAT16, np.float16)])
+def test_3d_pooling_of_integer_and_half_tensors(op, onnx_type, dtype):
+    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"], kernel_shape=[2, 2, 2], pads=[1, 1, 1, 0, 0, 0],
+                                                strides=[2, 2, 2])], "pool3d",
+                              [helper.make_tensor_value_info("x", onnx_type, [1, 1, 3, 3, 3])],
+                              [helper.make_tensor_value_info("y", onnx_type, None)])
+    x = (np.arange(27) - 13).reshape(1, 1, 3, 3, 3).astype(dtype)
+    got = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))(x)
+    want = np.zeros((1, 1, 2, 2, 2), dtype)
+    for d, h, w in np.ndindex(2, 2, 2):  # windows start at 2*i - 1; the padding is not counted
+        box = x[0, 0, max(2 * d - 1, 0):2 * d + 1, max(2 * h - 1, 0):2 * h + 1, max(2 * w - 1, 0):2 * w + 1]
+        want[0, 0, d, h, w] = box.max() if op == "MaxPool" else box.astype(np.float64).mean()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_scan_with_reversed_input_and_output_axis_matches_numpy():
+    # state s += x_t (x read backwards along axis 1); each step outputs s * 2, stacked on axis 1
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]), helper.make_node("Mul", ["s_out", "two"], ["y_t"])], "body",
+        [helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("y_t", TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.array(2, np.float32), "two")])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "x"], ["s", "y"], body=body, num_scan_inputs=1, scan_input_axes=[1],
+                          scan_input_directions=[1], scan_output_axes=[1])], "scan",
+        [helper.make_tensor_value_info("s0", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    model = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))
+    s0, x = np.array([1, -1], np.float32), np.arange(8, dtype=np.float32).reshape(2, 4)
+    state, outs = s0.copy(), []
+    for t in reversed(range(4)):
+        state = state + x[:, t]
+        outs.append(state * 2)
+    got_s, got_y = model.run([s0, x])
+    np.testing.assert_array_equal(got_s, state)
+    np.testing.assert_array_equal(got_y, np.stack(outs, axis=1))
+
+
+def test_max_pool_indices_never_point_into_padding_and_nan_wins():
+    graph = helper.make_graph([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2],
+                                                pads=[1, 1, 1, 1], dilations=[1, 1])], "pool",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("i", TensorProto.INT64, None)])
+    model = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])))
+    y, i = model.run([np.full((1, 1, 3, 3), -np.inf, np.float32)])
+    assert (i >= 0).all() and (y == -np.inf).all()
+    np.testing.assert_array_equal(i.ravel(), [0, 1, 3, 4])  # as PyTorch: the first real element of each window
+    x = np.zeros((1, 1, 3, 3), np.float32)
+    x[0, 0, 2, 2] = np.nan
+    y, _ = model.run([x])
+    assert np.isnan(y[0, 0, 1, 1]) and not np.isnan(y[0, 0, 0, 0])
+
+
+def test_loop_beyond_the_unroll_limit_runs_as_a_while():
+    body = helper.make_graph(
+        [helper.make_node("Add", ["y_in", "one"], ["y_out"]), helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("y_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("y_out", TensorProto.FLOAT, [1])])
+    graph = helper.make_graph([helper.make_node("Loop", ["m", "", "x"], ["y"], body=body)], "long",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+                              [numpy_helper.from_array(np.array(5000, np.int64), "m"),
+                               numpy_helper.from_array(np.array(1, np.float32), "one")])
+    graph_in = esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    assert "while" in graph_in.to_text()
+    np.testing.assert_array_equal(esgraph.compile(graph_in)(np.zeros(1, np.float32)), [5000.0])
+
+
+def test_bf16_initializers_stay_bf16():
+    init = helper.make_tensor("c", TensorProto.BFLOAT16, [3], [1.5, -2.0, 4.0])
+    graph = helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"])], "bf16",
+                              [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [3])], [init])
+    model = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))
+    x_bits = np.array([0x3F80, 0x4000, 0xC000], np.uint16)  # 1, 2, -2
+    y_bits = model(x_bits)
+    np.testing.assert_array_equal((y_bits.astype(np.uint32) << 16).view(np.float32), [2.5, 0.0, 2.0])
+
+
+def test_einsum_refuses_upper_case_letters():
+    graph = helper.make_graph([helper.make_node("Einsum", ["a", "b"], ["y"], equation="Ab,bc")], "e",
+                              [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+                               helper.make_tensor_value_info("b", TensorProto.FLOAT, [3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    with pytest.raises(esgraph.onnx.ImportFailed, match="upper-case"):
+        esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+
+
+def test_supported_ops_lists_the_converters():
+    ops_ = esgraph.onnx.supported_ops()
+    assert ops_ == sorted(ops_)
+    assert {"Conv", "Gemm", "LSTM", "Resize", "TopK", "ScatterND", "Loop", "Einsum"} <= set(ops_)
+    assert len(ops_) >= 120
+
+
+def test_input_shapes_naming_an_unknown_input_fail():
+    model = _single("Relu", [("x", TensorProto.FLOAT, [2])], (TensorProto.FLOAT, [2]))
+    with pytest.raises(esgraph.onnx.ImportFailed, match="no input named z"):
+        esgraph.onnx.load(model, input_shapes={"z": [3]})
+
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00garbage\xff" * 8, b"\x08", b"\xff\xfe this is not a protobuf \x00\x01\x02"],
+                         ids=["empty", "garbage", "truncated", "text"])
+def test_what_is_not_an_onnx_model_is_a_format_error(tmp_path, content):
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(content)
+    with pytest.raises(esgraph.FormatError, match="bad.onnx` is not an ONNX model"):
+        esgraph.onnx.load(path)
+    with pytest.raises(esgraph.FormatError, match=f"the {len(content)} bytes is not an ONNX model"):
+        esgraph.onnx.load(content)
+    with pytest.raises(esgraph.FormatError, match="with outputs"):
+        esgraph.onnx.load(onnx.ModelProto())
+
+# Outputs that alias an input or each other
+def test_graph_output_that_is_a_graph_input():
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    model = make(nodes, [vi("x", F32, [2, 3])], [vi("x", F32, [2, 3]), vi("y", F32, [2, 3])])
+    graph = esgraph.onnx.load(model)
+    graph.verify()
+    compiled = esgraph.compile(graph)
+    assert compiled.input_names == ["x"]
+    assert compiled.output_names == ["x", "y"]
+    x = rand(2, 3, seed=25)
+    same, relu = compiled(x)
+    close(same, x)
+    close(relu, np.maximum(x, 0))
+
+
+def test_same_value_listed_as_two_outputs():
+    nodes = [helper.make_node("Exp", ["x"], ["e"]), helper.make_node("Neg", ["e"], ["n"])]
+    model = make(nodes, [vi("x", F32, [3])], [vi("e", F32, [3]), vi("n", F32, [3]), vi("e", F32, [3])])
+    compiled = esgraph.compile(esgraph.onnx.load(model))
+    assert compiled.output_names == ["e", "n", "e"]
+    x = rand(3, seed=26)
+    first, negated, second = compiled.run({"x": x})
+    close(first, np.exp(x))
+    close(negated, -np.exp(x))
+    close(second, np.exp(x))
+
+
+def test_initializer_as_a_graph_output():
+    c = np.array([1.5, -2.0], dtype=np.float32)
+    model = make([helper.make_node("Neg", ["x"], ["y"])], [vi("x", F32, [2])],
+                 [vi("c", F32, [2]), vi("y", F32, [2])], [init("c", c)])
+    compiled = esgraph.compile(esgraph.onnx.load(model))
+    assert compiled.output_names == ["c", "y"]
+    out_c, out_y = compiled(np.array([1, 2], np.float32))
+    close(out_c, c)
+    close(out_y, np.array([-1, -2], np.float32))

@@ -1,0 +1,217 @@
+"""Loading ONNX models (a path, bytes, a ModelProto), their external data (read from the model's
+folder only), and the refusals: every unsupported node at once, types and shapes.
+
+See onnx_models.py for the helpers."""
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from google.protobuf.message import DecodeError  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+import esgraph  # noqa: E402
+import esgraph.onnx  # noqa: E402
+
+from onnx_models import vi, init, make, run, rand, close, F32, I64
+
+
+# Loading: path, bytes, ModelProto and bad arguments
+def test_path_bytes_and_model_proto_give_the_same_results(mlp, tmp_path):
+    model, reference = mlp
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(model.SerializeToString())
+    x = rand(2, 4)
+    from_path = run(path, x)  # a pathlib.Path
+    from_str_path = run(str(path), x)  # a str
+    from_bytes = run(model.SerializeToString(), x)
+    from_proto = run(model, x)
+    close(from_proto[0], reference(x))
+    for other in (from_path, from_str_path, from_bytes):
+        np.testing.assert_array_equal(other[0], from_proto[0])
+
+
+@pytest.mark.parametrize("bad", [42, None, 1.5, ["m.onnx"]], ids=["int", "None", "float", "list"])
+def test_load_of_a_wrong_type_is_a_type_error(bad):
+    with pytest.raises(TypeError, match="expected a path, bytes or onnx.ModelProto"):
+        esgraph.onnx.load(bad)
+
+
+def test_truncated_files_raise_or_load_but_never_crash(mlp, tmp_path):
+    model, _ = mlp
+    data = model.SerializeToString()
+    path = tmp_path / "cut.onnx"
+    decode_errors = 0
+    for keep in range(len(data)):
+        path.write_bytes(data[:keep])
+        try:
+            graph = esgraph.onnx.load(path)
+        except esgraph.FormatError as e:  # protobuf's own error, as its cause
+            decode_errors += isinstance(e.__cause__, DecodeError)
+            continue
+        except (esgraph.Error, ValueError):  # a message cut at a field boundary may parse
+            continue
+        graph.verify()
+        esgraph.compile(graph)
+    # Most cuts fall inside a field (a tensor's raw bytes, a name): protobuf refuses them.
+    assert decode_errors > len(data) // 2
+    path.write_bytes(data[:-1])
+    with pytest.raises(esgraph.FormatError, match="is not an ONNX model: DecodeError"):
+        esgraph.onnx.load(path)
+
+# Failures: every unsupported node at once, types and shapes
+def test_one_error_lists_every_unsupported_node():
+    nodes = [
+        helper.make_node("Bernoulli", ["x"], ["nz"], name="find"),
+        helper.make_node("Frobnicate", ["x"], ["fz"], domain="com.example"),
+        helper.make_node("Relu", ["x"], ["fine"]),
+        helper.make_node("Cast", ["nz"], ["nzf"], to=F32),  # consumers of failures: skipped
+        helper.make_node("Add", ["fz", "fine"], ["y"]),
+        helper.make_node("Add", ["nzf", "y"], ["z"]),
+    ]
+    model = make(nodes, [vi("x", F32, [2, 3])], [vi("z", F32, None)],
+                 extra_opsets=[("com.example", 1)])
+    with pytest.raises(esgraph.onnx.ImportFailed) as info:
+        esgraph.onnx.load(model)
+    e = info.value
+    assert len(e.failures) == 2
+    (where0, why0), (where1, why1) = e.failures
+    assert where0 == "Bernoulli 'find' -> nz" and "no converter" in why0
+    assert where1 == "Frobnicate -> fz" and "com.example" in why1
+    message = str(e)
+    assert "2 unsupported node(s)" in message
+    assert "Bernoulli" in message and "Frobnicate" in message
+    assert "Cast" not in message and "Add" not in message
+    assert e.needed_constants == []
+
+
+def test_unsupported_element_type_is_reported():
+    model = make([helper.make_node("Identity", ["x"], ["y"])], [vi("x", TensorProto.COMPLEX64, [3])],
+                 [vi("y", TensorProto.COMPLEX64, [3])])
+    with pytest.raises(esgraph.onnx.ImportFailed) as info:
+        esgraph.onnx.load(model)
+    assert info.value.failures == [("input 'x'", "element type COMPLEX64")]
+
+
+def test_unsupported_initializer_type_is_reported():
+    model = make([helper.make_node("Add", ["x", "c"], ["y"])], [vi("x", F32, [2])], [vi("y", F32, [2])],
+                 [init("c", np.array([1, 2], dtype=np.complex64))])
+    with pytest.raises(esgraph.onnx.ImportFailed) as info:
+        esgraph.onnx.load(model)
+    assert info.value.failures == [("initializer 'c'", "element type COMPLEX64")]
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+def test_integer_mod_is_exact_beyond_f64(fmod):
+    a = np.array([2**62 + 3, -(2**62) - 3, 7, -7, 0], np.int64)
+    b = np.array([7, 7, -3, 3, 5], np.int64)
+    model = make([helper.make_node("Mod", ["a", "b"], ["y"], fmod=fmod)], [vi("a", I64, [5]), vi("b", I64, [5])],
+                 [vi("y", I64, [5])])
+    expected = np.fmod(a, b) if fmod else np.mod(a, b)
+    np.testing.assert_array_equal(run(model, a, b)[0], expected)
+
+
+def test_bit_shift_of_u64_and_refusal_of_signed():
+    x = np.array([1, 2**63 + 1, 2**64 - 1], np.uint64)
+    s = np.array([63, 1, 4], np.uint64)
+    for direction, expected in (("LEFT", x << s), ("RIGHT", x >> s)):
+        model = make([helper.make_node("BitShift", ["x", "s"], ["y"], direction=direction)],
+                     [vi("x", TensorProto.UINT64, [3]), vi("s", TensorProto.UINT64, [3])], [vi("y", TensorProto.UINT64, [3])])
+        np.testing.assert_array_equal(run(model, x, s)[0], expected)
+    signed = make([helper.make_node("BitShift", ["x", "x"], ["y"], direction="LEFT")], [vi("x", I64, [3])],
+                  [vi("y", I64, [3])])
+    with pytest.raises(esgraph.onnx.ImportFailed, match="unsigned integers, not i64"):
+        esgraph.onnx.load(signed)
+
+
+def test_input_without_a_shape_is_reported_and_input_shapes_fixes_it():
+    model = make([helper.make_node("Neg", ["x"], ["y"])], [vi("x", F32, None)], [vi("y", F32, None)])
+    with pytest.raises(esgraph.onnx.ImportFailed) as info:
+        esgraph.onnx.load(model)
+    (where, why), = info.value.failures
+    assert where == "input 'x'" and "input_shapes=" in why
+    graph = esgraph.onnx.load(model, input_shapes={"x": ["B", 3]})
+    assert graph.to_text().startswith("graph m(%x: f32[B,3])")
+    compiled = esgraph.compile(graph)
+    for batch in (1, 4):
+        x = rand(batch, 3, seed=batch)
+        close(compiled(x), -x)
+
+
+def test_input_shapes_override_the_model_shape():
+    model = make([helper.make_node("Neg", ["x"], ["y"])], [vi("x", F32, [2, 3])], [vi("y", F32, None)])
+    graph = esgraph.onnx.load(model, input_shapes={"x": [5, 3]})
+    x = rand(5, 3)
+    close(esgraph.compile(graph)(x), -x)
+
+
+def test_opset_out_of_range_is_refused():
+    model = make([helper.make_node("Neg", ["x"], ["y"])], [vi("x", F32, [2])], [vi("y", F32, [2])], opset=19)
+    with pytest.raises(esgraph.onnx.ImportFailed, match="opset 19"):
+        esgraph.onnx.load(model)
+
+
+def test_graph_output_nothing_produces_is_reported():
+    model = make([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F32, [3])],
+                 [vi("y", F32, [3]), vi("missing", F32, [3])])
+    with pytest.raises(esgraph.onnx.ImportFailed) as info:
+        esgraph.onnx.load(model)
+    assert "missing" in str(info.value)
+
+
+def test_constants_take_the_declared_element_type():
+    model = make([helper.make_node("Add", ["x", "offset"], ["y"])], [vi("x", F32, [2]), vi("offset", F32, [2])],
+                 [vi("y", F32, [2])])
+    compiled = esgraph.compile(esgraph.onnx.load(model, constants={"offset": [1.0, 2.0]}))
+    assert compiled.input_names == ["x"]
+    close(compiled(np.array([10, 20], np.float32)), np.array([11, 22], np.float32))
+
+# External data: read from the model's folder only
+def _with_external_data(model, folder, location="weights.bin"):
+    """The model saved in `folder` with every initializer in one external file; returns its path."""
+    folder.mkdir(exist_ok=True)
+    path = folder / "m.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location=location,
+                    size_threshold=0)
+    return path
+
+
+def _relocate(path, location):
+    """The saved model with every external location rewritten (its data left where it was)."""
+    m = onnx.load(str(path), load_external_data=False)
+    for t in m.graph.initializer:
+        for entry in t.external_data:
+            if entry.key == "location":
+                entry.value = location
+    path.write_bytes(m.SerializeToString())
+
+
+def test_external_data_in_the_models_folder_loads(mlp, tmp_path):
+    model, reference = mlp
+    path = _with_external_data(model, tmp_path / "model")
+    x = rand(2, 4)
+    close(run(path, x)[0], reference(x))
+    # Bytes or a ModelProto name no folder: their external data needs one given.
+    external = onnx.load(str(path), load_external_data=False)
+    with pytest.raises(esgraph.FormatError, match="reads external data only from a folder passed as base_dir"):
+        esgraph.onnx.load(external)
+    close(esgraph.compile(esgraph.onnx.load(external, base_dir=tmp_path / "model"))(x), reference(x))
+    assert onnx.external_data_helper.uses_external_data(external.graph.initializer[0])  # the caller's proto untouched
+
+
+@pytest.mark.parametrize("location", ["../outside.bin", "/etc/passwd", "sub/../../outside.bin", "zero"])
+def test_external_data_outside_the_models_folder_is_refused(mlp, tmp_path, location):
+    model, _ = mlp
+    path = _with_external_data(model, tmp_path / "model")
+    (tmp_path / "outside.bin").write_bytes(b"\0" * 4096)
+    (tmp_path / "model" / "zero").symlink_to("/dev/zero")  # a link inside that leads out
+    _relocate(path, location)
+    with pytest.raises(esgraph.FormatError, match="outside the model's folder"):
+        esgraph.onnx.load(path)
+
+
+def test_external_data_past_the_end_of_its_file_is_refused(mlp, tmp_path):
+    model, _ = mlp
+    path = _with_external_data(model, tmp_path / "model")
+    (tmp_path / "model" / "weights.bin").write_bytes(b"\0" * 8)  # shorter than the tensors say
+    with pytest.raises(esgraph.FormatError, match="run past the 8-byte file"):
+        esgraph.onnx.load(path)
