@@ -9,6 +9,7 @@
 #include "c_api/op_call.hpp"
 #include "backends/registry.hpp"
 #include "runtime/model.hpp"
+#include "runtime/model_file.hpp"
 
 using esg::capi::guarded;
 namespace ir = esg::ir;
@@ -71,6 +72,54 @@ const std::vector<std::string>& backend_names() {
   return names;
 }
 
+// The C options as the pipeline's. `compile`: a NULL backend is the CPU; otherwise (a load) it
+// stays unset, the file's.
+esg::runtime::CompileOptions compile_options_of(const esg_compile_options* options, const char* call, bool compile) {
+  esg_compile_options o;
+  esg_compile_options_init_(&o, sizeof o);
+  esg::capi::read_options(&o, sizeof o, options, call);
+  auto invalid = [&](const std::string& what) { return ir::Error(ir::ErrorCode::InvalidArgument, std::string(call) + ": " + what); };
+  esg::runtime::CompileOptions co;
+  co.streams = o.streams;
+  co.threads = o.threads;
+  co.fusion = o.fusion;
+  co.memory_reuse = o.memory_reuse;
+  co.verify_each_pass = o.verify_each_pass;
+  co.max_loop_iterations = o.max_loop_iterations;
+  co.max_nodes = o.max_nodes;
+  co.max_plans = o.max_plans;
+  co.grow_memory = o.grow_memory;
+  co.max_memory_bytes = o.max_memory_bytes;
+  const std::string precision = o.precision ? o.precision : "f32";
+  if (precision == "bf16") co.precision = esg::runtime::Precision::BF16;
+  else if (precision != "f32") throw invalid("precision '" + precision + "'; valid: 'f32', 'bf16'");
+  if (o.backend || compile) {
+    const std::string backend = o.backend ? o.backend : "cpu";
+    co.backend = esg::backends::find(backend);
+    if (!co.backend) {
+      std::string valid;
+      for (const std::string& name : backend_names()) valid += (valid.empty() ? "'" : ", '") + name + "'";
+      throw invalid("backend '" + backend + "'; valid: " + valid);
+    }
+  }
+  // The backend's own options: the struct's fields where set, then the string's.
+  if (o.device != 0) co.backend_options.set("device", o.device);
+  if (o.ai_cores != 0) co.backend_options.set("ai_cores", o.ai_cores);
+  if (o.host_fallback) co.backend_options.set("host_fallback", 1);
+  if (o.backend_options) co.backend_options.parse(o.backend_options);
+  if (o.num_symbols && (!o.symbol_names || !o.symbol_sizes)) throw invalid("num_symbols without symbol_names or symbol_sizes");
+  for (size_t i = 0; i < o.num_symbols; ++i) {
+    if (!o.symbol_names[i]) throw invalid("a symbol name is NULL");
+    co.symbols.emplace_back(o.symbol_names[i], o.symbol_sizes[i]);
+  }
+  if (o.num_ranges && (!o.range_names || !o.range_min || !o.range_max)) throw invalid("num_ranges without range_names, range_min or range_max");
+  for (size_t i = 0; i < o.num_ranges; ++i) {
+    if (!o.range_names[i]) throw invalid("a range's symbol name is NULL");
+    co.ranges.push_back({o.range_names[i], o.range_min[i], o.range_max[i]});
+  }
+  return co;
+}
+
 }  // namespace
 
 extern "C" {
@@ -97,49 +146,33 @@ ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options
   esg_model* model = nullptr;
   guarded(nullptr, [&] {
     if (!graph || !graph->g) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: the graph is NULL");
+    const esg::runtime::CompileOptions co = compile_options_of(options, "esg_compile", true);
+    model = new esg_model(std::make_shared<esg::runtime::Model>(std::make_unique<ir::Graph>(*graph->g), co));
+  });
+  return model;
+}
+
+ESG_API esg_status esg_model_save(const esg_model* model, const char* path) {
+  guarded(nullptr, [&] {
+    need_model(model, "esg_model_save");
+    if (!path) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_save: the path is NULL");
+    esg::runtime::save_model(*model->m, path);
+  });
+  return esg_last_status();
+}
+
+ESG_API esg_model* esg_model_load(const char* path, const esg_compile_options* options) {
+  esg_model* model = nullptr;
+  guarded(nullptr, [&] {
+    if (!path) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_load: the path is NULL");
     esg_compile_options o;
     esg_compile_options_init_(&o, sizeof o);
-    esg::capi::read_options(&o, sizeof o, options, "esg_compile");
-    esg::runtime::CompileOptions co;
-    co.streams = o.streams;
-    co.threads = o.threads;
-    co.fusion = o.fusion;
-    co.memory_reuse = o.memory_reuse;
-    co.verify_each_pass = o.verify_each_pass;
-    co.max_loop_iterations = o.max_loop_iterations;
-    co.max_nodes = o.max_nodes;
-    co.max_plans = o.max_plans;
-    co.grow_memory = o.grow_memory;
-    co.max_memory_bytes = o.max_memory_bytes;
-    const std::string precision = o.precision ? o.precision : "f32";
-    if (precision == "bf16") co.precision = esg::runtime::Precision::BF16;
-    else if (precision != "f32")
-      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: precision '" + precision + "'; valid: 'f32', 'bf16'");
-    const std::string backend = o.backend ? o.backend : "cpu";
-    co.backend = esg::backends::find(backend);
-    if (!co.backend) {
-      std::string valid;
-      for (const std::string& name : backend_names()) valid += (valid.empty() ? "'" : ", '") + name + "'";
-      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: backend '" + backend + "'; valid: " + valid);
-    }
-    // The backend's own options: the struct's fields where set, then the string's.
-    if (o.device != 0) co.backend_options.set("device", o.device);
-    if (o.ai_cores != 0) co.backend_options.set("ai_cores", o.ai_cores);
-    if (o.host_fallback) co.backend_options.set("host_fallback", 1);
-    if (o.backend_options) co.backend_options.parse(o.backend_options);
-    if (o.num_symbols && (!o.symbol_names || !o.symbol_sizes))
-      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: num_symbols without symbol_names or symbol_sizes");
-    for (size_t i = 0; i < o.num_symbols; ++i) {
-      if (!o.symbol_names[i]) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: a symbol name is NULL");
-      co.symbols.emplace_back(o.symbol_names[i], o.symbol_sizes[i]);
-    }
-    if (o.num_ranges && (!o.range_names || !o.range_min || !o.range_max))
-      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: num_ranges without range_names, range_min or range_max");
-    for (size_t i = 0; i < o.num_ranges; ++i) {
-      if (!o.range_names[i]) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: a range's symbol name is NULL");
-      co.ranges.push_back({o.range_names[i], o.range_min[i], o.range_max[i]});
-    }
-    model = new esg_model(std::make_shared<esg::runtime::Model>(std::make_unique<ir::Graph>(*graph->g), co));
+    esg::capi::read_options(&o, sizeof o, options, "esg_model_load");
+    esg::runtime::LoadOptions lo;
+    lo.run = compile_options_of(options, "esg_model_load", false);
+    lo.recompile = o.recompile;
+    lo.verify_weights = !o.skip_weight_check;
+    model = new esg_model(esg::runtime::load_model(path, lo, [](const std::string& name) { return esg::backends::find(name); }));
   });
   return model;
 }

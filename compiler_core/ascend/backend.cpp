@@ -30,6 +30,12 @@ class Backend final : public runtime::Backend {
   int64_t buffer_slack() const override { return kSegmentSlack; }
   std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
                                           const runtime::Program* donor) const override;
+  // Its artifacts (kernel binaries with their .json, tilings, the aclnn choices) and its target
+  // (SoC, CANN version) are not written yet: such a model is refused by name, not saved without them.
+  std::string cannot_save() const override {
+    return std::string("backend '") + name() + "' does not write its kernels, tilings and aclnn choices to a compiled-model file yet; "
+           "save the graph (Graph.save) and compile it where it runs";
+  }
 
  private:
   bool simulated_;

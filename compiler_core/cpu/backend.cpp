@@ -4,7 +4,10 @@
 // and the plan run as it is (program.hpp).
 #include "runtime/backend.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <memory>
+#include <sstream>
 #include <unordered_map>
 
 #include "cpu/conv.hpp"
@@ -29,6 +32,8 @@ class Backend final : public runtime::Backend {
   std::string cannot_run(const runtime::Plan& plan, size_t index) const override;
   std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
                                           const runtime::Program* donor) const override;
+  std::string target(const runtime::CompileOptions& options) const override;
+  std::string cannot_run_target(const std::string& target) const override;
 };
 
 // Blocked channels by default where oneDNN's direct convolutions want them: 16 a block with
@@ -112,6 +117,34 @@ std::string Backend::cannot_run(const runtime::Plan&, size_t) const { return {};
 std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
                                                  const runtime::Program* donor) const {
   return std::make_unique<Program>(plan, options, dynamic_cast<const Program*>(donor));
+}
+
+// The features a plan's kernels were chosen for: the vectors its blocked formats fill (oneDNN
+// has direct convolutions for them there), bfloat16 products.
+std::string Backend::target(const runtime::CompileOptions& options) const {
+  const int64_t block = options.backend_options.get("channel_block", this->options());
+  std::string t = "x86-64";
+  if (block == 16) t += " avx512f";
+  if (block == 8) t += " avx2";
+  if (options.precision == runtime::Precision::BF16) t += " bf16";
+  return t;
+}
+
+std::string Backend::cannot_run_target(const std::string& target) const {
+  std::istringstream words(target);
+  std::string arch, feature, missing, has = "x86-64";
+  words >> arch;
+  if (arch != "x86-64") return "the model was compiled for " + arch + ", this machine is x86-64";
+  const std::pair<const char*, bool> known[] = {{"avx2", __builtin_cpu_supports("avx2") != 0},
+                                                {"avx512f", __builtin_cpu_supports("avx512f") != 0},
+                                                {"bf16", cpu_multiplies_bf16()}};
+  for (const auto& [name, present] : known)
+    if (present) has += std::string(" ") + name;
+  while (words >> feature) {
+    const auto it = std::find_if(std::begin(known), std::end(known), [&](const auto& k) { return feature == k.first; });
+    if (it == std::end(known) || !it->second) missing += " " + feature;
+  }
+  return missing.empty() ? "" : "the model's kernels need" + missing + " (compiled for " + target + "); this machine has " + has;
 }
 
 }  // namespace

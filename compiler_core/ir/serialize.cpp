@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "ir/builder.hpp"
+#include "ir/byte_io.hpp"
 #include "ir/error.hpp"
 
 namespace esg::ir {
@@ -30,66 +31,11 @@ constexpr size_t kBlobAlign = 64;
 
 enum Record : uint8_t { kInput = 1, kConstant = 2, kBegin = 3, kEnd = 4, kNode = 5, kOutputs = 6 };
 
-class Writer {
- public:
-  std::vector<uint8_t> buf;
-  void u8(uint8_t v) { buf.push_back(v); }
-  void u32(uint32_t v) { raw(&v, 4); }
-  void u64(uint64_t v) { raw(&v, 8); }
-  void i64(int64_t v) { raw(&v, 8); }
-  void f64(double v) { raw(&v, 8); }
-  void str(const std::string& s) {
-    u32(static_cast<uint32_t>(s.size()));
-    raw(s.data(), s.size());
-  }
-  void raw(const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    buf.insert(buf.end(), b, b + n);
-  }
+using Writer = ByteWriter;
+struct Reader : ByteReader {
+  Reader(const uint8_t* p, size_t n) : ByteReader(p, n, "graph file") {}
 };
-
-class Reader {
- public:
-  Reader(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
-  bool done() const { return p_ == end_; }
-  uint8_t u8() { return take<uint8_t>(); }
-  uint32_t u32() { return take<uint32_t>(); }
-  uint64_t u64() { return take<uint64_t>(); }
-  int64_t i64() { return take<int64_t>(); }
-  double f64() { return take<double>(); }
-  std::string str() {
-    const uint32_t n = u32();
-    need(n);
-    std::string s(reinterpret_cast<const char*>(p_), n);
-    p_ += n;
-    return s;
-  }
-  // A count of items each at least `min_bytes` long: bounded by what is left, so a hostile
-  // count cannot make the loader allocate more than the file's size.
-  uint32_t count(size_t min_bytes) {
-    const uint32_t n = u32();
-    if (min_bytes && n > static_cast<size_t>(end_ - p_) / min_bytes) bad("a count exceeds the data left");
-    return n;
-  }
-  [[noreturn]] static void bad(const std::string& what) {
-    throw Error(ErrorCode::Format, "graph file is corrupted: " + what);
-  }
-
- private:
-  template <class T>
-  T take() {
-    need(sizeof(T));
-    T v;
-    std::memcpy(&v, p_, sizeof(T));
-    p_ += sizeof(T);
-    return v;
-  }
-  void need(size_t n) {
-    if (static_cast<size_t>(end_ - p_) < n) bad("a record runs past the end of its section");
-  }
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
+[[noreturn]] void corrupt(const std::string& what) { throw Error(ErrorCode::Format, "graph file is corrupted: " + what); }
 
 void write_shape(Writer& w, DType t, const Shape& s) {
   w.u8(static_cast<uint8_t>(t));
@@ -100,12 +46,12 @@ void write_shape(Writer& w, DType t, const Shape& s) {
 Builder::ParamType read_type(Reader& r, size_t num_symbols) {
   Builder::ParamType t;
   t.dtype = static_cast<DType>(r.u8());
-  if (!dtype_valid(t.dtype)) Reader::bad("unknown dtype code " + std::to_string(static_cast<int>(t.dtype)));
+  if (!dtype_valid(t.dtype)) corrupt("unknown dtype code " + std::to_string(static_cast<int>(t.dtype)));
   const uint8_t rank = r.u8();
-  if (rank > kMaxRank) Reader::bad("rank " + std::to_string(rank) + " exceeds " + std::to_string(kMaxRank));
+  if (rank > kMaxRank) corrupt("rank " + std::to_string(rank) + " exceeds " + std::to_string(kMaxRank));
   for (uint8_t i = 0; i < rank; ++i) {
     const Dim d = r.i64();
-    if (dim_is_symbolic(d) && dim_symbol(d) >= num_symbols) Reader::bad("a dimension names an unknown symbol");
+    if (dim_is_symbolic(d) && dim_symbol(d) >= num_symbols) corrupt("a dimension names an unknown symbol");
     t.shape.push_back(d);
   }
   return t;
@@ -113,9 +59,9 @@ Builder::ParamType read_type(Reader& r, size_t num_symbols) {
 
 class GraphWriter {
  public:
-  explicit GraphWriter(const Graph& g) : g_(g), ids_(g.values.size(), kNone) {}
+  GraphWriter(const Graph& g, BlobTable& blobs) : g_(g), ids_(g.values.size(), kNone), blobs_(blobs) {}
 
-  std::vector<uint8_t> run() {
+  GraphRecords run() {
     Writer& w = rec_;
     w.str(g_.name);
     w.u32(static_cast<uint32_t>(g_.symbols.size()));
@@ -130,42 +76,12 @@ class GraphWriter {
     w.u8(kOutputs);
     w.u32(static_cast<uint32_t>(g_.outputs().size()));
     for (ValueId v : g_.outputs()) w.u32(id(v));
-
-    // Header, records, then the blobs, each at a 64-byte boundary of the file.
-    Writer out;
-    out.raw(kMagic, 8);
-    out.u32(kFormatVersion);
-    out.u32(0);  // CRC-32 of everything after the header, patched below
-    const uint64_t records_offset = kHeaderSize;
-    uint64_t blobs_offset = records_offset + rec_.buf.size();
-    blobs_offset = (blobs_offset + kBlobAlign - 1) / kBlobAlign * kBlobAlign;
-    out.u64(records_offset);
-    out.u64(rec_.buf.size());
-    out.u64(blobs_offset);
-    out.u64(blobs_.size());
-    out.buf.resize(kHeaderSize, 0);
-    out.raw(rec_.buf.data(), rec_.buf.size());
-    out.buf.resize(blobs_offset, 0);
-    // Blob table (offset, size) then the data.
-    uint64_t at = blobs_offset + 16 * blobs_.size();
-    std::vector<uint64_t> offsets;
-    for (const auto* b : blobs_) {
-      at = (at + kBlobAlign - 1) / kBlobAlign * kBlobAlign;
-      offsets.push_back(at);
-      at += b->size();
-    }
-    for (size_t i = 0; i < blobs_.size(); ++i) {
-      out.u64(offsets[i]);
-      out.u64(blobs_[i]->size());
-    }
-    for (size_t i = 0; i < blobs_.size(); ++i) {
-      out.buf.resize(offsets[i], 0);
-      out.raw(blobs_[i]->data(), blobs_[i]->size());
-    }
-    const uint32_t crc = static_cast<uint32_t>(
-        crc32(0, out.buf.data() + kHeaderSize, static_cast<uInt>(out.buf.size() - kHeaderSize)));
-    std::memcpy(out.buf.data() + 12, &crc, 4);
-    return std::move(out.buf);
+    GraphRecords made;
+    made.bytes = std::move(rec_.buf);
+    made.value_index = ids_;
+    made.node_index.assign(g_.nodes.size(), kNone);
+    for (const auto& [node, index] : node_ids_) made.node_index[node] = index;
+    return made;
   }
 
  private:
@@ -209,8 +125,7 @@ class GraphWriter {
     if (n.blob != kNone) {
       w.u8(kConstant);
       write_shape(w, g_.values[n.first_output].dtype, g_.shape(n.first_output));
-      w.u32(static_cast<uint32_t>(blobs_.size()));
-      blobs_.push_back(g_.blobs[n.blob].get());
+      w.u32(blobs_.add(*g_.blobs[n.blob]));
     } else {
       w.u8(kNode);
       w.str(n.op->name);
@@ -265,45 +180,100 @@ class GraphWriter {
   Writer rec_;
   std::vector<uint32_t> ids_;
   uint32_t next_ = 0, next_region_ = 0, next_node_ = 0;
+  BlobTable& blobs_;
   std::unordered_map<NodeId, uint32_t> node_ids_;
-  std::vector<const std::vector<uint8_t>*> blobs_;
 };
+
+// A graph file: the header, the record stream, then the blob table and the blobs, each at a
+// 64-byte boundary of the file.
+std::vector<uint8_t> graph_file(const std::vector<uint8_t>& records, const BlobTable& table) {
+  const std::vector<const std::vector<uint8_t>*>& blobs = table.blobs();
+  Writer out;
+  out.raw(kMagic, 8);
+  out.u32(kFormatVersion);
+  out.u32(0);  // CRC-32 of everything after the header, patched below
+  const uint64_t records_offset = kHeaderSize;
+  uint64_t blobs_offset = records_offset + records.size();
+  blobs_offset = (blobs_offset + kBlobAlign - 1) / kBlobAlign * kBlobAlign;
+  out.u64(records_offset);
+  out.u64(records.size());
+  out.u64(blobs_offset);
+  out.u64(blobs.size());
+  out.buf.resize(kHeaderSize, 0);
+  out.raw(records.data(), records.size());
+  out.buf.resize(blobs_offset, 0);
+  // Blob table (offset, size) then the data.
+  uint64_t at = blobs_offset + 16 * blobs.size();
+  std::vector<uint64_t> offsets;
+  for (const auto* b : blobs) {
+    at = (at + kBlobAlign - 1) / kBlobAlign * kBlobAlign;
+    offsets.push_back(at);
+    at += b->size();
+  }
+  for (size_t i = 0; i < blobs.size(); ++i) {
+    out.u64(offsets[i]);
+    out.u64(blobs[i]->size());
+  }
+  for (size_t i = 0; i < blobs.size(); ++i) {
+    out.buf.resize(offsets[i], 0);
+    out.raw(blobs[i]->data(), blobs[i]->size());
+  }
+  const uint32_t crc = static_cast<uint32_t>(crc32(0, out.buf.data() + kHeaderSize, static_cast<uInt>(out.buf.size() - kHeaderSize)));
+  std::memcpy(out.buf.data() + 12, &crc, 4);
+  return std::move(out.buf);
+}
+
+// The blobs of a graph file (its header checked), with the record stream's place.
+struct GraphFile {
+  std::vector<ConstBlob> blobs;
+  const uint8_t* records;
+  size_t records_size;
+};
+
+GraphFile open_graph_file(const uint8_t* data, size_t size) {
+  if (size < kHeaderSize) throw Error(ErrorCode::Format, "graph file is truncated: " + std::to_string(size) + " bytes, shorter than the header");
+  if (std::memcmp(data, kMagic, 8) != 0) throw Error(ErrorCode::Format, "not an esgraph graph file (bad magic bytes)");
+  Reader h(data + 8, kHeaderSize - 8);
+  const uint32_t version = h.u32();
+  if (version == 0 || version > kFormatVersion)
+    throw Error(ErrorCode::Format, "graph file format " + std::to_string(version) + " is newer than this library reads (up to " +
+                                       std::to_string(kFormatVersion) + "); upgrade esgraph");
+  const uint32_t crc = h.u32();
+  const uint64_t rec_off = h.u64(), rec_size = h.u64(), blob_off = h.u64(), blob_count = h.u64();
+  if (rec_off != kHeaderSize || rec_size > size - rec_off || blob_off < rec_off + rec_size || blob_off > size ||
+      blob_count > (size - blob_off) / 16)
+    throw Error(ErrorCode::Format, "graph file is truncated or its header is corrupted (sections run past the " +
+                                       std::to_string(size) + "-byte file)");
+  const uint32_t actual = static_cast<uint32_t>(crc32(0, data + kHeaderSize, static_cast<uInt>(size - kHeaderSize)));
+  // A fuzzing build reads past a wrong checksum, so that mutated files reach the records.
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  if (actual != crc) throw Error(ErrorCode::Format, "graph file is corrupted (checksum mismatch)");
+#else
+  (void)actual;
+  (void)crc;
+#endif
+  GraphFile f{{}, data + rec_off, static_cast<size_t>(rec_size)};
+  Reader blobs(data + blob_off, 16 * blob_count);
+  for (uint64_t i = 0; i < blob_count; ++i) {
+    const uint64_t off = blobs.u64(), n = blobs.u64();
+    if (off > size || n > size - off) corrupt("a constant's bytes run past the end of the file");
+    f.blobs.push_back({data + off, n, nullptr});
+  }
+  return f;
+}
 
 class GraphReader {
  public:
-  GraphReader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  explicit GraphReader(const std::vector<ConstBlob>& blobs) : blobs_(blobs) {}
 
-  std::unique_ptr<Graph> run() {
-    if (size_ < kHeaderSize) throw Error(ErrorCode::Format, "graph file is truncated: " + std::to_string(size_) + " bytes, shorter than the header");
-    if (std::memcmp(data_, kMagic, 8) != 0) throw Error(ErrorCode::Format, "not an esgraph graph file (bad magic bytes)");
-    Reader h(data_ + 8, kHeaderSize - 8);
-    const uint32_t version = h.u32();
-    if (version == 0 || version > kFormatVersion)
-      throw Error(ErrorCode::Format, "graph file format " + std::to_string(version) + " is newer than this library reads (up to " +
-                                         std::to_string(kFormatVersion) + "); upgrade esgraph");
-    const uint32_t crc = h.u32();
-    const uint64_t rec_off = h.u64(), rec_size = h.u64(), blob_off = h.u64(), blob_count = h.u64();
-    if (rec_off != kHeaderSize || rec_size > size_ - rec_off || blob_off < rec_off + rec_size || blob_off > size_ ||
-        blob_count > (size_ - blob_off) / 16)
-      throw Error(ErrorCode::Format, "graph file is truncated or its header is corrupted (sections run past the " +
-                                         std::to_string(size_) + "-byte file)");
-    const uint32_t actual = static_cast<uint32_t>(crc32(0, data_ + kHeaderSize, static_cast<uInt>(size_ - kHeaderSize)));
-    // A fuzzing build reads past a wrong checksum, so that mutated files reach the records.
-#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-    if (actual != crc) throw Error(ErrorCode::Format, "graph file is corrupted (checksum mismatch)");
-#else
-    (void)actual;
-    (void)crc;
-#endif
-    Reader blobs(data_ + blob_off, 16 * blob_count);
-    for (uint64_t i = 0; i < blob_count; ++i) {
-      const uint64_t off = blobs.u64(), n = blobs.u64();
-      if (off > size_ || n > size_ - off) Reader::bad("a constant's bytes run past the end of the file");
-      blobs_.push_back({data_ + off, n});
-    }
-    Reader r(data_ + rec_off, rec_size);
+  LoadedGraph run(const uint8_t* records_data, size_t records_size) {
+    Reader r(records_data, records_size);
     try {
-      return records(r);
+      LoadedGraph made;
+      made.graph = records(r);
+      made.values = std::move(ids_);
+      made.nodes = std::move(nodes_);
+      return made;
     } catch (const Error& e) {
       if (e.code() == ErrorCode::Format) throw;
       // A limit stays one: the file may be sound, only beyond what this library takes.
@@ -313,13 +283,8 @@ class GraphReader {
   }
 
  private:
-  struct Blob {
-    const uint8_t* p;
-    uint64_t n;
-  };
-
   ValueId value(uint32_t id) const {
-    if (id >= ids_.size()) Reader::bad("a reference to value " + std::to_string(id) + ", which is not defined yet");
+    if (id >= ids_.size()) corrupt("a reference to value " + std::to_string(id) + ", which is not defined yet");
     return ids_[id];
   }
 
@@ -329,15 +294,15 @@ class GraphReader {
     const uint32_t nsym = r.count(4);
     for (uint32_t i = 0; i < nsym; ++i) g.symbol(r.str());
     std::vector<RegionId> regions;
-    std::vector<NodeId> nodes;
+    std::vector<NodeId>& nodes = nodes_;
     int depth = 0;
     while (true) {
       const uint8_t kind = r.u8();
       if (kind == kOutputs) {
-        if (depth != 0) Reader::bad("a body is not closed");
+        if (depth != 0) corrupt("a body is not closed");
         break;
       }
-      if (kind == 0 || kind > kOutputs) Reader::bad("unknown record kind " + std::to_string(kind));
+      if (kind == 0 || kind > kOutputs) corrupt("unknown record kind " + std::to_string(kind));
       if (kind == kInput) {
         const std::string name = r.str();
         const Builder::ParamType t = read_type(r, g.symbols.size());
@@ -354,7 +319,7 @@ class GraphReader {
         continue;
       }
       if (kind == kEnd) {
-        if (depth == 0) Reader::bad("a body ends that was not begun");
+        if (depth == 0) corrupt("a body ends that was not begun");
         const uint32_t n = r.count(4);
         std::vector<ValueId> results;
         for (uint32_t i = 0; i < n; ++i) results.push_back(value(r.u32()));
@@ -366,8 +331,9 @@ class GraphReader {
       if (kind == kConstant) {
         const Builder::ParamType t = read_type(r, g.symbols.size());
         const uint32_t blob = r.u32();
-        if (blob >= blobs_.size()) Reader::bad("a constant names a missing blob");
-        const ValueId v = b.add_constant(t.dtype, t.shape, blobs_[blob].p, blobs_[blob].n);
+        if (blob >= blobs_.size()) corrupt("a constant names a missing blob");
+        const ConstBlob& bytes = blobs_[blob];
+        const ValueId v = bytes.shared ? b.add_constant(t.dtype, t.shape, bytes.shared) : b.add_constant(t.dtype, t.shape, bytes.data, bytes.size);
         id = g.values[v].producer;
       } else {
         id = node(r, b, regions);
@@ -386,10 +352,10 @@ class GraphReader {
       g.nodes[id].num_deps = ndeps;
       for (uint32_t i = 0; i < ndeps; ++i) {
         const uint32_t d = r.u32();
-        if (d >= nodes.size() || g.nodes[nodes[d]].region != n.region) Reader::bad("a control dependency on an unknown node");
+        if (d >= nodes.size() || g.nodes[nodes[d]].region != n.region) corrupt("a control dependency on an unknown node");
         g.dep_refs.push_back(nodes[d]);
       }
-      if (r.u32() != n.num_outputs) Reader::bad("a node's output count differs from what its op produces");
+      if (r.u32() != n.num_outputs) corrupt("a node's output count differs from what its op produces");
       for (uint32_t i = 0; i < n.num_outputs; ++i) {
         const std::string vname = r.str();
         g.values[n.first_output + i].name = vname.empty() ? 0 : g.intern(vname);
@@ -400,7 +366,7 @@ class GraphReader {
     const uint32_t nout = r.count(4);
     std::vector<ValueId> outputs;
     for (uint32_t i = 0; i < nout; ++i) outputs.push_back(value(r.u32()));
-    if (!r.done()) Reader::bad("unexpected bytes after the outputs");
+    if (!r.done()) corrupt("unexpected bytes after the outputs");
     return b.finish(outputs);
   }
 
@@ -451,32 +417,48 @@ class GraphReader {
           break;
         }
         case AttrKind::Int: case AttrKind::Bool: case AttrKind::DType: case AttrKind::Enum: a.i = r.i64(); break;
-        default: Reader::bad("attribute `" + name + "` has unknown kind " + std::to_string(static_cast<int>(a.kind)));
+        default: corrupt("attribute `" + name + "` has unknown kind " + std::to_string(static_cast<int>(a.kind)));
       }
     }
     const uint32_t nbodies = r.count(4);
     std::vector<RegionId> bodies;
     for (uint32_t i = 0; i < nbodies; ++i) {
       const uint32_t k = r.u32();
-      if (k >= regions.size()) Reader::bad("a node names a body that was not defined");
+      if (k >= regions.size()) corrupt("a node names a body that was not defined");
       bodies.push_back(regions[k]);
     }
     return b.add_op(*op, inputs, attrs, bodies);
   }
 
-  const uint8_t* data_;
-  size_t size_;
-  std::vector<Blob> blobs_;
+  const std::vector<ConstBlob>& blobs_;
   std::vector<ValueId> ids_;
+  std::vector<NodeId> nodes_;
 };
 
 }  // namespace
 
-std::vector<uint8_t> serialize(const Graph& g) { return GraphWriter(g).run(); }
+uint32_t BlobTable::add(const std::vector<uint8_t>& bytes) {
+  const auto [at, added] = index_.emplace(&bytes, static_cast<uint32_t>(blobs_.size()));
+  if (added) blobs_.push_back(&bytes);
+  return at->second;
+}
+
+GraphRecords serialize_records(const Graph& g, BlobTable& blobs) { return GraphWriter(g, blobs).run(); }
+
+LoadedGraph deserialize_records(const uint8_t* data, size_t size, const std::vector<ConstBlob>& blobs) {
+  return GraphReader(blobs).run(data, size);
+}
+
+std::vector<uint8_t> serialize(const Graph& g) {
+  BlobTable blobs;
+  const GraphRecords records = serialize_records(g, blobs);
+  return graph_file(records.bytes, blobs);
+}
 
 std::unique_ptr<Graph> deserialize(const void* data, size_t size) {
   if (!data && size) throw Error(ErrorCode::InvalidArgument, "deserialize: data is NULL");
-  return GraphReader(static_cast<const uint8_t*>(data), size).run();
+  const GraphFile f = open_graph_file(static_cast<const uint8_t*>(data), size);
+  return deserialize_records(f.records, f.records_size, f.blobs).graph;
 }
 
 void save(const Graph& g, const std::string& path) {

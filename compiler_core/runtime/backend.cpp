@@ -72,4 +72,8 @@ void Program::run_launch(size_t, const std::vector<const eval::TensorRef*>&, con
   throw Error(ErrorCode::Unsupported, "this backend runs no single launch on host tensors");
 }
 
+std::string Backend::cannot_run_target(const std::string& target) const {
+  return target.empty() ? "" : std::string("backend '") + name() + "' runs no model compiled for the target '" + target + "'";
+}
+
 }  // namespace esg::runtime

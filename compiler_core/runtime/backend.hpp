@@ -132,6 +132,16 @@ class Backend {
   // what it bound for launches whose sizes agree (the CPU shares kernels and arenas; Ascend
   // shares its device allocation, kernels and, with no aclnn op, its captured model).
   virtual std::unique_ptr<Program> lower(const Plan& plan, const CompileOptions& options, const Program* donor) const = 0;
+
+  // For the compiled-model file (model_file.hpp). What plans compiled with `options` assume of
+  // the machine, as words: an architecture, then the features their kernels and formats were
+  // chosen for ("x86-64 avx2"). "": nothing.
+  virtual std::string target(const CompileOptions&) const { return ""; }
+  // Why a model compiled for `target` (a target() of this backend, written anywhere) cannot run
+  // here, naming what it needs and what this machine has; "" when it can.
+  virtual std::string cannot_run_target(const std::string& target) const;
+  // Why its programs cannot be written to a file yet ("" when they can).
+  virtual std::string cannot_save() const { return ""; }
 };
 
 // The backends this library is built with. Each is made by a function its own folder defines,

@@ -30,6 +30,32 @@ int find(std::vector<int>& parent, int x) {
   return x;
 }
 
+// An op whose result only this group reads, over the group's shape, as the group's head: its
+// results computed block by block right before the members that use them. Its operands must
+// come from before the group's first member, so that no path from the group leads back into it.
+NodeId find_head(const Graph& g, const GroupingRules& rules, const std::vector<NodeId>& members, const std::vector<char>& member,
+                 const std::vector<std::vector<NodeId>>& consumers, const std::vector<char>& is_output) {
+  const ir::Shape shape = g.shape(g.nodes[members.back()].first_output);
+  for (NodeId m : members)
+    for (ValueId v : g.inputs(g.nodes[m])) {
+      if (v == kNone || g.values[v].producer == kNone) continue;
+      const NodeId p = g.values[v].producer;
+      const ir::Node& n = g.nodes[p];
+      if (n.region != 0 || n.num_deps != 0 || n.num_outputs != 1 || is_output[v] || g.shape(v) != shape ||
+          !rules.can_head(g, n, g.nodes[members.front()]))
+        continue;
+      const auto in = g.inputs(n);
+      const bool only_here = std::all_of(consumers[v].begin(), consumers[v].end(), [&](NodeId c) { return member[c] != 0; });
+      const bool before = std::all_of(in.begin(), in.end(), [&](ValueId x) {
+        return x == kNone || g.values[x].producer == kNone || g.values[x].producer < members.front();
+      });
+      if (only_here && before) return p;
+    }
+  return kNone;
+}
+
+}  // namespace
+
 std::vector<GroupStep> bind_steps(const Graph& g, const FusedGroup& group) {
   std::vector<GroupStep> steps;
   for (NodeId m : group.members) {
@@ -64,31 +90,34 @@ std::vector<GroupStep> bind_steps(const Graph& g, const FusedGroup& group) {
   return steps;
 }
 
-// An op whose result only this group reads, over the group's shape, as the group's head: its
-// results computed block by block right before the members that use them. Its operands must
-// come from before the group's first member, so that no path from the group leads back into it.
-NodeId find_head(const Graph& g, const GroupingRules& rules, const std::vector<NodeId>& members, const std::vector<char>& member,
-                 const std::vector<std::vector<NodeId>>& consumers, const std::vector<char>& is_output) {
-  const ir::Shape shape = g.shape(g.nodes[members.back()].first_output);
-  for (NodeId m : members)
-    for (ValueId v : g.inputs(g.nodes[m])) {
-      if (v == kNone || g.values[v].producer == kNone) continue;
-      const NodeId p = g.values[v].producer;
-      const ir::Node& n = g.nodes[p];
-      if (n.region != 0 || n.num_deps != 0 || n.num_outputs != 1 || is_output[v] || g.shape(v) != shape ||
-          !rules.can_head(g, n, g.nodes[members.front()]))
-        continue;
-      const auto in = g.inputs(n);
-      const bool only_here = std::all_of(consumers[v].begin(), consumers[v].end(), [&](NodeId c) { return member[c] != 0; });
-      const bool before = std::all_of(in.begin(), in.end(), [&](ValueId x) {
-        return x == kNone || g.values[x].producer == kNone || g.values[x].producer < members.front();
-      });
-      if (only_here && before) return p;
+std::string group_problem(const Graph& g, const FusedGroup& group, const GroupingRules& rules) {
+  auto is_value = [&](ValueId v) { return v < g.values.size() && g.values[v].region == 0; };
+  if (group.members.empty() || group.members.size() > static_cast<size_t>(std::max(rules.max_ops, 1))) return "a group of " + std::to_string(group.members.size()) + " members";
+  for (ValueId v : group.inputs)
+    if (!is_value(v)) return "a group input that is no value of the graph";
+  std::vector<ValueId> made;  // the members' results so far
+  for (size_t i = 0; i < group.members.size(); ++i) {
+    const NodeId m = group.members[i];
+    if (m >= g.nodes.size() || g.nodes[m].region != 0) return "a member that is no node of the graph";
+    const ir::Node& n = g.nodes[m];
+    if (m == group.head) {
+      if (i != 0 || !rules.can_head || group.members.size() < 2 || n.num_outputs != 1 || !rules.can_head(g, n, g.nodes[group.members[1]]))
+        return "a head its backend does not take (" + g.node_name(m) + ")";
+    } else if (!fusible(g, m) || (rules.kernel_takes && !rules.kernel_takes(g, n)) ||
+               g.shape(n.first_output) != g.shape(g.nodes[group.members.back()].first_output)) {
+      return "a member its backend does not fuse (" + g.node_name(m) + ")";
+    } else {
+      for (ValueId v : g.inputs(n))
+        if (std::find(made.begin(), made.end(), v) == made.end() && std::find(group.inputs.begin(), group.inputs.end(), v) == group.inputs.end())
+          return "a member reads a value neither a group input nor an earlier member's (" + g.node_name(m) + ")";
     }
-  return kNone;
+    made.push_back(n.first_output);
+  }
+  if (group.head != kNone && group.members[0] != group.head) return "a head that is not the first member";
+  for (ValueId v : group.outputs)
+    if (std::find(made.begin(), made.end(), v) == made.end()) return "a group output no member makes";
+  return "";
 }
-
-}  // namespace
 
 std::vector<FusedGroup> find_groups(const Graph& g, const GroupingRules& rules) {
   const std::vector<NodeId>& nodes = g.regions[0].nodes;

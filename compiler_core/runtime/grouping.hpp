@@ -4,6 +4,7 @@
 // (cpu/fused_kernel.hpp), Ascend's generated Ascend C kernel (ascend/kernel_source.hpp).
 #pragma once
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "eval/elementwise.hpp"
@@ -62,5 +63,11 @@ struct GroupingRules {
 // op of the same shape and domain (so the value stays inside), the value is not a graph output,
 // and no path leaves the group and comes back.
 std::vector<FusedGroup> find_groups(const ir::Graph& g, const GroupingRules& rules = {});
+
+// The group's steps (FusedGroup::steps), bound from its members, inputs and outputs.
+std::vector<GroupStep> bind_steps(const ir::Graph& g, const FusedGroup& group);
+// Why `group` is not one find_groups could have made by `rules` ("" when it is): what a group
+// read from a file is checked against (runtime/plan_record.hpp).
+std::string group_problem(const ir::Graph& g, const FusedGroup& group, const GroupingRules& rules);
 
 }  // namespace esg::runtime

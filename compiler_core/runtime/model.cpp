@@ -25,6 +25,12 @@ CompileOptions checked(CompileOptions options, const ir::Graph& graph) {
 }  // namespace
 
 Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options, std::shared_ptr<ThreadPool> pool)
+    : Model(std::move(graph), std::move(options), PlanCache::Saved{}, std::move(pool)) {}
+
+Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options, const PlanCache::Saved& loaded)
+    : Model(std::move(graph), std::move(options), loaded, nullptr) {}
+
+Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options, const PlanCache::Saved& loaded, std::shared_ptr<ThreadPool> pool)
     : graph_(std::move(graph)),
       options_(checked(std::move(options), *graph_)),
       symbols_(*graph_, options_),
@@ -32,7 +38,8 @@ Model::Model(std::unique_ptr<ir::Graph> graph, CompileOptions options, std::shar
       pool_(std::move(pool)) {
   const int threads = options_.pool_threads();
   if (threads > 1 && !pool_) pool_ = std::make_shared<ThreadPool>(threads);
-  // With every symbol of the inputs bound, compile now; otherwise on the first run.
+  plans_.restore(loaded);
+  // With every symbol of the inputs bound, compile now (unless loaded); otherwise on the first run.
   if (ir::has_sized_by_data(*graph_)) staged_ = std::make_unique<StagedModel>(*graph_, options_, pool_);
   else if (!symbols_.open()) plan_for(symbols_.inputs());
 }

@@ -40,9 +40,15 @@ class Model {
   // Runs on `pool` when given (models may share one), else on a pool of its own when the options
   // ask for more than one thread.
   Model(std::unique_ptr<ir::Graph> graph, CompileOptions options, std::shared_ptr<ThreadPool> pool = nullptr);
+  // A model whose plans were read from a compiled-model file (model_file.hpp): kept as compiled
+  // ones, so that a run finds them and nothing is compiled for their sizes.
+  Model(std::unique_ptr<ir::Graph> graph, CompileOptions options, const PlanCache::Saved& loaded);
   ~Model();
 
   const ir::Graph& graph() const { return *graph_; }
+  const CompileOptions& options() const { return options_; }
+  bool staged() const { return staged_ != nullptr; }  // run in stages (ops sized by data)
+  PlanCache::Saved saved_plans() const { return plans_.saved(); }
   // Checks the inputs and outputs against the graph's types, then runs the plan for their shapes.
   // An output whose size the data decides must come to its buffer's shape.
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
@@ -70,6 +76,7 @@ class Model {
   std::string to_dot() const;  // of every plan compiled so far
 
  private:
+  Model(std::unique_ptr<ir::Graph> graph, CompileOptions options, const PlanCache::Saved& loaded, std::shared_ptr<ThreadPool> pool);
   // The plan for these input shapes: the cache's, else a binding of their size class's symbolic
   // plan, else a plan compiled for them alone; kept in the cache.
   std::shared_ptr<const CompiledPlan> plan_for(const std::vector<ir::Shape>& input_shapes) const;

@@ -132,27 +132,36 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
     if (gd.nodes[i] != ir::kNone && sg.nodes[gd.nodes[i]].op->communicates) communicates[i] = 1, collectives.push_back(static_cast<int>(i));  // kNone: a reorder
   std::sort(collectives.begin(), collectives.end(), [&](int a, int b) { return gd.nodes[static_cast<size_t>(a)] < gd.nodes[static_cast<size_t>(b)]; });
   if (collectives.size() > 1) step("keep the collectives in the order the graph built them", [&] { order = plan::keep_in_sequence(gd.dag, order, collectives); });
-  step("assign streams and events", [&] { decided_->streams = plan::assign_streams(gd.dag, order, options.streams, communicates); });
+  plan::StreamPlan streams;
+  step("assign streams and events", [&] { streams = plan::assign_streams(gd.dag, order, options.streams, communicates); });
   plan::MemoryPlanOptions mo;
   mo.alignment = kAlign;
   mo.slack = backend.buffer_slack();
   mo.reuse = options.memory_reuse;
   mo.in_place = options.memory_reuse;
-  if (decided_->streams.num_streams > 1) mo.op_stream = decided_->streams.stream;
-  step("plan memory", [&] { decided_->memory = plan::plan_memory(gd.dag, order, mo); });
-  decided_->arena_bytes = decided_->memory.arena_bytes;
+  if (streams.num_streams > 1) mo.op_stream = streams.stream;
+  plan::MemoryPlan memory;
+  step("plan memory", [&] { memory = plan::plan_memory(gd.dag, order, mo); });
   // The independent checker proves the plan: with verify_each_pass, and on every model the test
   // suites compile (their environment sets ESG_CHECK_PLANS=1).
   if (options.verify_each_pass || check_plans_from_environment())
     step("check the memory plan", [&] {
-      const std::string problem = plan::check_plan(gd.dag, order, decided_->memory, kAlign, mo.op_stream, mo.slack);
+      const std::string problem = plan::check_plan(gd.dag, order, memory, kAlign, mo.op_stream, mo.slack);
       if (!problem.empty()) throw Error(ErrorCode::Internal, "compile: the memory plan is wrong: " + problem);
     });
-  step("bind the launch list", [&] { bind_launch_list(gd, order, formats); });
+  step("bind the launch list", [&] { bind_launch_list(gd, order, formats, streams, memory); });
+  decided_->arena_bytes = memory.arena_bytes;
+  decided_->lower_bound_bytes = memory.lower_bound;
+  decided_->no_reuse_bytes = memory.no_reuse_bytes;
+  for (int v : memory.in_place_of) decided_->in_place_values += v >= 0;
+  decided_->num_streams = streams.num_streams;
+  decided_->communication_stream = streams.communication_stream;
+  decided_->events = static_cast<int64_t>(streams.events.size());
   if (decided_->sized) note_varying();
 }
 
-void Plan::bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& order, const FormatPlan& formats) {
+void Plan::bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& order, const FormatPlan& formats, const plan::StreamPlan& streams,
+                            const plan::MemoryPlan& memory) {
   const ir::Graph& sg = *graph_;
   std::vector<int> input_index(sg.values.size(), -1), output_index(sg.values.size(), -1);
   for (size_t i = 0; i < sg.inputs().size(); ++i) input_index[sg.inputs()[i]] = static_cast<int>(i);
@@ -169,24 +178,24 @@ void Plan::bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& or
   decided_->viewed.assign(sg.values.size(), ir::kNone);
   // Where graph value `v` lives as DAG value `dv` (its own, or a copy in another format).
   std::function<Slot(ir::ValueId, int)> slot_of = [&](ir::ValueId v, int dv) -> Slot {
-    const int views = decided_->memory.alias_of[static_cast<size_t>(dv)];
-    if (views >= 0 && decided_->memory.offset[static_cast<size_t>(dv)] < 0) {  // a view of the caller's or the graph's bytes
+    const int views = memory.alias_of[static_cast<size_t>(dv)];
+    if (views >= 0 && memory.offset[static_cast<size_t>(dv)] < 0) {  // a view of the caller's or the graph's bytes
       Slot at = slot_of(graph_value[static_cast<size_t>(views)], views);
       at.value = v;
       return at;
     }
     const plan::Format f = formats.format[static_cast<size_t>(dv)];
-    if (dv != gd.value[v]) return {Slot::Arena, decided_->memory.offset[static_cast<size_t>(dv)], v, f};
+    if (dv != gd.value[v]) return {Slot::Arena, memory.offset[static_cast<size_t>(dv)], v, f};
     if (input_index[v] >= 0) return {Slot::Input, input_index[v], v, f};
     if (output_index[v] >= 0) return {Slot::Output, output_index[v], v, f};
     const ir::NodeId p = sg.values[v].producer;
     if (p != ir::kNone && sg.nodes[p].blob != ir::kNone) return {Slot::Constant, p, v, f};
-    return {Slot::Arena, decided_->memory.offset[static_cast<size_t>(dv)], v, f};
+    return {Slot::Arena, memory.offset[static_cast<size_t>(dv)], v, f};
   };
   std::vector<int> launch_of(gd.dag.ops.size(), -1);
   for (int op : order) {
     const plan::Dag::Op& dag_op = gd.dag.ops[static_cast<size_t>(op)];
-    if (dag_op.alias >= 0 && decided_->memory.alias_of[static_cast<size_t>(dag_op.outputs[0])] >= 0) {  // a view: no launch
+    if (dag_op.alias >= 0 && memory.alias_of[static_cast<size_t>(dag_op.outputs[0])] >= 0) {  // a view: no launch
       const ir::Node& n = sg.nodes[gd.nodes[static_cast<size_t>(op)]];
       decided_->viewed[n.first_output] = sg.operands[n.first_input];
       ++decided_->views;
@@ -196,7 +205,7 @@ void Plan::bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& or
     Launch l;
     l.node = gd.nodes[static_cast<size_t>(op)];
     l.group = gd.group[static_cast<size_t>(op)];
-    l.stream = decided_->streams.stream[static_cast<size_t>(op)];
+    l.stream = streams.stream[static_cast<size_t>(op)];
     auto slot = [&](ir::ValueId v) { return slot_of(v, formats.dag_value(gd, op, v)); };
     if (l.node == ir::kNone) {
       const plan::Dag::Op& reorder = gd.dag.ops[static_cast<size_t>(op)];
@@ -219,8 +228,8 @@ void Plan::bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& or
   // The launch list is `order` less the views; events name ops (never a view: views are
   // made only on one stream): turn both into launch indexes per stream.
   decided_->waits.assign(decided_->launches.size(), {});
-  for (const plan::Event& e : decided_->streams.events) decided_->waits[static_cast<size_t>(launch_of[static_cast<size_t>(e.before)])].push_back(launch_of[static_cast<size_t>(e.after)]);
-  decided_->stream_launches.assign(static_cast<size_t>(decided_->streams.num_streams), {});
+  for (const plan::Event& e : streams.events) decided_->waits[static_cast<size_t>(launch_of[static_cast<size_t>(e.before)])].push_back(launch_of[static_cast<size_t>(e.after)]);
+  decided_->stream_launches.assign(static_cast<size_t>(streams.num_streams), {});
   for (size_t i = 0; i < decided_->launches.size(); ++i) decided_->stream_launches[static_cast<size_t>(decided_->launches[i].stream)].push_back(static_cast<int>(i));
 }
 
@@ -311,17 +320,15 @@ std::string Plan::report() const {
           ++readers[in.format.name(g.shape(in.value).rank()) + " for " + (l.group >= 0 ? "a fused group" : g.nodes[l.node].op->name)];
     for (const auto& [what, count] : readers) out << "  reordered to " << what << ": " << count << "\n";
   }
-  out << "streams: " << decided_->streams.num_streams << ", events: " << decided_->streams.events.size()
-      << (decided_->streams.num_streams > 1 ? " (one thread each when the pool has them free, else in order)" : "") << "\n";
-  for (int s = 0; s < decided_->streams.num_streams; ++s)
+  out << "streams: " << decided_->num_streams << ", events: " << decided_->events
+      << (decided_->num_streams > 1 ? " (one thread each when the pool has them free, else in order)" : "") << "\n";
+  for (int s = 0; s < decided_->num_streams; ++s)
     out << "  stream " << s << ": " << decided_->stream_launches[static_cast<size_t>(s)].size() << " ops"
-        << (s == decided_->streams.communication_stream ? " (the collectives)" : "") << "\n";
+        << (s == decided_->communication_stream ? " (the collectives)" : "") << "\n";
   out << collectives().report(*this);
-  out << "memory: arena " << decided_->memory.arena_bytes << " bytes (planned peak), lower bound " << decided_->memory.lower_bound
-      << " bytes (max live set of this order), " << decided_->memory.no_reuse_bytes << " bytes without reuse\n";
-  size_t in_place = 0;
-  for (int v : decided_->memory.in_place_of) in_place += v >= 0;
-  out << "  in place: " << in_place << " values reuse a dying input's buffer\n";
+  out << "memory: arena " << decided_->arena_bytes << " bytes (planned peak), lower bound " << decided_->lower_bound_bytes
+      << " bytes (max live set of this order), " << decided_->no_reuse_bytes << " bytes without reuse\n";
+  out << "  in place: " << decided_->in_place_values << " values reuse a dying input's buffer\n";
   out << "  views: " << decided_->views << " reshapes, squeezes and unsqueezes are their input's bytes (no launch)\n";
   out << "inputs:";
   for (ir::ValueId v : g.inputs()) out << " " << g.value_name(v) << ": " << g.type_str(v);
@@ -339,12 +346,12 @@ void Plan::add_stats(Stats& s) const {
     s.fused_ops += static_cast<int64_t>(grp.members.size());
     s.epilogue_groups += grp.head != ir::kNone;
   }
-  s.arena_bytes = decided_->memory.arena_bytes;
-  s.lower_bound_bytes = decided_->memory.lower_bound;
-  s.no_reuse_bytes = decided_->memory.no_reuse_bytes;
-  for (int v : decided_->memory.in_place_of) s.in_place_values += v >= 0;
-  s.streams = decided_->streams.num_streams;
-  s.events = static_cast<int64_t>(decided_->streams.events.size());
+  s.arena_bytes = decided_->arena_bytes;
+  s.lower_bound_bytes = decided_->lower_bound_bytes;
+  s.no_reuse_bytes = decided_->no_reuse_bytes;
+  s.in_place_values = decided_->in_place_values;
+  s.streams = decided_->num_streams;
+  s.events = decided_->events;
   collectives().add_stats(s);
 }
 

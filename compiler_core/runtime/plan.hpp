@@ -71,9 +71,9 @@ class Plan {
   const std::vector<FusedGroup>& groups() const { return *groups_; }
   const std::vector<std::vector<int>>& waits() const { return decided_->waits; }  // per launch: launches of other streams first
   const std::vector<std::vector<int>>& stream_launches() const { return decided_->stream_launches; }  // per stream, in order
-  int num_streams() const { return decided_->streams.num_streams; }
+  int num_streams() const { return decided_->num_streams; }
   // The collectives' own stream (the last), or -1 when the graph has none.
-  int communication_stream() const { return decided_->streams.communication_stream; }
+  int communication_stream() const { return decided_->communication_stream; }
   // Its collectives, bound at its sizes the first time asked (runtime/collectives.hpp).
   const PlanCollectives& collectives() const;
   int64_t arena_bytes() const { return decided_->arena_bytes; }
@@ -87,10 +87,12 @@ class Plan {
   std::string to_dot(const Program& program) const;
 
  private:
-  Plan() = default;  // bind()'s copies
+  friend class PlanRecord;  // a plan's bytes in a compiled-model file, and the plan they load as
+  Plan() = default;  // bind()'s copies, and plans read from a file
   // The constructor's last steps. The launch list: every op of `order` but the views, its
   // operands and results bound to where they live, and the events as launch indexes per stream.
-  void bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& order, const FormatPlan& formats);
+  void bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& order, const FormatPlan& formats, const plan::StreamPlan& streams,
+                        const plan::MemoryPlan& memory);
   // What a binding of a symbolic plan checks and resizes: only what varies.
   void note_varying();
 
@@ -117,8 +119,11 @@ class Plan {
     std::vector<Launch> launches;
     std::vector<std::vector<int>> waits;            // per launch: launches of other streams it waits for
     std::vector<std::vector<int>> stream_launches;  // per stream: its launches in order
-    plan::MemoryPlan memory;
-    plan::StreamPlan streams;
+    // What the streams and the memory plan came to (the plans themselves are the constructor's).
+    int num_streams = 1;
+    int communication_stream = -1;  // -1: none
+    int64_t events = 0;
+    int64_t lower_bound_bytes = 0, no_reuse_bytes = 0, in_place_values = 0;
     std::vector<std::string> log;
     std::vector<std::pair<int, ir::ValueId>> output_copies;  // outputs to fill from another slot
     int64_t arena_bytes = 0;

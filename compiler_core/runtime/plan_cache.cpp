@@ -105,6 +105,27 @@ std::shared_ptr<const CompiledPlan> PlanCache::keep(const std::vector<ir::Shape>
   return made;
 }
 
+PlanCache::Saved PlanCache::saved() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Saved out;
+  for (const auto& [key, c] : classes_)
+    if (c.plan) out.symbolic.push_back({key, c.plan});
+  for (const auto& [key, kept] : plans_) {
+    if (kept.compiled->plan->bound()) continue;
+    std::vector<ir::Shape> shapes;
+    for (const std::vector<int64_t>& dims : key) shapes.push_back(ir::Shape::from(dims.data(), dims.size()));
+    out.exact.push_back({std::move(shapes), kept.compiled});
+  }
+  return out;
+}
+
+void PlanCache::restore(const Saved& plans) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, plan] : plans.symbolic) classes_[key] = Class{plan, nullptr, ++clock_, ""};
+  for (const auto& [shapes, compiled] : plans.exact) latest_ = plans_.insert_or_assign(key_of(shapes), Kept{compiled, ++clock_}).first;
+  loaded_ += static_cast<int64_t>(plans.symbolic.size() + plans.exact.size());
+}
+
 Stats PlanCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s;
@@ -122,7 +143,7 @@ std::string PlanCache::report(bool open) const {
   if (plans_.empty()) return "no plan yet: the graph has symbolic sizes; the first run compiles one for its shapes\n";
   std::string out = "plans: " + std::to_string(plans_.size()) + " kept (" +
                     (max_plans_ ? "at most " + std::to_string(max_plans_) : std::string("no limit")) + "), " +
-                    std::to_string(compiled_) + " compiled\n";
+                    std::to_string(compiled_) + " compiled" + (loaded_ ? ", " + std::to_string(loaded_) + " loaded from a compiled-model file" : "") + "\n";
   if (open) {
     out += "symbolic plans: " + std::to_string(classes_.size()) + " kept, bound to sizes " + std::to_string(bindings_) + " times";
     out += no_symbolic_.empty() ? "\n" : "; none for this graph (a plan per set of input shapes): " + no_symbolic_ + "\n";

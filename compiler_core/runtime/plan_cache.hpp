@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/backend.hpp"
@@ -58,6 +59,16 @@ class PlanCache {
   std::shared_ptr<const CompiledPlan> keep(const std::vector<ir::Shape>& input_shapes, std::shared_ptr<const CompiledPlan> made,
                                            const Symbolic* from) const;
 
+  // What a compiled-model file keeps (model_file.hpp): each size class's symbolic plan, and
+  // each plan compiled for its shapes alone (bindings are made again from their class's plan).
+  struct Saved {
+    std::vector<std::pair<std::vector<int64_t>, std::shared_ptr<const Plan>>> symbolic;
+    std::vector<std::pair<std::vector<ir::Shape>, std::shared_ptr<const CompiledPlan>>> exact;
+  };
+  Saved saved() const;
+  // Keeps plans read from a file, as saved() gave them; counted as loaded, not compiled.
+  void restore(const Saved& plans);
+
   // Plans compiled and bindings made so far, and the figures of the plan run last.
   Stats stats() const;
   // What it holds: its counts, each symbolic plan (`open`: the model has open symbols) with the
@@ -90,6 +101,7 @@ class PlanCache {
   mutable uint64_t clock_ = 0;       // counts lookups, for least-recently-run eviction
   mutable int64_t compiled_ = 0;     // plans compiled so far (symbolic or per shapes), dropped ones included
   mutable int64_t bindings_ = 0;     // symbolic plans bound to new sizes so far
+  int64_t loaded_ = 0;               // plans read from a compiled-model file
 };
 
 }  // namespace esg::runtime

@@ -477,6 +477,10 @@ class CompileOptions {
   // A range's memory grown on demand (per power-of-two class up to its end) rather than planned
   // for its largest size at once.
   CompileOptions& grow_memory(bool on) { raw_.grow_memory = on; return *this; }
+  // load_model only: compile again from the file's graph when its target is not this machine's
+  // (else refused), and skip the constants' checksums (see esg_compile_options).
+  CompileOptions& recompile(bool on) { raw_.recompile = on; return *this; }
+  CompileOptions& skip_weight_check(bool on) { raw_.skip_weight_check = on; return *this; }
   // "f32" (default) or "bf16" for convolutions' and constant-weight products' multiplications (see esg_compile_options).
   CompileOptions& precision(const std::string& name) { precision_ = name; return *this; }
   // Any option of the backend by name (see esg_compile_options::backend_options).
@@ -619,6 +623,9 @@ class Model {
     return outs;
   }
   std::string report() const { return detail::take_string(esg_model_report(m_.get())); }
+  // Writes the model as a compiled-model file, which load_model runs without compiling
+  // (docs/model-format.md).
+  void save(const std::string& path) const { detail::check(esg_model_save(m_.get(), path.c_str())); }
   // The report's numbers as data (launches, fused groups, arena bytes, ...).
   esg_model_stats stats() const {
     esg_model_stats s;
@@ -658,6 +665,12 @@ class Model {
 
 inline Model compile(const Graph& graph, const CompileOptions& options = {}) {
   return Model(esg_compile(graph.handle(), options.c()));
+}
+// The model of a compiled-model file (Model::save): no pass runs and no plan is made for the
+// sizes it holds plans for. `options` sets threads, limits, recompile and skip_weight_check;
+// the compile's own choices are the file's.
+inline Model load_model(const std::string& path, const CompileOptions& options = {}) {
+  return Model(esg_model_load(path.c_str(), options.c()));
 }
 
 }  // namespace esg

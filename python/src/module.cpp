@@ -14,6 +14,9 @@ void bind_ops(py::module_& m);
 
 namespace {
 
+// A path given as str or os.PathLike.
+std::string fspath(const py::object& path) { return py::module_::import("os").attr("fspath")(path).cast<std::string>(); }
+
 // Exceptions that are both esgraph.Error and the builtin a Python user expects.
 struct PyErrors {
   py::object base, invalid, shape, dtype, attr, lifetime, format, io, unsupported, backend, limit, cancelled, communication;
@@ -411,6 +414,9 @@ void bind_model(py::module_& m) {
          "Runs on inputs given as {name: array} or a list; returns the outputs as a list. With `out`, a list of "
          "arrays (exact dtype and shape, C-contiguous, writeable), writes the outputs there and returns them.")
       .def("report", &esg::Model::report)
+      .def("save", [](const esg::Model& self, const py::object& path) { self.save(fspath(path)); }, py::arg("path"),
+           "Writes the model as a compiled-model file (.esgm): its graph, options, target and every plan compiled so far. "
+           "esgraph.load_model runs it without compiling (docs/model-format.md).")
       .def("stats", [](const esg::Model& self) {
         const esg_model_stats s = self.stats();
         return std::map<std::string, int64_t>{
@@ -457,6 +463,22 @@ void bind_model(py::module_& m) {
         for (size_t i = 0; i < esg_model_num_outputs(self.handle()); ++i) names.push_back(esg_model_output_name(self.handle(), i));
         return names;
       });
+  m.def("load_model", [](const py::object& path, int threads, int64_t max_loop_iterations, int64_t max_nodes, int64_t max_plans,
+                         int64_t max_memory_bytes, bool recompile, bool verify_weights) {
+    esg::CompileOptions o;
+    o.threads(threads).max_loop_iterations(max_loop_iterations).max_nodes(max_nodes).max_plans(max_plans);
+    o.max_memory_bytes(max_memory_bytes).recompile(recompile).skip_weight_check(!verify_weights);
+    return esg::load_model(fspath(path), o);
+  }, py::arg("path"), py::kw_only(), py::arg("threads") = 0,
+     py::arg("max_loop_iterations") = esg::CompileOptions().c()->max_loop_iterations,
+     py::arg("max_nodes") = esg::CompileOptions().c()->max_nodes, py::arg("max_plans") = esg::CompileOptions().c()->max_plans,
+     py::arg("max_memory_bytes") = 0, py::arg("recompile") = false, py::arg("verify_weights") = true,
+     "The model of a compiled-model file (Model.save): no pass runs and no plan is made for the sizes it holds plans "
+     "for. `threads` and the limits are the load's; the compile's own choices (backend, streams, fusion, shapes, "
+     "precision, backend options) are the file's. A damaged, truncated or hostile file raises FormatError naming what "
+     "is wrong. A file compiled for a CPU with features this one lacks raises UnsupportedError naming them, or with "
+     "`recompile` is compiled again from the graph it carries. `verify_weights=False` skips the constants' checksums "
+     "(header, graph and plans are always checked).");
   m.def("compile", [](const esg::Graph& g, int streams, int threads, bool fusion, bool memory_reuse, bool verify_each_pass,
                       const std::map<std::string, py::object>& shapes, const std::string& backend, int device, int ai_cores,
                       bool host_fallback, const std::map<std::string, int64_t>& backend_options,

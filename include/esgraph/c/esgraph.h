@@ -342,6 +342,14 @@ typedef struct esg_compile_options {
      whose sizes need more is not compiled, a run whose sizes do fails (ESG_ERR_LIMIT) and the
      model stays usable. 0 (default): no cap. */
   int64_t max_memory_bytes;
+  /* API 2, read by esg_model_load only. true: a file compiled for another machine (a CPU feature
+     its kernels need is missing here) is compiled again from the graph it carries; false
+     (default): refused with ESG_ERR_UNSUPPORTED naming what it needs and what this machine has. */
+  bool recompile;
+  /* API 2, read by esg_model_load only. true: the constants' bytes are not checked against the
+     file's checksums (about 30 ms saved per 330 MB; a flipped byte in a weight then goes
+     unnoticed). The header, graph and plans are checked always. Default false. */
+  bool skip_weight_check;
 } esg_compile_options;
 ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size);
 #define esg_compile_options_init(options) esg_compile_options_init_((options), sizeof(*(options)))
@@ -359,6 +367,19 @@ typedef struct esg_buffer {
    destroyed afterwards. NULL on error. */
 ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options* options);
 ESG_API void esg_model_destroy(esg_model* model);
+/* API 2: writes the compiled model to `path` as a compiled-model file (docs/model-format.md):
+   its graph, options, target and every plan compiled so far, so that esg_model_load runs it
+   without compiling. Written to a temporary file and renamed into place. ESG_ERR_UNSUPPORTED
+   for a model run in stages (ops whose output sizes the data decides) or a backend that cannot
+   write its programs yet (Ascend); ESG_ERR_IO when the file cannot be written. */
+ESG_API esg_status esg_model_save(const esg_model* model, const char* path);
+/* API 2: the model of a compiled-model file, with no pass run and no plan made for the sizes it
+   holds plans for. `options` (NULL: defaults) sets the threads and limits only, and recompile
+   and skip_weight_check; a compile choice set there (backend, streams, fusion, symbols, ...)
+   is refused, since the file's are used. A damaged, truncated or hostile file fails with
+   ESG_ERR_FORMAT naming what is wrong; a file for a machine with features this one lacks with
+   ESG_ERR_UNSUPPORTED (see recompile). NULL on error. */
+ESG_API esg_model* esg_model_load(const char* path, const esg_compile_options* options);
 ESG_API size_t esg_model_num_inputs(const esg_model* model);
 ESG_API size_t esg_model_num_outputs(const esg_model* model);
 /* The graph's names of input and output `index` (valid while the model lives), or NULL. */
