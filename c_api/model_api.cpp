@@ -177,6 +177,15 @@ ESG_API esg_model* esg_model_load(const char* path, const esg_compile_options* o
   return model;
 }
 
+ESG_API esg_graph* esg_model_graph(const esg_model* model) {
+  esg_graph* g = nullptr;
+  guarded(nullptr, [&] {
+    need_model(model, "esg_model_graph");
+    g = new esg_graph{std::make_unique<ir::Graph>(model->m->graph())};
+  });
+  return g;
+}
+
 ESG_API void esg_model_destroy(esg_model* model) { delete model; }
 
 ESG_API esg_status esg_model_cancel(const esg_model* model) {

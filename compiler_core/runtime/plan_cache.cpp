@@ -140,7 +140,7 @@ Stats PlanCache::stats() const {
 
 std::string PlanCache::report(bool open) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (plans_.empty()) return "no plan yet: the graph has symbolic sizes; the first run compiles one for its shapes\n";
+  if (plans_.empty() && classes_.empty()) return "no plan yet: the graph has symbolic sizes; the first run compiles one for its shapes\n";
   std::string out = "plans: " + std::to_string(plans_.size()) + " kept (" +
                     (max_plans_ ? "at most " + std::to_string(max_plans_) : std::string("no limit")) + "), " +
                     std::to_string(compiled_) + " compiled" + (loaded_ ? ", " + std::to_string(loaded_) + " loaded from a compiled-model file" : "") + "\n";

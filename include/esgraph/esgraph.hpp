@@ -626,6 +626,8 @@ class Model {
   // Writes the model as a compiled-model file, which load_model runs without compiling
   // (docs/model-format.md).
   void save(const std::string& path) const { detail::check(esg_model_save(m_.get(), path.c_str())); }
+  // The graph the model was compiled from (a loaded model's too).
+  Graph graph() const { return Graph(esg_model_graph(m_.get())); }
   // The report's numbers as data (launches, fused groups, arena bytes, ...).
   esg_model_stats stats() const {
     esg_model_stats s;

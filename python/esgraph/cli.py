@@ -1,12 +1,16 @@
-"""The esgraph command line: run, inspect and draw models.
+"""The esgraph command line: compile, run, inspect and draw models.
 
+    python3 -m esgraph compile model.onnx -o model.esgm [--bind N=8 | --bind N=1..64] [--backend cpu]
     python3 -m esgraph run  model.onnx [-i x=input.npy] [--bind N=8] [--repeat 20]
     python3 -m esgraph info model.onnx
     python3 -m esgraph dot  model.onnx [-o graph.dot] [--compiled]
     python3 -m esgraph ascend-check [--simulated]
 
-Models are ONNX files (.onnx) or esgraph graph files (anything else, as written by
+Models are ONNX files (.onnx), compiled-model files (as written by `compile` or Model.save,
+recognized by their first bytes) or esgraph graph files (anything else, as written by
 Graph.save). Symbolic dimensions are bound with --bind; inputs not given with -i are random.
+A compiled model runs as it was compiled: no pass runs and no plan is made for the sizes it
+holds plans for.
 """
 import argparse
 import collections
@@ -43,13 +47,31 @@ def _load(path, bind):
     return _C.Graph.load(path), None
 
 
-def _bindings(pairs):
+def _is_compiled_model(path):
+    with open(path, "rb") as f:
+        return f.read(8) == b"ESGMODEL"
+
+
+def _load_compiled(path, args):
+    """A compiled-model file's model and the graph it was compiled from."""
+    if getattr(args, "backend", None):
+        raise SystemExit(f"--backend: {path} is a compiled model; it runs on the backend it was compiled for")
+    model = _C.load_model(path, threads=getattr(args, "threads", 0))
+    return model, model.graph()
+
+
+def _bindings(pairs, ranges=False):
+    """{name: size}, or with `ranges` also {name: (min, max)} for NAME=MIN..MAX."""
     out = {}
     for pair in pairs or []:
         name, _, value = pair.partition("=")
-        if not value.lstrip("-").isdigit():
-            raise SystemExit(f"--bind expects NAME=SIZE, got '{pair}'")
-        out[name] = int(value)
+        low, dots, high = value.partition("..")
+        if ranges and dots and low.isdigit() and high.isdigit():
+            out[name] = (int(low), int(high))
+        elif value.lstrip("-").isdigit():
+            out[name] = int(value)
+        else:
+            raise SystemExit(f"--bind expects NAME=SIZE{' or NAME=MIN..MAX' if ranges else ''}, got '{pair}'")
     return out
 
 
@@ -101,11 +123,38 @@ def _inputs(graph, given, bind):
     return arrays
 
 
+def cmd_compile(args):
+    """Compiles once to a compiled-model file. A ranged symbol's plan is made here (by a run at
+    the range's largest sizes) so that the file holds it; an unbound symbol's size classes are
+    planned where the model runs."""
+    if _is_compiled_model(args.model):
+        raise SystemExit(f"{args.model} is compiled already; compile its source model")
+    shapes = _bindings(args.bind, ranges=True)
+    fixed = {k: v for k, v in shapes.items() if isinstance(v, int)}
+    graph, _ = _load(args.model, fixed)
+    symbols = {d for _, _, dims in _signature(graph) for d in dims if isinstance(d, str)}
+    options = dict(backend=args.backend or "cpu", precision=args.precision, streams=args.streams,
+                   backend_options=_bindings(args.backend_option))
+    start = time.perf_counter()
+    model = _C.compile(graph, shapes={k: v for k, v in shapes.items() if k in symbols}, **options)
+    largest = {k: (v[1] if isinstance(v, tuple) else v) for k, v in shapes.items()}
+    if any(isinstance(v, tuple) for v in shapes.values()) and not symbols - set(largest):
+        model.run(_inputs(graph, None, largest))
+    compile_ms = (time.perf_counter() - start) * 1e3
+    model.save(args.output)
+    print(f"{args.output}: {os.path.getsize(args.output)} bytes, compiled in {compile_ms:.1f} ms "
+          f"for {options['backend']}; load it with esgraph.load_model or run it with `python3 -m esgraph run`")
+    return 0
+
+
 def cmd_run(args):
     bind = _bindings(args.bind)
-    graph, _ = _load(args.model, bind)
     start = time.perf_counter()
-    model = _compile(graph, bind, threads=args.threads, backend=args.backend)
+    if _is_compiled_model(args.model):
+        model, graph = _load_compiled(args.model, args)
+    else:
+        graph, _ = _load(args.model, bind)
+        model = _compile(graph, bind, threads=args.threads, backend=args.backend or "cpu")
     compile_ms = (time.perf_counter() - start) * 1e3
     inputs = _inputs(graph, args.input, bind)
     outputs = model.run(inputs)
@@ -117,12 +166,21 @@ def cmd_run(args):
     for name, value in zip(model.output_names, outputs):
         print(f"{name}: {value.dtype}{list(value.shape)}")
         print(np.array2string(value, threshold=args.show, edgeitems=3, precision=5))
-    print(f"compile {compile_ms:.1f} ms; run median {statistics.median(times):.3f} ms over {args.repeat} run(s)"
-          if times else f"compile {compile_ms:.1f} ms")
+    verb = "load" if _is_compiled_model(args.model) else "compile"
+    print(f"{verb} {compile_ms:.1f} ms; run median {statistics.median(times):.3f} ms over {args.repeat} run(s)"
+          if times else f"{verb} {compile_ms:.1f} ms")
     return 0
 
 
 def cmd_info(args):
+    if _is_compiled_model(args.model):
+        model, graph = _load_compiled(args.model, args)
+        print(f"compiled model: {args.model}")
+        for name, dtype, dims in _signature(graph):
+            print(f"  input  {name}: {dtype}[{', '.join(map(str, dims))}]")
+        print(f"esgraph nodes: {graph.node_count}")
+        print(model.report())
+        return 0
     graph, onnx_model = _load(args.model, _bindings(args.bind))
     print(f"model: {args.model}")
     for name, dtype, dims in _signature(graph):
@@ -138,19 +196,26 @@ def cmd_info(args):
     if symbols - set(bind):
         print(f"memory plan: bind {', '.join(sorted(symbols - set(bind)))} with --bind to see it")
         return 0
-    print(_compile(graph, bind, backend=args.backend).report())
+    print(_compile(graph, bind, backend=args.backend or "cpu").report())
     return 0
 
 
 def cmd_dot(args):
     bind = _bindings(args.bind)
+    if _is_compiled_model(args.model):
+        model, graph = _load_compiled(args.model, args)
+        text = model.to_dot() if args.compiled else graph.to_dot()
+        return _write(text, args.output)
     graph, _ = _load(args.model, bind)
     symbols = {d for _, _, dims in _signature(graph) for d in dims if isinstance(d, str)}
     if args.compiled and symbols - set(bind):
         raise SystemExit(f"dot --compiled: bind {', '.join(sorted(symbols - set(bind)))} with --bind to compile the graph")
-    text = _compile(graph, bind).to_dot() if args.compiled else graph.to_dot()
-    if args.output:
-        with open(args.output, "w") as f:
+    return _write(_compile(graph, bind).to_dot() if args.compiled else graph.to_dot(), args.output)
+
+
+def _write(text, path):
+    if path:
+        with open(path, "w") as f:
             f.write(text)
     else:
         sys.stdout.write(text)
@@ -173,6 +238,11 @@ def cmd_ascend_check(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="esgraph", description="Run, inspect and draw models with esgraph.")
     sub = parser.add_subparsers(dest="command", required=True)
+    comp = sub.add_parser("compile", help="compile once to a compiled-model file, which run, info, dot and esgraph.load_model load")
+    comp.add_argument("-o", "--output", required=True, help="the compiled-model file to write (.esgm)")
+    comp.add_argument("--precision", default="f32", choices=["f32", "bf16"], help="convolutions' and products' multiplications")
+    comp.add_argument("--streams", type=int, default=1, help="streams for independent branches (default 1)")
+    comp.add_argument("--backend-option", action="append", metavar="NAME=VALUE", help="an option of the backend (docs/backends.md)")
     run = sub.add_parser("run", help="compile and run a model; print its outputs and timing")
     run.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", help="an input from a .npy file")
     run.add_argument("--repeat", type=int, default=10, help="timed runs after the first (default 10)")
@@ -184,11 +254,12 @@ def main(argv=None):
     dot.add_argument("--compiled", action="store_true", help="the compiled launch list (fused kernels)")
     check = sub.add_parser("ascend-check", help="run the Ascend smoke set on the device against the CPU; print the table")
     check.add_argument("--simulated", action="store_true", help="on esgraph's simulated device (backend ascend-sim)")
-    for p in (run, info, dot):
-        p.add_argument("model", help="an .onnx file or an esgraph graph file")
-        p.add_argument("--bind", action="append", metavar="SYMBOL=SIZE", help="a size for a symbolic dimension")
+    for p in (comp, run, info, dot):
+        p.add_argument("model", help="an .onnx file, a compiled-model file or an esgraph graph file")
+        p.add_argument("--bind", action="append", metavar="SYMBOL=SIZE" + ("|MIN..MAX" if p is comp else ""),
+                       help="a size for a symbolic dimension" + (", or the range of sizes its plan serves" if p is comp else ""))
         if p is not dot:
-            p.add_argument("--backend", default="cpu", choices=_C.backends(),
+            p.add_argument("--backend", choices=_C.backends(),
                            help="where to compile for (default cpu; ascend-sim: the simulated Ascend device)")
     args = parser.parse_args(argv)
     if args.command == "ascend-check":
@@ -196,7 +267,7 @@ def main(argv=None):
     if not os.path.exists(args.model):
         parser.error(f"no such file: {args.model}")
     try:
-        return {"run": cmd_run, "info": cmd_info, "dot": cmd_dot}[args.command](args)
+        return {"compile": cmd_compile, "run": cmd_run, "info": cmd_info, "dot": cmd_dot}[args.command](args)
     except _C.Error as e:
         print(f"esgraph: {e}", file=sys.stderr)
         return 1

@@ -417,6 +417,7 @@ void bind_model(py::module_& m) {
       .def("save", [](const esg::Model& self, const py::object& path) { self.save(fspath(path)); }, py::arg("path"),
            "Writes the model as a compiled-model file (.esgm): its graph, options, target and every plan compiled so far. "
            "esgraph.load_model runs it without compiling (docs/model-format.md).")
+      .def("graph", &esg::Model::graph, "The graph the model was compiled from (a loaded model's too).")
       .def("stats", [](const esg::Model& self) {
         const esg_model_stats s = self.stats();
         return std::map<std::string, int64_t>{

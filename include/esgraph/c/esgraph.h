@@ -380,6 +380,9 @@ ESG_API esg_status esg_model_save(const esg_model* model, const char* path);
    ESG_ERR_FORMAT naming what is wrong; a file for a machine with features this one lacks with
    ESG_ERR_UNSUPPORTED (see recompile). NULL on error. */
 ESG_API esg_model* esg_model_load(const char* path, const esg_compile_options* options);
+/* API 2: the graph `model` was compiled from (a loaded model's too), to inspect or save; its
+   constants' bytes are shared with the model. Destroy with esg_graph_destroy. NULL on error. */
+ESG_API esg_graph* esg_model_graph(const esg_model* model);
 ESG_API size_t esg_model_num_inputs(const esg_model* model);
 ESG_API size_t esg_model_num_outputs(const esg_model* model);
 /* The graph's names of input and output `index` (valid while the model lives), or NULL. */
