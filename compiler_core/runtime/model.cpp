@@ -49,8 +49,8 @@ eval::RunControl Model::run_control(uint64_t started_at) const {
   return eval::RunControl{options_.max_loop_iterations, {0}, &cancels_, started_at, options_.max_memory_bytes};
 }
 
-void Model::check_memory(const Plan& plan) const {
-  if (options_.max_memory_bytes <= 0) return;
+void check_memory(const Plan& plan, int64_t max_memory_bytes) {
+  if (max_memory_bytes <= 0) return;
   const ir::Graph& g = plan.graph();
   // Saturating: 4096 outputs of 2^51 bytes would overflow an int64 sum.
   int64_t bytes = plan.arena_bytes();
@@ -62,10 +62,12 @@ void Model::check_memory(const Plan& plan) const {
   // Values in bodies live outside the arena (the loop's runner keeps each body's values).
   for (ir::ValueId v = 0; v < g.values.size(); ++v)
     if (g.values[v].region != 0 && g.shape(v).is_static()) add(v);
-  if (bytes > options_.max_memory_bytes)
+  if (bytes > max_memory_bytes)
     throw Error(ErrorCode::Limit, "the plan for these sizes needs " + std::to_string(bytes) + " bytes of working memory and outputs, more than max_memory_bytes (" +
-                                      std::to_string(options_.max_memory_bytes) + ")");
+                                      std::to_string(max_memory_bytes) + ")");
 }
+
+void Model::check_memory(const Plan& plan) const { runtime::check_memory(plan, options_.max_memory_bytes); }
 
 std::shared_ptr<const CompiledPlan> Model::bind(const PlanCache::Symbolic& c, const std::vector<ir::Shape>& shapes) const {
   std::unique_ptr<Plan> bound = c.plan->bind(shapes);  // throws naming the op whose sizes disagree

@@ -269,6 +269,8 @@ Sections read_sections(const uint8_t* data, size_t size) {
   const uint32_t count = h.u32();
   const uint64_t file_size = h.u64(), table_hash = h.u64(), header_hash = h.u64();
   if (enforce_checksums() && header_hash != hash(data, 32)) corrupt("the header's checksum does not match");
+  for (size_t i = 40; i < kHeaderSize; ++i)
+    if (data[i]) corrupt("the header's reserved bytes are not zero");
   if (file_size != size)
     throw Error(ErrorCode::Format, std::string(kFile) + " is truncated or extended: its header says " + std::to_string(file_size) +
                                        " bytes, the file has " + std::to_string(size));
@@ -280,7 +282,7 @@ Sections read_sections(const uint8_t* data, size_t size) {
   for (uint32_t i = 0; i < count; ++i) {
     SectionEntry e;
     e.kind = t.u32();
-    t.u32();
+    if (t.u32() != 0) corrupt("a section entry's reserved bytes are not zero");
     e.offset = t.u64();
     e.size = t.u64();
     e.hash = t.u64();
@@ -306,17 +308,26 @@ std::vector<ir::ConstBlob> read_blobs(const uint8_t* data, size_t size, const Se
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const SectionEntry& e : s.entries) ranges.push_back({e.offset, e.size});
   ranges.push_back({0, kHeaderSize + kSectionEntry * s.entries.size()});
-  std::vector<ir::ConstBlob> blobs;
+  struct Entry {
+    uint64_t offset, size, hash;
+  };
+  std::vector<Entry> entries;
   for (uint64_t i = 0; i < count; ++i) {
     const uint64_t off = r.u64(), n = r.u64(), h = r.u64();
     if (off > size || n > size - off) corrupt("a constant's bytes run past the end of the file");
-    if (verify && enforce_checksums() && h != hash(data + off, n)) corrupt("constant " + std::to_string(i) + "'s bytes do not match their checksum");
     ranges.push_back({off, n});
-    blobs.push_back({data + off, n, std::make_shared<const std::vector<uint8_t>>(data + off, data + off + n)});
+    entries.push_back({off, n, h});
   }
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].second && ranges[i].first < ranges[i - 1].first + ranges[i - 1].second) corrupt("a constant overlaps a section or another constant");
+  std::vector<ir::ConstBlob> blobs;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    if (verify && enforce_checksums() && e.hash != hash(data + e.offset, e.size))
+      corrupt("constant " + std::to_string(i) + "'s bytes do not match their checksum");
+    blobs.push_back({data + e.offset, e.size, std::make_shared<const std::vector<uint8_t>>(data + e.offset, data + e.offset + e.size)});
+  }
   return blobs;
 }
 
@@ -390,6 +401,7 @@ std::unique_ptr<Model> load_model(const uint8_t* data, size_t size, const LoadOp
     if (plan->symbolic() || shapes.size() != plan->graph().inputs().size()) corrupt("a plan for other shapes than its graph's");
     for (size_t i = 0; i < shapes.size(); ++i)
       if (shapes[i] != plan->graph().shape(plan->graph().inputs()[i])) corrupt("a plan for other shapes than its graph's");
+    check_memory(*plan, o.max_memory_bytes);  // before the backend allocates anything for it
     auto compiled = std::make_shared<CompiledPlan>();
     compiled->plan = std::move(plan);
     compiled->program = o.backend->lower(*compiled->plan, o, nullptr);

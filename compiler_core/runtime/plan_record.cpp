@@ -318,7 +318,8 @@ std::unique_ptr<Plan> PlanRecord::read(const uint8_t* bytes, size_t size, const 
     for (int w : d->waits[i])
       if (static_cast<size_t>(w) >= i || d->launches[static_cast<size_t>(w)].stream == l.stream) in.bad("waits for a later launch");
     if (l.node == kNone) {  // a reorder
-      if (l.group != -1 || l.in.size() != 1 || l.out.size() != 1 || l.in[0].value == kNone || l.out[0].kind != Plan::Slot::Arena)
+      if (l.group != -1 || l.in.size() != 1 || l.out.size() != 1 || l.in[0].value == kNone ||
+          (l.out[0].kind != Plan::Slot::Arena && l.out[0].kind != Plan::Slot::Output))
         in.bad("holds a reorder that is not one");
       check_slot(l.in[0], l.in[0].value);
       check_slot(l.out[0], l.in[0].value);

@@ -1,0 +1,288 @@
+"""Compiled-model files (Model.save, esgraph.load_model, `python3 -m esgraph compile`): real
+models round-trip and run as the model they were saved from, checked against PyTorch; a load
+compiles nothing for the sizes the file holds plans for; damaged, hostile and foreign files are
+refused by name (docs/model-format.md)."""
+import io
+import os
+import struct
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import esgraph
+from esgraph import ops
+from model_files import BLOBS, EXACT_PLAN, TARGET, ModelFile, read_strings, string
+
+torch = pytest.importorskip("torch")
+import esgraph.onnx  # noqa: E402
+import esgraph.torch  # noqa: E402
+from test_real_models import MODELS, _flat  # noqa: E402
+
+
+def _save_and_load(model, tmp_path, **options):
+    path = tmp_path / "model.esgm"
+    model.save(path)
+    return esgraph.load_model(path, **options), path
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_real_model_runs_loaded_as_compiled(name, tmp_path):
+    module, inputs = MODELS[name]
+    module.eval()
+    compiled = esgraph.compile(esgraph.torch.from_module(module, inputs))
+    arrays = [x.numpy() for x in inputs]
+    want = compiled.run(arrays)
+    loaded, _ = _save_and_load(compiled, tmp_path)
+    got = loaded.run(arrays)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)  # the same plan and kernels: the same bits
+    with torch.no_grad():
+        for g, w in zip(got, _flat(module(*inputs))):
+            assert np.abs(g - w.numpy()).max() <= 1e-4 * np.abs(w.numpy()).max()
+    assert loaded.stats()["plans"] == 0, "a load compiles nothing for the sizes it holds plans for"
+    assert loaded.stats()["launches"] == compiled.stats()["launches"]
+    assert loaded.stats()["arena_bytes"] == compiled.stats()["arena_bytes"]
+
+
+class _Block(torch.nn.Module):
+    """A decoder step over its key/value caches, of a length each run chooses."""
+
+    def __init__(self, width=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.ln = torch.nn.LayerNorm(width)
+        self.qkv, self.proj = torch.nn.Linear(width, 3 * width), torch.nn.Linear(width, width)
+        self.fc = torch.nn.Linear(width, width)
+
+    def forward(self, x, past_k, past_v):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln(x)).split(d, dim=-1)
+        q, k, v = (z.reshape(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        k, v = torch.cat([past_k, k], 2), torch.cat([past_v, v], 2)
+        a = torch.softmax(q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5, dim=-1)
+        x = x + self.proj((a @ v).transpose(1, 2).reshape(b, t, d))
+        return x + self.fc(torch.nn.functional.gelu(x)), k, v
+
+
+def _decoder_inputs(past):
+    g = torch.Generator().manual_seed(past)
+    return (torch.randn(1, 1, 32, generator=g), torch.randn(1, 4, past, 8, generator=g), torch.randn(1, 4, past, 8, generator=g))
+
+
+def test_a_decoder_step_with_an_open_cache_length_keeps_its_symbolic_plans(tmp_path):
+    torch.manual_seed(0)
+    block = _Block().eval()
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(block, _decoder_inputs(3), buf, opset_version=17, input_names=["x", "past_k", "past_v"],
+                          dynamic_axes={"past_k": {2: "past"}, "past_v": {2: "past"}})
+    compiled = esgraph.compile(esgraph.onnx.load(buf.getvalue()))
+    for past in (3, 40):  # two size classes, each a symbolic plan
+        compiled.run([t.numpy() for t in _decoder_inputs(past)])
+    loaded, _ = _save_and_load(compiled, tmp_path)
+    for past in (3, 4, 40, 33):  # the classes (2, 4] and (32, 64]
+        inputs = _decoder_inputs(past)
+        got = loaded.run([t.numpy() for t in inputs])
+        for g, w in zip(got, compiled.run([t.numpy() for t in inputs])):
+            np.testing.assert_array_equal(g, w)
+        with torch.no_grad():
+            for g, w in zip(got, block(*inputs)):
+                np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
+    assert loaded.stats()["plans"] == 0, "sizes of the saved classes bind the loaded symbolic plans"
+    loaded.run([t.numpy() for t in _decoder_inputs(200)])  # a class the file lacks: planned at run time
+    assert loaded.stats()["plans"] == 1
+
+
+@pytest.fixture
+def mlp_model():
+    rng = np.random.default_rng(0)
+    w1, b1 = rng.standard_normal((16, 32)).astype(np.float32), rng.standard_normal(32).astype(np.float32)
+    w2 = rng.standard_normal((32, 8)).astype(np.float32)
+    with esgraph.GraphBuilder("mlp") as builder:
+        x = builder.input("x", esgraph.f32, [4, 16])
+        y = ops.relu(x @ w1 + b1) @ w2
+    graph = builder.build([y])
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    return esgraph.compile(graph), x, np.maximum(x @ w1 + b1, 0) @ w2
+
+
+def test_load_options_set_the_run_not_the_compile(mlp_model, tmp_path):
+    model, x, want = mlp_model
+    path = tmp_path / "m.esgm"
+    model.save(str(path))
+    loaded = esgraph.load_model(str(path), threads=1, max_memory_bytes=1 << 20, verify_weights=False)
+    np.testing.assert_allclose(loaded(x), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(esgraph.LimitError, match="max_memory_bytes"):
+        esgraph.load_model(path, max_memory_bytes=64)
+    with pytest.raises(TypeError):
+        esgraph.load_model(path, streams=2)  # the file's: not an option of a load
+    assert loaded.graph().node_count == model.graph().node_count
+
+
+def _refused(data, tmp_path, match, error=esgraph.FormatError, **options):
+    path = tmp_path / "bad.esgm"
+    path.write_bytes(data)
+    with pytest.raises(error, match=match):
+        esgraph.load_model(path, **options)
+
+
+def test_a_truncated_file_is_refused_at_every_length(mlp_model, tmp_path):
+    model, _, _ = mlp_model
+    path = tmp_path / "m.esgm"
+    model.save(path)
+    data = path.read_bytes()
+    for n in list(range(0, 200, 7)) + list(range(200, len(data), max(1, len(data) // 300))):
+        _refused(data[:n], tmp_path, "truncated|corrupted|magic")
+    _refused(data + b"\0" * 64, tmp_path, "truncated or extended")
+
+
+def test_a_flipped_byte_anywhere_is_refused(mlp_model, tmp_path):
+    model, x, want = mlp_model
+    path = tmp_path / "m.esgm"
+    model.save(path)
+    data = path.read_bytes()
+    rng = np.random.default_rng(1)
+    padding = []
+    for at in sorted(set(rng.integers(0, len(data), 400).tolist()) | set(range(64))):
+        flipped = bytearray(data)
+        flipped[at] ^= 1 << int(rng.integers(0, 8))
+        p = tmp_path / "bad.esgm"
+        p.write_bytes(bytes(flipped))
+        try:
+            esgraph.load_model(p)(x)
+            padding.append(at)  # loaded: a byte no section covers (alignment padding) must be all it changed
+        except esgraph.FormatError as e:
+            assert "compiled-model file" in str(e) or "esgraph" in str(e)
+    f = ModelFile(data)
+    covered = [(off, off + size) for _, off, size in f.sections] + [(off, off + n) for off, n, _ in f.blobs()]
+    covered.append((0, 64 + 32 * len(f.sections)))
+    for at in padding:
+        assert not any(lo <= at < hi for lo, hi in covered), f"a flip at {at} inside a section loaded"
+
+
+def test_weights_are_checked_unless_the_caller_says_not(mlp_model, tmp_path):
+    model, x, want = mlp_model
+    path = tmp_path / "m.esgm"
+    model.save(path)
+    f = ModelFile(path.read_bytes())
+    off, n, _ = max(f.blobs(), key=lambda b: b[1])  # the weight matrix
+    data = bytearray(path.read_bytes())
+    data[off + 7] ^= 0x40  # the second weight's exponent
+    _refused(bytes(data), tmp_path, r"constant \d+'s bytes do not match their checksum")
+    path.write_bytes(bytes(data))
+    loaded = esgraph.load_model(path, verify_weights=False)  # loads, and computes with the flipped weight
+    assert not np.allclose(loaded(x), want)
+
+
+def test_wrong_magic_and_a_newer_format_are_refused_by_name(mlp_model, tmp_path):
+    model, _, _ = mlp_model
+    path = tmp_path / "m.esgm"
+    model.save(path)
+    data = path.read_bytes()
+    _refused(b"ESGRAPH\0" + data[8:], tmp_path, "not an esgraph compiled-model file")
+    newer = ModelFile(data)
+    newer.version = 2
+    _refused(newer.bytes(), tmp_path, "format 2 is newer than this library reads")
+
+
+def test_a_plan_whose_buffers_leave_its_arena_is_refused(mlp_model, tmp_path):
+    model, _, _ = mlp_model
+    path = tmp_path / "m.esgm"
+    model.save(path)
+    f = ModelFile(path.read_bytes())
+    index, plan = f.section(EXACT_PLAN)
+    # The plan's record ends with nine figures, the arena's bytes first.
+    arena_at = len(plan) - 9 * 8
+    assert struct.unpack_from("<q", plan, arena_at)[0] > 0
+    f.replace(index, plan[:arena_at] + struct.pack("<q", 0) + plan[arena_at + 8:])
+    _refused(f.bytes(), tmp_path, "an operand outside its arena")
+
+
+def test_constants_that_overlap_are_refused(mlp_model, tmp_path):
+    model, _, _ = mlp_model
+    path = tmp_path / "m.esgm"
+    model.save(path)
+    f = ModelFile(path.read_bytes())
+    blobs = f.blobs()
+    assert len(blobs) >= 2
+    (a_off, a_n, a_h), (b_off, b_n, b_h) = blobs[0], blobs[1]
+    f.set_blobs([(a_off, a_n, a_h), (a_off, b_n, b_h)] + blobs[2:])
+    _refused(f.bytes(), tmp_path, "overlaps")
+    f = ModelFile(path.read_bytes())
+    f.set_blobs([(len(f.data) - 8, 4096, 0)] + f.blobs()[1:])
+    _refused(f.bytes(), tmp_path, "run past the end of the file")
+
+
+def test_a_file_for_a_cpu_with_features_this_one_lacks_is_refused_or_compiled_again(mlp_model, tmp_path):
+    model, x, want = mlp_model
+    path = tmp_path / "m.esgm"
+    model.save(path)
+    f = ModelFile(path.read_bytes())
+    index, target = f.section(TARGET)
+    version, backend, machine = read_strings(target, 3)
+    assert backend == "cpu" and machine.startswith("x86-64")
+    f.replace(index, string(version) + string(backend) + string("x86-64 avx2 amx-fp8"))
+    _refused(f.bytes(), tmp_path, r"need .*amx-fp8 \(compiled for x86-64 avx2 amx-fp8\); this machine has x86-64", esgraph.UnsupportedError)
+    loaded = esgraph.load_model(tmp_path / "bad.esgm", recompile=True)
+    np.testing.assert_allclose(loaded(x), want, rtol=1e-5, atol=1e-6)
+    assert loaded.stats()["plans"] == 1  # compiled again, here
+
+
+def test_what_a_file_cannot_hold_is_refused_at_save(tmp_path):
+    with esgraph.GraphBuilder("staged") as b:
+        x = b.input("x", esgraph.f32, [8])
+        y = ops.nonzero(x)
+    with pytest.raises(esgraph.UnsupportedError, match="runs in stages"):
+        esgraph.compile(b.build([y])).save(tmp_path / "s.esgm")
+    with esgraph.GraphBuilder("dev") as b:
+        x = b.input("x", esgraph.f32, [8])
+        y = ops.relu(x)
+    with pytest.raises(esgraph.UnsupportedError, match="ascend-sim.*does not write its kernels"):
+        esgraph.compile(b.build([y]), backend="ascend-sim").save(tmp_path / "a.esgm")
+    assert not list(tmp_path.iterdir()), "nothing is left behind"
+
+
+def test_paths_that_are_no_model_file(mlp_model, tmp_path):
+    with pytest.raises(esgraph.GraphIOError, match="cannot open"):
+        esgraph.load_model(tmp_path / "missing.esgm")
+    with pytest.raises(esgraph.GraphIOError, match="not a regular file"):
+        esgraph.load_model(tmp_path)
+    model, _, _ = mlp_model
+    with pytest.raises(esgraph.GraphIOError):
+        model.save(tmp_path / "no" / "such" / "dir.esgm")
+
+
+def _cli(*args):
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-m", "esgraph", *map(str, args)], capture_output=True, text=True, env=env)
+
+
+def test_the_command_line_compiles_once_and_runs_the_file(tmp_path):
+    rng = np.random.default_rng(0)
+    with esgraph.GraphBuilder("mlp") as b:
+        x = b.input("x", esgraph.f32, ["batch", 16])
+        y = ops.softmax(x @ rng.standard_normal((16, 4)).astype(np.float32), axis=-1)
+    b.build([y]).save(tmp_path / "mlp.esg")
+    out = tmp_path / "mlp.esgm"
+    r = _cli("compile", tmp_path / "mlp.esg", "-o", out, "--bind", "batch=1..32")
+    assert r.returncode == 0, r.stderr
+    r = _cli("info", out)
+    assert r.returncode == 0, r.stderr
+    assert "compiled model" in r.stdout and "input  x: f32[batch, 16]" in r.stdout
+    x = rng.standard_normal((5, 16)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    r = _cli("run", out, "-i", f"x={tmp_path / 'x.npy'}", "--repeat", "1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "softmax_1: float32[5, 4]" or "float32[5, 4]" in r.stdout
+    assert "load " in r.stdout
+    loaded = esgraph.load_model(out)
+    np.testing.assert_allclose(loaded(x), esgraph.compile(esgraph.Graph.load(tmp_path / "mlp.esg"))(x), rtol=1e-6)
+    assert loaded.stats()["plans"] == 0, "the range's symbolic plan came in the file"
+    r = _cli("run", out, "--backend", "cpu")
+    assert r.returncode != 0 and "compiled model" in r.stderr
+    r = _cli("compile", out, "-o", tmp_path / "again.esgm")
+    assert r.returncode != 0 and "compiled already" in r.stderr
