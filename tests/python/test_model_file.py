@@ -286,3 +286,23 @@ def test_the_command_line_compiles_once_and_runs_the_file(tmp_path):
     assert r.returncode != 0 and "compiled model" in r.stderr
     r = _cli("compile", out, "-o", tmp_path / "again.esgm")
     assert r.returncode != 0 and "compiled already" in r.stderr
+
+
+@pytest.mark.parametrize("name, batches", [("model-v1.esgm", (1, 5, 8)), ("model-v1-fixed.esgm", (2,))])
+def test_the_format_1_fixtures_still_load(name, batches):
+    """Files written by the first format version (tests/compat/write_model_fixture.py) load and
+    compute as numpy does: later versions must keep reading them."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "compat"))
+    from write_model_fixture import fixture_graph
+    _, reference = fixture_graph()
+    path = os.path.join(os.path.dirname(__file__), "..", "compat", "fixtures", name)
+    try:
+        loaded = esgraph.load_model(path)
+    except esgraph.UnsupportedError as e:  # written on an AVX2 machine: a CPU without AVX2 refuses it by name
+        assert "avx2" in str(e)
+        return
+    rng = np.random.default_rng(0)
+    for batch in batches:
+        x = rng.standard_normal((batch, 16)).astype(np.float32)
+        np.testing.assert_allclose(loaded(x), reference(x), rtol=1e-5, atol=1e-5)
+    assert loaded.stats()["plans"] == 0
