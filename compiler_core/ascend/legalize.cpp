@@ -221,7 +221,7 @@ std::unique_ptr<Graph> wrap_negative_indices(const Graph& g) {
       bool negative = false;
       for (int64_t i = 0; i < t.size() && !negative; ++i) negative = eval::load_i(t, i) < 0;
       if (!negative) return false;
-      std::vector<uint8_t> bytes(*g.blobs[p->blob]);
+      std::vector<uint8_t> bytes(g.blobs[p->blob]->begin(), g.blobs[p->blob]->end());
       eval::TensorRef out{type, is, bytes.data()};
       for (int64_t i = 0; i < t.size(); ++i)
         if (const int64_t v = eval::load_i(t, i); v < 0) eval::store_i(out, i, v + bound[static_cast<size_t>(i) % bound.size()]);

@@ -387,10 +387,10 @@ ValueId Builder::add_input(std::string_view name, DType dtype, const Shape& shap
 ValueId Builder::add_constant(DType dtype, const Shape& shape, const void* data, size_t nbytes) {
   if (nbytes && !data) throw Error(ErrorCode::InvalidArgument, "constant: data is NULL");
   const auto* bytes = static_cast<const uint8_t*>(data);
-  return add_constant(dtype, shape, std::make_shared<const std::vector<uint8_t>>(bytes, bytes + nbytes));
+  return add_constant(dtype, shape, make_blob(std::vector<uint8_t>(bytes, bytes + nbytes)));
 }
 
-ValueId Builder::add_constant(DType dtype, const Shape& shape, std::shared_ptr<const std::vector<uint8_t>> bytes) {
+ValueId Builder::add_constant(DType dtype, const Shape& shape, Blob bytes) {
   if (!dtype_valid(dtype)) throw Error(ErrorCode::DType, "constant: invalid dtype");
   if (!shape.is_static()) throw Error(ErrorCode::Shape, "constant: the shape must be static");
   for (Dim d : shape)

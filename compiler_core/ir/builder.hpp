@@ -50,7 +50,7 @@ class Builder {
   ValueId add_input(std::string_view name, DType dtype, const Shape& shape);
   ValueId add_constant(DType dtype, const Shape& shape, const void* data, size_t nbytes);
   // The same over bytes another graph already holds (shared, not copied).
-  ValueId add_constant(DType dtype, const Shape& shape, std::shared_ptr<const std::vector<uint8_t>> bytes);
+  ValueId add_constant(DType dtype, const Shape& shape, Blob bytes);
 
   // Scopes.
   void push_name_scope(std::string_view scope);

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/bytes.hpp"
 #include "ir/dtype.hpp"
 #include "ir/op_schema.hpp"
 #include "ir/pool_allocator.hpp"
@@ -95,8 +96,7 @@ class Graph {
   Pool<StrId> notes;
   std::vector<std::string> strings;
   std::vector<std::string> symbols;
-  // Constants' bytes, shared: copies of a graph (specialization, every pass) share them.
-  std::vector<std::shared_ptr<const std::vector<uint8_t>>> blobs;
+  std::vector<Blob> blobs;  // constants' bytes
 
   Shape shape(ValueId v) const { return Shape::from(dims.data() + values[v].dims, values[v].rank); }
   void set_shape(ValueId v, const Shape& s) {

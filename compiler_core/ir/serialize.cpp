@@ -187,7 +187,7 @@ class GraphWriter {
 // A graph file: the header, the record stream, then the blob table and the blobs, each at a
 // 64-byte boundary of the file.
 std::vector<uint8_t> graph_file(const std::vector<uint8_t>& records, const BlobTable& table) {
-  const std::vector<const std::vector<uint8_t>*>& blobs = table.blobs();
+  const std::vector<const Bytes*>& blobs = table.blobs();
   Writer out;
   out.raw(kMagic, 8);
   out.u32(kFormatVersion);
@@ -437,7 +437,7 @@ class GraphReader {
 
 }  // namespace
 
-uint32_t BlobTable::add(const std::vector<uint8_t>& bytes) {
+uint32_t BlobTable::add(const Bytes& bytes) {
   const auto [at, added] = index_.emplace(&bytes, static_cast<uint32_t>(blobs_.size()));
   if (added) blobs_.push_back(&bytes);
   return at->second;

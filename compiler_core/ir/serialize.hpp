@@ -21,11 +21,11 @@ void save(const Graph& g, const std::string& path);
 // share their constants' bytes): the records name them by their index here.
 class BlobTable {
  public:
-  uint32_t add(const std::vector<uint8_t>& bytes);
-  const std::vector<const std::vector<uint8_t>*>& blobs() const { return blobs_; }
+  uint32_t add(const Bytes& bytes);
+  const std::vector<const Bytes*>& blobs() const { return blobs_; }
 
  private:
-  std::vector<const std::vector<uint8_t>*> blobs_;
+  std::vector<const Bytes*> blobs_;
   std::unordered_map<const void*, uint32_t> index_;
 };
 struct GraphRecords {
@@ -35,12 +35,12 @@ struct GraphRecords {
 };
 GraphRecords serialize_records(const Graph& g, BlobTable& blobs);
 
-// A constant's bytes: `shared` when set (graphs read from one file share them), else copied
-// from `data`.
+// A constant's bytes: `shared` when set (graphs read from one file share them, in place or
+// copied once), else copied from `data`.
 struct ConstBlob {
   const uint8_t* data;
   uint64_t size;
-  std::shared_ptr<const std::vector<uint8_t>> shared;
+  Blob shared;
 };
 struct LoadedGraph {
   std::unique_ptr<Graph> graph;

@@ -101,7 +101,7 @@ std::unique_ptr<Graph> eliminate_common_subexpressions(const Graph& g) {
     for (ValueId v : g.inputs(n)) key << (v == kNone ? -1 : static_cast<int64_t>(r.get(v))) << ',';
     key << ')';
     if (n.blob != kNone) {  // constants: by type and a hash of the bytes, compared in full on a match
-      const std::vector<uint8_t>& bytes = *g.blobs[n.blob];
+      const ir::Bytes& bytes = *g.blobs[n.blob];
       key << ir::dtype_name(g.values[n.first_output].dtype) << g.shape_str(g.shape(n.first_output))
           << std::hash<std::string_view>()(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
     }
@@ -508,7 +508,7 @@ bool trailing_mean(const Graph& g, const ir::Node* m, size_t* first) {
 bool scalar_constant(const Graph& g, ValueId v, double* value) {
   const ir::Node* p = producer(g, v);
   if (!p || p->blob == kNone || g.shape(v).num_elements() != 1) return false;
-  const std::vector<uint8_t>& bytes = *g.blobs[p->blob];
+  const ir::Bytes& bytes = *g.blobs[p->blob];
   if (g.values[v].dtype == ir::DType::F32) {
     float f;
     std::memcpy(&f, bytes.data(), sizeof f);

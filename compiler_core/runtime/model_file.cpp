@@ -299,8 +299,10 @@ Sections read_sections(const uint8_t* data, size_t size) {
 }
 
 // The constants: each within the file, clear of the sections and of each other, hashed unless
-// the caller said not to; copied once, shared by every graph of the file.
-std::vector<ir::ConstBlob> read_blobs(const uint8_t* data, size_t size, const Sections& s, bool verify) {
+// the caller said not to; shared by every graph of the file, in place when `mapping` keeps the
+// file's bytes alive, else copied once.
+std::vector<ir::ConstBlob> read_blobs(const uint8_t* data, size_t size, const Sections& s, bool verify,
+                                      const std::shared_ptr<const void>& mapping) {
   const SectionEntry* table = s.only(kBlobs, "constants");
   ir::ByteReader r(data + table->offset, table->size, kFile);
   const uint64_t count = r.u64();
@@ -319,14 +321,21 @@ std::vector<ir::ConstBlob> read_blobs(const uint8_t* data, size_t size, const Se
     entries.push_back({off, n, h});
   }
   std::sort(ranges.begin(), ranges.end());
-  for (size_t i = 1; i < ranges.size(); ++i)
-    if (ranges[i].second && ranges[i].first < ranges[i - 1].first + ranges[i - 1].second) corrupt("a constant overlaps a section or another constant");
+  // Against the furthest byte covered so far: a constant of no bytes between two ranges hides nothing.
+  uint64_t end = 0;
+  for (const auto& [at, n] : ranges) {
+    if (!n) continue;
+    if (at < end) corrupt("a constant overlaps a section or another constant");
+    end = at + n;
+  }
   std::vector<ir::ConstBlob> blobs;
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
     if (verify && enforce_checksums() && e.hash != hash(data + e.offset, e.size))
       corrupt("constant " + std::to_string(i) + "'s bytes do not match their checksum");
-    blobs.push_back({data + e.offset, e.size, std::make_shared<const std::vector<uint8_t>>(data + e.offset, data + e.offset + e.size)});
+    const uint8_t* at = data + e.offset;
+    blobs.push_back({at, e.size, mapping ? std::make_shared<const ir::Bytes>(at, e.size, mapping)
+                                         : ir::make_blob(std::vector<uint8_t>(at, at + e.size))});
   }
   return blobs;
 }
@@ -343,10 +352,27 @@ std::vector<ir::Shape> read_shapes(ir::ByteReader& r) {
   return shapes;
 }
 
-}  // namespace
+// A plan runs on the caller's buffers, which a run checks against the model's graph, and the
+// plan's kernels read and write them as its own graph's types: its inputs and outputs must be the
+// model's, in number, dtype and rank, and in every size the model's graph fixes.
+void check_signature(const ir::Graph& model, const Plan& plan) {
+  const ir::Graph& g = plan.graph();
+  auto same = [&](const std::vector<ir::ValueId>& ours, const std::vector<ir::ValueId>& its) {
+    if (ours.size() != its.size()) return false;
+    for (size_t i = 0; i < ours.size(); ++i) {
+      const ir::Shape &a = model.shape(ours[i]), &b = g.shape(its[i]);
+      if (model.values[ours[i]].dtype != g.values[its[i]].dtype || a.rank() != b.rank()) return false;
+      for (size_t d = 0; d < a.rank(); ++d)
+        if (!ir::dim_is_symbolic(a[d]) && a[d] != b[d]) return false;
+    }
+    return true;
+  };
+  if (!same(model.inputs(), g.inputs())) corrupt("a plan whose inputs are not its model's");
+  if (!same(model.outputs(), g.outputs())) corrupt("a plan whose outputs are not its model's");
+}
 
-std::unique_ptr<Model> load_model(const uint8_t* data, size_t size, const LoadOptions& options, const FindBackend& find) {
-  if (!data && size) throw Error(ErrorCode::InvalidArgument, "load: data is NULL");
+std::unique_ptr<Model> load(const uint8_t* data, size_t size, const LoadOptions& options, const FindBackend& find,
+                            const std::shared_ptr<const void>& mapping) {
   const Sections s = read_sections(data, size);
   const SectionEntry* t = s.only(kTarget, "target");
   ir::ByteReader target(data + t->offset, t->size, kFile);
@@ -360,7 +386,7 @@ std::unique_ptr<Model> load_model(const uint8_t* data, size_t size, const LoadOp
   const SectionEntry* opt = s.only(kOptions, "options");
   ir::ByteReader options_reader(data + opt->offset, opt->size, kFile);
   read_options(options_reader, o);
-  const std::vector<ir::ConstBlob> blobs = read_blobs(data, size, s, options.verify_weights);
+  const std::vector<ir::ConstBlob> blobs = read_blobs(data, size, s, options.verify_weights, mapping);
   const SectionEntry* g = s.only(kGraph, "graph");
   std::unique_ptr<ir::Graph> graph;
   try {
@@ -393,6 +419,7 @@ std::unique_ptr<Model> load_model(const uint8_t* data, size_t size, const LoadOp
       if (e.code() == ErrorCode::Format || e.code() == ErrorCode::Limit) throw;
       throw Error(ErrorCode::Format, std::string(kFile) + " holds a plan its graph refuses: " + e.what());
     }
+    check_signature(*graph, *plan);
     if (e.kind == kSymbolicPlan) {
       if (!plan->symbolic()) corrupt("a symbolic plan without symbolic sizes");
       plans.symbolic.push_back({std::move(key), std::move(plan)});
@@ -410,6 +437,13 @@ std::unique_ptr<Model> load_model(const uint8_t* data, size_t size, const LoadOp
   return std::make_unique<Model>(std::move(graph), std::move(o), plans);
 }
 
+}  // namespace
+
+std::unique_ptr<Model> load_model(const uint8_t* data, size_t size, const LoadOptions& options, const FindBackend& find) {
+  if (!data && size) throw Error(ErrorCode::InvalidArgument, "load: data is NULL");
+  return load(data, size, options, find, nullptr);
+}
+
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& options, const FindBackend& find) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(ErrorCode::Io, "load: cannot open `" + path + "`: " + std::strerror(errno));
@@ -423,15 +457,12 @@ std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& op
   const int err = errno;
   ::close(fd);
   if (mapped == MAP_FAILED) throw Error(ErrorCode::Io, "load: cannot map `" + path + "`: " + std::strerror(err));
-  struct Unmap {
-    void* p;
-    size_t n;
-    ~Unmap() {
-      if (p) ::munmap(p, n);
-    }
-  } unmap{mapped, size};
+  // The constants use the mapping in place: it lives as long as one of them does.
+  const std::shared_ptr<const void> mapping(mapped, [size](const void* p) {
+    if (p) ::munmap(const_cast<void*>(p), size);
+  });
   try {
-    return load_model(static_cast<const uint8_t*>(mapped), size, options, find);
+    return load(static_cast<const uint8_t*>(mapped), size, options, find, mapping);
   } catch (const Error& e) {
     throw Error(e.code(), std::string(e.what()) + " (`" + path + "`)");
   }

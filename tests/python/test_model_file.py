@@ -306,3 +306,23 @@ def test_the_format_1_fixtures_still_load(name, batches):
         x = rng.standard_normal((batch, 16)).astype(np.float32)
         np.testing.assert_allclose(loaded(x), reference(x), rtol=1e-5, atol=1e-5)
     assert loaded.stats()["plans"] == 0
+
+
+def test_a_loaded_model_uses_its_weights_in_place_from_the_file(mlp_model, tmp_path):
+    """The constants are views of the file's read-only mapping (pages the processes that load
+    one file share), which lives exactly as long as the model."""
+    model, x, want = mlp_model
+    path = tmp_path / "m.esgm"
+    model.save(path)
+
+    def mapped():
+        with open("/proc/self/maps") as f:
+            return any(line.rstrip().endswith(str(path)) for line in f)
+
+    loaded = esgraph.load_model(path)
+    assert mapped()
+    np.testing.assert_allclose(loaded(x), want, rtol=1e-5, atol=1e-6)
+    del loaded
+    import gc
+    gc.collect()
+    assert not mapped()

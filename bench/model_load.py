@@ -1,0 +1,152 @@
+"""Compile once, load anywhere: the time from a fresh process's first call to the end of its
+first run, per way of getting a runnable model, each side on `--threads` threads:
+
+    onnx   esgraph.onnx.load + esgraph.compile + first run
+    graph  esgraph.Graph.load (the graph file) + compile + first run
+    esgm   esgraph.load_model (the compiled-model file) + first run
+    ort    ONNX Runtime creating its session from the model it optimized offline
+           (optimized_model_filepath, loaded with optimizations off) + first run
+
+Each figure is measured in a process of its own (imports done before the clock starts, the
+page cache warm), the ways alternating round by round; each keeps its best round. Peak
+resident memory (VmHWM) is each process's. Outputs of the loaded model are checked against
+the compiled one first.
+
+    PYTHONPATH=build/default/python .venv/bin/python bench/model_load.py [--rounds 5] [--models resnet34,encoder,decoder]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def worker(kind, path, feeds_path, threads):
+    """Runs in a fresh process: prints the seconds to a first run's end and the peak RSS."""
+    import esgraph  # noqa: F401 - imported before the clock starts, as onnxruntime is
+    feeds = list(np.load(feeds_path).values())
+    if kind == "ort":
+        import onnxruntime
+    start = time.perf_counter()
+    if kind == "ort":
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        loaded = time.perf_counter()
+        session.run(None, {i.name: a for i, a in zip(session.get_inputs(), feeds)})
+    else:
+        import esgraph.onnx
+        if kind == "esgm":
+            model = esgraph.load_model(path, threads=threads)
+        else:
+            graph = esgraph.onnx.load(path) if kind == "onnx" else esgraph.Graph.load(path)
+            model = esgraph.compile(graph, threads=threads)
+        loaded = time.perf_counter()
+        model.run(feeds)
+    end = time.perf_counter()
+    with open("/proc/self/status") as f:
+        peak = next(int(line.split()[1]) / 1024 for line in f if line.startswith("VmHWM:"))
+    print(json.dumps({"total": end - start, "load": loaded - start, "peak_mib": peak}))
+
+
+def build_models(names):
+    import torch
+    import torchvision
+    torch.manual_seed(0)
+    sys.path.insert(0, HERE)
+    made = {}
+    if "resnet34" in names:
+        made["resnet34"] = (torchvision.models.resnet34().eval(), (torch.randn(1, 3, 224, 224),))
+    if "encoder" in names:  # BERT-base-sized: 12 layers, hidden 768, 12 heads, sequence 128
+        layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True)
+        encoder = torch.nn.TransformerEncoder(layer, 12, enable_nested_tensor=False).eval()
+        with torch.no_grad():  # each layer its own weights (the layers start as copies of one)
+            for p in encoder.parameters():
+                p.normal_(0, 0.02)
+        made["encoder"] = (encoder, (torch.randn(1, 128, 768),))
+    if "decoder" in names:  # bench/decoder.py's step over a 64-token cache
+        import decoder
+        d = decoder
+        made["decoder"] = (d.Decoder().eval(), (torch.randn(1, 1, d.WIDTH),
+                                                 *(torch.randn(d.LAYERS, 1, d.HEADS, 64, d.WIDTH // d.HEADS) for _ in range(2))))
+    return made
+
+
+def prepare(name, module, inputs, folder, threads):
+    """The model's four files and its inputs; checks the loaded model against the compiled one."""
+    import torch
+    import esgraph
+    import esgraph.onnx
+    import onnxruntime
+    onnx_path = os.path.join(folder, f"{name}.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, inputs, onnx_path, opset_version=14)
+    graph = esgraph.onnx.load(onnx_path)
+    graph_path = os.path.join(folder, f"{name}.esg")
+    graph.save(graph_path)
+    model = esgraph.compile(graph, threads=threads)
+    esgm_path = os.path.join(folder, f"{name}.esgm")
+    model.save(esgm_path)
+    feeds = [t.numpy() for t in inputs]
+    for got, want in zip(esgraph.load_model(esgm_path, threads=threads).run(feeds), model.run(feeds)):
+        np.testing.assert_array_equal(got, want)
+    feeds_path = os.path.join(folder, f"{name}.npz")
+    np.savez(feeds_path, *feeds)
+    ort_path = os.path.join(folder, f"{name}.ort.onnx")
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.optimized_model_filepath = ort_path
+    onnxruntime.InferenceSession(onnx_path, options, providers=["CPUExecutionProvider"])
+    return {"onnx": onnx_path, "graph": graph_path, "esgm": esgm_path, "ort": ort_path}, feeds_path
+
+
+def measure(kind, path, feeds_path, threads):
+    out = subprocess.run([sys.executable, __file__, "--worker", kind, path, feeds_path, str(threads)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--models", default="resnet34,encoder,decoder")
+    ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        kind, path, feeds_path, threads = args.worker
+        return worker(kind, path, feeds_path, int(threads))
+    import onnxruntime
+    print(f"{args.threads} threads on every side; onnxruntime {onnxruntime.__version__}; fresh processes, best of {args.rounds} rounds")
+    kinds = ["onnx", "graph", "esgm", "ort"]
+    print(f"{'model':>9} " + " ".join(f"{k:>14}" for k in kinds) + "   esgm/onnx esgm/graph esgm/ort  (s to the first run's end; peak MiB)")
+    with tempfile.TemporaryDirectory() as folder:
+        for name, (module, inputs) in build_models(args.models.split(",")).items():
+            paths, feeds_path = prepare(name, module, inputs, folder, args.threads)
+            best = {}
+            for _ in range(args.rounds):
+                for kind in kinds:
+                    m = measure(kind, paths[kind], feeds_path, args.threads)
+                    if kind not in best or m["total"] < best[kind]["total"]:
+                        best[kind] = m
+            print(f"{'':>9} files: ONNX {os.path.getsize(paths['onnx']) / 2**20:.0f} MiB, graph {os.path.getsize(paths['graph']) / 2**20:.0f} MiB, "
+                  f"esgm {os.path.getsize(paths['esgm']) / 2**20:.0f} MiB, ORT's {os.path.getsize(paths['ort']) / 2**20:.0f} MiB")
+            cells = " ".join(f"{best[k]['total']:7.3f} ({best[k]['peak_mib']:4.0f})" for k in kinds)
+            e = best["esgm"]["total"]
+            print(f"{name:>9} {cells}   {e / best['onnx']['total']:9.2f} {e / best['graph']['total']:10.2f} "
+                  f"{e / best['ort']['total']:8.2f}   (esgm load {best['esgm']['load']:.3f} s)")
+
+
+if __name__ == "__main__":
+    main()
