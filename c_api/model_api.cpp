@@ -9,6 +9,7 @@
 #include "c_api/op_call.hpp"
 #include "backends/registry.hpp"
 #include "runtime/model.hpp"
+#include "runtime/compile_cache.hpp"
 #include "runtime/model_file.hpp"
 
 using esg::capi::guarded;
@@ -117,7 +118,13 @@ esg::runtime::CompileOptions compile_options_of(const esg_compile_options* optio
     if (!o.range_names[i]) throw invalid("a range's symbol name is NULL");
     co.ranges.push_back({o.range_names[i], o.range_min[i], o.range_max[i]});
   }
+  co.cache_max_bytes = o.cache_max_bytes;
+  if (o.cache_dir) co.cache_dir = o.cache_dir;
   return co;
+}
+
+esg::runtime::FindBackend find_backend() {
+  return [](const std::string& name) { return esg::backends::find(name); };
 }
 
 }  // namespace
@@ -139,6 +146,7 @@ ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t stru
   d.max_loop_iterations = esg::runtime::kDefaultMaxLoopIterations;
   d.max_nodes = esg::runtime::kDefaultMaxNodes;
   d.max_plans = esg::runtime::kDefaultMaxPlans;
+  d.cache_max_bytes = esg::runtime::kDefaultCacheMaxBytes;
   esg::capi::init_options(options, struct_size, &d, sizeof d);
 }
 
@@ -146,8 +154,12 @@ ESG_API esg_model* esg_compile(const esg_graph* graph, const esg_compile_options
   esg_model* model = nullptr;
   guarded(nullptr, [&] {
     if (!graph || !graph->g) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_compile: the graph is NULL");
-    const esg::runtime::CompileOptions co = compile_options_of(options, "esg_compile", true);
-    model = new esg_model(std::make_shared<esg::runtime::Model>(std::make_unique<ir::Graph>(*graph->g), co));
+    esg::runtime::CompileOptions co = compile_options_of(options, "esg_compile", true);
+    esg_compile_options o;
+    esg_compile_options_init_(&o, sizeof o);
+    esg::capi::read_options(&o, sizeof o, options, "esg_compile");
+    const std::string source_key = o.cache_source && !esg::runtime::cache_dir(co).empty() ? esg::runtime::source_key_of_file(o.cache_source) : "";
+    model = new esg_model(esg::runtime::compile_cached(std::make_unique<ir::Graph>(*graph->g), std::move(co), find_backend(), source_key));
   });
   return model;
 }
@@ -172,7 +184,18 @@ ESG_API esg_model* esg_model_load(const char* path, const esg_compile_options* o
     lo.run = compile_options_of(options, "esg_model_load", false);
     lo.recompile = o.recompile;
     lo.verify_weights = !o.skip_weight_check;
-    model = new esg_model(esg::runtime::load_model(path, lo, [](const std::string& name) { return esg::backends::find(name); }));
+    model = new esg_model(esg::runtime::load_model(path, lo, find_backend()));
+  });
+  return model;
+}
+
+ESG_API esg_model* esg_model_find_cached(const char* source_path, const esg_compile_options* options) {
+  esg_model* model = nullptr;
+  guarded(nullptr, [&] {
+    if (!source_path) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_find_cached: the path is NULL");
+    std::unique_ptr<esg::runtime::Model> found =
+        esg::runtime::find_cached(source_path, compile_options_of(options, "esg_model_find_cached", true), find_backend());
+    if (found) model = new esg_model(std::move(found));
   });
   return model;
 }
@@ -382,6 +405,10 @@ ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats*
     out.sized_ops = s.sized_ops;
     out.collectives = s.collectives;
     out.collective_bytes = s.collective_bytes;
+    out.plans_loaded = s.plans_loaded;
+    out.cache_hits = s.cache_hits;
+    out.cache_misses = s.cache_misses;
+    out.cache_replaced = s.cache_replaced;
     // An older caller's smaller struct gets its prefix; a newer caller's fields past ours read 0.
     std::memset(stats, 0, struct_size);
     std::memcpy(stats, &out, std::min(struct_size, sizeof out));

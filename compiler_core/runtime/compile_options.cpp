@@ -40,6 +40,7 @@ int CompileOptions::pool_threads() const {
 }
 
 void check_compile_options(const CompileOptions& options, const ir::Graph& graph) {
+  if (options.cache_max_bytes < 0) throw Error(ErrorCode::InvalidArgument, "compile: cache_max_bytes " + std::to_string(options.cache_max_bytes) + " (0: no bound)");
   if (options.streams < 1 || options.streams > 16)
     throw Error(ErrorCode::InvalidArgument, "compile: streams must be 1..16, got " + std::to_string(options.streams));
   if (options.threads < 0 || options.threads > 256)

@@ -15,6 +15,7 @@ namespace esg::runtime {
 constexpr int64_t kDefaultMaxLoopIterations = 10'000'000;
 constexpr int64_t kDefaultMaxNodes = int64_t{1} << 22;  // 4,194,304
 constexpr int64_t kDefaultMaxPlans = 16;
+constexpr int64_t kDefaultCacheMaxBytes = int64_t{2} << 30;  // 2 GiB
 
 // The precision of convolutions' and constant-weight matmuls' multiplications: f32, or operands
 // rounded to bfloat16 with the products summed in f32.
@@ -49,6 +50,10 @@ struct CompileOptions {
   // model whose sizes need more is not compiled, a run whose sizes do fails (ir::Error Limit).
   // 0 (default): no cap.
   int64_t max_memory_bytes = 0;
+  // The compile cache (compile_cache.hpp): its directory ("": ESG_CACHE_DIR, else none) and the
+  // most bytes its entries take, the least recently used dropped beyond it (0: no bound).
+  std::string cache_dir;
+  int64_t cache_max_bytes = kDefaultCacheMaxBytes;
 
   // The model's threads: `threads`, or the machine's cores when 0.
   int pool_threads() const;

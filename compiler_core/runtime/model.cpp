@@ -279,8 +279,16 @@ void PreparedModelRun::run() {
 
 std::string Model::to_dot() const { return staged_ ? staged_->to_dot() : plans_.to_dot(); }
 
-Stats Model::stats() const { return staged_ ? staged_->stats() : plans_.stats(); }
+Stats Model::stats() const {
+  Stats s = staged_ ? staged_->stats() : plans_.stats();
+  s.cache_hits = origin_.cache_hits;
+  s.cache_misses = origin_.cache_misses;
+  s.cache_replaced = origin_.cache_replaced;
+  return s;
+}
 
-std::string Model::report() const { return staged_ ? staged_->report() : plans_.report(symbols_.open()); }
+std::string Model::report() const {
+  return (origin_.note.empty() ? "" : origin_.note + "\n") + (staged_ ? staged_->report() : plans_.report(symbols_.open()));
+}
 
 }  // namespace esg::runtime

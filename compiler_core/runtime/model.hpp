@@ -53,6 +53,12 @@ class Model {
   const CompileOptions& options() const { return options_; }
   bool staged() const { return staged_ != nullptr; }  // run in stages (ops sized by data)
   PlanCache::Saved saved_plans() const { return plans_.saved(); }
+  // Where the model came from, for its report and stats: the compile cache's part.
+  struct Origin {
+    int64_t cache_hits = 0, cache_misses = 0, cache_replaced = 0;
+    std::string note;  // a line of the report
+  };
+  void set_origin(Origin origin) { origin_ = std::move(origin); }
   // Checks the inputs and outputs against the graph's types, then runs the plan for their shapes.
   // An output whose size the data decides must come to its buffer's shape.
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
@@ -116,7 +122,8 @@ void check_memory(const Plan& plan, int64_t max_memory_bytes);
   InputSymbols symbols_;
   PlanCache plans_;
   std::shared_ptr<ThreadPool> pool_;  // none with one thread
-  std::unique_ptr<StagedModel> staged_;  // the graph's stages, when it has ops sized by data
+  std::unique_ptr<StagedModel> staged_;
+  Origin origin_;  // the graph's stages, when it has ops sized by data
   mutable std::atomic<uint64_t> cancels_{0};
 };
 

@@ -170,6 +170,12 @@ class FileWriter {
 
 }  // namespace
 
+std::vector<uint8_t> compile_choices_bytes(const CompileOptions& options) {
+  ir::ByteWriter w;
+  write_options(w, options);
+  return std::move(w.buf);
+}
+
 std::vector<uint8_t> model_file_bytes(const Model& model) {
   const CompileOptions& o = model.options();
   if (model.staged())
@@ -183,9 +189,7 @@ std::vector<uint8_t> model_file_bytes(const Model& model) {
   target.str(o.backend->name());
   target.str(o.backend->target(o));
   file.section(kTarget, std::move(target.buf));
-  ir::ByteWriter options;
-  write_options(options, o);
-  file.section(kOptions, std::move(options.buf));
+  file.section(kOptions, compile_choices_bytes(o));
   file.section(kGraph, ir::serialize_records(model.graph(), blobs).bytes);
   const PlanCache::Saved plans = model.saved_plans();
   for (const auto& [key, plan] : plans.symbolic) {

@@ -16,6 +16,10 @@
 
 namespace esg::runtime {
 
+// The compile's own choices as a file holds them (the options section): what a load cannot
+// change, and what the compile cache keys on (compile_cache.hpp).
+std::vector<uint8_t> compile_choices_bytes(const CompileOptions& options);
+
 // `model`'s file. Refused (ir::Error Unsupported, by name) for a model run in stages (ops whose
 // output sizes the data decides) and for a backend that cannot write its programs yet.
 std::vector<uint8_t> model_file_bytes(const Model& model);

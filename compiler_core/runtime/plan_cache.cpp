@@ -131,6 +131,7 @@ Stats PlanCache::stats() const {
   Stats s;
   s.plans = compiled_;
   s.bindings = bindings_;
+  s.plans_loaded = loaded_;
   if (latest_ != plans_.end()) {
     latest_->second.compiled->plan->add_stats(s);
     latest_->second.compiled->program->add_stats(s);

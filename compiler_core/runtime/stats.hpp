@@ -8,6 +8,10 @@ namespace esg::runtime {
 struct Stats {
   int64_t plans = 0;     // compiled so far: one per size class of a symbolic plan, else per set of input shapes
   int64_t bindings = 0;  // symbolic plans bound to a new set of sizes (no compile: shapes inferred, kernels bound)
+  int64_t plans_loaded = 0;  // read from a compiled-model file (no compile)
+  // The compile cache (compile_cache.hpp): the compile found its model there, compiled and
+  // stored it, and replaced a damaged entry.
+  int64_t cache_hits = 0, cache_misses = 0, cache_replaced = 0;
   // Launch lists one run goes through: 1, or one per stage when ops whose output sizes the data
   // decides cut the graph (ir/cut.hpp); the numbers below then add up every stage's.
   int64_t stages = 1;

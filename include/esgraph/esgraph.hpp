@@ -15,6 +15,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -483,6 +484,11 @@ class CompileOptions {
   CompileOptions& skip_weight_check(bool on) { raw_.skip_weight_check = on; return *this; }
   // "f32" (default) or "bf16" for convolutions' and constant-weight products' multiplications (see esg_compile_options).
   CompileOptions& precision(const std::string& name) { precision_ = name; return *this; }
+  // The compile cache: its directory (else ESG_CACHE_DIR), its bound in bytes, and the file the
+  // graph was imported from, to key on instead of the graph (see esg_compile_options).
+  CompileOptions& cache_dir(const std::string& dir) { cache_dir_ = dir; return *this; }
+  CompileOptions& cache_max_bytes(int64_t n) { raw_.cache_max_bytes = n; return *this; }
+  CompileOptions& cache_source(const std::string& path) { cache_source_ = path; return *this; }
   // Any option of the backend by name (see esg_compile_options::backend_options).
   CompileOptions& backend_option(const std::string& name, int64_t value) {
     backend_options_ += (backend_options_.empty() ? "" : ",") + name + "=" + std::to_string(value);
@@ -515,6 +521,8 @@ class CompileOptions {
     raw_.backend = backend_.empty() ? nullptr : backend_.c_str();
     raw_.backend_options = backend_options_.empty() ? nullptr : backend_options_.c_str();
     raw_.precision = precision_.empty() ? nullptr : precision_.c_str();
+    raw_.cache_dir = cache_dir_.empty() ? nullptr : cache_dir_.c_str();
+    raw_.cache_source = cache_source_.empty() ? nullptr : cache_source_.c_str();
     return &raw_;
   }
 
@@ -522,7 +530,7 @@ class CompileOptions {
   mutable esg_compile_options raw_;
   std::vector<std::string> names_, range_names_;
   std::vector<int64_t> sizes_, range_min_, range_max_;
-  std::string backend_, backend_options_, precision_;
+  std::string backend_, backend_options_, precision_, cache_dir_, cache_source_;
   mutable std::vector<const char*> pointers_, range_pointers_;
 };
 
@@ -673,6 +681,16 @@ inline Model compile(const Graph& graph, const CompileOptions& options = {}) {
 // the compile's own choices are the file's.
 inline Model load_model(const std::string& path, const CompileOptions& options = {}) {
   return Model(esg_model_load(path.c_str(), options.c()));
+}
+// The compile cache's model for the file at `source_path` compiled with `options` (stored by a
+// compile whose options named that file as cache_source), or none: look before importing.
+inline std::optional<Model> find_cached(const std::string& source_path, const CompileOptions& options = {}) {
+  esg_model* m = esg_model_find_cached(source_path.c_str(), options.c());
+  if (!m) {
+    detail::check(esg_last_status());
+    return std::nullopt;
+  }
+  return Model(m);
 }
 
 }  // namespace esg

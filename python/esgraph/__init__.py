@@ -15,6 +15,8 @@
 Errors are raised where an expression is written: `esgraph.ShapeError` (a `ValueError`),
 `esgraph.DTypeError` (a `TypeError`), and so on, all subclasses of `esgraph.Error`.
 """
+import os
+
 from ._C import (AttributeValueError, BackendError, CancelledError, CommunicationError, DType, DTypeError, Error, FormatError,
                  Graph, GraphBuilder, GraphIOError, InvalidArgumentError, LifetimeError, LimitError, Model,
                  ShapeError, Tensor, UnsupportedError, __version__, backends, constant, load_model, world)
@@ -30,6 +32,27 @@ def compile(graph, **options):  # noqa: A001 - the library's one verb for it
     # itself: one graph per set of those values.
     if not isinstance(graph, Graph) and hasattr(graph, "graph_for"):
         return graph.compile(**options)
+    if isinstance(graph, (str, os.PathLike)):
+        return _compile_file(os.fspath(graph), **options)
+    return _compile_graph(graph, **options)
+
+
+def _compile_file(path, **options):
+    """An ONNX file (.onnx) or a graph file, through the compile cache when there is one: a hit
+    skips the import as well as the compile."""
+    if options.get("cache_dir") or os.environ.get("ESG_CACHE_DIR"):
+        found = _compile_graph(path, **options)
+        if found is not None:
+            return found
+        options["cache_source"] = path
+    if path.endswith(".onnx"):
+        from . import onnx as _onnx
+        graph = _onnx.load(path)
+        if not isinstance(graph, Graph):  # waits for input values: compiled per set of them, not cached
+            options.pop("cache_source", None)
+            return graph.compile(**options)
+    else:
+        graph = Graph.load(path)
     return _compile_graph(graph, **options)
 
 

@@ -443,7 +443,8 @@ void bind_model(py::module_& m) {
             {"device_bytes", s.device_bytes},
             {"device_events", s.device_events},
             {"captured", s.captured},
-            {"reorders", s.reorders}, {"bindings", s.bindings},
+            {"reorders", s.reorders}, {"bindings", s.bindings}, {"plans_loaded", s.plans_loaded},
+            {"cache_hits", s.cache_hits}, {"cache_misses", s.cache_misses}, {"cache_replaced", s.cache_replaced},
             {"stages", s.stages}, {"sized_ops", s.sized_ops},
             {"collectives", s.collectives}, {"collective_bytes", s.collective_bytes}};
       }, "The report's numbers as a dict (launches, fused_groups, arena_bytes, ...): the plan compiled last.")
@@ -480,11 +481,12 @@ void bind_model(py::module_& m) {
      "is wrong. A file compiled for a CPU with features this one lacks raises UnsupportedError naming them, or with "
      "`recompile` is compiled again from the graph it carries. `verify_weights=False` skips the constants' checksums "
      "(header, graph and plans are always checked).");
-  m.def("compile", [](const esg::Graph& g, int streams, int threads, bool fusion, bool memory_reuse, bool verify_each_pass,
+  m.def("compile", [](const py::object& source, int streams, int threads, bool fusion, bool memory_reuse, bool verify_each_pass,
                       const std::map<std::string, py::object>& shapes, const std::string& backend, int device, int ai_cores,
                       bool host_fallback, const std::map<std::string, int64_t>& backend_options,
                       int64_t max_loop_iterations, int64_t max_nodes, const std::string& precision, int64_t max_plans,
-                      bool grow_memory, int64_t max_memory_bytes) {
+                      bool grow_memory, int64_t max_memory_bytes, const py::object& cache_dir, int64_t cache_max_bytes,
+                      const py::object& cache_source) -> py::object {
     esg::CompileOptions o;
     o.streams(streams).threads(threads).fusion(fusion).memory_reuse(memory_reuse).verify_each_pass(verify_each_pass);
     o.backend(backend).device(device).ai_cores(ai_cores).host_fallback(host_fallback);
@@ -505,7 +507,14 @@ void bind_model(py::module_& m) {
       }
     }
     for (const auto& [name, value] : backend_options) o.backend_option(name, value);
-    return esg::compile(g, o);
+    if (!cache_dir.is_none()) o.cache_dir(fspath(cache_dir));
+    o.cache_max_bytes(cache_max_bytes);
+    if (!cache_source.is_none()) o.cache_source(fspath(cache_source));
+    if (!py::isinstance<esg::Graph>(source)) {  // a file: its model in the compile cache, or None
+      std::optional<esg::Model> found = esg::find_cached(fspath(source), o);
+      return found ? py::cast(std::move(*found)) : py::none();
+    }
+    return py::cast(esg::compile(source.cast<const esg::Graph&>(), o));
   }, py::arg("graph"), py::kw_only(), py::arg("streams") = 1, py::arg("threads") = 0, py::arg("fusion") = true,
      py::arg("memory_reuse") = true, py::arg("verify_each_pass") = false,
      py::arg("shapes") = std::map<std::string, py::object>{}, py::arg("backend") = "cpu", py::arg("device") = 0,
@@ -513,7 +522,8 @@ void bind_model(py::module_& m) {
      py::arg("max_loop_iterations") = esg::CompileOptions().c()->max_loop_iterations,
      py::arg("max_nodes") = esg::CompileOptions().c()->max_nodes, py::arg("precision") = "f32",
      py::arg("max_plans") = esg::CompileOptions().c()->max_plans, py::arg("grow_memory") = false,
-     py::arg("max_memory_bytes") = 0,
+     py::arg("max_memory_bytes") = 0, py::arg("cache_dir") = py::none(),
+     py::arg("cache_max_bytes") = esg::CompileOptions().c()->cache_max_bytes, py::arg("cache_source") = py::none(),
      "Compiles a graph. `shapes` binds symbolic dimensions by name (a run with another size is a ShapeError), or "
      "gives a (min, max) range a run's sizes must keep to (its memory planned for its largest size, or with "
      "`grow_memory` grown on demand, per power-of-two class up to it); "
@@ -530,7 +540,11 @@ void bind_model(py::module_& m) {
      "plan's working memory and outputs, or of a tensor whose size a run reads from data; none by default) limit what "
      "a hostile model may ask, 0 for no limit: beyond them is a LimitError. `precision`: 'f32' (default) or 'bf16', convolutions' and constant-weight products' "
      "operands rounded to bfloat16 and summed in f32 where the CPU multiplies bf16 (else an "
-     "UnsupportedError naming what it lacks).");
+     "UnsupportedError naming what it lacks). `cache_dir` (else the ESG_CACHE_DIR environment variable): the compile "
+     "cache, a directory of compiled-model files keyed by the graph (or by `cache_source`, the file it was imported "
+     "from), the options, the backend, the target and the library version; a hit loads instead of compiling "
+     "(stats()['cache_hits']), a miss compiles and stores, at most `cache_max_bytes` kept (least recently used "
+     "dropped). esgraph.compile('model.onnx', cache_dir=...) looks the file up before importing it.");
 }
 
 void bind_backends(py::module_& m) {

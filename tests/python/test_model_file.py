@@ -326,3 +326,92 @@ def test_a_loaded_model_uses_its_weights_in_place_from_the_file(mlp_model, tmp_p
     import gc
     gc.collect()
     assert not mapped()
+
+
+def _mlp_file(tmp_path):
+    rng = np.random.default_rng(3)
+    with esgraph.GraphBuilder("cached") as b:
+        x = b.input("x", esgraph.f32, [2, 16])
+        y = ops.tanh(x @ rng.standard_normal((16, 8)).astype(np.float32))
+    path = tmp_path / "cached.esg"
+    b.build([y]).save(path)
+    return path, rng.standard_normal((2, 16)).astype(np.float32)
+
+
+def test_the_compile_cache_loads_a_hit_and_stores_a_miss(tmp_path):
+    source, x = _mlp_file(tmp_path)
+    cache = tmp_path / "cache"
+    first = esgraph.compile(str(source), cache_dir=cache)
+    assert (first.stats()["cache_hits"], first.stats()["cache_misses"]) == (0, 1)
+    assert "compile cache: miss" in first.report()
+    second = esgraph.compile(source, cache_dir=cache)
+    assert (second.stats()["cache_hits"], second.stats()["plans"], second.stats()["plans_loaded"]) == (1, 0, 1)
+    np.testing.assert_array_equal(second(x), first(x))
+    # Another compile choice is another entry; a graph (not its file) keys on the graph.
+    assert esgraph.compile(source, cache_dir=cache, fusion=False).stats()["cache_misses"] == 1
+    graph = esgraph.Graph.load(source)
+    assert esgraph.compile(graph, cache_dir=cache).stats()["cache_misses"] == 1
+    assert esgraph.compile(graph, cache_dir=cache).stats()["cache_hits"] == 1
+    assert len(list(cache.glob("*.esgm"))) == 3
+
+
+def test_a_damaged_entry_is_reported_and_replaced(tmp_path):
+    source, x = _mlp_file(tmp_path)
+    cache = tmp_path / "cache"
+    want = esgraph.compile(source, cache_dir=cache)(x)
+    (entry,) = cache.glob("*.esgm")
+    data = bytearray(entry.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    model = esgraph.compile(source, cache_dir=cache)
+    assert model.stats()["cache_replaced"] == 1 and model.stats()["cache_misses"] == 1
+    assert "replacing a damaged entry" in model.report()
+    np.testing.assert_array_equal(model(x), want)
+    assert esgraph.compile(source, cache_dir=cache).stats()["cache_hits"] == 1
+
+
+def test_the_cache_keeps_to_its_bound_dropping_the_least_recently_used(tmp_path):
+    cache = tmp_path / "cache"
+    sizes = []
+    for i in range(4):
+        with esgraph.GraphBuilder(f"m{i}") as b:
+            x = b.input("x", esgraph.f32, [4, 64])
+            y = x @ np.full((64, 64), i, np.float32)
+        esgraph.compile(b.build([y]), cache_dir=cache, cache_max_bytes=3 * 20000)
+        sizes.append(sum(p.stat().st_size for p in cache.glob("*.esgm")))
+    assert all(s <= 3 * 20000 for s in sizes)
+    assert len(list(cache.glob("*.esgm"))) < 4
+
+
+def test_the_environment_names_the_cache(tmp_path, monkeypatch):
+    source, _ = _mlp_file(tmp_path)
+    monkeypatch.setenv("ESG_CACHE_DIR", str(tmp_path / "env-cache"))
+    esgraph.compile(source)
+    assert esgraph.compile(source).stats()["cache_hits"] == 1
+    assert len(list((tmp_path / "env-cache").glob("*.esgm"))) == 1
+
+
+_CONCURRENT = """
+import sys, numpy as np, esgraph
+model = esgraph.compile(sys.argv[1], cache_dir=sys.argv[2])
+x = np.load(sys.argv[3])
+np.save(sys.argv[4], model(x))
+print(model.stats()["cache_hits"], model.stats()["cache_misses"])
+"""
+
+
+def test_processes_compiling_one_model_at_once_share_the_cache(tmp_path):
+    source, x = _mlp_file(tmp_path)
+    np.save(tmp_path / "x.npy", x)
+    cache = tmp_path / "cache"
+    procs = [subprocess.Popen([sys.executable, "-c", _CONCURRENT, str(source), str(cache), str(tmp_path / "x.npy"),
+                               str(tmp_path / f"out{i}.npy")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(6)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [r[1] for r in results]
+    want = esgraph.compile(esgraph.Graph.load(source))(x)
+    for i in range(6):
+        np.testing.assert_array_equal(np.load(tmp_path / f"out{i}.npy"), want)
+    assert len(list(cache.glob("*.esgm"))) == 1, "one entry, whole: no temporary file left"
+    assert not list(cache.glob("*.tmp.*"))
+    assert esgraph.compile(source, cache_dir=cache).stats()["cache_hits"] == 1

@@ -350,6 +350,18 @@ typedef struct esg_compile_options {
      file's checksums (about 30 ms saved per 330 MB; a flipped byte in a weight then goes
      unnoticed). The header, graph and plans are checked always. Default false. */
   bool skip_weight_check;
+  /* API 2: the compile cache (docs/model-format.md): a directory of compiled-model files keyed by
+     the graph (or cache_source's bytes), the compile's choices, the backend, the target and the
+     library version. esg_compile loads a hit instead of compiling, and stores a miss. NULL
+     (default): the ESG_CACHE_DIR environment variable, else no cache. */
+  const char* cache_dir;
+  /* API 2: the most bytes the cache's entries take; storing one drops the least recently used
+     beyond it. Default 2 GiB; 0: no bound. */
+  int64_t cache_max_bytes;
+  /* API 2: the file the graph was imported from (an ONNX or graph file): the cache keys on its
+     bytes instead of the graph's, so that esg_model_find_cached finds the model before the file
+     is imported again. NULL (default): keyed on the graph. */
+  const char* cache_source;
 } esg_compile_options;
 ESG_API void esg_compile_options_init_(esg_compile_options* options, size_t struct_size);
 #define esg_compile_options_init(options) esg_compile_options_init_((options), sizeof(*(options)))
@@ -380,6 +392,11 @@ ESG_API esg_status esg_model_save(const esg_model* model, const char* path);
    ESG_ERR_FORMAT naming what is wrong; a file for a machine with features this one lacks with
    ESG_ERR_UNSUPPORTED (see recompile). NULL on error. */
 ESG_API esg_model* esg_model_load(const char* path, const esg_compile_options* options);
+/* API 2: the compile cache's model for the file at `source_path` (an entry esg_compile stored
+   with options.cache_source naming that file) compiled with `options`, loaded with no import
+   and no compile; NULL when there is none (esg_last_status() is then ESG_OK) or on an error.
+   The cache is options->cache_dir, else ESG_CACHE_DIR. */
+ESG_API esg_model* esg_model_find_cached(const char* source_path, const esg_compile_options* options);
 /* API 2: the graph `model` was compiled from (a loaded model's too), to inspect or save; its
    constants' bytes are shared with the model. Destroy with esg_graph_destroy. NULL on error. */
 ESG_API esg_graph* esg_model_graph(const esg_model* model);
@@ -484,6 +501,10 @@ typedef struct esg_model_stats {
   int64_t sized_ops;               /* API 2: those ops, run on the host between stages */
   int64_t collectives;             /* API 2: collectives, sends and receives one run makes */
   int64_t collective_bytes;        /* API 2: the bytes this rank gives them (each tensor once) */
+  int64_t plans_loaded;            /* API 2: plans read from a compiled-model file (no compile) */
+  int64_t cache_hits;              /* API 2: 1 when the compile cache had the model (loaded, not compiled) */
+  int64_t cache_misses;            /* API 2: 1 when the model was compiled and stored in the cache */
+  int64_t cache_replaced;          /* API 2: 1 when the entry stored replaced a damaged one */
 } esg_model_stats;
 ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats* stats, size_t struct_size);
 #define esg_model_get_stats(model, stats) esg_model_get_stats_((model), (stats), sizeof(*(stats)))
