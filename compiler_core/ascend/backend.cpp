@@ -10,9 +10,11 @@
 #include <limits>
 
 #include "ascend/device_program.hpp"
+#include "ascend/kernel_build.hpp"
 #include "ascend/kernel_source.hpp"
 #include "ascend/launch_lowering.hpp"
 #include "ascend/legalize.hpp"
+#include "runtime/compile_cache.hpp"
 
 namespace esg::ascend {
 namespace {
@@ -78,6 +80,7 @@ std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, cons
   d.ai_cores = static_cast<int>(options.backend_options.get("ai_cores", declared));
   d.host_fallback = options.backend_options.get("host_fallback", declared) != 0;
   d.max_memory_bytes = options.max_memory_bytes;
+  d.kernel_cache = kernel_cache_dir(runtime::cache_dir(options));
   // Called while the device program is built, never later: the references hold.
   const HostProgram host = [&] {
     runtime::CompileOptions h = options;

@@ -190,7 +190,7 @@ void DeviceProgram::build_kernels(Device& d, const std::vector<LaunchLowering>& 
   for (size_t i = 0; i < launches.size(); ++i) {
     const KernelSource& source = lowered[i].source;
     if (lowered[i].kind != LaunchLowering::Kernel || !built_entries.insert(source.entry).second) continue;
-    const BuiltKernel built = build_kernel(toolchain, source);
+    const BuiltKernel built = build_kernel(toolchain, source, options_.kernel_cache);
     LoadedKernel k;
     k.entry = source.entry;
     k.path = built.path;
@@ -624,7 +624,7 @@ std::string DeviceProgram::report() const {
       << "  host staging: " << d.staging_bytes
       << " bytes of page-locked memory (aclrtMallocHost) that the inputs, outputs and tilings are copied through (CANN "
          "refuses or serializes asynchronous copies from pageable memory)\n"
-      << "  kernels: " << d.kernels.size() << " generated (" << cached << " from the cache " << kernel_cache_dir()
+      << "  kernels: " << d.kernels.size() << " generated (" << cached << " from the cache " << options_.kernel_cache
       << "), each with a .json naming the vector cores (" << acl::kVectorCoreMagic
       << "), loaded with aclrtBinaryLoadFromFile and launched with aclrtLaunchKernelWithConfig\n";
   for (const LoadedKernel& k : d.kernels)

@@ -60,6 +60,7 @@ struct DeviceOptions {
   // The compile option: device memory (the allocation, constants included, and the aclnn
   // workspaces) beyond it is a LimitError before anything is allocated; 0: no limit.
   int64_t max_memory_bytes = 0;
+  std::string kernel_cache;  // where built kernels are kept (kernel_cache_dir)
 };
 
 // The host backend's program for the same plan, made only when some launch runs on the host.

@@ -149,14 +149,15 @@ Toolchain simulator_toolchain() {
   return {"simulator", {cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-I" + include}, ".so"};
 }
 
-std::string kernel_cache_dir() {
+std::string kernel_cache_dir(const std::string& cache) {
+  if (!cache.empty()) return (fs::path(cache) / "kernels").string();
   if (!env("ESG_KERNEL_CACHE").empty()) return env("ESG_KERNEL_CACHE");
   if (!env("XDG_CACHE_HOME").empty()) return env("XDG_CACHE_HOME") + "/esgraph/kernels";
   if (!env("HOME").empty()) return env("HOME") + "/.cache/esgraph/kernels";
   return (fs::temp_directory_path() / "esgraph-kernels").string();
 }
 
-BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source) {
+BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source, const std::string& cache_dir) {
   // The key covers the source, the compiler command, the compiler's own file and the
   // simulator's headers, so an upgraded or changed toolchain never serves a stale binary.
   std::string identity = toolchain.name;
@@ -173,7 +174,7 @@ BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source)
   }
   char name[40];
   std::snprintf(name, sizeof name, "%s-%016" PRIx64, source.entry.c_str(), key);
-  const fs::path dir = kernel_cache_dir();
+  const fs::path dir = cache_dir;
   const fs::path binary = fs::absolute(dir / (std::string(name) + toolchain.extension));
   if (fs::exists(binary)) {
     write_core_json(binary);  // a cache from before the .json

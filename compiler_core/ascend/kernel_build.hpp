@@ -34,9 +34,10 @@ std::string kernel_arch();
 // `arch` is none of those (the user chose it and knows).
 std::string arch_mismatch(const std::string& arch, const std::string& soc);
 
-// The directory of cached binaries: ESG_KERNEL_CACHE, else $XDG_CACHE_HOME/esgraph/kernels,
-// else ~/.cache/esgraph/kernels.
-std::string kernel_cache_dir();
+// The directory of cached binaries: `kernels` in the compile cache when the compile names one
+// (`cache`: runtime::cache_dir, the option or ESG_CACHE_DIR), else ESG_KERNEL_CACHE (the older
+// name of the same cache), else $XDG_CACHE_HOME/esgraph/kernels, else ~/.cache/esgraph/kernels.
+std::string kernel_cache_dir(const std::string& cache);
 
 struct BuiltKernel {
   std::string path;  // absolute
@@ -45,6 +46,6 @@ struct BuiltKernel {
 // The binary of `source`, compiled unless the cache has it, and beside it `<name>.json` naming
 // the vector cores (acl::kVectorCoreMagic) for aclrtBinaryLoadFromFile. Compiler failures throw
 // ir::Error(Backend) with the compiler's output.
-BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source);
+BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source, const std::string& cache_dir);
 
 }  // namespace esg::ascend

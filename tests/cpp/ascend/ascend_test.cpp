@@ -184,7 +184,7 @@ struct SimDevice {
     src.entry = "k";
     src.code = "#include \"kernel_operator.h\"\nusing namespace AscendC;\nextern \"C\" __global__ __aicore__ void k(GM_ADDR a, GM_ADDR b) {\n" +
                body + "\n}\n";
-    std::string path = ascend::build_kernel(ascend::simulator_toolchain(), src).path;
+    std::string path = ascend::build_kernel(ascend::simulator_toolchain(), src, ascend::kernel_cache_dir("")).path;
     if (!with_core) {
       const std::string bare = (std::filesystem::temp_directory_path() / ("esg-bare-" + std::to_string(::getpid()) + ".so")).string();
       std::filesystem::copy_file(path, bare, std::filesystem::copy_options::overwrite_existing);
