@@ -58,6 +58,44 @@ def worker(kind, path, feeds_path, threads):
     print(json.dumps({"total": end - start, "load": loaded - start, "peak_mib": peak}))
 
 
+def holder(path, threads):
+    """Runs in a fresh process: loads the model, runs it once, says so, and waits for stdin."""
+    import esgraph
+    model = esgraph.load_model(path, threads=threads)
+    model.run([np.zeros(s, np.float32) for s in json.loads(sys.stdin.readline())])
+    print("ready", flush=True)
+    sys.stdin.readline()
+
+
+def sharing(path, shapes, threads):
+    """Two processes holding the same loaded model: each one's Rss and Pss (smaps_rollup), in MiB."""
+    procs = [subprocess.Popen([sys.executable, __file__, "--hold", path, str(threads)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    for p in procs:
+        p.stdin.write(json.dumps(shapes) + "\n")
+        p.stdin.flush()
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    figures = []
+    for p in procs:
+        with open(f"/proc/{p.pid}/smaps_rollup") as f:
+            kb = {line.split(":")[0]: int(line.split()[1]) for line in f if line.split(":")[0] in ("Rss", "Pss")}
+        # The model file's own mapping: its pages, and this process's share of them.
+        with open(f"/proc/{p.pid}/smaps") as f:
+            lines = f.read().splitlines()
+        at = next(i for i, line in enumerate(lines) if line.endswith(path))
+        for line in lines[at + 1:at + 8]:
+            key = line.split(":")[0]
+            if key in ("Rss", "Pss"):
+                kb["file " + key] = int(line.split()[1])
+        figures.append({k: v / 1024 for k, v in kb.items()})
+    for p in procs:
+        p.stdin.write("\n")
+        p.stdin.flush()
+        p.wait()
+    return figures
+
+
 def build_models(names):
     import torch
     import torchvision
@@ -123,7 +161,10 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--models", default="resnet34,encoder,decoder")
     ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--hold", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.hold:
+        return holder(args.hold[0], int(args.hold[1]))
     if args.worker:
         kind, path, feeds_path, threads = args.worker
         return worker(kind, path, feeds_path, int(threads))
@@ -146,6 +187,10 @@ def main():
             e = best["esgm"]["total"]
             print(f"{name:>9} {cells}   {e / best['onnx']['total']:9.2f} {e / best['graph']['total']:10.2f} "
                   f"{e / best['ort']['total']:8.2f}   (esgm load {best['esgm']['load']:.3f} s)")
+            shared = sharing(paths["esgm"], [list(t.shape) for t in inputs], args.threads)
+            print(f"{'':>9} two processes holding the loaded model: " +
+                  "; ".join(f"Rss {f['Rss']:.0f} MiB, Pss {f['Pss']:.0f} MiB, of which the .esgm mapping Rss {f['file Rss']:.0f}, "
+                                                  f"Pss {f['file Pss']:.0f}" for f in shared))
 
 
 if __name__ == "__main__":

@@ -96,10 +96,6 @@ class Model {
   // Throws ir::Error(Limit) when `plan`'s working memory and outputs exceed max_memory_bytes.
   void check_memory(const Plan& plan) const;
   friend class PreparedModelRun;
-
-// Throws ir::Error(Limit) when `plan`'s working memory and outputs exceed max_memory_bytes (0:
-// no cap), before a backend allocates them.
-void check_memory(const Plan& plan, int64_t max_memory_bytes);
   // Before a run of `c`'s program: the process's turn for collectives (dist::World::turn()),
   // held until the returned lock goes, and the collectives' check (runtime/collectives.hpp);
   // nothing without collectives.

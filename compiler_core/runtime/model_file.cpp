@@ -325,13 +325,20 @@ std::vector<ir::ConstBlob> read_blobs(const uint8_t* data, size_t size, const Se
     entries.push_back({off, n, h});
   }
   std::sort(ranges.begin(), ranges.end());
-  // Against the furthest byte covered so far: a constant of no bytes between two ranges hides nothing.
+  // Against the furthest byte covered so far: a constant of no bytes between two ranges hides
+  // nothing. The bytes between (alignment) are zero, so that no byte of a file goes unchecked.
+  auto zeros = [&](uint64_t from, uint64_t to) {
+    for (uint64_t i = from; i < to; ++i)
+      if (data[i]) corrupt("byte " + std::to_string(i) + ", between sections and constants, is not zero");
+  };
   uint64_t end = 0;
   for (const auto& [at, n] : ranges) {
     if (!n) continue;
     if (at < end) corrupt("a constant overlaps a section or another constant");
+    zeros(end, at);
     end = at + n;
   }
+  zeros(end, size);
   std::vector<ir::ConstBlob> blobs;
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];

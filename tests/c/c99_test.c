@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h> /* getpid, for the model files' temporary names */
 
 #include <esgraph/c/esgraph.h>
 
@@ -1094,6 +1095,114 @@ static void test_prepared_runs(void) {
   esg_builder_destroy(b);
 }
 
+/* A file's bytes, read whole (the caller frees them with free), or NULL. */
+static unsigned char* read_file(const char* path, size_t* size) {
+  FILE* f = fopen(path, "rb");
+  unsigned char* bytes = NULL;
+  long n;
+  *size = 0;
+  if (!f) return NULL;
+  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
+    bytes = (unsigned char*)malloc((size_t)n);
+    if (bytes && fread(bytes, 1, (size_t)n, f) == (size_t)n) {
+      *size = (size_t)n;
+    } else {
+      free(bytes);
+      bytes = NULL;
+    }
+  }
+  fclose(f);
+  return bytes;
+}
+
+/* The compiled-model file: a saved model loads and runs to the same bits without compiling;
+   a missing file, a truncated one, a compile choice set on load and NULL paths are refused. */
+static void test_model_file(void) {
+  esg_builder* b = esg_builder_create("model_file");
+  int64_t xd[2] = {3, 4}, wd[2] = {4, 5}, bd[1] = {5};
+  float w[20], bias[5], x[12], y[15], y_loaded[15];
+  esg_tensor tx, ty;
+  esg_model *m, *loaded;
+  esg_compile_options o;
+  esg_model_stats stats;
+  esg_buffer in, out;
+  int64_t yd[2] = {3, 5};
+  char path[256], half_path[256], dir_path[256];
+  unsigned char* bytes;
+  size_t size = 0, i;
+  FILE* f;
+  for (i = 0; i < 20; ++i) w[i] = (float)i * 0.37f - 3.1f;
+  for (i = 0; i < 5; ++i) bias[i] = 0.25f - (float)i * 0.5f;
+  for (i = 0; i < 12; ++i) x[i] = (float)(i % 5) * 1.3f - 2.0f;
+  sprintf(path, "/tmp/esg_c99_%ld.esgm", (long)getpid());
+  sprintf(half_path, "/tmp/esg_c99_%ld_half.esgm", (long)getpid());
+  sprintf(dir_path, "/tmp/esg_c99_%ld_missing/m.esgm", (long)getpid());
+  tx = esg_input(b, "x", ESG_F32, xd, 2);
+  ty = esg_tanh(esg_add(esg_matmul(tx, esg_constant(b, ESG_F32, wd, 2, w, sizeof w), NULL),
+                        esg_constant(b, ESG_F32, bd, 1, bias, sizeof bias), NULL),
+                NULL);
+  CHECK(esg_builder_status(b) == ESG_OK);
+  m = compile_output(b, ty);
+  in = buffer(x, sizeof x, ESG_F32, xd, 2);
+  out = buffer(y, sizeof y, ESG_F32, yd, 2);
+  memset(y, 0, sizeof y);
+  CHECK(esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
+
+  /* Round trip: the loaded model compiles nothing and gives the compiled one's bits. */
+  CHECK(esg_model_save(m, path) == ESG_OK);
+  loaded = esg_model_load(path, NULL);
+  CHECK(loaded != NULL);
+  if (loaded) {
+    CHECK(esg_model_num_inputs(loaded) == 1 && esg_model_num_outputs(loaded) == 1);
+    CHECK(strcmp(esg_model_input_name(loaded, 0), "x") == 0);
+    out = buffer(y_loaded, sizeof y_loaded, ESG_F32, yd, 2);
+    memset(y_loaded, 0xff, sizeof y_loaded);
+    CHECK(esg_model_run(loaded, &in, 1, &out, 1) == ESG_OK);
+    CHECK(memcmp(y, y_loaded, sizeof y) == 0);
+    memset(&stats, 0, sizeof stats);
+    CHECK(esg_model_get_stats(loaded, &stats) == ESG_OK);
+    CHECK(stats.plans == 0 && stats.launches > 0);
+    esg_model_destroy(loaded);
+  }
+  /* Threads and limits may be set on load. */
+  esg_compile_options_init(&o);
+  o.threads = 1;
+  o.max_loop_iterations = 100;
+  loaded = esg_model_load(path, &o);
+  CHECK(loaded != NULL);
+  esg_model_destroy(loaded);
+
+  /* Refusals: a missing file or directory, a directory, half a file, a compile choice, NULL paths. */
+  CHECK(esg_model_load("/nonexistent/model.esgm", NULL) == NULL && esg_last_status() == ESG_ERR_IO);
+  CHECK(esg_model_load(dir_path, NULL) == NULL && esg_last_status() == ESG_ERR_IO);
+  CHECK(esg_model_load("/tmp", NULL) == NULL && esg_last_status() == ESG_ERR_IO);
+  bytes = read_file(path, &size);
+  CHECK(bytes != NULL && size > 64);
+  if (bytes) {
+    f = fopen(half_path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+      CHECK(fwrite(bytes, 1, size / 2, f) == size / 2);
+      fclose(f);
+      CHECK(esg_model_load(half_path, NULL) == NULL && esg_last_status() == ESG_ERR_FORMAT);
+      CHECK(strstr(esg_last_error(), "truncated") != NULL);
+    }
+    free(bytes);
+  }
+  esg_compile_options_init(&o);
+  o.streams = 2;
+  CHECK(esg_model_load(path, &o) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(esg_last_error(), "streams") != NULL);
+  CHECK(esg_model_load(NULL, NULL) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_model_save(m, NULL) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_model_save(NULL, path) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_model_save(m, dir_path) == ESG_ERR_IO);
+  esg_model_destroy(m);
+  esg_builder_destroy(b);
+  remove(path);
+  remove(half_path);
+}
+
 int main(int argc, char** argv) {
   test_mlp(argc > 1 ? argv[1] : ".");
   test_options();
@@ -1111,5 +1220,6 @@ int main(int argc, char** argv) {
   test_sizes_the_data_decides();
   test_collectives();
   test_prepared_runs();
+  test_model_file();
   return check_summary("c99");
 }

@@ -1,16 +1,23 @@
 """Writes model_file_fuzzer's seed corpus (corpus/model_file_fuzzer/): a few small compiled-model
-files, each with a kind of plan the loader checks, and truncations of one. Run it again when the
-file format changes (the seeds must load, else the fuzzer starts from the header's refusals):
+files, each with a kind of plan the loader checks, truncations of one, and hostile files with
+their checksums right (regression_*: each was a finding, and must stay refused). Run it again
+when the file format changes (the seeds must load, else the fuzzer starts from the header's
+refusals):
 
     PYTHONPATH=build/default/python .venv/bin/python tests/fuzz/model_file_seeds.py
 """
 import os
 import pathlib
+import struct
+import sys
 
 import numpy as np
 
 import esgraph
 from esgraph import ops
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+from model_files import EXACT_PLAN, ModelFile  # noqa: E402 (tests/python: rewrites a file, checksums and all)
 
 OUT = pathlib.Path(__file__).resolve().parent / "corpus" / "model_file_fuzzer"
 LIMIT = 64 * 1024  # each seed small: libFuzzer mutates every byte of it
@@ -83,6 +90,59 @@ def loop_and_branch():
     return model
 
 
+def single_op(dtype, outputs):
+    """x: dtype[2,16] -> cast(x, f32) * 2 (and exp(x) for a second output): a plan per one set of shapes."""
+    with esgraph.GraphBuilder("m") as b:
+        x = b.input("x", dtype, [2, 16])
+        y = [ops.cast(x, "f32") * 2.0, ops.exp(x)][:outputs]
+    return esgraph.compile(b.build(y), threads=1)
+
+
+def refused(name, data):
+    path = OUT / f"regression_{name}.esgm"
+    path.write_bytes(data)
+    try:
+        esgraph.load_model(path, max_memory_bytes=1 << 24)
+    except esgraph.FormatError as e:
+        print(f"{path.name}: refused: {e}")
+        return
+    except esgraph.LimitError as e:
+        print(f"{path.name}: refused: {e}")
+        return
+    raise AssertionError(f"{path.name} loads")
+
+
+def with_plan_of(model, donor, tmp):
+    """`model`'s file with its plan replaced by `donor`'s (the same input shapes)."""
+    model.save(tmp / "model.esgm")
+    donor.save(tmp / "donor.esgm")
+    f, d = ModelFile((tmp / "model.esgm").read_bytes()), ModelFile((tmp / "donor.esgm").read_bytes())
+    f.replace(f.section(EXACT_PLAN)[0], d.section(EXACT_PLAN)[1])
+    return f.bytes()
+
+
+def hostile():
+    tmp = OUT / ".tmp"
+    tmp.mkdir(exist_ok=True)
+    try:
+        # A plan reading an f64 input where the model takes f32: the kernels read past the caller's buffer.
+        refused("plan_input_dtype", with_plan_of(single_op(esgraph.f32, 1), single_op(esgraph.f64, 1), tmp))
+        # A plan with one output in a model of two: a run checked the second buffer against no output.
+        refused("plan_output_count", with_plan_of(single_op(esgraph.f32, 2), single_op(esgraph.f32, 1), tmp))
+        # An arena of 2^40 bytes: beyond max_memory_bytes, refused before anything is allocated.
+        mlp().save(tmp / "mlp.esgm")
+        f = ModelFile((tmp / "mlp.esgm").read_bytes())
+        index, plan = f.section(EXACT_PLAN)
+        plan = bytearray(plan)
+        struct.pack_into("<q", plan, len(plan) - 9 * 8, 1 << 40)  # the first of the record's nine figures
+        f.replace(index, bytes(plan))
+        refused("arena_beyond_limit", f.bytes())
+    finally:
+        for p in tmp.iterdir():
+            p.unlink()
+        tmp.rmdir()
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     save("mlp", mlp())
@@ -92,6 +152,7 @@ def main():
     data = conv.read_bytes()
     for name, n in (("truncated_header", 40), ("truncated_table", 64 + 32 * 2), ("truncated_half", len(data) // 2)):
         (OUT / f"conv_symbolic_batch_{name}.esgm").write_bytes(data[:n])
+    hostile()
     print(f"{len(os.listdir(OUT))} seeds in {OUT}")
 
 

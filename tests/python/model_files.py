@@ -32,7 +32,10 @@ class ModelFile:
         raise KeyError(kind)
 
     def replace(self, index, payload):
-        """Section `index` with new bytes, appended at the end of the file (64-byte aligned)."""
+        """Section `index` with new bytes, appended at the end of the file (64-byte aligned); its
+        old bytes zeroed, as the loader wants every byte outside sections and constants."""
+        _, off, size = self.sections[index]
+        self.data[off:off + size] = b"\0" * size
         self.data.extend(b"\0" * (-len(self.data) % 64))
         self.sections[index][1:] = [len(self.data), len(payload)]
         self.data.extend(payload)

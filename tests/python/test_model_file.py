@@ -141,27 +141,15 @@ def test_a_truncated_file_is_refused_at_every_length(mlp_model, tmp_path):
 
 
 def test_a_flipped_byte_anywhere_is_refused(mlp_model, tmp_path):
-    model, x, want = mlp_model
+    model, _, _ = mlp_model
     path = tmp_path / "m.esgm"
     model.save(path)
     data = path.read_bytes()
     rng = np.random.default_rng(1)
-    padding = []
-    for at in sorted(set(rng.integers(0, len(data), 400).tolist()) | set(range(64))):
+    for at in sorted(set(rng.integers(0, len(data), 400).tolist()) | set(range(128))):
         flipped = bytearray(data)
         flipped[at] ^= 1 << int(rng.integers(0, 8))
-        p = tmp_path / "bad.esgm"
-        p.write_bytes(bytes(flipped))
-        try:
-            esgraph.load_model(p)(x)
-            padding.append(at)  # loaded: a byte no section covers (alignment padding) must be all it changed
-        except esgraph.FormatError as e:
-            assert "compiled-model file" in str(e) or "esgraph" in str(e)
-    f = ModelFile(data)
-    covered = [(off, off + size) for _, off, size in f.sections] + [(off, off + n) for off, n, _ in f.blobs()]
-    covered.append((0, 64 + 32 * len(f.sections)))
-    for at in padding:
-        assert not any(lo <= at < hi for lo, hi in covered), f"a flip at {at} inside a section loaded"
+        _refused(bytes(flipped), tmp_path, "compiled-model file|esgraph")
 
 
 def test_weights_are_checked_unless_the_caller_says_not(mlp_model, tmp_path):
