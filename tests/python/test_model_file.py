@@ -331,7 +331,6 @@ def test_the_compile_cache_loads_a_hit_and_stores_a_miss(tmp_path):
     cache = tmp_path / "cache"
     first = esgraph.compile(str(source), cache_dir=cache)
     assert (first.stats()["cache_hits"], first.stats()["cache_misses"]) == (0, 1)
-    assert "compile cache: miss" in first.report()
     second = esgraph.compile(source, cache_dir=cache)
     assert (second.stats()["cache_hits"], second.stats()["plans"], second.stats()["plans_loaded"]) == (1, 0, 1)
     np.testing.assert_array_equal(second(x), first(x))
@@ -353,7 +352,6 @@ def test_a_damaged_entry_is_reported_and_replaced(tmp_path):
     entry.write_bytes(bytes(data))
     model = esgraph.compile(source, cache_dir=cache)
     assert model.stats()["cache_replaced"] == 1 and model.stats()["cache_misses"] == 1
-    assert "replacing a damaged entry" in model.report()
     np.testing.assert_array_equal(model(x), want)
     assert esgraph.compile(source, cache_dir=cache).stats()["cache_hits"] == 1
 
