@@ -409,6 +409,8 @@ ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats*
     out.cache_hits = s.cache_hits;
     out.cache_misses = s.cache_misses;
     out.cache_replaced = s.cache_replaced;
+    out.weights_packed = s.weights_packed;
+    out.weights_loaded = s.weights_loaded;
     // An older caller's smaller struct gets its prefix; a newer caller's fields past ours read 0.
     std::memset(stats, 0, struct_size);
     std::memcpy(stats, &out, std::min(struct_size, sizeof out));

@@ -31,7 +31,7 @@ class Backend final : public runtime::Backend {
   std::string cannot_run(const runtime::Plan& plan, size_t index) const override;
   int64_t buffer_slack() const override { return kSegmentSlack; }
   std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
-                                          const runtime::Program* donor) const override;
+                                          const runtime::Program* donor, const runtime::Artifacts* loaded) const override;
   // Its artifacts (kernel binaries with their .json, tilings, the aclnn choices) and its target
   // (SoC, CANN version) are not written yet: such a model is refused by name, not saved without them.
   std::string cannot_save() const override {
@@ -72,7 +72,7 @@ std::string Backend::cannot_run(const runtime::Plan& plan, size_t index) const {
 }
 
 std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
-                                                 const runtime::Program* donor) const {
+                                                 const runtime::Program* donor, const runtime::Artifacts*) const {
   const std::vector<runtime::BackendOption> declared = this->options();
   DeviceOptions d;
   d.simulated = simulated_;
@@ -86,7 +86,7 @@ std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, cons
     runtime::CompileOptions h = options;
     h.backend = &host_;
     h.backend_options = {};
-    return host_.lower(plan, h, nullptr);
+    return host_.lower(plan, h, nullptr, nullptr);
   };
   return std::make_unique<DeviceProgram>(plan, d, host, dynamic_cast<const DeviceProgram*>(donor));
 }

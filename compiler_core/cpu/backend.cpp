@@ -31,7 +31,7 @@ class Backend final : public runtime::Backend {
   void check(const runtime::CompileOptions& options) const override;
   std::string cannot_run(const runtime::Plan& plan, size_t index) const override;
   std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
-                                          const runtime::Program* donor) const override;
+                                          const runtime::Program* donor, const runtime::Artifacts* loaded) const override;
   std::string target(const runtime::CompileOptions& options) const override;
   std::string cannot_run_target(const std::string& target) const override;
 };
@@ -115,8 +115,8 @@ void Backend::check(const runtime::CompileOptions& options) const {
 std::string Backend::cannot_run(const runtime::Plan&, size_t) const { return {}; }
 
 std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
-                                                 const runtime::Program* donor) const {
-  return std::make_unique<Program>(plan, options, dynamic_cast<const Program*>(donor));
+                                                 const runtime::Program* donor, const runtime::Artifacts* loaded) const {
+  return std::make_unique<Program>(plan, options, dynamic_cast<const Program*>(donor), loaded);
 }
 
 // The features a plan's kernels were chosen for: the vectors its blocked formats fill (oneDNN

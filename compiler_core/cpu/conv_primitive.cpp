@@ -122,7 +122,7 @@ struct Piece {
   memory::desc plain_filters;    // the slice's OIHW (GOIHW when grouped)
   // Reordered at make, when the node's filters are a constant; shared by pieces of the same
   // filters (a split of the images).
-  std::shared_ptr<const std::vector<uint8_t>> filters;
+  ir::Blob filters;
   PrimitiveRunner reorder_filters;  // else: to the primitive's layout at each run, when it differs
   PrimitiveRunner round_images;     // bf16: the f32 images to the primitive's bf16 ones
   bool has_bias = false;
@@ -154,7 +154,8 @@ size_t round_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
 // `same_filters`: a piece of the same filters made before (another slice of the images), whose
 // reordered constant filters this one shares when it wants the same layout.
 std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const Slice& s, plan::Format src, plan::Format dst,
-                                  const std::vector<PostOp>& post_ops, bool bf16, const Piece* same_filters, std::string& why_not) {
+                                  const std::vector<PostOp>& post_ops, bool bf16, const Piece* same_filters, const PackWeights& pack,
+                                  int piece_index, std::string& why_not) {
   std::optional<dnnl::convolution_forward::primitive_desc> pd;
   if (bf16) pd = describe(g, n, s, src, dst, post_ops, true, why_not);  // else f32, the reason kept
   const bool rounded = pd.has_value();
@@ -193,13 +194,13 @@ std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const S
     if (same_filters && same_filters->pd.weights_desc() == wanted) {
       piece->filters = same_filters->filters;
     } else {
-      auto reordered = std::make_shared<std::vector<uint8_t>>(wanted.get_size());
       const float* first = reinterpret_cast<const float*>(constant) + piece->filters_at;
-      memory from(piece->plain_filters, cpu_engine(), const_cast<float*>(first)), to(wanted, cpu_engine(), reordered->data());
-      dnnl::stream stream(cpu_engine());
-      dnnl::reorder(from, to).execute(stream, from, to);
-      stream.wait();
-      piece->filters = std::move(reordered);
+      piece->filters = pack(piece_index, wanted.get_size(), [&](uint8_t* into) {
+        memory from(piece->plain_filters, cpu_engine(), const_cast<float*>(first)), to(wanted, cpu_engine(), into);
+        dnnl::stream stream(cpu_engine());
+        dnnl::reorder(from, to).execute(stream, from, to);
+        stream.wait();
+      });
     }
   } else if (wanted != piece->plain_filters) {
     piece->reorder_filters = PrimitiveRunner(dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), piece->plain_filters, cpu_engine(), wanted)),
@@ -229,8 +230,8 @@ std::string ConvPrimitive::kernel_for(const ir::Graph& g, const ir::Node& n, pla
 }
 
 std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst,
-                                                   const std::vector<PostOp>& post_ops, int threads, bool bf16, std::string& why_not,
-                                                   const ConvPrimitive* like) {
+                                                   const std::vector<PostOp>& post_ops, int threads, bool bf16, const PackWeights& pack,
+                                                   std::string& why_not, const ConvPrimitive* like) {
   if (!is_conv2d_f32(g, n)) {
     why_not = "not all f32";
     return nullptr;
@@ -249,7 +250,8 @@ std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir:
         for (size_t k = 0; !same_filters && like && k < like->impl_->pieces.size(); ++k)
           if (like->impl_->pieces[k]->filters && like->impl_->pieces[k]->filters_at == s.o0 * w[1] * w[2] * w[3])
             same_filters = like->impl_->pieces[k].get();
-        std::unique_ptr<Piece> piece = make_piece(g, n, s, src, dst, post_ops, bf16, same_filters, why_not);
+        std::unique_ptr<Piece> piece =
+            make_piece(g, n, s, src, dst, post_ops, bf16, same_filters, pack, static_cast<int>(impl->pieces.size()), why_not);
         if (!piece) break;
         piece->working_at = impl->working_bytes;
         impl->working_bytes += piece->working_bytes;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "cpu/packed_weights.hpp"
 #include "cpu/conv_epilogue.hpp"
 #include "ir/graph.hpp"
 #include "plan/format.hpp"
@@ -39,10 +40,11 @@ class ConvPrimitive {
   // With `bf16`, its images and filters are rounded to bfloat16 (the products summed in f32)
   // where oneDNN has such a kernel for it, else it stays f32. `like`: the same convolution's
   // primitive at other sizes (another binding of a symbolic plan), whose reordered constant
-  // filters a piece of the same output channels and layout shares.
+  // filters a piece of the same output channels and layout shares. Constant filters are
+  // reordered through `pack`, one call per piece.
   static std::unique_ptr<ConvPrimitive> make(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst,
-                                             const std::vector<PostOp>& post_ops, int threads, bool bf16, std::string& why_not,
-                                             const ConvPrimitive* like = nullptr);
+                                             const std::vector<PostOp>& post_ops, int threads, bool bf16, const PackWeights& pack,
+                                             std::string& why_not, const ConvPrimitive* like = nullptr);
   // The kernel make would choose without post-ops for the whole convolution, or "" when it
   // would fail (cheaper: nothing is compiled or reordered).
   static std::string kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst);

@@ -22,7 +22,7 @@ using dt = memory::data_type;
 struct Columns {
   int64_t first = 0, count = 0;
   memory::desc layout;
-  std::shared_ptr<const std::vector<uint8_t>> weights;
+  ir::Blob weights;
 };
 
 // The primitives for one count of rows: one per share of columns, and the bf16 rounding of A's rows.
@@ -69,7 +69,8 @@ bool MatmulPrimitive::takes(const ir::Graph& g, const ir::Node& n) {
 }
 
 std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const ir::Node& n, std::vector<int64_t> row_counts,
-                                                       int column_shares, bool bf16, std::string& why_not, const MatmulPrimitive* like) {
+                                                       int column_shares, bool bf16, const PackWeights& pack, std::string& why_not,
+                                                       const MatmulPrimitive* like) {
   if (!takes(g, n)) {
     why_not = "not an f32 product with constant 2-D weights";
     return nullptr;
@@ -132,16 +133,16 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
     // K × N matrix (a transposed B is [N, K] row-major: its rows, K apart).
     const float* constant = reinterpret_cast<const float*>(g.blobs[g.nodes[g.values[in[1]].producer].blob]->data());
     dnnl::stream stream(cpu_engine());
-    for (Columns& c : impl->columns) {
-      if (reuse) break;
+    for (size_t share = 0; share < impl->columns.size() && !reuse; ++share) {
+      Columns& c = impl->columns[share];
       const memory::desc plain({k, c.count}, dt::f32, transpose_b ? memory::dims{1, k} : memory::dims{width, 1});
-      auto weights = std::make_shared<std::vector<uint8_t>>(c.layout.get_size());
-      memory from(plain, cpu_engine(), const_cast<float*>(constant + (transpose_b ? c.first * k : c.first)));
-      memory to(c.layout, cpu_engine(), weights->data());
-      dnnl::reorder(from, to).execute(stream, from, to);
-      c.weights = std::move(weights);
+      c.weights = pack(static_cast<int>(share), c.layout.get_size(), [&](uint8_t* into) {
+        memory from(plain, cpu_engine(), const_cast<float*>(constant + (transpose_b ? c.first * k : c.first)));
+        memory to(c.layout, cpu_engine(), into);
+        dnnl::reorder(from, to).execute(stream, from, to);
+        stream.wait();
+      });
     }
-    stream.wait();
     return std::unique_ptr<MatmulPrimitive>(new MatmulPrimitive(std::move(impl)));
   } catch (const dnnl::error& e) {
     why_not = std::string("oneDNN: ") + e.what();

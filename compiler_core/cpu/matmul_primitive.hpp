@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/packed_weights.hpp"
 #include "eval/kernels.hpp"
 #include "ir/graph.hpp"
 
@@ -24,9 +25,10 @@ class MatmulPrimitive {
   // in `column_shares` shares of whole 16-column blocks (1: not split); nullptr, with the reason
   // in `why_not`, when `n` is not such a product or oneDNN has no optimized kernel. `like`: the
   // same product's primitive at other sizes (another binding of a symbolic plan), whose
-  // reordered weights these share when the columns split the same way.
+  // reordered weights these share when the columns split the same way. The constant weights are
+  // reordered through `pack`, one call per share of columns.
   static std::unique_ptr<MatmulPrimitive> make(const ir::Graph& g, const ir::Node& n, std::vector<int64_t> row_counts,
-                                               int column_shares, bool bf16, std::string& why_not,
+                                               int column_shares, bool bf16, const PackWeights& pack, std::string& why_not,
                                                const MatmulPrimitive* like = nullptr);
   // Whether `n` is a product make takes (f32, B a 2-D constant, A not transposed).
   static bool takes(const ir::Graph& g, const ir::Node& n);

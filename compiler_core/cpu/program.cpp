@@ -29,19 +29,19 @@ bool is_conv_f32(const ir::Graph& g, ir::NodeId n) { return n != ir::kNone && is
 // A lone product with constant weights on its primitive, split in pieces (split.hpp's rule):
 // its rows in `row_shares` shares when each gets a few, else its columns; or null where oneDNN
 // has no kernel for it (sgemm then).
-std::unique_ptr<const MatmulPrimitive> matmul_in_shares(const ir::Graph& g, const ir::Node& n, int threads, bool bf16,
+std::unique_ptr<const MatmulPrimitive> matmul_in_shares(const ir::Graph& g, const ir::Node& n, int threads, bool bf16, const PackWeights& pack,
                                                         int& row_shares, std::string& why_not, const MatmulPrimitive* like) {
   const ir::Shape a = g.shape(g.operands[n.first_input]), y = g.shape(n.first_output);
   const int64_t rows = y.num_elements() / y[y.rank() - 1];
   const int pieces = pieces_for_macs(static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]), threads);
   row_shares = rows >= int64_t{8} * pieces ? pieces : 1;
-  return MatmulPrimitive::make(g, n, share_counts(rows, row_shares), row_shares == 1 ? pieces : 1, bf16, why_not, like);
+  return MatmulPrimitive::make(g, n, share_counts(rows, row_shares), row_shares == 1 ? pieces : 1, bf16, pack, why_not, like);
 }
 
 }  // namespace
 
 void Program::bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g, const runtime::Plan::Launch& l,
-                              const runtime::FusedGroup& grp, int threads, bool bf16, const ConvPrimitive* like) {
+                              const runtime::FusedGroup& grp, int threads, bool bf16, const PackWeights& pack, const ConvPrimitive* like) {
   const ir::Node& n = g.nodes[grp.head];
   auto at = [&](ir::ValueId v) {
     const auto found = std::find(grp.inputs.begin(), grp.inputs.end(), v);
@@ -56,13 +56,13 @@ void Program::bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g
   // result in x's place, and oneDNN convolves out of place only; the rows path is elementwise.
   const std::optional<Epilogue> e = conv_epilogue(g, grp);
   if (e && e->residual != in[0]) {
-    b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, threads, bf16, why_not, like);
+    b.conv = ConvPrimitive::make(g, n, src, f, e->post_ops, threads, bf16, pack, why_not, like);
     b.conv_whole_group = b.conv != nullptr;
     if (b.conv_whole_group) b.conv_residual = at(e->residual);
   }
   if (!b.conv) {
     why_not.clear();
-    b.conv = ConvPrimitive::make(g, n, src, f, {}, threads, bf16, why_not, like);
+    b.conv = ConvPrimitive::make(g, n, src, f, {}, threads, bf16, pack, why_not, like);
   }
   if (!b.conv) b.conv_head_im2col = find_fast_kernel(g, n);
   if (!b.conv && f != plan::Format::row_major())
@@ -83,7 +83,7 @@ bool same_sizes(const ir::Graph& a, const ir::Graph& b, const runtime::Plan::Lau
 
 }  // namespace
 
-Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& options, const Program* donor)
+Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& options, const Program* donor, const runtime::Artifacts* loaded)
     : plan_(plan), arenas_(donor ? donor->arenas_ : std::make_shared<Arenas>()) {
   fused_.resize(plan.groups().size());
   for (size_t i = 0; i < plan.launches().size(); ++i) {
@@ -107,7 +107,7 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
         }
       }
     } else {
-      b = bind_launch(i, options, why, donor ? donor->bound_[i].get() : nullptr);
+      b = bind_launch(i, options, why, donor ? donor->bound_[i].get() : nullptr, loaded);
     }
     // Working memory: the primitive's, then a convolution head's result for the rows after it.
     const plan::Format f = l.out.empty() ? plan::Format::row_major() : l.out[0].format;
@@ -122,7 +122,23 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
 }
 
 std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const runtime::CompileOptions& options, Fallbacks& why,
-                                                          const Bound* before) {
+                                                          const Bound* before, const runtime::Artifacts* loaded) {
+  // The launch's constant weights, packed here or taken from a compiled-model file's artifacts,
+  // as "<launch>/<piece>".
+  const PackWeights pack = [this, index, loaded](int piece, size_t size, const std::function<void(uint8_t*)>& fill) {
+    const std::string key = std::to_string(index) + "/" + std::to_string(piece);
+    ir::Blob bytes = loaded ? loaded->find(key) : nullptr;
+    if (bytes && bytes->size() == size) {
+      ++weights_loaded_;
+    } else {
+      std::vector<uint8_t> made(size);
+      fill(made.data());
+      bytes = ir::make_blob(std::move(made));
+      ++weights_packed_;
+    }
+    artifacts_.add(key, bytes);
+    return bytes;
+  };
   const MatmulPrimitive* like = before ? before->matmul.get() : nullptr;
   const runtime::Plan& plan = plan_;
   const ir::Graph& g = plan.graph();
@@ -148,7 +164,7 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
     auto made_kernel = std::make_shared<FusedKernel>(bind_fused_kernel(g, grp, f, input_formats));
     fused_[static_cast<size_t>(l.group)] = made_kernel;
     FusedKernel& kernel = *made_kernel;
-    if (is_conv_f32(g, grp.head)) bind_conv_group(b, why.conv, g, l, grp, conv_threads, bf16, before ? before->conv.get() : nullptr);
+    if (is_conv_f32(g, grp.head)) bind_conv_group(b, why.conv, g, l, grp, conv_threads, bf16, pack, before ? before->conv.get() : nullptr);
     if (kernel.f32 && grp.head != ir::kNone && MatmulPrimitive::takes(g, g.nodes[grp.head])) {
       // The rows of run_fused_kernel's blocks: whole blocks and the last one.
       const ir::Shape y = g.shape(g.nodes[grp.head].first_output);
@@ -159,15 +175,15 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
       // Several blocks spread over the pool; one block splits its columns.
       b.matmul = MatmulPrimitive::make(g, g.nodes[grp.head],
                                        rows <= block ? std::vector<int64_t>{rows} : std::vector<int64_t>{block, rows % block ? rows % block : block},
-                                       rows <= block ? pieces_for_macs(macs, conv_threads) : 1, bf16, why.matmul, like);
+                                       rows <= block ? pieces_for_macs(macs, conv_threads) : 1, bf16, pack, why.matmul, like);
       kernel.head_primitive = b.matmul.get();
     }
   } else if (is_conv_f32(g, l.node) &&
-             (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, why.conv,
+             (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, pack, why.conv,
                                            before ? before->conv.get() : nullptr))) {
     b.conv_bias = l.in.size() > 2 ? 2 : -1;
   } else if (l.node != ir::kNone && MatmulPrimitive::takes(g, g.nodes[l.node]) &&
-             (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, b.matmul_pieces, why.matmul, like))) {
+             (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, pack, b.matmul_pieces, why.matmul, like))) {
   } else if (blocked && !elementwise && l.node != ir::kNone) {
     b.fast = find_blocked_kernel(g, g.nodes[l.node], f);
     if (!b.fast)
@@ -477,6 +493,9 @@ std::string Program::report() const {
     out << " (" << post_op_groups << " with their group as post-ops, " << split << " split over threads)\n";
   }
   for (const auto& [why, count] : im2col) out << "  im2col convolutions x" << count << ": " << why << "\n";
+  if (weights_packed_ || weights_loaded_)
+    out << "  constant weights in primitives' layouts: " << weights_packed_ << " packed here, " << weights_loaded_
+        << " taken from the compiled-model file\n";
   if (!products.empty()) {
     out << "  oneDNN matmuls (constant weights reordered once):";
     for (const auto& [name, count] : products) out << " " << name << " x" << count;
@@ -501,6 +520,8 @@ void Program::add_stats(runtime::Stats& s) const {
     s.library_calls += bound_[i]->conv != nullptr || bound_[i]->matmul != nullptr;
   }
   for (const auto& k : fused_) s.f32_rows += k->f32 ? static_cast<int64_t>(k->f32_steps.size()) : 0;
+  s.weights_packed += weights_packed_;
+  s.weights_loaded += weights_loaded_;
 }
 
 }  // namespace esg::cpu

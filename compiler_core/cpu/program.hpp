@@ -22,8 +22,10 @@ class Program final : public runtime::Program {
  public:
   // With a `donor` (the program of another binding of the same symbolic plan), a launch whose
   // operands have the same sizes there shares its kernel, primitives and all, and every binding
-  // shares the donor's arenas.
-  Program(const runtime::Plan& plan, const runtime::CompileOptions& options, const Program* donor = nullptr);
+  // shares the donor's arenas. `loaded`: the artifacts of this plan's program read from a
+  // compiled-model file (its packed constant weights), taken instead of packing them again.
+  Program(const runtime::Plan& plan, const runtime::CompileOptions& options, const Program* donor = nullptr,
+          const runtime::Artifacts* loaded = nullptr);
   void run(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs,
            std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel,
            const eval::RunControl& control) const override;
@@ -33,6 +35,7 @@ class Program final : public runtime::Program {
   std::string describe_launch(size_t index) const override;
   std::string report() const override;
   void add_stats(runtime::Stats& s) const override;
+  const runtime::Artifacts* artifacts() const override { return &artifacts_; }
 
  private:
   using Slot = runtime::Plan::Slot;
@@ -103,12 +106,17 @@ class Program final : public runtime::Program {
   std::vector<Fallbacks> fallbacks_;
   // The launch's kernel bound anew for this plan's sizes; `before`, its binding at other sizes
   // (the donor's), whose constant weights it shares.
-  std::shared_ptr<const Bound> bind_launch(size_t index, const runtime::CompileOptions& options, Fallbacks& why, const Bound* before);
+  std::shared_ptr<const Bound> bind_launch(size_t index, const runtime::CompileOptions& options, Fallbacks& why, const Bound* before,
+                                           const runtime::Artifacts* loaded);
   // A convolution-headed group: one primitive with the group as its post-ops when they express
   // it, else the primitive and then the group's rows over its result; `like` as ConvPrimitive::make's.
   static void bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g, const runtime::Plan::Launch& l,
-                              const runtime::FusedGroup& grp, int threads, bool bf16, const ConvPrimitive* like);
+                              const runtime::FusedGroup& grp, int threads, bool bf16, const PackWeights& pack, const ConvPrimitive* like);
   int64_t working_at_ = 0, working_bytes_ = 0;
+  // Constant weights packed into primitives' layouts, by launch and piece: what a compiled-model
+  // file keeps of this program; and how many were packed here, and taken from a file.
+  runtime::Artifacts artifacts_;
+  int64_t weights_packed_ = 0, weights_loaded_ = 0;
   // Arenas of finished runs, so concurrent runs each have one; shared by the programs of one
   // symbolic plan's sizes, each run taking one at least as large as it needs.
   struct Arena {

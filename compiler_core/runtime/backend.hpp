@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -74,6 +75,22 @@ struct FormatRules {
   std::function<bool(const ir::Graph&, const ir::Node&, size_t i)> reads_in_format;
 };
 
+// What a backend's lowering made that a compiled-model file keeps, by key (the CPU: constant
+// weights packed into its primitives' layouts), so that lowering a loaded plan makes it no more.
+// A program fills it while it is lowered; a load hands it back to the lowering.
+class Artifacts {
+ public:
+  ir::Blob find(const std::string& key) const {
+    const auto it = blobs_.find(key);
+    return it == blobs_.end() ? nullptr : it->second;
+  }
+  void add(const std::string& key, ir::Blob bytes) { blobs_[key] = std::move(bytes); }
+  const std::map<std::string, ir::Blob>& all() const { return blobs_; }
+
+ private:
+  std::map<std::string, ir::Blob> blobs_;
+};
+
 // A program's runs on buffers fixed once (Model::prepare): what the backend can settle before
 // the first of them is settled once. One run at a time (PreparedModelRun sees to it).
 class PreparedRun {
@@ -101,6 +118,8 @@ class Program {
                           const std::vector<const eval::TensorRef*>& out, const eval::RunControl& control) const;
   // How the backend runs launch `index`, a word or two for the DOT export ("fast", "aclnnMatMul").
   virtual std::string describe_launch(size_t index) const = 0;
+  // What its lowering made that a compiled-model file keeps (nullptr: nothing).
+  virtual const Artifacts* artifacts() const { return nullptr; }
   virtual std::string report() const = 0;     // the backend's part of the compile report
   virtual void add_stats(Stats& s) const = 0;  // and of the stats
 };
@@ -131,7 +150,10 @@ class Backend {
   // program for another binding of the same symbolic plan (Plan::bind): the backend may share
   // what it bound for launches whose sizes agree (the CPU shares kernels and arenas; Ascend
   // shares its device allocation, kernels and, with no aclnn op, its captured model).
-  virtual std::unique_ptr<Program> lower(const Plan& plan, const CompileOptions& options, const Program* donor) const = 0;
+  // `loaded`, when not null, holds what a program of this plan made before (Program::artifacts,
+  // read back from a compiled-model file): the backend takes what it can instead of making it.
+  virtual std::unique_ptr<Program> lower(const Plan& plan, const CompileOptions& options, const Program* donor,
+                                         const Artifacts* loaded) const = 0;
 
   // For the compiled-model file (model_file.hpp). What plans compiled with `options` assume of
   // the machine, as words: an architecture, then the features their kernels and formats were

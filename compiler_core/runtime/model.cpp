@@ -76,7 +76,7 @@ std::shared_ptr<const CompiledPlan> Model::bind(const PlanCache::Symbolic& c, co
   auto made = std::make_shared<CompiledPlan>();
   made->plan = std::move(bound);
   try {
-    made->program = options_.backend->lower(*made->plan, options_, c.donor ? c.donor->program.get() : nullptr);
+    made->program = options_.backend->lower(*made->plan, options_, c.donor ? c.donor->program.get() : nullptr, nullptr);
   } catch (const Error& e) {
     // A kernel the class's formats chose that these sizes do not have (a blocked convolution
     // oneDNN has no kernel for at them): these sizes get a plan of their own.
@@ -103,7 +103,7 @@ std::shared_ptr<const CompiledPlan> Model::plan_for(const std::vector<ir::Shape>
     auto exact = std::make_shared<CompiledPlan>();
     exact->plan = std::make_unique<Plan>(*graph_, shapes, options_);
     check_memory(*exact->plan);  // before the backend allocates it
-    exact->program = options_.backend->lower(*exact->plan, options_, nullptr);
+    exact->program = options_.backend->lower(*exact->plan, options_, nullptr, nullptr);
     c = std::move(exact);
   }
   return plans_.keep(shapes, std::move(c), bound ? &symbolic : nullptr);

@@ -207,6 +207,11 @@ std::vector<uint8_t> model_file_bytes(const Model& model) {
       w.u8(static_cast<uint8_t>(s.rank()));
       for (ir::Dim d : s) w.i64(d);
     }
+    // The backend's artifacts of the plan's program, their bytes among the constants.
+    const Artifacts* artifacts = compiled->program->artifacts();
+    w.u32(artifacts ? static_cast<uint32_t>(artifacts->all().size()) : 0);
+    if (artifacts)
+      for (const auto& [key, bytes] : artifacts->all()) w.str(key), w.u32(blobs.add(*bytes));
     const std::vector<uint8_t> record = PlanRecord::write(*compiled->plan, blobs);
     w.raw(record.data(), record.size());
     file.section(kExactPlan, std::move(w.buf));
@@ -398,6 +403,9 @@ std::unique_ptr<Model> load(const uint8_t* data, size_t size, const LoadOptions&
   ir::ByteReader options_reader(data + opt->offset, opt->size, kFile);
   read_options(options_reader, o);
   const std::vector<ir::ConstBlob> blobs = read_blobs(data, size, s, options.verify_weights, mapping);
+  // Hashing touched every page; a model uses only some of them (its packed weights, not the
+  // originals they were packed from): the rest need not stay resident in this process.
+  if (mapping && options.verify_weights) ::madvise(const_cast<uint8_t*>(data), size, MADV_DONTNEED);
   const SectionEntry* g = s.only(kGraph, "graph");
   std::unique_ptr<ir::Graph> graph;
   try {
@@ -418,10 +426,18 @@ std::unique_ptr<Model> load(const uint8_t* data, size_t size, const LoadOptions&
     ir::ByteReader r(data + e.offset, e.size, kFile);
     std::vector<int64_t> key;
     std::vector<ir::Shape> shapes;
-    if (e.kind == kSymbolicPlan)
+    Artifacts artifacts;
+    if (e.kind == kSymbolicPlan) {
       for (uint32_t i = 0, n = r.count(8); i < n; ++i) key.push_back(r.i64());
-    else
+    } else {
       shapes = read_shapes(r);
+      for (uint32_t i = 0, n = r.count(8); i < n; ++i) {
+        std::string name = r.str();
+        const uint32_t blob = r.u32();
+        if (blob >= blobs.size()) corrupt("a plan's artifact names a missing constant");
+        artifacts.add(name, blobs[blob].shared);
+      }
+    }
     const size_t at = e.size - r.left();
     std::unique_ptr<Plan> plan;
     try {
@@ -442,7 +458,7 @@ std::unique_ptr<Model> load(const uint8_t* data, size_t size, const LoadOptions&
     check_memory(*plan, o.max_memory_bytes);  // before the backend allocates anything for it
     auto compiled = std::make_shared<CompiledPlan>();
     compiled->plan = std::move(plan);
-    compiled->program = o.backend->lower(*compiled->plan, o, nullptr);
+    compiled->program = o.backend->lower(*compiled->plan, o, nullptr, &artifacts);
     plans.exact.push_back({std::move(shapes), std::move(compiled)});
   }
   return std::make_unique<Model>(std::move(graph), std::move(o), plans);

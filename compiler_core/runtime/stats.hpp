@@ -38,6 +38,9 @@ struct Stats {
   int64_t device_kernels = 0;          // distinct generated kernel binaries
   int64_t device_kernel_launches = 0;  // launches of them
   int64_t library_calls = 0;           // ops run by the vendor's operator library (aclnn; oneDNN primitives on the CPU)
+  // Constant weights packed into those primitives' layouts while lowering, and taken packed from
+  // a compiled-model file instead (runtime::Artifacts).
+  int64_t weights_packed = 0, weights_loaded = 0;
   int64_t device_copies = 0;
   int64_t host_launches = 0;           // ops run on the host between copies (host_fallback)
   int64_t device_bytes = 0;            // the one device allocation

@@ -505,6 +505,8 @@ typedef struct esg_model_stats {
   int64_t cache_hits;              /* API 2: 1 when the compile cache had the model (loaded, not compiled) */
   int64_t cache_misses;            /* API 2: 1 when the model was compiled and stored in the cache */
   int64_t cache_replaced;          /* API 2: 1 when the entry stored replaced a damaged one */
+  int64_t weights_packed;          /* API 2: constant weights packed into library primitives' layouts while lowering */
+  int64_t weights_loaded;          /* API 2: such weights taken packed from a compiled-model file instead */
 } esg_model_stats;
 ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats* stats, size_t struct_size);
 #define esg_model_get_stats(model, stats) esg_model_get_stats_((model), (stats), sizeof(*(stats)))
