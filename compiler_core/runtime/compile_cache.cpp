@@ -3,22 +3,17 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ir/error.hpp"
 #include "ir/serialize.hpp"
+#include "runtime/mapped_file.hpp"
 
 namespace esg::runtime {
 
@@ -137,20 +132,8 @@ std::string cache_dir(const CompileOptions& options) {
 }
 
 std::string source_key_of_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(ErrorCode::Io, "compile cache: cannot open `" + path + "`: " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(ErrorCode::Io, "compile cache: `" + path + "` is not a regular file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* p = size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
-  ::close(fd);
-  if (p == MAP_FAILED) throw Error(ErrorCode::Io, "compile cache: cannot map `" + path + "`");
-  const XXH128_hash_t h = XXH3_128bits(p, size);
-  if (p) ::munmap(p, size);
-  return "file " + hex(h);
+  const MappedFile f = map_file(path, "compile cache");
+  return "file " + hex(XXH3_128bits(f.data, f.size));
 }
 
 std::unique_ptr<Model> compile_cached(std::unique_ptr<ir::Graph> graph, CompileOptions options, const FindBackend& find,

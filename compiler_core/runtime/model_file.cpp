@@ -8,13 +8,12 @@
 #include <cstring>
 #include <fstream>
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ir/byte_io.hpp"
 #include "ir/serialize.hpp"
+#include "runtime/mapped_file.hpp"
 #include "runtime/plan_record.hpp"
 
 namespace esg::runtime {
@@ -472,24 +471,10 @@ std::unique_ptr<Model> load_model(const uint8_t* data, size_t size, const LoadOp
 }
 
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& options, const FindBackend& find) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(ErrorCode::Io, "load: cannot open `" + path + "`: " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(ErrorCode::Io, "load: `" + path + "` is not a regular file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* mapped = size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
-  const int err = errno;
-  ::close(fd);
-  if (mapped == MAP_FAILED) throw Error(ErrorCode::Io, "load: cannot map `" + path + "`: " + std::strerror(err));
   // The constants use the mapping in place: it lives as long as one of them does.
-  const std::shared_ptr<const void> mapping(mapped, [size](const void* p) {
-    if (p) ::munmap(const_cast<void*>(p), size);
-  });
+  const MappedFile f = map_file(path, "load");
   try {
-    return load(static_cast<const uint8_t*>(mapped), size, options, find, mapping);
+    return load(f.data, f.size, options, find, f.owner);
   } catch (const Error& e) {
     throw Error(e.code(), std::string(e.what()) + " (`" + path + "`)");
   }

@@ -125,6 +125,12 @@ def test_load_options_set_the_run_not_the_compile(mlp_model, tmp_path):
     assert loaded.graph().node_count == model.graph().node_count
 
 
+def _saved(mlp_model, tmp_path):
+    path = tmp_path / "m.esgm"
+    mlp_model[0].save(path)
+    return path
+
+
 def _refused(data, tmp_path, match, error=esgraph.FormatError, **options):
     path = tmp_path / "bad.esgm"
     path.write_bytes(data)
@@ -155,9 +161,8 @@ def test_a_flipped_byte_anywhere_is_refused(mlp_model, tmp_path):
 
 
 def test_weights_are_checked_unless_the_caller_says_not(mlp_model, tmp_path):
-    model, x, want = mlp_model
-    path = tmp_path / "m.esgm"
-    model.save(path)
+    _, x, want = mlp_model
+    path = _saved(mlp_model, tmp_path)
     f = ModelFile(path.read_bytes())
     off, n, _ = max(f.blobs(), key=lambda b: b[1])  # the weight matrix
     data = bytearray(path.read_bytes())
@@ -180,9 +185,7 @@ def test_wrong_magic_and_a_newer_format_are_refused_by_name(mlp_model, tmp_path)
 
 
 def test_a_plan_whose_buffers_leave_its_arena_is_refused(mlp_model, tmp_path):
-    model, _, _ = mlp_model
-    path = tmp_path / "m.esgm"
-    model.save(path)
+    path = _saved(mlp_model, tmp_path)
     f = ModelFile(path.read_bytes())
     index, plan = f.section(EXACT_PLAN)
     # The plan's record ends with nine figures, the arena's bytes first.
@@ -193,9 +196,7 @@ def test_a_plan_whose_buffers_leave_its_arena_is_refused(mlp_model, tmp_path):
 
 
 def test_constants_that_overlap_are_refused(mlp_model, tmp_path):
-    model, _, _ = mlp_model
-    path = tmp_path / "m.esgm"
-    model.save(path)
+    path = _saved(mlp_model, tmp_path)
     f = ModelFile(path.read_bytes())
     blobs = f.blobs()
     assert len(blobs) >= 2
@@ -208,9 +209,8 @@ def test_constants_that_overlap_are_refused(mlp_model, tmp_path):
 
 
 def test_a_file_for_a_cpu_with_features_this_one_lacks_is_refused_or_compiled_again(mlp_model, tmp_path):
-    model, x, want = mlp_model
-    path = tmp_path / "m.esgm"
-    model.save(path)
+    _, x, want = mlp_model
+    path = _saved(mlp_model, tmp_path)
     f = ModelFile(path.read_bytes())
     index, target = f.section(TARGET)
     version, backend, machine = read_strings(target, 3)
