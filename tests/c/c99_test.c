@@ -1117,6 +1117,44 @@ static unsigned char* read_file(const char* path, size_t* size) {
 
 /* The compiled-model file: a saved model loads and runs to the same bits without compiling;
    a missing file, a truncated one, a compile choice set on load and NULL paths are refused. */
+/* The compile cache: a second compile of `m`'s graph loads the first one's entry; a graph keyed
+   on its file is found before the file is read. */
+static void test_compile_cache(const esg_model* m) {
+  esg_graph* g = esg_model_graph(m);
+  esg_compile_options o;
+  esg_model_stats stats;
+  esg_model *first, *second, *found;
+  char source[256], dir[256], command[300];
+  sprintf(source, "/tmp/esg_c99_%ld_source.esg", (long)getpid());
+  sprintf(dir, "/tmp/esg_c99_%ld_cache", (long)getpid());
+  CHECK(g != NULL);
+  if (!g) return;
+  CHECK(esg_graph_save(g, source) == ESG_OK);
+  esg_compile_options_init(&o);
+  o.cache_dir = dir;
+  first = esg_compile(g, &o);
+  second = esg_compile(g, &o);
+  CHECK(first != NULL && second != NULL);
+  memset(&stats, 0, sizeof stats);
+  CHECK(esg_model_get_stats(second, &stats) == ESG_OK);
+  CHECK(stats.cache_hits == 1 && stats.plans == 0);
+  CHECK(esg_model_find_cached(source, &o) == NULL && esg_last_status() == ESG_OK);
+  o.cache_source = source;
+  esg_model_destroy(esg_compile(g, &o));
+  found = esg_model_find_cached(source, &o);
+  CHECK(found != NULL);
+  memset(&stats, 0, sizeof stats);
+  CHECK(found && esg_model_get_stats(found, &stats) == ESG_OK && stats.cache_hits == 1);
+  CHECK(esg_model_find_cached(NULL, &o) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  esg_model_destroy(found);
+  esg_model_destroy(second);
+  esg_model_destroy(first);
+  esg_graph_destroy(g);
+  remove(source);
+  sprintf(command, "rm -rf %s", dir);
+  CHECK(system(command) == 0);
+}
+
 static void test_model_file(void) {
   esg_builder* b = esg_builder_create("model_file");
   int64_t xd[2] = {3, 4}, wd[2] = {4, 5}, bd[1] = {5};
@@ -1197,6 +1235,7 @@ static void test_model_file(void) {
   CHECK(esg_model_save(m, NULL) == ESG_ERR_INVALID_ARGUMENT);
   CHECK(esg_model_save(NULL, path) == ESG_ERR_INVALID_ARGUMENT);
   CHECK(esg_model_save(m, dir_path) == ESG_ERR_IO);
+  test_compile_cache(m);
   esg_model_destroy(m);
   esg_builder_destroy(b);
   remove(path);

@@ -7,8 +7,10 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -234,4 +236,29 @@ TEST_CASE("a load refuses what is no compiled-model file, and the compile's own 
   CHECK(esg::load_model(file.path).stats().plans == 0);
   // Saving where no directory is fails, leaving nothing behind.
   CHECK_THROWS_AS(esg::compile(net(false)).save("/nonexistent/dir/model.esgm"), esg::IoError);
+}
+
+TEST_CASE("the compile cache loads what an earlier compile stored, keyed on the graph or its file") {
+  const std::string dir = "/tmp/esg_model_file_test_" + std::to_string(::getpid()) + "_cache";
+  const TempFile source("source");
+  net(false).save(source.path);
+  const esg::CompileOptions options = esg::CompileOptions().cache_dir(dir);
+  const esg::Model first = esg::compile(net(false), options);
+  CHECK(first.stats().cache_misses == 1);
+  const esg::Model second = esg::compile(net(false), options);
+  CHECK(second.stats().cache_hits == 1);
+  CHECK(second.stats().plans == 0);
+  CHECK(same_bits(run_net(second, 3), run_net(first, 3)));
+  // Keyed on the file the graph came from: found before the file is read again.
+  CHECK_FALSE(esg::find_cached(source.path, options).has_value());
+  const esg::Model stored = esg::compile(esg::Graph::load(source.path), esg::CompileOptions(options).cache_source(source.path));
+  CHECK(stored.stats().cache_misses == 1);
+  std::optional<esg::Model> found = esg::find_cached(source.path, options);
+  REQUIRE(found.has_value());
+  CHECK(found->stats().cache_hits == 1);
+  CHECK(same_bits(run_net(*found, 3), run_net(first, 3)));
+  // Another compile choice is another entry.
+  CHECK_FALSE(esg::find_cached(source.path, esg::CompileOptions(options).fusion(false)).has_value());
+  CHECK_THROWS_AS(esg::find_cached("/tmp/esg_no_such_model.onnx", options), esg::IoError);
+  std::filesystem::remove_all(dir);
 }
