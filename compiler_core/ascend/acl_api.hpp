@@ -28,6 +28,25 @@ struct LaunchKernelCfg;     // aclrtLaunchKernelCfg: launch attributes (none are
 // writes the .json of the vector cores.
 constexpr const char* kVectorCoreMagic = "RT_DEV_BINARY_MAGIC_ELF_AIVEC";
 
+// aclrtBinaryLoadFromData's options (aclrtBinaryLoadOptions): a binary loaded from memory has no
+// .json beside it, so its core comes as the magic option (hicann runtime's
+// aclrtBinaryLoadOptionType, aclrtBinaryLoadOptionValue).
+constexpr uint32_t kBinaryLoadOptionMagic = 2;             // ACL_RT_BINARY_LOAD_OPT_MAGIC
+constexpr uint32_t kBinaryMagicVectorCore = 0x41415246u;   // ACL_RT_BINARY_MAGIC_ELF_VECTOR_CORE
+struct BinaryLoadOption {  // aclrtBinaryLoadOption
+  uint32_t type;           // aclrtBinaryLoadOptionType
+  union {                  // aclrtBinaryLoadOptionValue
+    uint32_t is_lazy_load;
+    uint32_t magic;
+    int32_t cpu_kernel_mode;
+    uint32_t reserved[4];
+  } value;
+};
+struct BinaryLoadOptions {  // aclrtBinaryLoadOptions
+  BinaryLoadOption* options;
+  size_t count;
+};
+
 enum MemcpyKind : int {  // aclrtMemcpyKind
   kHostToHost = 0,
   kHostToDevice = 1,
@@ -116,12 +135,18 @@ struct CannPackageVersion {  // aclCANNPackageVersion
 constexpr int kPackageCann = 0;  // ACL_PKG_NAME_CANN
 #define ESG_ACL_INFO_FUNCTIONS(X) X(aclsysGetCANNVersion, Error, (int name, CannPackageVersion * version))
 
+// A kernel binary from memory (a compiled-model file's): optional, so that a CANN without it
+// still runs models compiled where they run.
+#define ESG_ACL_LOAD_FUNCTIONS(X) \
+  X(aclrtBinaryLoadFromData, Error, (const void* data, size_t length, const BinaryLoadOptions* options, BinHandle* handle))
+
 // The table, as pointers.
 struct Functions {
 #define ESG_ACL_POINTER(name, ret, params) ret(*name) params = nullptr;
   ESG_ACL_FUNCTIONS(ESG_ACL_POINTER)
   ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_POINTER)
   ESG_ACL_INFO_FUNCTIONS(ESG_ACL_POINTER)
+  ESG_ACL_LOAD_FUNCTIONS(ESG_ACL_POINTER)
 #undef ESG_ACL_POINTER
 };
 

@@ -74,6 +74,7 @@ std::shared_ptr<AclLibrary> AclLibrary::open(const std::string& path) {
 #define ESG_ACL_RESOLVE_OPTIONAL(name, ret, params) lib->name = reinterpret_cast<decltype(lib->name)>(resolve(#name, false));
   ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_RESOLVE_OPTIONAL)
   ESG_ACL_INFO_FUNCTIONS(ESG_ACL_RESOLVE_OPTIONAL)
+  ESG_ACL_LOAD_FUNCTIONS(ESG_ACL_RESOLVE_OPTIONAL)
 #undef ESG_ACL_RESOLVE_OPTIONAL
   // Capture is all or nothing.
   bool capture = true;

@@ -32,11 +32,13 @@ class Backend final : public runtime::Backend {
   int64_t buffer_slack() const override { return kSegmentSlack; }
   std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
                                           const runtime::Program* donor, const runtime::Artifacts* loaded) const override;
-  // Its artifacts (kernel binaries with their .json, tilings, the aclnn choices) and its target
-  // (SoC, CANN version) are not written yet: such a model is refused by name, not saved without them.
-  std::string cannot_save() const override {
-    return std::string("backend '") + name() + "' does not write its kernels, tilings and aclnn choices to a compiled-model file yet; "
-           "save the graph (Graph.save) and compile it where it runs";
+  // The core version its generated kernels are built for (ESG_ASCEND_ARCH): the SoC a loaded
+  // model's kernels run on is checked against it where the device opens.
+  std::string target(const runtime::CompileOptions&) const override { return "ascend " + kernel_arch(); }
+  std::string cannot_run_target(const std::string& target) const override {
+    const std::string here = "ascend " + kernel_arch();
+    return target == here ? "" : "the model's kernels were built for " + target + "; this process builds for " + here +
+                                     " (ESG_ASCEND_ARCH), which the device's SoC was chosen for";
   }
 
  private:
@@ -72,7 +74,7 @@ std::string Backend::cannot_run(const runtime::Plan& plan, size_t index) const {
 }
 
 std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
-                                                 const runtime::Program* donor, const runtime::Artifacts*) const {
+                                                 const runtime::Program* donor, const runtime::Artifacts* loaded) const {
   const std::vector<runtime::BackendOption> declared = this->options();
   DeviceOptions d;
   d.simulated = simulated_;
@@ -88,7 +90,7 @@ std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, cons
     h.backend_options = {};
     return host_.lower(plan, h, nullptr, nullptr);
   };
-  return std::make_unique<DeviceProgram>(plan, d, host, dynamic_cast<const DeviceProgram*>(donor));
+  return std::make_unique<DeviceProgram>(plan, d, host, dynamic_cast<const DeviceProgram*>(donor), loaded);
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -37,7 +39,8 @@ size_t value_bytes(const ir::Graph& g, ir::ValueId v) {
 
 }  // namespace
 
-DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options, const HostProgram& host, const DeviceProgram* donor)
+DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options, const HostProgram& host, const DeviceProgram* donor,
+                             const runtime::Artifacts* loaded)
     : plan_(plan), options_(options), id_(next_binding.fetch_add(1)) {
   const ir::Graph& g = plan.graph();
   const auto& launches = plan.launches();
@@ -80,8 +83,9 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
   // A device of its own is the class's only once it is whole (tilings written, captured): until
   // then no other binding runs on it.
   const bool shared = device_ != nullptr;
-  if (!shared) device_ = make_device(lowered);
+  if (!shared) device_ = make_device(lowered, loaded);
   const Device& d = *device_;
+  for (const LoadedKernel& k : d.kernels) artifacts_.add("kernel/" + k.entry, k.image);
   tilings_ = tilings_for();
   if (!shared && !tilings_.empty()) {  // the device starts with its maker's tilings
     ESG_ACL(*d.acl, aclrtMemcpy, d.at(d.tilings_at), tilings_.size(), tilings_.data(), tilings_.size(), acl::kHostToDevice);
@@ -181,20 +185,26 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
   }
 }
 
-void DeviceProgram::build_kernels(Device& d, const std::vector<LaunchLowering>& lowered) const {
+void DeviceProgram::build_kernels(Device& d, const std::vector<LaunchLowering>& lowered, const runtime::Artifacts* loaded) const {
   const ir::Graph& g = plan_.graph();
   const auto& launches = plan_.launches();
   const auto& groups = plan_.groups();
-  const Toolchain toolchain = options_.simulated ? simulator_toolchain() : cann_toolchain();
+  std::optional<Toolchain> toolchain;  // looked for only when a kernel must be built
   std::set<std::string> built_entries;  // one binary per distinct kernel
   for (size_t i = 0; i < launches.size(); ++i) {
     const KernelSource& source = lowered[i].source;
     if (lowered[i].kind != LaunchLowering::Kernel || !built_entries.insert(source.entry).second) continue;
-    const BuiltKernel built = build_kernel(toolchain, source, options_.kernel_cache);
     LoadedKernel k;
     k.entry = source.entry;
-    k.path = built.path;
-    k.from_cache = built.from_cache;
+    k.image = loaded ? loaded->find("kernel/" + source.entry) : nullptr;
+    if (!k.image) {
+      if (!toolchain) toolchain = options_.simulated ? simulator_toolchain() : cann_toolchain();
+      const BuiltKernel built = build_kernel(*toolchain, source, options_.kernel_cache);
+      k.path = built.path;
+      k.from_cache = built.from_cache;
+      std::ifstream in(built.path, std::ios::binary);
+      k.image = ir::make_blob(std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+    }
     k.tile = source.tile;
     k.rows = launches[i].group < 0;
     if (launches[i].group < 0) k.ops = g.nodes[launches[i].node].op->name;
@@ -337,7 +347,17 @@ void DeviceProgram::acquire(Device& d, const Layout& layout, int num_events) con
     ESG_ACL(*d.acl, aclrtMemcpy, d.at(layout.image_at), layout.image.size(), layout.image.data(), layout.image.size(), acl::kHostToDevice);
   // For the vector cores: the .json beside each binary says so (kernel_build.hpp).
   for (LoadedKernel& k : d.kernels) {
-    ESG_ACL(*d.acl, aclrtBinaryLoadFromFile, k.path.c_str(), nullptr, &k.binary);
+    if (!k.path.empty()) {
+      ESG_ACL(*d.acl, aclrtBinaryLoadFromFile, k.path.c_str(), nullptr, &k.binary);
+    } else {  // from a compiled-model file: no .json beside it, the core as the magic option
+      if (!d.acl->aclrtBinaryLoadFromData)
+        throw Error(ErrorCode::Backend, "ascend: this AscendCL (" + d.acl->path() + ", CANN " + d.acl->cann_version() +
+                                            ") lacks aclrtBinaryLoadFromData, which loads a compiled model's kernels; compile the model here");
+      acl::BinaryLoadOption magic{acl::kBinaryLoadOptionMagic, {}};
+      magic.value.magic = acl::kBinaryMagicVectorCore;
+      acl::BinaryLoadOptions options{&magic, 1};
+      ESG_ACL(*d.acl, aclrtBinaryLoadFromData, k.image->data(), k.image->size(), &options, &k.binary);
+    }
     ESG_ACL(*d.acl, aclrtBinaryGetFunction, k.binary, k.entry.c_str(), &k.function);
   }
   if (!d.acl->has_capture()) d.capture_note = "replays the launch list (this AscendCL has no stream capture)";
@@ -346,7 +366,7 @@ void DeviceProgram::acquire(Device& d, const Layout& layout, int num_events) con
   else if (layout.collectives) d.capture_note = "replays the launch list (its HCCL collectives are queued as they run, not captured)";
 }
 
-std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vector<LaunchLowering>& lowered) {
+std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vector<LaunchLowering>& lowered, const runtime::Artifacts* loaded) {
   auto made = std::make_shared<Device>();  // releases what it holds if a step below fails
   Device& d = *made;
   d.device = options_.device;
@@ -359,7 +379,7 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
     if (d.soc.empty()) throw Error(ErrorCode::Backend, std::string("ascend: aclrtGetSocName failed: ") + d.acl->aclGetRecentErrMsg());
     if (const std::string why = arch_mismatch(kernel_arch(), d.soc); !why.empty()) throw Error(ErrorCode::Unsupported, "ascend: " + why);
   }
-  build_kernels(d, lowered);
+  build_kernels(d, lowered, loaded);
   const Layout layout = lay_out(d, lowered);
   const int num_events = order_events(d);
   check_memory(d.memory_bytes, "the device allocation (arena, inputs, outputs, constants, tilings)");
@@ -615,8 +635,8 @@ std::string DeviceProgram::describe_launch(size_t index) const {
 std::string DeviceProgram::report() const {
   const Device& d = *device_;
   std::ostringstream out;
-  size_t cached = 0;
-  for (const LoadedKernel& k : d.kernels) cached += k.from_cache;
+  size_t cached = 0, from_file = 0;
+  for (const LoadedKernel& k : d.kernels) cached += k.from_cache, from_file += k.path.empty();
   out << "ascend" << (options_.simulated ? " (simulated device)" : "") << ": device " << options_.device
       << (d.soc.empty() ? "" : " (" + d.soc + ")") << ", CANN " << d.acl->cann_version() << ", AscendCL " << d.acl->path() << "\n"
       << "  device memory: 1 allocation of " << d.memory_bytes << " bytes (arena " << plan_.arena_bytes() << ")"
@@ -624,9 +644,10 @@ std::string DeviceProgram::report() const {
       << "  host staging: " << d.staging_bytes
       << " bytes of page-locked memory (aclrtMallocHost) that the inputs, outputs and tilings are copied through (CANN "
          "refuses or serializes asynchronous copies from pageable memory)\n"
-      << "  kernels: " << d.kernels.size() << " generated (" << cached << " from the cache " << options_.kernel_cache
-      << "), each with a .json naming the vector cores (" << acl::kVectorCoreMagic
-      << "), loaded with aclrtBinaryLoadFromFile and launched with aclrtLaunchKernelWithConfig\n";
+      << "  kernels: " << d.kernels.size() << " generated (" << cached << " from the cache " << options_.kernel_cache << ", " << from_file
+      << " from the compiled-model file), each built with a .json naming the vector cores (" << acl::kVectorCoreMagic
+      << ") and loaded with aclrtBinaryLoadFromFile, or from the file's memory with aclrtBinaryLoadFromData and the vector "
+         "cores' magic; launched with aclrtLaunchKernelWithConfig\n";
   for (const LoadedKernel& k : d.kernels)
     out << "    " << k.entry << ": " << k.ops << (k.rows ? " (rows of any length, in chunks of " : " (tile ") << k.tile << ")\n";
   size_t copies = 0;

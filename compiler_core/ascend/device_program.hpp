@@ -70,7 +70,10 @@ class DeviceProgram final : public runtime::Program {
  public:
   // `donor`: the program of another binding of the same size class (runtime::Backend::lower),
   // whose device this one shares when their launches lower alike.
-  DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options, const HostProgram& host, const DeviceProgram* donor);
+  // `loaded`: the artifacts of this plan's program read from a compiled-model file (its kernel
+  // binaries), used instead of building them.
+  DeviceProgram(const runtime::Plan& plan, const DeviceOptions& options, const HostProgram& host, const DeviceProgram* donor,
+                const runtime::Artifacts* loaded = nullptr);
   ~DeviceProgram();
   DeviceProgram(const DeviceProgram&) = delete;
   DeviceProgram& operator=(const DeviceProgram&) = delete;
@@ -81,6 +84,8 @@ class DeviceProgram final : public runtime::Program {
            std::vector<runtime::TraceEvent>* trace, const eval::Parallel* parallel,
            const eval::RunControl& control) const override;
   std::string describe_launch(size_t index) const override;
+  // Its kernel binaries, "kernel/<entry>" each, for a compiled-model file.
+  const runtime::Artifacts* artifacts() const override { return &artifacts_; }
   std::string report() const override;
   void add_stats(runtime::Stats& s) const override;
 
@@ -102,7 +107,8 @@ class DeviceProgram final : public runtime::Program {
   struct LoadedKernel {
     acl::BinHandle binary = nullptr;
     acl::FuncHandle function = nullptr;
-    std::string entry, path, ops;
+    std::string entry, path, ops;  // path: the built binary ("" when loaded from a compiled-model file)
+    ir::Blob image;                // the binary's bytes, which a compiled-model file keeps
     uint32_t tile = 0;  // elements per tile; a row kernel's chunk
     bool rows = false;  // a row kernel
     bool from_cache = false;
@@ -163,9 +169,10 @@ class DeviceProgram final : public runtime::Program {
   };
   // The device for `lowered` launches: the SoC checked, kernels built and loaded, the allocation
   // laid out for the class's largest sizes, streams and events made (the maker captures it).
-  std::shared_ptr<Device> make_device(const std::vector<LaunchLowering>& lowered);
-  // make_device's steps. The kernels of `lowered`, built (or found in the cache), one per entry.
-  void build_kernels(Device& d, const std::vector<LaunchLowering>& lowered) const;
+  std::shared_ptr<Device> make_device(const std::vector<LaunchLowering>& lowered, const runtime::Artifacts* loaded);
+  // make_device's steps. The kernels of `lowered`, one per entry: taken from `loaded` (a
+  // compiled-model file's, with no compiler looked for), else built (or found in the cache).
+  void build_kernels(Device& d, const std::vector<LaunchLowering>& lowered, const runtime::Artifacts* loaded) const;
   // The allocation's layout and the device's launch list: what is uploaded once (the constants,
   // `image` from `image_at` on) and the launches run on the host or by HCCL, which no capture takes.
   struct Layout {
@@ -207,6 +214,7 @@ class DeviceProgram final : public runtime::Program {
 
   const runtime::Plan& plan_;
   DeviceOptions options_;
+  runtime::Artifacts artifacts_;
   uint64_t id_;  // names this binding's tilings on the device
   std::shared_ptr<ClassDevices> class_;
   std::shared_ptr<Device> device_;

@@ -162,8 +162,6 @@ class Backend {
   // Why a model compiled for `target` (a target() of this backend, written anywhere) cannot run
   // here, naming what it needs and what this machine has; "" when it can.
   virtual std::string cannot_run_target(const std::string& target) const;
-  // Why its programs cannot be written to a file yet ("" when they can).
-  virtual std::string cannot_save() const { return ""; }
 };
 
 // The backends this library is built with. Each is made by a function its own folder defines,

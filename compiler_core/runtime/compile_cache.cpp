@@ -139,7 +139,7 @@ std::string source_key_of_file(const std::string& path) {
 std::unique_ptr<Model> compile_cached(std::unique_ptr<ir::Graph> graph, CompileOptions options, const FindBackend& find,
                                       const std::string& source_key) {
   const std::string dir = cache_dir(options);
-  if (dir.empty() || !options.backend || !options.backend->cannot_save().empty())
+  if (dir.empty() || !options.backend)
     return std::make_unique<Model>(std::move(graph), std::move(options));
   check_compile_options(options, *graph);
   const fs::path entry = fs::path(dir) / (entry_key(source_key.empty() ? source_key_of_graph(*graph) : source_key, options) + ".esgm");

@@ -180,7 +180,6 @@ std::vector<uint8_t> model_file_bytes(const Model& model) {
   if (model.staged())
     throw Error(ErrorCode::Unsupported, "save: the model runs in stages (ops whose output sizes the data decides), which a compiled-model "
                                         "file does not hold yet; save its graph (Graph.save) and compile it where it runs");
-  if (const std::string why = o.backend->cannot_save(); !why.empty()) throw Error(ErrorCode::Unsupported, "save: " + why);
   ir::BlobTable blobs;
   FileWriter file;
   ir::ByteWriter target;

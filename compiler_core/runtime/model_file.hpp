@@ -3,8 +3,9 @@
 // (plan_record.hpp) and the constants they share, each 64-byte aligned; and read back without
 // running a pass or planning anything. The header, the section table and every section are
 // hashed (XXH3-64); constants are hashed one by one and checked at load unless the caller
-// turns that off. Backends' programs are not stored: the backend lowers each loaded plan again
-// (the CPU: its oneDNN primitives and packed weights).
+// turns that off. A backend's programs are lowered again from each loaded plan, taking back the
+// artifacts the file keeps of them (Program::artifacts: the CPU's packed weights, Ascend's
+// kernel binaries).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -21,7 +22,7 @@ namespace esg::runtime {
 std::vector<uint8_t> compile_choices_bytes(const CompileOptions& options);
 
 // `model`'s file. Refused (ir::Error Unsupported, by name) for a model run in stages (ops whose
-// output sizes the data decides) and for a backend that cannot write its programs yet.
+// output sizes the data decides).
 std::vector<uint8_t> model_file_bytes(const Model& model);
 // The same, written to `path` through a temporary file renamed into place: a reader never sees
 // half a file.

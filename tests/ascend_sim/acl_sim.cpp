@@ -19,6 +19,8 @@
 //   ACLSIM_AI_CORES the AI cores of each (default 8), ACLSIM_SOC the SoC aclrtGetSocName names
 //   (default Ascend910B1).
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -50,6 +52,7 @@ using namespace esg::ascend::acl;
 ESG_ACL_FUNCTIONS(ACLSIM_DECLARE)
 ESG_ACL_CAPTURE_FUNCTIONS(ACLSIM_DECLARE)
 ESG_ACL_INFO_FUNCTIONS(ACLSIM_DECLARE)
+ESG_ACL_LOAD_FUNCTIONS(ACLSIM_DECLARE)
 #undef ACLSIM_DECLARE
 
 namespace {
@@ -163,8 +166,15 @@ struct EventState {
 
 enum class Core { Vector, Cube };
 struct Binary {
+  ~Binary() {
+    if (image_fd >= 0) ::close(image_fd);
+  }
   int id = 0;
   void* dl = nullptr;
+  // A binary loaded from memory: the anonymous file the loader opened, held while it is loaded
+  // (the loader knows a library by its path, /proc/self/fd/<n>, which a closed fd's reuse would
+  // make another binary's).
+  int image_fd = -1;
   Core core = Core::Cube;  // where its kernels run
   AclSimEnterBlock enter = nullptr;
 };
@@ -824,6 +834,28 @@ Error aclrtMemcpyAsync(void* dst, size_t dst_max, const void* src, size_t count,
                       }});
 }
 
+// A simulated binary (a shared library the host compiler built) at `path`, its kernels on `core`.
+static Error load_binary(const char* call, const char* path, Core core, BinHandle* handle, int image_fd = -1) {
+  void* dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) return fail(kInvalidParam, call, std::string("cannot load ") + path + ": " + dlerror());
+  auto enter = reinterpret_cast<AclSimEnterBlock>(dlsym(dl, ACLSIM_ENTER_BLOCK));
+  if (!enter) {
+    dlclose(dl);
+    return fail(kInvalidParam, call, std::string(path) + " is not a simulated kernel binary");
+  }
+  auto b = std::make_unique<Binary>();
+  std::lock_guard<std::mutex> lock(sim().mu);
+  b->id = sim().next_id++;
+  b->dl = dl;
+  b->core = core;
+  b->enter = enter;
+  b->image_fd = image_fd;
+  *handle = b.get();
+  log_line(std::string(call) + " " + name_of("bin", b->id) + (core == Core::Vector ? " vector" : " cube"));
+  sim().binaries[*handle] = std::move(b);
+  return kSuccess;
+}
+
 // The binary is a shared library built by the host compiler. Its kernels' core comes from the
 // `<stem>.json` beside it, as CANN's loader reads it (binary_loader.cc, json_parse.cc of the
 // open runtime): "magic" RT_DEV_BINARY_MAGIC_ELF_AIVEC (or a mixed kernel's) is the vector
@@ -841,23 +873,31 @@ Error aclrtBinaryLoadFromFile(const char* path, void* options, BinHandle* handle
     for (const char* vector : {"\"RT_DEV_BINARY_MAGIC_ELF_AIVEC\"", "\"FFTS_BINARY_MAGIC_ELF_MIX_AIV\"", "\"FFTS_BINARY_MAGIC_ELF_MIX_AIC\""})
       if (text.find(vector) != std::string::npos) core = Core::Vector;
   }
-  void* dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!dl) return fail(kInvalidParam, "aclrtBinaryLoadFromFile", std::string("cannot load ") + path + ": " + dlerror());
-  auto enter = reinterpret_cast<AclSimEnterBlock>(dlsym(dl, ACLSIM_ENTER_BLOCK));
-  if (!enter) {
-    dlclose(dl);
-    return fail(kInvalidParam, "aclrtBinaryLoadFromFile", std::string(path) + " is not a simulated kernel binary");
+  return load_binary("aclrtBinaryLoadFromFile", path, core, handle);
+}
+
+// The same from memory: the image goes to an anonymous file the dynamic loader opens, and its
+// core comes as the magic option (nothing beside the data to read), the vector core's or the
+// cube's; without the option, the cube core, as CANN's default.
+Error aclrtBinaryLoadFromData(const void* data, size_t length, const BinaryLoadOptions* options, BinHandle* handle) {
+  ACLSIM_ENTER("aclrtBinaryLoadFromData");
+  if (!data || !length || !handle) return fail(kInvalidParam, "aclrtBinaryLoadFromData", "null data, zero length or null handle");
+  Core core = Core::Cube;
+  for (size_t i = 0; options && i < options->count; ++i) {
+    const BinaryLoadOption& o = options->options[i];
+    if (o.type != kBinaryLoadOptionMagic) return fail(kRtParamInvalid, "aclrtBinaryLoadFromData", "only the magic load option is simulated");
+    if (o.value.magic == kBinaryMagicVectorCore) core = Core::Vector;
+    else if (o.value.magic != 0x41494343u && o.value.magic != 0x43554245u)
+      return fail(kRtParamInvalid, "aclrtBinaryLoadFromData", "an unknown magic " + std::to_string(o.value.magic));
   }
-  auto b = std::make_unique<Binary>();
-  std::lock_guard<std::mutex> lock(sim().mu);
-  b->id = sim().next_id++;
-  b->dl = dl;
-  b->core = core;
-  b->enter = enter;
-  *handle = b.get();
-  log_line("aclrtBinaryLoadFromFile " + name_of("bin", b->id) + (core == Core::Vector ? " vector" : " cube"));
-  sim().binaries[*handle] = std::move(b);
-  return kSuccess;
+  const int fd = memfd_create("aclsim-binary", 0);
+  if (fd < 0) return fail(kInvalidParam, "aclrtBinaryLoadFromData", "memfd_create failed");
+  const bool written = ::write(fd, data, length) == static_cast<ssize_t>(length);
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const Error status = written ? load_binary("aclrtBinaryLoadFromData", path.c_str(), core, handle, fd)
+                               : fail(kInvalidParam, "aclrtBinaryLoadFromData", "cannot write the image");
+  if (status != kSuccess) ::close(fd);
+  return status;
 }
 
 Error aclrtBinaryGetFunction(BinHandle handle, const char* kernel_name, FuncHandle* func) {

@@ -382,8 +382,8 @@ ESG_API void esg_model_destroy(esg_model* model);
 /* API 2: writes the compiled model to `path` as a compiled-model file (docs/model-format.md):
    its graph, options, target and every plan compiled so far, so that esg_model_load runs it
    without compiling. Written to a temporary file and renamed into place. ESG_ERR_UNSUPPORTED
-   for a model run in stages (ops whose output sizes the data decides) or a backend that cannot
-   write its programs yet (Ascend); ESG_ERR_IO when the file cannot be written. */
+   for a model run in stages (ops whose output sizes the data decides); ESG_ERR_IO when the file
+   cannot be written. */
 ESG_API esg_status esg_model_save(const esg_model* model, const char* path);
 /* API 2: the model of a compiled-model file, with no pass run and no plan made for the sizes it
    holds plans for. `options` (NULL: defaults) sets the threads and limits only, and recompile
