@@ -411,6 +411,8 @@ ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats*
     out.cache_replaced = s.cache_replaced;
     out.weights_packed = s.weights_packed;
     out.weights_loaded = s.weights_loaded;
+    out.device_kernels_cached = s.device_kernels_cached;
+    out.device_kernels_loaded = s.device_kernels_loaded;
     // An older caller's smaller struct gets its prefix; a newer caller's fields past ours read 0.
     std::memset(stats, 0, struct_size);
     std::memcpy(stats, &out, std::min(struct_size, sizeof out));

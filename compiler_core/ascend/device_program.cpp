@@ -684,6 +684,7 @@ std::string DeviceProgram::report() const {
 void DeviceProgram::add_stats(runtime::Stats& s) const {
   const Device& d = *device_;
   s.device_kernels = static_cast<int64_t>(d.kernels.size());
+  for (const LoadedKernel& k : d.kernels) s.device_kernels_cached += k.from_cache, s.device_kernels_loaded += k.path.empty();
   for (const DeviceLaunch& dl : d.launches) {
     s.device_copies += dl.kind == DeviceLaunch::Copy;
     s.device_kernel_launches += dl.kind == DeviceLaunch::Kernel;

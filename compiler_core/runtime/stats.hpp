@@ -36,6 +36,9 @@ struct Stats {
   int64_t collective_bytes = 0;  // what this rank gives them, each tensor once
   // A device backend's program (zero on the CPU but library_calls).
   int64_t device_kernels = 0;          // distinct generated kernel binaries
+  // Of those, found built in the kernel cache, and taken from a compiled-model file; the rest
+  // were built by the kernel compiler for this model.
+  int64_t device_kernels_cached = 0, device_kernels_loaded = 0;
   int64_t device_kernel_launches = 0;  // launches of them
   int64_t library_calls = 0;           // ops run by the vendor's operator library (aclnn; oneDNN primitives on the CPU)
   // Constant weights packed into those primitives' layouts while lowering, and taken packed from

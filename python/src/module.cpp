@@ -446,6 +446,7 @@ void bind_model(py::module_& m) {
             {"reorders", s.reorders}, {"bindings", s.bindings}, {"plans_loaded", s.plans_loaded},
             {"cache_hits", s.cache_hits}, {"cache_misses", s.cache_misses}, {"cache_replaced", s.cache_replaced},
             {"weights_packed", s.weights_packed}, {"weights_loaded", s.weights_loaded},
+            {"device_kernels_cached", s.device_kernels_cached}, {"device_kernels_loaded", s.device_kernels_loaded},
             {"stages", s.stages}, {"sized_ops", s.sized_ops},
             {"collectives", s.collectives}, {"collective_bytes", s.collective_bytes}};
       }, "The report's numbers as a dict (launches, fused_groups, arena_bytes, ...): the plan compiled last.")

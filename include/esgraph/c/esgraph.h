@@ -507,6 +507,8 @@ typedef struct esg_model_stats {
   int64_t cache_replaced;          /* API 2: 1 when the entry stored replaced a damaged one */
   int64_t weights_packed;          /* API 2: constant weights packed into library primitives' layouts while lowering */
   int64_t weights_loaded;          /* API 2: such weights taken packed from a compiled-model file instead */
+  int64_t device_kernels_cached;   /* API 2: of the generated kernels, those found built in the kernel cache */
+  int64_t device_kernels_loaded;   /* API 2: and those taken from a compiled-model file (the rest were compiled) */
 } esg_model_stats;
 ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats* stats, size_t struct_size);
 #define esg_model_get_stats(model, stats) esg_model_get_stats_((model), (stats), sizeof(*(stats)))
