@@ -306,7 +306,8 @@ def test_stats_give_the_reports_numbers_as_data():
         "plans", "launches", "fused_groups", "fused_ops", "epilogue_groups", "f32_rows", "fast_kernels", "reference_kernels",
         "arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "in_place_values", "streams", "events", "device_kernels",
         "device_kernel_launches", "library_calls", "device_copies", "host_launches", "device_bytes", "device_events", "captured", "reorders", "bindings", "stages", "sized_ops",
-        "collectives", "collective_bytes"}
+        "collectives", "collective_bytes", "plans_loaded", "cache_hits", "cache_misses", "cache_replaced", "weights_packed",
+        "weights_loaded", "device_kernels_cached", "device_kernels_loaded"}
     assert stats["plans"] == 0 and stats["launches"] == 0  # no shapes yet: nothing compiled
     lazy(x)
     lazy(x[:3])
