@@ -84,6 +84,7 @@ bench: build
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/norms.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/models.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/imported_models.py
+	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/model_load.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/ascend_lowering.py
 	mpirun -np 2 --oversubscribe $(MPI_AS_ROOT) ./build/default/bench/bench_allreduce
 
