@@ -477,3 +477,19 @@ def test_changing_one_layer_compiles_only_that_layers_kernel(tmp_path, monkeypat
     assert runs() - before == 1, "the changed layer's kernel alone was built"
     assert second.stats()["device_kernels"] - second.stats()["device_kernels_cached"] == 1
     np.testing.assert_allclose(second(x), esgraph.compile(_stack(layers))(x), rtol=1e-4, atol=1e-4)
+
+
+def test_a_model_whose_graph_depends_on_input_values_is_refused_at_save(tmp_path):
+    from onnx import TensorProto, helper
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])], "reshape",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4]), helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]))
+    compiled = esgraph.compile(esgraph.onnx.load(model))
+    with pytest.raises(esgraph.UnsupportedError, match="a graph per set of the values of shape.*constants="):
+        compiled.save(tmp_path / "r.esgm")
+    # Fixed when importing, it is one graph, which saves.
+    fixed = esgraph.compile(esgraph.onnx.load(model, constants={"shape": np.array([4, 6])}))
+    fixed.save(tmp_path / "r.esgm")
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.testing.assert_array_equal(esgraph.load_model(tmp_path / "r.esgm")(x), x.reshape(4, 6))

@@ -124,6 +124,14 @@ class ValueDependentModel:
         data = [a for name, a in zip(self.input_names, inputs) if name not in shape_inputs]
         return model.run(data) if out is None else model.run(data, out=out)
 
+    def save(self, path):
+        """Refused: a compiled-model file holds one graph's plans, and this model's graph depends
+        on input values (docs/model-format.md)."""
+        waits = f"the values of {', '.join(self._graph.shape_inputs)}" if self._graph.shape_inputs else "its inputs' sizes"
+        raise _C.UnsupportedError(f"save: this model compiles a graph per set of {waits}, and a compiled-model file holds one "
+                                  "graph's plans; fix them when importing (esgraph.onnx.load(..., constants=..., input_shapes=...)) "
+                                  "and save the model of that graph")
+
     def __call__(self, *inputs):
         outputs = self.run(list(inputs))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
