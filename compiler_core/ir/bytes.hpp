@@ -19,12 +19,10 @@ class Bytes {
 
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
   const uint8_t* begin() const { return data_; }
   const uint8_t* end() const { return data_ + size_; }
   bool operator==(const Bytes& o) const { return size_ == o.size_ && (size_ == 0 || std::memcmp(data_, o.data_, size_) == 0); }
   bool operator!=(const Bytes& o) const { return !(*this == o); }
-  bool mapped() const { return owner_ != nullptr; }  // a view of a file's mapping
 
  private:
   std::vector<uint8_t> owned_;
