@@ -118,7 +118,8 @@ Lookup look_up(const fs::path& entry, const CompileOptions& options, const FindB
     fs::last_write_time(entry, fs::file_time_type::clock::now(), ec);  // used now: the last to go
     return hit;
   } catch (const Error& e) {
-    if (e.code() != ErrorCode::Format) throw;  // a limit, an Io error: the caller's
+    if (e.code() == ErrorCode::Io) return {};  // gone or unreadable since: a miss
+    if (e.code() != ErrorCode::Format) throw;  // a limit: the caller's, as a compile's would be
     return {nullptr, e.what()};
   }
 }
@@ -154,7 +155,9 @@ std::unique_ptr<Model> compile_cached(std::unique_ptr<ir::Graph> graph, CompileO
   fs::create_directories(dir, ec);
   std::string note = "compile cache: miss, compiled";
   try {
-    if (!model->staged()) {
+    if (model->staged()) {
+      note += "; not stored: it runs in stages, which a compiled-model file does not hold";
+    } else {
       save_model(*model, entry.string());
       bound(dir, max_bytes);
       note += " and stored " + entry.string();
