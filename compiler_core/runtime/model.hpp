@@ -118,8 +118,8 @@ class Model {
   InputSymbols symbols_;
   PlanCache plans_;
   std::shared_ptr<ThreadPool> pool_;  // none with one thread
-  std::unique_ptr<StagedModel> staged_;
-  Origin origin_;  // the graph's stages, when it has ops sized by data
+  std::unique_ptr<StagedModel> staged_;  // the graph's stages, when it has ops sized by data
+  Origin origin_;  // set once, by the compile cache, before the model is handed out
   mutable std::atomic<uint64_t> cancels_{0};
 };
 
