@@ -138,10 +138,12 @@ class ValueDependentModel:
 
     def stats(self):
         """The stats of the graph run last, with `graphs`: the graphs compiled for sets of shape
-        input values so far (dropped ones included)."""
+        input values so far (dropped ones included), `graphs_kept` and `max_graphs` (0: no limit),
+        the figures the report prints."""
         with self._lock:
             latest = next(reversed(self._models.values()), None)
-            return {**(latest.stats() if latest is not None else {}), "graphs": self._compiled}
+            return {**(latest.stats() if latest is not None else {}), "graphs": self._compiled, "graphs_kept": len(self._models),
+                    "max_graphs": self._max_plans}
 
     def report(self):
         """Which inputs carry shapes, the graphs kept, and the report of the one run last."""
