@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cinttypes>
@@ -18,6 +17,7 @@
 
 #include "ascend/acl_api.hpp"
 #include "ir/error.hpp"
+#include "runtime/file_replace.hpp"
 
 extern char** environ;
 
@@ -65,15 +65,12 @@ void write_core_json(const fs::path& binary) {
   fs::path json = binary;
   json.replace_extension(".json");
   if (fs::exists(json)) return;
-  const fs::path tmp = json.string() + "." + std::to_string(getpid()) + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << "{\"magic\": \"" << acl::kVectorCoreMagic << "\"}\n";
-    if (!out) throw Error(ErrorCode::Backend, "ascend: cannot write " + tmp.string());
+  const std::string text = std::string("{\"magic\": \"") + acl::kVectorCoreMagic + "\"}\n";
+  try {
+    runtime::replace_file(json.string(), text.data(), text.size());
+  } catch (const Error& e) {
+    throw Error(ErrorCode::Backend, "ascend: cannot store the kernel's core file: " + std::string(e.what()));
   }
-  std::error_code ec;
-  fs::rename(tmp, json, ec);
-  if (ec) throw Error(ErrorCode::Backend, "ascend: cannot store " + json.string() + ": " + ec.message());
 }
 
 }  // namespace
@@ -182,10 +179,8 @@ BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source,
   }
   fs::create_directories(dir, ec);
   if (ec) throw Error(ErrorCode::Backend, "ascend: cannot create the kernel cache " + dir.string() + ": " + ec.message());
-  // Every build's own source, log and output (threads and processes may build one kernel at
-  // once); only the finished binary is renamed into place, atomically.
-  static std::atomic<uint64_t> builds{0};
-  const std::string own = std::string(name) + "." + std::to_string(getpid()) + "." + std::to_string(builds++);
+  // Every build's own source, log and output; only the finished binary is renamed into place.
+  const std::string own = runtime::private_path(name);
   const fs::path src = dir / (own + ".cpp");
   {
     std::ofstream out(src);

@@ -3,16 +3,14 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "ir/byte_io.hpp"
 #include "ir/serialize.hpp"
+#include "runtime/file_replace.hpp"
 #include "runtime/mapped_file.hpp"
 #include "runtime/plan_record.hpp"
 
@@ -219,21 +217,10 @@ std::vector<uint8_t> model_file_bytes(const Model& model) {
 
 void save_model(const Model& model, const std::string& path) {
   const std::vector<uint8_t> bytes = model_file_bytes(model);
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(temporary, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(ErrorCode::Io, "save: cannot open `" + temporary + "` for writing: " + std::strerror(errno));
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!f.flush()) {
-      const int err = errno;
-      std::remove(temporary.c_str());
-      throw Error(ErrorCode::Io, "save: cannot write `" + temporary + "`: " + std::strerror(err));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(temporary.c_str());
-    throw Error(ErrorCode::Io, "save: cannot move the model to `" + path + "`: " + std::strerror(err));
+  try {
+    replace_file(path, bytes.data(), bytes.size());
+  } catch (const Error& e) {
+    throw Error(e.code(), "save: " + std::string(e.what()));
   }
 }
 

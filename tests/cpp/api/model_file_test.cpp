@@ -26,10 +26,7 @@ namespace {
 // A file under /tmp named for this process, removed when the test case ends.
 struct TempFile {
   explicit TempFile(const std::string& name) : path("/tmp/esg_model_file_test_" + std::to_string(::getpid()) + "_" + name + ".esgm") {}
-  ~TempFile() {
-    std::remove(path.c_str());
-    std::remove((path + ".tmp." + std::to_string(::getpid())).c_str());
-  }
+  ~TempFile() { std::remove(path.c_str()); }
   const std::string path;
 };
 
