@@ -3,7 +3,6 @@ kernels, CANN operator-library (aclnn) calls, device copies and the one device a
 simulator runs kernels on the CPU, so times say nothing about an NPU; the launch counts and which
 ops go where are what a device run would have too (tinygrad-style kernel counts)."""
 import argparse
-import re
 
 import numpy as np
 
@@ -57,14 +56,13 @@ def main():
     for build in (encoder, llama):
         name = build.__name__
         try:
-            report = esgraph.compile(build(a.batch, a.seq, a.width, a.heads), backend="ascend-sim").report()
+            stats = esgraph.compile(build(a.batch, a.seq, a.width, a.heads), backend="ascend-sim").stats()
         except esgraph.UnsupportedError as e:
             print(f"{name:10} not lowered: {str(e)[:160]}")
             continue
-        kernels, aclnn, copies = re.search(r"launches: (\d+) kernels, (\d+) aclnn ops, (\d+) device copies", report).groups()
-        device = re.search(r"device memory: 1 allocation of (\d+) bytes", report).group(1)
-        library = re.search(r"aclnn: \d+ ops ?([^,\n]*)", report).group(1) or "none"
-        print(f"{name:10} {kernels:>8} {aclnn:>6} {copies:>7} {device:>13}  {library}")
+        library = " ".join(f"{c['function']} x{c['count']}" for c in stats.get("aclnn_calls", [])) or "none"
+        print(f"{name:10} {stats['device_kernel_launches']:>8} {stats['library_calls']:>6} {stats['device_copies']:>7} "
+              f"{stats['device_bytes']:>13}  {library}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "c_api/facts_handle.hpp"
 #include "c_api/handles.hpp"
 #include "c_api/op_call.hpp"
 #include "backends/registry.hpp"
@@ -38,6 +39,46 @@ struct OwnedOutput {
   esg::eval::HostTensor tensor;
 };
 static_assert(sizeof(OwnedOutput*) <= sizeof(int64_t), "the owner fits the slot before the dims");
+
+// esg_model_stats: each field the fact of its name.
+constexpr std::pair<const char*, int64_t esg_model_stats::*> kStatsFields[] = {
+    {"plans", &esg_model_stats::plans},
+    {"launches", &esg_model_stats::launches},
+    {"fused_groups", &esg_model_stats::fused_groups},
+    {"fused_ops", &esg_model_stats::fused_ops},
+    {"epilogue_groups", &esg_model_stats::epilogue_groups},
+    {"f32_rows", &esg_model_stats::f32_rows},
+    {"fast_kernels", &esg_model_stats::fast_kernels},
+    {"reference_kernels", &esg_model_stats::reference_kernels},
+    {"arena_bytes", &esg_model_stats::arena_bytes},
+    {"lower_bound_bytes", &esg_model_stats::lower_bound_bytes},
+    {"no_reuse_bytes", &esg_model_stats::no_reuse_bytes},
+    {"in_place_values", &esg_model_stats::in_place_values},
+    {"streams", &esg_model_stats::streams},
+    {"events", &esg_model_stats::events},
+    {"device_kernels", &esg_model_stats::device_kernels},
+    {"device_kernel_launches", &esg_model_stats::device_kernel_launches},
+    {"library_calls", &esg_model_stats::library_calls},
+    {"device_copies", &esg_model_stats::device_copies},
+    {"host_launches", &esg_model_stats::host_launches},
+    {"device_bytes", &esg_model_stats::device_bytes},
+    {"device_events", &esg_model_stats::device_events},
+    {"captured", &esg_model_stats::captured},
+    {"reorders", &esg_model_stats::reorders},
+    {"bindings", &esg_model_stats::bindings},
+    {"stages", &esg_model_stats::stages},
+    {"sized_ops", &esg_model_stats::sized_ops},
+    {"collectives", &esg_model_stats::collectives},
+    {"collective_bytes", &esg_model_stats::collective_bytes},
+    {"plans_loaded", &esg_model_stats::plans_loaded},
+    {"cache_hits", &esg_model_stats::cache_hits},
+    {"cache_misses", &esg_model_stats::cache_misses},
+    {"cache_replaced", &esg_model_stats::cache_replaced},
+    {"weights_packed", &esg_model_stats::weights_packed},
+    {"weights_loaded", &esg_model_stats::weights_loaded},
+    {"device_kernels_cached", &esg_model_stats::device_kernels_cached},
+    {"device_kernels_loaded", &esg_model_stats::device_kernels_loaded},
+};
 
 void need_model(const esg_model* m, const char* fn) {
   if (!m || !m->m) throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(fn) + ": the model is NULL");
@@ -367,52 +408,26 @@ char* text_of(const esg_model* model, const char* fn, std::string (esg::runtime:
 ESG_API char* esg_model_report(const esg_model* model) { return text_of(model, "esg_model_report", &esg::runtime::Model::report); }
 ESG_API char* esg_model_to_dot(const esg_model* model) { return text_of(model, "esg_model_to_dot", &esg::runtime::Model::to_dot); }
 
+ESG_API esg_facts* esg_model_facts(const esg_model* model) {
+  esg_facts* out = nullptr;
+  guarded(nullptr, [&] {
+    need_model(model, "esg_model_facts");
+    out = esg::capi::make_facts(model->m->facts());
+  });
+  return out;
+}
+
 ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats* stats, size_t struct_size) {
   guarded(nullptr, [&] {
     need_model(model, "esg_model_get_stats");
     if (!stats) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_get_stats: stats is NULL");
     if (struct_size < sizeof(size_t))
       throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_get_stats: struct_size " + std::to_string(struct_size) + " is too small");
-    const esg::runtime::Stats s = model->m->stats();
+    const esg::runtime::Facts facts = model->m->facts();
     esg_model_stats out;
     std::memset(&out, 0, sizeof out);
     out.struct_size = struct_size;
-    out.plans = s.plans;
-    out.launches = s.launches;
-    out.fused_groups = s.fused_groups;
-    out.fused_ops = s.fused_ops;
-    out.epilogue_groups = s.epilogue_groups;
-    out.f32_rows = s.f32_rows;
-    out.fast_kernels = s.fast_kernels;
-    out.reference_kernels = s.reference_kernels;
-    out.arena_bytes = s.arena_bytes;
-    out.lower_bound_bytes = s.lower_bound_bytes;
-    out.no_reuse_bytes = s.no_reuse_bytes;
-    out.in_place_values = s.in_place_values;
-    out.streams = s.streams;
-    out.events = s.events;
-    out.device_kernels = s.device_kernels;
-    out.device_kernel_launches = s.device_kernel_launches;
-    out.library_calls = s.library_calls;
-    out.device_copies = s.device_copies;
-    out.host_launches = s.host_launches;
-    out.device_bytes = s.device_bytes;
-    out.device_events = s.device_events;
-    out.captured = s.captured;
-    out.reorders = s.reorders;
-    out.bindings = s.bindings;
-    out.stages = s.stages;
-    out.sized_ops = s.sized_ops;
-    out.collectives = s.collectives;
-    out.collective_bytes = s.collective_bytes;
-    out.plans_loaded = s.plans_loaded;
-    out.cache_hits = s.cache_hits;
-    out.cache_misses = s.cache_misses;
-    out.cache_replaced = s.cache_replaced;
-    out.weights_packed = s.weights_packed;
-    out.weights_loaded = s.weights_loaded;
-    out.device_kernels_cached = s.device_kernels_cached;
-    out.device_kernels_loaded = s.device_kernels_loaded;
+    for (const auto& [key, field] : kStatsFields) out.*field = facts.number(key);
     // An older caller's smaller struct gets its prefix; a newer caller's fields past ours read 0.
     std::memset(stats, 0, struct_size);
     std::memcpy(stats, &out, std::min(struct_size, sizeof out));

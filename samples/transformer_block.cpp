@@ -103,8 +103,11 @@ int main(int argc, char** argv) {
   std::printf("\ncompiled for batch 2 in %.1f ms, ran in %.1f ms; y: mean %.4f, std %.4f (layer norm's output)\n",
               std::chrono::duration<double, std::milli>(t1 - t0).count(), std::chrono::duration<double, std::milli>(t3 - t2).count(),
               mean, std::sqrt(sq / static_cast<double>(ys.size()) - mean * mean));
-  const std::string report = model.report();
-  std::printf("%s", report.substr(report.find("launches:")).c_str());
+  const esg::Facts facts = model.facts();
+  std::printf("%lld launches (%lld fused groups of %lld ops), arena %lld bytes (lower bound %lld)\n",
+              static_cast<long long>(facts.number("launches")), static_cast<long long>(facts.number("fused_groups")),
+              static_cast<long long>(facts.number("fused_ops")), static_cast<long long>(facts.number("arena_bytes")),
+              static_cast<long long>(facts.number("lower_bound_bytes")));
   std::printf("\nfirst lines of the graph:\n");
   size_t line_end = 0;
   for (int i = 0; i < 12 && line_end != std::string::npos; ++i) {

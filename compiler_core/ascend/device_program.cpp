@@ -9,7 +9,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "ascend/aclnn_call.hpp"
 #include "ascend/hccl_call.hpp"
@@ -632,68 +631,71 @@ std::string DeviceProgram::describe_launch(size_t index) const {
   return {};
 }
 
-std::string DeviceProgram::report() const {
+void DeviceProgram::add_facts(runtime::Facts& f) const {
   const Device& d = *device_;
-  std::ostringstream out;
-  size_t cached = 0, from_file = 0;
+  f.text("backend", "ascend");
+  f.level("simulated", options_.simulated);
+  f.level("device", options_.device);
+  f.text("soc", d.soc);
+  f.text("cann_version", d.acl->cann_version());
+  f.text("acl_library", d.acl->path());
+  // One allocation, laid out for the size class's largest sizes and shared by its bindings that
+  // lower alike when the plan is a binding.
+  f.bytes("device_bytes", static_cast<int64_t>(d.memory_bytes));
+  f.level("device_memory_shared", plan_.bound());
+  // Page-locked memory (aclrtMallocHost) that the inputs, outputs and tilings are copied through:
+  // CANN refuses or serializes asynchronous copies from pageable memory.
+  f.bytes("staging_bytes", static_cast<int64_t>(d.staging_bytes));
+  // Generated kernels, each built with a .json naming the vector cores and loaded with
+  // aclrtBinaryLoadFromFile, or from a compiled-model file's memory with
+  // aclrtBinaryLoadFromData and the vector cores' magic; launched with aclrtLaunchKernelWithConfig.
+  int64_t cached = 0, from_file = 0, kernel_launches = 0, copies = 0;
   for (const LoadedKernel& k : d.kernels) cached += k.from_cache, from_file += k.path.empty();
-  out << "ascend" << (options_.simulated ? " (simulated device)" : "") << ": device " << options_.device
-      << (d.soc.empty() ? "" : " (" + d.soc + ")") << ", CANN " << d.acl->cann_version() << ", AscendCL " << d.acl->path() << "\n"
-      << "  device memory: 1 allocation of " << d.memory_bytes << " bytes (arena " << plan_.arena_bytes() << ")"
-      << (plan_.bound() ? ", laid out for the size class's largest sizes and shared by its bindings that lower alike" : "") << "\n"
-      << "  host staging: " << d.staging_bytes
-      << " bytes of page-locked memory (aclrtMallocHost) that the inputs, outputs and tilings are copied through (CANN "
-         "refuses or serializes asynchronous copies from pageable memory)\n"
-      << "  kernels: " << d.kernels.size() << " generated (" << cached << " from the cache " << options_.kernel_cache << ", " << from_file
-      << " from the compiled-model file), each built with a .json naming the vector cores (" << acl::kVectorCoreMagic
-      << ") and loaded with aclrtBinaryLoadFromFile, or from the file's memory with aclrtBinaryLoadFromData and the vector "
-         "cores' magic; launched with aclrtLaunchKernelWithConfig\n";
-  for (const LoadedKernel& k : d.kernels)
-    out << "    " << k.entry << ": " << k.ops << (k.rows ? " (rows of any length, in chunks of " : " (tile ") << k.tile << ")\n";
-  size_t copies = 0;
-  std::map<std::string, int> by_call;
+  f.count("device_kernels", static_cast<int64_t>(d.kernels.size()));
+  f.count("device_kernels_cached", cached);  // found built in the kernel cache
+  f.count("device_kernels_loaded", from_file);  // taken from a compiled-model file
+  f.text("kernel_cache", options_.kernel_cache);
+  for (const LoadedKernel& k : d.kernels) {
+    runtime::Facts& row = f.row("kernels");
+    row.text("entry", k.entry);
+    row.text("ops", k.ops);
+    row.level("rows", k.rows);  // a row kernel: rows of any length, in chunks of `tile`
+    row.count("tile", k.tile);
+  }
+  std::map<std::string, int64_t> by_call;
   for (const DeviceLaunch& dl : d.launches) {
     copies += dl.kind == DeviceLaunch::Copy;
+    kernel_launches += dl.kind == DeviceLaunch::Kernel;
     if (dl.kind == DeviceLaunch::Aclnn) ++by_call[calls_[static_cast<size_t>(dl.call)]->name()];
   }
-  size_t workspace = 0;
-  for (uint64_t n : workspace_bytes_) workspace += n;
-  out << "  aclnn: " << calls_.size() << " ops";
-  for (const auto& [name, count] : by_call) out << " " << name << " x" << count;
-  out << (workspace ? ", workspace of " + std::to_string(workspace) + " bytes (a second allocation)" : std::string()) << "\n";
+  f.count("library_calls", static_cast<int64_t>(calls_.size()));  // aclnn ops
+  f.tally("aclnn_calls", by_call, "function");
+  int64_t workspace = 0;
+  for (uint64_t n : workspace_bytes_) workspace += static_cast<int64_t>(n);
+  f.bytes("workspace_bytes", workspace);  // a second allocation, for the aclnn ops
   if (!hccl_calls_.empty()) {
-    std::map<std::string, int> by_function;
+    std::map<std::string, int64_t> by_function;
     for (const BoundCollective& b : hccl_calls_) ++by_function[hccl_function(b.call.kind)];
-    out << "  HCCL (" << hccl_->libraries() << "): " << hccl_calls_.size() << " collectives";
-    for (const auto& [name, count] : by_function) out << " " << name << " x" << count;
-    out << ", each on its launch's stream\n";
+    f.text("hccl_library", hccl_->libraries());
+    f.tally("hccl_calls", by_function, "function");  // each on its launch's stream
   }
-  out << "  launches: " << d.launches.size() - copies - calls_.size() - host_.size() - hccl_calls_.size() << " kernels, " << calls_.size()
-      << " aclnn ops, " << hccl_calls_.size() << " HCCL collectives, " << copies << " device copies, " << host_.size() << " on the host; " << d.streams.size()
-      << " streams, " << d.events.size() << " events\n"
-      << "  run: " << capture_note_ << "\n";
-  if (!host_ops_.empty()) {
-    out << "  on the host (host_fallback; each synchronizes its stream):";
-    const char* sep = " ";
-    for (const auto& [op, entry] : host_ops_) out << sep << op << " x" << entry.first << " (" << entry.second << ")", sep = ", ";
-    out << "\n";
+  f.count("device_kernel_launches", kernel_launches);
+  f.count("device_copies", copies);
+  f.count("host_launches", static_cast<int64_t>(host_.size()));
+  f.level("device_streams", static_cast<int64_t>(d.streams.size()));
+  f.count("device_events", static_cast<int64_t>(d.events.size()));  // made on the device (they may be shared)
+  // Model sinking: 1 when a run replays one captured device model (aclmdlRI), made per run, per
+  // size, or once for the size class; the note says which, or why the launch list is replayed.
+  const bool captured = d.captured != nullptr || captured_ != nullptr;
+  f.level("captured", captured);
+  f.text("capture_scope", !captured ? "none" : !plan_.bound() ? "run" : d.captured ? "size class" : "size");
+  f.text("run", capture_note_);
+  for (const auto& [op, entry] : host_ops_) {  // host_fallback; each synchronizes its stream
+    runtime::Facts& row = f.row("host_ops");
+    row.text("op", op);
+    row.count("count", entry.first);
+    row.text("reason", entry.second);
   }
-  return out.str();
-}
-
-void DeviceProgram::add_stats(runtime::Stats& s) const {
-  const Device& d = *device_;
-  s.device_kernels = static_cast<int64_t>(d.kernels.size());
-  for (const LoadedKernel& k : d.kernels) s.device_kernels_cached += k.from_cache, s.device_kernels_loaded += k.path.empty();
-  for (const DeviceLaunch& dl : d.launches) {
-    s.device_copies += dl.kind == DeviceLaunch::Copy;
-    s.device_kernel_launches += dl.kind == DeviceLaunch::Kernel;
-  }
-  s.library_calls = static_cast<int64_t>(calls_.size());
-  s.host_launches = static_cast<int64_t>(host_.size());
-  s.device_bytes = static_cast<int64_t>(d.memory_bytes);
-  s.device_events = static_cast<int64_t>(d.events.size());
-  s.captured = d.captured != nullptr || captured_ != nullptr;
 }
 
 void DeviceProgram::release() noexcept {

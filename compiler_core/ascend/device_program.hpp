@@ -86,8 +86,7 @@ class DeviceProgram final : public runtime::Program {
   std::string describe_launch(size_t index) const override;
   // Its kernel binaries, "kernel/<entry>" each, for a compiled-model file.
   const runtime::Artifacts* artifacts() const override { return &artifacts_; }
-  std::string report() const override;
-  void add_stats(runtime::Stats& s) const override;
+  void add_facts(runtime::Facts& f) const override;
 
  private:
   struct DeviceLaunch {

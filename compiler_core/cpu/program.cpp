@@ -6,7 +6,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <map>
-#include <sstream>
 
 #include "cpu/conv.hpp"
 #include "cpu/fast_kernels.hpp"
@@ -454,74 +453,63 @@ bool Program::on_reference(size_t index) const {
   return l.group < 0 && l.node != ir::kNone && !b.fast && !b.conv && !b.matmul && !plan_.graph().nodes[l.node].op->communicates;
 }
 
-std::string Program::report() const {
+void Program::add_facts(runtime::Facts& f) const {
   const ir::Graph& g = plan_.graph();
-  int64_t fast = 0, reference = 0, f32_groups = 0;
-  std::string rows;  // per fused group in the plan's order: its f32 rows, or "-" off them
+  f.text("backend", "cpu");
+  int64_t fast = 0, reference = 0, library = 0, f32_groups = 0, f32_rows = 0;
   // The ops without a kernel of their own, by name: where a model's time may go.
-  std::map<std::string, int> slow;
+  std::map<std::string, int64_t> slow;
   for (size_t i = 0; i < bound_.size(); ++i) {
-    const runtime::Plan::Launch& l = plan_.launches()[i];
     fast += bound_[i]->fast != nullptr;
-    if (on_reference(i)) ++reference, ++slow[g.nodes[l.node].op->name];
+    library += bound_[i]->conv != nullptr || bound_[i]->matmul != nullptr;
+    if (on_reference(i)) ++reference, ++slow[g.nodes[plan_.launches()[i].node].op->name];
   }
+  f.count("fast_kernels", fast);            // single-op launches on a kernel of ours
+  f.count("reference_kernels", reference);  // single-op launches on the reference evaluator
+  f.count("library_calls", library);        // oneDNN primitives
+  // Scalar multiply-adds fold into the rows around them, so a group's rows may be fewer than its ops.
   for (const auto& k : fused_) {
     f32_groups += k->f32;
-    rows += (rows.empty() ? "" : " ") + (k->f32 ? std::to_string(k->f32_steps.size()) : std::string("-"));
+    f32_rows += k->f32 ? static_cast<int64_t>(k->f32_steps.size()) : 0;
   }
-  // The convolutions: oneDNN's kernels by name (with the groups they compute as post-ops), or
-  // im2col and why.
-  std::map<std::string, int> primitives, im2col, products, sgemm;
-  int post_op_groups = 0, split = 0, split_products = 0;
+  f.count("f32_groups", f32_groups);
+  f.count("f32_rows", f32_rows);
+  // The products: oneDNN's kernels by name and precision (a convolution with the group it
+  // computes as post-ops), or our own way and why.
+  std::map<std::pair<std::string, std::string>, int64_t> convolutions, matmuls;
+  std::map<std::string, int64_t> im2col, sgemm;
+  int64_t post_op_groups = 0, split_convolutions = 0, split_matmuls = 0;
   for (size_t i = 0; i < bound_.size(); ++i) {
     const Bound& b = *bound_[i];
-    if (b.matmul) ++products[b.matmul->implementation() + (b.matmul->bf16() ? " (bf16)" : "")];
-    if (b.matmul && (b.matmul_pieces > 1 || b.matmul->column_shares() > 1)) ++split_products;
+    if (b.matmul) ++matmuls[{b.matmul->implementation(), b.matmul->bf16() ? "bf16" : "f32"}];
+    if (b.matmul && (b.matmul_pieces > 1 || b.matmul->column_shares() > 1)) ++split_matmuls;
     if (!b.matmul && !fallbacks_[i].matmul.empty()) ++sgemm[fallbacks_[i].matmul];
-    if (b.conv) ++primitives[b.conv->implementation() + (b.conv->bf16() ? " (bf16)" : "")], post_op_groups += b.conv_whole_group;
+    if (b.conv) ++convolutions[{b.conv->implementation(), b.conv->bf16() ? "bf16" : "f32"}], post_op_groups += b.conv_whole_group;
     else if (!fallbacks_[i].conv.empty()) ++im2col[fallbacks_[i].conv];
-    if (b.conv && b.conv->pieces() > 1) ++split;
+    if (b.conv && b.conv->pieces() > 1) ++split_convolutions;
   }
-  std::ostringstream out;
-  out << "cpu: " << fast << " fast kernels, " << reference << " reference; " << f32_groups << " fused groups on f32 rows";
-  // Scalar multiply-adds fold into the rows around them, so a group's rows may be fewer than its ops.
-  if (!fused_.empty()) out << " (rows per group: " << rows << ")";
-  out << "\n";
-  if (!primitives.empty()) {
-    out << "  oneDNN convolutions:";
-    for (const auto& [name, count] : primitives) out << " " << name << " x" << count;
-    out << " (" << post_op_groups << " with their group as post-ops, " << split << " split over threads)\n";
-  }
-  for (const auto& [why, count] : im2col) out << "  im2col convolutions x" << count << ": " << why << "\n";
-  if (weights_packed_ || weights_loaded_)
-    out << "  constant weights in primitives' layouts: " << weights_packed_ << " packed here, " << weights_loaded_
-        << " taken from the compiled-model file\n";
-  if (!products.empty()) {
-    out << "  oneDNN matmuls (constant weights reordered once):";
-    for (const auto& [name, count] : products) out << " " << name << " x" << count;
-    out << " (" << split_products << " split over threads)\n";
-  }
-  for (const auto& [why, count] : sgemm) out << "  sgemm matmuls with constant weights x" << count << ": " << why << "\n";
-  if (working_bytes_)
-    out << "  working memory: " << working_bytes_
-        << " B per stream, after the arena (oneDNN's scratchpads, bf16 images, a convolution's result before its group's rows)\n";
-  if (!slow.empty()) {
-    out << "  reference kernels:";
-    for (const auto& [name, count] : slow) out << " " << name << " x" << count;
-    out << "\n";
-  }
-  return out.str();
-}
-
-void Program::add_stats(runtime::Stats& s) const {
-  for (size_t i = 0; i < bound_.size(); ++i) {
-    s.fast_kernels += bound_[i]->fast != nullptr;
-    s.reference_kernels += on_reference(i);
-    s.library_calls += bound_[i]->conv != nullptr || bound_[i]->matmul != nullptr;
-  }
-  for (const auto& k : fused_) s.f32_rows += k->f32 ? static_cast<int64_t>(k->f32_steps.size()) : 0;
-  s.weights_packed += weights_packed_;
-  s.weights_loaded += weights_loaded_;
+  auto primitives = [&f](const char* key, const std::map<std::pair<std::string, std::string>, int64_t>& counts) {
+    for (const auto& [what, count] : counts) {
+      runtime::Facts& row = f.row(key);
+      row.text("implementation", what.first);
+      row.text("precision", what.second);
+      row.count("count", count);
+    }
+  };
+  primitives("onednn_convolutions", convolutions);
+  f.count("post_op_convolutions", post_op_groups);  // with their group as post-ops
+  f.count("split_convolutions", split_convolutions);  // split over threads
+  f.tally("im2col_convolutions", im2col, "reason");
+  primitives("onednn_matmuls", matmuls);  // constant weights reordered once
+  f.count("split_matmuls", split_matmuls);
+  f.tally("sgemm_matmuls", sgemm, "reason");  // with constant weights
+  // Constant weights in primitives' layouts: packed while lowering, or taken from a compiled-model file.
+  f.count("weights_packed", weights_packed_);
+  f.count("weights_loaded", weights_loaded_);
+  // Per stream, after the arena: oneDNN's scratchpads, bf16 images, a convolution's result
+  // before its group's rows.
+  f.bytes("working_bytes", working_bytes_);
+  f.tally("reference_ops", slow, "op");
 }
 
 }  // namespace esg::cpu

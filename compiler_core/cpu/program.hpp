@@ -33,8 +33,7 @@ class Program final : public runtime::Program {
   void run_launch(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
                   const eval::RunControl& control) const override;
   std::string describe_launch(size_t index) const override;
-  std::string report() const override;
-  void add_stats(runtime::Stats& s) const override;
+  void add_facts(runtime::Facts& f) const override;
   const runtime::Artifacts* artifacts() const override { return &artifacts_; }
 
  private:

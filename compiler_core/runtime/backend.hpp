@@ -19,7 +19,7 @@
 #include "ir/graph.hpp"
 #include "plan/format.hpp"
 #include "runtime/grouping.hpp"
-#include "runtime/stats.hpp"
+#include "runtime/facts.hpp"
 
 namespace esg::runtime {
 
@@ -120,8 +120,8 @@ class Program {
   virtual std::string describe_launch(size_t index) const = 0;
   // What its lowering made that a compiled-model file keeps (nullptr: nothing).
   virtual const Artifacts* artifacts() const { return nullptr; }
-  virtual std::string report() const = 0;     // the backend's part of the compile report
-  virtual void add_stats(Stats& s) const = 0;  // and of the stats
+  // The backend's part of the model's record of facts, its own keys beside the plan's.
+  virtual void add_facts(Facts& f) const = 0;
 };
 
 class Backend {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 
 #include "dist/world.hpp"
 #include "ir/error.hpp"
@@ -122,8 +121,12 @@ void PlanCollectives::agree() const {
   agreed_.store(true, std::memory_order_release);
 }
 
-std::string PlanCollectives::report(const Plan& plan) const {
-  if (entries_.empty()) return "";
+void PlanCollectives::add_facts(const Plan& plan, Facts& f) const {
+  f.count("collectives", static_cast<int64_t>(entries_.size()));
+  int64_t bytes = 0;
+  for (const Entry& e : entries_) bytes += e.call->bytes();
+  f.bytes("collective_bytes", bytes);  // what this rank gives them, each tensor once
+  if (entries_.empty()) return;
   // What each launch comes after (its stream's earlier launches, the events it waits for, and
   // theirs): a compute launch neither before nor after a collective may run beside it.
   const size_t n = plan.launches().size();
@@ -141,9 +144,8 @@ std::string PlanCollectives::report(const Plan& plan) const {
     }
   }
   const ir::Graph& g = plan.graph();
-  std::ostringstream out;
-  out << "collectives: " << entries_.size() << " on stream " << plan.launches()[entries_.front().launch].stream << ", over "
-      << dist::world().transport() << " (world of " << dist::world().size() << ")\n";
+  f.text("collective_transport", dist::world().transport());
+  f.level("world_size", dist::world().size());
   for (const Entry& e : entries_) {
     std::vector<std::string> beside;
     for (size_t k = 0; k < n; ++k) {
@@ -151,18 +153,16 @@ std::string PlanCollectives::report(const Plan& plan) const {
       if (k == e.launch || l.stream == plan.launches()[e.launch].stream || before[e.launch][k] || before[k][e.launch]) continue;
       beside.push_back(l.node == ir::kNone ? "reorder" : g.node_name(l.node));
     }
-    out << "  " << e.call->label() << ": " << e.call->bytes() << " bytes; overlaps ";
-    if (beside.empty()) out << "nothing (all compute needs it or comes before it)";
-    for (size_t k = 0; k < beside.size() && k < 4; ++k) out << (k ? ", " : "") << beside[k];
-    if (beside.size() > 4) out << " and " << beside.size() - 4 << " more launches";
-    out << "\n";
+    std::string overlaps;  // nothing: all compute needs it or comes before it
+    for (size_t k = 0; k < beside.size() && k < 4; ++k) overlaps += (k ? ", " : "") + beside[k];
+    if (beside.size() > 4) overlaps += " and " + std::to_string(beside.size() - 4) + " more launches";
+    Facts& row = f.row("collective_calls");
+    row.text("call", e.call->label());
+    row.level("stream", plan.launches()[e.launch].stream);
+    row.bytes("bytes", e.call->bytes());
+    row.count("overlapping_launches", static_cast<int64_t>(beside.size()));
+    row.text("overlaps", overlaps.empty() ? "nothing" : overlaps);
   }
-  return out.str();
-}
-
-void PlanCollectives::add_stats(Stats& s) const {
-  s.collectives = static_cast<int64_t>(entries_.size());
-  for (const Entry& e : entries_) s.collective_bytes += e.call->bytes();
 }
 
 }  // namespace esg::runtime

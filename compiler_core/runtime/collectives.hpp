@@ -1,6 +1,6 @@
 // The collectives of a plan (op_defs/collective.yaml), bound once per plan: what a backend runs
 // for each such launch, the check every rank makes before its first run, and their part of the
-// compile report and the stats.
+// record of facts.
 #pragma once
 #include <atomic>
 #include <memory>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "eval/collective.hpp"
-#include "runtime/stats.hpp"
+#include "runtime/facts.hpp"
 
 namespace esg::runtime {
 
@@ -32,8 +32,7 @@ class PlanCollectives {
   // naming the first difference, not a hang. Once per plan; a failed check is made again.
   void agree() const;
   // Each collective: its bytes, its stream, and the compute it may overlap with.
-  std::string report(const Plan& plan) const;
-  void add_stats(Stats& s) const;
+  void add_facts(const Plan& plan, Facts& f) const;
 
  private:
   struct Entry {

@@ -279,16 +279,20 @@ void PreparedModelRun::run() {
 
 std::string Model::to_dot() const { return staged_ ? staged_->to_dot() : plans_.to_dot(); }
 
-Stats Model::stats() const {
-  Stats s = staged_ ? staged_->stats() : plans_.stats();
-  s.cache_hits = origin_.cache_hits;
-  s.cache_misses = origin_.cache_misses;
-  s.cache_replaced = origin_.cache_replaced;
-  return s;
-}
-
-std::string Model::report() const {
-  return (origin_.note.empty() ? "" : origin_.note + "\n") + (staged_ ? staged_->report() : plans_.report(symbols_.open()));
+Facts Model::facts() const {
+  Facts f;
+  if (!origin_.note.empty()) f.text("origin", origin_.note);
+  f.count("cache_hits", origin_.cache_hits);
+  f.count("cache_misses", origin_.cache_misses);
+  f.count("cache_replaced", origin_.cache_replaced);  // a damaged entry compiled again
+  if (staged_) {
+    staged_->add_facts(f);
+  } else {
+    f.level("stages", 1);
+    f.count("sized_ops", 0);
+    plans_.add_facts(f, symbols_.open());
+  }
+  return f;
 }
 
 }  // namespace esg::runtime

@@ -28,7 +28,7 @@
 #include "runtime/plan.hpp"
 #include "runtime/plan_cache.hpp"
 #include "runtime/staged_model.hpp"
-#include "runtime/stats.hpp"
+#include "runtime/facts.hpp"
 #include "runtime/thread_pool.hpp"
 
 namespace esg::runtime {
@@ -53,10 +53,10 @@ class Model {
   const CompileOptions& options() const { return options_; }
   bool staged() const { return staged_ != nullptr; }  // run in stages (ops sized by data)
   PlanCache::Saved saved_plans() const { return plans_.saved(); }
-  // Where the model came from, for its report and stats: the compile cache's part.
+  // Where the model came from, for its facts: the compile cache's part.
   struct Origin {
     int64_t cache_hits = 0, cache_misses = 0, cache_replaced = 0;
-    std::string note;  // a line of the report
+    std::string note;  // what the cache did, in words
   };
   void set_origin(Origin origin) { origin_ = std::move(origin); }
   // Checks the inputs and outputs against the graph's types, then runs the plan for their shapes.
@@ -81,8 +81,10 @@ class Model {
   // Runs to come on these buffers, checked and their plan found once (PreparedModelRun). The
   // model must outlive it.
   std::unique_ptr<PreparedModelRun> prepare(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
-  std::string report() const;
-  Stats stats() const;  // the plan run last (Stats::plans and bindings count them all)
+  // Everything the model knows of itself (runtime/facts.hpp): where it came from, its plans
+  // (the figures of the one run last at the top), its stages; the report renders it.
+  Facts facts() const;
+  std::string report() const { return render(facts()); }
   std::string to_dot() const;  // of every plan compiled so far
 
  private:

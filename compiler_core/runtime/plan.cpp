@@ -286,73 +286,71 @@ void Plan::fill_output_copies(const std::vector<eval::TensorRef>& inputs, const 
   }
 }
 
-std::string Plan::report() const {
+void Plan::add_facts(Facts& f) const {
   const ir::Graph& g = *graph_;
-  std::ostringstream out;
-  out << "passes:\n";
-  for (const std::string& l : decided_->log) out << "  " << l << "\n";
-  size_t fused_ops = 0, heads = 0;
-  for (const FusedGroup& grp : groups()) fused_ops += grp.members.size(), heads += grp.head != ir::kNone;
-  out << "launches: " << decided_->launches.size() << " kernels (" << groups().size() << " fused groups of " << fused_ops << " ops, " << heads
-      << " of them a matmul or convolution with its epilogue)\n";
+  for (const std::string& l : decided_->log) f.row("passes").text("step", l);
+  f.count("launches", static_cast<int64_t>(decided_->launches.size()));
+  int64_t fused_ops = 0, heads = 0;
+  for (const FusedGroup& grp : groups()) fused_ops += static_cast<int64_t>(grp.members.size()), heads += grp.head != ir::kNone;
+  f.count("fused_groups", static_cast<int64_t>(groups().size()));
+  f.count("fused_ops", fused_ops);
+  f.count("epilogue_groups", heads);  // headed by a matmul or convolution
   for (const FusedGroup& grp : groups()) {
-    out << "  fused:";
-    for (ir::NodeId m : grp.members) out << " " << g.nodes[m].op->name << (m == grp.head ? " +" : "");
-    out << " over " << g.shape_str(grp.shape) << "\n";
+    std::string ops;
+    for (ir::NodeId m : grp.members) ops += std::string(ops.empty() ? "" : " ") + g.nodes[m].op->name + (m == grp.head ? "+" : "");
+    Facts& row = f.row("groups");
+    row.text("ops", ops);
+    row.text("shape", g.shape_str(grp.shape));
   }
+  f.count("reorders", decided_->reorders);
   if (decided_->reorders) {
-    std::map<std::string, int> blocked;  // values by format, outside row-major
+    std::map<std::string, int64_t> blocked;  // values by format, outside row-major
     for (const Launch& l : decided_->launches)
       for (const Slot& o : l.out)
         if (o.format != plan::Format::row_major()) ++blocked[o.format.name(g.shape(o.value).rank())];
-    out << "formats: " << decided_->reorders << " reorders;";
-    for (const auto& [name, count] : blocked) out << " " << count << " values in " << name;
-    out << "\n";
+    f.tally("blocked_values", blocked, "format");
     // Where they are: the ops that read a reordered copy, by the copy's format (a graph output
     // reordered out has no reader here), so a model's reorders point at what wants them.
     std::set<std::tuple<ir::ValueId, int, int64_t>> copies;  // value, format kind, block
     for (const Launch& l : decided_->launches)
       if (l.node == ir::kNone) copies.insert({l.out[0].value, l.out[0].format.kind, l.out[0].format.block});
-    std::map<std::string, int> readers;
+    std::map<std::pair<std::string, std::string>, int64_t> readers;
     for (const Launch& l : decided_->launches)
       for (const Slot& in : l.in)
         if (l.node != ir::kNone && in.value != ir::kNone && copies.count({in.value, in.format.kind, in.format.block}))
-          ++readers[in.format.name(g.shape(in.value).rank()) + " for " + (l.group >= 0 ? "a fused group" : g.nodes[l.node].op->name)];
-    for (const auto& [what, count] : readers) out << "  reordered to " << what << ": " << count << "\n";
+          ++readers[{in.format.name(g.shape(in.value).rank()), l.group >= 0 ? "fused group" : g.nodes[l.node].op->name}];
+    for (const auto& [what, count] : readers) {
+      Facts& row = f.row("reordered_for");
+      row.text("format", what.first);
+      row.text("reader", what.second);
+      row.count("count", count);
+    }
   }
-  out << "streams: " << decided_->num_streams << ", events: " << decided_->events
-      << (decided_->num_streams > 1 ? " (one thread each when the pool has them free, else in order)" : "") << "\n";
-  for (int s = 0; s < decided_->num_streams; ++s)
-    out << "  stream " << s << ": " << decided_->stream_launches[static_cast<size_t>(s)].size() << " ops"
-        << (s == decided_->communication_stream ? " (the collectives)" : "") << "\n";
-  out << collectives().report(*this);
-  out << "memory: arena " << decided_->arena_bytes << " bytes (planned peak), lower bound " << decided_->lower_bound_bytes
-      << " bytes (max live set of this order), " << decided_->no_reuse_bytes << " bytes without reuse\n";
-  out << "  in place: " << decided_->in_place_values << " values reuse a dying input's buffer\n";
-  out << "  views: " << decided_->views << " reshapes, squeezes and unsqueezes are their input's bytes (no launch)\n";
-  out << "inputs:";
-  for (ir::ValueId v : g.inputs()) out << " " << g.value_name(v) << ": " << g.type_str(v);
-  out << "\noutputs:";
-  for (ir::ValueId v : g.outputs()) out << " " << g.value_name(v) << ": " << g.type_str(v);
-  out << "\n";
-  return out.str();
-}
-
-void Plan::add_stats(Stats& s) const {
-  s.launches = static_cast<int64_t>(decided_->launches.size());
-  s.reorders = decided_->reorders;
-  s.fused_groups = static_cast<int64_t>(groups().size());
-  for (const FusedGroup& grp : groups()) {
-    s.fused_ops += static_cast<int64_t>(grp.members.size());
-    s.epilogue_groups += grp.head != ir::kNone;
+  // Streams run on a thread each when the pool has them free, else in order.
+  f.level("streams", decided_->num_streams);
+  f.count("events", decided_->events);
+  for (int s = 0; s < decided_->num_streams; ++s) {
+    Facts& row = f.row("stream_launches");
+    row.level("stream", s);
+    row.count("launches", static_cast<int64_t>(decided_->stream_launches[static_cast<size_t>(s)].size()));
+    row.text("runs", s == decided_->communication_stream ? "collectives" : "compute");
   }
-  s.arena_bytes = decided_->arena_bytes;
-  s.lower_bound_bytes = decided_->lower_bound_bytes;
-  s.no_reuse_bytes = decided_->no_reuse_bytes;
-  s.in_place_values = decided_->in_place_values;
-  s.streams = decided_->num_streams;
-  s.events = decided_->events;
-  collectives().add_stats(s);
+  collectives().add_facts(*this, f);
+  f.bytes("arena_bytes", decided_->arena_bytes);              // the planned peak
+  f.bytes("lower_bound_bytes", decided_->lower_bound_bytes);  // the largest live set of this order
+  f.bytes("no_reuse_bytes", decided_->no_reuse_bytes);        // every value its own bytes
+  f.count("in_place_values", decided_->in_place_values);      // reusing a dying input's buffer
+  f.count("views", decided_->views);  // reshapes, squeezes and unsqueezes that are their input's bytes (no launch)
+  for (ir::ValueId v : g.inputs()) {
+    Facts& row = f.row("inputs");
+    row.text("name", g.value_name(v));
+    row.text("type", g.type_str(v));
+  }
+  for (ir::ValueId v : g.outputs()) {
+    Facts& row = f.row("outputs");
+    row.text("name", g.value_name(v));
+    row.text("type", g.type_str(v));
+  }
 }
 
 std::string Plan::to_dot(const Program& program) const {

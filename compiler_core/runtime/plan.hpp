@@ -20,7 +20,7 @@
 #include "runtime/collectives.hpp"
 #include "runtime/compile_options.hpp"
 #include "runtime/grouping.hpp"
-#include "runtime/stats.hpp"
+#include "runtime/facts.hpp"
 
 namespace esg::plan {
 struct GraphDag;
@@ -80,8 +80,8 @@ class Plan {
   // Outputs that are inputs, constants or repeated outputs, copied once the outputs are filled.
   void fill_output_copies(const std::vector<eval::TensorRef>& inputs, const std::vector<eval::TensorRef>& outputs) const;
 
-  std::string report() const;        // the passes, the launch list, streams and memory
-  void add_stats(Stats& s) const;    // the launch list's, memory's and streams' numbers
+  // The passes, the launch list, streams, collectives, memory, inputs and outputs.
+  void add_facts(Facts& f) const;
   // The launch list as Graphviz DOT: one box per kernel (a fused group lists its ops, with how
   // `program` runs it), one row per stream, edges where a kernel reads what another wrote.
   std::string to_dot(const Program& program) const;

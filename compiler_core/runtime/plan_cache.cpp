@@ -126,37 +126,40 @@ void PlanCache::restore(const Saved& plans) {
   loaded_ += static_cast<int64_t>(plans.symbolic.size() + plans.exact.size());
 }
 
-Stats PlanCache::stats() const {
+void PlanCache::add_facts(Facts& f, bool open) const {
   std::lock_guard<std::mutex> lock(mu_);
-  Stats s;
-  s.plans = compiled_;
-  s.bindings = bindings_;
-  s.plans_loaded = loaded_;
-  if (latest_ != plans_.end()) {
-    latest_->second.compiled->plan->add_stats(s);
-    latest_->second.compiled->program->add_stats(s);
-  }
-  return s;
-}
-
-std::string PlanCache::report(bool open) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (plans_.empty() && classes_.empty()) return "no plan yet: the graph has symbolic sizes; the first run compiles one for its shapes\n";
-  std::string out = "plans: " + std::to_string(plans_.size()) + " kept (" +
-                    (max_plans_ ? "at most " + std::to_string(max_plans_) : std::string("no limit")) + "), " +
-                    std::to_string(compiled_) + " compiled" + (loaded_ ? ", " + std::to_string(loaded_) + " loaded from a compiled-model file" : "") + "\n";
+  f.count("plans", compiled_);  // symbolic or per set of shapes, dropped ones included
+  f.count("bindings", bindings_);  // symbolic plans bound to new sizes: shapes inferred, kernels bound, no compile
+  f.count("plans_loaded", loaded_);  // read from a compiled-model file
+  f.count("plans_kept", static_cast<int64_t>(plans_.size()));
+  f.level("max_plans", max_plans_);  // 0: no limit
   if (open) {
-    out += "symbolic plans: " + std::to_string(classes_.size()) + " kept, bound to sizes " + std::to_string(bindings_) + " times";
-    out += no_symbolic_.empty() ? "\n" : "; none for this graph (a plan per set of input shapes): " + no_symbolic_ + "\n";
-    // Each symbolic plan once, with the backend's part of the binding made last.
-    for (const auto& [key, c] : classes_) {
-      if (!c.plan) out += "a size class planned per set of shapes: " + c.refused + "\n";
-      else out += c.plan->report() + (c.latest ? c.latest->program->report() : std::string());
-    }
+    f.count("symbolic_plans_kept", static_cast<int64_t>(classes_.size()));
+    // Why the graph has a plan per set of input shapes instead.
+    if (!no_symbolic_.empty()) f.text("no_symbolic_plan", no_symbolic_);
   }
+  if (plans_.empty() && classes_.empty()) f.text("plan", "none yet: the graph has symbolic sizes; the first run compiles one for its shapes");
+  // The plan run last: its figures are the model's.
+  const CompiledPlan* latest = latest_ != plans_.end() ? latest_->second.compiled.get() : nullptr;
+  if (latest) latest->plan->add_facts(f), latest->program->add_facts(f);
+  // The others: each symbolic plan with the backend's part of its latest binding, and each
+  // plan compiled for its shapes alone.
+  if (open)
+    for (const auto& [key, c] : classes_) {
+      Facts& row = f.row("size_classes");
+      std::string name;
+      for (int64_t k : key) name += (name.empty() ? "" : ",") + std::to_string(k);
+      row.text("size_class", name);
+      if (!c.plan) row.text("planned_per_shapes", c.refused);  // why no symbolic plan
+      if (c.plan) c.plan->add_facts(row);
+      if (c.plan && c.latest) c.latest->program->add_facts(row);
+    }
   for (const auto& [key, kept] : plans_)
-    if (!kept.compiled->plan->bound()) out += kept.compiled->plan->report() + kept.compiled->program->report();
-  return out;
+    if (!kept.compiled->plan->bound() && kept.compiled.get() != latest) {
+      Facts& row = f.row("other_plans");
+      kept.compiled->plan->add_facts(row);
+      kept.compiled->program->add_facts(row);
+    }
 }
 
 std::string PlanCache::to_dot() const {

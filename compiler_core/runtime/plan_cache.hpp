@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "runtime/backend.hpp"
+#include "runtime/facts.hpp"
 #include "runtime/plan.hpp"
-#include "runtime/stats.hpp"
 
 namespace esg::runtime {
 
@@ -69,11 +69,10 @@ class PlanCache {
   // Keeps plans read from a file, as saved() gave them; counted as loaded, not compiled.
   void restore(const Saved& plans);
 
-  // Plans compiled and bindings made so far, and the figures of the plan run last.
-  Stats stats() const;
-  // What it holds: its counts, each symbolic plan (`open`: the model has open symbols) with the
+  // Plans compiled and bindings made so far, the facts of the plan run last, and a row for each
+  // other plan it holds: each symbolic plan (`open`: the model has open symbols) with the
   // backend's part of its latest binding, and each plan compiled for its shapes alone.
-  std::string report(bool open) const;
+  void add_facts(Facts& f, bool open) const;
   std::string to_dot() const;  // of every plan kept per set of shapes
 
  private:

@@ -45,49 +45,28 @@ std::vector<ir::Shape> StagedModel::output_shapes(const std::vector<ir::Shape>& 
   return out;
 }
 
-Stats StagedModel::stats() const {
-  Stats s;
-  s.stages = static_cast<int64_t>(stages_.size());
-  s.sized_ops = sized_ops_;
-  for (const auto& m : stages_) {
-    if (!m) continue;
-    const Stats t = m->stats();
-    s.plans += t.plans;
-    s.bindings += t.bindings;
-    s.launches += t.launches;
-    s.fused_groups += t.fused_groups;
-    s.fused_ops += t.fused_ops;
-    s.epilogue_groups += t.epilogue_groups;
-    s.f32_rows += t.f32_rows;
-    s.fast_kernels += t.fast_kernels;
-    s.reference_kernels += t.reference_kernels;
-    s.arena_bytes += t.arena_bytes;
-    s.lower_bound_bytes += t.lower_bound_bytes;
-    s.no_reuse_bytes += t.no_reuse_bytes;
-    s.in_place_values += t.in_place_values;
-    s.streams = std::max(s.streams, t.streams);
-    s.events += t.events;
-    s.device_kernels += t.device_kernels;
-    s.device_kernel_launches += t.device_kernel_launches;
-    s.library_calls += t.library_calls;
-    s.device_copies += t.device_copies;
-    s.host_launches += t.host_launches;
-    s.device_bytes += t.device_bytes;
-    s.device_events += t.device_events;
-    s.reorders += t.reorders;
-  }
-  return s;  // captured stays 0: the host runs between stages, so no one device model replays a run
-}
-
-std::string StagedModel::report() const {
-  std::string out = "stages: " + std::to_string(stages_.size()) + ", cut before " + std::to_string(sized_ops_) +
-                    " op(s) whose output sizes the data decides (run on the host between stages)\n";
+void StagedModel::add_facts(Facts& f) const {
+  f.level("stages", static_cast<int64_t>(stages_.size()));
+  f.count("sized_ops", sized_ops_);  // cut before, run on the host between stages
+  // Every stage's amounts added up (one run goes through them all), then each stage's own.
+  std::vector<Facts> each(stages_.size());
+  Facts total;
+  for (size_t k = 0; k < stages_.size(); ++k)
+    if (stages_[k]) total.add(each[k] = stages_[k]->facts());
+  // The host runs between stages, so no one captured device model replays a run.
+  total.drop("captured");
+  f.level("captured", 0);
+  f.add(total);
   for (size_t k = 0; k < stages_.size(); ++k) {
-    out += "== stage " + std::to_string(k) + (stages_[k] ? "\n" + stages_[k]->report() : std::string(": nothing to compute\n"));
-    for (ir::NodeId id : cut_.stages[k].then_run)
-      out += "then `" + graph_.node_name(id) + "` (" + graph_.nodes[id].op->name + ") on the host\n";
+    Facts& row = f.row("stage_list");
+    row = std::move(each[k]);
+    if (!stages_[k]) row.text("plan", "none: nothing to compute");
+    for (ir::NodeId id : cut_.stages[k].then_run) {  // on the host, after the stage
+      Facts& then = row.row("then_run");
+      then.text("node", graph_.node_name(id));
+      then.text("op", graph_.nodes[id].op->name);
+    }
   }
-  return out;
 }
 
 std::string StagedModel::to_dot() const {

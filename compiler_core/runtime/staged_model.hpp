@@ -13,7 +13,7 @@
 #include "eval/host_tensor.hpp"
 #include "ir/cut.hpp"
 #include "runtime/backend.hpp"
-#include "runtime/stats.hpp"
+#include "runtime/facts.hpp"
 
 namespace esg::runtime {
 
@@ -33,9 +33,9 @@ class StagedModel {
                                     const eval::RunControl& control) const;
   // The output shapes as far as input shapes tell: a size the data decides stays a symbol.
   std::vector<ir::Shape> output_shapes(const std::vector<ir::Shape>& input_shapes) const;
-  // Every stage's numbers added up (the stages one run goes through), Stats::stages counting them.
-  Stats stats() const;
-  std::string report() const;
+  // Its stages and sized ops, every stage's amounts added up (one run goes through them all),
+  // and each stage's own facts as a row.
+  void add_facts(Facts& f) const;
   std::string to_dot() const;
 
  private:

@@ -96,6 +96,13 @@ inline std::vector<CheckCase> ascend_check_cases() {
   return cases;
 }
 
+// "ascend: device 0 (SoC), CANN …, AscendCL …", from the model's facts.
+inline std::string describe_device(const Facts& f) {
+  const std::string soc = f.text("soc");
+  return "ascend" + std::string(f.number("simulated") ? " (simulated device)" : "") + ": device " + std::to_string(f.number("device")) +
+         (soc.empty() ? "" : " (" + soc + ")") + ", CANN " + f.text("cann_version") + ", AscendCL " + f.text("acl_library");
+}
+
 inline std::string describe_run(const esg_model_stats& s) {
   std::ostringstream out;
   out << s.device_kernel_launches << " kernel launches, " << s.library_calls << " aclnn ops, " << s.host_launches << " on the host, "
@@ -128,11 +135,7 @@ inline AscendCheck ascend_check(const std::string& backend = "ascend") {
     on_device.backend(backend);
     try {
       const Model device = compile(g, on_device);
-      if (check.device.empty()) {  // the report's device line: "ascend: device 0 (SoC), CANN …, AscendCL …"
-        std::istringstream report(device.report());
-        for (std::string line; std::getline(report, line);)
-          if (line.rfind("ascend", 0) == 0) check.device = line;
-      }
+      if (check.device.empty()) check.device = detail::describe_device(device.facts());
       const Model cpu = compile(g);
       std::vector<HostTensor> inputs;
       for (const std::vector<int64_t>& shape : c.shapes) {

@@ -565,6 +565,62 @@ class PreparedRun {
   std::unique_ptr<esg_prepared, detail::Destroyer<esg_prepared_destroy>> p_;
 };
 
+// A model's record of facts (esg_model_facts in esgraph.h; docs/facts.md): keyed, typed
+// entries in the order they were added; a list's rows are records read the same way. A snapshot:
+// later runs do not change it.
+class Facts {
+ public:
+  struct Entry {
+    std::string key;
+    esg_fact_kind kind;
+    int64_t number;  // a count, bytes or level; a list's row count
+    std::string text;
+  };
+  explicit Facts(esg_facts* snapshot) : root_(snapshot, esg_facts_free), record_(snapshot) {
+    if (!snapshot) detail::throw_last();
+  }
+  size_t size() const { return static_cast<size_t>(esg_facts_count(record_)); }
+  Entry operator[](size_t index) const {
+    esg_fact f;
+    detail::check(esg_facts_entry(record_, static_cast<int64_t>(index), &f));
+    return entry(f);
+  }
+  bool has(const std::string& key) const {
+    for (size_t i = 0; i < size(); ++i)
+      if ((*this)[i].key == key) return true;
+    return false;
+  }
+  // The entry named `key`; InvalidArgumentError when the record has none.
+  Entry at(const std::string& key) const {
+    esg_fact f;
+    detail::check(esg_facts_find(record_, key.c_str(), &f));
+    return entry(f);
+  }
+  int64_t number(const std::string& key) const { return at(key).number; }
+  std::string text(const std::string& key) const { return at(key).text; }
+  // The rows of the list `key`: none when the record has no such list (a list with no rows is
+  // left out).
+  std::vector<Facts> rows(const std::string& key) const {
+    std::vector<Facts> out;
+    for (size_t i = 0; i < size(); ++i) {
+      const Entry e = (*this)[i];
+      if (e.key != key) continue;
+      for (int64_t r = 0; e.kind == ESG_FACT_LIST && r < e.number; ++r) {
+        const esg_facts* row = esg_facts_row(record_, static_cast<int64_t>(i), r);
+        if (!row) detail::throw_last();
+        out.push_back(Facts(root_, row));
+      }
+    }
+    return out;
+  }
+
+ private:
+  Facts(std::shared_ptr<esg_facts> root, const esg_facts* record) : root_(std::move(root)), record_(record) {}
+  static Entry entry(const esg_fact& f) { return {f.key, static_cast<esg_fact_kind>(f.kind), f.number, f.text}; }
+  std::shared_ptr<esg_facts> root_;  // the snapshot, which holds every row
+  const esg_facts* record_;
+};
+
 class Model {
  public:
   explicit Model(esg_model* m) : m_(m) {
@@ -630,13 +686,16 @@ class Model {
     detail::check(esg_model_profile(m_.get(), in.data(), in.size(), out.data(), out.size(), trace_path.c_str()));
     return outs;
   }
+  // What compiling did, for people: the facts as text (its wording may change).
   std::string report() const { return detail::take_string(esg_model_report(m_.get())); }
+  // Everything the model knows of itself, for tools and tests.
+  Facts facts() const { return Facts(esg_model_facts(m_.get())); }
   // Writes the model as a compiled-model file, which load_model runs without compiling
   // (docs/model-format.md).
   void save(const std::string& path) const { detail::check(esg_model_save(m_.get(), path.c_str())); }
   // The graph the model was compiled from (a loaded model's too).
   Graph graph() const { return Graph(esg_model_graph(m_.get())); }
-  // The report's numbers as data (launches, fused groups, arena bytes, ...).
+  // The main counts of facts() in a struct (launches, fused groups, arena bytes, ...).
   esg_model_stats stats() const {
     esg_model_stats s;
     detail::check(esg_model_get_stats(m_.get(), &s));

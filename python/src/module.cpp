@@ -17,6 +17,24 @@ namespace {
 // A path given as str or os.PathLike.
 std::string fspath(const py::object& path) { return py::module_::import("os").attr("fspath")(path).cast<std::string>(); }
 
+// A record of facts as a dict: numbers as ints, texts as str, lists as lists of dicts.
+py::dict facts_dict(const esg::Facts& facts) {
+  py::dict out;
+  for (size_t i = 0; i < facts.size(); ++i) {
+    const esg::Facts::Entry e = facts[i];
+    if (e.kind == ESG_FACT_TEXT) {
+      out[py::str(e.key)] = e.text;
+    } else if (e.kind == ESG_FACT_LIST) {
+      py::list rows;
+      for (const esg::Facts& row : facts.rows(e.key)) rows.append(facts_dict(row));
+      out[py::str(e.key)] = rows;
+    } else {
+      out[py::str(e.key)] = e.number;
+    }
+  }
+  return out;
+}
+
 // Exceptions that are both esgraph.Error and the builtin a Python user expects.
 struct PyErrors {
   py::object base, invalid, shape, dtype, attr, lifetime, format, io, unsupported, backend, limit, cancelled, communication;
@@ -418,38 +436,10 @@ void bind_model(py::module_& m) {
            "Writes the model as a compiled-model file (.esgm): its graph, options, target and every plan compiled so far. "
            "esgraph.load_model runs it without compiling (docs/model-format.md).")
       .def("graph", &esg::Model::graph, "The graph the model was compiled from (a loaded model's too).")
-      .def("stats", [](const esg::Model& self) {
-        const esg_model_stats s = self.stats();
-        return std::map<std::string, int64_t>{
-            {"plans", s.plans},
-            {"launches", s.launches},
-            {"fused_groups", s.fused_groups},
-            {"fused_ops", s.fused_ops},
-            {"epilogue_groups", s.epilogue_groups},
-            {"f32_rows", s.f32_rows},
-            {"fast_kernels", s.fast_kernels},
-            {"reference_kernels", s.reference_kernels},
-            {"arena_bytes", s.arena_bytes},
-            {"lower_bound_bytes", s.lower_bound_bytes},
-            {"no_reuse_bytes", s.no_reuse_bytes},
-            {"in_place_values", s.in_place_values},
-            {"streams", s.streams},
-            {"events", s.events},
-            {"device_kernels", s.device_kernels},
-            {"device_kernel_launches", s.device_kernel_launches},
-            {"library_calls", s.library_calls},
-            {"device_copies", s.device_copies},
-            {"host_launches", s.host_launches},
-            {"device_bytes", s.device_bytes},
-            {"device_events", s.device_events},
-            {"captured", s.captured},
-            {"reorders", s.reorders}, {"bindings", s.bindings}, {"plans_loaded", s.plans_loaded},
-            {"cache_hits", s.cache_hits}, {"cache_misses", s.cache_misses}, {"cache_replaced", s.cache_replaced},
-            {"weights_packed", s.weights_packed}, {"weights_loaded", s.weights_loaded},
-            {"device_kernels_cached", s.device_kernels_cached}, {"device_kernels_loaded", s.device_kernels_loaded},
-            {"stages", s.stages}, {"sized_ops", s.sized_ops},
-            {"collectives", s.collectives}, {"collective_bytes", s.collective_bytes}};
-      }, "The report's numbers as a dict (launches, fused_groups, arena_bytes, ...): the plan compiled last.")
+      .def("stats", [](const esg::Model& self) { return facts_dict(self.facts()); },
+           "Everything the model knows of itself as a dict (docs/facts.md): counts, bytes and levels as ints, texts "
+           "as str, lists as lists of dicts. The plan run last is at the top (launches, fused_groups, arena_bytes, "
+           "...); the report renders the same record for people.")
       .def("to_dot", &esg::Model::to_dot, "The compiled launch list as Graphviz DOT.")
       .def("cancel", &esg::Model::cancel,
            "Stops the runs under way, from another thread: each raises CancelledError at its next kernel or loop "

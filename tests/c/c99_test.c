@@ -536,7 +536,8 @@ static void test_ascend_sim(void) {
   esg_compile_options o;
   esg_buffer in, out;
   int i, ok = 1;
-  char* report;
+  esg_facts* facts;
+  esg_fact fact;
   for (i = 0; i < 100; ++i) x[i] = (float)i - 50.0f;
   tx = esg_input(b, "x", ESG_F32, dims, 1);
   ty = esg_relu(esg_mul(tx, esg_constant(b, ESG_F32, NULL, 0, &two, sizeof two), NULL), NULL);
@@ -582,9 +583,10 @@ static void test_ascend_sim(void) {
   CHECK(esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
   for (i = 0; i < 100; ++i) ok = ok && y[i] == (x[i] > 0 ? 2 * x[i] : 0.0f);
   CHECK(ok);
-  report = esg_model_report(m);
-  CHECK(report && strstr(report, "ascend (simulated device)") != NULL);
-  esg_free(report);
+  facts = esg_model_facts(m);
+  CHECK(esg_facts_find(facts, "backend", &fact) == ESG_OK && strcmp(fact.text, "ascend") == 0);
+  CHECK(esg_facts_find(facts, "simulated", &fact) == ESG_OK && fact.kind == ESG_FACT_LEVEL && fact.number == 1);
+  esg_facts_free(facts);
   esg_model_destroy(m);
   esg_graph_destroy(g);
   esg_builder_destroy(b);
@@ -1242,6 +1244,62 @@ static void test_model_file(void) {
   remove(half_path);
 }
 
+/* The model's record of facts: every entry enumerated with its key and kind, a list's rows read
+   as records, lookups by key, and each misuse refused with a clear error. A snapshot outlives
+   its model. */
+static void test_facts(void) {
+  esg_builder* b = esg_builder_create("facts");
+  int64_t dims[2] = {4, 8}, w_dims[2] = {8, 3};
+  float w[24] = {0};
+  esg_tensor x = esg_input(b, "x", ESG_F32, dims, 2);
+  esg_tensor bias = esg_constant(b, ESG_F32, w_dims + 1, 1, w, 3 * sizeof(float));
+  esg_tensor y = esg_relu(esg_add(esg_matmul(x, esg_constant(b, ESG_F32, w_dims, 2, w, sizeof w), NULL), bias, NULL), NULL);
+  esg_graph* g = esg_builder_build(b, &y, 1);
+  esg_model* m = esg_compile(g, NULL);
+  esg_facts* facts = esg_model_facts(m);
+  esg_fact fact;
+  const esg_facts* row;
+  int64_t i, n = esg_facts_count(facts), seen = 0, passes = -1;
+  int kinds_ok = 1;
+  CHECK(facts != NULL && n > 10);
+  for (i = 0; i < n; ++i) {
+    CHECK(esg_facts_entry(facts, i, &fact) == ESG_OK);
+    kinds_ok = kinds_ok && fact.kind >= ESG_FACT_COUNT && fact.kind <= ESG_FACT_LIST && fact.key[0] != 0 && fact.text != NULL;
+    if (strcmp(fact.key, "launches") == 0) seen += fact.kind == ESG_FACT_COUNT && fact.number == 1;
+    if (strcmp(fact.key, "arena_bytes") == 0) seen += fact.kind == ESG_FACT_BYTES;
+    if (strcmp(fact.key, "backend") == 0) seen += fact.kind == ESG_FACT_TEXT && strcmp(fact.text, "cpu") == 0;
+    if (strcmp(fact.key, "passes") == 0 && fact.kind == ESG_FACT_LIST) passes = i, seen += fact.number > 5;
+  }
+  CHECK(kinds_ok);
+  CHECK(seen == 4);
+  /* A row is a record: the first pass's step. */
+  row = esg_facts_row(facts, passes, 0);
+  CHECK(row != NULL && esg_facts_count(row) == 1);
+  CHECK(esg_facts_entry(row, 0, &fact) == ESG_OK && strcmp(fact.key, "step") == 0 && strlen(fact.text) > 0);
+  /* The same figure as the stats struct's. */
+  CHECK(esg_facts_find(facts, "fused_groups", &fact) == ESG_OK && fact.number == 1);
+  /* Misuse: each a clear error, nothing crashes. */
+  CHECK(esg_facts_find(facts, "no_such_key", &fact) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(esg_last_error(), "no_such_key") != NULL);
+  CHECK(esg_facts_entry(facts, n, &fact) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_facts_entry(facts, -1, &fact) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_facts_entry(facts, 0, NULL) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_facts_entry(NULL, 0, &fact) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_facts_find(facts, NULL, &fact) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_facts_row(facts, passes, 1000) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_facts_row(facts, 0, 0) == NULL && strstr(esg_last_error(), "no list") != NULL); /* cache_hits: a count */
+  CHECK(esg_facts_count(NULL) == -1);
+  CHECK(esg_model_facts(NULL) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  esg_facts_free((esg_facts*)row); /* a row goes with its snapshot: ignored */
+  esg_facts_free(NULL);
+  /* The snapshot outlives the model. */
+  esg_model_destroy(m);
+  CHECK(esg_facts_find(facts, "launches", &fact) == ESG_OK && fact.number == 1);
+  esg_facts_free(facts);
+  esg_graph_destroy(g);
+  esg_builder_destroy(b);
+}
+
 int main(int argc, char** argv) {
   test_mlp(argc > 1 ? argv[1] : ".");
   test_options();
@@ -1260,5 +1318,6 @@ int main(int argc, char** argv) {
   test_collectives();
   test_prepared_runs();
   test_model_file();
+  test_facts();
   return check_summary("c99");
 }

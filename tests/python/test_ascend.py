@@ -263,7 +263,7 @@ def test_other_broadcasts_are_expanded_first(acl_log):
     channel, column, middle = (rng.standard_normal(s).astype(np.float32) for s in ((5, 1, 1), (4, 1, 6, 1), (1, 5, 1, 7)))
     g = graph_of(lambda a, c, k, m: ops.relu(a * c + k) - m, x.shape, channel.shape, column.shape, middle.shape)
     model = esgraph.compile(g, backend="ascend-sim", ai_cores=3)
-    assert "legalize for ascend-sim" in model.report()
+    assert any(p["step"].startswith("legalize for ascend-sim") for p in model.stats()["passes"])
     np.testing.assert_allclose(model(x, channel, column, middle), esgraph.compile(g)(x, channel, column, middle), rtol=RTOL, atol=ATOL)
     assert len(calls(acl_log(), "aclnnExpandGetWorkspaceSize")) == 3
     # A trailing row stays in the kernel.
@@ -683,9 +683,10 @@ def test_a_size_class_shares_one_device_and_one_captured_model(acl_log):
     # Per run: the input in and two outputs out, and the tilings when the size changed (3 of 5 runs).
     copies = [line.split(" ")[1] for line in calls(log, "aclrtMemcpyAsync")]
     assert copies.count("H2D") == 5 + 3 and copies.count("D2H") == 5 * 2
-    report = model.report()
-    assert "laid out for the size class's largest sizes and shared by its bindings that lower alike" in report
-    assert "one captured model (aclmdlRI) for the size class, replayed at every size in it" in report
+    # One allocation laid out for the class's largest sizes, shared by its bindings that lower
+    # alike; one captured model for the class, replayed at every size in it.
+    assert model.stats()["device_memory_shared"] == 1
+    assert model.stats()["capture_scope"] == "size class"
     # At N = 1 the bias is read as the group's own elements, not as a resident row: another
     # kernel, so a device of its own, and the class's stays as it was for its other sizes.
     run(1, 17, 1, 9)  # 9, new after 1: the class's device again, not a third
@@ -717,7 +718,7 @@ def test_aclnn_ops_capture_per_size_on_the_class_device(acl_log):
     kernels = model.stats()["device_kernels"]
     assert kernels >= 1 and len(calls(log, "aclrtBinaryLoadFromFile")) == kernels
     assert len(calls(log, "aclrtMallocAlign32")) == 1 + 3  # the class's allocation, and each size's matmul workspace
-    assert "one captured model (aclmdlRI) per size (its aclnn ops are planned for their sizes)" in model.report()
+    assert model.stats()["capture_scope"] == "size"  # its aclnn ops are planned for their sizes
 
 
 def test_sizes_bound_on_two_threads_at_once_build_while_the_other_captures():
@@ -763,7 +764,7 @@ def test_generated_kernels_run_only_on_the_soc_they_are_built_for(soc, refused, 
     else:
         model = esgraph.compile(elementwise, backend="ascend-sim")
         np.testing.assert_allclose(model(x), np.exp(x) + 1.0, rtol=RTOL, atol=ATOL)
-        assert f"device 0 ({soc})" in model.report()
+        assert (model.stats()["device"], model.stats()["soc"]) == (0, soc)
     w = np.random.default_rng(24).standard_normal((6, 3)).astype(np.float32)
     library_only = esgraph.compile(graph_of(lambda a: a @ w, x.shape), backend="ascend-sim")
     np.testing.assert_allclose(library_only(x), x @ w, rtol=RTOL, atol=ATOL)
@@ -906,9 +907,11 @@ def test_the_transformer_sample_matches_the_cpu(monkeypatch):
     cpu = esgraph.compile(graph, shapes={"batch": 2})(x)
     model = esgraph.compile(graph, backend="ascend-sim", shapes={"batch": 2})
     np.testing.assert_allclose(model(x), cpu, rtol=1e-4, atol=1e-4)
-    report = model.report()
-    assert "aclnnMatmul" in report and "aclnnLayerNorm" not in report and "aclnnSoftmax" not in report
-    assert report.count(": layer_norm (rows of") == 1 and report.count(": softmax (rows of") == 1  # one binary each
+    stats = model.stats()
+    functions = {c["function"] for c in stats["aclnn_calls"]}
+    assert "aclnnMatmul" in functions and not {"aclnnLayerNorm", "aclnnSoftmax"} & functions
+    rows = [k["ops"] for k in stats["kernels"] if k["rows"]]
+    assert rows.count("layer_norm") == 1 and rows.count("softmax") == 1  # one binary each
 
 
 def test_without_stream_capture_runs_replay_and_plan_again(acl_log, monkeypatch):
@@ -929,7 +932,7 @@ def test_without_stream_capture_runs_replay_and_plan_again(acl_log, monkeypatch)
     assert len(calls(runs, "aclrtLaunchKernelWithConfig")) == 6 and len(calls(runs, "aclrtSynchronizeStream")) == 3  # relu, softmax
     log = acl_log()
     assert len(calls(log, "aclrtMallocAlign32")) == 2  # the arena, and matmul's workspace
-    assert "workspace of 1024 bytes (a second allocation)" in model.report()
+    assert model.stats()["workspace_bytes"] == 1024  # a second allocation
 
 
 # ---- the launch protocol, from the call log --------------------------------------------------------
@@ -1187,10 +1190,13 @@ def test_host_fallback_runs_what_the_device_cannot(streams, acl_log):
         args = host_fallback_inputs(rng, take)
         for got, want in zip(model.run(args), esgraph.compile(g).run(args)):
             np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
-    report = model.report()
-    assert (model.stats()["host_launches"], model.stats()["captured"]) == (6, 0)
-    assert re.search(r"on the host \(host_fallback; each synchronizes its stream\): cast x2 \(f64 .*div x1 \(integer division.*if x1 "
-                     r"\(no aclnn mapping\), mul x1 \(f64.*the group mul atanh add x1 \(ascend: atanh", report)
+    stats = model.stats()
+    assert (stats["host_launches"], stats["captured"]) == (6, 0)
+    host = {h["op"]: (h["count"], h["reason"]) for h in stats["host_ops"]}  # each synchronizes its stream
+    assert list(host) == ["cast", "div", "if", "mul", "the group mul atanh add"]
+    assert [count for count, _ in host.values()] == [2, 1, 1, 1, 1]
+    assert host["cast"][1].startswith("f64") and host["div"][1].startswith("integer division") and host["if"][1] == "no aclnn mapping"
+    assert host["mul"][1].startswith("f64") and host["the group mul atanh add"][1].startswith("ascend: atanh")
     runs = acl_log()[built:]
     assert not calls(runs, "aclmdlRIExecuteAsync")
     assert len(calls(runs, "aclrtMemcpy")) >= 3 * 6 * 2  # each host launch copies its operands off and its results back, each run

@@ -297,21 +297,25 @@ def test_two_symbolic_dimensions():
 # ---- 4. bad input at run time ---------------------------------------------------------------
 
 
-def test_stats_give_the_reports_numbers_as_data():
+def test_stats_give_the_models_facts_as_data():
     x = normal(rng_for("stats"), (8, 16))
     graph, _ = build(lambda t: ops.softmax(ops.relu(t) * t + 1.0), x, symbolic={0: [(0, "n")]})  # (a constant scale would become the softmax's)
     lazy = esgraph.compile(graph)
     stats = lazy.stats()
-    assert set(stats) == {
+    assert stats["plan"].startswith("none yet") and "launches" not in stats  # no shapes yet: nothing compiled
+    assert stats["plans"] == 0
+    lazy(x)
+    lazy(x[:3])
+    fused = lazy.stats()
+    assert set(fused) >= {  # the C struct's fields, every one
         "plans", "launches", "fused_groups", "fused_ops", "epilogue_groups", "f32_rows", "fast_kernels", "reference_kernels",
         "arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "in_place_values", "streams", "events", "device_kernels",
         "device_kernel_launches", "library_calls", "device_copies", "host_launches", "device_bytes", "device_events", "captured", "reorders", "bindings", "stages", "sized_ops",
         "collectives", "collective_bytes", "plans_loaded", "cache_hits", "cache_misses", "cache_replaced", "weights_packed",
-        "weights_loaded", "device_kernels_cached", "device_kernels_loaded"}
-    assert stats["plans"] == 0 and stats["launches"] == 0  # no shapes yet: nothing compiled
-    lazy(x)
-    lazy(x[:3])
-    fused = lazy.stats()
+        "weights_loaded", "device_kernels_cached", "device_kernels_loaded"} - {
+        "device_kernels", "device_kernel_launches", "device_copies", "host_launches", "device_bytes", "device_events", "captured",
+        "device_kernels_cached", "device_kernels_loaded"}  # Ascend's own, not the CPU's
+    assert fused["backend"] == "cpu"
     assert fused["plans"] == 2 and fused["bindings"] == 2  # symbolic plans for n up to 8 and up to 4, each bound once
     # relu, mul, add in one group; softmax over the last axis on its own kernel.
     assert (fused["launches"], fused["fused_groups"], fused["fused_ops"], fused["fast_kernels"]) == (2, 1, 3, 1)
@@ -319,4 +323,4 @@ def test_stats_give_the_reports_numbers_as_data():
     unfused = esgraph.compile(graph, fusion=False, shapes={"n": 8}).stats()
     assert (unfused["plans"], unfused["launches"], unfused["fused_groups"]) == (1, 4, 0)
     assert unfused["in_place_values"] > 0 and unfused["arena_bytes"] < unfused["no_reuse_bytes"]
-    assert unfused["device_kernels"] == unfused["library_calls"] == unfused["captured"] == 0
+    assert unfused["library_calls"] == 0 and "device_kernels" not in unfused and "captured" not in unfused  # no device

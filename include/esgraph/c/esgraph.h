@@ -450,8 +450,9 @@ ESG_API esg_status esg_model_cancel(const esg_model* model);
    per stream; open it in Perfetto or chrome://tracing). */
 ESG_API esg_status esg_model_profile(const esg_model* model, const esg_buffer* inputs, size_t num_inputs,
                                      const esg_buffer* outputs, size_t num_outputs, const char* trace_path);
-/* What compiling did: passes and their times, kernels, streams and events, memory (planned
-   peak, lower bound, size without reuse). Free with esg_free. */
+/* What compiling did, for people: the model's record of facts (esg_model_facts) as text, one
+   "key: value" line an entry. Its wording may change; tools and tests read the facts. Free with
+   esg_free. */
 ESG_API char* esg_model_report(const esg_model* model);
 
 /* ---- the distributed world (API 2; docs/distributed.md) ------------------------------------
@@ -465,9 +466,8 @@ ESG_API esg_status esg_dist_use_mpi_comm(const void* mpi_comm);
    the first time starts MPI under a launcher; ESG_ERR_BACKEND if it cannot. */
 ESG_API esg_status esg_dist_world(int* size, int* rank);
 
-/* API 2: the numbers of the report, as data: what a tool or test should read (the report's text
-   is for people and may change). Fields are only ever appended; a field this library does not
-   know reads 0. Counts of the CPU's launch list stay meaningful on Ascend (the device program is
+/* API 2: the main counts of the model's facts (esg_model_facts) in a struct. Fields are only
+   ever appended; a field this library does not know reads 0. Counts of the CPU's launch list stay meaningful on Ascend (the device program is
    made from it). */
 typedef struct esg_model_stats {
   size_t struct_size;
@@ -512,6 +512,41 @@ typedef struct esg_model_stats {
 } esg_model_stats;
 ESG_API esg_status esg_model_get_stats_(const esg_model* model, esg_model_stats* stats, size_t struct_size);
 #define esg_model_get_stats(model, stats) esg_model_get_stats_((model), (stats), sizeof(*(stats)))
+
+/* ---- the model's record of facts (API 2; docs/facts.md) ------------------------------------
+   Everything the model knows of itself: where it came from, its plans (the one run last at the
+   top level: launches, groups, streams, memory, the backend's kernels), its stages. Each entry
+   is keyed and typed; a list's rows are records of their own, read the same way. A backend adds
+   its own keys (the CPU's "onednn_convolutions", Ascend's "kernels" and "aclnn_calls"). */
+typedef struct esg_facts esg_facts;
+typedef enum esg_fact_kind {
+  ESG_FACT_COUNT = 0, /* an amount of things */
+  ESG_FACT_BYTES = 1, /* an amount of memory */
+  ESG_FACT_LEVEL = 2, /* a figure that does not add up: streams, a limit, a flag (0 or 1) */
+  ESG_FACT_TEXT = 3,  /* words: a name, a reason */
+  ESG_FACT_LIST = 4   /* rows, each a record (esg_facts_row) */
+} esg_fact_kind;
+/* One entry. Fixed: a later addition comes as a function of its own. Its strings live as long
+   as the snapshot they came from. */
+typedef struct esg_fact {
+  const char* key;    /* snake_case, unique within its record */
+  int32_t kind;       /* an esg_fact_kind */
+  int64_t number;     /* COUNT, BYTES, LEVEL; a LIST's row count */
+  const char* text;   /* TEXT; "" otherwise */
+} esg_fact;
+/* A snapshot of the facts as they are now (later runs do not change it); free it with
+   esg_facts_free. NULL on error (esg_last_error says why). */
+ESG_API esg_facts* esg_model_facts(const esg_model* model);
+/* Frees a snapshot and its rows; NULL is ignored. Rows are not freed on their own. */
+ESG_API void esg_facts_free(esg_facts* facts);
+/* The entries of a record, in the order they were added; -1 for NULL. */
+ESG_API int64_t esg_facts_count(const esg_facts* facts);
+/* Entry `index` (0 .. count-1) into `out`. */
+ESG_API esg_status esg_facts_entry(const esg_facts* facts, int64_t index, esg_fact* out);
+/* The entry named `key` into `out`; ESG_ERR_INVALID_ARGUMENT when the record has none. */
+ESG_API esg_status esg_facts_find(const esg_facts* facts, const char* key, esg_fact* out);
+/* Row `row` of the LIST entry `index`: a record living as long as the snapshot; NULL on error. */
+ESG_API const esg_facts* esg_facts_row(const esg_facts* facts, int64_t index, int64_t row);
 
 #ifdef __cplusplus
 }

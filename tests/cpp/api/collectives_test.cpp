@@ -25,5 +25,7 @@ TEST_CASE("collectives in a world of one: copies, counted, refused where built")
   CHECK(out.at(0).values<float>() == values);
   CHECK(out.at(1).values<float>() == values);
   CHECK(m.stats().collectives == 2);
-  CHECK(m.report().find("(the collectives)") != std::string::npos);
+  const std::vector<esg::Facts> streams = m.facts().rows("stream_launches");
+  REQUIRE(streams.size() == 2);
+  CHECK(streams[1].text("runs") == "collectives");  // a stream of their own, the last
 }

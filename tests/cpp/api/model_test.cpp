@@ -35,10 +35,14 @@ TEST_CASE("a compiled MLP computes what the math says") {
   const esg::Model m = esg::compile(mlp(false));
   // x = [[1,2,3],[4,5,6]]: x@w = [[4,-1],[10,-1]]; + b = [[4.5,-11],[10.5,-11]]; relu.
   CHECK(run_mlp(m, {1, 2, 3, 4, 5, 6}, 2) == std::vector<float>{4.5f, 0, 10.5f, 0});
-  const std::string report = m.report();
-  CHECK(report.find("plan memory") != std::string::npos);
-  CHECK(report.find("check the memory plan") != std::string::npos);  // ctest sets ESG_CHECK_PLANS=1
-  CHECK(report.find("lower bound") != std::string::npos);
+  const esg::Facts facts = m.facts();
+  std::vector<std::string> steps;
+  for (const esg::Facts& pass : facts.rows("passes")) steps.push_back(pass.text("step").substr(0, pass.text("step").find(" (")));
+  CHECK(std::count(steps.begin(), steps.end(), "plan memory") == 1);
+  CHECK(std::count(steps.begin(), steps.end(), "check the memory plan") == 1);  // ctest sets ESG_CHECK_PLANS=1
+  CHECK(facts.number("lower_bound_bytes") <= facts.number("arena_bytes"));
+  // The report renders the same record, an entry a line.
+  CHECK(m.report().find("\narena_bytes: " + std::to_string(facts.number("arena_bytes")) + "\n") != std::string::npos);
   // matmul on oneDNN's matmul primitive (constant weights) with add+relu as its epilogue: one kernel.
   const esg_model_stats s = m.stats();
   CHECK(s.plans == 1);
@@ -82,7 +86,7 @@ TEST_CASE("stats count what a plan launches and keeps") {
 
 TEST_CASE("a symbolic batch compiles once per size class, bound or at run time") {
   const esg::Model lazy = esg::compile(mlp(true));
-  CHECK(lazy.report().find("no plan yet") != std::string::npos);
+  CHECK(lazy.facts().text("plan").rfind("none yet", 0) == 0);
   CHECK(lazy.stats().plans == 0);
   CHECK(lazy.stats().launches == 0);
   CHECK(run_mlp(lazy, {1, 2, 3}, 1) == std::vector<float>{4.5f, 0});
@@ -92,7 +96,7 @@ TEST_CASE("a symbolic batch compiles once per size class, bound or at run time")
   CHECK(lazy.stats().bindings == 3);
   const esg::Model bound = esg::compile(mlp(true), esg::CompileOptions().symbol("batch", 2));
   CHECK(bound.stats().plans == 1);
-  CHECK(bound.report().find("x: f32[2,3]") != std::string::npos);
+  CHECK(bound.facts().rows("inputs").at(0).text("type") == "f32[2,3]");
   CHECK_THROWS_AS(esg::compile(mlp(true), esg::CompileOptions().symbol("nope", 2)), esg::InvalidArgumentError);
   CHECK_THROWS_AS(run_mlp(bound, std::vector<float>(9, 1.0f), 3), esg::ShapeError);  // bound sizes are fixed
   // A range: sizes within run, one beyond is refused; plans kept at most max_plans.
@@ -101,9 +105,13 @@ TEST_CASE("a symbolic batch compiles once per size class, bound or at run time")
   CHECK_THROWS_AS(run_mlp(ranged, std::vector<float>(12, 1.0f), 4), esg::ShapeError);
   CHECK(ranged.stats().plans == 1);  // one plan for the range, bound to each size
   CHECK(ranged.stats().bindings == 3);
-  CHECK(ranged.report().find("plans: 2 kept (at most 2), 1 compiled") != std::string::npos);
-  CHECK(ranged.report().find("symbolic plans: 1 kept, bound to sizes 3 times") != std::string::npos);
-  CHECK(ranged.report().find("x: f32[batch,3]") != std::string::npos);
+  const esg::Facts kept = ranged.facts();
+  CHECK(kept.number("plans_kept") == 2);
+  CHECK(kept.number("max_plans") == 2);
+  CHECK(kept.number("symbolic_plans_kept") == 1);
+  REQUIRE(kept.rows("size_classes").size() == 1);
+  CHECK(kept.rows("size_classes")[0].rows("inputs").at(0).text("type") == "f32[batch,3]");
+  CHECK(kept.rows("inputs").at(0).text("type") == "f32[3,3]");  // the binding run last
   // The same range grown on demand: a plan per power-of-two class up to its end.
   const esg::Model grown = esg::compile(mlp(true), esg::CompileOptions().symbol_range("batch", 1, 3).grow_memory(true));
   for (int64_t batch = 1; batch <= 3; ++batch) CHECK(run_mlp(grown, std::vector<float>(3 * batch, 1.0f), batch).size() == 2 * batch);
@@ -187,7 +195,10 @@ TEST_CASE("a size class whose largest sizes the graph cannot take is planned per
   }
   CHECK(m.stats().bindings == 0);
   CHECK(m.stats().plans == 3);
-  CHECK(m.report().find("a size class planned per set of shapes: reshape: cannot reshape [4,4]") != std::string::npos);
+  int refused = 0;
+  for (const esg::Facts& c : m.facts().rows("size_classes"))
+    refused += c.has("planned_per_shapes") && c.text("planned_per_shapes").rfind("reshape: cannot reshape [4,4]", 0) == 0;
+  CHECK(refused == 1);
 }
 
 TEST_CASE("a symbolic plan checks a run's sizes as the builder would have") {
@@ -396,7 +407,10 @@ TEST_CASE("the Ascend backend on the simulated device: same values; a missing ru
   const auto host_got = fallback.run(in).at(0).values<float>();
   REQUIRE(host_got.size() == host_want.size());
   for (size_t i = 0; i < host_got.size(); ++i) CHECK(host_got[i] == host_want[i]);  // the CPU's own kernels
-  CHECK(fallback.report().find("on the host (host_fallback") != std::string::npos);
+  const std::vector<esg::Facts> host = fallback.facts().rows("host_ops");
+  REQUIRE(host.size() == 1);
+  CHECK(host[0].number("count") == 1);
+  CHECK(fallback.stats().host_launches == 1);
 }
 
 TEST_CASE("esg::ascend_check: the smoke set matches the CPU on the simulated device; a device that cannot start throws") {
@@ -700,9 +714,9 @@ TEST_CASE("simplification: a transposed matmul operand becomes a flag, x**2 a mu
   const Tensor sum_two = esg::reduce_sum(k4, esg::ReduceSumOptions().axes({3, 2}));
   const esg::Graph g = b.build({y, scores, sq, mean_last, sum_two});
   const esg::Model m = esg::compile(g);
-  const std::string report = m.report();
-  CHECK(report.find("pow") == std::string::npos);
-  CHECK(report.find("reference kernels") == std::string::npos);  // k4's row shuffle is the one transpose left: fast
+  const esg::Facts facts = m.facts();
+  for (const esg::Facts& group : facts.rows("groups")) CHECK(group.text("ops").find("pow") == std::string::npos);
+  CHECK(facts.rows("reference_ops").empty());  // k4's row shuffle is the one transpose left: fast
   CHECK(m.stats().reference_kernels == 0);
 
   std::vector<float> qv(24), kv(40), k4v(40), q4v(24);
@@ -753,9 +767,13 @@ TEST_CASE("simplification: a transpose that moves only size-1 axes is a reshape,
   const Tensor swapped = esg::transpose(esg::reshape(x, {2, 4}), esg::TransposeOptions().perm({1, 0}));
   const esg::Model m = esg::compile(b.build({heads, swapped}));
   // The first reshape is an output (a copy into the caller's buffer); the second is a view of x.
-  CHECK(m.report().find("reference kernels: reshape x1\n") != std::string::npos);
-  CHECK(m.stats().launches == 2);  // the reshape into the output, the transpose
-  CHECK(m.report().find("views: 1 reshapes") != std::string::npos);
+  const esg::Facts facts = m.facts();
+  const std::vector<esg::Facts> slow = facts.rows("reference_ops");
+  REQUIRE(slow.size() == 1);
+  CHECK(slow[0].text("op") == "reshape");
+  CHECK(slow[0].number("count") == 1);
+  CHECK(facts.number("launches") == 2);  // the reshape into the output, the transpose
+  CHECK(facts.number("views") == 1);
   std::vector<float> xv(8);
   for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i);
   const auto out = m.run({HostTensor::from(esg::f32, xv, {1, 1, 8})});
@@ -785,7 +803,9 @@ TEST_CASE("blocked channels: pools and the elementwise chain between them stay b
     CHECK(s.launches == plain.stats().launches + 2);
     CHECK(s.lower_bound_bytes > plain.stats().lower_bound_bytes);  // 12 channels held as 16
     CHECK(blocked.run(in)[0].values<float>() == want);  // the same math on every element, bit for bit
-    CHECK(blocked.report().find(block == 8 ? "values in nChw8c" : "values in nChw16c") != std::string::npos);
+    const std::vector<esg::Facts> formats = blocked.facts().rows("blocked_values");
+    REQUIRE(formats.size() == 1);
+    CHECK(formats[0].text("format") == (block == 8 ? "nChw8c" : "nChw16c"));
   }
   CHECK(plain.stats().reorders == 0);
   CHECK_THROWS_AS(esg::compile(chain, esg::CompileOptions().backend_option("channel_block", 12)), esg::InvalidArgumentError);
@@ -852,5 +872,8 @@ TEST_CASE("precision bf16: convolutions multiply bfloat16, within its rounding o
   CHECK(worst > 0);  // rounded, not f32
   // Each of 144 products of |x| <= 1 and |w| <= 0.1, both rounded to 8 bits: at most 2·2^-8 of 0.1 off.
   CHECK(worst <= 144 * 2 * 0.1f / 256);
-  CHECK(rounded.report().find("(bf16)") != std::string::npos);
+  const std::vector<esg::Facts> convolutions = rounded.facts().rows("onednn_convolutions");
+  REQUIRE(convolutions.size() == 1);
+  CHECK(convolutions[0].text("precision") == "bf16");
+  CHECK(exact.facts().rows("onednn_convolutions").at(0).text("precision") == "f32");
 }
