@@ -469,8 +469,10 @@ void Program::add_facts(runtime::Facts& f) const {
   f.count("library_calls", library);        // oneDNN primitives
   // Scalar multiply-adds fold into the rows around them, so a group's rows may be fewer than its ops.
   for (const auto& k : fused_) {
+    const int64_t rows = k->f32 ? static_cast<int64_t>(k->f32_steps.size()) : 0;
     f32_groups += k->f32;
-    f32_rows += k->f32 ? static_cast<int64_t>(k->f32_steps.size()) : 0;
+    f32_rows += rows;
+    f.row("group_rows").level("f32_rows", k->f32 ? rows : -1);  // per group in the plan's order; -1: off f32 rows
   }
   f.count("f32_groups", f32_groups);
   f.count("f32_rows", f32_rows);
