@@ -129,10 +129,8 @@ std::vector<uint8_t> PlanRecord::write(const Plan& plan, ir::BlobTable& blobs) {
   return std::move(w.buf);
 }
 
-namespace {
-
 // Reads a plan's record, mapping the stream's numbers to the loaded graph's ids.
-class Reader {
+class PlanRecord::Reader {
  public:
   Reader(const uint8_t* bytes, size_t size) : r(bytes, size, kFile) {}
   [[noreturn]] void bad(const std::string& what) const { r.bad("a plan " + what); }
@@ -182,6 +180,8 @@ class Reader {
   ir::LoadedGraph graph;
 };
 
+namespace {
+
 int64_t bytes_of(const ir::Graph& g, ir::ValueId v, const plan::Format& f) {
   return f.physical_elements(g.shape(v)) * static_cast<int64_t>(ir::dtype_size(g.values[v].dtype));
 }
@@ -190,14 +190,25 @@ int64_t bytes_of(const ir::Graph& g, ir::ValueId v, const plan::Format& f) {
 
 std::unique_ptr<Plan> PlanRecord::read(const uint8_t* bytes, size_t size, const std::vector<ir::ConstBlob>& blobs, const CompileOptions& options) {
   Reader in(bytes, size);
-  ir::ByteReader& r = in.r;
-  const uint64_t graph_size = r.u64();
-  if (graph_size > r.left()) in.bad("graph runs past the end of its section");
-  in.graph = ir::deserialize_records(r.skip(graph_size), graph_size, blobs);
+  const uint64_t graph_size = in.r.u64();
+  if (graph_size > in.r.left()) in.bad("graph runs past the end of its section");
+  in.graph = ir::deserialize_records(in.r.skip(graph_size), graph_size, blobs);
   std::unique_ptr<Plan> p(new Plan());
   p->graph_ = std::move(in.graph.graph);
   const ir::Graph& g = *p->graph_;
   auto d = std::make_shared<Plan::Decided>();
+  read_types(in, g, *d);
+  p->groups_ = read_groups(in, g, options);
+  read_launches(in, g, p->groups_->size(), *d);
+  read_figures(in, g, *d);
+  check_launches(in, g, *p->groups_, *d);
+  p->decided_ = std::move(d);
+  if (p->decided_->sized) p->note_varying();
+  return p;
+}
+
+void PlanRecord::read_types(Reader& in, const ir::Graph& g, Plan::Decided& d) {
+  ir::ByteReader& r = in.r;
   // The types inference came to on load, against the ones the file recorded.
   if (r.count(2) != in.graph.values.size()) in.bad("records another number of values than its graph has");
   for (ir::ValueId v : in.graph.values) {
@@ -205,22 +216,25 @@ std::unique_ptr<Plan> PlanRecord::read(const uint8_t* bytes, size_t size, const 
     if (dtype != g.values[v].dtype || in.shape() != g.shape(v))
       in.bad("graph infers " + g.type_str(v) + " for " + g.value_name(v) + ", not the type the file recorded");
   }
-  if (r.u8()) {
+  if (r.u8()) {  // a symbolic plan: the largest sizes its memory is planned for
     std::vector<ir::Shape> largest;
     in.list(1, [&](uint32_t) { largest.push_back(in.shape()); });
-    d->symbolic_nodes = ir::symbolic_nodes(g);
+    d.symbolic_nodes = ir::symbolic_nodes(g);
     auto sized = std::make_unique<ir::Graph>(g);
     try {
-      ir::reinfer(*sized, largest, d->symbolic_nodes);
+      ir::reinfer(*sized, largest, d.symbolic_nodes);
     } catch (const Error& e) {
       in.bad(std::string("holds largest sizes its graph refuses: ") + e.what());
     }
-    d->sized = std::move(sized);
+    d.sized = std::move(sized);
   }
-  const ir::Graph& sizes = d->sized ? *d->sized : g;
+  const ir::Graph& sizes = d.sized ? *d.sized : g;
   for (ir::NodeId n : g.regions[0].nodes)
     for (uint32_t i = 0; i < g.nodes[n].num_outputs; ++i)
       if (!sizes.shape(g.nodes[n].first_output + i).is_static()) in.bad("has a value whose size it leaves open");
+}
+
+std::shared_ptr<const std::vector<FusedGroup>> PlanRecord::read_groups(Reader& in, const ir::Graph& g, const CompileOptions& options) {
   auto groups = std::make_shared<std::vector<FusedGroup>>();
   const GroupingRules rules = options.backend->grouping(options);
   in.list(16, [&](uint32_t) {
@@ -235,7 +249,11 @@ std::unique_ptr<Plan> PlanRecord::read(const uint8_t* bytes, size_t size, const 
     grp.steps = bind_steps(g, grp);
     groups->push_back(std::move(grp));
   });
-  p->groups_ = groups;
+  return groups;
+}
+
+void PlanRecord::read_launches(Reader& in, const ir::Graph& g, size_t groups, Plan::Decided& d) {
+  ir::ByteReader& r = in.r;
   in.list(25, [&](uint32_t) {
     Plan::Launch l;
     l.node = in.node();
@@ -255,45 +273,53 @@ std::unique_ptr<Plan> PlanRecord::read(const uint8_t* bytes, size_t size, const 
     };
     slots(l.in);
     slots(l.out);
-    if (group < -1 || group >= static_cast<int64_t>(groups->size())) in.bad("names a fused group it lacks");
+    if (group < -1 || group >= static_cast<int64_t>(groups)) in.bad("names a fused group it lacks");
     l.group = static_cast<int>(group);
-    d->launches.push_back(std::move(l));
+    d.launches.push_back(std::move(l));
   });
-  const size_t launches = d->launches.size();
-  in.list(4, [&](uint32_t) { d->waits.push_back(in.indexes(launches)); });
-  in.list(4, [&](uint32_t) { d->stream_launches.push_back(in.indexes(launches)); });
-  in.list(4, [&](uint32_t) { d->log.push_back(r.str()); });
+  const size_t launches = d.launches.size();
+  in.list(4, [&](uint32_t) { d.waits.push_back(in.indexes(launches)); });
+  in.list(4, [&](uint32_t) { d.stream_launches.push_back(in.indexes(launches)); });
+  in.list(4, [&](uint32_t) { d.log.push_back(r.str()); });
+}
+
+void PlanRecord::read_figures(Reader& in, const ir::Graph& g, Plan::Decided& d) {
+  ir::ByteReader& r = in.r;
   in.list(8, [&](uint32_t) {
     const uint32_t index = r.u32();
     const ir::ValueId v = in.value();
     if (index >= g.outputs().size() || v != g.outputs()[index]) in.bad("copies an output it does not have");
-    d->output_copies.push_back({static_cast<int>(index), v});
+    d.output_copies.push_back({static_cast<int>(index), v});
   });
-  d->viewed.assign(g.values.size(), kNone);
+  d.viewed.assign(g.values.size(), kNone);
   in.list(8, [&](uint32_t) {
     const ir::ValueId v = in.value(), seen = in.value();
     if (v == kNone || seen == kNone || seen >= v) in.bad("holds a view of a later value");
-    d->viewed[v] = seen;
+    d.viewed[v] = seen;
   });
-  d->arena_bytes = r.i64();
+  d.arena_bytes = r.i64();
   const int64_t reorders = r.i64(), views = r.i64(), num_streams = r.i64(), communication_stream = r.i64();
-  d->events = r.i64();
-  d->lower_bound_bytes = r.i64();
-  d->no_reuse_bytes = r.i64();
-  d->in_place_values = r.i64();
+  d.events = r.i64();
+  d.lower_bound_bytes = r.i64();
+  d.no_reuse_bytes = r.i64();
+  d.in_place_values = r.i64();
   if (!r.done()) in.bad("has bytes after its last field");
-  if (d->arena_bytes < 0 || d->arena_bytes > kMaxArenaBytes || d->arena_bytes % plan::kArenaAlignment)
-    in.bad("has an arena of " + std::to_string(d->arena_bytes) + " bytes");
+  const size_t launches = d.launches.size();
+  if (d.arena_bytes < 0 || d.arena_bytes > kMaxArenaBytes || d.arena_bytes % plan::kArenaAlignment)
+    in.bad("has an arena of " + std::to_string(d.arena_bytes) + " bytes");
   if (num_streams < 1 || num_streams > 17 || (communication_stream != -1 && communication_stream != num_streams - 1) ||
-      d->stream_launches.size() != static_cast<size_t>(num_streams) || d->waits.size() != launches)
+      d.stream_launches.size() != static_cast<size_t>(num_streams) || d.waits.size() != launches)
     in.bad("has streams that disagree with its launches");
   if (reorders < 0 || views < 0 || reorders > static_cast<int64_t>(launches) || views > static_cast<int64_t>(g.nodes.size()))
     in.bad("has figures past its launches");
-  d->reorders = static_cast<int>(reorders);
-  d->views = static_cast<int>(views);
-  d->num_streams = static_cast<int>(num_streams);
-  d->communication_stream = static_cast<int>(communication_stream);
+  d.reorders = static_cast<int>(reorders);
+  d.views = static_cast<int>(views);
+  d.num_streams = static_cast<int>(num_streams);
+  d.communication_stream = static_cast<int>(communication_stream);
+}
 
+void PlanRecord::check_launches(Reader& in, const ir::Graph& g, const std::vector<FusedGroup>& groups, const Plan::Decided& d) {
+  const ir::Graph& sizes = d.sized ? *d.sized : g;
   // Each operand where the graph says it is, and its bytes where the plan has them.
   auto check_slot = [&](const Plan::Slot& s, ir::ValueId want) {
     if (s.value != want) in.bad("launch's operands differ from its op's");
@@ -303,7 +329,7 @@ std::unique_ptr<Plan> PlanRecord::read(const uint8_t* bytes, size_t size, const 
     int64_t room = 0;
     switch (s.kind) {
       case Plan::Slot::Arena:
-        if (s.at < 0 || s.at % plan::kArenaAlignment || need > d->arena_bytes - s.at) in.bad("has an operand outside its arena");
+        if (s.at < 0 || s.at % plan::kArenaAlignment || need > d.arena_bytes - s.at) in.bad("has an operand outside its arena");
         return;
       case Plan::Slot::Input:
         if (s.at < 0 || s.at >= static_cast<int64_t>(g.inputs().size())) in.bad("names an input it lacks");
@@ -322,19 +348,20 @@ std::unique_ptr<Plan> PlanRecord::read(const uint8_t* bytes, size_t size, const 
     }
     if (s.format != plan::Format::row_major() || need > room) in.bad("reads past an operand the caller or the graph holds");
   };
+  const size_t launches = d.launches.size();
   std::vector<int> seen(launches, 0);
-  for (size_t s = 0; s < d->stream_launches.size(); ++s)
-    for (size_t k = 0; k < d->stream_launches[s].size(); ++k) {
-      const int i = d->stream_launches[s][k];
-      if (d->launches[static_cast<size_t>(i)].stream != static_cast<int>(s) || seen[static_cast<size_t>(i)]++ ||
-          (k && i <= d->stream_launches[s][k - 1]))
+  for (size_t s = 0; s < d.stream_launches.size(); ++s)
+    for (size_t k = 0; k < d.stream_launches[s].size(); ++k) {
+      const int i = d.stream_launches[s][k];
+      if (d.launches[static_cast<size_t>(i)].stream != static_cast<int>(s) || seen[static_cast<size_t>(i)]++ ||
+          (k && i <= d.stream_launches[s][k - 1]))
         in.bad("runs a launch on a stream out of order");
     }
   for (size_t i = 0; i < launches; ++i) {
-    const Plan::Launch& l = d->launches[i];
+    const Plan::Launch& l = d.launches[i];
     if (!seen[i]) in.bad("leaves a launch on no stream");
-    for (int w : d->waits[i])
-      if (static_cast<size_t>(w) >= i || d->launches[static_cast<size_t>(w)].stream == l.stream) in.bad("waits for a later launch");
+    for (int w : d.waits[i])
+      if (static_cast<size_t>(w) >= i || d.launches[static_cast<size_t>(w)].stream == l.stream) in.bad("waits for a later launch");
     if (l.node == kNone) {  // a reorder
       if (l.group != -1 || l.in.size() != 1 || l.out.size() != 1 || l.in[0].value == kNone ||
           (l.out[0].kind != Plan::Slot::Arena && l.out[0].kind != Plan::Slot::Output))
@@ -342,7 +369,7 @@ std::unique_ptr<Plan> PlanRecord::read(const uint8_t* bytes, size_t size, const 
       check_slot(l.in[0], l.in[0].value);
       check_slot(l.out[0], l.in[0].value);
     } else if (l.group >= 0) {
-      const FusedGroup& grp = (*groups)[static_cast<size_t>(l.group)];
+      const FusedGroup& grp = groups[static_cast<size_t>(l.group)];
       if (l.node != grp.members.back() || l.in.size() != grp.inputs.size() || l.out.size() != grp.outputs.size())
         in.bad("launches a group with other operands");
       for (size_t k = 0; k < l.in.size(); ++k) check_slot(l.in[k], grp.inputs[k]);
@@ -355,9 +382,6 @@ std::unique_ptr<Plan> PlanRecord::read(const uint8_t* bytes, size_t size, const 
       for (uint32_t k = 0; k < n.num_outputs; ++k) check_slot(l.out[k], n.first_output + k);
     }
   }
-  p->decided_ = std::move(d);
-  if (p->decided_->sized) p->note_varying();
-  return p;
 }
 
 }  // namespace esg::runtime

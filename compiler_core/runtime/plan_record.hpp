@@ -24,6 +24,15 @@ class PlanRecord {
   static std::vector<uint8_t> write(const Plan& plan, ir::BlobTable& blobs);
   // The plan of `bytes`, its constants `blobs`, checked against `options`' backend.
   static std::unique_ptr<Plan> read(const uint8_t* bytes, size_t size, const std::vector<ir::ConstBlob>& blobs, const CompileOptions& options);
+
+ private:
+  class Reader;  // a record's bytes, read against the loaded graph's ids
+  // read()'s steps, in the record's order, then the launch list checked as a whole.
+  static void read_types(Reader& in, const ir::Graph& g, Plan::Decided& d);  // and a symbolic plan's largest sizes
+  static std::shared_ptr<const std::vector<FusedGroup>> read_groups(Reader& in, const ir::Graph& g, const CompileOptions& options);
+  static void read_launches(Reader& in, const ir::Graph& g, size_t groups, Plan::Decided& d);  // with waits, streams, log
+  static void read_figures(Reader& in, const ir::Graph& g, Plan::Decided& d);  // output copies, views, the memory figures
+  static void check_launches(Reader& in, const ir::Graph& g, const std::vector<FusedGroup>& groups, const Plan::Decided& d);
 };
 
 }  // namespace esg::runtime
