@@ -4,7 +4,7 @@
 // and runs matmuls and convolutions on CANN's library, so no group takes a head; each launch's
 // lowering is launch_lowering.hpp; the program is device_program.hpp. Launches with no device
 // lowering run on the host backend when the option host_fallback is set.
-#include "runtime/backend.hpp"
+#include "ascend/factory.hpp"
 
 #include <cstdint>
 #include <limits>
@@ -22,7 +22,7 @@ namespace {
 class Backend final : public runtime::Backend {
  public:
   // `host` runs what the device cannot (host_fallback); it outlives this backend.
-  Backend(bool simulated, const runtime::Backend& host) : simulated_(simulated), host_(host) {}
+  Backend(bool simulated, const runtime::HostBackend& host) : simulated_(simulated), host_(host) {}
   const char* name() const override { return simulated_ ? "ascend-sim" : "ascend"; }
   std::vector<runtime::BackendOption> options() const override;
   std::unique_ptr<ir::Graph> legalize(const ir::Graph& g) const override;
@@ -43,7 +43,7 @@ class Backend final : public runtime::Backend {
 
  private:
   bool simulated_;
-  const runtime::Backend& host_;
+  const runtime::HostBackend& host_;
 };
 
 std::vector<runtime::BackendOption> Backend::options() const {
@@ -88,18 +88,15 @@ std::unique_ptr<runtime::Program> Backend::lower(const runtime::Plan& plan, cons
     runtime::CompileOptions h = options;
     h.backend = &host_;
     h.backend_options = {};
-    return host_.lower(plan, h, nullptr, nullptr);
+    return host_.lower_for_host(plan, h);
   };
   return std::make_unique<DeviceProgram>(plan, d, host, dynamic_cast<const DeviceProgram*>(donor), loaded);
 }
 
 }  // namespace
-}  // namespace esg::ascend
 
-namespace esg::runtime {
-
-std::unique_ptr<Backend> make_ascend_backend(bool simulated, const Backend& host) {
-  return std::make_unique<ascend::Backend>(simulated, host);
+std::unique_ptr<runtime::Backend> make_backend(bool simulated, const runtime::HostBackend& host) {
+  return std::make_unique<Backend>(simulated, host);
 }
 
-}  // namespace esg::runtime
+}  // namespace esg::ascend

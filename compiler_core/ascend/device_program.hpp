@@ -39,6 +39,7 @@
 #include "ascend/launch_lowering.hpp"
 #include "eval/host_tensor.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/host_execution.hpp"
 #include "runtime/plan.hpp"
 
 namespace esg::ascend {
@@ -64,7 +65,7 @@ struct DeviceOptions {
 };
 
 // The host backend's program for the same plan, made only when some launch runs on the host.
-using HostProgram = std::function<std::unique_ptr<runtime::Program>()>;
+using HostProgram = std::function<std::unique_ptr<runtime::HostLaunches>()>;
 
 class DeviceProgram final : public runtime::Program {
  public:
@@ -228,7 +229,7 @@ class DeviceProgram final : public runtime::Program {
   std::vector<size_t> workspace_at_;
   std::vector<uint64_t> workspace_bytes_;
   mutable std::vector<HostLaunch> host_;  // their staging tensors are written by runs, which take turns
-  std::unique_ptr<runtime::Program> host_program_;
+  std::unique_ptr<runtime::HostLaunches> host_program_;
   std::map<std::string, std::pair<int, std::string>> host_ops_;  // for the report: what runs on the host, how many, why
   mutable bool ran_ = false;
   acl::ModelRI captured_ = nullptr;  // this binding's, when the class has none (aclnn ops)

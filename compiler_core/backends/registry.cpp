@@ -1,5 +1,8 @@
 #include "backends/registry.hpp"
 
+#include "ascend/factory.hpp"
+#include "cpu/factory.hpp"
+
 namespace esg::backends {
 namespace {
 
@@ -7,9 +10,9 @@ namespace {
 // destructor still finds its backend.
 const std::vector<const runtime::Backend*>& table() {
   static const auto* all = [] {
-    const runtime::Backend* cpu = runtime::make_cpu_backend().release();
-    return new std::vector<const runtime::Backend*>{cpu, runtime::make_ascend_backend(false, *cpu).release(),
-                                                    runtime::make_ascend_backend(true, *cpu).release()};
+    const runtime::HostBackend* cpu = cpu::make_backend().release();
+    return new std::vector<const runtime::Backend*>{cpu, ascend::make_backend(false, *cpu).release(),
+                                                    ascend::make_backend(true, *cpu).release()};
   }();
   return *all;
 }

@@ -2,7 +2,7 @@
 // grouping rules (fused_kernel.hpp), blocked channels for the ops with such kernels (oneDNN's
 // convolutions, pools, global pools, channel concatenations and gathers: option channel_block),
 // and the plan run as it is (program.hpp).
-#include "runtime/backend.hpp"
+#include "cpu/factory.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -21,7 +21,7 @@
 namespace esg::cpu {
 namespace {
 
-class Backend final : public runtime::Backend {
+class Backend final : public runtime::HostBackend {
  public:
   const char* name() const override { return "cpu"; }
   std::vector<runtime::BackendOption> options() const override;
@@ -32,6 +32,9 @@ class Backend final : public runtime::Backend {
   std::string cannot_run(const runtime::Plan& plan, size_t index) const override;
   std::unique_ptr<runtime::Program> lower(const runtime::Plan& plan, const runtime::CompileOptions& options,
                                           const runtime::Program* donor, const runtime::Artifacts* loaded) const override;
+  std::unique_ptr<runtime::HostLaunches> lower_for_host(const runtime::Plan& plan, const runtime::CompileOptions& options) const override {
+    return std::make_unique<Program>(plan, options);
+  }
   std::string target(const runtime::CompileOptions& options) const override;
   std::string cannot_run_target(const std::string& target) const override;
 };
@@ -148,10 +151,7 @@ std::string Backend::cannot_run_target(const std::string& target) const {
 }
 
 }  // namespace
+
+std::unique_ptr<runtime::HostBackend> make_backend() { return std::make_unique<Backend>(); }
+
 }  // namespace esg::cpu
-
-namespace esg::runtime {
-
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<cpu::Backend>(); }
-
-}  // namespace esg::runtime

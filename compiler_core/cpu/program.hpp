@@ -14,11 +14,12 @@
 #include "cpu/reorder.hpp"
 #include "eval/kernels.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/host_execution.hpp"
 #include "runtime/plan.hpp"
 
 namespace esg::cpu {
 
-class Program final : public runtime::Program {
+class Program final : public runtime::Program, public runtime::HostLaunches {
  public:
   // With a `donor` (the program of another binding of the same symbolic plan), a launch whose
   // operands have the same sizes there shares its kernel, primitives and all, and every binding

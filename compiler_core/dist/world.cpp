@@ -150,13 +150,11 @@ int64_t collective_timeout_ms() {
   return ms;
 }
 
-namespace {
-// ir's rules ask this layer for the world once it is linked in (the collectives' kernels are).
-ir::World probe() {
-  World& w = world();
-  return {w.size(), w.rank()};
+void install_world_probe() {
+  ir::set_world_probe([]() -> ir::World {
+    World& w = world();
+    return {w.size(), w.rank()};
+  });
 }
-const bool probe_installed = (ir::set_world_probe(&probe), true);
-}  // namespace
 
 }  // namespace esg::dist

@@ -47,4 +47,9 @@ void use_mpi_communicator(const void* comm);
 // The timeout of each collective: ESG_COLLECTIVE_TIMEOUT_MS, else 60 s.
 int64_t collective_timeout_ms();
 
+// Makes ir's collective rules (ir/world.hpp) size and check groups against this world instead
+// of a world of one. Called by the library at start-up (c_api/startup.cpp): a layer is a static
+// archive, whose own static initializers the linker may drop, so none registers itself.
+void install_world_probe();
+
 }  // namespace esg::dist

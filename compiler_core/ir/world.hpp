@@ -10,8 +10,9 @@ struct World {
   int rank = 0;
 };
 
-// How the world is found. The distributed layer (dist/world.hpp) installs its own, which starts
-// the transport when first asked; until then, and in a library without it, a world of one.
+// How the world is found. The library installs the distributed layer's at start-up
+// (dist::install_world_probe, called from c_api/startup.cpp), which starts the transport when
+// first asked; until then, and in a program of the layers alone, a world of one.
 using WorldProbe = World (*)();
 void set_world_probe(WorldProbe probe);
 World process_world();

@@ -67,11 +67,6 @@ std::unique_ptr<PreparedRun> Program::prepare(std::vector<eval::TensorRef> input
   return std::make_unique<RunEachTime>(*this, std::move(inputs), std::move(outputs));
 }
 
-void Program::run_launch(size_t, const std::vector<const eval::TensorRef*>&, const std::vector<const eval::TensorRef*>&,
-                         const eval::RunControl&) const {
-  throw Error(ErrorCode::Unsupported, "this backend runs no single launch on host tensors");
-}
-
 std::string Backend::cannot_run_target(const std::string& target) const {
   return target.empty() ? "" : std::string("backend '") + name() + "' runs no model compiled for the target '" + target + "'";
 }

@@ -18,8 +18,8 @@
 #include "eval/run_control.hpp"
 #include "ir/graph.hpp"
 #include "plan/format.hpp"
-#include "runtime/grouping.hpp"
 #include "runtime/facts.hpp"
+#include "runtime/grouping.hpp"
 
 namespace esg::runtime {
 
@@ -112,10 +112,6 @@ class Program {
   // default each is a run(); a backend settles what it can once (the CPU's: an arena of the
   // prepared run's own and every launch's operands).
   virtual std::unique_ptr<PreparedRun> prepare(std::vector<eval::TensorRef> inputs, std::vector<eval::TensorRef> outputs) const;
-  // Runs the plan's launch `index` alone on host tensors given in the launch's operand order:
-  // what another backend's host fallback asks of the host backend. Others refuse.
-  virtual void run_launch(size_t index, const std::vector<const eval::TensorRef*>& in,
-                          const std::vector<const eval::TensorRef*>& out, const eval::RunControl& control) const;
   // How the backend runs launch `index`, a word or two for the DOT export ("fast", "aclnnMatMul").
   virtual std::string describe_launch(size_t index) const = 0;
   // What its lowering made that a compiled-model file keeps (nullptr: nothing).
@@ -163,11 +159,5 @@ class Backend {
   // here, naming what it needs and what this machine has; "" when it can.
   virtual std::string cannot_run_target(const std::string& target) const;
 };
-
-// The backends this library is built with. Each is made by a function its own folder defines,
-// so that the table (backends/registry) reaches them through this interface alone.
-std::unique_ptr<Backend> make_cpu_backend();
-// `host` runs what the device cannot (host_fallback); it outlives the backend.
-std::unique_ptr<Backend> make_ascend_backend(bool simulated, const Backend& host);
 
 }  // namespace esg::runtime
