@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <cmath>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
@@ -293,110 +294,163 @@ bool constants_at_full_rank(Replay& r, const Graph& g, const ir::Node& n) {
   return true;
 }
 
+namespace {
+
+// Where a simplification rule looks: node `n` of the graph `g` being replayed into `t`, its first
+// operand `x` in `t` (kNone without one) and the node `inner` that makes it (its kind, else
+// constant), and how many nodes of `g` read each value.
+struct Site {
+  Replay& r;
+  const Graph& g;
+  const ir::Node& n;
+  const Graph& t;
+  ValueId x;
+  const ir::Node* inner;
+  K inner_kind;
+  const std::vector<uint32_t>& uses;
+};
+
+// x + 0, x - 0, x * 1, x / 1, 0 + x, 1 * x: x.
+bool drop_neutral_operand(const Site& s) {
+  if (!is_arithmetic(s.n.op->kind)) return false;
+  const ValueId same = neutral_operand(s.r, s.n);
+  if (same == kNone) return false;
+  s.r.set(s.n.first_output, same);
+  return true;
+}
+
+bool constants_at_consumer_rank(const Site& s) { return s.n.op->elementwise && constants_at_full_rank(s.r, s.g, s.n); }
+
+bool transposes_into_matmul(const Site& s) { return fold_transposes_into_matmul(s.r, s.g, s.n, s.uses); }
+
+// x ** 2 (how exported layer norms square) is one multiply rather than a call to pow.
+bool square_as_multiply(const Site& s) {
+  const ValueId base = s.r.get(s.g.operands[s.n.first_input]), exponent = s.r.get(s.g.operands[s.n.first_input + 1]);
+  if (!constant_all(s.t, exponent, 2.0) || s.t.shape(base) != s.g.shape(s.n.first_output)) return false;
+  const ValueId in[] = {base, base};
+  s.r.set(s.n.first_output, added(s.r, *ir::find_op(K::mul), {in, 2}, {}));
+  return true;
+}
+
+// A cast to the dtype it has is its input; a cast of a lossless cast is one cast (none when it
+// comes back to the source's dtype).
+bool cast_chain(const Site& s) {
+  const ir::DType to = ir::CastAttrs(s.g, s.n).to;
+  if (s.t.values[s.x].dtype == to) {
+    s.r.set(s.n.first_output, s.x);
+    return true;
+  }
+  if (s.inner_kind != K::cast) return false;
+  const ValueId src = s.t.operands[s.inner->first_input];
+  if (!lossless(s.t.values[src].dtype, s.t.values[s.x].dtype)) return false;
+  if (s.t.values[src].dtype == to) {  // a round trip through a wider dtype
+    s.r.set(s.n.first_output, src);
+    return true;
+  }
+  ir::AttrArg a = ir::AttrArg::of_dtype(to);
+  const ValueId in[] = {src};
+  s.r.set(s.n.first_output, added(s.r, *s.n.op, {in, 1}, {&a, 1}));
+  return true;
+}
+
+// A transpose of a transpose: the permutations composed; nothing is left when they cancel.
+bool transpose_chain(const Site& s) {
+  const size_t rank = s.g.shape(s.n.first_output).rank();
+  const std::vector<int64_t> outer = perm_of(s.g, s.n, rank), first = perm_of(s.t, *s.inner, rank);
+  std::vector<int64_t> composed(rank);
+  bool identity = true;
+  for (size_t i = 0; i < rank; ++i) {
+    composed[i] = first[static_cast<size_t>(outer[i])];
+    identity = identity && composed[i] == static_cast<int64_t>(i);
+  }
+  const ValueId src = s.t.operands[s.inner->first_input];
+  if (identity) {
+    s.r.set(s.n.first_output, src);
+    return true;
+  }
+  ir::AttrArg a = ir::AttrArg::of_ints(composed.data(), composed.size());
+  const ValueId in[] = {src};
+  s.r.set(s.n.first_output, added(s.r, *s.n.op, {in, 1}, {&a, 1}));
+  return true;
+}
+
+// A transpose of size-1 axes only is a reshape, which the memory plan makes in place; of a
+// reshape, one reshape of its source.
+bool transpose_as_reshape(const Site& s) {
+  if (!moves_no_element(s.g, s.n, s.t.shape(s.x))) return false;
+  const ir::Shape shape = s.g.shape(s.n.first_output);
+  std::vector<int64_t> spec(shape.begin(), shape.end());
+  ir::AttrArg a = ir::AttrArg::of_ints(spec.data(), spec.size());
+  const ValueId in[] = {s.inner_kind == K::reshape ? s.t.operands[s.inner->first_input] : s.x};
+  s.r.set(s.n.first_output, added(s.r, *ir::find_op(K::reshape), {in, 1}, {&a, 1}));
+  return true;
+}
+
+// A channel shuffle (reshape, transpose, reshape): one gather of the channels, which kernels over
+// blocked channels run where they lie (three launches and two row-major copies before).
+bool channel_shuffle_as_gather(const Site& s) {
+  const std::vector<int64_t> perm = channel_shuffle(s.t, *s.inner, s.g.shape(s.n.first_output));
+  if (perm.empty()) return false;
+  const ValueId in[] = {s.t.operands[producer(s.t, s.t.operands[s.inner->first_input])->first_input],
+                        s.r.to().add_constant(ir::DType::I64, ir::Shape{static_cast<int64_t>(perm.size())}, perm.data(),
+                                              perm.size() * sizeof(int64_t))};
+  ir::AttrArg axis = ir::AttrArg::of_int(1);
+  s.r.set(s.n.first_output, added(s.r, *ir::find_op(K::gather), {in, 2}, {&axis, 1}));
+  return true;
+}
+
+bool slice_of_gather(const Site& s) { return slice_of_gathered_channels(s.r, s.g, s.n, *s.inner); }
+
+// A reshape of a reshape: one reshape of the source, or the source when it has the shape.
+bool reshape_chain(const Site& s) {
+  const ir::Shape shape = s.g.shape(s.n.first_output);
+  if (!shape.is_static() || shape.num_elements() == 0) return false;  // a 0 in a reshape's spec copies the input's size
+  const ValueId src = s.t.operands[s.inner->first_input];
+  if (shape == s.t.shape(src)) {
+    s.r.set(s.n.first_output, src);
+    return true;
+  }
+  std::vector<int64_t> spec(shape.begin(), shape.end());
+  ir::AttrArg a = ir::AttrArg::of_ints(spec.data(), spec.size());
+  const ValueId in[] = {src};
+  s.r.set(s.n.first_output, added(s.r, *s.n.op, {in, 1}, {&a, 1}));
+  return true;
+}
+
+// simplify's rewrites, tried in order on each node: the first that applies replaces it. A rule
+// names the node's kind and the kind of the node making its first operand it looks at (none:
+// any).
+struct SimplifyRule {
+  std::optional<K> kind, inner;
+  bool (*rewrite)(const Site&);
+};
+const SimplifyRule kSimplifyRules[] = {
+    {{}, {}, drop_neutral_operand},
+    {{}, {}, constants_at_consumer_rank},
+    {K::matmul, {}, transposes_into_matmul},
+    {K::pow, {}, square_as_multiply},
+    {K::cast, {}, cast_chain},
+    {K::transpose, K::transpose, transpose_chain},
+    {K::transpose, {}, transpose_as_reshape},
+    {K::reshape, K::transpose, channel_shuffle_as_gather},
+    {K::slice, K::gather, slice_of_gather},
+    {K::reshape, K::reshape, reshape_chain},
+};
+
+}  // namespace
+
 std::unique_ptr<Graph> simplify(const Graph& g) {
   const std::vector<uint32_t> uses = use_counts(g);
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
     if (n.region != 0 || n.num_bodies || n.num_deps) return false;
     const Graph& t = r.to().graph();
-    const K kind = n.op->kind;
-    if (is_arithmetic(kind)) {
-      const ValueId same = neutral_operand(r, n);
-      if (same != kNone) {
-        r.set(n.first_output, same);
-        return true;
-      }
-    }
-    if (n.op->elementwise && constants_at_full_rank(r, g, n)) return true;
-    if (kind == K::matmul) return fold_transposes_into_matmul(r, g, n, uses);
-    if (kind == K::pow) {
-      // x ** 2 (how exported layer norms square) is one multiply rather than a call to pow.
-      const ValueId base = r.get(g.operands[n.first_input]), exponent = r.get(g.operands[n.first_input + 1]);
-      if (!constant_all(t, exponent, 2.0) || t.shape(base) != g.shape(n.first_output)) return false;
-      const ir::OpSchema* mul = ir::find_op(K::mul);
-      const ValueId in[] = {base, base};
-      r.set(n.first_output, added(r, *mul, {in, 2}, {}));
-      return true;
-    }
     const ValueId x = n.num_inputs == 0 || g.operands[n.first_input] == kNone ? kNone : r.get(g.operands[n.first_input]);
     const ir::Node* inner = x == kNone ? nullptr : producer(t, x);
-    const K inner_kind = inner ? inner->op->kind : K::constant;
-    if (kind == K::cast) {
-      const ir::DType to = ir::CastAttrs(g, n).to;
-      if (t.values[x].dtype == to) {
-        r.set(n.first_output, x);
+    const Site site{r, g, n, t, x, inner, inner ? inner->op->kind : K::constant, uses};
+    for (const SimplifyRule& rule : kSimplifyRules)
+      if ((!rule.kind || *rule.kind == n.op->kind) && (!rule.inner || (inner && *rule.inner == inner->op->kind)) && rule.rewrite(site))
         return true;
-      }
-      if (inner_kind == K::cast) {
-        const ValueId src = t.operands[inner->first_input];
-        if (!lossless(t.values[src].dtype, t.values[x].dtype)) return false;
-        if (t.values[src].dtype == to) {  // a round trip through a wider dtype
-          r.set(n.first_output, src);
-          return true;
-        }
-        ir::AttrArg a = ir::AttrArg::of_dtype(to);
-        const ValueId in[] = {src};
-        r.set(n.first_output, added(r, *n.op, {in, 1}, {&a, 1}));
-        return true;
-      }
-      return false;
-    }
-    if (kind == K::transpose && inner_kind == K::transpose) {
-      // Compose the permutations; nothing is left when they cancel.
-      const size_t rank = g.shape(n.first_output).rank();
-      const std::vector<int64_t> outer = perm_of(g, n, rank), first = perm_of(t, *inner, rank);
-      std::vector<int64_t> composed(rank);
-      bool identity = true;
-      for (size_t i = 0; i < rank; ++i) {
-        composed[i] = first[static_cast<size_t>(outer[i])];
-        identity = identity && composed[i] == static_cast<int64_t>(i);
-      }
-      const ValueId src = t.operands[inner->first_input];
-      if (identity) {
-        r.set(n.first_output, src);
-        return true;
-      }
-      ir::AttrArg a = ir::AttrArg::of_ints(composed.data(), composed.size());
-      const ValueId in[] = {src};
-      r.set(n.first_output, added(r, *n.op, {in, 1}, {&a, 1}));
-      return true;
-    }
-    if (kind == K::transpose && moves_no_element(g, n, t.shape(x))) {
-      // A reshape, which the memory plan makes in place; of a reshape, one reshape of its source.
-      const ir::Shape s = g.shape(n.first_output);
-      std::vector<int64_t> spec(s.begin(), s.end());
-      ir::AttrArg a = ir::AttrArg::of_ints(spec.data(), spec.size());
-      const ValueId in[] = {inner_kind == K::reshape ? t.operands[inner->first_input] : x};
-      r.set(n.first_output, added(r, *ir::find_op(K::reshape), {in, 1}, {&a, 1}));
-      return true;
-    }
-    if (kind == K::reshape && inner_kind == K::transpose) {
-      const std::vector<int64_t> perm = channel_shuffle(t, *inner, g.shape(n.first_output));
-      if (perm.empty()) return false;
-      // A channel shuffle: one gather of the channels, which kernels over blocked channels run
-      // where they lie (three launches and two row-major copies before).
-      const ValueId in[] = {t.operands[producer(t, t.operands[inner->first_input])->first_input],
-                            r.to().add_constant(ir::DType::I64, ir::Shape{static_cast<int64_t>(perm.size())}, perm.data(),
-                                                perm.size() * sizeof(int64_t))};
-      ir::AttrArg axis = ir::AttrArg::of_int(1);
-      r.set(n.first_output, added(r, *ir::find_op(K::gather), {in, 2}, {&axis, 1}));
-      return true;
-    }
-    if (kind == K::slice && inner_kind == K::gather) return slice_of_gathered_channels(r, g, n, *inner);
-    if (kind == K::reshape && inner_kind == K::reshape) {
-      const ir::Shape s = g.shape(n.first_output);
-      if (!s.is_static() || s.num_elements() == 0) return false;  // a 0 in a reshape's spec copies the input's size
-      const ValueId src = t.operands[inner->first_input];
-      std::vector<int64_t> spec(s.begin(), s.end());
-      if (g.shape(n.first_output) == t.shape(src)) {
-        r.set(n.first_output, src);
-        return true;
-      }
-      ir::AttrArg a = ir::AttrArg::of_ints(spec.data(), spec.size());
-      const ValueId in[] = {src};
-      r.set(n.first_output, added(r, *n.op, {in, 1}, {&a, 1}));
-      return true;
-    }
     return false;
   });
 }
