@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ascend/kernel_source.hpp"
+#include "ascend/kernel_common.hpp"
 #include "ir/graph.hpp"
 
 namespace esg::ascend {
