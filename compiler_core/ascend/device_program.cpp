@@ -26,7 +26,7 @@ using ir::Error;
 using ir::ErrorCode;
 using Slot = runtime::Plan::Slot;
 
-constexpr size_t kAlign = plan::kArenaAlignment;
+constexpr size_t kAlign = schedule::kArenaAlignment;
 
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 // A segment of `n` bytes carved from the allocation, with CANN's slack after it.

@@ -55,22 +55,22 @@ int64_t default_channel_block() {
 // where oneDNN offers only its GEMM-based kernel (im2col, as the row-major path, with
 // reorders besides).
 struct ConvLayout {
-  plan::Format out;
+  schedule::Format out;
   bool row_major_in;
 };
-ConvLayout conv_layout(const ir::Graph& g, const ir::Node& n, plan::Format blocked) {
-  if (!is_conv2d_f32(g, n)) return {plan::Format::row_major(), true};
-  auto direct = [&](plan::Format src, plan::Format dst) {
+ConvLayout conv_layout(const ir::Graph& g, const ir::Node& n, schedule::Format blocked) {
+  if (!is_conv2d_f32(g, n)) return {schedule::Format::row_major(), true};
+  auto direct = [&](schedule::Format src, schedule::Format dst) {
     const std::string kernel = ConvPrimitive::kernel_for(g, n, src, dst);
     return !kernel.empty() && kernel.find("gemm") == std::string::npos;
   };
-  std::vector<plan::Format> candidates{blocked};
-  if (blocked.block == 16) candidates.push_back(plan::Format::blocked_channels(8));
-  for (const plan::Format f : candidates) {
-    if (g.shape(g.operands[n.first_input])[1] < f.block && direct(plan::Format::row_major(), f)) return {f, true};
+  std::vector<schedule::Format> candidates{blocked};
+  if (blocked.block == 16) candidates.push_back(schedule::Format::blocked_channels(8));
+  for (const schedule::Format f : candidates) {
+    if (g.shape(g.operands[n.first_input])[1] < f.block && direct(schedule::Format::row_major(), f)) return {f, true};
     if (direct(f, f)) return {f, false};
   }
-  return {plan::Format::row_major(), true};
+  return {schedule::Format::row_major(), true};
 }
 
 std::vector<runtime::BackendOption> Backend::options() const {
@@ -89,7 +89,7 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
   if (block != 8 && block != 16)
     throw ir::Error(ir::ErrorCode::InvalidArgument, "compile: cpu option channel_block " + std::to_string(block) + " (0, 8 or 16)");
   runtime::FormatRules rules;
-  const plan::Format blocked = plan::Format::blocked_channels(block);
+  const schedule::Format blocked = schedule::Format::blocked_channels(block);
   // Each convolution's layout decided once for both rules (it asks oneDNN for up to four
   // kernels); the rules live for one plan's format pass.
   auto decided = std::make_shared<std::unordered_map<const ir::Node*, ConvLayout>>();
@@ -99,7 +99,7 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
   };
   rules.format_of = [blocked, layout_of](const ir::Graph& g, const ir::Node& n) {
     if (n.op->kind == ir::OpKind::conv2d) return layout_of(g, n).out;
-    return find_blocked_kernel(g, n, blocked) ? blocked : plan::Format::row_major();
+    return find_blocked_kernel(g, n, blocked) ? blocked : schedule::Format::row_major();
   };
   rules.reads_in_format = [layout_of](const ir::Graph& g, const ir::Node& n, size_t i) {
     if (n.op->kind == ir::OpKind::concat) return true;

@@ -33,7 +33,7 @@ struct Slice {
 // The pieces for at most `pieces` threads: the images split among them when there are several,
 // else (one image) the output channels, in whole blocks of the result's format (and, grouped,
 // of the images' too, so that every piece's operands start on a block).
-std::vector<Slice> slices_of(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst, int pieces) {
+std::vector<Slice> slices_of(const ir::Graph& g, const ir::Node& n, schedule::Format src, schedule::Format dst, int pieces) {
   const ir::Shape w = g.shape(g.operands[n.first_input + 1]), y = g.shape(n.first_output);
   const int64_t images = y[0], outputs = y[1], groups = conv_params(g, n).groups;
   std::vector<Slice> slices;
@@ -42,8 +42,8 @@ std::vector<Slice> slices_of(const ir::Graph& g, const ir::Node& n, plan::Format
     for (int64_t i = 0; i < parts; ++i) slices.push_back({images * i / parts, images * (i + 1) / parts - images * i / parts, 0, outputs});
     return slices;
   }
-  const int64_t src_block = src.kind == plan::Format::RowMajor ? 1 : src.block;
-  int64_t unit = dst.kind == plan::Format::RowMajor ? 16 : dst.block;  // output channels a unit
+  const int64_t src_block = src.kind == schedule::Format::RowMajor ? 1 : src.block;
+  int64_t unit = dst.kind == schedule::Format::RowMajor ? 16 : dst.block;  // output channels a unit
   if (groups > 1) {  // whole groups, as many as put both operands' starts on blocks
     const int64_t per_group = w[0] / groups;
     int64_t u = 1;
@@ -68,7 +68,7 @@ int pieces_for(const ir::Graph& g, const ir::Node& n, int threads) {
 // oneDNN's description of slice `s` of node `n` in the given formats with `post_ops`, for one
 // thread, its operands f32 or bf16, or nullopt and why not.
 std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Graph& g, const ir::Node& n, const Slice& s,
-                                                                  plan::Format src_format, plan::Format dst_format,
+                                                                  schedule::Format src_format, schedule::Format dst_format,
                                                                   const std::vector<PostOp>& post_ops, bool bf16, std::string& why_not) {
   const tag src_tag = onednn_tag(src_format, 4), dst_tag = onednn_tag(dst_format, 4);
   if (src_tag == tag::undef || dst_tag == tag::undef) {
@@ -153,7 +153,7 @@ size_t round_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
 // Slice `s`'s piece (bf16 where oneDNN has such a kernel for it, else f32), or null and why not.
 // `same_filters`: a piece of the same filters made before (another slice of the images), whose
 // reordered constant filters this one shares when it wants the same layout.
-std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const Slice& s, plan::Format src, plan::Format dst,
+std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const Slice& s, schedule::Format src, schedule::Format dst,
                                   const std::vector<PostOp>& post_ops, bool bf16, const Piece* same_filters, const PackWeights& pack,
                                   int piece_index, std::string& why_not) {
   std::optional<dnnl::convolution_forward::primitive_desc> pd;
@@ -222,14 +222,14 @@ struct ConvPrimitive::Impl {
 ConvPrimitive::ConvPrimitive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ConvPrimitive::~ConvPrimitive() = default;
 
-std::string ConvPrimitive::kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst) {
+std::string ConvPrimitive::kernel_for(const ir::Graph& g, const ir::Node& n, schedule::Format src, schedule::Format dst) {
   std::string why_not;
   const ir::Shape y = g.shape(n.first_output);
   const auto pd = is_conv2d_f32(g, n) ? describe(g, n, Slice{0, y[0], 0, y[1]}, src, dst, {}, false, why_not) : std::nullopt;
   return pd ? pd->impl_info_str() : std::string();
 }
 
-std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst,
+std::unique_ptr<ConvPrimitive> ConvPrimitive::make(const ir::Graph& g, const ir::Node& n, schedule::Format src, schedule::Format dst,
                                                    const std::vector<PostOp>& post_ops, int threads, bool bf16, const PackWeights& pack,
                                                    std::string& why_not, const ConvPrimitive* like) {
   if (!is_conv2d_f32(g, n)) {

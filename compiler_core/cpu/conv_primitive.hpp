@@ -7,7 +7,7 @@
 // asks first, the caller included, so a pool thread the OS has not scheduled holds up at most a
 // piece it already took, where an OpenMP team (oneDNN's own threading) waits for every member.
 // Its images and result lie in the launch's memory formats
-// (row-major NCHW, or nChw8c / nChw16c: plan/format.hpp's layouts are oneDNN's; row-major images
+// (row-major NCHW, or nChw8c / nChw16c: schedule/format.hpp's layouts are oneDNN's; row-major images
 // with a blocked result for a first layer), and it may apply a group's epilogue as post-ops
 // (conv_epilogue.hpp).
 #pragma once
@@ -17,7 +17,7 @@
 #include "cpu/packed_weights.hpp"
 #include "cpu/conv_epilogue.hpp"
 #include "ir/graph.hpp"
-#include "plan/format.hpp"
+#include "schedule/format.hpp"
 #include "runtime/plan.hpp"
 
 namespace esg::cpu {
@@ -42,12 +42,12 @@ class ConvPrimitive {
   // primitive at other sizes (another binding of a symbolic plan), whose reordered constant
   // filters a piece of the same output channels and layout shares. Constant filters are
   // reordered through `pack`, one call per piece.
-  static std::unique_ptr<ConvPrimitive> make(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst,
+  static std::unique_ptr<ConvPrimitive> make(const ir::Graph& g, const ir::Node& n, schedule::Format src, schedule::Format dst,
                                              const std::vector<PostOp>& post_ops, int threads, bool bf16, const PackWeights& pack,
                                              std::string& why_not, const ConvPrimitive* like = nullptr);
   // The kernel make would choose without post-ops for the whole convolution, or "" when it
   // would fail (cheaper: nothing is compiled or reordered).
-  static std::string kernel_for(const ir::Graph& g, const ir::Node& n, plan::Format src, plan::Format dst);
+  static std::string kernel_for(const ir::Graph& g, const ir::Node& n, schedule::Format src, schedule::Format dst);
   ~ConvPrimitive();
   ConvPrimitive(const ConvPrimitive&) = delete;
   ConvPrimitive& operator=(const ConvPrimitive&) = delete;

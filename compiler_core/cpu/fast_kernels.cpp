@@ -26,8 +26,8 @@ eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
   return normalize_kernel(g, n);
 }
 
-eval::Kernel find_blocked_kernel(const ir::Graph& g, const ir::Node& n, plan::Format f) {
-  if (f.kind != plan::Format::BlockedChannels || g.shape(n.first_output).rank() != 4) return nullptr;
+eval::Kernel find_blocked_kernel(const ir::Graph& g, const ir::Node& n, schedule::Format f) {
+  if (f.kind != schedule::Format::BlockedChannels || g.shape(n.first_output).rank() != 4) return nullptr;
   if (const eval::Kernel k = blocked_pool_kernel(g, n, f.block)) return k;
   if (const eval::Kernel k = blocked_concat_kernel(g, n, f.block)) return k;
   return blocked_gather_kernel(g, n, f.block);

@@ -2,7 +2,7 @@
 // falls back to the reference kernels (eval/) for everything else. Same interface as those.
 #pragma once
 #include "eval/kernels.hpp"
-#include "plan/format.hpp"
+#include "schedule/format.hpp"
 
 namespace esg::cpu {
 
@@ -11,6 +11,6 @@ eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n);
 // A kernel for this node that writes its result in the blocked format `f` (nChw8c, nChw16c), and
 // reads its first input (a concat: all of them) in it, or nullptr: what decides which ops the
 // CPU runs blocked.
-eval::Kernel find_blocked_kernel(const ir::Graph& g, const ir::Node& n, plan::Format f);
+eval::Kernel find_blocked_kernel(const ir::Graph& g, const ir::Node& n, schedule::Format f);
 
 }  // namespace esg::cpu

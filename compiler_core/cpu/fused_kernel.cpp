@@ -333,8 +333,8 @@ runtime::GroupingRules grouping_rules() {
   return rules;
 }
 
-FusedKernel bind_fused_kernel(const Graph& g, const FusedGroup& group, plan::Format format,
-                              const std::vector<plan::Format>& input_formats) {
+FusedKernel bind_fused_kernel(const Graph& g, const FusedGroup& group, schedule::Format format,
+                              const std::vector<schedule::Format>& input_formats) {
   FusedKernel kernel;
   kernel.group = &group;
   kernel.shape = format.physical_shape(group.shape);

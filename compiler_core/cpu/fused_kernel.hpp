@@ -11,7 +11,7 @@
 #include "cpu/elementwise_f32.hpp"
 #include "cpu/matmul_primitive.hpp"
 #include "eval/host_tensor.hpp"
-#include "plan/format.hpp"
+#include "schedule/format.hpp"
 #include "runtime/grouping.hpp"
 
 namespace esg::cpu {
@@ -78,8 +78,8 @@ constexpr int64_t kHeadMinRows = 64;
 // The group's kernel when it computes in `format` and its inputs lie in `input_formats` (empty:
 // all row-major): it iterates over, and broadcasts, each value's Format::physical_shape
 // (elementwise math does not care where an element lies).
-FusedKernel bind_fused_kernel(const ir::Graph& g, const runtime::FusedGroup& group, plan::Format format = plan::Format::row_major(),
-                              const std::vector<plan::Format>& input_formats = {});
+FusedKernel bind_fused_kernel(const ir::Graph& g, const runtime::FusedGroup& group, schedule::Format format = schedule::Format::row_major(),
+                              const std::vector<schedule::Format>& input_formats = {});
 
 // Runs a group: `in` and `out` follow group.inputs and group.outputs; a convolution head's
 // result is `head_values`, in the group's memory order. An f32 group of many elements spreads

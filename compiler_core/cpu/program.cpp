@@ -18,7 +18,7 @@
 namespace esg::cpu {
 namespace {
 
-constexpr int64_t kAlign = plan::kArenaAlignment;
+constexpr int64_t kAlign = schedule::kArenaAlignment;
 
 // The first kAlign-aligned byte of an allocation kAlign bytes larger than it needs.
 uint8_t* aligned(uint8_t* p) { return p + (kAlign - reinterpret_cast<uintptr_t>(p) % kAlign) % kAlign; }
@@ -50,7 +50,7 @@ void Program::bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g
   b.conv_x = at(in[0]);
   b.conv_w = at(in[1]);
   b.conv_bias = in.size() > 2 ? at(in[2]) : -1;
-  const plan::Format src = l.in[static_cast<size_t>(b.conv_x)].format, f = l.out[0].format;
+  const schedule::Format src = l.in[static_cast<size_t>(b.conv_x)].format, f = l.out[0].format;
   // Not when the residual is the convolution's own images (conv(x) + x): the plan may put the
   // result in x's place, and oneDNN convolves out of place only; the rows path is elementwise.
   const std::optional<Epilogue> e = conv_epilogue(g, grp);
@@ -64,7 +64,7 @@ void Program::bind_conv_group(Bound& b, std::string& why_not, const ir::Graph& g
     b.conv = ConvPrimitive::make(g, n, src, f, {}, threads, bf16, pack, why_not, like);
   }
   if (!b.conv) b.conv_head_im2col = find_fast_kernel(g, n);
-  if (!b.conv && f != plan::Format::row_major())
+  if (!b.conv && f != schedule::Format::row_major())
     throw ir::Error(ir::ErrorCode::Internal, "cpu: no " + f.name(4) + " convolution, which the format rules chose: " + why_not);
 }
 
@@ -109,7 +109,7 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
       b = bind_launch(i, options, why, donor ? donor->bound_[i].get() : nullptr, loaded);
     }
     // Working memory: the primitive's, then a convolution head's result for the rows after it.
-    const plan::Format f = l.out.empty() ? plan::Format::row_major() : l.out[0].format;
+    const schedule::Format f = l.out.empty() ? schedule::Format::row_major() : l.out[0].format;
     int64_t working = b->conv ? static_cast<int64_t>(b->conv->working_bytes()) : 0;
     if (l.group >= 0 && (b->conv_head_im2col || (b->conv && !b->conv_whole_group)))
       working += f.physical_elements(plan.groups()[static_cast<size_t>(l.group)].shape) * static_cast<int64_t>(sizeof(float));
@@ -147,8 +147,8 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
   // An elementwise launch in a blocked format computes over its operands' physical shapes (as
   // they lie in memory); a blocked result with padding channels gets its zeros back after any
   // launch but a reorder.
-  const plan::Format f = l.out.empty() ? plan::Format::row_major() : l.out[0].format;
-  const bool blocked = f != plan::Format::row_major();
+  const schedule::Format f = l.out.empty() ? schedule::Format::row_major() : l.out[0].format;
+  const bool blocked = f != schedule::Format::row_major();
   const bool elementwise = l.group >= 0 || (l.node != ir::kNone && g.nodes[l.node].op->elementwise);
   auto made = std::make_shared<Bound>();
   Bound& b = *made;
@@ -158,7 +158,7 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
     b.reorder = std::make_unique<const Reorder>(g.shape(l.in[0].value), g.values[l.in[0].value].dtype, l.in[0].format, f, conv_threads);
   } else if (l.group >= 0) {
     const runtime::FusedGroup& grp = plan.groups()[static_cast<size_t>(l.group)];
-    std::vector<plan::Format> input_formats;
+    std::vector<schedule::Format> input_formats;
     for (const Slot& in : l.in) input_formats.push_back(in.format);
     auto made_kernel = std::make_shared<FusedKernel>(bind_fused_kernel(g, grp, f, input_formats));
     fused_[static_cast<size_t>(l.group)] = made_kernel;

@@ -15,8 +15,8 @@ namespace {
 // Where element (n, c, i) of a [N, C, inner...] value lies in format `f`, in elements.
 struct Layout {
   int64_t channels, inner, block, blocks;
-  Layout(const ir::Shape& s, plan::Format f)
-      : channels(s.rank() >= 2 ? s[1] : 1), inner(1), block(f.kind == plan::Format::BlockedChannels ? f.block : 1) {
+  Layout(const ir::Shape& s, schedule::Format f)
+      : channels(s.rank() >= 2 ? s[1] : 1), inner(1), block(f.kind == schedule::Format::BlockedChannels ? f.block : 1) {
     for (size_t d = 2; d < s.rank(); ++d) inner *= s[d];
     blocks = (channels + block - 1) / block;
   }
@@ -40,7 +40,7 @@ void copy_elements(const eval::TensorRef& from, const Layout& a, const eval::Ten
 
 }  // namespace
 
-void zero_padding(const eval::TensorRef& t, plan::Format f) {
+void zero_padding(const eval::TensorRef& t, schedule::Format f) {
   if (f.unpadded(t.shape)) return;
   const Layout l(t.shape, f);
   const size_t size = ir::dtype_size(t.dtype);
@@ -54,7 +54,7 @@ void zero_padding(const eval::TensorRef& t, plan::Format f) {
 namespace {
 
 // Element by element, any formats and dtype.
-void reorder_elements(const eval::TensorRef& from, plan::Format from_format, const eval::TensorRef& to, plan::Format to_format,
+void reorder_elements(const eval::TensorRef& from, schedule::Format from_format, const eval::TensorRef& to, schedule::Format to_format,
                       const eval::Parallel* parallel) {
   const Layout a(from.shape, from_format), b(to.shape, to_format);
   const int64_t batch = from.shape.rank() >= 1 ? from.shape[0] : 1;
@@ -78,7 +78,7 @@ struct Reorder::Primitive {
   int64_t from_image = 0, to_image = 0;  // bytes an image takes in each format (split only)
 };
 
-Reorder::Reorder(const ir::Shape& shape, ir::DType dtype, plan::Format from, plan::Format to, int threads) : from_(from), to_(to) {
+Reorder::Reorder(const ir::Shape& shape, ir::DType dtype, schedule::Format from, schedule::Format to, int threads) : from_(from), to_(to) {
   const dnnl::memory::format_tag a = onednn_tag(from, shape.rank()), b = onednn_tag(to, shape.rank());
   if (dtype != ir::DType::F32 || a == dnnl::memory::format_tag::undef || b == dnnl::memory::format_tag::undef ||
       shape.num_elements() == 0)

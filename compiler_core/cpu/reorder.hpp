@@ -1,11 +1,11 @@
-// Copies of a value between memory formats (plan/format.hpp): row-major and blocked channels
+// Copies of a value between memory formats (schedule/format.hpp): row-major and blocked channels
 // (nChw8c, nChw16c, …), any way round; what the plan's reorder launches run. A blocked result's
 // padding channels are written as zeros.
 #pragma once
 #include <memory>
 
 #include "eval/kernels.hpp"
-#include "plan/format.hpp"
+#include "schedule/format.hpp"
 
 namespace esg::cpu {
 
@@ -14,7 +14,7 @@ namespace esg::cpu {
 // the run's pool), anything else element by element.
 class Reorder {
  public:
-  Reorder(const ir::Shape& shape, ir::DType dtype, plan::Format from, plan::Format to, int threads);
+  Reorder(const ir::Shape& shape, ir::DType dtype, schedule::Format from, schedule::Format to, int threads);
   ~Reorder();
   Reorder(Reorder&&) noexcept;
   Reorder& operator=(Reorder&&) noexcept;
@@ -23,12 +23,12 @@ class Reorder {
 
  private:
   struct Primitive;
-  plan::Format from_, to_;
+  schedule::Format from_, to_;
   std::unique_ptr<Primitive> primitive_;  // null: element by element
 };
 
 // Zeros the padding channels of `t`, a value in blocked format `f` (none when unpadded): what a
 // kernel that computed whole blocks leaves there is not the format's zeros.
-void zero_padding(const eval::TensorRef& t, plan::Format f);
+void zero_padding(const eval::TensorRef& t, schedule::Format f);
 
 }  // namespace esg::cpu

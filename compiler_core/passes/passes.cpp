@@ -270,7 +270,7 @@ bool slice_of_gathered_channels(Replay& r, const Graph& g, const ir::Node& slice
 
 // An elementwise op's constant operands of lower rank than its result (a batch norm's [C, 1, 1])
 // as constants of the result's rank, 1s in front: the same broadcast, which blocked-channel
-// kernels then read as one value per channel (runtime/formats.cpp).
+// kernels then read as one value per channel (runtime/format_assignment.cpp).
 bool constants_at_full_rank(Replay& r, const Graph& g, const ir::Node& n) {
   const size_t rank = g.shape(n.first_output).rank();
   std::vector<ValueId> in;

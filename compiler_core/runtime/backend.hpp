@@ -17,7 +17,7 @@
 #include "eval/kernels.hpp"
 #include "eval/run_control.hpp"
 #include "ir/graph.hpp"
-#include "plan/format.hpp"
+#include "schedule/format.hpp"
 #include "runtime/facts.hpp"
 #include "runtime/grouping.hpp"
 
@@ -56,13 +56,13 @@ class BackendOptions {
   std::vector<std::pair<std::string, int64_t>> values_;
 };
 
-// The memory formats a backend's kernels want (plan/format.hpp). Unset `format_of`: every value
+// The memory formats a backend's kernels want (schedule/format.hpp). Unset `format_of`: every value
 // row-major, and the pipeline assigns nothing.
 struct FormatRules {
   // The format its kernel for `n` (an op outside the elementwise ones) writes its results in,
   // and reads the inputs reads_in_format names in. A group `n` heads computes in it too, with
   // elementwise_any_format, when its members' operands allow.
-  std::function<plan::Format(const ir::Graph&, const ir::Node&)> format_of;
+  std::function<schedule::Format(const ir::Graph&, const ir::Node&)> format_of;
   // Whether its elementwise kernels (groups and single ops) compute in any format when their
   // operands of the result's shape share one and the others are single elements or one value
   // per channel ([N or 1, C, 1, 1], then read in that format too): a chain then stays in its
@@ -133,7 +133,7 @@ class Backend {
   virtual std::unique_ptr<ir::Graph> legalize(const ir::Graph& g) const = 0;
   // Which elementwise ops it wants fused, and how.
   virtual GroupingRules grouping(const CompileOptions& options) const = 0;
-  // Bytes its arena keeps free after every buffer (plan::MemoryPlanOptions::slack); none unless
+  // Bytes its arena keeps free after every buffer (schedule::MemoryPlanOptions::slack); none unless
   // it says so.
   virtual int64_t buffer_slack() const { return 0; }
   // The memory formats it wants (none but row-major unless it says so).

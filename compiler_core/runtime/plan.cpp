@@ -17,8 +17,8 @@
 #include "ir/reinfer.hpp"
 #include "ir/verify.hpp"
 #include "passes/passes.hpp"
-#include "plan/schedule.hpp"
-#include "runtime/formats.hpp"
+#include "schedule/order.hpp"
+#include "runtime/format_assignment.hpp"
 
 namespace esg::runtime {
 
@@ -27,7 +27,7 @@ namespace {
 using ir::Error;
 using ir::ErrorCode;
 
-constexpr int64_t kAlign = plan::kArenaAlignment;
+constexpr int64_t kAlign = schedule::kArenaAlignment;
 
 bool check_plans_from_environment() {
   static const bool on = [] {
@@ -108,14 +108,14 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   // What depends on sizes (bytes, formats) is decided at the largest; what must hold for every
   // size (fusion, in place) on the symbolic shapes.
   const ir::Graph& sizes = decided_->sized ? *decided_->sized : sg;
-  plan::GraphDag gd;
+  schedule::GraphDag gd;
   std::vector<int> order;
   const GroupingRules grouping = backend.grouping(options);
   if (options.fusion || grouping.single_ops) step("fuse elementwise groups", [&] { *found = find_groups(sg, grouping); });
   step("build the dependency graph", [&] {
     std::vector<std::vector<ir::NodeId>> members;
     for (const FusedGroup& grp : groups()) members.push_back(grp.members);
-    gd = plan::from_graph(sg, members, !grouping.single_ops, &sizes);
+    gd = schedule::from_graph(sg, members, !grouping.single_ops, &sizes);
   });
   FormatPlan formats;
   const FormatRules format_rules = backend.formats(options);
@@ -125,28 +125,28 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   if (format_rules.format_of) step("assign memory formats, insert reorders", assign);
   else assign();
   decided_->reorders = formats.reorders;
-  step("order for memory (the best of greedy, depth-first, breadth-first)", [&] { order = plan::memory_aware_order(gd.dag); });
+  step("order for memory (the best of greedy, depth-first, breadth-first)", [&] { order = schedule::memory_aware_order(gd.dag); });
   std::vector<char> communicates(gd.nodes.size(), 0);
   std::vector<int> collectives;  // in the order the graph built them (node ids), which every rank shares
   for (size_t i = 0; i < gd.nodes.size(); ++i)
     if (gd.nodes[i] != ir::kNone && sg.nodes[gd.nodes[i]].op->communicates) communicates[i] = 1, collectives.push_back(static_cast<int>(i));  // kNone: a reorder
   std::sort(collectives.begin(), collectives.end(), [&](int a, int b) { return gd.nodes[static_cast<size_t>(a)] < gd.nodes[static_cast<size_t>(b)]; });
-  if (collectives.size() > 1) step("keep the collectives in the order the graph built them", [&] { order = plan::keep_in_sequence(gd.dag, order, collectives); });
-  plan::StreamPlan streams;
-  step("assign streams and events", [&] { streams = plan::assign_streams(gd.dag, order, options.streams, communicates); });
-  plan::MemoryPlanOptions mo;
+  if (collectives.size() > 1) step("keep the collectives in the order the graph built them", [&] { order = schedule::keep_in_sequence(gd.dag, order, collectives); });
+  schedule::StreamPlan streams;
+  step("assign streams and events", [&] { streams = schedule::assign_streams(gd.dag, order, options.streams, communicates); });
+  schedule::MemoryPlanOptions mo;
   mo.alignment = kAlign;
   mo.slack = backend.buffer_slack();
   mo.reuse = options.memory_reuse;
   mo.in_place = options.memory_reuse;
   if (streams.num_streams > 1) mo.op_stream = streams.stream;
-  plan::MemoryPlan memory;
-  step("plan memory", [&] { memory = plan::plan_memory(gd.dag, order, mo); });
+  schedule::MemoryPlan memory;
+  step("plan memory", [&] { memory = schedule::plan_memory(gd.dag, order, mo); });
   // The independent checker proves the plan: with verify_each_pass, and on every model the test
   // suites compile (their environment sets ESG_CHECK_PLANS=1).
   if (options.verify_each_pass || check_plans_from_environment())
     step("check the memory plan", [&] {
-      const std::string problem = plan::check_plan(gd.dag, order, memory, kAlign, mo.op_stream, mo.slack);
+      const std::string problem = schedule::check_plan(gd.dag, order, memory, kAlign, mo.op_stream, mo.slack);
       if (!problem.empty()) throw Error(ErrorCode::Internal, "compile: the memory plan is wrong: " + problem);
     });
   step("bind the launch list", [&] { bind_launch_list(gd, order, formats, streams, memory); });
@@ -160,8 +160,8 @@ Plan::Plan(const ir::Graph& g, const std::vector<ir::Shape>& input_shapes, const
   if (decided_->sized) note_varying();
 }
 
-void Plan::bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& order, const FormatPlan& formats, const plan::StreamPlan& streams,
-                            const plan::MemoryPlan& memory) {
+void Plan::bind_launch_list(const schedule::GraphDag& gd, const std::vector<int>& order, const FormatPlan& formats, const schedule::StreamPlan& streams,
+                            const schedule::MemoryPlan& memory) {
   const ir::Graph& sg = *graph_;
   std::vector<int> input_index(sg.values.size(), -1), output_index(sg.values.size(), -1);
   for (size_t i = 0; i < sg.inputs().size(); ++i) input_index[sg.inputs()[i]] = static_cast<int>(i);
@@ -184,7 +184,7 @@ void Plan::bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& or
       at.value = v;
       return at;
     }
-    const plan::Format f = formats.format[static_cast<size_t>(dv)];
+    const schedule::Format f = formats.format[static_cast<size_t>(dv)];
     if (dv != gd.value[v]) return {Slot::Arena, memory.offset[static_cast<size_t>(dv)], v, f};
     if (input_index[v] >= 0) return {Slot::Input, input_index[v], v, f};
     if (output_index[v] >= 0) return {Slot::Output, output_index[v], v, f};
@@ -194,7 +194,7 @@ void Plan::bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& or
   };
   std::vector<int> launch_of(gd.dag.ops.size(), -1);
   for (int op : order) {
-    const plan::Dag::Op& dag_op = gd.dag.ops[static_cast<size_t>(op)];
+    const schedule::Dag::Op& dag_op = gd.dag.ops[static_cast<size_t>(op)];
     if (dag_op.alias >= 0 && memory.alias_of[static_cast<size_t>(dag_op.outputs[0])] >= 0) {  // a view: no launch
       const ir::Node& n = sg.nodes[gd.nodes[static_cast<size_t>(op)]];
       decided_->viewed[n.first_output] = sg.operands[n.first_input];
@@ -208,7 +208,7 @@ void Plan::bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& or
     l.stream = streams.stream[static_cast<size_t>(op)];
     auto slot = [&](ir::ValueId v) { return slot_of(v, formats.dag_value(gd, op, v)); };
     if (l.node == ir::kNone) {
-      const plan::Dag::Op& reorder = gd.dag.ops[static_cast<size_t>(op)];
+      const schedule::Dag::Op& reorder = gd.dag.ops[static_cast<size_t>(op)];
       const ir::ValueId v = formats.reordered[static_cast<size_t>(op)];
       l.in.push_back(slot_of(v, reorder.inputs[0]));
       l.out.push_back(slot_of(v, reorder.outputs[0]));
@@ -228,7 +228,7 @@ void Plan::bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& or
   // The launch list is `order` less the views; events name ops (never a view: views are
   // made only on one stream): turn both into launch indexes per stream.
   decided_->waits.assign(decided_->launches.size(), {});
-  for (const plan::Event& e : streams.events) decided_->waits[static_cast<size_t>(launch_of[static_cast<size_t>(e.before)])].push_back(launch_of[static_cast<size_t>(e.after)]);
+  for (const schedule::Event& e : streams.events) decided_->waits[static_cast<size_t>(launch_of[static_cast<size_t>(e.before)])].push_back(launch_of[static_cast<size_t>(e.after)]);
   decided_->stream_launches.assign(static_cast<size_t>(streams.num_streams), {});
   for (size_t i = 0; i < decided_->launches.size(); ++i) decided_->stream_launches[static_cast<size_t>(decided_->launches[i].stream)].push_back(static_cast<int>(i));
 }
@@ -307,7 +307,7 @@ void Plan::add_facts(Facts& f) const {
     std::map<std::string, int64_t> blocked;  // values by format, outside row-major
     for (const Launch& l : decided_->launches)
       for (const Slot& o : l.out)
-        if (o.format != plan::Format::row_major()) ++blocked[o.format.name(g.shape(o.value).rank())];
+        if (o.format != schedule::Format::row_major()) ++blocked[o.format.name(g.shape(o.value).rank())];
     f.tally("blocked_values", blocked, "format");
     // Where they are: the ops that read a reordered copy, by the copy's format (a graph output
     // reordered out has no reader here), so a model's reorders point at what wants them.
@@ -385,7 +385,7 @@ std::string Plan::to_dot(const Program& program) const {
       auto w = writer.find(where(in));
       for (ir::ValueId seen = decided_->viewed[v]; w == writer.end() && seen != ir::kNone; seen = decided_->viewed[seen])  // through views
         w = writer.find(std::make_tuple(seen, in.format.kind, in.format.block));
-      const std::string format = in.format == plan::Format::row_major() ? "" : " " + in.format.name(g.shape(v).rank());
+      const std::string format = in.format == schedule::Format::row_major() ? "" : " " + in.format.name(g.shape(v).rank());
       if (w != writer.end()) out << "  k" << w->second << " -> k" << i << " [label=\"" << g.type_str(v) << format << "\"];\n";
     }
   }

@@ -13,18 +13,18 @@
 
 #include "eval/host_tensor.hpp"
 #include "ir/graph.hpp"
-#include "plan/format.hpp"
-#include "plan/memory_plan.hpp"
-#include "plan/streams.hpp"
+#include "schedule/format.hpp"
+#include "schedule/memory_plan.hpp"
+#include "schedule/streams.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/collectives.hpp"
 #include "runtime/compile_options.hpp"
 #include "runtime/grouping.hpp"
 #include "runtime/facts.hpp"
 
-namespace esg::plan {
+namespace esg::schedule {
 struct GraphDag;
-}  // namespace esg::plan
+}  // namespace esg::schedule
 
 namespace esg::runtime {
 
@@ -48,7 +48,7 @@ class Plan {
     enum Kind : uint8_t { Arena, Input, Output, Constant } kind;
     int64_t at;  // arena offset, input/output index, or node id of the constant; an absent optional input: Arena, -1
     ir::ValueId value;  // the value there (kNone: an absent optional input)
-    plan::Format format = {};  // how its elements lie there
+    schedule::Format format = {};  // how its elements lie there
   };
   struct Launch {
     ir::NodeId node;            // the op, or a fused group's last member; kNone: a reorder of in[0] into out[0]'s format
@@ -91,8 +91,8 @@ class Plan {
   Plan() = default;  // bind()'s copies, and plans read from a file
   // The constructor's last steps. The launch list: every op of `order` but the views, its
   // operands and results bound to where they live, and the events as launch indexes per stream.
-  void bind_launch_list(const plan::GraphDag& gd, const std::vector<int>& order, const FormatPlan& formats, const plan::StreamPlan& streams,
-                        const plan::MemoryPlan& memory);
+  void bind_launch_list(const schedule::GraphDag& gd, const std::vector<int>& order, const FormatPlan& formats, const schedule::StreamPlan& streams,
+                        const schedule::MemoryPlan& memory);
   // What a binding of a symbolic plan checks and resizes: only what varies.
   void note_varying();
 
@@ -111,7 +111,7 @@ class Plan {
     // The arena's values whose size varies, each with the most elements planned for it in its format.
     struct Varying {
       ir::ValueId value;
-      plan::Format format;
+      schedule::Format format;
       int64_t planned;
     };
     std::vector<Varying> varying;

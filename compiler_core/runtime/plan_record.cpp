@@ -26,7 +26,7 @@ void write_shape(ir::ByteWriter& w, const ir::Shape& s) {
   for (ir::Dim d : s) w.i64(d);
 }
 
-void write_format(ir::ByteWriter& w, const plan::Format& f) {
+void write_format(ir::ByteWriter& w, const schedule::Format& f) {
   w.u8(f.kind);
   w.i64(f.block);
 }
@@ -153,13 +153,13 @@ class PlanRecord::Reader {
     for (uint8_t i = 0; i < rank; ++i) s.push_back(r.i64());
     return s;
   }
-  plan::Format format(size_t rank) {
-    plan::Format f;
+  schedule::Format format(size_t rank) {
+    schedule::Format f;
     const uint8_t kind = r.u8();
     f.block = r.i64();
-    if (kind == plan::Format::RowMajor && f.block == 1) return f;
-    if (kind != plan::Format::BlockedChannels || f.block < 2 || f.block > kMaxBlock || rank < 2) bad("holds a memory format no backend uses");
-    f.kind = plan::Format::BlockedChannels;
+    if (kind == schedule::Format::RowMajor && f.block == 1) return f;
+    if (kind != schedule::Format::BlockedChannels || f.block < 2 || f.block > kMaxBlock || rank < 2) bad("holds a memory format no backend uses");
+    f.kind = schedule::Format::BlockedChannels;
     return f;
   }
   template <class F>
@@ -182,7 +182,7 @@ class PlanRecord::Reader {
 
 namespace {
 
-int64_t bytes_of(const ir::Graph& g, ir::ValueId v, const plan::Format& f) {
+int64_t bytes_of(const ir::Graph& g, ir::ValueId v, const schedule::Format& f) {
   return f.physical_elements(g.shape(v)) * static_cast<int64_t>(ir::dtype_size(g.values[v].dtype));
 }
 
@@ -305,7 +305,7 @@ void PlanRecord::read_figures(Reader& in, const ir::Graph& g, Plan::Decided& d) 
   d.in_place_values = r.i64();
   if (!r.done()) in.bad("has bytes after its last field");
   const size_t launches = d.launches.size();
-  if (d.arena_bytes < 0 || d.arena_bytes > kMaxArenaBytes || d.arena_bytes % plan::kArenaAlignment)
+  if (d.arena_bytes < 0 || d.arena_bytes > kMaxArenaBytes || d.arena_bytes % schedule::kArenaAlignment)
     in.bad("has an arena of " + std::to_string(d.arena_bytes) + " bytes");
   if (num_streams < 1 || num_streams > 17 || (communication_stream != -1 && communication_stream != num_streams - 1) ||
       d.stream_launches.size() != static_cast<size_t>(num_streams) || d.waits.size() != launches)
@@ -329,7 +329,7 @@ void PlanRecord::check_launches(Reader& in, const ir::Graph& g, const std::vecto
     int64_t room = 0;
     switch (s.kind) {
       case Plan::Slot::Arena:
-        if (s.at < 0 || s.at % plan::kArenaAlignment || need > d.arena_bytes - s.at) in.bad("has an operand outside its arena");
+        if (s.at < 0 || s.at % schedule::kArenaAlignment || need > d.arena_bytes - s.at) in.bad("has an operand outside its arena");
         return;
       case Plan::Slot::Input:
         if (s.at < 0 || s.at >= static_cast<int64_t>(g.inputs().size())) in.bad("names an input it lacks");
@@ -346,7 +346,7 @@ void PlanRecord::check_launches(Reader& in, const ir::Graph& g, const std::vecto
         break;
       }
     }
-    if (s.format != plan::Format::row_major() || need > room) in.bad("reads past an operand the caller or the graph holds");
+    if (s.format != schedule::Format::row_major() || need > room) in.bad("reads past an operand the caller or the graph holds");
   };
   const size_t launches = d.launches.size();
   std::vector<int> seen(launches, 0);

@@ -99,7 +99,7 @@ TEST_CASE("memory formats: a blocked chain's launches, reorders at its ends, pad
   const runtime::Plan plan(*g, {ir::Shape{1, 12, 8, 8}}, o);
   const auto& l = plan.launches();
   REQUIRE(l.size() == 5);  // reorder, max pool, exp+neg, avg pool, reorder
-  const plan::Format blocked = plan::Format::blocked_channels(8), row_major = plan::Format::row_major();
+  const schedule::Format blocked = schedule::Format::blocked_channels(8), row_major = schedule::Format::row_major();
   CHECK((l[0].node == ir::kNone && l[0].in[0].kind == runtime::Plan::Slot::Input && l[0].out[0].format == blocked));
   for (size_t i = 1; i < 4; ++i) {
     CHECK(l[i].node != ir::kNone);
@@ -116,7 +116,7 @@ TEST_CASE("memory formats: a blocked chain's launches, reorders at its ends, pad
   CHECK(blocked.physical_elements(ir::Shape{1, 0, 8, 8}) == 0);
   CHECK(plan.arena_bytes() >= 16 * 64 * 4 + 16 * 49 * 4);
   CHECK(blocked.name(4) == "nChw8c");
-  CHECK(plan::Format::blocked_channels(16).name(3) == "nCw16c");
+  CHECK(schedule::Format::blocked_channels(16).name(3) == "nCw16c");
   // With channel_block 0: no format pass, no reorders.
   o.backend_options.set("channel_block", 0);
   CHECK(runtime::Plan(*g, {ir::Shape{1, 12, 8, 8}}, o).launches().size() == 3);

@@ -1,11 +1,11 @@
-#include "plan/schedule.hpp"
+#include "schedule/order.hpp"
 
 #include <algorithm>
 #include <functional>
 #include <queue>
 #include <set>
 
-namespace esg::plan {
+namespace esg::schedule {
 namespace {
 
 // Consumers of each value.
@@ -221,4 +221,4 @@ std::vector<int> keep_in_sequence(const Dag& d, const std::vector<int>& order, c
   return out;
 }
 
-}  // namespace esg::plan
+}  // namespace esg::schedule

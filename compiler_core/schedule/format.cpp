@@ -1,6 +1,6 @@
-#include "plan/format.hpp"
+#include "schedule/format.hpp"
 
-namespace esg::plan {
+namespace esg::schedule {
 
 int64_t Format::physical_elements(const ir::Shape& shape) const {
   if (kind == RowMajor || shape.rank() < 2) return shape.num_elements();
@@ -25,4 +25,4 @@ std::string Format::name(size_t rank) const {
   return std::string("nC") + (rank < 6 ? kSpatial[rank] : "…") + std::to_string(block) + "c";
 }
 
-}  // namespace esg::plan
+}  // namespace esg::schedule

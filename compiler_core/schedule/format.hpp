@@ -10,7 +10,7 @@
 
 #include "ir/shape.hpp"
 
-namespace esg::plan {
+namespace esg::schedule {
 
 struct Format {
   enum Kind : uint8_t { RowMajor, BlockedChannels } kind = RowMajor;
@@ -33,4 +33,4 @@ struct Format {
   std::string name(size_t rank) const;
 };
 
-}  // namespace esg::plan
+}  // namespace esg::schedule

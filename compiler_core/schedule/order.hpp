@@ -4,9 +4,9 @@
 #pragma once
 #include <vector>
 
-#include "plan/dag.hpp"
+#include "schedule/dag.hpp"
 
-namespace esg::plan {
+namespace esg::schedule {
 
 std::vector<int> dfs_order(const Dag& d);  // from the outputs back, inputs first
 std::vector<int> bfs_order(const Dag& d);  // Kahn's algorithm, lowest op index first
@@ -27,4 +27,4 @@ std::vector<int> keep_in_sequence(const Dag& d, const std::vector<int>& order, c
 int64_t peak_bytes(const Dag& d, const std::vector<int>& order);
 bool is_topological(const Dag& d, const std::vector<int>& order);
 
-}  // namespace esg::plan
+}  // namespace esg::schedule

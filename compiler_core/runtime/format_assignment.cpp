@@ -1,10 +1,10 @@
-#include "runtime/formats.hpp"
+#include "runtime/format_assignment.hpp"
 
 #include <algorithm>
 
 namespace esg::runtime {
 
-int FormatPlan::dag_value(const plan::GraphDag& gd, int op, ir::ValueId v) const {
+int FormatPlan::dag_value(const schedule::GraphDag& gd, int op, ir::ValueId v) const {
   if (static_cast<size_t>(op) < bound.size())
     for (const auto& [value, dv] : bound[static_cast<size_t>(op)])
       if (value == v) return dv;
@@ -24,23 +24,23 @@ bool per_channel(const ir::Shape& s, const ir::Shape& shape) {
 
 }  // namespace
 
-FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& groups, const FormatRules& rules, plan::GraphDag& gd) {
-  plan::Dag& d = gd.dag;
+FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& groups, const FormatRules& rules, schedule::GraphDag& gd) {
+  schedule::Dag& d = gd.dag;
   FormatPlan fp;
-  fp.format.assign(static_cast<size_t>(d.num_values()), plan::Format::row_major());
+  fp.format.assign(static_cast<size_t>(d.num_values()), schedule::Format::row_major());
   fp.reordered.assign(static_cast<size_t>(d.num_ops()), ir::kNone);
   if (!rules.format_of) return fp;
   fp.bound.resize(static_cast<size_t>(d.num_ops()));
-  auto bytes = [&](ir::ValueId v, plan::Format f) {
+  auto bytes = [&](ir::ValueId v, schedule::Format f) {
     return f.physical_elements(g.shape(v)) * static_cast<int64_t>(ir::dtype_size(g.values[v].dtype));
   };
   // The copies of each graph value in the formats made so far, the producer's first.
-  std::vector<std::vector<std::pair<plan::Format, int>>> copies(g.values.size());
-  auto copies_of = [&](ir::ValueId v) -> std::vector<std::pair<plan::Format, int>>& {
-    if (copies[v].empty()) copies[v].push_back({plan::Format::row_major(), gd.value[v]});
+  std::vector<std::vector<std::pair<schedule::Format, int>>> copies(g.values.size());
+  auto copies_of = [&](ir::ValueId v) -> std::vector<std::pair<schedule::Format, int>>& {
+    if (copies[v].empty()) copies[v].push_back({schedule::Format::row_major(), gd.value[v]});
     return copies[v];
   };
-  auto add_value = [&](ir::ValueId v, plan::Format f) {
+  auto add_value = [&](ir::ValueId v, schedule::Format f) {
     d.value_bytes.push_back(bytes(v, f));
     fp.format.push_back(f);
     return d.num_values() - 1;
@@ -54,7 +54,7 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
     ++fp.reorders;
   };
   // The DAG value holding `v` in `want`: a copy made before, or a new reorder of the producer's.
-  auto copy_in = [&](ir::ValueId v, plan::Format want) {
+  auto copy_in = [&](ir::ValueId v, schedule::Format want) {
     auto& have = copies_of(v);
     for (const auto& [f, dv] : have)
       if (f == want) return dv;
@@ -83,7 +83,7 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
     }
     // The op's format, and the inputs it reads in it (the rest row-major, or as they are when
     // single elements: element 0 is the value in every format).
-    plan::Format f = plan::Format::row_major();
+    schedule::Format f = schedule::Format::row_major();
     std::vector<ir::ValueId> data;
     const bool elementwise = k >= 0 ? groups[static_cast<size_t>(k)].head == ir::kNone : n.op->elementwise && n.num_outputs == 1;
     if (elementwise && rules.elementwise_any_format) {
@@ -100,7 +100,7 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
       data.insert(data.end(), channel_values.begin(), channel_values.end());
     } else if (!elementwise && k < 0 && n.num_outputs == 1 && !reads.empty()) {
       f = rules.format_of(g, n);
-      for (size_t i = 0; i < n.num_inputs && f != plan::Format::row_major(); ++i)
+      for (size_t i = 0; i < n.num_inputs && f != schedule::Format::row_major(); ++i)
         if (reads_in_format(n, i) && g.operands[n.first_input + i] != ir::kNone) data.push_back(g.operands[n.first_input + i]);
     } else if (k >= 0 && !elementwise && rules.elementwise_any_format) {
       // A headed group computes in its head's format when its members can: the head's first
@@ -110,18 +110,18 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
       const ir::Node& head = g.nodes[grp.head];
       f = rules.format_of(g, head);
       const ir::ValueId x = g.operands[head.first_input];
-      if (f != plan::Format::row_major() && reads_in_format(head, 0)) data.push_back(x);
+      if (f != schedule::Format::row_major() && reads_in_format(head, 0)) data.push_back(x);
       for (const GroupStep& s : grp.steps)
         for (const GroupStep::Operand& a : s.operands) {
-          if (a.from != GroupStep::From::Input || f == plan::Format::row_major()) continue;
+          if (a.from != GroupStep::From::Input || f == schedule::Format::row_major()) continue;
           const ir::ValueId v = grp.inputs[a.index];
           // A member reading the images a head reads row-major: one copy cannot serve both.
-          if (v == x && !reads_in_format(head, 0)) f = plan::Format::row_major();
+          if (v == x && !reads_in_format(head, 0)) f = schedule::Format::row_major();
           const bool blocked_too = g.shape(v) == grp.shape || per_channel(g.shape(v), grp.shape);
           if (blocked_too && std::find(data.begin(), data.end(), v) == data.end()) data.push_back(v);
-          else if (!blocked_too && g.shape(v).num_elements() != 1) f = plan::Format::row_major();
+          else if (!blocked_too && g.shape(v).num_elements() != 1) f = schedule::Format::row_major();
         }
-      if (f == plan::Format::row_major()) data.clear();
+      if (f == schedule::Format::row_major()) data.clear();
     }
     auto rebind = [&](std::vector<int>& ids, ir::ValueId v, int dv) {
       std::replace(ids.begin(), ids.end(), gd.value[v], dv);
@@ -130,16 +130,16 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
     for (ir::ValueId v : reads) {
       const bool is_data = std::find(data.begin(), data.end(), v) != data.end();
       if (!is_data && g.shape(v).num_elements() == 1) continue;
-      const int dv = copy_in(v, is_data ? f : plan::Format::row_major());
+      const int dv = copy_in(v, is_data ? f : schedule::Format::row_major());
       if (dv == gd.value[v]) continue;
       rebind(d.ops[static_cast<size_t>(o)].inputs, v, dv);
-      plan::Dag::Op& op = d.ops[static_cast<size_t>(o)];
+      schedule::Dag::Op& op = d.ops[static_cast<size_t>(o)];
       std::replace(op.reusable.begin(), op.reusable.end(), gd.value[v], dv);
       if (op.alias == gd.value[v]) op.alias = dv;  // a view of the row-major copy, not of the blocked bytes
     }
     for (ir::ValueId v : writes) {
       copies[v].clear();
-      if (f == plan::Format::row_major()) continue;
+      if (f == schedule::Format::row_major()) continue;
       if (!is_output[v]) {  // the value itself is blocked
         const int dv = gd.value[v];
         d.value_bytes[static_cast<size_t>(dv)] = bytes(v, f);
@@ -152,7 +152,7 @@ FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& gro
       rebind(d.ops[static_cast<size_t>(o)].outputs, v, blocked);
       copies[v].push_back({f, blocked});
       add_reorder(v, blocked, gd.value[v]);
-      copies[v].push_back({plan::Format::row_major(), gd.value[v]});
+      copies[v].push_back({schedule::Format::row_major(), gd.value[v]});
     }
   }
   return fp;

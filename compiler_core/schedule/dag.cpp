@@ -1,10 +1,10 @@
-#include "plan/dag.hpp"
+#include "schedule/dag.hpp"
 
 #include <algorithm>
 
 #include "ir/error.hpp"
 
-namespace esg::plan {
+namespace esg::schedule {
 
 std::vector<int> Dag::producers() const {
   std::vector<int> p(value_bytes.size(), -1);
@@ -90,4 +90,4 @@ GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId
   return out;
 }
 
-}  // namespace esg::plan
+}  // namespace esg::schedule

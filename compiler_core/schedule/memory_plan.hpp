@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "plan/dag.hpp"
+#include "schedule/dag.hpp"
 
-namespace esg::plan {
+namespace esg::schedule {
 
 // Offsets and sizes in every arena, host or device: a cache line, and the 32-byte alignment
 // AscendCL's memory needs, twice over.
@@ -49,4 +49,4 @@ MemoryPlan plan_memory(const Dag& d, const std::vector<int>& order, const Memory
 std::string check_plan(const Dag& d, const std::vector<int>& order, const MemoryPlan& plan, int64_t alignment = 64,
                        const std::vector<int>& op_stream = {}, int64_t slack = 0);
 
-}  // namespace esg::plan
+}  // namespace esg::schedule

@@ -1,11 +1,11 @@
-#include "plan/memory_plan.hpp"
+#include "schedule/memory_plan.hpp"
 
 #include <algorithm>
 #include <functional>
 #include <numeric>
 #include <utility>
 
-namespace esg::plan {
+namespace esg::schedule {
 namespace {
 
 int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
@@ -346,4 +346,4 @@ std::string check_plan(const Dag& d, const std::vector<int>& order, const Memory
   return "";
 }
 
-}  // namespace esg::plan
+}  // namespace esg::schedule

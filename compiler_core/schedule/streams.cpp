@@ -1,8 +1,8 @@
-#include "plan/streams.hpp"
+#include "schedule/streams.hpp"
 
 #include <algorithm>
 
-namespace esg::plan {
+namespace esg::schedule {
 namespace {
 
 // Distinct producing ops of an op's inputs.
@@ -85,4 +85,4 @@ StreamPlan assign_streams(const Dag& d, const std::vector<int>& order, int num_s
   return plan;
 }
 
-}  // namespace esg::plan
+}  // namespace esg::schedule

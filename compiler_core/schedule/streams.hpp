@@ -5,9 +5,9 @@
 #pragma once
 #include <vector>
 
-#include "plan/dag.hpp"
+#include "schedule/dag.hpp"
 
-namespace esg::plan {
+namespace esg::schedule {
 
 struct Event {
   int after;   // the op recorded after
@@ -33,4 +33,4 @@ StreamPlan assign_streams(const Dag& d, const std::vector<int>& order, int num_s
 // The events a given assignment needs (used by assign_streams; public for tests).
 std::vector<Event> place_events(const Dag& d, const std::vector<int>& order, const std::vector<int>& stream, int num_streams);
 
-}  // namespace esg::plan
+}  // namespace esg::schedule

@@ -6,11 +6,11 @@
 #include <random>
 #include <string>
 
-#include "plan/memory_plan.hpp"
-#include "plan/schedule.hpp"
-#include "plan/streams.hpp"
+#include "schedule/memory_plan.hpp"
+#include "schedule/order.hpp"
+#include "schedule/streams.hpp"
 
-using namespace esg::plan;
+using namespace esg::schedule;
 
 namespace {
 

@@ -5,10 +5,10 @@
 
 #include <random>
 
-#include "plan/schedule.hpp"
-#include "plan/streams.hpp"
+#include "schedule/order.hpp"
+#include "schedule/streams.hpp"
 
-using namespace esg::plan;
+using namespace esg::schedule;
 
 namespace {
 

@@ -7,7 +7,7 @@
 
 #include "ir/graph.hpp"
 
-namespace esg::plan {
+namespace esg::schedule {
 
 struct Dag {
   struct Op {
@@ -47,4 +47,4 @@ struct GraphDag {
 GraphDag from_graph(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& fused = {}, bool lone_in_place = true,
                     const ir::Graph* sizes = nullptr);
 
-}  // namespace esg::plan
+}  // namespace esg::schedule

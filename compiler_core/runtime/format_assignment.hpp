@@ -6,26 +6,26 @@
 #include <utility>
 #include <vector>
 
-#include "plan/dag.hpp"
-#include "plan/format.hpp"
+#include "schedule/dag.hpp"
+#include "schedule/format.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/grouping.hpp"
 
 namespace esg::runtime {
 
 struct FormatPlan {
-  std::vector<plan::Format> format;  // per DAG value
+  std::vector<schedule::Format> format;  // per DAG value
   // Per DAG op: the DAG value a graph value it reads or writes is bound to, where that is not
   // the value's own (a reordered copy, or a blocked result that a reorder turns into an output).
   std::vector<std::vector<std::pair<ir::ValueId, int>>> bound;
   std::vector<ir::ValueId> reordered;  // per DAG op: the graph value a reorder copies, else kNone
   int reorders = 0;
 
-  int dag_value(const plan::GraphDag& gd, int op, ir::ValueId v) const;
+  int dag_value(const schedule::GraphDag& gd, int op, ir::ValueId v) const;
 };
 
 // Assigns formats to `gd`'s values under `rules` and adds the reorders to it (ops with node
 // kNone). With no format_of rule, every value is row-major and nothing changes.
-FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& groups, const FormatRules& rules, plan::GraphDag& gd);
+FormatPlan assign_formats(const ir::Graph& g, const std::vector<FusedGroup>& groups, const FormatRules& rules, schedule::GraphDag& gd);
 
 }  // namespace esg::runtime
