@@ -36,6 +36,16 @@ void need(const esg_facts* facts, const char* fn) {
   if (!facts) throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(fn) + ": the facts are NULL");
 }
 
+// Entry `index` of `facts`, or an error of `fn` saying why there is none.
+const Fact& entry_at(const esg_facts* facts, int64_t index, const char* fn) {
+  need(facts, fn);
+  const auto& entries = facts->record->entries();
+  if (index < 0 || index >= static_cast<int64_t>(entries.size()))
+    throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(fn) + ": index " + std::to_string(index) + " is not below the record's " +
+                                                        std::to_string(entries.size()) + " entries");
+  return entries[static_cast<size_t>(index)];
+}
+
 void fill(const Fact& f, esg_fact* out, const char* fn) {
   if (!out) throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(fn) + ": out is NULL");
   out->key = f.key.c_str();
@@ -66,12 +76,7 @@ ESG_API int64_t esg_facts_count(const esg_facts* facts) {
 
 ESG_API esg_status esg_facts_entry(const esg_facts* facts, int64_t index, esg_fact* out) {
   guarded(nullptr, [&] {
-    need(facts, "esg_facts_entry");
-    const auto& entries = facts->record->entries();
-    if (index < 0 || index >= static_cast<int64_t>(entries.size()))
-      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_facts_entry: index " + std::to_string(index) + " is not below the record's " +
-                                                          std::to_string(entries.size()) + " entries");
-    fill(entries[static_cast<size_t>(index)], out, "esg_facts_entry");
+    fill(entry_at(facts, index, "esg_facts_entry"), out, "esg_facts_entry");
   });
   return esg_last_status();
 }
@@ -90,12 +95,7 @@ ESG_API esg_status esg_facts_find(const esg_facts* facts, const char* key, esg_f
 ESG_API const esg_facts* esg_facts_row(const esg_facts* facts, int64_t index, int64_t row) {
   const esg_facts* found = nullptr;
   guarded(nullptr, [&] {
-    need(facts, "esg_facts_row");
-    const auto& entries = facts->record->entries();
-    if (index < 0 || index >= static_cast<int64_t>(entries.size()))
-      throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_facts_row: index " + std::to_string(index) + " is not below the record's " +
-                                                          std::to_string(entries.size()) + " entries");
-    const Fact& f = entries[static_cast<size_t>(index)];
+    const Fact& f = entry_at(facts, index, "esg_facts_row");
     if (f.kind != FactKind::List) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_facts_row: `" + f.key + "` is no list");
     if (row < 0 || row >= static_cast<int64_t>(f.rows.size()))
       throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_facts_row: `" + f.key + "` has " + std::to_string(f.rows.size()) +
