@@ -120,9 +120,12 @@ void* dlopen_first(const std::vector<std::string>& candidates, std::string* foun
 
 void AclLibrary::check(acl::Error status, const char* call) const {
   if (status == acl::kSuccess) return;
+  throw Error(ErrorCode::Backend, std::string("ascend: ") + call + " failed with AscendCL error " + std::to_string(status) + ": " + recent_error());
+}
+
+std::string AclLibrary::recent_error() const {
   const char* message = aclGetRecentErrMsg ? aclGetRecentErrMsg() : nullptr;
-  throw Error(ErrorCode::Backend, std::string("ascend: ") + call + " failed with AscendCL error " + std::to_string(status) +
-                                      (message && *message ? std::string(": ") + message : std::string()));
+  return message && *message ? message : "AscendCL gave no message";
 }
 
 AclLibrary::~AclLibrary() {

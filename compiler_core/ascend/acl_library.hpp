@@ -31,6 +31,9 @@ class AclLibrary : public acl::Functions {
   std::string cann_version() const;
   // Throws ir::Error(Backend) "`call` failed with AscendCL error <code>: <message>" unless ok.
   void check(acl::Error status, const char* call) const;
+  // The calling thread's most recent AscendCL error text (aclGetRecentErrMsg), or words saying
+  // there is none: CANN returns NULL when no message is set, and a failure may set none.
+  std::string recent_error() const;
 
   ~AclLibrary();
 

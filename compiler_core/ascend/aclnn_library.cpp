@@ -81,9 +81,8 @@ void AclnnLibrary::require(const char* name, const std::string& op) const {
 
 void AclnnLibrary::check(aclnn::Status status, const char* call) const {
   if (status == 0) return;
-  const char* message = acl_.aclGetRecentErrMsg();
-  throw ir::Error(ir::ErrorCode::Backend, std::string("ascend: ") + call + " failed with aclnn status " + std::to_string(status) +
-                                              (message && *message ? std::string(": ") + message : std::string()));
+  throw ir::Error(ir::ErrorCode::Backend, std::string("ascend: ") + call + " failed with aclnn status " + std::to_string(status) + ": " +
+                                              acl_.recent_error());
 }
 
 }  // namespace esg::ascend

@@ -375,7 +375,7 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   const char* soc = d.acl->aclrtGetSocName();
   d.soc = soc ? soc : "";
   if (std::any_of(lowered.begin(), lowered.end(), [](const LaunchLowering& l) { return l.kind == LaunchLowering::Kernel; })) {
-    if (d.soc.empty()) throw Error(ErrorCode::Backend, std::string("ascend: aclrtGetSocName failed: ") + d.acl->aclGetRecentErrMsg());
+    if (d.soc.empty()) throw Error(ErrorCode::Backend, "ascend: aclrtGetSocName failed: " + d.acl->recent_error());
     if (const std::string why = arch_mismatch(kernel_arch(), d.soc); !why.empty()) throw Error(ErrorCode::Unsupported, "ascend: " + why);
   }
   build_kernels(d, lowered, loaded);
@@ -428,7 +428,7 @@ bool DeviceProgram::capture(acl::ModelRI* model, std::string* note) const {
   // Thread-local: a synchronous call of this thread inside the capture is an error, while
   // other threads (another binding's build, a host launch) go on with theirs.
   if (acl.aclmdlRICaptureBegin(d.streams[0], acl::kCaptureThreadLocal) != acl::kSuccess) {
-    *note = std::string("replays the launch list (capture refused: ") + acl.aclGetRecentErrMsg() + ")";
+    *note = "replays the launch list (capture refused: " + acl.recent_error() + ")";
     return false;
   }
   try {
@@ -609,7 +609,7 @@ void DeviceProgram::run(const std::vector<eval::TensorRef>& inputs, const std::v
   std::string message;
   for (size_t s = 0; s < (captured ? 1 : d.streams.size()); ++s)
     if (const acl::Error e = acl.aclrtSynchronizeStream(d.streams[s]); e != acl::kSuccess && failed == acl::kSuccess)
-      failed = e, message = acl.aclGetRecentErrMsg();
+      failed = e, message = acl.recent_error();
   if (failed != acl::kSuccess) {
     d.tilings_of = 0;
     throw Error(ErrorCode::Backend, "ascend: aclrtSynchronizeStream failed with AscendCL error " + std::to_string(failed) + ": " + message);

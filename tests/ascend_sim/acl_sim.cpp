@@ -14,6 +14,8 @@
 //   include/kernel_operator.h; a launch runs its blocks one after the other on the stream.
 // - A call log (ACLSIM_LOG=path) records every call with its objects, so tests can check the
 //   launch protocol. ACLSIM_FAIL=name makes every call of that function fail;
+//   ACLSIM_FAIL_SILENTLY=name too, leaving no error text (aclGetRecentErrMsg gives NULL, as
+//   CANN's does when no message is set);
 //   ACLSIM_DEVICE_MEMORY caps the device heap (bytes); ACLSIM_NO_CAPTURE=1 refuses stream
 //   capture, as CANN before 8.1 does; ACLSIM_DEVICES sets the device count (default 1),
 //   ACLSIM_AI_CORES the AI cores of each (default 8), ACLSIM_SOC the SoC aclrtGetSocName names
@@ -243,13 +245,20 @@ Error fail(Error code, const std::string& call, const std::string& message) {
   return code;
 }
 
-bool injected(const char* call) {
-  const char* f = std::getenv("ACLSIM_FAIL");
+bool injected(const char* call, const char* variable = "ACLSIM_FAIL") {
+  const char* f = std::getenv(variable);
   return f && std::strcmp(f, call) == 0;
 }
 
-#define ACLSIM_ENTER(call)                                                         \
-  if (injected(call)) return fail(kInjected, call, "failure injected by ACLSIM_FAIL"); \
+Error fail_silently(Error code, const std::string& call) {
+  recent_error.clear();
+  log_line(call + " FAILED " + std::to_string(code) + " (no message)");
+  return code;
+}
+
+#define ACLSIM_ENTER(call)                                                                 \
+  if (injected(call)) return fail(kInjected, call, "failure injected by ACLSIM_FAIL");         \
+  if (injected(call, "ACLSIM_FAIL_SILENTLY")) return fail_silently(kInjected, call);           \
   if (!sim().initialized && std::strcmp(call, "aclInit") != 0) return fail(kUninitialized, call, "aclInit was not called")
 
 std::string name_of(const char* kind, int id) { return std::string(kind) + "#" + std::to_string(id); }
@@ -416,7 +425,7 @@ Error aclFinalize() {
   return kSuccess;
 }
 
-const char* aclGetRecentErrMsg() { return recent_error.c_str(); }
+const char* aclGetRecentErrMsg() { return recent_error.empty() ? nullptr : recent_error.c_str(); }
 
 // ACLSIM_CANN_VERSION names the CANN it stands in for (default 8.5.0).
 Error aclsysGetCANNVersion(int name, CannPackageVersion* version) {
@@ -430,6 +439,7 @@ Error aclsysGetCANNVersion(int name, CannPackageVersion* version) {
 
 // ACLSIM_SOC names the simulated SoC (default Ascend910B1, an Atlas A2).
 const char* aclrtGetSocName() {
+  if (injected("aclrtGetSocName", "ACLSIM_FAIL_SILENTLY")) return fail_silently(kInjected, "aclrtGetSocName"), nullptr;
   static thread_local std::string name;
   const char* soc = std::getenv("ACLSIM_SOC");
   name = soc && *soc ? soc : "Ascend910B1";

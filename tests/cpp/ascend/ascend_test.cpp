@@ -202,7 +202,7 @@ struct SimDevice {
     ESG_ACL(*acl, aclrtKernelArgsFinalize, args);
     ESG_ACL(*acl, aclrtLaunchKernelWithConfig, fn, 1, stream, nullptr, args, nullptr);
     const int status = acl->aclrtSynchronizeStream(stream);
-    const std::string message = status ? acl->aclGetRecentErrMsg() : "";
+    const std::string message = status ? acl->recent_error() : std::string();
     acl->aclrtBinaryUnLoad(bin);
     return {status, message};
   }
@@ -363,17 +363,17 @@ TEST_CASE("the simulated heap catches use after free and copies of the wrong kin
   void* p = dev.malloc(64);
   float host[16] = {};
   CHECK(dev.acl->aclrtMemcpy(p, 64, p, 64, ascend::acl::kHostToDevice) == 100000);  // the source is device memory
-  CHECK(std::string(dev.acl->aclGetRecentErrMsg()).find("source is device memory but the copy kind says host") != std::string::npos);
+  CHECK(dev.acl->recent_error().find("source is device memory but the copy kind says host") != std::string::npos);
   CHECK(dev.acl->aclrtMemcpy(host, sizeof host, p, 64, ascend::acl::kHostToDevice) == 100000);  // the destination is not
-  CHECK(std::string(dev.acl->aclGetRecentErrMsg()).find("destination: not device memory") != std::string::npos);
+  CHECK(dev.acl->recent_error().find("destination: not device memory") != std::string::npos);
   CHECK(dev.acl->aclrtMemcpy(p, 64, host, 128, ascend::acl::kHostToDevice) == 100000);  // more than the destination holds
   void* q = dev.malloc(64);
   dev.allocations.pop_back();
   REQUIRE(dev.acl->aclrtFree(q) == 0);
   CHECK(dev.acl->aclrtMemcpy(host, sizeof host, q, 64, ascend::acl::kDeviceToHost) == 100000);
-  CHECK(std::string(dev.acl->aclGetRecentErrMsg()).find("use after free") != std::string::npos);
+  CHECK(dev.acl->recent_error().find("use after free") != std::string::npos);
   CHECK(dev.acl->aclrtFree(q) == 100000);  // a double free
-  CHECK(std::string(dev.acl->aclGetRecentErrMsg()).find("double free") != std::string::npos);
+  CHECK(dev.acl->recent_error().find("double free") != std::string::npos);
   // The loader turns a failing call into an error with AscendCL's message.
   CHECK_THROWS_WITH_AS(ESG_ACL(*dev.acl, aclrtFree, q), doctest::Contains("ascend: aclrtFree failed with AscendCL error 100000: aclsim: aclrtFree: double free"),
                        ir::Error);
@@ -409,7 +409,7 @@ TEST_CASE("the simulated operator library refuses the descriptor formats CANN's 
     return planned;
   };
   CHECK(convolve(false) == 161002);  // ACLNN_ERR_PARAM_INVALID
-  CHECK(std::string(dev.acl->aclGetRecentErrMsg()).find("4-D tensor of aclFormat 2 where CANN documents NCL, NCHW or NCDHW") !=
+  CHECK(dev.acl->recent_error().find("4-D tensor of aclFormat 2 where CANN documents NCL, NCHW or NCDHW") !=
         std::string::npos);
   CHECK(convolve(true) == 0);
 
@@ -419,7 +419,7 @@ TEST_CASE("the simulated operator library refuses the descriptor formats CANN's 
   uint64_t workspace = 0;
   aclnn::Executor* executor = nullptr;
   CHECK(lib->aclnnMatmulGetWorkspaceSize(a, a, a, 0, &workspace, &executor) == 161002);
-  CHECK(std::string(dev.acl->aclGetRecentErrMsg()).find("where CANN documents ND") != std::string::npos);
+  CHECK(dev.acl->recent_error().find("where CANN documents ND") != std::string::npos);
 }
 
 // CANN 8.0-8.1 document an asynchronous copy from or to pageable host memory as an error at
@@ -429,7 +429,7 @@ TEST_CASE("the simulated device refuses asynchronous copies from or to host memo
   SimDevice dev;
   void* p = dev.malloc(256);
   alignas(64) float pageable[32] = {};
-  auto message = [&] { return std::string(dev.acl->aclGetRecentErrMsg()); };
+  auto message = [&] { return dev.acl->recent_error(); };
   CHECK(dev.acl->aclrtMemcpyAsync(p, 128, pageable, 128, acl::kHostToDevice, dev.stream) == 100000);
   CHECK(message().find("source is pageable memory, not from aclrtMallocHost") != std::string::npos);
   CHECK(dev.acl->aclrtMemcpyAsync(pageable, 128, p, 128, acl::kDeviceToHost, dev.stream) == 100000);
@@ -474,7 +474,7 @@ TEST_CASE("the simulated device captures across streams joined by events") {
   float* c = static_cast<float*>(dev.malloc(64));
   auto begin = [&] { ESG_ACL(*dev.acl, aclmdlRICaptureBegin, dev.stream, acl::kCaptureGlobal); };
   auto end = [&](acl::ModelRI* model) { return dev.acl->aclmdlRICaptureEnd(dev.stream, model); };
-  auto message = [&] { return std::string(dev.acl->aclGetRecentErrMsg()); };
+  auto message = [&] { return dev.acl->recent_error(); };
   acl::ModelRI model = nullptr;
 
   SUBCASE("a joined stream that merges back replays in order, every time") {

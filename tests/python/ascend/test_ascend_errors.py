@@ -83,6 +83,33 @@ def test_a_failing_acl_call_is_an_error_and_leaves_nothing_behind(call, acl_log,
     np.testing.assert_allclose(esgraph.compile(g, backend="ascend-sim")(x), np.exp(x) + 1.0, rtol=RTOL)
 
 
+def test_a_failure_that_leaves_no_error_text_is_still_a_clear_error(monkeypatch):
+    """CANN's aclGetRecentErrMsg gives NULL when a failure set no message: a refused capture then
+    falls back to replaying the launch list, and a failed SoC query or stream wait is an error
+    that says AscendCL gave no message, not a crash."""
+    g = graph_of(lambda a: ops.exp(a) + 1.0, (100,))
+    x = np.ones(100, np.float32)
+    esgraph.compile(g, backend="ascend-sim")  # the kernel is built: the failures below are the device's
+    monkeypatch.setenv("ACLSIM_FAIL_SILENTLY", "aclmdlRICaptureBegin")
+    replayed = esgraph.compile(g, backend="ascend-sim")
+    np.testing.assert_allclose(replayed(x), np.exp(x) + 1.0, rtol=RTOL)
+    stats = replayed.stats()
+    assert (stats["captured"], stats["capture_scope"]) == (0, "none")
+    assert stats["run"] == "replays the launch list (capture refused: AscendCL gave no message)"
+    monkeypatch.setenv("ACLSIM_FAIL_SILENTLY", "aclrtGetSocName")
+    with pytest.raises(esgraph.BackendError, match=r"^ascend: aclrtGetSocName failed: AscendCL gave no message$"):
+        esgraph.compile(g, backend="ascend-sim")
+    monkeypatch.setenv("ACLSIM_FAIL_SILENTLY", "aclrtMallocHost")
+    with pytest.raises(esgraph.BackendError, match=r"aclrtMallocHost failed with AscendCL error 500000: AscendCL gave no message$"):
+        esgraph.compile(g, backend="ascend-sim")
+    monkeypatch.setenv("ACLSIM_FAIL_SILENTLY", "aclrtSynchronizeStream")
+    model = esgraph.compile(g, backend="ascend-sim")
+    with pytest.raises(esgraph.BackendError, match=r"aclrtSynchronizeStream failed with AscendCL error 500000: AscendCL gave no message$"):
+        model(x)
+    monkeypatch.delenv("ACLSIM_FAIL_SILENTLY")
+    np.testing.assert_allclose(model(x), np.exp(x) + 1.0, rtol=RTOL)  # the model stays usable
+
+
 def test_out_of_device_memory(monkeypatch):
     monkeypatch.setenv("ACLSIM_DEVICE_MEMORY", "1024")
     g = graph_of(lambda a: ops.exp(a), (100000,))
