@@ -100,6 +100,14 @@ enum DeviceInfo : int32_t {  // aclDeviceInfo: what aclGetDeviceCapability repor
   X(aclrtMemcpy, Error, (void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind))     \
   X(aclrtMemcpyAsync, Error,                                                                             \
     (void* dst, size_t dst_max, const void* src, size_t count, MemcpyKind kind, Stream stream))          \
+  X(aclGetRecentErrMsg, const char*, ())                                                                  \
+  X(aclrtGetSocName, const char*, ())
+
+// The kernel API, which generated kernels are loaded and launched through: optional and all or
+// nothing, so that a CANN without it (before 8.3, the first release whose documentation covers
+// it for AI Core binaries) still runs models of the operator library (aclnn) alone; a model
+// with generated kernels is refused there by name.
+#define ESG_ACL_KERNEL_FUNCTIONS(X)                                                                     \
   /* path: absolute; options may be null (the core comes from the .json beside the binary) */          \
   X(aclrtBinaryLoadFromFile, Error, (const char* path, void* options, BinHandle* handle))                \
   X(aclrtBinaryGetFunction, Error, (BinHandle handle, const char* kernel_name, FuncHandle* func))        \
@@ -111,9 +119,7 @@ enum DeviceInfo : int32_t {  // aclDeviceInfo: what aclGetDeviceCapability repor
   X(aclrtKernelArgsFinalize, Error, (ArgsHandle args))                                                   \
   /* cfg may be null; reserve must be */                                                                \
   X(aclrtLaunchKernelWithConfig, Error,                                                                  \
-    (FuncHandle func, uint32_t num_blocks, Stream stream, LaunchKernelCfg * cfg, ArgsHandle args, void* reserve)) \
-  X(aclGetRecentErrMsg, const char*, ())                                                                  \
-  X(aclrtGetSocName, const char*, ())
+    (FuncHandle func, uint32_t num_blocks, Stream stream, LaunchKernelCfg * cfg, ArgsHandle args, void* reserve))
 
 // The model-capture functions: optional (older CANN lacks them); without them a run replays
 // the launch list. A capture spans the streams that wait on an event recorded in it, whose
@@ -147,6 +153,7 @@ struct Functions {
   ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_POINTER)
   ESG_ACL_INFO_FUNCTIONS(ESG_ACL_POINTER)
   ESG_ACL_LOAD_FUNCTIONS(ESG_ACL_POINTER)
+  ESG_ACL_KERNEL_FUNCTIONS(ESG_ACL_POINTER)
 #undef ESG_ACL_POINTER
 };
 

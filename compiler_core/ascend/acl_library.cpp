@@ -75,20 +75,25 @@ std::shared_ptr<AclLibrary> AclLibrary::open(const std::string& path) {
   ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_RESOLVE_OPTIONAL)
   ESG_ACL_INFO_FUNCTIONS(ESG_ACL_RESOLVE_OPTIONAL)
   ESG_ACL_LOAD_FUNCTIONS(ESG_ACL_RESOLVE_OPTIONAL)
+  ESG_ACL_KERNEL_FUNCTIONS(ESG_ACL_RESOLVE_OPTIONAL)
 #undef ESG_ACL_RESOLVE_OPTIONAL
-  // Capture is all or nothing.
+  // Capture and the kernel API are each all or nothing.
   bool capture = true;
 #define ESG_ACL_PRESENT(name, ret, params) capture = capture && lib->name;
   ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_PRESENT)
 #undef ESG_ACL_PRESENT
+#define ESG_ACL_LACKS(name, ret, params) \
+  if (!lib->name) lib->kernel_api_missing_ += std::string(lib->kernel_api_missing_.empty() ? "" : ", ") + #name;
+  ESG_ACL_KERNEL_FUNCTIONS(ESG_ACL_LACKS)
+#undef ESG_ACL_LACKS
 #define ESG_ACL_DROP(name, ret, params) lib->name = nullptr;
   if (!capture) { ESG_ACL_CAPTURE_FUNCTIONS(ESG_ACL_DROP) }
+  if (!lib->kernel_api_missing_.empty()) { ESG_ACL_KERNEL_FUNCTIONS(ESG_ACL_DROP) }
 #undef ESG_ACL_DROP
   if (!missing.empty()) {
     dlclose(handle);
     lib->handle_ = nullptr;
-    throw Error(ErrorCode::Backend, "ascend: " + found + " lacks " + missing +
-                                        " (esgraph needs CANN 8.3 or newer, whose runtime has the kernel API it uses: docs/ascend.md)");
+    throw Error(ErrorCode::Backend, "ascend: " + found + " lacks " + missing + " (not an AscendCL esgraph can use: docs/ascend.md)");
   }
   // Another part of the process (torch_npu, the application) may have initialized AscendCL.
   constexpr acl::Error kRepeatInitialize = 100002;  // ACL_ERROR_REPEAT_INITIALIZE

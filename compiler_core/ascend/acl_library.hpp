@@ -27,6 +27,9 @@ class AclLibrary : public acl::Functions {
   // "" when the dynamic linker found it by name.
   std::string dir() const { return path_.find('/') == std::string::npos ? "" : path_.substr(0, path_.rfind('/') + 1); }
   bool has_capture() const { return aclmdlRICaptureBegin != nullptr; }
+  // The kernel API's functions this AscendCL lacks ("": it has them all, and generated kernels
+  // can run; else none is resolved).
+  const std::string& kernel_api_missing() const { return kernel_api_missing_; }
   // The installed CANN's version (aclsysGetCANNVersion), or "unknown".
   std::string cann_version() const;
   // Throws ir::Error(Backend) "`call` failed with AscendCL error <code>: <message>" unless ok.
@@ -41,6 +44,7 @@ class AclLibrary : public acl::Functions {
   AclLibrary() = default;
   void* handle_ = nullptr;
   std::string path_;
+  std::string kernel_api_missing_;
 };
 
 // dlopen's the first of `candidates` that loads (RTLD_NOW | RTLD_LOCAL): its handle and path,

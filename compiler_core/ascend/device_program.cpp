@@ -375,6 +375,10 @@ std::shared_ptr<DeviceProgram::Device> DeviceProgram::make_device(const std::vec
   const char* soc = d.acl->aclrtGetSocName();
   d.soc = soc ? soc : "";
   if (std::any_of(lowered.begin(), lowered.end(), [](const LaunchLowering& l) { return l.kind == LaunchLowering::Kernel; })) {
+    if (!d.acl->kernel_api_missing().empty())
+      throw Error(ErrorCode::Unsupported, "ascend: the model has generated kernels, which load and launch through AscendCL's kernel API, and " +
+                                              d.acl->path() + " (CANN " + d.acl->cann_version() + ") lacks " + d.acl->kernel_api_missing() +
+                                              "; CANN 8.3 or newer has it (docs/ascend.md). Models of CANN's operator library (aclnn) alone run here");
     if (d.soc.empty()) throw Error(ErrorCode::Backend, "ascend: aclrtGetSocName failed: " + d.acl->recent_error());
     if (const std::string why = arch_mismatch(kernel_arch(), d.soc); !why.empty()) throw Error(ErrorCode::Unsupported, "ascend: " + why);
   }
@@ -639,6 +643,7 @@ void DeviceProgram::add_facts(runtime::Facts& f) const {
   f.text("soc", d.soc);
   f.text("cann_version", d.acl->cann_version());
   f.text("acl_library", d.acl->path());
+  f.level("kernel_api", d.acl->kernel_api_missing().empty());  // 0: a CANN before 8.3, which runs aclnn ops alone
   // One allocation, laid out for the size class's largest sizes and shared by its bindings that
   // lower alike when the plan is a binding.
   f.bytes("device_bytes", static_cast<int64_t>(d.memory_bytes));

@@ -26,6 +26,10 @@ namespace esg {
 struct AscendCheckCase {
   std::string name;  // what it exercises
   bool passed = false;
+  // Refused by name (an UnsupportedError): this device or CANN cannot run what the case needs (a
+  // CANN without the kernel API, an operator library without its op, a core version no kernels
+  // are built for). Not a failure: nothing ran wrong.
+  bool refused = false;
   double max_diff = 0, tolerance = 0;  // the largest |device - cpu| over the outputs, and its bound
   std::string ran;    // how the device ran it: kernels, aclnn ops, capture (from the model's stats)
   std::string error;  // why it did not run, when it did not
@@ -39,18 +43,24 @@ struct AscendCheck {
   bool passed() const {
     return !cases.empty() && std::all_of(cases.begin(), cases.end(), [](const AscendCheckCase& c) { return c.passed; });
   }
+  // Every case passed or was refused by name, and some were refused: what this device and CANN
+  // can run is right.
+  bool partial() const {
+    return std::any_of(cases.begin(), cases.end(), [](const AscendCheckCase& c) { return c.refused; }) &&
+           std::all_of(cases.begin(), cases.end(), [](const AscendCheckCase& c) { return c.passed || c.refused; });
+  }
   std::string table() const {
     std::ostringstream out;
     out << "esgraph ascend-check on " << backend << ": " << device << "\n";
     for (const AscendCheckCase& c : cases) {
       char diff[64];
       std::snprintf(diff, sizeof diff, "%.2g (<= %.2g)", c.max_diff, c.tolerance);
-      out << (c.passed ? "  pass  " : "  FAIL  ") << c.name << ": " << (c.error.empty() ? std::string(diff) + "; " + c.ran : c.error)
+      out << (c.passed ? "  pass     " : c.refused ? "  refused  " : "  FAIL     ") << c.name << ": " << (c.error.empty() ? std::string(diff) + "; " + c.ran : c.error)
           << "\n";
     }
-    size_t passed = 0;
-    for (const AscendCheckCase& c : cases) passed += c.passed;
-    out << passed << " of " << cases.size() << " passed\n";
+    size_t passed = 0, refused = 0;
+    for (const AscendCheckCase& c : cases) passed += c.passed, refused += c.refused;
+    out << passed << " of " << cases.size() << " passed" << (refused ? ", " + std::to_string(refused) + " refused" : std::string()) << "\n";
     return out.str();
   }
 };
@@ -154,6 +164,9 @@ inline AscendCheck ascend_check(const std::string& backend = "ascend") {
       r.ran = detail::describe_run(device.stats());
     } catch (const BackendError& e) {
       backend_errors.push_back(e);
+      r.error = e.what();
+    } catch (const UnsupportedError& e) {
+      r.refused = true;
       r.error = e.what();
     } catch (const Error& e) {
       r.error = e.what();

@@ -224,7 +224,9 @@ def _write(text, path):
 
 def cmd_ascend_check(args):
     """The smoke set on the device (docs/ascend.md): 0 when every case matches the CPU, 1 when
-    one does not, 2 when the device cannot start (the message names what is missing)."""
+    one does not, 2 when the device cannot start (the message names what is missing), 3 when
+    every case that ran matched and the others were refused by name (what this CANN or device
+    cannot run: a CANN before 8.3 runs the aclnn cases and refuses the generated kernels)."""
     backend = "ascend-sim" if args.simulated else "ascend"
     try:
         check = _C.ascend_check(backend)
@@ -232,7 +234,7 @@ def cmd_ascend_check(args):
         print(f"esgraph ascend-check: the {backend} backend cannot start: {e}", file=sys.stderr)
         return 2
     sys.stdout.write(check["table"])
-    return 0 if check["passed"] else 1
+    return 0 if check["passed"] else 3 if check["partial"] else 1
 
 
 def main(argv=None):

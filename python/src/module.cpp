@@ -549,13 +549,14 @@ void bind_ascend_check(py::module_& m) {
     const esg::AscendCheck check = esg::ascend_check(backend);
     py::list cases;
     for (const esg::AscendCheckCase& c : check.cases)
-      cases.append(py::dict(py::arg("name") = c.name, py::arg("passed") = c.passed, py::arg("max_diff") = c.max_diff,
+      cases.append(py::dict(py::arg("name") = c.name, py::arg("passed") = c.passed, py::arg("refused") = c.refused, py::arg("max_diff") = c.max_diff,
                             py::arg("tolerance") = c.tolerance, py::arg("ran") = c.ran, py::arg("error") = c.error));
     return py::dict(py::arg("backend") = check.backend, py::arg("device") = check.device, py::arg("cases") = cases,
-                    py::arg("passed") = check.passed(), py::arg("table") = check.table());
+                    py::arg("passed") = check.passed(), py::arg("partial") = check.partial(), py::arg("table") = check.table());
   }, py::arg("backend") = "ascend",
      "Runs esgraph's Ascend smoke set on `backend` ('ascend', or 'ascend-sim'), each case against the CPU: a dict of "
-     "the device's line, the cases (name, passed, max_diff, tolerance, ran, error), passed, and the table "
+     "the device's line, the cases (name, passed, refused, max_diff, tolerance, ran, error), passed, partial (every case passed "
+     "or was refused by name, some refused), and the table "
      "(esg::ascend_check; `python3 -m esgraph ascend-check` prints it). A device that cannot start raises its "
      "BackendError, naming what is missing.");
 }

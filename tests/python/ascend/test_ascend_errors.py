@@ -2,6 +2,7 @@
 limits: no CANN, a missing library or symbol, a failing ACL call, device memory, host fallback, bad
 options, a model cut in stages, ascend-check, max_memory_bytes."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,56 @@ def test_an_operator_library_without_an_op_refuses_only_the_models_that_use_it(m
     with pytest.raises(esgraph.UnsupportedError, match=r"top_k runs as aclnnTopk, and CANN's operator library in .* lacks "
                                                        r"aclnnTopkGetWorkspaceSize and aclnnTopk"):
         esgraph.compile(graph_of(lambda x: ops.top_k(x, k=2)[0] * 2.0, a.shape), backend="ascend-sim")
+
+
+def cann_without_kernel_api(tmp_path):
+    """A CANN before 8.3 in `tmp_path`: an AscendCL without the kernel API (aclrtBinaryLoadFromFile,
+    aclrtKernelArgs*, aclrtLaunchKernelWithConfig), beside the operator library. Its path."""
+    sim = Path(esgraph.__file__).resolve().parents[2] / "ascend_sim"
+    for name, where in (("libascendcl.so", sim / "without_kernel_api"), ("libnnopbase.so", sim), ("libopapi.so", sim)):
+        (tmp_path / name).symlink_to(where / name)
+    return str(tmp_path / "libascendcl.so")
+
+
+WITHOUT_KERNEL_API = """
+import numpy as np
+import esgraph
+from esgraph import ops
+a = np.random.default_rng(16).standard_normal((4, 5)).astype(np.float32)
+with esgraph.GraphBuilder("product") as b:
+    x = b.input("x", esgraph.f32, [4, 5])
+    product = b.build([ops.matmul(x, x, transpose_b=True)])
+model = esgraph.compile(product, backend="ascend-sim")
+np.testing.assert_allclose(model(a), a @ a.T, rtol=1e-5, atol=1e-5)
+stats = model.stats()
+assert (stats["kernel_api"], stats["device_kernels"], stats["library_calls"]) == (0, 0, 1), stats
+with esgraph.GraphBuilder("elementwise") as b:
+    x = b.input("x", esgraph.f32, [4, 5])
+    elementwise = b.build([ops.exp(x) + 1.0])
+try:
+    esgraph.compile(elementwise, backend="ascend-sim")
+    raise SystemExit("a model with a generated kernel compiled")
+except esgraph.UnsupportedError as e:
+    print(e)
+"""
+
+
+def test_a_cann_without_the_kernel_api_runs_aclnn_models_and_refuses_generated_kernels_by_name(tmp_path):
+    """Before 8.3 AscendCL lacks the kernel API generated kernels load and launch through: a model
+    of aclnn ops alone runs; a model with a generated kernel is refused, naming what is missing and
+    the CANN that has it; ascend-check runs the aclnn cases, refuses the others and exits 3. (In
+    processes of their own: a process has one AscendCL, which the operator library binds to.)"""
+    library = cann_without_kernel_api(tmp_path)
+    r = subprocess.run([sys.executable, "-c", WITHOUT_KERNEL_API], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), ESG_ASCEND_SIM_LIBRARY=library))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.match(r"ascend: the model has generated kernels, .* lacks aclrtBinaryLoadFromFile, aclrtBinaryGetFunction, "
+                    r"aclrtBinaryUnLoad, aclrtKernelArgsInit, .*aclrtLaunchKernelWithConfig; CANN 8.3 or newer", r.stdout), r.stdout
+    r = esgraph_cli("ascend-check", "--simulated", ESG_ASCEND_SIM_LIBRARY=library)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "pass     matmul (aclnnMatmul)" in r.stdout and "pass     conv2d (aclnnConvolution, NCHW)" in r.stdout
+    assert "refused  elementwise kernel, f32" in r.stdout and "CANN 8.3 or newer" in r.stdout
+    assert "FAIL" not in r.stdout and r.stdout.endswith(" refused\n")
 
 
 def test_an_operator_library_split_by_repository_is_searched_function_by_function(monkeypatch, tmp_path):
@@ -218,12 +269,13 @@ def test_ascend_check_prints_the_smoke_set_against_the_cpu():
     for case in ("elementwise kernel, f32", "elementwise kernel, f16", "elementwise kernel, bf16", "row kernel, rows longer",
                  "matmul (aclnnMatmul)", "conv2d (aclnnConvolution, NCHW)", "gather with negative indices",
                  "two streams, captured", "host_fallback"):
-        assert f"pass  {case}" in r.stdout
+        assert f"pass     {case}" in r.stdout
     assert r.stdout.endswith("9 of 9 passed\n")
     check = esgraph._C.ascend_check("ascend-sim")
     assert check["passed"] and [c["name"] for c in check["cases"]][-1].startswith("host_fallback")
-    r = esgraph_cli("ascend-check", "--simulated", ACLSIM_SOC="Ascend910A")
-    assert r.returncode == 1 and "FAIL  elementwise kernel, f32" in r.stdout and "builds no kernels for its core version" in r.stdout
+    r = esgraph_cli("ascend-check", "--simulated", ACLSIM_SOC="Ascend910A")  # kernels refused by name: a partial pass
+    assert r.returncode == 3 and "refused  elementwise kernel, f32" in r.stdout and "builds no kernels for its core version" in r.stdout
+    assert "pass     matmul (aclnnMatmul)" in r.stdout
     r = esgraph_cli("ascend-check", "--simulated", ESG_ASCEND_SIM_LIBRARY="/nonexistent/libascendcl.so")
     assert r.returncode == 2 and "the ascend-sim backend cannot start" in r.stderr and "cannot load AscendCL" in r.stderr
 
