@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "ascend/acl_api.hpp"
 #include "ir/error.hpp"
@@ -102,8 +103,11 @@ Toolchain cann_toolchain() {
     // The Ascend C devkit: where CANN's own build looks for it (8.5 on: <root>/<arch>-linux;
     // before: <root>/compiler), its compiler ccec, or bisheng as 8.5 names it.
     for (const std::string& devkit : {root + "/" + machine + "-linux", root + "/tools", root + "/compiler", root + "/ascendc_devkit"}) {
+      // The compiler CANN's build drives: bisheng where the devkit has 8.5's asc/ headers, ccec
+      // before (both names ship in each).
       std::string compiler;
-      for (const char* name : {"ccec", "bisheng"})
+      const bool asc = fs::is_directory(devkit + "/asc/include");
+      for (const char* name : {asc ? "bisheng" : "ccec", asc ? "ccec" : "bisheng"})
         if (compiler.empty() && fs::exists(devkit + "/ccec_compiler/bin/" + name)) compiler = devkit + "/ccec_compiler/bin/" + name;
       if (compiler.empty()) {
         tried += "\n  " + devkit + "/ccec_compiler/bin/{ccec,bisheng}";
@@ -121,16 +125,32 @@ Toolchain cann_toolchain() {
                  "/tikcpp/tikcfw";
         continue;
       }
+      // The linker CANN's build links device code with, beside the compiler.
+      std::string linker;
+      for (const std::string& at : {fs::path(compiler).parent_path().string() + "/ld.lld", devkit + "/bin/ld.lld"})
+        if (linker.empty() && fs::exists(at)) linker = at;
+      if (linker.empty()) {
+        tried += "\n  " + compiler + ", but no linker ld.lld beside it (" + fs::path(compiler).parent_path().string() + "/ld.lld or " + devkit +
+                 "/bin/ld.lld)";
+        continue;
+      }
       // CANN's flags for kernels of the vector cores (the devkit's bisheng_intf.cmake): its
-      // stack sizes, overflow record, address transform, no scalar cache flush; one kernel per
-      // binary, so the tiling key is 0.
+      // stack sizes, overflow record, address transform, no scalar cache flush, no check of
+      // kernel attributes across files; one kernel per binary, so the tiling key is 0; and the
+      // devkit's version header, included first where the install has one.
       std::vector<std::string> command{compiler, "-c", "-O3", "-std=c++17", "-xcce", "--cce-aicore-only", "--cce-aicore-arch=" + kernel_arch(),
-                                       "--cce-auto-sync", "-mllvm", "-cce-aicore-stack-size=0x8000", "-mllvm",
-                                       "-cce-aicore-function-stack-size=0x8000", "-mllvm", "-cce-aicore-record-overflow=true", "-mllvm",
-                                       "-cce-aicore-addr-transform", "-mllvm", "-cce-aicore-dcci-insert-for-scalar=false", "-DTILING_KEY_VAR=0"};
+                                       "--cce-auto-sync", "--cce-disable-kernel-global-attr-check", "-mllvm", "-cce-aicore-stack-size=0x8000",
+                                       "-mllvm", "-cce-aicore-function-stack-size=0x8000", "-mllvm", "-cce-aicore-record-overflow=true",
+                                       "-mllvm", "-cce-aicore-addr-transform", "-mllvm", "-cce-aicore-dcci-insert-for-scalar=false",
+                                       "-DTILING_KEY_VAR=0"};
+      for (const std::string& version : {devkit + "/include/ascendc/asc_devkit_version.h", root + "/include/version/asc_devkit_version.h"})
+        if (fs::exists(version)) {
+          command.insert(command.end(), {"-include", version});
+          break;
+        }
       command.insert(command.end(), includes.begin(), includes.end());
       command.push_back("-I" + root + "/include");
-      return {"cann", command, ".o"};
+      return {"cann", command, {linker, "-m", "aicorelinux", "-Ttext=0", "-static"}, ".bin"};
     }
   }
   throw Error(ErrorCode::Backend, "ascend: CANN's kernel compiler (ccec or bisheng) and Ascend C headers not found; set ASCEND_HOME_PATH. Looked at:" +
@@ -143,7 +163,7 @@ Toolchain simulator_toolchain() {
   if (!fs::exists(include + "/kernel_operator.h"))
     throw Error(ErrorCode::Backend, "ascend-sim: the simulator's Ascend C headers are not at " + include +
                                         " (build the tests tree, or set ESG_ASCEND_SIM_INCLUDE)");
-  return {"simulator", {cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-I" + include}, ".so"};
+  return {"simulator", {cxx, "-std=c++17", "-O1", "-c", "-fPIC", "-w", "-I" + include}, {cxx, "-shared"}, ".so"};
 }
 
 std::string kernel_cache_dir(const std::string& cache) {
@@ -159,6 +179,7 @@ BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source,
   // simulator's headers, so an upgraded or changed toolchain never serves a stale binary.
   std::string identity = toolchain.name;
   for (const std::string& part : toolchain.command) identity += "\n" + part;
+  for (const std::string& part : toolchain.link) identity += "\n" + part;
   uint64_t key = content_hash(identity + "\n" + source.code);
   std::error_code ec;
   if (const auto size = fs::file_size(toolchain.command.front(), ec); !ec) {
@@ -188,19 +209,24 @@ BuiltKernel build_kernel(const Toolchain& toolchain, const KernelSource& source,
     if (!out) throw Error(ErrorCode::Backend, "ascend: cannot write " + src.string());
   }
   // Built under a private name and renamed: concurrent builds of one kernel never see half a file.
+  const std::string object = (dir / (own + ".o")).string();
   const std::string tmp = (dir / (own + toolchain.extension + ".tmp")).string();
   const std::string log = (dir / (own + ".log")).string();
-  std::vector<std::string> argv = toolchain.command;
-  argv.insert(argv.end(), {src.string(), "-o", tmp});
-  const int status = run(argv, log);
-  if (status != 0) {
+  std::vector<std::string> compile = toolchain.command, link = toolchain.link;
+  compile.insert(compile.end(), {src.string(), "-o", object});
+  link.insert(link.end(), {object, "-o", tmp});
+  for (const auto& [step, argv] : {std::pair{"compiling", &compile}, std::pair{"linking", &link}}) {
+    const int status = run(*argv, log);
+    if (status == 0) continue;
     std::string command;
-    for (const std::string& a : argv) command += " " + a;
+    for (const std::string& a : *argv) command += " " + a;
+    fs::remove(object, ec);
     fs::remove(tmp, ec);
-    throw Error(ErrorCode::Backend, "ascend: compiling kernel " + source.entry + " failed (" +
-                                        (status < 0 ? "the compiler did not start" : "exit status " + std::to_string(status)) +
+    throw Error(ErrorCode::Backend, std::string("ascend: ") + step + " kernel " + source.entry + " failed (" +
+                                        (status < 0 ? "the program did not start" : "exit status " + std::to_string(status)) +
                                         "):" + command + "\n" + read_head(log, 4000) + "\n(source kept at " + src.string() + ")");
   }
+  fs::remove(object, ec);
   write_core_json(binary);  // before the binary: a binary in the cache always has it
   fs::rename(tmp, binary, ec);
   if (ec) throw Error(ErrorCode::Backend, "ascend: cannot store " + binary.string() + ": " + ec.message());

@@ -10,17 +10,23 @@
 
 namespace esg::ascend {
 
+// Kernels build in CANN's two steps: compiled to a relocatable object, then linked into the
+// binary the runtime loads (its ELF loader applies no relocations: an unlinked call, a second
+// text section or a block-local global would land at the wrong address).
 struct Toolchain {
-  std::string name;                // "cann" or "simulator"
-  std::vector<std::string> command;  // the compiler and its flags; source and output follow
-  std::string extension;           // of the binaries: ".o" or ".so"
+  std::string name;                  // "cann" or "simulator"
+  std::vector<std::string> command;  // the compiler and its flags; source and "-o object" follow
+  std::vector<std::string> link;     // the linker and its flags; the object and "-o binary" follow
+  std::string extension;             // of the binaries: ".bin" (an ELF executable) or ".so"
 };
 
 // CANN's kernel compiler and Ascend C headers, found under ASCEND_HOME_PATH (or
 // ASCEND_TOOLKIT_HOME, or a default install) in CANN 8.5's layout (<root>/<arch>-linux,
 // asc/include) or the older one (<root>/compiler, tikcpp/tikcfw), with the flags CANN's own
 // build gives vector-core kernels; the arch is ESG_ASCEND_ARCH (default dav-c220-vec, Ascend
-// 910B's vector cores). The object names no core: build_kernel writes the .json beside it.
+// 910B's vector cores), and the linker beside the compiler (ld.lld -m aicorelinux -Ttext=0
+// -static, as CANN's build links device code). The binary names no core: build_kernel writes the
+// .json beside it.
 // Throws ir::Error(Backend) naming where it looked.
 Toolchain cann_toolchain();
 // The host compiler and the simulator's headers (ESG_ASCEND_SIM_CXX and ESG_ASCEND_SIM_INCLUDE

@@ -849,6 +849,13 @@ Error aclrtMemcpyAsync(void* dst, size_t dst_max, const void* src, size_t count,
 
 // A simulated binary (a shared library the host compiler built) at `path`, its kernels on `core`.
 static Error load_binary(const char* call, const char* path, Core core, BinHandle* handle, int image_fd = -1) {
+  // CANN's ELF loader applies no relocations: a relocatable object (ET_REL, what a compile
+  // without the link step leaves) would run at the wrong addresses, so it is refused here.
+  unsigned char header[18] = {};
+  if (std::ifstream in(path, std::ios::binary); in.read(reinterpret_cast<char*>(header), sizeof header) && std::memcmp(header, "\x7f" "ELF", 4) == 0 &&
+                                                 (header[16] | header[17] << 8) == 1 /* ET_REL */)
+    return fail(kInvalidParam, call, std::string(path) + " is a relocatable object (ELF type ET_REL), which the loader would misplace: "
+                                     "link it first (ld.lld -m aicorelinux -Ttext=0 ... -static, as CANN's build does)");
   void* dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!dl) return fail(kInvalidParam, call, std::string("cannot load ") + path + ": " + dlerror());
   auto enter = reinterpret_cast<AclSimEnterBlock>(dlsym(dl, ACLSIM_ENTER_BLOCK));

@@ -456,11 +456,11 @@ def _stack(activations):
 def test_changing_one_layer_compiles_only_that_layers_kernel(tmp_path, monkeypatch):
     """Incremental compiles: kernels are cached by their own content, so a model that differs from
     one compiled before in one layer builds that layer's kernel alone (counted by a toolchain that
-    counts its runs, and in stats)."""
+    counts its compiles, each followed by a link, and in stats)."""
     import shutil
     count = tmp_path / "runs"
     wrapper = tmp_path / "counting-cxx"
-    wrapper.write_text(f"#!/bin/sh\necho run >> {count}\nexec {shutil.which('g++')} \"$@\"\n")
+    wrapper.write_text(f"#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = -c ] && echo run >> {count}; done\nexec {shutil.which('g++')} \"$@\"\n")
     wrapper.chmod(0o755)
     monkeypatch.setenv("ESG_ASCEND_SIM_CXX", str(wrapper))
     monkeypatch.setenv("ESG_KERNEL_CACHE", str(tmp_path / "kernels"))

@@ -358,6 +358,27 @@ TEST_CASE("the simulated device faults where the hardware would") {
   }
 }
 
+TEST_CASE("kernels are linked before they load: the simulated loader refuses a relocatable object, as the device would misplace it") {
+  SimDevice dev;
+  // What the compile step alone leaves: a relocatable object (ET_REL).
+  ascend::Toolchain compile_only = ascend::simulator_toolchain();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("esg-unlinked-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string src = (dir / "k.cpp").string(), object = (dir / "k.o").string();
+  std::ofstream(src) << "extern \"C\" int k() { return 1; }\n";
+  std::string command;
+  for (const std::string& part : compile_only.command) command += part + " ";
+  REQUIRE(std::system((command + src + " -o " + object).c_str()) == 0);
+  ascend::acl::BinHandle bin = nullptr;
+  CHECK(dev.acl->aclrtBinaryLoadFromFile(object.c_str(), nullptr, &bin) != 0);
+  CHECK(dev.acl->recent_error().find("is a relocatable object (ELF type ET_REL)") != std::string::npos);
+  std::filesystem::remove_all(dir);
+  // The kernels the backend builds are linked: they load and run.
+  void* a = dev.malloc(64);
+  void* b = dev.malloc(64);
+  CHECK(dev.run("", a, b).first == 0);
+}
+
 TEST_CASE("the simulated heap catches use after free and copies of the wrong kind") {
   SimDevice dev;
   void* p = dev.malloc(64);
@@ -610,11 +631,22 @@ TEST_CASE("CANN's kernel compiler and headers are found in either install layout
   const fs::path devkit85 = root / (std::string(host.machine) + "-linux");
 
   SUBCASE("8.5: bisheng and asc/include under <root>/<arch>-linux") {
+    touch(devkit85 / "ccec_compiler/bin/ccec");  // both ship; CANN 8.5's build drives bisheng
     touch(devkit85 / "ccec_compiler/bin/bisheng");
+    touch(devkit85 / "ccec_compiler/bin/ld.lld");
     touch(devkit85 / "asc/include/kernel_operator.h");
+    touch(devkit85 / "include/ascendc/asc_devkit_version.h");
     fs::create_directories(devkit85 / "asc/impl/basic_api");
-    const std::vector<std::string> command = ascend::cann_toolchain().command;
+    const ascend::Toolchain toolchain = ascend::cann_toolchain();
+    const std::vector<std::string>& command = toolchain.command;
     CHECK(command.front() == (devkit85 / "ccec_compiler/bin/bisheng").string());
+    CHECK(has(command, "--cce-disable-kernel-global-attr-check"));
+    const auto include = std::find(command.begin(), command.end(), "-include");
+    REQUIRE(include != command.end());
+    CHECK(include[1] == (devkit85 / "include/ascendc/asc_devkit_version.h").string());
+    // Linked as CANN links device code: an executable at address 0, no relocation left.
+    CHECK(toolchain.link == std::vector<std::string>{(devkit85 / "ccec_compiler/bin/ld.lld").string(), "-m", "aicorelinux", "-Ttext=0", "-static"});
+    CHECK(toolchain.extension == ".bin");
     CHECK(has(command, "-I" + (devkit85 / "asc/include").string()));
     CHECK(has(command, "-I" + (devkit85 / "asc/impl/basic_api").string()));
     CHECK_FALSE(has(command, "-I" + (devkit85 / "asc/impl/adv_api").string()));  // only what exists
@@ -625,10 +657,15 @@ TEST_CASE("CANN's kernel compiler and headers are found in either install layout
   }
   SUBCASE("before 8.5: ccec and tikcpp/tikcfw under <root>/compiler") {
     touch(root / "compiler/ccec_compiler/bin/ccec");
+    touch(root / "compiler/ccec_compiler/bin/bisheng");
+    touch(root / "compiler/ccec_compiler/bin/ld.lld");
     touch(root / "compiler/tikcpp/tikcfw/kernel_operator.h");
     fs::create_directories(root / "compiler/tikcpp/tikcfw/impl");
-    const std::vector<std::string> command = ascend::cann_toolchain().command;
+    const ascend::Toolchain toolchain = ascend::cann_toolchain();
+    const std::vector<std::string>& command = toolchain.command;
     CHECK(command.front() == (root / "compiler/ccec_compiler/bin/ccec").string());
+    CHECK_FALSE(has(command, "-include"));  // no version header in this install
+    CHECK(toolchain.link.front() == (root / "compiler/ccec_compiler/bin/ld.lld").string());
     CHECK(has(command, "-I" + (root / "compiler/tikcpp/tikcfw").string()));
     CHECK(has(command, "-I" + (root / "compiler/tikcpp/tikcfw/impl").string()));
   }
@@ -637,6 +674,8 @@ TEST_CASE("CANN's kernel compiler and headers are found in either install layout
                          ir::Error);
     touch(devkit85 / "ccec_compiler/bin/bisheng");
     CHECK_THROWS_WITH_AS(ascend::cann_toolchain(), doctest::Contains("bisheng, but no Ascend C headers (kernel_operator.h)"), ir::Error);
+    touch(devkit85 / "asc/include/kernel_operator.h");
+    CHECK_THROWS_WITH_AS(ascend::cann_toolchain(), doctest::Contains("bisheng, but no linker ld.lld beside it"), ir::Error);
   }
   if (saved) ::setenv("ASCEND_HOME_PATH", restore.c_str(), 1);
   else ::unsetenv("ASCEND_HOME_PATH");
