@@ -145,7 +145,7 @@ inline AscendCheck ascend_check(const std::string& backend = "ascend") {
     on_device.backend(backend);
     try {
       const Model device = compile(g, on_device);
-      if (check.device.empty()) check.device = detail::describe_device(device.facts());
+      if (const Facts facts = device.facts(); check.device.empty() && facts.has("soc")) check.device = detail::describe_device(facts);
       const Model cpu = compile(g);
       std::vector<HostTensor> inputs;
       for (const std::vector<int64_t>& shape : c.shapes) {
