@@ -112,9 +112,13 @@ constexpr AclnnLowering kLowerings[] = {
      [](const AclnnBuilder& b) {
        const ir::Conv2dAttrs a(b.g, b.n);
        // Pads top = bottom and left = right (checked); not transposed, so no output padding.
+       // cubeMathType: ops-nn's aclnnConvolution.md documents KEEP_DTYPE (0) as not supported for
+       // FLOAT on Atlas A2/A3 and Atlas inference products alike; ALLOW_FP32_DOWN_PRECISION (1) is
+       // what every one of them takes (HFLOAT32 on A2/A3, FLOAT16 on 310P). f16 and bf16 keep their type.
+       const int8_t cube_math = b.g.values[b.n.first_output].dtype == ir::DType::F32 ? 1 : 0;
        return b.bind(ESG_ACLNN_OP(aclnnConvolution), b.input(0), b.input(1), b.input(2), first_two(b, a.strides),
                      first_two(b, a.pads), first_two(b, a.dilations), false, b.make.int_array({0, 0}), a.groups, b.output(),
-                     int8_t{0});
+                     cube_math);
      },
      kImages},
     {OpKind::max_pool2d,

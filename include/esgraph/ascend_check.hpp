@@ -93,7 +93,9 @@ inline std::vector<CheckCase> ascend_check_cases() {
                    [](GraphBuilder&, Xs x) { return std::vector<Tensor>{layer_norm(x[0], LayerNormOptions().scale(x[1]).bias(x[2]))}; }});
   cases.push_back({"matmul (aclnnMatmul)", 1e-3, {}, {{64, 128}, {128, 32}},
                    [](GraphBuilder&, Xs x) { return std::vector<Tensor>{matmul(x[0], x[1])}; }});
-  cases.push_back({"conv2d (aclnnConvolution, NCHW)", 1e-3, {}, {{1, 3, 16, 16}, {8, 3, 3, 3}},
+  // An f32 convolution multiplies in HFLOAT32 on Atlas A2/A3 (FLOAT16 on 310P), the only
+  // cubeMathType CANN documents for FLOAT: 10-11 bits of mantissa over sums of 27 products.
+  cases.push_back({"conv2d (aclnnConvolution, NCHW)", 5e-2, {}, {{1, 3, 16, 16}, {8, 3, 3, 3}},
                    [](GraphBuilder&, Xs x) { return std::vector<Tensor>{conv2d(x[0], x[1], Conv2dOptions().pads({1, 1, 1, 1}))}; }});
   cases.push_back({"gather with negative indices (aclnnIndexSelect)", 0, {}, {{6, 5}}, [](GraphBuilder& b, Xs x) {
                      const std::vector<int64_t> at{-1, 0, -6, 3};

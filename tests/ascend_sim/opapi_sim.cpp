@@ -618,6 +618,10 @@ ACLSIM_EXPORT Status aclnnConvolutionGetWorkspaceSize(const Tensor* input, const
     aclsim_fail("aclnnConvolution", "the simulator convolves in 2-D, not transposed, without output padding");
     return kParamInvalid;
   }
+  if (cube_math_type == 0 && input && input->dtype == kFloat) {  // ops-nn's aclnnConvolution.md, for every product it lists
+    aclsim_fail("aclnnConvolution", "cubeMathType 0 (KEEP_DTYPE) with FLOAT input is not supported");
+    return kParamInvalid;
+  }
   std::vector<const Tensor*> inputs{input, weight};
   if (bias) inputs.push_back(bias);
   const std::vector<int64_t> s = stride->values, d = dilation->values;

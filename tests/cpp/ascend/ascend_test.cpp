@@ -410,7 +410,7 @@ TEST_CASE("the simulated operator library refuses the descriptor formats CANN's 
   void* w = dev.malloc(3 * 2 * 3 * 3 * 4);
   void* bias = dev.malloc(3 * 4);
   void* y = dev.malloc(1 * 3 * 3 * 3 * 4);
-  auto convolve = [&](bool images) {
+  auto convolve = [&](bool images, int8_t cube_math = 1) {
     ascend::AclnnDescriptors make(*lib);
     make.set_images(images);
     aclnn::Tensor* in = make.tensor({1, 2, 5, 5}, aclnn::kFloat, x);
@@ -420,7 +420,7 @@ TEST_CASE("the simulated operator library refuses the descriptor formats CANN's 
     uint64_t workspace = 0;
     aclnn::Executor* executor = nullptr;
     const aclnn::Status planned = lib->aclnnConvolutionGetWorkspaceSize(in, weight, b, make.int_array({1, 1}), make.int_array({0, 0}),
-                                                                        make.int_array({1, 1}), false, make.int_array({0, 0}), 1, out, 0,
+                                                                        make.int_array({1, 1}), false, make.int_array({0, 0}), 1, out, cube_math,
                                                                         &workspace, &executor);
     if (planned == 0) {  // run, which takes the executor, before the descriptors go
       REQUIRE(workspace == 0);
@@ -433,6 +433,9 @@ TEST_CASE("the simulated operator library refuses the descriptor formats CANN's 
   CHECK(dev.acl->recent_error().find("4-D tensor of aclFormat 2 where CANN documents NCL, NCHW or NCDHW") !=
         std::string::npos);
   CHECK(convolve(true) == 0);
+  // cubeMathType 0 (KEEP_DTYPE) with FLOAT: not supported on any product ops-nn's page lists.
+  CHECK(convolve(true, 0) == 161002);
+  CHECK(dev.acl->recent_error().find("cubeMathType 0 (KEEP_DTYPE) with FLOAT input is not supported") != std::string::npos);
 
   ascend::AclnnDescriptors make(*lib);
   make.set_images(true);  // images where the op wants ND
