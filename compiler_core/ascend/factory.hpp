@@ -1,5 +1,5 @@
-// The Ascend backends, as the table of backends (backends/registry) makes them: the one header
-// of this folder that the table sees.
+// The Ascend backends, made by the library's start-up (c_api/startup.cpp) for the table of backends
+// (backends/registry): the one header of this folder that the library outside the core sees.
 #pragma once
 #include <memory>
 

@@ -1,5 +1,5 @@
-// The CPU backend, as the table of backends (backends/registry) makes it: the one header of
-// this folder that the table sees.
+// The CPU backend, made by the library's start-up (c_api/startup.cpp) for the table of backends
+// (backends/registry): the one header of this folder that the library outside the core sees.
 #pragma once
 #include <memory>
 

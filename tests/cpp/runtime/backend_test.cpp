@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "backends/registry.hpp"
+#include "cpu/factory.hpp"
 #include "ir/builder.hpp"
 #include "ir/error.hpp"
 #include "ir/ops.gen.hpp"
@@ -31,6 +32,11 @@ TEST_CASE("the table names every backend once, the CPU first") {
   CHECK(backends::find("tpu") == nullptr);
   CHECK(backends::find("cpu")->options().size() == 1);  // channel_block
   CHECK(backends::find("ascend-sim")->options().size() == 3);
+}
+
+TEST_CASE("the start-up filled the table; a second backend of one name is a wiring bug") {
+  CHECK_THROWS_WITH_AS(backends::add(cpu::make_backend()), "backend 'cpu' is added twice", std::logic_error);
+  CHECK(backends::names().size() == 3);
 }
 
 TEST_CASE("backend options: name=value integers, the last one wins, undeclared ones read their default") {
