@@ -22,10 +22,11 @@ using ArgsHandle = void*;   // aclrtArgsHandle: a launch's arguments, built on t
 using ParamHandle = void*;  // aclrtParamHandle: one argument in it
 struct LaunchKernelCfg;     // aclrtLaunchKernelCfg: launch attributes (none are set)
 
-// A binary says which core its kernels run on by an `.ascend.meta.<kernel>` section or a
-// `<binary>.json` beside it whose "magic" names the core (CANN's own build emits both); without
-// either, the runtime takes the program's default, the cube core on Atlas A2. kernel_build
-// writes the .json of the vector cores.
+// A binary says which core its kernels run on by an `.ascend.meta.<kernel>` record for each
+// kernel, or else by a `<binary>.json` beside it whose "magic" names the core (a load from memory:
+// the magic option); a binary with neither is refused (hicann runtime v8.5.0, binary_loader.cc).
+// CANN's own build emits both, and so does kernel_build: the record in the source
+// (kernel_common), the .json of the vector cores beside the binary.
 constexpr const char* kVectorCoreMagic = "RT_DEV_BINARY_MAGIC_ELF_AIVEC";
 
 // aclrtBinaryLoadFromData's options (aclrtBinaryLoadOptions): a binary loaded from memory has no

@@ -50,13 +50,26 @@ const char* element_type(ir::DType t) {
   }
 }
 
+// The kernel's `.ascend.meta.<entry>` record, as CANN's build writes one for each kernel
+// (asc-devkit's extract_host_stub.py, FunLevelKType): one type-length-value entry, kernel type
+// (F_TYPE_KTYPE = 1, 4 bytes) AIV (K_TYPE_AIV = 3), the vector core. CANN's runtime takes a
+// kernel's core from its record when every kernel of a binary has one, and only then ignores the
+// .json beside the binary (hicann runtime v8.5.0, elf.cc UpdateKernelsInfo), so the kernel runs on
+// the vector core either way. The layout is spelled out rather than taken from the devkit's
+// headers, which not every CANN version has.
+static std::string vector_core_record(const std::string& entry) {
+  return "// Runs on the vector core: the kernel type of its .ascend.meta record.\n"
+         "static const struct { unsigned short type, length; unsigned int kernel_type; } " + entry +
+         "_meta __attribute__((used, section(\".ascend.meta." + entry + "\"))) = {1, 4, 3};\n";
+}
+
 KernelSource finish_kernel(const std::string& body, const std::string& params, const std::string& args, uint32_t tile, size_t num_args) {
   char entry[32];
   std::snprintf(entry, sizeof entry, "esg_%016" PRIx64, content_hash(body));
   KernelSource out;
   out.entry = entry;
   out.code = body + "extern \"C\" __global__ __aicore__ void " + entry + "(" + params + "GM_ADDR tiling) {\n" + "  Kernel k;\n  k.Init(" + args +
-             "tiling);\n  k.Process();\n}\n";
+             "tiling);\n  k.Process();\n}\n" + vector_core_record(entry);
   out.tile = tile;
   out.num_args = num_args;
   return out;

@@ -35,6 +35,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -47,6 +48,7 @@
 #include "aclnn_sim.hpp"
 #include "aclsim_block.h"
 #include "ascend/acl_api.hpp"
+#include "kernel_image.hpp"
 
 using namespace esg::ascend::acl;
 
@@ -180,7 +182,7 @@ struct Binary {
   // (the loader knows a library by its path, /proc/self/fd/<n>, which a closed fd's reuse would
   // make another binary's).
   int image_fd = -1;
-  Core core = Core::Cube;  // where its kernels run
+  std::map<std::string, Core> kernels;  // each kernel and where it runs
   AclSimEnterBlock enter = nullptr;
 };
 
@@ -189,6 +191,7 @@ struct Function {
   Binary* binary = nullptr;
   void* entry = nullptr;
   std::string name;
+  Core core = Core::Cube;
 };
 
 struct Allocation {
@@ -847,15 +850,53 @@ Error aclrtMemcpyAsync(void* dst, size_t dst_max, const void* src, size_t count,
                       }});
 }
 
-// A simulated binary (a shared library the host compiler built) at `path`, its kernels on `core`.
-static Error load_binary(const char* call, const char* path, Core core, BinHandle* handle, int image_fd = -1) {
+// The core a binary names as a whole (the .json's "magic" beside a file, the magic option with
+// data), or why it names none.
+struct WholeCore {
+  std::optional<Core> core;
+  std::string none_because;
+};
+
+// Where each kernel of a binary runs, as CANN's runtime decides (hicann runtime v8.5.0,
+// binary_loader.cc and elf.cc): when every kernel has a `.ascend.meta.<kernel>` record, its
+// record's kernel type decides and the whole binary's core is not asked; a record without a
+// valid type fails the load, as do more records than kernels. Otherwise (no record, or some
+// kernels without one) the whole binary's core decides, and a binary that names none is refused.
+static Error kernel_cores(const char* call, const char* path, const aclsim::KernelImage& image, const WholeCore& whole,
+                          std::map<std::string, Core>* cores) {
+  const size_t records = image.records.size(), kernels = image.kernels.size();
+  if (records > kernels)
+    return fail(kInvalidParam, call, std::string(path) + " has " + std::to_string(records) + " .ascend.meta records for " + std::to_string(kernels) + " kernels");
+  for (const std::string& kernel : image.kernels) {
+    if (records == kernels) {
+      const auto record = image.records.find(kernel);
+      if (record == image.records.end() || record->second == aclsim::kTypeNone || record->second >= aclsim::kTypeEnd)
+        return fail(kInvalidParam, call, std::string(path) + ": kernel " + kernel + " has no valid kernel type in an .ascend.meta record, "
+                                         "though every kernel has a record");
+      if (record->second > aclsim::kTypeAiv)
+        return fail(kInvalidParam, call, "kernel " + kernel + " is of kernel type " + std::to_string(record->second) + " (mixed cores), which is not simulated");
+      (*cores)[kernel] = record->second == aclsim::kTypeAiv ? Core::Vector : Core::Cube;
+    } else if (whole.core) {
+      (*cores)[kernel] = *whole.core;
+    } else {
+      return fail(kInvalidParam, call, std::string(path) + " gives its kernels no .ascend.meta records and " + whole.none_because);
+    }
+  }
+  return kSuccess;
+}
+
+// A simulated binary (a shared library the host compiler built) at `path`.
+static Error load_binary(const char* call, const char* path, const WholeCore& whole, BinHandle* handle, int image_fd = -1) {
+  aclsim::KernelImage image;
+  if (const std::string why = aclsim::read_kernel_image(path, ACLSIM_ENTER_BLOCK, &image); !why.empty())
+    return fail(kInvalidParam, call, std::string(path) + " is not a kernel binary: " + why);
   // CANN's ELF loader applies no relocations: a relocatable object (ET_REL, what a compile
   // without the link step leaves) would run at the wrong addresses, so it is refused here.
-  unsigned char header[18] = {};
-  if (std::ifstream in(path, std::ios::binary); in.read(reinterpret_cast<char*>(header), sizeof header) && std::memcmp(header, "\x7f" "ELF", 4) == 0 &&
-                                                 (header[16] | header[17] << 8) == 1 /* ET_REL */)
+  if (image.relocatable)
     return fail(kInvalidParam, call, std::string(path) + " is a relocatable object (ELF type ET_REL), which the loader would misplace: "
                                      "link it first (ld.lld -m aicorelinux -Ttext=0 ... -static, as CANN's build does)");
+  std::map<std::string, Core> cores;
+  if (Error e = kernel_cores(call, path, image, whole, &cores)) return e;
   void* dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!dl) return fail(kInvalidParam, call, std::string("cannot load ") + path + ": " + dlerror());
   auto enter = reinterpret_cast<AclSimEnterBlock>(dlsym(dl, ACLSIM_ENTER_BLOCK));
@@ -867,54 +908,62 @@ static Error load_binary(const char* call, const char* path, Core core, BinHandl
   std::lock_guard<std::mutex> lock(sim().mu);
   b->id = sim().next_id++;
   b->dl = dl;
-  b->core = core;
+  b->kernels = std::move(cores);
   b->enter = enter;
   b->image_fd = image_fd;
   *handle = b.get();
-  log_line(std::string(call) + " " + name_of("bin", b->id) + (core == Core::Vector ? " vector" : " cube"));
+  std::string line = std::string(call) + " " + name_of("bin", b->id);
+  for (const auto& [kernel, core] : b->kernels) line += " " + kernel + (core == Core::Vector ? ":vector" : ":cube");
+  log_line(line);
   sim().binaries[*handle] = std::move(b);
   return kSuccess;
 }
 
-// The binary is a shared library built by the host compiler. Its kernels' core comes from the
-// `<stem>.json` beside it, as CANN's loader reads it (binary_loader.cc, json_parse.cc of the
-// open runtime): "magic" RT_DEV_BINARY_MAGIC_ELF_AIVEC (or a mixed kernel's) is the vector
-// core, RT_DEV_BINARY_MAGIC_ELF_AICUBE the cube core; without the file, Atlas A2's default,
-// the cube core. The magic load option is refused, as CANN refuses it for a file.
+// The binary's core from the `<stem>.json` beside it, as CANN's loader reads it (binary_loader.cc,
+// json_parse.cc of the open runtime): "magic" RT_DEV_BINARY_MAGIC_ELF_AIVEC (or a mixed
+// kernel's) is the vector core, RT_DEV_BINARY_MAGIC_ELF_AICUBE and RT_DEV_BINARY_MAGIC_ELF the
+// cube; any other magic, or none, is no core. The magic load option is refused, as CANN refuses
+// it for a file.
 Error aclrtBinaryLoadFromFile(const char* path, void* options, BinHandle* handle) {
   ACLSIM_ENTER("aclrtBinaryLoadFromFile");
   if (!path || !handle) return fail(kInvalidParam, "aclrtBinaryLoadFromFile", "null argument");
   if (options) return fail(kRtParamInvalid, "aclrtBinaryLoadFromFile", "load options are not simulated (and the magic option is refused for a file)");
   std::string json = path;
   json = json.substr(0, json.find_last_of('.')) + ".json";
-  Core core = Core::Cube;
+  WholeCore whole{std::nullopt, "there is no " + json + " beside it"};
   if (std::ifstream in(json); in) {
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    for (const char* vector : {"\"RT_DEV_BINARY_MAGIC_ELF_AIVEC\"", "\"FFTS_BINARY_MAGIC_ELF_MIX_AIV\"", "\"FFTS_BINARY_MAGIC_ELF_MIX_AIC\""})
-      if (text.find(vector) != std::string::npos) core = Core::Vector;
+    whole.none_because = json + " names no valid \"magic\"";
+    for (const auto& [magic, core] : {std::pair{"\"RT_DEV_BINARY_MAGIC_ELF_AIVEC\"", Core::Vector}, {"\"FFTS_BINARY_MAGIC_ELF_MIX_AIV\"", Core::Vector},
+                                      {"\"FFTS_BINARY_MAGIC_ELF_MIX_AIC\"", Core::Vector}, {"\"RT_DEV_BINARY_MAGIC_ELF_AICUBE\"", Core::Cube},
+                                      {"\"RT_DEV_BINARY_MAGIC_ELF\"", Core::Cube}})
+      if (text.find(magic) != std::string::npos) {
+        whole.core = core;
+        break;
+      }
   }
-  return load_binary("aclrtBinaryLoadFromFile", path, core, handle);
+  return load_binary("aclrtBinaryLoadFromFile", path, whole, handle);
 }
 
-// The same from memory: the image goes to an anonymous file the dynamic loader opens, and its
-// core comes as the magic option (nothing beside the data to read), the vector core's or the
-// cube's; without the option, the cube core, as CANN's default.
+// The same from memory: the image goes to an anonymous file the dynamic loader opens, and the
+// binary's core comes as the magic option (nothing beside the data to read), the vector core's
+// or the cube's.
 Error aclrtBinaryLoadFromData(const void* data, size_t length, const BinaryLoadOptions* options, BinHandle* handle) {
   ACLSIM_ENTER("aclrtBinaryLoadFromData");
   if (!data || !length || !handle) return fail(kInvalidParam, "aclrtBinaryLoadFromData", "null data, zero length or null handle");
-  Core core = Core::Cube;
+  WholeCore whole{std::nullopt, "no magic load option was given"};
   for (size_t i = 0; options && i < options->count; ++i) {
     const BinaryLoadOption& o = options->options[i];
     if (o.type != kBinaryLoadOptionMagic) return fail(kRtParamInvalid, "aclrtBinaryLoadFromData", "only the magic load option is simulated");
-    if (o.value.magic == kBinaryMagicVectorCore) core = Core::Vector;
-    else if (o.value.magic != 0x41494343u && o.value.magic != 0x43554245u)
-      return fail(kRtParamInvalid, "aclrtBinaryLoadFromData", "an unknown magic " + std::to_string(o.value.magic));
+    if (o.value.magic == kBinaryMagicVectorCore) whole.core = Core::Vector;
+    else if (o.value.magic == 0x41494343u || o.value.magic == 0x43554245u) whole.core = Core::Cube;
+    else return fail(kRtParamInvalid, "aclrtBinaryLoadFromData", "an unknown magic " + std::to_string(o.value.magic));
   }
   const int fd = memfd_create("aclsim-binary", 0);
   if (fd < 0) return fail(kInvalidParam, "aclrtBinaryLoadFromData", "memfd_create failed");
   const bool written = ::write(fd, data, length) == static_cast<ssize_t>(length);
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
-  const Error status = written ? load_binary("aclrtBinaryLoadFromData", path.c_str(), core, handle, fd)
+  const Error status = written ? load_binary("aclrtBinaryLoadFromData", path.c_str(), whole, handle, fd)
                                : fail(kInvalidParam, "aclrtBinaryLoadFromData", "cannot write the image");
   if (status != kSuccess) ::close(fd);
   return status;
@@ -925,13 +974,15 @@ Error aclrtBinaryGetFunction(BinHandle handle, const char* kernel_name, FuncHand
   std::lock_guard<std::mutex> lock(sim().mu);
   auto it = sim().binaries.find(handle);
   if (it == sim().binaries.end() || !kernel_name || !func) return fail(kInvalidParam, "aclrtBinaryGetFunction", "bad argument");
-  void* entry = dlsym(it->second->dl, kernel_name);
+  const auto kernel = it->second->kernels.find(kernel_name);
+  void* entry = kernel == it->second->kernels.end() ? nullptr : dlsym(it->second->dl, kernel_name);
   if (!entry) return fail(kInvalidParam, "aclrtBinaryGetFunction", std::string("no kernel named ") + kernel_name);
   auto f = std::make_unique<Function>();
   f->id = sim().next_id++;
   f->binary = it->second.get();
   f->entry = entry;
   f->name = kernel_name;
+  f->core = kernel->second;
   *func = f.get();
   log_line("aclrtBinaryGetFunction " + name_of("func", f->id) + " " + name_of("bin", it->second->id) + " " + kernel_name);
   sim().functions[*func] = std::move(f);
@@ -1011,14 +1062,14 @@ Error aclrtLaunchKernelWithConfig(FuncHandle func, uint32_t num_blocks, Stream s
   AclSimEnterBlock enter = f->binary->enter;
   void* entry = f->entry;
   const std::string name = f->name;
-  const Core core = f->binary->core;
+  const Core core = f->core;
   const std::vector<void*> a = thread_args.params;  // the arguments as the launch found them
   return enqueue(st, {"kernel " + name, [=] {
-                        // Where the runtime would start it: a binary that names no core runs its
-                        // kernels on Atlas A2's default, the cube core, which has no vector unit.
+                        // Where the runtime starts it: on the cube core, which has no vector unit,
+                        // the kernel's vector instructions fault.
                         if (core != Core::Vector)
-                          throw std::runtime_error("kernel " + name + " ran on the cube core (its binary's .json names no vector core, "
-                                                   "or there is none), which has none of the vector instructions it executes");
+                          throw std::runtime_error("kernel " + name + " ran on the cube core (as its .ascend.meta record or its binary's "
+                                                   "magic says), which has none of the vector instructions it executes");
                         for (uint32_t b = 0; b < num_blocks; ++b) {
                           const AclSimBlock block{b, num_blocks, check_device};
                           enter(&block);

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "ascend/acl_library.hpp"
@@ -155,6 +156,13 @@ TEST_CASE("tiling: whole tiles per block, every element covered once, at most `c
 
 namespace {
 
+// How a binary says where its kernel runs: `records` follow the kernel in its source
+// (.ascend.meta records), and the .json beside it names `magic` (no .json for "").
+struct Packaging {
+  std::string records;
+  std::string magic = ascend::acl::kVectorCoreMagic;  // what build_kernel writes
+};
+
 // The simulated device, with a kernel built from hand-written Ascend C; faults come back at
 // the stream's synchronization.
 struct SimDevice {
@@ -166,6 +174,7 @@ struct SimDevice {
     ESG_ACL(*acl, aclrtCreateStream, &stream);
   }
   ~SimDevice() {
+    for (const std::string& f : files) std::filesystem::remove(f);
     for (void* p : allocations) acl->aclrtFree(p);
     acl->aclrtDestroyStream(stream);
     acl->aclrtResetDevice(0);
@@ -176,24 +185,36 @@ struct SimDevice {
     allocations.push_back(p);
     return p;
   }
-  // Runs `body` as the kernel `k(GM_ADDR a, GM_ADDR b)` over 1 block, its binary loaded with
-  // the .json build_kernel writes beside it or, `with_core` false, a copy without one; the
-  // sync's status and message.
-  std::pair<int, std::string> run(const std::string& body, void* a, void* b, bool with_core = true) {
+  // The binary of the kernel `k(GM_ADDR a, GM_ADDR b)` running `body`, packaged as `how`.
+  std::string binary(const std::string& body, const Packaging& how) {
     ascend::KernelSource src;
     src.entry = "k";
     src.code = "#include \"kernel_operator.h\"\nusing namespace AscendC;\nextern \"C\" __global__ __aicore__ void k(GM_ADDR a, GM_ADDR b) {\n" +
-               body + "\n}\n";
-    std::string path = ascend::build_kernel(ascend::simulator_toolchain(), src, ascend::kernel_cache_dir("")).path;
-    if (!with_core) {
-      const std::string bare = (std::filesystem::temp_directory_path() / ("esg-bare-" + std::to_string(::getpid()) + ".so")).string();
-      std::filesystem::copy_file(path, bare, std::filesystem::copy_options::overwrite_existing);
-      path = bare;
-    }
+               body + "\n}\n" + how.records;
+    const std::string built = ascend::build_kernel(ascend::simulator_toolchain(), src, ascend::kernel_cache_dir("")).path;
+    // A name never used before in this process: the dynamic loader keeps a library with unique
+    // symbols loaded after its unload, and would hand back the old one for the same path.
+    static int made = 0;
+    const auto stem = std::filesystem::temp_directory_path() / ("esg-packaged-" + std::to_string(::getpid()) + "-" + std::to_string(made++));
+    files.push_back(stem.string() + ".so");
+    files.push_back(stem.string() + ".json");
+    std::filesystem::copy_file(built, files[files.size() - 2], std::filesystem::copy_options::overwrite_existing);
+    if (!how.magic.empty()) std::ofstream(files.back()) << "{\"magic\": \"" << how.magic << "\"}\n";
+    return files[files.size() - 2];
+  }
+  std::vector<std::string> files;  // the binaries and .json files made, removed at the end
+  // Loads `path`: the status, and the message when it failed.
+  std::pair<int, std::string> load(const std::string& path, ascend::acl::BinHandle* bin) {
+    const int status = acl->aclrtBinaryLoadFromFile(path.c_str(), nullptr, bin);
+    return {status, status ? acl->recent_error() : std::string()};
+  }
+  // Runs `body` as the kernel `k(GM_ADDR a, GM_ADDR b)` over 1 block, its binary packaged as
+  // `how`; the sync's status and message.
+  std::pair<int, std::string> run(const std::string& body, void* a, void* b, const Packaging& how = {}) {
     ascend::acl::BinHandle bin = nullptr;
     ascend::acl::FuncHandle fn = nullptr;
-    ESG_ACL(*acl, aclrtBinaryLoadFromFile, path.c_str(), nullptr, &bin);
-    if (!with_core) std::filesystem::remove(path);  // loaded: the file may go
+    const auto [loaded, why] = load(binary(body, how), &bin);
+    REQUIRE_MESSAGE(loaded == 0, why);
     ESG_ACL(*acl, aclrtBinaryGetFunction, bin, "k", &fn);
     ascend::acl::ArgsHandle args = nullptr;
     ascend::acl::ParamHandle param = nullptr;
@@ -208,6 +229,12 @@ struct SimDevice {
   }
 };
 
+// A kernel's .ascend.meta record with one type-length-value entry: kernel type `type`.
+std::string meta_record(const char* kernel, int type) {
+  return std::string("static const struct { unsigned short t, l; unsigned int v; } ") + kernel + "_meta_" + std::to_string(type) +
+         " __attribute__((used, section(\".ascend.meta." + kernel + "\"))) = {1, 4, " + std::to_string(type) + "};\n";
+}
+
 }  // namespace
 
 TEST_CASE("the simulated device faults where the hardware would") {
@@ -216,10 +243,42 @@ TEST_CASE("the simulated device faults where the hardware would") {
   float* b = static_cast<float*>(dev.malloc(64 * 4));
   const std::string pipe = "TPipe pipe; TQue<QuePosition::VECIN, 2> q; pipe.InitBuffer(q, 2, 256 * 4);\n"
                            "GlobalTensor<float> ga, gb; ga.SetGlobalBuffer((__gm__ float*)a, 1 << 20); gb.SetGlobalBuffer((__gm__ float*)b, 1 << 20);\n";
-  SUBCASE("a kernel whose binary names no core runs on 910B's default, the cube core, and faults") {
-    const auto [status, message] = dev.run(pipe + "q.FreeTensor(q.AllocTensor<float>());", a, b, false);
+  // Where a kernel runs, as CANN's runtime v8.5.0 decides: its .ascend.meta record when every
+  // kernel has one, else the binary's .json.
+  const std::string use_a_tile = pipe + "q.FreeTensor(q.AllocTensor<float>());";
+  SUBCASE("a binary with neither a record nor a .json is refused at load") {
+    ascend::acl::BinHandle bin = nullptr;
+    const auto [status, message] = dev.load(dev.binary(use_a_tile, {"", ""}), &bin);
+    CHECK(status == 100000);
+    CHECK(message.find("gives its kernels no .ascend.meta records and there is no") != std::string::npos);
+  }
+  SUBCASE("a .json naming the cube core: the kernel runs there and faults") {
+    const auto [status, message] = dev.run(use_a_tile, a, b, {"", "RT_DEV_BINARY_MAGIC_ELF_AICUBE"});
     CHECK(status == 507015);
     CHECK(message.find("kernel k ran on the cube core") != std::string::npos);
+  }
+  SUBCASE("a record for every kernel decides over the .json") {
+    CHECK(dev.run(use_a_tile, a, b, {meta_record("k", 3), "RT_DEV_BINARY_MAGIC_ELF_AICUBE"}).first == 0);
+    CHECK(dev.run(use_a_tile, a, b, {meta_record("k", 3), ""}).first == 0);
+    const auto [status, message] = dev.run(use_a_tile, a, b, {meta_record("k", 2)});
+    CHECK(status == 507015);
+    CHECK(message.find("kernel k ran on the cube core") != std::string::npos);
+  }
+  SUBCASE("a record without a valid kernel type, or more records than kernels, fails the load") {
+    ascend::acl::BinHandle bin = nullptr;
+    auto [status, message] = dev.load(dev.binary(use_a_tile, {meta_record("k", 0)}), &bin);
+    CHECK(status == 100000);
+    CHECK(message.find("kernel k has no valid kernel type in an .ascend.meta record") != std::string::npos);
+    std::tie(status, message) = dev.load(dev.binary(use_a_tile, {meta_record("k", 3) + meta_record("k_helper", 3)}), &bin);
+    CHECK(status == 100000);
+    CHECK(message.find("has 2 .ascend.meta records for 1 kernels") != std::string::npos);
+  }
+  SUBCASE("every generated kernel carries its vector-core record") {
+    ir::Builder bld;
+    const ValueId x = bld.add_input("x", ir::DType::F32, ir::Shape{8});
+    const std::string code = kernel_of(bld, {node(bld, ir::ops::exp, {x})});
+    CHECK(code.find("section(\".ascend.meta.esg_") != std::string::npos);
+    CHECK(code.find("= {1, 4, 3};") != std::string::npos);
   }
   SUBCASE("load options on a file are refused, as CANN refuses the magic option there") {
     ascend::acl::BinHandle bin = nullptr;

@@ -119,3 +119,5 @@ extern "C" __global__ __aicore__ void esg_9f721d20f6c17d2b(GM_ADDR in0, GM_ADDR 
   k.Init(in0, in1, in2, out0, out1, tiling);
   k.Process();
 }
+// Runs on the vector core: the kernel type of its .ascend.meta record.
+static const struct { unsigned short type, length; unsigned int kernel_type; } esg_9f721d20f6c17d2b_meta __attribute__((used, section(".ascend.meta.esg_9f721d20f6c17d2b"))) = {1, 4, 3};

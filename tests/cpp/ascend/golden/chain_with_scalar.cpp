@@ -113,3 +113,5 @@ extern "C" __global__ __aicore__ void esg_dd27b2235293a8b5(GM_ADDR in0, GM_ADDR 
   k.Init(in0, in1, in2, out0, tiling);
   k.Process();
 }
+// Runs on the vector core: the kernel type of its .ascend.meta record.
+static const struct { unsigned short type, length; unsigned int kernel_type; } esg_dd27b2235293a8b5_meta __attribute__((used, section(".ascend.meta.esg_dd27b2235293a8b5"))) = {1, 4, 3};

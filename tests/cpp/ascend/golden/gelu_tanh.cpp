@@ -112,3 +112,5 @@ extern "C" __global__ __aicore__ void esg_96c95e30d73c8b7b(GM_ADDR in0, GM_ADDR 
   k.Init(in0, out0, tiling);
   k.Process();
 }
+// Runs on the vector core: the kernel type of its .ascend.meta record.
+static const struct { unsigned short type, length; unsigned int kernel_type; } esg_96c95e30d73c8b7b_meta __attribute__((used, section(".ascend.meta.esg_96c95e30d73c8b7b"))) = {1, 4, 3};

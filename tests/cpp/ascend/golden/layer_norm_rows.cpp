@@ -223,3 +223,5 @@ extern "C" __global__ __aicore__ void esg_f53a06af1eb0a383(GM_ADDR x, GM_ADDR sc
   k.Init(x, scale, bias, y, tiling);
   k.Process();
 }
+// Runs on the vector core: the kernel type of its .ascend.meta record.
+static const struct { unsigned short type, length; unsigned int kernel_type; } esg_f53a06af1eb0a383_meta __attribute__((used, section(".ascend.meta.esg_f53a06af1eb0a383"))) = {1, 4, 3};

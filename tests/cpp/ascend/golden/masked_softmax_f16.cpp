@@ -219,3 +219,5 @@ extern "C" __global__ __aicore__ void esg_4e945f394b850344(GM_ADDR x, GM_ADDR ma
   k.Init(x, mask, y, tiling);
   k.Process();
 }
+// Runs on the vector core: the kernel type of its .ascend.meta record.
+static const struct { unsigned short type, length; unsigned int kernel_type; } esg_4e945f394b850344_meta __attribute__((used, section(".ascend.meta.esg_4e945f394b850344"))) = {1, 4, 3};

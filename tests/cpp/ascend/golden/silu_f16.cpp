@@ -91,3 +91,5 @@ extern "C" __global__ __aicore__ void esg_747d43e847839cc9(GM_ADDR in0, GM_ADDR 
   k.Init(in0, out0, tiling);
   k.Process();
 }
+// Runs on the vector core: the kernel type of its .ascend.meta record.
+static const struct { unsigned short type, length; unsigned int kernel_type; } esg_747d43e847839cc9_meta __attribute__((used, section(".ascend.meta.esg_747d43e847839cc9"))) = {1, 4, 3};
