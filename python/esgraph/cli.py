@@ -4,7 +4,8 @@
     python3 -m esgraph run  model.onnx [-i x=input.npy] [--bind N=8] [--repeat 20]
     python3 -m esgraph info model.onnx
     python3 -m esgraph dot  model.onnx [-o graph.dot] [--compiled]
-    python3 -m esgraph ascend-check [--simulated]
+    python3 -m esgraph ascend-check [--simulated] [--cann-include DIR]
+    python3 -m esgraph cann-headers [--cann-include DIR]
 
 Models are ONNX files (.onnx), compiled-model files (as written by `compile` or Model.save,
 recognized by their first bytes) or esgraph graph files (anything else, as written by
@@ -222,18 +223,53 @@ def _write(text, path):
     return 0
 
 
+def _header_check(include, required):
+    """The CANN header check's table on stdout (esgraph/cann_headers.py): True when it found no
+    difference or could not run and was not `required` to (then it says why on stderr)."""
+    from . import cann_headers
+    try:
+        check = cann_headers.check(include)
+    except cann_headers.CannHeadersError as e:
+        print(f"esgraph: the CANN header check {'cannot run' if required else 'did not run'}: {e}", file=sys.stderr)
+        return not required
+    sys.stdout.write(check.table())
+    sys.stdout.flush()
+    return check.passed
+
+
+def cmd_cann_headers(args):
+    """esgraph's declarations of CANN against CANN's headers: 0 when they agree, 1 when something
+    differs, 2 when the check cannot run."""
+    from . import cann_headers
+    try:
+        check = cann_headers.check(args.cann_include)
+    except cann_headers.CannHeadersError as e:
+        print(f"esgraph cann-headers: {e}", file=sys.stderr)
+        return 2
+    sys.stdout.write(check.table())
+    return 0 if check.passed else 1
+
+
 def cmd_ascend_check(args):
     """The smoke set on the device (docs/ascend.md): 0 when every case matches the CPU, 1 when
-    one does not, 2 when the device cannot start (the message names what is missing), 3 when
-    every case that ran matched and the others were refused by name (what this CANN or device
-    cannot run: a CANN before 8.3 runs the aclnn cases and refuses the generated kernels)."""
+    one does not or CANN's headers differ from esgraph's declarations, 2 when the device cannot
+    start (the message names what is missing), 3 when every case that ran matched and the others
+    were refused by name (what this CANN or device cannot run: a CANN before 8.3 runs the aclnn
+    cases and refuses the generated kernels). CANN's headers are checked first, before anything
+    runs: those given with --cann-include, else an installation's ($ASCEND_HOME_PATH/include)."""
     backend = "ascend-sim" if args.simulated else "ascend"
+    include = args.cann_include
+    if include is None and not args.simulated and os.environ.get("ASCEND_HOME_PATH"):
+        include = os.path.join(os.environ["ASCEND_HOME_PATH"], "include")
+    headers_agree = include is None or _header_check(include, required=args.cann_include is not None)
     try:
         check = _C.ascend_check(backend)
     except _C.BackendError as e:
         print(f"esgraph ascend-check: the {backend} backend cannot start: {e}", file=sys.stderr)
         return 2
     sys.stdout.write(check["table"])
+    if not headers_agree:
+        return 1
     return 0 if check["passed"] else 3 if check["partial"] else 1
 
 
@@ -256,6 +292,10 @@ def main(argv=None):
     dot.add_argument("--compiled", action="store_true", help="the compiled launch list (fused kernels)")
     check = sub.add_parser("ascend-check", help="run the Ascend smoke set on the device against the CPU; print the table")
     check.add_argument("--simulated", action="store_true", help="on esgraph's simulated device (backend ascend-sim)")
+    headers = sub.add_parser("cann-headers", help="check esgraph's declarations of CANN against CANN's headers")
+    for p in (check, headers):
+        p.add_argument("--cann-include", metavar="DIR",
+                       help="a folder of CANN's headers (default: $ASCEND_HOME_PATH/include)")
     for p in (comp, run, info, dot):
         p.add_argument("model", help="an .onnx file, a compiled-model file or an esgraph graph file")
         p.add_argument("--bind", action="append", metavar="SYMBOL=SIZE" + ("|MIN..MAX" if p is comp else ""),
@@ -266,6 +306,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command == "ascend-check":
         return cmd_ascend_check(args)
+    if args.command == "cann-headers":
+        return cmd_cann_headers(args)
     if not os.path.exists(args.model):
         parser.error(f"no such file: {args.model}")
     try:

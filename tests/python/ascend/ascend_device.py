@@ -1,5 +1,9 @@
 """What the Ascend tests share besides their fixtures (conftest.py): graphs of one function,
-comparisons with the CPU, the successful calls of the simulator's log."""
+comparisons with the CPU, the successful calls of the simulator's log, the command line."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 
 import esgraph
@@ -32,3 +36,9 @@ def check_same(graph, arrays, **options):
 def calls(lines, name):
     """The successful calls of `name` in the log."""
     return [line for line in lines if line.split(" ")[0] == name and " FAILED " not in line]
+
+
+def esgraph_cli(*args, **env):
+    """`python3 -m esgraph *args` in a process of its own, with `env` added to the environment."""
+    return subprocess.run([sys.executable, "-m", "esgraph", *args], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **env))

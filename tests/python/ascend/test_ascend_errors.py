@@ -13,7 +13,7 @@ import pytest
 import esgraph
 from esgraph import ops
 
-from ascend_device import RTOL, ATOL, graph_of, check_same, calls
+from ascend_device import RTOL, ATOL, graph_of, check_same, calls, esgraph_cli
 
 
 # ---- errors ------------------------------------------------------------------------------------------
@@ -252,11 +252,6 @@ def test_a_model_cut_before_a_sized_op_runs_its_stages_on_the_device():
         np.testing.assert_allclose(got[0], cpu[0], rtol=RTOL, atol=ATOL)
     stats = sim.stats()
     assert stats["stages"] == 2 and stats["sized_ops"] == 1 and stats["captured"] == 0
-
-
-def esgraph_cli(*args, **env):
-    return subprocess.run([sys.executable, "-m", "esgraph", *args], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **env))
 
 
 def test_ascend_check_prints_the_smoke_set_against_the_cpu():
