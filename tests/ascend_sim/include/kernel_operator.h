@@ -9,7 +9,9 @@
 // accesses (and so everything it issues after) by an MTE2_S flag; the scalar unit's writes
 // before the vector instructions by an S_V flag; the vector instructions before the scalar
 // unit's accesses by a V_S flag, and before the next copy into the same bytes by
-// FreeTensor/AllocTensor or a V_MTE2 flag. An access nothing ordered is
+// FreeTensor/AllocTensor or a V_MTE2 flag, and before a copy out of them by their queue
+// (EnQue/DeQue) or a V_MTE3 flag. In global memory, a copy out (MTE3) is ordered before
+// a copy in of the same bytes (MTE2) only by an MTE3_MTE2 flag. An access nothing ordered is
 // a fault. (A flag covers what its pipe did before SetFlag, for the WaitFlag of the same id.)
 #pragma once
 #include <algorithm>
@@ -61,6 +63,8 @@ struct Core {
   std::vector<Range> scalar_written;    // written by the scalar unit, not yet ordered before the vector pipe
   std::vector<Range> vector_used;       // used by vector instructions since their buffer was last (re)allocated
   std::vector<Range> vector_for_scalar; // used by vector instructions, not yet ordered before the scalar unit
+  std::vector<Range> vector_for_out;    // used by vector instructions, not yet ordered before a copy out
+  std::vector<Range> copied_out;        // global bytes written by copies out, not yet ordered before a copy in
   std::map<int, std::vector<Range>> flagged;  // by event and id: what a set flag covers until its wait
   void* pipe = nullptr;                 // the block's TPipe (GetTPipePtr)
 };
@@ -93,6 +97,7 @@ inline void vector_access(const void* p, size_t bytes, const char* op) {
     fault(std::string(op) + " uses Unified Buffer bytes the scalar unit wrote with nothing ordering the writes before it (an S_V flag)");
   add(core.vector_used, lo, hi);
   add(core.vector_for_scalar, lo, hi);
+  add(core.vector_for_out, lo, hi);
 }
 // A scalar access (GetValue/SetValue) of [p, p + bytes).
 inline void scalar_access(const void* p, size_t bytes, bool write) {
@@ -105,8 +110,12 @@ inline void scalar_access(const void* p, size_t bytes, bool write) {
           " of Unified Buffer bytes the vector pipe used with nothing ordering it before (a V_S flag)");
   if (write) add(core.scalar_written, lo, hi);
 }
-// A copy from global memory into [p, p + bytes).
-inline void copy_in(const void* p, size_t bytes, const char* op) {
+// A copy from global memory at `from` into [p, p + bytes).
+inline void copy_in(const void* p, const void* from, size_t bytes, const char* op) {
+  const uintptr_t src = reinterpret_cast<uintptr_t>(from);
+  if (overlaps(core.copied_out, src, src + bytes))
+    fault(std::string(op) + " from global memory reads bytes a copy out of this block wrote with nothing ordering that copy before "
+                            "it (an MTE3_MTE2 flag)");
   const uintptr_t lo = reinterpret_cast<uintptr_t>(p), hi = lo + bytes;
   if (overlaps(core.vector_used, lo, hi))
     fault(std::string(op) + " from global memory overwrites Unified Buffer bytes the vector pipe used, with nothing ordering it after "
@@ -194,9 +203,9 @@ class GlobalTensor {
 
 class TPipe;
 
-// Flags between the pipes (SetFlag/WaitFlag): those the order of copies in, the scalar unit and
-// the vector pipe needs.
-enum class HardEvent { MTE2_V, V_MTE2, MTE2_S, S_V, V_S };
+// Flags between the pipes (SetFlag/WaitFlag): those the order of copies in and out, the scalar
+// unit and the vector pipe needs.
+enum class HardEvent { MTE2_V, V_MTE2, MTE2_S, S_V, V_S, MTE3_MTE2, V_MTE3 };
 using event_t = int32_t;
 namespace sim {
 // What the first pipe of `e` did that its wait orders: the ranges still unordered.
@@ -207,6 +216,8 @@ inline std::vector<Range>& unordered(HardEvent e) {
     case HardEvent::MTE2_S: return core.copied_in_scalar;
     case HardEvent::S_V: return core.scalar_written;
     case HardEvent::V_S: return core.vector_for_scalar;
+    case HardEvent::MTE3_MTE2: return core.copied_out;
+    case HardEvent::V_MTE3: return core.vector_for_out;
   }
   return core.copied_in;
 }
@@ -252,7 +263,9 @@ class TQue {
     if (head_ == tail_) sim::fault("TQue::DeQue of an empty queue");
     const int i = order_[head_++ % Depth];
     state_[i] = Dequeued;
-    for (auto* ranges : {&sim::core.copied_in, &sim::core.copied_in_scalar})
+    // The queue orders the pipe that filled the buffer before the one that takes it: a copy in
+    // before the vector pipe, the vector pipe before a copy out.
+    for (auto* ranges : {&sim::core.copied_in, &sim::core.copied_in_scalar, &sim::core.vector_for_out})
       sim::forget(*ranges, reinterpret_cast<uintptr_t>(buf_[i]), reinterpret_cast<uintptr_t>(buf_[i]) + len_);
     return LocalTensor<T>(reinterpret_cast<T*>(buf_[i]), len_ / sizeof(T));
   }
@@ -303,7 +316,7 @@ class TPipe {
   TPipe() {
     sim::core.ub_used = 0;
     for (auto* ranges : {&sim::core.copied_in, &sim::core.copied_in_scalar, &sim::core.scalar_written, &sim::core.vector_used,
-                         &sim::core.vector_for_scalar})
+                         &sim::core.vector_for_scalar, &sim::core.vector_for_out, &sim::core.copied_out})
       ranges->clear();
     sim::core.flagged.clear();
     sim::core.pipe = this;
@@ -351,12 +364,21 @@ namespace sim {
 template <class T>
 void copy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t count, const char* op) {
   T* to = dst.raw(count, op);
-  copy_in(to, count * sizeof(T), op);
-  std::memcpy(to, src.span(count, op), count * sizeof(T));
+  const T* from = src.span(count, op);
+  copy_in(to, from, count * sizeof(T), op);
+  std::memcpy(to, from, count * sizeof(T));
 }
 template <class T>
 void copy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count, const char* op) {
-  std::memcpy(dst.span(count, op), src.raw(count, op), count * sizeof(T));
+  T* to = dst.span(count, op);
+  const T* from = src.raw(count, op);
+  const uintptr_t ub = reinterpret_cast<uintptr_t>(from);
+  if (overlaps(core.vector_for_out, ub, ub + count * sizeof(T)))
+    fault(std::string(op) + " to global memory reads Unified Buffer bytes the vector pipe used with nothing ordering it before "
+                            "(the buffer's queue: EnQue, then DeQue; or a V_MTE3 flag)");
+  std::memcpy(to, from, count * sizeof(T));
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(to);
+  add(core.copied_out, lo, lo + count * sizeof(T));
 }
 inline void whole_blocks(uint64_t bytes) {
   if (bytes % 32) fault("DataCopy of " + std::to_string(bytes) + " bytes: not a multiple of 32 (use DataCopyPad)");
@@ -716,4 +738,5 @@ void Not(const LocalTensor<T>& dst, const LocalTensor<T>& a, int32_t n) {
 // one translation unit).
 extern "C" __attribute__((visibility("default"))) void aclsim_enter_block(const AclSimBlock* block) {
   AscendC::sim::core.block = *block;
+  AscendC::sim::core.copied_out.clear();  // a block's copies out are ordered before the next launch's
 }

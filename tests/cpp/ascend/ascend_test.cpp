@@ -23,6 +23,7 @@
 #include "ascend/aclnn_library.hpp"
 #include "ascend/aclnn_lowerings.hpp"
 #include "ascend/kernel_build.hpp"
+#include "ascend/kernel_common.hpp"
 #include "ascend/kernel_source.hpp"
 #include "ascend/row_kernel_source.hpp"
 #include "backends/registry.hpp"
@@ -287,7 +288,8 @@ TEST_CASE("the simulated device faults where the hardware would") {
   }
   SUBCASE("a well-behaved kernel runs") {
     const auto [status, message] = dev.run(pipe + "LocalTensor<float> t = q.AllocTensor<float>(); DataCopy(t, ga, 32); q.EnQue(t);\n"
-                                                  "t = q.DeQue<float>(); Adds(t, t, 1.0f, 32); DataCopy(gb, t, 32); q.FreeTensor(t);",
+                                                  "t = q.DeQue<float>(); Adds(t, t, 1.0f, 32);\n" + ascend::pipe_flag("V_MTE3") +
+                                                  " DataCopy(gb, t, 32); q.FreeTensor(t);",
                                            a, b);
     CHECK(status == 0);
   }
@@ -301,6 +303,25 @@ TEST_CASE("the simulated device faults where the hardware would") {
       CHECK(message.find("uses Unified Buffer bytes that a copy from global memory wrote with nothing ordering the copy before it") !=
             std::string::npos);
     }
+  }
+  SUBCASE("a copy out of bytes the vector pipe wrote, with nothing ordering it after them") {
+    const std::string compute = "TBuf<TPosition::VECCALC> v; pipe.InitBuffer(v, 256); LocalTensor<float> t = v.Get<float>(); "
+                                "Duplicate(t, 1.0f, 32); ";
+    const auto [status, message] = dev.run(pipe + compute + "DataCopy(gb, t, 32);", a, b);
+    CHECK(status == 507015);
+    CHECK(message.find("DataCopy to global memory reads Unified Buffer bytes the vector pipe used with nothing ordering it before") !=
+          std::string::npos);
+    CHECK(dev.run(pipe + compute + ascend::pipe_flag("V_MTE3") + " DataCopy(gb, t, 32);", a, b).first == 0);
+  }
+  SUBCASE("a copy in of global bytes a copy out wrote, with no MTE3_MTE2 flag between") {
+    const std::string out_then_in = "TBuf<TPosition::VECCALC> v; pipe.InitBuffer(v, 256); LocalTensor<float> t = v.Get<float>(); "
+                                    "Duplicate(t, 1.0f, 32); " + ascend::pipe_flag("V_MTE3") + " DataCopy(gb, t, 32);\n";
+    const std::string read_back = "TBuf<TPosition::VECCALC> w; pipe.InitBuffer(w, 256); DataCopy(w.Get<float>(), gb, 32);";
+    const auto [bare, why] = dev.run(pipe + out_then_in + read_back, a, b);
+    CHECK(bare == 507015);
+    CHECK(why.find("DataCopy from global memory reads bytes a copy out of this block wrote with nothing ordering that copy before it "
+                   "(an MTE3_MTE2 flag)") != std::string::npos);
+    CHECK(dev.run(pipe + out_then_in + ascend::pipe_flag("MTE3_MTE2") + read_back, a, b).first == 0);
   }
   SUBCASE("a copy in over bytes the vector pipe used, with nothing ordering it after them") {
     const auto [status, message] =
@@ -394,7 +415,8 @@ TEST_CASE("the simulated device faults where the hardware would") {
                                                   "for (uint32_t i = 0; i < 100; ++i) t.SetValue(i, static_cast<float>(i + 1));\n"
                                                   "event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::S_V));\n"
                                                   "SetFlag<HardEvent::S_V>(e); WaitFlag<HardEvent::S_V>(e);\n"
-                                                  "ReduceSum(t[128], t, s, 100); ReduceMax(t[136], t, s, 100); DataCopy(gb, t[128], 16);",
+                                                  "ReduceSum(t[128], t, s, 100); ReduceMax(t[136], t, s, 100);\n" + ascend::pipe_flag("V_MTE3") +
+                                                  " DataCopy(gb, t[128], 16);",
                                            a, b);
     REQUIRE(status == 0);
     float out[16];
