@@ -163,7 +163,8 @@ Toolchain simulator_toolchain() {
   if (!fs::exists(include + "/kernel_operator.h"))
     throw Error(ErrorCode::Backend, "ascend-sim: the simulator's Ascend C headers are not at " + include +
                                         " (build the tests tree, or set ESG_ASCEND_SIM_INCLUDE)");
-  return {"simulator", {cxx, "-std=c++17", "-O1", "-c", "-fPIC", "-w", "-I" + include}, {cxx, "-shared"}, ".so"};
+  // Each vector instruction rounds its result: no multiply-add may be fused across them.
+  return {"simulator", {cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-c", "-fPIC", "-w", "-I" + include}, {cxx, "-shared"}, ".so"};
 }
 
 std::string kernel_cache_dir(const std::string& cache) {

@@ -220,3 +220,38 @@ def test_other_broadcasts_are_expanded_first(acl_log):
     assert len(calls(acl_log(), "aclnnExpandGetWorkspaceSize")) == 3
     # A trailing row stays in the kernel.
     check_same(graph_of(lambda a, r: a + r, x.shape, (6, 7)), [x, x[0, 0].copy()])
+
+
+# ---- the vector unit's math, as the devkit computes it ------------------------------------------
+def devkit_tanh(x):
+    """asc-devkit's Tanh in f32, one instruction a step: clip to ±8.8, (e^2x - 1) / (e^2x + 1).
+    (Exp rounded from f64: the simulator's is the C library's expf, within about half an ulp.)"""
+    f = np.float32
+    e = np.exp((f(2) * np.clip(x, f(-8.8), f(8.8))).astype(np.float64)).astype(f)
+    return ((e - f(1)) / (e + f(1))).astype(f)
+
+
+def devkit_erf(x):
+    """asc-devkit's Erf in f32: x clipped to ±3.92, then the ratio of its two polynomials in x²."""
+    f = np.float32
+    c = np.clip(x, f(-3.92), f(3.92))
+    x2 = c * c
+    p = x2 * f(0.053443748819)
+    for k in (7.5517016694, 101.62808918, 1393.8061484, 5063.7915060):
+        p = x2 * (p + f(k))
+    p = c * (p + f(29639.384698))
+    q = x2 + f(31.212858877)
+    for k in (398.56963806, 3023.1248150, 13243.365831, 26267.224157):
+        q = x2 * q + f(k)
+    return p / q
+
+
+def test_tanh_and_erf_carry_the_devkits_error_not_libms():
+    """The simulated Tanh and Erf are the devkit's formulas (CANN states no error bound), so what
+    the tests and ascend-check tolerate is their error: near 0, Tanh's e^2x - 1 cancels."""
+    x = np.array([1e-4, -3e-4, 0.01, 0.5, -2.0, 9.5, -40.0, 3.9, 4.5, -0.7], np.float32)
+    for fn, formula, exact in ((ops.tanh, devkit_tanh, np.tanh), (ops.erf, devkit_erf, None)):
+        got = esgraph.compile(graph_of(fn, x.shape), backend="ascend-sim")(x)
+        np.testing.assert_array_equal(got, formula(x))
+        if exact is not None:
+            assert abs(got[0] - exact(x[0])) > 1e-5 * abs(exact(x[0]))  # libm's would be within an ulp
