@@ -80,15 +80,20 @@ std::string kernel_arch() { return env("ESG_ASCEND_ARCH").empty() ? "dav-c220-ve
 
 std::string arch_mismatch(const std::string& arch, const std::string& soc) {
   auto starts = [&](const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; };
+  // 310P's core: Ascend C implements no DataCopyPad there (asc-devkit v8.5.0, basic_api/dav_m200:
+  // each form reports "not supported" in a CPU-debug build and compiles to nothing for the
+  // device), and the kernels copy every tile's tail with it, so a tail would stay unwritten.
+  static const char* kNoPadCopy = "esgraph builds no kernels for dav-m200 (Ascend310P): they copy the tail of each tile with DataCopyPad, "
+                                  "which Ascend C does not implement there (asc-devkit v8.5.0 compiles it to nothing for that core); "
+                                  "the operator library's ops still run";
+  if (starts(arch, "dav-m200")) return kNoPadCopy;
   const bool a2_or_a3 = (starts(soc, "Ascend910B") && soc.size() > 10 && std::isdigit(static_cast<unsigned char>(soc[10]))) ||
                         starts(soc, "Ascend910_93");
-  const bool p310 = starts(soc, "Ascend310P");
-  if (starts(arch, "dav-c220") ? a2_or_a3 : starts(arch, "dav-m200") ? p310 : true) return {};
-  const std::string family = starts(arch, "dav-c220") ? "Atlas A2/A3: Ascend910B<n>, Ascend910_93" : "Ascend310P";
-  std::string fix = a2_or_a3 ? "ESG_ASCEND_ARCH=dav-c220-vec builds them for it"
-                    : p310   ? "ESG_ASCEND_ARCH=dav-m200 builds them for it (the kernels are tuned for 910B's Unified Buffer)"
-                             : "esgraph builds no kernels for its core version yet (the first Ascend 910 and 310 have other ones)";
-  return "the device is an " + soc + ", but esgraph's kernels are built for " + arch + " (" + family + "); " + fix;
+  if (!starts(arch, "dav-c220") || a2_or_a3) return {};
+  const std::string fix = a2_or_a3                    ? "ESG_ASCEND_ARCH=dav-c220-vec builds them for it"
+                          : starts(soc, "Ascend310P") ? kNoPadCopy
+                                                      : "esgraph builds no kernels for its core version yet (the first Ascend 910 and 310 have other ones)";
+  return "the device is an " + soc + ", but esgraph's kernels are built for " + arch + " (Atlas A2/A3: Ascend910B<n>, Ascend910_93); " + fix;
 }
 
 Toolchain cann_toolchain() {

@@ -36,8 +36,8 @@ Toolchain simulator_toolchain();
 // The Ascend C core version kernels are built for: ESG_ASCEND_ARCH, default dav-c220-vec.
 std::string kernel_arch();
 // Why kernels built for `arch` cannot run on the SoC aclrtGetSocName names: empty when they can
-// (dav-c220*: Atlas A2/A3, Ascend910B<n>* and Ascend910_93*; dav-m200*: Ascend310P*), or when
-// `arch` is none of those (the user chose it and knows).
+// (dav-c220*: Atlas A2/A3, Ascend910B<n>* and Ascend910_93*), or when `arch` is none esgraph
+// knows (the user chose it and knows). dav-m200 (Ascend310P) is refused: no DataCopyPad there.
 std::string arch_mismatch(const std::string& arch, const std::string& soc);
 
 // The directory of cached binaries: `kernels` in the compile cache when the compile names one
