@@ -35,16 +35,20 @@ def lstm_cell(w_hh, hidden, order, peephole=None):
 def gru_cell(w_hh, b_hn, hidden, order, linear_before_reset):
     """GRU with update (z), reset (r) and candidate (n) gates stacked in `order` (PyTorch: "rzn";
     ONNX: "zrn"). `x_t` holds the input projection with every bias except the candidate's
-    recurrent one, `b_hn`, which the reset gate scales."""
+    recurrent one, `b_hn`, which the reset gate scales. Each step makes one recurrent product
+    for the gates that read h alone (all three with `linear_before_reset`, PyTorch's form; z and
+    r otherwise, the candidate's product reading r * h after them)."""
     w = dict(zip(order, ops.split(w_hh, [hidden] * 3, axis=0)))
+    first = order if linear_before_reset else [g for g in order if g != "n"]
+    w_first = w_hh if linear_before_reset else ops.concat([w[g] for g in first], 0)
 
     def cell(x_t, h, c):
         x = dict(zip(order, ops.split(x_t, [hidden] * 3, axis=1)))
-        z = ops.sigmoid(x["z"] + ops.matmul(h, w["z"], transpose_b=True))
-        r = ops.sigmoid(x["r"] + ops.matmul(h, w["r"], transpose_b=True))
+        hw = dict(zip(first, ops.split(ops.matmul(h, w_first, transpose_b=True), [hidden] * len(first), axis=1)))
+        z = ops.sigmoid(x["z"] + hw["z"])
+        r = ops.sigmoid(x["r"] + hw["r"])
         if linear_before_reset:
-            recurrent = ops.matmul(h, w["n"], transpose_b=True)
-            recurrent = recurrent if b_hn is None else recurrent + b_hn
+            recurrent = hw["n"] if b_hn is None else hw["n"] + b_hn
             candidate = ops.tanh(x["n"] + r * recurrent)
         else:
             recurrent = ops.matmul(r * h, w["n"], transpose_b=True)
