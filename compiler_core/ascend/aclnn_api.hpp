@@ -43,6 +43,10 @@ constexpr Format image_format(uint64_t rank) {
   X(aclCreateScalar, Scalar*, (void* value, DataType dtype))                                                   \
   X(aclDestroyScalar, Status, (const Scalar* scalar))
 
+// libnnopbase.so, optional: frees an executor that was planned and will not run (a run frees
+// its own). Without it such an executor stays allocated (opbase v8.5.0: nothing else frees one).
+#define ESG_ACLNN_EXECUTOR_FUNCTIONS(X) X(aclDestroyAclOpExecutor, Status, (Executor * executor))
+
 // The elementwise ops of one and two tensors share their signatures.
 using UnaryPlan = Status (*)(const Tensor* self, Tensor* out, uint64_t* workspace_size, Executor** executor);
 using BinaryPlan = Status (*)(const Tensor* self, const Tensor* other, Tensor* out, uint64_t* workspace_size, Executor** executor);
@@ -161,6 +165,7 @@ using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* exe
 struct Functions {
 #define ESG_ACLNN_POINTER(name, ret, params) ret(*name) params = nullptr;
   ESG_ACLNN_BASE_FUNCTIONS(ESG_ACLNN_POINTER)
+  ESG_ACLNN_EXECUTOR_FUNCTIONS(ESG_ACLNN_POINTER)
   ESG_ACLNN_PLAN_FUNCTIONS(ESG_ACLNN_POINTER)
 #undef ESG_ACLNN_POINTER
 #define ESG_ACLNN_RUN_POINTER(name) RunFn name = nullptr;

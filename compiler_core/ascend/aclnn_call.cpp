@@ -134,12 +134,12 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
 }
 
 AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node& n, const std::vector<void*>& in,
-                     const std::vector<void*>& out)
+                     const std::vector<void*>& out, const std::string& soc)
     : lib_(lib), descriptors_(lib) {
   const AclnnLowering* lowering = find_lowering(n.op->kind);
   if (!lowering) throw ir::Error(ir::ErrorCode::Internal, std::string("ascend: no aclnn mapping for ") + n.op->name);
   descriptors_.set_images(lowering->images);
-  step_ = lowering->build({g, n, in, out, descriptors_});  // descriptors_ goes, with what it holds, if this throws
+  step_ = lowering->build({g, n, in, out, descriptors_, soc});  // descriptors_ goes, with what it holds, if this throws
   lib_.require(step_.name, n.op->name);
 }
 

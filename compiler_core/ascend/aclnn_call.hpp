@@ -21,9 +21,9 @@ class AclnnCall {
   static std::string mapped_ops();
 
   // `in` and `out`: device addresses of the node's inputs (nullptr for an absent optional one)
-  // and outputs.
+  // and outputs; `soc`: the device's (aclrtGetSocName), for choices that differ by product.
   AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node& n, const std::vector<void*>& in,
-            const std::vector<void*>& out);
+            const std::vector<void*>& out, const std::string& soc);
   ~AclnnCall();
   AclnnCall(const AclnnCall&) = delete;
   AclnnCall& operator=(const AclnnCall&) = delete;

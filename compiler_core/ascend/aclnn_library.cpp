@@ -30,6 +30,9 @@ std::shared_ptr<AclnnLibrary> AclnnLibrary::open(const AclLibrary& acl) {
   if (!(lib->fn = reinterpret_cast<decltype(lib->fn)>(dlsym(base, #fn)))) missing += std::string(missing.empty() ? "" : ", ") + #fn;
     ESG_ACLNN_BASE_FUNCTIONS(ESG_ACLNN_RESOLVE)
 #undef ESG_ACLNN_RESOLVE
+#define ESG_ACLNN_RESOLVE(fn, ret, params) lib->fn = reinterpret_cast<decltype(lib->fn)>(dlsym(base, #fn));
+    ESG_ACLNN_EXECUTOR_FUNCTIONS(ESG_ACLNN_RESOLVE)
+#undef ESG_ACLNN_RESOLVE
   }
   // The ops: libopapi.so, or, from CANN 8.5 on, the libraries of the operator repositories
   // (libopapi_math.so, libopapi_nn.so, ...); each function from the first that has it, and each

@@ -96,9 +96,14 @@ constexpr AclnnLowering kLowerings[] = {
          if (g.shape(v).rank() > 6) return "rank " + std::to_string(g.shape(v).rank()) + " (aclnnMatmul takes at most 6 dims)";
        return "";
      },
-     [](const AclnnBuilder& b) {  // cubeMathType 0, KEEP_DTYPE: f32 stays f32
+     [](const AclnnBuilder& b) {
+       // cubeMathType 0, KEEP_DTYPE: f32 stays f32, except on 310P, whose rule refuses it for
+       // FLOAT and computes f32 in FLOAT16 with 1, ALLOW_FP32_DOWN_PRECISION (ops-nn v8.5.0,
+       // matmul_util.cpp Ascend310AMatMulRule).
        const ir::MatmulAttrs a(b.g, b.n);
-       return b.bind(ESG_ACLNN_OP(aclnnMatmul), b.input(0, a.transpose_a), b.input(1, a.transpose_b), b.output(), int8_t{0});
+       const bool f32_on_310p = b.soc.rfind("Ascend310P", 0) == 0 && b.g.values[b.input_value(0)].dtype == ir::DType::F32;
+       return b.bind(ESG_ACLNN_OP(aclnnMatmul), b.input(0, a.transpose_a), b.input(1, a.transpose_b), b.output(),
+                     static_cast<int8_t>(f32_on_310p ? 1 : 0));
      }},
     {OpKind::conv2d,
      [](const ir::Graph& g, const ir::Node& n) -> std::string {

@@ -84,13 +84,14 @@ struct AclnnStep {
 };
 
 // What a lowering builds from: its node, the device addresses of the node's inputs (nullptr for
-// an absent optional one) and outputs, and the call's descriptors.
+// an absent optional one) and outputs, the call's descriptors, and the device's SoC.
 struct AclnnBuilder {
   const ir::Graph& g;
   const ir::Node& n;
   const std::vector<void*>& in;
   const std::vector<void*>& out;
   AclnnDescriptors& make;
+  const std::string& soc;
 
   ir::ValueId input_value(uint32_t i) const;  // kNone when absent
   std::vector<int64_t> dims(ir::ValueId v) const;

@@ -88,6 +88,7 @@ namespace aclnn_side {
 using namespace esg::ascend::aclnn;
 namespace acl = esg::ascend::acl;
 ESG_ACLNN_BASE_FUNCTIONS(ESG_CANN_DECLARE)
+ESG_ACLNN_EXECUTOR_FUNCTIONS(ESG_CANN_DECLARE)
 ESG_ACLNN_PLAN_FUNCTIONS(ESG_CANN_DECLARE)
 #define ESG_CANN_DECLARE_RUN(name) Status name(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 ESG_ACLNN_RUN_FUNCTIONS(ESG_CANN_DECLARE_RUN)

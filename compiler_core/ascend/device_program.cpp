@@ -139,9 +139,10 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
         std::vector<void*> in, out;
         for (size_t o : c.in) in.push_back(o == SIZE_MAX ? nullptr : d.at(o));
         for (size_t o : c.out) out.push_back(d.at(o));
-        calls_.push_back(std::make_unique<AclnnCall>(*aclnn_, g, g.nodes[c.node], in, out));
+        calls_.push_back(std::make_unique<AclnnCall>(*aclnn_, g, g.nodes[c.node], in, out, d.soc));
         uint64_t bytes = 0;
         planned_.push_back(calls_.back()->plan(&bytes));
+        queued_.push_back(false);
         planned_bytes_.push_back(bytes);
       }
       for (const DeviceLaunch& dl : d.launches)
@@ -495,9 +496,13 @@ void DeviceProgram::enqueue_launches(bool planned, const eval::RunControl& contr
       const size_t s = static_cast<size_t>(dl.stream);
       uint64_t bytes = planned_bytes_[static_cast<size_t>(dl.call)];
       aclnn::Executor* executor = planned ? planned_[static_cast<size_t>(dl.call)] : call.plan(&bytes);
-      if (bytes > workspace_bytes_[s])
+      // Marked before the call: a call that fails may have freed it, and freeing twice is worse than a leak.
+      if (planned) queued_[static_cast<size_t>(dl.call)] = true;
+      if (bytes > workspace_bytes_[s]) {
+        if (aclnn_->aclDestroyAclOpExecutor) aclnn_->aclDestroyAclOpExecutor(executor);  // planned just now, never to run
         throw Error(ErrorCode::Backend, std::string("ascend: ") + call.name() + " now asks for a workspace of " + std::to_string(bytes) +
                                             " bytes, more than the " + std::to_string(workspace_bytes_[s]) + " it asked for at build");
+      }
       call.queue(bytes ? static_cast<uint8_t*>(workspace_) + workspace_at_[s] : nullptr, bytes, executor, stream);
     } else if (dl.kind == DeviceLaunch::Collective) {
       queue_collective(hccl_calls_[static_cast<size_t>(dl.call)], stream);
@@ -711,6 +716,11 @@ void DeviceProgram::release() noexcept {
   const AclLibrary& acl = *d.acl;
   if (d.context) acl.aclrtSetCurrentContext(d.context);
   if (captured_) acl.aclmdlRIDestroy(captured_), captured_ = nullptr;
+  // An executor planned at build and never queued (no run, or a run that stopped before it) is
+  // freed by nothing else: opbase frees one only when it runs.
+  for (size_t c = 0; c < planned_.size(); ++c)
+    if (!queued_[c] && planned_[c] && aclnn_->aclDestroyAclOpExecutor) aclnn_->aclDestroyAclOpExecutor(planned_[c]);
+  planned_.clear();
   calls_.clear();  // descriptors before the memory they describe
   if (workspace_) acl.aclrtFree(workspace_), workspace_ = nullptr;
   device_.reset();  // the device with the last binding that shares it

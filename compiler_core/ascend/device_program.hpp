@@ -224,6 +224,7 @@ class DeviceProgram final : public runtime::Program {
   std::shared_ptr<HcclLibrary> hccl_;
   mutable std::vector<BoundCollective> hccl_calls_;
   std::vector<aclnn::Executor*> planned_;
+  mutable std::vector<bool> queued_;  // by call: its planned executor went to a run or a capture, which frees it
   std::vector<uint64_t> planned_bytes_;
   void* workspace_ = nullptr;               // aclnn workspaces: per stream, ops of a stream share theirs
   std::vector<size_t> workspace_at_;

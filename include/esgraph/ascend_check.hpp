@@ -74,6 +74,9 @@ struct CheckCase {
   CompileOptions options;
   std::vector<std::vector<int64_t>> shapes;
   std::function<std::vector<Tensor>(GraphBuilder&, const std::vector<Tensor>&)> body;
+  // The bound on a 310P, which multiplies f32 in FLOAT16 (aclnnMatmul there refuses to keep
+  // FLOAT), when it is looser; 0: the same bound.
+  double float16_tolerance = 0;
 };
 
 inline std::vector<CheckCase> ascend_check_cases() {
@@ -91,8 +94,9 @@ inline std::vector<CheckCase> ascend_check_cases() {
   cases.push_back({"row kernel, rows longer than the Unified Buffer (layer_norm of 20011, scale and bias)", 1e-4, {},
                    {{3, 20011}, {20011}, {20011}},
                    [](GraphBuilder&, Xs x) { return std::vector<Tensor>{layer_norm(x[0], LayerNormOptions().scale(x[1]).bias(x[2]))}; }});
+  // Sums of 128 products: in FLOAT16 (10 bits of mantissa) their error reaches ~2e-2.
   cases.push_back({"matmul (aclnnMatmul)", 1e-3, {}, {{64, 128}, {128, 32}},
-                   [](GraphBuilder&, Xs x) { return std::vector<Tensor>{matmul(x[0], x[1])}; }});
+                   [](GraphBuilder&, Xs x) { return std::vector<Tensor>{matmul(x[0], x[1])}; }, 5e-2});
   // An f32 convolution multiplies in HFLOAT32 on Atlas A2/A3 (FLOAT16 on 310P), the only
   // cubeMathType CANN documents for FLOAT: 10-11 bits of mantissa over sums of 27 products.
   cases.push_back({"conv2d (aclnnConvolution, NCHW)", 5e-2, {}, {{1, 3, 16, 16}, {8, 3, 3, 3}},
@@ -147,7 +151,9 @@ inline AscendCheck ascend_check(const std::string& backend = "ascend") {
     on_device.backend(backend);
     try {
       const Model device = compile(g, on_device);
-      if (const Facts facts = device.facts(); check.device.empty() && facts.has("soc")) check.device = detail::describe_device(facts);
+      const Facts facts = device.facts();
+      if (check.device.empty() && facts.has("soc")) check.device = detail::describe_device(facts);
+      if (c.float16_tolerance && facts.has("soc") && facts.text("soc").rfind("Ascend310P", 0) == 0) r.tolerance = c.float16_tolerance;
       const Model cpu = compile(g);
       std::vector<HostTensor> inputs;
       for (const std::vector<int64_t>& shape : c.shapes) {

@@ -44,4 +44,7 @@ void aclsim_check_device(const void* p, size_t bytes, const char* what);
 void aclsim_fail(const char* call, const char* message);
 // Appends a line to the call log.
 void aclsim_log(const char* line);
+// libnnopbase's aclDestroyAclOpExecutor frees with this, which the operator library (libopapi.so,
+// whose executors they are) installs when it is loaded.
+void aclsim_set_executor_destroyer(esg::ascend::aclnn::Status (*destroy)(esg::ascend::aclnn::Executor*));
 }

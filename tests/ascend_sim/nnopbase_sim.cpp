@@ -60,3 +60,12 @@ ACLSIM_EXPORT Status aclDestroyScalar(const Scalar* scalar) {
   delete scalar;
   return 0;
 }
+
+namespace {
+Status (*destroy_executor)(Executor*) = nullptr;
+}
+ACLSIM_EXPORT void aclsim_set_executor_destroyer(Status (*destroy)(Executor*)) { destroy_executor = destroy; }
+// Frees an executor that was planned and not run, as opbase's does (a run frees its own).
+ACLSIM_EXPORT Status aclDestroyAclOpExecutor(Executor* executor) {
+  return destroy_executor ? destroy_executor(executor) : 161002;  // no operator library, so no executor
+}

@@ -3,6 +3,7 @@
 // esgraph's CPU backend on the simulated device's memory. Matmul asks for a workspace, so that
 // the backend's workspace handling is exercised; the run checks it is live device memory.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <type_traits>
@@ -196,6 +197,23 @@ Status run(const char* name, void* workspace, uint64_t workspace_size, Executor*
   return aclsim_enqueue(stream, name, &task) == 0 ? 0 : kParamInvalid;
 }
 
+// aclDestroyAclOpExecutor's half: an executor planned and never run; one that ran, or was
+// destroyed already, is refused (opbase would free it twice).
+Status destroy(Executor* e) {
+  {
+    std::lock_guard<std::mutex> lock(live_mu);
+    if (!live.erase(e)) {
+      aclsim_fail("aclDestroyAclOpExecutor", "not a planned executor (run or destroyed already)");
+      return kParamInvalid;
+    }
+  }
+  aclsim_log(("aclDestroyAclOpExecutor " + e->op).c_str());
+  delete e;
+  return 0;
+}
+
+[[gnu::constructor]] void install_destroyer() { aclsim_set_executor_destroyer(&destroy); }
+
 }  // namespace
 
 #define ACLSIM_EXPORT extern "C" __attribute__((visibility("default")))
@@ -208,6 +226,13 @@ ACLSIM_EXPORT Status aclnnMatmulGetWorkspaceSize(const Tensor* self, const Tenso
                                                  uint64_t* workspace_size, Executor** executor) {
   if (cube_math_type < 0 || cube_math_type > 3) {
     aclsim_fail("aclnnMatmul", "cubeMathType out of range");
+    return kParamInvalid;
+  }
+  // 310P computes f32 products in FLOAT16 only: its rule refuses KEEP_DTYPE (0) and USE_HF32 (3)
+  // for FLOAT (ops-nn v8.5.0, matmul_util.cpp Ascend310AMatMulRule).
+  const char* soc = std::getenv("ACLSIM_SOC");
+  if (soc && std::strncmp(soc, "Ascend310P", 10) == 0 && self && self->dtype == kFloat && (cube_math_type == 0 || cube_math_type == 3)) {
+    aclsim_fail("aclnnMatmul", ("cubeMathType " + std::to_string(cube_math_type) + " with FLOAT is not supported on " + soc).c_str());
     return kParamInvalid;
   }
   return plan("aclnnMatmul", {self, mat2}, {out}, kMatmulWorkspace, workspace_size, executor,

@@ -279,3 +279,35 @@ def test_scatters_run_on_aclnn(reduction, acl_log):
         return
     check_same(g, [data, np.array([[-1], [1]], np.int64), updates[:2].copy()])
     assert len(calls(acl_log(), "aclnnScatterNdGetWorkspaceSize")) == 1
+
+
+def test_an_executor_planned_and_never_run_is_freed(acl_log, monkeypatch):
+    """Each aclnn op is planned when the model is built, for its capture or first run; opbase
+    frees an executor only when it is queued, so a model dropped before that frees its own with
+    aclDestroyAclOpExecutor, and one whose executors were queued frees none twice (the simulated
+    library refuses a second free, and an executor run after it was freed)."""
+    x = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
+    graph = graph_of(lambda a: ops.matmul(a, ops.transpose(a)), x.shape)
+
+    def destroyed(build):
+        before = len(acl_log())
+        build()
+        return [line for line in acl_log()[before:] if line.startswith("aclDestroyAclOpExecutor")]
+    assert destroyed(lambda: esgraph.compile(graph, backend="ascend-sim")) == []  # the capture queued it
+    monkeypatch.setenv("ACLSIM_NO_CAPTURE", "1")  # replayed instead: the first run queues it
+    assert destroyed(lambda: esgraph.compile(graph, backend="ascend-sim")) == ["aclDestroyAclOpExecutor aclnnMatmul"]
+
+    def run_once():
+        np.testing.assert_allclose(esgraph.compile(graph, backend="ascend-sim")(x), x @ x.T, rtol=1e-5, atol=1e-5)
+    assert destroyed(run_once) == []
+
+
+def test_f32_products_on_310p_ask_for_its_float16_math(monkeypatch):
+    """310P's aclnnMatmul refuses KEEP_DTYPE for FLOAT (ops-nn's rule for it computes f32
+    products in FLOAT16; the simulated library refuses it too): there the backend asks for
+    ALLOW_FP32_DOWN_PRECISION; elsewhere f32 stays f32. (The simulator multiplies in f32 either
+    way; ascend-check bounds the device's FLOAT16 products on a 310P.)"""
+    monkeypatch.setenv("ACLSIM_SOC", "Ascend310P3")
+    x = np.random.default_rng(6).standard_normal((4, 8)).astype(np.float32)
+    graph = graph_of(lambda a: ops.matmul(a, ops.transpose(a)), x.shape)
+    np.testing.assert_allclose(esgraph.compile(graph, backend="ascend-sim")(x), x @ x.T, rtol=1e-5, atol=1e-5)
