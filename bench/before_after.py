@@ -4,6 +4,7 @@ alike. Per build and workload: the median over rounds of each round's median; th
 after/before; and the noise, the largest spread (max/min) of one build's round medians.
 
     .venv/bin/python bench/before_after.py --before /tmp/before/build/default --after build/default [--rounds 5]
+        [--only NAME-PART ...]
 """
 import argparse
 import itertools
@@ -23,8 +24,9 @@ class Cycle:
         self.sets = sets
 
 
-def workloads():
-    """name -> (graph, inputs, compile options): built here, in the worker, against its build."""
+def workloads(only=None):
+    """name -> (graph, inputs, compile options): built here, in the worker, against its build;
+    those whose name contains a part of `only` when it is given."""
     import numpy as np
 
     import esgraph
@@ -63,6 +65,21 @@ def workloads():
             y = ops.relu(x @ w1) @ w2
         return b.build([y])
 
+    def recurrent(kind):
+        """nn.GRU(128, 256) or a 2-layer nn.LSTM, batch 8, 64 steps: exported by PyTorch (opset
+        17), imported from ONNX, as bench/imported_models.py's."""
+        import io
+
+        import torch
+
+        import esgraph.onnx
+        torch.manual_seed(0)
+        layer = torch.nn.GRU(128, 256, batch_first=True) if kind == "gru" else torch.nn.LSTM(128, 256, num_layers=2, batch_first=True)
+        x = torch.randn(8, 64, 128)
+        buffer = io.BytesIO()
+        torch.onnx.export(layer.eval(), (x,), buffer, input_names=["x"], opset_version=17)
+        return esgraph.onnx.load(buffer.getvalue()), [x.numpy()], {}
+
     def batches(*sizes):
         return Cycle([[rng.standard_normal((n, 256)).astype(np.float32)] for n in sizes])
 
@@ -82,10 +99,15 @@ def workloads():
         "symbolic mlp, 2 batches alternating": (symbolic_mlp(), batches(24, 40), {}),
         "symbolic mlp, a binding every run": (symbolic_mlp(), batches(*range(33, 50)), {}),
     }
-    return out
+    def wanted(name):
+        return only is None or any(part in name for part in only)
+    for name, kind in (("GRU h256 b8 s64 (ONNX)", "gru"), ("LSTM 2 layers h256 b8 s64 (ONNX)", "lstm")):
+        if wanted(name):  # an export takes seconds: made only when asked for
+            out[name] = recurrent(kind)
+    return {name: w for name, w in out.items() if wanted(name)}
 
 
-def worker(runs):
+def worker(runs, only):
     sys.path.insert(0, HERE)
     import numpy as np
 
@@ -93,7 +115,7 @@ def worker(runs):
     from timing import median_ms
 
     result = {}
-    for name, (graph, inputs, options) in workloads().items():
+    for name, (graph, inputs, options) in workloads(only).items():
         model = esgraph.compile(graph, **options)
         calls = inputs.sets if isinstance(inputs, Cycle) else [inputs]
         # The output buffers every timed run writes into, one set per input set.
@@ -109,17 +131,19 @@ def main():
     ap.add_argument("--after", required=True)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=7, help="timed calls per workload per round (median)")
+    ap.add_argument("--only", nargs="+", help="the workloads whose names contain one of these")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        return worker(args.runs)
+        return worker(args.runs, args.only)
     builds = {"before": os.path.abspath(args.before), "after": os.path.abspath(args.after)}
     rounds = {b: [] for b in builds}
     for r in range(args.rounds):
         for b in (["before", "after"] if r % 2 == 0 else ["after", "before"]):
             env = dict(os.environ, PYTHONPATH=os.path.join(builds[b], "python"))
             done = subprocess.run([sys.executable, os.path.abspath(__file__), "--before", "-", "--after", "-", "--worker", "--runs",
-                                   str(args.runs)], env=env, capture_output=True, text=True, check=True)
+                                   str(args.runs)] + (["--only", *args.only] if args.only else []),
+                                  env=env, capture_output=True, text=True, check=True)
             rounds[b].append(json.loads(done.stdout.strip().splitlines()[-1]))
     print(f"{'workload':<36} {'before ms':>10} {'after ms':>10} {'after/before':>12} {'noise':>6}")
     for name in rounds["before"][0]:
