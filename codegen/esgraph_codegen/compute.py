@@ -67,6 +67,7 @@ def check(expr: str, names: Sequence[str]) -> List[str]:
 # f32 ones (compiler_core/cpu/vector_math.hpp).
 DOMAINS = {"reference": "e_", "f32": "f_"}
 _CPP_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}
+_REFERENCE_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul"}
 _CPP_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 
@@ -89,9 +90,13 @@ def to_cpp(expr: str, inputs, attrs, domain: str = "reference") -> str:
         if isinstance(n, ast.BinOp):
             if isinstance(n.op, ast.Div):
                 return f"{prefix}div({emit(n.left)}, {emit(n.right)})"
+            if domain == "reference":  # integers wrap around there (scalar_math.hpp)
+                return f"e_{_REFERENCE_BINOPS[type(n.op)]}({emit(n.left)}, {emit(n.right)})"
             return f"({emit(n.left)} {_CPP_BINOPS[type(n.op)]} {emit(n.right)})"
         if isinstance(n, ast.UnaryOp):
-            return f"(-{emit(n.operand)})" if isinstance(n.op, ast.USub) else f"(!{emit(n.operand)})"
+            if isinstance(n.op, ast.USub):
+                return f"e_neg({emit(n.operand)})" if domain == "reference" else f"(-{emit(n.operand)})"
+            return f"(!{emit(n.operand)})"
         if isinstance(n, ast.BoolOp):
             if domain == "f32":  # both sides evaluated: no branch, so the loop vectorizes
                 op = " & " if isinstance(n.op, ast.And) else " | "

@@ -26,15 +26,54 @@ C e_result(X x) {
   return static_cast<C>(x);
 }
 
+// Integer arithmetic wraps around (two's complement), as numpy's and ONNX Runtime's does: in the
+// int64 compute domain a signed overflow is undefined behaviour in C++, so signed operands go
+// through their unsigned type (docs/reliability.md states the rules). Floats are plain.
+template <class C>
+constexpr bool kWraps = std::is_integral_v<C> && std::is_signed_v<C>;
+template <class C>
+using Bits = std::make_unsigned_t<std::conditional_t<std::is_integral_v<C>, C, int>>;
+template <class A, class B>
+Common<A, B> e_add(A a, B b) {
+  using C = Common<A, B>;
+  if constexpr (kWraps<C>) return static_cast<C>(static_cast<Bits<C>>(a) + static_cast<Bits<C>>(b));
+  else return static_cast<C>(a) + static_cast<C>(b);
+}
+template <class A, class B>
+Common<A, B> e_sub(A a, B b) {
+  using C = Common<A, B>;
+  if constexpr (kWraps<C>) return static_cast<C>(static_cast<Bits<C>>(a) - static_cast<Bits<C>>(b));
+  else return static_cast<C>(a) - static_cast<C>(b);
+}
+template <class A, class B>
+Common<A, B> e_mul(A a, B b) {
+  using C = Common<A, B>;
+  if constexpr (kWraps<C>) return static_cast<C>(static_cast<Bits<C>>(a) * static_cast<Bits<C>>(b));
+  else return static_cast<C>(a) * static_cast<C>(b);
+}
+template <class T>
+T e_neg(T x) {  // the minimum negates to itself
+  if constexpr (kWraps<T>) return static_cast<T>(Bits<T>{0} - static_cast<Bits<T>>(x));
+  else return -x;
+}
+
 template <class A, class B>
 Common<A, B> e_min(A a, B b) { return std::min<Common<A, B>>(a, b); }
 template <class A, class B>
 Common<A, B> e_max(A a, B b) { return std::max<Common<A, B>>(a, b); }
+// Integers truncate toward zero; by 0 the result is 0 (as numpy's), and the minimum by -1 wraps
+// to the minimum (the one quotient that overflows, which the CPU's division traps on).
 template <class A, class B>
 Common<A, B> e_div(A a, B b) {
   using C = Common<A, B>;
-  if constexpr (std::is_integral_v<C>) return b == 0 ? C{0} : static_cast<C>(a / b);  // numpy gives 0 too
-  else return static_cast<C>(a) / static_cast<C>(b);
+  if constexpr (std::is_integral_v<C>) {
+    if (b == 0) return C{0};
+    if constexpr (kWraps<C>)
+      if (static_cast<C>(b) == C{-1}) return e_neg(static_cast<C>(a));
+    return static_cast<C>(static_cast<C>(a) / static_cast<C>(b));
+  } else {
+    return static_cast<C>(a) / static_cast<C>(b);
+  }
 }
 template <class C, class A, class B>
 Common<A, B> e_select(C c, A a, B b) { return c ? Common<A, B>(a) : Common<A, B>(b); }
@@ -44,7 +83,7 @@ double e_pow(A a, B b) { return std::pow(static_cast<double>(a), static_cast<dou
 template <class T>
 T e_abs(T x) {
   if constexpr (std::is_unsigned_v<T>) return x;
-  else return x < 0 ? -x : x;
+  else return x < 0 ? e_neg(x) : x;  // the minimum stays the minimum
 }
 template <class T>
 T e_sign(T x) {

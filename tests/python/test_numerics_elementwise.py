@@ -117,6 +117,25 @@ def test_integer_division_truncates_toward_zero():
     check(run(ops.div, a, b), np.array([3, -3, -3, 3, 0, 0, 0], i32))
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int8], ids=lambda t: np.dtype(t).name)
+def test_signed_edges_wrap_around(dtype):
+    """The minimum divided by -1 is the minimum (the one quotient that overflows: the CPU's
+    division traps on it, which killed the process for i64); its remainder is 0; add, sub, mul,
+    neg and abs wrap around; the same when the operands are constants folded at compile."""
+    lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+    a, b = np.array([lo, hi, lo, lo, 7], dtype), np.array([-1, 1, 0, 1, -2], dtype)
+    with np.errstate(over="ignore", divide="ignore"):
+        want = {"div": np.array([lo, hi, 0, lo, -3], dtype), "add": a + b, "sub": a - b, "mul": a * b}
+    for name, expected in want.items():
+        check(run(getattr(ops, name), a, b), expected)
+        with esgraph.GraphBuilder("folded") as gb:
+            zero = gb.input("z", np.dtype(dtype), [5])
+            g = gb.build([getattr(ops, name)(gb.constant(a), gb.constant(b)) + zero])
+        check(esgraph.compile(g)(np.zeros(5, dtype)), expected)
+    check(run(ops.neg, a), np.array([lo, -hi, lo, lo, -7], dtype))
+    check(run(ops.abs, a), np.array([lo, hi, lo, lo, 7], dtype))
+
+
 def test_u8_add_mul():
     rng = rng_for()
     a, b = rng.integers(0, 15, (3, 4)).astype(np.uint8), rng.integers(0, 15, (4,)).astype(np.uint8)

@@ -475,3 +475,22 @@ def test_stft_matches_numpy_frame_by_frame(channels, window, onesided):
     frames = np.stack([signal[:, i * 5:i * 5 + 12] * (win if window else 1) for i in range(1 + (50 - 12) // 5)], 1)
     want = np.fft.fft(frames, axis=-1)[..., :7 if onesided else 12]
     close(run(model, x)[0], np.stack([want.real, want.imag], -1).astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_int64_minimum_by_minus_one_folds_and_runs():
+    """Div and Mod of int64's minimum by -1, folded while importing (constants) and run (inputs):
+    the quotient wraps to the minimum and the remainder is 0, as numpy's, where the CPU's
+    division trapped and killed the process (`esgraph info` exited with 136)."""
+    lo = np.iinfo(np.int64).min
+    a, b = np.array([lo, lo, 7, -7], np.int64), np.array([-1, 1, -2, 2], np.int64)
+    nodes = [helper.make_node("Div", ["a", "b"], ["q"]), helper.make_node("Mod", ["a", "b"], ["r"]),
+             helper.make_node("Mod", ["a", "b"], ["f"], fmod=1)]
+    outputs = [vi(n, TensorProto.INT64, [4]) for n in ("q", "r", "f")]
+    with np.errstate(over="ignore"):
+        want = [np.array([lo, lo, -3, -3], np.int64), np.mod(a, b), np.fmod(a, b)]
+    folded = make(nodes, [vi("x", TensorProto.INT64, [1])], outputs, [i64("a", a), i64("b", b)])
+    for got, expected in zip(run(folded, np.zeros(1, np.int64)), want):
+        np.testing.assert_array_equal(got, expected)
+    from_inputs = make(nodes, [vi("a", TensorProto.INT64, [4]), vi("b", TensorProto.INT64, [4])], outputs)
+    for got, expected in zip(run(from_inputs, a, b), want):
+        np.testing.assert_array_equal(got, expected)

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "eval/evaluate.hpp"
 #include "ir/cut.hpp"
@@ -179,4 +180,39 @@ TEST_CASE("a constant made under a sized op's control dependency is still copied
   CHECK(r[0].shape == ir::Shape{1, 1});
   CHECK(r[1].data<float>()[0] == 1.0f);
   CHECK(r[2].data<float>()[2] == 1.0f);
+}
+
+TEST_CASE("integer arithmetic wraps around at the edges, and the minimum divided by -1 is the minimum") {
+  // In the int64 compute domain each of these overflows: undefined behaviour in C++ (UBSan in the
+  // asan preset stops on it) and, for the division, a trap that kills the process.
+  for (const ir::DType t : {ir::DType::I64, ir::DType::I32}) {
+    const bool wide = t == ir::DType::I64;
+    const int64_t lo = wide ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int32_t>::min();
+    const int64_t hi = wide ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int32_t>::max();
+    ir::Builder b;
+    const ir::ValueId x = b.add_input("x", t, ir::Shape{4}), y = b.add_input("y", t, ir::Shape{4});
+    const ir::ValueId xy[] = {x, y};
+    std::vector<ir::ValueId> outs;
+    for (const ir::OpSchema* op : {&ir::ops::div, &ir::ops::add, &ir::ops::sub, &ir::ops::mul})
+      outs.push_back(b.graph().nodes[b.add_op(*op, {xy, 2}, {})].first_output);
+    for (const ir::OpSchema* op : {&ir::ops::neg, &ir::ops::abs}) outs.push_back(b.graph().nodes[b.add_op(*op, {&x, 1}, {})].first_output);
+    const auto g = b.finish({outs.data(), outs.size()});
+    auto tensor = [&](std::vector<int64_t> v) {
+      eval::HostTensor h(t, ir::Shape{4});
+      for (size_t i = 0; i < v.size(); ++i)
+        if (wide) h.data<int64_t>()[i] = v[i];
+        else h.data<int32_t>()[i] = static_cast<int32_t>(v[i]);
+      return h;
+    };
+    // x and y, element by element: lo / -1, hi + 1, lo by 0, lo - 1.
+    const auto r = eval::evaluate(*g, {tensor({lo, hi, lo, lo}), tensor({-1, 1, 0, 1})});
+    auto at = [&](size_t out, size_t i) { return wide ? r[out].data<int64_t>()[i] : int64_t{r[out].data<int32_t>()[i]}; };
+    CHECK(at(0, 0) == lo);  // div: lo / -1 wraps to lo
+    CHECK(at(0, 2) == 0);   //      by zero: 0, as numpy
+    CHECK(at(1, 1) == lo);  // add: hi + 1
+    CHECK(at(2, 3) == hi);  // sub: lo - 1
+    CHECK(at(3, 0) == lo);  // mul: lo * -1
+    CHECK(at(4, 0) == lo);  // neg: -lo
+    CHECK(at(5, 0) == lo);  // abs: |lo|
+  }
 }

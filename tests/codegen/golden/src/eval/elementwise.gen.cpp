@@ -15,7 +15,7 @@ static_assert(1 <= kMaxElementwiseAttrs, "t_unary: too many attributes for eleme
 template <class C>
 C ew_t_unary(const C* in, const double* attr) {
   (void)attr;
-  return e_result<C>(e_select((in[0] > int64_t{0}), in[0], (attr[0] * (e_exp(in[0]) - int64_t{1}))));
+  return e_result<C>(e_select((in[0] > int64_t{0}), in[0], e_mul(attr[0], e_sub(e_exp(in[0]), int64_t{1}))));
 }
 
 void row_t_unary(const double* const* rows, const double* attr, double* __restrict out, int64_t n) {
