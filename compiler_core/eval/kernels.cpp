@@ -12,6 +12,7 @@
 #include "eval/attention_layout.hpp"
 #include "eval/collective.hpp"
 #include "eval/indexing.hpp"
+#include "eval/scalar_math.hpp"
 #include "ir/error.hpp"
 
 namespace esg::eval {
@@ -83,8 +84,8 @@ void reduce(const KernelCall& c, Reduce kind) {
       continue;
     }
     switch (kind) {
-      case Reduce::Sum: case Reduce::Mean: acc[o] += v; iacc[o] += w; break;
-      case Reduce::Prod: acc[o] *= v; iacc[o] *= w; break;
+      case Reduce::Sum: case Reduce::Mean: acc[o] += v; iacc[o] = e_add(iacc[o], w); break;  // integers wrap around
+      case Reduce::Prod: acc[o] *= v; iacc[o] = e_mul(iacc[o], w); break;
       case Reduce::Max: acc[o] = std::isnan(v) ? v : std::max(acc[o], v); iacc[o] = imax(iacc[o], w); break;
       case Reduce::Min: acc[o] = std::isnan(v) ? v : std::min(acc[o], v); iacc[o] = imin(iacc[o], w); break;
     }
@@ -233,7 +234,7 @@ void matmul(const KernelCall& c) {
         for (int64_t p = 0; p < k; ++p) {
           const int64_t ia = oa + (ta ? p * m + i : i * k + p), ib = ob + (tb ? j * k + p : p * n + j);
           if (floating) f += load_f(a, ia) * load_f(b, ib);
-          else s += load_i(a, ia) * load_i(b, ib);
+          else s = e_add(s, e_mul(load_i(a, ia), load_i(b, ib)));  // integers wrap around
         }
         floating ? store_f(y, oy + i * n + j, f) : store_i(y, oy + i * n + j, s);
       }

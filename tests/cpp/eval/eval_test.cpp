@@ -12,6 +12,7 @@
 #include "ir/serialize.hpp"
 #include "ir/error.hpp"
 #include "ir/ops.gen.hpp"
+#include "ir_build.hpp"
 
 using namespace esg;
 
@@ -215,4 +216,21 @@ TEST_CASE("integer arithmetic wraps around at the edges, and the minimum divided
     CHECK(at(4, 0) == lo);  // neg: -lo
     CHECK(at(5, 0) == lo);  // abs: |lo|
   }
+}
+
+TEST_CASE("integer sums, products and matrix products wrap around too") {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  ir::Builder b;
+  const ir::ValueId x = b.add_input("x", ir::DType::I64, ir::Shape{2}), m = b.add_input("m", ir::DType::I64, ir::Shape{1, 2});
+  const int64_t column[] = {2, 1};
+  const ir::ValueId outs[] = {test::node(b, ir::ops::reduce_sum, {x}), test::node(b, ir::ops::reduce_prod, {x}),
+                              test::node(b, ir::ops::matmul, {m, test::node(b, ir::ops::reshape, {x}, {ir::AttrArg::of_ints(column, 2)})})};
+  const auto g = b.finish({outs, 3});
+  eval::HostTensor xs(ir::DType::I64, ir::Shape{2}), ms(ir::DType::I64, ir::Shape{1, 2});
+  xs.data<int64_t>()[0] = kMax, xs.data<int64_t>()[1] = 2;
+  ms.data<int64_t>()[0] = 2, ms.data<int64_t>()[1] = kMax;
+  const auto r = eval::evaluate(*g, {xs, ms});
+  CHECK(r[0].data<int64_t>()[0] == kMin + 1);  // kMax + 2
+  CHECK(r[1].data<int64_t>()[0] == -2);         // kMax * 2
+  CHECK(r[2].data<int64_t>()[0] == -4);         // 2 kMax + 2 kMax
 }
