@@ -63,6 +63,10 @@ py::object shape_tuple(const esg::Tensor& t) {
 }
 
 std::vector<int64_t> dims_of(esg::GraphBuilder& b, const py::sequence& shape) {
+  // A string is a sequence too, of its characters: "batch" would be five dimensions.
+  if (py::isinstance<py::str>(shape) || py::isinstance<py::bytes>(shape))
+    throw py::type_error("a shape is a list of dimensions, not a string (" + py::repr(shape).cast<std::string>() +
+                         "): write [" + py::repr(shape).cast<std::string>() + "] for one dynamic dimension");
   std::vector<int64_t> dims;
   for (py::handle d : shape) {
     if (py::isinstance<py::str>(d)) {

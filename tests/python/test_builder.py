@@ -95,6 +95,13 @@ def test_symbolic_dims_come_back_as_strings(b):
     assert repr(x) == "<esgraph.Tensor x: f32[batch,128,seq]>"
 
 
+def test_a_string_is_not_a_shape(b):
+    """A string is a sequence of its characters: "batch" was read as five dimensions."""
+    for shape in ("batch", b"batch"):
+        with pytest.raises(TypeError, match=r"a shape is a list of dimensions, not a string \((b?)'batch'\): write \[\1'batch'\]"):
+            b.input("s", esgraph.f32, shape)
+
+
 def test_the_same_symbol_name_is_the_same_dimension(b):
     x = b.input("x", esgraph.f32, ["batch", 4])
     y = b.input("y", esgraph.f32, ["batch", 1])
