@@ -3,6 +3,8 @@
 // the exact dtype, C-contiguous, and the outputs writeable; the prepared run holds them alive.
 #include "prepared_run.hpp"
 
+#include <set>
+
 #include <esgraph/esgraph.hpp>
 
 #include "lift.hpp"
@@ -55,12 +57,24 @@ PyPreparedRun prepare(const esg::Model& model, py::handle given_inputs, py::hand
   py::list given;  // the inputs in the model's order
   if (py::isinstance<py::dict>(given_inputs)) {
     const auto d = given_inputs.cast<py::dict>();
+    // A key the model has no input of first: a misspelt name is what a missing input often is.
+    std::set<std::string> names;
+    std::string inputs;
+    for (size_t i = 0; i < n_in; ++i) {
+      names.insert(esg_model_input_name(h, i));
+      inputs += std::string(inputs.empty() ? "`" : ", `") + esg_model_input_name(h, i) + "`";
+    }
+    std::string unknown;
+    for (const auto& [key, value] : d)
+      if (!py::isinstance<py::str>(key) || !names.count(key.cast<std::string>()))
+        unknown += (unknown.empty() ? "" : ", ") + py::repr(key).cast<std::string>();
+    if (!unknown.empty())
+      throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "prepare: the model has no input " + unknown + " (its inputs: " + inputs + ")");
     for (size_t i = 0; i < n_in; ++i) {
       const char* name = esg_model_input_name(h, i);
       if (!d.contains(name)) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, std::string("prepare: no array for input `") + name + "`");
       given.append(d[name]);
     }
-    if (d.size() != n_in) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "prepare: the dict names inputs the model does not have");
   } else {
     for (py::handle a : given_inputs.cast<py::sequence>()) given.append(a);
   }

@@ -68,6 +68,9 @@ def test_what_prepare_refuses(b):
         m.prepare([x])
     with pytest.raises(eg.InvalidArgumentError, match="no array for input `w`"):
         m.prepare({"x": x})
+    # A key the model has no input of is named, with the model's inputs (it was "no array for x").
+    with pytest.raises(eg.InvalidArgumentError, match=r"the model has no input 'y', 3 \(its inputs: `x`, `w`\)"):
+        m.prepare({"y": x, 3: w, "w": w})
     with pytest.raises(eg.ShapeError, match=r"input x is \[4,8\], got \[3,8\]"):
         m.prepare([np.ones((3, 8), np.float32), w])
     y = np.empty((4, 5), np.float32)
