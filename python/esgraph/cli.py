@@ -28,7 +28,23 @@ from . import _C
 def _load(path, bind):
     """(graph, the ONNX model or None). ONNX inputs' symbolic dimensions named in `bind` are
     fixed while importing, so shape computations on them (Shape -> Gather -> Reshape, as
-    exporters write for a dynamic batch) fold."""
+    exporters write for a dynamic batch) fold. A binding of a size below 0, or of a symbol the
+    model does not have, is refused rather than ignored."""
+    for name, size in bind.items():
+        if (size if isinstance(size, int) else size[0]) < 0:
+            raise SystemExit(f"--bind {name}: a size is at least 0, got {size}")
+    graph, model = _load_graph(path, bind)
+    symbols = {d for _, _, dims in _signature(graph) for d in dims if isinstance(d, str)}
+    if model is not None:  # the symbols the import fixed
+        symbols |= {d.dim_param for vi in model.graph.input for d in vi.type.tensor_type.shape.dim if d.dim_param}
+    unknown = sorted(set(bind) - symbols)
+    if unknown:
+        have = ", ".join(sorted(symbols)) if symbols else "none"
+        raise SystemExit(f"--bind {', '.join(unknown)}: {path} has no such symbolic dimension (its symbols: {have})")
+    return graph, model
+
+
+def _load_graph(path, bind):
     if path.endswith(".onnx"):
         from . import onnx as esg_onnx
         model = esg_onnx.read_model(path)

@@ -118,6 +118,12 @@ def test_bad_bind_and_unknown_input(onnx_file, tmp_path):
     np.save(tmp_path / "z.npy", np.zeros(3, np.float32))
     r = esgraph_cli("run", onnx_file, "--bind", "N=1", "-i", f"z={tmp_path / 'z.npy'}")
     assert r.returncode != 0 and "no input named z" in r.stderr
+    # A negative size, or a symbol the model does not have, is refused (both were ignored).
+    for command in ("run", "info", "dot"):
+        r = esgraph_cli(command, onnx_file, "--bind", "N=-5")
+        assert r.returncode != 0 and "--bind N: a size is at least 0, got -5" in r.stderr, r.stderr
+        r = esgraph_cli(command, onnx_file, "--bind", "M=3")
+        assert r.returncode != 0 and "--bind M: " in r.stderr and "has no such symbolic dimension (its symbols: N)" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("arg, message", [("x", "NAME=FILE.npy"), ("x=missing.npy", "no such file")])
