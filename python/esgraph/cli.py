@@ -150,6 +150,10 @@ def cmd_compile(args):
     fixed = {k: v for k, v in shapes.items() if isinstance(v, int)}
     graph, _ = _load(args.model, fixed)
     symbols = {d for _, _, dims in _signature(graph) for d in dims if isinstance(d, str)}
+    ranged = sorted(k for k, v in shapes.items() if isinstance(v, tuple) and k not in symbols)
+    if ranged:
+        raise SystemExit(f"--bind {', '.join(ranged)}: {args.model} has no such symbolic dimension "
+                         f"(its symbols: {', '.join(sorted(symbols)) or 'none'})")
     options = dict(backend=args.backend or "cpu", precision=args.precision, streams=args.streams,
                    backend_options=_bindings(args.backend_option))
     start = time.perf_counter()

@@ -124,6 +124,8 @@ def test_bad_bind_and_unknown_input(onnx_file, tmp_path):
         assert r.returncode != 0 and "--bind N: a size is at least 0, got -5" in r.stderr, r.stderr
         r = esgraph_cli(command, onnx_file, "--bind", "M=3")
         assert r.returncode != 0 and "--bind M: " in r.stderr and "has no such symbolic dimension (its symbols: N)" in r.stderr, r.stderr
+    r = esgraph_cli("compile", onnx_file, "-o", str(tmp_path / "m.esgm"), "--bind", "M=1..4")
+    assert r.returncode != 0 and "--bind M: " in r.stderr and "(its symbols: N)" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("arg, message", [("x", "NAME=FILE.npy"), ("x=missing.npy", "no such file")])
