@@ -90,9 +90,8 @@ std::string arch_mismatch(const std::string& arch, const std::string& soc) {
   const bool a2_or_a3 = (starts(soc, "Ascend910B") && soc.size() > 10 && std::isdigit(static_cast<unsigned char>(soc[10]))) ||
                         starts(soc, "Ascend910_93");
   if (!starts(arch, "dav-c220") || a2_or_a3) return {};
-  const std::string fix = a2_or_a3                    ? "ESG_ASCEND_ARCH=dav-c220-vec builds them for it"
-                          : starts(soc, "Ascend310P") ? kNoPadCopy
-                                                      : "esgraph builds no kernels for its core version yet (the first Ascend 910 and 310 have other ones)";
+  const std::string fix = starts(soc, "Ascend310P") ? kNoPadCopy
+                                                    : "esgraph builds no kernels for its core version yet (the first Ascend 910 and 310 have other ones)";
   return "the device is an " + soc + ", but esgraph's kernels are built for " + arch + " (Atlas A2/A3: Ascend910B<n>, Ascend910_93); " + fix;
 }
 
