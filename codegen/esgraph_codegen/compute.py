@@ -12,7 +12,7 @@ from typing import List, NamedTuple, Sequence
 FUNCTIONS = {
     "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
     "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1, "atanh": 1,
-    "erf": 1, "sigmoid": 1, "floor": 1, "ceil": 1, "round": 1, "sign": 1, "cast": 1,
+    "erf": 1, "sigmoid": 1, "floor": 1, "ceil": 1, "round": 1, "sign": 1, "cast": 1, "f32": 1,
     "min": 2, "max": 2, "pow": 2, "select": 3,
 }
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
@@ -295,9 +295,10 @@ def to_ascendc(expr: str, inputs, attrs) -> Lowering:
                 t, s = (lv, rv) if lk == "t" else (rv, lv)
                 code.append(f"{name}s({out}, {t}, {s}, $n);")
             return ("t", out)
-        if isinstance(n, ast.Call) and n.func.id == "cast":
+        if isinstance(n, ast.Call) and n.func.id in ("cast", "f32"):
             # The value itself: the kernel converts each result to its member's dtype
-            # (kernel_source.cpp), as the CPU stores each result in its dtype.
+            # (kernel_source.cpp), as the CPU stores each result in its dtype; the tiles are f32
+            # already, so f32() rounds nothing.
             return emit(n.args[0])
         if isinstance(n, ast.Call) and n.func.id in _ASCENDC_EXPANDED:
             argument = n.args[0]

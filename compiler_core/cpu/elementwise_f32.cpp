@@ -1,6 +1,8 @@
 #include "cpu/elementwise_f32.hpp"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "cpu/fast_kernels.hpp"
 #include "eval/elementwise.hpp"
@@ -62,9 +64,26 @@ int64_t offset(const OperandLayout& l, const ir::Shape& out, int64_t base) {
 }
 
 float element(const eval::TensorRef& t, int64_t at) {
-  return t.dtype == ir::DType::F32 ? t.data<float>()[at] : float(t.data<uint8_t>()[at] != 0);
+  switch (t.dtype) {
+    case ir::DType::F32: return t.data<float>()[at];
+    case ir::DType::U8: return t.data<uint8_t>()[at];
+    case ir::DType::I8: return t.data<int8_t>()[at];
+    default: return float(t.data<uint8_t>()[at] != 0);
+  }
+}
+
+template <class Int>
+void narrow_to(float* row, int64_t n) {
+  constexpr float lo = std::numeric_limits<Int>::min(), hi = std::numeric_limits<Int>::max();
+  // NaN fails both comparisons: std::max(NaN, lo) is NaN, so it is mapped to 0 first.
+  for (int64_t e = 0; e < n; ++e) row[e] = row[e] == row[e] ? std::trunc(std::min(std::max(row[e], lo), hi)) : 0.0f;
 }
 }  // namespace
+
+void narrow_row(float* row, ir::DType dtype, int64_t n) {
+  if (dtype == ir::DType::U8) narrow_to<uint8_t>(row, n);
+  else if (dtype == ir::DType::I8) narrow_to<int8_t>(row, n);
+}
 
 void prepare_row(const eval::TensorRef& t, const OperandLayout& l, float* own) {
   if (l.access == Access::Scalar) std::fill_n(own, kChunk, element(t, 0));
@@ -86,19 +105,38 @@ const float* chunk_row(const eval::TensorRef& t, const OperandLayout& l, const i
     case Access::Contiguous: break;
   }
   const int64_t at = l.access == Access::Direct ? base : offset(l, out, base);
-  if (t.dtype == ir::DType::F32) return t.data<float>() + at;
-  const uint8_t* b = t.data<uint8_t>() + at;
-  for (int64_t e = 0; e < n; ++e) own[e] = b[e] != 0;
-  return own;
+  switch (t.dtype) {
+    case ir::DType::F32: return t.data<float>() + at;
+    case ir::DType::U8: std::copy_n(t.data<uint8_t>() + at, n, own); return own;
+    case ir::DType::I8: std::copy_n(t.data<int8_t>() + at, n, own); return own;
+    default: {
+      const uint8_t* b = t.data<uint8_t>() + at;
+      for (int64_t e = 0; e < n; ++e) own[e] = b[e] != 0;
+      return own;
+    }
+  }
 }
 
 void store_row(const float* row, const eval::TensorRef& t, int64_t at, int64_t n) {
-  if (t.dtype == ir::DType::F32) {
-    std::memcpy(t.data<float>() + at, row, static_cast<size_t>(n) * sizeof(float));
-    return;
+  switch (t.dtype) {
+    case ir::DType::F32: std::memcpy(t.data<float>() + at, row, static_cast<size_t>(n) * sizeof(float)); return;
+    case ir::DType::U8:
+    case ir::DType::I8: {
+      float narrowed[kChunk];
+      for (int64_t done = 0; done < n; done += kChunk) {
+        const int64_t m = std::min(kChunk, n - done);
+        std::copy_n(row + done, m, narrowed);
+        narrow_row(narrowed, t.dtype, m);
+        if (t.dtype == ir::DType::U8) std::copy_n(narrowed, m, t.data<uint8_t>() + at + done);
+        else std::copy_n(narrowed, m, t.data<int8_t>() + at + done);
+      }
+      return;
+    }
+    default: {
+      uint8_t* b = t.data<uint8_t>() + at;
+      for (int64_t e = 0; e < n; ++e) b[e] = row[e] != 0;
+    }
   }
-  uint8_t* b = t.data<uint8_t>() + at;
-  for (int64_t e = 0; e < n; ++e) b[e] = row[e] != 0;
 }
 
 eval::Kernel elementwise_f32_kernel(const ir::Graph& g, const ir::Node& n) {
@@ -110,6 +148,11 @@ eval::Kernel elementwise_f32_kernel(const ir::Graph& g, const ir::Node& n) {
   if (inputs.size() > kMaxOperands) return nullptr;
   for (ir::ValueId v : inputs)
     if (v == ir::kNone || !f32_row_dtype(g.values[v].dtype)) return nullptr;
+  if (out == ir::DType::U8 || out == ir::DType::I8) {
+    const bool converts = n.op->kind == ir::OpKind::quantize_linear ||
+                          (n.op->kind == ir::OpKind::cast && g.values[inputs[0]].dtype == ir::DType::F32);
+    if (!converts) return nullptr;
+  }
   return ew->kernel;
 }
 

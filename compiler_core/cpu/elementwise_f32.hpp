@@ -80,19 +80,27 @@ void split_elements(int64_t total, const eval::Parallel* parallel, Piece&& piece
              [&](int64_t begin, int64_t end) { piece(begin * kChunk, std::min(total, end * kChunk)); });
 }
 
-// The dtypes f32 rows read and write: f32, and bool as 0 or 1.
-inline bool f32_row_dtype(ir::DType t) { return t == ir::DType::F32 || t == ir::DType::Bool; }
+// The dtypes f32 rows read and write: f32, bool as 0 or 1, and 8-bit integers, every one of
+// which f32 holds exactly (quantized activations).
+inline bool f32_row_dtype(ir::DType t) {
+  return t == ir::DType::F32 || t == ir::DType::Bool || t == ir::DType::U8 || t == ir::DType::I8;
+}
+// A row of results as a `dtype` tensor would hold them, in place: an 8-bit integer result
+// truncated toward zero and saturated (NaN to 0), as eval::store_f converts; others unchanged.
+void narrow_row(float* row, ir::DType dtype, int64_t n);
 // Fills a Scalar operand's row (kChunk floats) once per run of a kernel.
 void prepare_row(const eval::TensorRef& t, const OperandLayout& l, float* own);
 // An operand's row for the chunk of output elements [base, base + n): in place for f32 read
 // directly or contiguously, else converted or repeated into `own` (kChunk floats).
 const float* chunk_row(const eval::TensorRef& t, const OperandLayout& l, const ir::Shape& out, int64_t base, int64_t n,
                        float* own);
-// A row into elements [at, at + n) of an f32 or bool tensor.
+// A row into elements [at, at + n) of a tensor of an f32 row dtype, converted as narrow_row.
 void store_row(const float* row, const eval::TensorRef& t, int64_t at, int64_t n);
 
-// The f32 kernel for this node, or nullptr: an elementwise op whose inputs and result are f32 or
-// bool. Fusion groups exactly the ops it serves.
+// The f32 kernel for this node, or nullptr: an elementwise op whose inputs and result are of f32
+// row dtypes, with an 8-bit integer result only where the op converts a real into it
+// (quantize_linear, cast from f32): integer arithmetic wraps around, which f32 rows would not.
+// Fusion groups exactly the ops it serves.
 eval::Kernel elementwise_f32_kernel(const ir::Graph& g, const ir::Node& n);
 
 // The unfused kernel: chunks of rows, single-element operands splatted once per call.

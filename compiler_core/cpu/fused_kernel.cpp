@@ -315,6 +315,7 @@ void run_f32(const FusedKernel& kernel, const std::vector<const eval::TensorRef*
             s.row_affine(rows.data(), s.attrs.data(), affine[si], result[si], n);
           else
             s.row(rows.data(), s.attrs.data(), result[si], n);
+          narrow_row(result[si], s.dtype, n);  // its readers read what its dtype holds
         }
         for (size_t si = 0; si < steps.size(); ++si)
           if (steps[si].output >= 0 && !to_memory[si])

@@ -171,6 +171,7 @@ ESG_VM_INLINE float f_ceil(float x) { return std::ceil(x); }
 ESG_VM_INLINE float f_round(float x) { return std::nearbyint(x); }  // half to even
 ESG_VM_INLINE float f_sign(float x) { return static_cast<float>((x > 0) - (x < 0)); }
 ESG_VM_INLINE float f_cast(float x) { return x; }
+ESG_VM_INLINE float f_f32(float x) { return x; }  // f32 already
 // min and max keep the reference's NaN behaviour (std::min/std::max: the first operand wins
 // when the comparison is false).
 ESG_VM_INLINE float f_min(float a, float b) { return b < a ? b : a; }

@@ -39,15 +39,25 @@ void store_f(const TensorRef& t, int64_t i, double v) {
     case ir::DType::F16: t.data<uint16_t>()[i] = ir::float_to_f16(static_cast<float>(v)); break;
     case ir::DType::BF16: t.data<uint16_t>()[i] = ir::float_to_bf16(static_cast<float>(v)); break;
     case ir::DType::Bool: t.data<uint8_t>()[i] = v != 0; break;
-    case ir::DType::U64:  // the upper half of u64's range is out of int64's
-      if (v >= 9.2e18) {
-        t.data<uint64_t>()[i] = v >= 1.8446744073709552e19 ? UINT64_MAX : static_cast<uint64_t>(v);
-        break;
-      }
-      [[fallthrough]];
-    default:
-      // Float to integer truncates toward zero; out-of-range values are clamped rather than UB.
-      store_i(t, i, std::isnan(v) ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v));
+    case ir::DType::U64: t.data<uint64_t>()[i] = std::isnan(v) || v <= 0 ? 0 : v >= 0x1p64 ? UINT64_MAX : static_cast<uint64_t>(v); break;
+    default: {
+      // Float to integer truncates toward zero and saturates to the dtype's range (NaN gives 0),
+      // so a quantized value that leaves its range sticks at the end of it.
+      const IntRange r = int_range(t.dtype);
+      store_i(t, i, std::isnan(v) ? 0 : v <= static_cast<double>(r.min) ? r.min : v >= static_cast<double>(r.max) ? r.max : static_cast<int64_t>(v));
+    }
+  }
+}
+
+IntRange int_range(ir::DType t) {
+  switch (t) {
+    case ir::DType::I8: return {INT8_MIN, INT8_MAX};
+    case ir::DType::I16: return {INT16_MIN, INT16_MAX};
+    case ir::DType::I32: return {INT32_MIN, INT32_MAX};
+    case ir::DType::U8: return {0, UINT8_MAX};
+    case ir::DType::U16: return {0, UINT16_MAX};
+    case ir::DType::U32: return {0, UINT32_MAX};
+    default: return {INT64_MIN, INT64_MAX};
   }
 }
 

@@ -75,11 +75,19 @@ struct HostTensor {
 };
 
 // Element i as a double or int64, whatever the dtype; and the reverse, converting as a cast
-// does (floats truncate toward zero into integers, anything non-zero is true).
+// does (floats truncate toward zero into integers and saturate to their range, NaN gives 0,
+// anything non-zero is true).
 double load_f(const TensorRef& t, int64_t i);
 int64_t load_i(const TensorRef& t, int64_t i);
 void store_f(const TensorRef& t, int64_t i, double v);
 void store_i(const TensorRef& t, int64_t i, int64_t v);
+
+// The values an integer dtype holds (int64's for i64 and the non-integer dtypes; u64 is not
+// asked: its top half is beyond int64).
+struct IntRange {
+  int64_t min, max;
+};
+IntRange int_range(ir::DType t);
 inline double load_f(const HostTensor& t, int64_t i) { return load_f(t.ref(), i); }
 inline int64_t load_i(const HostTensor& t, int64_t i) { return load_i(t.ref(), i); }
 inline void store_f(HostTensor& t, int64_t i, double v) { store_f(t.ref(), i, v); }

@@ -92,6 +92,13 @@ T e_sign(T x) {
 }
 template <class T>
 T e_cast(T x) { return x; }  // the conversion happens when the result is stored
+// The value rounded to f32, as a computation in f32 rounds it (quantize_linear divides in f32,
+// as ONNX does); integers pass unchanged.
+template <class T>
+T e_f32(T x) {
+  if constexpr (std::is_floating_point_v<T>) return static_cast<T>(static_cast<float>(x));
+  else return x;
+}
 template <class T>
 double e_round(T x) { return std::nearbyint(static_cast<double>(x)); }  // half to even
 #define ESG_UNARY(name, expr) \

@@ -260,6 +260,50 @@ def _emit_clip(e, n, ins, outs):
     e.node("Clip", [ins[0], low, high], outs)
 
 
+def _quantization_axis(e, n):
+    """ONNX's form of a quantization op's scale and zero point (inputs 1, 2): None for one
+    value each, an axis of x for a row of values along that axis alone, else False (no one node
+    says it)."""
+    out_shape = e.info["values"][n["outputs"][0]]["shape"]
+    if list(e.info["values"][n["inputs"][0]]["shape"]) != list(out_shape):
+        return False  # the parameters widen x
+    axes = set()
+    for v in n["inputs"][1:]:
+        shape = e.info["values"][v]["shape"]
+        lead = len(out_shape) - len(shape)
+        axes |= {lead + k for k, d in enumerate(shape) if d != 1}
+    return False if len(axes) > 1 else next(iter(axes), None)
+
+
+def _emit_quantization(e, n, ins, outs, op_type, elementwise):
+    axis = _quantization_axis(e, n)
+    if axis is False:
+        elementwise()
+        return
+    form = _ints(e, [] if axis is None else [-1], "shape")
+    e.node(op_type, [ins[0]] + [e.node("Reshape", [i, form]) for i in ins[1:]], outs, axis=axis)
+
+
+@_exports("quantize_linear")
+def _emit_quantize_linear(e, n, ins, outs):
+    def elementwise():  # saturate(round(x / scale) + zero_point), as the op defines it
+        q = e.node("Add", [e.node("Round", [e.node("Div", ins[:2])]), e.node("Cast", [ins[2]], to=TensorProto.FLOAT)])
+        info = np.iinfo(_numpy_dtype(e.info["values"][n["outputs"][0]]["dtype"]))
+        low, high = e.const(np.array(info.min, np.float32), "low"), e.const(np.array(info.max, np.float32), "high")
+        e.node("Cast", [e.node("Clip", [q, low, high])], outs, to=_dtypes.ESG_TO_ONNX[e.info["values"][n["outputs"][0]]["dtype"]])
+
+    _emit_quantization(e, n, ins, outs, "QuantizeLinear", elementwise)
+
+
+@_exports("dequantize_linear")
+def _emit_dequantize_linear(e, n, ins, outs):
+    def elementwise():
+        widen = [e.node("Cast", [i], to=TensorProto.FLOAT) for i in (ins[0], ins[2])]
+        e.node("Mul", [e.node("Sub", widen), ins[1]], outs)
+
+    _emit_quantization(e, n, ins, outs, "DequantizeLinear", elementwise)
+
+
 @_exports("matmul")
 def _emit_matmul(e, n, ins, outs):
     operands = []

@@ -64,28 +64,36 @@ def _saturate(v, dtype):
     return ops.cast(ops.clip(v, min=low, max=high), dtype)
 
 
+def _zero_point(n, index, dtype):
+    """Input `index` of n, a zero point, or 0 of `dtype` when it is absent."""
+    return n.x(index) if n.has(index) else ops.fill([], value=0.0, dtype=dtype)
+
+
 @converts("QuantizeLinear")
 def quantize(n):
     x, rank = n.x(0), n.rank(0)
     axis = n.attr("axis", 1)
-    scale = _along(n.x(1), axis, rank)
     out = n.dtype(2) if n.has(2) else _C.u8
     if out not in _SATURATION:
         raise Unsupported(f"quantizing to {out.name}")
-    q = ops.round(ops.cast(x, _C.f32) / scale)  # half to even, as ONNX rounds
-    if n.has(2):
-        q = q + ops.cast(_along(n.x(2), axis, rank), _C.f32)
-    return _saturate(q, out)
+    zero_point = _along(_zero_point(n, 2, out), axis, rank)
+    return ops.quantize_linear(ops.cast(x, _C.f32), _along(ops.cast(n.x(1), _C.f32), axis, rank), zero_point)
 
 
 @converts("DequantizeLinear")
 def dequantize(n):
     x, rank = n.x(0), n.rank(0)
     axis = n.attr("axis", 1)
-    y = ops.cast(x, _C.f32)
-    if n.has(2):
-        y = y - ops.cast(_along(n.x(2), axis, rank), _C.f32)
-    return y * _along(n.x(1), axis, rank)
+    scale = _along(ops.cast(n.x(1), _C.f32), axis, rank)
+    if x.dtype in _SATURATION:
+        y = ops.dequantize_linear(x, scale, _along(_zero_point(n, 2, x.dtype), axis, rank))
+    else:  # int32 (a bias quantized with the product of its operands' scales): beyond 8 bits
+        y = ops.cast(x, _C.f32)
+        if n.has(2):
+            y = y - ops.cast(_along(n.x(2), axis, rank), _C.f32)
+        y = y * scale
+    # the scale's dtype from opset 19 on, f32 before it
+    return y if n.dtype(1) == _C.f32 else ops.cast(y, n.dtype(1))
 
 
 @converts("DynamicQuantizeLinear")
