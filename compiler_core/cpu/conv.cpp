@@ -150,8 +150,10 @@ void conv2d_f32(const eval::KernelCall& c) {
 }  // namespace
 
 ConvParams conv_params(const ir::Graph& g, const ir::Node& n) {
-  const ir::Conv2dAttrs a(g, n);
-  return {a.strides[0], a.strides[1], a.pads[0], a.pads[1], a.pads[2], a.pads[3], a.dilations[0], a.dilations[1], a.groups};
+  auto params = [](const auto& a) {
+    return ConvParams{a.strides[0], a.strides[1], a.pads[0], a.pads[1], a.pads[2], a.pads[3], a.dilations[0], a.dilations[1], a.groups};
+  };
+  return n.op->kind == ir::OpKind::quantized_conv2d ? params(ir::QuantizedConv2dAttrs(g, n)) : params(ir::Conv2dAttrs(g, n));
 }
 
 bool is_conv2d_f32(const ir::Graph& g, const ir::Node& n) {

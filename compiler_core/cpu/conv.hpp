@@ -8,7 +8,7 @@
 
 namespace esg::cpu {
 
-// The node's attributes, bound once.
+// A conv2d's or quantized_conv2d's attributes, bound once.
 struct ConvParams {
   int64_t stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups;
 };

@@ -1,4 +1,5 @@
-// An f32 convolution as a oneDNN primitive, made once when the plan is lowered: oneDNN picks
+// A convolution as a oneDNN primitive (an f32 conv2d, or a quantized_conv2d on oneDNN's int8
+// kernels, requantized by them), made once when the plan is lowered: oneDNN picks
 // its kernel for this CPU and these shapes (direct JIT convolutions on blocked channels,
 // Winograd, depthwise), constant filters are reordered into the layout it wants right then,
 // and each run only executes it. A large convolution is split into pieces, one primitive each
@@ -9,7 +10,8 @@
 // Its images and result lie in the launch's memory formats
 // (row-major NCHW, or nChw8c / nChw16c: schedule/format.hpp's layouts are oneDNN's; row-major images
 // with a blocked result for a first layer), and it may apply a group's epilogue as post-ops
-// (conv_epilogue.hpp).
+// (conv_epilogue.hpp). A quantized one reads and writes row-major NCHW 8-bit tensors, reordered
+// to and from the channels-last layout oneDNN's int8 kernels take, in its working memory.
 #pragma once
 #include <memory>
 #include <string>
@@ -36,7 +38,8 @@ class ConvPrimitive {
   // result in `dst`, applying `post_ops`, in at most `threads` pieces (fewer for a small one,
   // or for one image with fewer blocks of output channels); nullptr, with the reason in
   // `why_not`, when oneDNN has no optimized kernel for it (its reference kernels are slower
-  // than the im2col path) or the node is not all f32.
+  // than the im2col path) or the node is neither an f32 conv2d nor a quantized_conv2d whose
+  // scales and zero points are constants (the filters' zero point 0).
   // With `bf16`, its images and filters are rounded to bfloat16 (the products summed in f32)
   // where oneDNN has such a kernel for it, else it stays f32. `like`: the same convolution's
   // primitive at other sizes (another binding of a symbolic plan), whose reordered constant
@@ -58,12 +61,14 @@ class ConvPrimitive {
   // has none. With a sum post-op, `dst` already holds the value it adds. `working`: 64-byte
   // aligned, working_bytes() of them, this run's own (oneDNN's scratchpad, bf16 images,
   // filters reordered at run time).
-  void run(const float* images, const float* filters, const float* bias, float* dst, uint8_t* working,
+  void run(const void* images, const void* filters, const void* bias, void* dst, uint8_t* working,
            const eval::Parallel* parallel) const;
   size_t working_bytes() const;
   // oneDNN's name for the kernel it chose ("jit:avx512_core", "brgconv:avx512_core", ...).
   const std::string& implementation() const;
-  bool bf16() const;  // its operands rounded to bfloat16
+  // "f32", "bf16" (its operands rounded to bfloat16), "int8", or "int8, filters in halves"
+  // (on a CPU without VNNI, see conv_primitive.cpp).
+  std::string precision() const;
   int pieces() const;  // the primitives it is split into
 
  private:

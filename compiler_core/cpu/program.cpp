@@ -181,6 +181,11 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
              (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, bf16, pack, why.conv,
                                            before ? before->conv.get() : nullptr))) {
     b.conv_bias = l.in.size() > 2 ? 2 : -1;
+  } else if (l.node != ir::kNone && g.nodes[l.node].op->kind == ir::OpKind::quantized_conv2d &&
+             (b.conv = ConvPrimitive::make(g, g.nodes[l.node], l.in[0].format, f, {}, conv_threads, false, pack, why.conv,
+                                           before ? before->conv.get() : nullptr))) {
+    b.conv_w = 3;
+    b.conv_bias = l.in.size() > 8 ? 8 : -1;
   } else if (l.node != ir::kNone && MatmulPrimitive::takes(g, g.nodes[l.node]) &&
              (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, pack, b.matmul_pieces, why.matmul, like))) {
   } else if (blocked && !elementwise && l.node != ir::kNone) {
@@ -273,7 +278,7 @@ void Program::multiply(size_t index, const std::vector<const eval::TensorRef*>& 
 void Program::convolve(size_t index, const std::vector<const eval::TensorRef*>& in, const std::vector<const eval::TensorRef*>& out,
                        const eval::Parallel* parallel, uint8_t* working) const {
   const Bound& b = *bound_[index];
-  auto data = [&](int at) { return at < 0 || !in[static_cast<size_t>(at)] ? nullptr : in[static_cast<size_t>(at)]->data<float>(); };
+  auto data = [&](int at) { return at < 0 || !in[static_cast<size_t>(at)] ? nullptr : static_cast<const void*>(in[static_cast<size_t>(at)]->bytes); };
   const int group = plan_.launches()[index].group;
   if (group < 0 || b.conv_whole_group) {
     float* dst = out[0]->data<float>();
@@ -441,7 +446,7 @@ std::unique_ptr<runtime::PreparedRun> Program::prepare(std::vector<eval::TensorR
 
 std::string Program::describe_launch(size_t index) const {
   const Bound& b = *bound_[index];
-  if (b.conv) return "oneDNN " + b.conv->implementation() + (b.conv->bf16() ? " bf16" : "") + (b.conv_whole_group ? " + post-ops" : "");
+  if (b.conv) return "oneDNN " + b.conv->implementation() + (b.conv->precision() == "f32" ? "" : " " + b.conv->precision()) + (b.conv_whole_group ? " + post-ops" : "");
   if (b.matmul) return "oneDNN " + b.matmul->implementation() + (b.matmul->bf16() ? " bf16" : "");
   if (plan_.collectives().at(index)) return dist::world().transport();
   return b.fast ? "fast" : "";
@@ -479,15 +484,19 @@ void Program::add_facts(runtime::Facts& f) const {
   // The products: oneDNN's kernels by name and precision (a convolution with the group it
   // computes as post-ops), or our own way and why.
   std::map<std::pair<std::string, std::string>, int64_t> convolutions, matmuls;
-  std::map<std::string, int64_t> im2col, sgemm;
+  std::map<std::string, int64_t> im2col, reference_convolutions, sgemm;
   int64_t post_op_groups = 0, split_convolutions = 0, split_matmuls = 0;
   for (size_t i = 0; i < bound_.size(); ++i) {
     const Bound& b = *bound_[i];
     if (b.matmul) ++matmuls[{b.matmul->implementation(), b.matmul->bf16() ? "bf16" : "f32"}];
     if (b.matmul && (b.matmul_pieces > 1 || b.matmul->column_shares() > 1)) ++split_matmuls;
     if (!b.matmul && !fallbacks_[i].matmul.empty()) ++sgemm[fallbacks_[i].matmul];
-    if (b.conv) ++convolutions[{b.conv->implementation(), b.conv->bf16() ? "bf16" : "f32"}], post_op_groups += b.conv_whole_group;
-    else if (!fallbacks_[i].conv.empty()) ++im2col[fallbacks_[i].conv];
+    if (b.conv) ++convolutions[{b.conv->implementation(), b.conv->precision()}], post_op_groups += b.conv_whole_group;
+    else if (!fallbacks_[i].conv.empty()) {
+      const runtime::Plan::Launch& l = plan_.launches()[i];
+      const bool quantized = l.node != ir::kNone && plan_.graph().nodes[l.node].op->kind == ir::OpKind::quantized_conv2d;
+      ++(quantized ? reference_convolutions : im2col)[fallbacks_[i].conv];
+    }
     if (b.conv && b.conv->pieces() > 1) ++split_convolutions;
   }
   auto primitives = [&f](const char* key, const std::map<std::pair<std::string, std::string>, int64_t>& counts) {
@@ -502,6 +511,7 @@ void Program::add_facts(runtime::Facts& f) const {
   f.count("post_op_convolutions", post_op_groups);  // with their group as post-ops
   f.count("split_convolutions", split_convolutions);  // split over threads
   f.tally("im2col_convolutions", im2col, "reason");
+  f.tally("reference_convolutions", reference_convolutions, "reason");  // quantized ones oneDNN does not take
   primitives("onednn_matmuls", matmuls);  // constant weights reordered once
   f.count("split_matmuls", split_matmuls);
   f.tally("sgemm_matmuls", sgemm, "reason");  // with constant weights

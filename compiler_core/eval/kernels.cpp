@@ -12,6 +12,7 @@
 #include "eval/attention_layout.hpp"
 #include "eval/collective.hpp"
 #include "eval/indexing.hpp"
+#include "eval/quantized.hpp"
 #include "eval/scalar_math.hpp"
 #include "ir/error.hpp"
 
@@ -798,6 +799,7 @@ Kernel find_kernel(const ir::OpSchema& op) {
     case K::matmul: return matmul;
     case K::attention: return attention;
     case K::conv2d: return conv2d;
+    case K::quantized_conv2d: return quantized_conv2d;
     case K::max_pool2d: return [](const KernelCall& c) { pool2d(c, true); };
     case K::avg_pool2d: return [](const KernelCall& c) { pool2d(c, false); };
     case K::reshape:

@@ -406,12 +406,15 @@ void infer_attention(InferContext& ctx) {
   ctx.set_shape(0, out);
 }
 
-void infer_conv2d(InferContext& ctx) {
+namespace {
+// A convolution's result shape from its image (input `xi`), filter (`wi`) and optional bias
+// (`bi`) and the attributes conv2d and quantized_conv2d share.
+void conv2d_shape(InferContext& ctx, size_t xi, size_t wi, size_t bi) {
   const Graph& g = ctx.graph();
-  expect_rank(ctx, 0, 4);
-  expect_rank(ctx, 1, 4);
-  const Shape& x = ctx.shape(0);
-  const Shape& w = ctx.shape(1);
+  expect_rank(ctx, xi, 4);
+  expect_rank(ctx, wi, 4);
+  const Shape& x = ctx.shape(xi);
+  const Shape& w = ctx.shape(wi);
   const Span<int64_t> strides = ctx.attr_ints("strides"), pads = ctx.attr_ints("pads"),
                       dil = ctx.attr_ints("dilations");
   expect_len(ctx, "strides", strides, 2);
@@ -426,8 +429,8 @@ void infer_conv2d(InferContext& ctx) {
              " x groups " + std::to_string(groups));
   if (!dim_is_symbolic(w[0]) && w[0] % groups != 0)
     ctx.fail("output channels " + g.dim_str(w[0]) + " must be divisible by groups " + std::to_string(groups));
-  if (ctx.has_input(2)) {
-    const Shape& bias = ctx.shape(2);
+  if (ctx.has_input(bi)) {
+    const Shape& bias = ctx.shape(bi);
     if (bias.rank() != 1 || !dims_compatible(bias[0], w[0]))
       ctx.fail("`bias` must be [" + g.dim_str(w[0]) + "], got " + g.shape_str(bias));
   }
@@ -441,6 +444,25 @@ void infer_conv2d(InferContext& ctx) {
     out[2 + i] = window_out(ctx, x[2 + i], pads[i], pads[i + 2], span, strides[i], false, i ? "width" : "height");
   }
   ctx.set_shape(0, out);
+}
+}  // namespace
+
+void infer_conv2d(InferContext& ctx) { conv2d_shape(ctx, 0, 1, 2); }
+
+void infer_quantized_conv2d(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const auto name = [&](size_t i) { return "`" + std::string(ctx.op().inputs[i].name) + "`"; };
+  for (size_t i : {1, 2, 6, 7})  // x's and y's scale and zero point
+    if (ctx.shape(i).num_elements() != 1)
+      ctx.fail(name(i) + " must hold one value, got " + g.shape_str(ctx.shape(i)));
+  const Dim out_channels = ctx.shape(3).rank() == 4 ? ctx.shape(3)[0] : Dim{1};
+  for (size_t i : {4, 5}) {  // w's: one, or one per output channel
+    const Shape& s = ctx.shape(i);
+    if (s.num_elements() != 1 && (s.rank() != 1 || !dims_compatible(s[0], out_channels)))
+      ctx.fail(name(i) + " must hold one value or one per output channel [" + g.dim_str(out_channels) + "], got " +
+               g.shape_str(s));
+  }
+  conv2d_shape(ctx, 0, 3, 8);
 }
 
 void infer_pool2d(InferContext& ctx) {

@@ -19,6 +19,12 @@ std::unique_ptr<ir::Graph> eliminate_common_subexpressions(const ir::Graph& g);
 // `max_elements` per output; data movement at any size no larger than its largest input) with
 // the reference kernels, replacing them by constants.
 std::unique_ptr<ir::Graph> fold_constants(const ir::Graph& g, int64_t max_elements = int64_t{1} << 16);
+// ONNX's QDQ form as quantized ops: dequantize_linear → conv2d (→ relu) → quantize_linear with
+// one scale and zero point for the images and the result, constant integer filters (one scale
+// and zero point, or one per output channel) and a constant bias, the convolution and relu
+// read only there, becomes one quantized_conv2d (the bias as int32 sums). Then every
+// dequantize_linear of constants left is folded.
+std::unique_ptr<ir::Graph> recognize_quantized_ops(const ir::Graph& g);
 // x*1, 1*x, x/1, x+0, 0+x, x-0 (when the result is x's shape and dtype), casts to the same
 // dtype, cast chains through a lossless dtype, transpose chains (to one, or none), reshape
 // chains (to one, or none), transposes into matmul's flags, transposes of size-1 axes as
@@ -47,7 +53,7 @@ std::unique_ptr<ir::Graph> recognize_attention(const ir::Graph& g);
 // backend without an attention kernel.
 std::unique_ptr<ir::Graph> decompose_attention(const ir::Graph& g);
 
-// The pipeline: simplify, fold, recognize exported ops and attention, simplify the views that
+// The pipeline: simplify, fold, recognize quantized ops, exported ops and attention, simplify the views that
 // left, affine into convolutions, CSE, DCE; each step's node counts and time go to `log`.
 std::unique_ptr<ir::Graph> optimize(const ir::Graph& g, bool verify, std::vector<std::string>* log);
 

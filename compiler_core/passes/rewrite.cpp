@@ -1,8 +1,11 @@
 // The helpers of rewrite.hpp, written once for the passes and the Ascend legalizations alike.
 #include "passes/rewrite.hpp"
 
+#include <algorithm>
 #include <string>
 
+#include "eval/evaluate.hpp"
+#include "eval/host_tensor.hpp"
 #include "ir/error.hpp"
 #include "ir/op_attrs.gen.hpp"
 
@@ -47,6 +50,51 @@ std::vector<uint32_t> use_counts(const ir::Graph& g) {
       if (g.operands[node.first_input + i] != ir::kNone) ++uses[g.operands[node.first_input + i]];
   for (ir::ValueId v : g.outputs()) ++uses[v];
   return uses;
+}
+
+bool fold_node(ir::Replay& r, const ir::Graph& g, ir::NodeId id, int64_t max_elements) {
+  using K = ir::OpKind;
+  using ir::kNone;
+  using ir::ValueId;
+  const ir::Node& n = g.nodes[id];
+  // Generators (fill, range) have no inputs and fold like the rest, within max_elements.
+  if (n.region != 0 || n.blob != kNone || n.num_bodies || n.op->communicates) return false;
+  const ir::Graph& t = r.to().graph();
+  std::vector<eval::TensorRef> in(n.num_inputs);
+  std::vector<const eval::TensorRef*> in_ptrs(n.num_inputs, nullptr);
+  for (uint32_t i = 0; i < n.num_inputs; ++i) {
+    const ValueId old = g.operands[n.first_input + i];
+    if (old == kNone) continue;
+    const ValueId v = r.get(old);
+    const ir::Node* p = producer(t, v);
+    if (!p || p->blob == kNone) return false;
+    in[i] = {t.values[v].dtype, t.shape(v), const_cast<uint8_t*>(t.blobs[p->blob]->data())};
+    in_ptrs[i] = &in[i];
+  }
+  // Data movement folds at any size when no result has more bytes than the largest input (an
+  // exporter's reshaped, sliced or transposed weights: no more constant bytes than the graph
+  // holds already, and no arithmetic to spend compile time on).
+  const K kind = n.op->kind;
+  const bool moves_data = kind == K::reshape || kind == K::squeeze || kind == K::unsqueeze || kind == K::transpose ||
+                          kind == K::slice || kind == K::gather || kind == K::split;
+  int64_t largest_input = 0;
+  for (const eval::TensorRef& x : in)
+    if (x.bytes) largest_input = std::max(largest_input, static_cast<int64_t>(x.nbytes()));
+  for (uint32_t i = 0; i < n.num_outputs; ++i) {
+    const ir::Shape s = g.shape(n.first_output + i);
+    const int64_t bytes = s.is_static() ? s.num_elements() * static_cast<int64_t>(ir::dtype_size(g.values[n.first_output + i].dtype)) : 0;
+    if (!s.is_static() || (s.num_elements() > max_elements && !(moves_data && bytes <= largest_input))) return false;
+  }
+  std::vector<eval::HostTensor> out;
+  for (uint32_t i = 0; i < n.num_outputs; ++i) out.emplace_back(g.values[n.first_output + i].dtype, g.shape(n.first_output + i));
+  std::vector<eval::TensorRef> out_refs;
+  for (const eval::HostTensor& o : out) out_refs.push_back(o.ref());
+  std::vector<const eval::TensorRef*> out_ptrs;
+  for (const eval::TensorRef& o : out_refs) out_ptrs.push_back(&o);
+  eval::run_kernel(g, n, in_ptrs, out_ptrs);
+  for (uint32_t i = 0; i < n.num_outputs; ++i)
+    r.set(n.first_output + i, r.to().add_constant(out[i].dtype, out[i].shape, out[i].bytes.data(), out[i].bytes.size()));
+  return true;
 }
 
 std::vector<int64_t> perm_of(const ir::Graph& g, const ir::Node& transpose, size_t rank) {

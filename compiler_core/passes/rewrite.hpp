@@ -27,6 +27,10 @@ const ir::Node* made_by(const ir::Graph& g, ir::ValueId v, ir::OpKind kind);
 inline ir::ValueId operand(const ir::Graph& g, const ir::Node& n, uint32_t i) { return g.operands[n.first_input + i]; }
 // How many times each value of `g` is read (operands, captures included, and graph outputs).
 std::vector<uint32_t> use_counts(const ir::Graph& g);
+// Node `id` of `g` computed with the reference kernels when its inputs are constants of the
+// graph being built, its results added as constants: up to `max_elements` per result, data
+// movement at any size no larger than its largest input. False when it is left as it is.
+bool fold_node(ir::Replay& r, const ir::Graph& g, ir::NodeId id, int64_t max_elements);
 // A transpose's permutation of its `rank` axes, its default (reversed) resolved.
 std::vector<int64_t> perm_of(const ir::Graph& g, const ir::Node& transpose, size_t rank);
 

@@ -304,6 +304,17 @@ def _emit_dequantize_linear(e, n, ins, outs):
     _emit_quantization(e, n, ins, outs, "DequantizeLinear", elementwise)
 
 
+@_exports("quantized_conv2d")
+def _emit_quantized_conv2d(e, n, ins, outs):
+    """QLinearConv, the same operands in the same order; the folded relu as Max with the
+    output's zero point (the quantized 0.0)."""
+    a = n["attrs"]
+    conv = e.node("QLinearConv", ins, None if a["relu"] else outs, strides=a["strides"], pads=a["pads"],
+                  dilations=a["dilations"], group=a["groups"])
+    if a["relu"]:
+        e.node("Max", [conv, ins[7]], outs)
+
+
 @_exports("matmul")
 def _emit_matmul(e, n, ins, outs):
     operands = []

@@ -289,7 +289,10 @@ class Importer:
             return self._fail(proto, str(e))
         if any(v is POISONED for v in node._inputs):
             return self._poison(proto)
-        foldable = not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in proto.attribute)
+        # A dequantized constant stays integers in the graph, for the compiler to take into a
+        # quantized op (or fold there).
+        foldable = proto.op_type != "DequantizeLinear" and not any(
+            a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in proto.attribute)
         try:
             if foldable and node._inputs and all(v is None or isinstance(v, np.ndarray) for v in node._inputs):
                 try:

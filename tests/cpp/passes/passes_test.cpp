@@ -320,11 +320,69 @@ TEST_CASE("the whole pipeline logs every pass and keeps the values") {
   const auto g = b.finish({&y, 1});
   std::vector<std::string> log;
   const auto out = passes::optimize(*g, true, &log);
-  CHECK(log.size() == 8);
+  CHECK(log.size() == 9);
   CHECK(log[0].find("simplify") == 0);
   CHECK(count(*out, "exp") == 1);
   CHECK(count(*out, "mul") == 0);
   same_values(*g, *out);
+}
+
+namespace {
+// ONNX Runtime's QDQ layout of a convolution: u8 images dequantized, s8 filters dequantized with
+// one scale per output channel, an f32 bias, then (with `relu`) a relu, and the result quantized
+// to u8 and dequantized for the graph's output.
+ValueId qdq_conv(ir::Builder& b, ValueId x, bool relu, ValueId* filters = nullptr) {
+  const float x_scale = 0.25f, y_scale = 0.5f;
+  const uint8_t x_zero = 128, y_zero = 10;
+  std::vector<int8_t> w(4 * 3 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>(i * 37 % 255) - 127);
+  const float w_scale[] = {0.01f, 0.02f, 0.005f, 0.03f}, bias[] = {0.5f, -1.0f, 0.25f, 2.0f};
+  const int8_t w_zero[] = {0, 0, 0, 0};
+  auto f32 = [&](float v) { return b.add_constant(ir::DType::F32, ir::Shape{}, &v, 4); };
+  auto u8 = [&](uint8_t v) { return b.add_constant(ir::DType::U8, ir::Shape{}, &v, 1); };
+  const ValueId q = node(b, ir::ops::quantize_linear, {x, f32(x_scale), u8(x_zero)});
+  const ValueId images = node(b, ir::ops::dequantize_linear, {q, f32(x_scale), u8(x_zero)});
+  const ValueId wq = b.add_constant(ir::DType::I8, ir::Shape{4, 3, 3, 3}, w.data(), w.size());
+  const ValueId wd = node(b, ir::ops::dequantize_linear, {wq, b.add_constant(ir::DType::F32, ir::Shape{4, 1, 1, 1}, w_scale, 16),
+                                                         b.add_constant(ir::DType::I8, ir::Shape{4, 1, 1, 1}, w_zero, 4)});
+  if (filters) *filters = wd;
+  const int64_t pads[] = {1, 1, 1, 1};
+  ValueId y = node(b, ir::ops::conv2d, {images, wd, b.add_constant(ir::DType::F32, ir::Shape{4}, bias, 16)},
+                   {ir::AttrArg(), ir::AttrArg::of_ints(pads, 4)});
+  if (relu) y = node(b, ir::ops::relu, {y});
+  return node(b, ir::ops::dequantize_linear, {node(b, ir::ops::quantize_linear, {y, f32(y_scale), u8(y_zero)}), f32(y_scale), u8(y_zero)});
+}
+}  // namespace
+
+TEST_CASE("dequantize, convolution, relu and quantize become one quantized_conv2d within one step of the QDQ graph") {
+  for (const bool relu : {false, true}) {
+    CAPTURE(relu);
+    ir::Builder b;
+    const ValueId y = qdq_conv(b, b.add_input("x", ir::DType::F32, ir::Shape{2, 3, 6, 5}), relu);
+    const auto g = b.finish({&y, 1});
+    const auto out = passes::optimize(*g, true, nullptr);
+    CHECK(count(*out, "quantized_conv2d") == 1);
+    CHECK(count(*out, "conv2d") == 0);
+    CHECK(count(*out, "relu") == 0);
+    CHECK(count(*out, "dequantize_linear") == 1);  // the output's: the images are read as integers
+    const auto want = test::outputs(*g), got = test::outputs(*out);
+    for (int64_t i = 0; i < want[0].size(); ++i) CHECK(std::fabs(eval::load_f(got[0], i) - eval::load_f(want[0], i)) <= 0.5);
+  }
+}
+
+TEST_CASE("dequantized filters nothing quantized takes are folded once, not dequantized at every run") {
+  ir::Builder b;
+  ValueId filters = ir::kNone;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{1, 3, 4, 4});
+  const ValueId y = qdq_conv(b, x, false, &filters);
+  const ValueId outs[] = {y, node(b, ir::ops::conv2d, {x, filters})};  // an f32 convolution of the same filters
+  const auto g = b.finish({outs, 2});
+  const auto out = passes::optimize(*g, true, nullptr);
+  CHECK(count(*out, "quantized_conv2d") == 1);
+  CHECK(count(*out, "conv2d") == 1);
+  CHECK(count(*out, "dequantize_linear") == 1);  // the output's; the filters' is folded
+  const auto want = test::outputs(*g), got = test::outputs(*out);
+  CHECK(got[1].bytes == want[1].bytes);  // the f32 convolution's, exactly
 }
 
 TEST_CASE("a batch norm after a convolution folds into its weights and bias") {

@@ -17,11 +17,21 @@ from ascend_device import RTOL, ATOL, graph_of, check_same, calls
 
 
 # ---- every elementwise op with an Ascend C lowering -------------------------------------------
+def _takes_floats(op, type_name):
+    """Whether a value of this type may be a float or bool, the dtypes the kernels take (not the
+    8-bit integers of quantize_linear and dequantize_linear, which the device runs on the host)."""
+    var = op.type_var(type_name)
+    dtypes = var.dtypes if var else (type_name,)
+    return any(d in ("float", "numeric", "all", "f32", "f16", "bf16", "f64", "bool") for d in dtypes)
+
+
 def lowered_ops():
-    """Ops whose YAML expression lowers to Ascend C and whose inputs are all float tensors."""
+    """Ops whose YAML expression lowers to Ascend C and whose inputs and result may be float."""
     found = []
     for op in OP_SET.ops:
         if not op.compute or any(i.optional or i.variadic for i in op.inputs):
+            continue
+        if not all(_takes_floats(op, t) for t in [i.type for i in op.inputs] + [op.outputs[0].type]):
             continue
         try:
             compute.to_ascendc(op.compute, [i.name for i in op.inputs], [a.name for a in op.attrs])

@@ -110,9 +110,10 @@ def conv(n):
     return convolve(n, n.x(0), n.x(1), n.x(2))
 
 
-def convolve(n, x, w, bias):
+def convolve(n, x, w, bias, conv2d=None):
     """Conv's attributes applied to x, w and bias (None: none): what Conv, ConvInteger and
-    QLinearConv share."""
+    QLinearConv share. `conv2d(x, w, bias, **attributes)` makes a 1-D or 2-D convolution
+    (ops.conv2d's form by default; QLinearConv's is its quantized one)."""
     check_attrs(n, ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
     spatial = _spatial(n, n.op_type, most=3)
     kernel = n.attr("kernel_shape") or _static(w.shape[2:], "Conv's kernel")
@@ -125,9 +126,13 @@ def convolve(n, x, w, bias):
     pads = _pads(n, spatial, kernel, strides, dilations)
     if spatial == 1:
         x, w = ops.unsqueeze(x, [2]), ops.unsqueeze(w, [2])
-    y = ops.conv2d(x, w, bias=bias, strides=_as_2d(spatial, strides, 1), pads=pads,
-                   dilations=_as_2d(spatial, dilations, 1), groups=n.attr("group", 1))
+    y = (conv2d or _float_conv2d)(x, w, bias, strides=_as_2d(spatial, strides, 1), pads=pads,
+                                  dilations=_as_2d(spatial, dilations, 1), groups=n.attr("group", 1))
     return ops.squeeze(y, axes=[2]) if spatial == 1 else y
+
+
+def _float_conv2d(x, w, bias, **attributes):
+    return ops.conv2d(x, w, bias=bias, **attributes)
 
 
 @converts("ConvTranspose")

@@ -168,6 +168,15 @@ def qlinear_conv(n):
     # Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B
     # (int32, one per output channel); w's scale and zero point scalars or one per channel.
     rank = n.rank(0)
+    if rank <= 4:  # 1-D and 2-D: the quantized op itself
+        x_zero_point, w_zero_point = _zero_point(n, 2, n.dtype(0)), _zero_point(n, 5, n.dtype(3))
+        y_zero_point = _zero_point(n, 7, n.dtype(7) if n.has(7) else n.dtype(0))
+
+        def quantized(x, w, bias, **attributes):
+            return ops.quantized_conv2d(x, n.x(1), x_zero_point, w, n.x(4), w_zero_point, n.x(6), y_zero_point,
+                                        bias=bias, **attributes)
+
+        return convolve(n, n.x(0), n.x(3), n.x(8) if n.has(8) else None, quantized)
     bias = ops.cast(n.x(8), _C.f64) if n.has(8) else None
     acc = ops.cast(convolve(n, _integer_images(n.x(0), n.x(2), rank), _integer_images(n.x(3), n.x(5), rank), bias), _C.i32)
     w_scale = n.x(4)

@@ -1,0 +1,66 @@
+#include "eval/quantized.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "eval/host_tensor.hpp"
+#include "ir/op_attrs.gen.hpp"
+
+namespace esg::eval {
+
+int64_t Requantization::apply(int32_t sum, int64_t channel) const {
+  const float m = multiplier[multiplier.size() == 1 ? 0 : static_cast<size_t>(channel)];
+  // Beyond ±2^40 every 8-bit result saturates alike: the bound keeps the conversion defined.
+  const float scaled = std::clamp(std::nearbyint(static_cast<float>(sum) * m), -0x1p40f, 0x1p40f);
+  int64_t q = static_cast<int64_t>(scaled) + zero_point;
+  if (relu) q = std::max(q, zero_point);
+  return std::clamp(q, range.min, range.max);
+}
+
+Requantization requantization(const TensorRef& x_scale, const TensorRef& w_scale, const TensorRef& y_scale,
+                              const TensorRef& y_zero_point, bool relu) {
+  Requantization r;
+  const float xs = static_cast<float>(load_f(x_scale, 0)), ys = static_cast<float>(load_f(y_scale, 0));
+  for (int64_t c = 0; c < w_scale.size(); ++c) {
+    const float product = xs * static_cast<float>(load_f(w_scale, c));  // each step rounded to f32, as ORT's
+    r.multiplier.push_back(product / ys);
+  }
+  r.zero_point = load_i(y_zero_point, 0);
+  r.range = int_range(y_zero_point.dtype);
+  r.relu = relu;
+  return r;
+}
+
+void quantized_conv2d(const KernelCall& c) {
+  const TensorRef &x = *c.in[0], &w = *c.in[3], &w_zero_point = *c.in[5], &y = *c.out[0];
+  const TensorRef* bias = c.in[8];
+  const ir::QuantizedConv2dAttrs attrs = c.attrs<ir::QuantizedConv2dAttrs>();
+  const Requantization requantize = requantization(*c.in[1], *c.in[4], *c.in[6], *c.in[7], attrs.relu);
+  const ir::Span<int64_t> st = attrs.strides, pads = attrs.pads, dil = attrs.dilations;
+  const int64_t x_zero_point = load_i(*c.in[2], 0);
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t O = w.shape[0], CG = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  const int64_t OH = y.shape[2], OW = y.shape[3], OG = O / attrs.groups;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o) {
+      const int64_t g = o / OG, w_zero = load_i(w_zero_point, w_zero_point.size() == 1 ? 0 : o);
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          // Summed modulo 2^64 (no overflow is undefined) and wrapped into int32, where ONNX
+          // sums, as an int32 sum would wrap.
+          uint64_t sum = bias ? static_cast<uint64_t>(load_i(*bias, o)) : 0;
+          for (int64_t ci = 0; ci < CG; ++ci)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const int64_t ih = oh * st[0] - pads[0] + kh * dil[0], iw = ow * st[1] - pads[1] + kw * dil[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                const int64_t xv = load_i(x, ((n * C + g * CG + ci) * H + ih) * W + iw) - x_zero_point;
+                sum += static_cast<uint64_t>(xv * (load_i(w, ((o * CG + ci) * KH + kh) * KW + kw) - w_zero));
+              }
+          const int32_t wrapped = static_cast<int32_t>(static_cast<uint32_t>(sum));
+          store_i(y, ((n * O + o) * OH + oh) * OW + ow, requantize.apply(wrapped, o));
+        }
+    }
+}
+
+}  // namespace esg::eval

@@ -1,0 +1,148 @@
+// ONNX's QDQ form as quantized ops: dequantize_linear → conv2d (→ relu) → quantize_linear, its
+// filters dequantized from constant integers, becomes one quantized_conv2d over the integers
+// themselves (DESIGN 14: integer primitives, never f32 on dequantized copies). Dequantized
+// constants nothing absorbs are folded here, as fold_constants leaves them.
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "eval/host_tensor.hpp"
+#include "ir/op_attrs.gen.hpp"
+#include "passes/passes.hpp"
+#include "passes/rewrite.hpp"
+
+namespace esg::passes {
+namespace {
+
+using ir::Graph;
+using ir::kNone;
+using ir::NodeId;
+using ir::ValueId;
+using K = ir::OpKind;
+
+// A constant of `g` as a tensor, or a null one.
+eval::TensorRef constant(const Graph& g, ValueId v) {
+  const ir::Node* p = v == kNone ? nullptr : producer(g, v);
+  if (!p || p->blob == kNone) return {};
+  return {g.values[v].dtype, g.shape(v), const_cast<uint8_t*>(g.blobs[p->blob]->data())};
+}
+
+// Whether a dequantize or quantize node's scale and zero point are one constant value each.
+bool one_constant_pair(const Graph& g, const ir::Node& n) {
+  for (uint32_t i : {1u, 2u}) {
+    const eval::TensorRef c = constant(g, operand(g, n, i));
+    if (!c.bytes || c.size() != 1) return false;
+  }
+  return true;
+}
+
+// A constant holding one value, or one per output channel of a filter (`channels`) laid along
+// its first axis ([O] or [O, 1, 1, 1]): its values, else empty.
+std::vector<double> per_output_channel(const Graph& g, ValueId v, int64_t channels) {
+  const eval::TensorRef c = constant(g, v);
+  if (!c.bytes) return {};
+  const ir::Shape& s = c.shape;
+  const bool along_first = s.rank() >= 1 && s[0] == channels && c.size() == channels;
+  if (c.size() != 1 && !along_first) return {};
+  std::vector<double> values;
+  for (int64_t i = 0; i < c.size(); ++i) values.push_back(eval::load_f(c, i));
+  return values;
+}
+
+// One match, found at its quantize node.
+struct Match {
+  NodeId conv = kNone, relu = kNone;
+  const ir::Node* x = nullptr;  // the images' dequantize
+  const ir::Node* w = nullptr;  // the filters'
+  std::vector<double> w_scale, w_zero_point, bias;  // bias: f32 values, or empty
+};
+
+std::optional<Match> match_at(const Graph& g, const ir::Node& q, const std::vector<uint32_t>& uses) {
+  if (q.region != 0 || !one_constant_pair(g, q)) return std::nullopt;
+  Match m;
+  ValueId v = operand(g, q, 0);
+  if (const ir::Node* relu = made_by(g, v, K::relu); relu && uses[v] == 1) {
+    m.relu = g.values[v].producer;
+    v = operand(g, *relu, 0);
+  }
+  const ir::Node* conv = made_by(g, v, K::conv2d);
+  if (!conv || uses[v] != 1 || conv->num_deps) return std::nullopt;
+  m.conv = g.values[v].producer;
+  m.x = made_by(g, operand(g, *conv, 0), K::dequantize_linear);
+  m.w = made_by(g, operand(g, *conv, 1), K::dequantize_linear);
+  if (!m.x || !m.w || !one_constant_pair(g, *m.x) || !constant(g, operand(g, *m.w, 0)).bytes) return std::nullopt;
+  const int64_t channels = g.shape(operand(g, *m.w, 0))[0];
+  m.w_scale = per_output_channel(g, operand(g, *m.w, 1), channels);
+  m.w_zero_point = per_output_channel(g, operand(g, *m.w, 2), channels);
+  if (m.w_scale.empty() || m.w_zero_point.empty()) return std::nullopt;
+  if (conv->num_inputs > 2 && operand(g, *conv, 2) != kNone) {
+    m.bias = per_output_channel(g, operand(g, *conv, 2), channels);
+    if (m.bias.size() != static_cast<size_t>(channels)) return std::nullopt;
+  }
+  return m;
+}
+
+// The f32 bias as the int32 sums' own: b / (x_scale · w_scale) rounded, which gives back the
+// integers exactly when the bias was dequantized with that scale (ONNX Runtime's quantizer
+// quantizes it so). Empty when a scale is 0 or a value leaves int32.
+std::vector<int32_t> bias_as_sums(const Match& m, double x_scale) {
+  std::vector<int32_t> out;
+  for (size_t o = 0; o < m.bias.size(); ++o) {
+    const float scale = static_cast<float>(x_scale) * static_cast<float>(m.w_scale[m.w_scale.size() == 1 ? 0 : o]);
+    const double q = std::nearbyint(m.bias[o] / static_cast<double>(scale));
+    if (scale == 0 || !(std::fabs(q) < 2147483647.0)) return {};
+    out.push_back(static_cast<int32_t>(q));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
+  const std::vector<uint32_t> uses = use_counts(g);
+  std::vector<std::optional<Match>> at(g.nodes.size());
+  std::vector<bool> absorbed(g.nodes.size(), false);
+  for (NodeId id = 0; id < g.nodes.size(); ++id) {
+    if (g.nodes[id].op->kind != K::quantize_linear) continue;
+    std::optional<Match> m = match_at(g, g.nodes[id], uses);
+    if (!m || (!m->bias.empty() && bias_as_sums(*m, eval::load_f(constant(g, operand(g, *m->x, 1)), 0)).empty())) continue;
+    absorbed[m->conv] = true;
+    if (m->relu != kNone) absorbed[m->relu] = true;
+    if (uses[m->w->first_output] == 1) absorbed[g.values[m->w->first_output].producer] = true;
+    at[id] = std::move(m);
+  }
+  return run_pass(g, [&](ir::Replay& r, NodeId id) {
+    if (absorbed[id]) return true;  // its one reader is the quantized op
+    const ir::Node& n = g.nodes[id];
+    // at any size: dequantized weights are what the QDQ graph multiplies in f32 where nothing
+    // quantized takes them
+    if (!at[id]) return n.op->kind == K::dequantize_linear && fold_node(r, g, id, std::numeric_limits<int64_t>::max());
+    const Match& m = *at[id];
+    const ir::Node& conv = g.nodes[m.conv];
+    const ValueId w = operand(g, *m.w, 0);
+    const int64_t channels = g.shape(w)[0];
+    const ir::DType w_type = g.values[w].dtype;
+    // Per-channel parameters as [O], the form quantized_conv2d takes; one value stays as it is.
+    auto parameter = [&](const std::vector<double>& values, ir::DType dtype, ValueId original) {
+      if (values.size() == 1) return r.get(original);
+      eval::HostTensor t(dtype, ir::Shape{channels});
+      for (int64_t o = 0; o < channels; ++o) eval::store_f(t, o, values[static_cast<size_t>(o)]);
+      return r.to().add_constant(dtype, t.shape, t.bytes.data(), t.bytes.size());
+    };
+    std::vector<ValueId> in = {r.get(operand(g, *m.x, 0)), r.get(operand(g, *m.x, 1)), r.get(operand(g, *m.x, 2)), r.get(w),
+                               parameter(m.w_scale, ir::DType::F32, operand(g, *m.w, 1)),
+                               parameter(m.w_zero_point, w_type, operand(g, *m.w, 2)), r.get(operand(g, n, 1)),
+                               r.get(operand(g, n, 2)), kNone};
+    if (!m.bias.empty()) {
+      const std::vector<int32_t> sums = bias_as_sums(m, eval::load_f(constant(g, operand(g, *m.x, 1)), 0));
+      in[8] = r.to().add_constant(ir::DType::I32, ir::Shape{channels}, sums.data(), sums.size() * sizeof(int32_t));
+    }
+    std::vector<ir::AttrArg> attrs = attrs_of(g, conv);
+    attrs.push_back(ir::AttrArg::of_bool(m.relu != kNone));
+    r.set(n.first_output, added(r, *ir::find_op(K::quantized_conv2d), {in.data(), in.size()}, {attrs.data(), attrs.size()}));
+    return true;
+  });
+}
+
+}  // namespace esg::passes
