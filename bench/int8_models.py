@@ -3,7 +3,7 @@ esgraph and ONNX Runtime side by side on `--threads` threads each (bench/timing.
 esgraph's own f32 time on the float model beside.
 
 The QDQ file is made here the way ORT's static quantizer lays it out (its own tool needs an
-`onnx` newer than Debian's): every activation a Conv, Gemm or Add reads is quantized to u8 with
+`onnx` newer than Debian's): every activation a Conv, Gemm, Add, MaxPool or GlobalAveragePool reads is quantized to u8 with
 one scale and zero point from min-max calibration (ORT on a few random images), each filter to s8
 with one scale per output channel and zero point 0, each bias to int32 with the scale x_scale ·
 w_scale, as QuantizeLinear → DequantizeLinear pairs around the float ops.
@@ -32,7 +32,7 @@ import peers  # bench/peers.py
 from timing import side_by_side  # bench/timing.py
 
 MODELS = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0"]
-READERS = {"Conv": [0], "Gemm": [0], "Add": [0, 1]}  # the activations each op reads that get Q/DQ
+READERS = {"Conv": [0], "Gemm": [0], "Add": [0, 1], "MaxPool": [0], "GlobalAveragePool": [0]}  # what gets Q/DQ
 
 
 def calibrate(model, images):

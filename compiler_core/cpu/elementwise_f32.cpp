@@ -75,8 +75,12 @@ float element(const eval::TensorRef& t, int64_t at) {
 template <class Int>
 void narrow_to(float* row, int64_t n) {
   constexpr float lo = std::numeric_limits<Int>::min(), hi = std::numeric_limits<Int>::max();
-  // NaN fails both comparisons: std::max(NaN, lo) is NaN, so it is mapped to 0 first.
-  for (int64_t e = 0; e < n; ++e) row[e] = row[e] == row[e] ? std::trunc(std::min(std::max(row[e], lo), hi)) : 0.0f;
+  // NaN is mapped to 0 first (it fails every comparison); the clamped value's conversion to
+  // int32 truncates toward zero as std::trunc would, and vectorizes where std::trunc is a call.
+  for (int64_t e = 0; e < n; ++e) {
+    const float clamped = row[e] == row[e] ? std::min(std::max(row[e], lo), hi) : 0.0f;
+    row[e] = static_cast<float>(static_cast<int32_t>(clamped));
+  }
 }
 }  // namespace
 
