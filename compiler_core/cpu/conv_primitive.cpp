@@ -28,8 +28,8 @@ const uint8_t* constant_bytes(const ir::Graph& g, ir::ValueId v) {
 // What differs between the convolutions a primitive serves: conv2d in f32 (its images and
 // filters rounded to bf16 on request) and quantized_conv2d in 8-bit integers, whose zero points
 // and requantization oneDNN applies (u8 or s8 images, s8 filters, s32 sums, the multipliers as
-// output scales, the relu as an eltwise post-op ahead of the output's zero point, which is how
-// eval::Requantization orders them).
+// output scales, a folded clip as an eltwise post-op ahead of the output's zero point, on the
+// scaled sum: clamping it to integer bounds before rounding is clamping after).
 //
 // Without VNNI, oneDNN's int8 kernels multiply u8 by s8 with vpmaddubsw, which sums each pair of
 // products in 16 bits, saturating: 255 · 127 · 2 does not fit. A filter of values within
@@ -95,7 +95,7 @@ std::optional<Operands> operands_of(const ir::Graph& g, const ir::Node& n, std::
       return std::nullopt;
     }
   o.requantize = eval::requantization(constant_ref(g, in[1]), constant_ref(g, in[4]), constant_ref(g, in[6]), constant_ref(g, in[7]),
-                                      ir::QuantizedConv2dAttrs(g, n).relu);
+                                      ir::QuantizedConv2dAttrs(g, n).min, ir::QuantizedConv2dAttrs(g, n).max);
   o.x_zero_point = static_cast<int32_t>(eval::load_i(constant_ref(g, in[2]), 0));
   const ir::Shape w = g.shape(in[3]);
   if (!cpu_has_int8_dot_product() && w[1] > 1) {  // saturation, unless every value is within [-64, 64]
@@ -206,7 +206,11 @@ std::optional<dnnl::convolution_forward::primitive_desc> describe(const ir::Grap
       attr.set_output_scales(m.size() == 1 ? 0 : 1 << 1, m.size() == 1 ? m : std::vector<float>(m.begin() + s.o0, m.begin() + s.o0 + s.o));
       attr.set_zero_points(DNNL_ARG_SRC, 0, {o.x_zero_point});
       attr.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(o.requantize.zero_point)});
-      if (o.requantize.relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      const eval::Requantization& r = o.requantize;
+      const eval::IntRange range = eval::int_range(g.values[n.first_output].dtype);
+      if (r.low > range.min || r.high < range.max)
+        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, static_cast<float>(r.low - r.zero_point),
+                           static_cast<float>(r.high - r.zero_point));
     }
     attr.set_post_ops(ops);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -12,13 +12,11 @@ int64_t Requantization::apply(int32_t sum, int64_t channel) const {
   const float m = multiplier[multiplier.size() == 1 ? 0 : static_cast<size_t>(channel)];
   // Beyond ±2^40 every 8-bit result saturates alike: the bound keeps the conversion defined.
   const float scaled = std::clamp(std::nearbyint(static_cast<float>(sum) * m), -0x1p40f, 0x1p40f);
-  int64_t q = static_cast<int64_t>(scaled) + zero_point;
-  if (relu) q = std::max(q, zero_point);
-  return std::clamp(q, range.min, range.max);
+  return std::clamp(static_cast<int64_t>(scaled) + zero_point, low, high);
 }
 
 Requantization requantization(const TensorRef& x_scale, const TensorRef& w_scale, const TensorRef& y_scale,
-                              const TensorRef& y_zero_point, bool relu) {
+                              const TensorRef& y_zero_point, double min, double max) {
   Requantization r;
   const float xs = static_cast<float>(load_f(x_scale, 0)), ys = static_cast<float>(load_f(y_scale, 0));
   for (int64_t c = 0; c < w_scale.size(); ++c) {
@@ -26,8 +24,15 @@ Requantization requantization(const TensorRef& x_scale, const TensorRef& w_scale
     r.multiplier.push_back(product / ys);
   }
   r.zero_point = load_i(y_zero_point, 0);
-  r.range = int_range(y_zero_point.dtype);
-  r.relu = relu;
+  const IntRange range = int_range(y_zero_point.dtype);
+  // The clip's bounds quantized as quantize_linear would (monotone, so clamping after
+  // quantizing is clipping before), within the dtype's range.
+  const auto quantized = [&](double v) {
+    const double q = std::nearbyint(static_cast<double>(static_cast<float>(v) / ys)) + static_cast<double>(r.zero_point);
+    return static_cast<int64_t>(std::clamp(q, static_cast<double>(range.min), static_cast<double>(range.max)));
+  };
+  r.low = std::isnan(min) || min == -INFINITY ? range.min : quantized(min);
+  r.high = std::isnan(max) || max == INFINITY ? range.max : quantized(max);
   return r;
 }
 
@@ -35,7 +40,7 @@ void quantized_conv2d(const KernelCall& c) {
   const TensorRef &x = *c.in[0], &w = *c.in[3], &w_zero_point = *c.in[5], &y = *c.out[0];
   const TensorRef* bias = c.in[8];
   const ir::QuantizedConv2dAttrs attrs = c.attrs<ir::QuantizedConv2dAttrs>();
-  const Requantization requantize = requantization(*c.in[1], *c.in[4], *c.in[6], *c.in[7], attrs.relu);
+  const Requantization requantize = requantization(*c.in[1], *c.in[4], *c.in[6], *c.in[7], attrs.min, attrs.max);
   const ir::Span<int64_t> st = attrs.strides, pads = attrs.pads, dil = attrs.dilations;
   const int64_t x_zero_point = load_i(*c.in[2], 0);
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];

@@ -10,22 +10,22 @@
 
 namespace esg::eval {
 
-// What an int32 sum becomes: saturate(round(f32(sum) · m) + zero_point), m = x_scale · w_scale /
-// y_scale in f32 (one per output channel, or one in all), rounded half to even, and with
-// `relu` no lower than the zero point (the quantized 0.0).
+// What an int32 sum becomes: round(f32(sum) · m) + zero_point, m = x_scale · w_scale / y_scale
+// in f32 (one per output channel, or one in all), rounded half to even, clamped to [low, high]:
+// the output dtype's range, narrowed by a clip of the real result folded in.
 struct Requantization {
   std::vector<float> multiplier;
   int64_t zero_point = 0;
-  IntRange range{0, 255};
-  bool relu = false;
+  int64_t low = 0, high = 255;
 
   int64_t apply(int32_t sum, int64_t channel) const;
 };
 
 // From a quantized product's one-value x_scale and y_scale, its w_scale (one value or one per
-// channel), and its output zero point (whose dtype is the output's).
+// channel), its output zero point (whose dtype is the output's) and the clip [min, max] of its
+// real result (±inf: none).
 Requantization requantization(const TensorRef& x_scale, const TensorRef& w_scale, const TensorRef& y_scale,
-                              const TensorRef& y_zero_point, bool relu);
+                              const TensorRef& y_zero_point, double min, double max);
 
 void quantized_conv2d(const KernelCall& c);
 

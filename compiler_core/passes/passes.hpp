@@ -19,9 +19,9 @@ std::unique_ptr<ir::Graph> eliminate_common_subexpressions(const ir::Graph& g);
 // `max_elements` per output; data movement at any size no larger than its largest input) with
 // the reference kernels, replacing them by constants.
 std::unique_ptr<ir::Graph> fold_constants(const ir::Graph& g, int64_t max_elements = int64_t{1} << 16);
-// ONNX's QDQ form as quantized ops: dequantize_linear → conv2d (→ relu) → quantize_linear with
+// ONNX's QDQ form as quantized ops: dequantize_linear → conv2d (→ relu or clip) → quantize_linear with
 // one scale and zero point for the images and the result, constant integer filters (one scale
-// and zero point, or one per output channel) and a constant bias, the convolution and relu
+// and zero point, or one per output channel) and a constant bias, the convolution and clip
 // read only there, becomes one quantized_conv2d (the bias as int32 sums). Then every
 // dequantize_linear of constants left is folded.
 std::unique_ptr<ir::Graph> recognize_quantized_ops(const ir::Graph& g);

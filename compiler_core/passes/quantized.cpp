@@ -1,4 +1,4 @@
-// ONNX's QDQ form as quantized ops: dequantize_linear → conv2d (→ relu) → quantize_linear, its
+// ONNX's QDQ form as quantized ops: dequantize_linear → conv2d (→ relu or clip) → quantize_linear, its
 // filters dequantized from constant integers, becomes one quantized_conv2d over the integers
 // themselves (DESIGN 14: integer primitives, never f32 on dequantized copies). Dequantized
 // constants nothing absorbs are folded here, as fold_constants leaves them.
@@ -52,7 +52,8 @@ std::vector<double> per_output_channel(const Graph& g, ValueId v, int64_t channe
 
 // One match, found at its quantize node.
 struct Match {
-  NodeId conv = kNone, relu = kNone;
+  NodeId conv = kNone, clip = kNone;  // clip: a relu or clip between the convolution and the quantize
+  double min = -INFINITY, max = INFINITY;
   const ir::Node* x = nullptr;  // the images' dequantize
   const ir::Node* w = nullptr;  // the filters'
   std::vector<double> w_scale, w_zero_point, bias;  // bias: f32 values, or empty
@@ -63,8 +64,14 @@ std::optional<Match> match_at(const Graph& g, const ir::Node& q, const std::vect
   Match m;
   ValueId v = operand(g, q, 0);
   if (const ir::Node* relu = made_by(g, v, K::relu); relu && uses[v] == 1) {
-    m.relu = g.values[v].producer;
+    m.clip = g.values[v].producer;
+    m.min = 0;
     v = operand(g, *relu, 0);
+  } else if (const ir::Node* clip = made_by(g, v, K::clip); clip && uses[v] == 1) {
+    m.clip = g.values[v].producer;
+    const ir::ClipAttrs a(g, *clip);
+    m.min = a.min, m.max = a.max;
+    v = operand(g, *clip, 0);
   }
   const ir::Node* conv = made_by(g, v, K::conv2d);
   if (!conv || uses[v] != 1 || conv->num_deps) return std::nullopt;
@@ -108,7 +115,7 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
     std::optional<Match> m = match_at(g, g.nodes[id], uses);
     if (!m || (!m->bias.empty() && bias_as_sums(*m, eval::load_f(constant(g, operand(g, *m->x, 1)), 0)).empty())) continue;
     absorbed[m->conv] = true;
-    if (m->relu != kNone) absorbed[m->relu] = true;
+    if (m->clip != kNone) absorbed[m->clip] = true;
     if (uses[m->w->first_output] == 1) absorbed[g.values[m->w->first_output].producer] = true;
     at[id] = std::move(m);
   }
@@ -139,7 +146,8 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
       in[8] = r.to().add_constant(ir::DType::I32, ir::Shape{channels}, sums.data(), sums.size() * sizeof(int32_t));
     }
     std::vector<ir::AttrArg> attrs = attrs_of(g, conv);
-    attrs.push_back(ir::AttrArg::of_bool(m.relu != kNone));
+    attrs.push_back(ir::AttrArg::of_float(m.min));
+    attrs.push_back(ir::AttrArg::of_float(m.max));
     r.set(n.first_output, added(r, *ir::find_op(K::quantized_conv2d), {in.data(), in.size()}, {attrs.data(), attrs.size()}));
     return true;
   });

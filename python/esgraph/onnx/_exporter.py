@@ -306,13 +306,18 @@ def _emit_dequantize_linear(e, n, ins, outs):
 
 @_exports("quantized_conv2d")
 def _emit_quantized_conv2d(e, n, ins, outs):
-    """QLinearConv, the same operands in the same order; the folded relu as Max with the
-    output's zero point (the quantized 0.0)."""
+    """QLinearConv, the same operands in the same order; a folded clip as the clip of its result
+    dequantized, quantized again (the same values: requantizing what was quantized with the same
+    scale gives it back)."""
     a = n["attrs"]
-    conv = e.node("QLinearConv", ins, None if a["relu"] else outs, strides=a["strides"], pads=a["pads"],
+    clipped = a["min"] != -math.inf or a["max"] != math.inf
+    conv = e.node("QLinearConv", ins, None if clipped else outs, strides=a["strides"], pads=a["pads"],
                   dilations=a["dilations"], group=a["groups"])
-    if a["relu"]:
-        e.node("Max", [conv, ins[7]], outs)
+    if clipped:
+        low = e.const(np.array(a["min"], np.float32), "low") if a["min"] != -math.inf else None
+        high = e.const(np.array(a["max"], np.float32), "high") if a["max"] != math.inf else None
+        real = e.node("Clip", [e.node("DequantizeLinear", [conv, ins[6], ins[7]]), low, high])
+        e.node("QuantizeLinear", [real, ins[6], ins[7]], outs)
 
 
 @_exports("matmul")
