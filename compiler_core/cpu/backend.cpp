@@ -99,6 +99,11 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
   };
   rules.format_of = [blocked, layout_of](const ir::Graph& g, const ir::Node& n) {
     if (n.op->kind == ir::OpKind::conv2d) return layout_of(g, n).out;
+    // On oneDNN's int8 kernels, channels last: quantized activations stay so between them.
+    if (n.op->kind == ir::OpKind::quantized_conv2d)
+      return ConvPrimitive::kernel_for(g, n, schedule::Format::channels_last(), schedule::Format::channels_last()).empty()
+                 ? schedule::Format::row_major()
+                 : schedule::Format::channels_last();
     return find_blocked_kernel(g, n, blocked) ? blocked : schedule::Format::row_major();
   };
   rules.reads_in_format = [layout_of](const ir::Graph& g, const ir::Node& n, size_t i) {

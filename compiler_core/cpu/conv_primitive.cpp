@@ -137,8 +137,8 @@ std::vector<Slice> slices_of(const ir::Graph& g, const ir::Node& n, schedule::Fo
     for (int64_t i = 0; i < parts; ++i) slices.push_back({images * i / parts, images * (i + 1) / parts - images * i / parts, 0, outputs});
     return slices;
   }
-  const int64_t src_block = src.kind == schedule::Format::RowMajor ? 1 : src.block;
-  int64_t unit = dst.kind == schedule::Format::RowMajor ? 16 : dst.block;  // output channels a unit
+  const int64_t src_block = src.kind == schedule::Format::BlockedChannels ? src.block : 1;
+  int64_t unit = dst.kind == schedule::Format::BlockedChannels ? dst.block : 16;  // output channels a unit
   if (groups > 1) {  // whole groups, as many as put both operands' starts on blocks
     const int64_t per_group = w[0] / groups;
     int64_t u = 1;
@@ -308,8 +308,11 @@ std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const O
   // channels at a block of them (one image only, so the channels are the outer axis).
   const int64_t first_input_channel = groups == 1 ? 0 : s.o0 / (w[0] / groups) * w[1];
   const auto bytes = [](int64_t elements, ir::DType t) { return static_cast<size_t>(elements) * ir::dtype_size(t); };
-  piece->images_at = bytes(s.n0 * src.physical_elements({1, x[1], x[2], x[3]}) + first_input_channel * x[2] * x[3], x_type);
-  piece->dst_at = bytes(s.n0 * dst.physical_elements({1, y[1], y[2], y[3]}) + s.o0 * y[2] * y[3], y_type);
+  // Channels last, a slice of channels is strided: its first channel is the descriptions'
+  // offset (below), not the pointer's.
+  const bool src_last = src.kind == schedule::Format::ChannelsLast, dst_last = dst.kind == schedule::Format::ChannelsLast;
+  piece->images_at = bytes(s.n0 * src.physical_elements({1, x[1], x[2], x[3]}) + (src_last ? 0 : first_input_channel * x[2] * x[3]), x_type);
+  piece->dst_at = bytes(s.n0 * dst.physical_elements({1, y[1], y[2], y[3]}) + (dst_last ? 0 : s.o0 * y[2] * y[3]), y_type);
   piece->filters_at = bytes(s.o0 * w[1] * w[2] * w[3], w_type);
   piece->bias_at = piece->has_bias ? bytes(s.o0, g.values[in[o.bias]].dtype) : 0;
   // The images and the result as the launch holds them, and reorders where the primitive wants
@@ -317,7 +320,9 @@ std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const O
   const memory::desc& images = piece->pd.src_desc();
   const int64_t slice_groups = groups == 1 ? 1 : s.o / (w[0] / groups), per_group = w[1];
   const memory::dims slice_images{s.n, slice_groups * per_group, x[2], x[3]};
-  const memory::desc given_images(slice_images, onednn_type(x_type), onednn_tag(src, 4));
+  const memory::desc given_images =
+      src_last ? memory::desc({s.n, x[1], x[2], x[3]}, onednn_type(x_type), tag::nhwc).submemory_desc(slice_images, {0, first_input_channel, 0, 0})
+               : memory::desc(slice_images, onednn_type(x_type), onednn_tag(src, 4));
   if (o.split_filters) {  // each group's channels twice: [g][copy][channel]
     const memory::dims per_copy{s.n, slice_groups, per_group, x[2], x[3]};
     const memory::desc from = given_images.reshape(per_copy), copies = images.reshape({s.n, slice_groups, 2 * per_group, x[2], x[3]});
@@ -330,7 +335,9 @@ std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const O
     piece->image_bytes = round_up(images.get_size());
   }
   const memory::desc& result = piece->pd.dst_desc();
-  const memory::desc wanted_result(result.dims(), onednn_type(y_type), onednn_tag(dst, 4));
+  const memory::desc wanted_result =
+      dst_last ? memory::desc({s.n, y[1], y[2], y[3]}, onednn_type(y_type), tag::nhwc).submemory_desc(result.dims(), {0, s.o0, 0, 0})
+               : memory::desc(result.dims(), onednn_type(y_type), onednn_tag(dst, 4));
   if (result != wanted_result) {
     piece->reorder_result = reorder_between(result, wanted_result);
     piece->result_bytes = round_up(result.get_size());
@@ -381,7 +388,8 @@ ConvPrimitive::~ConvPrimitive() = default;
 std::string ConvPrimitive::kernel_for(const ir::Graph& g, const ir::Node& n, schedule::Format src, schedule::Format dst) {
   std::string why_not;
   const ir::Shape y = g.shape(n.first_output);
-  const auto pd = is_conv2d_f32(g, n) ? describe(g, n, Operands{}, Slice{0, y[0], 0, y[1]}, src, dst, {}, false, why_not) : std::nullopt;
+  const std::optional<Operands> o = operands_of(g, n, why_not);
+  const auto pd = o ? describe(g, n, *o, Slice{0, y[0], 0, y[1]}, src, dst, {}, false, why_not) : std::nullopt;
   return pd ? pd->impl_info_str() : std::string();
 }
 

@@ -49,7 +49,8 @@ class ConvPrimitive {
                                              const std::vector<PostOp>& post_ops, int threads, bool bf16, const PackWeights& pack,
                                              std::string& why_not, const ConvPrimitive* like = nullptr);
   // The kernel make would choose without post-ops for the whole convolution, or "" when it
-  // would fail (cheaper: nothing is compiled or reordered).
+  // would fail (cheaper: nothing is compiled or reordered). A quantized one's layouts are its
+  // kernel's own, whatever `src` and `dst` say.
   static std::string kernel_for(const ir::Graph& g, const ir::Node& n, schedule::Format src, schedule::Format dst);
   ~ConvPrimitive();
   ConvPrimitive(const ConvPrimitive&) = delete;

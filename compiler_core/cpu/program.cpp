@@ -186,6 +186,8 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
                                            before ? before->conv.get() : nullptr))) {
     b.conv_w = 3;
     b.conv_bias = l.in.size() > 8 ? 8 : -1;
+  } else if (l.node != ir::kNone && g.nodes[l.node].op->kind == ir::OpKind::quantized_conv2d && blocked) {
+    throw ir::Error(ir::ErrorCode::Internal, "cpu: no " + f.name(4) + " int8 convolution, which the format rules chose: " + why.conv);
   } else if (l.node != ir::kNone && MatmulPrimitive::takes(g, g.nodes[l.node]) &&
              (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, pack, b.matmul_pieces, why.matmul, like))) {
   } else if (blocked && !elementwise && l.node != ir::kNone) {

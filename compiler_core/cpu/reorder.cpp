@@ -17,6 +17,7 @@ struct Layout {
   int64_t channels, inner, block, blocks;
   Layout(const ir::Shape& s, schedule::Format f)
       : channels(s.rank() >= 2 ? s[1] : 1), inner(1), block(f.kind == schedule::Format::BlockedChannels ? f.block : 1) {
+    if (f.kind == schedule::Format::ChannelsLast) block = std::max<int64_t>(channels, 1);  // one block of them all
     for (size_t d = 2; d < s.rank(); ++d) inner *= s[d];
     blocks = (channels + block - 1) / block;
   }
@@ -80,9 +81,12 @@ struct Reorder::Primitive {
 
 Reorder::Reorder(const ir::Shape& shape, ir::DType dtype, schedule::Format from, schedule::Format to, int threads) : from_(from), to_(to) {
   const dnnl::memory::format_tag a = onednn_tag(from, shape.rank()), b = onednn_tag(to, shape.rank());
-  if (dtype != ir::DType::F32 || a == dnnl::memory::format_tag::undef || b == dnnl::memory::format_tag::undef ||
-      shape.num_elements() == 0)
-    return;
+  const bool typed = dtype == ir::DType::F32 || dtype == ir::DType::U8 || dtype == ir::DType::I8;  // oneDNN's reorders
+  if (!typed || a == dnnl::memory::format_tag::undef || b == dnnl::memory::format_tag::undef || shape.num_elements() == 0) return;
+  const dnnl::memory::data_type type = dtype == ir::DType::U8 ? dnnl::memory::data_type::u8
+                                       : dtype == ir::DType::I8 ? dnnl::memory::data_type::s8
+                                                                : dnnl::memory::data_type::f32;
+  const int64_t size = static_cast<int64_t>(ir::dtype_size(dtype));
   // Pieces of whole images, as many as threads worth waking (split.hpp's rule); one image in one.
   const int64_t pieces = std::clamp<int64_t>(shape.num_elements() / kMinElementsPerThread, 1, std::min<int64_t>(shape[0], std::max(threads, 1)));
   try {
@@ -93,9 +97,9 @@ Reorder::Reorder(const ir::Shape& shape, ir::DType dtype, schedule::Format from,
     if (pieces > 1) dims[0] = 1;
     ir::Shape image = shape;
     image[0] = 1;
-    p->from_image = from.physical_elements(image) * static_cast<int64_t>(sizeof(float));
-    p->to_image = to.physical_elements(image) * static_cast<int64_t>(sizeof(float));
-    const dnnl::memory::desc from_desc(dims, dnnl::memory::data_type::f32, a), to_desc(dims, dnnl::memory::data_type::f32, b);
+    p->from_image = from.physical_elements(image) * size;
+    p->to_image = to.physical_elements(image) * size;
+    const dnnl::memory::desc from_desc(dims, type, a), to_desc(dims, type, b);
     const OmpThreads scoped(1);
     p->reorder = PrimitiveRunner(dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from_desc, cpu_engine(), to_desc)),
                                  {{DNNL_ARG_FROM, from_desc}, {DNNL_ARG_TO, to_desc}});

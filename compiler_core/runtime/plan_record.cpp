@@ -158,6 +158,7 @@ class PlanRecord::Reader {
     const uint8_t kind = r.u8();
     f.block = r.i64();
     if (kind == schedule::Format::RowMajor && f.block == 1) return f;
+    if (kind == schedule::Format::ChannelsLast && f.block == 1 && rank >= 3) return schedule::Format::channels_last();
     if (kind != schedule::Format::BlockedChannels || f.block < 2 || f.block > kMaxBlock || rank < 2) bad("holds a memory format no backend uses");
     f.kind = schedule::Format::BlockedChannels;
     return f;

@@ -310,6 +310,8 @@ def test_onnx_qdq_convolutions_run_on_int8_kernels():
     facts = compiled.stats()
     assert [(c["precision"].split(",")[0], c["count"]) for c in facts["onednn_convolutions"]] == [("int8", 2)]
     assert facts["reference_kernels"] == 0
+    # u8 activations stay channels last between the two (oneDNN's int8 layout): a reorder in, one out
+    assert [v["format"] for v in facts["blocked_values"]] == ["nhwc"] and facts["reorders"] == 2
     got = compiled.run({"x": x})[0]
     ort = pytest.importorskip("onnxruntime")
     options = ort.SessionOptions()
@@ -317,3 +319,16 @@ def test_onnx_qdq_convolutions_run_on_int8_kernels():
     want = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     assert np.abs(got - want).max() <= 0.03 + 1e-6  # one step of the output's scale
     assert np.mean(got == want) > 0.95
+
+
+def test_int8_model_file_round_trip(tmp_path):
+    """A compiled model with int8 convolutions and channels-last values saves and loads with its
+    packed filters, and computes the same bytes."""
+    rng = np.random.default_rng(23)
+    x = (rng.standard_normal((2, 3, 12, 12)) * 1.5).astype(np.float32)
+    compiled = esgraph.compile(esgraph.onnx.load(_qdq_conv_net(rng)))
+    path = str(tmp_path / "int8.esgm")
+    compiled.save(path)
+    loaded = esgraph.load_model(path)
+    assert loaded.stats()["weights_loaded"] == 2
+    np.testing.assert_array_equal(loaded.run({"x": x})[0], compiled.run({"x": x})[0])
