@@ -8,11 +8,15 @@ one scale and zero point from min-max calibration (ORT on a few random images), 
 with one scale per output channel and zero point 0, each bias to int32 with the scale x_scale ·
 w_scale, as QuantizeLinear → DequantizeLinear pairs around the float ops.
 
+`--reduce-range` quantizes the filters to 7 bits ([-64, 64]), as ORT's `reduce_range` does for
+CPUs without VNNI: there neither side's int8 products saturate, and esgraph needs no split
+filters (docs/quantization.md).
+
 Accuracy: every side against the QDQ graph's own f32 semantics (ORT with its optimizations off,
 which runs the Q/DQ pairs as written), as the largest difference over the output's range.
 
     PYTHONPATH=build/default/python .venv/bin/python bench/int8_models.py [--models resnet18,mobilenet_v2]
-        [--batches 1] [--runs 9] [--rounds 3]
+        [--batches 1] [--runs 9] [--rounds 3] [--reduce-range]
 """
 import argparse
 import os
@@ -64,7 +68,7 @@ def u8_parameters(lo, hi):
     return scale, np.uint8(np.clip(np.rint(-lo / scale), 0, 255))
 
 
-def quantize(model, ranges):
+def quantize(model, ranges, weight_max=127):
     """The f32 model in QDQ form (module docstring)."""
     graph = model.graph
     inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
@@ -90,9 +94,9 @@ def quantize(model, ranges):
         if node.op_type == "Gemm" and any(a.name == "transB" and a.i for a in node.attribute):
             axis = 0
         moved = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
-        scale = (np.abs(moved).max(axis=1) / 127.0).astype(np.float32)
+        scale = (np.abs(moved).max(axis=1) / weight_max).astype(np.float32)
         scale[scale == 0] = 1.0
-        q = np.clip(np.rint(w / scale.reshape([-1 if d == axis else 1 for d in range(w.ndim)])), -127, 127).astype(np.int8)
+        q = np.clip(np.rint(w / scale.reshape([-1 if d == axis else 1 for d in range(w.ndim)])), -weight_max, weight_max).astype(np.int8)
         s, z = add_init(f"{name}_scale", scale), add_init(f"{name}_zero", np.zeros(len(scale), np.int8))
         add_init(f"{name}_int8", q)
         new_nodes.append(helper.make_node("DequantizeLinear", [f"{name}_int8", s, z], [f"{name}_dq"], axis=axis))
@@ -149,10 +153,11 @@ def main():
     ap.add_argument("--threads", type=int, default=peers.THREADS)
     ap.add_argument("--batches", default="1")
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--reduce-range", action="store_true", help="7-bit filters")
     args = ap.parse_args()
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    print(f"{args.threads} threads on every side; {peers.versions()}")
+    print(f"{args.threads} threads on every side; {peers.versions()}; filters in {7 if args.reduce_range else 8} bits")
     print(f"{'model':16} {'batch':>5} {'esg int8':>9} {'ORT int8':>9} {'esg f32':>9} {'esg/ORT':>8} {'int8/f32':>8} "
           f"{'esg err':>8} {'ORT err':>8} {'int8 convs':>10} {'launches':>8}  (ms; err: of the output's range)")
     for name in args.models.split(","):
@@ -165,7 +170,7 @@ def main():
                 torch.onnx.export(module, (x,), f32_path, opset_version=13)
                 f32_model = onnx.load(f32_path)
                 images = [rng.standard_normal((batch, 3, 224, 224)).astype(np.float32) for _ in range(4)]
-                onnx.save(quantize(f32_model, calibrate(f32_model, images)), qdq_path)
+                onnx.save(quantize(f32_model, calibrate(f32_model, images), 64 if args.reduce_range else 127), qdq_path)
                 xn = images[0]
                 int8 = esgraph.compile(qdq_path, threads=args.threads)
                 f32 = esgraph.compile(f32_path, threads=args.threads)

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "cpu/fast_kernels.hpp"
+#include "cpu/vector_math.hpp"
 #include "eval/elementwise.hpp"
 
 namespace esg::cpu {
@@ -72,21 +73,40 @@ float element(const eval::TensorRef& t, int64_t at) {
   }
 }
 
-template <class Int>
-void narrow_to(float* row, int64_t n) {
-  constexpr float lo = std::numeric_limits<Int>::min(), hi = std::numeric_limits<Int>::max();
-  // NaN is mapped to 0 first (it fails every comparison); the clamped value's conversion to
-  // int32 truncates toward zero as std::trunc would, and vectorizes where std::trunc is a call.
-  for (int64_t e = 0; e < n; ++e) {
-    const float clamped = row[e] == row[e] ? std::min(std::max(row[e], lo), hi) : 0.0f;
-    row[e] = static_cast<float>(static_cast<int32_t>(clamped));
-  }
+// `v` as an 8-bit integer of [Lo, Hi] holds it: NaN is 0, the rest clamped and truncated
+// toward zero (the conversion to int32). Branch-free selects, so that the loops vectorize.
+template <int Lo, int Hi>
+ESG_VM_INLINE int32_t narrowed(float v) {
+  const float low = v > static_cast<float>(Lo) ? v : static_cast<float>(Lo);  // NaN: Lo
+  const float clamped = low < static_cast<float>(Hi) ? low : static_cast<float>(Hi);
+  return v == v ? static_cast<int32_t>(clamped) : 0;
+}
+
+// Built for each ISA level like the generated rows: these run once per chunk of every 8-bit
+// operand and result.
+ESG_CPU_CLONES void narrow_u8(float* row, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) row[e] = static_cast<float>(narrowed<0, 255>(row[e]));
+}
+ESG_CPU_CLONES void narrow_i8(float* row, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) row[e] = static_cast<float>(narrowed<-128, 127>(row[e]));
+}
+ESG_CPU_CLONES void store_u8(const float* row, uint8_t* out, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) out[e] = static_cast<uint8_t>(narrowed<0, 255>(row[e]));
+}
+ESG_CPU_CLONES void store_i8(const float* row, int8_t* out, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) out[e] = static_cast<int8_t>(narrowed<-128, 127>(row[e]));
+}
+ESG_CPU_CLONES void load_u8(const uint8_t* in, float* row, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) row[e] = in[e];
+}
+ESG_CPU_CLONES void load_i8(const int8_t* in, float* row, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) row[e] = in[e];
 }
 }  // namespace
 
 void narrow_row(float* row, ir::DType dtype, int64_t n) {
-  if (dtype == ir::DType::U8) narrow_to<uint8_t>(row, n);
-  else if (dtype == ir::DType::I8) narrow_to<int8_t>(row, n);
+  if (dtype == ir::DType::U8) narrow_u8(row, n);
+  else if (dtype == ir::DType::I8) narrow_i8(row, n);
 }
 
 void prepare_row(const eval::TensorRef& t, const OperandLayout& l, float* own) {
@@ -111,8 +131,8 @@ const float* chunk_row(const eval::TensorRef& t, const OperandLayout& l, const i
   const int64_t at = l.access == Access::Direct ? base : offset(l, out, base);
   switch (t.dtype) {
     case ir::DType::F32: return t.data<float>() + at;
-    case ir::DType::U8: std::copy_n(t.data<uint8_t>() + at, n, own); return own;
-    case ir::DType::I8: std::copy_n(t.data<int8_t>() + at, n, own); return own;
+    case ir::DType::U8: load_u8(t.data<uint8_t>() + at, own, n); return own;
+    case ir::DType::I8: load_i8(t.data<int8_t>() + at, own, n); return own;
     default: {
       const uint8_t* b = t.data<uint8_t>() + at;
       for (int64_t e = 0; e < n; ++e) own[e] = b[e] != 0;
@@ -124,18 +144,8 @@ const float* chunk_row(const eval::TensorRef& t, const OperandLayout& l, const i
 void store_row(const float* row, const eval::TensorRef& t, int64_t at, int64_t n) {
   switch (t.dtype) {
     case ir::DType::F32: std::memcpy(t.data<float>() + at, row, static_cast<size_t>(n) * sizeof(float)); return;
-    case ir::DType::U8:
-    case ir::DType::I8: {
-      float narrowed[kChunk];
-      for (int64_t done = 0; done < n; done += kChunk) {
-        const int64_t m = std::min(kChunk, n - done);
-        std::copy_n(row + done, m, narrowed);
-        narrow_row(narrowed, t.dtype, m);
-        if (t.dtype == ir::DType::U8) std::copy_n(narrowed, m, t.data<uint8_t>() + at + done);
-        else std::copy_n(narrowed, m, t.data<int8_t>() + at + done);
-      }
-      return;
-    }
+    case ir::DType::U8: store_u8(row, t.data<uint8_t>() + at, n); return;
+    case ir::DType::I8: store_i8(row, t.data<int8_t>() + at, n); return;
     default: {
       uint8_t* b = t.data<uint8_t>() + at;
       for (int64_t e = 0; e < n; ++e) b[e] = row[e] != 0;
