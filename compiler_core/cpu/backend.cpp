@@ -104,6 +104,7 @@ runtime::FormatRules Backend::formats(const runtime::CompileOptions& options) co
       return ConvPrimitive::kernel_for(g, n, schedule::Format::channels_last(), schedule::Format::channels_last()).empty()
                  ? schedule::Format::row_major()
                  : schedule::Format::channels_last();
+    if (find_blocked_kernel(g, n, schedule::Format::channels_last())) return schedule::Format::channels_last();  // 8-bit pools
     return find_blocked_kernel(g, n, blocked) ? blocked : schedule::Format::row_major();
   };
   rules.reads_in_format = [layout_of](const ir::Graph& g, const ir::Node& n, size_t i) {

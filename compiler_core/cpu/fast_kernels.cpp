@@ -14,6 +14,7 @@ eval::Kernel reduce_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel blocked_pool_kernel(const ir::Graph& g, const ir::Node& n, int64_t block);
 eval::Kernel blocked_concat_kernel(const ir::Graph& g, const ir::Node& n, int64_t block);
 eval::Kernel blocked_gather_kernel(const ir::Graph& g, const ir::Node& n, int64_t block);
+eval::Kernel channels_last_pool_kernel(const ir::Graph& g, const ir::Node& n);
 
 eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
   if (const eval::Kernel k = elementwise_f32_kernel(g, n)) return k;
@@ -27,7 +28,9 @@ eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
 }
 
 eval::Kernel find_blocked_kernel(const ir::Graph& g, const ir::Node& n, schedule::Format f) {
-  if (f.kind != schedule::Format::BlockedChannels || g.shape(n.first_output).rank() != 4) return nullptr;
+  if (g.shape(n.first_output).rank() != 4) return nullptr;
+  if (f.kind == schedule::Format::ChannelsLast) return channels_last_pool_kernel(g, n);
+  if (f.kind != schedule::Format::BlockedChannels) return nullptr;
   if (const eval::Kernel k = blocked_pool_kernel(g, n, f.block)) return k;
   if (const eval::Kernel k = blocked_concat_kernel(g, n, f.block)) return k;
   return blocked_gather_kernel(g, n, f.block);

@@ -1,4 +1,5 @@
-// f32 max and average pooling over NCHW, and over blocked channels (nChw8c, nChw16c: a block's
+// 8-bit max pooling over channels last (quantized activations), and f32 max and average pooling
+// over NCHW, and over blocked channels (nChw8c, nChw16c: a block's
 // channels side by side, so the innermost loop is one vector over them): each output row's
 // window rows and, per output column, the window's columns clipped to the image once, so the
 // inner loops test nothing; planes (or planes of blocks) split over the model's threads. The same
@@ -160,6 +161,55 @@ eval::Kernel blocked_pool_kernel(const ir::Graph& g, const ir::Node& n, int64_t 
   if (!max && n.op->kind != ir::OpKind::avg_pool2d) return nullptr;
   if (block == 8) return max ? pool2d_blocked_f32<true, 8> : pool2d_blocked_f32<false, 8>;
   return max ? pool2d_blocked_f32<true, 16> : pool2d_blocked_f32<false, 16>;
+}
+
+namespace {
+// Window by window, a lane-wise max of C side-by-side channels; built for each ISA level (one
+// vector instruction per 32 lanes with AVX2).
+ESG_CPU_CLONES void max_lanes_u8(uint8_t* acc, const uint8_t* v, int64_t lanes) {
+  for (int64_t c = 0; c < lanes; ++c) acc[c] = acc[c] < v[c] ? v[c] : acc[c];
+}
+ESG_CPU_CLONES void max_lanes_i8(int8_t* acc, const int8_t* v, int64_t lanes) {
+  for (int64_t c = 0; c < lanes; ++c) acc[c] = acc[c] < v[c] ? v[c] : acc[c];
+}
+void max_lanes(uint8_t* acc, const uint8_t* v, int64_t lanes) { max_lanes_u8(acc, v, lanes); }
+void max_lanes(int8_t* acc, const int8_t* v, int64_t lanes) { max_lanes_i8(acc, v, lanes); }
+
+// 8-bit max pooling over channels last (nhwc): quantized activations, whose max is the max of
+// what they stand for (the scale is positive). Each output pixel's C channels are the window's
+// pixels' maxed lane by lane; a window all in the padding gives the dtype's minimum, as the
+// reference's -inf stores. Rows of output pixels split over the model's threads.
+template <class Int>
+void max_pool2d_channels_last(const eval::KernelCall& c) {
+  const eval::TensorRef& x = *c.in[0];
+  const eval::TensorRef& y = *c.out[0];
+  const ir::MaxPool2dAttrs attrs = c.attrs<ir::MaxPool2dAttrs>();
+  const ir::Span<int64_t> k = attrs.kernel, st = attrs.strides, pads = attrs.pads;
+  const int64_t C = x.shape[1], H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
+  split_work(x.shape[0] * OH, OW * C * k[0] * k[1], c.parallel, [&](int64_t first, int64_t last) {
+    for (int64_t row = first; row < last; ++row) {
+      const int64_t n = row / OH, oh = row % OH;
+      const int64_t h0 = std::max<int64_t>(0, oh * st[0] - pads[0]), h1 = std::min(H, oh * st[0] - pads[0] + k[0]);
+      const Int* in = x.data<Int>() + n * H * W * C;
+      Int* out = y.data<Int>() + row * OW * C;
+      for (int64_t ow = 0; ow < OW; ++ow, out += C) {
+        const int64_t w0 = std::max<int64_t>(0, ow * st[1] - pads[1]), w1 = std::min(W, ow * st[1] - pads[1] + k[1]);
+        std::fill_n(out, C, std::numeric_limits<Int>::min());
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) max_lanes(out, in + (ih * W + iw) * C, C);
+      }
+    }
+  });
+}
+}  // namespace
+
+eval::Kernel channels_last_pool_kernel(const ir::Graph& g, const ir::Node& n) {
+  if (n.op->kind != ir::OpKind::max_pool2d) return nullptr;
+  switch (g.values[n.first_output].dtype) {
+    case ir::DType::U8: return max_pool2d_channels_last<uint8_t>;
+    case ir::DType::I8: return max_pool2d_channels_last<int8_t>;
+    default: return nullptr;
+  }
 }
 
 eval::Kernel pool_kernel(const ir::Graph& g, const ir::Node& n) {

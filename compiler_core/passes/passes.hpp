@@ -22,7 +22,8 @@ std::unique_ptr<ir::Graph> fold_constants(const ir::Graph& g, int64_t max_elemen
 // ONNX's QDQ form as quantized ops: dequantize_linear → conv2d (→ relu or clip) → quantize_linear with
 // one scale and zero point for the images and the result, constant integer filters (one scale
 // and zero point, or one per output channel) and a constant bias, the convolution and clip
-// read only there, becomes one quantized_conv2d (the bias as int32 sums). Then every
+// read only there, becomes one quantized_conv2d (the bias as int32 sums); quantize(max_pool2d(
+// dequantize(x))) with the same scale and zero point on both sides, the pool of x. Then every
 // dequantize_linear of constants left is folded.
 std::unique_ptr<ir::Graph> recognize_quantized_ops(const ir::Graph& g);
 // x*1, 1*x, x/1, x+0, 0+x, x-0 (when the result is x's shape and dtype), casts to the same

@@ -104,6 +104,28 @@ std::vector<int32_t> bias_as_sums(const Match& m, double x_scale) {
   return out;
 }
 
+// Whether dequantize `d` and quantize `q` have the same scale and zero point (values, and the
+// zero points' dtype): then quantize(f(dequantize(x))) is f(x) for an f that only picks among
+// its operand's values, as max_pool2d does.
+bool same_quantization(const Graph& g, const ir::Node& d, const ir::Node& q) {
+  for (uint32_t i : {1u, 2u}) {
+    const eval::TensorRef a = constant(g, operand(g, d, i)), b = constant(g, operand(g, q, i));
+    if (!a.bytes || !b.bytes || a.size() != 1 || b.size() != 1 || a.dtype != b.dtype || eval::load_f(a, 0) != eval::load_f(b, 0))
+      return false;
+  }
+  return true;
+}
+
+// quantize(max_pool2d(dequantize(x))) with one scale and zero point on both sides: the pool of
+// x itself (ONNX Runtime drops such Q/DQ pairs too). The pool node, else nullptr.
+const ir::Node* pool_of_integers(const Graph& g, const ir::Node& q, const std::vector<uint32_t>& uses) {
+  const ValueId pooled = operand(g, q, 0);
+  const ir::Node* pool = made_by(g, pooled, K::max_pool2d);
+  if (q.region != 0 || !pool || uses[pooled] != 1) return nullptr;
+  const ir::Node* d = made_by(g, operand(g, *pool, 0), K::dequantize_linear);
+  return d && same_quantization(g, *d, q) ? pool : nullptr;
+}
+
 }  // namespace
 
 std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
@@ -119,9 +141,20 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
     if (uses[m->w->first_output] == 1) absorbed[g.values[m->w->first_output].producer] = true;
     at[id] = std::move(m);
   }
+  std::vector<const ir::Node*> pools(g.nodes.size(), nullptr);
+  for (NodeId id = 0; id < g.nodes.size(); ++id)
+    if (g.nodes[id].op->kind == K::quantize_linear && !at[id] && (pools[id] = pool_of_integers(g, g.nodes[id], uses)))
+      absorbed[g.values[pools[id]->first_output].producer] = true;
   return run_pass(g, [&](ir::Replay& r, NodeId id) {
     if (absorbed[id]) return true;  // its one reader is the quantized op
     const ir::Node& n = g.nodes[id];
+    if (const ir::Node* pool = pools[id]) {
+      const ir::Node& d = *producer(g, operand(g, *pool, 0));
+      const ValueId x = r.get(operand(g, d, 0));
+      const std::vector<ir::AttrArg> attrs = attrs_of(g, *pool);
+      r.set(n.first_output, added(r, *pool->op, {&x, 1}, {attrs.data(), attrs.size()}));
+      return true;
+    }
     // at any size: dequantized weights are what the QDQ graph multiplies in f32 where nothing
     // quantized takes them
     if (!at[id]) return n.op->kind == K::dequantize_linear && fold_node(r, g, id, std::numeric_limits<int64_t>::max());
