@@ -100,6 +100,33 @@ def test_unsupported_initializer_type_is_reported():
     assert info.value.failures == [("initializer 'c'", "element type COMPLEX64")]
 
 
+def test_a_name_defined_twice_is_refused():
+    """ONNX's single assignment, as ONNX Runtime holds it: the last writer no longer wins, two
+    inputs of one name are not merged."""
+    two_writers = make([helper.make_node("Relu", ["x"], ["y"], name="a"), helper.make_node("Neg", ["x"], ["y"])],
+                       [vi("x", F32, [2])], [vi("y", F32, [2])])
+    with pytest.raises(esgraph.onnx.ImportFailed) as info:
+        esgraph.onnx.load(two_writers)
+    assert info.value.failures == [("Neg (node 1) -> y", "'y' is defined already, by Relu 'a'")]
+    two_inputs = make([helper.make_node("Add", ["x", "x"], ["y"])], [vi("x", F32, [2]), vi("x", F32, [3])], [vi("y", F32, [2])])
+    with pytest.raises(esgraph.onnx.ImportFailed) as info:
+        esgraph.onnx.load(two_inputs)
+    assert ("input 'x'", "two graph inputs have this name") in info.value.failures
+    shadowing = make([helper.make_node("Relu", ["x"], ["c"])], [vi("x", F32, [2])], [vi("c", F32, [2])], [init("c", np.ones(2, np.float32))])
+    with pytest.raises(esgraph.onnx.ImportFailed) as info:
+        esgraph.onnx.load(shadowing)
+    assert info.value.failures[0] == ("Relu (node 0) -> c", "'c' is defined already, by the graph initializer")
+
+
+def test_an_initializer_with_a_negative_dimension_is_refused():
+    bad = init("c", np.ones(4, np.float32))
+    bad.dims[:] = [-1, 4]
+    model = make([helper.make_node("Add", ["x", "c"], ["y"])], [vi("x", F32, [1, 4])], [vi("y", F32, [1, 4])], [bad])
+    with pytest.raises(esgraph.onnx.ImportFailed) as info:
+        esgraph.onnx.load(model)
+    assert info.value.failures == [("initializer 'c'", "has dims [-1, 4]: a dimension is negative")]
+
+
 @pytest.mark.parametrize("fmod", [0, 1])
 def test_integer_mod_is_exact_beyond_f64(fmod):
     a = np.array([2**62 + 3, -(2**62) - 3, 7, -7, 0], np.int64)

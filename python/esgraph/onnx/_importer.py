@@ -140,6 +140,28 @@ class Node:
         return f"{self.op_type}{label} (outputs {', '.join(self.proto.output)})"
 
 
+def single_assignment(graph):
+    """What breaks ONNX's rule that every name in a graph has one definition (ONNX Runtime
+    refuses the model): two graph inputs, two initializers, or two node outputs of one name, or a
+    node output that an input or initializer defines already. As (where, reason) failures."""
+    failures, defined = [], {}
+    for kind, names in (("input", [vi.name for vi in graph.input]), ("initializer", [i.name for i in graph.initializer])):
+        seen = set()
+        for name in names:
+            if name in seen:
+                failures.append((f"{kind} '{name}'", f"two graph {kind}s have this name"))
+            seen.add(name)
+            defined.setdefault(name, f"the graph {kind}")
+    for k, node in enumerate(graph.node):
+        label = f"{node.op_type} '{node.name}'" if node.name else f"{node.op_type} (node {k})"
+        for name in node.output:
+            if name and name in defined:
+                failures.append((f"{label} -> {name}", f"'{name}' is defined already, by {defined[name]}"))
+            elif name:
+                defined[name] = label
+    return failures
+
+
 class Importer:
     def __init__(self, model, input_shapes=None, constants=None, sharding=None):
         self.model = model
@@ -181,6 +203,7 @@ class Importer:
     def run(self, builder):
         self._builder = builder
         graph = self.model.graph
+        self.failures.extend(single_assignment(graph))
         for init in graph.initializer:
             self.values[init.name] = self._initializer(init)
         for sparse in graph.sparse_initializer:
@@ -240,6 +263,9 @@ class Importer:
         return found
 
     def _initializer(self, init):
+        if any(d < 0 for d in init.dims):  # numpy would read -1 as "the rest"
+            self.failures.append((f"initializer '{init.name}'", f"has dims {list(init.dims)}: a dimension is negative"))
+            return POISONED
         try:
             _dtypes.esg_dtype(init.data_type)
             if init.data_type == onnx.TensorProto.BFLOAT16:
@@ -352,11 +378,12 @@ class Importer:
             if not inline:
                 self._constants = {}  # a body's constants belong to the body
             try:
+                failures_before = len(self.failures)
+                self.failures.extend(single_assignment(graph))
                 for vi, p in zip(graph.input, params):
                     self.values[vi.name] = p
                 for init in graph.initializer:
                     self.values[init.name] = self._initializer(init)
-                failures_before = len(self.failures)
                 self.convert_nodes(graph.node)
                 results = [self._result(vi.name) for vi in graph.output]
                 if len(self.failures) > failures_before:
