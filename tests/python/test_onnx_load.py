@@ -242,3 +242,24 @@ def test_external_data_past_the_end_of_its_file_is_refused(mlp, tmp_path):
     (tmp_path / "model" / "weights.bin").write_bytes(b"\0" * 8)  # shorter than the tensors say
     with pytest.raises(esgraph.FormatError, match="run past the 8-byte file"):
         esgraph.onnx.load(path)
+
+
+def _nested_ifs(depth):
+    """A model whose If bodies nest `depth` levels: each then-branch holds the next If."""
+    def out(name):
+        return vi(name, F32, [1])
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["o0"])], "b0", [], [out("o0")])
+    for d in range(1, depth + 1):
+        leaf = helper.make_graph([helper.make_node("Identity", ["x"], [f"e{d}"])], f"e{d}", [], [out(f"e{d}")])
+        node = helper.make_node("If", ["c"], [f"o{d}"], then_branch=graph, else_branch=leaf)
+        graph = helper.make_graph([node], f"b{d}", [], [out(f"o{d}")])
+    return make(list(graph.node), [vi("x", F32, [1]), vi("c", TensorProto.BOOL, [])], list(graph.output))
+
+
+def test_nesting_protobuf_cannot_parse_is_named():
+    """protobuf's parser stops at 100 message levels, 31 levels of bodies: the error says so
+    rather than that the bytes are no model."""
+    x, c = np.ones(1, np.float32), np.array(True)
+    assert esgraph.compile(esgraph.onnx.load(_nested_ifs(31).SerializeToString())).run({"x": x, "c": c})[0] == 1
+    with pytest.raises(esgraph.FormatError, match="nests If/Loop/Scan bodies 32 levels deep: protobuf's parser stops"):
+        esgraph.onnx.load(_nested_ifs(32).SerializeToString())
