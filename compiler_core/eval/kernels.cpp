@@ -414,6 +414,16 @@ void slice(const KernelCall& c) {
 
 // Every (outer index, picked index) pair moves one contiguous block of the axes after `axis`:
 // one memcpy each, at memory speed, not an index computation per element.
+// An index read from `indices`, negative ones counted from the end, checked against the axis.
+int64_t checked_index(const TensorRef& ind, int64_t at, int64_t size, const char* op) {
+  int64_t v = load_i(ind, at);
+  if (v < 0) v += size;
+  if (v < 0 || v >= size)
+    throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(op) + ": index " + std::to_string(load_i(ind, at)) +
+                                                        " is out of range for an axis of " + std::to_string(size));
+  return v;
+}
+
 void gather(const KernelCall& c) {
   const TensorRef& x = *c.in[0];
   const TensorRef& ind = *c.in[1];
@@ -424,12 +434,7 @@ void gather(const KernelCall& c) {
   const size_t run = block_bytes(x, axis + 1);
   std::vector<int64_t> at(static_cast<size_t>(picks));
   for (int64_t j = 0; j < picks; ++j) {
-    int64_t pick = load_i(ind, j);
-    if (pick < 0) pick += axis_len;
-    if (pick < 0 || pick >= axis_len)
-      throw ir::Error(ir::ErrorCode::InvalidArgument, "gather: index " + std::to_string(pick) + " is out of range for an axis of " +
-                                                          std::to_string(axis_len));
-    at[static_cast<size_t>(j)] = pick;
+    at[static_cast<size_t>(j)] = checked_index(ind, j, axis_len, "gather");
   }
   uint8_t* dst = y.bytes;
   for (int64_t o = 0; o < outer; ++o)
@@ -437,15 +442,6 @@ void gather(const KernelCall& c) {
 }
 
 // ---- scatter and top-k -------------------------------------------------------------------------
-// An index read from `indices`, negative ones counted from the end, checked against the axis.
-int64_t checked_index(const TensorRef& ind, int64_t at, int64_t size, const char* op) {
-  int64_t v = load_i(ind, at);
-  if (v < 0) v += size;
-  if (v < 0 || v >= size)
-    throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(op) + ": index " + std::to_string(load_i(ind, at)) +
-                                                        " is out of range for an axis of " + std::to_string(size));
-  return v;
-}
 
 // y[at] = update, or y[at] combined with it (reduction: 1 add, 2 mul) in double.
 void scatter_one(const TensorRef& y, int64_t at, const TensorRef& updates, int64_t from, int64_t reduction) {

@@ -84,6 +84,16 @@ inline std::string take_string(char* s) {
 inline void check(esg_status s) {
   if (s != ESG_OK) throw_last();
 }
+// `s` as the C string the C API takes, which ends at a NUL: a name or path holding one would
+// arrive cut short, so it is refused, naming `what`.
+inline const char* c_text(const std::string& s, const char* what) {
+  if (s.find('\0') != std::string::npos) {
+    std::string shown;
+    for (char c : s) shown += c ? std::string(1, c) : std::string("\\0");
+    throw InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, std::string(what) + " '" + shown + "' holds a NUL character, where the C API's strings end");
+  }
+  return s.c_str();
+}
 }  // namespace detail
 
 // ---- dtypes -----------------------------------------------------------------------------------
@@ -133,7 +143,7 @@ class Tensor {
     return n;
   }
   Tensor& set_name(const std::string& name) {
-    detail::check(esg_tensor_set_name(h_, name.c_str()));
+    detail::check(esg_tensor_set_name(h_, detail::c_text(name, "the name")));
     return *this;
   }
   // A rank-0 constant of this tensor's dtype (how scalars join expressions).
@@ -261,8 +271,8 @@ class Graph {
   std::string to_text() const { return detail::take_string(esg_graph_to_text(g_.get())); }
   std::string to_dot() const { return detail::take_string(esg_graph_to_dot(g_.get())); }
   void verify() const { detail::check(esg_graph_verify(g_.get())); }
-  void save(const std::string& path) const { detail::check(esg_graph_save(g_.get(), path.c_str())); }
-  static Graph load(const std::string& path) { return Graph(esg_graph_load(path.c_str())); }
+  void save(const std::string& path) const { detail::check(esg_graph_save(g_.get(), detail::c_text(path, "the path"))); }
+  static Graph load(const std::string& path) { return Graph(esg_graph_load(detail::c_text(path, "the path"))); }
   std::vector<uint8_t> serialize() const {
     void* data = nullptr;
     size_t size = 0;
@@ -284,7 +294,7 @@ class Graph {
 class GraphBuilder {
  public:
   // A failed call throws and leaves the builder as it was (no sticky first error, unlike C).
-  explicit GraphBuilder(const std::string& name = "graph") : b_(esg_builder_create(name.c_str())) {
+  explicit GraphBuilder(const std::string& name = "graph") : b_(esg_builder_create(detail::c_text(name, "the graph name"))) {
     if (!b_) detail::throw_last();
     esg_builder_set_sticky_errors(b_, false);
   }
@@ -296,12 +306,12 @@ class GraphBuilder {
 
   // A symbolic dimension, usable in input shapes.
   int64_t symbol(const std::string& name) {
-    const int64_t d = esg_symbol(b_, name.c_str());
+    const int64_t d = esg_symbol(b_, detail::c_text(name, "the symbol"));
     if (d == 0) detail::throw_last();
     return d;
   }
   Tensor input(const std::string& name, DType dtype, const std::vector<int64_t>& shape) {
-    return detail::checked(esg_input(b_, name.c_str(), static_cast<esg_dtype>(dtype), shape.data(), shape.size()));
+    return detail::checked(esg_input(b_, detail::c_text(name, "the input name"), static_cast<esg_dtype>(dtype), shape.data(), shape.size()));
   }
   Tensor constant(DType dtype, const std::vector<int64_t>& shape, const void* data, size_t nbytes) {
     return detail::checked(esg_constant(b_, static_cast<esg_dtype>(dtype), shape.data(), shape.size(), data, nbytes));
@@ -326,11 +336,11 @@ class GraphBuilder {
     esg_status (*pop_)(esg_builder*);
   };
   [[nodiscard]] Scope name_scope(const std::string& scope) {
-    detail::check(esg_builder_push_name_scope(b_, scope.c_str()));
+    detail::check(esg_builder_push_name_scope(b_, detail::c_text(scope, "the name scope")));
     return Scope(b_, esg_builder_pop_name_scope);
   }
   [[nodiscard]] Scope annotate(const std::string& key, const std::string& value) {
-    detail::check(esg_builder_push_annotation(b_, key.c_str(), value.c_str()));
+    detail::check(esg_builder_push_annotation(b_, detail::c_text(key, "the annotation key"), detail::c_text(value, "the annotation")));
     return Scope(b_, esg_builder_pop_annotation);
   }
   [[nodiscard]] Scope control_deps(const std::vector<Tensor>& deps) {
@@ -692,7 +702,7 @@ class Model {
   Facts facts() const { return Facts(esg_model_facts(m_.get())); }
   // Writes the model as a compiled-model file, which load_model runs without compiling
   // (docs/model-format.md).
-  void save(const std::string& path) const { detail::check(esg_model_save(m_.get(), path.c_str())); }
+  void save(const std::string& path) const { detail::check(esg_model_save(m_.get(), detail::c_text(path, "the path"))); }
   // The graph the model was compiled from (a loaded model's too).
   Graph graph() const { return Graph(esg_model_graph(m_.get())); }
   // The main counts of facts() in a struct (launches, fused groups, arena bytes, ...).
@@ -739,7 +749,7 @@ inline Model compile(const Graph& graph, const CompileOptions& options = {}) {
 // sizes it holds plans for. `options` sets threads, limits, recompile and skip_weight_check;
 // the compile's own choices are the file's.
 inline Model load_model(const std::string& path, const CompileOptions& options = {}) {
-  return Model(esg_model_load(path.c_str(), options.c()));
+  return Model(esg_model_load(detail::c_text(path, "the path"), options.c()));
 }
 // The compile cache's model for the file at `source_path` compiled with `options` (stored by a
 // compile whose options named that file as cache_source), or none: look before importing.

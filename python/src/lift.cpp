@@ -1,5 +1,6 @@
 #include "lift.hpp"
 
+#include <cmath>
 #include <cstring>
 
 namespace esgraph_py {
@@ -74,6 +75,36 @@ namespace {
 
 bool is_float(esg::DType t) { return t == esg::f32 || t == esg::f16 || t == esg::bf16 || t == esg::f64; }
 
+// Whether the finite `v` becomes ±inf in float dtype `t` (rounded to nearest).
+bool overflows(double v, esg::DType t) {
+  if (!std::isfinite(v) || t == esg::f64) return false;
+  const float f = static_cast<float>(v);
+  if (std::isinf(f)) return true;
+  if (t == esg::f16) return std::fabs(v) >= 65520.0;  // half's largest is 65504; from 65520 on it rounds to inf
+  if (t == esg::bf16) {  // round to nearest even on the upper 16 bits; an all-ones exponent is inf
+    uint32_t bits = 0;
+    std::memcpy(&bits, &f, 4);
+    bits += 0x7FFF + ((bits >> 16) & 1);
+    return (bits & 0x7F800000) == 0x7F800000;
+  }
+  return false;
+}
+
+[[noreturn]] void does_not_fit(const std::string& value, esg::DType t) {
+  throw esg::DTypeError(ESG_ERR_DTYPE, value + " does not fit in " + esg::dtype_name(t) + ": it would become infinite");
+}
+
+// A Python number as a finite value of float dtype `t`, or an error naming it.
+double float_scalar(py::handle obj, esg::DType t) {
+  const double v = PyFloat_AsDouble(obj.ptr());  // an int beyond double raises OverflowError
+  if (v == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    does_not_fit(py::repr(obj).cast<std::string>(), t);
+  }
+  if (overflows(v, t)) does_not_fit(py::repr(obj).cast<std::string>(), t);
+  return v;
+}
+
 // Exact bytes of a Python int in an integer dtype, or an error naming the range.
 esg::Tensor int_scalar(esg::GraphBuilder& b, esg::DType t, py::handle obj) {
   int overflow = 0;
@@ -115,6 +146,18 @@ esg::Tensor int_scalar(esg::GraphBuilder& b, esg::DType t, py::handle obj) {
 
 }  // namespace
 
+std::string text_arg(py::handle obj, const char* what) {
+  if (!PyUnicode_Check(obj.ptr())) throw py::type_error(std::string(what) + " must be a str, got " + py::repr(obj).cast<std::string>());
+  Py_ssize_t size = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(obj.ptr(), &size);
+  if (!utf8) {
+    PyErr_Clear();
+    throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, std::string(what) + " " + py::repr(obj).cast<std::string>() +
+                                                                  " is not valid text: it holds a lone surrogate, which UTF-8 cannot encode");
+  }
+  return std::string(utf8, static_cast<size_t>(size));
+}
+
 py::dtype numpy_dtype_of(esg::DType dtype) {
   if (dtype == esg::bf16) throw esg::DTypeError(ESG_ERR_DTYPE, "numpy has no bf16; cast the graph's bf16 values to f32 for numpy");
   static const char* kNumpy[] = {"",      "float32", "float16", "",       "float64", "int8",   "int16",
@@ -130,7 +173,28 @@ esg::Tensor make_constant(esg::GraphBuilder& b, py::handle obj, std::optional<es
   py::array arr = py::array::ensure(obj, py::array::c_style | py::array::forcecast);
   if (!arr) throw py::type_error("cannot turn " + py::repr(obj).cast<std::string>() + " into a tensor");
   if (!dtype && !py::isinstance<py::array>(obj) && arr.dtype().kind() == 'f') dtype = esg::f32;
-  if (dtype) arr = make_numpy(arr, *dtype);
+  if (dtype) {
+    // A finite value the conversion makes infinite (1e300 into f32) is refused, naming it
+    // (numpy's own overflow warning silenced: the error says it).
+    const bool checked = is_float(*dtype) && std::string("fiu").find(arr.dtype().kind()) != std::string::npos;
+    const py::module_ np = py::module_::import("numpy");
+    py::object quiet = np.attr("errstate")(py::arg("over") = "ignore");
+    quiet.attr("__enter__")();
+    py::array converted;
+    try {
+      converted = make_numpy(arr, *dtype);
+    } catch (...) {
+      quiet.attr("__exit__")(py::none(), py::none(), py::none());
+      throw;
+    }
+    quiet.attr("__exit__")(py::none(), py::none(), py::none());
+    if (checked) {
+      const py::array bad = np.attr("logical_and")(np.attr("isfinite")(arr), np.attr("isinf")(converted));
+      if (bad.attr("any")().cast<bool>())
+        does_not_fit(py::repr(arr.attr("flat")[np.attr("argmax")(bad)]).cast<std::string>(), *dtype);
+    }
+    arr = converted;
+  }
   const std::optional<esg::DType> t = numpy_dtype(arr.dtype());
   if (!t) throw esg::DTypeError(ESG_ERR_DTYPE, "numpy dtype " + py::str(arr.dtype()).cast<std::string>() + " has no esgraph dtype");
   std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
@@ -182,7 +246,8 @@ esg::Tensor Lift::operator()(py::handle obj, ArgType type) {
       return b.constant(t, {}, &byte, 1);
     }
     if (!is_float(t)) return int_scalar(b, t, obj);
-    return like ? like->scalar(obj.cast<double>()) : make_constant(b, obj, t);
+    const double v = float_scalar(obj, t);
+    return like ? like->scalar(v) : make_constant(b, py::float_(v), t);
   }
   // Array-likes take the slot's dtype when the conversion keeps their kind.
   const py::array arr = py::array::ensure(obj);

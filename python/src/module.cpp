@@ -119,7 +119,7 @@ void bind_tensor(py::module_& m) {
       .def_property_readonly("dtype", [](const PyTensor& self) { return self.t.dtype(); })
       .def_property_readonly("ndim", [](const PyTensor& self) { return self.t.rank(); })
       .def_property("name", [](const PyTensor& self) { return self.t.name(); },
-                    [](PyTensor& self, const std::string& n) { self.t.set_name(n); })
+                    [](PyTensor& self, py::handle n) { self.t.set_name(text_arg(n, "the name")); })
       .def_property_readonly("valid", [](const PyTensor& self) { return self.t.valid(); },
                              "False once the builder has built its graph.")
       .def("__repr__", [](const PyTensor& self) {
@@ -194,7 +194,7 @@ void bind_builder(py::module_& m) {
 
   py::class_<PyBuilder, BuilderRef>(m, "GraphBuilder",
                                     "Builds one graph; use as `with esgraph.GraphBuilder() as b:`.")
-      .def(py::init([](const std::string& name) { return std::make_shared<PyBuilder>(name); }), py::arg("name") = "graph")
+      .def(py::init([](py::handle name) { return std::make_shared<PyBuilder>(text_arg(name, "the graph name")); }), py::arg("name") = "graph")
       .def("__enter__", [](const BuilderRef& self) {
         builder_stack().push_back(self);
         return self;
@@ -203,18 +203,20 @@ void bind_builder(py::module_& m) {
         auto& stack = builder_stack();
         if (!stack.empty() && stack.back() == self) stack.pop_back();
       })
-      .def("input", [](const BuilderRef& self, const std::string& name, py::handle dtype, const py::sequence& shape) {
-        return PyTensor{self->b.input(name, to_dtype(dtype), dims_of(self->b, shape)), self};
+      .def("input", [](const BuilderRef& self, py::handle name, py::handle dtype, const py::sequence& shape) {
+        return PyTensor{self->b.input(text_arg(name, "the input name"), to_dtype(dtype), dims_of(self->b, shape)), self};
       }, py::arg("name"), py::arg("dtype"), py::arg("shape"),
          "A graph input; dimensions are ints or symbol names (str) for dynamic sizes.")
       .def("constant", [](const BuilderRef& self, py::handle value, py::handle dtype) {
         const std::optional<esg::DType> t = dtype.is_none() ? std::nullopt : std::optional<esg::DType>(to_dtype(dtype));
         return PyTensor{make_constant(self->b, value, t), self};
       }, py::arg("value"), py::arg("dtype") = py::none(), "A constant from a numpy array or nested lists (copied).")
-      .def("name_scope", [](const BuilderRef& self, const std::string& name) {
+      .def("name_scope", [](const BuilderRef& self, py::handle scope) {
+        const std::string name = text_arg(scope, "the name scope");
         return ScopeGuard{self, [name](esg::GraphBuilder& b) { return b.name_scope(name); }, std::nullopt};
       })
-      .def("annotate", [](const BuilderRef& self, const std::string& key, const std::string& value) {
+      .def("annotate", [](const BuilderRef& self, py::handle key_arg, py::handle value_arg) {
+        const std::string key = text_arg(key_arg, "the annotation key"), value = text_arg(value_arg, "the annotation");
         return ScopeGuard{self, [key, value](esg::GraphBuilder& b) { return b.annotate(key, value); }, std::nullopt};
       })
       .def("control_deps", [](const BuilderRef& self, py::handle deps) {

@@ -1,6 +1,7 @@
 """Errors raised where an expression is written, tensor lifetimes, and the builder's sticky
 first error."""
 import gc
+import re
 
 import numpy as np
 import pytest
@@ -67,6 +68,36 @@ def test_mismatched_dtypes_are_a_dtype_error(b):
         ops.logical_not(f)
     with pytest.raises(esgraph.DTypeError):
         ops.gather(f, np.zeros(1, np.float32))
+
+
+def test_names_are_text_c_strings_hold(b):
+    """A name with a lone surrogate (no UTF-8 form) or a NUL (where the C API's strings end) is
+    refused by name, not cut short or met with pybind11's overload list."""
+    with pytest.raises(esgraph.InvalidArgumentError, match=re.escape(r"the input name 'a\ud800' is not valid text")):
+        b.input("a\ud800", esgraph.f32, [2])
+    with pytest.raises(esgraph.InvalidArgumentError, match=re.escape(r"the input name 'a\0b' holds a NUL character")):
+        b.input("a\x00b", esgraph.f32, [2])
+    x = b.input("x", esgraph.f32, [2])
+    with pytest.raises(esgraph.InvalidArgumentError, match="holds a NUL character"):
+        x.name = "y\x00"
+    with pytest.raises(esgraph.InvalidArgumentError, match="lone surrogate"):
+        with b.name_scope("\udc80"):
+            pass
+
+
+@pytest.mark.parametrize("value", [10**400, 1e300, np.array([1.0, 1e300]), -(10**39)], ids=["int", "float", "array", "negative"])
+def test_a_constant_that_becomes_infinite_in_its_dtype_is_refused(b, value):
+    x = b.input("x", esgraph.f32, [2])
+    with pytest.raises(esgraph.DTypeError, match="does not fit in f32: it would become infinite"):
+        x + value
+
+
+def test_infinity_itself_and_the_largest_values_are_constants_like_any(b):
+    x = b.input("x", esgraph.f32, [2])
+    h = b.input("h", esgraph.f16, [2])
+    x + float("inf"), x + 3.4028235e38, x + np.array([np.inf, -np.inf]), h + 65504.0
+    with pytest.raises(esgraph.DTypeError, match="70000.0 does not fit in f16"):
+        h + 70000.0
 
 
 @pytest.mark.parametrize("call, message", [

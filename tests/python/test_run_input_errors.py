@@ -255,3 +255,12 @@ def test_bf16_crosses_numpy_as_uint16_bit_patterns():
     np.testing.assert_array_equal(model(bits), (bits.astype(np.uint32) << 16).view(f32))
     with pytest.raises(esgraph.DTypeError, match="bit patterns as a numpy uint16"):
         model(x)  # float values would be read as bits: refused
+
+
+def test_an_index_out_of_range_is_reported_as_given():
+    """gather's error names the index the data holds (-5), not its normalized form (-2)."""
+    with esgraph.GraphBuilder() as b:
+        y = ops.gather(b.input("d", esgraph.f32, [3, 4]), b.input("i", esgraph.i64, [1]), axis=0)
+        model = esgraph.compile(b.build([y]))
+    with pytest.raises(esgraph.InvalidArgumentError, match="gather: index -5 is out of range for an axis of 3"):
+        model.run([np.zeros((3, 4), np.float32), np.array([-5])])

@@ -89,6 +89,15 @@ TEST_CASE("tensors of a built graph can no longer be used") {
   CHECK(esg::exp(z).shape() == std::vector<int64_t>{3});
 }
 
+TEST_CASE("a name or path holding a NUL is refused, not cut short where the C string ends") {
+  esg::GraphBuilder b;
+  const std::string name("a\0b", 3);
+  CHECK(contains(message_of<esg::InvalidArgumentError>([&] { b.input(name, esg::f32, {2}); }), "the input name 'a\\0b' holds a NUL"));
+  Tensor x = b.input("x", esg::f32, {2});  // the builder goes on
+  CHECK(contains(message_of<esg::InvalidArgumentError>([&] { x.set_name(name); }), "holds a NUL"));
+  CHECK(contains(message_of<esg::InvalidArgumentError>([&] { b.build({x}).save(std::string("g\0.esg", 6)); }), "the path"));
+}
+
 TEST_CASE("a missing required input is an invalid argument") {
   esg::GraphBuilder b;
   const Tensor x = b.input("x", esg::f32, {2});
