@@ -508,11 +508,21 @@ void bind_model(py::module_& m) {
     if (!cache_dir.is_none()) o.cache_dir(fspath(cache_dir));
     o.cache_max_bytes(cache_max_bytes);
     if (!cache_source.is_none()) o.cache_source(fspath(cache_source));
+    // The compile itself lets the process's other Python threads run (a service's runs go on).
     if (!py::isinstance<esg::Graph>(source)) {  // a file: its model in the compile cache, or None
-      std::optional<esg::Model> found = esg::find_cached(fspath(source), o);
+      const std::string path = fspath(source);
+      std::optional<esg::Model> found = [&] {
+        py::gil_scoped_release unlocked;
+        return esg::find_cached(path, o);
+      }();
       return found ? py::cast(std::move(*found)) : py::none();
     }
-    return py::cast(esg::compile(source.cast<const esg::Graph&>(), o));
+    const esg::Graph& graph = source.cast<const esg::Graph&>();
+    esg::Model model = [&] {
+      py::gil_scoped_release unlocked;
+      return esg::compile(graph, o);
+    }();
+    return py::cast(std::move(model));
   }, py::arg("graph"), py::kw_only(), py::arg("streams") = 1, py::arg("threads") = 0, py::arg("fusion") = true,
      py::arg("memory_reuse") = true, py::arg("verify_each_pass") = false,
      py::arg("shapes") = std::map<std::string, py::object>{}, py::arg("backend") = "cpu", py::arg("device") = 0,

@@ -324,3 +324,41 @@ def test_stats_give_the_models_facts_as_data():
     assert (unfused["plans"], unfused["launches"], unfused["fused_groups"]) == (1, 4, 0)
     assert unfused["in_place_values"] > 0 and unfused["arena_bytes"] < unfused["no_reuse_bytes"]
     assert unfused["library_calls"] == 0 and "device_kernels" not in unfused and "captured" not in unfused  # no device
+
+
+def test_a_compile_lets_other_python_threads_run():
+    """compile holds no GIL while it works: a thread running another model keeps running while a
+    large graph compiles (its runs are timed: with the GIL held none would fall inside the
+    compile, only right after it)."""
+    import sys
+    import threading
+    import time
+    with esgraph.GraphBuilder() as b:
+        x = b.input("x", esgraph.f32, [8])
+        small = esgraph.compile(b.build([x * 2.0]))
+    with esgraph.GraphBuilder() as b:
+        y = b.input("y", esgraph.f32, [64, 64])
+        for _ in range(2000):  # about 0.1 s to compile
+            y = ops.tanh(y @ y) + 1.0
+        large = b.build([y])
+    ran, done = [], threading.Event()
+
+    def serve():
+        value = np.ones(8, np.float32)
+        while not done.is_set():
+            small.run([value])
+            ran.append(time.perf_counter())
+    server = threading.Thread(target=serve)
+    server.start()
+    try:
+        time.sleep(0.05)
+        t0 = time.perf_counter()
+        esgraph.compile(large)
+        t1 = time.perf_counter()
+    finally:
+        done.set()
+        server.join()
+    # Python may hand the other thread one switch interval as the call starts and as it ends.
+    margin = 2 * sys.getswitchinterval()
+    inside = sum(t0 + margin < t < t1 - margin for t in ran)
+    assert t1 - t0 > 3 * margin and inside > 10, (inside, t1 - t0)
