@@ -108,6 +108,32 @@ std::vector<esg::eval::TensorRef> refs_of(const esg_buffer* bufs, size_t n, cons
   return out;
 }
 
+// A run's buffers as tensor refs, no output sharing a byte with an input or another output: a
+// run reads its inputs while it writes its outputs, in whatever order its kernels take, so an
+// alias gives a wrong result rather than an in-place one. `fn` names the call.
+struct RunBuffers {
+  std::vector<esg::eval::TensorRef> in, out;
+};
+RunBuffers run_buffers(const esg_buffer* inputs, size_t num_inputs, const esg_buffer* outputs, size_t num_outputs, const std::string& fn) {
+  RunBuffers b{refs_of(inputs, num_inputs, (fn + ": input").c_str()), refs_of(outputs, num_outputs, (fn + ": output").c_str())};
+  auto overlap = [](const esg::eval::TensorRef& x, const esg::eval::TensorRef& y) {
+    const size_t nx = x.nbytes(), ny = y.nbytes();
+    return nx && ny && x.bytes < y.bytes + ny && y.bytes < x.bytes + nx;
+  };
+  for (size_t o = 0; o < b.out.size(); ++o) {
+    auto refuse = [&](const char* kind, size_t k) {
+      throw ir::Error(ir::ErrorCode::InvalidArgument, fn + ": output " + std::to_string(o) + " shares memory with " + kind + " " +
+                                                          std::to_string(k) + ": a run reads its inputs while it writes its outputs, so "
+                                                          "each output needs memory of its own");
+    };
+    for (size_t i = 0; i < b.in.size(); ++i)
+      if (overlap(b.out[o], b.in[i])) refuse("input", i);
+    for (size_t k = 0; k < o; ++k)
+      if (overlap(b.out[o], b.out[k])) refuse("output", k);
+  }
+  return b;
+}
+
 // The table's names, made once: the strings esg_backend_name hands out live as long as the library.
 const std::vector<std::string>& backend_names() {
   static const std::vector<std::string> names = esg::backends::names();
@@ -306,7 +332,8 @@ ESG_API esg_status esg_model_run(const esg_model* model, const esg_buffer* input
                                  size_t num_outputs) {
   guarded(nullptr, [&] {
     need_model(model, "esg_model_run");
-    model->m->run(refs_of(inputs, num_inputs, "esg_model_run: input"), refs_of(outputs, num_outputs, "esg_model_run: output"));
+    const RunBuffers b = run_buffers(inputs, num_inputs, outputs, num_outputs, "esg_model_run");
+    model->m->run(b.in, b.out);
   });
   return esg_last_status();
 }
@@ -318,8 +345,8 @@ ESG_API esg_prepared* esg_model_prepare(const esg_model* model, const esg_buffer
     need_model(model, "esg_model_prepare");
     auto p = std::make_unique<esg_prepared>();
     p->model = model->m;
-    p->run = model->m->prepare(refs_of(inputs, num_inputs, "esg_model_prepare: input"),
-                               refs_of(outputs, num_outputs, "esg_model_prepare: output"));
+    const RunBuffers b = run_buffers(inputs, num_inputs, outputs, num_outputs, "esg_model_prepare");
+    p->run = model->m->prepare(b.in, b.out);
     made = p.release();
   });
   return made;
@@ -385,8 +412,8 @@ ESG_API esg_status esg_model_profile(const esg_model* model, const esg_buffer* i
   guarded(nullptr, [&] {
     need_model(model, "esg_model_profile");
     if (!trace_path) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_model_profile: trace_path is NULL");
-    model->m->profile(refs_of(inputs, num_inputs, "esg_model_profile: input"), refs_of(outputs, num_outputs, "esg_model_profile: output"),
-                      trace_path);
+    const RunBuffers b = run_buffers(inputs, num_inputs, outputs, num_outputs, "esg_model_profile");
+    model->m->profile(b.in, b.out, trace_path);
   });
   return esg_last_status();
 }

@@ -358,6 +358,14 @@ static void test_compile_and_run(void) {
   bad.nbytes = 8;
   CHECK(esg_model_run(m, &bad, 1, &out, 1) == ESG_ERR_SHAPE);
   CHECK(esg_model_run(m, &in, 0, &out, 1) == ESG_ERR_INVALID_ARGUMENT);
+  { /* an output that is (or overlaps) an input is refused by run, prepare and profile, naming both */
+    esg_buffer alias = buffer(x, sizeof x, ESG_F32, out_dims, 2);
+    CHECK(esg_model_run(m, &in, 1, &alias, 1) == ESG_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(esg_last_error(), "output 0 shares memory with input 0") != NULL);
+    CHECK(esg_model_prepare(m, &in, 1, &alias, 1) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+    CHECK(esg_model_profile(m, &in, 1, &alias, 1, "unused.json") == ESG_ERR_INVALID_ARGUMENT);
+    CHECK(x[0] == 1 && x[1] == 1); /* nothing ran */
+  }
   { /* a range instead of a size: 1..2 runs, 3 is refused; a symbol bound and ranged is refused */
     const char* range_names[1] = {"batch"};
     int64_t low[1] = {1}, high[1] = {2};
@@ -926,7 +934,7 @@ static void test_sizes_the_data_decides(void) {
   too_many[1] = buffer(big, sizeof(int64_t), ESG_I64, NULL, 0);
   CHECK(esg_model_run(m, &in, 1, too_many, 2) == ESG_OK);
   CHECK(idx[0] == 1 && idx[1] == 3 && idx[2] == 4 && big[0] == 8);
-  too_many[0] = buffer(big, 2 * sizeof(int64_t), ESG_I64, wrong, 2);
+  too_many[0] = buffer(big + 1, 2 * sizeof(int64_t), ESG_I64, wrong, 2); /* memory of its own beside output 1 */
   CHECK(esg_model_run(m, &in, 1, too_many, 2) == ESG_ERR_SHAPE);
   CHECK(strstr(esg_last_error(), "came to [1,3]") != NULL);
   /* bad calls allocate nothing and zero the buffers */

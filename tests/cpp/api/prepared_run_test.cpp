@@ -109,3 +109,16 @@ TEST_CASE("Model::cancel stops a prepared run under way") {
   p.run();
   CHECK(out[0].values<int64_t>() == std::vector<int64_t>{3});
 }
+
+TEST_CASE("an output that is also an input is refused by run and prepare, not computed wrong") {
+  esg::GraphBuilder b("square");
+  const Tensor x = b.input("x", esg::f32, {2, 2});
+  const esg::Model m = esg::compile(b.build({esg::matmul(x, x)}));
+  std::vector<HostTensor> in{HostTensor::from(esg::f32, std::vector<float>{1, 2, 3, 4}, {2, 2})};
+  CHECK_THROWS_WITH_AS(m.run(in, in), doctest::Contains("output 0 shares memory with input 0"), esg::InvalidArgumentError);
+  CHECK_THROWS_AS((void)m.prepare(in, in), esg::InvalidArgumentError);
+  CHECK(in[0].values<float>() == std::vector<float>{1, 2, 3, 4});  // nothing ran
+  std::vector<HostTensor> out{HostTensor(esg::f32, {2, 2})};
+  m.run(in, out);
+  CHECK(out[0].values<float>() == std::vector<float>{7, 10, 15, 22});
+}
