@@ -119,7 +119,13 @@ def _inputs(graph, given, bind):
     rng = np.random.default_rng(0)
     for name, dtype, dims in _signature(graph):
         if name in files:
-            arrays[name] = np.load(files.pop(name))
+            path = files.pop(name)
+            try:  # no pickles: a .npy file holds an array and nothing else
+                arrays[name] = np.load(path, allow_pickle=False)
+            except (ValueError, OSError, EOFError) as e:
+                raise SystemExit(f"-i {name}: {path} is not a .npy file numpy can read ({type(e).__name__}: {e})") from None
+            if not isinstance(arrays[name], np.ndarray):
+                raise SystemExit(f"-i {name}: {path} holds several arrays (.npz); give one .npy file")
             continue
         shape = []
         for d in dims:

@@ -134,6 +134,14 @@ def test_bad_input_arguments(onnx_file, arg, message):
     assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("content", [b"\x93NUMPY garbage", b"root:x:0:0:root:/root:/bin/bash\n", b""], ids=["corrupt", "text", "empty"])
+def test_an_input_file_that_is_no_npy_is_an_error_not_a_traceback(onnx_file, tmp_path, content):
+    path = tmp_path / "x.npy"
+    path.write_bytes(content)
+    r = esgraph_cli("run", onnx_file, "--bind", "N=1", "-i", f"x={path}")
+    assert r.returncode != 0 and "is not a .npy file numpy can read" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
 def test_a_corrupt_graph_file_is_an_error_not_a_crash(tmp_path):
     path = tmp_path / "bad.esg"
     path.write_bytes(b"ESG\x00garbage")

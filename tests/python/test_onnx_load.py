@@ -244,6 +244,33 @@ def test_external_data_past_the_end_of_its_file_is_refused(mlp, tmp_path):
         esgraph.onnx.load(path)
 
 
+def _set_external(path, key, value):
+    """The saved model with one external-data entry of every initializer set to `value`."""
+    m = onnx.load(str(path), load_external_data=False)
+    for t in m.graph.initializer:
+        entries = {e.key: e for e in t.external_data}
+        if key in entries:
+            entries[key].value = value
+        else:
+            t.external_data.add(key=key, value=value)
+    path.write_bytes(m.SerializeToString())
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("offset", "-8", r"a negative offset \(-8\)"),
+    ("length", "-1", r"a negative offset \(0\) or length \(-1\)"),
+    ("offset", "eight", "malformed external data"),
+    ("location", "weights\0.bin", "the location holds a NUL character"),
+], ids=["negative-offset", "negative-length", "not-a-number", "nul"])
+def test_malformed_external_data_is_a_format_error(mlp, tmp_path, key, value, message):
+    """Each of these raised Python's own OSError or ValueError before."""
+    model, _ = mlp
+    path = _with_external_data(model, tmp_path / "model")
+    _set_external(path, key, value)
+    with pytest.raises(esgraph.FormatError, match=message):
+        esgraph.onnx.load(path)
+
+
 def _nested_ifs(depth):
     """A model whose If bodies nest `depth` levels: each then-branch holds the next If."""
     def out(name):

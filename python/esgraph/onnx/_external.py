@@ -35,8 +35,16 @@ def load_external_data(model, base_dir):
     for t in _tensors(model.graph):
         if not uses_external_data(t):
             continue
-        info = ExternalDataInfo(t)
+        try:
+            info = ExternalDataInfo(t)
+            offset, length = int(info.offset or 0), int(info.length or 0)
+        except ValueError as e:  # an offset or length that is no number
+            raise FormatError(f"tensor `{t.name}`: malformed external data: {e}") from None
         where = f"tensor `{t.name}`: external data `{info.location}`"
+        if "\0" in info.location:
+            raise FormatError(f"{where}: the location holds a NUL character")
+        if offset < 0 or length < 0:
+            raise FormatError(f"{where}: a negative offset ({offset}) or length ({length})")
         if base_dir is None:
             raise FormatError(f"{where}: a model given as bytes or a ModelProto reads external data only from a folder "
                               "passed as base_dir")
@@ -47,7 +55,6 @@ def load_external_data(model, base_dir):
         if not os.path.isfile(path):
             raise FormatError(f"{where}: no regular file at {path}")
         size = os.path.getsize(path)
-        offset, length = int(info.offset or 0), int(info.length or 0)
         if offset > size or offset + length > size:
             raise FormatError(f"{where}: offset {offset} and length {length} run past the {size}-byte file")
         with open(path, "rb") as f:
