@@ -269,3 +269,26 @@ def test_dtypes_and_squeeze_follow_pytorch():
 def test_embedding_with_max_norm_is_refused():
     with pytest.raises(esg_torch.ImportFailed, match="max_norm"):
         esg_torch.from_module(nn.Embedding(5, 2, max_norm=1.0), (torch.tensor([1, 2]),))
+
+
+class _UnpacksItsLSTM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, batch_first=True)
+
+    def forward(self, x):
+        out, (h, c) = self.lstm(x)  # tracing iterates the call's proxy: torch 1.13 failed on Python 3.11
+        return out + h.transpose(0, 1) + c.transpose(0, 1)
+
+
+class _Repeats(nn.Module):
+    def forward(self, x):
+        return x.repeat(2, 1, 3), x.repeat(1, 2)
+
+
+def test_an_lstm_whose_tuple_output_is_unpacked():
+    check_module(_UnpacksItsLSTM().eval(), torch.randn(2, 5, 8))
+
+
+def test_tensor_repeat_against_pytorch():
+    check_module(_Repeats().eval(), torch.randn(4, 5))

@@ -5,6 +5,8 @@ as ordinary Python computation — `x.size(0) * 2` is evaluated while converting
 makes the shapes static. A call whose arguments hold no Tensor is evaluated directly.
 """
 import builtins
+import dis
+import inspect
 import operator
 
 import numpy as np
@@ -18,10 +20,26 @@ from ._dtypes import TO_ESG
 from ._functions import FUNCTIONS, METHODS
 from ._modules import MODULES, Unsupported
 
+class _Proxy(fx.Proxy):
+    """torch 1.13's Proxy finds the unpacking that iterates it (`out, (h, c) = lstm(x)`) by an
+    instruction index that Python 3.11's inline caches put off (an IndexError); this finds the
+    instruction by its offset. Unpacked, a proxy is its items; iterated otherwise, an error."""
+
+    def __iter__(self):
+        frame = inspect.currentframe().f_back
+        here = next((i for i in dis.get_instructions(frame.f_code) if i.offset == frame.f_lasti), None)
+        if here is not None and here.opname == "UNPACK_SEQUENCE":
+            return (self[k] for k in range(here.argval))
+        raise fx.proxy.TraceError(f"{self.node.name} is iterated other than by unpacking it into names, which tracing cannot follow")
+
+
 class _Tracer(fx.Tracer):
     # A layer esgraph converts as a whole stays one call_module node.
     def is_leaf_module(self, m, qualname):
         return type(m) in MODULES or super().is_leaf_module(m, qualname)
+
+    def proxy(self, node):
+        return _Proxy(node, self)
 
 
 class _Root(torch.nn.Module):

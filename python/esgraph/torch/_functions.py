@@ -157,6 +157,20 @@ def _expand(x, *sizes):
     return ops.expand(x, [x.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes)])
 
 
+def _repeat(x, *repeats):
+    """Tensor.repeat: each axis tiled its count of times, more counts than axes adding leading
+    ones. As views: x with a unit axis before each of its own, expanded to the counts, reshaped."""
+    repeats = _dims(repeats)
+    if len(repeats) < x.ndim:
+        raise Unsupported(f"repeat with {len(repeats)} counts for a tensor of rank {x.ndim}")
+    shape = [1] * (len(repeats) - x.ndim) + list(x.shape)
+    if not all(isinstance(d, int) for d in shape):
+        raise Unsupported("repeat of a tensor with symbolic sizes")
+    interleaved = [d for s in shape for d in (1, s)]
+    tiled = ops.expand(ops.reshape(x, interleaved), [d for r, s in zip(repeats, shape) for d in (r, s)])
+    return ops.reshape(tiled, [r * s for r, s in zip(repeats, shape)])
+
+
 def _gelu(x, approximate="none"):
     return ops.gelu(x, approximate=approximate)
 
@@ -238,7 +252,7 @@ METHODS = {
     "contiguous": _identity, "size": _size, "dim": lambda x: x.ndim, "flatten": flatten,
     "unsqueeze": lambda x, dim: ops.unsqueeze(x, [_axis(dim, x.ndim + 1)]), "squeeze": _squeeze,
     "mean": _reduce(ops.reduce_mean), "sum": _reduce(ops.reduce_sum, promotes_ints=True), "softmax": _softmax(ops.softmax),
-    "chunk": _chunk, "split": _split, "expand": _expand, "relu": ops.relu, "sigmoid": ops.sigmoid,
+    "chunk": _chunk, "split": _split, "expand": _expand, "repeat": _repeat, "relu": ops.relu, "sigmoid": ops.sigmoid,
     "tanh": ops.tanh, "exp": ops.exp, "pow": operator.pow, "float": lambda x: _cast(x, torch.float32),
     "to": _to, "type_as": lambda x, other: ops.cast(x, other.dtype), "masked_fill": _masked_fill,
     "add": _binary(operator.add), "mul": _binary(operator.mul), "sub": _binary(operator.sub),
