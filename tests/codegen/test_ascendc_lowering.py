@@ -157,6 +157,7 @@ NUMPY = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda v: 1 / n
          "asinh": np.arcsinh, "acosh": np.arccosh, "floor": np.floor, "ceil": np.ceil, "round": np.round,
          "sign": lambda v: np.nan_to_num(np.sign(v)), "pow": np.power, "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
          "cast": lambda v: v,  # the value; the kernel converts it to the member's dtype
+         "f32": lambda v: v,  # the tiles are f32: the value as it is
          "select": lambda c, a, b: a if c is True else b if c is False else np.where(np.not_equal(c, 0), a, b)}
 
 
