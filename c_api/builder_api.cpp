@@ -1,6 +1,8 @@
 // C entry points of builders and tensors.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "c_api/handles.hpp"
@@ -126,6 +128,26 @@ ESG_API esg_tensor esg_constant(esg_builder* builder, esg_dtype dtype, const int
   guarded(builder, [&] {
     need_builder(builder, "esg_constant");
     t = make_tensor(builder, builder->core.add_constant(static_cast<ir::DType>(dtype), shape_of(dims, rank, "esg_constant"), data, nbytes));
+  });
+  return t;
+}
+
+ESG_API esg_tensor esg_constant_in_place(esg_builder* builder, esg_dtype dtype, const int64_t* dims, size_t rank, const void* data,
+                                         size_t nbytes, void (*release)(void*), void* context) {
+  // The owner exists before anything can fail, so that release runs exactly once on every path.
+  std::shared_ptr<const void> owner;
+  if (release) owner = std::shared_ptr<void>(context, release);
+  esg_tensor t = invalid();
+  guarded(builder, [&] {
+    need_builder(builder, "esg_constant_in_place");
+    if (nbytes && !data) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_constant_in_place: data is NULL");
+    const ir::DType dt = static_cast<ir::DType>(dtype);
+    if (!ir::dtype_valid(dt)) throw ir::Error(ir::ErrorCode::DType, "esg_constant_in_place: invalid dtype");
+    if (reinterpret_cast<uintptr_t>(data) % ir::dtype_size(dt))
+      throw ir::Error(ir::ErrorCode::InvalidArgument, std::string("esg_constant_in_place: data is not aligned to its ") +
+                                                          std::to_string(ir::dtype_size(dt)) + "-byte " + ir::dtype_name(dt) + " elements");
+    auto bytes = std::make_shared<const ir::Bytes>(static_cast<const uint8_t*>(data), nbytes, std::move(owner));
+    t = make_tensor(builder, builder->core.add_constant(dt, shape_of(dims, rank, "esg_constant_in_place"), std::move(bytes)));
   });
   return t;
 }

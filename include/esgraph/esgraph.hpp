@@ -319,6 +319,13 @@ class GraphBuilder {
   Tensor constant(const std::vector<float>& values, const std::vector<int64_t>& shape) {
     return constant(f32, shape, values.data(), values.size() * sizeof(float));
   }
+  // A constant over `data` in place, not copied (esg_constant_in_place): release(context) runs
+  // once, when no graph or model reads the bytes any more, or at once if this throws.
+  Tensor constant_in_place(DType dtype, const std::vector<int64_t>& shape, const void* data, size_t nbytes,
+                           void (*release)(void*) = nullptr, void* context = nullptr) {
+    return detail::checked(esg_constant_in_place(b_, static_cast<esg_dtype>(dtype), shape.data(), shape.size(), data, nbytes,
+                                                 release, context));
+  }
 
   // Scopes, as RAII guards: `auto scope = b.name_scope("encoder");`.
   class Scope {

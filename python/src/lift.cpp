@@ -201,6 +201,45 @@ esg::Tensor make_constant(esg::GraphBuilder& b, py::handle obj, std::optional<es
   return b.constant(*t, shape, arr.data(), static_cast<size_t>(arr.nbytes()));
 }
 
+namespace {
+
+// Drops the graph's reference to an array it read in place. The last graph or model to let go
+// may do so on any thread, or after the interpreter has finished: then the reference is left.
+void release_array(void* array) {
+#if PY_VERSION_HEX >= 0x030D0000
+  if (!Py_IsInitialized() || Py_IsFinalizing()) return;
+#else
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
+#endif
+  py::gil_scoped_acquire gil;
+  Py_DECREF(static_cast<PyObject*>(array));
+}
+
+[[noreturn]] void not_in_place(const std::string& why) {
+  throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "constant(copy=False): " + why);
+}
+
+}  // namespace
+
+esg::Tensor make_constant_in_place(esg::GraphBuilder& b, py::handle obj, std::optional<esg::DType> dtype) {
+  if (!py::isinstance<py::array>(obj))
+    not_in_place("reads a numpy array in place, got " + py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>());
+  const auto arr = py::reinterpret_borrow<py::array>(obj);
+  const std::optional<esg::DType> t = numpy_dtype(arr.dtype());
+  if (!t) not_in_place("numpy dtype " + py::str(arr.dtype()).cast<std::string>() + " has no esgraph dtype");
+  if (dtype && *dtype != *t)
+    not_in_place("the array holds " + py::str(arr.dtype()).cast<std::string>() + ", not " + esg::dtype_name(*dtype) +
+                 ": an array is read as it is, never converted (copy it, or pass its own dtype)");
+  if (arr.writeable())
+    not_in_place("the array is writeable, so it could change under the graph; make it read-only (a.setflags(write=False)) "
+                 "to promise it will not");
+  if (!(arr.flags() & py::array::c_style)) not_in_place("the array is not C-contiguous");
+  std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
+  PyObject* keep = arr.ptr();
+  Py_INCREF(keep);  // given up by release_array, also when the constant is refused
+  return b.constant_in_place(*t, shape, arr.data(), static_cast<size_t>(arr.nbytes()), release_array, keep);
+}
+
 Lift::Lift(std::initializer_list<Arg> args, Arg seq) {
   for (const Arg& a : args) consider(a.obj, a.type);
   if (seq.obj && py::isinstance<py::sequence>(seq.obj) && !py::isinstance<py::str>(seq.obj))

@@ -62,13 +62,16 @@ py::dtype numpy_dtype_of(esg::DType dtype);
 // `a` as a C-contiguous array of `dtype` (a copy when it is not one already).
 py::array make_numpy(const py::array& a, esg::DType dtype);
 
-// A constant holding `value` (a Python scalar or any array-like) with `dtype`, or with the
-// value's own dtype (numpy's, except that Python floats default to f32).
 // A str argument as UTF-8, or an esgraph error naming `what`: a lone surrogate has no UTF-8
 // form (pybind11 would report only that no overload matched).
 std::string text_arg(py::handle obj, const char* what);
 
+// A constant holding `value` (a Python scalar or any array-like) with `dtype`, or with the
+// value's own dtype (numpy's, except that Python floats default to f32).
 esg::Tensor make_constant(esg::GraphBuilder& b, py::handle value, std::optional<esg::DType> dtype);
+// A constant over a read-only, C-contiguous numpy array's memory, not copied: the graph keeps
+// the array alive. Anything else (a writeable array, a dtype to convert to) is refused by name.
+esg::Tensor make_constant_in_place(esg::GraphBuilder& b, py::handle value, std::optional<esg::DType> dtype);
 
 // How an argument is typed in its op: by a type variable (shared with other arguments), a
 // fixed dtype, or anything (type_var < 0 and fixed Invalid).

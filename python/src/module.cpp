@@ -207,10 +207,12 @@ void bind_builder(py::module_& m) {
         return PyTensor{self->b.input(text_arg(name, "the input name"), to_dtype(dtype), dims_of(self->b, shape)), self};
       }, py::arg("name"), py::arg("dtype"), py::arg("shape"),
          "A graph input; dimensions are ints or symbol names (str) for dynamic sizes.")
-      .def("constant", [](const BuilderRef& self, py::handle value, py::handle dtype) {
+      .def("constant", [](const BuilderRef& self, py::handle value, py::handle dtype, bool copy) {
         const std::optional<esg::DType> t = dtype.is_none() ? std::nullopt : std::optional<esg::DType>(to_dtype(dtype));
-        return PyTensor{make_constant(self->b, value, t), self};
-      }, py::arg("value"), py::arg("dtype") = py::none(), "A constant from a numpy array or nested lists (copied).")
+        return PyTensor{copy ? make_constant(self->b, value, t) : make_constant_in_place(self->b, value, t), self};
+      }, py::arg("value"), py::arg("dtype") = py::none(), py::kw_only(), py::arg("copy") = true,
+         "A constant from a numpy array or nested lists, copied. copy=False reads a read-only, C-contiguous numpy array "
+         "in place instead, keeping it alive as long as a graph or model uses it.")
       .def("name_scope", [](const BuilderRef& self, py::handle scope) {
         const std::string name = text_arg(scope, "the name scope");
         return ScopeGuard{self, [name](esg::GraphBuilder& b) { return b.name_scope(name); }, std::nullopt};
@@ -646,11 +648,12 @@ PYBIND11_MODULE(_C, m) {
     return py::make_tuple(w.size, w.rank);
   }, "(size, rank): the distributed world collectives run in: the job's processes when an MPI launcher (mpirun) "
      "started this one, else (1, 0). Finding it the first time starts MPI under a launcher.");
-  m.def("constant", [](py::handle value, py::handle dtype) {
+  m.def("constant", [](py::handle value, py::handle dtype, bool copy) {
     Lift lift({});
     const std::optional<esg::DType> t = dtype.is_none() ? std::nullopt : std::optional<esg::DType>(to_dtype(dtype));
-    return lift.wrap(make_constant(lift.builder(), value, t));
-  }, py::arg("value"), py::arg("dtype") = py::none(), "A constant in the innermost `with` builder.");
+    return lift.wrap(copy ? make_constant(lift.builder(), value, t) : make_constant_in_place(lift.builder(), value, t));
+  }, py::arg("value"), py::arg("dtype") = py::none(), py::kw_only(), py::arg("copy") = true,
+     "A constant in the innermost `with` builder, copied; copy=False reads a read-only numpy array in place (Builder.constant).");
   m.attr("__version__") = esg_version();
   // compile's default for max_plans, for what bounds its caches the same way (esgraph.onnx's
   // graphs per set of values).

@@ -1308,6 +1308,54 @@ static void test_facts(void) {
   esg_builder_destroy(b);
 }
 
+/* esg_constant_in_place: the caller's weights, read where they lie until the last user lets go. */
+static int released = 0;
+static void count_release(void* context) { released += *(int*)context; }
+
+static void test_constant_in_place(void) {
+  esg_builder* b = esg_builder_create("in_place");
+  int64_t dims[2] = {1, 2}, w_dims[2] = {2, 2};
+  float w[5] = {1, 2, 3, 4, 0}, x[2] = {1, 1}, y[2] = {0, 0};
+  int one = 1, ten = 10;
+  esg_tensor tx = esg_input(b, "x", ESG_F32, dims, 2);
+  esg_tensor tw = esg_constant_in_place(b, ESG_F32, w_dims, 2, w, 4 * sizeof(float), count_release, &one);
+  esg_tensor ty = esg_matmul(tx, tw, NULL);
+  esg_graph* g = esg_builder_build(b, &ty, 1);
+  esg_model* m;
+  esg_buffer in, out;
+  CHECK(g != NULL);
+  m = esg_compile(g, NULL);
+  CHECK(m != NULL);
+  esg_graph_destroy(g);
+  esg_builder_destroy(b);
+  CHECK(released == 0); /* the model still reads the weights */
+  in = buffer(x, sizeof x, ESG_F32, dims, 2);
+  out = buffer(y, sizeof y, ESG_F32, dims, 2);
+  CHECK(esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
+  CHECK(y[0] == 4 && y[1] == 6);
+  esg_model_destroy(m);
+  CHECK(released == 1); /* once, when the last user is gone */
+  /* Refused calls release at once: the memory is handed over either way. */
+  b = esg_builder_create("refused");
+  released = 0;
+  tw = esg_constant_in_place(b, ESG_F32, w_dims, 2, (const char*)w + 1, 4 * sizeof(float), count_release, &ten);
+  CHECK(tw.priv_builder == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(esg_last_error(), "not aligned") != NULL);
+  CHECK(released == 10);
+  esg_builder_clear_error(b);
+  tw = esg_constant_in_place(b, ESG_F32, w_dims, 2, w, 3 * sizeof(float), count_release, &one);
+  CHECK(strstr(esg_last_error(), "needs 16 bytes, got 12") != NULL && released == 11);
+  esg_builder_clear_error(b);
+  tw = esg_constant_in_place(b, ESG_F32, w_dims, 2, NULL, 16, count_release, &one);
+  CHECK(strstr(esg_last_error(), "data is NULL") != NULL && released == 12);
+  tw = esg_constant_in_place(NULL, ESG_F32, w_dims, 2, w, 16, count_release, &one);
+  CHECK(esg_last_status() == ESG_ERR_INVALID_ARGUMENT && released == 13);
+  esg_builder_clear_error(b);
+  tw = esg_constant_in_place(b, ESG_F32, w_dims, 2, w, 16, NULL, NULL); /* nothing to release */
+  CHECK(tw.priv_builder == b);
+  esg_builder_destroy(b);
+}
+
 int main(int argc, char** argv) {
   test_mlp(argc > 1 ? argv[1] : ".");
   test_options();
@@ -1327,5 +1375,6 @@ int main(int argc, char** argv) {
   test_prepared_runs();
   test_model_file();
   test_facts();
+  test_constant_in_place();
   return check_summary("c99");
 }

@@ -137,6 +137,17 @@ ESG_API esg_tensor esg_input(esg_builder* builder, const char* name, esg_dtype d
 ESG_API esg_tensor esg_constant(esg_builder* builder, esg_dtype dtype, const int64_t* dims,
                                 size_t rank, const void* data, size_t nbytes);
 
+/*
+ * A constant over `data` in place, not copied: the graph, its copies and every model compiled
+ * from it read those bytes until the last of them is gone, then call release(context) once
+ * (release may be NULL). It is called once also when this call fails, so the caller hands the
+ * memory over either way. The bytes must stay alive and unchanged until then, and `data` must be
+ * aligned to the element size. For weights the caller already holds, such as a mapped file or an
+ * importer's arrays, this saves a copy of each.
+ */
+ESG_API esg_tensor esg_constant_in_place(esg_builder* builder, esg_dtype dtype, const int64_t* dims, size_t rank,
+                                         const void* data, size_t nbytes, void (*release)(void* context), void* context);
+
 /* A rank-0 constant of `like`'s dtype and builder, holding `value` converted to that dtype. */
 ESG_API esg_tensor esg_scalar_like(esg_tensor like, double value);
 
