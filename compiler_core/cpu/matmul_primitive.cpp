@@ -23,7 +23,14 @@ struct Columns {
   int64_t first = 0, count = 0;
   memory::desc layout;
   ir::Blob weights;
+  bool in_place = false;  // `weights` is the constant itself: the kernel reads a plain layout
 };
+
+// Whether oneDNN's chosen layout is a plain matrix (gemm's, on CPUs without brgemm), which the
+// constant already is, so its kernel can read the constant where it lies, strides and all.
+bool plain(const memory::desc& d) {
+  return d.data.format_kind == dnnl_blocked && d.data.format_desc.blocking.inner_nblks == 0;
+}
 
 // The primitives for one count of rows: one per share of columns, and the bf16 rounding of A's rows.
 struct ForRows {
@@ -107,11 +114,20 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
         const memory::desc w = c.layout ? c.layout : memory::desc({k, c.count}, operands, tag::any);
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, w, result), attr, cpu_engine());
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, w, result), attr, cpu_engine());
         const std::string implementation = pd.impl_info_str();
         if (implementation.rfind("ref", 0) == 0) {
           why_not = "oneDNN has only its reference kernel (" + implementation + ")";
           return nullptr;
+        }
+        if (!c.layout && !bf16 && plain(pd.weights_desc())) {
+          // The constant's own layout: columns [first, first + count) of K × N, or of [N, K] transposed.
+          const memory::desc in_place({k, c.count}, dt::f32, transpose_b ? memory::dims{1, k} : memory::dims{width, 1});
+          dnnl::matmul::primitive_desc direct(dnnl::matmul::desc(a, in_place, result), attr, cpu_engine());
+          if (direct.impl_info_str() == implementation) {
+            pd = direct;
+            c.in_place = true;
+          }
         }
         if (!c.layout) c.layout = pd.weights_desc();  // the first count's choice, which the others take
         if (impl->implementation.empty()) impl->implementation = implementation;
@@ -131,13 +147,20 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
     }
     // Each share's constant weights, once, into its layout: columns [first, first + count) of the
     // K × N matrix (a transposed B is [N, K] row-major: its rows, K apart).
-    const float* constant = reinterpret_cast<const float*>(g.blobs[g.nodes[g.values[in[1]].producer].blob]->data());
+    const ir::Blob& blob = g.blobs[g.nodes[g.values[in[1]].producer].blob];
+    const float* constant = reinterpret_cast<const float*>(blob->data());
     dnnl::stream stream(cpu_engine());
     for (size_t share = 0; share < impl->columns.size() && !reuse; ++share) {
       Columns& c = impl->columns[share];
+      const float* first = constant + (transpose_b ? c.first * k : c.first);
+      if (c.in_place) {  // no copy: the share's first weight, the constant kept alive by its bytes
+        const size_t spanned = static_cast<size_t>(transpose_b ? c.count * k : (k - 1) * width + c.count) * sizeof(float);
+        c.weights = std::make_shared<const ir::Bytes>(reinterpret_cast<const uint8_t*>(first), spanned, blob);
+        continue;
+      }
       const memory::desc plain({k, c.count}, dt::f32, transpose_b ? memory::dims{1, k} : memory::dims{width, 1});
       c.weights = pack(static_cast<int>(share), c.layout.get_size(), [&](uint8_t* into) {
-        memory from(plain, cpu_engine(), const_cast<float*>(constant + (transpose_b ? c.first * k : c.first)));
+        memory from(plain, cpu_engine(), const_cast<float*>(first));
         memory to(c.layout, cpu_engine(), into);
         dnnl::reorder(from, to).execute(stream, from, to);
         stream.wait();
@@ -184,6 +207,10 @@ const std::string& MatmulPrimitive::implementation() const { return impl_->imple
 bool MatmulPrimitive::bf16() const { return impl_->bf16; }
 
 int MatmulPrimitive::column_shares() const { return static_cast<int>(impl_->columns.size()); }
+
+int MatmulPrimitive::weights_in_place() const {
+  return static_cast<int>(std::count_if(impl_->columns.begin(), impl_->columns.end(), [](const Columns& c) { return c.in_place; }));
+}
 
 std::vector<int64_t> share_counts(int64_t rows, int64_t pieces) {
   std::vector<int64_t> counts;  // (make keeps each count once)

@@ -3,7 +3,8 @@
 // with transpose_b), A not transposed. The weights are reordered once, when the plan is lowered,
 // into the blocked layout oneDNN's kernel for this CPU wants (brgemm's; shared by the product's primitives
 // at other sizes, a symbolic plan's bindings), instead of being packed
-// again by every sgemm call; a primitive is made for each count of rows the program asks for
+// again by every sgemm call. Where that kernel wants a plain matrix (gemm's, without AVX-512), it
+// reads the constant where it lies: no second copy of the weights. A primitive is made for each count of rows the program asks for
 // (a fused head's block of rows and its last block; a plain launch's share of rows per thread),
 // each run on one thread (cpu/primitive_runner.hpp). One block of few rows (a recurrent layer's
 // step, a decoder's token) may split its columns into shares over the pool instead. With bf16,
@@ -41,6 +42,7 @@ class MatmulPrimitive {
   // made. `a` is A's first element.
   void rows(const float* a, int64_t first, int64_t last, float* out, const eval::Parallel* parallel) const;
   int column_shares() const;
+  int weights_in_place() const;  // shares of columns whose kernel reads the constant itself
   const std::string& implementation() const;  // oneDNN's name for its kernel ("brg:avx512_core", ...)
   bool bf16() const;
 

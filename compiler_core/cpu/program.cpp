@@ -487,10 +487,10 @@ void Program::add_facts(runtime::Facts& f) const {
   // computes as post-ops), or our own way and why.
   std::map<std::pair<std::string, std::string>, int64_t> convolutions, matmuls;
   std::map<std::string, int64_t> im2col, reference_convolutions, sgemm;
-  int64_t post_op_groups = 0, split_convolutions = 0, split_matmuls = 0;
+  int64_t post_op_groups = 0, split_convolutions = 0, split_matmuls = 0, weights_in_place = 0;
   for (size_t i = 0; i < bound_.size(); ++i) {
     const Bound& b = *bound_[i];
-    if (b.matmul) ++matmuls[{b.matmul->implementation(), b.matmul->bf16() ? "bf16" : "f32"}];
+    if (b.matmul) ++matmuls[{b.matmul->implementation(), b.matmul->bf16() ? "bf16" : "f32"}], weights_in_place += b.matmul->weights_in_place();
     if (b.matmul && (b.matmul_pieces > 1 || b.matmul->column_shares() > 1)) ++split_matmuls;
     if (!b.matmul && !fallbacks_[i].matmul.empty()) ++sgemm[fallbacks_[i].matmul];
     if (b.conv) ++convolutions[{b.conv->implementation(), b.conv->precision()}], post_op_groups += b.conv_whole_group;
@@ -517,9 +517,11 @@ void Program::add_facts(runtime::Facts& f) const {
   primitives("onednn_matmuls", matmuls);  // constant weights reordered once
   f.count("split_matmuls", split_matmuls);
   f.tally("sgemm_matmuls", sgemm, "reason");  // with constant weights
-  // Constant weights in primitives' layouts: packed while lowering, or taken from a compiled-model file.
+  // Constant weights in primitives' layouts: packed while lowering, taken from a compiled-model
+  // file, or read where the constant lies (a plain layout, the products' on CPUs without brgemm).
   f.count("weights_packed", weights_packed_);
   f.count("weights_loaded", weights_loaded_);
+  f.count("weights_in_place", weights_in_place);
   // Per stream, after the arena: oneDNN's scratchpads, bf16 images, a convolution's result
   // before its group's rows.
   f.bytes("working_bytes", working_bytes_);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include <esgraph/ascend_check.hpp>
 #include <esgraph/esgraph.hpp>
@@ -382,4 +383,49 @@ TEST_CASE("host tensors take and give their dtype's own element type only: nothi
   esg::GraphBuilder b("neg");
   const esg::Model m = esg::compile(b.build({esg::neg(b.input("x", esg::f32, {2}))}));
   CHECK_THROWS_AS(m.run({HostTensor::from(esg::f64, std::vector<double>{1, 2}, {2})}), esg::DTypeError);
+}
+
+namespace {
+int in_place_released = 0;
+void count_in_place_release(void*) { ++in_place_released; }
+}  // namespace
+
+TEST_CASE("weights given in place are read where they lie, and released once the last model is gone") {
+  // Products of 8 rows with [96, 200] weights, as given and transposed: oneDNN's kernel reads
+  // plain weights in place (gemm's, without AVX-512) or packs them (brgemm's); either way the
+  // results are numpy's, and the caller's memory is released once.
+  const int64_t k = 96, n = 200, rows = 8;
+  std::vector<float> w(static_cast<size_t>(k * n)), x(static_cast<size_t>(rows * k));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i * 7 % 13) - 6) / 8;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 5 % 11) - 5) / 4;
+  for (const bool transposed : {false, true}) {
+    CAPTURE(transposed);
+    in_place_released = 0;
+    std::optional<esg::Model> m;
+    {
+      esg::GraphBuilder b("in_place");
+      const Tensor in = b.input("x", esg::f32, {rows, k});
+      const std::vector<int64_t> shape = transposed ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+      const Tensor weights = b.constant_in_place(esg::f32, shape, w.data(), w.size() * sizeof(float), count_in_place_release);
+      m.emplace(esg::compile(b.build({esg::matmul(in, weights, esg::MatmulOptions().transpose_b(transposed))})));
+    }
+    CHECK(in_place_released == 0);
+    const std::vector<float> got = m->run({HostTensor::from(esg::f32, x, {rows, k})})[0].values<float>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        double want = 0;
+        for (int64_t i = 0; i < k; ++i)
+          want += double(x[static_cast<size_t>(r * k + i)]) * w[static_cast<size_t>(transposed ? c * k + i : i * n + c)];
+        REQUIRE(got[static_cast<size_t>(r * n + c)] == doctest::Approx(want).epsilon(1e-5));
+      }
+    const esg::Facts facts = m->facts();
+    CHECK(facts.number("weights_in_place") + facts.number("weights_packed") >= 1);
+    m.reset();
+    CHECK(in_place_released == 1);
+  }
+  esg::GraphBuilder b("refused");
+  in_place_released = 0;
+  CHECK_THROWS_WITH_AS(b.constant_in_place(esg::f32, {2}, reinterpret_cast<const char*>(w.data()) + 2, 8, count_in_place_release),
+                       doctest::Contains("not aligned to its 4-byte f32 elements"), esg::InvalidArgumentError);
+  CHECK(in_place_released == 1);
 }
