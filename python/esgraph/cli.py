@@ -47,13 +47,14 @@ def _load(path, bind):
 def _load_graph(path, bind):
     if path.endswith(".onnx"):
         from . import onnx as esg_onnx
-        model = esg_onnx.read_model(path)
+        opened = esg_onnx.open_model(path)
+        model = opened.proto
         shapes = {}
         for vi in model.graph.input:
             dims = vi.type.tensor_type.shape.dim
             if any(d.dim_param in bind for d in dims):
                 shapes[vi.name] = [bind.get(d.dim_param, d.dim_param) if d.dim_param else d.dim_value for d in dims]
-        graph = esg_onnx.load(model, input_shapes=shapes)
+        graph = esg_onnx.load(opened, input_shapes=shapes)
         if isinstance(graph, esg_onnx.ValueDependentGraph):
             waits = [f"the values of {', '.join(graph.shape_inputs)}"] if graph.shape_inputs else []
             waits += ["its inputs' sizes (Shape of a dynamic axis): fix them with --bind NAME=SIZE, as load's input_shapes does"] \

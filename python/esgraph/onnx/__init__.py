@@ -22,15 +22,17 @@ from .._frontend import ExportFailed, ImportFailed
 from ._importer import MAX_OPSET, MIN_OPSET, load_graph
 from ._exporter import to_model
 from ._external import load_external_data, needs_external_data
+from ._weights import Weights, open_file, split_weights
 from ._nesting import subgraph_depth
 from ._values import ValueDependentGraph, ValueDependentModel
 from .converters import CONVERTERS
 
-__all__ = ["ExportFailed", "ImportFailed", "ValueDependentGraph", "ValueDependentModel", "load", "read_model", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
+__all__ = ["ExportFailed", "ImportFailed", "ValueDependentGraph", "ValueDependentModel", "OpenedModel", "load", "open_model", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
 
 
 def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None, sharding=None):
-    """An esgraph Graph from an ONNX model: a path, bytes, or an `onnx.ModelProto`.
+    """An esgraph Graph from an ONNX model: a path, bytes, an `onnx.ModelProto`, or what
+    `open_model` returned.
 
     `input_shapes` ({input name: [dims]}) overrides the model's input shapes: integers for
     fixed sizes, strings for symbolic ones. A model that takes a shape operand (Reshape's shape,
@@ -41,6 +43,9 @@ def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None, 
     Tensors kept in external data files are read from the model's folder only (`base_dir` for a
     model given as bytes or a ModelProto).
 
+    The weights are read once, into the arrays the graph's constants use in place: a model file's
+    large initializers go from the file straight there, never through protobuf.
+
     `sharding` ({initializer name: "column" or "row"}) splits weights over the ranks of the MPI job
     (docs/distributed.md), Megatron-style. Each named initializer must be the weight (input B) of
     a MatMul or Gemm, and this rank keeps its share:
@@ -50,14 +55,17 @@ def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None, 
       and the partial products are summed with an all_reduce.
     Every rank loads the same model with the same spec.
     """
-    proto = read_model(model, base_dir)
+    opened = model if isinstance(model, OpenedModel) else open_model(model, base_dir)
     try:
-        return load_graph(proto, input_shapes=input_shapes, constants=constants, name=name, sharding=sharding)
+        return load_graph(opened.proto, input_shapes=input_shapes, constants=constants, name=name, sharding=sharding,
+                          weights=opened.weights)
     except ImportFailed as e:
         if not (e.waits_for_values and (e.needed_constants or e.waits_for_shapes)):
             raise
-        return ValueDependentGraph(proto, e.needed_constants, input_shapes, constants, name, by_shapes=e.waits_for_shapes,
-                                   sharding=sharding)
+        return ValueDependentGraph(opened.proto, e.needed_constants, input_shapes, constants, name, by_shapes=e.waits_for_shapes,
+                                   sharding=sharding, weights=opened.weights)
+    finally:
+        opened.weights.close()  # every initializer is read (and kept) by now
 
 
 # The nesting of bodies protobuf's C++ parser refuses (three message levels a body below its
@@ -65,44 +73,71 @@ def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None, 
 _PARSER_DEPTH = 32
 
 
-def read_model(model, base_dir=None):
-    """An onnx.ModelProto from a path, bytes or a ModelProto, with its external data read from
-    the model's folder (or `base_dir`) and nowhere else (_external.py). What is not an ONNX model
+class OpenedModel:
+    """An ONNX model parsed for importing: `proto`, the onnx.ModelProto, and `weights`, which
+    reads its main graph's initializers. A file's large initializers are not in `proto`: they are
+    ONNX external data pointing back into the file, and `weights` reads them from the file as it
+    was opened."""
+
+    def __init__(self, proto, weights):
+        self.proto = proto
+        self.weights = weights
+
+
+def open_model(model, base_dir=None):
+    """An OpenedModel from a path, bytes or a ModelProto, its external data to be read from the
+    model's folder (or `base_dir`) and nowhere else (_external.py). What is not an ONNX model
     with outputs (an empty file, garbage, a truncated protobuf) raises esgraph.FormatError naming
     the source; a file that cannot be read, the OSError."""
-    source, data = "the model", None
+    source, data, file, apart = "the model", None, None, {}
     try:
         with warnings.catch_warnings():
             # onnx warns, and goes on, when protobuf leaves bytes unparsed: that is a bad file too.
             warnings.simplefilter("error", RuntimeWarning)
             if isinstance(model, (str, os.PathLike)):
-                source = f"`{os.fspath(model)}`"
-                base_dir = os.path.dirname(os.path.abspath(os.fspath(model)))
-                with open(os.fspath(model), "rb") as f:
-                    data = f.read()
-                model = onnx.load_from_string(data)
+                path = os.fspath(model)
+                source = f"`{path}`"
+                base_dir = os.path.dirname(os.path.abspath(path))
+                file, data = open_file(path)
+                parsed, apart = split_weights(data, os.path.basename(path))
+                model = onnx.load_from_string(parsed)
             elif isinstance(model, (bytes, bytearray)):
                 source, data = f"the {len(model)} bytes", bytes(model)
                 model = onnx.load_from_string(data)
             elif not isinstance(model, onnx.ModelProto):
                 raise TypeError(f"load: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
     except (TypeError, OSError):
+        _close(file)
         raise
     except Exception as e:  # protobuf's DecodeError, onnx's warning, whatever else a corrupt file makes onnx raise
+        _close(file)
         depth = subgraph_depth(data) if data is not None else None
         if depth is not None and depth >= _PARSER_DEPTH:
             raise FormatError(f"{source} nests If/Loop/Scan bodies {depth} levels deep: protobuf's parser stops at 100 message "
                               f"levels, {_PARSER_DEPTH - 1} levels of bodies (esgraph's own limit is 64)") from e
         raise FormatError(f"{source} is not an ONNX model: {type(e).__name__}: {e}") from e
-    if not model.graph.output:
-        raise FormatError(f"{source} is not an ONNX model with outputs (an empty or foreign file, or a graph with none)")
-    _check_strings(model, source, "model")
-    if needs_external_data(model):
-        loaded = onnx.ModelProto()  # the caller's ModelProto stays as given
-        loaded.CopyFrom(model)
-        load_external_data(loaded, base_dir)
-        model = loaded
-    return model
+    finally:
+        if hasattr(data, "close"):
+            data.close()  # the mapping: what is still to read is read through the file
+    weights = Weights(base_dir, file, apart)
+    try:
+        if not model.graph.output:
+            raise FormatError(f"{source} is not an ONNX model with outputs (an empty or foreign file, or a graph with none)")
+        _check_strings(model, source, "model")
+        if needs_external_data(model):
+            loaded = onnx.ModelProto()  # the caller's ModelProto stays as given
+            loaded.CopyFrom(model)
+            load_external_data(loaded, base_dir)
+            model = loaded
+    except BaseException:
+        weights.close()
+        raise
+    return OpenedModel(model, weights)
+
+
+def _close(file):
+    if file is not None:
+        file.close()
 
 
 def _check_strings(message, source, path):

@@ -17,6 +17,7 @@ from onnx import numpy_helper
 from .. import _C
 from .._frontend import ImportFailed, name_outputs
 from . import _dtypes
+from ._weights import Weights
 from .converters import CONVERTERS, NeedsShape, NeedsValue, Unsupported
 
 MIN_OPSET, MAX_OPSET = 1, 18
@@ -163,8 +164,9 @@ def single_assignment(graph):
 
 
 class Importer:
-    def __init__(self, model, input_shapes=None, constants=None, sharding=None):
+    def __init__(self, model, input_shapes=None, constants=None, sharding=None, weights=None):
         self.model = model
+        self.weights = weights if weights is not None else Weights()
         self.sharding = dict(sharding or {})  # initializer name -> "column" or "row"
         self.sharded = set()  # the names a MatMul or Gemm took as its weight
         self.opset = self._opset(model)
@@ -194,18 +196,21 @@ class Importer:
         return self.values[name]
 
     def as_tensor(self, array):
-        # One esgraph constant per known array and builder, however many nodes read it.
+        # One esgraph constant per known array and builder, however many nodes read it. A
+        # read-only array (a weight, _weights.py) is read in place; one computed here is copied.
         key = id(array)
         if key not in self._constants:  # the array is kept alive with its tensor: ids stay unique
-            self._constants[key] = (array, _C.constant(np.require(array, requirements="C")))
+            in_place = not array.flags.writeable and array.flags.c_contiguous and array.ctypes.data % max(array.itemsize, 1) == 0
+            tensor = _C.constant(array, copy=False) if in_place else _C.constant(np.require(array, requirements="C"))
+            self._constants[key] = (array, tensor)
         return self._constants[key][1]
 
     def run(self, builder):
         self._builder = builder
         graph = self.model.graph
         self.failures.extend(single_assignment(graph))
-        for init in graph.initializer:
-            self.values[init.name] = self._initializer(init)
+        for index, init in enumerate(graph.initializer):
+            self.values[init.name] = self._initializer(init, index)
         for sparse in graph.sparse_initializer:
             self.failures.append((f"sparse initializer '{sparse.values.name}'", "sparse tensors are not supported"))
             self.values[sparse.values.name] = POISONED
@@ -262,19 +267,24 @@ class Importer:
                 todo.extend(i for i in producer[name].input if i)
         return found
 
-    def _initializer(self, init):
+    def _initializer(self, init, index=None):
+        """The value of an initializer: the main graph's `index`th, read by self.weights, or a
+        body's (index None), whose data is in its message."""
         if any(d < 0 for d in init.dims):  # numpy would read -1 as "the rest"
             self.failures.append((f"initializer '{init.name}'", f"has dims {list(init.dims)}: a dimension is negative"))
             return POISONED
         try:
             _dtypes.esg_dtype(init.data_type)
+            array = numpy_helper.to_array(init) if index is None else self.weights.array(index, init)
             if init.data_type == onnx.TensorProto.BFLOAT16:
                 # numpy_helper reads bf16 as its float values; the graph keeps them as bf16.
-                return _C.ops.cast(_C.constant(numpy_helper.to_array(init).astype(np.float32)), _C.bf16)
-            return numpy_helper.to_array(init)
+                return _C.ops.cast(_C.constant(array.astype(np.float32)), _C.bf16)
+            return array
         except _dtypes.UnsupportedType as e:
             self.failures.append((f"initializer '{init.name}'", str(e)))
             return POISONED
+        except _C.FormatError:  # external data that is not where it says: the file is refused, as any bad file
+            raise
         except (ValueError, TypeError) as e:  # numpy_helper's: data that does not fill the dims, an unknown type
             self.failures.append((f"initializer '{init.name}'", f"malformed: {e}"))
             return POISONED
@@ -403,8 +413,8 @@ class Importer:
         return self.values[name]
 
 
-def load_graph(model, input_shapes=None, constants=None, name=None, sharding=None):
-    importer = Importer(model, input_shapes, constants, sharding)
+def load_graph(model, input_shapes=None, constants=None, name=None, sharding=None, weights=None):
+    importer = Importer(model, input_shapes, constants, sharding, weights)
     with _C.GraphBuilder(name or model.graph.name or "onnx") as b:
         outputs = importer.run(b)
         claimed = {vi.name for vi in model.graph.input} | set(importer.given_constants)

@@ -3,41 +3,16 @@ error of a file that protobuf's parser refuses for its depth (it stops at 100 me
 three per If or Loop body: node, attribute, graph), which otherwise says only that the bytes did
 not parse."""
 
+from ._wire import fields
+
 # Field numbers (onnx.proto): ModelProto.graph, GraphProto.node, NodeProto.attribute,
 # AttributeProto.g and .graphs.
 _MODEL_GRAPH, _GRAPH_NODE, _NODE_ATTRIBUTE, _ATTRIBUTE_G, _ATTRIBUTE_GRAPHS = 7, 1, 5, 6, 11
 
 
-def _varint(data, at):
-    value = shift = 0
-    while True:
-        if at >= len(data) or shift > 63:
-            raise ValueError("truncated")
-        byte = data[at]
-        value |= (byte & 0x7F) << shift
-        at, shift = at + 1, shift + 7
-        if not byte & 0x80:
-            return value, at
-
-
 def _fields(data, begin, end):
     """(field number, start, end) of each length-delimited field in data[begin:end]."""
-    at = begin
-    while at < end:
-        key, at = _varint(data, at)
-        wire = key & 7
-        if wire == 0:
-            _, at = _varint(data, at)
-        elif wire == 1:
-            at += 8
-        elif wire == 5:
-            at += 4
-        elif wire == 2:
-            size, at = _varint(data, at)
-            yield key >> 3, at, at + size
-            at += size
-        else:
-            raise ValueError(f"wire type {wire}")
+    return ((f.number, f.begin, f.end) for f in fields(data, begin, end) if f.wire == 2)
 
 
 def subgraph_depth(data):

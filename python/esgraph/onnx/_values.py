@@ -21,8 +21,10 @@ class ValueDependentGraph:
     values the first time a run brings it. The rest of the model imports then too: an op it cannot
     import fails that run with `ImportFailed`."""
 
-    def __init__(self, model, shape_inputs, input_shapes=None, constants=None, name=None, by_shapes=False, sharding=None):
+    def __init__(self, model, shape_inputs, input_shapes=None, constants=None, name=None, by_shapes=False, sharding=None,
+                 weights=None):
         self.model = model
+        self._weights = weights  # the initializers read at the first import, for every later one
         self._sharding = sharding
         self.shape_inputs = tuple(sorted(shape_inputs))
         self.by_shapes = by_shapes  # the graph also waits for the inputs' shapes (Shape of a dynamic axis)
@@ -50,7 +52,8 @@ class ValueDependentGraph:
             shapes = {name: list(values[name].shape) for name in self.input_names} if self.by_shapes else self._input_shapes
             try:
                 return load_graph(self.model, input_shapes={k: v for k, v in shapes.items() if k not in frozen},
-                                  constants={**self._constants, **frozen}, name=self._name, sharding=self._sharding)
+                                  constants={**self._constants, **frozen}, name=self._name, sharding=self._sharding,
+                                  weights=self._weights)
             except ImportFailed as e:
                 more = set(e.needed_constants) - set(self.shape_inputs) - set(self._constants)
                 sizes = e.waits_for_shapes and not self.by_shapes
