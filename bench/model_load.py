@@ -4,8 +4,14 @@ first run, per way of getting a runnable model, each side on `--threads` threads
     onnx   esgraph.onnx.load + esgraph.compile + first run
     graph  esgraph.Graph.load (the graph file) + compile + first run
     esgm   esgraph.load_model (the compiled-model file) + first run
+    cached esgraph.compile of the ONNX file with a compile cache (cache_dir): a miss in an empty
+           cache (import, compile, store), then a hit in another process (a load) + first run
     ort    ONNX Runtime creating its session from the model it optimized offline
            (optimized_model_filepath, loaded with optimizations off) + first run
+
+With --import-models (vit: torchvision's ViT-B/16), what an ONNX file costs before it runs:
+esgraph.onnx.load + compile against ONNX Runtime's session creation (its optimizations on),
+the time to a runnable model, then three runs each, and the peak resident memory of all of it.
 
 Each figure is measured in a process of its own (imports done before the clock starts, the
 page cache warm), the ways alternating round by round; each keeps its best round. Peak
@@ -32,27 +38,34 @@ def worker(kind, path, feeds_path, threads):
     """Runs in a fresh process: prints the seconds to a first run's end and the peak RSS."""
     import esgraph  # noqa: F401 - imported before the clock starts, as onnxruntime is
     feeds = list(np.load(feeds_path).values())
-    if kind == "ort":
+    if kind in ("ort", "session"):
         import onnxruntime
-    if kind == "onnx":
+    if kind in ("onnx", "import"):
         import esgraph.onnx  # noqa: F401 - its imports (onnx, protobuf) before the clock too
+    runs = 3 if kind in ("import", "session") else 1
     start = time.perf_counter()
-    if kind == "ort":
+    if kind in ("ort", "session"):
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+        if kind == "ort":  # the model it optimized offline
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
         session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         loaded = time.perf_counter()
-        session.run(None, {i.name: a for i, a in zip(session.get_inputs(), feeds)})
+        for _ in range(runs):
+            session.run(None, {i.name: a for i, a in zip(session.get_inputs(), feeds)})
     else:
         if kind == "esgm":
             model = esgraph.load_model(path, threads=threads)
+        elif kind in ("miss", "hit"):
+            model = esgraph.compile(path, threads=threads, cache_dir=os.environ["BENCH_CACHE_DIR"])
+            assert model.stats()["cache_hits" if kind == "hit" else "cache_misses"] == 1
         else:
-            graph = esgraph.onnx.load(path) if kind == "onnx" else esgraph.Graph.load(path)
+            graph = esgraph.Graph.load(path) if kind == "graph" else esgraph.onnx.load(path)
             model = esgraph.compile(graph, threads=threads)
         loaded = time.perf_counter()
-        model.run(feeds)
+        for _ in range(runs):
+            model.run(feeds)
     end = time.perf_counter()
     with open("/proc/self/status") as f:
         peak = next(int(line.split()[1]) / 1024 for line in f if line.startswith("VmHWM:"))
@@ -150,9 +163,37 @@ def prepare(name, module, inputs, folder, threads):
     return {"onnx": onnx_path, "graph": graph_path, "esgm": esgm_path, "ort": ort_path}, feeds_path
 
 
-def measure(kind, path, feeds_path, threads):
+def import_against_session(name, folder, rounds, threads):
+    """ONNX import + compile against ORT's session creation, fresh processes alternating, each
+    with three runs after: the best time to a runnable model, and the peak memory of that round."""
+    import torch
+    import torchvision
+    torch.manual_seed(0)
+    module, inputs = {"vit": (torchvision.models.vit_b_16, (torch.randn(1, 3, 224, 224),))}[name]
+    onnx_path = os.path.join(folder, f"{name}.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module().eval(), inputs, onnx_path, opset_version=17)
+    feeds_path = os.path.join(folder, f"{name}.npz")
+    np.savez(feeds_path, *[t.numpy() for t in inputs])
+    best = {}
+    for _ in range(rounds):
+        for kind in ("import", "session"):
+            m = measure(kind, onnx_path, feeds_path, threads)
+            best.setdefault(kind, []).append(m)
+    load = {k: min(m["load"] for m in ms) for k, ms in best.items()}
+    peak = {k: min(m["peak_mib"] for m in ms) for k, ms in best.items()}
+    print(f"{name}: {os.path.getsize(onnx_path) / 2**20:.0f} MiB of ONNX; esgraph import + compile {load['import']:.3f} s "
+          f"against ORT's session {load['session']:.3f} s ({load['import'] / load['session']:.2f}x); peak resident memory through "
+          f"three runs {peak['import']:.0f} MiB against {peak['session']:.0f} MiB ({peak['import'] / peak['session']:.2f}x); "
+          f"every round's load times: esgraph " + ", ".join(f"{m['load']:.2f}" for m in best["import"]) +
+          "; ORT " + ", ".join(f"{m['load']:.2f}" for m in best["session"]))
+
+
+def measure(kind, path, feeds_path, threads, cache_dir=None):
+    env = {**os.environ, "BENCH_CACHE_DIR": cache_dir} if cache_dir else None
     out = subprocess.run([sys.executable, __file__, "--worker", kind, path, feeds_path, str(threads)],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -161,6 +202,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--models", default="resnet34,encoder,decoder")
+    ap.add_argument("--import-models", default="", help="vit: ONNX import + compile against ORT's session creation")
     ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     ap.add_argument("--hold", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -172,9 +214,11 @@ def main():
     import onnxruntime
     print(f"{args.threads} threads on every side; onnxruntime {onnxruntime.__version__}; fresh processes, best of {args.rounds} rounds")
     kinds = ["onnx", "graph", "esgm", "ort"]
-    print(f"{'model':>9} " + " ".join(f"{k:>14}" for k in kinds) + "   esgm/onnx esgm/graph esgm/ort  (s to the first run's end; peak MiB)")
     with tempfile.TemporaryDirectory() as folder:
-        for name, (module, inputs) in build_models(args.models.split(",")).items():
+        for name in filter(None, args.import_models.split(",")):
+            import_against_session(name, folder, args.rounds, args.threads)
+        print(f"{'model':>9} " + " ".join(f"{k:>14}" for k in kinds) + "   esgm/onnx esgm/graph esgm/ort  (s to the first run's end; peak MiB)")
+        for name, (module, inputs) in build_models(list(filter(None, args.models.split(",")))).items():
             paths, feeds_path = prepare(name, module, inputs, folder, args.threads)
             best = {}
             for _ in range(args.rounds):
@@ -182,12 +226,22 @@ def main():
                     m = measure(kind, paths[kind], feeds_path, args.threads)
                     if kind not in best or m["total"] < best[kind]["total"]:
                         best[kind] = m
+                with tempfile.TemporaryDirectory() as cache:  # each round's miss in an empty cache, then its hit
+                    for kind in ("miss", "hit"):
+                        m = measure(kind, paths["onnx"], feeds_path, args.threads, cache)
+                        if kind not in best or m["total"] < best[kind]["total"]:
+                            best[kind] = m
             print(f"{'':>9} files: ONNX {os.path.getsize(paths['onnx']) / 2**20:.0f} MiB, graph {os.path.getsize(paths['graph']) / 2**20:.0f} MiB, "
                   f"esgm {os.path.getsize(paths['esgm']) / 2**20:.0f} MiB, ORT's {os.path.getsize(paths['ort']) / 2**20:.0f} MiB")
             cells = " ".join(f"{best[k]['total']:7.3f} ({best[k]['peak_mib']:4.0f})" for k in kinds)
             e = best["esgm"]["total"]
             print(f"{name:>9} {cells}   {e / best['onnx']['total']:9.2f} {e / best['graph']['total']:10.2f} "
                   f"{e / best['ort']['total']:8.2f}   (esgm load {best['esgm']['load']:.3f} s)")
+            hit, miss = best["hit"]["load"], best["miss"]["load"]
+            print(f"{'':>9} to a runnable model: ONNX import + compile {best['onnx']['load']:.3f} s, .esgm load "
+                  f"{best['esgm']['load']:.3f} s; with a compile cache, a miss (import, compile, store) {miss:.3f} s, a hit in "
+                  f"another process {hit:.3f} s: {hit / miss:.2f}x the miss, {hit / best['onnx']['load']:.2f}x an uncached import + "
+                  f"compile (peak {best['hit']['peak_mib']:.0f} MiB)")
             shared = sharing(paths["esgm"], [list(t.shape) for t in inputs], args.threads)
             print(f"{'':>9} two processes holding the loaded model: " +
                   "; ".join(f"Rss {f['Rss']:.0f} MiB, Pss {f['Pss']:.0f} MiB, of which the .esgm mapping Rss {f['file Rss']:.0f}, "
