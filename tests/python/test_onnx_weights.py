@@ -19,8 +19,8 @@ import esgraph.onnx  # noqa: E402
 from onnx_models import F32, init, make, vi  # noqa: E402
 
 
-def _linear(k=128, n=160, seed=0):
-    """x @ W + b, with W large enough to be read apart (80 KiB) and b small."""
+def _linear(k=512, n=640, seed=0):
+    """x @ W + b, with W large enough to be read apart (1.25 MiB) and b small."""
     rng = np.random.default_rng(seed)
     w, b = rng.standard_normal((k, n)).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     model = make([helper.make_node("MatMul", ["x", "W"], ["xw"]), helper.make_node("Add", ["xw", "B"], ["y"])],
@@ -75,7 +75,7 @@ def test_large_initializers_are_read_from_the_file_not_through_protobuf(tmp_path
     assert path.read_bytes()[int(where["offset"]):][:w.nbytes] == w.tobytes()
     monkeypatch.chdir(tmp_path)  # onnx's checker finds external data from the working folder
     onnx.checker.check_model(opened.proto)  # a valid ONNX model still
-    x = np.random.default_rng(1).standard_normal((4, 128)).astype(np.float32)
+    x = np.random.default_rng(1).standard_normal((4, 512)).astype(np.float32)
     got = esgraph.compile(esgraph.onnx.load(opened))(x)
     np.testing.assert_allclose(got, x @ w + b, rtol=1e-5, atol=1e-5)
     # The same file given as bytes parses whole, and computes the same.
@@ -91,16 +91,16 @@ def test_weights_come_from_the_file_as_opened_whatever_replaces_it(tmp_path):
     replacement = tmp_path / "other.onnx"
     replacement.write_bytes(other.SerializeToString())
     os.replace(replacement, path)  # a deployment swapping the file under its name
-    x = np.ones((4, 128), np.float32)
+    x = np.ones((4, 512), np.float32)
     np.testing.assert_allclose(esgraph.compile(esgraph.onnx.load(opened))(x), x @ w + b, rtol=1e-5, atol=1e-4)
 
 
 def test_a_large_initializer_whose_bytes_do_not_fill_its_dims_is_reported(tmp_path):
     model, w, _ = _linear()
-    model.graph.initializer[0].dims[:] = [128, 161]  # one column more than its bytes hold
+    model.graph.initializer[0].dims[:] = [512, 641]  # one column more than its bytes hold
     path = tmp_path / "short.onnx"
     path.write_bytes(model.SerializeToString())
-    with pytest.raises(esgraph.onnx.ImportFailed, match=r"initializer 'W'.*do not hold \[128, 161\] float32 elements"):
+    with pytest.raises(esgraph.onnx.ImportFailed, match=r"initializer 'W'.*do not hold \[512, 641\] float32 elements"):
         esgraph.onnx.load(path)
 
 

@@ -26,6 +26,9 @@ _ENTRY_KEY, _ENTRY_VALUE = 1, 2
 
 # Smaller initializers stay in the parsed model: reading them apart would cost more than it saves.
 _APART_BYTES = 64 * 1024
+# Smaller files are parsed whole: they hold little to save, and scanning a graph of many nodes
+# field by field in Python costs more than protobuf's parse.
+_SPLIT_FILES_FROM = 1 << 20
 
 # The element types whose raw bytes are their numpy array as they are (bf16 is converted).
 _PLAIN = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64, TensorProto.FLOAT16: np.float16,
@@ -63,6 +66,8 @@ def split_weights(data, location):
     whose large initializers are left in `data`, the file called `location` in its folder.
     Bytes that are not such a model come back whole (as bytes), with nothing apart: protobuf's
     parser then says what is wrong with them."""
+    if len(data) < _SPLIT_FILES_FROM:
+        return bytes(data), {}
     try:
         model = list(_wire.fields(data, 0, len(data)))
         graphs = [f for f in model if f.number == _MODEL_GRAPH]
