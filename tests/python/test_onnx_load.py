@@ -2,6 +2,10 @@
 folder only), and the refusals: every unsupported node at once, types and shapes.
 
 See onnx_models.py for the helpers."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -290,3 +294,46 @@ def test_nesting_protobuf_cannot_parse_is_named():
     assert esgraph.compile(esgraph.onnx.load(_nested_ifs(31).SerializeToString())).run({"x": x, "c": c})[0] == 1
     with pytest.raises(esgraph.FormatError, match="nests If/Loop/Scan bodies 32 levels deep: protobuf's parser stops"):
         esgraph.onnx.load(_nested_ifs(32).SerializeToString())
+
+
+# Folding at import within a memory cap
+def _filled_and_summed(elements):
+    """x + ReduceSum(ConstantOfShape([elements])): a file of under 200 bytes whose folding would
+    fill `elements` floats."""
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["big"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])),
+             helper.make_node("ReduceSum", ["big"], ["s"], keepdims=0),
+             helper.make_node("Add", ["x", "s"], ["y"])]
+    return make(nodes, [vi("x", F32, [1])], [vi("y", F32, [1])], [init("shape", np.array([elements], np.int64))])
+
+
+def test_a_small_file_cannot_make_the_import_fill_gigabytes(tmp_path):
+    """2 GiB of folding asked by a 174-byte file: beyond the default cap (256 MiB plus twice the
+    weights), left to the compiled graph, where compile's own cap refuses it by name. Measured
+    in a process of its own: its peak memory across the import."""
+    path = tmp_path / "fill.onnx"
+    onnx.save(_filled_and_summed(1 << 29), str(path))
+    assert path.stat().st_size < 200
+    script = ("import esgraph, esgraph.onnx\n"
+              "peak = lambda: next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) * 1024\n"
+              f"before = peak(); graph = esgraph.onnx.load({str(path)!r}); print(peak() - before)\n"
+              "try:\n    esgraph.compile(graph, max_memory_bytes=1 << 30)\nexcept esgraph.LimitError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, timeout=120).stdout.splitlines()
+    assert int(out[0]) < 64 << 20, f"the import grew the process by {int(out[0]) >> 20} MiB"
+    assert "needs 2147483716 bytes of working memory and outputs, more than max_memory_bytes (1073741824)" in out[1]
+
+
+def test_a_fold_beyond_the_cap_is_computed_by_the_graph():
+    model = _filled_and_summed(1 << 20)  # 4 MiB of ones
+    x = np.array([0.5], np.float32)
+    for cap in (None, 1 << 20, 0):  # the default folds it; 1 MiB leaves it to the graph; 0: no bound
+        graph = esgraph.onnx.load(model, max_memory_bytes=cap)
+        np.testing.assert_array_equal(esgraph.compile(graph)(x), x + (1 << 20))
+    assert "fill" not in esgraph.onnx.load(model).to_text()  # folded into a constant
+    assert "fill" in esgraph.onnx.load(model, max_memory_bytes=1 << 20).to_text()
+
+
+@pytest.mark.parametrize("cap", [-1, 1.5, "1G", True])
+def test_a_malformed_import_cap_is_refused(cap):
+    with pytest.raises(esgraph.InvalidArgumentError, match="max_memory_bytes must be 0 \\(no bound\\) or more"):
+        esgraph.onnx.load(_filled_and_summed(4), max_memory_bytes=cap)

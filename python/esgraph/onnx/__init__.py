@@ -30,7 +30,7 @@ from .converters import CONVERTERS
 __all__ = ["ExportFailed", "ImportFailed", "ValueDependentGraph", "ValueDependentModel", "OpenedModel", "load", "open_model", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
 
 
-def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None, sharding=None):
+def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None, sharding=None, max_memory_bytes=None):
     """An esgraph Graph from an ONNX model: a path, bytes, an `onnx.ModelProto`, or what
     `open_model` returned.
 
@@ -46,6 +46,11 @@ def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None, 
     The weights are read once, into the arrays the graph's constants use in place: a model file's
     large initializers go from the file straight there, never through protobuf.
 
+    `max_memory_bytes` bounds the memory that folding (computing what constants determine, while
+    importing) may hold; a fold beyond it is left to the compiled graph, where compile's own
+    max_memory_bytes applies. The default is 256 MiB plus twice the bytes of the model's
+    initializers; 0 sets no bound. A value-dependent model's imports at run time keep it.
+
     `sharding` ({initializer name: "column" or "row"}) splits weights over the ranks of the MPI job
     (docs/distributed.md), Megatron-style. Each named initializer must be the weight (input B) of
     a MatMul or Gemm, and this rank keeps its share:
@@ -58,12 +63,12 @@ def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None, 
     opened = model if isinstance(model, OpenedModel) else open_model(model, base_dir)
     try:
         return load_graph(opened.proto, input_shapes=input_shapes, constants=constants, name=name, sharding=sharding,
-                          weights=opened.weights)
+                          weights=opened.weights, max_memory_bytes=max_memory_bytes)
     except ImportFailed as e:
         if not (e.waits_for_values and (e.needed_constants or e.waits_for_shapes)):
             raise
         return ValueDependentGraph(opened.proto, e.needed_constants, input_shapes, constants, name, by_shapes=e.waits_for_shapes,
-                                   sharding=sharding, weights=opened.weights)
+                                   sharding=sharding, weights=opened.weights, max_memory_bytes=max_memory_bytes)
     finally:
         opened.weights.close()  # every initializer is read (and kept) by now
 

@@ -164,9 +164,11 @@ def single_assignment(graph):
 
 
 class Importer:
-    def __init__(self, model, input_shapes=None, constants=None, sharding=None, weights=None):
+    def __init__(self, model, input_shapes=None, constants=None, sharding=None, weights=None, max_memory_bytes=None):
         self.model = model
         self.weights = weights if weights is not None else Weights()
+        self.max_memory_bytes = folding_cap(model) if max_memory_bytes is None else max_memory_bytes
+        self.folded_bytes = 0  # of the arrays folding computed so far
         self.sharding = dict(sharding or {})  # initializer name -> "column" or "row"
         self.sharded = set()  # the names a MatMul or Gemm took as its weight
         self.opset = self._opset(model)
@@ -333,7 +335,7 @@ class Importer:
             if foldable and node._inputs and all(v is None or isinstance(v, np.ndarray) for v in node._inputs):
                 try:
                     outputs = self._fold(node, convert)
-                except _C.DTypeError:  # a bf16 result (or the op's own dtype error, raised again here)
+                except (_C.DTypeError, _C.LimitError):  # a bf16 result, or one beyond the cap: the graph computes it
                     outputs = convert(node)
             else:
                 outputs = convert(node)
@@ -364,7 +366,15 @@ class Importer:
             if any(t.dtype == _C.bf16 for t in tensors):  # numpy holds bf16 only as bits: left to run time
                 raise _C.DTypeError("a bf16 result is not folded")
             if tensors:
-                results = iter(_C.compile(scratch.build(tensors)).run([]))
+                # Within what is left of the cap, checked by the plan before anything is allocated.
+                left = self.max_memory_bytes - self.folded_bytes if self.max_memory_bytes else 0
+                if self.max_memory_bytes and left <= 0:
+                    raise _C.LimitError("import: folding has used its memory")
+                results = _C.compile(scratch.build(tensors), max_memory_bytes=left).run([])
+                for r in results:  # read in place by the graph's constants, as the weights are
+                    r.setflags(write=False)
+                    self.folded_bytes += r.nbytes
+                results = iter(results)
                 outputs = [next(results) if isinstance(o, _C.Tensor) else o for o in outputs]
         return outputs[0] if single else outputs
 
@@ -413,8 +423,33 @@ class Importer:
         return self.values[name]
 
 
-def load_graph(model, input_shapes=None, constants=None, name=None, sharding=None, weights=None):
-    importer = Importer(model, input_shapes, constants, sharding, weights)
+_ELEMENT_BYTES = {k: 2 if v == _C.bf16 else _dtypes.numpy_dtype(v).itemsize for k, v in _dtypes.ONNX_TO_ESG.items()}
+
+# What folding at import may hold beyond the weights: shape arithmetic needs bytes, and a
+# constant transform of weights (a cast, a transpose) the weights' size; see folding_cap.
+FOLDING_BASE_BYTES = 256 << 20
+
+
+def folding_cap(model):
+    """The default memory folding at import may hold: 256 MiB, plus twice the bytes of the main
+    graph's initializers (a chain of two transforms of every weight). A fold beyond it is left
+    to the compiled graph, where the run-time cap (compile's max_memory_bytes) applies: a small
+    file cannot make the import allocate gigabytes, and no model loses its import, only the
+    early folding of an unusually large constant."""
+    weights = 0
+    for t in model.graph.initializer:
+        if any(d < 0 for d in t.dims):
+            continue  # refused by name when it is read
+        size = int(np.prod(t.dims, dtype=object)) if t.dims else 1
+        weights += size * _ELEMENT_BYTES.get(t.data_type, 8)
+    return FOLDING_BASE_BYTES + 2 * weights
+
+
+def load_graph(model, input_shapes=None, constants=None, name=None, sharding=None, weights=None, max_memory_bytes=None):
+    if max_memory_bytes is not None and (isinstance(max_memory_bytes, bool) or not isinstance(max_memory_bytes, int)
+                                         or max_memory_bytes < 0):
+        raise _C.InvalidArgumentError(f"load: max_memory_bytes must be 0 (no bound) or more, got {max_memory_bytes!r}")
+    importer = Importer(model, input_shapes, constants, sharding, weights, max_memory_bytes)
     with _C.GraphBuilder(name or model.graph.name or "onnx") as b:
         outputs = importer.run(b)
         claimed = {vi.name for vi in model.graph.input} | set(importer.given_constants)

@@ -22,8 +22,9 @@ class ValueDependentGraph:
     import fails that run with `ImportFailed`."""
 
     def __init__(self, model, shape_inputs, input_shapes=None, constants=None, name=None, by_shapes=False, sharding=None,
-                 weights=None):
+                 weights=None, max_memory_bytes=None):
         self.model = model
+        self._max_memory_bytes = max_memory_bytes  # folding's, at every import
         self._weights = weights  # the initializers read at the first import, for every later one
         self._sharding = sharding
         self.shape_inputs = tuple(sorted(shape_inputs))
@@ -53,7 +54,7 @@ class ValueDependentGraph:
             try:
                 return load_graph(self.model, input_shapes={k: v for k, v in shapes.items() if k not in frozen},
                                   constants={**self._constants, **frozen}, name=self._name, sharding=self._sharding,
-                                  weights=self._weights)
+                                  weights=self._weights, max_memory_bytes=self._max_memory_bytes)
             except ImportFailed as e:
                 more = set(e.needed_constants) - set(self.shape_inputs) - set(self._constants)
                 sizes = e.waits_for_shapes and not self.by_shapes
