@@ -9,7 +9,8 @@
 
 Models are ONNX files (.onnx), compiled-model files (as written by `compile` or Model.save,
 recognized by their first bytes) or esgraph graph files (anything else, as written by
-Graph.save). Symbolic dimensions are bound with --bind; inputs not given with -i are random.
+Graph.save). Symbolic dimensions are bound with --bind (run, info and dot --compiled bind the
+ones left to 1, and say so); inputs not given with -i are random.
 A compiled model runs as it was compiled: no pass runs and no plan is made for the sizes it
 holds plans for.
 """
@@ -107,6 +108,20 @@ def _compile(graph, bind, **options):
     return _C.compile(graph, shapes={k: v for k, v in bind.items() if k in symbols}, **options)
 
 
+def _bound_or_one(graph, bind, given=None):
+    """`bind`, with every symbol the command line would have to make up a size for (one of an
+    input not given with -i) and --bind leaves unbound set to 1, as ONNX Runtime users expect;
+    stderr says which."""
+    files = {g.partition("=")[0] for g in given or []}
+    symbols = lambda inputs: {d for name, _, dims in inputs for d in dims if isinstance(d, str)}  # noqa: E731
+    made_up = symbols(i for i in _signature(graph) if i[0] not in files) - symbols(i for i in _signature(graph) if i[0] in files)
+    unbound = sorted(made_up - set(bind))
+    if unbound:
+        print(f"esgraph: {', '.join(unbound)} bound to 1 (not given; --bind NAME=SIZE sets {'them' if len(unbound) > 1 else 'it'})",
+              file=sys.stderr)
+    return {**bind, **{d: 1 for d in unbound}}
+
+
 def _inputs(graph, given, bind):
     arrays = {}
     files = {}
@@ -182,6 +197,7 @@ def cmd_run(args):
         model, graph = _load_compiled(args.model, args)
     else:
         graph, _ = _load(args.model, bind)
+        bind = _bound_or_one(graph, bind, args.input)
         model = _compile(graph, bind, threads=args.threads, backend=args.backend or "cpu")
     compile_ms = (time.perf_counter() - start) * 1e3
     inputs = _inputs(graph, args.input, bind)
@@ -219,11 +235,7 @@ def cmd_info(args):
         counts = collections.Counter(n.op_type for n in onnx_model.graph.node)
         print(f"ONNX ops ({sum(counts.values())} nodes): " + ", ".join(f"{op} {n}" for op, n in counts.most_common()))
     print(f"esgraph nodes: {graph.node_count}")
-    bind = _bindings(args.bind)
-    symbols = {d for _, _, dims in _signature(graph) for d in dims if isinstance(d, str)}
-    if symbols - set(bind):
-        print(f"memory plan: bind {', '.join(sorted(symbols - set(bind)))} with --bind to see it")
-        return 0
+    bind = _bound_or_one(graph, _bindings(args.bind))
     print(_compile(graph, bind, backend=args.backend or "cpu").report())
     return 0
 
@@ -235,10 +247,7 @@ def cmd_dot(args):
         text = model.to_dot() if args.compiled else graph.to_dot()
         return _write(text, args.output)
     graph, _ = _load(args.model, bind)
-    symbols = {d for _, _, dims in _signature(graph) for d in dims if isinstance(d, str)}
-    if args.compiled and symbols - set(bind):
-        raise SystemExit(f"dot --compiled: bind {', '.join(sorted(symbols - set(bind)))} with --bind to compile the graph")
-    return _write(_compile(graph, bind).to_dot() if args.compiled else graph.to_dot(), args.output)
+    return _write(_compile(graph, _bound_or_one(graph, bind)).to_dot() if args.compiled else graph.to_dot(), args.output)
 
 
 def _write(text, path):
