@@ -384,23 +384,28 @@ ValueId Builder::add_input(std::string_view name, DType dtype, const Shape& shap
   return id;
 }
 
-ValueId Builder::add_constant(DType dtype, const Shape& shape, const void* data, size_t nbytes) {
-  if (nbytes && !data) throw Error(ErrorCode::InvalidArgument, "constant: data is NULL");
-  const auto* bytes = static_cast<const uint8_t*>(data);
-  return add_constant(dtype, shape, make_blob(std::vector<uint8_t>(bytes, bytes + nbytes)));
-}
-
-ValueId Builder::add_constant(DType dtype, const Shape& shape, Blob bytes) {
+void Builder::check_constant(DType dtype, const Shape& shape, size_t nbytes) const {
   if (!dtype_valid(dtype)) throw Error(ErrorCode::DType, "constant: invalid dtype");
   if (!shape.is_static()) throw Error(ErrorCode::Shape, "constant: the shape must be static");
   for (Dim d : shape)
     if (d < 0) throw Error(ErrorCode::Shape, "constant: negative dimension");
   if (const std::string why = oversized(*graph_, shape); !why.empty()) throw Error(ErrorCode::Shape, "constant: " + why);
   const size_t expected = static_cast<size_t>(shape.num_elements()) * dtype_size(dtype);
-  if (!bytes || bytes->size() != expected)
+  if (nbytes != expected)
     throw Error(ErrorCode::InvalidArgument, "constant: " + std::string(dtype_name(dtype)) + graph_->shape_str(shape) +
-                                                " needs " + std::to_string(expected) + " bytes, got " +
-                                                std::to_string(bytes ? bytes->size() : 0));
+                                                " needs " + std::to_string(expected) + " bytes, got " + std::to_string(nbytes));
+}
+
+ValueId Builder::add_constant(DType dtype, const Shape& shape, const void* data, size_t nbytes) {
+  if (nbytes && !data) throw Error(ErrorCode::InvalidArgument, "constant: data is NULL");
+  check_constant(dtype, shape, nbytes);  // before the copy: a wrong size (SIZE_MAX) is the caller's error, not ours
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  return add_constant(dtype, shape, make_blob(std::vector<uint8_t>(bytes, bytes + nbytes)));
+}
+
+ValueId Builder::add_constant(DType dtype, const Shape& shape, Blob bytes) {
+  if (!bytes) throw Error(ErrorCode::InvalidArgument, "constant: no bytes");
+  check_constant(dtype, shape, bytes->size());
   Graph& g = *graph_;
   g.blobs.push_back(std::move(bytes));
   try {

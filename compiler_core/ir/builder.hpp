@@ -84,6 +84,8 @@ class Builder {
   std::unique_ptr<Graph> finish(Span<ValueId> outputs);
 
  private:
+  // A constant's dtype, shape and size checked, before any byte is copied.
+  void check_constant(DType dtype, const Shape& shape, size_t nbytes) const;
   struct Note { StrId key, value; };
   void check_value(ValueId v) const;
   // add_op's steps, each refusing what the op's schema does not allow, naming the op. The

@@ -158,6 +158,11 @@ static void test_errors(void) {
   esg_builder_set_sticky_errors(b, true);
   CHECK(!esg_tensor_valid(esg_add(a, c, NULL)) && esg_builder_status(b) == ESG_ERR_SHAPE);
   esg_builder_set_sticky_errors(NULL, false); /* a NULL builder: nothing happens */
+  /* A constant's size is checked before a byte is copied: SIZE_MAX is the caller's error. */
+  esg_builder_clear_error(b);
+  CHECK(!esg_tensor_valid(esg_constant(b, ESG_F32, cd, 1, cd, (size_t)-1)) && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(esg_last_error(), "f32[4] needs 16 bytes, got 18446744073709551615") != NULL);
+  esg_builder_clear_error(b);
   {
     /* A tensor of a destroyed builder is refused, never followed, even when a new builder
        takes the old one's address. */
