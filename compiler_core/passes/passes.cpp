@@ -67,13 +67,11 @@ bool lossless(ir::DType from, ir::DType to) {
   return !ir::dtype_is_unsigned(to) && ts >= fs;
 }
 
-}  // namespace
-
-std::unique_ptr<Graph> eliminate_dead_code(const Graph& g) {
+// The top-level nodes the outputs need (and every collective: each rank takes part in each of
+// its collectives, read or not; dropping one would leave the others waiting).
+std::vector<char> live_nodes(const Graph& g) {
   std::vector<char> live(g.nodes.size(), 0);
   std::vector<ValueId> work(g.outputs().begin(), g.outputs().end());
-  // Every rank takes part in each of its collectives, read or not: dropping one would leave
-  // the others waiting.
   for (NodeId n = 0; n < g.nodes.size(); ++n)
     if (g.nodes[n].op->communicates && g.nodes[n].region == 0)
       for (uint32_t i = 0; i < g.nodes[n].num_outputs; ++i) work.push_back(g.nodes[n].first_output + i);
@@ -88,6 +86,23 @@ std::unique_ptr<Graph> eliminate_dead_code(const Graph& g) {
     for (NodeId d : g.deps(g.nodes[p]))
       for (uint32_t i = 0; i < g.nodes[d].num_outputs; ++i) work.push_back(g.nodes[d].first_output + i);
   }
+  return live;
+}
+
+// The nodes a graph computes: the live top-level ones and those of its bodies. Passes leave the
+// nodes they replaced to dead-code elimination, so the count of all nodes would credit a pass
+// with what the ones before it replaced.
+size_t live_node_count(const Graph& g) {
+  const std::vector<char> live = live_nodes(g);
+  size_t count = 0;
+  for (NodeId n = 0; n < g.nodes.size(); ++n) count += g.nodes[n].region != 0 || live[n];
+  return count;
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> eliminate_dead_code(const Graph& g) {
+  const std::vector<char> live = live_nodes(g);
   return run_pass(g, [&](Replay&, NodeId n) { return g.nodes[n].region == 0 && !live[n]; });
 }
 
@@ -723,7 +738,7 @@ std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::st
   };
   std::unique_ptr<Graph> cur = std::make_unique<Graph>(g);
   for (const auto& [name, pass] : pipeline) {
-    const size_t before = cur->nodes.size();
+    const size_t before = log ? live_node_count(*cur) : 0;
     const auto t0 = std::chrono::steady_clock::now();
     cur = pass(*cur);
     if (verify) ir::verify(*cur);
@@ -731,7 +746,7 @@ std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::st
     if (log) {
       std::ostringstream line;
       line.precision(1);
-      line << std::fixed << name << ": " << before << " -> " << cur->nodes.size() << " nodes (" << us << " us"
+      line << std::fixed << name << ": " << before << " -> " << live_node_count(*cur) << " nodes (" << us << " us"
            << (verify ? ", verified" : "") << ")";
       log->push_back(line.str());
     }
