@@ -58,7 +58,7 @@ void InputSymbols::check(const std::vector<ir::Shape>& shapes, const char* what)
     if (size >= limits.min && size <= limits.max && consistent) continue;
     const std::string& name = graph_.symbols[a.symbol];
     const ir::ValueId input = graph_.inputs()[a.input];
-    const std::string where = std::string(what) + ": input " + std::to_string(a.input) + " (" + graph_.value_name(input) + ": " +
+    const std::string where = (*what ? std::string(what) + ": input " : std::string("input ")) + std::to_string(a.input) + " (" + graph_.value_name(input) + ": " +
                               graph_.type_str(input) + ") has " + name + " = " + std::to_string(size) + " on axis " + std::to_string(a.axis);
     if (limits.bound)
       throw Error(ErrorCode::Shape, where + ", but the model was compiled with " + name + " = " + std::to_string(limits.min));

@@ -22,7 +22,7 @@ class InputSymbols {
   // Whether an input's symbol is open (neither bound nor fixed): its sizes come with each run.
   bool open() const { return open_; }
   // Refuses (ir::Error Shape) sizes that disagree with a bound size or a range, or a symbol
-  // with two sizes; `what` names the call. Comparisons only: a message is written only for a
+  // with two sizes; `what` names the call ("": the message names none). Comparisons only: a message is written only for a
   // size that fails.
   void check(const std::vector<ir::Shape>& input_shapes, const char* what) const;
 

@@ -112,7 +112,7 @@ std::shared_ptr<const CompiledPlan> Model::plan_for(const std::vector<ir::Shape>
 Model::~Model() = default;
 
 std::vector<ir::Shape> Model::output_shapes(const std::vector<ir::Shape>& input_shapes) const {
-  symbols_.check(input_shapes, "output_shapes");
+  symbols_.check(input_shapes, "");  // asked for by a run or by the caller: neither name is this function's
   if (staged_) return staged_->output_shapes(input_shapes);
   const std::shared_ptr<const CompiledPlan> c = plan_for(input_shapes);
   const Plan& p = *c->plan;
