@@ -773,6 +773,14 @@ void range(const KernelCall& c) {
   for (int64_t i = 0; i < c.out[0]->size(); ++i) store_f(*c.out[0], i, start + static_cast<double>(i) * step);
 }
 
+void integer_range(const KernelCall& c) {
+  const ir::IntegerRangeAttrs a = c.attrs<ir::IntegerRangeAttrs>();
+  // In unsigned arithmetic, which wraps where int64 would overflow: start + i·step is exact
+  // whenever the element itself fits (the rule checked the ends), even when i·step does not.
+  const auto start = static_cast<uint64_t>(a.start), step = static_cast<uint64_t>(a.step);
+  for (int64_t i = 0; i < c.out[0]->size(); ++i) store_i(*c.out[0], i, static_cast<int64_t>(start + static_cast<uint64_t>(i) * step));
+}
+
 }  // namespace
 
 Kernel find_kernel(const ir::OpSchema& op) {
@@ -816,6 +824,7 @@ Kernel find_kernel(const ir::OpSchema& op) {
     case K::pad: return pad;
     case K::fill: return fill;
     case K::range: return range;
+    case K::integer_range: return integer_range;
     case K::all_reduce:
     case K::all_gather:
     case K::reduce_scatter:

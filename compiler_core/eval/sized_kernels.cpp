@@ -210,9 +210,17 @@ std::vector<HostTensor> non_max_suppression(const KernelCall& c, const RunContro
 // named like one of its attributes is read as it (a list: every value; an int or a float: the
 // one value), the other inputs are its inputs, and the op's own attributes pass on by name. The
 // form's rule checks the values, with the messages it gives when built, and its kernel runs.
+// The form an op runs as: its static form, except that range_to's integer operands count as
+// integer_range does (range's attributes are doubles, exact up to 2^53 only).
+const ir::OpSchema& form_of(const KernelCall& c) {
+  const ir::OpSchema& self = *c.node.op;
+  const bool integers = !c.in.empty() && c.in[0] && !ir::dtype_is_float(c.in[0]->dtype) && c.in[0]->dtype != ir::DType::Bool;
+  return self.kind == ir::OpKind::range_to && integers ? *ir::find_op(ir::OpKind::integer_range) : *ir::find_op(self.static_form);
+}
+
 std::vector<HostTensor> as_static(const KernelCall& c, const RunControl& control) {
   const ir::OpSchema& self = *c.node.op;
-  const ir::OpSchema& op = *ir::find_op(self.static_form);
+  const ir::OpSchema& op = form_of(c);
   std::vector<bool> read(c.in.size(), false);
   std::vector<std::vector<int64_t>> lists(op.attrs.size());
   std::vector<ir::AttrArg> attrs(op.attrs.size());

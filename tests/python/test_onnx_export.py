@@ -142,6 +142,25 @@ def test_negative_transpose_axes_are_written_as_onnx_wants():
     assert list(model.graph.node[0].attribute[0].ints) == [0, 2, 1]
 
 
+def test_integer_ranges_export_as_ranges_of_int64():
+    """integer_range and range_to of integers count exactly: ONNX's Range over int64 (a Cast after
+    for other types), exact beyond 2^53 through the round trip."""
+    a, z, c = 2**53 + 1, 2**53 + 7, 2
+    with esgraph.GraphBuilder("range") as b:
+        fixed = ops.integer_range(z, start=a, step=c)
+        narrow = ops.integer_range(7, start=-5, step=4, dtype=esgraph.i16)
+        read = ops.range_to(*(b.input(n, esgraph.i64, []) for n in "azs"), dtype=esgraph.i64)
+        g = b.build([fixed, narrow, read])
+    model = esgraph.onnx.to_model(g)
+    onnx.checker.check_model(model)
+    got = roundtrip(g, [np.int64(v) for v in (a, z, c)])
+    want = np.arange(a, z, c, dtype=np.int64)
+    np.testing.assert_array_equal(got[0], want)
+    assert got[1].dtype == np.int16
+    np.testing.assert_array_equal(got[1], [-5, -1, 3])
+    np.testing.assert_array_equal(got[2], want)
+
+
 @pytest.mark.parametrize("start, limit, step, dtype", [(0.0, 1.5, 0.5, "i64"), (0.0, 3.0, 1.5, "i32"), (1.0, 2.0, 0.25, "f16"),
                                                        (5.0, -3.0, -2.5, "f64"), (0.0, 4.0, 1.0, "u8")])
 def test_range_exports_as_ranges_of_doubles_stored_in_its_type(start, limit, step, dtype):

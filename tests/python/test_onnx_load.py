@@ -337,3 +337,14 @@ def test_a_fold_beyond_the_cap_is_computed_by_the_graph():
 def test_a_malformed_import_cap_is_refused(cap):
     with pytest.raises(esgraph.InvalidArgumentError, match="max_memory_bytes must be 0 \\(no bound\\) or more"):
         esgraph.onnx.load(_filled_and_summed(4), max_memory_bytes=cap)
+
+
+def test_an_integer_range_beyond_two_to_the_53_imports_exactly():
+    """ONNX's Range of int64 constants counts in int64 (integer_range); it was refused, since
+    range's doubles stop at 2^53."""
+    start, limit, delta = 2**62, 2**62 + 3, 1
+    model = make([helper.make_node("Range", ["a", "z", "d"], ["r"]), helper.make_node("Add", ["r", "x"], ["y"])],
+                 [vi("x", I64, [3])], [vi("y", I64, [3])],
+                 [init("a", np.array(start)), init("z", np.array(limit)), init("d", np.array(delta))])
+    got = esgraph.compile(esgraph.onnx.load(model))(np.zeros(3, np.int64))
+    np.testing.assert_array_equal(got, np.arange(start, limit, delta, dtype=np.int64))

@@ -282,6 +282,39 @@ def test_range_to_matches_numpy_arange():
         model(np.float64(0), np.array([1], np.float64), np.float64(0))
 
 
+def test_integer_ranges_count_exactly_beyond_two_to_the_53():
+    """range_to of integers, and integer_range, count in int64 (range_to counted in doubles:
+    (2^53+1, 2^53+4, 1) gave [2^53, 2^53, 2^53+2, 2^53+4], and (2^62, 2^62+3, 1) nothing)."""
+    with esgraph.GraphBuilder("range") as b:
+        start, limit, step = (b.input(n, esgraph.i64, []) for n in "azs")
+        model = esgraph.compile(b.build([ops.range_to(start, limit, step, dtype=esgraph.i64)]))
+    for a, z, c in ((2**53 + 1, 2**53 + 4, 1), (2**62, 2**62 + 3, 1), (2**63 - 1, -2**63, -2**62), (-5, 7, 4)):
+        got = model(np.int64(a), np.int64(z), np.int64(c))
+        np.testing.assert_array_equal(got, np.arange(a, z, c, dtype=np.int64)), (a, z, c)
+        with esgraph.GraphBuilder("fixed") as b:
+            fixed = esgraph.compile(b.build([ops.integer_range(z, start=a, step=c)]))()
+        np.testing.assert_array_equal(fixed, np.arange(a, z, c, dtype=np.int64))
+    # A range its dtype cannot hold, and a zero step, are refused by name, at run time too.
+    with esgraph.GraphBuilder("narrow") as b:
+        with pytest.raises(esgraph.AttributeValueError, match="reaches 300, which u8 cannot hold"):
+            ops.integer_range(301, start=0, step=100, dtype=esgraph.u8)
+        with pytest.raises(esgraph.AttributeValueError, match="`step` must be non-zero"):
+            ops.integer_range(3, step=0)
+    with pytest.raises(esgraph.AttributeValueError, match="`step` must be non-zero"):
+        model(np.int64(0), np.int64(3), np.int64(0))
+
+
+def test_float_attributes_beyond_two_to_the_53_are_refused_for_integer_results():
+    """range and fill take doubles: an integer result past 2^53 would not be what was written."""
+    with esgraph.GraphBuilder("inexact") as b:
+        with pytest.raises(esgraph.AttributeValueError, match="beyond the integers a double holds exactly.*integer_range"):
+            ops.range(2**62 + 3, start=2**62, dtype=esgraph.i64)
+        with pytest.raises(esgraph.AttributeValueError, match="`value` = .* beyond the integers a double holds exactly"):
+            ops.fill([2], value=2**62 + 1, dtype=esgraph.i64)
+        ops.range(2**62 + 3, start=2**62, dtype=esgraph.f64)  # a float result is what doubles give
+        ops.fill([2], value=2**53, dtype=esgraph.i64)
+
+
 def test_top_k_to_takes_k_as_one_element_tensor_too():
     with esgraph.GraphBuilder("k1") as b:
         g = b.build([ops.top_k_to(b.input("x", esgraph.f32, [6]), b.input("k", esgraph.i32, [1]))[0]])

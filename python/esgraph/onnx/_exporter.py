@@ -492,11 +492,28 @@ def _range_of_doubles(e, scalars, dtype, outs):
         e.node("Cast", [e.node("Range", scalars)], outs, to=_dtypes.ESG_TO_ONNX[dtype])
 
 
+def _range_of_int64(e, scalars, dtype, outs):
+    """integer_range, and range_to of integers, count exactly: ONNX's Range over int64, then a
+    Cast to `dtype` unless it is i64."""
+    if dtype == _C.i64:
+        e.node("Range", scalars, outs)
+    else:
+        e.node("Cast", [e.node("Range", scalars)], outs, to=_dtypes.ESG_TO_ONNX[dtype])
+
+
 @_exports("range_to")
 def _emit_range_to(e, n, ins, outs):
-    # Ours are [] or [1] of any type; Range's are scalars.
-    scalars = [e.node("Reshape", [e.node("Cast", [x], to=TensorProto.DOUBLE), _ints(e, [], "scalar_shape")]) for x in ins]
-    _range_of_doubles(e, scalars, n["attrs"]["dtype"], outs)
+    # Ours are [] or [1] of any type; Range's are scalars. Integers count in int64, as integer_range.
+    integers = e.info["values"][n["inputs"][0]]["dtype"] not in (_C.f16, _C.bf16, _C.f32, _C.f64)
+    via = TensorProto.INT64 if integers else TensorProto.DOUBLE
+    scalars = [e.node("Reshape", [e.node("Cast", [x], to=via), _ints(e, [], "scalar_shape")]) for x in ins]
+    (_range_of_int64 if integers else _range_of_doubles)(e, scalars, n["attrs"]["dtype"], outs)
+
+
+@_exports("integer_range")
+def _emit_integer_range(e, n, ins, outs):
+    scalars = [e.const(np.array(n["attrs"][k], np.int64), k) for k in ("start", "limit", "step")]
+    _range_of_int64(e, scalars, n["attrs"]["dtype"], outs)
 
 
 @_exports("range")

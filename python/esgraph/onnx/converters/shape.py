@@ -59,8 +59,11 @@ def constant_of_shape(n):
 
 @converts("Range")
 def range_(n):
-    start, limit, delta = (_exact_float(np.asarray(n.const(i, name)).reshape(-1)[0], name)
-                           for i, name in ((0, "start"), (1, "limit"), (2, "delta")))
+    values = [np.asarray(n.const(i, name)).reshape(-1)[0] for i, name in ((0, "start"), (1, "limit"), (2, "delta"))]
+    if all(np.issubdtype(v.dtype, np.integer) for v in values):  # counted exactly (range's doubles stop at 2**53)
+        start, limit, delta = (int(v) for v in values)
+        return ops.integer_range(limit, start=start, step=delta, dtype=n.dtype(0))
+    start, limit, delta = (_exact_float(v, name) for v, name in zip(values, ("start", "limit", "delta")))
     return ops.range(limit, start=start, step=delta, dtype=n.dtype(0))
 
 
