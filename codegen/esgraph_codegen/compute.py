@@ -13,7 +13,7 @@ FUNCTIONS = {
     "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
     "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1, "atanh": 1,
     "erf": 1, "sigmoid": 1, "floor": 1, "ceil": 1, "round": 1, "sign": 1, "cast": 1, "f32": 1,
-    "min": 2, "max": 2, "pow": 2, "select": 3,
+    "min": 2, "max": 2, "pow": 2, "shift_left": 2, "shift_right": 2, "select": 3,
 }
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 _CMPOPS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
@@ -122,7 +122,9 @@ ASCENDC_UNARY = {"exp": "Exp", "log": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "a
 # Functions Ascend C has no instruction for, lowered as their definition over `x`.
 _ASCENDC_EXPANDED = {"sigmoid": "1 / (1 + exp(-x))"}
 # Not lowered, and why (CANN's documentation of the instruction).
-_ASCENDC_REFUSED = {"atanh": "Ascend C's Atanh is documented as invalid for |x| < 0.001"}
+_ASCENDC_REFUSED = {"atanh": "Ascend C's Atanh is documented as invalid for |x| < 0.001",
+                    "shift_left": "a shift of unsigned integers; the generated kernels compute over f32 tiles",
+                    "shift_right": "a shift of unsigned integers; the generated kernels compute over f32 tiles"}
 _ASCENDC_BINARY = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div"}
 # Ascend C's higher-level math: source and destination must not overlap, and it takes a
 # temporary buffer in the Unified Buffer ($s: kernel_source.cpp sizes it by CANN's rules). Round is half to even, as the

@@ -176,6 +176,10 @@ ESG_VM_INLINE float f_f32(float x) { return x; }  // f32 already
 // when the comparison is false).
 ESG_VM_INLINE float f_min(float a, float b) { return b < a ? b : a; }
 ESG_VM_INLINE float f_max(float a, float b) { return a < b ? b : a; }
+// Shifts take unsigned integers, which f32 rows never hold (their u8 results are not rows'):
+// the rows every compute op has shift nothing.
+ESG_VM_INLINE float f_shift_left(float, float) { return 0.0f; }
+ESG_VM_INLINE float f_shift_right(float, float) { return 0.0f; }
 ESG_VM_INLINE float f_div(float a, float b) { return a / b; }
 ESG_VM_INLINE float f_pow(float a, float b) { return std::pow(a, b); }
 template <class C>

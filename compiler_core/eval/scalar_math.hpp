@@ -77,6 +77,29 @@ Common<A, B> e_div(A a, B b) {
 }
 template <class C, class A, class B>
 Common<A, B> e_select(C c, A a, B b) { return c ? Common<A, B>(a) : Common<A, B>(b); }
+// Shifts of unsigned integers, as ONNX's BitShift: by the type's width or more, 0 (a narrow
+// type's bits beyond its width go when the result is stored; C++ leaves shifts by 64 or more
+// undefined). The op takes no float; a float domain shifts nothing.
+template <class A, class B>
+Common<A, B> e_shift_left(A a, B b) {
+  using C = Common<A, B>;
+  if constexpr (std::is_integral_v<C>) {
+    const auto by = static_cast<uint64_t>(b);
+    return by >= 64 ? C{0} : static_cast<C>(static_cast<uint64_t>(a) << by);
+  } else {
+    return C{0};
+  }
+}
+template <class A, class B>
+Common<A, B> e_shift_right(A a, B b) {
+  using C = Common<A, B>;
+  if constexpr (std::is_integral_v<C>) {
+    const auto by = static_cast<uint64_t>(b);
+    return by >= 64 ? C{0} : static_cast<C>(static_cast<uint64_t>(a) >> by);
+  } else {
+    return C{0};
+  }
+}
 template <class A, class B>
 double e_pow(A a, B b) { return std::pow(static_cast<double>(a), static_cast<double>(b)); }
 

@@ -23,7 +23,8 @@ def py_name(op_name):
 
 
 NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i8": np.int8,
-                "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "bool": np.bool_}
+                "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
+                "u64": np.uint64, "bool": np.bool_}
 
 
 def example_tensors(spec):

@@ -166,6 +166,20 @@ UNSIGNED_BINARY = {
 
 
 @pytest.mark.parametrize("dtype", UNSIGNED, ids=lambda t: np.dtype(t).name)
+def test_shifts_follow_onnx_bitshift(dtype):
+    """shift_left and shift_right against Python's integers: bits moved past the width are
+    dropped, and a shift by the width or more gives 0 (ONNX's BitShift imported as pow, cast and
+    mul gave x * UINT64_MAX for a u64 shifted by 64)."""
+    bits = np.iinfo(dtype).bits
+    a, _ = _unsigned_operands(dtype)
+    by = np.arange(bits + 3, dtype=dtype).reshape(-1, 1)  # every shift, and three beyond the width
+    left = [[(int(x) << int(s)) & (2**bits - 1) if s < bits else 0 for x in a] for s in by[:, 0]]
+    right = [[int(x) >> int(s) if s < bits else 0 for x in a] for s in by[:, 0]]
+    check(run(ops.shift_left, a, by), np.array(left, dtype))
+    check(run(ops.shift_right, a, by), np.array(right, dtype))
+
+
+@pytest.mark.parametrize("dtype", UNSIGNED, ids=lambda t: np.dtype(t).name)
 @pytest.mark.parametrize("name", UNSIGNED_BINARY)
 def test_binary_unsigned_full_range(name, dtype):
     fn, ref = UNSIGNED_BINARY[name]

@@ -142,12 +142,16 @@ def test_integer_mod_is_exact_beyond_f64(fmod):
 
 
 def test_bit_shift_of_u64_and_refusal_of_signed():
-    x = np.array([1, 2**63 + 1, 2**64 - 1], np.uint64)
-    s = np.array([63, 1, 4], np.uint64)
-    for direction, expected in (("LEFT", x << s), ("RIGHT", x >> s)):
+    x = np.array([1, 2**63 + 1, 2**64 - 1, 3], np.uint64)
+    s = np.array([63, 1, 4, 64], np.uint64)  # by 64: 0 (it gave x * UINT64_MAX)
+    ints = [(int(a), int(b)) for a, b in zip(x, s)]
+    for direction, expected in (("LEFT", [(a << b) % 2**64 if b < 64 else 0 for a, b in ints]),
+                                ("RIGHT", [a >> b if b < 64 else 0 for a, b in ints])):
         model = make([helper.make_node("BitShift", ["x", "s"], ["y"], direction=direction)],
-                     [vi("x", TensorProto.UINT64, [3]), vi("s", TensorProto.UINT64, [3])], [vi("y", TensorProto.UINT64, [3])])
-        np.testing.assert_array_equal(run(model, x, s)[0], expected)
+                     [vi("x", TensorProto.UINT64, [4]), vi("s", TensorProto.UINT64, [4])], [vi("y", TensorProto.UINT64, [4])])
+        np.testing.assert_array_equal(run(model, x, s)[0], np.array(expected, np.uint64))
+        graph = esgraph.onnx.load(model)
+        assert [n.op_type for n in esgraph.onnx.to_model(graph).graph.node] == ["BitShift"]  # one op, both ways
     signed = make([helper.make_node("BitShift", ["x", "x"], ["y"], direction="LEFT")], [vi("x", I64, [3])],
                   [vi("y", I64, [3])])
     with pytest.raises(esgraph.onnx.ImportFailed, match="unsigned integers, not i64"):

@@ -11,11 +11,9 @@ import pytest
 import esgraph
 from esgraph import ops
 
-from esgraph_op_set import OP_SET, expected_tensors, py_name
+from esgraph_op_set import NUMPY_DTYPES, OP_SET, expected_tensors, py_name
 
 CONTROL_FLOW = {"if", "while"}
-NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i8": np.int8,
-                "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "bool": np.bool_}
 
 
 def _plain(value):

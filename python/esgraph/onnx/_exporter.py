@@ -510,6 +510,16 @@ def _emit_range_to(e, n, ins, outs):
     (_range_of_int64 if integers else _range_of_doubles)(e, scalars, n["attrs"]["dtype"], outs)
 
 
+@_exports("shift_left")
+def _emit_shift_left(e, n, ins, outs):
+    e.node("BitShift", ins, outs, direction="LEFT")
+
+
+@_exports("shift_right")
+def _emit_shift_right(e, n, ins, outs):
+    e.node("BitShift", ins, outs, direction="RIGHT")
+
+
 @_exports("integer_range")
 def _emit_integer_range(e, n, ins, outs):
     scalars = [e.const(np.array(n["attrs"][k], np.int64), k) for k in ("start", "limit", "step")]

@@ -203,7 +203,4 @@ def bit_shift(n):
     direction = n.attr("direction", "")
     if direction not in ("LEFT", "RIGHT"):
         raise Unsupported(f"BitShift direction '{direction}' (LEFT or RIGHT)")
-    # A shift by s is a product or quotient with 2**s, which f64 holds exactly for every
-    # shift below 64; integer products wrap and quotients truncate as shifts do.
-    scale = ops.cast(ops.pow(_C.constant(2.0, _C.f64), ops.cast(amount, _C.f64)), x.dtype)
-    return x * scale if direction == "LEFT" else x / scale
+    return (ops.shift_left if direction == "LEFT" else ops.shift_right)(x, amount)
