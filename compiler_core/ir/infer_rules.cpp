@@ -742,9 +742,35 @@ void infer_unsqueeze(InferContext& ctx) {
   ctx.set_shape(0, out);
 }
 
+namespace {
+
+// Integers a double holds exactly: a float attribute beyond them, for an integer dtype, would
+// give a value the caller did not write (2^53 + 1 reads as 2^53).
+constexpr double kExactInDouble = 9007199254740992.0;  // 2^53
+
+bool is_integer(DType t) { return !dtype_is_float(t) && t != DType::Bool; }
+
+// Whether integer dtype `t` holds `v`.
+bool fits_integer(DType t, __int128 v) {
+  const unsigned bits = static_cast<unsigned>(dtype_size(t)) * 8;
+  if (dtype_is_unsigned(t)) return v >= 0 && v <= (static_cast<__int128>(1) << bits) - 1;
+  return v >= -(static_cast<__int128>(1) << (bits - 1)) && v < (static_cast<__int128>(1) << (bits - 1));
+}
+
+void exact_for_integers(InferContext& ctx, DType dtype, std::initializer_list<const char*> attrs, const char* instead) {
+  if (!is_integer(dtype)) return;
+  for (const char* name : attrs)
+    if (std::fabs(ctx.attr_float(name)) > kExactInDouble)
+      ctx.fail_attr("`" + std::string(name) + "` = " + std::to_string(ctx.attr_float(name)) + " is beyond the integers a double holds "
+                    "exactly (2^53) and the result is " + dtype_name(dtype) + ": " + instead);
+}
+
+}  // namespace
+
 void infer_pad(InferContext& ctx) {
   const Graph& g = ctx.graph();
   const Shape& x = ctx.shape(0);
+  exact_for_integers(ctx, g.values[ctx.input_id(0)].dtype, {"value"}, "pad with a concat of a constant instead");
   const Span<int64_t> pads = ctx.attr_ints("pads");
   expect_len(ctx, "pads", pads, 2 * x.rank());
   const bool reflect = ctx.attr_int("mode") == 1, edge = ctx.attr_int("mode") == 2;
@@ -765,34 +791,8 @@ void infer_pad(InferContext& ctx) {
   ctx.set_shape(0, out);
 }
 
-namespace {
-
-// Integers a double holds exactly: a float attribute beyond them, for an integer dtype, would
-// give a value the caller did not write (2^53 + 1 reads as 2^53).
-constexpr double kExactInDouble = 9007199254740992.0;  // 2^53
-
-bool is_integer(DType t) { return !dtype_is_float(t) && t != DType::Bool; }
-
-// Whether integer dtype `t` holds `v`.
-bool fits_integer(DType t, __int128 v) {
-  const unsigned bits = static_cast<unsigned>(dtype_size(t)) * 8;
-  if (dtype_is_unsigned(t)) return v >= 0 && v <= (static_cast<__int128>(1) << bits) - 1;
-  return v >= -(static_cast<__int128>(1) << (bits - 1)) && v < (static_cast<__int128>(1) << (bits - 1));
-}
-
-void exact_for_integers(InferContext& ctx, std::initializer_list<const char*> attrs, const char* instead) {
-  const auto dtype = static_cast<DType>(ctx.attr_int("dtype"));
-  if (!is_integer(dtype)) return;
-  for (const char* name : attrs)
-    if (std::fabs(ctx.attr_float(name)) > kExactInDouble)
-      ctx.fail_attr("`" + std::string(name) + "` = " + std::to_string(ctx.attr_float(name)) + " is beyond the integers a double holds "
-                    "exactly (2^53) and the result is " + dtype_name(dtype) + ": " + instead);
-}
-
-}  // namespace
-
 void infer_fill(InferContext& ctx) {
-  exact_for_integers(ctx, {"value"}, "make the tensor as a constant");
+  exact_for_integers(ctx, static_cast<DType>(ctx.attr_int("dtype")), {"value"}, "make the tensor as a constant");
   const Span<int64_t> shape = ctx.attr_ints("shape");
   ctx.set_shape(0, Shape::from(shape.data(), shape.size()));
 }
@@ -801,7 +801,7 @@ void infer_range(InferContext& ctx) {
   const double start = ctx.attr_float("start"), limit = ctx.attr_float("limit"), step = ctx.attr_float("step");
   if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(limit))
     ctx.fail_attr("`start`, `limit` and `step` must be finite, and `step` non-zero");
-  exact_for_integers(ctx, {"start", "limit", "step"}, "integer_range counts in int64");
+  exact_for_integers(ctx, static_cast<DType>(ctx.attr_int("dtype")), {"start", "limit", "step"}, "integer_range counts in int64");
   const double n = std::ceil((limit - start) / step);
   if (n > 1e12) ctx.fail_attr("the range would have " + std::to_string(n) + " elements");
   ctx.set_shape(0, Shape{static_cast<Dim>(std::max(n, 0.0))});

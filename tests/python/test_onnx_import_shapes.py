@@ -168,14 +168,6 @@ def test_log_sum_exp_of_a_row_of_minus_infinity_is_minus_infinity():
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
-def test_range_beyond_exact_doubles_is_refused():
-    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("a", 2**53 + 1), ("l", 2**53 + 4), ("d", 1))]
-    graph = helper.make_graph([helper.make_node("Range", ["a", "l", "d"], ["y"])], "r", [],
-                              [helper.make_tensor_value_info("y", TensorProto.INT64, [3])], inits)
-    with pytest.raises(esgraph.onnx.ImportFailed, match="exactly"):
-        esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
-
-
 def test_a_constant_cast_to_bf16_is_computed_at_run_time():
     init = numpy_helper.from_array(np.array([1.5, -2.25], np.float32), "c")
     graph = helper.make_graph([helper.make_node("Cast", ["c"], ["b"], to=TensorProto.BFLOAT16),

@@ -305,12 +305,15 @@ def test_integer_ranges_count_exactly_beyond_two_to_the_53():
 
 
 def test_float_attributes_beyond_two_to_the_53_are_refused_for_integer_results():
-    """range and fill take doubles: an integer result past 2^53 would not be what was written."""
+    """range, fill and pad take doubles: an integer result past 2^53 would not be what was written
+    (fill_to and pad_to run as fill and pad, so they refuse such values at run time)."""
     with esgraph.GraphBuilder("inexact") as b:
         with pytest.raises(esgraph.AttributeValueError, match="beyond the integers a double holds exactly.*integer_range"):
             ops.range(2**62 + 3, start=2**62, dtype=esgraph.i64)
         with pytest.raises(esgraph.AttributeValueError, match="`value` = .* beyond the integers a double holds exactly"):
             ops.fill([2], value=2**62 + 1, dtype=esgraph.i64)
+        with pytest.raises(esgraph.AttributeValueError, match="`value` = .* beyond the integers a double holds exactly"):
+            ops.pad(b.input("x", esgraph.i64, [2]), pads=[1, 0], value=2**62 + 1)
         ops.range(2**62 + 3, start=2**62, dtype=esgraph.f64)  # a float result is what doubles give
         ops.fill([2], value=2**53, dtype=esgraph.i64)
 
