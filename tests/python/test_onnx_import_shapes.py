@@ -118,6 +118,59 @@ def test_a_run_of_a_value_dependent_model_checks_its_inputs():
         esgraph.compile(esgraph.onnx.load(shape_input_model()), max_plans=-1)
 
 
+def test_a_value_dependent_model_casts_prepares_and_cancels_as_a_model_does():
+    """cast=True, prepare and cancel (issue 47, item 5: AttributeError and a plain TypeError
+    before)."""
+    model = esgraph.compile(esgraph.onnx.load(shape_input_model()))
+    x = rand(2, 3, 4, seed=9)
+    close(model(x.astype(np.float64), [4, 6], cast=True), x.reshape(4, 6))  # f64 and a list, converted
+    close(model.run([x.tolist(), np.array([6, 4])], cast=True)[0], x.reshape(6, 4))
+    shape = np.array([3, 8])
+    prepared = model.prepare({"x": x, "shape": shape})
+    close(prepared.run()[0], x.reshape(3, 8))
+    x[...] = 0  # read in place by every run
+    close(prepared.run()[0], np.zeros((3, 8), np.float32))
+    shape[:] = [8, 3]  # another graph: refused, not run on the old one
+    with pytest.raises(esgraph.InvalidArgumentError, match="values of shape changed since the run was prepared"):
+        prepared.run()
+    model.cancel()  # nothing under way: later runs are not affected
+    close(model(x, np.array([24])), x.reshape(24))
+
+
+def test_a_value_dependent_models_run_under_way_is_cancelled():
+    """Reshape(x, shape) then a Loop of `m` steps: cancel from another thread stops the run."""
+    import threading
+    import time
+    body = helper.make_graph(
+        [helper.make_node("Add", ["y_in", "one"], ["y_out"]), helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("y_in", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("y_out", TensorProto.FLOAT, None)])
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["r"]), helper.make_node("Loop", ["m", "", "r"], ["y"], body=body)], "long",
+        [vi("x", F32, [2, 3]), vi("shape", I64, [1]), vi("m", I64, [])], [vi("y", F32, None)],
+        [numpy_helper.from_array(np.array(1, np.float32), "one")])
+    model = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))
+    x, shape = np.zeros((2, 3), np.float32), np.array([6])
+    close(model(x, shape, np.array(3, np.int64)), np.full(6, 3, np.float32))  # compiled, and right
+    raised = []
+
+    def long_run():
+        try:
+            model(x, shape, np.array(5_000_000, np.int64))
+        except esgraph.CancelledError as e:
+            raised.append(e)
+
+    thread = threading.Thread(target=long_run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while thread.is_alive() and time.monotonic() < deadline:  # a cancel before the run starts leaves it be
+        time.sleep(0.1)
+        model.cancel()
+    thread.join(timeout=1)
+    assert not thread.is_alive() and len(raised) == 1
+
+
 def test_constants_freeze_a_shape_input():
     graph = esgraph.onnx.load(shape_input_model(), constants={"shape": np.array([4, 6])})
     compiled = esgraph.compile(graph)

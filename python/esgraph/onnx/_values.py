@@ -73,7 +73,8 @@ class ValueDependentModel:
     """Runs a ValueDependentGraph: each run reads the shape inputs' values, finds (or imports and
     compiles) the graph for them and runs it on the other inputs. A value the graph rejects (a
     negative size, an axis out of range, a reshape that does not fit) raises the error naming the
-    op, and the model runs on."""
+    op, and the model runs on. As a Model: run and call (with `out` and `cast`), prepare, cancel,
+    stats and report; save is refused by name."""
 
     def __init__(self, graph, options):
         self._graph = graph
@@ -109,24 +110,46 @@ class ValueDependentModel:
             self._models.popitem(last=False)
         return model
 
-    def run(self, inputs, out=None):
-        """Runs on inputs given as {name: array} or a list in the ONNX model's input order; returns
-        the outputs as a list (`out`: arrays to write them into, as Model.run takes)."""
+    def _graph_and_data(self, inputs, what):
+        """For inputs given as {name: array} or a list in the ONNX model's input order: every
+        input's value by name, the model for them, and the inputs that are its own (the shape
+        inputs are not)."""
         if isinstance(inputs, dict):
             unknown = sorted(set(inputs) - set(self.input_names))
             if unknown:
-                raise _C.InvalidArgumentError(f"run: the model has no input named {', '.join(unknown)}")
+                raise _C.InvalidArgumentError(f"{what}: the model has no input named {', '.join(unknown)}")
             missing = [name for name in self.input_names if name not in inputs]
             if missing:
-                raise _C.InvalidArgumentError(f"run: no value for input(s) {', '.join(missing)}")
+                raise _C.InvalidArgumentError(f"{what}: no value for input(s) {', '.join(missing)}")
             inputs = [inputs[name] for name in self.input_names]
         inputs = list(inputs)
         if len(inputs) != len(self.input_names):
-            raise _C.InvalidArgumentError(f"run: the model takes {len(self.input_names)} input(s), got {len(inputs)}")
+            raise _C.InvalidArgumentError(f"{what}: the model takes {len(self.input_names)} input(s), got {len(inputs)}")
         values = {name: np.asarray(a) for name, a in zip(self.input_names, inputs)}
         model, shape_inputs = self._model_for(values)
-        data = [a for name, a in zip(self.input_names, inputs) if name not in shape_inputs]
-        return model.run(data) if out is None else model.run(data, out=out)
+        return values, model, [a for name, a in zip(self.input_names, inputs) if name not in shape_inputs]
+
+    def run(self, inputs, out=None, *, cast=False):
+        """Runs on inputs given as {name: array} or a list in the ONNX model's input order; returns
+        the outputs as a list (`out`: arrays to write them into; `cast`: convert inputs of another
+        dtype, as Model.run takes them)."""
+        _, model, data = self._graph_and_data(inputs, "run")
+        return model.run(data, out=out, cast=cast)
+
+    def prepare(self, inputs, out=None):
+        """A prepared run (Model.prepare) of the graph for the shape inputs' values as they are
+        now: every run reads the other inputs' arrays in place and checks that the shape inputs
+        still hold those values (changed, they would need another graph: prepare again)."""
+        values, model, data = self._graph_and_data(inputs, "prepare")
+        return PreparedValueRun(self._graph, values, model.prepare(data, out=out))
+
+    def cancel(self):
+        """Stops the runs under way, from another thread, as Model.cancel does: each raises
+        CancelledError. Runs that start later are not affected."""
+        with self._lock:
+            models = list(self._models.values())
+        for model in models:
+            model.cancel()
 
     def save(self, path):
         """Refused: a compiled-model file holds one graph's plans, and this model's graph depends
@@ -136,8 +159,8 @@ class ValueDependentModel:
                                   "graph's plans; fix them when importing (esgraph.onnx.load(..., constants=..., input_shapes=...)) "
                                   "and save the model of that graph")
 
-    def __call__(self, *inputs):
-        outputs = self.run(list(inputs))
+    def __call__(self, *inputs, cast=False):
+        outputs = self.run(list(inputs), cast=cast)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def stats(self):
@@ -158,3 +181,28 @@ class ValueDependentModel:
                     f"({'at most ' + str(self._max_plans) if self._max_plans else 'no limit'}), {self._compiled} compiled\n")
             latest = next(reversed(self._models.values()), None)
         return head + (latest.report() if latest is not None else "no graph yet: the first run imports one for its values\n")
+
+
+class PreparedValueRun:
+    """ValueDependentModel.prepare's run: the graph's prepared run for the shape inputs' values it
+    was made with, which each run checks are still the arrays' (the values read when the run was
+    prepared fixed the graph)."""
+
+    def __init__(self, graph, values, run):
+        self._graph, self._values, self._run = graph, values, run
+        self._key = graph.key(values)
+
+    def run(self):
+        """Runs once; returns the output arrays (the same ones every time), in a new list."""
+        if self._graph.key(self._values) != self._key:
+            raise _C.InvalidArgumentError(f"run: the values of {', '.join(self._graph.shape_inputs) or 'the inputs'} changed since "
+                                          "the run was prepared, and they fix the graph: prepare again")
+        return self._run.run()
+
+    @property
+    def inputs(self):
+        return self._run.inputs
+
+    @property
+    def outputs(self):
+        return self._run.outputs
