@@ -28,7 +28,7 @@ struct Columns {
 
 // Whether oneDNN's chosen layout is a plain matrix (gemm's, on CPUs without brgemm), which the
 // constant already is, so its kernel can read the constant where it lies, strides and all.
-bool plain(const memory::desc& d) {
+bool is_plain(const memory::desc& d) {
   return d.data.format_kind == dnnl_blocked && d.data.format_desc.blocking.inner_nblks == 0;
 }
 
@@ -120,7 +120,7 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
           why_not = "oneDNN has only its reference kernel (" + implementation + ")";
           return nullptr;
         }
-        if (!c.layout && !bf16 && plain(pd.weights_desc())) {
+        if (!c.layout && !bf16 && is_plain(pd.weights_desc())) {
           // The constant's own layout: columns [first, first + count) of K × N, or of [N, K] transposed.
           const memory::desc in_place({k, c.count}, dt::f32, transpose_b ? memory::dims{1, k} : memory::dims{width, 1});
           dnnl::matmul::primitive_desc direct(dnnl::matmul::desc(a, in_place, result), attr, cpu_engine());
