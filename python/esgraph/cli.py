@@ -35,7 +35,7 @@ def _load(path, bind):
         if (size if isinstance(size, int) else size[0]) < 0:
             raise SystemExit(f"--bind {name}: a size is at least 0, got {size}")
     graph, model = _load_graph(path, bind)
-    symbols = {d for _, _, dims in _signature(graph) for d in dims if isinstance(d, str)}
+    symbols = _symbols(_signature(graph))
     if model is not None:  # the symbols the import fixed
         symbols |= {d.dim_param for vi in model.graph.input for d in vi.type.tensor_type.shape.dim if d.dim_param}
     unknown = sorted(set(bind) - symbols)
@@ -104,8 +104,13 @@ def _signature(graph):
 def _compile(graph, bind, **options):
     """Compiles with the bindings of the symbols the graph still has (an ONNX import may have
     fixed the others already)."""
-    symbols = {d for _, _, dims in _signature(graph) for d in dims if isinstance(d, str)}
+    symbols = _symbols(_signature(graph))
     return _C.compile(graph, shapes={k: v for k, v in bind.items() if k in symbols}, **options)
+
+
+def _symbols(signature):
+    """The symbolic dimensions of inputs given as (name, dtype, dims)."""
+    return {d for _, _, dims in signature for d in dims if isinstance(d, str)}
 
 
 def _bound_or_one(graph, bind, given=None):
@@ -113,8 +118,7 @@ def _bound_or_one(graph, bind, given=None):
     input not given with -i) and --bind leaves unbound set to 1, as ONNX Runtime users expect;
     stderr says which."""
     files = {g.partition("=")[0] for g in given or []}
-    symbols = lambda inputs: {d for name, _, dims in inputs for d in dims if isinstance(d, str)}  # noqa: E731
-    made_up = symbols(i for i in _signature(graph) if i[0] not in files) - symbols(i for i in _signature(graph) if i[0] in files)
+    made_up = _symbols(i for i in _signature(graph) if i[0] not in files) - _symbols(i for i in _signature(graph) if i[0] in files)
     unbound = sorted(made_up - set(bind))
     if unbound:
         print(f"esgraph: {', '.join(unbound)} bound to 1 (not given; --bind NAME=SIZE sets {'them' if len(unbound) > 1 else 'it'})",
@@ -171,7 +175,7 @@ def cmd_compile(args):
     shapes = _bindings(args.bind, ranges=True)
     fixed = {k: v for k, v in shapes.items() if isinstance(v, int)}
     graph, _ = _load(args.model, fixed)
-    symbols = {d for _, _, dims in _signature(graph) for d in dims if isinstance(d, str)}
+    symbols = _symbols(_signature(graph))
     ranged = sorted(k for k, v in shapes.items() if isinstance(v, tuple) and k not in symbols)
     if ranged:
         raise SystemExit(f"--bind {', '.join(ranged)}: {args.model} has no such symbolic dimension "

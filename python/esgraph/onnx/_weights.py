@@ -14,8 +14,9 @@ import numpy as np
 from onnx import TensorProto, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
-from . import _wire
+from .. import _C
 from .._C import FormatError
+from . import _dtypes, _wire
 from ._external import external_span
 
 # Field numbers (onnx.proto): ModelProto.graph, GraphProto.initializer, TensorProto's data_type,
@@ -31,10 +32,7 @@ _APART_BYTES = 64 * 1024
 _SPLIT_FILES_FROM = 1 << 20
 
 # The element types whose raw bytes are their numpy array as they are (bf16 is converted).
-_PLAIN = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64, TensorProto.FLOAT16: np.float16,
-          TensorProto.INT8: np.int8, TensorProto.INT16: np.int16, TensorProto.INT32: np.int32, TensorProto.INT64: np.int64,
-          TensorProto.UINT8: np.uint8, TensorProto.UINT16: np.uint16, TensorProto.UINT32: np.uint32,
-          TensorProto.UINT64: np.uint64, TensorProto.BOOL: np.bool_}
+_PLAIN = {onnx_type: _dtypes.numpy_dtype(dtype) for onnx_type, dtype in _dtypes.ONNX_TO_ESG.items() if dtype != _C.bf16}
 
 
 def _external_entry(key, value):
@@ -154,7 +152,7 @@ class Weights:
 def _read_span(tensor, fd, offset, length):
     """The `length` bytes at `offset` of the open file as the tensor's array, read into memory
     of its own, 64-byte aligned as the CPU's kernels read best."""
-    dtype = np.dtype(_PLAIN[tensor.data_type])
+    dtype = _PLAIN[tensor.data_type]
     count = int(np.prod(tensor.dims, dtype=np.int64)) if tensor.dims else 1
     if count * dtype.itemsize != length:
         raise ValueError(f"its {length} bytes of data do not hold {list(tensor.dims)} {dtype} elements")
