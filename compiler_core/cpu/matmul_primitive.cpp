@@ -6,6 +6,7 @@
 
 #include "cpu/omp_threads.hpp"
 #include "cpu/onednn.hpp"
+#include "cpu/packed_gemm.hpp"
 #include "cpu/primitive_runner.hpp"
 #include "ir/error.hpp"
 #include "ir/op_attrs.gen.hpp"
@@ -30,6 +31,13 @@ struct Columns {
 // constant already is, so its kernel can read the constant where it lies, strides and all.
 bool is_plain(const memory::desc& d) {
   return d.data.format_kind == dnnl_blocked && d.data.format_desc.blocking.inner_nblks == 0;
+}
+
+// Whether oneDNN's kernel for an f32 product of `rows` x k by k x n takes plain weights: its
+// gemm, which packs them again at every call, where our packed GEMM serves instead.
+bool onednn_packs_per_call(int64_t rows, int64_t k, int64_t n) {
+  const memory::desc a({rows, k}, dt::f32, tag::ab), w({k, n}, dt::f32, tag::any), result({rows, n}, dt::f32, tag::ab);
+  return is_plain(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, w, result), cpu_engine()).weights_desc());
 }
 
 // The primitives for one count of rows: one per share of columns, and the bf16 rounding of A's rows.
@@ -60,6 +68,7 @@ struct MatmulPrimitive::Impl {
   std::vector<ForRows> by_rows;
   std::string implementation;
   bool bf16 = false;
+  bool on_packed_gemm = false;  // on our packed GEMM (packed_gemm.hpp), no oneDNN primitives
 };
 
 MatmulPrimitive::MatmulPrimitive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -96,17 +105,23 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
     impl->k = k;
     impl->n = width;
     impl->bf16 = bf16;
+    impl->on_packed_gemm = !bf16 && packed_gemm::available() && onednn_packs_per_call(row_counts.front(), k, width);
     const bool reuse = like && like->impl_->k == k && like->impl_->n == width && like->impl_->bf16 == bf16 &&
-                       static_cast<int64_t>(like->impl_->columns.size()) == shares;
+                       like->impl_->on_packed_gemm == impl->on_packed_gemm && static_cast<int64_t>(like->impl_->columns.size()) == shares;
     if (reuse) impl->columns = like->impl_->columns;  // its layouts, which these primitives take, and its weights
     for (int64_t s = 0; s < shares && !reuse; ++s) {
       const int64_t first = 16 * (blocks * s / shares), last = std::min(width, 16 * (blocks * (s + 1) / shares));
       impl->columns.push_back({first, last - first, {}, {}});
     }
     const OmpThreads scoped(1);
+    if (impl->on_packed_gemm) impl->implementation = "packed:avx2";
     for (const int64_t rows : row_counts) {
       ForRows f;
       f.rows = rows;
+      if (impl->on_packed_gemm) {  // no primitives: the count checks the calls
+        impl->by_rows.push_back(std::move(f));
+        continue;
+      }
       f.staged = shares > 1 && rows > 1;
       const memory::desc a({rows, k}, operands, tag::ab);
       for (Columns& c : impl->columns) {
@@ -153,6 +168,12 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
     for (size_t share = 0; share < impl->columns.size() && !reuse; ++share) {
       Columns& c = impl->columns[share];
       const float* first = constant + (transpose_b ? c.first * k : c.first);
+      if (impl->on_packed_gemm) {
+        c.weights = pack(static_cast<int>(share), packed_gemm::packed_bytes(k, c.count), [&](uint8_t* into) {
+          packed_gemm::pack(first, transpose_b ? k : width, transpose_b, k, c.count, reinterpret_cast<float*>(into));
+        });
+        continue;
+      }
       if (c.in_place) {  // no copy: the share's first weight, the constant kept alive by its bytes
         const size_t spanned = static_cast<size_t>(transpose_b ? c.count * k : (k - 1) * width + c.count) * sizeof(float);
         c.weights = std::make_shared<const ir::Bytes>(reinterpret_cast<const uint8_t*>(first), spanned, blob);
@@ -186,8 +207,11 @@ void MatmulPrimitive::rows(const float* a, int64_t first, int64_t last, float* o
     src = to;
   }
   auto share = [&](int64_t s) {
-    thread_local std::vector<uint8_t> scratchpad, staging;
     const Columns& c = p.columns[static_cast<size_t>(s)];
+    if (p.on_packed_gemm)
+      return packed_gemm::multiply(a + first * p.k, p.k, f->rows, reinterpret_cast<const float*>(c.weights->data()), p.k, c.count,
+                                   out + c.first, p.n);
+    thread_local std::vector<uint8_t> scratchpad, staging;
     const size_t row_bytes = static_cast<size_t>(c.count) * sizeof(float);
     float* result = f->staged ? reinterpret_cast<float*>(aligned_buffer(staging, static_cast<size_t>(f->rows) * row_bytes)) : out + c.first;
     f->products[static_cast<size_t>(s)].execute(
@@ -205,6 +229,8 @@ void MatmulPrimitive::rows(const float* a, int64_t first, int64_t last, float* o
 const std::string& MatmulPrimitive::implementation() const { return impl_->implementation; }
 
 bool MatmulPrimitive::bf16() const { return impl_->bf16; }
+
+bool MatmulPrimitive::onednn() const { return !impl_->on_packed_gemm; }
 
 int MatmulPrimitive::column_shares() const { return static_cast<int>(impl_->columns.size()); }
 

@@ -1,14 +1,17 @@
-// A product with constant weights on oneDNN's matmul primitive: matmul node `n` whose A is f32
-// [..., M, K] (its leading axes taken as more rows) and whose B is a constant f32 [K, N] ([N, K]
-// with transpose_b), A not transposed. The weights are reordered once, when the plan is lowered,
-// into the blocked layout oneDNN's kernel for this CPU wants (brgemm's; shared by the product's primitives
-// at other sizes, a symbolic plan's bindings), instead of being packed
-// again by every sgemm call. Where that kernel wants a plain matrix (gemm's, without AVX-512), it
-// reads the constant where it lies: no second copy of the weights. A primitive is made for each count of rows the program asks for
-// (a fused head's block of rows and its last block; a plain launch's share of rows per thread),
-// each run on one thread (cpu/primitive_runner.hpp). One block of few rows (a recurrent layer's
-// step, a decoder's token) may split its columns into shares over the pool instead. With bf16,
-// A's rows and the weights are rounded to bfloat16 and the products summed in f32.
+// A product with constant weights on oneDNN's matmul primitive or on our packed GEMM: matmul
+// node `n` whose A is f32 [..., M, K] (its leading axes taken as more rows) and whose B is a
+// constant f32 [K, N] ([N, K] with transpose_b), A not transposed. The weights are reordered
+// once, when the plan is lowered, into the blocked layout oneDNN's kernel for this CPU wants
+// (brgemm's; shared by the product's primitives at other sizes, a symbolic plan's bindings),
+// instead of being packed again by every sgemm call. Where oneDNN's kernel wants a plain matrix
+// (its gemm, without AVX-512), which it packs again at every call, the product runs on our
+// packed GEMM (packed_gemm.hpp) over weights packed once; on CPUs without AVX2 that kernel reads
+// the constant where it lies: no second copy of the weights. A primitive is made for each count
+// of rows the program asks for (a fused head's block of rows and its last block; a plain
+// launch's share of rows per thread), each run on one thread (cpu/primitive_runner.hpp). One
+// block of few rows (a recurrent layer's step, a decoder's token) may split its columns into
+// shares over the pool instead. With bf16, A's rows and the weights are rounded to bfloat16 and
+// the products summed in f32 (always oneDNN's).
 #pragma once
 #include <memory>
 #include <string>
@@ -43,7 +46,8 @@ class MatmulPrimitive {
   void rows(const float* a, int64_t first, int64_t last, float* out, const eval::Parallel* parallel) const;
   int column_shares() const;
   int weights_in_place() const;  // shares of columns whose kernel reads the constant itself
-  const std::string& implementation() const;  // oneDNN's name for its kernel ("brg:avx512_core", ...)
+  const std::string& implementation() const;  // the kernel's name: oneDNN's ("brg:avx512_core", ...) or "packed:avx2"
+  bool onednn() const;  // on oneDNN's primitive, not our packed GEMM
   bool bf16() const;
 
  private:

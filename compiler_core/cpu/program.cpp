@@ -449,7 +449,7 @@ std::unique_ptr<runtime::PreparedRun> Program::prepare(std::vector<eval::TensorR
 std::string Program::describe_launch(size_t index) const {
   const Bound& b = *bound_[index];
   if (b.conv) return "oneDNN " + b.conv->implementation() + (b.conv->precision() == "f32" ? "" : " " + b.conv->precision()) + (b.conv_whole_group ? " + post-ops" : "");
-  if (b.matmul) return "oneDNN " + b.matmul->implementation() + (b.matmul->bf16() ? " bf16" : "");
+  if (b.matmul) return (b.matmul->onednn() ? "oneDNN " : "esgraph ") + b.matmul->implementation() + (b.matmul->bf16() ? " bf16" : "");
   if (plan_.collectives().at(index)) return dist::world().transport();
   return b.fast ? "fast" : "";
 }
@@ -473,7 +473,7 @@ void Program::add_facts(runtime::Facts& f) const {
   }
   f.count("fast_kernels", fast);            // single-op launches on a kernel of ours
   f.count("reference_kernels", reference);  // single-op launches on the reference evaluator
-  f.count("library_calls", library);        // oneDNN primitives
+  f.count("library_calls", library);        // products and convolutions on primitives (oneDNN's, our packed GEMM)
   // Scalar multiply-adds fold into the rows around them, so a group's rows may be fewer than its ops.
   for (const auto& k : fused_) {
     const int64_t rows = k->f32 ? static_cast<int64_t>(k->f32_steps.size()) : 0;
@@ -485,12 +485,14 @@ void Program::add_facts(runtime::Facts& f) const {
   f.count("f32_rows", f32_rows);
   // The products: oneDNN's kernels by name and precision (a convolution with the group it
   // computes as post-ops), or our own way and why.
-  std::map<std::pair<std::string, std::string>, int64_t> convolutions, matmuls;
+  std::map<std::pair<std::string, std::string>, int64_t> convolutions, matmuls, packed_matmuls;
   std::map<std::string, int64_t> im2col, reference_convolutions, sgemm;
   int64_t post_op_groups = 0, split_convolutions = 0, split_matmuls = 0, weights_in_place = 0;
   for (size_t i = 0; i < bound_.size(); ++i) {
     const Bound& b = *bound_[i];
-    if (b.matmul) ++matmuls[{b.matmul->implementation(), b.matmul->bf16() ? "bf16" : "f32"}], weights_in_place += b.matmul->weights_in_place();
+    if (b.matmul)
+      ++(b.matmul->onednn() ? matmuls : packed_matmuls)[{b.matmul->implementation(), b.matmul->bf16() ? "bf16" : "f32"}],
+          weights_in_place += b.matmul->weights_in_place();
     if (b.matmul && (b.matmul_pieces > 1 || b.matmul->column_shares() > 1)) ++split_matmuls;
     if (!b.matmul && !fallbacks_[i].matmul.empty()) ++sgemm[fallbacks_[i].matmul];
     if (b.conv) ++convolutions[{b.conv->implementation(), b.conv->precision()}], post_op_groups += b.conv_whole_group;
@@ -515,6 +517,7 @@ void Program::add_facts(runtime::Facts& f) const {
   f.tally("im2col_convolutions", im2col, "reason");
   f.tally("reference_convolutions", reference_convolutions, "reason");  // quantized ones oneDNN does not take
   primitives("onednn_matmuls", matmuls);  // constant weights reordered once
+  primitives("packed_matmuls", packed_matmuls);  // on our packed GEMM, the weights packed once
   f.count("split_matmuls", split_matmuls);
   f.tally("sgemm_matmuls", sgemm, "reason");  // with constant weights
   // Constant weights in primitives' layouts: packed while lowering, taken from a compiled-model
