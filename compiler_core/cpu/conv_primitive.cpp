@@ -358,7 +358,10 @@ std::unique_ptr<Piece> make_piece(const ir::Graph& g, const ir::Node& n, const O
         }
         first = reinterpret_cast<const uint8_t*>(halves.data());
       }
-      piece->filters = pack(piece_index, wanted.get_size(), [&](uint8_t* into) {
+      const std::string into_layout = layout_text(wanted.data);
+      const PackedFrom from{constant + piece->filters_at,
+                            into_layout.empty() ? "" : layout_text(piece->plain_filters.data) + " to " + into_layout + (o.split_filters ? " split" : "")};
+      piece->filters = pack(piece_index, wanted.get_size(), from, [&](uint8_t* into) {
         memory from(piece->plain_filters, cpu_engine(), const_cast<uint8_t*>(first)), to(wanted, cpu_engine(), into);
         dnnl::stream stream(cpu_engine());
         dnnl::reorder(from, to).execute(stream, from, to);

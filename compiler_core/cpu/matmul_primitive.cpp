@@ -169,7 +169,8 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
       Columns& c = impl->columns[share];
       const float* first = constant + (transpose_b ? c.first * k : c.first);
       if (impl->on_packed_gemm) {
-        c.weights = pack(static_cast<int>(share), packed_gemm::packed_bytes(k, c.count), [&](uint8_t* into) {
+        const PackedFrom from{first, "packed_gemm " + std::to_string(k) + "x" + std::to_string(c.count) + (transpose_b ? " of [N, K]" : " of [K, N]")};
+        c.weights = pack(static_cast<int>(share), packed_gemm::packed_bytes(k, c.count), from, [&](uint8_t* into) {
           packed_gemm::pack(first, transpose_b ? k : width, transpose_b, k, c.count, reinterpret_cast<float*>(into));
         });
         continue;
@@ -180,7 +181,9 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
         continue;
       }
       const memory::desc plain({k, c.count}, dt::f32, transpose_b ? memory::dims{1, k} : memory::dims{width, 1});
-      c.weights = pack(static_cast<int>(share), c.layout.get_size(), [&](uint8_t* into) {
+      const std::string into_layout = layout_text(c.layout.data);
+      const PackedFrom from{first, into_layout.empty() ? "" : layout_text(plain.data) + " to " + into_layout};
+      c.weights = pack(static_cast<int>(share), c.layout.get_size(), from, [&](uint8_t* into) {
         memory from(plain, cpu_engine(), const_cast<float*>(first));
         memory to(c.layout, cpu_engine(), into);
         dnnl::reorder(from, to).execute(stream, from, to);

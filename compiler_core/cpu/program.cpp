@@ -122,12 +122,17 @@ Program::Program(const runtime::Plan& plan, const runtime::CompileOptions& optio
 
 std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const runtime::CompileOptions& options, Fallbacks& why,
                                                           const Bound* before, const runtime::Artifacts* loaded) {
-  // The launch's constant weights, packed here or taken from a compiled-model file's artifacts,
-  // as "<launch>/<piece>".
-  const PackWeights pack = [this, index, loaded](int piece, size_t size, const std::function<void(uint8_t*)>& fill) {
+  // The launch's constant weights, packed here, taken from another launch that packed the same
+  // (the program's, or the loaded file's: both keep them once), or from a compiled-model file's
+  // artifacts, as "<launch>/<piece>".
+  const PackWeights pack = [this, index, loaded](int piece, size_t size, const PackedFrom& from, const std::function<void(uint8_t*)>& fill) {
     const std::string key = std::to_string(index) + "/" + std::to_string(piece);
-    ir::Blob bytes = loaded ? loaded->find(key) : nullptr;
-    if (bytes && bytes->size() == size) {
+    const std::pair<const void*, std::string> made_from{from.source, from.layout};
+    const auto same = from.layout.empty() ? packed_from_.end() : packed_from_.find(made_from);
+    ir::Blob bytes = same != packed_from_.end() && same->second->size() == size ? same->second : nullptr;
+    if (bytes) {
+      ++weights_shared_;
+    } else if ((bytes = loaded ? loaded->find(key) : nullptr) && bytes->size() == size) {
       ++weights_loaded_;
     } else {
       std::vector<uint8_t> made(size);
@@ -135,6 +140,7 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
       bytes = ir::make_blob(std::move(made));
       ++weights_packed_;
     }
+    if (!from.layout.empty()) packed_from_.emplace(made_from, bytes);
     artifacts_.add(key, bytes);
     return bytes;
   };
@@ -524,6 +530,7 @@ void Program::add_facts(runtime::Facts& f) const {
   // file, or read where the constant lies (a plain layout, the products' on CPUs without brgemm).
   f.count("weights_packed", weights_packed_);
   f.count("weights_loaded", weights_loaded_);
+  f.count("weights_shared", weights_shared_);  // another launch's packed copy of the same
   f.count("weights_in_place", weights_in_place);
   // Per stream, after the arena: oneDNN's scratchpads, bf16 images, a convolution's result
   // before its group's rows.

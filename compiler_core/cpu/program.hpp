@@ -4,8 +4,11 @@
 // this folder, control flow, or the reference evaluator's kernel.
 #pragma once
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu/conv_primitive.hpp"
@@ -114,9 +117,11 @@ class Program final : public runtime::Program, public runtime::HostLaunches {
                               const runtime::FusedGroup& grp, int threads, bool bf16, const PackWeights& pack, const ConvPrimitive* like);
   int64_t working_at_ = 0, working_bytes_ = 0;
   // Constant weights packed into primitives' layouts, by launch and piece: what a compiled-model
-  // file keeps of this program; and how many were packed here, and taken from a file.
+  // file keeps of this program; and how many were packed here, taken from a file, and taken
+  // from another launch that packed the same.
   runtime::Artifacts artifacts_;
-  int64_t weights_packed_ = 0, weights_loaded_ = 0;
+  int64_t weights_packed_ = 0, weights_loaded_ = 0, weights_shared_ = 0;
+  std::map<std::pair<const void*, std::string>, ir::Blob> packed_from_;  // the packed weights by what they were made of
   // Arenas of finished runs, so concurrent runs each have one; shared by the programs of one
   // symbolic plan's sizes, each run taking one at least as large as it needs.
   struct Arena {

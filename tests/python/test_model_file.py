@@ -502,3 +502,31 @@ def test_a_model_saves_to_the_same_bytes_every_time(mlp_model, tmp_path):
     model.save(tmp_path / "a.esgm")
     esgraph.compile(model.graph()).save(tmp_path / "b.esgm")
     assert (tmp_path / "a.esgm").read_bytes() == (tmp_path / "b.esgm").read_bytes()
+
+
+def test_launches_packing_one_constant_share_one_copy_compiled_saved_and_loaded(tmp_path):
+    """Three products of one constant (a recurrent layer's steps unrolled, in small) pack it once:
+    the other two launches take that copy, the file keeps it once, and a load takes it once."""
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((256, 256)) * 0.05).astype(np.float32)
+    x = rng.standard_normal((8, 256)).astype(np.float32)
+    with esgraph.GraphBuilder("steps") as b:
+        h = b.input("x", esgraph.f32, [8, 256])
+        weights = b.constant(w)
+        for _ in range(3):
+            h = ops.tanh(ops.matmul(h, weights))
+        g = b.build([h])
+    compiled = esgraph.compile(g)
+    want = x.astype(np.float64)
+    for _ in range(3):
+        want = np.tanh(want @ w.astype(np.float64))
+    np.testing.assert_allclose(compiled(x), want, rtol=1e-5, atol=1e-5)
+    stats = compiled.stats()
+    if stats["weights_in_place"]:
+        pytest.skip("this CPU's products read the constant where it lies: nothing is packed")
+    assert (stats["weights_packed"], stats["weights_shared"]) == (1, 2)
+    loaded, path = _save_and_load(compiled, tmp_path)
+    assert os.path.getsize(path) < 3 * w.nbytes, "the constant and one packed copy, not three"
+    np.testing.assert_array_equal(loaded(x), compiled(x))
+    stats = loaded.stats()
+    assert (stats["weights_packed"], stats["weights_loaded"], stats["weights_shared"]) == (0, 1, 2)
