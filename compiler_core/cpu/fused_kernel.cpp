@@ -271,7 +271,7 @@ void run_f32(const FusedKernel& kernel, const std::vector<const eval::TensorRef*
                   value(post.scale, post.negate_scale, 1.0f), value(post.shift, post.negate_shift, -0.0f)};
   }
   // Without a head, blocks of kChunk elements; with one, blocks of whole rows.
-  const int64_t block = head ? std::max(kHeadMinRows, kHeadBlockElements / width) * width : kChunk;
+  const int64_t block = head ? (kernel.head_block_rows ? kernel.head_block_rows : head_rows_per_block(width)) * width : kChunk;
   const int64_t blocks = (total + block - 1) / block;
   split_work(blocks, block, parallel, [&](int64_t first, int64_t last) {
     // The buffers are the running thread's own and kept between runs, reached through one

@@ -6,6 +6,7 @@
 // would (a convolution's group run as oneDNN post-ops instead matches to rounding:
 // conv_epilogue.hpp).
 #pragma once
+#include <algorithm>
 #include <vector>
 
 #include "cpu/elementwise_f32.hpp"
@@ -66,6 +67,7 @@ struct FusedKernel {
   // A matmul head with constant weights on oneDNN's matmul primitive (made by the program for
   // this kernel's blocks of rows), else null: sgemm.
   const MatmulPrimitive* head_primitive = nullptr;
+  int64_t head_block_rows = 0;  // a matmul head's rows per block; 0: head_rows_per_block's
 };
 
 // The double/int64 path's tile; the f32 one uses kChunk.
@@ -74,6 +76,7 @@ constexpr int64_t kTileElements = 512;
 // least kHeadMinRows, so that each GEMM call has rows enough to pay for packing B.
 constexpr int64_t kHeadBlockElements = 16 * 1024;
 constexpr int64_t kHeadMinRows = 64;
+inline int64_t head_rows_per_block(int64_t width) { return std::max(kHeadMinRows, kHeadBlockElements / width); }
 
 // The group's kernel when it computes in `format` and its inputs lie in `input_formats` (empty:
 // all row-major): it iterates over, and broadcasts, each value's Format::physical_shape

@@ -34,7 +34,7 @@ bool is_plain(const memory::desc& d) {
 }
 
 // Whether oneDNN's kernel for an f32 product of `rows` x k by k x n takes plain weights: its
-// gemm, which packs them again at every call, where our packed GEMM serves instead.
+// gemm, which packs them again at every call.
 bool onednn_packs_per_call(int64_t rows, int64_t k, int64_t n) {
   const memory::desc a({rows, k}, dt::f32, tag::ab), w({k, n}, dt::f32, tag::any), result({rows, n}, dt::f32, tag::ab);
   return is_plain(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, w, result), cpu_engine()).weights_desc());
@@ -74,6 +74,17 @@ struct MatmulPrimitive::Impl {
 MatmulPrimitive::MatmulPrimitive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 MatmulPrimitive::~MatmulPrimitive() = default;
 
+bool MatmulPrimitive::packs_at_every_call(const ir::Graph& g, const ir::Node& n, bool bf16) {
+  if (bf16 || !takes(g, n)) return false;
+  const ir::Shape b = g.shape(g.inputs(n)[1]);
+  const bool transpose_b = ir::MatmulAttrs(g, n).transpose_b;
+  try {
+    return onednn_packs_per_call(kPackedGemmRows + 1, transpose_b ? b[1] : b[0], transpose_b ? b[0] : b[1]);
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
 bool MatmulPrimitive::takes(const ir::Graph& g, const ir::Node& n) {
   if (n.op->kind != ir::OpKind::matmul) return false;
   const auto in = g.inputs(n);
@@ -105,7 +116,11 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
     impl->k = k;
     impl->n = width;
     impl->bf16 = bf16;
-    impl->on_packed_gemm = !bf16 && packed_gemm::available() && onednn_packs_per_call(row_counts.front(), k, width);
+    // Calls of a few rows on our packed GEMM where oneDNN would pack the weights at each: there
+    // the packing costs as much as the product. Beyond kPackedGemmRows, and for one row,
+    // oneDNN's gemm is about as fast, and reads the constant where it lies.
+    impl->on_packed_gemm = !bf16 && packed_gemm::available() && row_counts.back() <= kPackedGemmRows && row_counts.back() > 1 &&
+                           onednn_packs_per_call(row_counts.front(), k, width);
     const bool reuse = like && like->impl_->k == k && like->impl_->n == width && like->impl_->bf16 == bf16 &&
                        like->impl_->on_packed_gemm == impl->on_packed_gemm && static_cast<int64_t>(like->impl_->columns.size()) == shares;
     if (reuse) impl->columns = like->impl_->columns;  // its layouts, which these primitives take, and its weights

@@ -4,9 +4,10 @@
 // once, when the plan is lowered, into the blocked layout oneDNN's kernel for this CPU wants
 // (brgemm's; shared by the product's primitives at other sizes, a symbolic plan's bindings),
 // instead of being packed again by every sgemm call. Where oneDNN's kernel wants a plain matrix
-// (its gemm, without AVX-512), which it packs again at every call, the product runs on our
-// packed GEMM (packed_gemm.hpp) over weights packed once; on CPUs without AVX2 that kernel reads
-// the constant where it lies: no second copy of the weights. A primitive is made for each count
+// (its gemm, without AVX-512), which it packs again at every call, calls of a few rows (a
+// recurrent layer's steps) run on our packed GEMM (packed_gemm.hpp) over weights packed once;
+// calls of more rows, or of one, read the constant where it lies: no second copy of the
+// weights, and the program makes few calls of many rows. A primitive is made for each count
 // of rows the program asks for (a fused head's block of rows and its last block; a plain
 // launch's share of rows per thread), each run on one thread (cpu/primitive_runner.hpp). One
 // block of few rows (a recurrent layer's step, a decoder's token) may split its columns into
@@ -36,6 +37,9 @@ class MatmulPrimitive {
                                                const MatmulPrimitive* like = nullptr);
   // Whether `n` is a product make takes (f32, B a 2-D constant, A not transposed).
   static bool takes(const ir::Graph& g, const ir::Node& n);
+  // Whether make's primitive for `n` at more than kPackedGemmRows rows a call packs the weights
+  // again at each call (oneDNN's gemm): few calls of many rows then cost less than many small.
+  static bool packs_at_every_call(const ir::Graph& g, const ir::Node& n, bool bf16);
   ~MatmulPrimitive();
   MatmulPrimitive(const MatmulPrimitive&) = delete;
   MatmulPrimitive& operator=(const MatmulPrimitive&) = delete;
@@ -55,6 +59,11 @@ class MatmulPrimitive {
   explicit MatmulPrimitive(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The most rows a call runs on our packed GEMM (where oneDNN packs at every call): from 2 to 32
+// rows it took 0.23-0.95x oneDNN's gemm's time on a Zen 3, at 64 and more 0.94-1.11x, and at one
+// row 0.9x, not worth a second copy of a decoder's weights (bench/RESULTS.md).
+constexpr int64_t kPackedGemmRows = 32;
 
 // The row counts of `rows` rows split into `pieces` (at most `rows`) nearly equal shares.
 std::vector<int64_t> share_counts(int64_t rows, int64_t pieces);

@@ -1,12 +1,12 @@
 // f32 products with constant weights on a GEMM of our own, for x86 CPUs with AVX2 and FMA but
-// not AVX-512. There oneDNN 2.6 has no brgemm, only its gemm, which takes a plain matrix and
-// packs it again at every call; a fused head calls it once per block of 64 rows, so a product
-// of many rows packed its weights many times (the encoder layer of bench/models.py: 0.81x its
-// time before, bench/RESULTS.md; oneDNN 3.x's brg_matmul:avx2 is no faster than 2.6's gemm
-// here). The weights are packed once, when the plan is lowered, into panels of kColumns
-// columns, each K rows deep and zero-padded; the rows of A are read where they lie. A
-// micro-kernel keeps a 4 x 24 block of C in twelve registers; blocks of K and of rows keep a
-// panel in L1 and the rows it meets in L2.
+// not AVX-512, in calls of a few rows (a recurrent layer's steps, a small batch). There oneDNN
+// 2.6 has no brgemm, only its gemm, which takes a plain matrix and packs it again at every
+// call: for a few rows that costs as much as the product (8 x 256 x 1024 in 0.045 ms here
+// against 0.076-0.19 ms, one thread, bench/RESULTS.md), from 64 rows on nothing measurable, and
+// oneDNN 3.x's brg_matmul:avx2 is no faster than 2.6's gemm. The weights are packed once, when
+// the plan is lowered, into panels of kColumns columns, each K rows deep and zero-padded; the
+// rows of A are read where they lie. A micro-kernel keeps a 4 x 24 block of C in twelve
+// registers; blocks of K and of rows keep a panel in L1 and the rows it meets in L2.
 #pragma once
 #include <cstddef>
 #include <cstdint>

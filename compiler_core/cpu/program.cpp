@@ -174,9 +174,16 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
       // The rows of run_fused_kernel's blocks: whole blocks and the last one.
       const ir::Shape y = g.shape(g.nodes[grp.head].first_output);
       const int64_t width = y[y.rank() - 1], rows = y.num_elements() / width;
-      const int64_t block = std::max(kHeadMinRows, kHeadBlockElements / width);
       const ir::Shape a = g.shape(g.operands[g.nodes[grp.head].first_input]);
       const double macs = static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]);
+      int64_t block = head_rows_per_block(width);
+      // A kernel that packs the weights at every call gets one block per thread, not one per
+      // 64 rows (the encoder layer of bench/models.py packed its feed-forward weights 32 times a run).
+      if (rows > block && MatmulPrimitive::packs_at_every_call(g, g.nodes[grp.head], bf16)) {
+        const int64_t pieces = pieces_for_macs(macs, conv_threads);
+        block = (rows + pieces - 1) / pieces;
+      }
+      kernel.head_block_rows = block;
       // Several blocks spread over the pool; one block splits its columns.
       b.matmul = MatmulPrimitive::make(g, g.nodes[grp.head],
                                        rows <= block ? std::vector<int64_t>{rows} : std::vector<int64_t>{block, rows % block ? rows % block : block},

@@ -99,6 +99,30 @@ def test_matmul_with_weights_from_a_run_stays_on_sgemm():
     assert not product_kernels(model) and model.stats()["library_calls"] == 0
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_products_of_a_few_rows_run_on_weights_packed_once_where_onednn_packs_at_every_call(threads):
+    """Where oneDNN's kernel packs the weights again at every call (its gemm, AVX2 without
+    AVX-512), calls of 2 to 32 rows run on our packed GEMM (a recurrent step); one row, or many
+    (a fused head then one block per thread), read the constant where it lies."""
+    rng = rng_for("packed", threads)
+    w = normal(rng, (256, 512), scale=0.1)
+    models = {}
+    for rows in (1, 8, 32, 33, 300):
+        x, r = normal(rng, (rows, 256), scale=1.0), normal(rng, (rows, 512), scale=1.0)
+        with esgraph.GraphBuilder("product") as b:
+            y = ops.matmul(b.input("x", esgraph.f32, [rows, 256]), b.constant(w))
+            g = b.build([ops.tanh(y + b.input("r", esgraph.f32, [rows, 512]))])
+        models[rows] = model = esgraph.compile(g, threads=threads)
+        want = np.tanh(x.astype(f64) @ w.astype(f64) + r)
+        np.testing.assert_allclose(model(x, r), want.astype(f32), rtol=1e-5, atol=1e-5)
+    if not models[8].stats().get("packed_matmuls"):
+        pytest.skip("oneDNN packs the weights once on this CPU (brgemm): no packed GEMM here")
+    for rows, model in models.items():
+        packed = 2 <= rows <= 32
+        assert bool(model.stats().get("packed_matmuls")) == packed, rows
+        assert (model.stats()["weights_in_place"] > 0) != packed, rows  # (a count of column shares)
+
+
 def test_large_constant_weights_reshaped_fold_before_the_product():
     """An exporter's squeeze of 2^18-element weights (above the folding limit for results larger
     than their inputs) folds at compile time: no squeeze runs, and the product takes the
