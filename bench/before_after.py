@@ -127,7 +127,7 @@ def worker(runs, only):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--before", required=True, help="the build tree of the baseline (its python/ holds esgraph)")
+    ap.add_argument("--before", required=True, help="the build tree of the baseline (its python/ holds esgraph, its c_api/ libesgraph)")
     ap.add_argument("--after", required=True)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=7, help="timed calls per workload per round (median)")
@@ -140,7 +140,10 @@ def main():
     rounds = {b: [] for b in builds}
     for r in range(args.rounds):
         for b in (["before", "after"] if r % 2 == 0 else ["after", "before"]):
-            env = dict(os.environ, PYTHONPATH=os.path.join(builds[b], "python"))
+            # Its own library too: a build tree's module finds libesgraph by an absolute path
+            # into the tree it was built in, which a copied tree would still point at.
+            env = dict(os.environ, PYTHONPATH=os.path.join(builds[b], "python"),
+                       LD_LIBRARY_PATH=os.pathsep.join(filter(None, [os.path.join(builds[b], "c_api"), os.environ.get("LD_LIBRARY_PATH")])))
             done = subprocess.run([sys.executable, os.path.abspath(__file__), "--before", "-", "--after", "-", "--worker", "--runs",
                                    str(args.runs)] + (["--only", *args.only] if args.only else []),
                                   env=env, capture_output=True, text=True, check=True)

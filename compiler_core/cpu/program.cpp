@@ -32,7 +32,7 @@ std::unique_ptr<const MatmulPrimitive> matmul_in_shares(const ir::Graph& g, cons
                                                         int& row_shares, std::string& why_not, const MatmulPrimitive* like) {
   const ir::Shape a = g.shape(g.operands[n.first_input]), y = g.shape(n.first_output);
   const int64_t rows = y.num_elements() / y[y.rank() - 1];
-  const int pieces = pieces_for_macs(static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]), threads);
+  const int pieces = pieces_for_macs(static_cast<double>(y.num_elements()) * static_cast<double>(a[a.rank() - 1]), threads, kMinProductMacsPerPiece);
   row_shares = rows >= int64_t{8} * pieces ? pieces : 1;
   return MatmulPrimitive::make(g, n, share_counts(rows, row_shares), row_shares == 1 ? pieces : 1, bf16, pack, why_not, like);
 }
@@ -180,14 +180,14 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
       // A kernel that packs the weights at every call gets one block per thread, not one per
       // 64 rows (the encoder layer of bench/models.py packed its feed-forward weights 32 times a run).
       if (rows > block && MatmulPrimitive::packs_at_every_call(g, g.nodes[grp.head], bf16)) {
-        const int64_t pieces = pieces_for_macs(macs, conv_threads);
+        const int64_t pieces = pieces_for_macs(macs, conv_threads, kMinProductMacsPerPiece);
         block = (rows + pieces - 1) / pieces;
       }
       kernel.head_block_rows = block;
       // Several blocks spread over the pool; one block splits its columns.
       b.matmul = MatmulPrimitive::make(g, g.nodes[grp.head],
                                        rows <= block ? std::vector<int64_t>{rows} : std::vector<int64_t>{block, rows % block ? rows % block : block},
-                                       rows <= block ? pieces_for_macs(macs, conv_threads) : 1, bf16, pack, why.matmul, like);
+                                       rows <= block ? pieces_for_macs(macs, conv_threads, kMinProductMacsPerPiece) : 1, bf16, pack, why.matmul, like);
       kernel.head_primitive = b.matmul.get();
     }
   } else if (is_conv_f32(g, l.node) &&

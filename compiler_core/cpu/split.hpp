@@ -19,9 +19,13 @@ constexpr int64_t kMinElementsPerThread = 64 * 1024;
 // 2M and 4M on EfficientNet-B1, MobileNet-V3 and ShuffleNet-V2 (bench/RESULTS.md).
 constexpr int64_t kMinMacsPerPiece = int64_t{1} << 20;
 
-// The pieces for `macs` multiply-adds on at most `threads` threads.
-inline int pieces_for_macs(double macs, int threads) {
-  return static_cast<int>(std::clamp<double>(macs / static_cast<double>(kMinMacsPerPiece), 1, std::max(threads, 1)));
+// A product with constant weights splits from half that: its pieces read weights packed once and
+// kept in cache across calls (a GRU's step, 8 x 256 x 768, took 45 us whole, bench/RESULTS.md).
+constexpr int64_t kMinProductMacsPerPiece = int64_t{1} << 19;
+
+// The pieces for `macs` multiply-adds on at most `threads` threads, at least `per_piece` each.
+inline int pieces_for_macs(double macs, int threads, int64_t per_piece = kMinMacsPerPiece) {
+  return static_cast<int>(std::clamp<double>(macs / static_cast<double>(per_piece), 1, std::max(threads, 1)));
 }
 
 // piece(begin, end) over the units [0, units), each of about `unit_elements` elements: one

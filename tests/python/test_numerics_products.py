@@ -82,11 +82,12 @@ def test_matmul_with_constant_weights_runs_on_the_matmul_primitive(case, epilogu
     np.testing.assert_allclose(got, want.astype(f32), rtol=1e-4, atol=1e-4)  # sums of up to 256 products of N(0, 1)
     assert len(product_kernels(model)) == 1
     assert model.stats()["library_calls"] == 1 and model.stats()["reference_kernels"] == 0
-    # Split with two threads from 2^21 multiply-adds: a lone product's rows in shares (its
-    # columns for few rows); a fused head of several blocks of rows spreads its blocks instead.
+    # Split with two threads from 2^20 multiply-adds (two pieces of 2^19): a lone product's rows
+    # in shares (its columns for few rows); a fused head of several blocks of rows spreads its
+    # blocks instead.
     rows, k = int(np.prod(a_shape[:-1])), a_shape[-1]
     one_block = rows <= max(64, 16384 // n)
-    split = threads == 2 and rows * k * n >= 2 ** 21 and (one_block or not epilogue)
+    split = threads == 2 and rows * k * n >= 2 ** 20 and (one_block or not epilogue)
     assert model.stats()["split_matmuls"] == int(split)
 
 
