@@ -17,7 +17,7 @@
 PY      := $(CURDIR)/.venv/bin/python
 JOBS    ?= 2
 FUZZ_SECONDS ?= 60
-FUZZERS := graph_file_fuzzer builder_fuzzer model_file_fuzzer
+FUZZERS := graph_file_fuzzer builder_fuzzer model_file_fuzzer integer_graph_fuzzer
 .PHONY: deps build demo test test-asan test-tsan test-fuzz fuzz pytest conformance bench package release-snapshot clean
 
 deps:

@@ -1,9 +1,11 @@
 // What every fuzzer does with a graph it made: checks it, prints it, round-trips it through the
-// file format, and compiles and runs it on the CPU when that stays small. An ir::Error is the
-// expected answer to bad input; an internal error or anything else is a finding (abort).
+// file format, and compiles and runs it on the CPU when that stays small (on zeros, or on the
+// values the fuzzer fills in). An ir::Error is the expected answer to bad input; an internal
+// error or anything else is a finding (abort).
 #pragma once
 #include <cstdlib>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -53,7 +55,10 @@ inline bool small_enough_to_run(const ir::Graph& g) {
   return total <= (1 << 14);
 }
 
-inline void exercise(const ir::Graph& g) {
+// Fills input `index` of a run (its dtype and shape set, its bytes zeros).
+using InputFill = std::function<void(size_t index, eval::HostTensor& input)>;
+
+inline void exercise(const ir::Graph& g, const InputFill& fill = nullptr) {
   refused_or_done("verify", [&] { ir::verify(g); });
   (void)ir::to_text(g);
   const std::vector<uint8_t> bytes = ir::serialize(g);
@@ -74,7 +79,10 @@ inline void exercise(const ir::Graph& g) {
     runtime::Model m(std::make_unique<ir::Graph>(g), o);
     std::vector<ir::Shape> shapes;
     std::vector<eval::HostTensor> in, out;
-    for (ir::ValueId v : g.inputs()) in.emplace_back(g.values[v].dtype, g.shape(v)), shapes.push_back(g.shape(v));
+    for (ir::ValueId v : g.inputs()) {
+      in.emplace_back(g.values[v].dtype, g.shape(v)), shapes.push_back(g.shape(v));
+      if (fill) fill(in.size() - 1, in.back());
+    }
     const std::vector<ir::Shape> out_shapes = m.output_shapes(shapes);  // compiles the plan
     std::vector<eval::TensorRef> in_refs, out_refs;
     for (eval::HostTensor& t : in) in_refs.push_back(t.ref());
