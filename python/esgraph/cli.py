@@ -2,15 +2,17 @@
 
     python3 -m esgraph compile model.onnx -o model.esgm [--bind N=8 | --bind N=1..64] [--backend cpu]
     python3 -m esgraph run  model.onnx [-i x=input.npy] [--bind N=8] [--repeat 20]
-    python3 -m esgraph info model.onnx
-    python3 -m esgraph dot  model.onnx [-o graph.dot] [--compiled]
+    python3 -m esgraph info model.onnx [-i x=input.npy] [--bind N=8]
+    python3 -m esgraph dot  model.onnx [-o graph.dot] [--compiled] [-i x=input.npy]
     python3 -m esgraph ascend-check [--simulated] [--cann-include DIR]
     python3 -m esgraph cann-headers [--cann-include DIR]
 
 Models are ONNX files (.onnx), compiled-model files (as written by `compile` or Model.save,
 recognized by their first bytes) or esgraph graph files (anything else, as written by
 Graph.save). Symbolic dimensions are bound with --bind (run, info and dot --compiled bind the
-ones left to 1, and say so); inputs not given with -i are random.
+ones left to 1, and say so); inputs not given with -i are random. A model whose graph depends on
+its inputs' values (a shape read from an input) or sizes (Shape of a dynamic axis) runs, shows
+and draws the graph of the inputs given: the inputs holding shapes must be given with -i.
 A compiled model runs as it was compiled: no pass runs and no plan is made for the sizes it
 holds plans for.
 """
@@ -26,15 +28,17 @@ import numpy as np
 from . import _C
 
 
-def _load(path, bind):
-    """(graph, the ONNX model or None). ONNX inputs' symbolic dimensions named in `bind` are
-    fixed while importing, so shape computations on them (Shape -> Gather -> Reshape, as
-    exporters write for a dynamic batch) fold. A binding of a size below 0, or of a symbol the
-    model does not have, is refused rather than ignored."""
+def _load(path, bind, given=None):
+    """(graph, the ONNX model or None, the inputs the graph holds as constants). ONNX inputs'
+    symbolic dimensions named in `bind` are fixed while importing, so shape computations on them
+    (Shape -> Gather -> Reshape, as exporters write for a dynamic batch) fold. A binding of a size
+    below 0, or of a symbol the model does not have, is refused rather than ignored. A model whose
+    graph depends on its inputs' values or sizes gives the graph of the inputs the command runs on
+    (`given` with -i, the rest as _inputs makes them), those values frozen into it."""
     for name, size in bind.items():
         if (size if isinstance(size, int) else size[0]) < 0:
             raise SystemExit(f"--bind {name}: a size is at least 0, got {size}")
-    graph, model = _load_graph(path, bind)
+    graph, model, frozen = _load_graph(path, bind, given)
     symbols = _symbols(_signature(graph))
     if model is not None:  # the symbols the import fixed
         symbols |= {d.dim_param for vi in model.graph.input for d in vi.type.tensor_type.shape.dim if d.dim_param}
@@ -42,10 +46,10 @@ def _load(path, bind):
     if unknown:
         have = ", ".join(sorted(symbols)) if symbols else "none"
         raise SystemExit(f"--bind {', '.join(unknown)}: {path} has no such symbolic dimension (its symbols: {have})")
-    return graph, model
+    return graph, model, frozen
 
 
-def _load_graph(path, bind):
+def _load_graph(path, bind, given):
     if path.endswith(".onnx"):
         from . import onnx as esg_onnx
         opened = esg_onnx.open_model(path)
@@ -57,13 +61,41 @@ def _load_graph(path, bind):
                 shapes[vi.name] = [bind.get(d.dim_param, d.dim_param) if d.dim_param else d.dim_value for d in dims]
         graph = esg_onnx.load(opened, input_shapes=shapes)
         if isinstance(graph, esg_onnx.ValueDependentGraph):
-            waits = [f"the values of {', '.join(graph.shape_inputs)}"] if graph.shape_inputs else []
-            waits += ["its inputs' sizes (Shape of a dynamic axis): fix them with --bind NAME=SIZE, as load's input_shapes does"] \
-                if graph.by_shapes else []
-            raise SystemExit(f"{path}: the graph waits for {' and '.join(waits)}; the command line runs graphs whose "
-                             "structure is fixed (in Python, esgraph.compile of it reads them at each run)")
-        return graph, model
-    return _C.Graph.load(path), None
+            return _graph_for_the_inputs(path, graph, bind, given)
+        return graph, model, set()
+    return _C.Graph.load(path), None, set()
+
+
+def _onnx_signature(model, names):
+    """The ONNX model's inputs among `names` as (name, dtype name, dims), as _signature gives a graph's."""
+    from .onnx._dtypes import esg_dtype
+    signature = []
+    for vi in model.graph.input:
+        if vi.name in names:
+            dims = [d.dim_param or (d.dim_value if d.HasField("dim_value") else f"{vi.name}_{i}")
+                    for i, d in enumerate(vi.type.tensor_type.shape.dim)]
+            signature.append((vi.name, esg_dtype(vi.type.tensor_type.elem_type).name, dims))
+    return signature
+
+
+def _graph_for_the_inputs(path, graph, bind, given):
+    """The graph a value-dependent model (esgraph.onnx.ValueDependentGraph) takes for the inputs
+    the command runs on. Its shape inputs' values fix that graph, so they must be given with -i;
+    the other inputs are made as for any model (random, at their --bind sizes or 1)."""
+    files = {g.partition("=")[0] for g in given or []}
+    missing = [name for name in graph.shape_inputs if name not in files]
+    if missing:
+        raise SystemExit(f"{path}: the graph depends on the values of {', '.join(missing)}: give them with -i NAME=FILE.npy "
+                         "(the command runs the graph those values make; in Python, esgraph.compile of the model reads "
+                         "them at each run)")
+    signature = _onnx_signature(graph.model, set(graph.input_names))
+    values = _inputs(signature, given, _bound_or_one(signature, bind, given))
+    concrete = graph.graph_for(values)
+    frozen = set(graph.shape_inputs)
+    fixed = [f"the values of {', '.join(sorted(frozen))}"] if frozen else []
+    fixed += [f"the sizes {', '.join(f'{n}{list(values[n].shape)}' for n in graph.input_names)}"] if graph.by_shapes else []
+    print(f"esgraph: {path}'s graph depends on its inputs; this is the graph for {' and '.join(fixed)}", file=sys.stderr)
+    return concrete, graph.model, frozen
 
 
 def _is_compiled_model(path):
@@ -113,12 +145,12 @@ def _symbols(signature):
     return {d for _, _, dims in signature for d in dims if isinstance(d, str)}
 
 
-def _bound_or_one(graph, bind, given=None):
+def _bound_or_one(signature, bind, given=None):
     """`bind`, with every symbol the command line would have to make up a size for (one of an
-    input not given with -i) and --bind leaves unbound set to 1, as ONNX Runtime users expect;
-    stderr says which."""
+    input of `signature` not given with -i) and --bind leaves unbound set to 1, as ONNX Runtime
+    users expect; stderr says which."""
     files = {g.partition("=")[0] for g in given or []}
-    made_up = _symbols(i for i in _signature(graph) if i[0] not in files) - _symbols(i for i in _signature(graph) if i[0] in files)
+    made_up = _symbols(i for i in signature if i[0] not in files) - _symbols(i for i in signature if i[0] in files)
     unbound = sorted(made_up - set(bind))
     if unbound:
         print(f"esgraph: {', '.join(unbound)} bound to 1 (not given; --bind NAME=SIZE sets {'them' if len(unbound) > 1 else 'it'})",
@@ -126,7 +158,9 @@ def _bound_or_one(graph, bind, given=None):
     return {**bind, **{d: 1 for d in unbound}}
 
 
-def _inputs(graph, given, bind):
+def _inputs(signature, given, bind, frozen=()):
+    """The arrays of the inputs of `signature`: those given with -i read, the rest random at
+    their sizes. Inputs in `frozen` (a value-dependent model's, held by its graph) are skipped."""
     arrays = {}
     files = {}
     for g in given or []:
@@ -135,9 +169,10 @@ def _inputs(graph, given, bind):
             raise SystemExit(f"-i expects NAME=FILE.npy, got '{g}'")
         if not os.path.isfile(path):
             raise SystemExit(f"-i {name}: no such file: {path}")
-        files[name] = path
+        if name not in frozen:
+            files[name] = path
     rng = np.random.default_rng(0)
-    for name, dtype, dims in _signature(graph):
+    for name, dtype, dims in signature:
         if name in files:
             path = files.pop(name)
             try:  # no pickles: a .npy file holds an array and nothing else
@@ -174,7 +209,7 @@ def cmd_compile(args):
         raise SystemExit(f"{args.model} is compiled already; compile its source model")
     shapes = _bindings(args.bind, ranges=True)
     fixed = {k: v for k, v in shapes.items() if isinstance(v, int)}
-    graph, _ = _load(args.model, fixed)
+    graph, _, _ = _load(args.model, fixed)
     symbols = _symbols(_signature(graph))
     ranged = sorted(k for k, v in shapes.items() if isinstance(v, tuple) and k not in symbols)
     if ranged:
@@ -186,7 +221,7 @@ def cmd_compile(args):
     model = _C.compile(graph, shapes={k: v for k, v in shapes.items() if k in symbols}, **options)
     largest = {k: (v[1] if isinstance(v, tuple) else v) for k, v in shapes.items()}
     if any(isinstance(v, tuple) for v in shapes.values()) and not symbols - set(largest):
-        model.run(_inputs(graph, None, largest))
+        model.run(_inputs(_signature(graph), None, largest))
     compile_ms = (time.perf_counter() - start) * 1e3
     model.save(args.output)
     print(f"{args.output}: {os.path.getsize(args.output)} bytes, compiled in {compile_ms:.1f} ms "
@@ -197,14 +232,15 @@ def cmd_compile(args):
 def cmd_run(args):
     bind = _bindings(args.bind)
     start = time.perf_counter()
+    frozen = set()
     if _is_compiled_model(args.model):
         model, graph = _load_compiled(args.model, args)
     else:
-        graph, _ = _load(args.model, bind)
-        bind = _bound_or_one(graph, bind, args.input)
+        graph, _, frozen = _load(args.model, bind, args.input)
+        bind = _bound_or_one(_signature(graph), bind, args.input)
         model = _compile(graph, bind, threads=args.threads, backend=args.backend or "cpu")
     compile_ms = (time.perf_counter() - start) * 1e3
-    inputs = _inputs(graph, args.input, bind)
+    inputs = _inputs(_signature(graph), args.input, bind, frozen)
     outputs = model.run(inputs)
     times = []
     for _ in range(args.repeat):
@@ -229,7 +265,7 @@ def cmd_info(args):
         print(f"esgraph nodes: {graph.node_count}")
         print(model.report())
         return 0
-    graph, onnx_model = _load(args.model, _bindings(args.bind))
+    graph, onnx_model, _ = _load(args.model, _bindings(args.bind), args.input)
     print(f"model: {args.model}")
     for name, dtype, dims in _signature(graph):
         print(f"  input  {name}: {dtype}[{', '.join(map(str, dims))}]")
@@ -239,7 +275,7 @@ def cmd_info(args):
         counts = collections.Counter(n.op_type for n in onnx_model.graph.node)
         print(f"ONNX ops ({sum(counts.values())} nodes): " + ", ".join(f"{op} {n}" for op, n in counts.most_common()))
     print(f"esgraph nodes: {graph.node_count}")
-    bind = _bound_or_one(graph, _bindings(args.bind))
+    bind = _bound_or_one(_signature(graph), _bindings(args.bind))
     print(_compile(graph, bind, backend=args.backend or "cpu").report())
     return 0
 
@@ -250,8 +286,8 @@ def cmd_dot(args):
         model, graph = _load_compiled(args.model, args)
         text = model.to_dot() if args.compiled else graph.to_dot()
         return _write(text, args.output)
-    graph, _ = _load(args.model, bind)
-    return _write(_compile(graph, _bound_or_one(graph, bind)).to_dot() if args.compiled else graph.to_dot(), args.output)
+    graph, _, _ = _load(args.model, bind, args.input)
+    return _write(_compile(graph, _bound_or_one(_signature(graph), bind)).to_dot() if args.compiled else graph.to_dot(), args.output)
 
 
 def _write(text, path):
@@ -322,7 +358,6 @@ def main(argv=None):
     comp.add_argument("--streams", type=int, default=1, help="streams for independent branches (default 1)")
     comp.add_argument("--backend-option", action="append", metavar="NAME=VALUE", help="an option of the backend (docs/backends.md)")
     run = sub.add_parser("run", help="compile and run a model; print its outputs and timing")
-    run.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", help="an input from a .npy file")
     run.add_argument("--repeat", type=int, default=10, help="timed runs after the first (default 10)")
     run.add_argument("--threads", type=int, default=0, help="threads (0: every core)")
     run.add_argument("--show", type=int, default=20, help="print arrays up to this many elements in full")
@@ -336,6 +371,10 @@ def main(argv=None):
     for p in (check, headers):
         p.add_argument("--cann-include", metavar="DIR",
                        help="a folder of CANN's headers (default: $ASCEND_HOME_PATH/include)")
+    for p in (run, info, dot):
+        p.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy",
+                       help="an input from a .npy file" + ("" if p is run else
+                                                           " (a model whose graph depends on its inputs' values takes the graph of these)"))
     for p in (comp, run, info, dot):
         p.add_argument("model", help="an .onnx file, a compiled-model file or an esgraph graph file")
         p.add_argument("--bind", action="append", metavar="SYMBOL=SIZE" + ("|MIN..MAX" if p is comp else ""),

@@ -9,6 +9,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import esgraph
+import esgraph.onnx
 from esgraph import ops
 
 W = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
@@ -195,8 +196,49 @@ def test_bind_fixes_a_dynamic_batch_that_shape_computations_need(tmp_path):
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 12])], inits)
     path = tmp_path / "dyn.onnx"
     path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
-    unbound = esgraph_cli("run", path)
-    assert unbound.returncode == 1 and "input_shapes" in unbound.stderr
     r = esgraph_cli("run", path, "--bind", "N=2", "--repeat", 0)
     assert r.returncode == 0, r.stderr
     assert "y: float32[2, 12]" in r.stdout
+    # Unbound, N is 1 as for any model, and the graph is the one of that size (it was refused).
+    unbound = esgraph_cli("run", path, "--repeat", 0)
+    assert unbound.returncode == 0, unbound.stderr
+    assert "y: float32[1, 12]" in unbound.stdout
+    assert "N bound to 1" in unbound.stderr and "the sizes x[1, 3, 4]" in unbound.stderr
+
+
+@pytest.fixture
+def shape_input_file(tmp_path):
+    """A model whose graph depends on an input's value: x reshaped to the shape input s holds."""
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "s"], ["h"]), helper.make_node("Relu", ["h"], ["y"])], "by_value",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+                               helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = tmp_path / "by_value.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+    assert isinstance(esgraph.onnx.load(str(path)), esgraph.onnx.ValueDependentGraph)
+    np.save(tmp_path / "s.npy", np.array([3, 4], np.int64))
+    x = np.arange(-6, 6, dtype=np.float32).reshape(2, 6)
+    np.save(tmp_path / "x.npy", x)
+    return path, tmp_path / "s.npy", tmp_path / "x.npy", x
+
+
+def test_run_info_and_dot_take_the_graph_of_a_value_dependent_models_inputs(shape_input_file):
+    # They refused the model whatever was given: it is now the graph those inputs make.
+    path, s, x_file, x = shape_input_file
+    r = esgraph_cli("run", path, "-i", f"s={s}", "-i", f"x={x_file}", "--repeat", 0, "--show", 100)
+    assert r.returncode == 0, r.stderr
+    assert "y: float32[3, 4]" in r.stdout and "the values of s" in r.stderr
+    printed = r.stdout.split("y: float32[3, 4]")[1].split("compile")[0]  # the array, up to the timing line
+    assert np.array_equal(np.array(printed.replace("[", " ").replace("]", " ").split(), np.float32), np.maximum(x, 0).reshape(-1))
+    info = esgraph_cli("info", path, "-i", f"s={s}")
+    assert info.returncode == 0, info.stderr
+    assert "launches:" in info.stdout
+    dot = esgraph_cli("dot", path, "-i", f"s={s}")
+    assert dot.returncode == 0 and dot.stdout.startswith("digraph"), dot.stderr
+
+
+def test_a_value_dependent_model_without_its_shape_input_names_it(shape_input_file):
+    path, _, x_file, _ = shape_input_file
+    for command in (["run"], ["info"], ["dot"], ["run", "-i", f"x={x_file}"]):
+        r = esgraph_cli(*command, path)
+        assert r.returncode == 1 and "depends on the values of s: give them with -i NAME=FILE.npy" in r.stderr, r.stderr
