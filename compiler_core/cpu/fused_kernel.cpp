@@ -29,10 +29,19 @@ double round_to(ir::DType t, double v) {
   return eval::load_f(one, 0);
 }
 
+// `v` wrapped into integer dtype `t`, as the unfused kernels store it (docs/reliability.md's
+// integer rules: arithmetic wraps around).
+int64_t wrap_to(ir::DType t, int64_t v) {
+  alignas(8) uint8_t element[8];
+  const eval::TensorRef one{t, ir::Shape{}, element};
+  eval::store_i(one, 0, v);
+  return eval::load_i(one, 0);
+}
+
 // The double/int64 path's working memory: tiles of inputs and results, operand rows, per-input modes.
 struct Scratch {
   std::vector<double> tile, in_f;
-  std::vector<int64_t> in_i, iv;
+  std::vector<int64_t> tile_i, in_i, iv;  // tile_i: integer members' results, exact (a double holds 2^53)
   std::vector<const double*> rows_f;
   std::vector<const int64_t*> rows_i;
   std::vector<char> direct, splat;
@@ -360,6 +369,7 @@ void run_fused_kernel(const FusedKernel& kernel, const std::vector<const eval::T
   const size_t T = static_cast<size_t>(std::clamp<int64_t>(total, 1, kTileElements));
   thread_local Scratch scratch;
   std::vector<double>& tile = scratch.tile;
+  std::vector<int64_t>& tile_i = scratch.tile_i;
   std::vector<double>& in_f = scratch.in_f;
   std::vector<int64_t>& in_i = scratch.in_i;
   std::vector<int64_t>& iv = scratch.iv;
@@ -368,6 +378,7 @@ void run_fused_kernel(const FusedKernel& kernel, const std::vector<const eval::T
   std::vector<char>& direct = scratch.direct;
   std::vector<char>& splat = scratch.splat;
   tile.resize(steps.size() * T);
+  tile_i.resize(steps.size() * T);
   in_f.resize(in.size() * T);
   in_i.resize(in.size() * T);
   // Inputs of the group's own shape are read straight through (no broadcast walk), f32 ones
@@ -421,6 +432,8 @@ void run_fused_kernel(const FusedKernel& kernel, const std::vector<const eval::T
       const runtime::GroupStep& s = steps[si];
       iv.resize(s.operands.size());
       double* result = &tile[si * T];
+      int64_t* result_i = &tile_i[si * T];
+      const bool integer = !ir::dtype_is_float(s.dtype);
       // Operand rows of this tile, resolved once per step rather than per element.
       rows_f.resize(s.operands.size());
       rows_i.resize(s.operands.size());
@@ -428,19 +441,25 @@ void run_fused_kernel(const FusedKernel& kernel, const std::vector<const eval::T
         const Operand& o = s.operands[k];
         const bool from_input = o.from == From::Input;  // no head here: heads join f32 groups only
         rows_f[k] = from_input ? &in_f[o.index * T] : &tile[o.index * T];
-        rows_i[k] = from_input && !ir::dtype_is_float(in[o.index]->dtype) ? &in_i[o.index * T] : nullptr;
+        rows_i[k] = from_input ? (ir::dtype_is_float(in[o.index]->dtype) ? nullptr : &in_i[o.index * T])
+                               : (ir::dtype_is_float(steps[o.index].dtype) ? nullptr : &tile_i[o.index * T]);
       }
       if (s.floating) {
         s.fn->row_f(rows_f.data(), s.attrs.data(), result, count);
       } else {
+        // Computed in int64 and wrapped into the member's dtype, as the unfused kernel does.
         for (int64_t e = 0; e < count; ++e) {
           for (size_t k = 0; k < s.operands.size(); ++k) iv[k] = rows_i[k] ? rows_i[k][e] : eval::e_result<int64_t>(rows_f[k][e]);
-          result[e] = static_cast<double>(s.fn->i(iv.data(), s.attrs.data()));
+          const int64_t v = s.fn->i(iv.data(), s.attrs.data());
+          result_i[e] = integer ? wrap_to(s.dtype, v) : v;
+          result[e] = static_cast<double>(result_i[e]);
         }
       }
       if (s.dtype == ir::DType::F32) {
         for (int64_t e = 0; e < count; ++e) result[e] = static_cast<float>(result[e]);
-      } else if (s.dtype != ir::DType::F64) {
+      } else if (integer && s.floating) {  // a float computed into an integer dtype saturates (NaN: 0)
+        for (int64_t e = 0; e < count; ++e) result[e] = round_to(s.dtype, result[e]), result_i[e] = eval::e_result<int64_t>(result[e]);
+      } else if (!integer && s.dtype != ir::DType::F64) {
         for (int64_t e = 0; e < count; ++e) result[e] = round_to(s.dtype, result[e]);
       }
       if (s.output < 0) continue;
@@ -448,6 +467,8 @@ void run_fused_kernel(const FusedKernel& kernel, const std::vector<const eval::T
       if (dst.dtype == ir::DType::F32) {
         float* d = dst.data<float>() + base;
         for (int64_t e = 0; e < count; ++e) d[e] = static_cast<float>(result[e]);
+      } else if (integer && !ir::dtype_is_float(dst.dtype)) {
+        for (int64_t e = 0; e < count; ++e) eval::store_i(dst, base + e, result_i[e]);
       } else {
         for (int64_t e = 0; e < count; ++e) eval::store_f(dst, base + e, result[e]);
       }

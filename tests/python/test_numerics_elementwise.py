@@ -136,6 +136,26 @@ def test_signed_edges_wrap_around(dtype):
     check(run(ops.abs, a), np.array([lo, hi, lo, lo, 7], dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32], ids=lambda t: np.dtype(t).name)
+def test_fused_integer_members_wrap_around_as_single_ops_do(dtype):
+    """A group of integer members (one fused kernel) wraps each member's result into its dtype, as
+    the op alone does: i32 (MAX + 1) * 1 is MIN (the fused kernel carried members in doubles and
+    saturated them: MAX), i8 127 * 127 is 1. (64-bit integers do not fuse.)"""
+    info = np.iinfo(dtype)
+    lo, hi = dtype(info.min), dtype(info.max)
+    a = np.array([hi, hi, lo, 127 if info.max >= 127 else 1, hi - dtype(2)], dtype)
+    b = np.array([1, hi, 1, 127 if info.max >= 127 else 1, 1], dtype)
+    z = np.array([0, 0, 0, 0, 1], dtype)
+    with esgraph.GraphBuilder("fused") as gb:
+        x, y, w = (gb.input(n, np.dtype(dtype), [5]) for n in "xyz")
+        g = gb.build([(x + y) * y + w - y])
+    model = esgraph.compile(g)
+    assert model.stats()["fused_groups"] == 1
+    with np.errstate(over="ignore"):
+        want = (a + b) * b + z - b
+    check(model(a, b, z), want)
+
+
 def test_u8_add_mul():
     rng = rng_for()
     a, b = rng.integers(0, 15, (3, 4)).astype(np.uint8), rng.integers(0, 15, (4,)).astype(np.uint8)
