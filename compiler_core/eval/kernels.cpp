@@ -592,7 +592,8 @@ class GridSampler {
     const double low = twice_low / 2, span = (twice_high - twice_low) / 2;
     v = std::fabs(v - low);
     const double extra = std::fmod(v, span);
-    return static_cast<int64_t>(std::floor(v / span)) % 2 == 0 ? extra + low : span - extra + low;
+    // The parity of the spans passed, without converting a count that may exceed int64 (v = 1e20).
+    return std::fmod(std::floor(v / span), 2.0) == 0 ? extra + low : span - extra + low;
   }
   static void cubic_weights(double t, double w[4]) {
     constexpr double A = -0.75;
@@ -655,9 +656,11 @@ void roi_align(const KernelCall& c) {
     const double bin_h = height / static_cast<double>(oh), bin_w = width / static_cast<double>(ow);
     // Samples per bin: the ratio, else as many as the bin spans pixels each way; a region so
     // large that a bin would take over 2^20 samples is refused rather than run for hours.
-    const double rows = a.sampling_ratio > 0 ? static_cast<double>(a.sampling_ratio) : std::ceil(height / static_cast<double>(oh));
-    const double cols = a.sampling_ratio > 0 ? static_cast<double>(a.sampling_ratio) : std::ceil(width / static_cast<double>(ow));
-    if (rows * cols > double(1 << 20))
+    // A region of negative or NaN extent takes no samples (its bins are 0), as ONNX Runtime's
+    // loops take none; an infinite one is refused with the too large.
+    const double rows = std::max(0.0, a.sampling_ratio > 0 ? static_cast<double>(a.sampling_ratio) : std::ceil(height / static_cast<double>(oh)));
+    const double cols = std::max(0.0, a.sampling_ratio > 0 ? static_cast<double>(a.sampling_ratio) : std::ceil(width / static_cast<double>(ow)));
+    if (!(rows * cols <= double(1 << 20)))
       throw ir::Error(ir::ErrorCode::Limit, "roi_align: region " + std::to_string(r) + " would take " + std::to_string(rows) + " x " +
                                                 std::to_string(cols) + " samples per bin (more than 2^20)");
     const int64_t grid_h = static_cast<int64_t>(rows), grid_w = static_cast<int64_t>(cols);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "eval/host_tensor.hpp"
+#include "eval/scalar_math.hpp"
 #include "ir/op_attrs.gen.hpp"
 
 namespace esg::eval {
@@ -11,8 +12,9 @@ namespace esg::eval {
 int64_t Requantization::apply(int32_t sum, int64_t channel) const {
   const float m = multiplier[multiplier.size() == 1 ? 0 : static_cast<size_t>(channel)];
   // Beyond ±2^40 every 8-bit result saturates alike: the bound keeps the conversion defined.
+  // A NaN (a scale of 0 or NaN) is 0, as every float-to-integer conversion here.
   const float scaled = std::clamp(std::nearbyint(static_cast<float>(sum) * m), -0x1p40f, 0x1p40f);
-  return std::clamp(static_cast<int64_t>(scaled) + zero_point, low, high);
+  return std::clamp(e_result<int64_t>(scaled) + zero_point, low, high);
 }
 
 Requantization requantization(const TensorRef& x_scale, const TensorRef& w_scale, const TensorRef& y_scale,
@@ -29,7 +31,7 @@ Requantization requantization(const TensorRef& x_scale, const TensorRef& w_scale
   // quantizing is clipping before), within the dtype's range.
   const auto quantized = [&](double v) {
     const double q = std::nearbyint(static_cast<double>(static_cast<float>(v) / ys)) + static_cast<double>(r.zero_point);
-    return static_cast<int64_t>(std::clamp(q, static_cast<double>(range.min), static_cast<double>(range.max)));
+    return std::clamp(e_result<int64_t>(q), range.min, range.max);
   };
   r.low = std::isnan(min) || min == -INFINITY ? range.min : quantized(min);
   r.high = std::isnan(max) || max == INFINITY ? range.max : quantized(max);

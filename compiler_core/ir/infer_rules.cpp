@@ -576,6 +576,9 @@ void infer_concat(InferContext& ctx) {
     if (!ok)
       ctx.fail("xs[" + std::to_string(i) + "] " + g.shape_str(s) + " does not match xs[0] " + g.shape_str(ctx.shape(0)) +
                " outside axis " + std::to_string(ax));
+    int64_t joined = 0;  // (sizes of a tensor each, but their sum may leave int64)
+    if (!dim_is_symbolic(out[ax]) && !dim_is_symbolic(s[ax]) && (__builtin_add_overflow(out[ax], s[ax], &joined) || joined > kMaxElements))
+      ctx.fail("xs[0.." + std::to_string(i) + "] joined along axis " + std::to_string(ax) + " would hold more than any tensor's size");
     out[ax] = combine(ctx, out[ax], "+", s[ax], [](int64_t a, int64_t b) { return a + b; });
   }
   ctx.set_shape(0, out);

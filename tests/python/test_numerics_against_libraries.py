@@ -132,6 +132,18 @@ def test_roi_align_max_takes_the_largest_sample():
     check(two, np.array([[[[16]]]], f32))  # samples at pixels (1, 1), (1, 3), (3, 1), (3, 3)
 
 
+def test_roi_align_of_a_region_of_negative_extent_takes_no_samples():
+    """A region whose corners are swapped has a negative extent (half_pixel does not widen it to
+    one pixel): no samples, so every bin is 0, its average of nothing. The sample count was
+    converted to an integer unchecked: -1e30 rows was undefined behaviour. (torchvision refuses
+    such a box: "cannot create std::vector larger than max_size()".)"""
+    x = normal(rng_for("roi_negative"), (1, 2, 6, 6))
+    rois, batch = np.array([[0, 4, 3, 1], [0, 0, 1, -1e30]], f32), np.zeros(2, np.int64)
+    got = run(lambda a, r, i: ops.roi_align(a, r, i, output_height=2, output_width=2, coordinate_transformation_mode="half_pixel"),
+              x, rois, batch)
+    check(got, np.zeros((2, 2, 2, 2), f32))
+
+
 def test_roi_align_refuses_a_batch_index_out_of_range():
     x, rois = np.zeros((1, 1, 4, 4), f32), np.array([[0, 0, 2, 2]], f32)
     graph, _ = build(lambda a, r, i: ops.roi_align(a, r, i), x, rois, np.zeros(1, np.int64))

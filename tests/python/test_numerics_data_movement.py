@@ -5,6 +5,7 @@ See numerics.py for the comparison rules."""
 import numpy as np
 import pytest
 
+import esgraph
 from esgraph import ops
 
 from numerics import run, check, rng_for, normal, small_ints, f32, f64, i32, i64
@@ -154,3 +155,15 @@ def test_range_defaults():
 
 
 # ---- 2. control flow ------------------------------------------------------------------------
+
+
+def test_a_concatenation_past_any_tensors_size_is_refused():
+    """Sizes each within the 2^48-element limit whose sum leaves it (or int64) are refused by
+    name; the sum overflowed int64 unchecked, and the graph came out with a made-up symbolic size."""
+    with esgraph.GraphBuilder("big") as b:
+        x = b.input("x", esgraph.f32, [2 ** 47])
+        with pytest.raises(esgraph.ShapeError, match="would hold more than any tensor's size"):
+            ops.concat([x] * 3, 0)
+        with pytest.raises(esgraph.ShapeError, match="would hold more than any tensor's size"):
+            ops.concat([x] * 65536, 0)
+        assert tuple(ops.concat([x, x], 0).shape) == (2 ** 48,)
