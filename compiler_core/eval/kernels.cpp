@@ -657,7 +657,7 @@ void roi_align(const KernelCall& c) {
     // Samples per bin: the ratio, else as many as the bin spans pixels each way; a region so
     // large that a bin would take over 2^20 samples is refused rather than run for hours.
     // A region of negative or NaN extent takes no samples (its bins are 0), as ONNX Runtime's
-    // loops take none; an infinite one is refused with the too large.
+    // loops take none; an infinite one is refused as too large.
     const double rows = std::max(0.0, a.sampling_ratio > 0 ? static_cast<double>(a.sampling_ratio) : std::ceil(height / static_cast<double>(oh)));
     const double cols = std::max(0.0, a.sampling_ratio > 0 ? static_cast<double>(a.sampling_ratio) : std::ceil(width / static_cast<double>(ow)));
     if (!(rows * cols <= double(1 << 20)))

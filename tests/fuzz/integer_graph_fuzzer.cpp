@@ -1,12 +1,14 @@
 // libFuzzer target: integer arithmetic at the edges of its types, under UBSan (the fuzz preset
 // traps on any undefined behaviour). The bytes choose an integer dtype, one or two tensors of
-// at most 8 elements holding that type's extremes (its minimum and maximum, -1, 0, 1, its width
-// and one past it, any value of it), each given either as a graph input, so that the kernels
-// meet the values at run time, or as a constant, so that constant folding meets them at compile;
-// then ops of integer arithmetic (elementwise, reductions, ranges, products, casts) drawn from
-// the registry. Whatever the values, the graph computes them by docs/reliability.md's integer
-// rules or refuses with an esgraph error: a division trap, a signed overflow or a shift past the
-// width is a finding.
+// at most 4 elements holding that type's extremes (its minimum and maximum, -1, 0, 1, 2, its
+// width and one past it, any value of it), each given either as a graph input, so that the
+// kernels meet the values at run time, or as a constant, so that constant folding meets them at
+// compile; then ops of integer arithmetic (elementwise, reductions, ranges, products, casts)
+// drawn from the registry. Whatever the values, the graph computes them by docs/reliability.md's
+// integer rules or refuses with an esgraph error: a division trap, a shift past the width, an
+// out-of-range float-to-integer conversion or a signed overflow outside the evaluator is a
+// finding. (The evaluator and the generated elementwise code are built with -fwrapv, so a signed
+// overflow there is defined and wraps; UBSan does not see it, and the values are checked by tests.)
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -47,8 +49,8 @@ std::vector<uint8_t> edge_bytes(FuzzedDataProvider& p, ir::DType t, int64_t coun
   return bytes;
 }
 
-// The ops integer arithmetic runs through: the elementwise ones, reductions, ranges, products,
-// and those that move values without computing them are left to builder_fuzzer.
+// The ops that compute on integers: elementwise ones, reductions, arg-reductions, ranges, cumsum,
+// products, casts, top-k and fill. Ops that only move values are left to builder_fuzzer.
 std::vector<const ir::OpSchema*> arithmetic_ops() {
   std::vector<const ir::OpSchema*> ops;
   for (const ir::OpSchema* op : ir::all_ops()) {
