@@ -69,6 +69,7 @@ float element(const eval::TensorRef& t, int64_t at) {
     case ir::DType::F32: return t.data<float>()[at];
     case ir::DType::U8: return t.data<uint8_t>()[at];
     case ir::DType::I8: return t.data<int8_t>()[at];
+    case ir::DType::I32: return static_cast<float>(t.data<int32_t>()[at]);
     default: return float(t.data<uint8_t>()[at] != 0);
   }
 }
@@ -102,6 +103,9 @@ ESG_CPU_CLONES void load_u8(const uint8_t* in, float* row, int64_t n) {
 ESG_CPU_CLONES void load_i8(const int8_t* in, float* row, int64_t n) {
   for (int64_t e = 0; e < n; ++e) row[e] = in[e];
 }
+ESG_CPU_CLONES void load_i32(const int32_t* in, float* row, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) row[e] = static_cast<float>(in[e]);
+}
 }  // namespace
 
 void narrow_row(float* row, ir::DType dtype, int64_t n) {
@@ -133,6 +137,7 @@ const float* chunk_row(const eval::TensorRef& t, const OperandLayout& l, const i
     case ir::DType::F32: return t.data<float>() + at;
     case ir::DType::U8: load_u8(t.data<uint8_t>() + at, own, n); return own;
     case ir::DType::I8: load_i8(t.data<int8_t>() + at, own, n); return own;
+    case ir::DType::I32: load_i32(t.data<int32_t>() + at, own, n); return own;
     default: {
       const uint8_t* b = t.data<uint8_t>() + at;
       for (int64_t e = 0; e < n; ++e) own[e] = b[e] != 0;
@@ -160,8 +165,11 @@ eval::Kernel elementwise_f32_kernel(const ir::Graph& g, const ir::Node& n) {
   if (!f32_row_dtype(out)) return nullptr;
   const auto inputs = g.inputs(n);
   if (inputs.size() > kMaxOperands) return nullptr;
+  // int32 values enter f32 rows only through a cast to f32 (an integer product's sums, to be
+  // scaled), which rounds them to f32 as their load does; other ops compute them as integers.
+  const bool int32_to_f32 = n.op->kind == ir::OpKind::cast && out == ir::DType::F32;
   for (ir::ValueId v : inputs)
-    if (v == ir::kNone || !f32_row_dtype(g.values[v].dtype)) return nullptr;
+    if (v == ir::kNone || !(f32_row_dtype(g.values[v].dtype) || (int32_to_f32 && g.values[v].dtype == ir::DType::I32))) return nullptr;
   if (out == ir::DType::U8 || out == ir::DType::I8) {
     const bool converts = n.op->kind == ir::OpKind::quantize_linear ||
                           (n.op->kind == ir::OpKind::cast && g.values[inputs[0]].dtype == ir::DType::F32);

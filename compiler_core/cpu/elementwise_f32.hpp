@@ -81,7 +81,8 @@ void split_elements(int64_t total, const eval::Parallel* parallel, Piece&& piece
 }
 
 // The dtypes f32 rows read and write: f32, bool as 0 or 1, and 8-bit integers, every one of
-// which f32 holds exactly (quantized activations).
+// which f32 holds exactly (quantized activations). A cast to f32 reads int32 too
+// (elementwise_f32_kernel).
 inline bool f32_row_dtype(ir::DType t) {
   return t == ir::DType::F32 || t == ir::DType::Bool || t == ir::DType::U8 || t == ir::DType::I8;
 }

@@ -201,6 +201,8 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
     b.conv_bias = l.in.size() > 8 ? 8 : -1;
   } else if (l.node != ir::kNone && g.nodes[l.node].op->kind == ir::OpKind::quantized_conv2d && blocked) {
     throw ir::Error(ir::ErrorCode::Internal, "cpu: no " + f.name(4) + " int8 convolution, which the format rules chose: " + why.conv);
+  } else if (l.node != ir::kNone && g.nodes[l.node].op->kind == ir::OpKind::matmul_integer &&
+             (b.integer_matmul = IntegerMatmul::make(g, g.nodes[l.node], pack, why.integer_matmul))) {
   } else if (l.node != ir::kNone && MatmulPrimitive::takes(g, g.nodes[l.node]) &&
              (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, pack, b.matmul_pieces, why.matmul, like))) {
   } else if (blocked && !elementwise && l.node != ir::kNone) {
@@ -268,6 +270,7 @@ void Program::compute(size_t index, std::vector<const eval::TensorRef*>& in, con
   if (bound_[index]->conv || bound_[index]->conv_head_im2col) return convolve(index, in, out, parallel, working);
   if (l.group >= 0) return run_fused_kernel(*fused_[static_cast<size_t>(l.group)], in, out, parallel);
   if (bound_[index]->matmul) return multiply(index, in, out, parallel);
+  if (bound_[index]->integer_matmul) return bound_[index]->integer_matmul->run(*in[0], *in[2], *out[0], parallel);
   const ir::Graph& g = plan_.graph();
   const ir::Node& n = g.nodes[l.node];
   if (!n.op->subgraphs.empty()) return eval::run_control_flow(g, l.node, in, out, control);
@@ -463,6 +466,7 @@ std::string Program::describe_launch(size_t index) const {
   const Bound& b = *bound_[index];
   if (b.conv) return "oneDNN " + b.conv->implementation() + (b.conv->precision() == "f32" ? "" : " " + b.conv->precision()) + (b.conv_whole_group ? " + post-ops" : "");
   if (b.matmul) return (b.matmul->onednn() ? "oneDNN " : "esgraph ") + b.matmul->implementation() + (b.matmul->bf16() ? " bf16" : "");
+  if (b.integer_matmul) return "esgraph integer_gemm:avx2";
   if (plan_.collectives().at(index)) return dist::world().transport();
   return b.fast ? "fast" : "";
 }
@@ -470,7 +474,7 @@ std::string Program::describe_launch(size_t index) const {
 bool Program::on_reference(size_t index) const {
   const runtime::Plan::Launch& l = plan_.launches()[index];
   const Bound& b = *bound_[index];
-  return l.group < 0 && l.node != ir::kNone && !b.fast && !b.conv && !b.matmul && !plan_.graph().nodes[l.node].op->communicates;
+  return l.group < 0 && l.node != ir::kNone && !b.fast && !b.conv && !b.matmul && !b.integer_matmul && !plan_.graph().nodes[l.node].op->communicates;
 }
 
 void Program::add_facts(runtime::Facts& f) const {
@@ -481,12 +485,12 @@ void Program::add_facts(runtime::Facts& f) const {
   std::map<std::string, int64_t> slow;
   for (size_t i = 0; i < bound_.size(); ++i) {
     fast += bound_[i]->fast != nullptr;
-    library += bound_[i]->conv != nullptr || bound_[i]->matmul != nullptr;
+    library += bound_[i]->conv != nullptr || bound_[i]->matmul != nullptr || bound_[i]->integer_matmul != nullptr;
     if (on_reference(i)) ++reference, ++slow[g.nodes[plan_.launches()[i].node].op->name];
   }
   f.count("fast_kernels", fast);            // single-op launches on a kernel of ours
   f.count("reference_kernels", reference);  // single-op launches on the reference evaluator
-  f.count("library_calls", library);        // products and convolutions on primitives (oneDNN's, our packed GEMM)
+  f.count("library_calls", library);        // products and convolutions on primitives (oneDNN's, our packed GEMMs)
   // Scalar multiply-adds fold into the rows around them, so a group's rows may be fewer than its ops.
   for (const auto& k : fused_) {
     const int64_t rows = k->f32 ? static_cast<int64_t>(k->f32_steps.size()) : 0;
@@ -499,10 +503,12 @@ void Program::add_facts(runtime::Facts& f) const {
   // The products: oneDNN's kernels by name and precision (a convolution with the group it
   // computes as post-ops), or our own way and why.
   std::map<std::pair<std::string, std::string>, int64_t> convolutions, matmuls, packed_matmuls;
-  std::map<std::string, int64_t> im2col, reference_convolutions, sgemm;
-  int64_t post_op_groups = 0, split_convolutions = 0, split_matmuls = 0, weights_in_place = 0;
+  std::map<std::string, int64_t> im2col, reference_convolutions, sgemm, reference_integer_matmuls;
+  int64_t post_op_groups = 0, split_convolutions = 0, split_matmuls = 0, weights_in_place = 0, integer_matmuls = 0;
   for (size_t i = 0; i < bound_.size(); ++i) {
     const Bound& b = *bound_[i];
+    integer_matmuls += b.integer_matmul != nullptr;
+    if (!fallbacks_[i].integer_matmul.empty()) ++reference_integer_matmuls[fallbacks_[i].integer_matmul];
     if (b.matmul)
       ++(b.matmul->onednn() ? matmuls : packed_matmuls)[{b.matmul->implementation(), b.matmul->bf16() ? "bf16" : "f32"}],
           weights_in_place += b.matmul->weights_in_place();
@@ -533,6 +539,8 @@ void Program::add_facts(runtime::Facts& f) const {
   primitives("packed_matmuls", packed_matmuls);  // on our packed GEMM, the weights packed once
   f.count("split_matmuls", split_matmuls);
   f.tally("sgemm_matmuls", sgemm, "reason");  // with constant weights
+  f.count("integer_matmuls", integer_matmuls);  // matmul_integer on our integer GEMM, the weights packed once
+  f.tally("reference_integer_matmuls", reference_integer_matmuls, "reason");
   // Constant weights in primitives' layouts: packed while lowering, taken from a compiled-model
   // file, or read where the constant lies (a plain layout, the products' on CPUs without brgemm).
   f.count("weights_packed", weights_packed_);

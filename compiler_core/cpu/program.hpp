@@ -13,6 +13,7 @@
 
 #include "cpu/conv_primitive.hpp"
 #include "cpu/fused_kernel.hpp"
+#include "cpu/integer_matmul.hpp"
 #include "cpu/matmul_primitive.hpp"
 #include "cpu/reorder.hpp"
 #include "eval/kernels.hpp"
@@ -96,15 +97,17 @@ class Program final : public runtime::Program, public runtime::HostLaunches {
     // or its columns) or heading the launch's group (its blocks of rows), on oneDNN's matmul
     // primitive.
     std::unique_ptr<const MatmulPrimitive> matmul;
+    std::unique_ptr<const IntegerMatmul> integer_matmul;  // a matmul_integer with constant weights
     bool conv_whole_group = false;  // the primitive's post-ops compute the group
     int conv_x = 0, conv_w = 1, conv_bias = 2, conv_residual = -1;  // its operands, as positions in the launch's inputs
     int matmul_pieces = 1;
   };
   std::vector<std::shared_ptr<const Bound>> bound_;  // shared with the programs of other sizes where they agree
-  // Why a launch's convolution runs on im2col, or its product with constant weights on sgemm
-  // (oneDNN's reasons, for the report): beside bound_, which a run reads, not in it.
+  // Why a launch's convolution runs on im2col, its product with constant weights on sgemm
+  // (oneDNN's reasons), or its matmul_integer on the reference kernel, for the report: beside
+  // bound_, which a run reads, not in it.
   struct Fallbacks {
-    std::string conv, matmul;
+    std::string conv, matmul, integer_matmul;
   };
   std::vector<Fallbacks> fallbacks_;
   // The launch's kernel bound anew for this plan's sizes; `before`, its binding at other sizes

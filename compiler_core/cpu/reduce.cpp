@@ -1,11 +1,14 @@
-// f32 reduce_sum and reduce_mean over trailing axes (the layout of a decomposed layer norm and
-// of most pooling-by-reduction): each output element is one contiguous row of the input, summed
-// in double as the reference kernel does, the rows split over the model's threads.
+// f32 reduce_sum, reduce_mean, reduce_max and reduce_min over trailing axes (the layout of a
+// decomposed layer norm, of most pooling-by-reduction, and of a dynamic quantization's range:
+// every axis): each output element is one contiguous row of the input, summed in double as the
+// reference kernel does, the rows split over the model's threads.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "cpu/fast_kernels.hpp"
+#include "ir/error.hpp"
 #include "cpu/row_math.hpp"
 #include "cpu/split.hpp"
 #include "cpu/vector_math.hpp"
@@ -15,6 +18,42 @@ namespace {
 
 ESG_CPU_CLONES double row_sum(const float* x, int64_t n) {
   return lane_sum(n, [&](int64_t j) { return static_cast<double>(x[j]); });
+}
+
+// A row's largest or smallest element; NaN if it holds one, as the reference's.
+ESG_CPU_CLONES bool has_nan(const float* x, int64_t n) {
+  bool nan = false;
+  for (int64_t j = 0; j < n; ++j) nan |= x[j] != x[j];
+  return nan;
+}
+ESG_CPU_CLONES float row_max(const float* x, int64_t n) { return row_extreme<true>(x, n); }
+ESG_CPU_CLONES float row_min(const float* x, int64_t n) { return row_extreme<false>(x, n); }
+
+template <bool kMax>
+void extreme_rows(const eval::KernelCall& c) {
+  const eval::TensorRef& x = *c.in[0];
+  const eval::TensorRef& y = *c.out[0];
+  const int64_t rows = y.size();
+  if (rows == 0) return;
+  const int64_t n = x.size() / rows;
+  if (n == 0) throw ir::Error(ir::ErrorCode::Shape, "max/min of an empty axis");
+  const auto extreme = [](const float* from, int64_t count) {
+    return has_nan(from, count) ? std::nanf("") : kMax ? row_max(from, count) : row_min(from, count);
+  };
+  // One long row (a tensor's range, for its dynamic quantization) in pieces over the threads:
+  // the extreme of extremes is the row's, whatever the order.
+  if (rows == 1 && c.parallel) {
+    float parts[64];
+    const int64_t pieces = std::clamp<int64_t>(n / kMinElementsPerThread, 1, std::min<int64_t>(c.parallel->threads(), 64));
+    if (pieces > 1) {
+      c.parallel->run(pieces, [&](int64_t p) { parts[p] = extreme(x.data<float>() + n * p / pieces, n * (p + 1) / pieces - n * p / pieces); });
+      y.data<float>()[0] = extreme(parts, pieces);
+      return;
+    }
+  }
+  split_work(rows, n, c.parallel, [&](int64_t first, int64_t last) {
+    for (int64_t row = first; row < last; ++row) y.data<float>()[row] = extreme(x.data<float>() + row * n, n);
+  });
 }
 
 template <bool kMean>
@@ -35,9 +74,15 @@ void reduce_rows(const eval::KernelCall& c) {
 }  // namespace
 
 eval::Kernel reduce_kernel(const ir::Graph& g, const ir::Node& n) {
-  const bool mean = n.op->kind == ir::OpKind::reduce_mean;
-  if ((!mean && n.op->kind != ir::OpKind::reduce_sum) || g.values[n.first_output].dtype != ir::DType::F32) return nullptr;
-  const eval::Kernel rows = mean ? reduce_rows<true> : reduce_rows<false>;
+  if (g.values[n.first_output].dtype != ir::DType::F32) return nullptr;
+  eval::Kernel rows = nullptr;
+  switch (n.op->kind) {
+    case ir::OpKind::reduce_sum: rows = reduce_rows<false>; break;
+    case ir::OpKind::reduce_mean: rows = reduce_rows<true>; break;
+    case ir::OpKind::reduce_max: rows = extreme_rows<true>; break;
+    case ir::OpKind::reduce_min: rows = extreme_rows<false>; break;
+    default: return nullptr;
+  }
   const size_t rank = g.shape(g.operands[n.first_input]).rank();
   std::vector<size_t> axes = ir::ReduceSumAttrs(g, n).axes;  // every reduction's view
   if (rank == 0 || axes.empty()) return rows;  // every axis

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "eval/host_tensor.hpp"
+#include "eval/indexing.hpp"
 #include "eval/scalar_math.hpp"
 #include "ir/op_attrs.gen.hpp"
 
@@ -68,6 +70,35 @@ void quantized_conv2d(const KernelCall& c) {
           store_i(y, ((n * O + o) * OH + oh) * OW + ow, requantize.apply(wrapped, o));
         }
     }
+}
+
+void matmul_integer(const KernelCall& c) {
+  const TensorRef &a = *c.in[0], &b = *c.in[1], &a_zero_point = *c.in[2], &b_zero_point = *c.in[3], &y = *c.out[0];
+  const size_t ra = a.shape.rank(), rb = b.shape.rank(), ry = y.shape.rank();
+  const int64_t m = y.shape[ry - 2], n = y.shape[ry - 1], k = a.shape[ra - 1];
+  // Each operand once as 32-bit integers less their zero points (at most 9 bits), then sums
+  // in uint32: modulo 2^32, which is int32's wrap-around, with no overflow undefined.
+  const auto shifted = [](const TensorRef& t, const TensorRef& zero_point, int64_t inner, bool per_row) {
+    std::vector<uint32_t> v(static_cast<size_t>(t.size()));
+    for (int64_t i = 0; i < t.size(); ++i) {
+      const int64_t z = load_i(zero_point, zero_point.size() == 1 ? 0 : per_row ? i / inner % zero_point.size() : i % inner);
+      v[static_cast<size_t>(i)] = static_cast<uint32_t>(load_i(t, i) - z);
+    }
+    return v;
+  };
+  const std::vector<uint32_t> av = shifted(a, a_zero_point, k, true), bv = shifted(b, b_zero_point, n, false);
+  const ir::Shape batch = ir::Shape::from(y.shape.begin(), ry - 2);
+  BroadcastWalk walk(batch, {ir::Shape::from(a.shape.begin(), ra - 2), ir::Shape::from(b.shape.begin(), rb - 2)});
+  std::vector<uint32_t> row(static_cast<size_t>(n));
+  for (int64_t bt = 0; bt < batch.num_elements(); ++bt, walk.next()) {
+    const uint32_t *pa = av.data() + walk.offset(0) * m * k, *pb = bv.data() + walk.offset(1) * k * n;
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(row.begin(), row.end(), 0u);
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] += pa[i * k + p] * pb[p * n + j];
+      for (int64_t j = 0; j < n; ++j) store_i(y, (bt * m + i) * n + j, static_cast<int32_t>(row[static_cast<size_t>(j)]));
+    }
+  }
 }
 
 }  // namespace esg::eval

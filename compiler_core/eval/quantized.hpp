@@ -28,5 +28,7 @@ Requantization requantization(const TensorRef& x_scale, const TensorRef& w_scale
                               const TensorRef& y_zero_point, double min, double max);
 
 void quantized_conv2d(const KernelCall& c);
+// ONNX's MatMulInteger: int32 sums of zero-point-shifted 8-bit products, wrapping as int32.
+void matmul_integer(const KernelCall& c);
 
 }  // namespace esg::eval

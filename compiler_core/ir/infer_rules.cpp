@@ -341,14 +341,15 @@ void infer_norm(InferContext& ctx) {
   ctx.set_shape(0, x);
 }
 
-void infer_matmul(InferContext& ctx) {
+namespace {
+// The product of inputs 0 and 1, either transposed (`ta`, `tb`): leading axes broadcast.
+Shape matmul_shape(InferContext& ctx, bool ta, bool tb) {
   const Graph& g = ctx.graph();
   const Shape& a = ctx.shape(0);
   const Shape& b = ctx.shape(1);
   if (a.rank() < 2 || b.rank() < 2)
     ctx.fail("both inputs need rank >= 2 (reshape a vector to [1,k] or [k,1]), got " + g.shape_str(a) +
              " and " + g.shape_str(b));
-  const bool ta = ctx.attr_bool("transpose_a"), tb = ctx.attr_bool("transpose_b");
   const Dim m = a[a.rank() - (ta ? 1 : 2)], ka = a[a.rank() - (ta ? 2 : 1)];
   const Dim kb = b[b.rank() - (tb ? 1 : 2)], n = b[b.rank() - (tb ? 2 : 1)];
   if (!dims_compatible(ka, kb))
@@ -358,8 +359,11 @@ void infer_matmul(InferContext& ctx) {
   Shape out = broadcast_shapes(ctx, ba, bb);
   out.push_back(m);
   out.push_back(n);
-  ctx.set_shape(0, out);
+  return out;
 }
+}  // namespace
+
+void infer_matmul(InferContext& ctx) { ctx.set_shape(0, matmul_shape(ctx, ctx.attr_bool("transpose_a"), ctx.attr_bool("transpose_b"))); }
 
 // q, k, v of one rank: [batch, heads, seq, head_size], or [batch, seq, heads·head_size] (with
 // seq_first [seq, batch, …]); k and v share the sequence, q and k the head size.
@@ -464,6 +468,20 @@ void infer_quantized_conv2d(InferContext& ctx) {
                g.shape_str(s));
   }
   conv2d_shape(ctx, 0, 3, 8);
+}
+
+void infer_matmul_integer(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const Shape y = matmul_shape(ctx, false, false);
+  const auto per = [&](size_t i, Dim along, const char* what) {
+    const Shape& s = ctx.shape(i);
+    if (s.num_elements() != 1 && (s.rank() != 1 || !dims_compatible(s[0], along)))
+      ctx.fail("`" + std::string(ctx.op().inputs[i].name) + "` must hold one value or one per " + what + " [" + g.dim_str(along) +
+               "], got " + g.shape_str(s));
+  };
+  per(2, y[y.rank() - 2], "row of a");
+  per(3, y[y.rank() - 1], "column of b");
+  ctx.set_shape(0, y);
 }
 
 void infer_pool2d(InferContext& ctx) {

@@ -320,6 +320,11 @@ def _emit_quantized_conv2d(e, n, ins, outs):
         e.node("QuantizeLinear", [real, ins[6], ins[7]], outs)
 
 
+@_exports("matmul_integer")
+def _emit_matmul_integer(e, n, ins, outs):
+    e.node("MatMulInteger", ins, outs)  # the same operands in the same order
+
+
 @_exports("matmul")
 def _emit_matmul(e, n, ins, outs):
     operands = []

@@ -109,19 +109,14 @@ def dynamic_quantize(n):
 
 @converts("MatMulInteger")
 def matmul_integer(n):
-    return matmul_integer_of(n.x(0), n.x(1), n.x(2), n.x(3))
+    return _matmul_integer(n, 0, 1, 2, 3)
 
 
-def matmul_integer_of(a, b, a_zero_point, b_zero_point):
-    """(a - a_zero_point) · (b - b_zero_point) in int32; a's zero point a scalar or one per row,
-    b's a scalar or one per column."""
-    a, b = ops.cast(a, _C.i32), ops.cast(b, _C.i32)
-    if a_zero_point is not None:
-        zp = ops.cast(a_zero_point, _C.i32)
-        a = a - (ops.unsqueeze(zp, [1]) if zp.ndim == 1 else zp)
-    if b_zero_point is not None:
-        b = b - ops.cast(b_zero_point, _C.i32)
-    return ops.matmul(a, b)
+def _matmul_integer(n, a, b, a_zero_point, b_zero_point):
+    """esgraph's matmul_integer of n's inputs at those positions (an absent zero point is 0):
+    (a - a_zero_point) · (b - b_zero_point) in int32, a's zero point one value or one per row,
+    b's one value or one per column."""
+    return ops.matmul_integer(n.x(a), n.x(b), _zero_point(n, a_zero_point, n.dtype(a)), _zero_point(n, b_zero_point, n.dtype(b)))
 
 
 def _requantize(acc, multiplier, zero_point, dtype):
@@ -139,7 +134,7 @@ def _requantize(acc, multiplier, zero_point, dtype):
 def qlinear_matmul(n):
     # Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point; a's
     # scale and zero point scalars or one per row, b's scalars or one per column.
-    acc = matmul_integer_of(n.x(0), n.x(3), n.x(2), n.x(5))
+    acc = _matmul_integer(n, 0, 3, 2, 5)
     a_scale = n.x(1)
     if a_scale.ndim == 1:
         a_scale = ops.unsqueeze(a_scale, [1])
