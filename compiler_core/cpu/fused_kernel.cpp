@@ -224,6 +224,8 @@ void bind_f32(const Graph& g, FusedKernel& kernel, const std::vector<ir::Shape>&
       kernel.head_a = input_at(in[0]);
       kernel.head_b = input_at(in[1]);
       kernel.head_transpose_b = ir::MatmulAttrs(g, n).transpose_b;
+      const ir::Shape a = g.shape(in[0]);
+      kernel.head_depth = a[a.rank() - 1];
     }
   }
   kernel.layouts.resize(shapes.size());
@@ -282,7 +284,9 @@ void run_f32(const FusedKernel& kernel, const std::vector<const eval::TensorRef*
   // Without a head, blocks of kChunk elements; with one, blocks of whole rows.
   const int64_t block = head ? (kernel.head_block_rows ? kernel.head_block_rows : head_rows_per_block(width)) * width : kChunk;
   const int64_t blocks = (total + block - 1) / block;
-  split_work(blocks, block, parallel, [&](int64_t first, int64_t last) {
+  // A head's block costs K multiply-adds an element: blocks of few columns but deep rows (a
+  // feed-forward layer's second product, 64 x 768 of depth 3072) are worth a thread each.
+  split_work(blocks, head ? block * std::max<int64_t>(kernel.head_depth, 1) : block, parallel, [&](int64_t first, int64_t last) {
     // The buffers are the running thread's own and kept between runs, reached through one
     // reference: each use of a thread_local by name costs a TLS lookup call in a shared library.
     thread_local F32Scratch scratch;

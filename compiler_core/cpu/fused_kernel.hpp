@@ -63,6 +63,7 @@ struct FusedKernel {
   // convolution's whole result is the caller's (its oneDNN primitive), passed to the run.
   enum class HeadKind : uint8_t { Matmul, Conv2d } head_kind = HeadKind::Matmul;
   size_t head_a = 0, head_b = 0;  // matmul: A and B
+  int64_t head_depth = 0;         // matmul: K, the multiply-adds of each of its results
   bool head_transpose_b = false;
   // A matmul head with constant weights on oneDNN's matmul primitive (made by the program for
   // this kernel's blocks of rows), else null: sgemm.

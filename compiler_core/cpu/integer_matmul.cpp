@@ -27,9 +27,9 @@ std::unique_ptr<const IntegerMatmul> IntegerMatmul::make(const ir::Graph& g, con
   const ir::Shape a = g.shape(in[0]), b = g.shape(in[1]);
   const uint8_t *weights = constant(g, in[1]), *zero_points = constant(g, in[3]);
   if (!integer_gemm::available()) why_not = "the CPU lacks AVX2";
+  else if (a[a.rank() - 1] == 0 || g.shape(n.first_output).num_elements() == 0) why_not = "an empty product";
   else if (!weights || b.rank() != 2) why_not = "b is not a constant matrix";
   else if (!zero_points) why_not = "b's zero point is not a constant";
-  else if (a[a.rank() - 1] == 0 || g.shape(n.first_output).num_elements() == 0) why_not = "an empty product";
   if (!why_not.empty()) return nullptr;
   std::unique_ptr<IntegerMatmul> m(new IntegerMatmul());
   m->k_ = b[0];

@@ -537,6 +537,41 @@ static void test_unsigned(void) {
   esg_builder_destroy(b);
 }
 
+/* matmul_integer: a dynamically quantized product's u8 rows, their zero point given at run time,
+   times constant s8 weights, summed exactly in int32 on the integer GEMM (the facts count it);
+   a zero point that is neither one value nor one per row is refused by name. */
+static void test_matmul_integer(void) {
+  esg_builder* b = esg_builder_create(NULL);
+  int64_t a_dims[2] = {2, 3}, w_dims[2] = {3, 2}, three[1] = {3}, out_dims[2] = {2, 2};
+  uint8_t a[6] = {255, 0, 10, 1, 2, 3}, zero = 1;
+  int8_t w[6] = {-128, 127, -128, 127, 5, -5}, w_zero = 0;
+  int32_t y[4] = {0, 0, 0, 0};
+  esg_tensor ta = esg_input(b, "a", ESG_U8, a_dims, 2);
+  esg_tensor tz = esg_input(b, "zero", ESG_U8, NULL, 0);
+  esg_tensor tw = esg_constant(b, ESG_I8, w_dims, 2, w, sizeof w);
+  esg_tensor twz = esg_constant(b, ESG_I8, NULL, 0, &w_zero, 1);
+  esg_tensor ty = esg_matmul_integer(ta, tw, tz, twz, NULL);
+  esg_model* m;
+  esg_buffer in[2], out;
+  esg_fact fact;
+  esg_facts* facts;
+  esg_builder_set_sticky_errors(b, false);
+  CHECK(!esg_tensor_valid(esg_matmul_integer(ta, tw, esg_constant(b, ESG_U8, three, 1, a, 3), twz, NULL)));
+  CHECK(esg_last_status() == ESG_ERR_SHAPE && strstr(esg_last_error(), "`a_zero_point` must hold one value or one per row") != NULL);
+  m = compile_output(b, ty);
+  facts = esg_model_facts(m);
+  in[0] = buffer(a, sizeof a, ESG_U8, a_dims, 2);
+  in[1] = buffer(&zero, 1, ESG_U8, NULL, 0);
+  out = buffer(y, sizeof y, ESG_I32, out_dims, 2);
+  CHECK(esg_model_run(m, in, 2, &out, 1) == ESG_OK);
+  /* (255-1)(-128) + (0-1)(-128) + (10-1)(5) = -32339; (255-1)(127) - 127 - 45 = 32086 */
+  CHECK(y[0] == -32339 && y[1] == 32086 && y[2] == 0 - 128 + 10 && y[3] == 0 + 127 - 10);
+  CHECK(esg_facts_find(facts, "integer_matmuls", &fact) == ESG_OK && fact.number == 1);
+  esg_facts_free(facts);
+  esg_model_destroy(m);
+  esg_builder_destroy(b);
+}
+
 /* The Ascend backend on the simulated device: the same model, the same values; an unknown
  * backend is refused. */
 static void test_ascend_sim(void) {
@@ -1370,6 +1405,7 @@ int main(int argc, char** argv) {
   test_compile_and_run();
   test_attention();
   test_unsigned();
+  test_matmul_integer();
   test_ascend_sim();
   test_streams_and_threads();
   test_inspection();

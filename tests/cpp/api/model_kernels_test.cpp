@@ -335,3 +335,36 @@ TEST_CASE("precision bf16: convolutions multiply bfloat16, within its rounding o
   CHECK(convolutions[0].text("precision") == "bf16");
   CHECK(exact.facts().rows("onednn_convolutions").at(0).text("precision") == "f32");
 }
+
+TEST_CASE("matmul_integer: u8 rows times constant s8 weights sum exactly on the integer GEMM, with zero points per row and column") {
+  // 255 · -128 twice overflows 16 bits, where u8 x s8 kernels without VNNI saturate; the sums
+  // are checked against int64 arithmetic here.
+  const int64_t m = 5, k = 40, n = 30;
+  std::vector<uint8_t> a(m * k);
+  std::vector<int8_t> w(k * n), w_zero(n);
+  std::vector<uint8_t> a_zero(m);
+  for (int64_t i = 0; i < m * k; ++i) a[i] = static_cast<uint8_t>(i % 3 == 0 ? 255 : (i * 37) % 256);
+  for (int64_t i = 0; i < k * n; ++i) w[i] = static_cast<int8_t>(i % 2 == 0 ? -128 : (i * 11) % 256 - 128);
+  for (int64_t j = 0; j < n; ++j) w_zero[j] = static_cast<int8_t>(j % 5 - 2);
+  for (int64_t i = 0; i < m; ++i) a_zero[i] = static_cast<uint8_t>(i * 3);
+  esg::GraphBuilder b;
+  const Tensor x = b.input("a", esg::u8, {m, k}), zero = b.input("a_zero", esg::u8, {m});
+  const Tensor y = esg::matmul_integer(x, b.constant(esg::i8, {k, n}, w.data(), w.size()), zero,
+                                       b.constant(esg::i8, {n}, w_zero.data(), w_zero.size()));
+  const esg::Model model = esg::compile(b.build({y}));
+  const std::vector<int32_t> got =
+      model.run({HostTensor::from(esg::u8, a, {m, k}), HostTensor::from(esg::u8, a_zero, {m})})[0].values<int32_t>();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t sum = 0;
+      for (int64_t p = 0; p < k; ++p) sum += (int64_t{a[i * k + p]} - a_zero[i]) * (int64_t{w[p * n + j]} - w_zero[j]);
+      CHECK(got[i * n + j] == sum);
+    }
+  CHECK(model.facts().number("integer_matmuls") == 1);
+  // Zero points must hold one value or one per row (of a) / column (of b).
+  esg::GraphBuilder bad;
+  const Tensor bx = bad.input("a", esg::u8, {m, k});
+  CHECK_THROWS_AS(esg::matmul_integer(bx, bad.constant(esg::i8, {k, n}, w.data(), w.size()), bad.input("z", esg::u8, {m + 1}),
+                                      bad.constant(esg::i8, {}, w_zero.data(), 1)),
+                  esg::ShapeError);
+}

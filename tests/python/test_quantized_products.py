@@ -1,0 +1,415 @@
+"""Integer products (matmul_integer, ONNX MatMulInteger) against numpy's integer arithmetic:
+(a - a_zero_point) · (b - b_zero_point) summed exactly in int64, then cast to int32 (which wraps
+as an int32 sum does). Checked bit for bit on the integer GEMM (a constant 2-D b and b zero
+point) and on the reference kernel, over the four 8-bit dtype pairs, the GEMM's block edges
+(odd K, K over several 256-deep blocks, N past the 24-column panels, M past the 4-row
+micro-kernel and the 128-row blocks), full-range values, per-row and per-column zero points,
+leading axes, one and two threads and int32 wrap-around; bad operands as esgraph errors.
+ONNX: MatMulInteger and QLinearMatMul imported (QLinearMatMul against numpy's form of ONNX's
+definition as ONNX Runtime requantizes: f32 multiplier, half to even, saturated; and against
+ONNX Runtime itself where its kernel is exact, b within [-64, 64]), matmul_integer exported and
+run by ONNX Runtime, and a dynamic quantization chain as ONNX Runtime's quantize_dynamic writes
+it against a numpy f32 implementation of DynamicQuantizeLinear and exact integer products."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import esgraph
+import esgraph.onnx
+from esgraph import ops
+
+from numerics import rng_for
+
+U8, I8 = np.uint8, np.int8
+PAIRS = [(U8, I8), (I8, I8), (U8, U8), (I8, U8)]
+PAIR_IDS = ["u8*i8", "i8*i8", "u8*u8", "i8*u8"]
+ONNX_TYPE = {U8: TensorProto.UINT8, I8: TensorProto.INT8}
+
+
+def product_ref(a, b, a_zero_point, b_zero_point):
+    """numpy's (a - a_zero_point) · (b - b_zero_point) in int64, wrapped into int32. A zero point
+    [M] applies per row of a, one [N] per column of b."""
+    za = np.asarray(a_zero_point, np.int64)
+    za = za.reshape(-1, 1) if za.ndim == 1 else za
+    exact = np.matmul(a.astype(np.int64) - za, b.astype(np.int64) - np.asarray(b_zero_point, np.int64))
+    return exact.astype(np.int32)
+
+
+def full_range(rng, shape, dtype):
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max + 1, shape).astype(dtype)
+
+
+def compile_product(a, b, a_zero_point, b_zero_point, constant_b=True, **options):
+    """matmul_integer of a graph input shaped as `a` and `b` (a constant or a graph input), the
+    zero points constants. Returns the compiled model and its feeds."""
+    with esgraph.GraphBuilder("matmul_integer") as g:
+        x = g.input("a", a.dtype, list(a.shape))
+        w = g.constant(b) if constant_b else g.input("b", b.dtype, list(b.shape))
+        y = ops.matmul_integer(x, w, g.constant(np.asarray(a_zero_point, a.dtype)), g.constant(np.asarray(b_zero_point, b.dtype)))
+        model = esgraph.compile(g.build([y]), **options)
+    feeds = {"a": a} if constant_b else {"a": a, "b": b}
+    return model, feeds
+
+
+def run_product(a, b, a_zero_point, b_zero_point, constant_b=True, **options):
+    """The product's result, having checked which kernel ran it: the integer GEMM for a
+    constant b, the reference kernel (b not a constant matrix) otherwise."""
+    model, feeds = compile_product(a, b, a_zero_point, b_zero_point, constant_b, **options)
+    facts = model.stats()
+    if constant_b and b.ndim == 2:
+        assert facts["integer_matmuls"] == 1
+    else:
+        assert facts["integer_matmuls"] == 0
+        assert facts["reference_integer_matmuls"] == [{"reason": "b is not a constant matrix", "count": 1}]
+    return model.run(feeds)[0]
+
+
+def check_exact(got, want):
+    assert got.dtype == np.int32, got.dtype
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
+# (M, K, N): M = 1; K odd and below a pair's block; K over several 256-deep blocks (and odd
+# within the last); N below, at and past a 24-column panel; M past the 4-row micro-kernel and
+# the 128-row block.
+SHAPES = [(1, 7, 30), (5, 7, 24), (130, 7, 100), (1, 1000, 30), (6, 1000, 100), (130, 1000, 30)]
+
+
+@pytest.mark.parametrize("constant_b", [True, False], ids=["gemm", "reference"])
+@pytest.mark.parametrize("m, k, n", SHAPES, ids=[f"{m}x{k}x{n}" for m, k, n in SHAPES])
+@pytest.mark.parametrize("a_type, b_type", PAIRS, ids=PAIR_IDS)
+def test_bit_exact_against_numpy(a_type, b_type, m, k, n, constant_b):
+    rng = rng_for("bit exact", a_type, b_type, m, k, n)
+    a, b = full_range(rng, (m, k), a_type), full_range(rng, (k, n), b_type)
+    a_zero_point, b_zero_point = full_range(rng, (), a_type), full_range(rng, (), b_type)
+    got = run_product(a, b, a_zero_point, b_zero_point, constant_b)
+    check_exact(got, product_ref(a, b, a_zero_point, b_zero_point))
+
+
+def _extreme(dtype, low):
+    info = np.iinfo(dtype)
+    return info.min if low else info.max
+
+
+@pytest.mark.parametrize("constant_b", [True, False], ids=["gemm", "reference"])
+@pytest.mark.parametrize("a_type, b_type", PAIRS, ids=PAIR_IDS)
+def test_extreme_values_do_not_saturate_16_bits(a_type, b_type, constant_b):
+    """a all 255 (u8) or -128 (i8), b all -128 (i8) or 255 (u8), zero points 0: each pair of
+    products is beyond int16 (255·(-128)·2 = -65280), and the sums beyond 16 bits many times over
+    (255·(-128)·768 = -25067520). A second case takes the widest shifted values there are
+    (±255, the zero points at the other end of the range)."""
+    m, k, n = 5, 768, 30
+    a = np.full((m, k), _extreme(a_type, a_type == I8), a_type)
+    b = np.full((k, n), _extreme(b_type, b_type == I8), b_type)
+    want = product_ref(a, b, 0, 0)
+    assert want[0, 0] == int(a[0, 0]) * int(b[0, 0]) * k  # no wrap: exact
+    check_exact(run_product(a, b, a_type(0), b_type(0), constant_b), want)
+    # widest: a - a_zero_point and b - b_zero_point both ±255
+    a = np.full((m, k), _extreme(a_type, True), a_type)
+    b = np.full((k, n), _extreme(b_type, False), b_type)
+    a_zero_point, b_zero_point = a_type(_extreme(a_type, False)), b_type(_extreme(b_type, True))
+    want = product_ref(a, b, a_zero_point, b_zero_point)
+    assert want[0, 0] == -255 * 255 * k
+    check_exact(run_product(a, b, a_zero_point, b_zero_point, constant_b), want)
+
+
+@pytest.mark.parametrize("constant_b", [True, False], ids=["gemm", "reference"])
+@pytest.mark.parametrize("a_type, b_type", [(U8, I8), (I8, U8)], ids=["u8*i8", "i8*u8"])
+def test_per_row_and_per_column_zero_points(a_type, b_type, constant_b):
+    m, k, n = 130, 300, 30
+    rng = rng_for("per row", a_type, b_type, constant_b)
+    a, b = full_range(rng, (m, k), a_type), full_range(rng, (k, n), b_type)
+    a_zero_point, b_zero_point = full_range(rng, (m,), a_type), full_range(rng, (n,), b_type)
+    assert np.count_nonzero(b_zero_point) > n // 2  # non-zero b zero points, packed with b
+    want = product_ref(a, b, a_zero_point, b_zero_point)
+    check_exact(run_product(a, b, a_zero_point, b_zero_point, constant_b), want)
+    # one of them per row / per column, the other one value
+    check_exact(run_product(a, b, a_zero_point, b_zero_point[3], constant_b), product_ref(a, b, a_zero_point, b_zero_point[3]))
+    check_exact(run_product(a, b, a_zero_point[5], b_zero_point, constant_b), product_ref(a, b, a_zero_point[5], b_zero_point))
+
+
+def test_leading_axes_of_a_on_the_gemm():
+    """a [2, 3, 5, K] times a constant b [K, N]: the GEMM takes a's 30 rows at once; a per-row
+    zero point [5] applies to the rows of each of the six matrices alike."""
+    k, n = 257, 50
+    rng = rng_for("leading axes")
+    a, b = full_range(rng, (2, 3, 5, k), U8), full_range(rng, (k, n), I8)
+    for a_zero_point, b_zero_point in [(U8(131), I8(-3)), (full_range(rng, (5,), U8), full_range(rng, (n,), I8))]:
+        got = run_product(a, b, a_zero_point, b_zero_point)
+        assert got.shape == (2, 3, 5, n)
+        check_exact(got, product_ref(a, b, a_zero_point, b_zero_point))
+
+
+def test_batched_b_broadcasts_on_the_reference_kernel():
+    """a [2, 1, M, K] times b [3, K, N] (a constant, but no matrix): [2, 3, M, N] as numpy's
+    matmul broadcasts, with per-row and per-column zero points."""
+    m, k, n = 6, 33, 27
+    rng = rng_for("batched b")
+    a, b = full_range(rng, (2, 1, m, k), I8), full_range(rng, (3, k, n), U8)
+    a_zero_point, b_zero_point = full_range(rng, (m,), I8), full_range(rng, (n,), U8)
+    want = product_ref(a, b, a_zero_point, b_zero_point)
+    assert want.shape == (2, 3, m, n)
+    model, feeds = compile_product(a, b, a_zero_point, b_zero_point, constant_b=True)
+    facts = model.stats()
+    assert facts["integer_matmuls"] == 0
+    assert facts["reference_integer_matmuls"] == [{"reason": "b is not a constant matrix", "count": 1}]
+    check_exact(model.run(feeds)[0], want)
+    check_exact(run_product(a, b, a_zero_point, b_zero_point, constant_b=False), want)
+
+
+# Products big enough for two pieces: 100 columns (5 panels) split by columns, 24 (one panel)
+# by rows, where a per-row zero point follows its rows.
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n, per_row", [(100, False), (24, True), (100, True)], ids=["columns", "rows per-row", "columns per-row"])
+def test_one_and_two_threads(n, per_row, threads):
+    m, k = 130, 1000
+    rng = rng_for("threads", n, per_row)  # the same data for both thread counts
+    a, b = full_range(rng, (m, k), U8), full_range(rng, (k, n), I8)
+    a_zero_point = full_range(rng, (m,) if per_row else (), U8)
+    b_zero_point = full_range(rng, (n,), I8)
+    want = product_ref(a, b, a_zero_point, b_zero_point)
+    check_exact(run_product(a, b, a_zero_point, b_zero_point, threads=threads), want)
+
+
+def test_int32_sums_wrap_around():
+    """255 · (-128) · 66000 = -2154240000, below -2^31: the int32 sum wraps to 2140727296, as
+    numpy's int64 -> int32 cast does."""
+    k = 66000
+    a = np.full((1, k), 255, U8)
+    b = np.full((k, 24), -128, I8)
+    want = product_ref(a, b, 0, 0)
+    assert 255 * -128 * k < -2 ** 31 and want[0, 0] == 255 * -128 * k + 2 ** 32
+    check_exact(run_product(a, b, U8(0), I8(0)), want)
+    # and on the reference kernel
+    check_exact(run_product(a, b, U8(0), I8(0), constant_b=False), want)
+
+
+M, K, N = 4, 8, 5
+
+
+def _bad_product(a_shape=(M, K), b_shape=(K, N), a_zero_point=U8(0), b_zero_point=I8(0), a_type=U8, b_type=I8):
+    with esgraph.GraphBuilder() as g:
+        ops.matmul_integer(g.input("a", a_type, list(a_shape)), g.constant(np.ones(b_shape, b_type)),
+                           g.constant(np.asarray(a_zero_point)), g.constant(np.asarray(b_zero_point)))
+
+
+@pytest.mark.parametrize("arguments, error, message", [
+    ({"a_zero_point": np.zeros(M + 1, U8)}, esgraph.ShapeError,
+     r"`a_zero_point` must hold one value or one per row of a \[4\], got \[5\]"),
+    ({"a_zero_point": np.zeros((2, 2), U8)}, esgraph.ShapeError,
+     r"`a_zero_point` must hold one value or one per row of a \[4\], got \[2,2\]"),
+    ({"b_zero_point": np.zeros(N + 1, I8)}, esgraph.ShapeError,
+     r"`b_zero_point` must hold one value or one per column of b \[5\], got \[6\]"),
+    ({"a_zero_point": I8(0)}, esgraph.DTypeError, "inputs of type A must share one dtype, got u8 and i8"),
+    ({"b_zero_point": U8(0)}, esgraph.DTypeError, "inputs of type B must share one dtype, got i8 and u8"),
+    ({"b_shape": (K + 1, N)}, esgraph.ShapeError, r"the contracted dimensions differ: 8 \(a\) vs 9 \(b\)"),
+    ({"a_shape": (K,)}, esgraph.ShapeError, r"both inputs need rank >= 2"),
+    ({"a_shape": (2, M, K), "b_shape": (3, K, N)}, esgraph.ShapeError, r"cannot broadcast \[2\] with \[3\]"),
+    ({"a_type": np.int32, "a_zero_point": np.int32(0)}, esgraph.DTypeError, "input `a` has dtype i32, but A accepts only i8, u8"),
+], ids=["a zero point [M+1]", "a zero point [2,2]", "b zero point [N+1]", "a zero point dtype", "b zero point dtype",
+        "K mismatch", "rank-1 a", "batch mismatch", "i32 a"])
+def test_bad_operands_are_refused_where_built(arguments, error, message):
+    with pytest.raises(error, match="matmul_integer: .*" + message):
+        _bad_product(**arguments)
+
+
+# ---- ONNX ------------------------------------------------------------------------------------
+def _matmul_integer_model(a, b, a_zero_point=None, b_zero_point=None, a_zero_point_input=False):
+    """One MatMulInteger node (opset 13), b an initializer; a's zero point an initializer, or a
+    graph input "az" when `a_zero_point_input`."""
+    m, k = a.shape
+    inputs = [helper.make_tensor_value_info("a", ONNX_TYPE[a.dtype.type], [m, k])]
+    inits = [numpy_helper.from_array(b, "b")]
+    names = ["a", "b"]
+    if a_zero_point is not None:
+        names.append("az")
+        if a_zero_point_input:
+            inputs.append(helper.make_tensor_value_info("az", ONNX_TYPE[a.dtype.type], list(np.shape(a_zero_point))))
+        else:
+            inits.append(numpy_helper.from_array(np.asarray(a_zero_point, a.dtype), "az"))
+    if b_zero_point is not None:
+        names += [""] * (3 - len(names)) + ["bz"]
+        inits.append(numpy_helper.from_array(np.asarray(b_zero_point, b.dtype), "bz"))
+    node = helper.make_node("MatMulInteger", names, ["y"])
+    graph = helper.make_graph([node], "matmul_integer", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [m, b.shape[1]])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    return model
+
+
+@pytest.mark.parametrize("zero_points", ["both", "none", "a per row", "b only"])
+def test_onnx_matmul_integer_import(zero_points, tmp_path):
+    m, k, n = 7, 300, 30
+    rng = rng_for("onnx import", zero_points)
+    a, b = full_range(rng, (m, k), U8), full_range(rng, (k, n), I8)
+    za = {"both": U8(200), "none": None, "a per row": full_range(rng, (m,), U8), "b only": None}[zero_points]
+    zb = {"both": I8(-5), "none": None, "a per row": I8(17), "b only": full_range(rng, (n,), I8)}[zero_points]
+    model = _matmul_integer_model(a, b, za, zb, a_zero_point_input=zero_points == "a per row")
+    want = product_ref(a, b, 0 if za is None else za, 0 if zb is None else zb)
+    feeds = {"a": a} if zero_points != "a per row" else {"a": a, "az": za}
+    path = tmp_path / "matmul_integer.onnx"
+    onnx.save(model, str(path))
+    for compiled in (esgraph.compile(str(path)), esgraph.compile(esgraph.onnx.load(model.SerializeToString()))):
+        assert compiled.stats()["integer_matmuls"] == 1
+        check_exact(compiled.run(feeds)[0], want)
+
+
+def test_onnx_matmul_integer_with_b_an_input_runs_on_the_reference():
+    m, k, n = 3, 40, 9
+    rng = rng_for("onnx b input")
+    a, b = full_range(rng, (m, k), I8), full_range(rng, (k, n), I8)
+    node = helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"])
+    graph = helper.make_graph([node], "mi", [helper.make_tensor_value_info("a", TensorProto.INT8, [m, k]),
+                                             helper.make_tensor_value_info("b", TensorProto.INT8, [k, n])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [m, n])],
+                              [numpy_helper.from_array(np.array(-9, I8), "az")])
+    compiled = esgraph.compile(esgraph.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))
+    facts = compiled.stats()
+    assert facts["integer_matmuls"] == 0 and facts["reference_integer_matmuls"][0]["count"] == 1
+    check_exact(compiled.run({"a": a, "b": b})[0], product_ref(a, b, I8(-9), 0))
+
+
+def qlinear_matmul_ref(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
+    """ONNX's QLinearMatMul as ONNX Runtime computes it: the exact int32 sum, times the f32
+    multiplier (a_scale · b_scale) / y_scale (each step in f32; a's scale one value or one per
+    row, b's one value or one per column), rounded half to even, plus the output's zero point,
+    saturated to its dtype."""
+    acc = product_ref(a, b, a_zero_point, b_zero_point)
+    a_scale, b_scale = np.asarray(a_scale, np.float32), np.asarray(b_scale, np.float32)
+    multiplier = (a_scale.reshape(-1, 1) if a_scale.ndim else a_scale) * b_scale / np.float32(y_scale)
+    assert multiplier.dtype == np.float32
+    q = np.rint(acc.astype(np.float32) * multiplier) + np.float32(y_zero_point)
+    info = np.iinfo(np.asarray(y_zero_point).dtype)
+    return np.clip(q, info.min, info.max).astype(np.asarray(y_zero_point).dtype)
+
+
+def _qlinear_case(case, rng, m, k, n):
+    """QLinearMatMul's operands after a (u8 [M, K]): b an i8 [K, N], the scales and zero points."""
+    if case == "ties":  # multiplier 0.5, small sums: ties (odd sums) everywhere, saturation at both ends
+        b = rng.integers(-4, 5, (k, n)).astype(I8)
+        return b, np.float32(0.5), U8(128), np.float32(1.0), I8(0), np.float32(1.0), U8(128)
+    if case == "generic":  # a multiplier with no exact f32 form; b within [-64, 64] (ONNX Runtime exact)
+        b = rng.integers(-64, 65, (k, n)).astype(I8)
+        return b, np.float32(0.02), U8(131), np.float32(0.0031), I8(-3), np.float32(0.012), U8(100)
+    # one scale and zero point per row of a, per column of b (ONNX Runtime takes scalars only)
+    b = full_range(rng, (k, n), I8)
+    return (b, rng.uniform(0.005, 0.03, m).astype(np.float32), full_range(rng, (m,), U8), rng.uniform(0.001, 0.01, n).astype(np.float32),
+            rng.integers(-9, 10, n).astype(I8), np.float32(0.04), U8(90))
+
+
+@pytest.mark.parametrize("case", ["ties", "generic", "per row and column"])
+def test_onnx_qlinear_matmul_import(case):
+    m, k, n = 16, 64, 40
+    rng = rng_for("qlinear", case)
+    a = (rng.integers(118, 139, (m, k)) if case == "ties" else rng.integers(0, 256, (m, k))).astype(U8)
+    b, a_scale, a_zp, b_scale, b_zp, y_scale, y_zp = _qlinear_case(case, rng, m, k, n)
+    names = ["a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"]
+    inits = [numpy_helper.from_array(np.asarray(v), name)
+             for name, v in zip(names[1:], (a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp))]
+    graph = helper.make_graph([helper.make_node("QLinearMatMul", names, ["y"])], "qlinear_matmul",
+                              [helper.make_tensor_value_info("a", TensorProto.UINT8, [m, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [m, n])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    want = qlinear_matmul_ref(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp)
+    assert 0 < np.mean(want == 255) < 0.5 and 0 < np.mean(want == 0) < 0.5  # saturation at both ends, but not only
+    if case == "ties":  # the case does what it says
+        acc = product_ref(a, b, a_zp, b_zp)
+        assert (acc % 2 == 1).sum() > 50 and (want == 0).any()
+        assert (want != np.clip(np.floor(acc * 0.5 + 0.5) + 128, 0, 255)).any()  # half up would differ
+    compiled = esgraph.compile(esgraph.onnx.load(model))
+    assert compiled.stats()["integer_matmuls"] == 1
+    got = compiled.run({"a": a})[0]
+    assert got.dtype == U8 and got.shape == (m, n)
+    np.testing.assert_array_equal(got, want)
+    if case != "per row and column":  # b within [-64, 64]: ONNX Runtime's kernel is exact, and agrees
+        ort = pytest.importorskip("onnxruntime")
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        np.testing.assert_array_equal(session.run(None, {"a": a})[0], want)
+
+
+@pytest.mark.parametrize("b_zero_point", ["scalar", "per column"])
+def test_export_runs_on_onnx_runtime(b_zero_point, tmp_path):
+    """Exported as a MatMulInteger node that ONNX Runtime runs to numpy's values. b within
+    [-64, 64]: ONNX Runtime's u8·s8 kernel, which saturates pairs of products in 16 bits on a
+    CPU without VNNI, is exact there."""
+    m, k, n = 9, 200, 30
+    rng = rng_for("export", b_zero_point)
+    a = full_range(rng, (m, k), U8)
+    b = rng.integers(-64, 65, (k, n)).astype(I8)
+    a_zero_point = U8(77)
+    zb = I8(5) if b_zero_point == "scalar" else rng.integers(-10, 11, n).astype(I8)
+    with esgraph.GraphBuilder("exported") as g:
+        y = ops.matmul_integer(g.input("a", esgraph.u8, [m, k]), g.constant(b), g.constant(a_zero_point), g.constant(zb))
+        graph = g.build([y])
+    path = str(tmp_path / "exported.onnx")
+    esgraph.onnx.save(graph, path)
+    exported = onnx.load(path)
+    onnx.checker.check_model(exported)
+    assert [node.op_type for node in exported.graph.node] == ["MatMulInteger"]
+    want = product_ref(a, b, a_zero_point, zb)
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    (got,) = session.run(None, {session.get_inputs()[0].name: a})
+    check_exact(got, want)
+    # and back into esgraph, on the GEMM again
+    compiled = esgraph.compile(path)
+    assert compiled.stats()["integer_matmuls"] == 1
+    check_exact(compiled.run([a])[0], want)
+
+
+def dynamic_quantize_ref(x):
+    """ONNX's DynamicQuantizeLinear in f32: scale = (max(x, 0) - min(x, 0)) / 255, zero point =
+    saturate(round_half_even(-min / scale)), y = saturate(round_half_even(x / scale) + zero point)."""
+    low, high = np.minimum(x.min(), np.float32(0)), np.maximum(x.max(), np.float32(0))
+    scale = np.float32((high - low) / np.float32(255))
+    zero_point = np.clip(np.rint(np.float32(-low / scale)), 0, 255).astype(U8)
+    y = np.clip(np.rint((x / scale).astype(np.float32)) + np.float32(zero_point), 0, 255).astype(U8)
+    assert scale.dtype == np.float32
+    return y, scale, zero_point
+
+
+def test_dynamic_quantization_chain():
+    """DynamicQuantizeLinear(x) -> MatMulInteger(x_q, w, x_zero_point, 0) -> Cast(float) ->
+    Mul(x_scale · w_scale), as quantize_dynamic writes a MatMul: the quantized activations,
+    their scale and zero point and the int32 sums exactly, the float result to rtol 1e-6."""
+    m, k, n = 24, 200, 48
+    rng = rng_for("dynamic")
+    x = (rng.standard_normal((m, k)) * 3 + 0.7).astype(np.float32)
+    w = full_range(rng, (k, n), I8)
+    w_scale = np.float32(0.0123)
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(0, I8), "w_zero_point"),
+             numpy_helper.from_array(np.array(w_scale), "w_scale")]
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["x_q", "x_scale", "x_zero_point"]),
+             helper.make_node("MatMulInteger", ["x_q", "w", "x_zero_point", "w_zero_point"], ["sums"]),
+             helper.make_node("Cast", ["sums"], ["sums_f"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["x_scale", "w_scale"], ["scales"]),
+             helper.make_node("Mul", ["sums_f", "scales"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n]),
+               helper.make_tensor_value_info("x_q", TensorProto.UINT8, [m, k]),
+               helper.make_tensor_value_info("x_scale", TensorProto.FLOAT, []),
+               helper.make_tensor_value_info("x_zero_point", TensorProto.UINT8, []),
+               helper.make_tensor_value_info("sums", TensorProto.INT32, [m, n])]
+    graph = helper.make_graph(nodes, "dynamic", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])], outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    compiled = esgraph.compile(esgraph.onnx.load(model))
+    assert compiled.stats()["integer_matmuls"] == 1
+    y, x_q, x_scale, x_zero_point, sums = compiled.run({"x": x})
+
+    want_q, want_scale, want_zero_point = dynamic_quantize_ref(x)
+    assert 0 < want_zero_point < 255 and (want_q == 0).any() and (want_q == 255).any()
+    np.testing.assert_array_equal(x_scale, want_scale)
+    assert x_zero_point.dtype == U8 and x_zero_point == want_zero_point
+    assert x_q.dtype == U8
+    np.testing.assert_array_equal(x_q, want_q)
+    want_sums = product_ref(want_q, w, want_zero_point, 0)
+    check_exact(sums, want_sums)
+    want_y = want_sums.astype(np.float32) * np.float32(want_scale * w_scale)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, want_y, rtol=1e-6, atol=0)
