@@ -203,7 +203,7 @@ void DeviceProgram::build_kernels(Device& d, const std::vector<LaunchLowering>& 
       k.path = built.path;
       k.from_cache = built.from_cache;
       std::ifstream in(built.path, std::ios::binary);
-      k.image = ir::make_blob(std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+      k.image = ir::make_blob(ir::OwnedBytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
     }
     k.tile = source.tile;
     k.rows = launches[i].group < 0;

@@ -135,7 +135,7 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
     } else if ((bytes = loaded ? loaded->find(key) : nullptr) && bytes->size() == size) {
       ++weights_loaded_;
     } else {
-      std::vector<uint8_t> made(size);
+      ir::OwnedBytes made(size);
       fill(made.data());
       bytes = ir::make_blob(std::move(made));
       ++weights_packed_;

@@ -105,7 +105,8 @@ struct SectionEntry {
   uint64_t offset, size, hash;
 };
 
-// The file's layout: sections, then the constants' bytes, each at a 64-byte boundary.
+// The file's layout: sections, then the constants' bytes, each at a 64-byte boundary or as far
+// past one as the constant was placed in memory (ir::Bytes::line_offset).
 class FileWriter {
  public:
   void section(Section kind, std::vector<uint8_t> bytes) { sections_.push_back({kind, std::move(bytes)}); }
@@ -123,7 +124,7 @@ class FileWriter {
     place(8 + 24 * data.size());
     std::vector<uint64_t> blob_at;
     for (const auto* b : data) {
-      at = (at + kAlign - 1) / kAlign * kAlign;
+      at = (at + kAlign - 1) / kAlign * kAlign + b->line_offset();
       blob_at.push_back(at);
       at += b->size();
     }
@@ -336,7 +337,7 @@ std::vector<ir::ConstBlob> read_blobs(const uint8_t* data, size_t size, const Se
       corrupt("constant " + std::to_string(i) + "'s bytes do not match their checksum");
     const uint8_t* at = data + e.offset;
     blobs.push_back({at, e.size, mapping ? std::make_shared<const ir::Bytes>(at, e.size, mapping)
-                                         : ir::make_blob(std::vector<uint8_t>(at, at + e.size))});
+                                         : ir::copy_to_blob(at, e.size, e.offset % kAlign)});
   }
   return blobs;
 }

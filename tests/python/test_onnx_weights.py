@@ -82,6 +82,20 @@ def test_large_initializers_are_read_from_the_file_not_through_protobuf(tmp_path
     np.testing.assert_array_equal(esgraph.compile(esgraph.onnx.load(path.read_bytes()))(x), got)
 
 
+@pytest.mark.parametrize("n, offset", [(640, 0), (1024, 16), (3072, 16)])
+def test_weights_read_from_the_file_start_where_the_kernels_read_them_best(tmp_path, n, offset):
+    # On a cache line, but 16 bytes past one when the rows lie a multiple of 4 KiB apart (the
+    # rule of the constants the builder copies, ir/builder.cpp): reading such rows in place from
+    # a line maps every row to one L1 set.
+    model, w, b = _linear(k=512, n=n)  # a file of over 1 MiB: its weights are read apart
+    path = tmp_path / "linear.onnx"
+    path.write_bytes(model.SerializeToString())
+    opened = esgraph.onnx.open_model(path)
+    weight = opened.weights.array(0, opened.proto.graph.initializer[0])
+    assert weight.ctypes.data % 64 == offset
+    np.testing.assert_array_equal(weight, w)
+
+
 def test_weights_come_from_the_file_as_opened_whatever_replaces_it(tmp_path):
     model, w, b = _linear()
     path = tmp_path / "linear.onnx"

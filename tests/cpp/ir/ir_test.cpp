@@ -125,3 +125,21 @@ TEST_CASE("a body that is never used makes the graph unbuildable") {
   b.end_region({r, 1});
   CHECK_THROWS_AS(b.finish({r, 1}), Error);
 }
+
+TEST_CASE("a constant's copy starts on a cache line, or 16 bytes past one for rows a multiple of 4 KiB apart") {
+  Builder b;
+  Graph& g = b.graph();
+  auto line_offset = [&](DType dtype, const Shape& shape) {
+    const std::vector<uint8_t> bytes(static_cast<size_t>(shape.num_elements()) * dtype_size(dtype), 7);
+    const ValueId v = b.add_constant(dtype, shape, bytes.data(), bytes.size());
+    const Bytes& blob = *g.blobs[g.nodes[g.values[v].producer].blob];
+    CHECK(std::vector<uint8_t>(blob.begin(), blob.end()) == bytes);  // the copy is the bytes
+    return reinterpret_cast<uintptr_t>(blob.data()) % 64;
+  };
+  CHECK(line_offset(DType::F32, Shape{8, 1024}) == 16);  // rows 4 KiB apart
+  CHECK(line_offset(DType::F32, Shape{2, 3, 3072}) == 16);  // 12 KiB
+  CHECK(line_offset(DType::I8, Shape{4, 4096}) == 16);
+  CHECK(line_offset(DType::F32, Shape{8, 1000}) == 0);
+  CHECK(line_offset(DType::F32, Shape{4096}) == 0);  // a vector: no rows
+  CHECK(line_offset(DType::F32, Shape{3, 0}) == 0);
+}
