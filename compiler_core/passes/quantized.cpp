@@ -1,7 +1,10 @@
 // ONNX's QDQ form as quantized ops: dequantize_linear → conv2d (→ relu or clip) → quantize_linear, its
 // filters dequantized from constant integers, becomes one quantized_conv2d over the integers
-// themselves (DESIGN 14: integer primitives, never f32 on dequantized copies). Dequantized
-// constants nothing absorbs are folded here, as fold_constants leaves them.
+// themselves (DESIGN 14: integer primitives, never f32 on dequantized copies); a matmul of
+// dequantized activations and dequantized constant weights becomes matmul_integer over the
+// integers, its int32 sums scaled back to f32 (what follows, a bias, a quantize, stays as the
+// graph says, and fuses into one kernel after it). Dequantized constants nothing absorbs are
+// folded here, as fold_constants leaves them.
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -126,6 +129,82 @@ const ir::Node* pool_of_integers(const Graph& g, const ir::Node& q, const std::v
   return d && same_quantization(g, *d, q) ? pool : nullptr;
 }
 
+// A product of dequantized values: matmul(dequantize(x), dequantize(w)) with x's scale and zero
+// point one constant each and w a constant integer matrix whose scale and zero point hold one
+// value or one per column of the product (w [K, N]: along its last axis; transposed, [N, K]:
+// along its first, [N, 1]).
+struct Product {
+  const ir::Node* x = nullptr;  // the activations' dequantize
+  const ir::Node* w = nullptr;  // the weights'
+  bool transpose_b = false;
+  std::vector<double> w_scale, w_zero_point;
+};
+
+// A constant's values when it holds one, or one per column of the product (`columns`) laid as
+// `transposed` says; else empty.
+std::vector<double> per_column(const Graph& g, ValueId v, int64_t columns, bool transposed) {
+  const eval::TensorRef c = constant(g, v);
+  if (!c.bytes) return {};
+  const ir::Shape& s = c.shape;
+  const bool along = c.size() == columns && s.rank() >= 1 &&
+                     (transposed ? s.rank() == 2 && s[0] == columns : s[s.rank() - 1] == columns);
+  if (c.size() != 1 && !along) return {};
+  std::vector<double> values;
+  for (int64_t i = 0; i < c.size(); ++i) values.push_back(eval::load_f(c, i));
+  return values;
+}
+
+std::optional<Product> product_at(const Graph& g, const ir::Node& n) {
+  if (n.op->kind != K::matmul || n.region != 0 || n.num_deps) return std::nullopt;
+  const ir::MatmulAttrs attrs(g, n);
+  Product p;
+  p.transpose_b = attrs.transpose_b;
+  p.x = made_by(g, operand(g, n, 0), K::dequantize_linear);
+  p.w = made_by(g, operand(g, n, 1), K::dequantize_linear);
+  if (attrs.transpose_a || !p.x || !p.w || !one_constant_pair(g, *p.x)) return std::nullopt;
+  const ValueId w = operand(g, *p.w, 0);
+  if (!constant(g, w).bytes || g.shape(w).rank() != 2) return std::nullopt;
+  const int64_t columns = g.shape(w)[p.transpose_b ? 0 : 1];
+  p.w_scale = per_column(g, operand(g, *p.w, 1), columns, p.transpose_b);
+  p.w_zero_point = per_column(g, operand(g, *p.w, 2), columns, p.transpose_b);
+  if (p.w_scale.empty() || p.w_zero_point.empty()) return std::nullopt;
+  return p;
+}
+
+// matmul_integer of the integers, its sums cast to f32 and scaled by x_scale · w_scale (in f32,
+// one per column or one for all): what the product of the dequantized values is, summed exactly.
+ValueId integer_product(ir::Replay& r, const Graph& g, const Product& p) {
+  const ValueId w = operand(g, *p.w, 0);
+  const ir::DType w_type = g.values[w].dtype;
+  const ir::Shape ws = g.shape(w);
+  const int64_t k = ws[p.transpose_b ? 1 : 0], n = ws[p.transpose_b ? 0 : 1];
+  ValueId weights = r.get(w);
+  if (p.transpose_b) {  // the integers as [K, N], once, at compile time
+    const eval::TensorRef from = constant(g, w);
+    std::vector<uint8_t> moved(static_cast<size_t>(k * n));
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t col = 0; col < k; ++col) moved[static_cast<size_t>(col * n + row)] = from.data<uint8_t>()[row * k + col];
+    weights = r.to().add_constant(w_type, ir::Shape{k, n}, moved.data(), moved.size());
+  }
+  ValueId w_zero_point = r.get(operand(g, *p.w, 2));
+  if (p.w_zero_point.size() > 1) {
+    eval::HostTensor t(w_type, ir::Shape{n});
+    for (int64_t j = 0; j < n; ++j) eval::store_f(t, j, p.w_zero_point[static_cast<size_t>(j)]);
+    w_zero_point = r.to().add_constant(w_type, t.shape, t.bytes.data(), t.bytes.size());
+  }
+  const ValueId in[] = {r.get(operand(g, *p.x, 0)), weights, r.get(operand(g, *p.x, 2)), w_zero_point};
+  const ValueId sums = added(r, *ir::find_op(K::matmul_integer), {in, 4}, {});
+  const ir::AttrArg to = ir::AttrArg::of_dtype(ir::DType::F32);
+  const ValueId real = added(r, *ir::find_op(K::cast), {&sums, 1}, {&to, 1});
+  const float x_scale = static_cast<float>(eval::load_f(constant(g, operand(g, *p.x, 1)), 0));
+  std::vector<float> scale;
+  for (const double w_scale : p.w_scale) scale.push_back(x_scale * static_cast<float>(w_scale));
+  const ValueId factor = r.to().add_constant(ir::DType::F32, scale.size() == 1 ? ir::Shape{} : ir::Shape{n}, scale.data(),
+                                             scale.size() * sizeof(float));
+  const ValueId operands[] = {real, factor};
+  return added(r, *ir::find_op(K::mul), {operands, 2}, {});
+}
+
 }  // namespace
 
 std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
@@ -141,6 +220,12 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
     if (uses[m->w->first_output] == 1) absorbed[g.values[m->w->first_output].producer] = true;
     at[id] = std::move(m);
   }
+  std::vector<std::optional<Product>> products(g.nodes.size());
+  for (NodeId id = 0; id < g.nodes.size(); ++id) {
+    if (!(products[id] = product_at(g, g.nodes[id]))) continue;
+    for (const ir::Node* d : {products[id]->x, products[id]->w})
+      if (uses[d->first_output] == 1) absorbed[g.values[d->first_output].producer] = true;
+  }
   std::vector<const ir::Node*> pools(g.nodes.size(), nullptr);
   for (NodeId id = 0; id < g.nodes.size(); ++id)
     if (g.nodes[id].op->kind == K::quantize_linear && !at[id] && (pools[id] = pool_of_integers(g, g.nodes[id], uses)))
@@ -148,6 +233,10 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
   return run_pass(g, [&](ir::Replay& r, NodeId id) {
     if (absorbed[id]) return true;  // its one reader is the quantized op
     const ir::Node& n = g.nodes[id];
+    if (products[id]) {
+      r.set(n.first_output, integer_product(r, g, *products[id]));
+      return true;
+    }
     if (const ir::Node* pool = pools[id]) {
       const ir::Node& d = *producer(g, operand(g, *pool, 0));
       const ValueId x = r.get(operand(g, d, 0));

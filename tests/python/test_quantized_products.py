@@ -333,6 +333,50 @@ def test_onnx_qlinear_matmul_import(case):
         np.testing.assert_array_equal(session.run(None, {"a": a})[0], want)
 
 
+@pytest.mark.parametrize("op", ["MatMul", "Gemm transB"])
+def test_onnx_qdq_product_runs_on_the_integers(op):
+    """ONNX Runtime's static QDQ layout of a product: u8 activations quantized and dequantized,
+    s8 weights dequantized with one scale per output column, an f32 bias, the result quantized.
+    esgraph multiplies the integers (matmul_integer, exact sums scaled back to f32); the QDQ
+    graph's own semantics (ONNX Runtime with its optimizations off, f32 products of the
+    dequantized values) agree within one quantization step."""
+    m, k, n = 12, 96, 40
+    rng = rng_for("qdq product", op)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.integers(-127, 128, (k, n)).astype(I8)
+    w_scale = rng.uniform(0.001, 0.01, n).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    transposed = op == "Gemm transB"
+    inits = [numpy_helper.from_array(np.float32(0.02), "x_scale"), numpy_helper.from_array(U8(128), "x_zero"),
+             numpy_helper.from_array(np.ascontiguousarray(w.T) if transposed else w, "w_q"),
+             numpy_helper.from_array(w_scale, "w_scale"), numpy_helper.from_array(np.zeros(n, I8), "w_zero"),
+             numpy_helper.from_array(bias, "bias"), numpy_helper.from_array(np.float32(0.05), "y_scale"),
+             numpy_helper.from_array(U8(100), "y_zero")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w_q", "w_scale", "w_zero"], ["wd"], axis=0 if transposed else 1)]
+    if transposed:
+        nodes.append(helper.make_node("Gemm", ["xd", "wd", "bias"], ["p"], transB=1))
+    else:
+        nodes += [helper.make_node("MatMul", ["xd", "wd"], ["mm"]), helper.make_node("Add", ["mm", "bias"], ["p"])]
+    nodes += [helper.make_node("QuantizeLinear", ["p", "y_scale", "y_zero"], ["yq"]),
+              helper.make_node("DequantizeLinear", ["yq", "y_scale", "y_zero"], ["y"])]
+    graph = helper.make_graph(nodes, "qdq_product", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    ort = pytest.importorskip("onnxruntime")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    compiled = esgraph.compile(esgraph.onnx.load(model))
+    assert compiled.stats()["integer_matmuls"] == 1
+    got = compiled.run({"x": x})[0]
+    assert np.abs(got - want).max() <= 0.05 * 1.0001  # one step of y_scale at most
+    assert np.mean(got == want) > 0.95
+    assert 0.05 < np.mean(want == 0.05 * (255 - 100)) + np.mean(want == 0.05 * (0 - 100)) < 0.5  # saturates, not only
+
+
 @pytest.mark.parametrize("b_zero_point", ["scalar", "per column"])
 def test_export_runs_on_onnx_runtime(b_zero_point, tmp_path):
     """Exported as a MatMulInteger node that ONNX Runtime runs to numpy's values. b within

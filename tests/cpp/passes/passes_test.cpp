@@ -409,6 +409,44 @@ TEST_CASE("dequantized filters nothing quantized takes are folded once, not dequ
   CHECK(got[1].bytes == want[1].bytes);  // the f32 convolution's, exactly
 }
 
+TEST_CASE("a product of dequantized activations and dequantized constant weights runs on their integers") {
+  // ONNX Runtime's QDQ layout of a Gemm: u8 activations, s8 weights with one scale per column
+  // (also as [N, K] with transpose_b, scales [N, 1]) or one for all with a zero point, an f32
+  // bias, the result quantized. The sums are exact: within f32 rounding of the QDQ graph's.
+  for (const bool transposed : {false, true})
+    for (const bool per_column : {false, true}) {
+      CAPTURE(transposed);
+      CAPTURE(per_column);
+      ir::Builder b;
+      const int64_t k = 6, n = 5;
+      std::vector<int8_t> w(k * n);
+      for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>(i * 53 % 255) - 127);
+      const float scales[] = {0.01f, 0.02f, 0.005f, 0.03f, 0.04f}, one = 0.015f, x_scale = 0.25f;
+      const int8_t zeros[] = {0, 0, 0, 0, 0}, zero = per_column ? 0 : 3;
+      const uint8_t x_zero = 128;
+      auto f32 = [&](float v) { return b.add_constant(ir::DType::F32, ir::Shape{}, &v, 4); };
+      const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 3, k});
+      const ValueId xz = b.add_constant(ir::DType::U8, ir::Shape{}, &x_zero, 1);
+      const ValueId images = node(b, ir::ops::dequantize_linear, {node(b, ir::ops::quantize_linear, {x, f32(x_scale), xz}), f32(x_scale), xz});
+      const ir::Shape along = transposed ? ir::Shape{n, 1} : ir::Shape{n};
+      const ValueId wd = node(b, ir::ops::dequantize_linear,
+                              {b.add_constant(ir::DType::I8, transposed ? ir::Shape{n, k} : ir::Shape{k, n}, w.data(), w.size()),
+                               per_column ? b.add_constant(ir::DType::F32, along, scales, sizeof scales) : f32(one),
+                               per_column ? b.add_constant(ir::DType::I8, along, zeros, sizeof zeros)
+                                          : b.add_constant(ir::DType::I8, ir::Shape{}, &zero, 1)});
+      std::vector<ir::AttrArg> attrs(ir::ops::matmul.attrs.size());
+      attrs[ir::MatmulAttrs::Index::transpose_b] = ir::AttrArg::of_bool(transposed);
+      const ValueId y = node(b, ir::ops::add, {node(b, ir::ops::matmul, {images, wd}, attrs), f32(0.5f)});
+      const auto g = b.finish({&y, 1});
+      const auto out = passes::optimize(*g, true, nullptr);
+      CHECK(count(*out, "matmul_integer") == 1);
+      CHECK(count(*out, "matmul") == 0);
+      CHECK(count(*out, "dequantize_linear") == 0);  // both read as integers
+      const auto want = test::outputs(*g), got = test::outputs(*out);
+      for (int64_t i = 0; i < want[0].size(); ++i) CHECK(std::fabs(eval::load_f(got[0], i) - eval::load_f(want[0], i)) <= 1e-5);
+    }
+}
+
 TEST_CASE("a batch norm after a convolution folds into its weights and bias") {
   ir::Builder b;
   const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 3, 6, 5});
