@@ -29,6 +29,7 @@ from onnx import helper, numpy_helper
 import esgraph
 
 import peers  # bench/peers.py
+from int8_models import largest_error  # bench/int8_models.py
 from timing import side_by_side  # bench/timing.py
 
 
@@ -101,10 +102,6 @@ def exact_reference(model):
     graph = helper.make_graph(nodes, model.graph.name, list(model.graph.input), list(model.graph.output),
                               list(model.graph.initializer))
     return helper.make_model(graph, opset_imports=list(model.opset_import))
-
-
-def largest_error(got, want):
-    return float(np.abs(got - want).max() / max(float(np.abs(want).max()), 1e-30))
 
 
 def main():
