@@ -146,8 +146,10 @@ ESG_API esg_tensor esg_constant_in_place(esg_builder* builder, esg_dtype dtype, 
     if (reinterpret_cast<uintptr_t>(data) % ir::dtype_size(dt))
       throw ir::Error(ir::ErrorCode::InvalidArgument, std::string("esg_constant_in_place: data is not aligned to its ") +
                                                           std::to_string(ir::dtype_size(dt)) + "-byte " + ir::dtype_name(dt) + " elements");
-    auto bytes = std::make_shared<const ir::Bytes>(static_cast<const uint8_t*>(data), nbytes, std::move(owner));
-    t = make_tensor(builder, builder->core.add_constant(dt, shape_of(dims, rank, "esg_constant_in_place"), std::move(bytes)));
+    const ir::Shape shape = shape_of(dims, rank, "esg_constant_in_place");
+    auto bytes = std::make_shared<const ir::Bytes>(static_cast<const uint8_t*>(data), nbytes, std::move(owner),
+                                                   ir::constant_line_offset(dt, shape));
+    t = make_tensor(builder, builder->core.add_constant(dt, shape, std::move(bytes)));
   });
   return t;
 }

@@ -51,10 +51,11 @@ void IntegerMatmul::run(const eval::TensorRef& a, const eval::TensorRef& a_zero_
   const int64_t rows = a.size() / k_, m = a.shape[a.shape.rank() - 2];
   // One zero point, or one for each of a's rows (M of them, again for each matrix of a batch).
   thread_local std::vector<int32_t> zero_points;
-  zero_points.resize(static_cast<size_t>(a_zero_point.size() == 1 ? 1 : rows));
+  const bool per_row = a_zero_point.size() != 1;
+  zero_points.resize(static_cast<size_t>(per_row ? rows : 1));
   for (size_t r = 0; r < zero_points.size(); ++r)
-    zero_points[r] = integer(a_zero_point.data<uint8_t>(), a_zero_point.dtype, static_cast<int64_t>(r) % m);
-  const integer_gemm::Operand rows_of_a{a.data<uint8_t>(), a.dtype == ir::DType::I8, k_, zero_points.data(), zero_points.size() > 1, false};
+    zero_points[r] = integer(a_zero_point.data<uint8_t>(), a_zero_point.dtype, per_row ? static_cast<int64_t>(r) % m : 0);
+  const integer_gemm::Operand rows_of_a{a.data<uint8_t>(), a.dtype == ir::DType::I8, k_, zero_points.data(), per_row, false};
   const int64_t panels = (n_ + integer_gemm::kColumns - 1) / integer_gemm::kColumns;
   const int pieces = pieces_for_macs(static_cast<double>(rows) * static_cast<double>(k_) * static_cast<double>(n_),
                                      parallel ? parallel->threads() : 1, kMinProductMacsPerPiece);

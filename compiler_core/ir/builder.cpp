@@ -396,24 +396,22 @@ void Builder::check_constant(DType dtype, const Shape& shape, size_t nbytes) con
                                                 " needs " + std::to_string(expected) + " bytes, got " + std::to_string(nbytes));
 }
 
-namespace {
-// Where a constant's copy starts from a cache line. A matrix whose rows lie a multiple of 4 KiB
+// A matrix whose rows lie a multiple of 4 KiB
 // apart starts 16 bytes past one: kernels that read such weights in place row after row (oneDNN
 // 2.6's gemm packing B at every call) map each row's line to the same L1 set, and on a Zen 3
 // 128 x 1024 x 1024 took 5.1-6.1 ms from a line against 2.3 ms 16 bytes past it (128 x 768 x
 // 4096: 10.2-11.2 against 5.1-7.0; bench/RESULTS.md). Other constants start on a line. The
 // ONNX importer's weights, read in place, follow the same rule (onnx/_weights.py).
-size_t line_offset(DType dtype, const Shape& shape) {
+size_t constant_line_offset(DType dtype, const Shape& shape) {
   if (shape.rank() < 2 || dim_is_symbolic(shape[shape.rank() - 1])) return 0;
   const int64_t row_bytes = shape[shape.rank() - 1] * static_cast<int64_t>(dtype_size(dtype));
   return row_bytes > 0 && row_bytes % 4096 == 0 ? 16 : 0;
 }
-}  // namespace
 
 ValueId Builder::add_constant(DType dtype, const Shape& shape, const void* data, size_t nbytes) {
   if (nbytes && !data) throw Error(ErrorCode::InvalidArgument, "constant: data is NULL");
   check_constant(dtype, shape, nbytes);  // before the copy: a wrong size (SIZE_MAX) is the caller's error, not ours
-  return add_constant(dtype, shape, copy_to_blob(static_cast<const uint8_t*>(data), nbytes, line_offset(dtype, shape)));
+  return add_constant(dtype, shape, copy_to_blob(static_cast<const uint8_t*>(data), nbytes, constant_line_offset(dtype, shape)));
 }
 
 ValueId Builder::add_constant(DType dtype, const Shape& shape, Blob bytes) {

@@ -34,6 +34,10 @@ struct AttrArg {
   static AttrArg of_floats(const double* v, size_t n) { AttrArg a; a.kind = AttrKind::FloatList; a.present = true; a.floats = v; a.size = n; return a; }
 };
 
+// How far past a cache line a constant of this dtype and shape belongs (builder.cpp says why):
+// where the builder copies it, and where a compiled-model file places it.
+size_t constant_line_offset(DType dtype, const Shape& shape);
+
 class Builder {
  public:
   explicit Builder(std::string graph_name = "graph");

@@ -35,15 +35,17 @@ using OwnedBytes = std::vector<uint8_t, CacheLineAllocator<uint8_t>>;
 class Bytes {
  public:
   explicit Bytes(OwnedBytes owned) : owned_(std::move(owned)), data_(owned_.data()), size_(owned_.size()) {}
-  Bytes(const uint8_t* data, size_t size, std::shared_ptr<const void> owner) : data_(data), size_(size), owner_(std::move(owner)) {}
+  Bytes(const uint8_t* data, size_t size, std::shared_ptr<const void> owner, size_t line_offset = 0)
+      : data_(data), size_(size), owner_(std::move(owner)), line_offset_(line_offset) {}
   Bytes(const Bytes&) = delete;  // shared by pointer (ir::Blob), never copied
   Bytes& operator=(const Bytes&) = delete;
 
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
-  // How far past a cache line the bytes start (copy_to_blob's choice, or where the caller's
-  // memory lies), which a compiled-model file keeps.
-  size_t line_offset() const { return reinterpret_cast<uintptr_t>(data_) % 64; }
+  // How far past a cache line the bytes belong (copy_to_blob's choice, ir::constant_line_offset's
+  // for bytes read in place, a loaded file's): where a compiled-model file places them, the same
+  // for every save of the same constant, wherever the bytes lie now.
+  size_t line_offset() const { return line_offset_; }
   const uint8_t* begin() const { return data_; }
   const uint8_t* end() const { return data_ + size_; }
   bool operator==(const Bytes& o) const { return size_ == o.size_ && (size_ == 0 || std::memcmp(data_, o.data_, size_) == 0); }
@@ -54,6 +56,7 @@ class Bytes {
   const uint8_t* data_;
   size_t size_;
   std::shared_ptr<const void> owner_;
+  size_t line_offset_ = 0;
 };
 
 // Constants' bytes are shared: copies of a graph (specialization, every pass) share them.
@@ -66,7 +69,7 @@ inline Blob copy_to_blob(const uint8_t* data, size_t size, size_t line_offset = 
   auto owned = std::make_shared<OwnedBytes>(size + line_offset);
   if (size) std::memcpy(owned->data() + line_offset, data, size);
   const uint8_t* at = owned->data() + line_offset;
-  return std::make_shared<const Bytes>(at, size, std::move(owned));
+  return std::make_shared<const Bytes>(at, size, std::move(owned), line_offset);
 }
 
 }  // namespace esg::ir

@@ -728,7 +728,7 @@ std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::st
        "channel shuffles and their slices as gathers, constants at their consumer's rank)",
        simplify},
       {"fold constants", [](const Graph& x) { return fold_constants(x); }},
-      {"recognize quantized convolutions and pools (dequantize, conv2d or max_pool2d, relu or clip, quantize)", recognize_quantized_ops},
+      {"recognize quantized convolutions, pools and products (dequantize, conv2d, max_pool2d or matmul, relu or clip, quantize)", recognize_quantized_ops},
       {"recognize exported layer norms, SiLU, GELU and attention's scaled, masked softmax", recognize_exported_ops},
       {"recognize attention (two products around a softmax)", recognize_attention},
       {"simplify the views recognition left", simplify},

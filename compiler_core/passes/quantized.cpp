@@ -162,6 +162,9 @@ std::optional<Product> product_at(const Graph& g, const ir::Node& n) {
   p.x = made_by(g, operand(g, n, 0), K::dequantize_linear);
   p.w = made_by(g, operand(g, n, 1), K::dequantize_linear);
   if (attrs.transpose_a || !p.x || !p.w || !one_constant_pair(g, *p.x)) return std::nullopt;
+  // Dequantizing keeps each operand's shape (parameters of more axes than it would widen it).
+  for (const ir::Node* d : {p.x, p.w})
+    if (g.shape(d->first_output) != g.shape(operand(g, *d, 0))) return std::nullopt;
   const ValueId w = operand(g, *p.w, 0);
   if (!constant(g, w).bytes || g.shape(w).rank() != 2) return std::nullopt;
   const int64_t columns = g.shape(w)[p.transpose_b ? 0 : 1];

@@ -106,7 +106,7 @@ struct SectionEntry {
 };
 
 // The file's layout: sections, then the constants' bytes, each at a 64-byte boundary or as far
-// past one as the constant was placed in memory (ir::Bytes::line_offset).
+// past one as the constant belongs (ir::Bytes::line_offset: 16 for rows 4 KiB apart).
 class FileWriter {
  public:
   void section(Section kind, std::vector<uint8_t> bytes) { sections_.push_back({kind, std::move(bytes)}); }
@@ -336,7 +336,7 @@ std::vector<ir::ConstBlob> read_blobs(const uint8_t* data, size_t size, const Se
     if (verify && enforce_checksums() && e.hash != hash(data + e.offset, e.size))
       corrupt("constant " + std::to_string(i) + "'s bytes do not match their checksum");
     const uint8_t* at = data + e.offset;
-    blobs.push_back({at, e.size, mapping ? std::make_shared<const ir::Bytes>(at, e.size, mapping)
+    blobs.push_back({at, e.size, mapping ? std::make_shared<const ir::Bytes>(at, e.size, mapping, e.offset % kAlign)
                                          : ir::copy_to_blob(at, e.size, e.offset % kAlign)});
   }
   return blobs;

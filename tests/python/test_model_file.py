@@ -504,6 +504,28 @@ def test_a_model_saves_to_the_same_bytes_every_time(mlp_model, tmp_path):
     assert (tmp_path / "a.esgm").read_bytes() == (tmp_path / "b.esgm").read_bytes()
 
 
+def test_two_imports_of_one_onnx_model_save_the_same_bytes(tmp_path):
+    """Constants read in place lie wherever the importer's arrays do; the file places each where
+    its dtype and shape say (rows 4 KiB apart: 16 bytes past a cache line), so two imports of one
+    model save the same bytes, and the loaded model computes what the imported one does."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((8, 1024)).astype(np.float32)  # small: read through protobuf, in place
+    v = rng.standard_normal((1024, 24)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("MatMul", ["h", "v"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 24])],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(v, "v")])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    saved = []
+    for name in ("a.esgm", "b.esgm"):
+        esgraph.compile(esgraph.onnx.load(data)).save(tmp_path / name)
+        saved.append((tmp_path / name).read_bytes())
+    assert saved[0] == saved[1]
+    x = rng.standard_normal((2, 8)).astype(np.float32)
+    np.testing.assert_allclose(esgraph.load_model(tmp_path / "a.esgm")(x), x @ w @ v, rtol=1e-4, atol=1e-4)
+
+
 def test_launches_packing_one_constant_share_one_copy_compiled_saved_and_loaded(tmp_path):
     """Three products of one constant (a recurrent layer's steps unrolled, in small) pack it once:
     the other two launches take that copy, the file keeps it once, and a load takes it once."""

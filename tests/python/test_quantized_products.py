@@ -76,7 +76,7 @@ def check_exact(got, want):
 # (M, K, N): M = 1; K odd and below a pair's block; K over several 256-deep blocks (and odd
 # within the last); N below, at and past a 24-column panel; M past the 4-row micro-kernel and
 # the 128-row block.
-SHAPES = [(1, 7, 30), (5, 7, 24), (130, 7, 100), (1, 1000, 30), (6, 1000, 100), (130, 1000, 30)]
+SHAPES = [(1, 7, 30), (5, 7, 24), (130, 7, 100), (1, 1000, 30), (6, 1000, 100), (130, 1000, 30), (3, 1001, 30)]
 
 
 @pytest.mark.parametrize("constant_b", [True, False], ids=["gemm", "reference"])
@@ -132,14 +132,16 @@ def test_per_row_and_per_column_zero_points(a_type, b_type, constant_b):
     check_exact(run_product(a, b, a_zero_point[5], b_zero_point, constant_b), product_ref(a, b, a_zero_point[5], b_zero_point))
 
 
-def test_leading_axes_of_a_on_the_gemm():
+@pytest.mark.parametrize("n", [50, 24], ids=["columns split", "rows split"])
+def test_leading_axes_of_a_on_the_gemm(n):
     """a [2, 3, 5, K] times a constant b [K, N]: the GEMM takes a's 30 rows at once; a per-row
-    zero point [5] applies to the rows of each of the six matrices alike."""
-    k, n = 257, 50
-    rng = rng_for("leading axes")
+    zero point [5] applies to the rows of each of the six matrices alike, also when the rows
+    are split over two threads (one panel of columns: too few to share)."""
+    k = 1001
+    rng = rng_for("leading axes", n)
     a, b = full_range(rng, (2, 3, 5, k), U8), full_range(rng, (k, n), I8)
     for a_zero_point, b_zero_point in [(U8(131), I8(-3)), (full_range(rng, (5,), U8), full_range(rng, (n,), I8))]:
-        got = run_product(a, b, a_zero_point, b_zero_point)
+        got = run_product(a, b, a_zero_point, b_zero_point, threads=2)
         assert got.shape == (2, 3, 5, n)
         check_exact(got, product_ref(a, b, a_zero_point, b_zero_point))
 
@@ -173,6 +175,25 @@ def test_one_and_two_threads(n, per_row, threads):
     b_zero_point = full_range(rng, (n,), I8)
     want = product_ref(a, b, a_zero_point, b_zero_point)
     check_exact(run_product(a, b, a_zero_point, b_zero_point, threads=threads), want)
+
+
+def test_a_symbolic_row_count_runs_at_every_size_on_the_gemm():
+    """a [m, K] with m symbolic, one plan for every size, each size's program bound as it comes:
+    m = 0 gives an empty result (an empty product, on the reference kernel), the others numpy's
+    values on the GEMM."""
+    k, n = 300, 40
+    rng = rng_for("symbolic rows")
+    b = full_range(rng, (k, n), I8)
+    with esgraph.GraphBuilder("symbolic") as g:
+        x = g.input("a", U8, ["m", k])
+        y = ops.matmul_integer(x, g.constant(b), g.constant(U8(7)), g.constant(I8(-2)))
+        model = esgraph.compile(g.build([y]))
+    for m in (0, 1, 0, 33):
+        a = full_range(rng, (m, k), U8)
+        got = model.run({"a": a})[0]
+        assert got.shape == (m, n)
+        check_exact(got, product_ref(a, b, U8(7), I8(-2)))
+        assert model.stats()["integer_matmuls"] == (m > 0)
 
 
 def test_int32_sums_wrap_around():
@@ -336,7 +357,8 @@ def test_onnx_qlinear_matmul_import(case):
 @pytest.mark.parametrize("op", ["MatMul", "Gemm transB"])
 def test_onnx_qdq_product_runs_on_the_integers(op):
     """ONNX Runtime's static QDQ layout of a product: u8 activations quantized and dequantized,
-    s8 weights dequantized with one scale per output column, an f32 bias, the result quantized.
+    s8 weights dequantized with one scale and zero point per output column, an f32 bias, the
+    result quantized.
     esgraph multiplies the integers (matmul_integer, exact sums scaled back to f32); the QDQ
     graph's own semantics (ONNX Runtime with its optimizations off, f32 products of the
     dequantized values) agree within one quantization step."""
@@ -349,7 +371,7 @@ def test_onnx_qdq_product_runs_on_the_integers(op):
     transposed = op == "Gemm transB"
     inits = [numpy_helper.from_array(np.float32(0.02), "x_scale"), numpy_helper.from_array(U8(128), "x_zero"),
              numpy_helper.from_array(np.ascontiguousarray(w.T) if transposed else w, "w_q"),
-             numpy_helper.from_array(w_scale, "w_scale"), numpy_helper.from_array(np.zeros(n, I8), "w_zero"),
+             numpy_helper.from_array(w_scale, "w_scale"), numpy_helper.from_array(rng.integers(-3, 4, n).astype(I8), "w_zero"),
              numpy_helper.from_array(bias, "bias"), numpy_helper.from_array(np.float32(0.05), "y_scale"),
              numpy_helper.from_array(U8(100), "y_zero")]
     nodes = [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"]),

@@ -17,7 +17,7 @@ from onnx import numpy_helper
 from .. import _C
 from .._frontend import ImportFailed, name_outputs
 from . import _dtypes
-from ._weights import Weights
+from ._weights import Weights, line_offset
 from .converters import CONVERTERS, NeedsShape, NeedsValue, Unsupported
 
 MIN_OPSET, MAX_OPSET = 1, 18
@@ -202,7 +202,11 @@ class Importer:
         # read-only array (a weight, _weights.py) is read in place; one computed here is copied.
         key = id(array)
         if key not in self._constants:  # the array is kept alive with its tensor: ids stay unique
-            in_place = not array.flags.writeable and array.flags.c_contiguous and array.ctypes.data % max(array.itemsize, 1) == 0
+            # Rows a multiple of 4 KiB apart belong 16 bytes past a cache line (_weights.line_offset):
+            # an array elsewhere is copied, which places it.
+            placed = line_offset(array.shape, array.itemsize) == 0 or array.ctypes.data % 64 == 16
+            in_place = (not array.flags.writeable and array.flags.c_contiguous and array.ctypes.data % max(array.itemsize, 1) == 0
+                        and placed)
             tensor = _C.constant(array, copy=False) if in_place else _C.constant(np.require(array, requirements="C"))
             self._constants[key] = (array, tensor)
         return self._constants[key][1]

@@ -149,9 +149,9 @@ class Weights:
         return loaded
 
 
-def _line_offset(dims, itemsize):
+def line_offset(dims, itemsize):
     """How far past a cache line an array of these dims starts: ir/builder.cpp's rule for the
-    constants it copies (line_offset), which arrays read in place follow too. A matrix whose
+    constants it copies (constant_line_offset), which arrays read in place follow too. A matrix whose
     rows lie a multiple of 4 KiB apart starts 16 bytes past one (a kernel reading its rows in
     place maps each to one L1 set from a line), others on one."""
     row_bytes = dims[-1] * itemsize if len(dims) >= 2 else 0
@@ -160,13 +160,13 @@ def _line_offset(dims, itemsize):
 
 def _read_span(tensor, fd, offset, length):
     """The `length` bytes at `offset` of the open file as the tensor's array, read into memory
-    of its own, where the CPU's kernels read it best (_line_offset)."""
+    of its own, where the CPU's kernels read it best (line_offset)."""
     dtype = _PLAIN[tensor.data_type]
     count = int(np.prod(tensor.dims, dtype=np.int64)) if tensor.dims else 1
     if count * dtype.itemsize != length:
         raise ValueError(f"its {length} bytes of data do not hold {list(tensor.dims)} {dtype} elements")
     buffer = np.empty(length + 128, np.uint8)
-    start = -buffer.ctypes.data % 64 + _line_offset(tensor.dims, dtype.itemsize)
+    start = -buffer.ctypes.data % 64 + line_offset(tensor.dims, dtype.itemsize)
     view = memoryview(buffer[start:start + length])
     done = 0
     while done < length:

@@ -410,9 +410,9 @@ TEST_CASE("dequantized filters nothing quantized takes are folded once, not dequ
 }
 
 TEST_CASE("a product of dequantized activations and dequantized constant weights runs on their integers") {
-  // ONNX Runtime's QDQ layout of a Gemm: u8 activations, s8 weights with one scale per column
-  // (also as [N, K] with transpose_b, scales [N, 1]) or one for all with a zero point, an f32
-  // bias, the result quantized. The sums are exact: within f32 rounding of the QDQ graph's.
+  // ONNX Runtime's QDQ layout of a Gemm: u8 activations, s8 weights with a scale and zero point
+  // per column (also as [N, K] with transpose_b, parameters [N, 1]) or one of each for all, an
+  // f32 bias. The sums are exact: within f32 rounding of the QDQ graph's.
   for (const bool transposed : {false, true})
     for (const bool per_column : {false, true}) {
       CAPTURE(transposed);
@@ -422,7 +422,7 @@ TEST_CASE("a product of dequantized activations and dequantized constant weights
       std::vector<int8_t> w(k * n);
       for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>(i * 53 % 255) - 127);
       const float scales[] = {0.01f, 0.02f, 0.005f, 0.03f, 0.04f}, one = 0.015f, x_scale = 0.25f;
-      const int8_t zeros[] = {0, 0, 0, 0, 0}, zero = per_column ? 0 : 3;
+      const int8_t zeros[] = {1, -2, 0, 3, -1}, zero = 3;
       const uint8_t x_zero = 128;
       auto f32 = [&](float v) { return b.add_constant(ir::DType::F32, ir::Shape{}, &v, 4); };
       const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 3, k});
