@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "cpu/fast_kernels.hpp"
-#include "ir/error.hpp"
 #include "cpu/row_math.hpp"
 #include "cpu/split.hpp"
 #include "cpu/vector_math.hpp"
+#include "ir/error.hpp"
 
 namespace esg::cpu {
 namespace {
@@ -20,7 +20,6 @@ ESG_CPU_CLONES double row_sum(const float* x, int64_t n) {
   return lane_sum(n, [&](int64_t j) { return static_cast<double>(x[j]); });
 }
 
-// A row's largest or smallest element; NaN if it holds one, as the reference's.
 ESG_CPU_CLONES bool has_nan(const float* x, int64_t n) {
   bool nan = false;
   for (int64_t j = 0; j < n; ++j) nan |= x[j] != x[j];
@@ -28,6 +27,14 @@ ESG_CPU_CLONES bool has_nan(const float* x, int64_t n) {
 }
 ESG_CPU_CLONES float row_max(const float* x, int64_t n) { return row_extreme<true>(x, n); }
 ESG_CPU_CLONES float row_min(const float* x, int64_t n) { return row_extreme<false>(x, n); }
+
+// y[row] = value(the row's n elements, n) for each of y's rows, the rows split over the threads.
+template <class Value>
+void each_row(const eval::TensorRef& x, const eval::TensorRef& y, int64_t n, const eval::Parallel* parallel, Value value) {
+  split_work(y.size(), n, parallel, [&](int64_t first, int64_t last) {
+    for (int64_t row = first; row < last; ++row) y.data<float>()[row] = value(x.data<float>() + row * n, n);
+  });
+}
 
 template <bool kMax>
 void extreme_rows(const eval::KernelCall& c) {
@@ -37,6 +44,7 @@ void extreme_rows(const eval::KernelCall& c) {
   if (rows == 0) return;
   const int64_t n = x.size() / rows;
   if (n == 0) throw ir::Error(ir::ErrorCode::Shape, "max/min of an empty axis");
+  // A row's largest or smallest element; NaN if it holds one, as the reference's.
   const auto extreme = [](const float* from, int64_t count) {
     return has_nan(from, count) ? std::nanf("") : kMax ? row_max(from, count) : row_min(from, count);
   };
@@ -51,9 +59,7 @@ void extreme_rows(const eval::KernelCall& c) {
       return;
     }
   }
-  split_work(rows, n, c.parallel, [&](int64_t first, int64_t last) {
-    for (int64_t row = first; row < last; ++row) y.data<float>()[row] = extreme(x.data<float>() + row * n, n);
-  });
+  each_row(x, y, n, c.parallel, extreme);
 }
 
 template <bool kMean>
@@ -62,12 +68,9 @@ void reduce_rows(const eval::KernelCall& c) {
   const eval::TensorRef& y = *c.out[0];
   const int64_t rows = y.size();
   if (rows == 0) return;
-  const int64_t n = x.size() / rows;
-  split_work(rows, n, c.parallel, [&](int64_t first, int64_t last) {
-    for (int64_t row = first; row < last; ++row) {
-      const double sum = n ? row_sum(x.data<float>() + row * n, n) : 0.0;
-      y.data<float>()[row] = static_cast<float>(kMean ? sum / static_cast<double>(n) : sum);
-    }
+  each_row(x, y, x.size() / rows, c.parallel, [](const float* from, int64_t n) {
+    const double sum = n ? row_sum(from, n) : 0.0;
+    return static_cast<float>(kMean ? sum / static_cast<double>(n) : sum);
   });
 }
 

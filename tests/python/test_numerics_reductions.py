@@ -42,6 +42,27 @@ def test_reduce_over_an_empty_axis(name, identity):
     check(run(lambda t: getattr(ops, name)(t, axes=[1], keepdims=True), x), np.full((2, 1, 3), identity, f32))
 
 
+@pytest.mark.parametrize("name", ["reduce_max", "reduce_min"])
+def test_extremes_over_trailing_axes_on_the_cpu_kernel(name):
+    """The CPU's row kernel: a whole tensor as one long row split over the threads (a dynamic
+    quantization's range), rows of a matrix, a NaN anywhere making its row NaN as numpy's, and
+    an empty axis refused as the reference refuses it."""
+    rng = rng_for(name, "rows")
+    ref = getattr(np, name.replace("reduce_", ""))
+    x = normal(rng, (3, 100000))
+    graph, _ = build(lambda t: getattr(ops, name)(t), x)
+    model = esgraph.compile(graph, threads=2)
+    assert model.stats()["reference_kernels"] == 0
+    check(model.run([x])[0], np.asarray(ref(x), f32))
+    x[2, 77777] = np.nan
+    got = run(lambda t: getattr(ops, name)(t), x, threads=2)
+    assert np.isnan(got)
+    rows = run(lambda t: getattr(ops, name)(t, axes=[1]), x, threads=2)
+    assert np.isnan(rows[2]) and (rows[:2] == ref(x[:2], axis=1)).all()
+    with pytest.raises(esgraph.ShapeError, match="max/min of an empty axis"):
+        run(lambda t: getattr(ops, name)(t, axes=[1]), np.zeros((2, 0), f32))
+
+
 @pytest.mark.parametrize("keepdims", [False, True])
 @pytest.mark.parametrize("axis", [0, 1, 2, -1, -3])
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
