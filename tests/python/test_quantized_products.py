@@ -479,3 +479,23 @@ def test_dynamic_quantization_chain():
     want_y = want_sums.astype(np.float32) * np.float32(want_scale * w_scale)
     assert y.dtype == np.float32
     np.testing.assert_allclose(y, want_y, rtol=1e-6, atol=0)
+
+
+def test_packed_integer_weights_are_saved_shared_and_loaded(tmp_path):
+    """Two products of one constant pack it once (the second launch takes the first's copy); the
+    compiled-model file keeps the packed weights, which a load takes instead of packing again."""
+    k, n = 200, 48
+    rng = rng_for("saved packed weights")
+    b = full_range(rng, (k, n), I8)
+    with esgraph.GraphBuilder("twice") as g:
+        x = g.input("a", U8, [5, k])
+        w, z_b = g.constant(b), g.constant(I8(0))  # two products: a's zero points differ, not b's
+        model = esgraph.compile(g.build([ops.matmul_integer(x, w, g.constant(U8(zero)), z_b) for zero in (3, 9)]))
+    stats = model.stats()
+    assert (stats["integer_matmuls"], stats["weights_packed"], stats["weights_shared"]) == (2, 1, 1)
+    a = full_range(rng, (5, k), U8)
+    model.save(tmp_path / "m.esgm")
+    loaded = esgraph.load_model(tmp_path / "m.esgm")
+    assert (loaded.stats()["weights_packed"], loaded.stats()["weights_loaded"]) == (0, 1)
+    for got, zero in zip(loaded.run({"a": a}), (3, 9)):
+        check_exact(got, product_ref(a, b, U8(zero), I8(0)))
