@@ -15,6 +15,7 @@ eval::Kernel blocked_pool_kernel(const ir::Graph& g, const ir::Node& n, int64_t 
 eval::Kernel blocked_concat_kernel(const ir::Graph& g, const ir::Node& n, int64_t block);
 eval::Kernel blocked_gather_kernel(const ir::Graph& g, const ir::Node& n, int64_t block);
 eval::Kernel channels_last_pool_kernel(const ir::Graph& g, const ir::Node& n);
+eval::Kernel nbits_matmul_kernel(const ir::Graph& g, const ir::Node& n);
 
 eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
   if (const eval::Kernel k = elementwise_f32_kernel(g, n)) return k;
@@ -24,6 +25,7 @@ eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
   if (const eval::Kernel k = conv_kernel(g, n)) return k;
   if (const eval::Kernel k = reduce_kernel(g, n)) return k;
   if (const eval::Kernel k = pool_kernel(g, n)) return k;
+  if (const eval::Kernel k = nbits_matmul_kernel(g, n)) return k;
   return normalize_kernel(g, n);
 }
 

@@ -808,6 +808,7 @@ Kernel find_kernel(const ir::OpSchema& op) {
     case K::conv2d: return conv2d;
     case K::quantized_conv2d: return quantized_conv2d;
     case K::matmul_integer: return matmul_integer;
+    case K::matmul_nbits: return matmul_nbits;
     case K::max_pool2d: return [](const KernelCall& c) { pool2d(c, true); };
     case K::avg_pool2d: return [](const KernelCall& c) { pool2d(c, false); };
     case K::reshape:

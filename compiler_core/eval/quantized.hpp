@@ -31,4 +31,14 @@ void quantized_conv2d(const KernelCall& c);
 // ONNX's MatMulInteger: int32 sums of zero-point-shifted 8-bit products, wrapping as int32.
 void matmul_integer(const KernelCall& c);
 
+// Code k of a column of matmul_nbits's b (`column`: its blocks, `block_bytes` each): the codes
+// lie along K, `bits` bits each, low bits first.
+inline int32_t nbits_code(const uint8_t* column, int64_t k, int64_t bits, int64_t block_bytes, int64_t block_size) {
+  const int64_t at = k % block_size * bits;
+  return column[k / block_size * block_bytes + at / 8] >> (at % 8) & ((1 << bits) - 1);
+}
+
+// ONNX Runtime's MatMulNBits: a times the weights b's codes stand for, summed in f64.
+void matmul_nbits(const KernelCall& c);
+
 }  // namespace esg::eval

@@ -484,6 +484,38 @@ void infer_matmul_integer(InferContext& ctx) {
   ctx.set_shape(0, y);
 }
 
+// a [..., M, K] times the N columns of w that b holds as codes of `bits` bits, in blocks of
+// `block_size` along K, each block with its scale and zero point.
+void infer_matmul_nbits(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const int64_t bits = ctx.attr_int("bits"), block = ctx.attr_int("block_size");
+  if (bits != 2 && bits != 4 && bits != 8) ctx.fail_attr("`bits` must be 2, 4 or 8, got " + std::to_string(bits));
+  if ((block & (block - 1)) != 0 || block > (int64_t{1} << 30))
+    ctx.fail_attr("`block_size` must be a power of two up to 2^30, got " + std::to_string(block));
+  const Shape& a = ctx.shape(0);
+  if (a.rank() < 2) ctx.fail("`a` needs rank >= 2 ([..., M, K]), got " + g.shape_str(a));
+  const Dim k = a[a.rank() - 1];
+  if (dim_is_symbolic(k)) ctx.fail("`a`'s last axis (K) must be a number, got " + g.shape_str(a));
+  const Dim n = ctx.shape(1).rank() > 0 ? ctx.shape(1)[0] : Dim{0};
+  const Shape blocks{n, (k + block - 1) / block};
+  Shape codes = blocks;
+  codes.push_back(block * bits / 8);
+  const auto expect = [&](size_t i, const Shape& want) {
+    const Shape& s = ctx.shape(i);
+    bool ok = s.rank() == want.rank();
+    for (size_t d = 0; ok && d < s.rank(); ++d) ok = dims_compatible(s[d], want[d]);
+    if (!ok)
+      ctx.fail("`" + std::string(ctx.op().inputs[i].name) + "` must be " + g.shape_str(want) + " for K = " + std::to_string(k) +
+               ", " + std::to_string(bits) + " bits and blocks of " + std::to_string(block) + ", got " + g.shape_str(s));
+  };
+  expect(1, codes);
+  expect(2, blocks);
+  if (ctx.has_input(3)) expect(3, blocks);
+  Shape y = Shape::from(a.begin(), a.rank() - 1);
+  y.push_back(n);
+  ctx.set_shape(0, y);
+}
+
 void infer_pool2d(InferContext& ctx) {
   expect_rank(ctx, 0, 4);
   const Shape& x = ctx.shape(0);

@@ -1,0 +1,219 @@
+// matmul_nbits (weight-only quantization: a decoder's products at batch 1, bound by the bytes
+// of their weights) on x86 CPUs with AVX2 and FMA: the codes are read as they lie in b, never
+// widened into a copy of the weights, so a step reads 1/8 (4 bits) or 1/4 (8 bits) of an f32
+// model's weight bytes.
+//
+// For column j, w[k][j] = (code - zero) · scale with one scale and zero a block, so
+//     y[r][j] = sum over blocks of scale · (sum over the block of a[r][k] · code) - scale · zero · asum[r][block]
+// where asum is the block's sum of a's row: the inner sums multiply the codes as they are, and
+// the zero points cost one multiply-add a block. Each 8 codes become floats in one register
+// (eight_codes), multiplied with 8 of a row's values by one FMA a row; up to 4 rows or 4
+// columns at once share the loads.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cpu/fast_kernels.hpp"
+#include "cpu/split.hpp"
+#include "eval/host_tensor.hpp"
+#include "ir/op_attrs.gen.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace esg::cpu {
+
+#if defined(__x86_64__)
+namespace {
+
+constexpr int64_t kPrefetchAhead = 2048;
+constexpr int64_t kTileBytes = 32 << 10;  // the columns' codes that stay in L1 while every row passes them
+
+// What one launch multiplies: a's rows permuted into planes (`rows`, `padded` floats each),
+// their blocks' sums (`blocks` a row), and b's columns.
+struct Operands {
+  const float* rows;
+  const float* block_sums;
+  int64_t padded, blocks, block_size, block_bytes;
+  const uint8_t* codes;
+  const float* scales;
+  const uint8_t* zero_points;  // null: 2^(bits-1)
+};
+
+__attribute__((target("avx2,fma"))) inline float horizontal_sum(__m256 v) {
+  const __m128 half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 pair = _mm_add_ps(half, _mm_movehl_ps(half, half));
+  return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
+}
+
+// y[r][j] for R rows from `row` and C columns from `column` (`ldy` floats a row of y). The
+// unroll pragmas keep the R x C sums in registers.
+// The 8 codes of `Bits` bits at `at` as floats, in lanes 0-7, by shifting their bytes copied into
+// every lane: no shuffle across the register's halves, which costs Zen 3 as much as the FMA. 8
+// bits take two 32-bit words, word i % 2 in lane i, so lane i holds code i % 2 · 4 + i / 2 (the
+// order a's rows are permuted into).
+template <int Bits>
+__attribute__((target("avx2,fma"))) inline __m256 eight_codes(const uint8_t* at) {
+  // Broadcasts straight from memory: load-port work only.
+  __m256i words;
+  if constexpr (Bits == 8) {
+    words = _mm256_castpd_si256(_mm256_broadcast_sd(reinterpret_cast<const double*>(at)));
+  } else if constexpr (Bits == 4) {
+    words = _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(at)));
+  } else {
+    int16_t pair;  // 2 bytes: no read past the codes' end
+    std::memcpy(&pair, at, sizeof pair);
+    words = _mm256_set1_epi16(pair);  // each 32-bit lane the 16 bits twice; shifts below 16 read the first copy
+  }
+  const __m256i shifts = Bits == 8 ? _mm256_setr_epi32(0, 0, 8, 8, 16, 16, 24, 24) : _mm256_setr_epi32(0, 1 * Bits, 2 * Bits, 3 * Bits, 4 * Bits, 5 * Bits, 6 * Bits, 7 * Bits);
+  const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(words, shifts), _mm256_set1_epi32((1 << Bits) - 1));
+  return _mm256_cvtepi32_ps(codes);
+}
+
+template <int Bits, int R, int C>
+__attribute__((target("avx2,fma"))) void tile(const Operands& o, int64_t row, int64_t column, float* y, int64_t ldy) {
+  // Every address from pointers that step along: the operands' fields read once (b's bytes
+  // may alias them, as far as the compiler knows).
+  const int64_t blocks = o.blocks, block_size = o.block_size, block_bytes = o.block_bytes, column_bytes = blocks * block_bytes;
+  const float zero_default = static_cast<float>(1 << (Bits - 1));
+  const uint8_t* codes[C];
+  const float *scales[C], *x[R], *sums[R];
+  const uint8_t* zeros[C];
+#pragma GCC unroll 4
+  for (int c = 0; c < C; ++c) {
+    codes[c] = o.codes + (column + c) * column_bytes;
+    scales[c] = o.scales + (column + c) * blocks;
+    zeros[c] = o.zero_points ? o.zero_points + (column + c) * blocks : nullptr;
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    x[r] = o.rows + (row + r) * o.padded;
+    sums[r] = o.block_sums + (row + r) * blocks;
+  }
+  __m256 total[R][C];
+  float correction[R][C] = {};
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) total[r][c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    // The columns' codes 2 KiB on: a thread's stream of codes is bound by the memory's latency,
+    // not its bandwidth, otherwise.
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(codes[c] + kPrefetchAhead), _MM_HINT_T0);
+    __m256 block[R][C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) block[r][c] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < block_size; g += 8) {  // 8 codes at a time
+      __m256 values[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) values[r] = _mm256_loadu_ps(x[r] + g);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        const __m256 eight = eight_codes<Bits>(codes[c] + g * Bits / 8);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) block[r][c] = _mm256_fmadd_ps(eight, values[r], block[r][c]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const float zero = (zeros[c] ? static_cast<float>(zeros[c][b]) : zero_default) * scales[c][b];
+      const __m256 scale = _mm256_broadcast_ss(scales[c] + b);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        total[r][c] = _mm256_fmadd_ps(scale, block[r][c], total[r][c]);
+        correction[r][c] += zero * sums[r][b];
+      }
+      codes[c] += block_bytes;
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) x[r] += block_size;
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) y[(row + r) * ldy + column + c] = horizontal_sum(total[r][c]) - correction[r][c];
+}
+
+// Columns [first, last) of rows [0, rows): tiles of columns whose codes stay in L1 while
+// groups of up to 4 rows pass them; within a group, as many columns at once as keep 4 sums.
+template <int Bits>
+void columns(const Operands& o, int64_t rows, int64_t first, int64_t last, float* y, int64_t ldy) {
+  const int64_t tile_columns = std::max<int64_t>(4, kTileBytes / std::max<int64_t>(1, o.blocks * o.block_bytes) / 4 * 4);
+  for (int64_t from = first; from < last; from += tile_columns) {
+    const int64_t to = std::min(last, from + tile_columns);
+    for (int64_t r = 0; r < rows;) {
+      const int64_t left = rows - r;
+      int64_t j = from;
+      if (left >= 4) {
+        for (; j < to; ++j) tile<Bits, 4, 1>(o, r, j, y, ldy);
+        r += 4;
+      } else if (left == 3) {
+        for (; j < to; ++j) tile<Bits, 3, 1>(o, r, j, y, ldy);
+        r += 3;
+      } else if (left == 2) {
+        for (; j + 2 <= to; j += 2) tile<Bits, 2, 2>(o, r, j, y, ldy);
+        for (; j < to; ++j) tile<Bits, 2, 1>(o, r, j, y, ldy);
+        r += 2;
+      } else {
+        for (; j + 4 <= to; j += 4) tile<Bits, 1, 4>(o, r, j, y, ldy);
+        for (; j < to; ++j) tile<Bits, 1, 1>(o, r, j, y, ldy);
+        r += 1;
+      }
+    }
+  }
+}
+
+void run(const eval::KernelCall& c) {
+  const eval::TensorRef &a = *c.in[0], &b = *c.in[1], &scales = *c.in[2], &y = *c.out[0];
+  const ir::MatmulNbitsAttrs attrs = c.attrs<ir::MatmulNbitsAttrs>();
+  const int64_t k = a.shape[a.shape.rank() - 1], n = b.shape[0], blocks = b.shape[1], block_bytes = b.shape[2];
+  const int64_t bits = attrs.bits, block_size = attrs.block_size, padded = blocks * block_size;
+  const int64_t rows = n ? y.size() / n : 0;
+  if (rows == 0 || n == 0) return;
+  // a's rows padded with zeros past K (the padding codes'), each 8 values in the order the
+  // codes come in (eight_codes), and each block's sum.
+  thread_local std::vector<float> permuted, sums;
+  permuted.assign(static_cast<size_t>(rows * padded), 0.0f);
+  sums.assign(static_cast<size_t>(rows * blocks), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* from = a.data<float>() + r * k;
+    float* into = permuted.data() + r * padded;
+    for (int64_t p = 0; p < k; ++p) {
+      into[bits == 8 ? p / 8 * 8 + p % 4 * 2 + p % 8 / 4 : p] = from[p];
+      sums[static_cast<size_t>(r * blocks + p / block_size)] += from[p];
+    }
+  }
+  const Operands o{permuted.data(), sums.data(), padded, blocks, block_size, block_bytes, b.data<uint8_t>(), scales.data<float>(),
+                   c.in[3] ? c.in[3]->data<uint8_t>() : nullptr};
+  auto share = [&](int64_t first, int64_t last) {
+    float* out = y.data<float>();
+    if (bits == 8) columns<8>(o, rows, first, last, out, n);
+    else if (bits == 4) columns<4>(o, rows, first, last, out, n);
+    else columns<2>(o, rows, first, last, out, n);
+  };
+  // Columns in shares of 4, each thread reading its share of the weights.
+  const int64_t quads = (n + 3) / 4;
+  const int64_t pieces = std::min<int64_t>(quads, pieces_for_macs(static_cast<double>(rows) * static_cast<double>(k) * static_cast<double>(n),
+                                                                   c.parallel ? c.parallel->threads() : 1, kMinProductMacsPerPiece));
+  if (pieces <= 1) return share(0, n);
+  c.parallel->run(pieces, [&](int64_t p) { share(std::min(n, quads * p / pieces * 4), std::min(n, quads * (p + 1) / pieces * 4)); });
+}
+
+}  // namespace
+
+eval::Kernel nbits_matmul_kernel(const ir::Graph&, const ir::Node& n) {
+  if (n.op->kind != ir::OpKind::matmul_nbits || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return nullptr;
+  return run;
+}
+
+#else
+
+eval::Kernel nbits_matmul_kernel(const ir::Graph&, const ir::Node&) { return nullptr; }
+
+#endif
+
+}  // namespace esg::cpu
