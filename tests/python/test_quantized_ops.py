@@ -317,7 +317,9 @@ def test_onnx_qdq_convolutions_run_on_int8_kernels():
     x = (rng.standard_normal((2, 3, 12, 12)) * 1.5).astype(np.float32)
     compiled = esgraph.compile(esgraph.onnx.load(model))
     facts = compiled.stats()
-    assert [(c["precision"].split(",")[0], c["count"]) for c in facts["onednn_convolutions"]] == [("int8", 2)]
+    # both int8, on whichever of oneDNN's implementations suits each shape on this CPU
+    assert {c["precision"].split(",")[0] for c in facts["onednn_convolutions"]} == {"int8"}
+    assert sum(c["count"] for c in facts["onednn_convolutions"]) == 2
     assert facts["reference_kernels"] == 0
     # u8 activations stay channels last between the two (oneDNN's int8 layout): a reorder in, one out
     assert [v["format"] for v in facts["blocked_values"]] == ["nhwc"] and facts["reorders"] == 2

@@ -24,10 +24,11 @@ from ._exporter import to_model
 from ._external import load_external_data, needs_external_data
 from ._weights import Weights, open_file, split_weights
 from ._nesting import subgraph_depth
+from ._quantize_weights import quantize_weights
 from ._values import ValueDependentGraph, ValueDependentModel
 from .converters import CONVERTERS
 
-__all__ = ["ExportFailed", "ImportFailed", "ValueDependentGraph", "ValueDependentModel", "OpenedModel", "load", "open_model", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
+__all__ = ["ExportFailed", "ImportFailed", "ValueDependentGraph", "ValueDependentModel", "OpenedModel", "load", "open_model", "quantize_weights", "save", "to_model", "supported_ops", "MIN_OPSET", "MAX_OPSET"]
 
 
 def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None, sharding=None, max_memory_bytes=None):

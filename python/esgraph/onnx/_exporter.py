@@ -29,6 +29,7 @@ class _Names:
         self.taken = set()
         self.graph_values = {meta["name"] for meta in info["values"].values()}
         self.count = 0
+        self.domains = set()  # besides ONNX's own: the model imports them (ONNX Runtime's com.microsoft)
 
 
 class _Emitter:
@@ -78,9 +79,11 @@ class _Emitter:
         self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
         return name
 
-    def node(self, op_type, inputs, outputs=None, **attrs):
+    def node(self, op_type, inputs, outputs=None, domain=None, **attrs):
         outputs = outputs or [self.fresh(op_type.lower())]
-        self.nodes.append(helper.make_node(op_type, [i or "" for i in inputs], outputs,
+        if domain:
+            self.shared.domains.add(domain)
+        self.nodes.append(helper.make_node(op_type, [i or "" for i in inputs], outputs, domain=domain,
                                            **{k: v for k, v in attrs.items() if v is not None}))
         return outputs[0] if len(outputs) == 1 else outputs
 
@@ -325,6 +328,45 @@ def _emit_matmul_integer(e, n, ins, outs):
     e.node("MatMulInteger", ins, outs)  # the same operands in the same order
 
 
+def _constant_data(e, value):
+    """The array of a graph-level constant `value`, or None when it is computed."""
+    for n in e.info["nodes"]:
+        if n["op"] == "constant" and n["outputs"][0] == value:
+            return n["data"]
+    return None
+
+
+@_exports("matmul_nbits")
+def _emit_matmul_nbits(e, n, ins, outs):
+    """ONNX Runtime's MatMulNBits (com.microsoft): the same codes and scales. Zero points below 8
+    bits packed as the codes are, when constant (ONNX Runtime's fast kernels want initializers);
+    computed ones as floats, its unpacked form."""
+    a = n["attrs"]
+    bits = a["bits"]
+    k = e.info["values"][n["inputs"][0]]["shape"][-1]
+    columns = e.info["values"][n["inputs"][1]]["shape"][0]
+    zero_points = ins[3]
+    if zero_points and bits < 8:
+        codes = _constant_data(e, n["inputs"][3])
+        if codes is None:
+            zero_points = e.node("Cast", [zero_points], to=TensorProto.FLOAT)
+        else:
+            packed = np.zeros((columns, -(-codes.shape[1] * bits // 8)), np.uint8)
+            for b in range(codes.shape[1]):
+                packed[:, b * bits // 8] |= (codes[:, b] << (b * bits % 8)).astype(np.uint8)
+            zero_points = e.const(packed, "zero_points")
+    e.node("MatMulNBits", [ins[0], ins[1], ins[2], zero_points], outs, domain="com.microsoft", K=k, N=columns, bits=bits,
+           block_size=a["block_size"])
+
+
+def _constant_data(e, value):
+    """The array of a graph-level constant `value`, or None when it is computed."""
+    for n in e.info["nodes"]:
+        if n["op"] == "constant" and n["outputs"][0] == value:
+            return n["data"]
+    return None
+
+
 @_exports("matmul")
 def _emit_matmul(e, n, ins, outs):
     operands = []
@@ -537,6 +579,17 @@ def _emit_range(e, n, ins, outs):
     _range_of_doubles(e, scalars, n["attrs"]["dtype"], outs)
 
 
+def _names_read(nodes):
+    """The value names `nodes` and their subgraphs read."""
+    names = set()
+    for node in nodes:
+        names.update(node.input)
+        for attr in node.attribute:
+            for body in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                names |= _names_read(body.node) | {o.name for o in body.output}
+    return names
+
+
 def to_model(graph):
     """The graph as an onnx.ModelProto (opset 17), checked by onnx.checker."""
     info = graph.inspect()
@@ -552,8 +605,12 @@ def to_model(graph):
     if failures:
         raise ExportFailed(info["name"], failures)
     inputs = [_tensor_info(e.name(v), info["values"][v]) for v in info["inputs"]]
-    onnx_graph = helper.make_graph(e.nodes, info["name"], inputs, e.outputs(info["outputs"]), e.initializers)
-    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", OPSET)],
+    outputs = e.outputs(info["outputs"])
+    read = _names_read(e.nodes) | {o.name for o in outputs}  # a constant an export replaced is left out
+    initializers = [i for i in e.initializers if i.name in read]
+    onnx_graph = helper.make_graph(e.nodes, info["name"], inputs, outputs, initializers)
+    domains = [helper.make_opsetid(d, 1) for d in sorted(e.shared.domains)]
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", OPSET)] + domains,
                               producer_name="esgraph", producer_version=_C.__version__)
     model.ir_version = 8
     try:

@@ -320,11 +320,11 @@ class Importer:
             self._convert(proto)
 
     def _convert(self, proto):
-        if proto.domain not in ("", "ai.onnx"):
-            return self._fail(proto, f"domain '{proto.domain}' is not supported")
-        convert = CONVERTERS.get(proto.op_type)
+        # Ops of other domains (ONNX Runtime's com.microsoft) are keyed "<domain>.<op type>".
+        standard = proto.domain in ("", "ai.onnx")
+        convert = CONVERTERS.get(proto.op_type if standard else f"{proto.domain}.{proto.op_type}")
         if convert is None:
-            return self._fail(proto, "no converter for this op type")
+            return self._fail(proto, "no converter for this op type" if standard else f"domain '{proto.domain}' is not supported")
         try:
             node = Node(self, proto, self.opset)
         except Unsupported as e:

@@ -1,4 +1,5 @@
-"""The converter table: ONNX op type -> function(Node) -> output value(s)."""
+"""The converter table: ONNX op type ('<domain>.<op type>' outside the default domain, as
+'com.microsoft.MatMulNBits') -> function(Node) -> output value(s)."""
 CONVERTERS = {}
 
 
