@@ -27,7 +27,6 @@ namespace esg::cpu {
 #if defined(__x86_64__)
 namespace {
 
-constexpr int64_t kPrefetchAhead = 2048;
 constexpr int64_t kTileBytes = 32 << 10;  // the columns' codes that stay in L1 while every row passes them
 
 // What one launch multiplies: a's rows permuted into planes (`rows`, `padded` floats each),
@@ -37,6 +36,7 @@ struct Operands {
   const float* block_sums;
   int64_t padded, blocks, block_size, block_bytes;
   const uint8_t* codes;
+  int64_t columns;
   const float* scales;
   const uint8_t* zero_points;  // null: 2^(bits-1)
 };
@@ -97,11 +97,14 @@ __attribute__((target("avx2,fma"))) void tile(const Operands& o, int64_t row, in
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) total[r][c] = _mm256_setzero_ps();
+  // The next C columns' codes (they follow these in memory), C blocks' worth a block, so that
+  // they are in cache when the next tile starts: a thread's stream of codes is bound by the
+  // memory's latency, not its bandwidth, otherwise.
+  const uint8_t* next = o.codes + (column + C) * column_bytes;
+  const uint8_t* end = o.codes + o.columns * column_bytes;
   for (int64_t b = 0; b < blocks; ++b) {
-    // The columns' codes 2 KiB on: a thread's stream of codes is bound by the memory's latency,
-    // not its bandwidth, otherwise.
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(codes[c] + kPrefetchAhead), _MM_HINT_T0);
+    for (int64_t line = 0; line < C * block_bytes && next + line < end; line += 64) _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
+    next += C * block_bytes;
     __m256 block[R][C];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
@@ -187,7 +190,7 @@ void run(const eval::KernelCall& c) {
       sums[static_cast<size_t>(r * blocks + p / block_size)] += from[p];
     }
   }
-  const Operands o{permuted.data(), sums.data(), padded, blocks, block_size, block_bytes, b.data<uint8_t>(), scales.data<float>(),
+  const Operands o{permuted.data(), sums.data(), padded, blocks, block_size, block_bytes, b.data<uint8_t>(), n, scales.data<float>(),
                    c.in[3] ? c.in[3]->data<uint8_t>() : nullptr};
   auto share = [&](int64_t first, int64_t last) {
     float* out = y.data<float>();

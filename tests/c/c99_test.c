@@ -572,6 +572,50 @@ static void test_matmul_integer(void) {
   esg_builder_destroy(b);
 }
 
+/* Weight-only 4-bit weights (matmul_nbits): K = 40 in two blocks of 32 (the second padded with
+ * zero codes), N = 5 columns; each column's codes are its index j at every k, so with zero point
+ * z and scale s a column's weight is (j - z) * s everywhere, and y = sum(a) * (j - z) * s. */
+static void test_matmul_nbits(void) {
+  esg_builder* b = esg_builder_create(NULL);
+  int64_t a_dims[2] = {2, 40}, b_dims[3] = {5, 2, 16}, block_dims[2] = {5, 2}, out_dims[2] = {2, 5};
+  float a[80], scales[10], y[10];
+  uint8_t codes[160], zero_points[10];
+  int i, j, ok = 1;
+  esg_matmul_nbits_options o;
+  esg_tensor ta, ty;
+  esg_model* m;
+  esg_buffer in, out;
+  esg_fact fact;
+  esg_facts* facts;
+  for (i = 0; i < 80; ++i) a[i] = i < 40 ? 0.5f : -1.0f; /* row sums 20 and -40 */
+  for (j = 0; j < 5; ++j)
+    for (i = 0; i < 32; ++i) codes[j * 32 + i] = (uint8_t)(i < 20 ? j | j << 4 : 0); /* K = 40: 8 codes in the second block */
+  for (i = 0; i < 10; ++i) {
+    scales[i] = 0.25f;
+    zero_points[i] = 3;
+  }
+  ta = esg_input(b, "a", ESG_F32, a_dims, 2);
+  esg_matmul_nbits_options_init(&o);
+  o.zero_points = esg_constant(b, ESG_U8, block_dims, 2, zero_points, sizeof zero_points);
+  ty = esg_matmul_nbits(ta, esg_constant(b, ESG_U8, b_dims, 3, codes, sizeof codes), esg_constant(b, ESG_F32, block_dims, 2, scales, sizeof scales), &o);
+  esg_builder_set_sticky_errors(b, false);
+  o.block_size = 24;
+  CHECK(!esg_tensor_valid(esg_matmul_nbits(ta, esg_constant(b, ESG_U8, b_dims, 3, codes, sizeof codes),
+                                           esg_constant(b, ESG_F32, block_dims, 2, scales, sizeof scales), &o)));
+  CHECK(esg_last_status() == ESG_ERR_ATTRIBUTE && strstr(esg_last_error(), "`block_size` must be a power of two") != NULL);
+  m = compile_output(b, ty);
+  in = buffer(a, sizeof a, ESG_F32, a_dims, 2);
+  out = buffer(y, sizeof y, ESG_F32, out_dims, 2);
+  CHECK(esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
+  for (j = 0; j < 5; ++j) ok &= y[j] == 20.0f * (float)(j - 3) * 0.25f && y[5 + j] == -40.0f * (float)(j - 3) * 0.25f;
+  CHECK(ok);
+  facts = esg_model_facts(m);
+  CHECK(esg_facts_find(facts, "reference_kernels", &fact) == ESG_OK && fact.number == 0);
+  esg_facts_free(facts);
+  esg_model_destroy(m);
+  esg_builder_destroy(b);
+}
+
 /* The Ascend backend on the simulated device: the same model, the same values; an unknown
  * backend is refused. */
 static void test_ascend_sim(void) {
@@ -1406,6 +1450,7 @@ int main(int argc, char** argv) {
   test_attention();
   test_unsigned();
   test_matmul_integer();
+  test_matmul_nbits();
   test_ascend_sim();
   test_streams_and_threads();
   test_inspection();

@@ -359,14 +359,6 @@ def _emit_matmul_nbits(e, n, ins, outs):
            block_size=a["block_size"])
 
 
-def _constant_data(e, value):
-    """The array of a graph-level constant `value`, or None when it is computed."""
-    for n in e.info["nodes"]:
-        if n["op"] == "constant" and n["outputs"][0] == value:
-            return n["data"]
-    return None
-
-
 @_exports("matmul")
 def _emit_matmul(e, n, ins, outs):
     operands = []

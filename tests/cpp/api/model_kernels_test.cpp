@@ -336,6 +336,49 @@ TEST_CASE("precision bf16: convolutions multiply bfloat16, within its rounding o
   CHECK(exact.facts().rows("onednn_convolutions").at(0).text("precision") == "f32");
 }
 
+TEST_CASE("matmul_nbits: 4-bit and 8-bit weights in blocks with their scales and zero points, against a double-precision sum") {
+  // K = 100: three full blocks of 32 and one of 4; N = 7 columns: a group of 4 and 3 alone;
+  // M = 3 rows: the kernel's 3-row tile.
+  const int64_t m = 3, k = 100, n = 7, block = 32, blocks = 4;
+  std::vector<float> a(m * k), scales(n * blocks);
+  std::vector<uint8_t> zero_points(n * blocks);
+  for (int64_t i = 0; i < m * k; ++i) a[i] = static_cast<float>((i * 7) % 23) * 0.125f - 1.375f;
+  for (int64_t i = 0; i < n * blocks; ++i) scales[i] = 0.01f * static_cast<float>(i % 5 + 1);
+  for (const int64_t bits : {int64_t{4}, int64_t{8}}) {
+    CAPTURE(bits);
+    const int64_t top = (int64_t{1} << bits) - 1, per_byte = 8 / bits;
+    for (int64_t i = 0; i < n * blocks; ++i) zero_points[i] = static_cast<uint8_t>((i * 3) % (top + 1));
+    // codes[j][p] = (j · 5 + p · 3) mod 2^bits along K, packed low bits first, 0 past K
+    const auto code = [&](int64_t j, int64_t p) { return p < k ? (j * 5 + p * 3) % (top + 1) : 0; };
+    std::vector<uint8_t> packed(n * blocks * block / per_byte, 0);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < blocks * block; ++p)
+        packed[(j * blocks * block + p) / per_byte] |= static_cast<uint8_t>(code(j, p) << (p % per_byte * bits));
+    esg::GraphBuilder b;
+    const Tensor x = b.input("a", esg::f32, {m, k});
+    const Tensor y = esg::matmul_nbits(x, b.constant(esg::u8, {n, blocks, block / per_byte}, packed.data(), packed.size()),
+                                       b.constant(esg::f32, {n, blocks}, scales.data(), scales.size() * sizeof(float)),
+                                       esg::MatmulNbitsOptions().bits(bits).block_size(block).zero_points(
+                                           b.constant(esg::u8, {n, blocks}, zero_points.data(), zero_points.size())));
+    const esg::Model model = esg::compile(b.build({y}));
+    const std::vector<float> got = model.run({HostTensor::from(esg::f32, a, {m, k})})[0].values<float>();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += double{a[i * k + p]} * (code(j, p) - zero_points[j * blocks + p / block]) * double{scales[j * blocks + p / block]};
+        CHECK(got[i * n + j] == doctest::Approx(sum).epsilon(1e-5));
+      }
+    CHECK(model.facts().number("reference_kernels") == 0);
+  }
+  // b's shape follows from K, bits and the block size.
+  esg::GraphBuilder bad;
+  const std::vector<uint8_t> codes(n * blocks * 16, 0);
+  CHECK_THROWS_WITH_AS(esg::matmul_nbits(bad.input("a", esg::f32, {m, k}), bad.constant(esg::u8, {n, blocks, 8}, codes.data(), codes.size() / 2),
+                                         bad.constant(esg::f32, {n, blocks}, scales.data(), scales.size() * sizeof(float))),
+                       doctest::Contains("`b` must be [7,4,16] for K = 100, 4 bits and blocks of 32, got [7,4,8]"), esg::ShapeError);
+}
+
 TEST_CASE("matmul_integer: u8 rows times constant s8 weights sum exactly on the integer GEMM, with zero points per row and column") {
   // 255 · -128 twice overflows 16 bits, where u8 x s8 kernels without VNNI saturate; the sums
   // are checked against int64 arithmetic here.
