@@ -6,6 +6,14 @@
 // 32 bits: as many products an instruction as f32's FMA, with half its weight bytes, and no
 // zero-point corrections. The weights are packed once into panels of kColumns columns, K deep
 // in pairs, less their zero points; A's rows are widened a block at a time as they are read.
+//
+// On CPUs with AVX512-VNNI, vpdpbusd multiplies u8 by s8 and sums each four products in 32 bits,
+// exactly: twice vpmaddwd's products an instruction, at 1 byte a weight. Its operands must be
+// u8 and s8, so s8 rows are shifted into u8 (+128) and u8 weights into s8 (-128) as they are
+// copied, their zero points with them, and the zero points come off after the sums:
+//     sum (a - za)(b - zb) = sum a·b - za · sum b - zb · sum a + K · za · zb
+// with the columns' sums of b taken when packing and the rows' sums of a as they are copied.
+// Every sum wraps modulo 2^32, so the result is int32's wrap-around of the exact one either way.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -14,11 +22,15 @@ namespace esg::cpu::integer_gemm {
 
 constexpr int64_t kColumns = 24;  // a panel's width: three registers of 8 int32 sums
 
-// Whether this CPU runs the kernel (AVX2).
-bool available();
+// The instructions that multiply: AVX2's vpmaddwd on int16 pairs, or AVX512-VNNI's vpdpbusd on
+// bytes four at a time. The packed weights differ (and differ in size).
+enum class Kernel { Pairs, Vnni };
 
-// The bytes of K x N weights packed.
-size_t packed_bytes(int64_t k, int64_t n);
+// Whether this CPU runs `kernel` (AVX2; AVX512-VNNI and AVX512-VL).
+bool available(Kernel kernel = Kernel::Pairs);
+
+// The bytes of K x N weights packed for `kernel`.
+size_t packed_bytes(Kernel kernel, int64_t k, int64_t n);
 
 // 8-bit integers less their zero points: u8, or s8 when `is_signed`, `stride` bytes a row;
 // `zero_points` holds one value, or one per row (`per_row`) or column of the matrix.
@@ -31,13 +43,13 @@ struct Operand {
   bool per_column = false;
 };
 
-// Packs the K x N matrix `b` (row-major) into `into`, packed_bytes(k, n) bytes.
-void pack(const Operand& b, int64_t k, int64_t n, uint8_t* into);
+// Packs the K x N matrix `b` (row-major) into `into`, packed_bytes(kernel, k, n) bytes.
+void pack(Kernel kernel, const Operand& b, int64_t k, int64_t n, uint8_t* into);
 
 // c[i, j] = sum over p of a[i, p] · b[p, j] for rows [0, m) of `a` and the columns
 // [first, last) of `packed` (first a multiple of kColumns), `c` pointing at the result's
-// column 0 with `ldc` int32 a row. The sums wrap around as int32's. Only where available().
-void multiply(const Operand& a, int64_t m, const uint8_t* packed, int64_t k, int64_t n, int64_t first, int64_t last, int32_t* c,
-              int64_t ldc);
+// column 0 with `ldc` int32 a row. The sums wrap around as int32's. Only where available(kernel).
+void multiply(Kernel kernel, const Operand& a, int64_t m, const uint8_t* packed, int64_t k, int64_t n, int64_t first, int64_t last,
+              int32_t* c, int64_t ldc);
 
 }  // namespace esg::cpu::integer_gemm

@@ -9,6 +9,7 @@
 
 #include "cpu/conv.hpp"
 #include "cpu/fast_kernels.hpp"
+#include "cpu/options.hpp"
 #include "cpu/reorder.hpp"
 #include "cpu/split.hpp"
 #include "dist/world.hpp"
@@ -202,7 +203,7 @@ std::shared_ptr<const Program::Bound> Program::bind_launch(size_t index, const r
   } else if (l.node != ir::kNone && g.nodes[l.node].op->kind == ir::OpKind::quantized_conv2d && blocked) {
     throw ir::Error(ir::ErrorCode::Internal, "cpu: no " + f.name(4) + " int8 convolution, which the format rules chose: " + why.conv);
   } else if (l.node != ir::kNone && g.nodes[l.node].op->kind == ir::OpKind::matmul_integer &&
-             (b.integer_matmul = IntegerMatmul::make(g, g.nodes[l.node], pack, why.integer_matmul))) {
+             (b.integer_matmul = IntegerMatmul::make(g, g.nodes[l.node], integer_kernel(options), pack, why.integer_matmul))) {
   } else if (l.node != ir::kNone && MatmulPrimitive::takes(g, g.nodes[l.node]) &&
              (b.matmul = matmul_in_shares(g, g.nodes[l.node], conv_threads, bf16, pack, b.matmul_pieces, why.matmul, like))) {
   } else if (blocked && !elementwise && l.node != ir::kNone) {
@@ -466,7 +467,7 @@ std::string Program::describe_launch(size_t index) const {
   const Bound& b = *bound_[index];
   if (b.conv) return "oneDNN " + b.conv->implementation() + (b.conv->precision() == "f32" ? "" : " " + b.conv->precision()) + (b.conv_whole_group ? " + post-ops" : "");
   if (b.matmul) return (b.matmul->onednn() ? "oneDNN " : "esgraph ") + b.matmul->implementation() + (b.matmul->bf16() ? " bf16" : "");
-  if (b.integer_matmul) return "esgraph integer_gemm:avx2";
+  if (b.integer_matmul) return b.integer_matmul->kernel() == integer_gemm::Kernel::Vnni ? "esgraph integer_gemm:avx512_vnni" : "esgraph integer_gemm:avx2";
   if (plan_.collectives().at(index)) return dist::world().transport();
   return b.fast ? "fast" : "";
 }

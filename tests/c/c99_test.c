@@ -655,7 +655,7 @@ static void test_ascend_sim(void) {
   /* Options the backend does not declare, out of range, or not name=value integers. */
   o.backend = NULL;
   o.ai_cores = 3;
-  CHECK(esg_compile(g, &o) == NULL && strstr(esg_last_error(), "backend 'cpu' has no option `ai_cores` (it takes channel_block)") != NULL);
+  CHECK(esg_compile(g, &o) == NULL && strstr(esg_last_error(), "backend 'cpu' has no option `ai_cores` (it takes channel_block, vnni)") != NULL);
   o.backend = "ascend-sim";
   o.backend_options = "ai_cores=3, cores=2";
   CHECK(esg_compile(g, &o) == NULL && strstr(esg_last_error(), "no option `cores` (it takes device, ai_cores, host_fallback)") != NULL);

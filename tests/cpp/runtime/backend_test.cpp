@@ -30,7 +30,7 @@ TEST_CASE("the table names every backend once, the CPU first") {
   CHECK(backends::names() == std::vector<std::string>{"cpu", "ascend", "ascend-sim"});
   for (const std::string& name : backends::names()) CHECK(backends::find(name)->name() == name);
   CHECK(backends::find("tpu") == nullptr);
-  CHECK(backends::find("cpu")->options().size() == 1);  // channel_block
+  CHECK(backends::find("cpu")->options().size() == 2);  // channel_block, vnni
   CHECK(backends::find("ascend-sim")->options().size() == 3);
 }
 

@@ -218,7 +218,7 @@ def test_bad_options_and_ops_without_a_lowering():
     with pytest.raises(esgraph.InvalidArgumentError, match="ai_cores -1"):
         esgraph.compile(g, backend="ascend-sim", ai_cores=-1)
     # Each backend takes the options it declares, by keyword or by name in backend_options.
-    with pytest.raises(esgraph.InvalidArgumentError, match=r"backend 'cpu' has no option `ai_cores` \(it takes channel_block\)"):
+    with pytest.raises(esgraph.InvalidArgumentError, match=r"backend 'cpu' has no option `ai_cores` \(it takes channel_block, vnni\)"):
         esgraph.compile(g, ai_cores=2)
     with pytest.raises(esgraph.InvalidArgumentError, match=r"no option `cores` \(it takes device, ai_cores, host_fallback\)"):
         esgraph.compile(g, backend="ascend-sim", backend_options={"cores": 2})
