@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cpu/fast_kernels.hpp"
+#include "cpu/packed_gemm.hpp"
 #include "cpu/split.hpp"
 #include "eval/host_tensor.hpp"
 #include "ir/op_attrs.gen.hpp"
@@ -170,6 +171,50 @@ void columns(const Operands& o, int64_t rows, int64_t first, int64_t last, float
   }
 }
 
+// Columns [first, last) of w dequantized into `into`, one row of K floats a column (the product's
+// b transposed), as the reference's (code - zero point) · scale.
+template <int Bits>
+__attribute__((target("avx2,fma"))) void dequantize(const Operands& o, int64_t k, int64_t first, int64_t last, float* into) {
+  const float zero_default = static_cast<float>(1 << (Bits - 1));
+  std::vector<float> block(static_cast<size_t>(o.block_size));
+  for (int64_t j = first; j < last; ++j, into += k)
+    for (int64_t b = 0; b < o.blocks; ++b) {
+      const int64_t at = j * o.blocks + b, start = b * o.block_size, count = std::min(o.block_size, k - start);
+      const __m256 scale = _mm256_set1_ps(o.scales[at]);
+      const __m256 zero = _mm256_set1_ps(o.zero_points ? static_cast<float>(o.zero_points[at]) : zero_default);
+      const uint8_t* codes = o.codes + at * o.block_bytes;
+      float* to = count == o.block_size ? into + start : block.data();  // the last block: only K - start of it
+      for (int64_t g = 0; g < o.block_size; g += 8) {
+        const __m256 eight = Bits == 8 ? _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + g))))
+                                       : eight_codes<Bits>(codes + g * Bits / 8);  // in order below 8 bits
+        _mm256_storeu_ps(to + g, _mm256_mul_ps(_mm256_sub_ps(eight, zero), scale));
+      }
+      if (to == block.data()) std::copy(block.begin(), block.begin() + count, into + start);
+    }
+}
+
+// Rows from which a product dequantizes its weights a tile of columns at a time and multiplies
+// them on the f32 packed GEMM (a prompt's prefill), rather than converting codes for each 4
+// rows: there the conversions cost more than the products.
+constexpr int64_t kDequantizedRows = 16;
+
+// Many rows: tiles of packed_gemm::kColumns columns dequantized, packed and multiplied with
+// every row, on the calling thread.
+void dequantized_columns(const Operands& o, int64_t bits, const float* a, int64_t rows, int64_t k, int64_t first, int64_t last,
+                         float* y, int64_t ldy) {
+  thread_local std::vector<float> columns, panel;
+  for (int64_t from = first; from < last; from += packed_gemm::kColumns) {
+    const int64_t to = std::min(last, from + packed_gemm::kColumns), width = to - from;
+    columns.resize(static_cast<size_t>(width * k));
+    if (bits == 8) dequantize<8>(o, k, from, to, columns.data());
+    else if (bits == 4) dequantize<4>(o, k, from, to, columns.data());
+    else dequantize<2>(o, k, from, to, columns.data());
+    panel.resize(packed_gemm::packed_bytes(k, width) / sizeof(float));
+    packed_gemm::pack(columns.data(), k, true, k, width, panel.data());
+    packed_gemm::multiply(a, k, rows, panel.data(), k, width, y + from, ldy);
+  }
+}
+
 void run(const eval::KernelCall& c) {
   const eval::TensorRef &a = *c.in[0], &b = *c.in[1], &scales = *c.in[2], &y = *c.out[0];
   const ir::MatmulNbitsAttrs attrs = c.attrs<ir::MatmulNbitsAttrs>();
@@ -177,33 +222,37 @@ void run(const eval::KernelCall& c) {
   const int64_t bits = attrs.bits, block_size = attrs.block_size, padded = blocks * block_size;
   const int64_t rows = n ? y.size() / n : 0;
   if (rows == 0 || n == 0) return;
-  // a's rows padded with zeros past K (the padding codes'), each 8 values in the order the
-  // codes come in (eight_codes), and each block's sum.
+  const bool dequantized = rows >= kDequantizedRows && k > 0;
+  // Few rows: a's rows padded with zeros past K (the padding codes'), each 8 values in the order
+  // the codes come in (eight_codes), and each block's sum.
   thread_local std::vector<float> permuted, sums;
-  permuted.assign(static_cast<size_t>(rows * padded), 0.0f);
-  sums.assign(static_cast<size_t>(rows * blocks), 0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* from = a.data<float>() + r * k;
-    float* into = permuted.data() + r * padded;
-    for (int64_t p = 0; p < k; ++p) {
-      into[bits == 8 ? p / 8 * 8 + p % 4 * 2 + p % 8 / 4 : p] = from[p];
-      sums[static_cast<size_t>(r * blocks + p / block_size)] += from[p];
+  if (!dequantized) {
+    permuted.assign(static_cast<size_t>(rows * padded), 0.0f);
+    sums.assign(static_cast<size_t>(rows * blocks), 0.0f);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* from = a.data<float>() + r * k;
+      float* into = permuted.data() + r * padded;
+      for (int64_t p = 0; p < k; ++p) {
+        into[bits == 8 ? p / 8 * 8 + p % 4 * 2 + p % 8 / 4 : p] = from[p];
+        sums[static_cast<size_t>(r * blocks + p / block_size)] += from[p];
+      }
     }
   }
   const Operands o{permuted.data(), sums.data(), padded, blocks, block_size, block_bytes, b.data<uint8_t>(), n, scales.data<float>(),
                    c.in[3] ? c.in[3]->data<uint8_t>() : nullptr};
   auto share = [&](int64_t first, int64_t last) {
     float* out = y.data<float>();
-    if (bits == 8) columns<8>(o, rows, first, last, out, n);
+    if (dequantized) dequantized_columns(o, bits, a.data<float>(), rows, k, first, last, out, n);
+    else if (bits == 8) columns<8>(o, rows, first, last, out, n);
     else if (bits == 4) columns<4>(o, rows, first, last, out, n);
     else columns<2>(o, rows, first, last, out, n);
   };
-  // Columns in shares of 4, each thread reading its share of the weights.
-  const int64_t quads = (n + 3) / 4;
-  const int64_t pieces = std::min<int64_t>(quads, pieces_for_macs(static_cast<double>(rows) * static_cast<double>(k) * static_cast<double>(n),
+  // Columns in shares of whole tiles, each thread reading its share of the weights.
+  const int64_t tile = dequantized ? packed_gemm::kColumns : 4, tiles = (n + tile - 1) / tile;
+  const int64_t pieces = std::min<int64_t>(tiles, pieces_for_macs(static_cast<double>(rows) * static_cast<double>(k) * static_cast<double>(n),
                                                                    c.parallel ? c.parallel->threads() : 1, kMinProductMacsPerPiece));
   if (pieces <= 1) return share(0, n);
-  c.parallel->run(pieces, [&](int64_t p) { share(std::min(n, quads * p / pieces * 4), std::min(n, quads * (p + 1) / pieces * 4)); });
+  c.parallel->run(pieces, [&](int64_t p) { share(std::min(n, tiles * p / pieces * tile), std::min(n, tiles * (p + 1) / pieces * tile)); });
 }
 
 }  // namespace

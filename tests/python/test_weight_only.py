@@ -227,6 +227,21 @@ def test_columns_split_over_two_threads(bits, m):
         check_close(run_fast(a, codes, scales, zero_points, bits, block_size, threads=threads), want)
 
 
+@pytest.mark.parametrize("bits, block_size", [(2, 16), (4, 32), (8, 64)])
+@pytest.mark.parametrize("m", [15, 16, 17, 70])
+def test_many_rows_dequantize_a_tile_of_columns_at_a_time(bits, block_size, m):
+    """From 16 rows on (a prompt's prefill) the kernel dequantizes 24 columns at a time and
+    multiplies them with every row on the f32 packed GEMM: the same values, at the switch (15,
+    16, 17 rows), over several tiles split over two threads, N past a tile, K past a block."""
+    rng = rng_for("many rows", bits, m)
+    k, n = 100, 53
+    codes, scales, zero_points = operands(rng, n, k, bits, block_size)
+    a = rng.standard_normal((m, k)).astype(F32)
+    for threads in (1, 2):
+        check_close(run_fast(a, codes, scales, zero_points, bits, block_size, threads=threads),
+                    nbits_ref(a, codes, scales, zero_points, bits, block_size))
+
+
 @pytest.mark.parametrize("streams, threads", [(2, 2), (3, 2)])
 def test_products_on_concurrent_streams(streams, threads):
     """Four products of one a (scaled differently) on concurrent streams, each big enough to
