@@ -85,6 +85,12 @@ bool fold_node(ir::Replay& r, const ir::Graph& g, ir::NodeId id, int64_t max_ele
     const int64_t bytes = s.is_static() ? s.num_elements() * static_cast<int64_t>(ir::dtype_size(g.values[n.first_output + i].dtype)) : 0;
     if (!s.is_static() || (s.num_elements() > max_elements && !(moves_data && bytes <= largest_input))) return false;
   }
+  // A reshaped constant is the same bytes: shared, not copied (a weight-only model's codes,
+  // which an importer reshapes, would otherwise be kept twice).
+  if (kind == K::reshape || kind == K::squeeze || kind == K::unsqueeze) {
+    r.set(n.first_output, r.to().add_constant(g.values[n.first_output].dtype, g.shape(n.first_output), t.blobs[producer(t, r.get(g.operands[n.first_input]))->blob]));
+    return true;
+  }
   std::vector<eval::HostTensor> out;
   for (uint32_t i = 0; i < n.num_outputs; ++i) out.emplace_back(g.values[n.first_output + i].dtype, g.shape(n.first_output + i));
   std::vector<eval::TensorRef> out_refs;
