@@ -60,6 +60,23 @@ TEST_CASE("constants fold through the reference kernels") {
   same_values(*g, *out);
 }
 
+TEST_CASE("a reshaped or unsqueezed constant folds onto the same bytes, not a copy") {
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 3});
+  const std::vector<float> w = {1, 2, 3, 4, 5, 6};
+  const ValueId c = b.add_constant(ir::DType::F32, ir::Shape{6}, w.data(), w.size() * sizeof(float));
+  const int64_t shape[] = {2, 3}, axes[] = {0};
+  const ValueId r = node(b, ir::ops::reshape, {c}, {ir::AttrArg::of_ints(shape, 2)});
+  const ValueId y = node(b, ir::ops::add, {x, node(b, ir::ops::unsqueeze, {r}, {ir::AttrArg::of_ints(axes, 1)})});
+  const auto g = b.finish({&y, 1});
+  const auto out = passes::eliminate_dead_code(*passes::fold_constants(*g));
+  CHECK(count(*out, "reshape") == 0);
+  CHECK(count(*out, "unsqueeze") == 0);
+  REQUIRE(out->blobs.size() == 1);
+  CHECK(out->blobs[0].get() == g->blobs[0].get());  // the one constant's own bytes
+  same_values(*g, *out);
+}
+
 TEST_CASE("simplification: neutral elements, transpose, reshape and cast chains") {
   ir::Builder b;
   const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{2, 3, 4});
