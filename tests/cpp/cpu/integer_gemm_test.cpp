@@ -1,6 +1,6 @@
-// The integer GEMM (cpu/integer_gemm.hpp) against sums in int64 wrapped to int32: row counts
-// around the micro-kernel's 4 and the row block's 128, depths around the K block's 256 and
-// odd ones (a pair's half of padding), widths around a panel's 24, u8 and s8 operands at the
+// The integer GEMM (cpu/integer_gemm.hpp), both kernels where the CPU runs them, against sums in
+// int64 wrapped to int32: row counts around the micro-kernel's 4 (VNNI's 8) and the row block's
+// 128, depths around the K block's 256 (VNNI's 1024) and odd ones (a group's padding), widths around a panel's 24, u8 and s8 operands at the
 // extremes vpmaddubsw would saturate, zero points one for all and one per row or column, a
 // range of panels (a thread's share), C rows wider than N (nothing past N written), and sums
 // past int32 wrapping around.
@@ -71,8 +71,8 @@ std::vector<ig::Kernel> kernels() {
 
 TEST_CASE("the integer GEMM's sums are exact, at every edge of its blocks, for u8 and s8 operands") {
   for (const ig::Kernel kernel : kernels())
-  for (const int64_t m : {1, 5, 130})
-    for (const int64_t k : {1, 7, 257, 600})
+  for (const int64_t m : {1, 5, 9, 130})
+    for (const int64_t k : {1, 7, 257, 600, 1030})  // past pairs' 256-deep blocks and VNNI's 1024
       for (const int64_t n : {1, 23, 25, 50})
         for (const bool a_signed : {false, true})
           for (const bool b_signed : {false, true}) {
