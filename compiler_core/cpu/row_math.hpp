@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <limits>
 
+#include "cpu/vector_math.hpp"
+
 namespace esg::cpu {
 
 // sum of term(j) for j < n in double, over 8 partial sums.
 template <class Term>
-double lane_sum(int64_t n, Term term) {
+ESG_VM_INLINE double lane_sum(int64_t n, Term term) {
   constexpr int kLanes = 8;
   double lanes[kLanes] = {};
   int64_t j = 0;
@@ -25,7 +27,7 @@ double lane_sum(int64_t n, Term term) {
 // The sums of x[j] - shift and of its square, in one pass: 16 f32 partial sums (two AVX2
 // vectors, twice double's width) within blocks of 512 elements, the blocks added in double, so
 // no f32 partial sum adds more than 32 terms and the error stays near 32 f32 ulps for any n.
-inline void shifted_sums(const float* x, float shift, int64_t n, double* sum, double* squares) {
+ESG_VM_INLINE void shifted_sums(const float* x, float shift, int64_t n, double* sum, double* squares) {
   constexpr int kLanes = 16;
   constexpr int64_t kBlock = 512;
   *sum = *squares = 0;
@@ -49,7 +51,7 @@ inline void shifted_sums(const float* x, float shift, int64_t n, double* sum, do
 // The largest (kMax) or smallest of z[0..n): 8 running extremes, so the loop vectorizes. A NaN
 // is passed over, as std::max and std::min pass it when it comes second.
 template <bool kMax>
-float row_extreme(const float* z, int64_t n) {
+ESG_VM_INLINE float row_extreme(const float* z, int64_t n) {
   constexpr int kLanes = 8;
   constexpr float kStart = kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
   float lanes[kLanes];
@@ -62,7 +64,7 @@ float row_extreme(const float* z, int64_t n) {
   for (float l : lanes) m = kMax ? std::max(m, l) : std::min(m, l);
   return m;
 }
-inline float row_max(const float* z, int64_t n) { return row_extreme<true>(z, n); }
-inline float row_min(const float* z, int64_t n) { return row_extreme<false>(z, n); }
+ESG_VM_INLINE float row_max(const float* z, int64_t n) { return row_extreme<true>(z, n); }
+ESG_VM_INLINE float row_min(const float* z, int64_t n) { return row_extreme<false>(z, n); }
 
 }  // namespace esg::cpu
