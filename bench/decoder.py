@@ -28,20 +28,24 @@ LAYERS, WIDTH, HEADS = 4, 256, 4
 
 
 class Block(nn.Module):
-    def __init__(self):
+    """A GPT-style layer with its KV cache: `width` wide, `heads` heads, GELU `gelu` ("none": erf,
+    or "tanh": GPT-2's)."""
+
+    def __init__(self, width=WIDTH, heads=HEADS, gelu="none"):
         super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(WIDTH), nn.LayerNorm(WIDTH)
-        self.qkv, self.proj = nn.Linear(WIDTH, 3 * WIDTH), nn.Linear(WIDTH, WIDTH)
-        self.fc1, self.fc2 = nn.Linear(WIDTH, 4 * WIDTH), nn.Linear(4 * WIDTH, WIDTH)
+        self.heads, self.gelu = heads, gelu
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.fc1, self.fc2 = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
 
     def forward(self, x, past_k, past_v):
         b, t, d = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        q, k, v = (z.reshape(b, t, HEADS, d // HEADS).transpose(1, 2) for z in (q, k, v))
+        q, k, v = (z.reshape(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
         k, v = torch.cat([past_k, k], 2), torch.cat([past_v, v], 2)
-        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // HEADS), dim=-1)
+        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // self.heads), dim=-1)
         x = x + self.proj((a @ v).transpose(1, 2).reshape(b, t, d))
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)))), k, v
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate=self.gelu)), k, v
 
 
 class Decoder(nn.Module):

@@ -16,7 +16,6 @@ give no perplexity), as a fraction of the f32 logits' range.
 """
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -27,31 +26,14 @@ import numpy as np
 import onnx
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 import esgraph
 import esgraph.onnx
 import peers  # bench/peers.py
+from decoder import Block  # bench/decoder.py
 from timing import resident_mib, side_by_side  # bench/timing.py
 
 LAYERS, WIDTH, HEADS, VOCAB, POSITIONS = 12, 768, 12, 50257, 1024
-
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(WIDTH), nn.LayerNorm(WIDTH)
-        self.qkv, self.proj = nn.Linear(WIDTH, 3 * WIDTH), nn.Linear(WIDTH, WIDTH)
-        self.fc1, self.fc2 = nn.Linear(WIDTH, 4 * WIDTH), nn.Linear(4 * WIDTH, WIDTH)
-
-    def forward(self, x, past_k, past_v):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        q, k, v = (z.reshape(b, t, HEADS, d // HEADS).transpose(1, 2) for z in (q, k, v))
-        k, v = torch.cat([past_k, k], 2), torch.cat([past_v, v], 2)
-        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // HEADS), dim=-1)
-        x = x + self.proj((a @ v).transpose(1, 2).reshape(b, t, d))
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh")), k, v
 
 
 class Decoder(nn.Module):
@@ -62,7 +44,7 @@ class Decoder(nn.Module):
         super().__init__()
         self.table = nn.Parameter(torch.randn(WIDTH, VOCAB) * 0.02)
         self.positions = nn.Parameter(torch.randn(POSITIONS, WIDTH) * 0.01)
-        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
+        self.blocks = nn.ModuleList(Block(WIDTH, HEADS, gelu="tanh") for _ in range(LAYERS))
         self.ln = nn.LayerNorm(WIDTH)
         for p in self.blocks.parameters():  # GPT-2's initialization scale
             if p.dim() == 2:
