@@ -202,7 +202,7 @@ void multiply(Kernel kernel, const Operand& a, int64_t m, const uint8_t* packed,
   thread_local std::vector<int32_t> row_sums;
   const int64_t deep = depth(kernel);
   rows.resize(static_cast<size_t>(kRows * deep * element));
-  row_sums.assign(static_cast<size_t>(kRows), 0);
+  row_sums.resize(static_cast<size_t>(kRows));
   const uint8_t flip = a.is_signed ? 0x80 : 0;
   for (int64_t r0 = 0; r0 < m; r0 += kRows) {
     const int64_t r1 = std::min(m, r0 + kRows);

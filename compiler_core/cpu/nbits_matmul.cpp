@@ -48,8 +48,6 @@ __attribute__((target("avx2,fma"))) inline float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
 }
 
-// y[r][j] for R rows from `row` and C columns from `column` (`ldy` floats a row of y). The
-// unroll pragmas keep the R x C sums in registers.
 // The 8 codes of `Bits` bits at `at` as floats, in lanes 0-7, by shifting their bytes copied into
 // every lane: no shuffle across the register's halves, which costs Zen 3 as much as the FMA. 8
 // bits take two 32-bit words, word i % 2 in lane i, so lane i holds code i % 2 · 4 + i / 2 (the
@@ -72,6 +70,8 @@ __attribute__((target("avx2,fma"))) inline __m256 eight_codes(const uint8_t* at)
   return _mm256_cvtepi32_ps(codes);
 }
 
+// y[r][j] for R rows from `row` and C columns from `column` (`ldy` floats a row of y). The
+// unroll pragmas keep the R x C sums in registers.
 template <int Bits, int R, int C>
 __attribute__((target("avx2,fma"))) void tile(const Operands& o, int64_t row, int64_t column, float* y, int64_t ldy) {
   // Every address from pointers that step along: the operands' fields read once (b's bytes
@@ -101,10 +101,11 @@ __attribute__((target("avx2,fma"))) void tile(const Operands& o, int64_t row, in
   // The next C columns' codes (they follow these in memory), C blocks' worth a block, so that
   // they are in cache when the next tile starts: a thread's stream of codes is bound by the
   // memory's latency, not its bandwidth, otherwise.
-  const uint8_t* next = o.codes + (column + C) * column_bytes;
-  const uint8_t* end = o.codes + o.columns * column_bytes;
+  int64_t next = (column + C) * column_bytes;  // offsets in b: no pointer past its end
+  const int64_t end = o.columns * column_bytes;
   for (int64_t b = 0; b < blocks; ++b) {
-    for (int64_t line = 0; line < C * block_bytes && next + line < end; line += 64) _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
+    for (int64_t line = 0; line < C * block_bytes && next + line < end; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(o.codes + next + line), _MM_HINT_T0);
     next += C * block_bytes;
     __m256 block[R][C];
 #pragma GCC unroll 4

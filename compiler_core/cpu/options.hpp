@@ -11,8 +11,9 @@ namespace esg::cpu {
 
 std::vector<runtime::BackendOption> backend_options();
 
-// The integer GEMM's kernel that option `vnni` chose: the machine's best by default, and what a
-// compiled-model file was compiled for once loaded (its packed weights are that kernel's).
+// The integer GEMM's kernel here: VNNI's where option `vnni` allows it and the CPU has it. Not a
+// feature of the compiled model's target: a file packed for one kernel loads on a CPU that runs
+// the other, whose packed weights never have the same size, so the load packs them again.
 integer_gemm::Kernel integer_kernel(const runtime::CompileOptions& options);
 
 }  // namespace esg::cpu

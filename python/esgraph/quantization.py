@@ -11,7 +11,7 @@ largest magnitude, around the code 2^(bits-1) (symmetric: no zero points to stor
 """
 import numpy as np
 
-__all__ = ["quantize_blockwise", "dequantize_blockwise"]
+__all__ = ["quantize_blockwise", "dequantize_blockwise", "pack_zero_points"]
 
 
 def quantize_blockwise(w, bits=4, block_size=32, symmetric=False):
@@ -77,3 +77,15 @@ def _unpack(packed, bits):
     shifts = (np.arange(per_byte) * bits).astype(np.uint8)
     codes = (packed[..., None] >> shifts) & np.uint8((1 << bits) - 1)
     return codes.reshape(packed.shape[0], packed.shape[1], -1)
+
+
+def pack_zero_points(zero_points, bits):
+    """Zero points, one u8 code a block [N, blocks], packed as ONNX Runtime's MatMulNBits takes them:
+    each column's in ceil(blocks · bits / 8) bytes, low bits first, [N, that]."""
+    zero_points = np.asarray(zero_points, np.uint8)
+    n, blocks = zero_points.shape
+    packed = np.zeros((n, -(-blocks * bits // 8)), np.uint8)
+    for b in range(blocks):
+        packed[:, b * bits // 8] |= (zero_points[:, b] << (b * bits % 8)).astype(np.uint8)
+    return packed
+

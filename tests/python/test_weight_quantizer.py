@@ -140,3 +140,64 @@ def test_a_model_given_as_a_path_or_bytes(tmp_path):
     from_bytes = esgraph.onnx.quantize_weights(model.SerializeToString(), bits=8, block_size=32)
     assert from_path.SerializeToString() == from_bytes.SerializeToString()
     assert len(model.graph.node) == 6  # the model given is left as it was
+
+
+def one_table_model(nodes, outputs, table, opset=17, extra=()):
+    """A model over ids [1, 3] and x [1, K] reading one initializer `table` in `nodes`."""
+    graph = helper.make_graph(nodes, "one table", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 3]),
+                                                   helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, K])],
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape) for name, shape in outputs],
+                              [numpy_helper.from_array(table, "table"), *extra])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def test_a_table_read_both_ways_is_quantized_once_each_way():
+    """A square table that a MatMul reads as [K, N] and a Gemm transposed (transB) is quantized for
+    each; a Gather along axis -1 reads the first's columns."""
+    rng = np.random.default_rng(5)
+    table = rng.standard_normal((K, K)).astype(np.float32)
+    model = one_table_model([helper.make_node("MatMul", ["x", "table"], ["plain"]),
+                             helper.make_node("Gemm", ["x", "table"], ["transposed"], transB=1),
+                             helper.make_node("Gather", ["table", "ids"], ["columns"], axis=-1)],
+                            [("plain", [1, K]), ("transposed", [1, K]), ("columns", [K, 1, 3])], table)
+    quantized = esgraph.onnx.quantize_weights(model, bits=8, block_size=16)
+    assert [n.op_type for n in quantized.graph.node].count("MatMulNBits") == 2
+    assert "table" not in {i.name for i in quantized.graph.initializer}
+    ids, x = np.array([[0, 5, K - 1]], np.int64), rng.standard_normal((1, K)).astype(np.float32)
+    got = esgraph.compile(esgraph.onnx.load(quantized)).run([ids, x])
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"ids": ids, "x": x})
+    for ours, exact in zip(got, want):
+        assert np.abs(ours - exact).max() <= 0.01 * np.abs(exact).max()
+
+
+def test_tables_other_readers_need_stay_f32():
+    """A Gather of a quantized table's rows (not columns) and a read from an If's branch keep the
+    f32 table beside its codes; exclude may name one table as a string."""
+    rng = np.random.default_rng(6)
+    table = rng.standard_normal((K, V)).astype(np.float32)
+    branch = helper.make_graph([helper.make_node("Identity", ["table"], ["inner"])], "branch", [],
+                               [helper.make_tensor_value_info("inner", TensorProto.FLOAT, [K, V])])
+    nodes = [helper.make_node("MatMul", ["x", "table"], ["logits"]),
+             helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0),
+             helper.make_node("If", ["flag"], ["whole"], then_branch=branch, else_branch=branch)]
+    flag = numpy_helper.from_array(np.array(True), "flag")
+    model = one_table_model(nodes, [("logits", [1, V]), ("rows", [1, 3, V]), ("whole", [K, V])], table, extra=[flag])
+    quantized = esgraph.onnx.quantize_weights(model, bits=4, block_size=16)
+    onnx.checker.check_model(quantized)
+    assert "table" in {i.name for i in quantized.graph.initializer}
+    assert [n.op_type for n in quantized.graph.node].count("MatMulNBits") == 1
+    ids, x = np.array([[1, 2, 3]], np.int64), rng.standard_normal((1, K)).astype(np.float32)
+    got = esgraph.compile(esgraph.onnx.load(quantized)).run([ids, x])
+    np.testing.assert_array_equal(got[1], table[[1, 2, 3]][None])
+    np.testing.assert_array_equal(got[2], table)
+    kept = esgraph.onnx.quantize_weights(model, bits=4, block_size=16, exclude="table")
+    assert "MatMulNBits" not in [n.op_type for n in kept.graph.node]
+
+
+def test_a_tied_gather_before_opset_10_is_refused_with_the_way_out():
+    rng = np.random.default_rng(7)
+    model = one_table_model([helper.make_node("MatMul", ["x", "table"], ["logits"]),
+                             helper.make_node("Gather", ["table", "ids"], ["columns"], axis=1)],
+                            [("logits", [1, V]), ("columns", [K, 1, 3])], rng.standard_normal((K, V)).astype(np.float32), opset=9)
+    with pytest.raises(ValueError, match=r"needs opset 10 or later .* the model has 9; keep the table with exclude=\['table'\]"):
+        esgraph.onnx.quantize_weights(model)

@@ -16,6 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from .. import _C
 from .._frontend import ExportFailed
+from ..quantization import pack_zero_points
 from . import _dtypes
 from ._export_table import ONE_NODE
 
@@ -351,10 +352,7 @@ def _emit_matmul_nbits(e, n, ins, outs):
         if codes is None:
             zero_points = e.node("Cast", [zero_points], to=TensorProto.FLOAT)
         else:
-            packed = np.zeros((columns, -(-codes.shape[1] * bits // 8)), np.uint8)
-            for b in range(codes.shape[1]):
-                packed[:, b * bits // 8] |= (codes[:, b] << (b * bits % 8)).astype(np.uint8)
-            zero_points = e.const(packed, "zero_points")
+            zero_points = e.const(pack_zero_points(codes, bits), "zero_points")
     e.node("MatMulNBits", [ins[0], ins[1], ins[2], zero_points], outs, domain="com.microsoft", K=k, N=columns, bits=bits,
            block_size=a["block_size"])
 
