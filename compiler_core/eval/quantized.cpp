@@ -107,22 +107,22 @@ void matmul_nbits(const KernelCall& c) {
   const ir::MatmulNbitsAttrs attrs = c.attrs<ir::MatmulNbitsAttrs>();
   const int64_t k = a.shape[a.shape.rank() - 1], n = y.shape[y.shape.rank() - 1], rows = n ? y.size() / n : 0;
   const int64_t blocks = b.shape[1], block_bytes = b.shape[2];
-  // Each weight once, as dequantize_linear gives it: an exact integer difference times the
-  // block's scale, rounded once to f32.
-  std::vector<float> w(static_cast<size_t>(k * n));
-  for (int64_t j = 0; j < n; ++j)
+  // Each column of weights once, as dequantize_linear gives it (an exact integer difference times
+  // the block's scale, rounded once to f32), then its dot product with every row.
+  std::vector<float> w(static_cast<size_t>(k));
+  for (int64_t j = 0; j < n; ++j) {
     for (int64_t p = 0; p < k; ++p) {
       const int64_t block = j * blocks + p / attrs.block_size;
       const int64_t zero = zero_points ? load_i(*zero_points, block) : int64_t{1} << (attrs.bits - 1);
       const int32_t code = nbits_code(b.data<uint8_t>() + j * blocks * block_bytes, p, attrs.bits, block_bytes, attrs.block_size);
-      w[static_cast<size_t>(p * n + j)] = static_cast<float>(code - zero) * static_cast<float>(load_f(scales, block));
+      w[static_cast<size_t>(p)] = static_cast<float>(code - zero) * static_cast<float>(load_f(scales, block));
     }
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t r = 0; r < rows; ++r) {
       double sum = 0;
-      for (int64_t p = 0; p < k; ++p) sum += load_f(a, r * k + p) * static_cast<double>(w[static_cast<size_t>(p * n + j)]);
+      for (int64_t p = 0; p < k; ++p) sum += load_f(a, r * k + p) * static_cast<double>(w[static_cast<size_t>(p)]);
       store_f(y, r * n + j, sum);
     }
+  }
 }
 
 }  // namespace esg::eval
