@@ -324,7 +324,11 @@ class Importer:
         standard = proto.domain in ("", "ai.onnx")
         convert = CONVERTERS.get(proto.op_type if standard else f"{proto.domain}.{proto.op_type}")
         if convert is None:
-            return self._fail(proto, "no converter for this op type" if standard else f"domain '{proto.domain}' is not supported")
+            if standard:
+                return self._fail(proto, "no converter for this op type")
+            known = sorted(k.rsplit(".", 1)[1] for k in CONVERTERS if k.startswith(proto.domain + "."))
+            return self._fail(proto, f"domain '{proto.domain}' is not supported" + (
+                f" beyond {', '.join(known)}" if known else ""))
         try:
             node = Node(self, proto, self.opset)
         except Unsupported as e:
