@@ -171,7 +171,7 @@ eval::Kernel elementwise_f32_kernel(const ir::Graph& g, const ir::Node& n) {
   for (ir::ValueId v : inputs)
     if (v == ir::kNone || !(f32_row_dtype(g.values[v].dtype) || (int32_to_f32 && g.values[v].dtype == ir::DType::I32))) return nullptr;
   if (out == ir::DType::U8 || out == ir::DType::I8) {
-    const bool converts = n.op->kind == ir::OpKind::quantize_linear ||
+    const bool converts = n.op->kind == ir::OpKind::quantize_linear || n.op->kind == ir::OpKind::quantized_add ||
                           (n.op->kind == ir::OpKind::cast && g.values[inputs[0]].dtype == ir::DType::F32);
     if (!converts) return nullptr;
   }

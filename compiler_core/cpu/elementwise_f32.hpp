@@ -35,8 +35,9 @@ struct ElementwiseF32 {
 // The f32 functions of `op`, or nullptr if it is not elementwise.
 const ElementwiseF32* find_elementwise_f32(const ir::OpSchema& op);
 
-// Operands per elementwise op at most (where has three); what the kernels keep on the stack.
-constexpr size_t kMaxOperands = 4;
+// Operands per elementwise op at most (quantized_add has eight); what the kernels keep on the
+// stack.
+constexpr size_t kMaxOperands = 8;
 // Elements per row call: a chunk of every operand stays in L1.
 constexpr int64_t kChunk = 512;
 

@@ -3,8 +3,9 @@
 // themselves (DESIGN 14: integer primitives, never f32 on dequantized copies); a matmul of
 // dequantized activations and dequantized constant weights becomes matmul_integer over the
 // integers, its int32 sums scaled back to f32 (what follows, a bias, a quantize, stays as the
-// graph says, and fuses into one kernel after it). Dequantized constants nothing absorbs are
-// folded here, as fold_constants leaves them.
+// graph says, and fuses into one kernel after it); a sum of two dequantized values, quantized,
+// becomes quantized_add. Dequantized constants nothing absorbs are folded here, as
+// fold_constants leaves them.
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -210,6 +211,37 @@ ValueId integer_product(ir::Replay& r, const Graph& g, const Product& p) {
 
 }  // namespace
 
+// quantize(add(dequantize(a), dequantize(b))), a Relu or Clip of the sum between them: a
+// residual connection, as one quantized_add over the integers (the same f32 steps in one pass).
+struct Sum {
+  const ir::Node *a = nullptr, *b = nullptr;  // the dequantizes
+  NodeId add = kNone, clip = kNone;
+  double min = -INFINITY, max = INFINITY;
+};
+
+std::optional<Sum> sum_at(const Graph& g, const ir::Node& q, const std::vector<uint32_t>& uses) {
+  if (q.region != 0) return std::nullopt;
+  Sum m;
+  ValueId v = operand(g, q, 0);
+  if (const ir::Node* relu = made_by(g, v, K::relu); relu && uses[v] == 1) {
+    m.clip = g.values[v].producer;
+    m.min = 0;
+    v = operand(g, *relu, 0);
+  } else if (const ir::Node* clip = made_by(g, v, K::clip); clip && uses[v] == 1) {
+    m.clip = g.values[v].producer;
+    const ir::ClipAttrs a(g, *clip);
+    m.min = a.min, m.max = a.max;
+    v = operand(g, *clip, 0);
+  }
+  const ir::Node* add = made_by(g, v, K::add);
+  if (!add || uses[v] != 1 || add->num_deps) return std::nullopt;
+  m.add = g.values[v].producer;
+  m.a = made_by(g, operand(g, *add, 0), K::dequantize_linear);
+  m.b = made_by(g, operand(g, *add, 1), K::dequantize_linear);
+  if (!m.a || !m.b) return std::nullopt;
+  return m;
+}
+
 std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
   const std::vector<uint32_t> uses = use_counts(g);
   std::vector<std::optional<Match>> at(g.nodes.size());
@@ -230,9 +262,18 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
       if (uses[d->first_output] == 1) absorbed[g.values[d->first_output].producer] = true;
   }
   std::vector<const ir::Node*> pools(g.nodes.size(), nullptr);
-  for (NodeId id = 0; id < g.nodes.size(); ++id)
-    if (g.nodes[id].op->kind == K::quantize_linear && !at[id] && (pools[id] = pool_of_integers(g, g.nodes[id], uses)))
+  std::vector<std::optional<Sum>> sums(g.nodes.size());
+  for (NodeId id = 0; id < g.nodes.size(); ++id) {
+    if (g.nodes[id].op->kind != K::quantize_linear || at[id]) continue;
+    if ((pools[id] = pool_of_integers(g, g.nodes[id], uses))) {
       absorbed[g.values[pools[id]->first_output].producer] = true;
+    } else if ((sums[id] = sum_at(g, g.nodes[id], uses))) {
+      absorbed[sums[id]->add] = true;
+      if (sums[id]->clip != kNone) absorbed[sums[id]->clip] = true;
+      for (const ir::Node* d : {sums[id]->a, sums[id]->b})  // a dequantize others read stays
+        if (uses[d->first_output] == 1) absorbed[g.values[d->first_output].producer] = true;
+    }
+  }
   return run_pass(g, [&](ir::Replay& r, NodeId id) {
     if (absorbed[id]) return true;  // its one reader is the quantized op
     const ir::Node& n = g.nodes[id];
@@ -245,6 +286,14 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
       const ValueId x = r.get(operand(g, d, 0));
       const std::vector<ir::AttrArg> attrs = attrs_of(g, *pool);
       r.set(n.first_output, added(r, *pool->op, {&x, 1}, {attrs.data(), attrs.size()}));
+      return true;
+    }
+    if (const std::optional<Sum>& m = sums[id]) {
+      const ValueId in[] = {r.get(operand(g, *m->a, 0)), r.get(operand(g, *m->a, 1)), r.get(operand(g, *m->a, 2)),
+                            r.get(operand(g, *m->b, 0)), r.get(operand(g, *m->b, 1)), r.get(operand(g, *m->b, 2)),
+                            r.get(operand(g, n, 1)),     r.get(operand(g, n, 2))};
+      const ir::AttrArg attrs[] = {ir::AttrArg::of_float(m->min), ir::AttrArg::of_float(m->max)};
+      r.set(n.first_output, added(r, *ir::find_op(K::quantized_add), {in, 8}, {attrs, 2}));
       return true;
     }
     // at any size: dequantized weights are what the QDQ graph multiplies in f32 where nothing

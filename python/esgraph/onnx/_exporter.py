@@ -308,6 +308,35 @@ def _emit_dequantize_linear(e, n, ins, outs):
     _emit_quantization(e, n, ins, outs, "DequantizeLinear", elementwise)
 
 
+@_exports("quantized_add")
+def _emit_quantized_add(e, n, ins, outs):
+    """DequantizeLinear of each operand, Add, a Clip of the sum where min or max bound it, and
+    QuantizeLinear (the QDQ form ONNX Runtime fuses back into QLinearAdd); with parameters of
+    more than one value, the same arithmetic as elementwise ops."""
+    a = n["attrs"]
+    y_type = e.info["values"][n["outputs"][0]]["dtype"]
+    scalars = all(math.prod(e.info["values"][v]["shape"]) == 1 for v in n["inputs"][1:3] + n["inputs"][4:8])
+    as_float = lambda name: e.node("Cast", [name], to=TensorProto.FLOAT)  # noqa: E731
+    if scalars:
+        flat = _ints(e, [], "shape")
+        one = lambda name: e.node("Reshape", [name, flat])  # noqa: E731
+        parts = [e.node("DequantizeLinear", [ins[i], one(ins[i + 1]), one(ins[i + 2])]) for i in (0, 3)]
+    else:
+        parts = [e.node("Mul", [e.node("Sub", [as_float(ins[i]), as_float(ins[i + 2])]), ins[i + 1]]) for i in (0, 3)]
+    total = e.node("Add", parts)
+    if a["min"] != -math.inf or a["max"] != math.inf:
+        low = e.const(np.array(a["min"], np.float32), "low") if a["min"] != -math.inf else None
+        high = e.const(np.array(a["max"], np.float32), "high") if a["max"] != math.inf else None
+        total = e.node("Clip", [total, low, high])
+    if scalars:
+        e.node("QuantizeLinear", [total, one(ins[6]), one(ins[7])], outs)
+        return
+    q = e.node("Add", [e.node("Round", [e.node("Div", [total, ins[6]])]), as_float(ins[7])])
+    info = np.iinfo(_numpy_dtype(y_type))
+    low, high = e.const(np.array(info.min, np.float32), "low"), e.const(np.array(info.max, np.float32), "high")
+    e.node("Cast", [e.node("Clip", [q, low, high])], outs, to=_dtypes.ESG_TO_ONNX[y_type])
+
+
 @_exports("quantized_conv2d")
 def _emit_quantized_conv2d(e, n, ins, outs):
     """QLinearConv, the same operands in the same order; a folded clip as the clip of its result

@@ -1,6 +1,6 @@
 """The quantization ops: QuantizeLinear and its kin, the integer and quantized products and
 convolutions (exact integer sums, in int32 or in f64 below 2^53, requantized as ONNX Runtime
-does), and ONNX Runtime's weight-only quantized product, com.microsoft's MatMulNBits."""
+does), and ONNX Runtime's com.microsoft QLinearAdd and MatMulNBits (weight-only products)."""
 import numpy as np
 
 from ... import _C
@@ -139,6 +139,19 @@ def qlinear_conv(n):
     if w_scale.ndim == 1:
         w_scale = ops.reshape(w_scale, [-1] + [1] * (rank - 2))
     return _requantize(acc, n.x(1) * w_scale / n.x(6), n.x(7), n.dtype(7) if n.has(7) else n.dtype(0))
+
+
+@converts("com.microsoft.QLinearAdd")
+def qlinear_add(n):
+    # Inputs: A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point (an
+    # absent zero point is 0 of its tensor's dtype; C's dtype is A's then).
+    check_attrs(n, ())
+    for i in (0, 3):
+        if n.dtype(i) not in _SATURATION:
+            raise Unsupported(f"input {i} of dtype {n.dtype(i).name} (QLinearAdd takes u8 and i8)")
+    y_type = n.dtype(7) if n.has(7) else n.dtype(0)
+    return ops.quantized_add(n.x(0), ops.cast(n.x(1), _C.f32), _zero_point(n, 2, n.dtype(0)), n.x(3), ops.cast(n.x(4), _C.f32),
+                             _zero_point(n, 5, n.dtype(3)), ops.cast(n.x(6), _C.f32), _zero_point(n, 7, y_type))
 
 
 @converts("com.microsoft.MatMulNBits")
