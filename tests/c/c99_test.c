@@ -572,6 +572,34 @@ static void test_matmul_integer(void) {
   esg_builder_destroy(b);
 }
 
+/* A residual sum of u8 values (quantized_add): (a - 10) / 2 + (b - 3) / 4, quantized with scale 1
+ * and zero point 5, a Relu folded (min 0): 200 and 250 give 95 + 61.75, 157 + 5 = 162. */
+static void test_quantized_add(void) {
+  esg_builder* b = esg_builder_create(NULL);
+  int64_t dims[1] = {3};
+  uint8_t a[3] = {0, 10, 200}, c[3] = {3, 3, 250}, y[3] = {9, 9, 9}, za = 10, zb = 3, zy = 5;
+  float sa = 0.5f, sb = 0.25f, sy = 1.0f;
+  esg_quantized_add_options o;
+  esg_tensor ta, tb, ty;
+  esg_model* m;
+  esg_buffer in[2], out;
+  esg_quantized_add_options_init(&o);
+  o.min = 0.0;
+  ta = esg_input(b, "a", ESG_U8, dims, 1); /* declared in order: C evaluates a call's arguments in any order */
+  tb = esg_input(b, "b", ESG_U8, dims, 1);
+  ty = esg_quantized_add(ta, esg_constant(b, ESG_F32, NULL, 0, &sa, 4), esg_constant(b, ESG_U8, NULL, 0, &za, 1), tb,
+                         esg_constant(b, ESG_F32, NULL, 0, &sb, 4), esg_constant(b, ESG_U8, NULL, 0, &zb, 1),
+                         esg_constant(b, ESG_F32, NULL, 0, &sy, 4), esg_constant(b, ESG_U8, NULL, 0, &zy, 1), &o);
+  m = compile_output(b, ty);
+  in[0] = buffer(a, sizeof a, ESG_U8, dims, 1);
+  in[1] = buffer(c, sizeof c, ESG_U8, dims, 1);
+  out = buffer(y, sizeof y, ESG_U8, dims, 1);
+  CHECK(esg_model_run(m, in, 2, &out, 1) == ESG_OK);
+  CHECK(y[0] == 5 && y[1] == 5 && y[2] == 162); /* -5 + 0 clamped to 0 by the Relu: the zero point */
+  esg_model_destroy(m);
+  esg_builder_destroy(b);
+}
+
 /* Weight-only 4-bit weights (matmul_nbits): K = 40 in two blocks of 32 (the second padded with
  * zero codes), N = 5 columns; each column's codes are its index j at every k, so with zero point
  * z and scale s a column's weight is (j - z) * s everywhere, and y = sum(a) * (j - z) * s. */
@@ -1451,6 +1479,7 @@ int main(int argc, char** argv) {
   test_unsigned();
   test_matmul_integer();
   test_matmul_nbits();
+  test_quantized_add();
   test_ascend_sim();
   test_streams_and_threads();
   test_inspection();
