@@ -54,32 +54,55 @@ std::vector<double> per_output_channel(const Graph& g, ValueId v, int64_t channe
   return values;
 }
 
+// A Relu or Clip that a quantized op folds into its result's bounds: the node, and the bounds.
+struct Bounds {
+  NodeId clip = kNone;
+  double min = -INFINITY, max = INFINITY;
+};
+
+// `v`, or what the Relu or Clip that makes it (read by nothing else) bounds, with `bounds` set.
+ValueId unclipped(const Graph& g, ValueId v, const std::vector<uint32_t>& uses, Bounds& bounds) {
+  if (uses[v] != 1) return v;
+  if (const ir::Node* relu = made_by(g, v, K::relu)) {
+    bounds.clip = g.values[v].producer;
+    bounds.min = 0;
+    return operand(g, *relu, 0);
+  }
+  if (const ir::Node* clip = made_by(g, v, K::clip)) {
+    bounds.clip = g.values[v].producer;
+    const ir::ClipAttrs a(g, *clip);
+    bounds.min = a.min, bounds.max = a.max;
+    return operand(g, *clip, 0);
+  }
+  return v;
+}
+
+// The `kind` node whose result quantize `q` reads (through a Relu or Clip, set in `bounds`), read
+// by nothing else and with no ordering dependencies; its id in `id`. Else nullptr.
+const ir::Node* quantized_result(const Graph& g, const ir::Node& q, K kind, const std::vector<uint32_t>& uses, Bounds& bounds,
+                                 NodeId& id) {
+  if (q.region != 0) return nullptr;
+  const ValueId v = unclipped(g, operand(g, q, 0), uses, bounds);
+  const ir::Node* n = made_by(g, v, kind);
+  if (!n || uses[v] != 1 || n->num_deps) return nullptr;
+  id = g.values[v].producer;
+  return n;
+}
+
 // One match, found at its quantize node.
 struct Match {
-  NodeId conv = kNone, clip = kNone;  // clip: a relu or clip between the convolution and the quantize
-  double min = -INFINITY, max = INFINITY;
+  NodeId conv = kNone;
+  Bounds bounds;  // a relu or clip between the convolution and the quantize
   const ir::Node* x = nullptr;  // the images' dequantize
   const ir::Node* w = nullptr;  // the filters'
   std::vector<double> w_scale, w_zero_point, bias;  // bias: f32 values, or empty
 };
 
 std::optional<Match> match_at(const Graph& g, const ir::Node& q, const std::vector<uint32_t>& uses) {
-  if (q.region != 0 || !one_constant_pair(g, q)) return std::nullopt;
+  if (!one_constant_pair(g, q)) return std::nullopt;
   Match m;
-  ValueId v = operand(g, q, 0);
-  if (const ir::Node* relu = made_by(g, v, K::relu); relu && uses[v] == 1) {
-    m.clip = g.values[v].producer;
-    m.min = 0;
-    v = operand(g, *relu, 0);
-  } else if (const ir::Node* clip = made_by(g, v, K::clip); clip && uses[v] == 1) {
-    m.clip = g.values[v].producer;
-    const ir::ClipAttrs a(g, *clip);
-    m.min = a.min, m.max = a.max;
-    v = operand(g, *clip, 0);
-  }
-  const ir::Node* conv = made_by(g, v, K::conv2d);
-  if (!conv || uses[v] != 1 || conv->num_deps) return std::nullopt;
-  m.conv = g.values[v].producer;
+  const ir::Node* conv = quantized_result(g, q, K::conv2d, uses, m.bounds, m.conv);
+  if (!conv) return std::nullopt;
   m.x = made_by(g, operand(g, *conv, 0), K::dequantize_linear);
   m.w = made_by(g, operand(g, *conv, 1), K::dequantize_linear);
   if (!m.x || !m.w || !one_constant_pair(g, *m.x) || !constant(g, operand(g, *m.w, 0)).bytes) return std::nullopt;
@@ -215,27 +238,14 @@ ValueId integer_product(ir::Replay& r, const Graph& g, const Product& p) {
 // residual connection, as one quantized_add over the integers (the same f32 steps in one pass).
 struct Sum {
   const ir::Node *a = nullptr, *b = nullptr;  // the dequantizes
-  NodeId add = kNone, clip = kNone;
-  double min = -INFINITY, max = INFINITY;
+  NodeId add = kNone;
+  Bounds bounds;
 };
 
 std::optional<Sum> sum_at(const Graph& g, const ir::Node& q, const std::vector<uint32_t>& uses) {
-  if (q.region != 0) return std::nullopt;
   Sum m;
-  ValueId v = operand(g, q, 0);
-  if (const ir::Node* relu = made_by(g, v, K::relu); relu && uses[v] == 1) {
-    m.clip = g.values[v].producer;
-    m.min = 0;
-    v = operand(g, *relu, 0);
-  } else if (const ir::Node* clip = made_by(g, v, K::clip); clip && uses[v] == 1) {
-    m.clip = g.values[v].producer;
-    const ir::ClipAttrs a(g, *clip);
-    m.min = a.min, m.max = a.max;
-    v = operand(g, *clip, 0);
-  }
-  const ir::Node* add = made_by(g, v, K::add);
-  if (!add || uses[v] != 1 || add->num_deps) return std::nullopt;
-  m.add = g.values[v].producer;
+  const ir::Node* add = quantized_result(g, q, K::add, uses, m.bounds, m.add);
+  if (!add) return std::nullopt;
   m.a = made_by(g, operand(g, *add, 0), K::dequantize_linear);
   m.b = made_by(g, operand(g, *add, 1), K::dequantize_linear);
   if (!m.a || !m.b) return std::nullopt;
@@ -251,7 +261,7 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
     std::optional<Match> m = match_at(g, g.nodes[id], uses);
     if (!m || (!m->bias.empty() && bias_as_sums(*m, eval::load_f(constant(g, operand(g, *m->x, 1)), 0)).empty())) continue;
     absorbed[m->conv] = true;
-    if (m->clip != kNone) absorbed[m->clip] = true;
+    if (m->bounds.clip != kNone) absorbed[m->bounds.clip] = true;
     if (uses[m->w->first_output] == 1) absorbed[g.values[m->w->first_output].producer] = true;
     at[id] = std::move(m);
   }
@@ -269,7 +279,7 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
       absorbed[g.values[pools[id]->first_output].producer] = true;
     } else if ((sums[id] = sum_at(g, g.nodes[id], uses))) {
       absorbed[sums[id]->add] = true;
-      if (sums[id]->clip != kNone) absorbed[sums[id]->clip] = true;
+      if (sums[id]->bounds.clip != kNone) absorbed[sums[id]->bounds.clip] = true;
       for (const ir::Node* d : {sums[id]->a, sums[id]->b})  // a dequantize others read stays
         if (uses[d->first_output] == 1) absorbed[g.values[d->first_output].producer] = true;
     }
@@ -292,7 +302,7 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
       const ValueId in[] = {r.get(operand(g, *m->a, 0)), r.get(operand(g, *m->a, 1)), r.get(operand(g, *m->a, 2)),
                             r.get(operand(g, *m->b, 0)), r.get(operand(g, *m->b, 1)), r.get(operand(g, *m->b, 2)),
                             r.get(operand(g, n, 1)),     r.get(operand(g, n, 2))};
-      const ir::AttrArg attrs[] = {ir::AttrArg::of_float(m->min), ir::AttrArg::of_float(m->max)};
+      const ir::AttrArg attrs[] = {ir::AttrArg::of_float(m->bounds.min), ir::AttrArg::of_float(m->bounds.max)};
       r.set(n.first_output, added(r, *ir::find_op(K::quantized_add), {in, 8}, {attrs, 2}));
       return true;
     }
@@ -320,8 +330,8 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
       in[8] = r.to().add_constant(ir::DType::I32, ir::Shape{channels}, sums.data(), sums.size() * sizeof(int32_t));
     }
     std::vector<ir::AttrArg> attrs = attrs_of(g, conv);
-    attrs.push_back(ir::AttrArg::of_float(m.min));
-    attrs.push_back(ir::AttrArg::of_float(m.max));
+    attrs.push_back(ir::AttrArg::of_float(m.bounds.min));
+    attrs.push_back(ir::AttrArg::of_float(m.bounds.max));
     r.set(n.first_output, added(r, *ir::find_op(K::quantized_conv2d), {in.data(), in.size()}, {attrs.data(), attrs.size()}));
     return true;
   });
