@@ -8,7 +8,8 @@
 // where asum is the block's sum of a's row: the inner sums multiply the codes as they are, and
 // the zero points cost one multiply-add a block. Each 8 codes become floats in one register
 // (eight_codes), multiplied with 8 of a row's values by one FMA a row; up to 4 rows or 4
-// columns at once share the loads.
+// columns at once share the loads. From kDequantizedRows rows on (a prompt's prefill), columns
+// are dequantized a tile at a time onto the f32 packed GEMM instead.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -30,8 +31,8 @@ namespace {
 
 constexpr int64_t kTileBytes = 32 << 10;  // the columns' codes that stay in L1 while every row passes them
 
-// What one launch multiplies: a's rows permuted into planes (`rows`, `padded` floats each),
-// their blocks' sums (`blocks` a row), and b's columns.
+// What one launch multiplies: a's rows in the order the codes come in (`rows`, `padded` floats
+// each), their blocks' sums (`blocks` a row), and b's columns.
 struct Operands {
   const float* rows;
   const float* block_sums;
@@ -49,8 +50,8 @@ __attribute__((target("avx2,fma"))) inline float horizontal_sum(__m256 v) {
 }
 
 // The 8 codes of `Bits` bits at `at` as floats, in lanes 0-7, by shifting their bytes copied into
-// every lane: no shuffle across the register's halves, which costs Zen 3 as much as the FMA. 8
-// bits take two 32-bit words, word i % 2 in lane i, so lane i holds code i % 2 · 4 + i / 2 (the
+// every lane: no shuffle across the register's halves (as vpmovzxbd's widening would be). 8 bits
+// take two 32-bit words, word i % 2 in lane i, so lane i holds code i % 2 · 4 + i / 2 (the
 // order a's rows are permuted into).
 template <int Bits>
 __attribute__((target("avx2,fma"))) inline __m256 eight_codes(const uint8_t* at) {
