@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "esgraph/c/esgraph.h"
+#include "eval/host_tensor.hpp"
 #include "ir/builder.hpp"
 #include "ir/error.hpp"
 
@@ -40,6 +41,9 @@ namespace esg::capi {
 // Records a failure: the thread's last error, and the builder's first error if it has none.
 void set_error(esg_builder* b, esg_status status, const std::string& message);
 void clear_error();
+// A caller's buffer as a tensor ref, checking what can be checked without a model: buffer
+// `index` of a call's `what` ("esg_model_run: input").
+eval::TensorRef ref_of(const esg_buffer& b, const char* what, size_t index);
 // Runs `f`, turning exceptions into the thread's last error (and the builder's first).
 // Returns whether `f` succeeded.
 template <class F>

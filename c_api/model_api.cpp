@@ -31,7 +31,27 @@ struct esg_prepared {
   std::unique_ptr<esg::runtime::PreparedModelRun> run;  // destroyed before the model
 };
 
+namespace esg::capi {
+
+// The message is written only for a buffer that fails (a small model's run is about a microsecond).
+eval::TensorRef ref_of(const esg_buffer& b, const char* what, size_t index) {
+  auto where = [&] { return std::string(what) + " " + std::to_string(index); };
+  if (b.rank && !b.dims) throw ir::Error(ir::ErrorCode::InvalidArgument, where() + ": dims is NULL");
+  eval::TensorRef r{static_cast<ir::DType>(b.dtype), ir::Shape::from(b.dims, b.rank), static_cast<uint8_t*>(b.data)};
+  if (!ir::dtype_valid(r.dtype)) throw ir::Error(ir::ErrorCode::DType, where() + ": invalid dtype");
+  for (ir::Dim d : r.shape)
+    if (d < 0) throw ir::Error(ir::ErrorCode::Shape, where() + ": a negative dimension");
+  if (b.nbytes != r.nbytes())
+    throw ir::Error(ir::ErrorCode::InvalidArgument, where() + ": nbytes is " + std::to_string(b.nbytes) + " but " +
+                                                        ir::dtype_name(r.dtype) + " of that shape takes " + std::to_string(r.nbytes()));
+  return r;
+}
+
+}  // namespace esg::capi
+
 namespace {
+
+using esg::capi::ref_of;
 
 // An output of esg_model_run_allocated: its data points into `tensor`; its dims are an array of
 // its own whose slot before the first holds the owner, which is how esg_buffer_free finds it.
@@ -82,22 +102,6 @@ constexpr std::pair<const char*, int64_t esg_model_stats::*> kStatsFields[] = {
 
 void need_model(const esg_model* m, const char* fn) {
   if (!m || !m->m) throw ir::Error(ir::ErrorCode::InvalidArgument, std::string(fn) + ": the model is NULL");
-}
-
-// A caller's buffer as a tensor ref, checking what can be checked without the model.
-// Buffer `index` of a call's `what` ("esg_model_run: input"); the message is written only for
-// a buffer that fails (a small model's run is about a microsecond).
-esg::eval::TensorRef ref_of(const esg_buffer& b, const char* what, size_t index) {
-  auto where = [&] { return std::string(what) + " " + std::to_string(index); };
-  if (b.rank && !b.dims) throw ir::Error(ir::ErrorCode::InvalidArgument, where() + ": dims is NULL");
-  esg::eval::TensorRef r{static_cast<ir::DType>(b.dtype), ir::Shape::from(b.dims, b.rank), static_cast<uint8_t*>(b.data)};
-  if (!ir::dtype_valid(r.dtype)) throw ir::Error(ir::ErrorCode::DType, where() + ": invalid dtype");
-  for (ir::Dim d : r.shape)
-    if (d < 0) throw ir::Error(ir::ErrorCode::Shape, where() + ": a negative dimension");
-  if (b.nbytes != r.nbytes())
-    throw ir::Error(ir::ErrorCode::InvalidArgument, where() + ": nbytes is " + std::to_string(b.nbytes) + " but " +
-                                                        ir::dtype_name(r.dtype) + " of that shape takes " + std::to_string(r.nbytes()));
-  return r;
 }
 
 std::vector<esg::eval::TensorRef> refs_of(const esg_buffer* bufs, size_t n, const char* what) {

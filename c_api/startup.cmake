@@ -4,4 +4,4 @@
 # library does. Included by the top-level CMakeLists.txt right after the core, before the
 # fuzzers, which build nothing else.
 add_library(esg_core OBJECT ${CMAKE_CURRENT_LIST_DIR}/startup.cpp)
-target_link_libraries(esg_core PUBLIC esg_backends esg_cpu esg_ascend)
+target_link_libraries(esg_core PUBLIC esg_backends esg_cpu esg_ascend esg_quantize)

@@ -769,6 +769,59 @@ inline std::optional<Model> find_cached(const std::string& source_path, const Co
   return Model(m);
 }
 
+
+// ---- post-training quantization (esg_quantize in esgraph.h; docs/quantization.md) ----------
+enum class Calibration { MinMax = ESG_CALIBRATE_MINMAX, Percentile = ESG_CALIBRATE_PERCENTILE, Entropy = ESG_CALIBRATE_ENTROPY };
+struct QuantizeOptions {
+  Calibration calibration = Calibration::MinMax;
+  double percentile = 99.99;            // Percentile: the share of each activation's values inside its range
+  int64_t bins = 2048;                  // Percentile and Entropy: histogram bins over [0, max |x|]
+  bool per_channel = true;              // weights: a scale per output channel, else one per tensor
+  bool symmetric = false;               // activations: i8 around 0, else u8 with a zero point
+  std::vector<std::string> keep_float;  // node names, or op names, left in f32
+  int threads = 0;                      // the calibration runs' (0: every core)
+};
+// One quantized op: its result's quantization, and the error at its result against the float
+// graph over the calibration batches (esg_quantized_layer).
+struct QuantizedLayer {
+  std::string name, op;
+  bool quantized_result;
+  double scale;
+  int64_t zero_point;
+  double min, max, max_error, sqnr_db;
+};
+struct Quantized {
+  Graph graph;
+  std::vector<QuantizedLayer> layers;
+};
+// `graph` quantized to 8 bits, calibrated on `batches` (each a full set of its inputs).
+inline Quantized quantize(const Graph& graph, const std::vector<std::vector<HostTensor>>& batches, const QuantizeOptions& options = {}) {
+  esg_quantize_options o;
+  esg_quantize_options_init(&o);
+  o.calibration = static_cast<int32_t>(options.calibration);
+  o.percentile = options.percentile;
+  o.bins = options.bins;
+  o.per_tensor_weights = !options.per_channel;
+  o.symmetric = options.symmetric;
+  std::vector<const char*> kept;
+  for (const std::string& name : options.keep_float) kept.push_back(name.c_str());
+  o.keep_float = kept.data();
+  o.num_keep_float = kept.size();
+  o.threads = options.threads;
+  std::vector<esg_buffer> flat;
+  for (const std::vector<HostTensor>& batch : batches)
+    for (const HostTensor& t : batch) flat.push_back(t.buffer());
+  std::unique_ptr<esg_quantized, detail::Destroyer<esg_quantized_destroy>> q(esg_quantize(graph.handle(), flat.data(), batches.size(), &o));
+  if (!q) detail::throw_last();
+  Quantized out{Graph(esg_quantized_graph(q.get())), {}};
+  for (size_t i = 0; i < esg_quantized_num_layers(q.get()); ++i) {
+    esg_quantized_layer l;
+    detail::check(esg_quantized_layer_get(q.get(), i, &l));
+    out.layers.push_back({l.name, l.op, l.quantized_result, l.scale, l.zero_point, l.min, l.max, l.max_error, l.sqnr_db});
+  }
+  return out;
+}
+
 }  // namespace esg
 
 #include "esgraph/ops.hpp"

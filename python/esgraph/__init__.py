@@ -19,7 +19,8 @@ import os
 
 from ._C import (AttributeValueError, BackendError, CancelledError, CommunicationError, DType, DTypeError, Error, FormatError,
                  Graph, GraphBuilder, GraphIOError, InvalidArgumentError, LifetimeError, LimitError, Model,
-                 ShapeError, Tensor, UnsupportedError, __version__, backends, constant, load_model, world)
+                 Quantized, QuantizedLayer, ShapeError, Tensor, UnsupportedError, __version__, backends, constant, load_model,
+                 quantize, world)
 from ._C import compile as _compile_graph
 from ._C import bf16, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from . import ops
@@ -60,7 +61,7 @@ compile.__doc__ = _compile_graph.__doc__
 
 __all__ = [
     "AttributeValueError", "BackendError", "CancelledError", "CommunicationError", "DType", "DTypeError", "Error", "FormatError", "Graph", "GraphBuilder",
-    "GraphIOError", "InvalidArgumentError", "LifetimeError", "LimitError", "Model", "ShapeError", "Tensor",
-    "UnsupportedError", "backends", "compile", "constant", "load_model", "ops", "bf16", "bool_", "f16", "f32", "f64", "i8", "i16",
+    "GraphIOError", "InvalidArgumentError", "LifetimeError", "LimitError", "Model", "Quantized", "QuantizedLayer", "ShapeError", "Tensor",
+    "UnsupportedError", "backends", "compile", "constant", "load_model", "ops", "quantize", "bf16", "bool_", "f16", "f32", "f64", "i8", "i16",
     "i32", "i64", "u8", "u16", "u32", "u64", "world",
 ]

@@ -3,6 +3,7 @@
 #include "graph_inspect.hpp"
 #include "lift.hpp"
 #include "prepared_run.hpp"
+#include "quantize.hpp"
 
 #include <map>
 
@@ -643,6 +644,7 @@ PYBIND11_MODULE(_C, m) {
   bind_model(m);
   bind_backends(m);
   bind_ascend_check(m);
+  bind_quantize(m);
   m.def("world", [] {
     const esg::World w = esg::world();
     return py::make_tuple(w.size, w.rank);

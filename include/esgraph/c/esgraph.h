@@ -466,6 +466,63 @@ ESG_API esg_status esg_model_profile(const esg_model* model, const esg_buffer* i
    esg_free. */
 ESG_API char* esg_model_report(const esg_model* model);
 
+/* ---- post-training quantization (API 2; docs/quantization.md) ------------------------------
+   A float graph quantized to 8 bits from the values it takes on calibration batches: its
+   convolutions and products with constant weights, and the residual sums and max pools between
+   them, written in ONNX's QDQ form (activations through quantize_linear and dequantize_linear,
+   weights as s8 codes with a scale per output channel), which compiles onto the integer kernels
+   and exports to an ONNX QDQ file. Each quantized op's result is compared with the float
+   graph's on the same batches. */
+typedef enum esg_calibration {
+  ESG_CALIBRATE_MINMAX = 0,     /* each activation's range: its extremes over the batches */
+  ESG_CALIBRATE_PERCENTILE = 1, /* the range holding `percentile` percent of its values */
+  ESG_CALIBRATE_ENTROPY = 2     /* the clipping threshold whose 8-bit histogram is closest to the
+                                   full one in KL divergence (TensorRT's entropy calibration) */
+} esg_calibration;
+typedef struct esg_quantize_options {
+  size_t struct_size;
+  int32_t calibration;            /* an esg_calibration; default MINMAX */
+  double percentile;              /* PERCENTILE: in (0, 100]; default 99.99 */
+  int64_t bins;                   /* PERCENTILE and ENTROPY: histogram bins over [0, max |x|], in
+                                     [256, 2^20]; default 2048 */
+  bool per_tensor_weights;        /* true: one scale per weight tensor; false (default): one per
+                                     output channel */
+  bool symmetric;                 /* activations: true, i8 over [-m, m], zero point 0; false
+                                     (default), u8 over [min, max] with a zero point */
+  const char* const* keep_float;  /* node names, or op names ("matmul"), left in f32; a name
+                                     matching nothing is ESG_ERR_INVALID_ARGUMENT */
+  size_t num_keep_float;
+  int threads;                    /* the calibration runs' threads (on the host CPU); 0: every core */
+} esg_quantize_options;
+ESG_API void esg_quantize_options_init_(esg_quantize_options* options, size_t struct_size);
+#define esg_quantize_options_init(options) esg_quantize_options_init_((options), sizeof(*(options)))
+typedef struct esg_quantized esg_quantized;
+/* Quantizes `graph`, calibrated by running it on `num_batches` sets of inputs: `batches` holds
+   num_batches x (the graph's input count) buffers, one batch after another, each in the graph's
+   input order. `options` may be NULL (the defaults). NULL on error: ESG_ERR_INVALID_ARGUMENT
+   for no batch, bad options or a graph with nothing to quantize; a run's own error for a batch
+   of the wrong dtypes or shapes. */
+ESG_API esg_quantized* esg_quantize(const esg_graph* graph, const esg_buffer* batches, size_t num_batches,
+                                    const esg_quantize_options* options);
+ESG_API void esg_quantized_destroy(esg_quantized* quantized); /* NULL is ignored */
+/* The quantized graph, a new handle (destroy with esg_graph_destroy); NULL on error. */
+ESG_API esg_graph* esg_quantized_graph(const esg_quantized* quantized);
+/* One quantized op: what its result became and what that cost, over the calibration batches
+   against the float graph (errors accumulate from the ops before it). Fixed: a later addition
+   comes as a function of its own. Its strings live as long as `quantized`. */
+typedef struct esg_quantized_layer {
+  const char* name;        /* the node's */
+  const char* op;          /* "conv2d", "matmul", "add" */
+  bool quantized_result;   /* its result is stored as codes (a product's stays f32) */
+  double scale;            /* the result's, when quantized_result */
+  int64_t zero_point;
+  double min, max;         /* the result's range in the float graph */
+  double max_error;        /* the largest |quantized - float| of the result */
+  double sqnr_db;          /* 10 log10(sum float^2 / sum (quantized - float)^2); +inf when exact */
+} esg_quantized_layer;
+ESG_API size_t esg_quantized_num_layers(const esg_quantized* quantized);
+ESG_API esg_status esg_quantized_layer_get(const esg_quantized* quantized, size_t index, esg_quantized_layer* out);
+
 /* ---- the distributed world (API 2; docs/distributed.md) ------------------------------------
    Collectives (esg_all_reduce, ...) run among the processes of a job. Started by an MPI launcher
    (mpirun), the world is MPI_COMM_WORLD, through Open MPI; otherwise it is this one process. */

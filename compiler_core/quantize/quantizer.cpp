@@ -1,0 +1,125 @@
+#include "quantize/quantizer.hpp"
+
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "ir/error.hpp"
+#include "passes/passes.hpp"
+#include "quantize/qdq.hpp"
+#include "quantize/sites.hpp"
+#include "runtime/model.hpp"
+
+namespace esg::quantize {
+namespace {
+
+using ir::ValueId;
+
+ir::Error invalid(const std::string& what) { return ir::Error(ir::ErrorCode::InvalidArgument, "quantize: " + what); }
+
+void check(const Options& o, size_t batches) {
+  if (batches == 0) throw invalid("no calibration batch: calibration needs the graph run on at least one set of inputs");
+  if (!(o.percentile > 0 && o.percentile <= 100)) throw invalid("percentile " + std::to_string(o.percentile) + " is not in (0, 100]");
+  if (o.bins < 256 || o.bins > (int64_t{1} << 20))
+    throw invalid("bins " + std::to_string(o.bins) + " is not in [256, 1048576] (entropy compares up to 256 codes' worth of bins)");
+}
+
+// What a compile would do to the graph before quantizing it: affine layers (a batch norm) folded
+// into their convolutions, so that the filters quantized are the ones that run.
+std::unique_ptr<ir::Graph> prepared(const ir::Graph& g) {
+  std::unique_ptr<ir::Graph> p = passes::simplify(g);
+  p = passes::fold_constants(*p);
+  p = passes::fold_affine_into_conv(*p);
+  p = passes::fold_constants(*p);
+  return passes::eliminate_dead_code(*p);
+}
+
+// `g` compiled with `values` as extra outputs, to read them run by run.
+class Observed {
+ public:
+  Observed(const ir::Graph& g, const std::vector<ValueId>& values, const runtime::CompileOptions& run) : first_(g.outputs().size()) {
+    auto observed = std::make_unique<ir::Graph>(g);
+    for (ValueId v : values) observed->regions[0].results.push_back(v);
+    model_ = std::make_unique<runtime::Model>(std::move(observed), run);
+  }
+  // The values for one batch of inputs, in `values`' order (each f32).
+  std::vector<eval::HostTensor> run(const std::vector<eval::TensorRef>& inputs) const {
+    std::vector<eval::HostTensor> outs = model_->run(inputs);
+    outs.erase(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(first_));
+    return outs;
+  }
+
+ private:
+  size_t first_;
+  std::unique_ptr<runtime::Model> model_;
+};
+
+}  // namespace
+
+Result quantize(const ir::Graph& g, const std::vector<std::vector<eval::TensorRef>>& batches, const Options& options,
+                const runtime::CompileOptions& run) {
+  check(options, batches.size());
+  const std::unique_ptr<ir::Graph> f = prepared(g);
+  const Sites sites = find_sites(*f, options.keep_float);
+  if (sites.ops.empty())
+    throw invalid("nothing to quantize: no convolution or product with constant f32 weights outside keep_float");
+
+  std::vector<Observer> observers(sites.calibrated.size());
+  {
+    const Observed calibration(*f, sites.calibrated, run);
+    for (const auto& inputs : batches) {
+      const std::vector<eval::HostTensor> outs = calibration.run(inputs);
+      for (size_t i = 0; i < outs.size(); ++i) observers[i].observe_extremes(outs[i].data<float>(), outs[i].shape.num_elements());
+    }
+    if (options.method != Method::MinMax) {  // a second pass, its histograms over the extremes the first found
+      for (Observer& o : observers) o.start_histogram(options.bins);
+      for (const auto& inputs : batches) {
+        const std::vector<eval::HostTensor> outs = calibration.run(inputs);
+        for (size_t i = 0; i < outs.size(); ++i) observers[i].observe_histogram(outs[i].data<float>(), outs[i].shape.num_elements());
+      }
+    }
+  }
+  std::unordered_map<ValueId, Quantization> activations;
+  for (size_t i = 0; i < sites.calibrated.size(); ++i)
+    activations[sites.calibrated[i]] = quantization_of(observers[i].choose(options.method, options.percentile, options.symmetric), options.symmetric);
+  for (const auto& [pooled, input] : sites.same_as) activations[pooled] = activations.at(input);
+
+  Rewritten q = insert_qdq(*f, sites, activations, options.per_channel);
+
+  // Each op's result in both graphs, side by side, batch by batch.
+  Result result;
+  std::vector<ValueId> before, after;
+  for (const Site& s : sites.ops) {
+    Layer layer;
+    layer.name = f->node_name(s.node);
+    layer.op = f->nodes[s.node].op->name;
+    if (const auto a = activations.find(s.result); a != activations.end())
+      layer.quantized_result = true, layer.scale = a->second.scale, layer.zero_point = a->second.zero_point;
+    layer.min = std::numeric_limits<double>::infinity(), layer.max = -layer.min;
+    result.layers.push_back(layer);
+    before.push_back(s.reported());
+    after.push_back(q.value_of.at(s.reported()));
+  }
+  const Observed reference(*f, before, run), quantized(*q.graph, after, run);
+  std::vector<double> signal(before.size()), noise(before.size());
+  for (const auto& inputs : batches) {
+    const std::vector<eval::HostTensor> expected = reference.run(inputs), got = quantized.run(inputs);
+    for (size_t l = 0; l < got.size(); ++l) {
+      Layer& layer = result.layers[l];
+      const float* e = expected[l].data<float>();
+      const float* a = got[l].data<float>();
+      for (int64_t i = 0, n = expected[l].shape.num_elements(); i < n; ++i) {
+        const double d = static_cast<double>(a[i]) - e[i];
+        layer.min = std::min(layer.min, static_cast<double>(e[i])), layer.max = std::max(layer.max, static_cast<double>(e[i]));
+        layer.max_error = std::max(layer.max_error, std::fabs(d));
+        signal[l] += static_cast<double>(e[i]) * e[i], noise[l] += d * d;
+      }
+    }
+  }
+  for (size_t l = 0; l < result.layers.size(); ++l)
+    result.layers[l].sqnr_db = noise[l] > 0 ? 10 * std::log10(signal[l] / noise[l]) : std::numeric_limits<double>::infinity();
+  result.graph = std::move(q.graph);
+  return result;
+}
+
+}  // namespace esg::quantize
