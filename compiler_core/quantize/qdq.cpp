@@ -101,8 +101,9 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
       const ValueId codes = b.add_constant(ir::DType::I8, shape, q.codes.data(), q.codes.size());
       const ir::Shape ss = scale_shape(shape, w->second->weight_axis, q.scales.size());
       const ValueId scales = b.add_constant(ir::DType::F32, ss, q.scales.data(), q.scales.size() * sizeof(float));
-      const int8_t zero = 0;
-      const ValueId args[3] = {codes, scales, b.add_constant(ir::DType::I8, ir::Shape{}, &zero, 1)};
+      // A zero point for every scale: ONNX asks the same shape of both.
+      const std::vector<int8_t> zeros(q.scales.size(), 0);
+      const ValueId args[3] = {codes, scales, b.add_constant(ir::DType::I8, ss, zeros.data(), zeros.size())};
       r.set(v, passes::added(r, dequantize, {args, 3}, {}));
       return true;
     }
