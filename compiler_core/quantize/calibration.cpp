@@ -20,7 +20,7 @@ void Observer::start_histogram(int64_t bins) {
   width_ = top > 0 ? top / static_cast<double>(bins) : 0;
   negative_.assign(static_cast<size_t>(bins), 0);
   positive_.assign(static_cast<size_t>(bins), 0);
-  count_ = 0;
+  count_ = zeros_ = 0;
 }
 
 void Observer::observe_histogram(const float* x, int64_t n) {
@@ -32,6 +32,7 @@ void Observer::observe_histogram(const float* x, int64_t n) {
     const size_t bin = width_ > 0 ? static_cast<size_t>(std::min(a / width_, static_cast<double>(last))) : 0;
     (v < 0 ? negative_ : positive_)[bin] += 1;
     count_ += 1;
+    zeros_ += v == 0;
   }
 }
 
@@ -59,12 +60,15 @@ double Observer::tail(const std::vector<double>& hist, double share) const {
 
 // The threshold t whose clipped histogram of |x| over [0, t], merged into `levels` codes, is
 // closest to the unclipped one in KL divergence: past t the outliers are saturated, below it
-// the codes are finer.
+// the codes are finer. Exact zeros (a Relu's half of its values, padding) are left out: the zero
+// point holds them exactly whatever the range, and as the first bin's spike they would make every
+// threshold whose first code spans several bins look costly.
 double Observer::entropy_threshold(int levels) const {
   const size_t bins = positive_.size();
   std::vector<double> h(bins);
   for (size_t b = 0; b < bins; ++b) h[b] = negative_[b] + positive_[b];
-  if (bins <= static_cast<size_t>(levels) || count_ == 0) return width_ * static_cast<double>(bins);
+  h[0] -= zeros_;
+  if (bins <= static_cast<size_t>(levels) || count_ == zeros_) return width_ * static_cast<double>(bins);
   std::vector<double> above(bins + 1, 0);  // above[i]: the mass of bins i and up
   for (size_t b = bins; b-- > 0;) above[b] = above[b + 1] + h[b];
   size_t best = bins;

@@ -39,7 +39,7 @@ class Observer {
   double min_ = 0, max_ = 0;
   double width_ = 0;  // a bin's width
   std::vector<double> negative_, positive_;  // counts of |x| by bin
-  double count_ = 0;
+  double count_ = 0, zeros_ = 0;  // values histogrammed, and of them those exactly 0
 };
 
 // The scale and zero point of a range quantized to 8 bits: u8 over [lo, hi] (asymmetric),

@@ -600,6 +600,106 @@ static void test_quantized_add(void) {
   esg_builder_destroy(b);
 }
 
+/* Post-training quantization: y = relu(x w1) w2, calibrated on two batches; the quantized graph
+ * against the float products computed here in double, and every misuse a clear error. */
+static void test_quantize(void) {
+  esg_builder* b = esg_builder_create("quantize_me");
+  int64_t x_dims[2] = {4, 3}, w1_dims[2] = {3, 5}, w2_dims[2] = {5, 2}, y_dims[2] = {4, 2};
+  float w1[15], w2[10], x[2][12], y[8];
+  double h[4][5], want[8], lo = 1e30, hi = -1e30, range_lo = 1e30, range_hi = -1e30, worst = 0;
+  const char* kept[1] = {"matmul"};
+  const char* typo[1] = {"no_such_node"};
+  const char* null_name[1] = {NULL};
+  esg_tensor tx, th, ty;
+  esg_graph *g, *qg;
+  esg_quantized* q;
+  esg_quantized_layer layer;
+  esg_quantize_options o;
+  esg_buffer batches[2], in, out;
+  esg_model* m;
+  int i, j, k, n;
+  for (i = 0; i < 15; ++i) w1[i] = (float)((i % 7) - 3) * 0.25f;
+  for (i = 0; i < 10; ++i) w2[i] = (float)((i % 5) - 2) * 0.5f;
+  for (n = 0; n < 2; ++n)
+    for (i = 0; i < 12; ++i) x[n][i] = (float)((i * 7 + n * 5) % 11 - 5) * 0.3f;
+  tx = esg_input(b, "x", ESG_F32, x_dims, 2);
+  th = esg_relu(esg_matmul(tx, esg_constant(b, ESG_F32, w1_dims, 2, w1, sizeof w1), NULL), NULL);
+  ty = esg_matmul(th, esg_constant(b, ESG_F32, w2_dims, 2, w2, sizeof w2), NULL);
+  g = esg_builder_build(b, &ty, 1);
+  CHECK(g != NULL);
+  for (n = 0; n < 2; ++n) batches[n] = buffer(x[n], sizeof x[n], ESG_F32, x_dims, 2);
+
+  q = esg_quantize(g, batches, 2, NULL);
+  CHECK(q != NULL && esg_quantized_num_layers(q) == 2);
+  /* The first product's result in double, over both batches: the layer's reported range. */
+  for (n = 0; n < 2; ++n)
+    for (i = 0; i < 4; ++i)
+      for (j = 0; j < 5; ++j) {
+        double v = 0;
+        for (k = 0; k < 3; ++k) v += (double)x[n][i * 3 + k] * w1[k * 5 + j];
+        lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+        h[i][j] = v > 0 ? v : 0; /* the last batch's, for the output below */
+      }
+  CHECK(esg_quantized_layer_get(q, 0, &layer) == ESG_OK);
+  CHECK(strcmp(layer.op, "matmul") == 0 && !layer.quantized_result && layer.scale == 0);
+  CHECK(fabs(layer.min - lo) < 1e-5 && fabs(layer.max - hi) < 1e-5);
+  CHECK(layer.max_error > 0 && layer.max_error < 0.05 * (hi - lo) && layer.sqnr_db > 20);
+  for (i = 0; i < 4; ++i)
+    for (j = 0; j < 2; ++j) {
+      double v = 0;
+      for (k = 0; k < 5; ++k) v += h[i][k] * w2[k * 2 + j];
+      want[i * 2 + j] = v;
+      range_lo = v < range_lo ? v : range_lo, range_hi = v > range_hi ? v : range_hi;
+    }
+  qg = esg_quantized_graph(q);
+  CHECK(qg != NULL);
+  m = esg_compile(qg, NULL);
+  CHECK(m != NULL);
+  in = buffer(x[1], sizeof x[1], ESG_F32, x_dims, 2);
+  out = buffer(y, sizeof y, ESG_F32, y_dims, 2);
+  CHECK(esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
+  for (i = 0; i < 8; ++i) worst = fabs(y[i] - want[i]) > worst ? fabs(y[i] - want[i]) : worst;
+  CHECK(worst > 0 && worst < 0.05 * (range_hi - range_lo));
+  esg_model_destroy(m);
+  esg_graph_destroy(qg);
+  CHECK(esg_quantized_layer_get(q, 2, &layer) == ESG_ERR_INVALID_ARGUMENT && strstr(esg_last_error(), "past the 2 layers"));
+  CHECK(esg_quantized_layer_get(q, 0, NULL) == ESG_ERR_INVALID_ARGUMENT);
+  esg_quantized_destroy(q);
+
+  /* Options: entropy, symmetric, one scale per tensor. */
+  esg_quantize_options_init(&o);
+  o.calibration = ESG_CALIBRATE_ENTROPY;
+  o.symmetric = true;
+  o.per_tensor_weights = true;
+  q = esg_quantize(g, batches, 2, &o);
+  CHECK(q != NULL && esg_quantized_num_layers(q) == 2);
+  esg_quantized_destroy(q);
+  /* Misuse. */
+  CHECK(esg_quantize(NULL, batches, 2, NULL) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_quantize(g, batches, 0, NULL) == NULL && strstr(esg_last_error(), "no calibration batch"));
+  CHECK(esg_quantize(g, NULL, 2, NULL) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  esg_quantize_options_init(&o);
+  o.calibration = 7;
+  CHECK(esg_quantize(g, batches, 2, &o) == NULL && strstr(esg_last_error(), "not an esg_calibration"));
+  esg_quantize_options_init(&o);
+  o.percentile = 0;
+  CHECK(esg_quantize(g, batches, 2, &o) == NULL && strstr(esg_last_error(), "percentile"));
+  esg_quantize_options_init(&o);
+  o.keep_float = kept, o.num_keep_float = 1;
+  CHECK(esg_quantize(g, batches, 2, &o) == NULL && strstr(esg_last_error(), "nothing to quantize"));
+  o.keep_float = typo;
+  CHECK(esg_quantize(g, batches, 2, &o) == NULL && strstr(esg_last_error(), "no_such_node"));
+  o.keep_float = null_name;
+  CHECK(esg_quantize(g, batches, 2, &o) == NULL && strstr(esg_last_error(), "keep_float[0] is NULL"));
+  batches[1].dtype = ESG_F64;
+  batches[1].nbytes = 2 * sizeof x[1];
+  CHECK(esg_quantize(g, batches, 2, NULL) == NULL && esg_last_status() != ESG_OK);
+  CHECK(esg_quantized_graph(NULL) == NULL && esg_quantized_num_layers(NULL) == 0);
+  esg_quantized_destroy(NULL);
+  esg_graph_destroy(g);
+  esg_builder_destroy(b);
+}
+
 /* Weight-only 4-bit weights (matmul_nbits): K = 40 in two blocks of 32 (the second padded with
  * zero codes), N = 5 columns; each column's codes are its index j at every k, so with zero point
  * z and scale s a column's weight is (j - z) * s everywhere, and y = sum(a) * (j - z) * s. */
@@ -1480,6 +1580,7 @@ int main(int argc, char** argv) {
   test_matmul_integer();
   test_matmul_nbits();
   test_quantized_add();
+  test_quantize();
   test_ascend_sim();
   test_streams_and_threads();
   test_inspection();
