@@ -25,9 +25,14 @@ void check(const Options& o, size_t batches) {
 }
 
 // What a compile would do to the graph before quantizing it: affine layers (a batch norm) folded
-// into their convolutions, so that the filters quantized are the ones that run.
+// into their convolutions, so that the filters quantized are the ones that run. Each node first
+// takes the name the caller's graph prints for it ("conv2d_7"), which the passes keep: keep_float
+// and the report speak of the caller's nodes, not of the renumbered ones.
 std::unique_ptr<ir::Graph> prepared(const ir::Graph& g) {
-  std::unique_ptr<ir::Graph> p = passes::simplify(g);
+  ir::Graph named(g);
+  for (ir::NodeId id : named.regions[0].nodes)
+    if (!named.nodes[id].name) named.nodes[id].name = named.intern(std::string(g.nodes[id].op->name) + "_" + std::to_string(id));
+  std::unique_ptr<ir::Graph> p = passes::simplify(named);
   p = passes::fold_constants(*p);
   p = passes::fold_affine_into_conv(*p);
   p = passes::fold_constants(*p);
