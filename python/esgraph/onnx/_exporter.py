@@ -284,8 +284,15 @@ def _emit_quantization(e, n, ins, outs, op_type, elementwise):
     if axis is False:
         elementwise()
         return
-    form = _ints(e, [] if axis is None else [-1], "shape")
-    e.node(op_type, [ins[0]] + [e.node("Reshape", [i, form]) for i in ins[1:]], outs, axis=axis)
+    shape = [] if axis is None else [-1]
+
+    def as_onnx(value, name):  # a constant reshaped here, else a Reshape node
+        data = _constant_data(e, value)
+        if data is not None:
+            return e.const(data.reshape(shape), "quantization")
+        return e.node("Reshape", [name, _ints(e, shape, "shape")])
+
+    e.node(op_type, [ins[0]] + [as_onnx(v, i) for v, i in zip(n["inputs"][1:], ins[1:])], outs, axis=axis)
 
 
 @_exports("quantize_linear")
