@@ -16,6 +16,7 @@ same file over the logits' range.
 import argparse
 import os
 import tempfile
+import time
 import warnings
 
 import numpy as np
@@ -30,7 +31,17 @@ import int8_models  # bench/int8_models.py: the ORT-layout QDQ file
 import peers  # bench/peers.py
 from timing import side_by_side  # bench/timing.py
 
-MODELS = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0"]
+MODELS = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0", "encoder"]
+
+
+def model_and_shape(name):
+    """The model, one input's shape and the calibration batch: a torchvision CNN, or "encoder":
+    bench/int8_encoder.py's BERT-base-like encoder (12 layers, hidden 768) on 128 tokens, batch 1
+    (its export's reshapes fix the batch); its "top-1" is the per-token argmax over the hidden axis."""
+    if name == "encoder":
+        import int8_encoder
+        return int8_encoder.encoder(12), (128, 768), 1
+    return getattr(tvm, name)().eval(), (3, 224, 224), 4
 
 
 def sqnr_db(got, want):
@@ -39,14 +50,14 @@ def sqnr_db(got, want):
 
 
 def accuracy(logits, reference):
-    return {"top1": float(np.mean(logits.argmax(1) == reference.argmax(1))), "sqnr": sqnr_db(logits, reference)}
+    return {"top1": float(np.mean(logits.argmax(-1) == reference.argmax(-1))), "sqnr": sqnr_db(logits, reference)}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--methods", default="minmax,percentile,entropy")
-    ap.add_argument("--calibration", type=int, default=4, help="calibration batches of 4 images")
+    ap.add_argument("--calibration", type=int, default=4, help="calibration batches (of 4 images; of 1 for the encoder)")
     ap.add_argument("--images", type=int, default=32, help="evaluation images")
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--rounds", type=int, default=3)
@@ -55,25 +66,24 @@ def main():
     args = ap.parse_args()
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    calibration = [rng.standard_normal((4, 3, 224, 224)).astype(np.float32) for _ in range(args.calibration)]
-    images = rng.standard_normal((args.images, 3, 224, 224)).astype(np.float32)
-    print(f"{args.threads} threads on every side; {peers.versions()}; {args.calibration} x 4 calibration images, "
+    print(f"{args.threads} threads on every side; {peers.versions()}; {args.calibration} calibration batches (4 images; the encoder 1), "
           f"{args.images} evaluation images; time at batch 1 (ms)")
     print(f"{'model':16} {'quantizer':18} {'top-1 esg':>9} {'top-1 ORT':>9} {'SQNR esg':>8} {'SQNR ORT':>8} {'esg≈ORT':>8} "
           f"{'esg ms':>7} {'ORT ms':>7} {'esg/ORT':>7} {'s':>5}")
     for name in args.models.split(","):
-        module = getattr(tvm, name)().eval()
+        module, shape, batch = model_and_shape(name)
+        calibration = [rng.standard_normal((batch, *shape)).astype(np.float32) for _ in range(args.calibration)]
+        images = rng.standard_normal((args.images, *shape)).astype(np.float32)
         with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             f32_path = os.path.join(d, "f32.onnx")
-            torch.onnx.export(module, (torch.randn(1, 3, 224, 224),), f32_path, opset_version=13,
-                              dynamic_axes={"input": {0: "batch"}}, input_names=["input"])
+            torch.onnx.export(module, (torch.randn(batch, *shape),), f32_path, opset_version=13,
+                              dynamic_axes=None if batch == 1 else {"input": {0: "batch"}}, input_names=["input"])
             graph = esgraph.onnx.load(f32_path)
             with torch.no_grad():
                 reference = module(torch.from_numpy(images)).numpy()
             files = {}
             for method in args.methods.split(","):
-                import time
                 start = time.perf_counter()
                 q = esgraph.quantize(graph, calibration, method=method, threads=args.threads)
                 seconds = time.perf_counter() - start
@@ -82,8 +92,10 @@ def main():
                 files[f"esgraph {method}"] = (path, seconds, q)
             f32_model = onnx.load(f32_path)
             ort_layout = os.path.join(d, "ort_layout.onnx")
-            onnx.save(int8_models.quantize(f32_model, int8_models.calibrate(f32_model, calibration)), ort_layout)
-            files["ORT layout minmax"] = (ort_layout, None, None)
+            if name != "encoder":
+                onnx.save(int8_models.quantize(f32_model, int8_models.calibrate(f32_model, calibration)), ort_layout)
+            if name != "encoder":  # bench/int8_models.py's layout is the CNNs' (Conv, Gemm, Add, pools)
+                files["ORT layout minmax"] = (ort_layout, None, None)
             for label, (path, seconds, q) in files.items():
                 model = esgraph.compile(path, threads=args.threads)
                 session = peers.ort_session(path, args.threads)

@@ -20,7 +20,8 @@ import os
 from ._C import (AttributeValueError, BackendError, CancelledError, CommunicationError, DType, DTypeError, Error, FormatError,
                  Graph, GraphBuilder, GraphIOError, InvalidArgumentError, LifetimeError, LimitError, Model,
                  Quantized, QuantizedLayer, ShapeError, Tensor, UnsupportedError, __version__, backends, constant, load_model,
-                 quantize, world)
+                 world)
+from ._C import quantize as _quantize_graph
 from ._C import compile as _compile_graph
 from ._C import bf16, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from . import ops
@@ -58,6 +59,17 @@ def _compile_file(path, **options):
 
 
 compile.__doc__ = _compile_graph.__doc__
+
+
+def quantize(graph, calibration, **options):
+    if not isinstance(graph, Graph):  # a ValueDependentGraph waits for input values to have a graph at all
+        raise TypeError(f"quantize: a Graph to quantize, got {type(graph).__name__}"
+                        + (": its shapes wait for the values of its inputs; import it with fixed input_shapes"
+                           if hasattr(graph, "shape_inputs") else ""))
+    return _quantize_graph(graph, calibration, **options)
+
+
+quantize.__doc__ = _quantize_graph.__doc__
 
 __all__ = [
     "AttributeValueError", "BackendError", "CancelledError", "CommunicationError", "DType", "DTypeError", "Error", "FormatError", "Graph", "GraphBuilder",
