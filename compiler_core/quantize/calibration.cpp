@@ -90,6 +90,10 @@ double Observer::entropy_threshold(int levels) const {
         if (h[k] > 0) q[k] = mass / filled;
       q_total += mass;
     }
+    // A threshold must keep most values inside its range: where the saturated ones outweigh them,
+    // the folded spike dominates both histograms and their KL stops measuring the loss (with few
+    // values, one value below the threshold and the rest folded onto it compare as equal).
+    if (q_total <= 0 || above[i] > q_total) continue;
     double kl = 0;
     for (size_t k = 0; k < i; ++k) {
       const double p = k + 1 == i ? h[k] + above[i] : h[k];
@@ -99,7 +103,9 @@ double Observer::entropy_threshold(int levels) const {
       const double qk = std::max(q[k], 1e-4);
       kl += p / p_total * std::log((p / p_total) / (qk / q_total));
     }
-    if (kl < best_kl) best_kl = kl, best = i;
+    // Ties go to the wider range: with few values, many thresholds quantize them equally well
+    // (each group holds one value), and clipping is then a loss nothing measured justifies.
+    if (kl <= best_kl + 1e-9) best_kl = std::min(kl, best_kl), best = i;
   }
   return width_ * static_cast<double>(best);
 }

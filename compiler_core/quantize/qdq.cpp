@@ -77,6 +77,13 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
   if (!quantize_op || !dequantize_op)  // a library built from an op set before API 2
     throw ir::Error(ir::ErrorCode::Unsupported, "quantize: this library's op set has no quantize_linear and dequantize_linear");
   const ir::OpSchema &quantize = *quantize_op, &dequantize = *dequantize_op;
+  // From here on, `v` is read as its codes dequantized.
+  auto through_codes = [&](ir::Replay& r, ValueId v, const Quantization& q) {
+    const ValueId scale = scalar_f32(b, q.scale), zero = zero_point_of(b, q);
+    const ValueId args[3] = {r.get(v), scale, zero};
+    const ValueId dq_args[3] = {passes::added(r, quantize, {args, 3}, {}), scale, zero};
+    r.set(v, passes::added(r, dequantize, {dq_args, 3}, {}));
+  };
 
   auto hook = [&](ir::Replay& r, ir::NodeId id) {
     const ir::Node& n = g.nodes[id];
@@ -86,11 +93,7 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
     for (ValueId v : g.inputs(n)) {
       const auto q = activations.find(v);
       if (v == kNone || q == activations.end() || !done.insert(v).second) continue;
-      ValueId scale = scalar_f32(b, q->second.scale), zero = zero_point_of(b, q->second);
-      const ValueId args[3] = {r.get(v), scale, zero};
-      const ValueId codes = passes::added(r, quantize, {args, 3}, {});
-      const ValueId dq_args[3] = {codes, scale, zero};
-      r.set(v, passes::added(r, dequantize, {dq_args, 3}, {}));
+      through_codes(r, v, q->second);
     }
     if (n.blob == kNone) return false;
     const ValueId v = n.first_output;
@@ -130,6 +133,13 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
   ir::Replay replay(g, b, hook);
   for (ValueId v : g.inputs()) replay.set(v, b.add_input(g.values[v].name ? g.strings[g.values[v].name] : "", g.values[v].dtype, g.shape(v)));
   replay.region(0);
+  // A quantized value that nothing reads (a graph output) is quantized as it leaves: its op then
+  // runs on the integers as well.
+  for (ValueId v : g.outputs()) {
+    const auto q = activations.find(v);
+    if (q == activations.end() || !done.insert(v).second) continue;
+    through_codes(replay, v, q->second);
+  }
   std::vector<ValueId> outs;
   for (ValueId v : g.outputs()) outs.push_back(replay.get(v));
   for (const Site& s : sites.ops) out.value_of[s.reported()] = replay.get(s.reported());

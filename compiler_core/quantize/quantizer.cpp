@@ -20,8 +20,9 @@ ir::Error invalid(const std::string& what) { return ir::Error(ir::ErrorCode::Inv
 void check(const Options& o, size_t batches) {
   if (batches == 0) throw invalid("no calibration batch: calibration needs the graph run on at least one set of inputs");
   if (!(o.percentile > 0 && o.percentile <= 100)) throw invalid("percentile " + std::to_string(o.percentile) + " is not in (0, 100]");
-  if (o.bins < 256 || o.bins > (int64_t{1} << 20))
-    throw invalid("bins " + std::to_string(o.bins) + " is not in [256, 1048576] (entropy compares up to 256 codes' worth of bins)");
+  // Entropy's search takes time growing with the square of the bins.
+  if (o.bins < 256 || o.bins > 8192)
+    throw invalid("bins " + std::to_string(o.bins) + " is not in [256, 8192] (entropy merges up to 256 codes' worth of bins)");
 }
 
 // What a compile would do to the graph before quantizing it: affine layers (a batch norm) folded
@@ -47,9 +48,14 @@ class Observed {
     for (ValueId v : values) observed->regions[0].results.push_back(v);
     model_ = std::make_unique<runtime::Model>(std::move(observed), run);
   }
-  // The values for one batch of inputs, in `values`' order (each f32).
-  std::vector<eval::HostTensor> run(const std::vector<eval::TensorRef>& inputs) const {
-    std::vector<eval::HostTensor> outs = model_->run(inputs);
+  // The values for batch `index`, in `values`' order (each f32); an error names the batch.
+  std::vector<eval::HostTensor> run(const std::vector<eval::TensorRef>& inputs, size_t index) const {
+    std::vector<eval::HostTensor> outs;
+    try {
+      outs = model_->run(inputs);
+    } catch (const ir::Error& e) {
+      throw ir::Error(e.code(), "quantize: calibration batch " + std::to_string(index) + ": " + e.what());
+    }
     outs.erase(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(first_));
     return outs;
   }
@@ -72,14 +78,14 @@ Result quantize(const ir::Graph& g, const std::vector<std::vector<eval::TensorRe
   std::vector<Observer> observers(sites.calibrated.size());
   {
     const Observed calibration(*f, sites.calibrated, run);
-    for (const auto& inputs : batches) {
-      const std::vector<eval::HostTensor> outs = calibration.run(inputs);
+    for (size_t b = 0; b < batches.size(); ++b) {
+      const std::vector<eval::HostTensor> outs = calibration.run(batches[b], b);
       for (size_t i = 0; i < outs.size(); ++i) observers[i].observe_extremes(outs[i].data<float>(), outs[i].shape.num_elements());
     }
     if (options.method != Method::MinMax) {  // a second pass, its histograms over the extremes the first found
       for (Observer& o : observers) o.start_histogram(options.bins);
-      for (const auto& inputs : batches) {
-        const std::vector<eval::HostTensor> outs = calibration.run(inputs);
+      for (size_t b = 0; b < batches.size(); ++b) {
+        const std::vector<eval::HostTensor> outs = calibration.run(batches[b], b);
         for (size_t i = 0; i < outs.size(); ++i) observers[i].observe_histogram(outs[i].data<float>(), outs[i].shape.num_elements());
       }
     }
@@ -96,7 +102,7 @@ Result quantize(const ir::Graph& g, const std::vector<std::vector<eval::TensorRe
   std::vector<ValueId> before, after;
   for (const Site& s : sites.ops) {
     Layer layer;
-    layer.name = f->node_name(s.node);
+    layer.name = f->value_name(f->nodes[s.node].first_output);  // what the graph prints: %name = op(...)
     layer.op = f->nodes[s.node].op->name;
     if (const auto a = activations.find(s.result); a != activations.end())
       layer.quantized_result = true, layer.scale = a->second.scale, layer.zero_point = a->second.zero_point;
@@ -107,8 +113,8 @@ Result quantize(const ir::Graph& g, const std::vector<std::vector<eval::TensorRe
   }
   const Observed reference(*f, before, run), quantized(*q.graph, after, run);
   std::vector<double> signal(before.size()), noise(before.size());
-  for (const auto& inputs : batches) {
-    const std::vector<eval::HostTensor> expected = reference.run(inputs), got = quantized.run(inputs);
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const std::vector<eval::HostTensor> expected = reference.run(batches[b], b), got = quantized.run(batches[b], b);
     for (size_t l = 0; l < got.size(); ++l) {
       Layer& layer = result.layers[l];
       const float* e = expected[l].data<float>();
@@ -116,13 +122,15 @@ Result quantize(const ir::Graph& g, const std::vector<std::vector<eval::TensorRe
       for (int64_t i = 0, n = expected[l].shape.num_elements(); i < n; ++i) {
         const double d = static_cast<double>(a[i]) - e[i];
         layer.min = std::min(layer.min, static_cast<double>(e[i])), layer.max = std::max(layer.max, static_cast<double>(e[i]));
-        layer.max_error = std::max(layer.max_error, std::fabs(d));
+        const double error = std::fabs(d);  // NaN where either result is, which then stays
+        if (std::isnan(error) || error > layer.max_error) layer.max_error = error;
         signal[l] += static_cast<double>(e[i]) * e[i], noise[l] += d * d;
       }
     }
   }
   for (size_t l = 0; l < result.layers.size(); ++l)
-    result.layers[l].sqnr_db = noise[l] > 0 ? 10 * std::log10(signal[l] / noise[l]) : std::numeric_limits<double>::infinity();
+    // A NaN in either graph's result is NaN here too: +inf means exact.
+    result.layers[l].sqnr_db = noise[l] == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(signal[l] / noise[l]);
   result.graph = std::move(q.graph);
   return result;
 }

@@ -36,7 +36,8 @@ Sites find_sites(const Graph& g, const std::vector<std::string>& keep_float) {
 
   std::unordered_set<std::string> kept(keep_float.begin(), keep_float.end()), matched;
   auto kept_float = [&](ir::NodeId id) {
-    for (const std::string& name : {g.node_name(id), std::string(g.nodes[id].op->name)})
+    const ir::Node& n = g.nodes[id];
+    for (const std::string& name : {g.node_name(id), n.num_outputs ? g.value_name(n.first_output) : std::string(), std::string(n.op->name)})
       if (kept.count(name)) return matched.insert(name), true;
     return false;
   };
@@ -97,7 +98,8 @@ Sites find_sites(const Graph& g, const std::vector<std::string>& keep_float) {
   for (const std::string& name : keep_float)
     if (!matched.count(name))
       throw ir::Error(ir::ErrorCode::InvalidArgument,
-                      "quantize: keep_float names '" + name + "', which is neither a node of the graph nor an op in it");
+                      "quantize: keep_float names '" + name + "', which is no node, result or op of the graph left to quantize "
+                      "(batch norms and constants are folded first)");
   return s;
 }
 

@@ -32,7 +32,7 @@ struct Sites {
 
 // The sites of the graph's top level, in order: convolutions and products (matmul, no transposed
 // a) whose weights are f32 constants only they read; sums of two values quantized already; max
-// pools of a quantized value. A node named in `keep_float`, by its name or its op's, stays f32;
+// pools of a quantized value. A node named in `keep_float`, by its name, its result's or its op's, stays f32;
 // a name that matches nothing is an InvalidArgument error (a typo would quantize silently).
 Sites find_sites(const ir::Graph& g, const std::vector<std::string>& keep_float);
 

@@ -778,7 +778,7 @@ struct QuantizeOptions {
   int64_t bins = 2048;                  // Percentile and Entropy: histogram bins over [0, max |x|]
   bool per_channel = true;              // weights: a scale per output channel, else one per tensor
   bool symmetric = false;               // activations: i8 around 0, else u8 with a zero point
-  std::vector<std::string> keep_float;  // node names, or op names, left in f32
+  std::vector<std::string> keep_float;  // node, result or op names left in f32
   int threads = 0;                      // the calibration runs' (0: every core)
 };
 // One quantized op: its result's quantization, and the error at its result against the float
@@ -809,8 +809,14 @@ inline Quantized quantize(const Graph& graph, const std::vector<std::vector<Host
   o.num_keep_float = kept.size();
   o.threads = options.threads;
   std::vector<esg_buffer> flat;
-  for (const std::vector<HostTensor>& batch : batches)
-    for (const HostTensor& t : batch) flat.push_back(t.buffer());
+  const size_t inputs = esg_graph_input_count(graph.handle());
+  for (size_t b = 0; b < batches.size(); ++b) {
+    if (batches[b].size() != inputs)
+      throw InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "quantize: calibration batch " + std::to_string(b) + " has " +
+                                                               std::to_string(batches[b].size()) + " tensors; the graph takes " +
+                                                               std::to_string(inputs) + " inputs");
+    for (const HostTensor& t : batches[b]) flat.push_back(t.buffer());
+  }
   std::unique_ptr<esg_quantized, detail::Destroyer<esg_quantized_destroy>> q(esg_quantize(graph.handle(), flat.data(), batches.size(), &o));
   if (!q) detail::throw_last();
   Quantized out{Graph(esg_quantized_graph(q.get())), {}};

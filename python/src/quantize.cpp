@@ -80,9 +80,9 @@ void bind_quantize(py::module_& m) {
      "input order, or one array for a graph of one input), run through the float graph to find each activation's "
      "range: `method` 'minmax' (its extremes), 'percentile' (the range holding `percentile` percent of its values) or "
      "'entropy' (the clipping threshold whose 8-bit histogram is closest to the full one in KL divergence), over "
-     "`bins` histogram bins. Weights: s8 with a scale per output channel (`per_channel=False`: one per tensor). "
-     "Activations: u8 with a zero point, or `symmetric` i8 around 0. `keep_float`: node names or op names left in "
-     "f32. Returns a Quantized: `.graph`, and `.layers`, each quantized op's error at its result against the float "
+     "`bins` histogram bins (256 to 8192). Weights: s8 with a scale per output channel (`per_channel=False`: one per tensor). "
+     "Activations: u8 with a zero point, or `symmetric` i8 around 0. `keep_float`: ops left in f32, by node, "
+     "result or op name. Returns a Quantized: `.graph`, and `.layers`, each quantized op's error at its result against the float "
      "graph on the calibration batches.");
 }
 

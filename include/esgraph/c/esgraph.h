@@ -484,12 +484,12 @@ typedef struct esg_quantize_options {
   int32_t calibration;            /* an esg_calibration; default MINMAX */
   double percentile;              /* PERCENTILE: in (0, 100]; default 99.99 */
   int64_t bins;                   /* PERCENTILE and ENTROPY: histogram bins over [0, max |x|], in
-                                     [256, 2^20]; default 2048 */
+                                     [256, 8192]; default 2048 */
   bool per_tensor_weights;        /* true: one scale per weight tensor; false (default): one per
                                      output channel */
   bool symmetric;                 /* activations: true, i8 over [-m, m], zero point 0; false
                                      (default), u8 over [min, max] with a zero point */
-  const char* const* keep_float;  /* node names, or op names ("matmul"), left in f32; a name
+  const char* const* keep_float;  /* node, result or op names ("matmul") left in f32; a name
                                      matching nothing is ESG_ERR_INVALID_ARGUMENT */
   size_t num_keep_float;
   int threads;                    /* the calibration runs' threads (on the host CPU); 0: every core */
@@ -511,14 +511,15 @@ ESG_API esg_graph* esg_quantized_graph(const esg_quantized* quantized);
    against the float graph (errors accumulate from the ops before it). Fixed: a later addition
    comes as a function of its own. Its strings live as long as `quantized`. */
 typedef struct esg_quantized_layer {
-  const char* name;        /* the node's */
+  const char* name;        /* its result's, as the graph prints it (%name = op(...)) */
   const char* op;          /* "conv2d", "matmul", "add" */
   bool quantized_result;   /* its result is stored as codes (a product's stays f32) */
   double scale;            /* the result's, when quantized_result */
   int64_t zero_point;
   double min, max;         /* the result's range in the float graph */
-  double max_error;        /* the largest |quantized - float| of the result */
-  double sqnr_db;          /* 10 log10(sum float^2 / sum (quantized - float)^2); +inf when exact */
+  double max_error;        /* the largest |quantized - float| of the result; NaN if either is NaN */
+  double sqnr_db;          /* 10 log10(sum float^2 / sum (quantized - float)^2); +inf when exact,
+                              NaN if a result is NaN */
 } esg_quantized_layer;
 ESG_API size_t esg_quantized_num_layers(const esg_quantized* quantized);
 ESG_API esg_status esg_quantized_layer_get(const esg_quantized* quantized, size_t index, esg_quantized_layer* out);
