@@ -1027,6 +1027,103 @@ def test_result_outlives_its_inputs(two_convs):
     assert np.abs(got - want).max() <= 8 * layers[1].scale
 
 
+# ---- layer by layer, against ONNX's QDQ semantics -------------------------------------------------
+def layers_of(model):
+    """Each quantized layer of a QDQ model: the codes it reads (outputs of QuantizeLinear nodes, or
+    graph inputs) and the codes it writes (a QuantizeLinear's output), found by walking back from
+    each QuantizeLinear that does not quantize a graph input."""
+    produced = {o: n for n in model.graph.node for o in n.output}
+    initializers = {i.name for i in model.graph.initializer}
+    layers = []
+    for q in model.graph.node:
+        if q.op_type != "QuantizeLinear" or q.input[0] not in produced:
+            continue
+        reads, stack, seen = set(), [q.input[0]], set()
+        while stack:
+            name = stack.pop()
+            if name in seen or name in initializers or not name:
+                continue
+            seen.add(name)
+            node = produced.get(name)
+            if node is None or node.op_type == "QuantizeLinear":
+                reads.add(name)  # codes (or a graph input) the layer starts from
+                continue
+            stack.extend(node.input)
+        layers.append((sorted(reads), q.output[0]))
+    return layers
+
+
+def check_layer_by_layer(path, batch, tmp_path):
+    """Every layer of the QDQ file at `path` compiled by esgraph on its own, fed ONNX Runtime's
+    codes for its inputs (the QDQ graph run as written, optimizations off), gives the reference's
+    codes within one quantization step. Returns each layer's share of codes one step off."""
+    from onnx import helper, utils
+    model = shape_inference.infer_shapes(onnx.load(str(path)))
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    known = {o.name for o in probe.graph.output}
+    for node in probe.graph.node:
+        for name in node.output:
+            if name and name not in known:
+                probe.graph.output.append(helper.make_empty_tensor_value_info(name))
+    session = ort_session(probe)
+    values = dict(zip([o.name for o in session.get_outputs()], session.run(None, {session.get_inputs()[0].name: batch})))
+    values[session.get_inputs()[0].name] = batch
+    shares = []
+    for k, (reads, writes) in enumerate(layers_of(model)):
+        part = tmp_path / f"layer{k}.onnx"
+        utils.extract_model(str(path), str(part), reads, [writes])
+        compiled = esgraph.compile(esgraph.onnx.load(str(part)), threads=THREADS)
+        got = compiled.run([values[name] for name in reads])[0]
+        want = values[writes]
+        assert got.dtype == want.dtype and got.shape == want.shape, writes
+        steps = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        assert steps.max() <= 1, (writes, int(steps.max()))
+        on_reference = {r["op"] for r in compiled.stats().get("reference_ops", [])}
+        assert not on_reference & {"quantized_conv2d", "quantized_add", "matmul_integer", "conv2d", "matmul"}, (writes, on_reference)
+        assert all(p == "int8" for p in conv_precisions(compiled)), writes
+        shares.append(float(np.mean(steps)))
+    return shares
+
+
+def test_each_layer_is_within_one_step_of_the_qdq_graph(resnet, tmp_path):
+    """The small ResNet quantized and exported: each layer alone (its convolution, sum or pool on
+    esgraph's integer kernels) fed the reference's codes, within one step of ONNX's QDQ arithmetic
+    (ties of the requantization round either way); and the network's output beside ONNX Runtime's
+    own optimized run, against the same reference."""
+    net, g, batches = resnet
+    q = esgraph.quantize(g, batches, threads=THREADS)
+    path = tmp_path / "resnet_int8.onnx"
+    esgraph.onnx.save(q.graph, str(path))
+    shares = check_layer_by_layer(path, batches[0], tmp_path)
+    assert len(shares) == 6  # the stem's, c1's, c2's and the sum's results, the pool's, the head's input
+    assert max(shares) < 0.01  # ties are rare
+    session = ort_session(path)
+    feed = {session.get_inputs()[0].name: batches[0]}
+    reference = session.run(None, feed)[0]
+    ort = pytest.importorskip("onnxruntime")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = THREADS
+    optimized = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    got = esgraph.compile(q.graph, threads=THREADS).run([batches[0]])[0]
+    esg_error, ort_error = np.abs(got - reference).max(), np.abs(optimized - reference).max()
+    assert esg_error <= max(ort_error, 1e-4 * np.abs(reference).max()), (esg_error, ort_error)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "efficientnet_b0"])
+def test_torchvision_models_are_within_one_step_layer_by_layer(name, tmp_path):
+    """The same check on torchvision's CNNs (random weights, 64 x 64 images), where it has them."""
+    models = pytest.importorskip("torchvision.models")
+    net = seeded(getattr(models, name), 3)
+    rng = rng_for(name)
+    batches = images(rng, 2, (2, 3, 64, 64))
+    q = esgraph.quantize(load(net, batches[0]), batches, threads=THREADS)
+    path = tmp_path / f"{name}_int8.onnx"
+    esgraph.onnx.save(q.graph, str(path))
+    shares = check_layer_by_layer(path, batches[0], tmp_path)
+    assert len(shares) >= 20 and max(shares) < 0.01
+
+
 # ---- edges found while writing these (each failed before its fix) ------------------------------------
 def test_a_quantized_result_that_is_the_graph_output_is_quantized(two_convs):
     net, _, batches, (_, h2, _) = two_convs
