@@ -1,6 +1,7 @@
 #include "quantize/calibration.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 
@@ -136,12 +137,16 @@ Quantization quantization_of(Range r, bool symmetric) {
   q.is_signed = symmetric;
   if (symmetric) {
     const double m = std::max(std::fabs(r.lo), std::fabs(r.hi));
-    q.scale = m > 0 ? static_cast<float>(m / 127) : 1.0f;
+    q.scale = static_cast<float>(m / 127);
+    if (!(q.scale >= FLT_MIN)) q.scale = 1.0f;  // all zeros, or a range no f32 scale resolves: every value's code is 0
     return q;
   }
   const double lo = std::min(r.lo, 0.0), hi = std::max(r.hi, 0.0);
-  if (!(hi > lo)) return q;  // all zeros: any scale does
   q.scale = static_cast<float>((hi - lo) / 255);
+  if (!(q.scale >= FLT_MIN)) {  // as above: every value's code is the zero point
+    q.scale = 1.0f;
+    return q;
+  }
   q.zero_point = static_cast<int32_t>(std::clamp(std::nearbyint(-lo / q.scale), 0.0, 255.0));
   return q;
 }

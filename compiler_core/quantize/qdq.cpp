@@ -1,6 +1,7 @@
 #include "quantize/qdq.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <unordered_set>
@@ -17,6 +18,14 @@ using ir::Graph;
 using ir::kNone;
 using ir::ValueId;
 using K = ir::OpKind;
+
+// The largest int32 an f32 holds exactly below 2^31.
+constexpr float kLargestBiasCode = 2147483520.0f;
+
+// An f32 constant's values (sites hold only those).
+const float* constant_data(const Graph& g, ValueId v) {
+  return reinterpret_cast<const float*>(g.blobs[g.nodes[g.values[v].producer].blob]->data());
+}
 
 ValueId scalar_f32(ir::Builder& b, float v) { return b.add_constant(ir::DType::F32, ir::Shape{}, &v, sizeof v); }
 
@@ -37,22 +46,24 @@ ir::Shape scale_shape(const ir::Shape& shape, int axis, size_t count) {
 
 }  // namespace
 
-QuantizedWeights quantize_weights(const float* w, const ir::Shape& shape, int axis, bool per_channel) {
+QuantizedWeights quantize_weights(const float* w, const ir::Shape& shape, int axis, bool per_channel, const std::vector<float>& least) {
   const int64_t n = shape.num_elements();
   int64_t inner = 1;
   for (size_t i = static_cast<size_t>(axis) + 1; i < shape.rank(); ++i) inner *= shape[i];
-  const int64_t channels = per_channel ? shape[static_cast<size_t>(axis)] : 1;
+  const int64_t channels = shape[static_cast<size_t>(axis)];
   auto channel = [&](int64_t i) { return per_channel ? (i / inner) % channels : 0; };
-  std::vector<float> top(static_cast<size_t>(channels), 0.0f);
-  for (int64_t i = 0; i < n; ++i)
-    if (std::isfinite(w[i])) top[channel(i)] = std::max(top[channel(i)], std::fabs(w[i]));
+  std::vector<float> top(static_cast<size_t>(per_channel ? channels : 1), 0.0f);
+  for (int64_t i = 0; i < n; ++i) top[channel(i)] = std::max(top[channel(i)], std::fabs(w[i]));
   QuantizedWeights q;
-  for (float t : top) q.scales.push_back(t > 0 ? t / 127.0f : 1.0f);
-  q.codes.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const float code = std::nearbyint(w[i] / q.scales[channel(i)]);  // half to even: the default rounding mode
-    q.codes[i] = static_cast<int8_t>(std::isnan(code) ? 0.0f : std::clamp(code, -127.0f, 127.0f));
+  // All zeros, or weights too small for any f32 scale: scale 1, each code 0.
+  for (float t : top) q.scales.push_back(t / 127.0f >= FLT_MIN ? t / 127.0f : 1.0f);
+  for (int64_t c = 0; c < static_cast<int64_t>(least.size()); ++c) {
+    float& scale = q.scales[static_cast<size_t>(per_channel ? c : 0)];
+    scale = std::max(scale, least[static_cast<size_t>(c)]);
   }
+  q.codes.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)  // half to even: the default rounding mode
+    q.codes[i] = static_cast<int8_t>(std::clamp(std::nearbyint(w[i] / q.scales[channel(i)]), -127.0f, 127.0f));
   return q;
 }
 
@@ -63,8 +74,15 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
   std::unordered_map<ValueId, const Site*> weight_of, bias_of;
   for (const Site& s : sites.ops) {
     if (s.weight == kNone) continue;
-    const ir::Node& w = g.nodes[g.values[s.weight].producer];
-    weights[s.weight] = quantize_weights(reinterpret_cast<const float*>(g.blobs[w.blob]->data()), g.shape(s.weight), s.weight_axis, per_channel);
+    // A bias's codes must fit int32 at the scale x_scale · w_scale: where it would not, the
+    // filters' scale grows until it does (ONNX Runtime's quantizer does the same).
+    std::vector<float> least;
+    if (s.bias != kNone) {
+      const float* bias = constant_data(g, s.bias);
+      const float x_scale = activations.at(s.inputs[0]).scale;
+      for (int64_t o = 0; o < g.shape(s.bias).num_elements(); ++o) least.push_back(std::fabs(bias[o]) / kLargestBiasCode / x_scale);
+    }
+    weights[s.weight] = quantize_weights(constant_data(g, s.weight), g.shape(s.weight), s.weight_axis, per_channel, least);
     weight_of[s.weight] = &s;
     if (s.bias != kNone) bias_of[s.bias] = &s;
   }
@@ -78,9 +96,10 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
     throw ir::Error(ir::ErrorCode::Unsupported, "quantize: this library's op set has no quantize_linear and dequantize_linear");
   const ir::OpSchema &quantize = *quantize_op, &dequantize = *dequantize_op;
   // From here on, `v` is read as its codes dequantized.
+  std::unordered_map<ValueId, ValueId> unquantized;  // each quantized value as it was
   auto through_codes = [&](ir::Replay& r, ValueId v, const Quantization& q) {
     const ValueId scale = scalar_f32(b, q.scale), zero = zero_point_of(b, q);
-    const ValueId args[3] = {r.get(v), scale, zero};
+    const ValueId args[3] = {unquantized[v] = r.get(v), scale, zero};
     const ValueId dq_args[3] = {passes::added(r, quantize, {args, 3}, {}), scale, zero};
     r.set(v, passes::added(r, dequantize, {dq_args, 3}, {}));
   };
@@ -97,7 +116,7 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
     }
     if (n.blob == kNone) return false;
     const ValueId v = n.first_output;
-    const float* data = reinterpret_cast<const float*>(g.blobs[n.blob]->data());
+    const float* data = constant_data(g, v);
     const ir::Shape shape = g.shape(v);
     if (const auto w = weight_of.find(v); w != weight_of.end()) {
       const QuantizedWeights& q = weights.at(v);
@@ -120,8 +139,7 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
       std::vector<float> on_grid(static_cast<size_t>(shape.num_elements()));
       for (size_t o = 0; o < on_grid.size(); ++o) {
         const float step = x_scale * w_scales[w_scales.size() == 1 ? 0 : o];
-        const float code = std::clamp(std::nearbyint(data[o] / step), -2147483520.0f, 2147483520.0f);
-        on_grid[o] = std::isfinite(code) ? code * step : data[o];
+        on_grid[o] = std::clamp(std::nearbyint(data[o] / step), -kLargestBiasCode, kLargestBiasCode) * step;  // fits: see least
       }
       r.set(v, b.add_constant(ir::DType::F32, shape, on_grid.data(), on_grid.size() * sizeof(float)));
       return true;
@@ -133,15 +151,17 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
   ir::Replay replay(g, b, hook);
   for (ValueId v : g.inputs()) replay.set(v, b.add_input(g.values[v].name ? g.strings[g.values[v].name] : "", g.values[v].dtype, g.shape(v)));
   replay.region(0);
-  // A quantized value that nothing reads (a graph output) is quantized as it leaves: its op then
-  // runs on the integers as well.
-  for (ValueId v : g.outputs()) {
-    const auto q = activations.find(v);
-    if (q == activations.end() || !done.insert(v).second) continue;
-    through_codes(replay, v, q->second);
-  }
+  // A graph output that is an op's quantized result leaves as its codes dequantized (so that the op
+  // runs on the integers, and the output is what the report measured); any other output (a graph
+  // input passed through, an activation a quantized op read) leaves as the float graph made it.
+  std::unordered_set<ValueId> results;
+  for (const Site& s : sites.ops) results.insert(s.result);
+  for (const auto& pooled : sites.same_as) results.insert(pooled.first);
   std::vector<ValueId> outs;
-  for (ValueId v : g.outputs()) outs.push_back(replay.get(v));
+  for (ValueId v : g.outputs()) {
+    if (results.count(v) && done.insert(v).second) through_codes(replay, v, activations.at(v));
+    outs.push_back(results.count(v) || !unquantized.count(v) ? replay.get(v) : unquantized.at(v));
+  }
   for (const Site& s : sites.ops) out.value_of[s.reported()] = replay.get(s.reported());
   out.graph = b.finish(outs);
   return out;

@@ -20,12 +20,13 @@ struct Rewritten {
 Rewritten insert_qdq(const ir::Graph& g, const Sites& sites, const std::unordered_map<ir::ValueId, Quantization>& activations,
                      bool per_channel);
 
-// Weights as symmetric s8 codes, one scale per index of `axis` (or one for all when
-// !per_channel): each scale max |w| / 127 (1 where all are 0), codes round(w / scale) half to even.
+// Finite weights as symmetric s8 codes, one scale per index of `axis` (or one for all when
+// !per_channel): each scale max |w| / 127 (1 where that is 0 or below f32's normal range: each
+// code 0), raised to `least` of its channel where given; codes round(w / scale) half to even.
 struct QuantizedWeights {
   std::vector<int8_t> codes;
   std::vector<float> scales;
 };
-QuantizedWeights quantize_weights(const float* w, const ir::Shape& shape, int axis, bool per_channel);
+QuantizedWeights quantize_weights(const float* w, const ir::Shape& shape, int axis, bool per_channel, const std::vector<float>& least = {});
 
 }  // namespace esg::quantize

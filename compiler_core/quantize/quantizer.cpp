@@ -20,9 +20,11 @@ ir::Error invalid(const std::string& what) { return ir::Error(ir::ErrorCode::Inv
 void check(const Options& o, size_t batches) {
   if (batches == 0) throw invalid("no calibration batch: calibration needs the graph run on at least one set of inputs");
   if (!(o.percentile > 0 && o.percentile <= 100)) throw invalid("percentile " + std::to_string(o.percentile) + " is not in (0, 100]");
-  // Entropy's search takes time growing with the square of the bins.
-  if (o.bins < 256 || o.bins > 8192)
-    throw invalid("bins " + std::to_string(o.bins) + " is not in [256, 8192] (entropy merges up to 256 codes' worth of bins)");
+  // Entropy's search takes time growing with the square of the bins, and needs more of them than
+  // the 256 codes of a non-negative tensor to choose anything.
+  if (o.bins < 256 || o.bins > 8192) throw invalid("bins " + std::to_string(o.bins) + " is not in [256, 8192]");
+  if (o.method == Method::Entropy && o.bins < 512)
+    throw invalid("bins " + std::to_string(o.bins) + ": entropy needs at least 512 (it merges them into up to 256 codes)");
 }
 
 // What a compile would do to the graph before quantizing it: affine layers (a batch norm) folded
@@ -93,7 +95,7 @@ Result quantize(const ir::Graph& g, const std::vector<std::vector<eval::TensorRe
   std::unordered_map<ValueId, Quantization> activations;
   for (size_t i = 0; i < sites.calibrated.size(); ++i)
     activations[sites.calibrated[i]] = quantization_of(observers[i].choose(options.method, options.percentile, options.symmetric), options.symmetric);
-  for (const auto& [pooled, input] : sites.same_as) activations[pooled] = activations.at(input);
+  for (const auto& [pooled, input] : sites.same_as) activations[pooled] = activations.at(input);  // in order: pools of pools
 
   Rewritten q = insert_qdq(*f, sites, activations, options.per_channel);
 

@@ -1,5 +1,7 @@
 #include "quantize/sites.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <unordered_set>
 
 #include "ir/error.hpp"
@@ -16,10 +18,12 @@ using K = ir::OpKind;
 
 bool is_f32(const Graph& g, ValueId v) { return v != kNone && g.values[v].dtype == ir::DType::F32; }
 
-// An f32 constant of `rank` that only one op reads.
+// A finite f32 constant of `rank` that only one op reads.
 bool own_constant(const Graph& g, ValueId v, size_t rank, const std::vector<uint32_t>& uses) {
   const ir::Node* p = v == kNone ? nullptr : passes::producer(g, v);
-  return p && p->blob != kNone && is_f32(g, v) && g.shape(v).rank() == rank && uses[v] == 1;
+  if (!p || p->blob == kNone || !is_f32(g, v) || g.shape(v).rank() != rank || uses[v] != 1) return false;
+  const float* x = reinterpret_cast<const float*>(g.blobs[p->blob]->data());
+  return std::all_of(x, x + g.shape(v).num_elements(), [](float w) { return std::isfinite(w); });
 }
 
 }  // namespace
@@ -47,7 +51,7 @@ Sites find_sites(const Graph& g, const std::vector<std::string>& keep_float) {
     const ir::NodeId reader = sole_reader[v];
     if (reader == kNone) return v;
     const K kind = g.nodes[reader].op->kind;
-    return kind == K::relu || kind == K::clip ? g.nodes[reader].first_output : v;
+    return (kind == K::relu || kind == K::clip) && !kept_float(reader) ? g.nodes[reader].first_output : v;
   };
 
   Sites s;
@@ -86,7 +90,7 @@ Sites find_sites(const Graph& g, const std::vector<std::string>& keep_float) {
         break;
       }
       case K::max_pool2d:
-        if (quantized.count(passes::operand(g, n, 0)) && quantized.insert(out).second) s.same_as[out] = passes::operand(g, n, 0);
+        if (quantized.count(passes::operand(g, n, 0)) && quantized.insert(out).second) s.same_as.emplace_back(out, passes::operand(g, n, 0));
         continue;
       default:
         continue;

@@ -3,7 +3,7 @@
 // runs on integer kernels, and ONNX Runtime's QDQ files take.
 #pragma once
 #include <string>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.hpp"
@@ -25,14 +25,17 @@ struct Site {
 struct Sites {
   std::vector<Site> ops;
   // The activations quantized: those calibration decides (`calibrated`), and the max pools'
-  // results, quantized as their inputs are (`same_as`: a max of codes is the code of the max).
+  // results, quantized as their inputs are (`same_as`, pool result and input in the graph's
+  // order, so that a pool of a pool finds its input's quantization: a max of codes is the code
+  // of the max).
   std::vector<ir::ValueId> calibrated;
-  std::unordered_map<ir::ValueId, ir::ValueId> same_as;
+  std::vector<std::pair<ir::ValueId, ir::ValueId>> same_as;
 };
 
 // The sites of the graph's top level, in order: convolutions and products (matmul, no transposed
-// a) whose weights are f32 constants only they read; sums of two values quantized already; max
-// pools of a quantized value. A node named in `keep_float`, by its name, its result's or its op's, stays f32;
+// a, weights of rank 2) whose weights are finite f32 constants only they read (a weight shared
+// or holding an infinity or NaN leaves its op in f32); sums of two values quantized already;
+// max pools of a quantized value. A node named in `keep_float`, by its name, its result's or its op's, stays f32;
 // a name that matches nothing is an InvalidArgument error (a typo would quantize silently).
 Sites find_sites(const ir::Graph& g, const std::vector<std::string>& keep_float);
 

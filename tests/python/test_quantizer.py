@@ -923,7 +923,7 @@ def test_what_is_not_a_graph_is_refused_by_type():
 
 def test_boundary_options_are_accepted(two_convs):
     _, g, batches, (h1, _, _) = two_convs
-    for options in ({"method": "percentile", "bins": 256, "percentile": 1e-9}, {"method": "entropy", "bins": 256},
+    for options in ({"method": "percentile", "bins": 256, "percentile": 1e-9}, {"method": "entropy", "bins": 512},
                     {"method": "percentile", "bins": 8192}):
         q = esgraph.quantize(g, batches[:1], threads=THREADS, **options)
         assert len(q.layers) == 2 and all(l.scale > 0 for l in q.layers), options
@@ -1202,3 +1202,101 @@ def test_a_site_whose_result_is_named_goes_by_the_name_the_graph_prints():
     assert "%y = matmul(" in str(g)
     batch = rng_for("named result").standard_normal((2, 6)).astype(F32)
     assert [l.name for l in esgraph.quantize(g, [batch]).layers] == ["y"]
+
+
+# ---- edges a review found (each failed before its fix) ------------------------------------------------
+def conv_then(rng, *after, channels=4, bias=None, scale=None):
+    """relu(conv(x)) then the ops `after` (functions of a tensor) in the builder: one input
+    [1, 3, 8, 8]; the filters scaled per output channel by `scale`, the bias given or none."""
+    w = rng.standard_normal((channels, 3, 3, 3)).astype(F32)
+    if scale is not None:
+        w *= np.asarray(scale, F32).reshape(-1, 1, 1, 1)
+    with esgraph.GraphBuilder("net") as b:
+        x = b.input("x", esgraph.f32, [1, 3, 8, 8])
+        y = ops.relu(ops.conv2d(x, b.constant(w), bias=None if bias is None else b.constant(np.asarray(bias, F32)),
+                                pads=[1, 1, 1, 1]))
+        for op in after:
+            y = op(b, y)
+        return b.build([y]), w
+
+
+def test_max_pools_of_max_pools_take_their_inputs_quantization():
+    rng = rng_for("chained pools")
+    pool = lambda b, y: ops.max_pool2d(y, kernel=[2, 2], strides=[1, 1])  # noqa: E731
+    last = rng.standard_normal((2, 4, 3, 3)).astype(F32)
+    conv = lambda b, y: ops.conv2d(y, b.constant(last))  # noqa: E731
+    for pools in (2, 3):
+        g, _ = conv_then(rng, *([pool] * pools), conv)
+        batches = images(rng, 2, (1, 3, 8, 8))
+        q = esgraph.quantize(g, batches, threads=THREADS)
+        model = esgraph.compile(q.graph, threads=THREADS)
+        assert conv_precisions(model) == ["int8", "int8"]
+        want = esgraph.compile(g, threads=THREADS).run([batches[0]])[0]
+        assert np.abs(model.run([batches[0]])[0] - want).max() < 0.05 * np.abs(want).max()
+
+
+def test_a_bias_beyond_int32_at_its_scale_raises_its_filters_scale():
+    """Channel 1's filters are 1e-7 of channel 0's and its bias 50: at x_scale · w_scale the bias
+    would be some 10^10 codes. Its filters' scale grows until the bias fits: the channel's
+    output keeps its 50 (ONNX Runtime's quantizer does the same)."""
+    rng = rng_for("bias beyond int32")
+    g, _ = conv_then(rng, channels=2, bias=[0.1, 50.0], scale=[1.0, 1e-7])
+    batches = images(rng, 2, (1, 3, 8, 8))
+    q = esgraph.quantize(g, batches, threads=THREADS)
+    got = esgraph.compile(q.graph, threads=THREADS).run([batches[0]])[0]
+    want = esgraph.compile(g, threads=THREADS).run([batches[0]])[0]
+    np.testing.assert_allclose(got[:, 1], want[:, 1], atol=q.layers[0].scale)
+    assert q.layers[0].sqnr_db > 30
+
+
+def test_an_output_passed_through_stays_as_the_float_graph_made_it():
+    rng = rng_for("pass through")
+    w = rng.standard_normal((4, 3, 3, 3)).astype(F32)
+    with esgraph.GraphBuilder("net") as b:
+        x = b.input("x", esgraph.f32, [1, 3, 8, 8])
+        g = b.build([ops.relu(ops.conv2d(x, b.constant(w), pads=[1, 1, 1, 1])), x])
+    batch = images(rng, 1, (1, 3, 8, 8))[0]
+    q = esgraph.quantize(g, [batch], threads=THREADS)
+    got = esgraph.compile(q.graph, threads=THREADS).run([batch])
+    np.testing.assert_array_equal(got[1], batch)  # x itself, not its codes dequantized
+    scale = q.layers[0].scale
+    codes = got[0] / scale
+    assert np.abs(codes - np.rint(codes)).max() < 1e-3  # the convolution's result: its codes
+
+
+def test_a_relu_kept_in_float_stops_its_convolutions_result_short_of_it():
+    rng = rng_for("relu kept")
+    g, _ = conv_then(rng)
+    batches = images(rng, 2, (1, 3, 8, 8))
+    kept = esgraph.quantize(g, batches, keep_float=["relu"], threads=THREADS)
+    folded = esgraph.quantize(g, batches, threads=THREADS)
+    assert folded.layers[0].min == 0.0  # past the relu
+    assert kept.layers[0].min < 0.0  # the convolution's own result, signed
+
+
+def test_entropy_refuses_too_few_bins_to_choose_from(two_convs):
+    _, g, batches, _ = two_convs
+    with pytest.raises(esgraph.InvalidArgumentError, match=r"bins 256: entropy needs at least 512"):
+        esgraph.quantize(g, batches, method="entropy", bins=256)
+    assert len(esgraph.quantize(g, batches, method="percentile", bins=256).layers) == 2
+
+
+def test_weights_too_small_or_not_finite():
+    """A channel of denormal filters quantizes to codes 0 with scale 1 (no f32 scale resolves it);
+    filters holding an infinity leave their convolution in f32 and out of the report."""
+    rng = rng_for("odd weights")
+    g, _ = conv_then(rng, channels=2, scale=[1.0, 1e-42])
+    batches = images(rng, 2, (1, 3, 8, 8))
+    q = esgraph.quantize(g, batches, threads=THREADS)
+    model = esgraph.compile(q.graph, threads=THREADS)
+    assert conv_precisions(model) == ["int8"]
+    want = esgraph.compile(g, threads=THREADS).run([batches[0]])[0]
+    assert np.abs(model.run([batches[0]])[0][:, 1] - want[:, 1]).max() < 1e-30
+    with esgraph.GraphBuilder("inf") as b:
+        x = b.input("x", esgraph.f32, [1, 3, 8, 8])
+        w = rng.standard_normal((4, 3, 3, 3)).astype(F32)
+        w[0, 0, 0, 0] = np.inf
+        h = ops.conv2d(x, b.constant(w), pads=[1, 1, 1, 1])
+        g = b.build([ops.conv2d(h, b.constant(rng.standard_normal((4, 4, 3, 3)).astype(F32)))])
+    q = esgraph.quantize(g, batches, threads=THREADS)
+    assert [layer.op for layer in q.layers] == ["conv2d"]  # the second only

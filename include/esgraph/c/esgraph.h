@@ -482,9 +482,11 @@ typedef enum esg_calibration {
 typedef struct esg_quantize_options {
   size_t struct_size;
   int32_t calibration;            /* an esg_calibration; default MINMAX */
-  double percentile;              /* PERCENTILE: in (0, 100]; default 99.99 */
+  int32_t threads;                /* the calibration runs' threads (on the host CPU); 0: every core */
+  double percentile;              /* PERCENTILE: in (0, 100]; default 99.99: each side of a tensor's
+                                     range cuts half of the rest (one-sided tensors keep more) */
   int64_t bins;                   /* PERCENTILE and ENTROPY: histogram bins over [0, max |x|], in
-                                     [256, 8192]; default 2048 */
+                                     [256, 8192], for ENTROPY at least 512; default 2048 */
   bool per_tensor_weights;        /* true: one scale per weight tensor; false (default): one per
                                      output channel */
   bool symmetric;                 /* activations: true, i8 over [-m, m], zero point 0; false
@@ -492,7 +494,6 @@ typedef struct esg_quantize_options {
   const char* const* keep_float;  /* node, result or op names ("matmul") left in f32; a name
                                      matching nothing is ESG_ERR_INVALID_ARGUMENT */
   size_t num_keep_float;
-  int threads;                    /* the calibration runs' threads (on the host CPU); 0: every core */
 } esg_quantize_options;
 ESG_API void esg_quantize_options_init_(esg_quantize_options* options, size_t struct_size);
 #define esg_quantize_options_init(options) esg_quantize_options_init_((options), sizeof(*(options)))

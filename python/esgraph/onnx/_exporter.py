@@ -366,11 +366,11 @@ def _emit_matmul_integer(e, n, ins, outs):
 
 
 def _constant_data(e, value):
-    """The array of a graph-level constant `value`, or None when it is computed."""
-    for n in e.info["nodes"]:
-        if n["op"] == "constant" and n["outputs"][0] == value:
-            return n["data"]
-    return None
+    """The array of a graph-level constant `value`, or None when it is computed (the table made
+    once an export: a QDQ graph asks it twice a quantization)."""
+    if not hasattr(e.shared, "constants"):
+        e.shared.constants = {n["outputs"][0]: n["data"] for n in e.info["nodes"] if n["op"] == "constant"}
+    return e.shared.constants.get(value)
 
 
 @_exports("matmul_nbits")
