@@ -1,9 +1,11 @@
-"""The esgraph command line: compile, run, inspect and draw models.
+"""The esgraph command line: compile, quantize, run, inspect and draw models.
 
     python3 -m esgraph compile model.onnx -o model.esgm [--bind N=8 | --bind N=1..64] [--backend cpu]
     python3 -m esgraph run  model.onnx [-i x=input.npy] [--bind N=8] [--repeat 20]
     python3 -m esgraph info model.onnx [-i x=input.npy] [--bind N=8]
     python3 -m esgraph dot  model.onnx [-o graph.dot] [--compiled] [-i x=input.npy]
+    python3 -m esgraph quantize model.onnx -o model_int8.onnx -c x=batch0.npy -c x=batch1.npy
+        [--method minmax|percentile|entropy] [--keep-float NAME] [--symmetric] [--per-tensor]
     python3 -m esgraph ascend-check [--simulated] [--cann-include DIR]
     python3 -m esgraph cann-headers [--cann-include DIR]
 
@@ -158,17 +160,18 @@ def _bound_or_one(signature, bind, given=None):
     return {**bind, **{d: 1 for d in unbound}}
 
 
-def _inputs(signature, given, bind, frozen=()):
+def _inputs(signature, given, bind, frozen=(), flag="-i"):
     """The arrays of the inputs of `signature`: those given with -i read, the rest random at
-    their sizes. Inputs in `frozen` (a value-dependent model's, held by its graph) are skipped."""
+    their sizes. Inputs in `frozen` (a value-dependent model's, held by its graph) are skipped.
+    `flag` is the option that gave the files, for messages."""
     arrays = {}
     files = {}
     for g in given or []:
         name, sep, path = g.partition("=")
         if not sep or not name or not path:
-            raise SystemExit(f"-i expects NAME=FILE.npy, got '{g}'")
+            raise SystemExit(f"{flag} expects NAME=FILE.npy, got '{g}'")
         if not os.path.isfile(path):
-            raise SystemExit(f"-i {name}: no such file: {path}")
+            raise SystemExit(f"{flag} {name}: no such file: {path}")
         if name not in frozen:
             files[name] = path
     rng = np.random.default_rng(0)
@@ -178,9 +181,9 @@ def _inputs(signature, given, bind, frozen=()):
             try:  # no pickles: a .npy file holds an array and nothing else
                 arrays[name] = np.load(path, allow_pickle=False)
             except (ValueError, OSError, EOFError) as e:
-                raise SystemExit(f"-i {name}: {path} is not a .npy file numpy can read ({type(e).__name__}: {e})") from None
+                raise SystemExit(f"{flag} {name}: {path} is not a .npy file numpy can read ({type(e).__name__}: {e})") from None
             if not isinstance(arrays[name], np.ndarray):
-                raise SystemExit(f"-i {name}: {path} holds several arrays (.npz); give one .npy file")
+                raise SystemExit(f"{flag} {name}: {path} holds several arrays (.npz); give one .npy file")
             continue
         shape = []
         for d in dims:
@@ -226,6 +229,59 @@ def cmd_compile(args):
     model.save(args.output)
     print(f"{args.output}: {os.path.getsize(args.output)} bytes, compiled in {compile_ms:.1f} ms "
           f"for {options['backend']}; load it with esgraph.load_model or run it with `python3 -m esgraph run`")
+    return 0
+
+
+def _calibration(signature, given):
+    """The calibration batches of -c NAME=FILE.npy: the k-th file of each input is batch k's."""
+    files = collections.defaultdict(list)
+    for g in given or []:
+        name, sep, path = g.partition("=")
+        if not sep or not name or not path:
+            raise SystemExit(f"-c expects NAME=FILE.npy, got '{g}'")
+        files[name].append(path)
+    names = [name for name, _, _ in signature]
+    unknown = sorted(set(files) - set(names))
+    if unknown:
+        raise SystemExit(f"-c {', '.join(unknown)}: the model has no such input (its inputs: {', '.join(names)})")
+    missing = [name for name in names if name not in files]
+    if missing:
+        raise SystemExit(f"calibration needs a batch of every input: give -c {missing[0]}=FILE.npy (one a batch)")
+    counts = {name: len(files[name]) for name in names}
+    if len(set(counts.values())) > 1:
+        raise SystemExit("every input needs as many calibration batches: " + ", ".join(f"{n} {c}" for n, c in counts.items()))
+    batches = []
+    for k in range(counts[names[0]]):
+        arrays = _inputs(signature, [f"{n}={files[n][k]}" for n in names], {}, flag="-c")
+        batches.append([arrays[n] for n in names])
+    return batches
+
+
+def cmd_quantize(args):
+    """Post-training int8 quantization (esgraph.quantize) calibrated on the batches given; writes
+    an ONNX QDQ file (.onnx) or an esgraph graph file, and prints each quantized op's error."""
+    if _is_compiled_model(args.model):
+        raise SystemExit(f"{args.model} is compiled already; quantize its source model")
+    graph, _, _ = _load(args.model, _bindings(args.bind))
+    if not isinstance(graph, _C.Graph):
+        raise SystemExit(f"{args.model}: its graph depends on its inputs' values; fix its shapes with --bind first")
+    batches = _calibration(_signature(graph), args.calibration)
+    start = time.perf_counter()
+    q = _C.quantize(graph, batches, method=args.method, percentile=args.percentile, per_channel=not args.per_tensor,
+                    symmetric=args.symmetric, keep_float=args.keep_float or [], threads=args.threads)
+    seconds = time.perf_counter() - start
+    if args.output.endswith(".onnx"):
+        from . import onnx as esg_onnx
+        esg_onnx.save(q.graph, args.output)
+    else:
+        q.graph.save(args.output)
+    print(f"{args.output}: {len(q.layers)} ops quantized in {seconds:.1f} s ({args.method}, {len(batches)} batches)")
+    print(f"  {'result':24} {'op':8} {'scale':>10} {'zero':>5} {'range':>22} {'max error':>10} {'SQNR dB':>8}")
+    for layer in q.layers:
+        scale = f"{layer.scale:10.4g}" if layer.quantized_result else f"{'f32':>10}"
+        zero = f"{layer.zero_point:5}" if layer.quantized_result else f"{'':5}"
+        span = f"[{layer.min:.3g}, {layer.max:.3g}]"
+        print(f"  {layer.name:24} {layer.op:8} {scale} {zero} {span:>22} {layer.max_error:10.3g} {layer.sqnr_db:8.1f}")
     return 0
 
 
@@ -350,7 +406,7 @@ def cmd_ascend_check(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="esgraph", description="Run, inspect and draw models with esgraph.")
+    parser = argparse.ArgumentParser(prog="esgraph", description="Compile, quantize, run, inspect and draw models with esgraph.")
     sub = parser.add_subparsers(dest="command", required=True)
     comp = sub.add_parser("compile", help="compile once to a compiled-model file, which run, info, dot and esgraph.load_model load")
     comp.add_argument("-o", "--output", required=True, help="the compiled-model file to write (.esgm)")
@@ -365,6 +421,16 @@ def main(argv=None):
     dot = sub.add_parser("dot", help="the graph as Graphviz DOT")
     dot.add_argument("-o", "--output", help="write here instead of stdout")
     dot.add_argument("--compiled", action="store_true", help="the compiled launch list (fused kernels)")
+    quant = sub.add_parser("quantize", help="quantize to int8 from calibration batches (esgraph.quantize); print each op's error")
+    quant.add_argument("-o", "--output", required=True, help="the quantized model: an ONNX QDQ file (.onnx), else an esgraph graph file")
+    quant.add_argument("-c", "--calibration", action="append", metavar="NAME=FILE.npy",
+                       help="a calibration batch of input NAME (repeat: the k-th file of each input is batch k's)")
+    quant.add_argument("--method", default="minmax", choices=["minmax", "percentile", "entropy"], help="calibration (default minmax)")
+    quant.add_argument("--percentile", type=float, default=99.99, help="percentile's share of values inside the range")
+    quant.add_argument("--keep-float", action="append", metavar="NAME", help="a node, result or op name left in f32")
+    quant.add_argument("--symmetric", action="store_true", help="activations as i8 around 0 (default u8 with a zero point)")
+    quant.add_argument("--per-tensor", action="store_true", help="one scale per weight tensor (default one per output channel)")
+    quant.add_argument("--threads", type=int, default=0, help="threads of the calibration runs (0: every core)")
     check = sub.add_parser("ascend-check", help="run the Ascend smoke set on the device against the CPU; print the table")
     check.add_argument("--simulated", action="store_true", help="on esgraph's simulated device (backend ascend-sim)")
     headers = sub.add_parser("cann-headers", help="check esgraph's declarations of CANN against CANN's headers")
@@ -375,11 +441,11 @@ def main(argv=None):
         p.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy",
                        help="an input from a .npy file" + ("" if p is run else
                                                            " (a model whose graph depends on its inputs' values takes the graph of these)"))
-    for p in (comp, run, info, dot):
+    for p in (comp, run, info, dot, quant):
         p.add_argument("model", help="an .onnx file, a compiled-model file or an esgraph graph file")
         p.add_argument("--bind", action="append", metavar="SYMBOL=SIZE" + ("|MIN..MAX" if p is comp else ""),
                        help="a size for a symbolic dimension" + (", or the range of sizes its plan serves" if p is comp else ""))
-        if p is not dot:
+        if p not in (dot, quant):
             p.add_argument("--backend", choices=_C.backends(),
                            help="where to compile for (default cpu; ascend-sim: the simulated Ascend device)")
     args = parser.parse_args(argv)
@@ -390,7 +456,7 @@ def main(argv=None):
     if not os.path.exists(args.model):
         parser.error(f"no such file: {args.model}")
     try:
-        return {"compile": cmd_compile, "run": cmd_run, "info": cmd_info, "dot": cmd_dot}[args.command](args)
+        return {"compile": cmd_compile, "run": cmd_run, "info": cmd_info, "dot": cmd_dot, "quantize": cmd_quantize}[args.command](args)
     except _C.Error as e:
         print(f"esgraph: {e}", file=sys.stderr)
         return 1

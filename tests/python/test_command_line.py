@@ -242,3 +242,42 @@ def test_a_value_dependent_model_without_its_shape_input_names_it(shape_input_fi
     for command in (["run"], ["info"], ["dot"], ["run", "-i", f"x={x_file}"]):
         r = esgraph_cli(*command, path)
         assert r.returncode == 1 and "depends on the values of s: give them with -i NAME=FILE.npy" in r.stderr, r.stderr
+
+
+def test_quantize_writes_a_qdq_file_and_prints_each_ops_error(onnx_file, tmp_path):
+    rng = np.random.default_rng(0)
+    batches = [rng.standard_normal((8, 4)).astype(np.float32) for _ in range(2)]
+    for k, b in enumerate(batches):
+        np.save(tmp_path / f"b{k}.npy", b)
+    out = tmp_path / "m_int8.onnx"
+    r = esgraph_cli("quantize", onnx_file, "-o", out, "-c", f"x={tmp_path / 'b0.npy'}", "-c", f"x={tmp_path / 'b1.npy'}",
+                    "--method", "percentile")
+    assert r.returncode == 0, r.stderr
+    assert f"{out}: 1 ops quantized" in r.stdout and "(percentile, 2 batches)" in r.stdout
+    row = [line.split() for line in r.stdout.splitlines() if " matmul " in line]
+    assert len(row) == 1 and row[0][2] == "f32"  # a product's result stays f32; its SQNR last
+    assert float(row[0][-1]) > 30
+    # The file is ONNX's QDQ form: ONNX Runtime runs it, close to the float product.
+    ort = pytest.importorskip("onnxruntime")
+    got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"x": batches[0]})[0]
+    np.testing.assert_allclose(got, np.maximum(batches[0] @ W, 0), atol=0.02)
+    # Any other name: an esgraph graph file.
+    r = esgraph_cli("quantize", onnx_file, "-o", tmp_path / "m_int8.esg", "-c", f"x={tmp_path / 'b0.npy'}")
+    assert r.returncode == 0, r.stderr
+    model = esgraph.compile(esgraph.Graph.load(str(tmp_path / "m_int8.esg")))
+    np.testing.assert_allclose(model.run([batches[0]])[0], np.maximum(batches[0] @ W, 0), atol=0.02)
+
+
+def test_quantize_refuses_missing_or_misnamed_calibration(onnx_file, tmp_path):
+    np.save(tmp_path / "b.npy", np.ones((2, 4), np.float32))
+    cases = [
+        ((), "calibration needs a batch of every input: give -c x=FILE.npy"),
+        (("-c", f"y={tmp_path / 'b.npy'}"), "-c y: the model has no such input (its inputs: x)"),
+        (("-c", "x"), "-c expects NAME=FILE.npy, got 'x'"),
+        (("-c", f"x={tmp_path / 'none.npy'}"), "-c x: no such file"),
+        (("-c", f"x={tmp_path / 'b.npy'}", "--keep-float", "matmul"), "nothing to quantize"),
+    ]
+    for extra, message in cases:
+        r = esgraph_cli("quantize", onnx_file, "-o", tmp_path / "q.onnx", *extra)
+        assert r.returncode != 0 and message in r.stderr, (extra, r.stderr)
+        assert "Traceback" not in r.stderr
