@@ -44,6 +44,8 @@ quantize::Options options_of(const esg_quantize_options* options) {
     if (!o.keep_float[i]) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_quantize: keep_float[" + std::to_string(i) + "] is NULL");
     q.keep_float.emplace_back(o.keep_float[i]);
   }
+  q.weight_bits = o.weight_only_bits;
+  q.block_size = o.block_size;
   if (o.threads < 0) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_quantize: threads " + std::to_string(o.threads) + " is negative");
   return q;
 }
@@ -57,6 +59,7 @@ ESG_API void esg_quantize_options_init_(esg_quantize_options* options, size_t st
   d.calibration = ESG_CALIBRATE_MINMAX;
   d.percentile = 99.99;
   d.bins = 2048;
+  d.block_size = 32;
   esg::capi::init_options(options, struct_size, &d, sizeof d);
 }
 

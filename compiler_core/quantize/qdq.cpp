@@ -88,8 +88,6 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
   }
   std::unordered_set<ValueId> done;
 
-  ir::Builder b(g.name);
-  for (const std::string& s : g.symbols) b.graph().symbol(s);
   const ir::OpSchema* quantize_op = ir::find_op(K::quantize_linear);
   const ir::OpSchema* dequantize_op = ir::find_op(K::dequantize_linear);
   if (!quantize_op || !dequantize_op)  // a library built from an op set before API 2
@@ -98,7 +96,7 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
   // From here on, `v` is read as its codes dequantized.
   std::unordered_map<ValueId, ValueId> unquantized;  // each quantized value as it was
   auto through_codes = [&](ir::Replay& r, ValueId v, const Quantization& q) {
-    const ValueId scale = scalar_f32(b, q.scale), zero = zero_point_of(b, q);
+    const ValueId scale = scalar_f32(r.to(), q.scale), zero = zero_point_of(r.to(), q);
     const ValueId args[3] = {unquantized[v] = r.get(v), scale, zero};
     const ValueId dq_args[3] = {passes::added(r, quantize, {args, 3}, {}), scale, zero};
     r.set(v, passes::added(r, dequantize, {dq_args, 3}, {}));
@@ -118,6 +116,7 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
     const ValueId v = n.first_output;
     const float* data = constant_data(g, v);
     const ir::Shape shape = g.shape(v);
+    ir::Builder& b = r.to();
     if (const auto w = weight_of.find(v); w != weight_of.end()) {
       const QuantizedWeights& q = weights.at(v);
       const ValueId codes = b.add_constant(ir::DType::I8, shape, q.codes.data(), q.codes.size());
@@ -147,22 +146,31 @@ Rewritten insert_qdq(const Graph& g, const Sites& sites, const std::unordered_ma
     return false;
   };
 
-  Rewritten out;
-  ir::Replay replay(g, b, hook);
-  for (ValueId v : g.inputs()) replay.set(v, b.add_input(g.values[v].name ? g.strings[g.values[v].name] : "", g.values[v].dtype, g.shape(v)));
-  replay.region(0);
   // A graph output that is an op's quantized result leaves as its codes dequantized (so that the op
   // runs on the integers, and the output is what the report measured); any other output (a graph
   // input passed through, an activation a quantized op read) leaves as the float graph made it.
   std::unordered_set<ValueId> results;
   for (const Site& s : sites.ops) results.insert(s.result);
   for (const auto& pooled : sites.same_as) results.insert(pooled.first);
+  auto output = [&](ir::Replay& r, ValueId v) {
+    if (results.count(v) && done.insert(v).second) through_codes(r, v, activations.at(v));
+    return results.count(v) || !unquantized.count(v) ? r.get(v) : unquantized.at(v);
+  };
+  return replayed(g, hook, output, sites);
+}
+
+Rewritten replayed(const Graph& g, const ir::Replay::Hook& hook, const std::function<ValueId(ir::Replay&, ValueId)>& output,
+                   const Sites& sites) {
+  ir::Builder b(g.name);
+  for (const std::string& s : g.symbols) b.graph().symbol(s);
+  ir::Replay replay(g, b, hook);
+  for (ValueId v : g.inputs()) replay.set(v, b.add_input(g.values[v].name ? g.strings[g.values[v].name] : "", g.values[v].dtype, g.shape(v)));
+  replay.region(0);
   std::vector<ValueId> outs;
-  for (ValueId v : g.outputs()) {
-    if (results.count(v) && done.insert(v).second) through_codes(replay, v, activations.at(v));
-    outs.push_back(results.count(v) || !unquantized.count(v) ? replay.get(v) : unquantized.at(v));
-  }
-  for (const Site& s : sites.ops) out.value_of[s.reported()] = replay.get(s.reported());
+  for (ValueId v : g.outputs()) outs.push_back(output ? output(replay, v) : replay.get(v));
+  Rewritten out;
+  for (const Site& s : sites.ops)
+    if (replay.has(s.reported())) out.value_of[s.reported()] = replay.get(s.reported());
   out.graph = b.finish(outs);
   return out;
 }

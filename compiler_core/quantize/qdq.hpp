@@ -3,8 +3,11 @@
 // calibration gave it, each weight stored as s8 codes read through dequantize_linear (a scale
 // per output channel, or one), each convolution's bias rounded to the grid of its int32 sums.
 #pragma once
+#include <functional>
 #include <memory>
 #include <unordered_map>
+
+#include "ir/replay.hpp"
 
 #include "quantize/calibration.hpp"
 #include "quantize/sites.hpp"
@@ -15,6 +18,11 @@ struct Rewritten {
   std::unique_ptr<ir::Graph> graph;
   std::unordered_map<ir::ValueId, ir::ValueId> value_of;  // a value of the float graph → the one standing for it
 };
+
+// `g` rebuilt through `hook` (ir::Replay's), each output made by `output` (null: as replayed),
+// with the sites' reported values mapped: what both rewrites of this layer share.
+Rewritten replayed(const ir::Graph& g, const ir::Replay::Hook& hook, const std::function<ir::ValueId(ir::Replay&, ir::ValueId)>& output,
+                   const Sites& sites);
 
 // `activations` holds a quantization for every value of `sites` (calibrated and same_as).
 Rewritten insert_qdq(const ir::Graph& g, const Sites& sites, const std::unordered_map<ir::ValueId, Quantization>& activations,

@@ -1,5 +1,6 @@
 #include "quantize/quantizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -8,6 +9,7 @@
 #include "passes/passes.hpp"
 #include "quantize/qdq.hpp"
 #include "quantize/sites.hpp"
+#include "quantize/weight_only.hpp"
 #include "runtime/model.hpp"
 
 namespace esg::quantize {
@@ -18,6 +20,13 @@ using ir::ValueId;
 ir::Error invalid(const std::string& what) { return ir::Error(ir::ErrorCode::InvalidArgument, "quantize: " + what); }
 
 void check(const Options& o, size_t batches) {
+  if (o.weight_bits) {
+    if (o.weight_bits != 2 && o.weight_bits != 4 && o.weight_bits != 8)
+      throw invalid("weight-only bits " + std::to_string(o.weight_bits) + "; valid: 2, 4, 8");
+    if (o.block_size < 16 || (o.block_size & (o.block_size - 1)))
+      throw invalid("block_size " + std::to_string(o.block_size) + " is not a power of two of at least 16");
+    return;  // no calibration: batches serve the report only
+  }
   if (batches == 0) throw invalid("no calibration batch: calibration needs the graph run on at least one set of inputs");
   if (!(o.percentile > 0 && o.percentile <= 100)) throw invalid("percentile " + std::to_string(o.percentile) + " is not in (0, 100]");
   // Entropy's search takes time growing with the square of the bins, and needs more of them than
@@ -67,58 +76,57 @@ class Observed {
   std::unique_ptr<runtime::Model> model_;
 };
 
-}  // namespace
-
-Result quantize(const ir::Graph& g, const std::vector<std::vector<eval::TensorRef>>& batches, const Options& options,
-                const runtime::CompileOptions& run) {
-  check(options, batches.size());
-  const std::unique_ptr<ir::Graph> f = prepared(g);
-  const Sites sites = find_sites(*f, options.keep_float);
-  if (sites.ops.empty())
-    throw invalid("nothing to quantize: no convolution or product with constant f32 weights outside keep_float");
-
+// Each calibrated activation's quantization, from its values over the batches: a pass for the
+// extremes, a second for the histograms of the methods that take them.
+std::unordered_map<ValueId, Quantization> calibrate(const ir::Graph& f, const Sites& sites,
+                                                     const std::vector<std::vector<eval::TensorRef>>& batches, const Options& options,
+                                                     const runtime::CompileOptions& run) {
   std::vector<Observer> observers(sites.calibrated.size());
-  {
-    const Observed calibration(*f, sites.calibrated, run);
+  const Observed calibration(f, sites.calibrated, run);
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const std::vector<eval::HostTensor> outs = calibration.run(batches[b], b);
+    for (size_t i = 0; i < outs.size(); ++i) observers[i].observe_extremes(outs[i].data<float>(), outs[i].shape.num_elements());
+  }
+  if (options.method != Method::MinMax) {
+    for (Observer& o : observers) o.start_histogram(options.bins);
     for (size_t b = 0; b < batches.size(); ++b) {
       const std::vector<eval::HostTensor> outs = calibration.run(batches[b], b);
-      for (size_t i = 0; i < outs.size(); ++i) observers[i].observe_extremes(outs[i].data<float>(), outs[i].shape.num_elements());
-    }
-    if (options.method != Method::MinMax) {  // a second pass, its histograms over the extremes the first found
-      for (Observer& o : observers) o.start_histogram(options.bins);
-      for (size_t b = 0; b < batches.size(); ++b) {
-        const std::vector<eval::HostTensor> outs = calibration.run(batches[b], b);
-        for (size_t i = 0; i < outs.size(); ++i) observers[i].observe_histogram(outs[i].data<float>(), outs[i].shape.num_elements());
-      }
+      for (size_t i = 0; i < outs.size(); ++i) observers[i].observe_histogram(outs[i].data<float>(), outs[i].shape.num_elements());
     }
   }
   std::unordered_map<ValueId, Quantization> activations;
   for (size_t i = 0; i < sites.calibrated.size(); ++i)
     activations[sites.calibrated[i]] = quantization_of(observers[i].choose(options.method, options.percentile, options.symmetric), options.symmetric);
   for (const auto& [pooled, input] : sites.same_as) activations[pooled] = activations.at(input);  // in order: pools of pools
+  return activations;
+}
 
-  Rewritten q = insert_qdq(*f, sites, activations, options.per_channel);
-
-  // Each op's result in both graphs, side by side, batch by batch.
-  Result result;
+// Each site's result in the float graph `f` and in the quantized one, side by side on every
+// batch; with no batch, NaN.
+std::vector<Layer> measure(const ir::Graph& f, const Rewritten& q, const Sites& sites,
+                           const std::unordered_map<ValueId, Quantization>& activations,
+                           const std::vector<std::vector<eval::TensorRef>>& batches, const runtime::CompileOptions& run) {
+  std::vector<Layer> layers;
   std::vector<ValueId> before, after;
   for (const Site& s : sites.ops) {
     Layer layer;
-    layer.name = f->value_name(f->nodes[s.node].first_output);  // what the graph prints: %name = op(...)
-    layer.op = f->nodes[s.node].op->name;
+    layer.name = f.value_name(f.nodes[s.node].first_output);  // what the graph prints: %name = op(...)
+    layer.op = f.nodes[s.node].op->name;
     if (const auto a = activations.find(s.result); a != activations.end())
       layer.quantized_result = true, layer.scale = a->second.scale, layer.zero_point = a->second.zero_point;
-    layer.min = std::numeric_limits<double>::infinity(), layer.max = -layer.min;
-    result.layers.push_back(layer);
+    layer.min = layer.max = layer.max_error = layer.sqnr_db = NAN;
+    layers.push_back(layer);
     before.push_back(s.reported());
     after.push_back(q.value_of.at(s.reported()));
   }
-  const Observed reference(*f, before, run), quantized(*q.graph, after, run);
+  if (batches.empty()) return layers;
+  for (Layer& layer : layers) layer.min = std::numeric_limits<double>::infinity(), layer.max = -layer.min, layer.max_error = 0;
+  const Observed reference(f, before, run), quantized(*q.graph, after, run);
   std::vector<double> signal(before.size()), noise(before.size());
   for (size_t b = 0; b < batches.size(); ++b) {
     const std::vector<eval::HostTensor> expected = reference.run(batches[b], b), got = quantized.run(batches[b], b);
     for (size_t l = 0; l < got.size(); ++l) {
-      Layer& layer = result.layers[l];
+      Layer& layer = layers[l];
       const float* e = expected[l].data<float>();
       const float* a = got[l].data<float>();
       for (int64_t i = 0, n = expected[l].shape.num_elements(); i < n; ++i) {
@@ -130,11 +138,33 @@ Result quantize(const ir::Graph& g, const std::vector<std::vector<eval::TensorRe
       }
     }
   }
-  for (size_t l = 0; l < result.layers.size(); ++l)
-    // A NaN in either graph's result is NaN here too: +inf means exact.
-    result.layers[l].sqnr_db = noise[l] == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(signal[l] / noise[l]);
-  result.graph = std::move(q.graph);
-  return result;
+  for (size_t l = 0; l < layers.size(); ++l)  // a NaN in either graph's result is NaN here too: +inf means exact
+    layers[l].sqnr_db = noise[l] == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(signal[l] / noise[l]);
+  return layers;
+}
+
+}  // namespace
+
+Result quantize(const ir::Graph& g, const std::vector<std::vector<eval::TensorRef>>& batches, const Options& options,
+                const runtime::CompileOptions& run) {
+  check(options, batches.size());
+  const std::unique_ptr<ir::Graph> f = prepared(g);
+  Sites sites = find_sites(*f, options.keep_float);
+  if (options.weight_bits) {  // the products alone, their activations f32
+    sites.ops.erase(std::remove_if(sites.ops.begin(), sites.ops.end(),
+                                   [&](const Site& s) { return f->nodes[s.node].op->kind != ir::OpKind::matmul; }),
+                    sites.ops.end());
+    sites.calibrated.clear(), sites.same_as.clear();
+  }
+  if (sites.ops.empty())
+    throw invalid(options.weight_bits ? "nothing to quantize: no product with constant f32 weights outside keep_float"
+                                      : "nothing to quantize: no convolution or product with constant f32 weights outside keep_float");
+  std::unordered_map<ValueId, Quantization> activations;  // none for weight-only
+  if (!options.weight_bits) activations = calibrate(*f, sites, batches, options, run);
+  Rewritten q = options.weight_bits ? weight_only(*f, sites, options.weight_bits, options.block_size, options.symmetric)
+                                    : insert_qdq(*f, sites, activations, options.per_channel);
+  std::vector<Layer> layers = measure(*f, q, sites, activations, batches, run);
+  return {std::move(q.graph), std::move(layers)};
 }
 
 }  // namespace esg::quantize

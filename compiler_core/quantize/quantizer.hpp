@@ -23,6 +23,11 @@ struct Options {
   bool per_channel = true;    // weights: a scale per output channel, else one per tensor
   bool symmetric = false;     // activations: i8 around 0, else u8 with a zero point
   std::vector<std::string> keep_float;  // node names, or op names, left in f32
+  // Weight-only (2, 4 or 8; 0: off): each product's constant weights as codes of this many bits
+  // in blocks of `block_size` along K (matmul_nbits), symmetric or not as `symmetric` says; the
+  // activations stay f32, and calibration batches serve the report only.
+  int weight_bits = 0;
+  int64_t block_size = 32;
 };
 
 // One quantized op: its result's quantization and what quantizing cost there, over the
@@ -42,8 +47,9 @@ struct Result {
   std::vector<Layer> layers;
 };
 
-// `batches`: each a full set of the graph's inputs. `run` compiles the calibration runs (its
-// backend and threads). Throws ir::Error: InvalidArgument for no batch, bad options, a
+// `batches`: each a full set of the graph's inputs (none for weight-only: the report's errors are
+// then NaN). `run` compiles the calibration runs (its backend and threads). Throws ir::Error:
+// InvalidArgument for no batch, bad options, a
 // keep_float name matching nothing, or a graph with nothing to quantize; a run's own errors
 // for batches of the wrong types or shapes.
 Result quantize(const ir::Graph& g, const std::vector<std::vector<eval::TensorRef>>& batches, const Options& options,

@@ -780,6 +780,8 @@ struct QuantizeOptions {
   bool symmetric = false;               // activations: i8 around 0, else u8 with a zero point
   std::vector<std::string> keep_float;  // node, result or op names left in f32
   int threads = 0;                      // the calibration runs' (0: every core)
+  int weight_only_bits = 0;             // 2, 4 or 8: weight-only products (matmul_nbits); 0: int8 throughout
+  int block_size = 32;                  // weight-only: the codes' blocks along K
 };
 // One quantized op: its result's quantization, and the error at its result against the float
 // graph over the calibration batches (esg_quantized_layer).
@@ -794,7 +796,8 @@ struct Quantized {
   Graph graph;
   std::vector<QuantizedLayer> layers;
 };
-// `graph` quantized to 8 bits, calibrated on `batches` (each a full set of its inputs).
+// `graph` quantized to 8 bits, calibrated on `batches` (each a full set of its inputs); or its
+// products' weights alone (weight_only_bits), `batches` then optional.
 inline Quantized quantize(const Graph& graph, const std::vector<std::vector<HostTensor>>& batches, const QuantizeOptions& options = {}) {
   esg_quantize_options o;
   esg_quantize_options_init(&o);
@@ -808,6 +811,8 @@ inline Quantized quantize(const Graph& graph, const std::vector<std::vector<Host
   o.keep_float = kept.data();
   o.num_keep_float = kept.size();
   o.threads = options.threads;
+  o.weight_only_bits = options.weight_only_bits;
+  o.block_size = options.block_size;
   std::vector<esg_buffer> flat;
   const size_t inputs = esg_graph_input_count(graph.handle());
   for (size_t b = 0; b < batches.size(); ++b) {

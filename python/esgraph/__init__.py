@@ -61,7 +61,7 @@ def _compile_file(path, **options):
 compile.__doc__ = _compile_graph.__doc__
 
 
-def quantize(graph, calibration, **options):
+def quantize(graph, calibration=(), **options):
     if not isinstance(graph, Graph):  # a ValueDependentGraph waits for input values to have a graph at all
         raise TypeError(f"quantize: a Graph to quantize, got {type(graph).__name__}"
                         + (": its shapes wait for the values of its inputs; import it with the input_shapes= or "

@@ -59,7 +59,8 @@ void bind_quantize(py::module_& m) {
       .def_property_readonly("graph", [](esg::Quantized& q) -> esg::Graph& { return q.graph; }, py::return_value_policy::reference_internal)
       .def_readonly("layers", &esg::Quantized::layers);
   m.def("quantize", [](const esg::Graph& graph, const py::sequence& calibration, const std::string& method, double percentile,
-                       int64_t bins, bool per_channel, bool symmetric, const std::vector<std::string>& keep_float, int threads) {
+                       int64_t bins, bool per_channel, bool symmetric, const std::vector<std::string>& keep_float, int threads,
+                       bool weight_only, int bits, int block_size) {
     esg::QuantizeOptions o;
     if (method == "minmax") o.calibration = esg::Calibration::MinMax;
     else if (method == "percentile") o.calibration = esg::Calibration::Percentile;
@@ -67,13 +68,15 @@ void bind_quantize(py::module_& m) {
     else throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "quantize: method '" + method + "'; valid: 'minmax', 'percentile', 'entropy'");
     o.percentile = percentile, o.bins = bins, o.per_channel = per_channel, o.symmetric = symmetric;
     o.keep_float = keep_float, o.threads = threads;
+    o.weight_only_bits = weight_only ? bits : 0, o.block_size = block_size;
     std::vector<std::vector<esg::HostTensor>> batches;
     for (size_t i = 0; i < calibration.size(); ++i) batches.push_back(batch_of(calibration[i], i));
     py::gil_scoped_release unlocked;
     return esg::quantize(graph, batches, o);
-  }, py::arg("graph"), py::arg("calibration"), py::kw_only(), py::arg("method") = "minmax", py::arg("percentile") = 99.99,
+  }, py::arg("graph"), py::arg("calibration") = py::list(), py::kw_only(), py::arg("method") = "minmax", py::arg("percentile") = 99.99,
      py::arg("bins") = 2048, py::arg("per_channel") = true, py::arg("symmetric") = false,
-     py::arg("keep_float") = std::vector<std::string>{}, py::arg("threads") = 0,
+     py::arg("keep_float") = std::vector<std::string>{}, py::arg("threads") = 0, py::arg("weight_only") = false,
+     py::arg("bits") = 4, py::arg("block_size") = 32,
      "Quantizes a float graph to 8 bits (docs/quantization.md): its convolutions and products with constant weights, "
      "and the residual sums and max pools between them, in ONNX's QDQ form, which compiles onto integer kernels "
      "and exports to an ONNX QDQ file. `calibration`: batches of the graph's inputs (each a list of numpy arrays in "
@@ -82,7 +85,9 @@ void bind_quantize(py::module_& m) {
      "'entropy' (the clipping threshold whose 8-bit histogram is closest to the full one in KL divergence), over "
      "`bins` histogram bins (256 to 8192). Weights: s8 with a scale per output channel (`per_channel=False`: one per tensor). "
      "Activations: u8 with a zero point, or `symmetric` i8 around 0. `keep_float`: ops left in f32, by node, "
-     "result or op name. Returns a Quantized: `.graph`, and `.layers`, each quantized op's error at its result against the float "
+     "result or op name. `weight_only=True`: each product's constant weights alone, as codes of `bits` (2, 4 or 8) in "
+     "blocks of `block_size` along K with a scale and zero point each (ops.matmul_nbits; `symmetric`: no zero "
+     "points), activations f32, `calibration` optional (the report's errors are NaN without it). Returns a Quantized: `.graph`, and `.layers`, each quantized op's error at its result against the float "
      "graph on the calibration batches.");
 }
 

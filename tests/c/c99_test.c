@@ -674,6 +674,23 @@ static void test_quantize(void) {
   q = esg_quantize(g, batches, 2, &o);
   CHECK(q != NULL && esg_quantized_num_layers(q) == 2);
   esg_quantized_destroy(q);
+  /* Weight-only: 4-bit codes for both products, no batch needed (nothing measured: NaN). */
+  esg_quantize_options_init(&o);
+  o.weight_only_bits = 4;
+  q = esg_quantize(g, NULL, 0, &o);
+  CHECK(q != NULL && esg_quantized_num_layers(q) == 2);
+  CHECK(esg_quantized_layer_get(q, 1, &layer) == ESG_OK && layer.max_error != layer.max_error && !layer.quantized_result);
+  qg = esg_quantized_graph(q);
+  m = esg_compile(qg, NULL);
+  CHECK(m != NULL && esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
+  worst = 0;
+  for (i = 0; i < 8; ++i) worst = fabs(y[i] - want[i]) > worst ? fabs(y[i] - want[i]) : worst;
+  CHECK(worst < 0.2 * (range_hi - range_lo)); /* 4-bit weights: within their coarse step */
+  esg_model_destroy(m);
+  esg_graph_destroy(qg);
+  esg_quantized_destroy(q);
+  o.block_size = 24;
+  CHECK(esg_quantize(g, NULL, 0, &o) == NULL && strstr(esg_last_error(), "block_size 24"));
   /* Misuse. */
   CHECK(esg_quantize(NULL, batches, 2, NULL) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
   CHECK(esg_quantize(g, batches, 0, NULL) == NULL && strstr(esg_last_error(), "no calibration batch"));

@@ -1300,3 +1300,56 @@ def test_weights_too_small_or_not_finite():
         g = b.build([ops.conv2d(h, b.constant(rng.standard_normal((4, 4, 3, 3)).astype(F32)))])
     q = esgraph.quantize(g, batches, threads=THREADS)
     assert [layer.op for layer in q.layers] == ["conv2d"]  # the second only
+
+
+# ---- weight-only (matmul_nbits) -----------------------------------------------------------------------
+@pytest.mark.parametrize("bits", [2, 4, 8])
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_weight_only_codes_are_numpys_blockwise_quantization(bits, symmetric, tmp_path):
+    """Each product's weights (one [K, N], one transposed [N, K], K = 100: three blocks of 32 and
+    one of 4) as numpy's esgraph.quantization.quantize_blockwise makes them, code for code; the
+    products on matmul_nbits, to f32 rounding of numpy's product with the dequantized weights."""
+    from esgraph.quantization import dequantize_blockwise, pack_zero_points, quantize_blockwise
+    rng = rng_for(f"weight only {bits} {symmetric}")
+    w1 = rng.standard_normal((100, 64)).astype(F32)
+    w2 = rng.standard_normal((48, 64)).astype(F32)
+    with esgraph.GraphBuilder("mlp") as b:
+        x = b.input("x", esgraph.f32, [3, 100])
+        g = b.build([ops.matmul(ops.relu(ops.matmul(x, b.constant(w1))), b.constant(w2), transpose_b=True)])
+    q = esgraph.quantize(g, weight_only=True, bits=bits, block_size=32, symmetric=symmetric)
+    assert [layer.op for layer in q.layers] == ["matmul", "matmul"]
+    assert all(math.isnan(layer.sqnr_db) for layer in q.layers)  # no batch: nothing measured
+    path = tmp_path / "nbits.onnx"
+    esgraph.onnx.save(q.graph, str(path))
+    model = onnx.load(str(path))
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    nodes = [n for n in model.graph.node if n.op_type == "MatMulNBits"]
+    assert len(nodes) == 2
+    for node, w in zip(nodes, (w1, w2.T)):
+        codes, scales, zero_points = quantize_blockwise(w, bits=bits, block_size=32, symmetric=symmetric)
+        np.testing.assert_array_equal(inits[node.input[1]].reshape(codes.shape), codes)
+        np.testing.assert_array_equal(inits[node.input[2]].reshape(scales.shape), scales)
+        if symmetric:
+            assert len(node.input) < 4 or not node.input[3]
+        else:
+            np.testing.assert_array_equal(inits[node.input[3]].reshape(-1), pack_zero_points(zero_points, bits).reshape(-1))
+    xs = rng.standard_normal((3, 100)).astype(F32)
+    deq = [dequantize_blockwise(*quantize_blockwise(w, bits=bits, block_size=32, symmetric=symmetric), k=w.shape[0], bits=bits,
+                                block_size=32).astype(np.float64) for w in (w1, w2.T)]
+    want = np.maximum(xs.astype(np.float64) @ deq[0], 0) @ deq[1]
+    got = esgraph.compile(q.graph, threads=THREADS).run([xs])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_weight_only_reports_with_batches_and_refuses_bad_bits(resnet):
+    net, g, batches = resnet
+    q = esgraph.quantize(g, batches[:1], weight_only=True, bits=8)
+    assert [layer.op for layer in q.layers] == ["matmul"]  # the head alone: convolutions stay f32
+    assert q.layers[0].sqnr_db > 35 and not q.layers[0].quantized_result
+    assert "matmul_nbits(" in str(q.graph) and "quantize_linear(" not in str(q.graph)
+    for options, message in (({"bits": 3}, r"weight-only bits 3; valid: 2, 4, 8"),
+                             ({"block_size": 24}, r"block_size 24 is not a power of two of at least 16")):
+        with pytest.raises(esgraph.InvalidArgumentError, match=message):
+            esgraph.quantize(g, weight_only=True, **options)
+    with pytest.raises(esgraph.InvalidArgumentError, match="no calibration batch"):
+        esgraph.quantize(g)  # int8 activations need their ranges

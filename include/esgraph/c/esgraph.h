@@ -494,6 +494,12 @@ typedef struct esg_quantize_options {
   const char* const* keep_float;  /* node, result or op names ("matmul") left in f32; a name
                                      matching nothing is ESG_ERR_INVALID_ARGUMENT */
   size_t num_keep_float;
+  int32_t weight_only_bits;       /* 2, 4 or 8: weight-only instead, each product's constant
+                                     weights as codes of this many bits in blocks along K
+                                     (matmul_nbits; `symmetric` for the blocks), activations f32,
+                                     batches optional (the report's errors NaN without); 0
+                                     (default): int8 weights and activations */
+  int32_t block_size;             /* weight-only: the codes' blocks, a power of two >= 16; default 32 */
 } esg_quantize_options;
 ESG_API void esg_quantize_options_init_(esg_quantize_options* options, size_t struct_size);
 #define esg_quantize_options_init(options) esg_quantize_options_init_((options), sizeof(*(options)))
@@ -501,7 +507,7 @@ typedef struct esg_quantized esg_quantized;
 /* Quantizes `graph`, calibrated by running it on `num_batches` sets of inputs: `batches` holds
    num_batches x (the graph's input count) buffers, one batch after another, each in the graph's
    input order. `options` may be NULL (the defaults). NULL on error: ESG_ERR_INVALID_ARGUMENT
-   for no batch, bad options or a graph with nothing to quantize; a run's own error for a batch
+   for no batch (but weight-only), bad options or a graph with nothing to quantize; a run's own error for a batch
    of the wrong dtypes or shapes. */
 ESG_API esg_quantized* esg_quantize(const esg_graph* graph, const esg_buffer* batches, size_t num_batches,
                                     const esg_quantize_options* options);
@@ -518,7 +524,8 @@ typedef struct esg_quantized_layer {
   double scale;            /* the result's, when quantized_result */
   int64_t zero_point;
   double min, max;         /* the result's range in the float graph */
-  double max_error;        /* the largest |quantized - float| of the result; NaN if either is NaN */
+  double max_error;        /* the largest |quantized - float| of the result; NaN if either is NaN
+                              (or with no batch to measure on) */
   double sqnr_db;          /* 10 log10(sum float^2 / sum (quantized - float)^2); +inf when exact,
                               NaN if a result is NaN */
 } esg_quantized_layer;
