@@ -6,6 +6,7 @@
     python3 -m esgraph dot  model.onnx [-o graph.dot] [--compiled] [-i x=input.npy]
     python3 -m esgraph quantize model.onnx -o model_int8.onnx -c x=batch0.npy -c x=batch1.npy
         [--method minmax|percentile|entropy] [--keep-float NAME] [--symmetric] [--per-tensor]
+        [--weight-only 4 [--block-size 32]]
     python3 -m esgraph ascend-check [--simulated] [--cann-include DIR]
     python3 -m esgraph cann-headers [--cann-include DIR]
 
@@ -265,17 +266,19 @@ def cmd_quantize(args):
     graph, _, _ = _load(args.model, _bindings(args.bind))
     if not isinstance(graph, _C.Graph):
         raise SystemExit(f"{args.model}: its graph depends on its inputs' values; fix its shapes with --bind first")
-    batches = _calibration(_signature(graph), args.calibration)
+    batches = _calibration(_signature(graph), args.calibration) if args.calibration or not args.weight_only else []
     start = time.perf_counter()
     q = _C.quantize(graph, batches, method=args.method, percentile=args.percentile, per_channel=not args.per_tensor,
-                    symmetric=args.symmetric, keep_float=args.keep_float or [], threads=args.threads)
+                    symmetric=args.symmetric, keep_float=args.keep_float or [], threads=args.threads,
+                    weight_only=bool(args.weight_only), bits=args.weight_only or 4, block_size=args.block_size)
     seconds = time.perf_counter() - start
     if args.output.endswith(".onnx"):
         from . import onnx as esg_onnx
         esg_onnx.save(q.graph, args.output)
     else:
         q.graph.save(args.output)
-    print(f"{args.output}: {len(q.layers)} ops quantized in {seconds:.1f} s ({args.method}, {len(batches)} batches)")
+    how = f"{args.weight_only}-bit weights" if args.weight_only else args.method
+    print(f"{args.output}: {len(q.layers)} ops quantized in {seconds:.1f} s ({how}, {len(batches)} batches)")
     print(f"  {'result':24} {'op':8} {'scale':>10} {'zero':>5} {'range':>22} {'max error':>10} {'SQNR dB':>8}")
     for layer in q.layers:
         scale = f"{layer.scale:10.4g}" if layer.quantized_result else f"{'f32':>10}"
@@ -431,6 +434,9 @@ def main(argv=None):
     quant.add_argument("--symmetric", action="store_true", help="activations as i8 around 0 (default u8 with a zero point)")
     quant.add_argument("--per-tensor", action="store_true", help="one scale per weight tensor (default one per output channel)")
     quant.add_argument("--threads", type=int, default=0, help="threads of the calibration runs (0: every core)")
+    quant.add_argument("--weight-only", type=int, choices=[2, 4, 8], metavar="BITS",
+                       help="weight-only instead: products' weights as 2, 4 or 8-bit codes (calibration then optional)")
+    quant.add_argument("--block-size", type=int, default=32, help="--weight-only's blocks along K (default 32)")
     check = sub.add_parser("ascend-check", help="run the Ascend smoke set on the device against the CPU; print the table")
     check.add_argument("--simulated", action="store_true", help="on esgraph's simulated device (backend ascend-sim)")
     headers = sub.add_parser("cann-headers", help="check esgraph's declarations of CANN against CANN's headers")

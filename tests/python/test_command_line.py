@@ -281,3 +281,15 @@ def test_quantize_refuses_missing_or_misnamed_calibration(onnx_file, tmp_path):
         r = esgraph_cli("quantize", onnx_file, "-o", tmp_path / "q.onnx", *extra)
         assert r.returncode != 0 and message in r.stderr, (extra, r.stderr)
         assert "Traceback" not in r.stderr
+
+
+def test_quantize_weight_only_needs_no_calibration(onnx_file, tmp_path):
+    out = tmp_path / "m_nbits.onnx"
+    r = esgraph_cli("quantize", onnx_file, "-o", out, "--weight-only", 8, "--block-size", 16)
+    assert r.returncode == 0, r.stderr
+    assert "(8-bit weights, 0 batches)" in r.stdout
+    import onnx
+    assert [n.op_type for n in onnx.load(str(out)).graph.node].count("MatMulNBits") == 1
+    x = np.array([[1, -2, 3, 4]], np.float32)
+    got = esgraph.compile(str(out)).run([x])[0]
+    np.testing.assert_allclose(got, np.maximum(x @ W, 0), atol=0.02)
