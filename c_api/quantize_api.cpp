@@ -22,7 +22,12 @@ const esg_quantized& need(const esg_quantized* q, const char* fn) {
   return *q;
 }
 
-quantize::Options options_of(const esg_quantize_options* options) {
+// The caller's options as the quantizer's, and the calibration runs' (on the host CPU).
+struct Parsed {
+  quantize::Options quantize;
+  esg::runtime::CompileOptions run;
+};
+Parsed options_of(const esg_quantize_options* options) {
   esg_quantize_options o;
   esg_quantize_options_init_(&o, sizeof o);
   esg::capi::read_options(&o, sizeof o, options, "esg_quantize");
@@ -47,7 +52,10 @@ quantize::Options options_of(const esg_quantize_options* options) {
   q.weight_bits = o.weight_only_bits;
   q.block_size = o.block_size;
   if (o.threads < 0) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_quantize: threads " + std::to_string(o.threads) + " is negative");
-  return q;
+  Parsed parsed{std::move(q), {}};
+  parsed.run.backend = esg::backends::find("cpu");
+  parsed.run.threads = o.threads;
+  return parsed;
 }
 
 }  // namespace
@@ -68,7 +76,7 @@ ESG_API esg_quantized* esg_quantize(const esg_graph* graph, const esg_buffer* ba
   esg_quantized* out = nullptr;
   guarded(nullptr, [&] {
     if (!graph || !graph->g) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_quantize: the graph is NULL");
-    const quantize::Options q = options_of(options);
+    const Parsed parsed = options_of(options);
     const size_t per_batch = graph->g->inputs().size();
     if (num_batches && per_batch && !batches) throw ir::Error(ir::ErrorCode::InvalidArgument, "esg_quantize: num_batches but no batches");
     std::vector<std::vector<esg::eval::TensorRef>> refs(num_batches);
@@ -76,13 +84,7 @@ ESG_API esg_quantized* esg_quantize(const esg_graph* graph, const esg_buffer* ba
       const std::string what = "esg_quantize: batch " + std::to_string(b) + ", input";
       for (size_t i = 0; i < per_batch; ++i) refs[b].push_back(esg::capi::ref_of(batches[b * per_batch + i], what.c_str(), i));
     }
-    esg_quantize_options o;
-    esg_quantize_options_init_(&o, sizeof o);
-    esg::capi::read_options(&o, sizeof o, options, "esg_quantize");
-    esg::runtime::CompileOptions run;
-    run.backend = esg::backends::find("cpu");
-    run.threads = o.threads;
-    out = new esg_quantized{quantize::quantize(*graph->g, refs, q, run)};
+    out = new esg_quantized{quantize::quantize(*graph->g, refs, parsed.quantize, parsed.run)};
   });
   return out;
 }
