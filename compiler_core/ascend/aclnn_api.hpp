@@ -151,7 +151,13 @@ using BorderPadPlan = Status (*)(const Tensor* self, const IntArray* padding, Te
   X(aclnnConvolutionGetWorkspaceSize, Status,                                                                   \
     (const Tensor* input, const Tensor* weight, const Tensor* bias, const IntArray* stride, const IntArray* padding, \
      const IntArray* dilation, bool transposed, const IntArray* output_padding, int64_t groups, Tensor* output,  \
-     int8_t cube_math_type, uint64_t* workspace_size, Executor** executor))
+     int8_t cube_math_type, uint64_t* workspace_size, Executor** executor))                                     \
+  /* group_size: groupSizeK | groupSizeN << 16 | groupSizeM << 32, 0 for per-tensor and per-channel scales */ \
+  X(aclnnQuantMatmulV5GetWorkspaceSize, Status,                                                                 \
+    (const Tensor* x1, const Tensor* x2, const Tensor* x1_scale, const Tensor* x2_scale, const Tensor* y_scale,  \
+     const Tensor* x1_offset, const Tensor* x2_offset, const Tensor* y_offset, const Tensor* bias,               \
+     bool transpose_x1, bool transpose_x2, int64_t group_size, Tensor* out, uint64_t* workspace_size,           \
+     Executor** executor))
 
 #define ESG_ACLNN_RUN_FUNCTIONS(X) \
   X(aclnnMatmul) X(aclnnSoftmax) X(aclnnReduceSum) X(aclnnMean) X(aclnnAmax) X(aclnnAmin) X(aclnnProdDim) X(aclnnProd) \
@@ -159,7 +165,8 @@ using BorderPadPlan = Status (*)(const Tensor* self, const IntArray* padding, Te
   X(aclnnGeTensor) X(aclnnLtTensor) X(aclnnLeTensor) X(aclnnEqTensor) X(aclnnNeTensor) X(aclnnNeg) X(aclnnAbs) X(aclnnSWhere) \
   X(aclnnCast) X(aclnnExpand) X(aclnnIndexSelect) \
   X(aclnnMaxPool) X(aclnnAvgPool2d) X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConstantPadNd) X(aclnnConvolution) \
-  X(aclnnReflectionPad2d) X(aclnnReplicationPad2d) X(aclnnScatter) X(aclnnScatterNd) X(aclnnInplaceFillScalar) X(aclnnArange)
+  X(aclnnReflectionPad2d) X(aclnnReplicationPad2d) X(aclnnScatter) X(aclnnScatterNd) X(aclnnInplaceFillScalar) X(aclnnArange) \
+  X(aclnnQuantMatmulV5)
 using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 
 struct Functions {

@@ -43,6 +43,8 @@ aclnn::DataType data_type(ir::DType t) {
     case ir::DType::I32: return aclnn::kInt32;
     case ir::DType::I64: return aclnn::kInt64;
     case ir::DType::Bool: return aclnn::kBool;
+    case ir::DType::I8: return aclnn::kInt8;
+    case ir::DType::U8: return aclnn::kUint8;
     default: return aclnn::kFloat;
   }
 }
@@ -128,6 +130,12 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
     return std::string(ir::dtype_is_float(result) ? ir::dtype_name(result) : "integer") +
            " division (the generated kernels divide f32, f16 and bf16; not mapped to aclnn yet)";
   }
+  // What CANN has an op for but not in the form the graph states (docs/ascend.md).
+  if (n.op->kind == ir::OpKind::quantized_conv2d)
+    return "not lowered yet (aclnnQuantConvolution on Atlas A2 gives a FLOAT16 or BFLOAT16 result, never the requantized "
+           "8-bit one)";
+  if (n.op->kind == ir::OpKind::matmul_nbits)
+    return "f32 activations (aclnnWeightQuantBatchMatmulV2 takes FLOAT16 and BFLOAT16 ones only)";
   const AclnnLowering* lowering = find_lowering(n.op->kind);
   // (CANN's ops take up to 8 dims, as many as a shape has.)
   return lowering ? lowering->check(g, n) : "no aclnn mapping";

@@ -34,6 +34,22 @@ std::string library_values(const ir::Graph& g, const ir::Node& n) {
   return library_type(result) ? "" : refused(result);
 }
 
+// aclnnCast takes 8-bit integers too (ops-math's aclnnCast.md, Atlas A2): the quantized ops reach
+// the device as f32 arithmetic between casts (legalize.hpp).
+std::string cast_values(const ir::Graph& g, const ir::Node& n) {
+  const auto eight_bits = [](ir::DType t) { return t == ir::DType::I8 || t == ir::DType::U8; };
+  const ir::DType from = g.values[g.operands[n.first_input]].dtype, to = g.values[n.first_output].dtype;
+  return (eight_bits(from) || library_type(from)) && (eight_bits(to) || library_type(to)) ? "" : library_values(g, n);
+}
+
+// Whether `v` is a constant whose every byte is zero (a zero point of symmetric quantization).
+bool zero_constant(const ir::Graph& g, ir::ValueId v) {
+  const ir::ValueId p = g.values[v].producer;
+  if (p == ir::kNone || g.nodes[p].blob == ir::kNone) return false;
+  const auto& bytes = *g.blobs[g.nodes[p].blob];
+  return std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; });
+}
+
 constexpr uint32_t kNoIndex = UINT32_MAX;
 // The other ops take floats so far, but for the input at `index`: an index tensor, i32 or i64
 // as the op's signature says.
@@ -104,6 +120,35 @@ constexpr AclnnLowering kLowerings[] = {
        const bool f32_on_310p = b.soc.rfind("Ascend310P", 0) == 0 && b.g.values[b.input_value(0)].dtype == ir::DType::F32;
        return b.bind(ESG_ACLNN_OP(aclnnMatmul), b.input(0, a.transpose_a), b.input(1, a.transpose_b), b.output(),
                      static_cast<int8_t>(f32_on_310p ? 1 : 0));
+     }},
+    {OpKind::matmul_integer,
+     [](const ir::Graph& g, const ir::Node& n) -> std::string {
+       // aclnnQuantMatmulV5 on Atlas A2 (ops-nn's aclnnQuantMatmulV5.md): x1 INT8 with no x1Offset,
+       // x2 INT8 in ND of 2 to 6 dims, no empty tensor; an INT32 result is x1 @ x2, exact.
+       const ir::ValueId a = g.operands[n.first_input], b = g.operands[n.first_input + 1];
+       if (g.values[a].dtype != ir::DType::I8)
+         return "u8 activations (aclnnQuantMatmulV5 takes INT8 x1 and no x1 offset: quantize them symmetric, as "
+                "esgraph.quantize(..., symmetric=True) does)";
+       if (g.values[b].dtype != ir::DType::I8) return "u8 weights (aclnnQuantMatmulV5 takes INT8 x2)";
+       if (!zero_constant(g, g.operands[n.first_input + 2]) || !zero_constant(g, g.operands[n.first_input + 3]))
+         return "a zero point other than a constant 0 (aclnnQuantMatmulV5 takes symmetric INT8 operands)";
+       if (g.shape(b).rank() != 2) return "batched weights (only a 2-D x2 is lowered to aclnnQuantMatmulV5 so far)";
+       if (g.shape(a).num_elements() == 0 || g.shape(b).num_elements() == 0)
+         return "an empty operand (aclnnQuantMatmulV5 takes no empty tensor)";
+       return "";
+     },
+     [](const AclnnBuilder& b) {
+       // a's leading axes as more rows of one 2-D product (the same bytes).
+       const std::vector<int64_t> w = b.dims(b.input_value(1));
+       const int64_t k = w[0], n = w[1], rows = b.g.shape(b.input_value(0)).num_elements() / k;
+       aclnn::Tensor* out = b.make.tensor({rows, n}, aclnn::kInt32, b.out[0]);
+       // CANN requires an x2Scale descriptor, FLOAT32 of shape (1,), even for an INT32 result, whose
+       // scales "do not take part" (its words): this one views the result's first element, which
+       // the op writes and never reads as a scale.
+       aclnn::Tensor* unused_scale = b.make.tensor({1}, aclnn::kFloat, b.out[0]);
+       return b.bind(ESG_ACLNN_OP(aclnnQuantMatmulV5), b.make.tensor({rows, k}, aclnn::kInt8, b.in[0]),
+                     b.make.tensor({k, n}, aclnn::kInt8, b.in[1]), nullptr, unused_scale, nullptr, nullptr, nullptr, nullptr,
+                     nullptr, false, false, int64_t{0}, out);
      }},
     {OpKind::conv2d,
      [](const ir::Graph& g, const ir::Node& n) -> std::string {
@@ -347,7 +392,7 @@ constexpr AclnnLowering kLowerings[] = {
     {OpKind::not_equal, library_values, [](const AclnnBuilder& b) { return binary(b, ESG_ACLNN_OP(aclnnNeTensor)); }},
     {OpKind::where, library_values,
      [](const AclnnBuilder& b) { return b.bind(ESG_ACLNN_OP(aclnnSWhere), b.input(0), b.input(1), b.input(2), b.output()); }},
-    {OpKind::cast, library_values,
+    {OpKind::cast, cast_values,
      [](const AclnnBuilder& b) { return b.bind(ESG_ACLNN_OP(aclnnCast), b.input(0), b.out_type(), b.output()); }},
 };
 

@@ -4,6 +4,7 @@
 #include "ascend/legalize.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "ascend/aclnn_call.hpp"
@@ -31,7 +32,123 @@ using passes::run_pass;
 
 using K = ir::OpKind;
 
+ValueId cast_to(Replay& r, ValueId v, ir::DType dtype) {
+  const ir::AttrArg to = ir::AttrArg::of_dtype(dtype);
+  return added(r, *ir::find_op(K::cast), {&v, 1}, {&to, 1});
+}
+
+ValueId binary(Replay& r, K op, ValueId a, ValueId b) {
+  const ValueId in[] = {a, b};
+  return added(r, *ir::find_op(op), {in, 2}, {});
+}
+
+// A zero point as f32: a constant converted here, else cast on the device; kNone for a constant 0.
+ValueId zero_point_as_f32(Replay& r, const Graph& g, ValueId zp) {
+  const ir::Node* p = producer(g, zp);
+  if (!p || p->blob == kNone) return cast_to(r, r.get(zp), ir::DType::F32);
+  const eval::TensorRef t{g.values[zp].dtype, g.shape(zp), const_cast<uint8_t*>(g.blobs[p->blob]->data())};
+  std::vector<float> values(static_cast<size_t>(t.size()));
+  bool zero = true;
+  for (int64_t i = 0; i < t.size(); ++i) zero = zero && (values[static_cast<size_t>(i)] = static_cast<float>(eval::load_f(t, i))) == 0;
+  return zero ? kNone : r.to().add_constant(ir::DType::F32, t.shape, values.data(), values.size() * sizeof(float));
+}
+
+// (f32(x) - f32(zero_point)) · scale: dequantize_linear's arithmetic, exact in f32 as its own.
+ValueId dequantized(Replay& r, const Graph& g, ValueId x, ValueId scale, ValueId zp) {
+  ValueId real = cast_to(r, r.get(x), ir::DType::F32);
+  if (const ValueId z = zero_point_as_f32(r, g, zp); z != kNone) real = binary(r, K::sub, real, z);
+  return binary(r, K::mul, real, r.get(scale));
+}
+
+// saturate(round(real / scale) + zero_point) in f32, then cast to the zero point's type:
+// quantize_linear's arithmetic, the saturation a clip to the type's range (so the cast is exact).
+ValueId quantized(Replay& r, const Graph& g, ValueId real, ValueId scale, ValueId zp) {
+  const ir::DType type = g.values[zp].dtype;
+  const ValueId ratio = binary(r, K::div, real, r.get(scale));
+  ValueId q = added(r, *ir::find_op(K::round), {&ratio, 1}, {});
+  if (const ValueId z = zero_point_as_f32(r, g, zp); z != kNone) q = binary(r, K::add, q, z);
+  const bool u8 = type == ir::DType::U8;
+  const ir::AttrArg range[] = {ir::AttrArg::of_float(u8 ? 0 : -128), ir::AttrArg::of_float(u8 ? 255 : 127)};
+  q = added(r, *ir::find_op(K::clip), {&q, 1}, {range, 2});
+  return cast_to(r, q, type);
+}
+
+bool eight_bits(ir::DType t) { return t == ir::DType::U8 || t == ir::DType::I8; }
+
 }  // namespace
+
+std::unique_ptr<Graph> quantized_as_floats(const Graph& g) {
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.num_deps) return false;
+    auto in = [&](uint32_t i) { return g.operands[n.first_input + i]; };
+    switch (n.op->kind) {
+      case K::dequantize_linear: r.set(n.first_output, dequantized(r, g, in(0), in(1), in(2))); return true;
+      case K::quantize_linear: r.set(n.first_output, quantized(r, g, r.get(in(0)), in(1), in(2))); return true;
+      case K::quantized_add: {
+        ValueId sum = binary(r, K::add, dequantized(r, g, in(0), in(1), in(2)), dequantized(r, g, in(3), in(4), in(5)));
+        const ir::QuantizedAddAttrs a(g, n);
+        if (std::isfinite(a.min) || std::isfinite(a.max)) {
+          const ir::AttrArg bounds[] = {ir::AttrArg::of_float(a.min), ir::AttrArg::of_float(a.max)};
+          sum = added(r, *ir::find_op(K::clip), {&sum, 1}, {bounds, 2});
+        }
+        r.set(n.first_output, quantized(r, g, sum, in(6), in(7)));
+        return true;
+      }
+      case K::max_pool2d: {  // every 8-bit integer is an f16, and a maximum picks one of them
+        const ir::DType type = g.values[in(0)].dtype;
+        if (!eight_bits(type)) return false;
+        const ValueId x = cast_to(r, r.get(in(0)), ir::DType::F16);
+        const std::vector<ir::AttrArg> attrs = attrs_of(g, n);
+        r.set(n.first_output, cast_to(r, added(r, *n.op, {&x, 1}, {attrs.data(), attrs.size()}), type));
+        return true;
+      }
+      default: return false;
+    }
+  });
+}
+
+std::unique_ptr<Graph> signed_activations(const Graph& g) {
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    if (n.region != 0 || n.num_deps || n.op->kind != K::matmul_integer) return false;
+    const ValueId a = g.operands[n.first_input], b = g.operands[n.first_input + 1];
+    const ValueId a_zp = g.operands[n.first_input + 2], b_zp = g.operands[n.first_input + 3];
+    const ir::Node* weights = producer(g, b);
+    const ir::Node* b_zero = producer(g, b_zp);
+    if (g.values[a].dtype != ir::DType::U8 || g.values[b].dtype != ir::DType::I8 || g.shape(a_zp).num_elements() != 1 ||
+        !weights || weights->blob == kNone || g.shape(b).rank() != 2 || !b_zero || b_zero->blob == kNone ||
+        std::any_of(g.blobs[b_zero->blob]->begin(), g.blobs[b_zero->blob]->end(), [](uint8_t v) { return v != 0; }))
+      return false;
+    // a - 128 in int8, exact through f32 (aclnnCast on each side of one kernel).
+    const float half = 128;
+    const ValueId shift = r.to().add_constant(ir::DType::F32, ir::Shape{}, &half, sizeof half);
+    const ValueId shifted = cast_to(r, binary(r, K::sub, cast_to(r, r.get(a), ir::DType::F32), shift), ir::DType::I8);
+    const int8_t zero = 0;
+    const ValueId i8_zero = r.to().add_constant(ir::DType::I8, ir::Shape{}, &zero, sizeof zero);
+    const ValueId in[] = {shifted, r.get(b), i8_zero, i8_zero};
+    const ValueId sums = added(r, *n.op, {in, 4}, {});
+    // (a - zp) · b = (a - 128) · b + (128 - zp) · the sums of b's columns.
+    const ir::Shape ws = g.shape(b);
+    const int8_t* w = reinterpret_cast<const int8_t*>(g.blobs[weights->blob]->data());
+    std::vector<int32_t> columns(static_cast<size_t>(ws[1]), 0);
+    for (int64_t k = 0; k < ws[0]; ++k)
+      for (int64_t j = 0; j < ws[1]; ++j) columns[static_cast<size_t>(j)] += w[k * ws[1] + j];
+    const int32_t center = 128;
+    const ir::Node* zp = producer(g, a_zp);
+    if (zp && zp->blob != kNone) {  // a constant zero point: the whole term folded
+      for (int32_t& c : columns) c *= center - *g.blobs[zp->blob]->data();
+      const ValueId term = r.to().add_constant(ir::DType::I32, ir::Shape{ws[1]}, columns.data(), columns.size() * sizeof(int32_t));
+      r.set(n.first_output, binary(r, K::add, sums, term));
+      return true;
+    }
+    const ValueId column_sums = r.to().add_constant(ir::DType::I32, ir::Shape{ws[1]}, columns.data(), columns.size() * sizeof(int32_t));
+    const ValueId offset =
+        binary(r, K::sub, r.to().add_constant(ir::DType::I32, ir::Shape{}, &center, sizeof center), cast_to(r, r.get(a_zp), ir::DType::I32));
+    r.set(n.first_output, binary(r, K::add, sums, binary(r, K::mul, offset, column_sums)));
+    return true;
+  });
+}
 
 std::unique_ptr<Graph> split_into_slices(const Graph& g) {
   const ir::OpSchema* slice = ir::find_op(K::slice);
@@ -280,7 +397,9 @@ std::unique_ptr<Graph> legalize(const Graph& g) {
   const auto library_takes = [](const Graph& graph, const ir::Node& n) { return AclnnCall::unsupported(graph, n).empty(); };
   // Attention as its products and softmax first: CANN's fused attention (aclnnFlashAttentionScore)
   // is not wired yet, and the pieces feed the legalizations below.
-  const auto padded = pad_average_pools(*pad_asymmetric_convolutions(*passes::decompose_attention(g)), library_takes);
+  const auto padded =
+      pad_average_pools(*pad_asymmetric_convolutions(*signed_activations(*quantized_as_floats(*passes::decompose_attention(g)))),
+                        library_takes);
   const auto sliced = split_into_slices(*split_products_over_axes(*wrap_negative_indices(*padded)));
   const auto row_kernel_takes = [](const Graph& graph, const ir::Node& n) { return row_kernel_refusal(graph, n).empty(); };
   return materialize_broadcasts(*split_scaled_softmax(*sliced, row_kernel_takes), kernel_computes, kernel_reads_broadcast);

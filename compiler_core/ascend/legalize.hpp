@@ -12,7 +12,8 @@
 namespace esg::ascend {
 
 // All of them, in the order the backend needs: attention as its products and softmax
-// (passes::decompose_attention); convolutions padded more on one side as an
+// (passes::decompose_attention); the quantized elementwise ops as f32 arithmetic; products of
+// u8 activations shifted into int8; convolutions padded more on one side as an
 // explicit pad and a symmetric convolution; average pools padded so too (or more than
 // aclnnAvgPool2d takes) as a pad, a pool without padding and a factor per position that keeps
 // the mean over the input's elements; negative indices of gather and the scatters made
@@ -22,6 +23,19 @@ namespace esg::ascend {
 // (aclnnSoftmax has neither); operands broadcast in ways the kernels do not read in place
 // expanded first.
 std::unique_ptr<ir::Graph> legalize(const ir::Graph& g);
+
+// quantize_linear, dequantize_linear and quantized_add as the f32 arithmetic their definitions
+// state, between casts from and to the 8-bit integers (aclnnCast; the arithmetic fuses into the
+// generated kernels): bit for bit what the CPU computes, a quantization saturated by a clip to
+// its type's range before the cast. max_pool2d of 8-bit integers runs on f16, which holds each
+// exactly (aclnnMaxPool takes f16 and f32 on Atlas A2).
+std::unique_ptr<ir::Graph> quantized_as_floats(const ir::Graph& g);
+
+// matmul_integer of u8 activations with one zero point, and constant int8 weights with zero
+// ones, as a product of int8 activations (aclnnQuantMatmulV5 takes no UINT8 x1 and no x1
+// offset): (a - zp) · w = (a - 128) · w + (128 - zp) · the sums of w's columns, the shift into
+// int8 one kernel between casts, the column sums folded now.
+std::unique_ptr<ir::Graph> signed_activations(const ir::Graph& g);
 
 // Each output of a split as a slice of its input (aclnn has no split; a slice is a copy of a
 // strided view).

@@ -54,12 +54,19 @@ std::vector<int64_t> offsets(const Tensor& t) {
   return out;
 }
 
-// The element types the simulated library takes: f32, f16, bf16 and bool data, i32/i64 indices.
-size_t element_size(DataType t) { return t == kInt64 ? 8 : t == kFloat16 || t == kBf16 ? 2 : t == kBool ? 1 : 4; }
-bool simulated_type(DataType t) { return t == kFloat || t == kFloat16 || t == kBf16 || t == kBool || t == kInt32 || t == kInt64; }
+// The element types the simulated library takes: f32, f16, bf16 and bool data, i32/i64 indices,
+// and the 8-bit integers of quantized values.
+size_t element_size(DataType t) {
+  return t == kInt64 ? 8 : t == kFloat16 || t == kBf16 ? 2 : t == kBool || t == kInt8 || t == kUint8 ? 1 : 4;
+}
+bool simulated_type(DataType t) {
+  return t == kFloat || t == kFloat16 || t == kBf16 || t == kBool || t == kInt32 || t == kInt64 || t == kInt8 || t == kUint8;
+}
 esg::DType esg_type(DataType t) {
   switch (t) {
     case kBool: return esg::boolean;
+    case kInt8: return esg::i8;
+    case kUint8: return esg::u8;
     case kFloat16: return esg::f16;
     case kBf16: return esg::bf16;
     case kInt32: return esg::i32;
@@ -126,12 +133,12 @@ Status plan(const char* name, std::vector<const Tensor*> inputs, std::vector<con
     }
   for (const Tensor* t : inputs)
     if (!t || !simulated_type(t->dtype)) {
-      aclsim_fail(name, t ? "the simulated operator library computes float32 (indices int32, int64) only" : "a required tensor is null");
+      aclsim_fail(name, t ? "the simulated operator library computes float32 (indices int32, int64; int8, uint8) only" : "a required tensor is null");
       return t ? kParamInvalid : kParamNull;
     }
   for (const Tensor* out : outs)
     if (!simulated_type(out->dtype)) {
-      aclsim_fail(name, "the simulated operator library gives float32, float16, bfloat16, bool, int32 and int64 only");
+      aclsim_fail(name, "the simulated operator library gives float32, float16, bfloat16, bool, int32, int64, int8 and uint8 only");
       return kParamInvalid;
     }
   try {
@@ -239,6 +246,46 @@ ACLSIM_EXPORT Status aclnnMatmulGetWorkspaceSize(const Tensor* self, const Tenso
               [](const std::vector<esg::Tensor>& x) { return esg::matmul(x[0], x[1]); });
 }
 ACLSIM_RUN(aclnnMatmul)
+
+// What Atlas A2 takes (ops-nn's aclnnQuantMatmulV5.md, its per-tensor and per-channel table): x1
+// and x2 INT8 (x1 never UINT8), ND of 2 to 6 dims, non-empty; no x1Offset and no yScale; an
+// x2Scale, FLOAT32 or BFLOAT16, of (1,) or (n,); a result never FLOAT32. The simulator computes the
+// INT32 result, x1 @ x2 (+ an INT32 bias of (n,)), where the scales take no part.
+ACLSIM_EXPORT Status aclnnQuantMatmulV5GetWorkspaceSize(const Tensor* x1, const Tensor* x2, const Tensor* x1_scale, const Tensor* x2_scale,
+                                                        const Tensor* y_scale, const Tensor* x1_offset, const Tensor* x2_offset,
+                                                        const Tensor* y_offset, const Tensor* bias, bool transpose_x1, bool transpose_x2,
+                                                        int64_t group_size, Tensor* out, uint64_t* workspace_size, Executor** executor) {
+  const char* name = "aclnnQuantMatmulV5";
+  auto refuse = [&](const char* why) {
+    aclsim_fail(name, why);
+    return kParamInvalid;
+  };
+  if (!x1 || !x2 || !x2_scale || !out) {
+    aclsim_fail(name, "x1, x2, x2Scale and out are required");
+    return kParamNull;
+  }
+  if (x1->dtype != kInt8 || x2->dtype != kInt8) return refuse("x1 and x2 must be INT8 (Atlas A2 has no UINT8 x1)");
+  if (x1_offset) return refuse("x1Offset must be null on Atlas A2");
+  if (y_scale) return refuse("yScale is not supported in this version: pass nullptr");
+  if (out->dtype == kFloat) return refuse("out is FLOAT16, BFLOAT16, INT8 or INT32 on Atlas A2, never FLOAT32");
+  if (x1->dims.size() < 2 || x1->dims.size() > 6 || x2->dims.size() < 2 || x2->dims.size() > 6)
+    return refuse("x1 and x2 have 2 to 6 dims");
+  if (x1->numel() == 0 || x2->numel() == 0) return refuse("x1 and x2 must not be empty");
+  const int64_t n = x2->dims.back();
+  if (x2_scale->dims.size() != 1 || (x2_scale->dims[0] != 1 && x2_scale->dims[0] != n) ||
+      (x2_scale->dtype != kFloat && x2_scale->dtype != kBf16))
+    return refuse("x2Scale must be FLOAT32 or BFLOAT16 of shape (1,) or (n,)");
+  if (out->dtype != kInt32 || x1_scale || x2_offset || y_offset || transpose_x1 || transpose_x2 || group_size != 0)
+    return refuse("the simulator computes the per-tensor INT32 result only: no x1Scale, offsets, transposes or groups");
+  if (bias && (bias->dtype != kInt32 || bias->dims != std::vector<int64_t>{n})) return refuse("an INT32 result's bias is INT32 of (n,)");
+  std::vector<const Tensor*> inputs = {x1, x2};
+  if (bias) inputs.push_back(bias);
+  return plan(name, inputs, {out}, 0, workspace_size, executor, [](const std::vector<esg::Tensor>& x) {
+    const esg::Tensor sums = esg::matmul_integer(x[0], x[1], x[0].scalar(0), x[1].scalar(0));
+    return x.size() > 2 ? esg::add(sums, x[2]) : sums;
+  });
+}
+ACLSIM_RUN(aclnnQuantMatmulV5)
 
 ACLSIM_EXPORT Status aclnnSoftmaxGetWorkspaceSize(const Tensor* self, int64_t dim, Tensor* out, uint64_t* workspace_size,
                                                   Executor** executor) {
