@@ -654,17 +654,19 @@ def test_a_compiled_model_keeps_the_codes_only(tmp_path):
 
 
 def test_ascend_refuses_it_by_name_and_runs_it_on_the_host_with_host_fallback():
-    """CANN's weight-quantized product (aclnnWeightQuantBatchMatmulV2) is not lowered yet: the
-    Ascend backend (simulated here) names the op, and with host_fallback runs it on the host."""
+    """CANN's weight-quantized product (aclnnWeightQuantBatchMatmulV2) takes FLOAT16 and BFLOAT16
+    activations only: the Ascend backend (simulated here) names the op and why, and with
+    host_fallback runs it on the host."""
     rng = rng_for("ascend")
     codes, scales, zero_points = operands(rng, 8, 64, 4, 32)
     with esgraph.GraphBuilder("ascend") as g:
         x = g.input("a", esgraph.f32, [2, 64])
         y = ops.matmul_nbits(x, g.constant(pack_codes(codes, 4, 32)), g.constant(scales), zero_points=g.constant(zero_points))
         graph = g.build([y])
-    with pytest.raises(esgraph.UnsupportedError, match=r"no device lowering yet for matmul_nbits x1 \(no aclnn mapping\)"):
+    with pytest.raises(esgraph.UnsupportedError, match=r"no device lowering yet for matmul_nbits x1 \(f32 activations "
+                                                       r"\(aclnnWeightQuantBatchMatmulV2 takes FLOAT16 and BFLOAT16 ones only\)\)"):
         esgraph.compile(graph, backend="ascend-sim")
     model = esgraph.compile(graph, backend="ascend-sim", backend_options={"host_fallback": 1})
-    assert model.stats()["host_ops"] == [{"op": "matmul_nbits", "count": 1, "reason": "no aclnn mapping"}]
+    assert model.stats()["host_ops"] == [{"op": "matmul_nbits", "count": 1, "reason": "f32 activations (aclnnWeightQuantBatchMatmulV2 takes FLOAT16 and BFLOAT16 ones only)"}]
     a = rng.standard_normal((2, 64)).astype(F32)
     check_close(model.run([a])[0], nbits_ref(a, codes, scales, zero_points, 4, 32))

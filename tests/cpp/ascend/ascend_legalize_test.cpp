@@ -184,3 +184,49 @@ TEST_CASE("an average pool padded as the backend's pool does not pad: a zero pad
   // The factor rounds the mean once more.
   close_values(*g, *out, 1e-6);
 }
+
+TEST_CASE("quantize, dequantize, quantized sums and 8-bit max pools become f32 arithmetic between casts, bit for bit") {
+  ir::Builder b;
+  const ValueId x = b.add_input("x", ir::DType::F32, ir::Shape{1, 2, 4, 4});
+  const uint8_t zp = 128, y_zp = 3;
+  const int8_t zero = 0;
+  const ValueId u8_zp = b.add_constant(ir::DType::U8, ir::Shape{}, &zp, 1), i8_zero = b.add_constant(ir::DType::I8, ir::Shape{}, &zero, 1);
+  const float per_channel[] = {0.02f, 0.05f};
+  const ValueId scales = b.add_constant(ir::DType::F32, ir::Shape{2, 1, 1}, per_channel, sizeof per_channel);
+  const ValueId q = node(b, ir::ops::quantize_linear, {x, scales, u8_zp});
+  const ValueId s = node(b, ir::ops::quantize_linear, {x, test::scalar(b, 0.01f), i8_zero});  // a zero point folded away
+  const ValueId sum = node(b, ir::ops::quantized_add,
+                           {q, scales, u8_zp, s, test::scalar(b, 0.01f), i8_zero, test::scalar(b, 0.1f),
+                            b.add_constant(ir::DType::U8, ir::Shape{}, &y_zp, 1)},
+                           {ir::AttrArg::of_float(0), ir::AttrArg::of_float(6)});
+  const int64_t window[] = {2, 2};
+  std::vector<ir::AttrArg> pool(ir::ops::max_pool2d.attrs.size());
+  pool[static_cast<size_t>(ir::ops::max_pool2d.attr_index("kernel"))] = ir::AttrArg::of_ints(window, 2);
+  const ValueId outs[] = {node(b, ir::ops::dequantize_linear, {q, scales, u8_zp}), sum, node(b, ir::ops::max_pool2d, {s}, pool)};
+  const auto g = b.finish({outs, 3});
+  const auto out = ascend::quantized_as_floats(*g);
+  for (const char* op : {"quantize_linear", "dequantize_linear", "quantized_add"}) CHECK(count(*out, op) == 0);
+  CHECK(count(*out, "max_pool2d") == 1);
+  same_values(*g, *out);
+}
+
+TEST_CASE("a product of u8 activations becomes one of int8 activations and the column sums' term") {
+  for (const bool constant_zero_point : {true, false}) {
+    ir::Builder b;
+    const ValueId a = b.add_input("a", ir::DType::U8, ir::Shape{3, 16});
+    std::vector<int8_t> w(16 * 5);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>(i * 37 % 255) - 127);
+    const uint8_t zp = 200;
+    const int8_t zero = 0;
+    const ValueId a_zp = constant_zero_point ? b.add_constant(ir::DType::U8, ir::Shape{}, &zp, 1) : b.add_input("zp", ir::DType::U8, ir::Shape{});
+    const ValueId y = node(b, ir::ops::matmul_integer,
+                           {a, b.add_constant(ir::DType::I8, ir::Shape{16, 5}, w.data(), w.size()), a_zp,
+                            b.add_constant(ir::DType::I8, ir::Shape{}, &zero, 1)});
+    const auto g = b.finish({&y, 1});
+    const auto out = ascend::signed_activations(*g);
+    for (const ir::Node& n : out->nodes)
+      if (std::strcmp(n.op->name, "matmul_integer") == 0) CHECK(out->values[out->operands[n.first_input]].dtype == ir::DType::I8);
+    CHECK(count(*out, "mul") == (constant_zero_point ? 0 : 1));  // the term folded for a constant zero point
+    same_values(*g, *out);
+  }
+}
