@@ -78,6 +78,10 @@ std::optional<Operands> operands_of(const ir::Graph& g, const ir::Node& n, std::
     return std::nullopt;
   }
   const auto in = g.inputs(n);
+  if (ir::dtype_is_float(g.values[n.first_output].dtype)) {
+    why_not = "its result is a float, not requantized";
+    return std::nullopt;
+  }
   Operands o{0, 3, 8, true, {}, 0};
   for (size_t i : {1, 2, 4, 5, 6, 7})
     if (!constant_bytes(g, in[i])) {

@@ -19,6 +19,22 @@ int64_t Requantization::apply(int32_t sum, int64_t channel) const {
   return std::clamp(e_result<int64_t>(scaled) + zero_point, low, high);
 }
 
+float RealResult::apply(int32_t sum, int64_t channel) const {
+  const float m = multiplier[multiplier.size() == 1 ? 0 : static_cast<size_t>(channel)];
+  return std::clamp(static_cast<float>(sum) * m + zero_point, low, high);
+}
+
+RealResult real_result(const TensorRef& x_scale, const TensorRef& w_scale, const TensorRef& y_scale, const TensorRef& y_zero_point,
+                       double min, double max) {
+  RealResult r;
+  const float xs = static_cast<float>(load_f(x_scale, 0)), ys = static_cast<float>(load_f(y_scale, 0));
+  for (int64_t c = 0; c < w_scale.size(); ++c) r.multiplier.push_back(xs * static_cast<float>(load_f(w_scale, c)) / ys);
+  r.zero_point = static_cast<float>(load_f(y_zero_point, 0));
+  if (!std::isnan(min) && min != -INFINITY) r.low = static_cast<float>(min) / ys + r.zero_point;
+  if (!std::isnan(max) && max != INFINITY) r.high = static_cast<float>(max) / ys + r.zero_point;
+  return r;
+}
+
 Requantization requantization(const TensorRef& x_scale, const TensorRef& w_scale, const TensorRef& y_scale,
                               const TensorRef& y_zero_point, double min, double max) {
   Requantization r;
@@ -44,7 +60,9 @@ void quantized_conv2d(const KernelCall& c) {
   const TensorRef &x = *c.in[0], &w = *c.in[3], &w_zero_point = *c.in[5], &y = *c.out[0];
   const TensorRef* bias = c.in[8];
   const ir::QuantizedConv2dAttrs attrs = c.attrs<ir::QuantizedConv2dAttrs>();
-  const Requantization requantize = requantization(*c.in[1], *c.in[4], *c.in[6], *c.in[7], attrs.min, attrs.max);
+  const bool real = ir::dtype_is_float(y.dtype);
+  const Requantization requantize = real ? Requantization{} : requantization(*c.in[1], *c.in[4], *c.in[6], *c.in[7], attrs.min, attrs.max);
+  const RealResult scaled = real ? real_result(*c.in[1], *c.in[4], *c.in[6], *c.in[7], attrs.min, attrs.max) : RealResult{};
   const ir::Span<int64_t> st = attrs.strides, pads = attrs.pads, dil = attrs.dilations;
   const int64_t x_zero_point = load_i(*c.in[2], 0);
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
@@ -67,7 +85,9 @@ void quantized_conv2d(const KernelCall& c) {
                 sum += static_cast<uint64_t>(xv * (load_i(w, ((o * CG + ci) * KH + kh) * KW + kw) - w_zero));
               }
           const int32_t wrapped = static_cast<int32_t>(static_cast<uint32_t>(sum));
-          store_i(y, ((n * O + o) * OH + oh) * OW + ow, requantize.apply(wrapped, o));
+          const int64_t at = ((n * O + o) * OH + oh) * OW + ow;
+          if (real) store_f(y, at, scaled.apply(wrapped, o));
+          else store_i(y, at, requantize.apply(wrapped, o));
         }
     }
 }

@@ -2,6 +2,7 @@
 // requantization ONNX Runtime applies (ONNX's QLinearConv). The CPU backend's int8 primitives
 // take the same multipliers from here, so both requantize with one definition.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -26,6 +27,17 @@ struct Requantization {
 // real result (±inf: none).
 Requantization requantization(const TensorRef& x_scale, const TensorRef& w_scale, const TensorRef& y_scale,
                               const TensorRef& y_zero_point, double min, double max);
+
+// The same for a float result (a float zero point): f32(sum) · multiplier + zero point, clamped
+// to the clip's bounds in the result's units, not rounded.
+struct RealResult {
+  std::vector<float> multiplier;
+  float zero_point = 0, low = -INFINITY, high = INFINITY;
+
+  float apply(int32_t sum, int64_t channel) const;
+};
+RealResult real_result(const TensorRef& x_scale, const TensorRef& w_scale, const TensorRef& y_scale, const TensorRef& y_zero_point,
+                       double min, double max);
 
 void quantized_conv2d(const KernelCall& c);
 // ONNX's MatMulInteger: int32 sums of zero-point-shifted 8-bit products, wrapping as int32.

@@ -351,6 +351,10 @@ def _emit_quantized_conv2d(e, n, ins, outs):
     scale gives it back)."""
     a = n["attrs"]
     clipped = a["min"] != -math.inf or a["max"] != math.inf
+    y_type = e.info["values"][n["outputs"][0]]["dtype"]
+    if y_type in (_C.f32, _C.f16, _C.bf16):
+        _emit_real_quantized_conv2d(e, n, ins, outs, y_type)
+        return
     conv = e.node("QLinearConv", ins, None if clipped else outs, strides=a["strides"], pads=a["pads"],
                   dilations=a["dilations"], group=a["groups"])
     if clipped:
@@ -358,6 +362,27 @@ def _emit_quantized_conv2d(e, n, ins, outs):
         high = e.const(np.array(a["max"], np.float32), "high") if a["max"] != math.inf else None
         real = e.node("Clip", [e.node("DequantizeLinear", [conv, ins[6], ins[7]]), low, high])
         e.node("QuantizeLinear", [real, ins[6], ins[7]], outs)
+
+
+def _emit_real_quantized_conv2d(e, n, ins, outs, y_type):
+    """A float result, which QLinearConv cannot give: the integers less their zero points as
+    floats (exact), Conv with the int32 bias, scaled by x_scale · w_scale per output channel,
+    clipped, then divided by y_scale and the zero point added, as the op defines it."""
+    a = n["attrs"]
+    as_float = lambda name: e.node("Cast", [name], to=TensorProto.FLOAT)  # noqa: E731
+    channels = [-1, 1, 1]
+    x = e.node("Sub", [as_float(ins[0]), as_float(ins[2])])
+    w = e.node("Sub", [as_float(ins[3]), e.node("Reshape", [as_float(ins[5]), _ints(e, [-1, 1, 1, 1], "shape")])])
+    bias = [as_float(ins[8])] if len(ins) > 8 and ins[8] else []
+    sums = e.node("Conv", [x, w] + bias, strides=a["strides"], pads=a["pads"], dilations=a["dilations"], group=a["groups"])
+    scale = e.node("Reshape", [e.node("Mul", [ins[1], ins[4]]), _ints(e, channels, "shape")])
+    real = e.node("Mul", [sums, scale])
+    if a["min"] != -math.inf or a["max"] != math.inf:
+        low = e.const(np.array(a["min"], np.float32), "low") if a["min"] != -math.inf else None
+        high = e.const(np.array(a["max"], np.float32), "high") if a["max"] != math.inf else None
+        real = e.node("Clip", [real, low, high])
+    shifted = e.node("Add", [e.node("Div", [real, ins[6]]), as_float(ins[7])])
+    e.node("Cast", [shifted], outs, to=_dtypes.ESG_TO_ONNX[y_type])
 
 
 @_exports("matmul_integer")
