@@ -141,13 +141,18 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
   return lowering ? lowering->check(g, n) : "no aclnn mapping";
 }
 
+std::vector<eval::HostTensor> AclnnCall::constants(const ir::Graph& g, const ir::Node& n) {
+  const AclnnLowering* lowering = find_lowering(n.op->kind);
+  return lowering && lowering->constants ? lowering->constants(g, n) : std::vector<eval::HostTensor>{};
+}
+
 AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node& n, const std::vector<void*>& in,
-                     const std::vector<void*>& out, const std::string& soc)
+                     const std::vector<void*>& out, const std::vector<void*>& constants, const std::string& soc)
     : lib_(lib), descriptors_(lib) {
   const AclnnLowering* lowering = find_lowering(n.op->kind);
   if (!lowering) throw ir::Error(ir::ErrorCode::Internal, std::string("ascend: no aclnn mapping for ") + n.op->name);
   descriptors_.set_images(lowering->images);
-  step_ = lowering->build({g, n, in, out, descriptors_, soc});  // descriptors_ goes, with what it holds, if this throws
+  step_ = lowering->build({g, n, in, out, constants, descriptors_, soc});  // descriptors_ goes, with what it holds, if this throws
   lib_.require(step_.name, n.op->name);
 }
 

@@ -19,11 +19,15 @@ class AclnnCall {
   static std::string unsupported(const ir::Graph& g, const ir::Node& n);
   // The ops it maps, listed for messages.
   static std::string mapped_ops();
+  // The constants the op's lowering computes from the node's own (scales combined, a dummy scale
+  // CANN requires), which the device program uploads once beside the graph's; their device
+  // addresses, in this order, go to the constructor.
+  static std::vector<eval::HostTensor> constants(const ir::Graph& g, const ir::Node& n);
 
   // `in` and `out`: device addresses of the node's inputs (nullptr for an absent optional one)
   // and outputs; `soc`: the device's (aclrtGetSocName), for choices that differ by product.
   AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node& n, const std::vector<void*>& in,
-            const std::vector<void*>& out, const std::string& soc);
+            const std::vector<void*>& out, const std::vector<void*>& constants, const std::string& soc);
   ~AclnnCall();
   AclnnCall(const AclnnCall&) = delete;
   AclnnCall& operator=(const AclnnCall&) = delete;

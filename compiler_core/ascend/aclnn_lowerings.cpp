@@ -141,14 +141,18 @@ constexpr AclnnLowering kLowerings[] = {
        // a's leading axes as more rows of one 2-D product (the same bytes).
        const std::vector<int64_t> w = b.dims(b.input_value(1));
        const int64_t k = w[0], n = w[1], rows = b.g.shape(b.input_value(0)).num_elements() / k;
-       aclnn::Tensor* out = b.make.tensor({rows, n}, aclnn::kInt32, b.out[0]);
-       // CANN requires an x2Scale descriptor, FLOAT32 of shape (1,), even for an INT32 result, whose
-       // scales "do not take part" (its words): this one views the result's first element, which
-       // the op writes and never reads as a scale.
-       aclnn::Tensor* unused_scale = b.make.tensor({1}, aclnn::kFloat, b.out[0]);
        return b.bind(ESG_ACLNN_OP(aclnnQuantMatmulV5), b.make.tensor({rows, k}, aclnn::kInt8, b.in[0]),
-                     b.make.tensor({k, n}, aclnn::kInt8, b.in[1]), nullptr, unused_scale, nullptr, nullptr, nullptr, nullptr,
-                     nullptr, false, false, int64_t{0}, out);
+                     b.make.tensor({k, n}, aclnn::kInt8, b.in[1]), nullptr, b.make.tensor({1}, aclnn::kFloat, b.constants[0]),
+                     nullptr, nullptr, nullptr, nullptr, nullptr, false, false, int64_t{0},
+                     b.make.tensor({rows, n}, aclnn::kInt32, b.out[0]));
+     },
+     false,
+     [](const ir::Graph&, const ir::Node&) {
+       // CANN requires an x2Scale, FLOAT32 of (1,), even for an INT32 result, whose scales "do not
+       // take part" (its words): a 1.
+       eval::HostTensor one(ir::DType::F32, ir::Shape{1});
+       eval::store_f(one, 0, 1.0);
+       return std::vector<eval::HostTensor>{one};
      }},
     {OpKind::conv2d,
      [](const ir::Graph& g, const ir::Node& n) -> std::string {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ascend/aclnn_library.hpp"
+#include "eval/host_tensor.hpp"
 #include "ir/graph.hpp"
 #include "ir/span.hpp"
 
@@ -84,12 +85,14 @@ struct AclnnStep {
 };
 
 // What a lowering builds from: its node, the device addresses of the node's inputs (nullptr for
-// an absent optional one) and outputs, the call's descriptors, and the device's SoC.
+// an absent optional one), outputs and the lowering's own constants, the call's descriptors, and
+// the device's SoC.
 struct AclnnBuilder {
   const ir::Graph& g;
   const ir::Node& n;
   const std::vector<void*>& in;
   const std::vector<void*>& out;
+  const std::vector<void*>& constants;  // the entry's own constants (AclnnLowering::constants), on the device
   AclnnDescriptors& make;
   const std::string& soc;
 
@@ -120,6 +123,8 @@ struct AclnnLowering {
   AclnnStep (*build)(const AclnnBuilder& b);
   // Its tensors are images (AclnnDescriptors::set_images).
   bool images = false;
+  // Constants it computes from the node's (for nodes check passed), uploaded once; null: none.
+  std::vector<eval::HostTensor> (*constants)(const ir::Graph& g, const ir::Node& n) = nullptr;
 };
 
 // Every entry, in the order messages list the ops (aclnn_lowerings.cpp).

@@ -98,6 +98,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
     struct PendingCall {
       ir::NodeId node;
       std::vector<size_t> in, out;  // device offsets; SIZE_MAX for an absent optional input
+      const std::vector<size_t>* constants;
     };
     std::vector<PendingCall> pending_calls;
     for (size_t i = 0; i < launches.size(); ++i) {
@@ -122,7 +123,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
                                nullptr});
       } else if (d.launches[i].kind == DeviceLaunch::Aclnn) {
         const ir::Node& n = g.nodes[l.node];
-        PendingCall c{l.node, {}, {}};
+        PendingCall c{l.node, {}, {}, &d.launches[i].constants};
         for (uint32_t k = 0; k < n.num_inputs - n.num_captures; ++k) c.in.push_back(l.in[k].value == ir::kNone ? SIZE_MAX : d.offset(l.in[k]));
         for (const Slot& out : l.out) c.out.push_back(d.offset(out));
         pending_calls.push_back(std::move(c));
@@ -136,10 +137,11 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
       aclnn_ = AclnnLibrary::open(*d.acl);
       std::vector<uint64_t> need(d.streams.size(), 0);
       for (const PendingCall& c : pending_calls) {
-        std::vector<void*> in, out;
+        std::vector<void*> in, out, constants;
         for (size_t o : c.in) in.push_back(o == SIZE_MAX ? nullptr : d.at(o));
         for (size_t o : c.out) out.push_back(d.at(o));
-        calls_.push_back(std::make_unique<AclnnCall>(*aclnn_, g, g.nodes[c.node], in, out, d.soc));
+        for (size_t o : *c.constants) constants.push_back(d.at(o));
+        calls_.push_back(std::make_unique<AclnnCall>(*aclnn_, g, g.nodes[c.node], in, out, constants, d.soc));
         uint64_t bytes = 0;
         planned_.push_back(calls_.back()->plan(&bytes));
         queued_.push_back(false);
@@ -282,6 +284,7 @@ DeviceProgram::Layout DeviceProgram::lay_out(Device& d, const std::vector<Launch
       } else if (kind == LaunchLowering::Aclnn) {
         dl.kind = DeviceLaunch::Aclnn;
         dl.call = calls++;
+        for (const eval::HostTensor& c : AclnnCall::constants(g, g.nodes[l.node])) dl.constants.push_back(place(c.bytes.data(), c.bytes.size()));
       } else if (kind == LaunchLowering::Collective) {
         dl.kind = DeviceLaunch::Collective;
         dl.call = out.collectives++;

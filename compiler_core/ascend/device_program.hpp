@@ -97,6 +97,7 @@ class DeviceProgram final : public runtime::Program {
     int host = -1;             // into host_
     uint32_t blocks = 0;       // at the class's largest sizes; a smaller size leaves some idle
     std::vector<size_t> operands;  // a kernel's arguments but the last: its operands' device offsets
+    std::vector<size_t> constants; // an aclnn call's own constants (AclnnCall::constants), uploaded with the graph's
     size_t tiling_at = 0, tiling_bytes = 0;  // in the tilings (Device::tilings_at on): a kernel's last argument
     size_t copy_from = 0, copy_to = 0, copy_bytes = 0;  // copy_bytes: at the largest sizes
     int stream = 0;
