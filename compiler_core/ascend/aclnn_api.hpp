@@ -152,6 +152,11 @@ using BorderPadPlan = Status (*)(const Tensor* self, const IntArray* padding, Te
     (const Tensor* input, const Tensor* weight, const Tensor* bias, const IntArray* stride, const IntArray* padding, \
      const IntArray* dilation, bool transposed, const IntArray* output_padding, int64_t groups, Tensor* output,  \
      int8_t cube_math_type, uint64_t* workspace_size, Executor** executor))                                     \
+  X(aclnnQuantConvolutionGetWorkspaceSize, Status,                                                              \
+    (const Tensor* input, const Tensor* weight, const Tensor* bias, const Tensor* scale, const Tensor* offset,   \
+     const IntArray* stride, const IntArray* padding, const IntArray* dilation, bool transposed,                \
+     const IntArray* output_padding, int64_t groups, int32_t offset_x, const char* round_mode, Tensor* output,    \
+     uint64_t* workspace_size, Executor** executor))                                                            \
   /* group_size: groupSizeK | groupSizeN << 16 | groupSizeM << 32, 0 for per-tensor and per-channel scales */ \
   X(aclnnQuantMatmulV5GetWorkspaceSize, Status,                                                                 \
     (const Tensor* x1, const Tensor* x2, const Tensor* x1_scale, const Tensor* x2_scale, const Tensor* y_scale,  \
@@ -166,7 +171,7 @@ using BorderPadPlan = Status (*)(const Tensor* self, const IntArray* padding, Te
   X(aclnnCast) X(aclnnExpand) X(aclnnIndexSelect) \
   X(aclnnMaxPool) X(aclnnAvgPool2d) X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConstantPadNd) X(aclnnConvolution) \
   X(aclnnReflectionPad2d) X(aclnnReplicationPad2d) X(aclnnScatter) X(aclnnScatterNd) X(aclnnInplaceFillScalar) X(aclnnArange) \
-  X(aclnnQuantMatmulV5)
+  X(aclnnQuantMatmulV5) X(aclnnQuantConvolution)
 using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 
 struct Functions {

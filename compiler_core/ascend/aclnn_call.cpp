@@ -131,9 +131,6 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
            " division (the generated kernels divide f32, f16 and bf16; not mapped to aclnn yet)";
   }
   // What CANN has an op for but not in the form the graph states (docs/ascend.md).
-  if (n.op->kind == ir::OpKind::quantized_conv2d)
-    return "not lowered yet (aclnnQuantConvolution on Atlas A2 gives a FLOAT16 or BFLOAT16 result, never the requantized "
-           "8-bit one)";
   if (n.op->kind == ir::OpKind::matmul_nbits)
     return "f32 activations (aclnnWeightQuantBatchMatmulV2 takes FLOAT16 and BFLOAT16 ones only)";
   const AclnnLowering* lowering = find_lowering(n.op->kind);

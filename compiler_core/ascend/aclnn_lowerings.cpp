@@ -6,13 +6,23 @@
 #include "ascend/aclnn_lowerings.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <iterator>
 #include <numeric>
 
+#include "eval/quantized.hpp"
 #include "ir/op_attrs.gen.hpp"
 
 namespace esg::ascend {
+
+bool zero_constant(const ir::Graph& g, ir::ValueId v) {
+  const ir::ValueId p = v == ir::kNone ? ir::kNone : g.values[v].producer;
+  if (p == ir::kNone || g.nodes[p].blob == ir::kNone) return false;
+  const auto& bytes = *g.blobs[g.nodes[p].blob];
+  return std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; });
+}
+
 namespace {
 
 using ir::OpKind;
@@ -42,12 +52,43 @@ std::string cast_values(const ir::Graph& g, const ir::Node& n) {
   return (eight_bits(from) || library_type(from)) && (eight_bits(to) || library_type(to)) ? "" : library_values(g, n);
 }
 
-// Whether `v` is a constant whose every byte is zero (a zero point of symmetric quantization).
-bool zero_constant(const ir::Graph& g, ir::ValueId v) {
-  const ir::ValueId p = g.values[v].producer;
-  if (p == ir::kNone || g.nodes[p].blob == ir::kNone) return false;
-  const auto& bytes = *g.blobs[g.nodes[p].blob];
-  return std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; });
+// A constant of `g` as a tensor, or one with no bytes.
+eval::TensorRef constant_of(const ir::Graph& g, ir::ValueId v) {
+  const ir::ValueId p = v == ir::kNone ? ir::kNone : g.values[v].producer;
+  if (p == ir::kNone || g.nodes[p].blob == ir::kNone) return {};
+  return {g.values[v].dtype, g.shape(v), const_cast<uint8_t*>(g.blobs[g.nodes[p].blob]->data())};
+}
+
+// quantized_conv2d as aclnnQuantConvolution takes it on Atlas A2 (ops-nn's
+// aclnnQuantConvolution.md): INT8 input and filters with no offsets, groups 1, strides up to 63,
+// padding (both sides alike) and dilations up to 255; the scales constants, from which the
+// lowering makes its per-channel scale and FLOAT bias. Its result is FLOAT16 or BFLOAT16: a float
+// result is this op's; an 8-bit one is legalized into one and the requantization after it
+// (legalize.hpp), so the check leaves the result's type to those two.
+std::string quant_convolution(const ir::Graph& g, const ir::Node& n) {
+  const auto in = g.inputs(n);
+  if (g.values[in[0]].dtype != ir::DType::I8)
+    return "u8 activations (aclnnQuantConvolution takes INT8 input and no offset on Atlas A2: quantize them symmetric, as "
+           "esgraph.quantize(..., symmetric=True) does)";
+  if (g.values[in[3]].dtype != ir::DType::I8) return "u8 filters (aclnnQuantConvolution takes INT8 ones)";
+  if (!zero_constant(g, in[2]) || !zero_constant(g, in[5]))
+    return "a zero point other than a constant 0 (aclnnQuantConvolution takes symmetric INT8 operands)";
+  for (size_t i : {1, 4, 6, 7})
+    if (!constant_of(g, in[i]).bytes) return "scales or an output zero point computed at run time";
+  if (in.size() > 8 && in[8] != ir::kNone && !constant_of(g, in[8]).bytes) return "a bias computed at run time";
+  const ir::DType result = g.values[n.first_output].dtype;
+  if (result == ir::DType::F32) return "an f32 result (aclnnQuantConvolution gives FLOAT16 or BFLOAT16 on Atlas A2)";
+  const ir::QuantizedConv2dAttrs a(g, n);
+  if (ir::dtype_is_float(result) && (a.min != -INFINITY || a.max != INFINITY))
+    return "bounds on a float result (aclnnQuantConvolution has no clamp)";
+  if (a.groups != 1) return "groups other than 1 (aclnnQuantConvolution takes 1 on Atlas A2)";
+  const ir::Span<int64_t> pads = a.pads, strides = a.strides, dilations = a.dilations;
+  if (pads[0] != pads[2] || pads[1] != pads[3]) return "asymmetric padding (aclnnQuantConvolution pads both sides alike)";
+  if (pads[0] > 255 || pads[1] > 255 || dilations[0] > 255 || dilations[1] > 255 || strides[0] > 63 || strides[1] > 63)
+    return "padding or dilation beyond 255, or a stride beyond 63 (aclnnQuantConvolution's limits)";
+  for (ir::ValueId v : {in[0], in[3], n.first_output})
+    if (g.shape(v).num_elements() == 0) return "an empty tensor (aclnnQuantConvolution takes none)";
+  return "";
 }
 
 constexpr uint32_t kNoIndex = UINT32_MAX;
@@ -153,6 +194,40 @@ constexpr AclnnLowering kLowerings[] = {
        eval::HostTensor one(ir::DType::F32, ir::Shape{1});
        eval::store_f(one, 0, 1.0);
        return std::vector<eval::HostTensor>{one};
+     }},
+    {OpKind::quantized_conv2d, quant_convolution,
+     [](const AclnnBuilder& b) {
+       // The 2-D convolution as a 3-D one of depth 1 (Atlas A2 has no other), NCDHW.
+       const ir::QuantizedConv2dAttrs a(b.g, b.n);
+       auto depth_one = [&](ir::ValueId v) {
+         std::vector<int64_t> d = b.dims(v);
+         d.insert(d.begin() + 2, 1);
+         return d;
+       };
+       const int64_t channels = b.dims(b.input_value(3))[0];
+       const ir::Span<int64_t> strides = a.strides, pads = a.pads, dilations = a.dilations;
+       return b.bind(ESG_ACLNN_OP(aclnnQuantConvolution), b.make.tensor(depth_one(b.input_value(0)), aclnn::kInt8, b.in[0]),
+                     b.make.tensor(depth_one(b.input_value(3)), aclnn::kInt8, b.in[3]),
+                     b.make.tensor({channels}, aclnn::kFloat, b.constants[1]), b.make.tensor({channels}, aclnn::kFloat, b.constants[0]),
+                     nullptr, b.make.int_array({1, strides[0], strides[1]}), b.make.int_array({0, pads[0], pads[1]}),
+                     b.make.int_array({1, dilations[0], dilations[1]}), false, nullptr, int64_t{1}, int32_t{0}, nullptr,
+                     b.make.tensor(depth_one(b.n.first_output), b.out_type(), b.out[0]));
+     },
+     kImages,
+     [](const ir::Graph& g, const ir::Node& n) {
+       // sum · scale + bias = (sum + the int32 bias) · m + the zero point, m = x_scale · w_scale / y_scale.
+       const auto in = g.inputs(n);
+       const int64_t channels = g.shape(in[3])[0];
+       const eval::RealResult r = eval::real_result(constant_of(g, in[1]), constant_of(g, in[4]), constant_of(g, in[6]),
+                                                    constant_of(g, in[7]), -INFINITY, INFINITY);
+       const eval::TensorRef bias = in.size() > 8 && in[8] != ir::kNone ? constant_of(g, in[8]) : eval::TensorRef{};
+       eval::HostTensor scale(ir::DType::F32, ir::Shape{channels}), shift(ir::DType::F32, ir::Shape{channels});
+       for (int64_t o = 0; o < channels; ++o) {
+         const float m = r.multiplier[r.multiplier.size() == 1 ? 0 : static_cast<size_t>(o)];
+         eval::store_f(scale, o, m);
+         eval::store_f(shift, o, (bias.bytes ? static_cast<float>(eval::load_i(bias, o)) * m : 0.0f) + r.zero_point);
+       }
+       return std::vector<eval::HostTensor>{scale, shift};
      }},
     {OpKind::conv2d,
      [](const ir::Graph& g, const ir::Node& n) -> std::string {

@@ -18,6 +18,8 @@ namespace esg::ascend {
 
 // aclDataType of the element types the lowerings take (their checks admit no others).
 aclnn::DataType data_type(ir::DType t);
+// Whether `v` is a constant whose every byte is zero (a zero point of symmetric quantization).
+bool zero_constant(const ir::Graph& g, ir::ValueId v);
 // Element strides of a contiguous row-major tensor.
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims);
 

@@ -11,6 +11,7 @@
 #include "ascend/kernel_source.hpp"
 #include "ascend/row_kernel_source.hpp"
 #include "eval/evaluate.hpp"
+#include "eval/quantized.hpp"
 #include "ir/half.hpp"
 #include "ir/op_attrs.gen.hpp"
 #include "ir/replay.hpp"
@@ -108,44 +109,137 @@ std::unique_ptr<Graph> quantized_as_floats(const Graph& g) {
   });
 }
 
+namespace {
+
+// Whether `v` is a constant.
+bool constant_value(const Graph& g, ValueId v) {
+  const ir::Node* p = producer(g, v);
+  return p && p->blob != kNone;
+}
+
+// u8 values less 128, as int8: exact through f32 (aclnnCast on each side of one kernel).
+ValueId shifted_into_int8(Replay& r, ValueId real) {
+  const float half = 128;
+  return cast_to(r, binary(r, K::sub, real, r.to().add_constant(ir::DType::F32, ir::Shape{}, &half, sizeof half)), ir::DType::I8);
+}
+
+ValueId int8_zero(Replay& r) {
+  const int8_t zero = 0;
+  return r.to().add_constant(ir::DType::I8, ir::Shape{}, &zero, sizeof zero);
+}
+
+// (a - zp) · w = (a - 128) · w + (128 - zp) · the sums of w's columns.
+bool shift_product(Replay& r, const Graph& g, const ir::Node& n) {
+  const ValueId a = g.operands[n.first_input], b = g.operands[n.first_input + 1];
+  const ValueId a_zp = g.operands[n.first_input + 2], b_zp = g.operands[n.first_input + 3];
+  if (g.values[a].dtype != ir::DType::U8 || g.values[b].dtype != ir::DType::I8 || g.shape(a_zp).num_elements() != 1 ||
+      !constant_value(g, b) || g.shape(b).rank() != 2 || !zero_constant(g, b_zp))
+    return false;
+  const ValueId in[] = {shifted_into_int8(r, cast_to(r, r.get(a), ir::DType::F32)), r.get(b), int8_zero(r), int8_zero(r)};
+  const ValueId sums = added(r, *n.op, {in, 4}, {});
+  const ir::Shape ws = g.shape(b);
+  const int8_t* w = reinterpret_cast<const int8_t*>(g.blobs[producer(g, b)->blob]->data());
+  std::vector<int32_t> columns(static_cast<size_t>(ws[1]), 0);
+  for (int64_t k = 0; k < ws[0]; ++k)
+    for (int64_t j = 0; j < ws[1]; ++j) columns[static_cast<size_t>(j)] += w[k * ws[1] + j];
+  const int32_t center = 128;
+  if (constant_value(g, a_zp)) {  // the whole term folded
+    for (int32_t& c : columns) c *= center - *g.blobs[producer(g, a_zp)->blob]->data();
+    const ValueId term = r.to().add_constant(ir::DType::I32, ir::Shape{ws[1]}, columns.data(), columns.size() * sizeof(int32_t));
+    r.set(n.first_output, binary(r, K::add, sums, term));
+    return true;
+  }
+  const ValueId column_sums = r.to().add_constant(ir::DType::I32, ir::Shape{ws[1]}, columns.data(), columns.size() * sizeof(int32_t));
+  const ValueId offset =
+      binary(r, K::sub, r.to().add_constant(ir::DType::I32, ir::Shape{}, &center, sizeof center), cast_to(r, r.get(a_zp), ir::DType::I32));
+  r.set(n.first_output, binary(r, K::add, sums, binary(r, K::mul, offset, column_sums)));
+  return true;
+}
+
+// The image padded explicitly with its zero point (the real 0), so every window sees whole
+// values, then shifted: (x - zp) ⋆ w = (x - 128) ⋆ w + (128 - zp) · the sum of each filter,
+// which joins the bias.
+bool shift_convolution(Replay& r, const Graph& g, const ir::Node& n) {
+  const auto in = g.inputs(n);
+  const ir::QuantizedConv2dAttrs a(g, n);
+  if (g.values[in[0]].dtype != ir::DType::U8 || g.shape(in[2]).num_elements() != 1 || !constant_value(g, in[2]) ||
+      g.values[in[3]].dtype != ir::DType::I8 || !constant_value(g, in[3]) || !zero_constant(g, in[5]) || a.groups != 1 ||
+      (in.size() > 8 && in[8] != kNone && !constant_value(g, in[8])))
+    return false;
+  const int32_t zero_point = *g.blobs[producer(g, in[2])->blob]->data();
+  ValueId image = cast_to(r, r.get(in[0]), ir::DType::F32);
+  const ir::Span<int64_t> p = a.pads;  // top, left, bottom, right
+  if (std::any_of(p.begin(), p.end(), [](int64_t v) { return v != 0; })) {
+    const ir::OpSchema& pad = *ir::find_op(K::pad);
+    const int64_t pads[8] = {0, 0, p[0], p[1], 0, 0, p[2], p[3]};
+    std::vector<ir::AttrArg> attrs(pad.attrs.size());
+    attrs[ir::PadAttrs::Index::pads] = ir::AttrArg::of_ints(pads, 8);
+    attrs[ir::PadAttrs::Index::value] = ir::AttrArg::of_float(zero_point);
+    image = added(r, pad, {&image, 1}, {attrs.data(), attrs.size()});
+  }
+  const ir::Shape ws = g.shape(in[3]);
+  const int64_t per_filter = ws.num_elements() / ws[0];
+  const int8_t* w = reinterpret_cast<const int8_t*>(g.blobs[producer(g, in[3])->blob]->data());
+  const int32_t* bias = in.size() > 8 && in[8] != kNone ? reinterpret_cast<const int32_t*>(g.blobs[producer(g, in[8])->blob]->data()) : nullptr;
+  std::vector<int32_t> sums(static_cast<size_t>(ws[0]));
+  for (int64_t o = 0; o < ws[0]; ++o) {
+    int32_t filter = 0;
+    for (int64_t i = 0; i < per_filter; ++i) filter += w[o * per_filter + i];
+    sums[static_cast<size_t>(o)] = (bias ? bias[o] : 0) + (128 - zero_point) * filter;
+  }
+  std::vector<ValueId> operands = {shifted_into_int8(r, image), r.get(in[1]), int8_zero(r)};
+  for (size_t i = 3; i < 8; ++i) operands.push_back(r.get(in[i]));
+  operands.push_back(r.to().add_constant(ir::DType::I32, ir::Shape{ws[0]}, sums.data(), sums.size() * sizeof(int32_t)));
+  std::vector<ir::AttrArg> attrs = attrs_of(g, n);
+  const int64_t none[4] = {0, 0, 0, 0};
+  attrs[ir::QuantizedConv2dAttrs::Index::pads] = ir::AttrArg::of_ints(none, 4);
+  r.set(n.first_output, added(r, *n.op, {operands.data(), operands.size()}, {attrs.data(), attrs.size()}));
+  return true;
+}
+
+}  // namespace
+
 std::unique_ptr<Graph> signed_activations(const Graph& g) {
   return run_pass(g, [&](Replay& r, NodeId id) {
     const ir::Node& n = g.nodes[id];
-    if (n.region != 0 || n.num_deps || n.op->kind != K::matmul_integer) return false;
-    const ValueId a = g.operands[n.first_input], b = g.operands[n.first_input + 1];
-    const ValueId a_zp = g.operands[n.first_input + 2], b_zp = g.operands[n.first_input + 3];
-    const ir::Node* weights = producer(g, b);
-    const ir::Node* b_zero = producer(g, b_zp);
-    if (g.values[a].dtype != ir::DType::U8 || g.values[b].dtype != ir::DType::I8 || g.shape(a_zp).num_elements() != 1 ||
-        !weights || weights->blob == kNone || g.shape(b).rank() != 2 || !b_zero || b_zero->blob == kNone ||
-        std::any_of(g.blobs[b_zero->blob]->begin(), g.blobs[b_zero->blob]->end(), [](uint8_t v) { return v != 0; }))
-      return false;
-    // a - 128 in int8, exact through f32 (aclnnCast on each side of one kernel).
-    const float half = 128;
-    const ValueId shift = r.to().add_constant(ir::DType::F32, ir::Shape{}, &half, sizeof half);
-    const ValueId shifted = cast_to(r, binary(r, K::sub, cast_to(r, r.get(a), ir::DType::F32), shift), ir::DType::I8);
-    const int8_t zero = 0;
-    const ValueId i8_zero = r.to().add_constant(ir::DType::I8, ir::Shape{}, &zero, sizeof zero);
-    const ValueId in[] = {shifted, r.get(b), i8_zero, i8_zero};
-    const ValueId sums = added(r, *n.op, {in, 4}, {});
-    // (a - zp) · b = (a - 128) · b + (128 - zp) · the sums of b's columns.
-    const ir::Shape ws = g.shape(b);
-    const int8_t* w = reinterpret_cast<const int8_t*>(g.blobs[weights->blob]->data());
-    std::vector<int32_t> columns(static_cast<size_t>(ws[1]), 0);
-    for (int64_t k = 0; k < ws[0]; ++k)
-      for (int64_t j = 0; j < ws[1]; ++j) columns[static_cast<size_t>(j)] += w[k * ws[1] + j];
-    const int32_t center = 128;
-    const ir::Node* zp = producer(g, a_zp);
-    if (zp && zp->blob != kNone) {  // a constant zero point: the whole term folded
-      for (int32_t& c : columns) c *= center - *g.blobs[zp->blob]->data();
-      const ValueId term = r.to().add_constant(ir::DType::I32, ir::Shape{ws[1]}, columns.data(), columns.size() * sizeof(int32_t));
-      r.set(n.first_output, binary(r, K::add, sums, term));
-      return true;
-    }
-    const ValueId column_sums = r.to().add_constant(ir::DType::I32, ir::Shape{ws[1]}, columns.data(), columns.size() * sizeof(int32_t));
-    const ValueId offset =
-        binary(r, K::sub, r.to().add_constant(ir::DType::I32, ir::Shape{}, &center, sizeof center), cast_to(r, r.get(a_zp), ir::DType::I32));
-    r.set(n.first_output, binary(r, K::add, sums, binary(r, K::mul, offset, column_sums)));
+    if (n.region != 0 || n.num_deps) return false;
+    if (n.op->kind == K::matmul_integer) return shift_product(r, g, n);
+    return n.op->kind == K::quantized_conv2d && shift_convolution(r, g, n);
+  });
+}
+
+std::unique_ptr<Graph> requantize_after_convolutions(const Graph& g,
+                                                     const std::function<bool(const Graph&, const ir::Node&)>& takes) {
+  const ir::OpSchema& conv = *ir::find_op(K::quantized_conv2d);
+  using At = ir::QuantizedConv2dAttrs::Index;
+  return run_pass(g, [&](Replay& r, NodeId id) {
+    const ir::Node& n = g.nodes[id];
+    const ir::DType type = g.values[n.first_output].dtype;
+    if (n.region != 0 || n.num_deps || n.op->kind != K::quantized_conv2d || !eight_bits(type) || !takes(g, n)) return false;
+    const auto in = g.inputs(n);
+    const auto constant = [&](ValueId v) {
+      const ir::Node& p = *producer(g, v);
+      return eval::TensorRef{g.values[v].dtype, g.shape(v), const_cast<uint8_t*>(g.blobs[p.blob]->data())};
+    };
+    const ir::QuantizedConv2dAttrs a(g, n);
+    const eval::Requantization q =
+        eval::requantization(constant(in[1]), constant(in[4]), constant(in[6]), constant(in[7]), a.min, a.max);
+    // The convolution with an f16 result in the output's units, its zero point added, unbounded.
+    const uint16_t zero_point = ir::float_to_f16(static_cast<float>(q.zero_point));
+    std::vector<ValueId> operands;
+    for (size_t i = 0; i < in.size(); ++i)
+      operands.push_back(i == 7 ? r.to().add_constant(ir::DType::F16, ir::Shape{}, &zero_point, sizeof zero_point)
+                                : in[i] == kNone ? kNone : r.get(in[i]));
+    std::vector<ir::AttrArg> attrs = attrs_of(g, n);
+    attrs[At::min] = ir::AttrArg::of_float(-INFINITY);
+    attrs[At::max] = ir::AttrArg::of_float(INFINITY);
+    const ValueId real = cast_to(r, added(r, conv, {operands.data(), operands.size()}, {attrs.data(), attrs.size()}), ir::DType::F32);
+    // Then what the requantization does after scaling: round half to even, clamp to the
+    // quantized bounds (the type's range, narrowed by a folded Relu or Clip), the 8-bit type.
+    ValueId rounded = added(r, *ir::find_op(K::round), {&real, 1}, {});
+    const ir::AttrArg range[] = {ir::AttrArg::of_float(static_cast<double>(q.low)), ir::AttrArg::of_float(static_cast<double>(q.high))};
+    rounded = added(r, *ir::find_op(K::clip), {&rounded, 1}, {range, 2});
+    r.set(n.first_output, cast_to(r, rounded, type));
     return true;
   });
 }
@@ -398,7 +492,8 @@ std::unique_ptr<Graph> legalize(const Graph& g) {
   // Attention as its products and softmax first: CANN's fused attention (aclnnFlashAttentionScore)
   // is not wired yet, and the pieces feed the legalizations below.
   const auto padded =
-      pad_average_pools(*pad_asymmetric_convolutions(*signed_activations(*quantized_as_floats(*passes::decompose_attention(g)))),
+      pad_average_pools(*pad_asymmetric_convolutions(*requantize_after_convolutions(
+                            *signed_activations(*quantized_as_floats(*passes::decompose_attention(g))), library_takes)),
                         library_takes);
   const auto sliced = split_into_slices(*split_products_over_axes(*wrap_negative_indices(*padded)));
   const auto row_kernel_takes = [](const Graph& graph, const ir::Node& n) { return row_kernel_refusal(graph, n).empty(); };

@@ -13,7 +13,8 @@ namespace esg::ascend {
 
 // All of them, in the order the backend needs: attention as its products and softmax
 // (passes::decompose_attention); the quantized elementwise ops as f32 arithmetic; products of
-// u8 activations shifted into int8; convolutions padded more on one side as an
+// u8 activations shifted into int8; int8 convolutions with an f16 result and the requantization
+// after it; convolutions padded more on one side as an
 // explicit pad and a symmetric convolution; average pools padded so too (or more than
 // aclnnAvgPool2d takes) as a pad, a pool without padding and a factor per position that keeps
 // the mean over the input's elements; negative indices of gather and the scatters made
@@ -31,11 +32,21 @@ std::unique_ptr<ir::Graph> legalize(const ir::Graph& g);
 // exactly (aclnnMaxPool takes f16 and f32 on Atlas A2).
 std::unique_ptr<ir::Graph> quantized_as_floats(const ir::Graph& g);
 
-// matmul_integer of u8 activations with one zero point, and constant int8 weights with zero
-// ones, as a product of int8 activations (aclnnQuantMatmulV5 takes no UINT8 x1 and no x1
-// offset): (a - zp) · w = (a - 128) · w + (128 - zp) · the sums of w's columns, the shift into
-// int8 one kernel between casts, the column sums folded now.
+// matmul_integer and quantized_conv2d of u8 activations with one zero point (a constant one
+// for convolutions), and constant int8 weights with zero ones, as products of int8 activations
+// (CANN's quantized products take no UINT8 and no activation offset): (a - zp) · w =
+// (a - 128) · w + (128 - zp) · the sums of w's columns (of each filter, joining the bias), the
+// shift into int8 one kernel between casts, the sums folded now. A convolution's image is first
+// padded with its zero point explicitly, so every window sums whole values.
 std::unique_ptr<ir::Graph> signed_activations(const ir::Graph& g);
+
+// quantized_conv2d with an 8-bit result that `takes` admits (aclnnQuantConvolution's rules but
+// the result's type) as the same convolution with an f16 result in the output's units, zero
+// point added (CANN's gives FLOAT16, never a requantized INT8), then the rest of the
+// requantization: round half to even, clamp to the quantized bounds, cast to the 8-bit type. The
+// f16 holds the integers up to 2048 exactly; at ties it may round one step away from the CPU's.
+std::unique_ptr<ir::Graph> requantize_after_convolutions(const ir::Graph& g,
+                                                         const std::function<bool(const ir::Graph&, const ir::Node&)>& takes);
 
 // Each output of a split as a slice of its input (aclnn has no split; a slice is a copy of a
 // strided view).

@@ -172,7 +172,11 @@ py::array make_numpy(const py::array& a, esg::DType dtype) {
 esg::Tensor make_constant(esg::GraphBuilder& b, py::handle obj, std::optional<esg::DType> dtype) {
   py::array arr = py::array::ensure(obj, py::array::c_style | py::array::forcecast);
   if (!arr) throw py::type_error("cannot turn " + py::repr(obj).cast<std::string>() + " into a tensor");
-  if (!dtype && !py::isinstance<py::array>(obj) && arr.dtype().kind() == 'f') dtype = esg::f32;
+  // Python's floats (and lists of them) are f32 constants; numpy's arrays and its scalars that
+  // are not Python floats (np.float16(0.5), np.float32(1)) keep their dtype.
+  if (!dtype && !py::isinstance<py::array>(obj) && arr.dtype().kind() == 'f' &&
+      (PyFloat_Check(obj.ptr()) || !PyObject_HasAttrString(obj.ptr(), "dtype")))
+    dtype = esg::f32;
   if (dtype) {
     // A finite value the conversion makes infinite (1e300 into f32) is refused, naming it
     // (numpy's own overflow warning silenced: the error says it).

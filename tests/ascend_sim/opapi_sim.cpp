@@ -118,7 +118,8 @@ Status plan(const char* name, std::vector<const Tensor*> inputs, std::vector<con
   }
   // CANN documents ND for every op's tensors but the images of convolution and average pooling:
   // NCL, NCHW, NCDHW by rank, ND refused (a bias, of rank 1, stays ND).
-  const bool images = std::strcmp(name, "aclnnConvolution") == 0 || std::strcmp(name, "aclnnAvgPool2d") == 0;
+  const bool images = std::strcmp(name, "aclnnConvolution") == 0 || std::strcmp(name, "aclnnAvgPool2d") == 0 ||
+                      std::strcmp(name, "aclnnQuantConvolution") == 0;
   for (const std::vector<const Tensor*>* list : {&inputs, &outs})
     for (const Tensor* t : *list) {
       if (!t) continue;
@@ -286,6 +287,63 @@ ACLSIM_EXPORT Status aclnnQuantMatmulV5GetWorkspaceSize(const Tensor* x1, const 
   });
 }
 ACLSIM_RUN(aclnnQuantMatmulV5)
+
+// What Atlas A2 takes (ops-nn's aclnnQuantConvolution.md, its constraints for A2 and A3): a
+// forward 3-D convolution, NCDHW, of INT8 input and weight; a FLOAT scale of (Cout); a bias of
+// (Cout), FLOAT, FLOAT16 or BFLOAT16 (not INT32); no offset, offsetx 0, no roundMode; groups 1;
+// strides, padding and dilations of 3 values, H and W strides in [1, 63], padding in [0, 255],
+// dilations in [1, 255]; a FLOAT16 or BFLOAT16 result: sum · scale + bias. The simulator
+// computes depth-1 convolutions only (what the backend makes of 2-D ones).
+ACLSIM_EXPORT Status aclnnQuantConvolutionGetWorkspaceSize(const Tensor* input, const Tensor* weight, const Tensor* bias,
+                                                           const Tensor* scale, const Tensor* offset, const IntArray* stride,
+                                                           const IntArray* padding, const IntArray* dilation, bool transposed,
+                                                           const IntArray* output_padding, int64_t groups, int32_t offset_x,
+                                                           const char* round_mode, Tensor* output, uint64_t* workspace_size,
+                                                           Executor** executor) {
+  const char* name = "aclnnQuantConvolution";
+  auto refuse = [&](const char* why) {
+    aclsim_fail(name, why);
+    return kParamInvalid;
+  };
+  if (!input || !weight || !scale || !stride || !padding || !dilation || !output) {
+    aclsim_fail(name, "input, weight, scale, stride, padding, dilation and output are required");
+    return kParamNull;
+  }
+  if (input->dtype != kInt8 || weight->dtype != kInt8) return refuse("input and weight must be INT8");
+  if (input->dims.size() != 5 || weight->dims.size() != 5 || output->dims.size() != 5)
+    return refuse("Atlas A2 runs 3-D convolutions only: NCDHW input, weight and output");
+  if (output->dtype != kFloat16 && output->dtype != kBf16) return refuse("output is FLOAT16 or BFLOAT16 on Atlas A2");
+  const int64_t channels = weight->dims[0];
+  if (scale->dtype != kFloat || scale->dims != std::vector<int64_t>{channels}) return refuse("scale is FLOAT of (Cout) on Atlas A2");
+  if (bias && ((bias->dtype != kFloat && bias->dtype != kFloat16 && bias->dtype != kBf16) || bias->dims != std::vector<int64_t>{channels}))
+    return refuse("bias is FLOAT, FLOAT16 or BFLOAT16 of (Cout) on Atlas A2 (not INT32)");
+  if (offset || offset_x != 0 || round_mode || transposed || output_padding)
+    return refuse("offset, offsetx, roundMode, transposed and outputPadding are not supported: null, 0, null, false, null");
+  if (groups != 1) return refuse("groups must be 1 on Atlas A2");
+  const std::vector<int64_t>& s = stride->values, &p = padding->values, &d = dilation->values;
+  if (s.size() != 3 || p.size() != 3 || d.size() != 3) return refuse("stride, padding and dilation have 3 values");
+  for (size_t i = 1; i < 3; ++i)
+    if (s[i] < 1 || s[i] > 63 || p[i] < 0 || p[i] > 255 || d[i] < 1 || d[i] > 255)
+      return refuse("H and W strides in [1, 63], padding in [0, 255], dilation in [1, 255]");
+  if (input->dims[2] != 1 || weight->dims[2] != 1 || s[0] != 1 || p[0] != 0 || d[0] != 1)
+    return refuse("the simulator computes convolutions of depth 1 only");
+  std::vector<const Tensor*> inputs = {input, weight, scale};
+  if (bias) inputs.push_back(bias);
+  const std::vector<int64_t> out_dims = output->dims;
+  return plan(name, inputs, {output}, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& x) {
+    auto flat = [](const esg::Tensor& t) {  // depth 1 dropped
+      std::vector<int64_t> dims = t.shape();
+      dims.erase(dims.begin() + 2);
+      return esg::reshape(t, dims);
+    };
+    const esg::Tensor one = x[2].scalar(1), zero = x[0].scalar(0);
+    esg::Tensor y = esg::quantized_conv2d(flat(x[0]), one, zero, flat(x[1]), x[2], x[1].scalar(0), one, x[2].scalar(0),
+                                          esg::QuantizedConv2dOptions().strides({s[1], s[2]}).pads({p[1], p[2], p[1], p[2]}).dilations({d[1], d[2]}));
+    if (x.size() > 3) y = y + esg::reshape(esg::cast(x[3], esg::f32), {channels, 1, 1});
+    return esg::reshape(esg::cast(y, output->dtype == kFloat16 ? esg::f16 : esg::bf16), out_dims);
+  });
+}
+ACLSIM_RUN(aclnnQuantConvolution)
 
 ACLSIM_EXPORT Status aclnnSoftmaxGetWorkspaceSize(const Tensor* self, int64_t dim, Tensor* out, uint64_t* workspace_size,
                                                   Executor** executor) {

@@ -30,6 +30,14 @@ def test_constant_from_numpy_keeps_shape_and_dtype(b, array, dtype):
     assert c.dtype.name == dtype
 
 
+@pytest.mark.parametrize("value, dtype", [
+    (0.5, "f32"), ([1.5, 2.5], "f32"), (np.float64(0.5), "f32"),  # Python's floats (np.float64 is one)
+    (np.float16(0.5), "f16"), (np.float32(0.5), "f32"), (np.int8(3), "i8"), (np.uint8(3), "u8"),
+])
+def test_a_numpy_scalar_keeps_its_dtype_and_a_python_float_is_f32(b, value, dtype):
+    assert b.constant(value).dtype.name == dtype
+
+
 def test_constant_with_an_explicit_dtype(b):
     c = esgraph.constant([[1, 2, 3]], esgraph.f16)
     assert c.shape == (1, 3) and c.dtype == esgraph.f16

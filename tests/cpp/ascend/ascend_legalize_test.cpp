@@ -4,11 +4,13 @@
 // simulated or not, is involved.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "ascend/legalize.hpp"
 #include "ir/builder.hpp"
+#include "ir/op_attrs.gen.hpp"
 #include "ir_build.hpp"
 #include "ir/ops.gen.hpp"
 #include "rewrite_check.hpp"
@@ -229,4 +231,67 @@ TEST_CASE("a product of u8 activations becomes one of int8 activations and the c
     CHECK(count(*out, "mul") == (constant_zero_point ? 0 : 1));  // the term folded for a constant zero point
     same_values(*g, *out);
   }
+}
+
+namespace {
+
+// quantized_conv2d of a 2 x 5 x 5 image `x` (its zero point `x_zp`) by three 3 x 3 filters,
+// padded by 1, requantized to u8 around 5, a Relu folded.
+ValueId quantized_convolution(ir::Builder& b, ValueId x, ValueId x_zp) {
+  std::vector<int8_t> w(3 * 2 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>(i * 53 % 255) - 127);
+  const float w_scale[] = {0.004f, 0.006f, 0.01f};
+  const int8_t w_zp[] = {0, 0, 0};
+  const int32_t bias[] = {-700, 20, 900};
+  const uint8_t y_zp = 5;
+  std::vector<ir::AttrArg> attrs(ir::ops::quantized_conv2d.attrs.size());
+  const int64_t pads[] = {1, 1, 1, 1};
+  attrs[static_cast<size_t>(ir::ops::quantized_conv2d.attr_index("pads"))] = ir::AttrArg::of_ints(pads, 4);
+  attrs[static_cast<size_t>(ir::ops::quantized_conv2d.attr_index("min"))] = ir::AttrArg::of_float(0);
+  const std::vector<ValueId> in = {x,
+                                   test::scalar(b, 0.05f),
+                                   x_zp,
+                                   b.add_constant(ir::DType::I8, ir::Shape{3, 2, 3, 3}, w.data(), w.size()),
+                                   b.add_constant(ir::DType::F32, ir::Shape{3}, w_scale, sizeof w_scale),
+                                   b.add_constant(ir::DType::I8, ir::Shape{3}, w_zp, sizeof w_zp),
+                                   test::scalar(b, 0.2f),
+                                   b.add_constant(ir::DType::U8, ir::Shape{}, &y_zp, 1),
+                                   b.add_constant(ir::DType::I32, ir::Shape{3}, bias, sizeof bias)};
+  return b.graph().nodes[b.add_op(ir::ops::quantized_conv2d, in, attrs)].first_output;
+}
+
+}  // namespace
+
+TEST_CASE("an int8 convolution with an 8-bit result becomes one with an f16 result and the requantization after it") {
+  ir::Builder b;
+  const int8_t zero = 0;
+  const ValueId y = quantized_convolution(b, b.add_input("x", ir::DType::I8, ir::Shape{1, 2, 5, 5}),
+                                          b.add_constant(ir::DType::I8, ir::Shape{}, &zero, 1));
+  const auto g = b.finish({&y, 1});
+  const auto out = ascend::requantize_after_convolutions(*g, [](const ir::Graph&, const ir::Node&) { return true; });
+  for (const ir::Node& n : out->nodes)
+    if (std::strcmp(n.op->name, "quantized_conv2d") == 0) CHECK(out->values[n.first_output].dtype == ir::DType::F16);
+  CHECK(count(*out, "round") == 1);
+  CHECK(count(*out, "clip") == 1);
+  // Within one step: f16 holds the result in the output's units to 1/16 or better below 256.
+  ir::verify(*out);
+  const auto want = test::outputs(*g), got = test::outputs(*out);
+  for (int64_t i = 0; i < want[0].size(); ++i) CHECK(std::abs(eval::load_f(got[0], i) - eval::load_f(want[0], i)) <= 1);
+  CHECK(count(*ascend::requantize_after_convolutions(*g, [](const ir::Graph&, const ir::Node&) { return false; }), "round") == 0);
+}
+
+TEST_CASE("a convolution of u8 activations: the image padded with its zero point, shifted into int8, the filters' sums in the bias") {
+  ir::Builder b;
+  const uint8_t zp = 100;
+  const ValueId y = quantized_convolution(b, b.add_input("x", ir::DType::U8, ir::Shape{1, 2, 5, 5}),
+                                          b.add_constant(ir::DType::U8, ir::Shape{}, &zp, 1));
+  const auto g = b.finish({&y, 1});
+  const auto out = ascend::signed_activations(*g);
+  CHECK(count(*out, "pad") == 1);
+  for (const ir::Node& n : out->nodes)
+    if (std::strcmp(n.op->name, "quantized_conv2d") == 0) {
+      CHECK(out->values[out->operands[n.first_input]].dtype == ir::DType::I8);
+      for (int64_t p : ir::QuantizedConv2dAttrs(*out, n).pads) CHECK(p == 0);
+    }
+  same_values(*g, *out);
 }
