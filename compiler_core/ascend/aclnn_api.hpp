@@ -19,7 +19,7 @@ struct Executor;         // aclOpExecutor: one planned op, consumed by its run
 
 enum DataType : int32_t {  // aclDataType
   kFloat = 0, kFloat16 = 1, kInt8 = 2, kInt32 = 3, kUint8 = 4, kInt16 = 6, kUint16 = 7, kUint32 = 8,
-  kInt64 = 9, kUint64 = 10, kDouble = 11, kBool = 12, kBf16 = 27,
+  kInt64 = 9, kUint64 = 10, kDouble = 11, kBool = 12, kBf16 = 27, kInt4 = 29,  // INT4: two a byte, the first low
 };
 // aclFormat: ACL_FORMAT_ND for plain row-major tensors; NCL, NCHW and NCDHW for the row-major
 // images of the ops that insist on them (acl_base.h's values).
@@ -157,6 +157,10 @@ using BorderPadPlan = Status (*)(const Tensor* self, const IntArray* padding, Te
      const IntArray* stride, const IntArray* padding, const IntArray* dilation, bool transposed,                \
      const IntArray* output_padding, int64_t groups, int32_t offset_x, const char* round_mode, Tensor* output,    \
      uint64_t* workspace_size, Executor** executor))                                                            \
+  X(aclnnWeightQuantBatchMatmulV2GetWorkspaceSize, Status,                                                      \
+    (const Tensor* x, const Tensor* weight, const Tensor* antiquant_scale, const Tensor* antiquant_offset,       \
+     const Tensor* quant_scale, const Tensor* quant_offset, const Tensor* bias, int antiquant_group_size,         \
+     const Tensor* y, uint64_t* workspace_size, Executor** executor))                                           \
   /* group_size: groupSizeK | groupSizeN << 16 | groupSizeM << 32, 0 for per-tensor and per-channel scales */ \
   X(aclnnQuantMatmulV5GetWorkspaceSize, Status,                                                                 \
     (const Tensor* x1, const Tensor* x2, const Tensor* x1_scale, const Tensor* x2_scale, const Tensor* y_scale,  \
@@ -171,7 +175,7 @@ using BorderPadPlan = Status (*)(const Tensor* self, const IntArray* padding, Te
   X(aclnnCast) X(aclnnExpand) X(aclnnIndexSelect) \
   X(aclnnMaxPool) X(aclnnAvgPool2d) X(aclnnInplaceCopy) X(aclnnPermute) X(aclnnCat) X(aclnnConstantPadNd) X(aclnnConvolution) \
   X(aclnnReflectionPad2d) X(aclnnReplicationPad2d) X(aclnnScatter) X(aclnnScatterNd) X(aclnnInplaceFillScalar) X(aclnnArange) \
-  X(aclnnQuantMatmulV5) X(aclnnQuantConvolution)
+  X(aclnnQuantMatmulV5) X(aclnnQuantConvolution) X(aclnnWeightQuantBatchMatmulV2)
 using RunFn = Status (*)(void* workspace, uint64_t workspace_size, Executor* executor, acl::Stream stream);
 
 struct Functions {

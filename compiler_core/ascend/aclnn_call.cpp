@@ -130,9 +130,6 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
     return std::string(ir::dtype_is_float(result) ? ir::dtype_name(result) : "integer") +
            " division (the generated kernels divide f32, f16 and bf16; not mapped to aclnn yet)";
   }
-  // What CANN has an op for but not in the form the graph states (docs/ascend.md).
-  if (n.op->kind == ir::OpKind::matmul_nbits)
-    return "f32 activations (aclnnWeightQuantBatchMatmulV2 takes FLOAT16 and BFLOAT16 ones only)";
   const AclnnLowering* lowering = find_lowering(n.op->kind);
   // (CANN's ops take up to 8 dims, as many as a shape has.)
   return lowering ? lowering->check(g, n) : "no aclnn mapping";
@@ -141,6 +138,11 @@ std::string AclnnCall::unsupported(const ir::Graph& g, const ir::Node& n) {
 std::vector<eval::HostTensor> AclnnCall::constants(const ir::Graph& g, const ir::Node& n) {
   const AclnnLowering* lowering = find_lowering(n.op->kind);
   return lowering && lowering->constants ? lowering->constants(g, n) : std::vector<eval::HostTensor>{};
+}
+
+bool AclnnCall::reads(const ir::Graph&, const ir::Node& n, uint32_t i) {
+  const AclnnLowering* lowering = find_lowering(n.op->kind);
+  return !lowering || !(lowering->unread >> i & 1u);
 }
 
 AclnnCall::AclnnCall(const AclnnLibrary& lib, const ir::Graph& g, const ir::Node& n, const std::vector<void*>& in,

@@ -91,6 +91,29 @@ std::string quant_convolution(const ir::Graph& g, const ir::Node& n) {
   return "";
 }
 
+// matmul_nbits as aclnnWeightQuantBatchMatmulV2 takes it on Atlas A2 (ops-nn's
+// aclnnWeightQuantBatchMatmulV2.md): FLOAT16 or BFLOAT16 activations, INT8 or INT4 weights of k
+// and n in [1, 65535], one group along K (per channel) or groups of a multiple of 32 below k;
+// the codes, scales and zero points constants, from which the lowering makes CANN's forms.
+std::string weight_quant_matmul(const ir::Graph& g, const ir::Node& n) {
+  const auto in = g.inputs(n);
+  const ir::DType a = g.values[in[0]].dtype;
+  if (a != ir::DType::F16 && a != ir::DType::BF16)
+    return std::string(ir::dtype_name(a)) + " activations (aclnnWeightQuantBatchMatmulV2 takes FLOAT16 and BFLOAT16 ones only)";
+  const ir::MatmulNbitsAttrs attrs(g, n);
+  if (attrs.bits != 4 && attrs.bits != 8) return "2-bit codes (aclnnWeightQuantBatchMatmulV2 takes INT8 and INT4 weights)";
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i] != ir::kNone && !constant_of(g, in[i]).bytes) return "codes, scales or zero points computed at run time";
+  const ir::Shape& as = g.shape(in[0]);
+  const int64_t k = as[as.rank() - 1], columns = g.shape(in[1])[0], blocks = g.shape(in[1])[1];
+  if (k % attrs.block_size) return "K not a multiple of block_size (aclnnWeightQuantBatchMatmulV2 reads no padded codes)";
+  if (blocks > 1 && attrs.block_size % 32)
+    return "blocks of " + std::to_string(attrs.block_size) + " (aclnnWeightQuantBatchMatmulV2's groups are a multiple of 32)";
+  if (k > 65535 || columns > 65535) return "K or N beyond 65535 (aclnnWeightQuantBatchMatmulV2's limit)";
+  if (as.num_elements() == 0 || columns == 0) return "an empty operand";
+  return "";
+}
+
 constexpr uint32_t kNoIndex = UINT32_MAX;
 // The other ops take floats so far, but for the input at `index`: an index tensor, i32 or i64
 // as the op's signature says.
@@ -229,6 +252,48 @@ constexpr AclnnLowering kLowerings[] = {
        }
        return std::vector<eval::HostTensor>{scale, shift};
      }},
+    {OpKind::matmul_nbits, weight_quant_matmul,
+     [](const AclnnBuilder& b) {
+       // x @ ((w + offset) · scale): the codes as signed ints in storage (n, k), read as their
+       // transposed view (k, n); the scales and offsets per group (blocks, n), or per column.
+       const ir::MatmulNbitsAttrs a(b.g, b.n);
+       const std::vector<int64_t> codes = b.dims(b.input_value(1));
+       const int64_t n = codes[0], blocks = codes[1], k = blocks * a.block_size;
+       const int64_t rows = b.g.shape(b.input_value(0)).num_elements() / k;
+       const aclnn::DataType type = data_type(b.g.values[b.input_value(0)].dtype);
+       const std::vector<int64_t> groups = blocks == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{blocks, n};
+       return b.bind(ESG_ACLNN_OP(aclnnWeightQuantBatchMatmulV2), b.make.tensor({rows, k}, type, b.in[0]),
+                     b.make.tensor({n, k}, a.bits == 4 ? aclnn::kInt4 : aclnn::kInt8, b.constants[0], true),
+                     b.make.tensor(groups, type, b.constants[1]),
+                     b.constants.size() > 2 ? b.make.tensor(groups, type, b.constants[2]) : nullptr, nullptr, nullptr, nullptr,
+                     static_cast<int>(blocks == 1 ? 0 : a.block_size), b.make.tensor({rows, n}, type, b.out[0]));
+     },
+     false,
+     [](const ir::Graph& g, const ir::Node& n) {
+       const auto in = g.inputs(n);
+       const ir::MatmulNbitsAttrs a(g, n);
+       const ir::DType type = g.values[in[0]].dtype;
+       const eval::TensorRef codes = constant_of(g, in[1]), scales = constant_of(g, in[2]);
+       const eval::TensorRef zero_points = in.size() > 3 && in[3] != ir::kNone ? constant_of(g, in[3]) : eval::TensorRef{};
+       const int64_t columns = codes.shape[0], blocks = codes.shape[1];
+       // Codes less 2^(bits-1) in two's complement: each byte's top bit flipped (8 bits), each
+       // nibble's (4 bits: INT4 packs two a byte, the first in the low half, as the codes lie).
+       eval::HostTensor weights(ir::DType::U8, codes.shape);
+       const uint8_t flip = a.bits == 8 ? 0x80 : 0x88;
+       for (int64_t i = 0; i < codes.size(); ++i) weights.bytes[static_cast<size_t>(i)] = codes.data<uint8_t>()[i] ^ flip;
+       const ir::Shape groups = blocks == 1 ? ir::Shape{columns} : ir::Shape{blocks, columns};
+       eval::HostTensor scale(type, groups), offset(type, groups);
+       const int64_t half = int64_t{1} << (a.bits - 1);
+       for (int64_t j = 0; j < columns; ++j)
+         for (int64_t g_ = 0; g_ < blocks; ++g_) {
+           eval::store_f(scale, g_ * columns + j, eval::load_f(scales, j * blocks + g_));
+           eval::store_f(offset, g_ * columns + j, static_cast<double>(half - (zero_points.bytes ? eval::load_i(zero_points, j * blocks + g_) : half)));
+         }
+       std::vector<eval::HostTensor> made = {weights, scale};
+       if (zero_points.bytes) made.push_back(offset);  // (w - 2^(bits-1) + 2^(bits-1) - zp) · scale
+       return made;
+     },
+     0b1110u},  // the codes, scales and zero points: its own forms stand for them
     {OpKind::conv2d,
      [](const ir::Graph& g, const ir::Node& n) -> std::string {
        if (std::string why = floats(g, n); !why.empty()) return why;

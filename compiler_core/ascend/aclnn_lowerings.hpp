@@ -127,6 +127,9 @@ struct AclnnLowering {
   bool images = false;
   // Constants it computes from the node's (for nodes check passed), uploaded once; null: none.
   std::vector<eval::HostTensor> (*constants)(const ir::Graph& g, const ir::Node& n) = nullptr;
+  // The inputs (a bit each) whose constants its own replace: never read, so never on the device
+  // (their addresses are null), unless another launch reads them.
+  uint32_t unread = 0;
 };
 
 // Every entry, in the order messages list the ops (aclnn_lowerings.cpp).

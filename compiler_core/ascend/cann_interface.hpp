@@ -43,6 +43,7 @@ namespace esg::ascend::cann {
   X(ACL_DOUBLE, esg::ascend::aclnn::kDouble)                                                                      \
   X(ACL_BOOL, esg::ascend::aclnn::kBool)                                                                          \
   X(ACL_BF16, esg::ascend::aclnn::kBf16)                                                                          \
+  X(ACL_INT4, esg::ascend::aclnn::kInt4)                                                                          \
   X(ACL_FORMAT_NCHW, esg::ascend::aclnn::kFormatNchw)                                                             \
   X(ACL_FORMAT_ND, esg::ascend::aclnn::kFormatNd)                                                                 \
   X(ACL_FORMAT_NCDHW, esg::ascend::aclnn::kFormatNcdhw)                                                           \

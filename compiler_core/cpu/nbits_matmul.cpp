@@ -259,8 +259,11 @@ void run(const eval::KernelCall& c) {
 
 }  // namespace
 
-eval::Kernel nbits_matmul_kernel(const ir::Graph&, const ir::Node& n) {
-  if (n.op->kind != ir::OpKind::matmul_nbits || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return nullptr;
+eval::Kernel nbits_matmul_kernel(const ir::Graph& g, const ir::Node& n) {
+  // f16 and bf16 activations (Ascend's form) run on the reference kernel.
+  if (n.op->kind != ir::OpKind::matmul_nbits || g.values[n.first_output].dtype != ir::DType::F32 || !__builtin_cpu_supports("avx2") ||
+      !__builtin_cpu_supports("fma"))
+    return nullptr;
   return run;
 }
 

@@ -55,16 +55,19 @@ std::vector<int64_t> offsets(const Tensor& t) {
 }
 
 // The element types the simulated library takes: f32, f16, bf16 and bool data, i32/i64 indices,
-// and the 8-bit integers of quantized values.
+// and the integers of quantized values: 8 bits, and INT4 (read only, two a byte, the first in the
+// low half; an element size of 0 below, its bytes counted apart).
 size_t element_size(DataType t) {
-  return t == kInt64 ? 8 : t == kFloat16 || t == kBf16 ? 2 : t == kBool || t == kInt8 || t == kUint8 ? 1 : 4;
+  return t == kInt64 ? 8 : t == kFloat16 || t == kBf16 ? 2 : t == kBool || t == kInt8 || t == kUint8 ? 1 : t == kInt4 ? 0 : 4;
 }
 bool simulated_type(DataType t) {
-  return t == kFloat || t == kFloat16 || t == kBf16 || t == kBool || t == kInt32 || t == kInt64 || t == kInt8 || t == kUint8;
+  return t == kFloat || t == kFloat16 || t == kBf16 || t == kBool || t == kInt32 || t == kInt64 || t == kInt8 || t == kUint8 ||
+         t == kInt4;
 }
 esg::DType esg_type(DataType t) {
   switch (t) {
     case kBool: return esg::boolean;
+    case kInt4:  // widened to int8
     case kInt8: return esg::i8;
     case kUint8: return esg::u8;
     case kFloat16: return esg::f16;
@@ -79,6 +82,10 @@ void check_view(const Tensor& t, const std::vector<int64_t>& at, const char* wha
   if (at.empty()) return;
   int64_t lo = at[0], hi = at[0];
   for (int64_t o : at) lo = std::min(lo, o), hi = std::max(hi, o);
+  if (t.dtype == kInt4) {
+    aclsim_check_device(static_cast<const char*>(t.data) + lo / 2, static_cast<size_t>(hi / 2 - lo / 2 + 1), what);
+    return;
+  }
   const size_t size = element_size(t.dtype);
   aclsim_check_device(static_cast<const char*>(t.data) + lo * static_cast<int64_t>(size), static_cast<size_t>(hi - lo + 1) * size, what);
 }
@@ -86,6 +93,16 @@ void check_view(const Tensor& t, const std::vector<int64_t>& at, const char* wha
 esg::HostTensor gather(const Tensor& t) {
   const std::vector<int64_t> at = offsets(t);
   check_view(t, at, "aclnn input");
+  if (t.dtype == kInt4) {  // each nibble sign-extended into a byte
+    esg::HostTensor h(esg::i8, t.dims);
+    int8_t* out = reinterpret_cast<int8_t*>(h.raw_bytes());
+    for (size_t e = 0; e < at.size(); ++e) {
+      const uint8_t byte = static_cast<const uint8_t*>(t.data)[at[e] / 2];
+      const int nibble = at[e] % 2 ? byte >> 4 : byte & 0xF;
+      out[e] = static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
+    }
+    return h;
+  }
   const size_t size = element_size(t.dtype);
   std::vector<uint8_t> bytes(at.size() * size);
   for (size_t e = 0; e < at.size(); ++e) std::memcpy(&bytes[e * size], static_cast<const char*>(t.data) + at[e] * static_cast<int64_t>(size), size);
@@ -344,6 +361,62 @@ ACLSIM_EXPORT Status aclnnQuantConvolutionGetWorkspaceSize(const Tensor* input, 
   });
 }
 ACLSIM_RUN(aclnnQuantConvolution)
+
+// What Atlas A2 takes (ops-nn's aclnnWeightQuantBatchMatmulV2.md, its constraints for A2 and A3):
+// x FLOAT16 or BFLOAT16 of (m, k); weight INT8 or INT4 of (k, n), ND, contiguous or its transposed
+// view, an INT4 one's stored last dim even; k and n in [1, 65535]; antiquantScale of x's dtype,
+// (1,), (n,), (1, n) or (ceil(k / group), n) with the group a multiple of 32 in [32, k - 1] (0
+// otherwise); antiquantOffset of the scale's shape and dtype, or null; y of x's dtype and (m, n):
+// y = x @ ((weight + antiquantOffset) · antiquantScale). The simulator takes no quantScale,
+// quantOffset or bias.
+ACLSIM_EXPORT Status aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(const Tensor* x, const Tensor* weight, const Tensor* scale,
+                                                                   const Tensor* offset, const Tensor* quant_scale, const Tensor* quant_offset,
+                                                                   const Tensor* bias, int group_size, const Tensor* y,
+                                                                   uint64_t* workspace_size, Executor** executor) {
+  const char* name = "aclnnWeightQuantBatchMatmulV2";
+  auto refuse = [&](const char* why) {
+    aclsim_fail(name, why);
+    return kParamInvalid;
+  };
+  if (!x || !weight || !scale || !y) {
+    aclsim_fail(name, "x, weight, antiquantScale and y are required");
+    return kParamNull;
+  }
+  if (x->dtype != kFloat16 && x->dtype != kBf16) return refuse("x is FLOAT16 or BFLOAT16");
+  if (weight->dtype != kInt8 && weight->dtype != kInt4) return refuse("weight is INT8 or INT4");
+  if (x->dims.size() != 2 || weight->dims.size() != 2 || y->dims.size() != 2) return refuse("x, weight and y have 2 dims");
+  const int64_t m = x->dims[0], k = x->dims[1], n = weight->dims[1];
+  if (weight->dims[0] != k || y->dims != std::vector<int64_t>{m, n} || y->dtype != x->dtype) return refuse("y is x's dtype, of (m, n)");
+  if (k < 1 || k > 65535 || n < 1 || n > 65535) return refuse("k and n are in [1, 65535]");
+  if (weight->dtype == kInt4 && weight->storage.back() % 2) return refuse("an INT4 weight's last dim is even");
+  const std::vector<int64_t> contiguous = {n, 1}, transposed = {1, k};
+  if (weight->strides != contiguous && weight->strides != transposed) return refuse("weight is contiguous or the transposed view of (n, k)");
+  const int64_t groups = group_size ? (k + group_size - 1) / group_size : 1;
+  if (group_size && (group_size % 32 || group_size < 32 || group_size > k - 1)) return refuse("antiquantGroupSize is 0, or a multiple of 32 in [32, k - 1]");
+  const bool per_group = scale->dims == std::vector<int64_t>{groups, n};
+  const bool per_column = scale->dims == std::vector<int64_t>{n} || scale->dims == std::vector<int64_t>{1, n};
+  const bool per_tensor = scale->dims == std::vector<int64_t>{1} || scale->dims == std::vector<int64_t>{1, 1};
+  if (scale->dtype != x->dtype || (group_size ? !per_group : !(per_column || per_tensor)))
+    return refuse("antiquantScale is x's dtype, of (1,), (n,), (1, n), or (ceil(k / group), n) with a group size");
+  if (offset && (offset->dtype != scale->dtype || offset->dims != scale->dims)) return refuse("antiquantOffset is antiquantScale's dtype and shape");
+  if (quant_scale || quant_offset || bias) return refuse("the simulator computes y of x's dtype without quantScale, quantOffset or bias");
+  std::vector<const Tensor*> inputs = {x, weight, scale};
+  if (offset) inputs.push_back(offset);
+  const esg::DType out = esg_type(y->dtype);
+  const int64_t width = per_tensor ? 1 : n;
+  return plan(name, inputs, {y}, 0, workspace_size, executor, [=](const std::vector<esg::Tensor>& v) {
+    esg::Tensor w = esg::cast(v[1], esg::f32);
+    std::vector<int64_t> along = {width};  // the parameters' shape against w's
+    if (group_size) {
+      w = esg::reshape(w, {groups, group_size, n});
+      along = {groups, 1, width};
+    }
+    if (v.size() > 3) w = w + esg::reshape(esg::cast(v[3], esg::f32), along);
+    w = esg::reshape(w * esg::reshape(esg::cast(v[2], esg::f32), along), {k, n});
+    return esg::cast(esg::matmul(esg::cast(v[0], esg::f32), w), out);
+  });
+}
+ACLSIM_RUN(aclnnWeightQuantBatchMatmulV2)
 
 ACLSIM_EXPORT Status aclnnSoftmaxGetWorkspaceSize(const Tensor* self, int64_t dim, Tensor* out, uint64_t* workspace_size,
                                                   Executor** executor) {

@@ -402,9 +402,15 @@ def _constant_data(e, value):
 def _emit_matmul_nbits(e, n, ins, outs):
     """ONNX Runtime's MatMulNBits (com.microsoft): the same codes and scales. Zero points below 8
     bits packed as the codes are, when constant (ONNX Runtime's fast kernels want initializers);
-    computed ones as floats, its unpacked form."""
+    computed ones as floats, its unpacked form. f16 and bf16 activations are multiplied in f32
+    (the scales are), between casts."""
     a = n["attrs"]
     bits = a["bits"]
+    y_type = e.info["values"][n["outputs"][0]]["dtype"]
+    activations, results = ins[0], outs
+    if y_type != _C.f32:
+        activations = e.node("Cast", [ins[0]], to=TensorProto.FLOAT)
+        results = None
     k = e.info["values"][n["inputs"][0]]["shape"][-1]
     columns = e.info["values"][n["inputs"][1]]["shape"][0]
     zero_points = ins[3]
@@ -414,8 +420,10 @@ def _emit_matmul_nbits(e, n, ins, outs):
             zero_points = e.node("Cast", [zero_points], to=TensorProto.FLOAT)
         else:
             zero_points = e.const(pack_zero_points(codes, bits), "zero_points")
-    e.node("MatMulNBits", [ins[0], ins[1], ins[2], zero_points], outs, domain="com.microsoft", K=k, N=columns, bits=bits,
-           block_size=a["block_size"])
+    y = e.node("MatMulNBits", [activations, ins[1], ins[2], zero_points], results, domain="com.microsoft", K=k, N=columns,
+               bits=bits, block_size=a["block_size"])
+    if y_type != _C.f32:
+        e.node("Cast", [y], outs, to=_dtypes.ESG_TO_ONNX[y_type])
 
 
 @_exports("matmul")

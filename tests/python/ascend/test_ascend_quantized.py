@@ -208,6 +208,53 @@ def test_a_quantized_cnn_runs_whole_on_the_device(symmetric, acl_log):
     assert len(calls(log, "aclnnQuantConvolution")) == 3 and len(calls(log, "aclnnQuantMatmulV5")) == 1
 
 
+def packed_codes(codes, bits, block_size):
+    """matmul_nbits's b: each column's codes along K in blocks, low bits first."""
+    n, k = codes.shape
+    per_byte = 8 // bits
+    blocks = codes.reshape(n, k // block_size, block_size // per_byte, per_byte).astype(np.uint8)
+    return np.bitwise_or.reduce(blocks << (bits * np.arange(per_byte, dtype=np.uint8)), axis=-1).astype(np.uint8)
+
+
+@pytest.mark.parametrize("bits, block_size", [(4, 32), (8, 64), (4, 128)])
+@pytest.mark.parametrize("zero_points", [True, False])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_weight_only_products_run_on_weight_quant_batch_matmul_v2(bits, block_size, zero_points, dtype, acl_log):
+    """f16 and bf16 activations times 4- or 8-bit codes: one aclnnWeightQuantBatchMatmulV2, per
+    group (per column when one block spans K), the codes shifted into signed ints and the zero
+    points into offsets by the lowering; against numpy's product of the dequantized weights."""
+    rng = np.random.default_rng(12)
+    k, n = 128, 40
+    codes = rng.integers(0, 2 ** bits, (n, k))
+    scales = rng.uniform(0.01, 0.05, (n, k // block_size)).astype(np.float32)
+    zp = rng.integers(0, 2 ** bits, scales.shape).astype(np.uint8)
+    esg_type = getattr(esgraph, dtype)
+
+    def fn(b, a):
+        extra = {"zero_points": b.constant(zp)} if zero_points else {}
+        y = ops.matmul_nbits(ops.cast(a, esg_type), b.constant(packed_codes(codes, bits, block_size)), b.constant(scales),
+                             bits=bits, block_size=block_size, **extra)
+        return ops.cast(y, esgraph.f32)
+    a = rng.normal(size=(3, k)).astype(np.float32)
+    cpu, sim = both(graph(fn, (esgraph.f32, a.shape)), [a])
+    w = (codes - (np.repeat(zp, block_size, 1) if zero_points else 2 ** (bits - 1))) * np.repeat(scales, block_size, 1)
+    wanted = a.astype(np.float64) @ w.T
+    # Both round the activations and the result to the type: f16 keeps 11 bits, bf16 8.
+    tolerance = (2e-3 if dtype == "f16" else 1.6e-2) * np.abs(wanted).max()
+    np.testing.assert_allclose(sim[0], cpu[0], atol=tolerance)
+    np.testing.assert_allclose(sim[0], wanted, atol=2 * tolerance)
+    assert len(calls(acl_log(), "aclnnWeightQuantBatchMatmulV2")) == 1
+
+
+def test_the_codes_reach_the_device_once():
+    """The lowering's signed codes stand for the graph's: only they are uploaded."""
+    rng = np.random.default_rng(13)
+    codes = rng.integers(0, 256, (256, 4, 128), dtype=np.uint8)  # 4-bit codes of 256 x 1024 weights
+    g = graph(lambda b, a: ops.matmul_nbits(a, b.constant(codes), b.constant(np.ones((256, 4), np.float32)), bits=4, block_size=256),
+              (esgraph.f16, (2, 1024)))
+    assert esgraph.compile(g, backend="ascend-sim").stats()["device_bytes"] < 1.5 * codes.nbytes
+
+
 def test_what_cann_has_no_op_for_is_refused_by_name_and_runs_on_the_host_on_request():
     rng = np.random.default_rng(8)
     x = rng.integers(-128, 128, (1, 4, 8, 8), dtype=np.int8)
@@ -216,6 +263,12 @@ def test_what_cann_has_no_op_for_is_refused_by_name_and_runs_on_the_host_on_requ
     with pytest.raises(esgraph.UnsupportedError, match=r"quantized_conv2d .*groups other than 1 \(aclnnQuantConvolution takes 1"):
         esgraph.compile(depthwise, backend="ascend-sim")
     check_exact(depthwise, [x], host_fallback=True)  # the 8-bit op itself, on the host
+
+    codes = rng.integers(0, 256, (4, 2, 8), dtype=np.uint8)
+    two_bits = graph(lambda b, a: ops.matmul_nbits(a, b.constant(codes), b.constant(np.ones((4, 2), np.float32)), bits=2, block_size=32),
+                     (esgraph.f16, (3, 64)))
+    with pytest.raises(esgraph.UnsupportedError, match=r"matmul_nbits .*2-bit codes \(aclnnWeightQuantBatchMatmulV2 takes INT8 and INT4"):
+        esgraph.compile(two_bits, backend="ascend-sim")
 
     offset = graph(lambda b, a: ops.matmul_integer(a, b.constant(w.reshape(9, 4)), b.constant(np.int8(0)), b.constant(np.int8(1))),
                    (esgraph.i8, (5, 9)))
@@ -292,3 +345,23 @@ def test_the_simulator_enforces_quant_convolutions_rules_for_atlas_a2(case, why)
                               lib.tensor([4], lib.FLOAT), None, stride, lib.ints([0, 0, 0]), lib.ints([1, 1, 1]), ctypes.c_bool(False),
                               None, ctypes.c_int64(2 if case == "groups 2" else 1), ctypes.c_int32(5 if case == "offsetx" else 0), None,
                               out)
+
+
+@pytest.mark.parametrize("case, why", [
+    ("float32 x", "x is FLOAT16 or BFLOAT16"),
+    ("groups of 16", "antiquantGroupSize is 0, or a multiple of 32 in [32, k - 1]"),
+    ("float32 scale", "antiquantScale is x's dtype"),
+    ("offset of another shape", "antiquantOffset is antiquantScale's dtype and shape"),
+    ("k beyond 65535", "k and n are in [1, 65535]"),
+])
+def test_the_simulator_enforces_weight_quant_batch_matmul_v2s_rules_for_atlas_a2(case, why):
+    lib = SimulatedLibrary()
+    k = 65536 if case == "k beyond 65535" else 128
+    group = 16 if case == "groups of 16" else 32
+    x_type = lib.FLOAT if case == "float32 x" else lib.FLOAT16
+    x = lib.tensor([2, k], x_type)
+    weight = lib.tensor([k, 8], lib.INT8)
+    scale = lib.tensor([k // group, 8], lib.FLOAT if case == "float32 scale" else lib.FLOAT16)
+    offset = lib.tensor([8] if case == "offset of another shape" else [k // group, 8], lib.FLOAT16)
+    assert why in lib.refusal("aclnnWeightQuantBatchMatmulV2GetWorkspaceSize", x, weight, scale, offset, None, None, None,
+                              ctypes.c_int(group), lib.tensor([2, 8], x_type))
