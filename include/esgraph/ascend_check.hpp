@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <numeric>
 #include <random>
 #include <sstream>
 #include <string>
@@ -107,6 +108,42 @@ inline std::vector<CheckCase> ascend_check_cases() {
                    }});
   cases.push_back({"two streams, captured (aclmdlRI)", 1e-3, CompileOptions().streams(2), {{32, 64}, {64, 64}, {32, 64}},
                    [](GraphBuilder&, Xs x) { return std::vector<Tensor>{matmul(tanh(x[0]), x[1]), softmax(exp(x[2]) + 1.0f)}; }});
+  // Quantized graphs: the 8-bit values made and read by aclnnCast around generated kernels.
+  auto int8_weights = [](GraphBuilder& b, std::vector<int64_t> shape) {
+    std::vector<int8_t> w(static_cast<size_t>(std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>())));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>(i * 37 % 255) - 127);
+    return b.constant(i8, shape, w.data(), w.size());
+  };
+  auto int8_zero = [](GraphBuilder& b) {
+    const int8_t zero = 0;
+    return b.constant(i8, {}, &zero, 1);
+  };
+  // Integer sums, exact: only the f32 steps around them round.
+  cases.push_back({"int8 product (aclnnQuantMatmulV5; quantize between casts)", 1e-4, {}, {{16, 64}}, [int8_weights, int8_zero](GraphBuilder& b, Xs x) {
+                     const Tensor zero = int8_zero(b);
+                     const Tensor q = quantize_linear(x[0], x[0].scalar(0.02), zero);
+                     return std::vector<Tensor>{cast(matmul_integer(q, int8_weights(b, {64, 32}), zero, zero), f32) * 2e-4f};
+                   }});
+  // CANN's convolution gives FLOAT16: a value close to a tie may round one step (0.1) apart.
+  cases.push_back({"int8 convolution (aclnnQuantConvolution, requantized after it)", 0.1 + 1e-6, {}, {{1, 4, 10, 10}},
+                   [int8_weights, int8_zero](GraphBuilder& b, Xs x) {
+                     const Tensor zero = int8_zero(b), scale = x[0].scalar(0.1);
+                     const uint8_t y_zero = 3;
+                     const Tensor y_zp = b.constant(u8, {}, &y_zero, 1);
+                     const Tensor y = quantized_conv2d(quantize_linear(x[0], x[0].scalar(0.02), zero), x[0].scalar(0.02), zero,
+                                                       int8_weights(b, {8, 4, 3, 3}), x[0].scalar(0.002), zero, scale, y_zp,
+                                                       QuantizedConv2dOptions().pads({1, 1, 1, 1}).min(0));
+                     return std::vector<Tensor>{dequantize_linear(y, scale, y_zp)};
+                   }});
+  // f16 activations and result: 11 bits, over sums of 128 products.
+  cases.push_back({"weight-only product, 4 bits (aclnnWeightQuantBatchMatmulV2)", 5e-2, {}, {{4, 128}}, [](GraphBuilder& b, Xs x) {
+                     std::vector<uint8_t> codes(32 * 128 / 2);
+                     for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(i * 73 % 256);
+                     const std::vector<float> scales(32 * 4, 0.01f);
+                     const Tensor w = b.constant(u8, {32, 4, 16}, codes.data(), codes.size());
+                     const Tensor s = b.constant(f32, {32, 4}, scales.data(), scales.size() * sizeof(float));
+                     return std::vector<Tensor>{cast(matmul_nbits(cast(x[0], f16), w, s), f32)};
+                   }});
   cases.push_back({"host_fallback (a group with atanh, which no device kernel takes, on the host)", 1e-5, CompileOptions().host_fallback(true), {{4, 100}},
                    [](GraphBuilder&, Xs x) { return std::vector<Tensor>{atanh(tanh(x[0]) * 0.5f) + 1.0f}; }});
   return cases;
