@@ -13,14 +13,16 @@
 
 #include "eval/quantized.hpp"
 #include "ir/op_attrs.gen.hpp"
+#include "passes/rewrite.hpp"
 
 namespace esg::ascend {
 
 bool zero_constant(const ir::Graph& g, ir::ValueId v) {
-  const ir::ValueId p = v == ir::kNone ? ir::kNone : g.values[v].producer;
-  if (p == ir::kNone || g.nodes[p].blob == ir::kNone) return false;
-  const auto& bytes = *g.blobs[g.nodes[p].blob];
-  return std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; });
+  const eval::TensorRef t = passes::constant_data(g, v);
+  if (!t.bytes) return false;
+  for (int64_t i = 0; i < t.size(); ++i)
+    if (eval::load_i(t, i) != 0) return false;
+  return true;
 }
 
 namespace {
@@ -52,13 +54,6 @@ std::string cast_values(const ir::Graph& g, const ir::Node& n) {
   return (eight_bits(from) || library_type(from)) && (eight_bits(to) || library_type(to)) ? "" : library_values(g, n);
 }
 
-// A constant of `g` as a tensor, or one with no bytes.
-eval::TensorRef constant_of(const ir::Graph& g, ir::ValueId v) {
-  const ir::ValueId p = v == ir::kNone ? ir::kNone : g.values[v].producer;
-  if (p == ir::kNone || g.nodes[p].blob == ir::kNone) return {};
-  return {g.values[v].dtype, g.shape(v), const_cast<uint8_t*>(g.blobs[g.nodes[p].blob]->data())};
-}
-
 // quantized_conv2d as aclnnQuantConvolution takes it on Atlas A2 (ops-nn's
 // aclnnQuantConvolution.md): INT8 input and filters with no offsets, groups 1, strides up to 63,
 // padding (both sides alike) and dilations up to 255; the scales constants, from which the
@@ -74,8 +69,8 @@ std::string quant_convolution(const ir::Graph& g, const ir::Node& n) {
   if (!zero_constant(g, in[2]) || !zero_constant(g, in[5]))
     return "a zero point other than a constant 0 (aclnnQuantConvolution takes symmetric INT8 operands)";
   for (size_t i : {1, 4, 6, 7})
-    if (!constant_of(g, in[i]).bytes) return "scales or an output zero point computed at run time";
-  if (in.size() > 8 && in[8] != ir::kNone && !constant_of(g, in[8]).bytes) return "a bias computed at run time";
+    if (!passes::constant_data(g, in[i]).bytes) return "scales or an output zero point computed at run time";
+  if (in.size() > 8 && in[8] != ir::kNone && !passes::constant_data(g, in[8]).bytes) return "a bias computed at run time";
   const ir::DType result = g.values[n.first_output].dtype;
   if (result == ir::DType::F32) return "an f32 result (aclnnQuantConvolution gives FLOAT16 or BFLOAT16 on Atlas A2)";
   const ir::QuantizedConv2dAttrs a(g, n);
@@ -103,7 +98,7 @@ std::string weight_quant_matmul(const ir::Graph& g, const ir::Node& n) {
   const ir::MatmulNbitsAttrs attrs(g, n);
   if (attrs.bits != 4 && attrs.bits != 8) return "2-bit codes (aclnnWeightQuantBatchMatmulV2 takes INT8 and INT4 weights)";
   for (size_t i = 1; i < in.size(); ++i)
-    if (in[i] != ir::kNone && !constant_of(g, in[i]).bytes) return "codes, scales or zero points computed at run time";
+    if (in[i] != ir::kNone && !passes::constant_data(g, in[i]).bytes) return "codes, scales or zero points computed at run time";
   const ir::Shape& as = g.shape(in[0]);
   const int64_t k = as[as.rank() - 1], columns = g.shape(in[1])[0], blocks = g.shape(in[1])[1];
   if (k % attrs.block_size) return "K not a multiple of block_size (aclnnWeightQuantBatchMatmulV2 reads no padded codes)";
@@ -241,9 +236,9 @@ constexpr AclnnLowering kLowerings[] = {
        // sum · scale + bias = (sum + the int32 bias) · m + the zero point, m = x_scale · w_scale / y_scale.
        const auto in = g.inputs(n);
        const int64_t channels = g.shape(in[3])[0];
-       const eval::RealResult r = eval::real_result(constant_of(g, in[1]), constant_of(g, in[4]), constant_of(g, in[6]),
-                                                    constant_of(g, in[7]), -INFINITY, INFINITY);
-       const eval::TensorRef bias = in.size() > 8 && in[8] != ir::kNone ? constant_of(g, in[8]) : eval::TensorRef{};
+       const eval::RealResult r = eval::real_result(passes::constant_data(g, in[1]), passes::constant_data(g, in[4]), passes::constant_data(g, in[6]),
+                                                    passes::constant_data(g, in[7]), -INFINITY, INFINITY);
+       const eval::TensorRef bias = in.size() > 8 ? passes::constant_data(g, in[8]) : eval::TensorRef{};
        eval::HostTensor scale(ir::DType::F32, ir::Shape{channels}), shift(ir::DType::F32, ir::Shape{channels});
        for (int64_t o = 0; o < channels; ++o) {
          const float m = r.multiplier[r.multiplier.size() == 1 ? 0 : static_cast<size_t>(o)];
@@ -273,8 +268,8 @@ constexpr AclnnLowering kLowerings[] = {
        const auto in = g.inputs(n);
        const ir::MatmulNbitsAttrs a(g, n);
        const ir::DType type = g.values[in[0]].dtype;
-       const eval::TensorRef codes = constant_of(g, in[1]), scales = constant_of(g, in[2]);
-       const eval::TensorRef zero_points = in.size() > 3 && in[3] != ir::kNone ? constant_of(g, in[3]) : eval::TensorRef{};
+       const eval::TensorRef codes = passes::constant_data(g, in[1]), scales = passes::constant_data(g, in[2]);
+       const eval::TensorRef zero_points = in.size() > 3 ? passes::constant_data(g, in[3]) : eval::TensorRef{};
        const int64_t columns = codes.shape[0], blocks = codes.shape[1];
        // Codes less 2^(bits-1) in two's complement: each byte's top bit flipped (8 bits), each
        // nibble's (4 bits: INT4 packs two a byte, the first in the low half, as the codes lie).

@@ -28,6 +28,7 @@ using ir::Replay;
 using ir::ValueId;
 using passes::added;
 using passes::attrs_of;
+using passes::constant_data;
 using passes::producer;
 using passes::run_pass;
 
@@ -45,9 +46,8 @@ ValueId binary(Replay& r, K op, ValueId a, ValueId b) {
 
 // A zero point as f32: a constant converted here, else cast on the device; kNone for a constant 0.
 ValueId zero_point_as_f32(Replay& r, const Graph& g, ValueId zp) {
-  const ir::Node* p = producer(g, zp);
-  if (!p || p->blob == kNone) return cast_to(r, r.get(zp), ir::DType::F32);
-  const eval::TensorRef t{g.values[zp].dtype, g.shape(zp), const_cast<uint8_t*>(g.blobs[p->blob]->data())};
+  const eval::TensorRef t = constant_data(g, zp);
+  if (!t.bytes) return cast_to(r, r.get(zp), ir::DType::F32);
   std::vector<float> values(static_cast<size_t>(t.size()));
   bool zero = true;
   for (int64_t i = 0; i < t.size(); ++i) zero = zero && (values[static_cast<size_t>(i)] = static_cast<float>(eval::load_f(t, i))) == 0;
@@ -111,12 +111,6 @@ std::unique_ptr<Graph> quantized_as_floats(const Graph& g) {
 
 namespace {
 
-// Whether `v` is a constant.
-bool constant_value(const Graph& g, ValueId v) {
-  const ir::Node* p = producer(g, v);
-  return p && p->blob != kNone;
-}
-
 // u8 values less 128, as int8: exact through f32 (aclnnCast on each side of one kernel).
 ValueId shifted_into_int8(Replay& r, ValueId real) {
   const float half = 128;
@@ -133,18 +127,18 @@ bool shift_product(Replay& r, const Graph& g, const ir::Node& n) {
   const ValueId a = g.operands[n.first_input], b = g.operands[n.first_input + 1];
   const ValueId a_zp = g.operands[n.first_input + 2], b_zp = g.operands[n.first_input + 3];
   if (g.values[a].dtype != ir::DType::U8 || g.values[b].dtype != ir::DType::I8 || g.shape(a_zp).num_elements() != 1 ||
-      !constant_value(g, b) || g.shape(b).rank() != 2 || !zero_constant(g, b_zp))
+      !constant_data(g, b).bytes || g.shape(b).rank() != 2 || !zero_constant(g, b_zp))
     return false;
   const ValueId in[] = {shifted_into_int8(r, cast_to(r, r.get(a), ir::DType::F32)), r.get(b), int8_zero(r), int8_zero(r)};
   const ValueId sums = added(r, *n.op, {in, 4}, {});
   const ir::Shape ws = g.shape(b);
-  const int8_t* w = reinterpret_cast<const int8_t*>(g.blobs[producer(g, b)->blob]->data());
+  const int8_t* w = constant_data(g, b).data<int8_t>();
   std::vector<int32_t> columns(static_cast<size_t>(ws[1]), 0);
   for (int64_t k = 0; k < ws[0]; ++k)
     for (int64_t j = 0; j < ws[1]; ++j) columns[static_cast<size_t>(j)] += w[k * ws[1] + j];
   const int32_t center = 128;
-  if (constant_value(g, a_zp)) {  // the whole term folded
-    for (int32_t& c : columns) c *= center - *g.blobs[producer(g, a_zp)->blob]->data();
+  if (constant_data(g, a_zp).bytes) {  // the whole term folded
+    for (int32_t& c : columns) c *= center - static_cast<int32_t>(eval::load_i(constant_data(g, a_zp), 0));
     const ValueId term = r.to().add_constant(ir::DType::I32, ir::Shape{ws[1]}, columns.data(), columns.size() * sizeof(int32_t));
     r.set(n.first_output, binary(r, K::add, sums, term));
     return true;
@@ -162,11 +156,11 @@ bool shift_product(Replay& r, const Graph& g, const ir::Node& n) {
 bool shift_convolution(Replay& r, const Graph& g, const ir::Node& n) {
   const auto in = g.inputs(n);
   const ir::QuantizedConv2dAttrs a(g, n);
-  if (g.values[in[0]].dtype != ir::DType::U8 || g.shape(in[2]).num_elements() != 1 || !constant_value(g, in[2]) ||
-      g.values[in[3]].dtype != ir::DType::I8 || !constant_value(g, in[3]) || !zero_constant(g, in[5]) || a.groups != 1 ||
-      (in.size() > 8 && in[8] != kNone && !constant_value(g, in[8])))
+  if (g.values[in[0]].dtype != ir::DType::U8 || g.shape(in[2]).num_elements() != 1 || !constant_data(g, in[2]).bytes ||
+      g.values[in[3]].dtype != ir::DType::I8 || !constant_data(g, in[3]).bytes || !zero_constant(g, in[5]) || a.groups != 1 ||
+      (in.size() > 8 && in[8] != kNone && !constant_data(g, in[8]).bytes))
     return false;
-  const int32_t zero_point = *g.blobs[producer(g, in[2])->blob]->data();
+  const int32_t zero_point = static_cast<int32_t>(eval::load_i(constant_data(g, in[2]), 0));
   ValueId image = cast_to(r, r.get(in[0]), ir::DType::F32);
   const ir::Span<int64_t> p = a.pads;  // top, left, bottom, right
   if (std::any_of(p.begin(), p.end(), [](int64_t v) { return v != 0; })) {
@@ -179,8 +173,8 @@ bool shift_convolution(Replay& r, const Graph& g, const ir::Node& n) {
   }
   const ir::Shape ws = g.shape(in[3]);
   const int64_t per_filter = ws.num_elements() / ws[0];
-  const int8_t* w = reinterpret_cast<const int8_t*>(g.blobs[producer(g, in[3])->blob]->data());
-  const int32_t* bias = in.size() > 8 && in[8] != kNone ? reinterpret_cast<const int32_t*>(g.blobs[producer(g, in[8])->blob]->data()) : nullptr;
+  const int8_t* w = constant_data(g, in[3]).data<int8_t>();
+  const int32_t* bias = in.size() > 8 && in[8] != kNone ? constant_data(g, in[8]).data<int32_t>() : nullptr;
   std::vector<int32_t> sums(static_cast<size_t>(ws[0]));
   for (int64_t o = 0; o < ws[0]; ++o) {
     int32_t filter = 0;
@@ -217,13 +211,9 @@ std::unique_ptr<Graph> requantize_after_convolutions(const Graph& g,
     const ir::DType type = g.values[n.first_output].dtype;
     if (n.region != 0 || n.num_deps || n.op->kind != K::quantized_conv2d || !eight_bits(type) || !takes(g, n)) return false;
     const auto in = g.inputs(n);
-    const auto constant = [&](ValueId v) {
-      const ir::Node& p = *producer(g, v);
-      return eval::TensorRef{g.values[v].dtype, g.shape(v), const_cast<uint8_t*>(g.blobs[p.blob]->data())};
-    };
     const ir::QuantizedConv2dAttrs a(g, n);
-    const eval::Requantization q =
-        eval::requantization(constant(in[1]), constant(in[4]), constant(in[6]), constant(in[7]), a.min, a.max);
+    const eval::Requantization q = eval::requantization(constant_data(g, in[1]), constant_data(g, in[4]), constant_data(g, in[6]),
+                                                        constant_data(g, in[7]), a.min, a.max);
     // The convolution with an f16 result in the output's units, its zero point added, unbounded.
     const uint16_t zero_point = ir::float_to_f16(static_cast<float>(q.zero_point));
     std::vector<ValueId> operands;
@@ -491,11 +481,12 @@ std::unique_ptr<Graph> legalize(const Graph& g) {
   const auto library_takes = [](const Graph& graph, const ir::Node& n) { return AclnnCall::unsupported(graph, n).empty(); };
   // Attention as its products and softmax first: CANN's fused attention (aclnnFlashAttentionScore)
   // is not wired yet, and the pieces feed the legalizations below.
-  const auto padded =
-      pad_average_pools(*pad_asymmetric_convolutions(*requantize_after_convolutions(
-                            *signed_activations(*quantized_as_floats(*passes::decompose_attention(g))), library_takes)),
-                        library_takes);
-  const auto sliced = split_into_slices(*split_products_over_axes(*wrap_negative_indices(*padded)));
+  std::unique_ptr<Graph> legal = passes::decompose_attention(g);
+  legal = quantized_as_floats(*legal);
+  legal = signed_activations(*legal);
+  legal = requantize_after_convolutions(*legal, library_takes);
+  legal = pad_average_pools(*pad_asymmetric_convolutions(*legal), library_takes);
+  const auto sliced = split_into_slices(*split_products_over_axes(*wrap_negative_indices(*legal)));
   const auto row_kernel_takes = [](const Graph& graph, const ir::Node& n) { return row_kernel_refusal(graph, n).empty(); };
   return materialize_broadcasts(*split_scaled_softmax(*sliced, row_kernel_takes), kernel_computes, kernel_reads_broadcast);
 }

@@ -25,17 +25,10 @@ using ir::NodeId;
 using ir::ValueId;
 using K = ir::OpKind;
 
-// A constant of `g` as a tensor, or a null one.
-eval::TensorRef constant(const Graph& g, ValueId v) {
-  const ir::Node* p = v == kNone ? nullptr : producer(g, v);
-  if (!p || p->blob == kNone) return {};
-  return {g.values[v].dtype, g.shape(v), const_cast<uint8_t*>(g.blobs[p->blob]->data())};
-}
-
 // Whether a dequantize or quantize node's scale and zero point are one constant value each.
 bool one_constant_pair(const Graph& g, const ir::Node& n) {
   for (uint32_t i : {1u, 2u}) {
-    const eval::TensorRef c = constant(g, operand(g, n, i));
+    const eval::TensorRef c = constant_data(g, operand(g, n, i));
     if (!c.bytes || c.size() != 1) return false;
   }
   return true;
@@ -44,7 +37,7 @@ bool one_constant_pair(const Graph& g, const ir::Node& n) {
 // A constant holding one value, or one per output channel of a filter (`channels`) laid along
 // its first axis ([O] or [O, 1, 1, 1]): its values, else empty.
 std::vector<double> per_output_channel(const Graph& g, ValueId v, int64_t channels) {
-  const eval::TensorRef c = constant(g, v);
+  const eval::TensorRef c = constant_data(g, v);
   if (!c.bytes) return {};
   const ir::Shape& s = c.shape;
   const bool along_first = s.rank() >= 1 && s[0] == channels && c.size() == channels;
@@ -105,7 +98,7 @@ std::optional<Match> match_at(const Graph& g, const ir::Node& q, const std::vect
   if (!conv) return std::nullopt;
   m.x = made_by(g, operand(g, *conv, 0), K::dequantize_linear);
   m.w = made_by(g, operand(g, *conv, 1), K::dequantize_linear);
-  if (!m.x || !m.w || !one_constant_pair(g, *m.x) || !constant(g, operand(g, *m.w, 0)).bytes) return std::nullopt;
+  if (!m.x || !m.w || !one_constant_pair(g, *m.x) || !constant_data(g, operand(g, *m.w, 0)).bytes) return std::nullopt;
   const int64_t channels = g.shape(operand(g, *m.w, 0))[0];
   m.w_scale = per_output_channel(g, operand(g, *m.w, 1), channels);
   m.w_zero_point = per_output_channel(g, operand(g, *m.w, 2), channels);
@@ -136,7 +129,7 @@ std::vector<int32_t> bias_as_sums(const Match& m, double x_scale) {
 // its operand's values, as max_pool2d does.
 bool same_quantization(const Graph& g, const ir::Node& d, const ir::Node& q) {
   for (uint32_t i : {1u, 2u}) {
-    const eval::TensorRef a = constant(g, operand(g, d, i)), b = constant(g, operand(g, q, i));
+    const eval::TensorRef a = constant_data(g, operand(g, d, i)), b = constant_data(g, operand(g, q, i));
     if (!a.bytes || !b.bytes || a.size() != 1 || b.size() != 1 || a.dtype != b.dtype || eval::load_f(a, 0) != eval::load_f(b, 0))
       return false;
   }
@@ -167,7 +160,7 @@ struct Product {
 // A constant's values when it holds one, or one per column of the product (`columns`) laid as
 // `transposed` says; else empty.
 std::vector<double> per_column(const Graph& g, ValueId v, int64_t columns, bool transposed) {
-  const eval::TensorRef c = constant(g, v);
+  const eval::TensorRef c = constant_data(g, v);
   if (!c.bytes) return {};
   const ir::Shape& s = c.shape;
   const bool along = c.size() == columns && s.rank() >= 1 &&
@@ -190,7 +183,7 @@ std::optional<Product> product_at(const Graph& g, const ir::Node& n) {
   for (const ir::Node* d : {p.x, p.w})
     if (g.shape(d->first_output) != g.shape(operand(g, *d, 0))) return std::nullopt;
   const ValueId w = operand(g, *p.w, 0);
-  if (!constant(g, w).bytes || g.shape(w).rank() != 2) return std::nullopt;
+  if (!constant_data(g, w).bytes || g.shape(w).rank() != 2) return std::nullopt;
   const int64_t columns = g.shape(w)[p.transpose_b ? 0 : 1];
   p.w_scale = per_column(g, operand(g, *p.w, 1), columns, p.transpose_b);
   p.w_zero_point = per_column(g, operand(g, *p.w, 2), columns, p.transpose_b);
@@ -207,7 +200,7 @@ ValueId integer_product(ir::Replay& r, const Graph& g, const Product& p) {
   const int64_t k = ws[p.transpose_b ? 1 : 0], n = ws[p.transpose_b ? 0 : 1];
   ValueId weights = r.get(w);
   if (p.transpose_b) {  // the integers as [K, N], once, at compile time
-    const eval::TensorRef from = constant(g, w);
+    const eval::TensorRef from = constant_data(g, w);
     std::vector<uint8_t> moved(static_cast<size_t>(k * n));
     for (int64_t row = 0; row < n; ++row)
       for (int64_t col = 0; col < k; ++col) moved[static_cast<size_t>(col * n + row)] = from.data<uint8_t>()[row * k + col];
@@ -223,7 +216,7 @@ ValueId integer_product(ir::Replay& r, const Graph& g, const Product& p) {
   const ValueId sums = added(r, *ir::find_op(K::matmul_integer), {in, 4}, {});
   const ir::AttrArg to = ir::AttrArg::of_dtype(ir::DType::F32);
   const ValueId real = added(r, *ir::find_op(K::cast), {&sums, 1}, {&to, 1});
-  const float x_scale = static_cast<float>(eval::load_f(constant(g, operand(g, *p.x, 1)), 0));
+  const float x_scale = static_cast<float>(eval::load_f(constant_data(g, operand(g, *p.x, 1)), 0));
   std::vector<float> scale;
   for (const double w_scale : p.w_scale) scale.push_back(x_scale * static_cast<float>(w_scale));
   const ValueId factor = r.to().add_constant(ir::DType::F32, scale.size() == 1 ? ir::Shape{} : ir::Shape{n}, scale.data(),
@@ -259,7 +252,7 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
   for (NodeId id = 0; id < g.nodes.size(); ++id) {
     if (g.nodes[id].op->kind != K::quantize_linear) continue;
     std::optional<Match> m = match_at(g, g.nodes[id], uses);
-    if (!m || (!m->bias.empty() && bias_as_sums(*m, eval::load_f(constant(g, operand(g, *m->x, 1)), 0)).empty())) continue;
+    if (!m || (!m->bias.empty() && bias_as_sums(*m, eval::load_f(constant_data(g, operand(g, *m->x, 1)), 0)).empty())) continue;
     absorbed[m->conv] = true;
     if (m->bounds.clip != kNone) absorbed[m->bounds.clip] = true;
     if (uses[m->w->first_output] == 1) absorbed[g.values[m->w->first_output].producer] = true;
@@ -326,7 +319,7 @@ std::unique_ptr<Graph> recognize_quantized_ops(const Graph& g) {
                                parameter(m.w_zero_point, w_type, operand(g, *m.w, 2)), r.get(operand(g, n, 1)),
                                r.get(operand(g, n, 2)), kNone};
     if (!m.bias.empty()) {
-      const std::vector<int32_t> sums = bias_as_sums(m, eval::load_f(constant(g, operand(g, *m.x, 1)), 0));
+      const std::vector<int32_t> sums = bias_as_sums(m, eval::load_f(constant_data(g, operand(g, *m.x, 1)), 0));
       in[8] = r.to().add_constant(ir::DType::I32, ir::Shape{channels}, sums.data(), sums.size() * sizeof(int32_t));
     }
     std::vector<ir::AttrArg> attrs = attrs_of(g, conv);

@@ -38,6 +38,12 @@ const ir::Node* producer(const ir::Graph& g, ir::ValueId v) {
   return g.values[v].producer == ir::kNone ? nullptr : &g.nodes[g.values[v].producer];
 }
 
+eval::TensorRef constant_data(const ir::Graph& g, ir::ValueId v) {
+  const ir::Node* p = v == ir::kNone ? nullptr : producer(g, v);
+  if (!p || p->blob == ir::kNone) return {};
+  return {g.values[v].dtype, g.shape(v), const_cast<uint8_t*>(g.blobs[p->blob]->data())};
+}
+
 const ir::Node* made_by(const ir::Graph& g, ir::ValueId v, ir::OpKind kind) {
   const ir::Node* p = v == ir::kNone ? nullptr : producer(g, v);
   return p && p->op->kind == kind ? p : nullptr;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "eval/host_tensor.hpp"
 #include "ir/replay.hpp"
 
 namespace esg::passes {
@@ -21,6 +22,8 @@ std::vector<ir::AttrArg> attrs_of(const ir::Graph& g, const ir::Node& n);
 
 // The node producing a value of `g`, or nullptr for inputs and parameters.
 const ir::Node* producer(const ir::Graph& g, ir::ValueId v);
+// A constant of `g` as a tensor over its bytes; one with no bytes when `v` is computed (or kNone).
+eval::TensorRef constant_data(const ir::Graph& g, ir::ValueId v);
 // The node making `v` if it is a `kind`, else nullptr (also for kNone).
 const ir::Node* made_by(const ir::Graph& g, ir::ValueId v, ir::OpKind kind);
 // Operand i of node n.
