@@ -27,7 +27,7 @@ std::unique_ptr<ir::Graph> legalize(const ir::Graph& g);
 
 // quantize_linear, dequantize_linear and quantized_add as the f32 arithmetic their definitions
 // state, between casts from and to the 8-bit integers (aclnnCast; the arithmetic fuses into the
-// generated kernels): bit for bit what the CPU computes, a quantization saturated by a clip to
+// generated kernels): the steps the CPU computes, a quantization saturated by a clip to
 // its type's range before the cast. max_pool2d of 8-bit integers runs on f16, which holds each
 // exactly (aclnnMaxPool takes f16 and f32 on Atlas A2).
 std::unique_ptr<ir::Graph> quantized_as_floats(const ir::Graph& g);
