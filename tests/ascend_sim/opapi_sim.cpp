@@ -38,6 +38,12 @@ constexpr uint64_t kMatmulWorkspace = 1024;
 std::mutex live_mu;
 std::set<Executor*> live;  // planned and not yet run
 
+// A planning call's refusal of what CANN documents it refuses: the reason, and its status.
+Status refused(const char* name, const char* why) {
+  aclsim_fail(name, why);
+  return kParamInvalid;
+}
+
 // Element offsets of a view, in row-major order of its dims.
 std::vector<int64_t> offsets(const Tensor& t) {
   std::vector<int64_t> out(static_cast<size_t>(t.numel()));
@@ -274,28 +280,24 @@ ACLSIM_EXPORT Status aclnnQuantMatmulV5GetWorkspaceSize(const Tensor* x1, const 
                                                         const Tensor* y_offset, const Tensor* bias, bool transpose_x1, bool transpose_x2,
                                                         int64_t group_size, Tensor* out, uint64_t* workspace_size, Executor** executor) {
   const char* name = "aclnnQuantMatmulV5";
-  auto refuse = [&](const char* why) {
-    aclsim_fail(name, why);
-    return kParamInvalid;
-  };
   if (!x1 || !x2 || !x2_scale || !out) {
     aclsim_fail(name, "x1, x2, x2Scale and out are required");
     return kParamNull;
   }
-  if (x1->dtype != kInt8 || x2->dtype != kInt8) return refuse("x1 and x2 must be INT8 (Atlas A2 has no UINT8 x1)");
-  if (x1_offset) return refuse("x1Offset must be null on Atlas A2");
-  if (y_scale) return refuse("yScale is not supported in this version: pass nullptr");
-  if (out->dtype == kFloat) return refuse("out is FLOAT16, BFLOAT16, INT8 or INT32 on Atlas A2, never FLOAT32");
+  if (x1->dtype != kInt8 || x2->dtype != kInt8) return refused(name, "x1 and x2 must be INT8 (Atlas A2 has no UINT8 x1)");
+  if (x1_offset) return refused(name, "x1Offset must be null on Atlas A2");
+  if (y_scale) return refused(name, "yScale is not supported in this version: pass nullptr");
+  if (out->dtype == kFloat) return refused(name, "out is FLOAT16, BFLOAT16, INT8 or INT32 on Atlas A2, never FLOAT32");
   if (x1->dims.size() < 2 || x1->dims.size() > 6 || x2->dims.size() < 2 || x2->dims.size() > 6)
-    return refuse("x1 and x2 have 2 to 6 dims");
-  if (x1->numel() == 0 || x2->numel() == 0) return refuse("x1 and x2 must not be empty");
+    return refused(name, "x1 and x2 have 2 to 6 dims");
+  if (x1->numel() == 0 || x2->numel() == 0) return refused(name, "x1 and x2 must not be empty");
   const int64_t n = x2->dims.back();
   if (x2_scale->dims.size() != 1 || (x2_scale->dims[0] != 1 && x2_scale->dims[0] != n) ||
       (x2_scale->dtype != kFloat && x2_scale->dtype != kBf16))
-    return refuse("x2Scale must be FLOAT32 or BFLOAT16 of shape (1,) or (n,)");
+    return refused(name, "x2Scale must be FLOAT32 or BFLOAT16 of shape (1,) or (n,)");
   if (out->dtype != kInt32 || x1_scale || x2_offset || y_offset || transpose_x1 || transpose_x2 || group_size != 0)
-    return refuse("the simulator computes the per-tensor INT32 result only: no x1Scale, offsets, transposes or groups");
-  if (bias && (bias->dtype != kInt32 || bias->dims != std::vector<int64_t>{n})) return refuse("an INT32 result's bias is INT32 of (n,)");
+    return refused(name, "the simulator computes the per-tensor INT32 result only: no x1Scale, offsets, transposes or groups");
+  if (bias && (bias->dtype != kInt32 || bias->dims != std::vector<int64_t>{n})) return refused(name, "an INT32 result's bias is INT32 of (n,)");
   std::vector<const Tensor*> inputs = {x1, x2};
   if (bias) inputs.push_back(bias);
   return plan(name, inputs, {out}, 0, workspace_size, executor, [](const std::vector<esg::Tensor>& x) {
@@ -318,32 +320,28 @@ ACLSIM_EXPORT Status aclnnQuantConvolutionGetWorkspaceSize(const Tensor* input, 
                                                            const char* round_mode, Tensor* output, uint64_t* workspace_size,
                                                            Executor** executor) {
   const char* name = "aclnnQuantConvolution";
-  auto refuse = [&](const char* why) {
-    aclsim_fail(name, why);
-    return kParamInvalid;
-  };
   if (!input || !weight || !scale || !stride || !padding || !dilation || !output) {
     aclsim_fail(name, "input, weight, scale, stride, padding, dilation and output are required");
     return kParamNull;
   }
-  if (input->dtype != kInt8 || weight->dtype != kInt8) return refuse("input and weight must be INT8");
+  if (input->dtype != kInt8 || weight->dtype != kInt8) return refused(name, "input and weight must be INT8");
   if (input->dims.size() != 5 || weight->dims.size() != 5 || output->dims.size() != 5)
-    return refuse("Atlas A2 runs 3-D convolutions only: NCDHW input, weight and output");
-  if (output->dtype != kFloat16 && output->dtype != kBf16) return refuse("output is FLOAT16 or BFLOAT16 on Atlas A2");
+    return refused(name, "Atlas A2 runs 3-D convolutions only: NCDHW input, weight and output");
+  if (output->dtype != kFloat16 && output->dtype != kBf16) return refused(name, "output is FLOAT16 or BFLOAT16 on Atlas A2");
   const int64_t channels = weight->dims[0];
-  if (scale->dtype != kFloat || scale->dims != std::vector<int64_t>{channels}) return refuse("scale is FLOAT of (Cout) on Atlas A2");
+  if (scale->dtype != kFloat || scale->dims != std::vector<int64_t>{channels}) return refused(name, "scale is FLOAT of (Cout) on Atlas A2");
   if (bias && ((bias->dtype != kFloat && bias->dtype != kFloat16 && bias->dtype != kBf16) || bias->dims != std::vector<int64_t>{channels}))
-    return refuse("bias is FLOAT, FLOAT16 or BFLOAT16 of (Cout) on Atlas A2 (not INT32)");
+    return refused(name, "bias is FLOAT, FLOAT16 or BFLOAT16 of (Cout) on Atlas A2 (not INT32)");
   if (offset || offset_x != 0 || round_mode || transposed || output_padding)
-    return refuse("offset, offsetx, roundMode, transposed and outputPadding are not supported: null, 0, null, false, null");
-  if (groups != 1) return refuse("groups must be 1 on Atlas A2");
+    return refused(name, "offset, offsetx, roundMode, transposed and outputPadding are not supported: null, 0, null, false, null");
+  if (groups != 1) return refused(name, "groups must be 1 on Atlas A2");
   const std::vector<int64_t>& s = stride->values, &p = padding->values, &d = dilation->values;
-  if (s.size() != 3 || p.size() != 3 || d.size() != 3) return refuse("stride, padding and dilation have 3 values");
+  if (s.size() != 3 || p.size() != 3 || d.size() != 3) return refused(name, "stride, padding and dilation have 3 values");
   for (size_t i = 1; i < 3; ++i)
     if (s[i] < 1 || s[i] > 63 || p[i] < 0 || p[i] > 255 || d[i] < 1 || d[i] > 255)
-      return refuse("H and W strides in [1, 63], padding in [0, 255], dilation in [1, 255]");
+      return refused(name, "H and W strides in [1, 63], padding in [0, 255], dilation in [1, 255]");
   if (input->dims[2] != 1 || weight->dims[2] != 1 || s[0] != 1 || p[0] != 0 || d[0] != 1)
-    return refuse("the simulator computes convolutions of depth 1 only");
+    return refused(name, "the simulator computes convolutions of depth 1 only");
   std::vector<const Tensor*> inputs = {input, weight, scale};
   if (bias) inputs.push_back(bias);
   const std::vector<int64_t> out_dims = output->dims;
@@ -374,32 +372,28 @@ ACLSIM_EXPORT Status aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(const Tensor*
                                                                    const Tensor* bias, int group_size, const Tensor* y,
                                                                    uint64_t* workspace_size, Executor** executor) {
   const char* name = "aclnnWeightQuantBatchMatmulV2";
-  auto refuse = [&](const char* why) {
-    aclsim_fail(name, why);
-    return kParamInvalid;
-  };
   if (!x || !weight || !scale || !y) {
     aclsim_fail(name, "x, weight, antiquantScale and y are required");
     return kParamNull;
   }
-  if (x->dtype != kFloat16 && x->dtype != kBf16) return refuse("x is FLOAT16 or BFLOAT16");
-  if (weight->dtype != kInt8 && weight->dtype != kInt4) return refuse("weight is INT8 or INT4");
-  if (x->dims.size() != 2 || weight->dims.size() != 2 || y->dims.size() != 2) return refuse("x, weight and y have 2 dims");
+  if (x->dtype != kFloat16 && x->dtype != kBf16) return refused(name, "x is FLOAT16 or BFLOAT16");
+  if (weight->dtype != kInt8 && weight->dtype != kInt4) return refused(name, "weight is INT8 or INT4");
+  if (x->dims.size() != 2 || weight->dims.size() != 2 || y->dims.size() != 2) return refused(name, "x, weight and y have 2 dims");
   const int64_t m = x->dims[0], k = x->dims[1], n = weight->dims[1];
-  if (weight->dims[0] != k || y->dims != std::vector<int64_t>{m, n} || y->dtype != x->dtype) return refuse("y is x's dtype, of (m, n)");
-  if (k < 1 || k > 65535 || n < 1 || n > 65535) return refuse("k and n are in [1, 65535]");
-  if (weight->dtype == kInt4 && weight->storage.back() % 2) return refuse("an INT4 weight's last dim is even");
+  if (weight->dims[0] != k || y->dims != std::vector<int64_t>{m, n} || y->dtype != x->dtype) return refused(name, "y is x's dtype, of (m, n)");
+  if (k < 1 || k > 65535 || n < 1 || n > 65535) return refused(name, "k and n are in [1, 65535]");
+  if (weight->dtype == kInt4 && weight->storage.back() % 2) return refused(name, "an INT4 weight's last dim is even");
   const std::vector<int64_t> contiguous = {n, 1}, transposed = {1, k};
-  if (weight->strides != contiguous && weight->strides != transposed) return refuse("weight is contiguous or the transposed view of (n, k)");
+  if (weight->strides != contiguous && weight->strides != transposed) return refused(name, "weight is contiguous or the transposed view of (n, k)");
   const int64_t groups = group_size ? (k + group_size - 1) / group_size : 1;
-  if (group_size && (group_size % 32 || group_size < 32 || group_size > k - 1)) return refuse("antiquantGroupSize is 0, or a multiple of 32 in [32, k - 1]");
+  if (group_size && (group_size % 32 || group_size < 32 || group_size > k - 1)) return refused(name, "antiquantGroupSize is 0, or a multiple of 32 in [32, k - 1]");
   const bool per_group = scale->dims == std::vector<int64_t>{groups, n};
   const bool per_column = scale->dims == std::vector<int64_t>{n} || scale->dims == std::vector<int64_t>{1, n};
   const bool per_tensor = scale->dims == std::vector<int64_t>{1} || scale->dims == std::vector<int64_t>{1, 1};
   if (scale->dtype != x->dtype || (group_size ? !per_group : !(per_column || per_tensor)))
-    return refuse("antiquantScale is x's dtype, of (1,), (n,), (1, n), or (ceil(k / group), n) with a group size");
-  if (offset && (offset->dtype != scale->dtype || offset->dims != scale->dims)) return refuse("antiquantOffset is antiquantScale's dtype and shape");
-  if (quant_scale || quant_offset || bias) return refuse("the simulator computes y of x's dtype without quantScale, quantOffset or bias");
+    return refused(name, "antiquantScale is x's dtype, of (1,), (n,), (1, n), or (ceil(k / group), n) with a group size");
+  if (offset && (offset->dtype != scale->dtype || offset->dims != scale->dims)) return refused(name, "antiquantOffset is antiquantScale's dtype and shape");
+  if (quant_scale || quant_offset || bias) return refused(name, "the simulator computes y of x's dtype without quantScale, quantOffset or bias");
   std::vector<const Tensor*> inputs = {x, weight, scale};
   if (offset) inputs.push_back(offset);
   const esg::DType out = esg_type(y->dtype);

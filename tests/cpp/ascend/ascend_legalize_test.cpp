@@ -260,20 +260,24 @@ ValueId quantized_convolution(ir::Builder& b, ValueId x, ValueId x_zp) {
   return b.graph().nodes[b.add_op(ir::ops::quantized_conv2d, in, attrs)].first_output;
 }
 
+// That convolution of an input image of `type`, its zero point the one byte `zero_point`.
+std::unique_ptr<ir::Graph> convolution_graph(ir::DType type, uint8_t zero_point) {
+  ir::Builder b;
+  const ValueId y =
+      quantized_convolution(b, b.add_input("x", type, ir::Shape{1, 2, 5, 5}), b.add_constant(type, ir::Shape{}, &zero_point, 1));
+  return b.finish({&y, 1});
+}
+
 }  // namespace
 
 TEST_CASE("an int8 convolution with an 8-bit result becomes one with an f16 result and the requantization after it") {
-  ir::Builder b;
-  const int8_t zero = 0;
-  const ValueId y = quantized_convolution(b, b.add_input("x", ir::DType::I8, ir::Shape{1, 2, 5, 5}),
-                                          b.add_constant(ir::DType::I8, ir::Shape{}, &zero, 1));
-  const auto g = b.finish({&y, 1});
+  const auto g = convolution_graph(ir::DType::I8, 0);
   const auto out = ascend::requantize_after_convolutions(*g, [](const ir::Graph&, const ir::Node&) { return true; });
   for (const ir::Node& n : out->nodes)
     if (std::strcmp(n.op->name, "quantized_conv2d") == 0) CHECK(out->values[n.first_output].dtype == ir::DType::F16);
   CHECK(count(*out, "round") == 1);
   CHECK(count(*out, "clip") == 1);
-  // Within one step: f16 holds the result in the output's units to 1/16 or better below 256.
+  // Within one step: f16 holds the result in the output's units to 1/8 or better below 256.
   ir::verify(*out);
   const auto want = test::outputs(*g), got = test::outputs(*out);
   for (int64_t i = 0; i < want[0].size(); ++i) CHECK(std::abs(eval::load_f(got[0], i) - eval::load_f(want[0], i)) <= 1);
@@ -281,11 +285,7 @@ TEST_CASE("an int8 convolution with an 8-bit result becomes one with an f16 resu
 }
 
 TEST_CASE("a convolution of u8 activations: the image padded with its zero point, shifted into int8, the filters' sums in the bias") {
-  ir::Builder b;
-  const uint8_t zp = 100;
-  const ValueId y = quantized_convolution(b, b.add_input("x", ir::DType::U8, ir::Shape{1, 2, 5, 5}),
-                                          b.add_constant(ir::DType::U8, ir::Shape{}, &zp, 1));
-  const auto g = b.finish({&y, 1});
+  const auto g = convolution_graph(ir::DType::U8, 100);
   const auto out = ascend::signed_activations(*g);
   CHECK(count(*out, "pad") == 1);
   for (const ir::Node& n : out->nodes)
