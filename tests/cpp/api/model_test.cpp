@@ -315,7 +315,7 @@ TEST_CASE("the Ascend backend on the simulated device: same values; a missing ru
 TEST_CASE("esg::ascend_check: the smoke set matches the CPU on the simulated device; a device that cannot start throws") {
   const esg::AscendCheck check = esg::ascend_check("ascend-sim");
   CHECK(check.passed());
-  CHECK(check.cases.size() == 9);
+  CHECK(check.cases.size() == 12);
   CHECK(check.device.find("(Ascend910B1), CANN 8.5.0, AscendCL") != std::string::npos);
   const std::string table = check.table();
   CHECK(table.find("12 of 12 passed") != std::string::npos);
