@@ -378,11 +378,11 @@ def _bad(a_shape=(M, K), a_type=esgraph.f32, bits=4, block_size=32, b_shape=None
      r"`zero_points` must be \[5,2\] for K = 40, 4 bits and blocks of 32, got \[6,2\]"),
     ({"zero_points_type": np.int8}, esgraph.DTypeError, r"input `zero_points` must be u8, got i8"),
     ({"a_shape": (K,)}, esgraph.ShapeError, r"`a` needs rank >= 2 \(\[..., M, K\]\), got \[40\]"),
-    ({"a_type": esgraph.f16}, esgraph.DTypeError, r"input `a` must be f32, got f16"),
-    ({"a_type": esgraph.i32}, esgraph.DTypeError, r"input `a` must be f32, got i32"),
+    ({"a_type": esgraph.f64}, esgraph.DTypeError, r"input `a` has dtype f64, but T accepts only f32, f16, bf16"),
+    ({"a_type": esgraph.i32}, esgraph.DTypeError, r"input `a` has dtype i32, but T accepts only f32, f16, bf16"),
     ({"a_shape": (M, "k")}, esgraph.ShapeError, r"`a`'s last axis \(K\) must be a number, got \[4,k\]"),
 ], ids=["bits 3", "bits 16", "block 24", "block 8", "b [N,2,15]", "b 2-D", "b for 4 bits at 8", "K mismatch", "scales [N,3]",
-        "scales 1-D", "zero points [N+1,2]", "zero points i8", "rank-1 a", "f16 a", "i32 a", "symbolic K"])
+        "scales 1-D", "zero points [N+1,2]", "zero points i8", "rank-1 a", "f64 a", "i32 a", "symbolic K"])
 def test_bad_operands_are_refused_where_built(arguments, error, message):
     with pytest.raises(error, match="matmul_nbits: .*" + message):
         _bad(**arguments)
