@@ -35,7 +35,7 @@ def chained_products(path, rows, width, steps, weights):
 
 def kernel_of(model):
     stats = model.stats()
-    rows = stats.get("packed_matmuls", []) + stats.get("onednn_matmuls", [])
+    rows = stats.get("packed_matmuls", []) + stats.get("onednn_matmuls", []) + stats.get("row_matmuls", [])
     return ", ".join(sorted({r["implementation"] for r in rows})) + (" in place" if stats.get("weights_in_place") else "")
 
 

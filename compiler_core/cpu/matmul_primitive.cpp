@@ -8,6 +8,7 @@
 #include "cpu/onednn.hpp"
 #include "cpu/packed_gemm.hpp"
 #include "cpu/primitive_runner.hpp"
+#include "cpu/row_product.hpp"
 #include "ir/error.hpp"
 #include "ir/op_attrs.gen.hpp"
 
@@ -68,7 +69,12 @@ struct MatmulPrimitive::Impl {
   std::vector<ForRows> by_rows;
   std::string implementation;
   bool bf16 = false;
-  bool on_packed_gemm = false;  // on our packed GEMM (packed_gemm.hpp), no oneDNN primitives
+  bool transpose_b = false;
+  Kernel kernel = Kernel::onednn;  // the kernels but oneDNN's make no primitives
+  // One row on K x N weights splits its rows of K, not its columns, over the pool: each share
+  // then streams one contiguous block of the weights (columns of a short row would interleave
+  // two threads' reads row by row), the partial sums added after.
+  int64_t depth_shares = 1;
 };
 
 MatmulPrimitive::MatmulPrimitive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -116,24 +122,32 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
     impl->k = k;
     impl->n = width;
     impl->bf16 = bf16;
-    // Calls of a few rows on our packed GEMM where oneDNN would pack the weights at each: there
-    // the packing costs as much as the product. Beyond kPackedGemmRows, and for one row,
-    // oneDNN's gemm is about as fast, and reads the constant where it lies.
-    impl->on_packed_gemm = !bf16 && packed_gemm::available() && row_counts.back() <= kPackedGemmRows && row_counts.back() > 1 &&
-                           onednn_packs_per_call(row_counts.front(), k, width);
+    // One row a call (a decoder's token) streams the weights: our kernel reads them in place, in
+    // their order (row_product.hpp). Calls of a few rows on our packed GEMM where oneDNN would
+    // pack the weights at each: there the packing costs as much as the product. Beyond
+    // kPackedGemmRows oneDNN's gemm is about as fast, and reads the constant where it lies.
+    impl->transpose_b = transpose_b;
+    if (!bf16 && row_product::available() && row_counts == std::vector<int64_t>{1})
+      impl->kernel = Kernel::row_product;
+    else if (!bf16 && packed_gemm::available() && row_counts.back() <= kPackedGemmRows && row_counts.back() > 1 &&
+             onednn_packs_per_call(row_counts.front(), k, width))
+      impl->kernel = Kernel::packed_gemm;
+    if (impl->kernel == Kernel::row_product && !transpose_b) impl->depth_shares = std::min(shares, k);
+    const int64_t column_shares_made = impl->depth_shares > 1 ? 1 : shares;
     const bool reuse = like && like->impl_->k == k && like->impl_->n == width && like->impl_->bf16 == bf16 &&
-                       like->impl_->on_packed_gemm == impl->on_packed_gemm && static_cast<int64_t>(like->impl_->columns.size()) == shares;
+                       like->impl_->kernel == impl->kernel && static_cast<int64_t>(like->impl_->columns.size()) == column_shares_made;
     if (reuse) impl->columns = like->impl_->columns;  // its layouts, which these primitives take, and its weights
-    for (int64_t s = 0; s < shares && !reuse; ++s) {
-      const int64_t first = 16 * (blocks * s / shares), last = std::min(width, 16 * (blocks * (s + 1) / shares));
+    for (int64_t s = 0; s < column_shares_made && !reuse; ++s) {
+      const int64_t first = 16 * (blocks * s / column_shares_made), last = std::min(width, 16 * (blocks * (s + 1) / column_shares_made));
       impl->columns.push_back({first, last - first, {}, {}});
     }
     const OmpThreads scoped(1);
-    if (impl->on_packed_gemm) impl->implementation = "packed:avx2";
+    if (impl->kernel == Kernel::packed_gemm) impl->implementation = "packed:avx2";
+    if (impl->kernel == Kernel::row_product) impl->implementation = "row:avx2";
     for (const int64_t rows : row_counts) {
       ForRows f;
       f.rows = rows;
-      if (impl->on_packed_gemm) {  // no primitives: the count checks the calls
+      if (impl->kernel != Kernel::onednn) {  // no primitives: the count checks the calls
         impl->by_rows.push_back(std::move(f));
         continue;
       }
@@ -183,13 +197,14 @@ std::unique_ptr<MatmulPrimitive> MatmulPrimitive::make(const ir::Graph& g, const
     for (size_t share = 0; share < impl->columns.size() && !reuse; ++share) {
       Columns& c = impl->columns[share];
       const float* first = constant + (transpose_b ? c.first * k : c.first);
-      if (impl->on_packed_gemm) {
+      if (impl->kernel == Kernel::packed_gemm) {
         const PackedFrom from{first, "packed_gemm " + std::to_string(k) + "x" + std::to_string(c.count) + (transpose_b ? " of [N, K]" : " of [K, N]")};
         c.weights = pack(static_cast<int>(share), packed_gemm::packed_bytes(k, c.count), from, [&](uint8_t* into) {
           packed_gemm::pack(first, transpose_b ? k : width, transpose_b, k, c.count, reinterpret_cast<float*>(into));
         });
         continue;
       }
+      c.in_place = c.in_place || impl->kernel == Kernel::row_product;
       if (c.in_place) {  // no copy: the share's first weight, the constant kept alive by its bytes
         const size_t spanned = static_cast<size_t>(transpose_b ? c.count * k : (k - 1) * width + c.count) * sizeof(float);
         c.weights = std::make_shared<const ir::Bytes>(reinterpret_cast<const uint8_t*>(first), spanned, blob);
@@ -224,9 +239,30 @@ void MatmulPrimitive::rows(const float* a, int64_t first, int64_t last, float* o
     f->round_rows.execute({src, to});
     src = to;
   }
+  if (p.depth_shares > 1) {  // one row, K split: a partial row a share, added in order after
+    const float* x = a + first * p.k;
+    const float* w = reinterpret_cast<const float*>(p.columns[0].weights->data());
+    thread_local std::vector<float> partials;
+    partials.resize(static_cast<size_t>((p.depth_shares - 1) * p.n));
+    float* partial = partials.data();
+    auto depth_share = [&](int64_t s) {
+      const int64_t k0 = p.k * s / p.depth_shares, k1 = p.k * (s + 1) / p.depth_shares;
+      row_product::multiply(x + k0, k1 - k0, w + k0 * p.n, p.n, false, p.n, s == 0 ? out : partial + (s - 1) * p.n);
+    };
+    if (parallel)
+      parallel->run(p.depth_shares, depth_share);
+    else
+      for (int64_t s = 0; s < p.depth_shares; ++s) depth_share(s);
+    for (int64_t s = 1; s < p.depth_shares; ++s)
+      for (int64_t j = 0; j < p.n; ++j) out[j] += partial[(s - 1) * p.n + j];
+    return;
+  }
   auto share = [&](int64_t s) {
     const Columns& c = p.columns[static_cast<size_t>(s)];
-    if (p.on_packed_gemm)
+    if (p.kernel == Kernel::row_product)
+      return row_product::multiply(a + first * p.k, p.k, reinterpret_cast<const float*>(c.weights->data()), p.transpose_b ? p.k : p.n,
+                                   p.transpose_b, c.count, out + c.first);
+    if (p.kernel == Kernel::packed_gemm)
       return packed_gemm::multiply(a + first * p.k, p.k, f->rows, reinterpret_cast<const float*>(c.weights->data()), p.k, c.count,
                                    out + c.first, p.n);
     thread_local std::vector<uint8_t> scratchpad, staging;
@@ -248,9 +284,9 @@ const std::string& MatmulPrimitive::implementation() const { return impl_->imple
 
 bool MatmulPrimitive::bf16() const { return impl_->bf16; }
 
-bool MatmulPrimitive::onednn() const { return !impl_->on_packed_gemm; }
+MatmulPrimitive::Kernel MatmulPrimitive::kernel() const { return impl_->kernel; }
 
-int MatmulPrimitive::column_shares() const { return static_cast<int>(impl_->columns.size()); }
+int MatmulPrimitive::column_shares() const { return static_cast<int>(std::max<int64_t>(impl_->depth_shares, static_cast<int64_t>(impl_->columns.size()))); }
 
 int MatmulPrimitive::weights_in_place() const {
   return static_cast<int>(std::count_if(impl_->columns.begin(), impl_->columns.end(), [](const Columns& c) { return c.in_place; }));

@@ -48,10 +48,13 @@ class MatmulPrimitive {
   // (null: one after the other on the calling thread); last - first is one of the row counts
   // made. `a` is A's first element.
   void rows(const float* a, int64_t first, int64_t last, float* out, const eval::Parallel* parallel) const;
-  int column_shares() const;
+  int column_shares() const;  // the shares one call spreads over the pool: of columns, or of K for one row
   int weights_in_place() const;  // shares of columns whose kernel reads the constant itself
-  const std::string& implementation() const;  // the kernel's name: oneDNN's ("brg:avx512_core", ...) or "packed:avx2"
-  bool onednn() const;  // on oneDNN's primitive, not our packed GEMM
+  const std::string& implementation() const;  // the kernel's name: oneDNN's ("brg:avx512_core", ...), "packed:avx2" or "row:avx2"
+  // oneDNN's primitives, or one of our kernels: the packed GEMM (packed_gemm.hpp), or for one
+  // row a call the product reading the constant in place (row_product.hpp).
+  enum class Kernel { onednn, packed_gemm, row_product };
+  Kernel kernel() const;
   bool bf16() const;
 
  private:

@@ -466,7 +466,8 @@ std::unique_ptr<runtime::PreparedRun> Program::prepare(std::vector<eval::TensorR
 std::string Program::describe_launch(size_t index) const {
   const Bound& b = *bound_[index];
   if (b.conv) return "oneDNN " + b.conv->implementation() + (b.conv->precision() == "f32" ? "" : " " + b.conv->precision()) + (b.conv_whole_group ? " + post-ops" : "");
-  if (b.matmul) return (b.matmul->onednn() ? "oneDNN " : "esgraph ") + b.matmul->implementation() + (b.matmul->bf16() ? " bf16" : "");
+  if (b.matmul)
+    return (b.matmul->kernel() == MatmulPrimitive::Kernel::onednn ? "oneDNN " : "esgraph ") + b.matmul->implementation() + (b.matmul->bf16() ? " bf16" : "");
   if (b.integer_matmul) return b.integer_matmul->kernel() == integer_gemm::Kernel::Vnni ? "esgraph integer_gemm:avx512_vnni" : "esgraph integer_gemm:avx2";
   if (plan_.collectives().at(index)) return dist::world().transport();
   return b.fast ? "fast" : "";
@@ -503,16 +504,19 @@ void Program::add_facts(runtime::Facts& f) const {
   f.count("f32_rows", f32_rows);
   // The products: oneDNN's kernels by name and precision (a convolution with the group it
   // computes as post-ops), or our own way and why.
-  std::map<std::pair<std::string, std::string>, int64_t> convolutions, matmuls, packed_matmuls;
+  std::map<std::pair<std::string, std::string>, int64_t> convolutions, matmuls, packed_matmuls, row_matmuls;
   std::map<std::string, int64_t> im2col, reference_convolutions, sgemm, reference_integer_matmuls;
   int64_t post_op_groups = 0, split_convolutions = 0, split_matmuls = 0, weights_in_place = 0, integer_matmuls = 0;
   for (size_t i = 0; i < bound_.size(); ++i) {
     const Bound& b = *bound_[i];
     integer_matmuls += b.integer_matmul != nullptr;
     if (!fallbacks_[i].integer_matmul.empty()) ++reference_integer_matmuls[fallbacks_[i].integer_matmul];
-    if (b.matmul)
-      ++(b.matmul->onednn() ? matmuls : packed_matmuls)[{b.matmul->implementation(), b.matmul->bf16() ? "bf16" : "f32"}],
-          weights_in_place += b.matmul->weights_in_place();
+    if (b.matmul) {
+      const MatmulPrimitive::Kernel kernel = b.matmul->kernel();
+      auto& counts = kernel == MatmulPrimitive::Kernel::onednn ? matmuls : kernel == MatmulPrimitive::Kernel::packed_gemm ? packed_matmuls : row_matmuls;
+      ++counts[{b.matmul->implementation(), b.matmul->bf16() ? "bf16" : "f32"}];
+      weights_in_place += b.matmul->weights_in_place();
+    }
     if (b.matmul && (b.matmul_pieces > 1 || b.matmul->column_shares() > 1)) ++split_matmuls;
     if (!b.matmul && !fallbacks_[i].matmul.empty()) ++sgemm[fallbacks_[i].matmul];
     if (b.conv) ++convolutions[{b.conv->implementation(), b.conv->precision()}], post_op_groups += b.conv_whole_group;
@@ -538,6 +542,7 @@ void Program::add_facts(runtime::Facts& f) const {
   f.tally("reference_convolutions", reference_convolutions, "reason");  // quantized ones oneDNN does not take
   primitives("onednn_matmuls", matmuls);  // constant weights reordered once
   primitives("packed_matmuls", packed_matmuls);  // on our packed GEMM, the weights packed once
+  primitives("row_matmuls", row_matmuls);  // one row a call, on our kernel reading the constant in place
   f.count("split_matmuls", split_matmuls);
   f.tally("sgemm_matmuls", sgemm, "reason");  // with constant weights
   f.count("integer_matmuls", integer_matmuls);  // matmul_integer on our integer GEMM, the weights packed once

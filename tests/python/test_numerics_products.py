@@ -2,6 +2,8 @@
 reference written here for conv2d and pooling), on oneDNN's primitives and split over threads.
 
 See numerics.py for the comparison rules."""
+import os
+
 import numpy as np
 import pytest
 
@@ -17,10 +19,11 @@ def precisions(model, products):
 
 
 def product_kernels(model):
-    """The kernels of a model's products with constant weights: oneDNN's primitives, or our packed
-    GEMM where oneDNN has only its gemm (AVX2 without AVX-512)."""
+    """The kernels of a model's products with constant weights: oneDNN's primitives, our packed
+    GEMM where oneDNN has only its gemm (AVX2 without AVX-512), or for one row a call our kernel
+    reading the constant in place."""
     stats = model.stats()
-    return stats.get("onednn_matmuls", []) + stats.get("packed_matmuls", [])
+    return stats.get("onednn_matmuls", []) + stats.get("packed_matmuls", []) + stats.get("row_matmuls", [])
 
 
 @pytest.mark.parametrize("transpose_b", [False, True])
@@ -122,6 +125,31 @@ def test_products_of_a_few_rows_run_on_weights_packed_once_where_onednn_packs_at
         packed = 2 <= rows <= 32
         assert bool(model.stats().get("packed_matmuls")) == packed, rows
         assert (model.stats()["weights_in_place"] > 0) != packed, rows  # (a count of column shares)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("k, n", [(1, 1), (7, 13), (33, 70), (1024, 200), (300, 2049)], ids=str)
+def test_one_row_products_read_the_weights_in_place(k, n, transpose_b, threads):
+    """A decoder's token: one row times constant weights on our kernel that streams them where
+    they lie (no copy), K x N split by rows of K over the threads, N x K by its rows; odd sizes
+    reach every tail (columns past the last 8, rows of K past the last 4, dot products past the
+    last 8), with a fused epilogue, against numpy in f64."""
+    rng = rng_for("one row", k, n, transpose_b, threads)
+    w, x, r = normal(rng, (k, n), scale=0.1), normal(rng, (1, k), scale=1.0), normal(rng, (1, n), scale=1.0)
+    with esgraph.GraphBuilder("token") as b:
+        weights = b.constant(np.ascontiguousarray(w.T) if transpose_b else w)
+        y = ops.matmul(b.input("x", esgraph.f32, [1, k]), weights, transpose_b=transpose_b)
+        g = b.build([ops.tanh(y + b.input("r", esgraph.f32, [1, n]))])
+    model = esgraph.compile(g, threads=threads)
+    want = np.tanh(x.astype(f64) @ w.astype(f64) + r)
+    np.testing.assert_allclose(model(x, r), want.astype(f32), rtol=2e-5, atol=2e-5)
+    stats = model.stats()
+    flags = set(open("/proc/cpuinfo").read().split()) if os.path.exists("/proc/cpuinfo") else set()
+    if not {"avx2", "fma"} <= flags:
+        pytest.skip("no AVX2 and FMA: oneDNN's gemm takes one row")
+    assert [p["implementation"] for p in stats["row_matmuls"]] == ["row:avx2"]
+    assert stats["weights_packed"] == 0 and stats["weights_in_place"] >= 1
 
 
 def test_large_constant_weights_reshaped_fold_before_the_product():
