@@ -65,7 +65,8 @@ class MatmulPrimitive {
 
 // The most rows a call runs on our packed GEMM (where oneDNN packs at every call): from 2 to 32
 // rows it took 0.23-0.95x oneDNN's gemm's time on a Zen 3, at 64 and more 0.94-1.11x, and at one
-// row 0.9x, not worth a second copy of a decoder's weights (bench/RESULTS.md).
+// row 0.9x, not worth a second copy of a decoder's weights (bench/RESULTS.md): one row runs on
+// cpu/row_product, in place.
 constexpr int64_t kPackedGemmRows = 32;
 
 // The row counts of `rows` rows split into `pieces` (at most `rows`) nearly equal shares.
