@@ -425,14 +425,10 @@ void bind_model(py::module_& m) {
          "the model's dtypes (lists and numbers convert when the dtype holds them); cast=True converts any.")
       .def("run", [](const esg::Model& self, py::handle inputs, py::handle out, bool cast) {
         std::vector<py::handle> args;
+        py::list ordered;  // holds what args point at
         if (py::isinstance<py::dict>(inputs)) {
-          const py::dict d = inputs.cast<py::dict>();
-          for (size_t i = 0; i < esg_model_num_inputs(self.handle()); ++i) {
-            const char* name = esg_model_input_name(self.handle(), i);
-            if (!d.contains(name)) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, std::string("run: no value for input `") + name + "`");
-            args.push_back(d[name]);
-          }
-          if (d.size() != args.size()) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "run: the dict names inputs the model does not have");
+          ordered = inputs_by_name(self.handle(), inputs.cast<py::dict>(), "run");
+          for (py::handle h : ordered) args.push_back(h);
         } else {
           for (py::handle h : inputs.cast<py::sequence>()) args.push_back(h);
         }

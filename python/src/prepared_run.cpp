@@ -50,31 +50,43 @@ esg_buffer buffer_of(py::handle given, esg::DType dtype, const std::string& what
   return {data, static_cast<size_t>(a.nbytes()), static_cast<esg_dtype>(dtype), dims.data(), dims.size()};
 }
 
+}  // namespace
+
+py::list inputs_by_name(esg_model* h, const py::dict& d, const char* verb) {
+  const size_t n_in = esg_model_num_inputs(h);
+  // A key the model has no input of first: a misspelt name is what a missing input often is.
+  std::set<std::string> names;
+  std::string inputs;
+  for (size_t i = 0; i < n_in; ++i) {
+    names.insert(esg_model_input_name(h, i));
+    inputs += std::string(inputs.empty() ? "`" : ", `") + esg_model_input_name(h, i) + "`";
+  }
+  std::string unknown;
+  for (const auto& [key, value] : d)
+    if (!py::isinstance<py::str>(key) || !names.count(key.cast<std::string>()))
+      unknown += (unknown.empty() ? "" : ", ") + py::repr(key).cast<std::string>();
+  if (!unknown.empty())
+    throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT,
+                                    std::string(verb) + ": the model has no input " + unknown + " (its inputs: " + inputs + ")");
+  py::list given;
+  for (size_t i = 0; i < n_in; ++i) {
+    const char* name = esg_model_input_name(h, i);
+    if (!d.contains(name))
+      throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, std::string(verb) + ": no array for input `" + name + "`");
+    given.append(d[name]);
+  }
+  return given;
+}
+
+namespace {
+
 PyPreparedRun prepare(const esg::Model& model, py::handle given_inputs, py::handle given_out) {
   esg_model* h = model.handle();
   const size_t n_in = esg_model_num_inputs(h), n_out = esg_model_num_outputs(h);
   PyPreparedRun made;
   py::list given;  // the inputs in the model's order
   if (py::isinstance<py::dict>(given_inputs)) {
-    const auto d = given_inputs.cast<py::dict>();
-    // A key the model has no input of first: a misspelt name is what a missing input often is.
-    std::set<std::string> names;
-    std::string inputs;
-    for (size_t i = 0; i < n_in; ++i) {
-      names.insert(esg_model_input_name(h, i));
-      inputs += std::string(inputs.empty() ? "`" : ", `") + esg_model_input_name(h, i) + "`";
-    }
-    std::string unknown;
-    for (const auto& [key, value] : d)
-      if (!py::isinstance<py::str>(key) || !names.count(key.cast<std::string>()))
-        unknown += (unknown.empty() ? "" : ", ") + py::repr(key).cast<std::string>();
-    if (!unknown.empty())
-      throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, "prepare: the model has no input " + unknown + " (its inputs: " + inputs + ")");
-    for (size_t i = 0; i < n_in; ++i) {
-      const char* name = esg_model_input_name(h, i);
-      if (!d.contains(name)) throw esg::InvalidArgumentError(ESG_ERR_INVALID_ARGUMENT, std::string("prepare: no array for input `") + name + "`");
-      given.append(d[name]);
-    }
+    given = inputs_by_name(h, given_inputs.cast<py::dict>(), "prepare");
   } else {
     for (py::handle a : given_inputs.cast<py::sequence>()) given.append(a);
   }

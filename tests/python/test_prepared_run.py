@@ -120,3 +120,19 @@ def test_one_run_at_a_time(b):
     t.join()
     assert refused and all("running already, on another thread" in r for r in refused), refused
     np.testing.assert_allclose(p.run()[0], np.ones((384, 384), np.float32) / 384, rtol=1e-5)
+
+
+def test_run_and_prepare_read_a_dict_by_the_same_rules(b):
+    """Model.run with {name: array} names a key the model has no input of, with its inputs, as
+    prepare does (run said "no value for input `x`", or that the dict had extra names without
+    naming them); values in any key order."""
+    m = mlp(b)
+    x, w = np.ones((4, 8), np.float32), np.full((8, 5), 0.5, np.float32)
+    np.testing.assert_allclose(m.run({"w": w, "x": x})[0], np.maximum(x @ w, 0) * 2)
+    for verb in (m.run, m.prepare):
+        with pytest.raises(eg.InvalidArgumentError, match=r"the model has no input 'y' \(its inputs: `x`, `w`\)"):
+            verb({"y": x, "w": w})
+        with pytest.raises(eg.InvalidArgumentError, match=r"the model has no input 'y' \(its inputs: `x`, `w`\)"):
+            verb({"x": x, "w": w, "y": x})
+        with pytest.raises(eg.InvalidArgumentError, match="no array for input `w`"):
+            verb({"x": x})
