@@ -797,8 +797,9 @@ void infer_unsqueeze(InferContext& ctx) {
 
 namespace {
 
-// Integers a double holds exactly: a float attribute beyond them, for an integer dtype, would
-// give a value the caller did not write (2^53 + 1 reads as 2^53).
+// Integers a double holds exactly: below 2^53 every one. At 2^53 and beyond, a float attribute
+// for an integer dtype may not be the value the caller wrote (2^53 + 1 arrives as 2^53, and
+// nothing here can tell them apart), so the first refused magnitude is 2^53 itself.
 constexpr double kExactInDouble = 9007199254740992.0;  // 2^53
 
 bool is_integer(DType t) { return !dtype_is_float(t) && t != DType::Bool; }
@@ -813,9 +814,9 @@ bool fits_integer(DType t, __int128 v) {
 void exact_for_integers(InferContext& ctx, DType dtype, std::initializer_list<const char*> attrs, const char* instead) {
   if (!is_integer(dtype)) return;
   for (const char* name : attrs)
-    if (std::fabs(ctx.attr_float(name)) > kExactInDouble)
+    if (std::fabs(ctx.attr_float(name)) >= kExactInDouble)
       ctx.fail_attr("`" + std::string(name) + "` = " + std::to_string(ctx.attr_float(name)) + " is beyond the integers a double holds "
-                    "exactly (2^53) and the result is " + dtype_name(dtype) + ": " + instead);
+                    "exactly (below 2^53; 2^53 + 1 would arrive as 2^53) and the result is " + dtype_name(dtype) + ": " + instead);
 }
 
 }  // namespace

@@ -314,8 +314,14 @@ def test_float_attributes_beyond_two_to_the_53_are_refused_for_integer_results()
             ops.fill([2], value=2**62 + 1, dtype=esgraph.i64)
         with pytest.raises(esgraph.AttributeValueError, match="`value` = .* beyond the integers a double holds exactly"):
             ops.pad(b.input("x", esgraph.i64, [2]), pads=[1, 0], value=2**62 + 1)
+        # 2^53 + 1 arrives as the double 2^53: from 2^53 on, nothing tells what was written.
+        for value in (2**53 + 1, 2**53, -2**53):
+            with pytest.raises(esgraph.AttributeValueError, match="below 2\\^53; 2\\^53 \\+ 1 would arrive as 2\\^53"):
+                ops.fill([2], value=value, dtype=esgraph.i64)
+        with pytest.raises(esgraph.AttributeValueError, match="`limit` = .* beyond the integers a double holds exactly"):
+            ops.range(2**53 + 1, start=2**53 - 1, dtype=esgraph.i64)
         ops.range(2**62 + 3, start=2**62, dtype=esgraph.f64)  # a float result is what doubles give
-        ops.fill([2], value=2**53, dtype=esgraph.i64)
+        ops.fill([2], value=2**53 - 1, dtype=esgraph.i64)
 
 
 def test_top_k_to_takes_k_as_one_element_tensor_too():
