@@ -1,7 +1,7 @@
 """The esgraph command line: compile, quantize, run, inspect and draw models.
 
     python3 -m esgraph compile model.onnx -o model.esgm [--bind N=8 | --bind N=1..64] [--backend cpu]
-    python3 -m esgraph run  model.onnx [-i x=input.npy] [--bind N=8] [--repeat 20]
+    python3 -m esgraph run  model.onnx [-i x=input.npy] [--bind N=8] [--repeat 20] [--max-memory 2G]
     python3 -m esgraph info model.onnx [-i x=input.npy] [--bind N=8]
     python3 -m esgraph dot  model.onnx [-o graph.dot] [--compiled] [-i x=input.npy]
     python3 -m esgraph quantize model.onnx -o model_int8.onnx -c x=batch0.npy -c x=batch1.npy
@@ -141,6 +141,17 @@ def _compile(graph, bind, **options):
     fixed the others already)."""
     symbols = _symbols(_signature(graph))
     return _C.compile(graph, shapes={k: v for k, v in bind.items() if k in symbols}, **options)
+
+
+def _byte_count(text, option):
+    """A byte count written as 4096, 512K, 64M or 2G (powers of 1024); 0 when not given."""
+    if not text:
+        return 0
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    digits, unit = (text[:-1], units[text[-1].upper()]) if text[-1:].upper() in units else (text, 1)
+    if not digits.isdigit():
+        raise SystemExit(f"{option} expects a byte count such as 4096, 512M or 2G, got '{text}'")
+    return int(digits) * unit
 
 
 def _symbols(signature):
@@ -297,7 +308,8 @@ def cmd_run(args):
     else:
         graph, _, frozen = _load(args.model, bind, args.input)
         bind = _bound_or_one(_signature(graph), bind, args.input)
-        model = _compile(graph, bind, threads=args.threads, backend=args.backend or "cpu")
+        model = _compile(graph, bind, threads=args.threads, backend=args.backend or "cpu",
+                         max_memory_bytes=_byte_count(args.max_memory, "--max-memory"))
     compile_ms = (time.perf_counter() - start) * 1e3
     inputs = _inputs(_signature(graph), args.input, bind, frozen)
     outputs = model.run(inputs)
@@ -420,6 +432,8 @@ def main(argv=None):
     run.add_argument("--repeat", type=int, default=10, help="timed runs after the first (default 10)")
     run.add_argument("--threads", type=int, default=0, help="threads (0: every core)")
     run.add_argument("--show", type=int, default=20, help="print arrays up to this many elements in full")
+    run.add_argument("--max-memory", metavar="BYTES",
+                     help="refuse a model whose run would need more memory than this (4096, 512M, 2G; default: no limit)")
     info = sub.add_parser("info", help="inputs, outputs, ops and the memory plan")
     dot = sub.add_parser("dot", help="the graph as Graphviz DOT")
     dot.add_argument("-o", "--output", help="write here instead of stdout")
@@ -465,4 +479,8 @@ def main(argv=None):
         return {"compile": cmd_compile, "run": cmd_run, "info": cmd_info, "dot": cmd_dot, "quantize": cmd_quantize}[args.command](args)
     except _C.Error as e:
         print(f"esgraph: {e}", file=sys.stderr)
+        return 1
+    except MemoryError:  # an allocation the machine refused: no traceback, and what to do instead
+        print(f"esgraph: out of memory running {args.model}" +
+              (" (--max-memory BYTES refuses such a model before it allocates)" if args.command == "run" else ""), file=sys.stderr)
         return 1

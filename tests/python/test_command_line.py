@@ -309,3 +309,39 @@ def test_quantize_weight_only_needs_no_calibration(onnx_file, tmp_path):
     x = np.array([[1, -2, 3, 4]], np.float32)
     got = esgraph.compile(str(out)).run([x])[0]
     np.testing.assert_allclose(got, np.maximum(x @ W, 0), atol=0.02)
+
+
+@pytest.fixture
+def filled_16_gib(tmp_path):
+    """165 bytes of ONNX whose run fills 2^32 floats (ConstantOfShape, then ReduceSum and Add):
+    the import keeps the fill for the run, which would allocate 16 GiB."""
+    nodes = [helper.make_node("ConstantOfShape", ["s"], ["c"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])),
+             helper.make_node("ReduceSum", ["c"], ["r"], keepdims=0), helper.make_node("Add", ["r", "x"], ["y"])]
+    graph = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])],
+                              [numpy_helper.from_array(np.array([2**32], np.int64), "s")])
+    path = tmp_path / "big.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+    return path
+
+
+def test_run_max_memory_refuses_a_model_before_it_allocates(filled_16_gib):
+    r = esgraph_cli("run", filled_16_gib, "--max-memory", "1G")
+    assert r.returncode == 1 and "needs 17179869252 bytes" in r.stderr and "more than max_memory_bytes (1073741824)" in r.stderr, r.stderr
+    r = esgraph_cli("run", filled_16_gib, "--max-memory", "lots")
+    assert r.returncode != 0 and "--max-memory expects a byte count such as 4096, 512M or 2G, got 'lots'" in r.stderr
+
+
+def test_running_out_of_memory_is_an_error_not_a_traceback(filled_16_gib):
+    """Where the machine refuses the allocation (here a 4 GiB address-space limit), the command
+    says so in one line and how to refuse such a model up front (it printed MemoryError's
+    traceback)."""
+    import resource
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-m", "esgraph", "run", str(filled_16_gib)], capture_output=True, text=True, env=env,
+                       preexec_fn=limited)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "esgraph: out of memory running" in r.stderr and "--max-memory BYTES refuses such a model" in r.stderr
