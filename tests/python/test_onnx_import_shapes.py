@@ -88,7 +88,7 @@ def test_a_shape_given_as_a_graph_input_is_read_at_each_run():
     model = esgraph.compile(graph, max_plans=2)
     assert model.input_names == ["x", "shape"]
     x = rand(2, 3, 4, seed=7)
-    for shape in ([4, 6], [-1, 2], [24], [4, 6]):
+    for shape in ([4, 6], [-1, 2], [1, 24], [4, 6]):
         close(model(x, np.array(shape)), x.reshape(shape))
     close(model.run({"shape": np.array([3, 8]), "x": x})[0], x.reshape(3, 8))
     assert model.stats()["graphs"] == 5  # [4, 6] was dropped (at most 2 kept) before it came back
@@ -113,7 +113,7 @@ def test_a_run_of_a_value_dependent_model_checks_its_inputs():
     with pytest.raises(esgraph.InvalidArgumentError, match="takes 2 input"):
         model(rand(2, 3, 4))
     with pytest.raises(esgraph.InvalidArgumentError, match="no input named nope"):
-        model.run({"x": rand(2, 3, 4), "shape": np.array([24]), "nope": 1})
+        model.run({"x": rand(2, 3, 4), "shape": np.array([1, 24]), "nope": 1})
     with pytest.raises(esgraph.InvalidArgumentError, match="max_plans"):
         esgraph.compile(esgraph.onnx.load(shape_input_model()), max_plans=-1)
 
@@ -134,7 +134,26 @@ def test_a_value_dependent_model_casts_prepares_and_cancels_as_a_model_does():
     with pytest.raises(esgraph.InvalidArgumentError, match="values of shape changed since the run was prepared"):
         prepared.run()
     model.cancel()  # nothing under way: later runs are not affected
-    close(model(x, np.array([24])), x.reshape(24))
+    close(model(x, np.array([24, 1])), x.reshape(24, 1))
+
+
+def test_a_shape_input_is_checked_as_the_model_declares_it():
+    """The values that fix the graph are taken only as the input is declared (int64 of [2]), as
+    a compiled model checks its inputs: a float, another length or rank fixed another graph, or
+    the wrong one, without a word. cast=True converts what keeps its values."""
+    model = esgraph.compile(esgraph.onnx.load(shape_input_model()))
+    x = rand(2, 3, 4, seed=10)
+    with pytest.raises(esgraph.DTypeError, match=r"run: input `shape` is float64 \(values \[2.7, 2.0\]\), the model's is i64; "
+                                                 r"cast=True converts"):
+        model(x, np.array([2.7, 2.0]))
+    for shape, got in (([2, 2, 6], r"\[3\]"), ([[2, 12]], r"\[1, 2\]"), ([24], r"\[1\]")):
+        with pytest.raises(esgraph.ShapeError, match=r"run: input `shape` is \[2\], got " + got):
+            model(x, np.array(shape))
+    close(model(x, np.array([2.0, 12.0]), cast=True), x.reshape(2, 12))
+    with pytest.raises(esgraph.DTypeError, match="input `shape` is float64"):
+        model(x, np.array([2.5, 9.6]), cast=True)  # converting would change the values
+    with pytest.raises(esgraph.ShapeError, match="prepare: input `shape`"):
+        model.prepare([x, np.array([24])])
 
 
 def test_a_value_dependent_models_run_under_way_is_cancelled():

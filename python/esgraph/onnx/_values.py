@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _C
 from .._frontend import ImportFailed
+from . import _dtypes
 from ._importer import load_graph
 
 
@@ -39,17 +40,38 @@ class ValueDependentGraph:
         waits += ["its inputs' shapes"] if self.by_shapes else []
         return f"<esgraph.onnx.ValueDependentGraph '{self.model.graph.name}': its graph waits for {' and '.join(waits)}>"
 
+    def checked(self, name, value, what, cast):
+        """A shape input's array as the model declares that input: its element type (another one
+        only with `cast`, and then only if every value survives), its rank and its fixed sizes,
+        as a compiled model checks its inputs; a wrong one would fix another graph silently."""
+        declared = next(vi for vi in self.model.graph.input if vi.name == name).type.tensor_type
+        dtype = _dtypes.esg_dtype(declared.elem_type)
+        want = _dtypes.numpy_dtype(dtype)
+        array = np.asarray(value)
+        if array.dtype != want:
+            converted = array.astype(want) if cast and array.dtype.kind in "biuf" else None
+            if converted is None or not np.array_equal(converted, array):
+                hint = "" if cast else "; cast=True converts a value that stays the same"
+                raise _C.DTypeError(f"{what}: input `{name}` is {array.dtype} (values {array.ravel()[:8].tolist()}), "
+                                    f"the model's is {dtype.name}{hint}")
+            array = converted
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in declared.shape.dim]
+        if declared.HasField("shape") and (array.ndim != len(dims) or any(d is not None and d != s for d, s in zip(dims, array.shape))):
+            shown = ",".join("?" if d is None else str(d) for d in dims)
+            raise _C.ShapeError(f"{what}: input `{name}` is [{shown}], got {list(array.shape)}")
+        return array
+
     def key(self, values):
         """What fixes the graph for a run's `values` ({name: array}, every input)."""
         key = tuple((name, str(values[name].dtype), values[name].shape, values[name].tobytes()) for name in self.shape_inputs)
         return key + (tuple((name, values[name].shape) for name in self.input_names) if self.by_shapes else ())
 
-    def graph_for(self, values):
+    def graph_for(self, values, what="run", cast=False):
         """The esgraph Graph for a run's `values` ({name: array}, every input). Importing it may
         show that more inputs carry shapes, or that sizes are read: shape_inputs and by_shapes
-        then grow (and key() with them)."""
+        then grow (and key() with them). The shape inputs' arrays are checked (checked()) first."""
         while True:
-            frozen = {name: values[name] for name in self.shape_inputs}
+            frozen = {name: self.checked(name, values[name], what, cast) for name in self.shape_inputs}
             shapes = {name: list(values[name].shape) for name in self.input_names} if self.by_shapes else self._input_shapes
             try:
                 return load_graph(self.model, input_shapes={k: v for k, v in shapes.items() if k not in frozen},
@@ -87,18 +109,18 @@ class ValueDependentModel:
         self._lock = threading.Lock()  # runs may come from several threads; the graph learns as it imports
         self.input_names = list(graph.input_names)
 
-    def _model_for(self, values):
+    def _model_for(self, values, what, cast):
         """The model for a run's values, and the inputs that are not its own (the shape inputs)."""
         with self._lock:
-            return self._find_or_compile(values), self._graph.shape_inputs
+            return self._find_or_compile(values, what, cast), self._graph.shape_inputs
 
-    def _find_or_compile(self, values):
+    def _find_or_compile(self, values, what, cast):
         key = self._graph.key(values)
         model = self._models.get(key)
         if model is not None:
             self._models.move_to_end(key)
             return model
-        model = _C.compile(self._graph.graph_for(values), **self._options)
+        model = _C.compile(self._graph.graph_for(values, what, cast), **self._options)
         if self._graph.key(values) != key:  # importing found more that fixes the graph: key on it too
             key = self._graph.key(values)
             if key in self._models:
@@ -110,7 +132,7 @@ class ValueDependentModel:
             self._models.popitem(last=False)
         return model
 
-    def _graph_and_data(self, inputs, what):
+    def _graph_and_data(self, inputs, what, cast=False):
         """For inputs given as {name: array} or a list in the ONNX model's input order: every
         input's value by name, the model for them, and the inputs that are its own (the shape
         inputs are not)."""
@@ -126,14 +148,16 @@ class ValueDependentModel:
         if len(inputs) != len(self.input_names):
             raise _C.InvalidArgumentError(f"{what}: the model takes {len(self.input_names)} input(s), got {len(inputs)}")
         values = {name: np.asarray(a) for name, a in zip(self.input_names, inputs)}
-        model, shape_inputs = self._model_for(values)
+        for name in self._graph.shape_inputs:
+            values[name] = self._graph.checked(name, values[name], what, cast)
+        model, shape_inputs = self._model_for(values, what, cast)
         return values, model, [a for name, a in zip(self.input_names, inputs) if name not in shape_inputs]
 
     def run(self, inputs, out=None, *, cast=False):
         """Runs on inputs given as {name: array} or a list in the ONNX model's input order; returns
         the outputs as a list (`out`: arrays to write them into; `cast`: convert inputs of another
         dtype, as Model.run takes them)."""
-        _, model, data = self._graph_and_data(inputs, "run")
+        _, model, data = self._graph_and_data(inputs, "run", cast)
         return model.run(data, out=out, cast=cast)
 
     def prepare(self, inputs, out=None):
