@@ -16,6 +16,7 @@ Errors are raised where an expression is written: `esgraph.ShapeError` (a `Value
 `esgraph.DTypeError` (a `TypeError`), and so on, all subclasses of `esgraph.Error`.
 """
 import os
+import re
 
 from ._C import (AttributeValueError, BackendError, CancelledError, CommunicationError, DType, DTypeError, Error, FormatError,
                  Graph, GraphBuilder, GraphIOError, InvalidArgumentError, LifetimeError, LimitError, Model,
@@ -29,7 +30,15 @@ from . import ops
 bool_ = getattr(__import__("esgraph._C", fromlist=["_C"]), "bool")
 
 
+# The options compile takes: the keyword-only names of the binding's signature, the first line of
+# its docstring ("compile(graph: object, *, streams: int = 1, ...)"), so the list cannot drift.
+_COMPILE_OPTIONS = tuple(re.findall(r"(\w+): ", _compile_graph.__doc__.split("\n", 1)[0].split("*,", 1)[1]))
+
+
 def compile(graph, **options):  # noqa: A001 - the library's one verb for it
+    unknown = sorted(set(options) - set(_COMPILE_OPTIONS))
+    if unknown:  # pybind11 would print every overload's signature
+        raise TypeError(f"compile: no option {', '.join(f'`{u}`' for u in unknown)} (it takes {', '.join(_COMPILE_OPTIONS)})")
     # A graph whose structure waits for input values (esgraph.onnx.ValueDependentGraph) compiles
     # itself: one graph per set of those values.
     if not isinstance(graph, Graph) and hasattr(graph, "graph_for"):

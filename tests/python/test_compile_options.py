@@ -362,3 +362,16 @@ def test_a_compile_lets_other_python_threads_run():
     margin = 2 * sys.getswitchinterval()
     inside = sum(t0 + margin < t < t1 - margin for t in ran)
     assert t1 - t0 > 3 * margin and inside > 10, (inside, t1 - t0)
+
+
+def test_an_unknown_option_is_named_with_the_options_compile_takes():
+    """A misspelt option is named in one line (pybind11 printed every argument of its signature),
+    for a graph, a file and a value-dependent graph alike."""
+    with esgraph.GraphBuilder("g") as b:
+        g = b.build([b.input("x", esgraph.f32, [2]) + 1.0])
+    with pytest.raises(TypeError, match=r"^compile: no option `streems`, `thread` \(it takes streams, threads, fusion, .*shapes, "
+                                        r"backend, .*max_memory_bytes, .*\)$"):
+        esgraph.compile(g, streems=2, thread=1)
+    with pytest.raises(TypeError, match="compile: no option `bogus`"):
+        esgraph.compile("no-such-file.onnx", bogus=1)
+    esgraph.compile(g, streams=2, threads=1, shapes={}, backend_options={})  # every name of the signature passes
