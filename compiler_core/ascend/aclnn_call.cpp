@@ -140,7 +140,7 @@ std::vector<eval::HostTensor> AclnnCall::constants(const ir::Graph& g, const ir:
   return lowering && lowering->constants ? lowering->constants(g, n) : std::vector<eval::HostTensor>{};
 }
 
-bool AclnnCall::reads(const ir::Graph&, const ir::Node& n, uint32_t i) {
+bool AclnnCall::reads(const ir::Node& n, uint32_t i) {
   const AclnnLowering* lowering = find_lowering(n.op->kind);
   return !lowering || !(lowering->unread >> i & 1u);
 }

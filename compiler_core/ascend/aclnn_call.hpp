@@ -24,7 +24,7 @@ class AclnnCall {
   // addresses, in this order, go to the constructor.
   static std::vector<eval::HostTensor> constants(const ir::Graph& g, const ir::Node& n);
   // Whether the op's lowering never reads input `i` (its own constants stand for it).
-  static bool reads(const ir::Graph& g, const ir::Node& n, uint32_t i);
+  static bool reads(const ir::Node& n, uint32_t i);
 
   // `in` and `out`: device addresses of the node's inputs (nullptr for an absent optional one)
   // and outputs; `soc`: the device's (aclrtGetSocName), for choices that differ by product.

@@ -125,7 +125,7 @@ DeviceProgram::DeviceProgram(const runtime::Plan& plan, const DeviceOptions& opt
         const ir::Node& n = g.nodes[l.node];
         PendingCall c{l.node, {}, {}, &d.launches[i].constants};
         for (uint32_t k = 0; k < n.num_inputs - n.num_captures; ++k)
-          c.in.push_back(l.in[k].value == ir::kNone || !AclnnCall::reads(g, n, k) ? SIZE_MAX : d.offset(l.in[k]));
+          c.in.push_back(l.in[k].value == ir::kNone || !AclnnCall::reads(n, k) ? SIZE_MAX : d.offset(l.in[k]));
         for (const Slot& out : l.out) c.out.push_back(d.offset(out));
         pending_calls.push_back(std::move(c));
       }
@@ -278,7 +278,7 @@ DeviceProgram::Layout DeviceProgram::lay_out(Device& d, const std::vector<Launch
       d.tilings_bytes += segment(dl.tiling_bytes);
     } else {
       for (size_t k = 0; k < l.in.size(); ++k)  // constants placed for the bindings' calls and copies
-        if (l.in[k].value != ir::kNone && (kind != LaunchLowering::Aclnn || AclnnCall::reads(g, g.nodes[l.node], static_cast<uint32_t>(k))))
+        if (l.in[k].value != ir::kNone && (kind != LaunchLowering::Aclnn || AclnnCall::reads(g.nodes[l.node], static_cast<uint32_t>(k))))
           slot_offset(l.in[k]);
       if (kind == LaunchLowering::None) {
         dl.kind = DeviceLaunch::Host;

@@ -24,11 +24,24 @@ float RealResult::apply(int32_t sum, int64_t channel) const {
   return std::clamp(static_cast<float>(sum) * m + zero_point, low, high);
 }
 
+namespace {
+
+// x_scale · w_scale / y_scale per output channel (or one in all), each step rounded to f32 as
+// ONNX Runtime's.
+std::vector<float> multipliers(const TensorRef& x_scale, const TensorRef& w_scale, const TensorRef& y_scale) {
+  const float xs = static_cast<float>(load_f(x_scale, 0)), ys = static_cast<float>(load_f(y_scale, 0));
+  std::vector<float> m;
+  for (int64_t c = 0; c < w_scale.size(); ++c) m.push_back(xs * static_cast<float>(load_f(w_scale, c)) / ys);
+  return m;
+}
+
+}  // namespace
+
 RealResult real_result(const TensorRef& x_scale, const TensorRef& w_scale, const TensorRef& y_scale, const TensorRef& y_zero_point,
                        double min, double max) {
   RealResult r;
-  const float xs = static_cast<float>(load_f(x_scale, 0)), ys = static_cast<float>(load_f(y_scale, 0));
-  for (int64_t c = 0; c < w_scale.size(); ++c) r.multiplier.push_back(xs * static_cast<float>(load_f(w_scale, c)) / ys);
+  const float ys = static_cast<float>(load_f(y_scale, 0));
+  r.multiplier = multipliers(x_scale, w_scale, y_scale);
   r.zero_point = static_cast<float>(load_f(y_zero_point, 0));
   if (!std::isnan(min) && min != -INFINITY) r.low = static_cast<float>(min) / ys + r.zero_point;
   if (!std::isnan(max) && max != INFINITY) r.high = static_cast<float>(max) / ys + r.zero_point;
@@ -38,11 +51,8 @@ RealResult real_result(const TensorRef& x_scale, const TensorRef& w_scale, const
 Requantization requantization(const TensorRef& x_scale, const TensorRef& w_scale, const TensorRef& y_scale,
                               const TensorRef& y_zero_point, double min, double max) {
   Requantization r;
-  const float xs = static_cast<float>(load_f(x_scale, 0)), ys = static_cast<float>(load_f(y_scale, 0));
-  for (int64_t c = 0; c < w_scale.size(); ++c) {
-    const float product = xs * static_cast<float>(load_f(w_scale, c));  // each step rounded to f32, as ORT's
-    r.multiplier.push_back(product / ys);
-  }
+  const float ys = static_cast<float>(load_f(y_scale, 0));
+  r.multiplier = multipliers(x_scale, w_scale, y_scale);
   r.zero_point = load_i(y_zero_point, 0);
   const IntRange range = int_range(y_zero_point.dtype);
   // The clip's bounds quantized as quantize_linear would (monotone, so clamping after

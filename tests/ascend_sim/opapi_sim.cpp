@@ -157,11 +157,11 @@ Status plan(const char* name, std::vector<const Tensor*> inputs, std::vector<con
     }
   for (const Tensor* t : inputs)
     if (!t || !simulated_type(t->dtype)) {
-      aclsim_fail(name, t ? "the simulated operator library computes float32 (indices int32, int64; int8, uint8) only" : "a required tensor is null");
+      aclsim_fail(name, t ? "the simulated operator library computes float32 (indices int32, int64; int8, uint8, int4) only" : "a required tensor is null");
       return t ? kParamInvalid : kParamNull;
     }
   for (const Tensor* out : outs)
-    if (!simulated_type(out->dtype)) {
+    if (!simulated_type(out->dtype) || out->dtype == kInt4) {  // INT4 is read, never written
       aclsim_fail(name, "the simulated operator library gives float32, float16, bfloat16, bool, int32, int64, int8 and uint8 only");
       return kParamInvalid;
     }
