@@ -291,13 +291,23 @@ def _nested_ifs(depth):
     return make(list(graph.node), [vi("x", F32, [1]), vi("c", TensorProto.BOOL, [])], list(graph.output))
 
 
-def test_nesting_protobuf_cannot_parse_is_named():
-    """protobuf's parser stops at 100 message levels, 31 levels of bodies: the error says so
-    rather than that the bytes are no model."""
+@pytest.mark.parametrize("depth", [31, 32, 48, 64])
+def test_bodies_nest_as_deep_as_esgraph_allows(depth, tmp_path):
+    """protobuf's parser stops at 100 message levels, 31 levels of bodies; beyond, the file is
+    parsed in pieces, up to esgraph's own limit of 64. Each of 32 and more was a FormatError."""
     x, c = np.ones(1, np.float32), np.array(True)
-    assert esgraph.compile(esgraph.onnx.load(_nested_ifs(31).SerializeToString())).run({"x": x, "c": c})[0] == 1
-    with pytest.raises(esgraph.FormatError, match="nests If/Loop/Scan bodies 32 levels deep: protobuf's parser stops"):
-        esgraph.onnx.load(_nested_ifs(32).SerializeToString())
+    model = _nested_ifs(depth)
+    onnx.save(model, str(tmp_path / "nested.onnx"))
+    for source in (model.SerializeToString(), tmp_path / "nested.onnx"):
+        loaded = esgraph.onnx.load(source)
+        assert esgraph.compile(loaded).run({"x": x, "c": c})[0] == 1
+    # what was parsed in pieces is the model, whole
+    assert esgraph.onnx.open_model(model.SerializeToString()).proto == model
+
+
+def test_bodies_nested_beyond_the_limit_are_named():
+    with pytest.raises(esgraph.LimitError, match="nests If/Loop/Scan bodies 65 levels deep; esgraph's limit is 64"):
+        esgraph.onnx.load(_nested_ifs(65).SerializeToString())
 
 
 # Folding at import within a memory cap

@@ -17,13 +17,13 @@ import warnings
 
 import onnx
 
-from .._C import FormatError
+from .._C import FormatError, LimitError
 from .._frontend import ExportFailed, ImportFailed
 from ._importer import MAX_OPSET, MIN_OPSET, load_graph
 from ._exporter import to_model
 from ._external import load_external_data, needs_external_data
 from ._weights import Weights, open_file, split_weights
-from ._nesting import subgraph_depth
+from ._nesting import parse_nested, subgraph_depth
 from ._quantize_weights import quantize_weights
 from ._values import ValueDependentGraph, ValueDependentModel
 from .converters import CONVERTERS
@@ -74,9 +74,25 @@ def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None, 
         opened.weights.close()  # every initializer is read (and kept) by now
 
 
-# The nesting of bodies protobuf's C++ parser refuses (three message levels a body below its
-# limit of 100), measured: 31 levels parse, 32 do not.
-_PARSER_DEPTH = 32
+# Bodies nested in bodies, at most (ir::kMaxNesting).
+_MAX_NESTING = 64
+# Measured: protobuf parses 31 levels of bodies in one go, not 32.
+_BODIES_ONE_PARSE_REACHES = 31
+
+
+def _parse(data, source):
+    """The onnx.ModelProto in `data`. One parse reaches 31 levels of If/Loop/Scan bodies
+    (protobuf's C++ parser stops at 100 message levels, three a body); a model nested deeper, up
+    to esgraph's own limit, is parsed in pieces (_nesting.py); one beyond it is a LimitError."""
+    try:
+        return onnx.load_from_string(data)
+    except Exception:
+        depth = subgraph_depth(data)
+        if depth is None or depth <= _BODIES_ONE_PARSE_REACHES:
+            raise
+    if depth > _MAX_NESTING:
+        raise LimitError(f"{source} nests If/Loop/Scan bodies {depth} levels deep; esgraph's limit is {_MAX_NESTING}")
+    return parse_nested(data)
 
 
 class OpenedModel:
@@ -106,21 +122,17 @@ def open_model(model, base_dir=None):
                 base_dir = os.path.dirname(os.path.abspath(path))
                 file, data = open_file(path)
                 parsed, apart = split_weights(data, os.path.basename(path))
-                model = onnx.load_from_string(parsed)
+                model = _parse(parsed, source)
             elif isinstance(model, (bytes, bytearray)):
                 source, data = f"the {len(model)} bytes", bytes(model)
-                model = onnx.load_from_string(data)
+                model = _parse(data, source)
             elif not isinstance(model, onnx.ModelProto):
                 raise TypeError(f"load: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}")
-    except (TypeError, OSError):
+    except (TypeError, OSError, LimitError):
         _close(file)
         raise
     except Exception as e:  # protobuf's DecodeError, onnx's warning, whatever else a corrupt file makes onnx raise
         _close(file)
-        depth = subgraph_depth(data) if data is not None else None
-        if depth is not None and depth >= _PARSER_DEPTH:
-            raise FormatError(f"{source} nests If/Loop/Scan bodies {depth} levels deep: protobuf's parser stops at 100 message "
-                              f"levels, {_PARSER_DEPTH - 1} levels of bodies (esgraph's own limit is 64)") from e
         raise FormatError(f"{source} is not an ONNX model: {type(e).__name__}: {e}") from e
     finally:
         if hasattr(data, "close"):
