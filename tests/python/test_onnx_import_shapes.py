@@ -39,16 +39,105 @@ def test_shape_chain_with_a_static_input_is_folded():
     close(esgraph.compile(graph)(x), x.reshape(2, 12))
 
 
-def test_shape_chain_with_a_symbolic_batch_waits_for_the_input_shapes():
-    # Shape of [N, 3, 4] is a run's value: the graph is imported for each batch a run brings.
+def test_shape_chain_with_a_symbolic_batch_is_one_symbolic_graph():
+    """torch's `x.reshape(x.shape[0], -1)`: the batch read from Shape is x's own first
+    dimension, Reshape's 0, so one graph serves every batch (issue 47, item 5: a graph was
+    imported and compiled for each batch a run brought)."""
     graph = esgraph.onnx.load(shape_chain(["N", 3, 4]))
+    assert isinstance(graph, esgraph.Graph)
+    assert "reshape(%x) {shape=[0,-1]} : f32[N,12]" in graph.to_text()
+    assert graph.node_count == 1
+    model = esgraph.compile(graph)
+    for n in (2, 5, 2, 1, 37):
+        x = rand(n, 3, 4, seed=n)
+        np.testing.assert_array_equal(model(x), x.reshape(n, 12))
+
+
+def _sizes_model(nodes, x_dims, inits):
+    return make(nodes, [vi("x", F32, x_dims)], [vi("y", F32, None)], inits)
+
+
+def _size_of(dim, name):
+    """Nodes reading dimension `dim` of x as a 1-D size `name`."""
+    return [helper.make_node("Shape", ["x"], [f"{name}_shape"]),
+            helper.make_node("Gather", [f"{name}_shape", f"{name}_at"], [f"{name}_0d"], axis=0),
+            helper.make_node("Unsqueeze", [f"{name}_0d", "axes"], [name])], [i64(f"{name}_at", dim)]
+
+
+def test_shape_arithmetic_on_symbolic_sizes_resolves_into_reshape():
+    """[b, t, 8] -> [b*t, 8] and [b, t*2, 4]: products, quotients and differences of the sizes
+    a model reads, each left as Reshape's one -1 where it is not x's own dimension (b is x's
+    first dimension, not that of the [b*t, 8] made from x)."""
+    b_nodes, b_init = _size_of(0, "b")
+    t_nodes, t_init = _size_of(1, "t")
+    nodes = b_nodes + t_nodes + [
+        helper.make_node("Mul", ["b", "t"], ["bt"]),
+        helper.make_node("Mul", ["t", "six"], ["t6"]),
+        helper.make_node("Sub", ["t6", "t"], ["t5"]),             # 5t
+        helper.make_node("Div", ["t5", "five"], ["t1"]),          # t again
+        helper.make_node("Mul", ["t1", "two"], ["t2"]),
+        helper.make_node("Concat", ["bt", "eight"], ["flat_shape"], axis=0),
+        helper.make_node("Reshape", ["x", "flat_shape"], ["flat"]),
+        helper.make_node("Concat", ["b", "t2", "four"], ["split_shape"], axis=0),
+        helper.make_node("Reshape", ["x", "split_shape"], ["y"]),
+    ]
+    inits = b_init + t_init + [i64("axes", [0]), i64("six", [6]), i64("five", [5]), i64("two", [2]),
+                               i64("eight", [8]), i64("four", [4])]
+    model = make(nodes, [vi("x", F32, ["b", "t", 8])], [vi("y", F32, None), vi("flat", F32, None)], inits)
+    text = esgraph.onnx.load(model).to_text()
+    assert "reshape(%x) {shape=[-1,8]}" in text and "reshape(%x) {shape=[0,-1,4]}" in text
+    compiled = esgraph.compile(esgraph.onnx.load(model))
+    for b, t in ((2, 3), (1, 1), (4, 7)):
+        x = rand(b, t, 8, seed=b * t)
+        y, flat = compiled(x)
+        np.testing.assert_array_equal(y, x.reshape(b, t * 2, 4))
+        np.testing.assert_array_equal(flat, x.reshape(b * t, 8))
+    # flat's own first size is b*t, not b: a reshape of flat to [b, 2t, 4] has two sizes unknown
+    model.graph.node[-1].input[0] = "flat"
+    assert isinstance(esgraph.onnx.load(model), esgraph.onnx.ValueDependentGraph)
+
+
+def test_slice_to_a_symbolic_size_and_expand_to_its_own_shape():
+    """`x[:, :x.shape[1]]` and `x.expand(x.shape)`, as torch exports them (the Equal/Where
+    torch puts before Expand included): x as it is, in one graph."""
+    t_nodes, t_init = _size_of(1, "t")
+    nodes = t_nodes + [
+        helper.make_node("Slice", ["x", "zero", "t", "one"], ["sliced"]),
+        helper.make_node("Shape", ["x"], ["whole"]),
+        helper.make_node("Equal", ["whole", "minus_ones"], ["is_minus_one"]),
+        helper.make_node("Where", ["is_minus_one", "ones", "whole"], ["target"]),
+        helper.make_node("Expand", ["sliced", "target"], ["y"]),
+    ]
+    inits = t_init + [i64("axes", [0]), i64("zero", [0]), i64("one", [1]), i64("minus_ones", [-1, -1]), i64("ones", [1, 1])]
+    graph = esgraph.onnx.load(_sizes_model(nodes, ["b", "t"], inits))
+    assert isinstance(graph, esgraph.Graph) and "expand" not in graph.to_text()
+    model = esgraph.compile(graph)
+    for b, t in ((2, 3), (5, 1)):
+        x = rand(b, t, seed=t)
+        np.testing.assert_array_equal(model(x), x)
+
+
+@pytest.mark.parametrize("case", ["fill", "swapped", "output"])
+def test_sizes_known_only_at_run_time_wait_for_the_input_shapes(case):
+    """What a graph cannot say with its static attributes (a fill of a symbolic size, a
+    reshape with two unknown sizes, the sizes as an output) is imported per set of input shapes,
+    as before."""
+    b_nodes, b_init = _size_of(0, "b")
+    t_nodes, t_init = _size_of(1, "t")
+    shape = [helper.make_node("Shape", ["x"], ["s"])]
+    nodes = {"fill": shape + [helper.make_node("ConstantOfShape", ["s"], ["zeros"]), helper.make_node("Add", ["x", "zeros"], ["y"])],
+             "swapped": b_nodes + t_nodes + [helper.make_node("Concat", ["t", "b"], ["ts"], axis=0),
+                                             helper.make_node("Reshape", ["x", "ts"], ["y"])],
+             "output": shape + [helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)]}[case]
+    graph = esgraph.onnx.load(_sizes_model(nodes, ["b", "t"], b_init + t_init + [i64("axes", [0])]))
     assert isinstance(graph, esgraph.onnx.ValueDependentGraph)
     assert graph.by_shapes and graph.shape_inputs == ()
     assert "waits for its inputs' shapes" in repr(graph)
     model = esgraph.compile(graph)
-    for n in (2, 5, 2):
-        x = rand(n, 3, 4, seed=n)
-        np.testing.assert_array_equal(model(x), x.reshape(n, 12))
+    for b, t in ((2, 3), (4, 5), (2, 3)):
+        x = rand(b, t, seed=b)
+        want = {"fill": x, "swapped": x.reshape(t, b), "output": np.array([b, t], np.float32)}[case]
+        np.testing.assert_array_equal(model(x), want)
     assert model.stats()["graphs"] == 2
     assert (model.stats()["graphs_kept"], model.stats()["max_graphs"]) == (2, 16)
 

@@ -19,6 +19,7 @@ from .._frontend import ImportFailed, name_outputs
 from . import _dtypes
 from ._weights import Weights, line_offset
 from .converters import CONVERTERS, NeedsShape, NeedsValue, Unsupported
+from .converters.sizes import SIZES_CONVERTERS, Sizes, entries
 
 MIN_OPSET, MAX_OPSET = 1, 18
 
@@ -93,14 +94,14 @@ class Node:
         """Input i as a tensor of the graph being built (None when absent)."""
         if not self.has(i):
             return None
-        v = self._inputs[i]
+        v = self._symbolic_sizes_refused(i, "a tensor")
         return self._importer.as_tensor(v) if isinstance(v, np.ndarray) else v
 
     def const(self, i, what=None):
         """Input i as a numpy array; it must be known while importing."""
         if not self.has(i):
             raise Unsupported(f"input {i} ({what or 'operand'}) is missing")
-        v = self._inputs[i]
+        v = self._symbolic_sizes_refused(i, what or "operand")
         if not isinstance(v, np.ndarray):
             self._importer.needed_constants.add(self.proto.input[i])
             raise NeedsValue(f"input {i} ({what or 'operand'}) must be a constant or computable from "
@@ -118,6 +119,19 @@ class Node:
 
     def ints(self, i, what=None):
         return [int(v) for v in np.asarray(self.const(i, what)).reshape(-1)]
+
+    def sizes(self, i, what=None):
+        """Input i, a shape operand, as ints and the symbolic Sizes it holds (converters/sizes.py)."""
+        v = self._inputs[i] if self.has(i) else None
+        return entries(v) if isinstance(v, Sizes) else self.ints(i, what)
+
+    def _symbolic_sizes_refused(self, i, what):
+        """Input i, unless it holds symbolic sizes where only an ordinary value will do."""
+        v = self._inputs[i]
+        if isinstance(v, Sizes):
+            raise NeedsShape(f"input {i} ({what}) holds sizes of symbolic dimensions {v.values.tolist()}: "
+                             "its value waits for a run's input shapes (or give them with load(input_shapes=...))")
+        return v
 
     def shape(self, i):
         v = self._inputs[i]
@@ -340,7 +354,10 @@ class Importer:
         foldable = proto.op_type != "DequantizeLinear" and not any(
             a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in proto.attribute)
         try:
-            if foldable and node._inputs and all(v is None or isinstance(v, np.ndarray) for v in node._inputs):
+            if any(isinstance(v, Sizes) for v in node._inputs) and proto.op_type in SIZES_CONVERTERS and standard \
+                    and all(v is None or isinstance(v, (np.ndarray, Sizes)) for v in node._inputs):
+                outputs = SIZES_CONVERTERS[proto.op_type](node)
+            elif foldable and node._inputs and all(v is None or isinstance(v, np.ndarray) for v in node._inputs):
                 try:
                     outputs = self._fold(node, convert)
                 except (_C.DTypeError, _C.LimitError):  # a bf16 result, or one beyond the cap: the graph computes it
@@ -427,6 +444,11 @@ class Importer:
             return POISONED
         if self.values[name] is None:
             self.failures.append((f"output '{name}'", "its node leaves this optional output out"))
+            return POISONED
+        if isinstance(self.values[name], Sizes):  # a graph has no op that reads a tensor's sizes
+            self.failures.append((f"output '{name}'", "sizes of symbolic dimensions: known only from a run's input shapes"))
+            self.waiting += 1
+            self.waits_for_shapes = True
             return POISONED
         return self.values[name]
 

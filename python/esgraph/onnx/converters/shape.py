@@ -8,7 +8,8 @@ from ... import _C
 from ..._compose import pad_or_crop
 from .. import _dtypes
 from .nn import _static
-from .registry import NeedsShape, Unsupported, check_attrs, converts
+from .registry import Unsupported, check_attrs, converts
+from .sizes import expand_size, reshape_dims, shape_of, slice_end
 
 ops = _C.ops
 
@@ -29,12 +30,7 @@ def shape(n):
     dims = n.shape(0)
     rank = len(dims)
     start, end = n.attr("start", 0), n.attr("end", rank)
-    dims = dims[slice(start, end)]
-    symbolic = [d for d in dims if not isinstance(d, int)]
-    if symbolic:
-        raise NeedsShape(f"Shape of a tensor with symbolic dimensions ({', '.join(map(str, symbolic))}): "
-                         "its value waits for a run's input shapes (or give them with load(input_shapes=...))")
-    return np.array(dims, dtype=np.int64)
+    return shape_of(dims[slice(start, end)])  # symbolic dimensions give Sizes (sizes.py)
 
 
 @converts("Size")
@@ -77,8 +73,8 @@ def eye_like(n):
 @converts("Reshape")
 def reshape(n):
     check_attrs(n, ("allowzero", "shape"))
-    dims = n.ints(1, "shape") if n.opset >= 5 else list(n.attr("shape"))
     x = n.x(0)
+    dims = reshape_dims(x.shape, n.sizes(1, "shape"), n.attr("allowzero", 0)) if n.opset >= 5 else list(n.attr("shape"))
     if n.attr("allowzero", 0) and 0 in dims:
         # A literal zero-size axis: only an empty input fits, and an empty tensor holds no data.
         if -1 in dims:
@@ -132,9 +128,11 @@ def slice_(n):
         axes = n.attr("axes", list(range(len(starts))))
         steps = [1] * len(starts)
     else:
-        starts, ends = n.ints(1, "starts"), n.ints(2, "ends")
+        starts, ends = n.ints(1, "starts"), n.sizes(2, "ends")
         axes = n.ints(3, "axes") if n.has(3) else list(range(len(starts)))
         steps = n.ints(4, "steps") if n.has(4) else [1] * len(starts)
+        x = n.x(0)
+        ends = [slice_end(end, x.shape[axis]) for end, axis in zip(ends, axes)]
     return ops.slice(n.x(0), list(starts), list(ends), axes=list(axes), steps=list(steps))
 
 
@@ -146,11 +144,14 @@ def gather(n):
 @converts("Expand")
 def expand(n):
     # ONNX broadcasts both ways: the result has the larger of each pair of dimensions.
-    x, dims = n.x(0), n.ints(1, "shape")
+    # A size that is x's own (symbolic) dimension there keeps it, as a 1 would.
+    x, dims = n.x(0), n.sizes(1, "shape")
     rank = max(x.ndim, len(dims))
     have = [1] * (rank - x.ndim) + list(x.shape)
-    want = [1] * (rank - len(dims)) + dims
+    want = [1] * (rank - len(dims)) + [expand_size(w, h) for w, h in zip(dims, have[rank - len(dims):])]
     out = [h if w == 1 else w for h, w in zip(have, want)]
+    if out[rank - x.ndim:] == list(x.shape) and all(d == 1 for d in out[:rank - x.ndim]):
+        return ops.reshape(x, out[:rank - x.ndim] + [0] * x.ndim) if rank > x.ndim else x  # x as it is
     return ops.expand(x, _static(out, "Expand"))
 
 
