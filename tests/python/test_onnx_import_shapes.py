@@ -2,6 +2,8 @@
 outputs that alias an input or each other.
 
 See onnx_models.py for the helpers."""
+import json
+
 import numpy as np
 import pytest
 
@@ -224,6 +226,25 @@ def test_a_value_dependent_model_casts_prepares_and_cancels_as_a_model_does():
         prepared.run()
     model.cancel()  # nothing under way: later runs are not affected
     close(model(x, np.array([24, 1])), x.reshape(24, 1))
+
+
+def test_a_value_dependent_model_is_a_model_in_every_respect(tmp_path):
+    """Every public attribute of esgraph.Model, with the graph run last where a Model has one
+    graph (issue 47, item 5: no graph, output_names, profile or to_dot before)."""
+    model = esgraph.compile(esgraph.onnx.load(shape_input_model()))
+    assert {a for a in dir(esgraph.Model) if not a.startswith("_")} <= set(dir(model))
+    assert (model.input_names, model.output_names) == (["x", "shape"], ["y"])
+    with pytest.raises(esgraph.InvalidArgumentError, match="graph: no graph yet"):
+        model.graph()
+    x = rand(2, 3, 4, seed=10)
+    path = tmp_path / "trace.json"
+    (out,) = model.profile(x, np.array([4, 6]), path=str(path))
+    close(out, x.reshape(4, 6))
+    assert json.loads(path.read_text())["traceEvents"]
+    assert "reshape(%x) {shape=[4,6]}" in model.graph().to_text()
+    model(x, np.array([3, 8]))
+    assert "reshape(%x) {shape=[3,8]}" in model.graph().to_text()
+    assert model.to_dot().startswith("digraph")
 
 
 def test_a_shape_input_is_checked_as_the_model_declares_it():

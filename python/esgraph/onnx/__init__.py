@@ -5,9 +5,11 @@
     esgraph.onnx.save(g, "out.onnx")             # any graph of ops ONNX has
 
 Initializers become constants; shape operands (Reshape's shape, Slice's starts, ...) known while
-importing (constants, or computed from constants and static shapes) become attributes. One
-known only at run time (an input, or the size of a dynamic axis) makes `load` return a
-`ValueDependentGraph`, which reads it at each run and compiles the graph for each value once.
+importing (constants, or computed from constants and static shapes) become attributes, as do
+sizes of dynamic axes where a static attribute can say them (Reshape's 0 and -1:
+converters/sizes.py). One known only at run time (an input, or a size no attribute can say)
+makes `load` return a `ValueDependentGraph`, which reads it at each run and compiles the graph
+for each value once.
 The conformance
 suite (`docs/conformance.md`) checks the opsets of ONNX 1.12 (up to 17); 1 to 18 are accepted. A model
 that cannot be imported raises `ImportFailed`, which lists every unsupported node at once.

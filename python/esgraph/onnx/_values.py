@@ -95,8 +95,9 @@ class ValueDependentModel:
     """Runs a ValueDependentGraph: each run reads the shape inputs' values, finds (or imports and
     compiles) the graph for them and runs it on the other inputs. A value the graph rejects (a
     negative size, an axis out of range, a reshape that does not fit) raises the error naming the
-    op, and the model runs on. As a Model: run and call (with `out` and `cast`), prepare, cancel,
-    stats and report; save is refused by name."""
+    op, and the model runs on. As a Model: run and call (with `out` and `cast`), prepare, profile,
+    cancel, input_names and output_names, stats and report, and graph and to_dot of the graph run
+    last; save is refused by name."""
 
     def __init__(self, graph, options):
         self._graph = graph
@@ -108,6 +109,7 @@ class ValueDependentModel:
         self._compiled = 0
         self._lock = threading.Lock()  # runs may come from several threads; the graph learns as it imports
         self.input_names = list(graph.input_names)
+        self.output_names = [vi.name for vi in graph.model.graph.output]
 
     def _model_for(self, values, what, cast):
         """The model for a run's values, and the inputs that are not its own (the shape inputs)."""
@@ -166,6 +168,27 @@ class ValueDependentModel:
         still hold those values (changed, they would need another graph: prepare again)."""
         values, model, data = self._graph_and_data(inputs, "prepare")
         return PreparedValueRun(self._graph, values, model.prepare(data, out=out))
+
+    def profile(self, *inputs, path):
+        """Runs once on the inputs (in the ONNX model's input order), writing each kernel's time
+        to `path` as a Chrome trace (Model.profile); returns the outputs as a list."""
+        _, model, data = self._graph_and_data(list(inputs), "profile")
+        return model.profile(*data, path=path)
+
+    def _latest(self, what):
+        with self._lock:
+            latest = next(reversed(self._models.values()), None)
+        if latest is None:
+            raise _C.InvalidArgumentError(f"{what}: no graph yet: the graph depends on the inputs, and the first run imports one")
+        return latest
+
+    def graph(self):
+        """The graph run last (each set of shape input values has its own)."""
+        return self._latest("graph").graph()
+
+    def to_dot(self):
+        """The launch list of the graph run last, as Graphviz DOT (Model.to_dot)."""
+        return self._latest("to_dot").to_dot()
 
     def cancel(self):
         """Stops the runs under way, from another thread, as Model.cancel does: each raises
