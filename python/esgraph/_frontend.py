@@ -17,7 +17,12 @@ class ImportFailed(_C.Error, ValueError):
         # model imports once a run brings those values (or its inputs' shapes).
         self.waits_for_values = waits_for_values
         self.waits_for_shapes = waits_for_shapes
-        lines = [f"cannot {self.verb} '{model_name}': {len(self.failures)} unsupported node(s)"]
+        # Nodes are named "<op type> ... -> <outputs>"; the rest are the model's inputs, outputs
+        # or options (two inputs of one name, an output no node makes, a sharding spec).
+        nodes = sum(" -> " in where for where, _ in self.failures)
+        counts = [f"{nodes} unsupported node(s)"] * bool(nodes)
+        counts += [f"{len(self.failures) - nodes} {'other ' if nodes else ''}problem(s)"] * bool(len(self.failures) - nodes)
+        lines = [f"cannot {self.verb} '{model_name}': {' and '.join(counts)}"]
         lines += [f"  {where}: {why}" for where, why in self.failures]
         super().__init__("\n".join(lines))
 

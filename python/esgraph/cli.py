@@ -182,6 +182,8 @@ def _inputs(signature, given, bind, frozen=(), flag="-i"):
         name, sep, path = g.partition("=")
         if not sep or not name or not path:
             raise SystemExit(f"{flag} expects NAME=FILE.npy, got '{g}'")
+        if os.path.isdir(path):
+            raise SystemExit(f"{flag} {name}: {path} is a folder; give a .npy file")
         if not os.path.isfile(path):
             raise SystemExit(f"{flag} {name}: no such file: {path}")
         if name not in frozen:
@@ -196,6 +198,10 @@ def _inputs(signature, given, bind, frozen=(), flag="-i"):
                 raise SystemExit(f"{flag} {name}: {path} is not a .npy file numpy can read ({type(e).__name__}: {e})") from None
             if not isinstance(arrays[name], np.ndarray):
                 raise SystemExit(f"{flag} {name}: {path} holds several arrays (.npz); give one .npy file")
+            want = np.dtype(getattr(_C, dtype).numpy)
+            if arrays[name].dtype != want:  # the command converts nothing: the file is the input
+                raise SystemExit(f"{flag} {name}: {path} holds {arrays[name].dtype}, the model's `{name}` is {dtype}: "
+                                 f"save it as {want} (numpy: array.astype(numpy.{want}))")
             continue
         shape = []
         for d in dims:

@@ -134,10 +134,19 @@ def test_bad_bind_and_unknown_input(onnx_file, tmp_path):
     assert r.returncode != 0 and "--bind M: " in r.stderr and "(its symbols: N)" in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("arg, message", [("x", "NAME=FILE.npy"), ("x=missing.npy", "no such file")])
+@pytest.mark.parametrize("arg, message", [("x", "NAME=FILE.npy"), ("x=missing.npy", "no such file"),
+                                          ("x=/tmp", "-i x: /tmp is a folder; give a .npy file")])
 def test_bad_input_arguments(onnx_file, arg, message):
     r = esgraph_cli("run", onnx_file, "--bind", "N=1", "-i", arg)
     assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_input_file_of_another_dtype_is_named_with_what_to_save(onnx_file, tmp_path):
+    """The command line converts nothing; its advice was Python's cast=True."""
+    np.save(tmp_path / "x.npy", np.ones((2, 4), np.int64))
+    r = esgraph_cli("run", onnx_file, "-i", f"x={tmp_path / 'x.npy'}")
+    assert r.returncode != 0 and "Traceback" not in r.stderr and "cast=True" not in r.stderr
+    assert "x.npy holds int64, the model's `x` is f32: save it as float32 (numpy: array.astype(numpy.float32))" in r.stderr
 
 
 @pytest.mark.parametrize("content", [b"\x93NUMPY garbage", b"root:x:0:0:root:/root:/bin/bash\n", b""], ids=["corrupt", "text", "empty"])

@@ -116,6 +116,7 @@ def test_a_name_defined_twice_is_refused():
     with pytest.raises(esgraph.onnx.ImportFailed) as info:
         esgraph.onnx.load(two_inputs)
     assert ("input 'x'", "two graph inputs have this name") in info.value.failures
+    assert "1 problem(s)" in str(info.value) and "node" not in str(info.value).splitlines()[0]  # it named "1 unsupported node(s)"
     shadowing = make([helper.make_node("Relu", ["x"], ["c"])], [vi("x", F32, [2])], [vi("c", F32, [2])], [init("c", np.ones(2, np.float32))])
     with pytest.raises(esgraph.onnx.ImportFailed) as info:
         esgraph.onnx.load(shadowing)
