@@ -4,6 +4,8 @@ one kernel)."""
 import math
 from functools import reduce as fold_left
 
+import numpy as np
+
 from ... import _C
 from .. import _dtypes
 from .registry import Unsupported, check_attrs, converts
@@ -88,10 +90,13 @@ def identity(n):
 
 @converts("Dropout")
 def dropout(n):
-    # Inference: the identity; the mask output, when asked for, keeps everything.
+    # Inference, or training with a ratio of 0: the identity; the mask output, when asked for,
+    # keeps everything. Training with another ratio draws a random mask.
     check_attrs(n, ("seed", "ratio", "is_test"))
-    if n.has(2) and not (n.known(2) and not bool(n.const(2))):
-        raise Unsupported("training_mode (random masks) is not supported; only a constant false")
+    if n.has(2) and bool(n.const(2, "training_mode")):
+        ratio = n.const(1, "ratio") if n.has(1) else np.asarray(0.5)
+        if float(ratio) != 0:
+            raise Unsupported(f"training_mode with a ratio of {float(ratio)} (a random mask) is not supported")
     x = n.x(0)
     if n.num_outputs > 1 and n.proto.output[1]:
         return [x, ops.fill(list(x.shape), value=1, dtype=getattr(_C, "bool"))]

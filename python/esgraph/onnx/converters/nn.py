@@ -182,11 +182,21 @@ def batch_norm(n):
     check_attrs(n, ("epsilon", "momentum", "training_mode", "spatial", "is_test", "consumed_inputs"))
     if not n.attr("spatial", 1):
         raise Unsupported("spatial=0 (per-element statistics) is not supported")
-    if n.attr("training_mode", 0) or any(o for o in n.proto.output[1:]):
-        raise Unsupported("training mode (running statistics outputs) is not supported")
     x, rank = n.x(0), n.rank(0)
     scale, bias, mean, var = (_per_channel(n.x(i), rank) for i in (1, 2, 3, 4))
-    return (x - mean) * (scale * ops.rsqrt(var + n.attr("epsilon", 1e-5))) + bias
+    # Training mode (opset 14's attribute; before it, asking for the statistics outputs):
+    # normalized by the batch's own mean and (population) variance, which also update the
+    # running ones: running · momentum + batch · (1 - momentum).
+    if not (n.attr("training_mode", 0) or any(o for o in n.proto.output[1:])):
+        return (x - mean) * (scale * ops.rsqrt(var + n.attr("epsilon", 1e-5))) + bias
+    axes = [0] + list(range(2, rank))
+    batch_mean = ops.reduce_mean(x, axes=axes, keepdims=True)
+    centered = x - batch_mean
+    batch_var = ops.reduce_mean(centered * centered, axes=axes, keepdims=True)
+    y = centered * (scale * ops.rsqrt(batch_var + n.attr("epsilon", 1e-5))) + bias
+    momentum = n.attr("momentum", 0.9)
+    running = [ops.reshape(old * momentum + new * (1 - momentum), [-1]) for old, new in ((mean, batch_mean), (var, batch_var))]
+    return [y] + running + ([ops.reshape(batch_mean, [-1]), ops.reshape(batch_var, [-1])] if n.opset < 14 else [])
 
 
 @converts("InstanceNormalization")

@@ -1,17 +1,20 @@
-"""ONNX's losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss) imported and run, against
-PyTorch's nll_loss and cross_entropy on the same inputs. ONNX's own cases run in
-tests/conformance."""
+"""What ONNX training graphs hold, imported and run: the losses (NegativeLogLikelihoodLoss,
+SoftmaxCrossEntropyLoss, against PyTorch's nll_loss and cross_entropy), BatchNormalization in
+training mode (against numpy) and Dropout where its output is determined. ONNX's own cases run
+in tests/conformance."""
 import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
-from onnx import helper  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
 
 import esgraph  # noqa: E402
 import esgraph.onnx  # noqa: E402
 
-from onnx_models import F32, I64, close, make, rand, run, vi  # noqa: E402
+from onnx_models import F32, I64, close, init, make, rand, run, vi  # noqa: E402
+
+BOOL = TensorProto.BOOL
 
 
 def _loss_model(op, reduction, ignore_index, weighted, rank, log_prob=False):
@@ -62,3 +65,44 @@ def test_a_loss_with_an_unknown_reduction_or_mismatched_ranks_is_refused_by_name
     bad = make([node], [vi("x", F32, [3, 5]), vi("t", I64, [3, 2])], [vi("loss", F32, None)])
     with pytest.raises(esgraph.onnx.ImportFailed, match=r"input of rank 2 and target of rank 2: ONNX takes \[N, C, d...\] and \[N, d...\]"):
         esgraph.onnx.load(bad)
+
+
+@pytest.mark.parametrize("opset", [9, 15])
+def test_batch_normalization_in_training_mode_uses_and_updates_the_batch_statistics(opset):
+    """Normalized by the batch's mean and population variance; the running statistics move
+    towards them by 1 - momentum (opset 14's training_mode; before it, asking for the outputs
+    did, and the batch's statistics came out too)."""
+    x, scale, bias = rand(4, 3, 2, 5, seed=4), rand(3, seed=5), rand(3, seed=6)
+    mean, var = rand(3, seed=7), np.abs(rand(3, seed=8)) + 0.5
+    outputs = ["y", "running_mean", "running_var"] + (["batch_mean", "batch_var"] if opset < 14 else [])
+    attrs = {"epsilon": 1e-3, "momentum": 0.8} | ({"training_mode": 1} if opset >= 14 else {})
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], outputs, **attrs)
+    declared = [vi("x", F32, [4, 3, 2, 5])] + [vi(name, F32, [3]) for name in "sbmv"]
+    model = make([node], declared, [vi(o, F32, None) for o in outputs], opset=opset)
+    got = run(model, x, scale, bias, mean, var)
+    batch_mean, batch_var = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))
+    per_channel = (1, 3, 1, 1)
+    want_y = (x - batch_mean.reshape(per_channel)) / np.sqrt(batch_var.reshape(per_channel) + 1e-3) * scale.reshape(per_channel) \
+        + bias.reshape(per_channel)
+    want = [want_y, mean * 0.8 + batch_mean * 0.2, var * 0.8 + batch_var * 0.2] + ([batch_mean, batch_var] if opset < 14 else [])
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        close(g, w, rtol=1e-4, atol=1e-5)
+
+
+def _dropout(ratio, training):
+    node = helper.make_node("Dropout", ["x", "ratio", "training"], ["y", "mask"])
+    inits = [init("ratio", np.array(ratio, np.float32)), init("training", np.array(training))]
+    return make([node], [vi("x", F32, [2, 3])], [vi("y", F32, None), vi("mask", BOOL, None)], inits)
+
+
+def test_dropout_in_training_mode_with_a_ratio_of_zero_keeps_everything():
+    x = rand(2, 3, seed=9)
+    y, mask = run(_dropout(0.0, True), x)
+    np.testing.assert_array_equal(y, x)
+    assert mask.dtype == bool and mask.all()
+
+
+def test_dropout_in_training_mode_with_a_random_mask_is_refused_by_name():
+    with pytest.raises(esgraph.onnx.ImportFailed, match="training_mode with a ratio of 0.5 \\(a random mask\\)"):
+        esgraph.onnx.load(_dropout(0.5, True))
