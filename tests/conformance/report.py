@@ -16,7 +16,7 @@ import esgraph.onnx  # noqa: E402,F401
 
 # What esgraph deliberately does not cover, and why; everything else is in scope.
 OUT_OF_SCOPE = {
-    "training": ["Adagrad", "Adam", "Momentum", "Gradient"],
+    "training": ["Gradient"],
     "random": ["Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
                "Multinomial"],
     "strings": ["StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "StringConcat", "StringSplit"],
@@ -43,6 +43,9 @@ _BF16_ROUNDING = ("esgraph rounds f32 to bf16 to nearest even (as PyTorch, CANN 
                   "ONNX 1.12's expected values truncate")
 KNOWN_DEVIATIONS = {name: _BF16_ROUNDING for name in (
     "test_cast_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16_expanded")}
+KNOWN_DEVIATIONS["test_adam_multiple"] = (
+    "the node leaves epsilon at the schema's default, 1e-6, which esgraph uses; ONNX 1.12's expected values were "
+    "computed with the 1e-2 the case's generator defines but never sets on the node")
 
 
 def scope_of(case, op):

@@ -106,3 +106,64 @@ def test_dropout_in_training_mode_with_a_ratio_of_zero_keeps_everything():
 def test_dropout_in_training_mode_with_a_random_mask_is_refused_by_name():
     with pytest.raises(esgraph.onnx.ImportFailed, match="training_mode with a ratio of 0.5 \\(a random mask\\)"):
         esgraph.onnx.load(_dropout(0.5, True))
+
+
+# The optimizers, over several steps (ONNX's own cases run the first, T = 0, only), against the
+# reference functions ONNX's test cases are generated with.
+_TRAINING = "ai.onnx.preview.training"
+
+
+def _optimizer(op, states, **attrs):
+    """One `op` step of two tensors ([2] and [3]) with `states` state inputs each."""
+    groups = ["x", "g"] + [f"s{k}" for k in range(states)]
+    inputs = ["r", "t"] + [f"{group}{i}" for group in groups for i in (0, 1)]
+    outputs = [f"{group}{i}_new" for group in ["x"] + groups[2:] for i in (0, 1)]
+    node = helper.make_node(op, inputs, outputs, domain=_TRAINING, **attrs)
+    declared = [vi("r", F32, []), vi("t", I64, [])] + [vi(f"{group}{i}", F32, [2 + i]) for group in groups for i in (0, 1)]
+    return make([node], declared, [vi(o, F32, None) for o in outputs], extra_opsets=[(_TRAINING, 1)])
+
+
+def _steps(op, states, reference, **attrs):
+    """Four steps, each run by esgraph and by `reference` from the same tensors."""
+    compiled = esgraph.compile(esgraph.onnx.load(_optimizer(op, states, **attrs)))
+    rng = np.random.default_rng(11)
+    tensors = [[rng.standard_normal(2 + i).astype(np.float32) for i in (0, 1)] for _ in range(2)]  # x, g
+    tensors += [[np.abs(rng.standard_normal(2 + i)).astype(np.float32) for i in (0, 1)] for _ in range(states)]
+    r = np.array(0.1, np.float32)
+    for step in range(4):
+        t = np.array(step, np.int64)
+        got = compiled.run([r, t] + [a for group in tensors for a in group])
+        for i in (0, 1):
+            want = reference(r, t, *[group[i] for group in tensors])
+            for k, w in enumerate(want):
+                close(got[k * 2 + i], w, rtol=1e-5, atol=1e-6)
+        tensors = [got[:2], [rng.standard_normal(2 + i).astype(np.float32) for i in (0, 1)]] + \
+            [got[2 + 2 * k:4 + 2 * k] for k in range(states)]
+
+
+def test_adagrad_steps_match_onnx_reference():
+    from onnx.backend.test.case.node.adagrad import apply_adagrad
+    _steps("Adagrad", 1, lambda r, t, x, g, h: apply_adagrad(r, t, x, g, h, 0.01, 1e-5, 0.1),
+           norm_coefficient=0.01, epsilon=1e-5, decay_factor=0.1)
+
+
+@pytest.mark.parametrize("mode", ["standard", "nesterov"])
+def test_momentum_steps_match_onnx_reference(mode):
+    from onnx.backend.test.case.node.momentum import apply_momentum, apply_nesterov
+    apply = apply_momentum if mode == "standard" else apply_nesterov
+    _steps("Momentum", 1, lambda r, t, x, g, v: apply(r, t, x, g, v, 0.01, 0.9, 0.5),
+           norm_coefficient=0.01, alpha=0.9, beta=0.5, mode=mode)
+
+
+def test_adam_steps_match_onnx_reference():
+    from onnx.backend.test.case.node.adam import apply_adam
+    _steps("Adam", 2, lambda r, t, x, g, v, h: apply_adam(r, t, x, g, v, h, 0.01, 0.05, 0.9, 0.99, 1e-3),
+           norm_coefficient=0.01, norm_coefficient_post=0.05, alpha=0.9, beta=0.99, epsilon=1e-3)
+
+
+def test_an_optimizer_with_the_wrong_count_of_inputs_is_refused_by_name():
+    node = helper.make_node("Adam", ["r", "t", "x", "g", "v"], ["x_new", "v_new"], domain=_TRAINING)
+    declared = [vi("r", F32, []), vi("t", I64, [])] + [vi(name, F32, [2]) for name in "xgv"]
+    model = make([node], declared, [vi("x_new", F32, None), vi("v_new", F32, None)], extra_opsets=[(_TRAINING, 1)])
+    with pytest.raises(esgraph.onnx.ImportFailed, match="5 inputs: Adam takes R, T and 4 inputs a tensor"):
+        esgraph.onnx.load(model)
