@@ -177,11 +177,14 @@ def _inputs(signature, given, bind, frozen=(), flag="-i"):
     their sizes. Inputs in `frozen` (a value-dependent model's, held by its graph) are skipped.
     `flag` is the option that gave the files, for messages."""
     arrays = {}
-    files = {}
+    files, seen = {}, set()
     for g in given or []:
         name, sep, path = g.partition("=")
         if not sep or not name or not path:
             raise SystemExit(f"{flag} expects NAME=FILE.npy, got '{g}'")
+        if name in seen:
+            raise SystemExit(f"{flag} {name}: given twice")
+        seen.add(name)
         if os.path.isdir(path):
             raise SystemExit(f"{flag} {name}: {path} is a folder; give a .npy file")
         if not os.path.isfile(path):

@@ -141,6 +141,13 @@ def test_bad_input_arguments(onnx_file, arg, message):
     assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr
 
 
+def test_an_input_given_twice_is_refused(onnx_file, tmp_path):
+    """The last one won, silently."""
+    np.save(tmp_path / "x.npy", np.ones((2, 4), np.float32))
+    r = esgraph_cli("run", onnx_file, "-i", f"x={tmp_path / 'x.npy'}", "-i", f"x={tmp_path / 'x.npy'}")
+    assert r.returncode != 0 and "-i x: given twice" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_an_input_file_of_another_dtype_is_named_with_what_to_save(onnx_file, tmp_path):
     """The command line converts nothing; its advice was Python's cast=True."""
     np.save(tmp_path / "x.npy", np.ones((2, 4), np.int64))

@@ -119,6 +119,29 @@ def test_slice_to_a_symbolic_size_and_expand_to_its_own_shape():
         np.testing.assert_array_equal(model(x), x)
 
 
+@pytest.mark.parametrize("dtype", [F32, TensorProto.BOOL])
+def test_expand_of_a_symbolic_size_and_static_ones(dtype):
+    """torch's `x.expand(x.shape[0], 2, 4)` of an [b, 1, 4] and a new leading axis of 3: x's
+    own b kept, the static axes broadcast, exactly (-0 and NaN as they were; bools too), in one
+    graph (a graph per batch before)."""
+    b_nodes, b_init = _size_of(0, "b")
+    nodes = b_nodes + [helper.make_node("Concat", ["three", "b", "two", "four"], ["target"], axis=0),
+                       helper.make_node("Expand", ["x", "target"], ["y"])]
+    model = make(nodes, [vi("x", dtype, ["b", 1, 4])], [vi("y", dtype, None)],
+                 b_init + [i64("axes", [0]), i64("three", [3]), i64("two", [2]), i64("four", [4])])
+    graph = esgraph.onnx.load(model)
+    assert isinstance(graph, esgraph.Graph)
+    compiled = esgraph.compile(graph)
+    for b in (1, 5):
+        x = rand(b, 1, 4, seed=b)
+        x.flat[:2] = [-0.0, np.nan]
+        x = x > 0 if dtype == TensorProto.BOOL else x
+        got = compiled(x)
+        np.testing.assert_array_equal(got, np.broadcast_to(x, (3, b, 2, 4)))
+        if dtype == F32:
+            assert np.signbit(got.flat[0])
+
+
 @pytest.mark.parametrize("case", ["fill", "swapped", "output"])
 def test_sizes_known_only_at_run_time_wait_for_the_input_shapes(case):
     """What a graph cannot say with its static attributes (a fill of a symbolic size, a

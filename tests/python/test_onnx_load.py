@@ -5,6 +5,7 @@ See onnx_models.py for the helpers."""
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from onnx import TensorProto, helper  # noqa: E402
 import esgraph  # noqa: E402
 import esgraph.onnx  # noqa: E402
 
-from onnx_models import vi, init, make, run, rand, close, F32, I64
+from onnx_models import vi, init, i64, make, run, rand, close, F32, I64
 
 
 # Loading: path, bytes, ModelProto and bad arguments
@@ -307,7 +308,7 @@ def test_bodies_nest_as_deep_as_esgraph_allows(depth, tmp_path):
 
 
 def test_bodies_nested_beyond_the_limit_are_named():
-    with pytest.raises(esgraph.LimitError, match="nests If/Loop/Scan bodies 65 levels deep; esgraph's limit is 64"):
+    with pytest.raises(esgraph.LimitError, match="If/Loop/Scan bodies nest 65 levels deep; esgraph's limit is 64"):
         esgraph.onnx.load(_nested_ifs(65).SerializeToString())
 
 
@@ -352,6 +353,29 @@ def test_a_fold_beyond_the_cap_is_computed_by_the_graph():
 def test_a_malformed_import_cap_is_refused(cap):
     with pytest.raises(esgraph.InvalidArgumentError, match="max_memory_bytes must be 0 \\(no bound\\) or more"):
         esgraph.onnx.load(_filled_and_summed(4), max_memory_bytes=cap)
+
+
+@pytest.mark.parametrize("case", ["OneHot", "CumSum", "Trilu", "EyeLike", "Resize"])
+def test_a_converters_own_arrays_count_against_the_import_cap(case):
+    """Tables a converter makes from a small file's shapes and constants (OneHot's positions for
+    a depth of 2^27, CumSum's triangular matrix over 8000, Trilu's mask of 20000 x 20000) took
+    seconds and gigabytes before the cap applied; now each is refused by name, at once."""
+    node, inputs, inits = {
+        "OneHot": (helper.make_node("OneHot", ["i", "depth", "values"], ["y"]), [vi("i", I64, [2])],
+                   [i64("depth", [1 << 27]), init("values", np.array([0, 1], np.float32))]),
+        "CumSum": (helper.make_node("CumSum", ["x", "axis"], ["y"]), [vi("x", F32, [1, 8000])], [i64("axis", 1)]),
+        "Trilu": (helper.make_node("Trilu", ["x"], ["y"]), [vi("x", F32, [20000, 20000])], []),
+        "EyeLike": (helper.make_node("EyeLike", ["x"], ["y"]), [vi("x", F32, [20000, 20000])], []),
+        "Resize": (helper.make_node("Resize", ["x", "", "scales"], ["y"]), [vi("x", F32, [1, 1, 1, 8000])],
+                   [init("scales", np.array([1, 1, 1, 8], np.float32))]),
+    }[case]
+    model = make([node], inputs, [vi("y", F32, None)], inits)
+    start = time.perf_counter()
+    with pytest.raises(esgraph.onnx.ImportFailed, match=r"would take \d+ bytes while importing, beyond the import's memory cap"):
+        esgraph.onnx.load(model, max_memory_bytes=1 << 20)
+    assert time.perf_counter() - start < 1
+    if case == "OneHot":  # a depth of 4 imports under the same cap
+        assert esgraph.onnx.load(make([node], inputs, [vi("y", F32, None)], [i64("depth", [4]), inits[1]]), max_memory_bytes=1 << 20)
 
 
 def test_an_integer_range_beyond_two_to_the_53_imports_exactly():

@@ -93,7 +93,7 @@ def _parse(data, source):
         if depth is None or depth <= _BODIES_ONE_PARSE_REACHES:
             raise
     if depth > _MAX_NESTING:
-        raise LimitError(f"{source} nests If/Loop/Scan bodies {depth} levels deep; esgraph's limit is {_MAX_NESTING}")
+        raise LimitError(f"{source}: If/Loop/Scan bodies nest {depth} levels deep; esgraph's limit is {_MAX_NESTING}")
     return parse_nested(data)
 
 

@@ -19,6 +19,7 @@ from .._frontend import ImportFailed, name_outputs
 from . import _dtypes
 from ._weights import Weights, line_offset
 from .converters import CONVERTERS, NeedsShape, NeedsValue, Unsupported
+from .converters.registry import current_import
 from .converters.sizes import SIZES_CONVERTERS, Sizes, entries
 
 MIN_OPSET, MAX_OPSET = 1, 18
@@ -182,7 +183,7 @@ class Importer:
         self.model = model
         self.weights = weights if weights is not None else Weights()
         self.max_memory_bytes = folding_cap(model) if max_memory_bytes is None else max_memory_bytes
-        self.folded_bytes = 0  # of the arrays folding computed so far
+        self.folded_bytes = 0  # of the arrays folding computed, and converters made, so far
         self.sharding = dict(sharding or {})  # initializer name -> "column" or "row"
         self.sharded = set()  # the names a MatMul or Gemm took as its weight
         self.opset = self._opset(model)
@@ -225,7 +226,21 @@ class Importer:
             self._constants[key] = (array, tensor)
         return self._constants[key][1]
 
+    def reserve(self, nbytes, what):
+        """Counts `nbytes` a converter is about to make against the cap (registry.reserve)."""
+        if self.max_memory_bytes and self.folded_bytes + nbytes > self.max_memory_bytes:
+            raise Unsupported(f"{what} would take {nbytes} bytes while importing, beyond the import's memory cap "
+                              f"({self.max_memory_bytes} bytes, {self.folded_bytes} held): load(max_memory_bytes=...) sets it, 0 for none")
+        self.folded_bytes += nbytes
+
     def run(self, builder):
+        token = current_import.set(self)
+        try:
+            return self._run(builder)
+        finally:
+            current_import.reset(token)
+
+    def _run(self, builder):
         self._builder = builder
         graph = self.model.graph
         self.failures.extend(single_assignment(graph))

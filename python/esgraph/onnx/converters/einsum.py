@@ -5,7 +5,7 @@ the diagonal, as a product with an identity mask summed over the repeated axis."
 import numpy as np
 
 from ... import _C
-from .registry import Unsupported, check_attrs, converts
+from .registry import Unsupported, check_attrs, converts, reserve
 
 ops = _C.ops
 _ELLIPSIS_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # equations use lower case; these stand for "..."
@@ -41,6 +41,7 @@ def _diagonals(x, term):
         c = next(c for c in term if term.count(c) > 1)
         first, second = term.index(c), term.index(c, term.index(c) + 1)
         size = x.shape[first]
+        reserve([size, size], 1, "Einsum's diagonal mask")
         mask = np.eye(size, dtype=bool).reshape([size if d in (first, second) else 1 for d in range(x.ndim)])
         x = ops.reduce_sum(ops.where(mask, x, 0), axes=[second])
         term = term[:second] + term[second + 1:]

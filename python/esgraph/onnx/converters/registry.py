@@ -1,6 +1,13 @@
 """The converter table: ONNX op type ('<domain>.<op type>' outside the default domain, as
-'com.microsoft.MatMulNBits') -> function(Node) -> output value(s)."""
+'com.microsoft.MatMulNBits') -> function(Node) -> output value(s); and what the converters share:
+their errors and the import's memory."""
+import contextvars
+import math
+
 CONVERTERS = {}
+
+# The import under way (_importer.Importer), whose memory cap the converters' own arrays count against.
+current_import = contextvars.ContextVar("esgraph_onnx_import", default=None)
 
 
 class Unsupported(Exception):
@@ -31,3 +38,14 @@ def check_attrs(node, supported):
     extra = sorted(set(node.attrs) - set(supported))
     if extra:
         raise Unsupported(f"attribute(s) {', '.join(extra)} not supported")
+
+
+def reserve(shape, itemsize, what):
+    """Room for the arrays of `shape` (`itemsize` bytes an element, all of them together) that a
+    converter is about to make while importing: an index table, a mask, an interpolation or
+    Fourier matrix, sized by the model's shapes and constants. They count against load()'s
+    max_memory_bytes with what folding holds, and beyond it the node is refused, naming them,
+    before anything is allocated: a small file cannot make the import fill the machine."""
+    importer = current_import.get()
+    if importer is not None:
+        importer.reserve(math.prod(int(d) for d in shape) * itemsize, what)

@@ -8,7 +8,7 @@ from ... import _C
 from ..._compose import pad_or_crop
 from .. import _dtypes
 from .nn import _static
-from .registry import Unsupported, check_attrs, converts
+from .registry import Unsupported, check_attrs, converts, reserve
 from .sizes import expand_size, reshape_dims, shape_of, slice_end
 
 ops = _C.ops
@@ -67,6 +67,7 @@ def range_(n):
 def eye_like(n):
     rows, cols = _static(n.shape(0), "EyeLike")
     dtype = _dtypes.esg_dtype(n.attr("dtype")) if "dtype" in n.attrs else n.dtype(0)
+    reserve([rows, cols], _dtypes.numpy_dtype(dtype).itemsize, "EyeLike's matrix")
     return np.eye(rows, cols, k=n.attr("k", 0), dtype=_dtypes.numpy_dtype(dtype))
 
 
@@ -150,9 +151,15 @@ def expand(n):
     have = [1] * (rank - x.ndim) + list(x.shape)
     want = [1] * (rank - len(dims)) + [expand_size(w, h) for w, h in zip(dims, have[rank - len(dims):])]
     out = [h if w == 1 else w for h, w in zip(have, want)]
-    if out[rank - x.ndim:] == list(x.shape) and all(d == 1 for d in out[:rank - x.ndim]):
-        return ops.reshape(x, out[:rank - x.ndim] + [0] * x.ndim) if rank > x.ndim else x  # x as it is
-    return ops.expand(x, _static(out, "Expand"))
+    if all(isinstance(d, int) for d in out):
+        return ops.expand(x, out)
+    # x's own symbolic sizes kept: broadcast against ones sized as the static rest (a product
+    # with 1, or an `and` with true: every value kept exactly, -0 and NaN included).
+    lifted = ops.unsqueeze(x, axes=list(range(rank - x.ndim))) if rank > x.ndim else x
+    if out == have:
+        return lifted  # x as it is
+    ones = _C.constant(np.ones([d if isinstance(d, int) else 1 for d in out], bool))
+    return ops.logical_and(lifted, ones) if x.dtype == _C.bool else ops.mul(lifted, ops.cast(ones, x.dtype))
 
 
 def _axes_operand(n):
@@ -231,5 +238,6 @@ def trilu(n):
     x = n.x(0)
     rows, cols = _static(x.shape[-2:], "Trilu")
     k = int(n.const(1, "k")) if n.has(1) else 0
+    reserve([rows, cols], 1, "Trilu's mask")
     keep = (np.triu if n.attr("upper", 1) else np.tril)(np.ones((rows, cols), dtype=bool), k)
     return ops.where(keep, x, 0)
