@@ -15,8 +15,11 @@
 Errors are raised where an expression is written: `esgraph.ShapeError` (a `ValueError`),
 `esgraph.DTypeError` (a `TypeError`), and so on, all subclasses of `esgraph.Error`.
 """
+import numbers
 import os
 import re
+
+import numpy as _np
 
 from ._C import (AttributeValueError, BackendError, CancelledError, CommunicationError, DType, DTypeError, Error, FormatError,
                  Graph, GraphBuilder, GraphIOError, InvalidArgumentError, LifetimeError, LimitError, Model,
@@ -30,15 +33,23 @@ from . import ops
 bool_ = getattr(__import__("esgraph._C", fromlist=["_C"]), "bool")
 
 
-# The options compile takes: the keyword-only names of the binding's signature, the first line of
-# its docstring ("compile(graph: object, *, streams: int = 1, ...)"), so the list cannot drift.
-_COMPILE_OPTIONS = tuple(re.findall(r"(\w+): ", _compile_graph.__doc__.split("\n", 1)[0].split("*,", 1)[1]))
+# The options compile takes, with their types: the keyword-only part of the binding's signature,
+# the first line of its docstring ("compile(graph: object, *, streams: int = 1, ...)"), so the
+# list cannot drift.
+_COMPILE_OPTIONS = dict(re.findall(r"(\w+): ([\w\[\], ]+?) = ", _compile_graph.__doc__.split("\n", 1)[0].split("*,", 1)[1]))
+_TAKES = {"int": lambda v: isinstance(v, numbers.Integral), "bool": lambda v: isinstance(v, (bool, _np.bool_)),
+          "str": lambda v: isinstance(v, str), "Dict[str, int]": lambda v: isinstance(v, dict) and all(
+              isinstance(k, str) and isinstance(x, numbers.Integral) for k, x in v.items()),
+          "Dict[str, object]": lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v)}
 
 
 def compile(graph, **options):  # noqa: A001 - the library's one verb for it
     unknown = sorted(set(options) - set(_COMPILE_OPTIONS))
     if unknown:  # pybind11 would print every overload's signature
         raise TypeError(f"compile: no option {', '.join(f'`{u}`' for u in unknown)} (it takes {', '.join(_COMPILE_OPTIONS)})")
+    for name, value in options.items():  # named here: pybind11 would print the whole signature
+        if not _TAKES.get(_COMPILE_OPTIONS[name], lambda v: True)(value):
+            raise TypeError(f"compile: option `{name}` takes {_COMPILE_OPTIONS[name]}, got {type(value).__name__} {value!r}")
     # A graph whose structure waits for input values (esgraph.onnx.ValueDependentGraph) compiles
     # itself: one graph per set of those values.
     if not isinstance(graph, Graph) and hasattr(graph, "graph_for"):

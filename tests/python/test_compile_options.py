@@ -2,6 +2,8 @@
 threads), and at several sizes of a symbolic dimension.
 
 See numerics.py for the comparison rules."""
+import re
+
 import numpy as np
 import pytest
 
@@ -375,3 +377,18 @@ def test_an_unknown_option_is_named_with_the_options_compile_takes():
     with pytest.raises(TypeError, match="compile: no option `bogus`"):
         esgraph.compile("no-such-file.onnx", bogus=1)
     esgraph.compile(g, streams=2, threads=1, shapes={}, backend_options={})  # every name of the signature passes
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("shapes", "n", "option `shapes` takes Dict[str, object], got str 'n'"),
+    ("streams", "2", "option `streams` takes int, got str '2'"),
+    ("fusion", 1, "option `fusion` takes bool, got int 1"),
+    ("backend_options", {"vnni": "a"}, "option `backend_options` takes Dict[str, int], got dict {'vnni': 'a'}"),
+])
+def test_an_option_of_the_wrong_type_is_named(option, value, message):
+    """pybind11's "incompatible function arguments" printed the whole signature (issue 47)."""
+    with esgraph.GraphBuilder("g") as b:
+        g = b.build([b.input("x", esgraph.f32, [2]) + 1.0])
+    with pytest.raises(TypeError, match="^compile: " + re.escape(message) + "$"):
+        esgraph.compile(g, **{option: value})
+    esgraph.compile(g, streams=np.int64(1), fusion=np.bool_(True))  # numpy's scalars are ints and bools

@@ -12,7 +12,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 from google.protobuf.message import DecodeError  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import esgraph  # noqa: E402
 import esgraph.onnx  # noqa: E402
@@ -387,3 +387,17 @@ def test_an_integer_range_beyond_two_to_the_53_imports_exactly():
                  [init("a", np.array(start)), init("z", np.array(limit)), init("d", np.array(delta))])
     got = esgraph.compile(esgraph.onnx.load(model))(np.zeros(3, np.int64))
     np.testing.assert_array_equal(got, np.arange(start, limit, delta, dtype=np.int64))
+
+
+def test_a_fill_and_a_pad_of_an_integer_beyond_two_to_the_53_import_exactly():
+    """ConstantOfShape's value and Pad's constant_value as int64 beyond 2^53 (fill's and pad's
+    attributes are doubles): each was refused by name."""
+    big = 2**62 + 1
+    fill = make([helper.make_node("ConstantOfShape", ["shape"], ["c"], value=numpy_helper.from_array(np.array([big]))),
+                 helper.make_node("Add", ["c", "x"], ["y"])],
+                [vi("x", I64, [3])], [vi("y", I64, [3])], [i64("shape", [3])])
+    np.testing.assert_array_equal(esgraph.compile(esgraph.onnx.load(fill))(np.arange(3)), big + np.arange(3))
+    pad = make([helper.make_node("Pad", ["x", "pads", "value"], ["y"])], [vi("x", I64, ["n"])], [vi("y", I64, None)],
+               [i64("pads", [1, 2]), i64("value", big)])
+    x = np.array([-(2**63), 5, 2**63 - 1])
+    np.testing.assert_array_equal(esgraph.compile(esgraph.onnx.load(pad))(x), np.pad(x, (1, 2), constant_values=big))

@@ -38,19 +38,27 @@ def size(n):
     return np.array(math.prod(_static(n.shape(0), "Size of a tensor")), dtype=np.int64)
 
 
-def _exact_float(value, what):
-    """esgraph's fill and range take their numbers as doubles: integers beyond 2**53 would change."""
+def _beyond_double(value):
+    """An integer a double does not hold exactly (beyond 2**53), which fill's and pad's double
+    attributes would change."""
     v = value.item() if isinstance(value, np.ndarray) else value
-    if isinstance(v, (int, np.integer)) and abs(int(v)) > 2**53:
-        raise Unsupported(f"{what} {v} is beyond the integers a double holds exactly")
-    return float(v)
+    return isinstance(v, (int, np.integer)) and abs(int(v)) > 2**53
+
+
+def _exact_float(value, what):
+    if _beyond_double(value):
+        raise Unsupported(f"{what} {value} is beyond the integers a double holds exactly")
+    return float(value.item() if isinstance(value, np.ndarray) else value)
 
 
 @converts("ConstantOfShape")
 def constant_of_shape(n):
-    value = n.attr("value", np.zeros(1, np.float32))
-    dtype = _dtypes.from_numpy(value.dtype)
-    return ops.fill(n.ints(0, "shape"), value=_exact_float(value.reshape(-1)[0], "value"), dtype=dtype)
+    value = n.attr("value", np.zeros(1, np.float32)).reshape(-1)[:1]
+    dims = n.ints(0, "shape")
+    if _beyond_double(value[0]):  # made here, exactly (fill's value is a double)
+        reserve(dims, value.itemsize, "ConstantOfShape's tensor")
+        return np.full(dims, value[0], value.dtype)
+    return ops.fill(dims, value=float(value[0]), dtype=_dtypes.from_numpy(value.dtype))
 
 
 @converts("Range")
@@ -184,7 +192,7 @@ def pad(n):
         pads, value = list(n.attr("pads")), n.attr("value", 0.0)
     else:
         pads = n.ints(1, "pads")
-        value = float(n.const(2, "constant_value")) if n.has(2) else 0.0
+        value = np.asarray(n.const(2, "constant_value")).reshape(-1)[0] if n.has(2) else 0.0
         if n.has(3):  # opset 18: pads for the listed axes only
             axes = [a % x.ndim for a in n.ints(3, "axes")]
             full = [0] * (2 * x.ndim)
@@ -194,7 +202,11 @@ def pad(n):
     mode = n.attr("mode", "constant")
     if mode not in ("constant", "reflect", "edge"):
         raise Unsupported(f"mode={mode}")
-    return pad_or_crop(x, pads, mode=mode, value=value)
+    if mode == "constant" and _beyond_double(value):
+        # pad's value is a double: pad with 0, and put the exact integer where the padding is
+        inside = pad_or_crop(ops.cast(ops.equal(x, x), _C.u8), pads, mode=mode, value=0.0)
+        return ops.where(ops.cast(inside, _C.bool), pad_or_crop(x, pads, mode=mode, value=0.0), n.tensor(np.asarray(value)))
+    return pad_or_crop(x, pads, mode=mode, value=float(value))
 
 
 @converts("Tile")
