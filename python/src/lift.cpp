@@ -74,6 +74,7 @@ int64_t enum_index(const char* op, const char* attr, const std::string& value, s
 namespace {
 
 bool is_float(esg::DType t) { return t == esg::f32 || t == esg::f16 || t == esg::bf16 || t == esg::f64; }
+bool is_integer(esg::DType t) { return !is_float(t) && t != esg::DType::Bool; }
 
 // Whether the finite `v` becomes ±inf in float dtype `t` (rounded to nearest).
 bool overflows(double v, esg::DType t) {
@@ -196,6 +197,18 @@ esg::Tensor make_constant(esg::GraphBuilder& b, py::handle obj, std::optional<es
       const py::array bad = np.attr("logical_and")(np.attr("isfinite")(arr), np.attr("isinf")(converted));
       if (bad.attr("any")().cast<bool>())
         does_not_fit(py::repr(arr.attr("flat")[np.attr("argmax")(bad)]).cast<std::string>(), *dtype);
+    }
+    if (is_integer(*dtype) && arr.size() > 0 && (arr.dtype().kind() == 'i' || arr.dtype().kind() == 'u')) {
+      // An integer beyond the dtype's range would wrap (2**40 + 5 into i32 is 5): refused, naming
+      // it, as a Python int is. The extremes compared as Python ints: exact for every pair of types.
+      const py::object range = np.attr("iinfo")(converted.dtype());
+      const py::object low = range.attr("min"), high = range.attr("max");
+      for (const char* end : {"min", "max"}) {
+        const py::int_ value(arr.attr(end)());
+        if (value < low || value > high)
+          throw esg::DTypeError(ESG_ERR_DTYPE, py::repr(value).cast<std::string>() + " does not fit in " + esg::dtype_name(*dtype) +
+                                                   " (range " + py::str(low).cast<std::string>() + " .. " + py::str(high).cast<std::string>() + ")");
+      }
     }
     arr = converted;
   }

@@ -92,6 +92,24 @@ def test_a_constant_that_becomes_infinite_in_its_dtype_is_refused(b, value):
         x + value
 
 
+@pytest.mark.parametrize("dtype, value, message", [
+    ("i32", np.array([2**40 + 5]), r"1099511627781 does not fit in i32 \(range -2147483648 .. 2147483647\)"),
+    ("i8", np.array([300, 1]), r"300 does not fit in i8 \(range -128 .. 127\)"),
+    ("i8", np.array([-129]), r"-129 does not fit in i8"),
+    ("i64", np.array([2**63], np.uint64), r"9223372036854775808 does not fit in i64"),
+    ("i32", np.int64(2**40 + 7), r"1099511627783 does not fit in i32"),
+    ("u8", np.array([-1]), r"-1 does not fit in u8 \(range 0 .. 255\)"),
+], ids=["i32", "i8-high", "i8-low", "u64-into-i64", "numpy-scalar", "negative-into-u8"])
+def test_a_numpy_integer_that_does_not_fit_its_dtype_is_refused(b, dtype, value, message):
+    """numpy's integers wrapped silently (2**40 + 5 into i32 was 5), where a Python int is
+    refused; every value within the range is taken as it is."""
+    x = b.input("x", getattr(esgraph, dtype), [1])
+    with pytest.raises(esgraph.DTypeError, match=message):
+        x + value
+    info = np.iinfo(getattr(esgraph, dtype).numpy)
+    x + np.array([info.min, info.max], dtype=np.int64)
+
+
 def test_infinity_itself_and_the_largest_values_are_constants_like_any(b):
     x = b.input("x", esgraph.f32, [2])
     h = b.input("h", esgraph.f16, [2])
