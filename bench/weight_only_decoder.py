@@ -3,7 +3,9 @@ width 768, 12 heads, a 50,257-word embedding tied to the LM head: 124M parameter
 weights), batch 1, one new token after `--past` cached ones, exported by PyTorch in f32 and
 quantized by esgraph.onnx.quantize_weights to MatMulNBits (int8 and int4, blocks of 32 along K,
 asymmetric), with the tied table quantized too (stored once, as codes: the head's product and
-the embedding's Gather read them) or kept in f32. Each file runs in esgraph and in ONNX Runtime
+the embedding's Gather read them) or kept in f32, and with accuracy_level 4 (the products may
+round the activations to int8, 32 values to a scale: ORT's int8 kernels and esgraph's VNNI
+path where the CPU has it) as well as at f32 activations. Each file runs in esgraph and in ONNX Runtime
 (its own MatMulNBits kernels) on `--threads` threads each, alternating rounds (bench/timing.py).
 
 Reported for each: the step's time beside esgraph's own f32 step and beside ORT on the same
@@ -92,12 +94,12 @@ def main():
         files = {"f32": os.path.join(d, "f32.onnx")}
         torch.onnx.export(module, (ids, *cache), files["f32"], opset_version=14)
         table = next(i.name for i in onnx.load(files["f32"]).graph.initializer if list(i.dims) == [WIDTH, VOCAB])
-        for bits in (8, 4):
-            for tied in (True, False):
-                name = f"int{bits}" + ("" if tied else ", f32 table")
-                files[name] = os.path.join(d, f"int{bits}{'' if tied else '_f32_table'}.onnx")
-                onnx.save(esgraph.onnx.quantize_weights(files["f32"], bits=bits, block_size=32, exclude=() if tied else (table,)),
-                          files[name])
+        # accuracy_level 4: the products may round the activations to int8 (ORT and esgraph alike)
+        for bits, tied, level in [(8, True, 0), (8, False, 0), (4, True, 0), (4, False, 0), (8, True, 4), (4, True, 4)]:
+            name = f"int{bits}" + ("" if tied else ", f32 table") + (f", level {level}" if level else "")
+            files[name] = os.path.join(d, f"int{bits}{'' if tied else '_f32_table'}_{level}.onnx")
+            onnx.save(esgraph.onnx.quantize_weights(files["f32"], bits=bits, block_size=32, exclude=() if tied else (table,),
+                                                    accuracy_level=level), files[name])
         feeds_path = os.path.join(d, "feeds.npz")
         np.savez(feeds_path, *feeds)
         with torch.no_grad():

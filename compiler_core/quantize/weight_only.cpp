@@ -73,8 +73,9 @@ Rewritten weight_only(const ir::Graph& g, const Sites& sites, int bits, int64_t 
         b.add_constant(ir::DType::U8, ir::Shape{cols, q.blocks, block_size * bits / 8}, q.codes.data(), q.codes.size()),
         b.add_constant(ir::DType::F32, ir::Shape{cols, q.blocks}, q.scales.data(), q.scales.size() * sizeof(float)),
         symmetric ? ir::kNone : b.add_constant(ir::DType::U8, ir::Shape{cols, q.blocks}, q.zero_points.data(), q.zero_points.size())};
-    const ir::AttrArg attrs[2] = {ir::AttrArg::of_int(bits), ir::AttrArg::of_int(block_size)};
-    r.set(n.first_output, passes::added(r, *nbits, {inputs, 4}, {attrs, 2}));
+    // accuracy_level 0: the activations stay f32, as the graph had them
+    const ir::AttrArg attrs[3] = {ir::AttrArg::of_int(bits), ir::AttrArg::of_int(block_size), ir::AttrArg::of_int(0)};
+    r.set(n.first_output, passes::added(r, *nbits, {inputs, 4}, {attrs, 3}));
     return true;
   };
 

@@ -555,6 +555,97 @@ def test_onnx_import_of_another_com_microsoft_op_is_refused():
     assert info.value.failures == [("FusedMatMul -> Y", "domain 'com.microsoft' is not supported beyond MatMulNBits, QLinearAdd")]
 
 
+# ---- accuracy_level 4: a in int8 -------------------------------------------------------------
+def _has_vnni():
+    with open("/proc/cpuinfo") as f:
+        flags = next((line for line in f if line.startswith("flags")), "").split()
+    return {"avx512_vnni", "avx512vl", "avx512bw"} <= set(flags)
+
+
+def int8_rows_bound(a, codes, scales, zero_points, bits, block_size):
+    """How far a product with a's rows rounded to int8, 32 values to a scale s (max |a| / 127),
+    may lie from the exact one: each value moves by at most s / 2, so each y[r][j] by the sum
+    over its 32-value pieces of s / 2 times the piece's sum of |w|."""
+    k = a.shape[-1]
+    padded = -(-k // 32) * 32
+    rows = np.zeros((int(np.prod(a.shape[:-1])), padded))
+    rows[:, :k] = a.reshape(-1, k)
+    w = np.zeros((padded, codes.shape[0]))
+    w[:k] = np.abs(weights(codes, scales, zero_points, bits, block_size))
+    half_steps = np.abs(rows.reshape(len(rows), -1, 32)).max(-1) / 127 / 2
+    return (half_steps @ w.reshape(-1, 32, w.shape[1]).sum(1)).reshape(a.shape[:-1] + (codes.shape[0],))
+
+
+LEVEL_4_CASES = [(block_size, k, n, m, zp, threads) for i, (block_size, k) in enumerate(
+    [(32, 768), (32, 96), (32, 17), (64, 100), (128, 768), (64, 64)])
+    for n, m, zp, threads in [((1, 5, 33)[i % 3], (1, 2, 3, 4, 7)[i % 5], i % 2 == 0, 1 + i % 2), (33, 1 + (i + 2) % 7, i % 2 == 1, 2)]]
+
+
+@pytest.mark.parametrize("block_size, k, n, m, with_zero_points, threads", LEVEL_4_CASES,
+                         ids=[f"block{c[0]}-{c[3]}x{c[1]}x{c[2]}-{'zp' if c[4] else 'nozp'}-t{c[5]}" for c in LEVEL_4_CASES])
+def test_accuracy_level_4_rounds_a_to_int8_within_half_a_step(block_size, k, n, m, with_zero_points, threads):
+    """4-bit codes with accuracy_level 4 (ONNX Runtime's leave to multiply a in int8): within
+    the rounding's bound of the exact product everywhere (blocks of 32, paired in the kernel's
+    registers, and larger; K with an odd count of 32-value pieces; every row and column
+    remainder), and, where the CPU has AVX512-VNNI, not the f32 path's values: the int8 path ran."""
+    rng = rng_for("accuracy level 4", block_size, k, n, m, with_zero_points)
+    codes, scales, zero_points = operands(rng, n, k, 4, block_size, with_zero_points)
+    a = rng.standard_normal((m, k)).astype(F32)
+    a[0, :3] = [0.0, 50.0, -50.0]  # one piece's scale set by a large value: the rest round coarsely
+    b = pack_codes(codes, 4, block_size)
+    with esgraph.GraphBuilder("level4") as g:
+        y = ops.matmul_nbits(g.input("a", esgraph.f32, [m, k]), g.constant(b), g.constant(scales),
+                             zero_points=None if zero_points is None else g.constant(zero_points), block_size=block_size,
+                             accuracy_level=4)
+        model = esgraph.compile(g.build([y]), threads=threads)
+    got = model.run([a])[0]
+    assert on_fast_kernel(model)
+    exact = nbits_ref(a, codes, scales, zero_points, 4, block_size)
+    bound = int8_rows_bound(a, codes, scales, zero_points, 4, block_size) + 1e-5 * np.abs(exact).max()
+    assert (np.abs(got - exact) <= bound).all(), float((np.abs(got - exact) / bound).max())
+    f32_path = run_fast(a, codes, scales, zero_points, 4, block_size, threads=threads)
+    assert (np.abs(got - f32_path).max() > 0) == _has_vnni()
+
+
+def test_accuracy_level_4_leaves_8_bits_and_many_rows_on_the_f32_path():
+    """8-bit codes are bound by their bytes (no faster in int8), and 16 rows or more dequantize
+    onto the f32 GEMM: the same values as at level 0."""
+    rng = rng_for("accuracy level 4 elsewhere")
+    for bits, m in ((8, 3), (4, 20)):
+        codes, scales, zero_points = operands(rng, 9, 96, bits, 32)
+        a = rng.standard_normal((m, 96)).astype(F32)
+        with esgraph.GraphBuilder("level4") as g:
+            y = ops.matmul_nbits(g.input("a", esgraph.f32, [m, 96]), g.constant(pack_codes(codes, bits, 32)), g.constant(scales),
+                                 zero_points=g.constant(zero_points), bits=bits, accuracy_level=4)
+            level4 = esgraph.compile(g.build([y])).run([a])[0]
+        np.testing.assert_array_equal(level4, run_fast(a, codes, scales, zero_points, bits, 32))
+
+
+def test_accuracy_level_through_onnx_and_its_bad_values():
+    """MatMulNBits's accuracy_level is read (it was ignored) and written back; one outside 0 to
+    4 is refused where built and where imported."""
+    k, n, block_size = 96, 5, 32
+    rng = rng_for("accuracy level onnx")
+    codes, scales, zero_points = operands(rng, n, k, 4, block_size)
+    model = nbits_node_model((2, k), pack_codes(codes, 4, block_size), scales, pack_zero_points(zero_points, 4), None,
+                             K=k, N=n, bits=4, block_size=block_size, accuracy_level=4)
+    graph = esgraph.onnx.load(model.SerializeToString())
+    assert "accuracy_level=4" in graph.to_text()
+    a = rng.standard_normal((2, k)).astype(F32)
+    exact = nbits_ref(a, codes, scales, zero_points, 4, block_size)
+    got = esgraph.compile(graph).run([a])[0]
+    assert (np.abs(got - exact) <= int8_rows_bound(a, codes, scales, zero_points, 4, block_size) + 1e-5 * np.abs(exact).max()).all()
+    exported = next(node for node in esgraph.onnx.to_model(graph).graph.node if node.op_type == "MatMulNBits")
+    assert [helper.get_attribute_value(x) for x in exported.attribute if x.name == "accuracy_level"] == [4]
+    next(x for x in model.graph.node[0].attribute if x.name == "accuracy_level").i = 5
+    with pytest.raises(esgraph.onnx.ImportFailed, match=r"accuracy_level=5 \(ONNX Runtime defines 0 to 4\)"):
+        esgraph.onnx.load(model.SerializeToString())
+    with esgraph.GraphBuilder("bad") as g:
+        with pytest.raises(esgraph.AttributeValueError, match="accuracy_level"):
+            ops.matmul_nbits(g.input("a", esgraph.f32, [1, k]), g.constant(pack_codes(codes, 4, block_size)), g.constant(scales),
+                             accuracy_level=7)
+
+
 # ---- ONNX export -----------------------------------------------------------------------------
 @pytest.mark.parametrize("bits, with_zero_points", [(2, True), (4, True), (8, True), (4, False), (8, False)],
                          ids=["2bit-zp", "4bit-zp", "8bit-zp", "4bit-nozp", "8bit-nozp"])

@@ -421,7 +421,7 @@ def _emit_matmul_nbits(e, n, ins, outs):
         else:
             zero_points = e.const(pack_zero_points(codes, bits), "zero_points")
     y = e.node("MatMulNBits", [activations, ins[1], ins[2], zero_points], results, domain="com.microsoft", K=k, N=columns,
-               bits=bits, block_size=a["block_size"])
+               bits=bits, block_size=a["block_size"], **({"accuracy_level": a["accuracy_level"]} if a["accuracy_level"] else {}))
     if y_type != _C.f32:
         e.node("Cast", [y], outs, to=_dtypes.ESG_TO_ONNX[y_type])
 

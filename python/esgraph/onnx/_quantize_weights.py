@@ -14,12 +14,13 @@ from ._exporter import _names_read
 _MS = "com.microsoft"
 
 
-def quantize_weights(model, bits=4, block_size=32, symmetric=False, exclude=()):
+def quantize_weights(model, bits=4, block_size=32, symmetric=False, exclude=(), accuracy_level=0):
     """A copy of `model` (a ModelProto, or an .onnx file's path or bytes) with its constant f32
     weight matrices quantized to `bits` (2, 4 or 8) in blocks of `block_size` along K, per column:
     the weights of every MatMul, and of every Gemm without transA whose alpha and beta are 1.
     `exclude` names initializers to keep in f32 (an embedding table: its products and Gathers
-    stay as they are)."""
+    stay as they are). `accuracy_level` goes on every MatMulNBits as ONNX Runtime reads it: 4
+    lets the products round their activations to int8 (docs/quantization.md)."""
     if not isinstance(model, onnx.ModelProto):
         model = onnx.load_from_string(model) if isinstance(model, bytes) else onnx.load(model)
     exclude = {exclude} if isinstance(exclude, str) else set(exclude)
@@ -54,16 +55,16 @@ def quantize_weights(model, bits=4, block_size=32, symmetric=False, exclude=()):
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         standard = node.domain in ("", "ai.onnx")
         if standard and node.op_type == "MatMul" and takes(node.input[1]):
-            nodes.append(_product(node.input[0], weight(node.input[1], False), node.output[0], bits, block_size, node.name))
+            nodes.append(_product(node.input[0], weight(node.input[1], False), node.output[0], bits, block_size, node.name, accuracy_level))
         elif (standard and node.op_type == "Gemm" and takes(node.input[1]) and not attrs.get("transA", 0)
               and attrs.get("alpha", 1.0) == 1.0 and attrs.get("beta", 1.0) == 1.0):
             q = weight(node.input[1], bool(attrs.get("transB", 0)))
             if len(node.input) > 2 and node.input[2]:
                 product = fresh(f"{node.output[0]}_product")
-                nodes.append(_product(node.input[0], q, product, bits, block_size, node.name))
+                nodes.append(_product(node.input[0], q, product, bits, block_size, node.name, accuracy_level))
                 nodes.append(helper.make_node("Add", [product, node.input[2]], [node.output[0]]))
             else:
-                nodes.append(_product(node.input[0], q, node.output[0], bits, block_size, node.name))
+                nodes.append(_product(node.input[0], q, node.output[0], bits, block_size, node.name, accuracy_level))
         else:
             nodes.append(node)
     # A Gather of a quantized table's columns (axis 1 of [K, N], or axis 0 of the table a Gemm
@@ -95,10 +96,10 @@ def quantize_weights(model, bits=4, block_size=32, symmetric=False, exclude=()):
     return out
 
 
-def _product(a, q, y, bits, block_size, name):
+def _product(a, q, y, bits, block_size, name, accuracy_level):
     b, scales, zeros, k, n = q
     return helper.make_node("MatMulNBits", [a, b, scales, zeros], [y], name=name, domain=_MS, K=k, N=n, bits=bits,
-                            block_size=block_size)
+                            block_size=block_size, accuracy_level=accuracy_level)
 
 
 def _gathered_rows(node, q, transposed, bits, block_size, fresh):

@@ -370,6 +370,30 @@ TEST_CASE("matmul_nbits: 4-bit and 8-bit weights in blocks with their scales and
         CHECK(got[i * n + j] == doctest::Approx(sum).epsilon(1e-5));
       }
     CHECK(model.facts().number("reference_kernels") == 0);
+    // accuracy_level 4 lets the kernel round a's rows to int8, 32 values to a scale s: each
+    // value moves by at most s / 2, each sum by at most that times its piece's sum of |w|.
+    esg::GraphBuilder level4;
+    const Tensor rounded = esg::matmul_nbits(
+        level4.input("a", esg::f32, {m, k}), level4.constant(esg::u8, {n, blocks, block / per_byte}, packed.data(), packed.size()),
+        level4.constant(esg::f32, {n, blocks}, scales.data(), scales.size() * sizeof(float)),
+        esg::MatmulNbitsOptions().bits(bits).block_size(block).accuracy_level(4).zero_points(
+            level4.constant(esg::u8, {n, blocks}, zero_points.data(), zero_points.size())));
+    const std::vector<float> near = esg::compile(level4.build({rounded})).run({HostTensor::from(esg::f32, a, {m, k})})[0].values<float>();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0, bound = 0;
+        for (int64_t piece = 0; piece * 32 < k; ++piece) {
+          double largest = 0, weights = 0;
+          for (int64_t p = piece * 32; p < std::min(k, piece * 32 + 32); ++p) {
+            const double w = (code(j, p) - zero_points[j * blocks + p / block]) * double{scales[j * blocks + p / block]};
+            sum += double{a[i * k + p]} * w;
+            largest = std::max(largest, std::abs(double{a[i * k + p]}));
+            weights += std::abs(w);
+          }
+          bound += largest / 127 / 2 * weights;
+        }
+        CHECK(std::abs(near[i * n + j] - sum) <= bound + 1e-5 * std::abs(sum));
+      }
   }
   // b's shape follows from K, bits and the block size.
   esg::GraphBuilder bad;

@@ -159,7 +159,7 @@ def matmul_nbits(n):
     # Inputs: A [..., K], B [N, blocks, block_size · bits / 8] (codes packed low bits first),
     # scales [N · blocks] (or [N, blocks]), zero_points (uint8 codes packed the same way, each
     # column's in whole bytes, or one float a block), g_idx (deprecated), bias [N].
-    check_attrs(n, ("K", "N", "bits", "block_size", "accuracy_level"))  # accuracy_level: a hint to ORT's kernels only
+    check_attrs(n, ("K", "N", "bits", "block_size", "accuracy_level"))
     k, columns, bits, block = n.attr("K"), n.attr("N"), n.attr("bits", 4), n.attr("block_size")
     if bits not in (2, 4, 8):
         raise Unsupported(f"bits={bits} (esgraph takes 2, 4 or 8)")
@@ -176,8 +176,11 @@ def matmul_nbits(n):
     b = ops.reshape(n.x(1), [columns, blocks, block * bits // 8])
     scales = ops.reshape(ops.cast(n.x(2), _C.f32), [columns, blocks])
     zero_points = _nbits_zero_points(n.const(3, "zero_points"), columns, blocks, bits) if n.has(3) else None
+    level = n.attr("accuracy_level", 0)
+    if not 0 <= level <= 4:
+        raise Unsupported(f"accuracy_level={level} (ONNX Runtime defines 0 to 4)")
     y = ops.matmul_nbits(a, b, scales, zero_points=None if zero_points is None else n.tensor(zero_points), bits=bits,
-                         block_size=block)
+                         block_size=block, accuracy_level=level)
     if n.has(5):
         y = y + ops.cast(n.x(5), _C.f32)
     return y if dtype == _C.f32 else ops.cast(y, dtype)
