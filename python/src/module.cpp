@@ -467,7 +467,9 @@ void bind_model(py::module_& m) {
     esg::CompileOptions o;
     o.threads(threads).max_loop_iterations(max_loop_iterations).max_nodes(max_nodes).max_plans(max_plans);
     o.max_memory_bytes(max_memory_bytes).recompile(recompile).skip_weight_check(!verify_weights);
-    return esg::load_model(fspath(path), o);
+    const std::string file = fspath(path);
+    py::gil_scoped_release unlocked;  // reading, checking (and recompiling) lets other Python threads run
+    return esg::load_model(file, o);
   }, py::arg("path"), py::kw_only(), py::arg("threads") = 0,
      py::arg("max_loop_iterations") = esg::CompileOptions().c()->max_loop_iterations,
      py::arg("max_nodes") = esg::CompileOptions().c()->max_nodes, py::arg("max_plans") = esg::CompileOptions().c()->max_plans,

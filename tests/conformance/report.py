@@ -19,7 +19,7 @@ OUT_OF_SCOPE = {
     "training": ["Gradient"],
     "random": ["Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
                "Multinomial"],
-    "strings": ["StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "StringConcat", "StringSplit"],
+    "strings": ["StringNormalizer", "RegexFullMatch", "StringConcat", "StringSplit"],
     "sequences and optionals": ["SequenceInsert", "SequenceLength", "SequenceMap", "SequenceAt",
                                 "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SplitToSequence",
                                 "ConcatFromSequence", "OptionalGetElement", "OptionalHasElement", "Optional"],

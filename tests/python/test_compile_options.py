@@ -328,10 +328,12 @@ def test_stats_give_the_models_facts_as_data():
     assert unfused["library_calls"] == 0 and "device_kernels" not in unfused and "captured" not in unfused  # no device
 
 
-def test_a_compile_lets_other_python_threads_run():
-    """compile holds no GIL while it works: a thread running another model keeps running while a
-    large graph compiles (its runs are timed: with the GIL held none would fall inside the
-    compile, only right after it)."""
+@pytest.mark.parametrize("work", ["compile", "load_model"])
+def test_a_compile_or_a_load_lets_other_python_threads_run(work, tmp_path):
+    """compile and load_model hold no GIL while they work: a thread running another model keeps
+    running while a large graph compiles, or its compiled model loads with its 64 MiB of weights
+    checked (its runs are timed: with the GIL held none would fall inside the call, only right
+    after it). load_model held it (issue 47)."""
     import sys
     import threading
     import time
@@ -342,7 +344,11 @@ def test_a_compile_lets_other_python_threads_run():
         y = b.input("y", esgraph.f32, [64, 64])
         for _ in range(2000):  # about 0.1 s to compile
             y = ops.tanh(y @ y) + 1.0
+        y = y + np.ones((4096, 64, 64), np.float32)  # 64 MiB whose checksum a load checks
         large = b.build([y])
+    path = tmp_path / "large.esgm"
+    if work == "load_model":
+        esgraph.compile(large).save(path)
     ran, done = [], threading.Event()
 
     def serve():
@@ -355,7 +361,7 @@ def test_a_compile_lets_other_python_threads_run():
     try:
         time.sleep(0.05)
         t0 = time.perf_counter()
-        esgraph.compile(large)
+        esgraph.compile(large) if work == "compile" else esgraph.load_model(path)
         t1 = time.perf_counter()
     finally:
         done.set()
