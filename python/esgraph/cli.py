@@ -195,6 +195,9 @@ def _inputs(signature, given, bind, frozen=(), flag="-i"):
     for name, dtype, dims in signature:
         if name in files:
             path = files.pop(name)
+            with open(path, "rb") as f:  # numpy reads what lacks the header as a pickle, and says so
+                if f.read(6) != b"\x93NUMPY":
+                    raise SystemExit(f"{flag} {name}: {path} is not a .npy file (it does not start with numpy's header)")
             try:  # no pickles: a .npy file holds an array and nothing else
                 arrays[name] = np.load(path, allow_pickle=False)
             except (ValueError, OSError, EOFError) as e:

@@ -1334,6 +1334,38 @@ static void test_prepared_runs(void) {
   esg_builder_destroy(b);
 }
 
+/* Two outputs in one stretch of memory are refused by run, prepare and profile, naming both;
+   outputs side by side in one array are fine. */
+static void test_outputs_that_overlap(void) {
+  esg_builder* b = esg_builder_create("two_outputs");
+  int64_t d[1] = {2};
+  float x[2] = {1, -2}, y[4] = {9, 9, 9, 9};
+  esg_tensor tx, outs[2];
+  esg_graph* g;
+  esg_model* m;
+  esg_buffer in, o[2];
+  tx = esg_input(b, "x", ESG_F32, d, 1);
+  outs[0] = esg_relu(tx, NULL);
+  outs[1] = esg_neg(tx, NULL);
+  g = esg_builder_build(b, outs, 2);
+  esg_builder_destroy(b);
+  m = esg_compile(g, NULL);
+  esg_graph_destroy(g);
+  CHECK(m != NULL);
+  in = buffer(x, sizeof x, ESG_F32, d, 1);
+  o[0] = buffer(y, 2 * sizeof(float), ESG_F32, d, 1);
+  o[1] = buffer(y + 1, 2 * sizeof(float), ESG_F32, d, 1); /* shares y[1] with output 0 */
+  CHECK(esg_model_run(m, &in, 1, o, 2) == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(esg_last_error(), "output 1 shares memory with output 0") != NULL);
+  CHECK(esg_model_prepare(m, &in, 1, o, 2) == NULL && esg_last_status() == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(esg_model_profile(m, &in, 1, o, 2, "unused.json") == ESG_ERR_INVALID_ARGUMENT);
+  CHECK(y[0] == 9 && y[1] == 9 && y[2] == 9); /* nothing ran */
+  o[1] = buffer(y + 2, 2 * sizeof(float), ESG_F32, d, 1); /* side by side */
+  CHECK(esg_model_run(m, &in, 1, o, 2) == ESG_OK);
+  CHECK(y[0] == 1 && y[1] == 0 && y[2] == -1 && y[3] == 2);
+  esg_model_destroy(m);
+}
+
 /* A file's bytes, read whole (the caller frees them with free), or NULL. */
 static unsigned char* read_file(const char* path, size_t* size) {
   FILE* f = fopen(path, "rb");
@@ -1606,6 +1638,7 @@ int main(int argc, char** argv) {
   test_sizes_the_data_decides();
   test_collectives();
   test_prepared_runs();
+  test_outputs_that_overlap();
   test_model_file();
   test_facts();
   test_constant_in_place();
