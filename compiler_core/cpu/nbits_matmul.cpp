@@ -173,7 +173,8 @@ bool integer_rows_available() {
 inline int64_t quantized_at(int64_t half, int64_t i) { return (i % 2) * 32 + half * 16 + i / 2; }
 
 // a's rows rounded to int8, 32 values to a scale, laid out for integer_tile; zeros past K.
-void quantize_rows(const float* a, int64_t rows, int64_t k, int64_t padded, int64_t block_size, int64_t blocks, int64_t groups,
+// False for rows holding an infinity or a NaN, which no scale rounds: the f32 path takes them.
+bool quantize_rows(const float* a, int64_t rows, int64_t k, int64_t padded, int64_t block_size, int64_t blocks, int64_t groups,
                    std::vector<int8_t>& quantized, std::vector<float>& lane_scales, std::vector<float>& sums) {
   quantized.assign(static_cast<size_t>(rows * groups * 64), 0);
   lane_scales.assign(static_cast<size_t>(rows * groups * 8), 0.0f);
@@ -183,12 +184,17 @@ void quantize_rows(const float* a, int64_t rows, int64_t k, int64_t padded, int6
     for (int64_t piece = 0; piece < padded / 32; ++piece) {
       const int64_t from = piece * 32, count = std::clamp<int64_t>(k - from, 0, 32);
       float largest = 0.0f;
-      for (int64_t i = 0; i < count; ++i) largest = std::max(largest, std::fabs(row[from + i]));
-      const float scale = largest / 127.0f, inverse = largest > 0.0f ? 127.0f / largest : 0.0f;
+      for (int64_t i = 0; i < count; ++i) {
+        if (!std::isfinite(row[from + i])) return false;
+        largest = std::max(largest, std::fabs(row[from + i]));
+      }
+      // the inverse in double: 127 / a tiny largest overflows a float
+      const float scale = largest / 127.0f;
+      const double inverse = largest > 0.0f ? 127.0 / largest : 0.0;
       int8_t* group = quantized.data() + (r * groups + piece / 2) * 64;
       int64_t total = 0;
       for (int64_t i = 0; i < count; ++i) {
-        const auto q = static_cast<int8_t>(std::clamp(std::nearbyint(row[from + i] * inverse), -127.0f, 127.0f));
+        const auto q = static_cast<int8_t>(std::clamp(std::nearbyint(row[from + i] * inverse), -127.0, 127.0));
         group[quantized_at(piece % 2, i)] = q;
         total += q;
       }
@@ -196,6 +202,7 @@ void quantize_rows(const float* a, int64_t rows, int64_t k, int64_t padded, int6
       sums[static_cast<size_t>(r * blocks + from / block_size)] += scale * static_cast<float>(total);
     }
   }
+  return true;
 }
 
 // The codes of a column's 64-value group (32 bytes at `at`) as the two registers vpdpbusd
@@ -386,14 +393,14 @@ void run(const eval::KernelCall& c) {
   const int64_t rows = n ? y.size() / n : 0;
   if (rows == 0 || n == 0) return;
   const bool dequantized = rows >= kDequantizedRows && k > 0;
-  const bool integer = !dequantized && attrs.accuracy_level == 4 && bits == 4 && block_size % 32 == 0 && integer_rows_available();
+  bool integer = !dequantized && attrs.accuracy_level == 4 && bits == 4 && block_size % 32 == 0 && integer_rows_available();
   // Few rows: a's rows padded with zeros past K (the padding codes'), each 8 values in the order
   // the codes come in (eight_codes), and each block's sum; or, in int8, as quantize_rows lays them.
   thread_local std::vector<float> permuted, sums, lane_scales;
   thread_local std::vector<int8_t> quantized;
   const int64_t groups = (padded + 63) / 64;
-  if (integer) quantize_rows(a.data<float>(), rows, k, padded, block_size, blocks, groups, quantized, lane_scales, sums);
-  else if (!dequantized) {
+  if (integer) integer = quantize_rows(a.data<float>(), rows, k, padded, block_size, blocks, groups, quantized, lane_scales, sums);
+  if (!integer && !dequantized) {
     permuted.assign(static_cast<size_t>(rows * padded), 0.0f);
     sums.assign(static_cast<size_t>(rows * blocks), 0.0f);
     for (int64_t r = 0; r < rows; ++r) {

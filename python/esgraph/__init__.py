@@ -37,6 +37,7 @@ bool_ = getattr(__import__("esgraph._C", fromlist=["_C"]), "bool")
 # the first line of its docstring ("compile(graph: object, *, streams: int = 1, ...)"), so the
 # list cannot drift.
 _COMPILE_OPTIONS = dict(re.findall(r"(\w+): ([\w\[\], ]+?) = ", _compile_graph.__doc__.split("\n", 1)[0].split("*,", 1)[1]))
+# What an option's type takes, to name the one pybind11 refused (it says only that one was).
 _TAKES = {"int": lambda v: isinstance(v, numbers.Integral), "bool": lambda v: isinstance(v, (bool, _np.bool_)),
           "str": lambda v: isinstance(v, str), "Dict[str, int]": lambda v: isinstance(v, dict) and all(
               isinstance(k, str) and isinstance(x, numbers.Integral) for k, x in v.items()),
@@ -47,16 +48,23 @@ def compile(graph, **options):  # noqa: A001 - the library's one verb for it
     unknown = sorted(set(options) - set(_COMPILE_OPTIONS))
     if unknown:  # pybind11 would print every overload's signature
         raise TypeError(f"compile: no option {', '.join(f'`{u}`' for u in unknown)} (it takes {', '.join(_COMPILE_OPTIONS)})")
-    for name, value in options.items():  # named here: pybind11 would print the whole signature
-        if not _TAKES.get(_COMPILE_OPTIONS[name], lambda v: True)(value):
-            raise TypeError(f"compile: option `{name}` takes {_COMPILE_OPTIONS[name]}, got {type(value).__name__} {value!r}")
-    # A graph whose structure waits for input values (esgraph.onnx.ValueDependentGraph) compiles
-    # itself: one graph per set of those values.
-    if not isinstance(graph, Graph) and hasattr(graph, "graph_for"):
-        return graph.compile(**options)
-    if isinstance(graph, (str, os.PathLike)):
-        return _compile_file(os.fspath(graph), **options)
-    return _compile_graph(graph, **options)
+    try:
+        # A graph whose structure waits for input values (esgraph.onnx.ValueDependentGraph)
+        # compiles itself: one graph per set of those values.
+        if not isinstance(graph, Graph) and hasattr(graph, "graph_for"):
+            return graph.compile(**options)
+        if isinstance(graph, (str, os.PathLike)):
+            return _compile_file(os.fspath(graph), **options)
+        return _compile_graph(graph, **options)
+    except TypeError as e:
+        # pybind11 refused an option's type, printing the whole signature: the option is named
+        # instead (what pybind11 converts, numpy's integers for ints say, stays accepted).
+        wrong = [name for name, value in options.items() if not _TAKES.get(_COMPILE_OPTIONS[name], lambda v: True)(value)]
+        if "incompatible function arguments" not in str(e) or not wrong:
+            raise
+        name = wrong[0]
+        raise TypeError(f"compile: option `{name}` takes {_COMPILE_OPTIONS[name]}, got {type(options[name]).__name__} "
+                        f"{options[name]!r}") from None
 
 
 def _compile_file(path, **options):

@@ -196,18 +196,20 @@ def _inputs(signature, given, bind, frozen=(), flag="-i"):
         if name in files:
             path = files.pop(name)
             with open(path, "rb") as f:  # numpy reads what lacks the header as a pickle, and says so
-                if f.read(6) != b"\x93NUMPY":
-                    raise SystemExit(f"{flag} {name}: {path} is not a .npy file (it does not start with numpy's header)")
+                head = f.read(6)
+            if head.startswith(b"PK\x03\x04"):
+                raise SystemExit(f"{flag} {name}: {path} holds several arrays (.npz); give one .npy file")
+            if head != b"\x93NUMPY":
+                raise SystemExit(f"{flag} {name}: {path} is not a .npy file (it does not start with numpy's header)")
             try:  # no pickles: a .npy file holds an array and nothing else
                 arrays[name] = np.load(path, allow_pickle=False)
             except (ValueError, OSError, EOFError) as e:
                 raise SystemExit(f"{flag} {name}: {path} is not a .npy file numpy can read ({type(e).__name__}: {e})") from None
-            if not isinstance(arrays[name], np.ndarray):
-                raise SystemExit(f"{flag} {name}: {path} holds several arrays (.npz); give one .npy file")
             want = np.dtype(getattr(_C, dtype).numpy)
             if arrays[name].dtype != want:  # the command converts nothing: the file is the input
-                raise SystemExit(f"{flag} {name}: {path} holds {arrays[name].dtype}, the model's `{name}` is {dtype}: "
-                                 f"save it as {want} (numpy: array.astype(numpy.{want}))")
+                how = ("as bf16's bit patterns in uint16 (the upper halves of float32s: (array.astype(numpy.float32).view("
+                       "numpy.uint32) >> 16).astype(numpy.uint16))" if dtype == "bf16" else f"as {want} (numpy: array.astype(numpy.{want}))")
+                raise SystemExit(f"{flag} {name}: {path} holds {arrays[name].dtype}, the model's `{name}` is {dtype}: save it {how}")
             continue
         shape = []
         for d in dims:

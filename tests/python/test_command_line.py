@@ -141,6 +141,12 @@ def test_bad_input_arguments(onnx_file, arg, message):
     assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr
 
 
+def test_an_npz_input_is_named_as_several_arrays(onnx_file, tmp_path):
+    np.savez(tmp_path / "x.npz", a=np.ones((2, 4), np.float32))
+    r = esgraph_cli("run", onnx_file, "-i", f"x={tmp_path / 'x.npz'}")
+    assert r.returncode != 0 and "holds several arrays (.npz); give one .npy file" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_an_input_given_twice_is_refused(onnx_file, tmp_path):
     """The last one won, silently."""
     np.save(tmp_path / "x.npy", np.ones((2, 4), np.float32))

@@ -142,6 +142,42 @@ def test_expand_of_a_symbolic_size_and_static_ones(dtype):
             assert np.signbit(got.flat[0])
 
 
+@pytest.mark.parametrize("case", ["negative", "difference", "opset 9", "inlined if"])
+def test_sizes_that_may_be_negative_old_opsets_and_inlined_bodies_match_onnx_runtime(case):
+    """Sizes compared with -1 only when they cannot be negative (-b is -1 at b = 1; b - t may be
+    too); opset 9's Slice and an If whose condition is known read the sizes too, or leave the
+    graph to the run's shapes (each failed the import or gave wrong values before)."""
+    ort = pytest.importorskip("onnxruntime")
+    b_nodes, b_init = _size_of(0, "b")
+    t_nodes, t_init = _size_of(1, "t")
+    inits = b_init + t_init + [i64("axes", [0]), i64("minus", [-1]), i64("one_six", [1, 6]), i64("minus_three", [-1, 3])]
+    opset = 13
+    if case in ("negative", "difference"):
+        value = [helper.make_node("Mul", ["b", "minus"], ["v"])] if case == "negative" else [helper.make_node("Sub", ["b", "t"], ["v"])]
+        nodes = b_nodes + t_nodes + value + [
+            helper.make_node("Equal", ["v", "minus"], ["is"]),
+            helper.make_node("Where", ["is", "one_six", "minus_three"], ["shape"]),
+            helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    elif case == "opset 9":
+        opset = 9
+        nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Slice", ["s"], ["b"], starts=[0], ends=[1]),
+                 helper.make_node("Concat", ["b", "minus"], ["shape"], axis=0), helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    else:
+        then = helper.make_graph([helper.make_node("Concat", ["b", "minus"], ["then_shape"], axis=0)], "then", [],
+                                 [vi("then_shape", I64, [2])])
+        other = helper.make_graph([helper.make_node("Identity", ["minus_three"], ["else_shape"])], "else", [],
+                                  [vi("else_shape", I64, [2])])
+        nodes = b_nodes + [helper.make_node("If", ["yes"], ["shape"], then_branch=then, else_branch=other),
+                           helper.make_node("Reshape", ["x", "shape"], ["y"])]
+        inits.append(helper.make_tensor("yes", TensorProto.BOOL, [], [True]))
+    model = make(nodes, [vi("x", F32, ["b", "t"])], [vi("y", F32, None)], inits, opset=opset)
+    compiled = esgraph.compile(esgraph.onnx.load(model))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b, t in ((1, 6), (2, 3), (3, 3)):
+        x = rand(b, t, seed=b + t)
+        np.testing.assert_array_equal(compiled(x), session.run(None, {"x": x})[0])
+
+
 @pytest.mark.parametrize("case", ["fill", "swapped", "output"])
 def test_sizes_known_only_at_run_time_wait_for_the_input_shapes(case):
     """What a graph cannot say with its static attributes (a fill of a symbolic size, a

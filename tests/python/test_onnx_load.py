@@ -378,6 +378,19 @@ def test_a_converters_own_arrays_count_against_the_import_cap(case):
         assert esgraph.onnx.load(make([node], inputs, [vi("y", F32, None)], [i64("depth", [4]), inits[1]]), max_memory_bytes=1 << 20)
 
 
+def test_a_converters_temporaries_do_not_stay_counted():
+    """Fourteen CumSums over 1024 values: each makes 17 MiB of index grids it drops and keeps
+    a 4 MiB matrix. Counting the grids for good refused the 13th under the default cap."""
+    nodes = [helper.make_node("CumSum", [f"h{i}", "axis"], [f"h{i + 1}"]) for i in range(14)]
+    model = make(nodes, [vi("h0", F32, [1, 1024])], [vi("h14", F32, [1, 1024])], [i64("axis", 1)])
+    x = np.ones((1, 1024), np.float32) * 1e-30
+    got = esgraph.compile(esgraph.onnx.load(model))(x)
+    want = x.astype(np.float64)
+    for _ in range(14):
+        want = np.cumsum(want, axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
 def test_an_integer_range_beyond_two_to_the_53_imports_exactly():
     """ONNX's Range of int64 constants counts in int64 (integer_range); it was refused, since
     range's doubles stop at 2^53."""

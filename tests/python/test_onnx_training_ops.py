@@ -161,6 +161,22 @@ def test_adam_steps_match_onnx_reference():
            norm_coefficient=0.01, norm_coefficient_post=0.05, alpha=0.9, beta=0.99, epsilon=1e-3)
 
 
+def test_adagrad_takes_onnx_default_epsilon():
+    """Without an epsilon attribute, ONNX's 1e-6 (it was 0: a zero gradient on a zero state gave
+    0 / 0)."""
+    from onnx.backend.test.case.node.adagrad import apply_adagrad
+    compiled = esgraph.compile(esgraph.onnx.load(_optimizer("Adagrad", 1)))
+    r, t = np.array(0.1, np.float32), np.array(0, np.int64)
+    x, g, h = [np.array([1.0, 1.0], np.float32), np.array([1.0, 2.0, 3.0], np.float32)], \
+        [np.array([0.0, 1e-7], np.float32), np.zeros(3, np.float32)], [np.zeros(2, np.float32), np.zeros(3, np.float32)]
+    got = compiled.run([r, t] + x + g + h)
+    for i in (0, 1):
+        want_x, want_h = apply_adagrad(r, t, x[i], g[i], h[i], 0.0, 1e-6, 0.0)
+        close(got[i], want_x, rtol=1e-5, atol=1e-6)
+        close(got[2 + i], want_h, rtol=1e-5, atol=1e-12)
+    assert np.isfinite(got[0]).all()
+
+
 def test_an_optimizer_with_the_wrong_count_of_inputs_is_refused_by_name():
     node = helper.make_node("Adam", ["r", "t", "x", "g", "v"], ["x_new", "v_new"], domain=_TRAINING)
     declared = [vi("r", F32, []), vi("t", I64, [])] + [vi(name, F32, [2]) for name in "xgv"]

@@ -607,6 +607,25 @@ def test_accuracy_level_4_rounds_a_to_int8_within_half_a_step(block_size, k, n, 
     assert (np.abs(got - f32_path).max() > 0) == _has_vnni()
 
 
+def test_accuracy_level_4_leaves_infinities_and_nans_to_the_f32_path_and_keeps_tiny_values():
+    """A row holding a NaN or an infinity has no int8 scale: that product runs on the f32 path,
+    which carries them (the int8 path had turned a NaN into 0). Values near the smallest
+    normal float round within the bound (127 / their largest overflowed a float)."""
+    rng = rng_for("accuracy level 4 non-finite")
+    codes, scales, zero_points = operands(rng, 5, 64, 4, 32)
+    with esgraph.GraphBuilder("level4") as g:
+        y = ops.matmul_nbits(g.input("a", esgraph.f32, [2, 64]), g.constant(pack_codes(codes, 4, 32)), g.constant(scales),
+                             zero_points=g.constant(zero_points), accuracy_level=4)
+        model = esgraph.compile(g.build([y]))
+    for bad in (np.nan, np.inf):
+        a = rng.standard_normal((2, 64)).astype(F32)
+        a[0, 5] = bad
+        np.testing.assert_array_equal(model.run([a])[0], run_fast(a, codes, scales, zero_points, 4, 32))
+    tiny = (rng.standard_normal((2, 64)) * 1e-38).astype(F32)
+    exact = nbits_ref(tiny, codes, scales, zero_points, 4, 32)
+    assert (np.abs(model.run([tiny])[0] - exact) <= int8_rows_bound(tiny, codes, scales, zero_points, 4, 32) + 1e-45).all()
+
+
 def test_accuracy_level_4_leaves_8_bits_and_many_rows_on_the_f32_path():
     """8-bit codes are bound by their bytes (no faster in int8), and 16 rows or more dequantize
     onto the f32 GEMM: the same values as at level 0."""

@@ -226,12 +226,13 @@ class Importer:
             self._constants[key] = (array, tensor)
         return self._constants[key][1]
 
-    def reserve(self, nbytes, what):
-        """Counts `nbytes` a converter is about to make against the cap (registry.reserve)."""
+    def reserve(self, nbytes, kept, what):
+        """Checks `nbytes` a converter is about to make against the cap, and holds the `kept` of
+        them that stay (registry.reserve)."""
         if self.max_memory_bytes and self.folded_bytes + nbytes > self.max_memory_bytes:
             raise Unsupported(f"{what} would take {nbytes} bytes while importing, beyond the import's memory cap "
                               f"({self.max_memory_bytes} bytes, {self.folded_bytes} held): load(max_memory_bytes=...) sets it, 0 for none")
-        self.folded_bytes += nbytes
+        self.folded_bytes += kept
 
     def run(self, builder):
         token = current_import.set(self)
@@ -371,7 +372,12 @@ class Importer:
         try:
             if any(isinstance(v, Sizes) for v in node._inputs) and proto.op_type in SIZES_CONVERTERS and standard \
                     and all(v is None or isinstance(v, (np.ndarray, Sizes)) for v in node._inputs):
-                outputs = SIZES_CONVERTERS[proto.op_type](node)
+                try:
+                    outputs = SIZES_CONVERTERS[proto.op_type](node)
+                except Unsupported:
+                    raise
+                except Exception as e:  # numpy's refusal of sizes the model combines oddly: the run's shapes decide
+                    raise NeedsShape(f"sizes of symbolic dimensions: {type(e).__name__}: {e}") from e
             elif foldable and node._inputs and all(v is None or isinstance(v, np.ndarray) for v in node._inputs):
                 try:
                     outputs = self._fold(node, convert)
@@ -438,29 +444,34 @@ class Importer:
             if not inline:
                 self._constants = {}  # a body's constants belong to the body
             try:
-                failures_before = len(self.failures)
+                failures_before, waiting_before = len(self.failures), self.waiting
                 self.failures.extend(single_assignment(graph))
                 for vi, p in zip(graph.input, params):
                     self.values[vi.name] = p
                 for init in graph.initializer:
                     self.values[init.name] = self._initializer(init)
                 self.convert_nodes(graph.node)
-                results = [self._result(vi.name) for vi in graph.output]
+                # sizes of symbolic dimensions leave an inlined body as they are, and the scope outside reads them
+                results = [self._result(vi.name, sizes=inline) for vi in graph.output]
                 if len(self.failures) > failures_before:
-                    raise Unsupported(f"its subgraph '{graph.name}' has unsupported nodes (listed above)")
+                    why = f"its subgraph '{graph.name}' has unsupported nodes (listed above)"
+                    if self.waiting - waiting_before == len(self.failures) - failures_before:  # each waits for a run's values
+                        raise (NeedsShape if self.waits_for_shapes else NeedsValue)(why)
+                    raise Unsupported(why)
                 return results if inline else [self.as_tensor(v) if isinstance(v, np.ndarray) else v for v in results]
             finally:
                 self.values, self._constants = saved_values, saved_constants
         return body
 
-    def _result(self, name):
+    def _result(self, name, sizes=False):
+        """The value a graph (or body) gives as output `name`; `sizes`: symbolic Sizes may be one."""
         if name not in self.values:
             self.failures.append((f"output '{name}'", "no node produces it"))
             return POISONED
         if self.values[name] is None:
             self.failures.append((f"output '{name}'", "its node leaves this optional output out"))
             return POISONED
-        if isinstance(self.values[name], Sizes):  # a graph has no op that reads a tensor's sizes
+        if isinstance(self.values[name], Sizes) and not sizes:  # a graph has no op that reads a tensor's sizes
             self.failures.append((f"output '{name}'", "sizes of symbolic dimensions: known only from a run's input shapes"))
             self.waiting += 1
             self.waits_for_shapes = True

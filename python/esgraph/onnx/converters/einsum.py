@@ -41,7 +41,7 @@ def _diagonals(x, term):
         c = next(c for c in term if term.count(c) > 1)
         first, second = term.index(c), term.index(c, term.index(c) + 1)
         size = x.shape[first]
-        reserve([size, size], 1, "Einsum's diagonal mask")
+        reserve([size, size], 1, "Einsum's diagonal mask", kept=1)
         mask = np.eye(size, dtype=bool).reshape([size if d in (first, second) else 1 for d in range(x.ndim)])
         x = ops.reduce_sum(ops.where(mask, x, 0), axes=[second])
         term = term[:second] + term[second + 1:]

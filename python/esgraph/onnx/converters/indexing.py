@@ -27,7 +27,7 @@ def one_hot(n):
     axis = n.attr("axis", -1)
     axis = axis + rank + 1 if axis < 0 else axis
     idx = ops.cast(indices, _C.i64)  # ONNX allows float indices: truncated
-    reserve([depth], 8, "OneHot's positions")
+    reserve([depth], 8, "OneHot's positions", kept=8)
     positions = np.arange(depth, dtype=np.int64).reshape([depth] + [1] * (rank - axis))
     hot = ops.equal(ops.unsqueeze(_wrapped(idx, depth), [axis]), positions)
     return ops.where(hot, ops.reshape(on, []), ops.reshape(off, []))
@@ -51,7 +51,8 @@ def cumsum(n):
     x = n.x(0)
     axis = int(np.asarray(n.const(1, "axis")).reshape(-1)[0]) % x.ndim
     length = _static([x.shape[axis]], "CumSum")[0]
-    reserve([length, length], 2 * 8 + 1 + np.dtype(x.dtype.numpy).itemsize, "CumSum's triangular matrix")
+    itemsize = np.dtype(x.dtype.numpy).itemsize
+    reserve([length, length], 2 * 8 + 1 + itemsize, "CumSum's triangular matrix", kept=itemsize)
     i, j = np.meshgrid(np.arange(length), np.arange(length), indexing="ij")
     exclusive, reverse = n.attr("exclusive", 0), n.attr("reverse", 0)
     keep = (i > j if exclusive else i >= j) if reverse else (i < j if exclusive else i <= j)
@@ -73,7 +74,7 @@ def _gather_elements(data, indices, axis):
     shape = _static(data.shape, "GatherElements")
     out = _static(indices.shape, "GatherElements")
     axis = axis % len(shape)
-    reserve(out, 8 * (len(out) + 2), "GatherElements' indices")
+    reserve(out, 8 * (len(out) + 2), "GatherElements' indices", kept=8)
     strides = np.cumprod([1] + shape[::-1])[:-1][::-1].astype(np.int64)
     grids = np.meshgrid(*[np.arange(s, dtype=np.int64) for s in out], indexing="ij") if out else []
     base = sum((g * strides[d] for d, g in enumerate(grids) if d != axis), np.zeros(out, np.int64))
@@ -154,7 +155,7 @@ def reverse_sequence(n):
     dims = _static(x.shape, "ReverseSequence")
     lens = np.asarray(n.const(1, "sequence_lens")).reshape(-1)
     batch_axis, time_axis = n.attr("batch_axis", 1), n.attr("time_axis", 0)
-    reserve(dims, 8 * (len(dims) + 2), "ReverseSequence's indices")
+    reserve(dims, 8 * (len(dims) + 2), "ReverseSequence's indices", kept=8)
     grids = np.meshgrid(*[np.arange(d, dtype=np.int64) for d in dims], indexing="ij")
     t, b = grids[time_axis], grids[batch_axis]
     length = lens[b]

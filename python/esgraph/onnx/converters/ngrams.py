@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import _C
 from .nn import _static
-from .registry import Unsupported, check_attrs, converts, reserve
+from .registry import Unsupported, check_attrs, converts
 
 ops = _C.ops
 
@@ -70,7 +70,6 @@ def tfidf_vectorizer(n):
                 windows = length - (size - 1) * step
                 if windows <= 0:
                     continue
-                reserve([windows, len(pool), size], 2, "TfIdfVectorizer's comparisons")
                 at = np.arange(windows)[:, None] + np.arange(size)[None, :] * step  # [windows, size]
                 taken = ops.cast(ops.gather(rows, at, axis=1), _C.i64)  # [N, windows, size]
                 same = ops.equal(ops.unsqueeze(taken, axes=[2]), pool[None, None])  # [N, windows, pool, size]
@@ -86,7 +85,10 @@ def tfidf_vectorizer(n):
     if y is None:  # no n-gram length in range, or none fits in a row: every count 0
         head = ops.cast(ops.slice(rows, [0], [1], axes=[1]), _C.f32)  # [N, 1], or [N, 0] for empty rows
         y = ops.matmul(ops.cast(ops.not_equal(head, head), _C.f32), np.zeros((min(length, 1), width), np.float32))
-    weight_at = (weights[:, None] * placed).sum(0)  # each output index's n-gram's weight
+    # weight i is output index i's, as ONNX Runtime reads it (ONNX's text says the i-th pool
+    # n-gram's: the two agree when ngram_indexes lists the pool in order, as exporters write it)
+    weight_at = np.ones(width, np.float32)
+    weight_at[:min(width, total)] = weights[:min(width, total)]
     if mode == "IDF":
         y = ops.cast(y > 0.0, _C.f32) * weight_at
     elif mode == "TFIDF":

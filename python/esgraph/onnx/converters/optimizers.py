@@ -41,7 +41,7 @@ def adagrad(n):
     for x, g, h in zip(xs, gs, hs):
         g = x * n.attr("norm_coefficient", 0.0) + g
         h = h + g * g
-        new_x.append(x - rate * g / (ops.sqrt(h) + n.attr("epsilon", 0.0)))
+        new_x.append(x - rate * g / (ops.sqrt(h) + n.attr("epsilon", 1e-6)))
         new_h.append(h)
     return new_x + new_h
 

@@ -68,7 +68,7 @@ def pool_by_shifts(x, kind, kernel, strides, pads, dilations, ceil_mode, count_i
         best_real = best_real | real
     if kind == "max":
         return (best, best_index) if want_indices else best
-    reserve(outs, 2 * 8, "pooling's window counts")
+    reserve(outs, 2 * 8, "pooling's window counts", kept=8)
     counts = np.ones([1, 1] + outs)
     for axis, (p, k, d, n, b, e) in enumerate(zip(positions, kernel, dilations, sizes, begins, ends)):
         taps = p[:, None] + np.arange(k)[None, :] * d
@@ -81,7 +81,7 @@ def pool_by_shifts(x, kind, kernel, strides, pads, dilations, ceil_mode, count_i
 
 def _inside(sizes, positions, offset, dilations):
     """[1, 1, out...] booleans: the element at `offset` of each window lies inside the input."""
-    reserve([len(p) for p in positions], 8 * len(positions) + 1, "pooling's window positions")
+    reserve([len(p) for p in positions], 8 * len(positions) + 1, "pooling's window positions", kept=1)
     grids = np.meshgrid(*[p + o * d for p, o, d in zip(positions, offset, dilations)], indexing="ij")
     inside = np.ones(grids[0].shape, bool)
     for g, n in zip(grids, sizes):
@@ -91,7 +91,7 @@ def _inside(sizes, positions, offset, dilations):
 
 def _flat_index(batch, channels, sizes, positions, offset, dilations, column_major):
     """The index into the input (N, C, spatial...) of each window's element at `offset`."""
-    reserve([batch, channels] + [len(p) for p in positions], 8 * (len(positions) + 2), "pooling's window indices")
+    reserve([batch, channels] + [len(p) for p in positions], 8 * (len(positions) + 2), "pooling's window indices", kept=8)
     grids = np.meshgrid(*[p + o * d for p, o, d in zip(positions, offset, dilations)], indexing="ij")
     spatial = np.zeros(grids[0].shape, np.int64)
     order = list(zip(grids, sizes))

@@ -40,12 +40,14 @@ def check_attrs(node, supported):
         raise Unsupported(f"attribute(s) {', '.join(extra)} not supported")
 
 
-def reserve(shape, itemsize, what):
+def reserve(shape, itemsize, what, kept):
     """Room for the arrays of `shape` (`itemsize` bytes an element, all of them together) that a
     converter is about to make while importing: an index table, a mask, an interpolation or
-    Fourier matrix, sized by the model's shapes and constants. They count against load()'s
-    max_memory_bytes with what folding holds, and beyond it the node is refused, naming them,
-    before anything is allocated: a small file cannot make the import fill the machine."""
+    Fourier matrix, sized by the model's shapes and constants. Beyond what is left of load()'s
+    max_memory_bytes the node is refused, naming them, before anything is allocated: a small
+    file cannot make the import fill the machine. `kept` bytes an element stay, as the graph's
+    constants, and count against the cap from then on; the rest are temporaries."""
     importer = current_import.get()
     if importer is not None:
-        importer.reserve(math.prod(int(d) for d in shape) * itemsize, what)
+        elements = math.prod(int(d) for d in shape)
+        importer.reserve(elements * itemsize, elements * kept, what)

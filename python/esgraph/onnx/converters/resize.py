@@ -59,7 +59,7 @@ def interpolation_matrix(length_in, length_out, scale, method, coordinates, near
     position; outside[x] says that x samples beyond the input (tf_crop_and_resize extrapolates
     there). Neighbours beyond the edges repeat the edge, or drop out (exclude_outside) with the
     rest renormalized."""
-    reserve([length_out, length_in], 8, "the interpolation matrix")
+    reserve([length_out, length_in], 8, "the interpolation matrix", kept=8)
     w = np.zeros((length_out, length_in))
     outside = np.zeros(length_out, bool)
     for x in range(length_out):

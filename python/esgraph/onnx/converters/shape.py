@@ -56,7 +56,7 @@ def constant_of_shape(n):
     value = n.attr("value", np.zeros(1, np.float32)).reshape(-1)[:1]
     dims = n.ints(0, "shape")
     if _beyond_double(value[0]):  # made here, exactly (fill's value is a double)
-        reserve(dims, value.itemsize, "ConstantOfShape's tensor")
+        reserve(dims, value.itemsize, "ConstantOfShape's tensor", kept=value.itemsize)
         return np.full(dims, value[0], value.dtype)
     return ops.fill(dims, value=float(value[0]), dtype=_dtypes.from_numpy(value.dtype))
 
@@ -75,7 +75,8 @@ def range_(n):
 def eye_like(n):
     rows, cols = _static(n.shape(0), "EyeLike")
     dtype = _dtypes.esg_dtype(n.attr("dtype")) if "dtype" in n.attrs else n.dtype(0)
-    reserve([rows, cols], _dtypes.numpy_dtype(dtype).itemsize, "EyeLike's matrix")
+    itemsize = _dtypes.numpy_dtype(dtype).itemsize
+    reserve([rows, cols], itemsize, "EyeLike's matrix", kept=itemsize)
     return np.eye(rows, cols, k=n.attr("k", 0), dtype=_dtypes.numpy_dtype(dtype))
 
 
@@ -250,6 +251,6 @@ def trilu(n):
     x = n.x(0)
     rows, cols = _static(x.shape[-2:], "Trilu")
     k = int(n.const(1, "k")) if n.has(1) else 0
-    reserve([rows, cols], 1, "Trilu's mask")
+    reserve([rows, cols], 1, "Trilu's mask", kept=1)
     keep = (np.triu if n.attr("upper", 1) else np.tril)(np.ones((rows, cols), dtype=bool), k)
     return ops.where(keep, x, 0)

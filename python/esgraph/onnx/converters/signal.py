@@ -53,7 +53,7 @@ def _fourier(real, imag, length, inverse, onesided):
     with 1/N and the opposite sign for `inverse`, the first N/2 + 1 terms for `onesided`. The
     real and imaginary parts, [.., terms] each."""
     terms = length // 2 + 1 if onesided else length
-    reserve([length, terms], 3 * 8, "the Fourier matrices")
+    reserve([length, terms], 3 * 8, "the Fourier matrices", kept=2 * 8)
     angle = 2 * np.pi * np.outer(np.arange(length), np.arange(terms)) / length
     dtype = _dtypes.numpy_dtype(real.dtype)
     cos, sin = np.cos(angle).astype(dtype), np.sin(angle).astype(dtype)
@@ -116,7 +116,7 @@ def stft(n):
     if step < 1 or length < 1 or length > dims[1]:
         raise Unsupported(f"frames of {length} every {step} over a signal of {dims[1]}")
     frames = 1 + (dims[1] - length) // step
-    reserve([frames, length], 2 * 8, "STFT's frame indices")
+    reserve([frames, length], 2 * 8, "STFT's frame indices", kept=8)
     at = (np.arange(frames)[:, None] * step + np.arange(length)[None, :]).astype(np.int64)
 
     def framed(part):
@@ -141,7 +141,7 @@ def mel_weight_matrix(n):
     to_mel = lambda hz: 2595 * np.log10(1 + hz / 700)  # noqa: E731
     edges_mel = to_mel(low) + np.arange(bins + 2) * (to_mel(high) - to_mel(low)) / (bins + 2)
     edges = (((length + 1) * (700 * (np.power(10, edges_mel / 2595) - 1))) // rate).astype(np.int64)
-    reserve([length // 2 + 1, bins + 2], 8, "MelWeightMatrix's matrix")
+    reserve([length // 2 + 1, bins + 2], 8, "MelWeightMatrix's matrix", kept=8)
     out = np.zeros((length // 2 + 1, bins))
     for i in range(bins):
         left, centre, right = edges[i], edges[i + 1], edges[i + 2]

@@ -96,9 +96,9 @@ def _equal(a, b):
         return a == b
     if isinstance(a, Size) and a.same(b):
         return True
-    other = b if isinstance(a, Size) else a
-    if not isinstance(other, Size) and other < 0:
-        return False  # a size is never negative (torch's exports compare with -1)
+    size, other = (a, b) if isinstance(a, Size) else (b, a)
+    if size.symbols is not None and size.coef > 0 and not isinstance(other, Size) and other < 0:
+        return False  # a positive multiple of sizes is never negative (torch's exports compare with -1)
     raise NeedsShape(f"whether sizes {a} and {b} are equal is known only at run time")
 
 
@@ -203,9 +203,13 @@ def _concat(n):
 @_on_sizes("Slice")
 def _slice(n):
     data = _entries(n.value(0))
-    starts, ends = n.ints(1, "starts"), n.ints(2, "ends")
-    axes = n.ints(3, "axes") if n.has(3) else list(range(len(starts)))
-    steps = n.ints(4, "steps") if n.has(4) else [1] * len(starts)
+    if n.opset < 10:  # attributes then
+        starts, ends = list(n.attr("starts")), list(n.attr("ends"))
+        axes, steps = list(n.attr("axes", range(len(starts)))), [1] * len(starts)
+    else:
+        starts, ends = n.ints(1, "starts"), n.ints(2, "ends")
+        axes = n.ints(3, "axes") if n.has(3) else list(range(len(starts)))
+        steps = n.ints(4, "steps") if n.has(4) else [1] * len(starts)
     index = [slice(None)] * data.ndim
     for start, end, axis, step in zip(starts, ends, axes, steps):
         index[axis] = slice(start, end, step)
@@ -214,7 +218,8 @@ def _slice(n):
 
 @_on_sizes("Reshape")
 def _reshape(n):
-    return _made(_entries(n.value(0)).reshape(n.ints(1, "shape")), _dtype(n))
+    shape = n.ints(1, "shape") if n.opset >= 5 else list(n.attr("shape"))
+    return _made(_entries(n.value(0)).reshape(shape), _dtype(n))
 
 
 @_on_sizes("Mul", "Add", "Sub", "Div")
@@ -248,7 +253,7 @@ def reshape_dims(x_shape, sizes, allowzero):
         else:
             dims.append(None)
             unknown.append(i)
-    if len(unknown) == 1 and -1 not in dims:
+    if len(unknown) == 1 and -1 not in dims and not (allowzero and 0 in dims):  # allowzero takes no -1 beside a 0
         dims[unknown[0]] = -1
     elif unknown:
         raise NeedsShape(f"Reshape to sizes {sizes} of a tensor of {list(x_shape)}: they are known only at run time")
