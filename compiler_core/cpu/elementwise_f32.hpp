@@ -38,8 +38,10 @@ const ElementwiseF32* find_elementwise_f32(const ir::OpSchema& op);
 // Operands per elementwise op at most (quantized_add has eight); what the kernels keep on the
 // stack.
 constexpr size_t kMaxOperands = 8;
-// Elements per row call: a chunk of every operand stays in L1.
-constexpr int64_t kChunk = 512;
+// Elements per row call: 8 KiB of each operand, so that a row's operands and result stay in L1
+// for the one or two operands most ops have. With 512, the calls of a fused chain's rows cost
+// more than their arithmetic: a chain of 4 simple ops over 393K floats took 111 us, now 79.
+constexpr int64_t kChunk = 2048;
 
 // How an operand is read over the output's elements, chunk by chunk: chunks never cross a
 // multiple of the run length (plan_operands), and within one every operand is contiguous in

@@ -150,11 +150,13 @@ TEST_CASE("operand layouts read what numpy broadcasting reads, chunk by chunk") 
     CHECK(mismatches == 0);
     return layout.access;
   };
-  CHECK(check_reads({4, 300}, {4, 300}) == Access::Direct);
-  CHECK(check_reads({4, 300}, {1}) == Access::Scalar);
-  CHECK(check_reads({4, 300}, {300}) == Access::Contiguous);
-  CHECK(check_reads({4, 300}, {1, 300}) == Access::Contiguous);
-  CHECK(check_reads({4, 300}, {4, 1}) == Access::Repeated);
+  // Rows longer than a quarter chunk (kChunk / 4 = 512 floats) are read in place.
+  CHECK(check_reads({4, 600}, {4, 600}) == Access::Direct);
+  CHECK(check_reads({4, 600}, {1}) == Access::Scalar);
+  CHECK(check_reads({4, 600}, {600}) == Access::Contiguous);
+  CHECK(check_reads({4, 600}, {1, 600}) == Access::Contiguous);
+  CHECK(check_reads({4, 600}, {4, 1}) == Access::Repeated);
+  CHECK(check_reads({4, 300}, {300}) == Access::Periodic);  // a short row: copied over each chunk
   CHECK(check_reads({3, 5, 700}, {3, 1, 700}) == Access::Contiguous);
   CHECK(check_reads({3, 5, 7}, {5, 1}) == Access::Repeated);
   CHECK(check_reads({2, 1, 3, 1, 5}, {3, 1, 5}) == Access::Periodic);  // 15 contiguous, twice
@@ -163,7 +165,7 @@ TEST_CASE("operand layouts read what numpy broadcasting reads, chunk by chunk") 
   // A per-channel value beside blocked channels: 16 lanes repeated over each plane.
   CHECK(check_reads({2, 5, 30, 16}, {2, 5, 1, 16}) == Access::Periodic);
   CHECK(check_reads({7, 100, 12}, {7, 1, 12}) == Access::Periodic);  // 12 does not divide a chunk: every phase
-  CHECK(check_reads({3, 200}, {200}) == Access::Contiguous);         // long stretches are read in place
+  CHECK(check_reads({3, 700}, {700}) == Access::Contiguous);         // long stretches are read in place
 }
 
 TEST_CASE("the thread pool runs every piece once, job after job, with callers racing for it") {
