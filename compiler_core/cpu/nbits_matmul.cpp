@@ -87,6 +87,23 @@ __attribute__((target("avx2,fma"))) inline __m256 eight_codes(const uint8_t* at)
   return _mm256_cvtepi32_ps(codes);
 }
 
+// Where C columns from `column` keep their codes, scales and zero points (null: 2^(bits-1)).
+template <int C>
+struct ColumnsAt {
+  const uint8_t* codes[C];
+  const float* scales[C];
+  const uint8_t* zeros[C];
+  ColumnsAt(const Operands& o, int64_t column) {
+    const int64_t column_bytes = o.blocks * o.block_bytes;
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      codes[c] = o.codes + (column + c) * column_bytes;
+      scales[c] = o.scales + (column + c) * o.blocks;
+      zeros[c] = o.zero_points ? o.zero_points + (column + c) * o.blocks : nullptr;
+    }
+  }
+};
+
 // y[r][j] for R rows from `row` and C columns from `column` (`ldy` floats a row of y). The
 // unroll pragmas keep the R x C sums in registers.
 template <int Bits, int R, int C>
@@ -95,15 +112,11 @@ __attribute__((target("avx2,fma"))) void tile(const Operands& o, int64_t row, in
   // may alias them, as far as the compiler knows).
   const int64_t blocks = o.blocks, block_size = o.block_size, block_bytes = o.block_bytes, column_bytes = blocks * block_bytes;
   const float zero_default = static_cast<float>(1 << (Bits - 1));
-  const uint8_t* codes[C];
-  const float *scales[C], *x[R], *sums[R];
-  const uint8_t* zeros[C];
-#pragma GCC unroll 4
-  for (int c = 0; c < C; ++c) {
-    codes[c] = o.codes + (column + c) * column_bytes;
-    scales[c] = o.scales + (column + c) * blocks;
-    zeros[c] = o.zero_points ? o.zero_points + (column + c) * blocks : nullptr;
-  }
+  ColumnsAt<C> at(o, column);
+  const uint8_t** codes = at.codes;
+  const float* const* scales = at.scales;
+  const uint8_t* const* zeros = at.zeros;
+  const float *x[R], *sums[R];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     x[r] = o.rows + (row + r) * o.padded;
@@ -259,16 +272,12 @@ ESG_VNNI_TARGET void integer_tile(const Operands& o, int64_t row, int64_t column
   const int64_t blocks = o.blocks, column_bytes = blocks * o.block_bytes, groups = o.groups;
   const int64_t whole = o.padded / 64, group_bytes = 32;
   const float zero_default = 8.0f;
-  const uint8_t *codes[C], *zeros[C];
-  const float* scales[C];
+  const ColumnsAt<C> at(o, column);
+  const uint8_t* const* codes = at.codes;
+  const float* const* scales = at.scales;
+  const uint8_t* const* zeros = at.zeros;
   const int8_t* values[R];
   const float *lanes[R], *sums[R];
-#pragma GCC unroll 4
-  for (int c = 0; c < C; ++c) {
-    codes[c] = o.codes + (column + c) * column_bytes;
-    scales[c] = o.scales + (column + c) * blocks;
-    zeros[c] = o.zero_points ? o.zero_points + (column + c) * blocks : nullptr;
-  }
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     values[r] = o.quantized + (row + r) * groups * 64;
