@@ -1,6 +1,7 @@
 // The shape inference rules named in infer_rules.def, one function each.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <initializer_list>
 #include <string>
 
@@ -811,11 +812,18 @@ bool fits_integer(DType t, __int128 v) {
   return v >= -(static_cast<__int128>(1) << (bits - 1)) && v < (static_cast<__int128>(1) << (bits - 1));
 }
 
+// A double at or past 2^53 as the integer it is (std::to_string would add ".000000").
+std::string whole_number(double v) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.0f", v);
+  return text;
+}
+
 void exact_for_integers(InferContext& ctx, DType dtype, std::initializer_list<const char*> attrs, const char* instead) {
   if (!is_integer(dtype)) return;
   for (const char* name : attrs)
     if (std::fabs(ctx.attr_float(name)) >= kExactInDouble)
-      ctx.fail_attr("`" + std::string(name) + "` = " + std::to_string(ctx.attr_float(name)) + " is beyond the integers a double holds "
+      ctx.fail_attr("`" + std::string(name) + "` = " + whole_number(ctx.attr_float(name)) + " is beyond the integers a double holds "
                     "exactly (below 2^53; 2^53 + 1 would arrive as 2^53) and the result is " + dtype_name(dtype) + ": " + instead);
 }
 

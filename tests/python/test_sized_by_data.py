@@ -318,6 +318,9 @@ def test_float_attributes_beyond_two_to_the_53_are_refused_for_integer_results()
         for value in (2**53 + 1, 2**53, -2**53):
             with pytest.raises(esgraph.AttributeValueError, match="below 2\\^53; 2\\^53 \\+ 1 would arrive as 2\\^53"):
                 ops.fill([2], value=value, dtype=esgraph.i64)
+        # the value as the whole number the double holds (it printed 9007199254740992.000000)
+        with pytest.raises(esgraph.AttributeValueError, match="`value` = 9007199254740992 is beyond"):
+            ops.fill([2], value=2**53 + 1, dtype=esgraph.i64)
         with pytest.raises(esgraph.AttributeValueError, match="`limit` = .* beyond the integers a double holds exactly"):
             ops.range(2**53 + 1, start=2**53 - 1, dtype=esgraph.i64)
         ops.range(2**62 + 3, start=2**62, dtype=esgraph.f64)  # a float result is what doubles give
