@@ -99,6 +99,19 @@ def test_shape_arithmetic_on_symbolic_sizes_resolves_into_reshape():
     assert isinstance(esgraph.onnx.load(model), esgraph.onnx.ValueDependentGraph)
 
 
+def test_size_of_a_symbolic_tensor_is_a_size_too():
+    """Size of [b, 3, 4] is b*12: a flatten to [Size(x)] is a reshape to [-1] for every b (it was
+    a graph per batch)."""
+    nodes = [helper.make_node("Size", ["x"], ["n"]), helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+             helper.make_node("Reshape", ["x", "n1"], ["y"])]
+    graph = esgraph.onnx.load(_sizes_model(nodes, ["b", 3, 4], [i64("axes", [0])]))
+    assert isinstance(graph, esgraph.Graph) and "reshape(%x) {shape=[-1]}" in graph.to_text()
+    model = esgraph.compile(graph)
+    for b in (1, 6):
+        x = rand(b, 3, 4, seed=b)
+        np.testing.assert_array_equal(model(x), x.reshape(-1))
+
+
 def test_slice_to_a_symbolic_size_and_expand_to_its_own_shape():
     """`x[:, :x.shape[1]]` and `x.expand(x.shape)`, as torch exports them (the Equal/Where
     torch puts before Expand included): x as it is, in one graph."""

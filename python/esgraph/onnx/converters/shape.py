@@ -9,7 +9,7 @@ from ..._compose import pad_or_crop
 from .. import _dtypes
 from .nn import _static
 from .registry import Unsupported, check_attrs, converts, reserve
-from .sizes import expand_size, reshape_dims, shape_of, slice_end
+from .sizes import element_count, expand_size, reshape_dims, shape_of, slice_end
 
 ops = _C.ops
 
@@ -35,7 +35,7 @@ def shape(n):
 
 @converts("Size")
 def size(n):
-    return np.array(math.prod(_static(n.shape(0), "Size of a tensor")), dtype=np.int64)
+    return element_count(n.shape(0))  # of symbolic dimensions, Sizes (sizes.py)
 
 
 def _beyond_double(value):

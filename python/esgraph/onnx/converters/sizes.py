@@ -127,6 +127,14 @@ def shape_of(dims, dtype=np.int64):
     return _made(np.array([d if isinstance(d, int) else Size.of(d) for d in dims], dtype=object), dtype)
 
 
+def element_count(dims):
+    """Size's value for `dims`: their product, a Size where a dimension is symbolic."""
+    total = 1
+    for d in dims:
+        total = _mul(total, d if isinstance(d, int) else Size.of(d))
+    return _made(np.array(total, dtype=object), np.int64)
+
+
 def _made(values, dtype):
     """Sizes, or a plain array when every entry is known."""
     values = np.asarray(values, dtype=object)
