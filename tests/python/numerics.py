@@ -17,6 +17,16 @@ RTOL, ATOL = 1e-5, 1e-6
 f32, f64, i32, i64 = np.float32, np.float64, np.int32, np.int64
 
 
+def cpu_flags():
+    """The CPU's feature flags as /proc/cpuinfo lists them (none where there is no such file):
+    for the tests whose kernel depends on them."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return set(next((line for line in f if line.startswith("flags")), "").split())
+    except OSError:
+        return set()
+
+
 def build(fn, *arrays, symbolic=None):
     """The graph of `fn` over one input per array (named x0, x1, …; dtype and shape of the array).
 

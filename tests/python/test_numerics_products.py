@@ -2,7 +2,6 @@
 reference written here for conv2d and pooling), on oneDNN's primitives and split over threads.
 
 See numerics.py for the comparison rules."""
-import os
 
 import numpy as np
 import pytest
@@ -10,7 +9,7 @@ import pytest
 import esgraph
 from esgraph import ops
 
-from numerics import build, run, check, rng_for, normal, small_ints, f32, f64, i32, i64, UNARY
+from numerics import build, run, check, cpu_flags, rng_for, normal, small_ints, f32, f64, i32, i64, UNARY
 
 
 def precisions(model, products):
@@ -145,8 +144,7 @@ def test_one_row_products_read_the_weights_in_place(k, n, transpose_b, threads):
     want = np.tanh(x.astype(f64) @ w.astype(f64) + r)
     np.testing.assert_allclose(model(x, r), want.astype(f32), rtol=2e-5, atol=2e-5)
     stats = model.stats()
-    flags = set(open("/proc/cpuinfo").read().split()) if os.path.exists("/proc/cpuinfo") else set()
-    if not {"avx2", "fma"} <= flags:
+    if not {"avx2", "fma"} <= cpu_flags():
         pytest.skip("no AVX2 and FMA: oneDNN's gemm takes one row")
     assert [p["implementation"] for p in stats["row_matmuls"]] == ["row:avx2"]
     assert stats["weights_packed"] == 0 and stats["weights_in_place"] >= 1
@@ -426,9 +424,7 @@ def test_max_pool2d_int():
 
 
 def _cpu_multiplies_bf16():
-    with open("/proc/cpuinfo") as f:
-        flags = f.read()
-    return " avx512_bf16" in flags or " amx_bf16" in flags
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
 
 
 @pytest.mark.skipif(not _cpu_multiplies_bf16(), reason="the CPU does not multiply bfloat16")

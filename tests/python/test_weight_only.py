@@ -29,7 +29,7 @@ import esgraph
 import esgraph.onnx
 from esgraph import ops
 
-from numerics import rng_for
+from numerics import cpu_flags, rng_for
 
 U8, F32, F64 = np.uint8, np.float32, np.float64
 RTOL = 1e-5  # of the largest |y|
@@ -557,9 +557,7 @@ def test_onnx_import_of_another_com_microsoft_op_is_refused():
 
 # ---- accuracy_level 4: a in int8 -------------------------------------------------------------
 def _has_vnni():
-    with open("/proc/cpuinfo") as f:
-        flags = next((line for line in f if line.startswith("flags")), "").split()
-    return {"avx512_vnni", "avx512vl", "avx512bw"} <= set(flags)
+    return {"avx512_vnni", "avx512vl", "avx512bw"} <= cpu_flags()
 
 
 def int8_rows_bound(a, codes, scales, zero_points, bits, block_size):
