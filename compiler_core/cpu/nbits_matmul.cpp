@@ -43,7 +43,8 @@ namespace {
 constexpr int64_t kTileBytes = 32 << 10;  // the columns' codes that stay in L1 while every row passes them
 
 // What one launch multiplies: a's rows in the order the codes come in (`rows`, `padded` floats
-// each), their blocks' sums (`blocks` a row), and b's columns.
+// each), their blocks' sums (`blocks` a row: of a's values, or in int8 of each 32-value piece's
+// s_c · sum q), and b's columns.
 struct Operands {
   const float* rows;
   const float* block_sums;
@@ -55,7 +56,6 @@ struct Operands {
   // accuracy_level 4: a's rows in int8 (quantize_rows), `groups` of 64 values a row
   const int8_t* quantized;
   const float* lane_scales;  // 8 a group: its two 32-value scales, each for 4 lanes
-  const float* quantized_sums;  // `blocks` a row: sum over the block's 32-value pieces of s_c · sum q
   int64_t groups;
 };
 
@@ -282,7 +282,7 @@ ESG_VNNI_TARGET void integer_tile(const Operands& o, int64_t row, int64_t column
   for (int r = 0; r < R; ++r) {
     values[r] = o.quantized + (row + r) * groups * 64;
     lanes[r] = o.lane_scales + (row + r) * groups * 8;
-    sums[r] = o.quantized_sums + (row + r) * blocks;
+    sums[r] = o.block_sums + (row + r) * blocks;
   }
   __m256 total[R][C];
 #pragma GCC unroll 4
@@ -422,7 +422,7 @@ void run(const eval::KernelCall& c) {
     }
   }
   const Operands o{permuted.data(), sums.data(), padded, blocks, block_size, block_bytes, b.data<uint8_t>(), n, scales.data<float>(),
-                   c.in[3] ? c.in[3]->data<uint8_t>() : nullptr, quantized.data(), lane_scales.data(), sums.data(), groups};
+                   c.in[3] ? c.in[3]->data<uint8_t>() : nullptr, quantized.data(), lane_scales.data(), groups};
   auto share = [&](int64_t first, int64_t last) {
     float* out = y.data<float>();
     const bool paired = block_size == 32;
