@@ -723,13 +723,14 @@ static void test_quantize(void) {
 static void test_matmul_nbits(void) {
   esg_builder* b = esg_builder_create(NULL);
   int64_t a_dims[2] = {2, 40}, b_dims[3] = {5, 2, 16}, block_dims[2] = {5, 2}, out_dims[2] = {2, 5};
-  float a[80], scales[10], y[10];
+  float a[80], scales[10], y[10], y4[10];
   uint8_t codes[160], zero_points[10];
   int i, j, ok = 1;
   esg_matmul_nbits_options o;
-  esg_tensor ta, ty;
+  esg_tensor ta, ty, outs[2];
+  esg_graph* g;
   esg_model* m;
-  esg_buffer in, out;
+  esg_buffer in, results[2];
   esg_fact fact;
   esg_facts* facts;
   for (i = 0; i < 80; ++i) a[i] = i < 40 ? 0.5f : -1.0f; /* row sums 20 and -40 */
@@ -748,11 +749,26 @@ static void test_matmul_nbits(void) {
   CHECK(!esg_tensor_valid(esg_matmul_nbits(ta, esg_constant(b, ESG_U8, b_dims, 3, codes, sizeof codes),
                                            esg_constant(b, ESG_F32, block_dims, 2, scales, sizeof scales), &o)));
   CHECK(esg_last_status() == ESG_ERR_ATTRIBUTE && strstr(esg_last_error(), "`block_size` must be a power of two") != NULL);
-  m = compile_output(b, ty);
+  o.block_size = 32;
+  o.accuracy_level = 5;
+  CHECK(!esg_tensor_valid(esg_matmul_nbits(ta, esg_constant(b, ESG_U8, b_dims, 3, codes, sizeof codes),
+                                           esg_constant(b, ESG_F32, block_dims, 2, scales, sizeof scales), &o)));
+  CHECK(esg_last_status() == ESG_ERR_ATTRIBUTE && strstr(esg_last_error(), "accuracy_level") != NULL);
+  /* accuracy_level 4 may round a's rows to int8, 32 values to a scale: a row of one value
+     rounds to itself, so the products are those of level 0 */
+  o.accuracy_level = 4;
+  outs[0] = ty;
+  outs[1] = esg_matmul_nbits(ta, esg_constant(b, ESG_U8, b_dims, 3, codes, sizeof codes), esg_constant(b, ESG_F32, block_dims, 2, scales, sizeof scales), &o);
+  g = esg_builder_build(b, outs, 2);
+  m = esg_compile(g, NULL);
+  esg_graph_destroy(g);
+  CHECK(m != NULL);
   in = buffer(a, sizeof a, ESG_F32, a_dims, 2);
-  out = buffer(y, sizeof y, ESG_F32, out_dims, 2);
-  CHECK(esg_model_run(m, &in, 1, &out, 1) == ESG_OK);
+  results[0] = buffer(y, sizeof y, ESG_F32, out_dims, 2);
+  results[1] = buffer(y4, sizeof y4, ESG_F32, out_dims, 2);
+  CHECK(esg_model_run(m, &in, 1, results, 2) == ESG_OK);
   for (j = 0; j < 5; ++j) ok &= y[j] == 20.0f * (float)(j - 3) * 0.25f && y[5 + j] == -40.0f * (float)(j - 3) * 0.25f;
+  for (j = 0; j < 10; ++j) ok &= fabsf(y4[j] - y[j]) <= 1e-5f * fabsf(y[j]);
   CHECK(ok);
   facts = esg_model_facts(m);
   CHECK(esg_facts_find(facts, "reference_kernels", &fact) == ESG_OK && fact.number == 0);
