@@ -24,11 +24,12 @@ class NeedsShape(NeedsValue):
     with a dynamic axis): the graph waits for a run's input shapes."""
 
 
-def converts(*op_types):
+def converts(*op_types, table=CONVERTERS):
+    """Registers the decorated function as the converter of `op_types` in `table`."""
     def register(fn):
         for op in op_types:
-            assert op not in CONVERTERS, f"two converters for {op}"
-            CONVERTERS[op] = fn
+            assert op not in table, f"two converters for {op}"
+            table[op] = fn
         return fn
     return register
 

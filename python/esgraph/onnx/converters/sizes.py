@@ -16,7 +16,7 @@ import numpy as np
 
 from ... import _C
 from .. import _dtypes
-from .registry import NeedsShape
+from .registry import NeedsShape, converts
 
 
 class Size:
@@ -158,11 +158,7 @@ SIZES_CONVERTERS = {}
 
 
 def _on_sizes(*op_types):
-    def register(fn):
-        for op in op_types:
-            SIZES_CONVERTERS[op] = fn
-        return fn
-    return register
+    return converts(*op_types, table=SIZES_CONVERTERS)
 
 
 def _dtype(n):
