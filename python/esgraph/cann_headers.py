@@ -20,8 +20,11 @@ the same way (`scripts/cann-headers.sh` assembles one from CANN's public sources
 """
 import ctypes
 import dataclasses
+import functools
 import os
 import re
+import shutil
+import subprocess
 
 # Where esgraph's side is: the package's copy of the backend's declarations.
 OUR_INCLUDE = os.path.join(os.path.dirname(__file__), "_cann_interface")
@@ -158,10 +161,25 @@ ESG_CANN_STRUCTS(ESG_CHECK_STRUCT)
 _SIDES = ("acl_side", "aclnn_side", "hccl_side")
 
 
+@functools.lru_cache(maxsize=None)
+def _builtin_headers():
+    """libclang's argument naming its builtin headers (stddef.h, ...): those of the machine's
+    clang. The libclang of PyPI's `libclang` wheel (a TensorFlow dependency, whose `clang`
+    module comes before Debian's) ships none; Debian's finds its own, the same ones."""
+    clang = shutil.which("clang")
+    if clang is None:
+        return []
+    try:
+        found = subprocess.run([clang, "-print-resource-dir"], capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [f"-resource-dir={found}"] if found and os.path.isdir(os.path.join(found, "include")) else []
+
+
 def _parse(cindex, text, include_dirs, language="c++"):
     tu = cindex.Index.create().parse(
         "esg_check.cpp", args=["-x", language, "-std=c++17" if language == "c++" else "-std=c11"] +
-        [f"-I{d}" for d in include_dirs],
+        _builtin_headers() + [f"-I{d}" for d in include_dirs],
         unsaved_files=[("esg_check.cpp", text)],
         options=cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | cindex.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
     errors = [f"{d.location.file}:{d.location.line}: {d.spelling}" if d.location.file else d.spelling

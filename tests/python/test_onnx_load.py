@@ -282,15 +282,23 @@ def test_malformed_external_data_is_a_format_error(mlp, tmp_path, key, value, me
 
 
 def _nested_ifs(depth):
-    """A model whose If bodies nest `depth` levels: each then-branch holds the next If."""
+    """A model whose If bodies nest `depth` levels: each then-branch holds the next If. Built
+    from the top down, in place: protobuf's upb copies a message given to extend() by parsing
+    it, which stops at 100 message levels as any parse does."""
     def out(name):
         return vi(name, F32, [1])
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["o0"])], "b0", [], [out("o0")])
-    for d in range(1, depth + 1):
+    model = make([], [vi("x", F32, [1]), vi("c", TensorProto.BOOL, [])], [out(f"o{depth}")])
+    graph = model.graph
+    for d in range(depth, 0, -1):
+        node = graph.node.add()
+        node.CopyFrom(helper.make_node("If", ["c"], [f"o{d}"]))
         leaf = helper.make_graph([helper.make_node("Identity", ["x"], [f"e{d}"])], f"e{d}", [], [out(f"e{d}")])
-        node = helper.make_node("If", ["c"], [f"o{d}"], then_branch=graph, else_branch=leaf)
-        graph = helper.make_graph([node], f"b{d}", [], [out(f"o{d}")])
-    return make(list(graph.node), [vi("x", F32, [1]), vi("c", TensorProto.BOOL, [])], list(graph.output))
+        node.attribute.add(name="else_branch", type=onnx.AttributeProto.GRAPH).g.CopyFrom(leaf)
+        graph = node.attribute.add(name="then_branch", type=onnx.AttributeProto.GRAPH).g
+        graph.name = f"b{d - 1}"
+        graph.output.add().CopyFrom(out(f"o{d - 1}"))
+    graph.node.add().CopyFrom(helper.make_node("Identity", ["x"], ["o0"]))
+    return model
 
 
 @pytest.mark.parametrize("depth", [31, 32, 48, 64])
