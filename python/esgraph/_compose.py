@@ -16,6 +16,17 @@ def numpy_matmul(a, b):
     return ops.squeeze(y, axes=[y.ndim + s for s in squeeze]) if squeeze else y
 
 
+def same_pads(sizes, kernel, strides, dilations):
+    """The padding that keeps ceil(size / stride) outputs per spatial axis (TF's SAME, ONNX's
+    SAME_UPPER), as (begins, ends): the smaller half before, the odd element after."""
+    begins, ends = [], []
+    for size, k, s, d in zip(sizes, kernel, strides, dilations):
+        total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
+        begins.append(total // 2)
+        ends.append(total - total // 2)
+    return begins, ends
+
+
 def avg_pool_counting_padding(x, kernel, strides, pads, ceil_mode):
     """Average pooling whose divisor counts the zero padding (ONNX count_include_pad=1,
     PyTorch's default); esgraph's avg_pool2d averages over the elements inside the input.

@@ -1,4 +1,5 @@
-"""What the model importers and exporters (esgraph.onnx, esgraph.torch) share: their errors."""
+"""What the model importers and exporters (esgraph.onnx, esgraph.tensorflow, esgraph.torch) share:
+their errors, and their converter tables."""
 from . import _C
 
 
@@ -47,3 +48,26 @@ def name_outputs(tensors, names, claimed):
         named.append(t)
     return named
 
+
+class Unsupported(Exception):
+    """A node this converter cannot express in esgraph; the reason names the attribute or input."""
+
+
+class NeedsValue(Unsupported):
+    """An operand the converter needs as a value (a shape, axes, a count) that the model computes
+    at run time: the graph waits for a run's values (esgraph.onnx.ValueDependentGraph)."""
+
+
+class NeedsShape(NeedsValue):
+    """A size the converter needs as a number that is symbolic in the model (Shape of a tensor
+    with a dynamic axis): the graph waits for a run's input shapes."""
+
+
+def converts(*op_types, table):
+    """Registers the decorated function as the converter of `op_types` in `table`."""
+    def register(fn):
+        for op in op_types:
+            assert op not in table, f"two converters for {op}"
+            table[op] = fn
+        return fn
+    return register

@@ -15,9 +15,10 @@ import onnx
 from onnx import numpy_helper
 
 from .. import _C
+from .._folding import FoldingImporter
 from .._frontend import ImportFailed, name_outputs
 from . import _dtypes
-from ._weights import Weights, line_offset
+from ._weights import Weights
 from .converters import CONVERTERS, NeedsShape, NeedsValue, Unsupported
 from .converters.registry import current_import
 from .converters.sizes import SIZES_CONVERTERS, Sizes, entries
@@ -178,12 +179,13 @@ def single_assignment(graph):
     return failures
 
 
-class Importer:
+class Importer(FoldingImporter):
+    refused = Unsupported
+
     def __init__(self, model, input_shapes=None, constants=None, sharding=None, weights=None, max_memory_bytes=None):
+        super().__init__(folding_cap(model) if max_memory_bytes is None else max_memory_bytes)
         self.model = model
         self.weights = weights if weights is not None else Weights()
-        self.max_memory_bytes = folding_cap(model) if max_memory_bytes is None else max_memory_bytes
-        self.folded_bytes = 0  # of the arrays folding computed, and converters made, so far
         self.sharding = dict(sharding or {})  # initializer name -> "column" or "row"
         self.sharded = set()  # the names a MatMul or Gemm took as its weight
         self.opset = self._opset(model)
@@ -194,7 +196,6 @@ class Importer:
         self.failures = []
         self.waiting = 0  # failures that are operands known only at run time (NeedsValue)
         self.waits_for_shapes = False  # one of them is a symbolic size (NeedsShape)
-        self._constants = {}
 
     @staticmethod
     def _opset(model):
@@ -211,28 +212,6 @@ class Importer:
         if name not in self.values:
             raise Unsupported(f"value '{name}' is used before it is defined")
         return self.values[name]
-
-    def as_tensor(self, array):
-        # One esgraph constant per known array and builder, however many nodes read it. A
-        # read-only array (a weight, _weights.py) is read in place; one computed here is copied.
-        key = id(array)
-        if key not in self._constants:  # the array is kept alive with its tensor: ids stay unique
-            # Rows a multiple of 4 KiB apart belong 16 bytes past a cache line (_weights.line_offset):
-            # an array elsewhere is copied, which places it.
-            placed = line_offset(array.shape, array.itemsize) == 0 or array.ctypes.data % 64 == 16
-            in_place = (not array.flags.writeable and array.flags.c_contiguous and array.ctypes.data % max(array.itemsize, 1) == 0
-                        and placed)
-            tensor = _C.constant(array, copy=False) if in_place else _C.constant(np.require(array, requirements="C"))
-            self._constants[key] = (array, tensor)
-        return self._constants[key][1]
-
-    def reserve(self, nbytes, kept, what):
-        """Checks `nbytes` a converter is about to make against the cap, and holds the `kept` of
-        them that stay (registry.reserve)."""
-        if self.max_memory_bytes and self.folded_bytes + nbytes > self.max_memory_bytes:
-            raise Unsupported(f"{what} would take {nbytes} bytes while importing, beyond the import's memory cap "
-                              f"({self.max_memory_bytes} bytes, {self.folded_bytes} held): load(max_memory_bytes=...) sets it, 0 for none")
-        self.folded_bytes += kept
 
     def run(self, builder):
         token = current_import.set(self)
@@ -380,7 +359,7 @@ class Importer:
                     raise NeedsShape(f"sizes of symbolic dimensions: {type(e).__name__}: {e}") from e
             elif foldable and node._inputs and all(v is None or isinstance(v, np.ndarray) for v in node._inputs):
                 try:
-                    outputs = self._fold(node, convert)
+                    outputs = self.fold(lambda: convert(node))
                 except (_C.DTypeError, _C.LimitError):  # a bf16 result, or one beyond the cap: the graph computes it
                     outputs = convert(node)
             else:
@@ -397,32 +376,6 @@ class Importer:
         for name, value in zip(proto.output, outputs):
             if name:
                 self.values[name] = value
-
-    def _fold(self, node, convert):
-        outer = self._builder, self._constants
-        with _C.GraphBuilder("fold") as scratch:
-            self._builder, self._constants = scratch, {}
-            try:
-                outputs = convert(node)
-            finally:
-                self._builder, self._constants = outer
-            single = not isinstance(outputs, (list, tuple))
-            outputs = [outputs] if single else list(outputs)
-            tensors = [o for o in outputs if isinstance(o, _C.Tensor)]
-            if any(t.dtype == _C.bf16 for t in tensors):  # numpy holds bf16 only as bits: left to run time
-                raise _C.DTypeError("a bf16 result is not folded")
-            if tensors:
-                # Within what is left of the cap, checked by the plan before anything is allocated.
-                left = self.max_memory_bytes - self.folded_bytes if self.max_memory_bytes else 0
-                if self.max_memory_bytes and left <= 0:
-                    raise _C.LimitError("import: folding has used its memory")
-                results = _C.compile(scratch.build(tensors), max_memory_bytes=left).run([])
-                for r in results:  # read in place by the graph's constants, as the weights are
-                    r.setflags(write=False)
-                    self.folded_bytes += r.nbytes
-                results = iter(results)
-                outputs = [next(results) if isinstance(o, _C.Tensor) else o for o in outputs]
-        return outputs[0] if single else outputs
 
     def _fail(self, proto, reason):
         label = f" '{proto.name}'" if proto.name else ""
@@ -509,6 +462,6 @@ def load_graph(model, input_shapes=None, constants=None, name=None, sharding=Non
     with _C.GraphBuilder(name or model.graph.name or "onnx") as b:
         outputs = importer.run(b)
         claimed = {vi.name for vi in model.graph.input} | set(importer.given_constants)
-        claimed.update(t.name for _, t in importer._constants.values())
+        claimed.update(importer.constant_names())
         named = name_outputs(outputs, [vi.name for vi in model.graph.output], claimed)
     return b.build(named)

@@ -16,6 +16,7 @@ from onnx.external_data_helper import uses_external_data
 
 from .. import _C
 from .._C import FormatError
+from .._folding import line_offset
 from . import _dtypes, _wire
 from ._external import external_span
 
@@ -147,15 +148,6 @@ class Weights:
         del loaded.external_data[:]
         loaded.data_location = TensorProto.DEFAULT
         return loaded
-
-
-def line_offset(dims, itemsize):
-    """How far past a cache line an array of these dims starts: ir/builder.cpp's rule for the
-    constants it copies (constant_line_offset), which arrays read in place follow too. A matrix whose
-    rows lie a multiple of 4 KiB apart starts 16 bytes past one (a kernel reading its rows in
-    place maps each to one L1 set from a line), others on one."""
-    row_bytes = dims[-1] * itemsize if len(dims) >= 2 else 0
-    return 16 if row_bytes > 0 and row_bytes % 4096 == 0 else 0
 
 
 def _read_span(tensor, fd, offset, length):

@@ -2,7 +2,7 @@
 import math
 
 from ... import _C
-from ..._compose import conv_nd, conv_transpose_nd, numpy_matmul, pad_or_crop
+from ..._compose import conv_nd, conv_transpose_nd, numpy_matmul, pad_or_crop, same_pads
 from .registry import NeedsShape, Unsupported, check_attrs, converts
 
 ops = _C.ops
@@ -88,14 +88,8 @@ def onnx_pads(n, spatial, kernel, strides, dilations):
     if auto_pad in ("NOTSET", "VALID"):
         pads = n.attr("pads", [0] * (2 * spatial)) if auto_pad == "NOTSET" else [0] * (2 * spatial)
     elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        sizes = _static(n.shape(0)[2:], "auto_pad=" + auto_pad)
-        begins, ends = [], []
-        for size, k, s, d in zip(sizes, kernel, strides, dilations):
-            total = max((math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size, 0)
-            small, large = total // 2, total - total // 2
-            begins.append(small if auto_pad == "SAME_UPPER" else large)
-            ends.append(large if auto_pad == "SAME_UPPER" else small)
-        pads = begins + ends
+        small, large = same_pads(_static(n.shape(0)[2:], "auto_pad=" + auto_pad), kernel, strides, dilations)
+        pads = small + large if auto_pad == "SAME_UPPER" else large + small
     else:
         raise Unsupported(f"auto_pad={auto_pad}")
     return list(pads)

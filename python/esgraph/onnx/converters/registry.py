@@ -3,35 +3,15 @@
 their errors and the import's memory."""
 import contextvars
 import math
+from functools import partial
+
+from ..._frontend import NeedsShape, NeedsValue, Unsupported, converts as _converts
 
 CONVERTERS = {}
+converts = partial(_converts, table=CONVERTERS)
 
 # The import under way (_importer.Importer), whose memory cap the converters' own arrays count against.
 current_import = contextvars.ContextVar("esgraph_onnx_import", default=None)
-
-
-class Unsupported(Exception):
-    """A node this converter cannot express in esgraph; the reason names the attribute or input."""
-
-
-class NeedsValue(Unsupported):
-    """An operand the converter needs as a value (a shape, axes, a count) that the model computes
-    at run time: the graph waits for a run's values (esgraph.onnx.ValueDependentGraph)."""
-
-
-class NeedsShape(NeedsValue):
-    """A size the converter needs as a number that is symbolic in the model (Shape of a tensor
-    with a dynamic axis): the graph waits for a run's input shapes."""
-
-
-def converts(*op_types, table=CONVERTERS):
-    """Registers the decorated function as the converter of `op_types` in `table`."""
-    def register(fn):
-        for op in op_types:
-            assert op not in table, f"two converters for {op}"
-            table[op] = fn
-        return fn
-    return register
 
 
 def check_attrs(node, supported):
