@@ -66,6 +66,9 @@ def _load_graph(path, bind, given):
         if isinstance(graph, esg_onnx.ValueDependentGraph):
             return _graph_for_the_inputs(path, graph, bind, given)
         return graph, model, set()
+    if path.endswith(".pb"):
+        from . import tensorflow as esg_tf
+        return esg_tf.load(path), None, set()
     return _C.Graph.load(path), None, set()
 
 
@@ -476,7 +479,7 @@ def main(argv=None):
                        help="an input from a .npy file" + ("" if p is run else
                                                            " (a model whose graph depends on its inputs' values takes the graph of these)"))
     for p in (comp, run, info, dot, quant):
-        p.add_argument("model", help="an .onnx file, a compiled-model file or an esgraph graph file")
+        p.add_argument("model", help="an .onnx file, a frozen TensorFlow GraphDef (.pb), a compiled-model file or an esgraph graph file")
         p.add_argument("--bind", action="append", metavar="SYMBOL=SIZE" + ("|MIN..MAX" if p is comp else ""),
                        help="a size for a symbolic dimension" + (", or the range of sizes its plan serves" if p is comp else ""))
         if p not in (dot, quant):

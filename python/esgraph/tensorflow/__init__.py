@@ -1,0 +1,70 @@
+"""TensorFlow models in esgraph.
+
+    g = esgraph.tensorflow.load("frozen.pb")      # a frozen GraphDef: a path, bytes or a tf GraphDef
+    y = esgraph.compile(g)(x)
+
+The importer reads the GraphDef with its own copy of TF's schema (_schema.py): TensorFlow need
+not be installed. Const nodes become constants, and what they determine (Reshape's shape,
+Mean's axes, a batch norm's scale and shift) is computed while importing. NHWC convolutions and
+pools run in esgraph's NCHW with the compiler choosing their memory format; the model pays one
+transpose at its input and one at its output (_importer.py). A graph that cannot be imported
+raises `ImportFailed`, which lists every unsupported node at once. docs/tensorflow.md lists the
+ops and what is refused.
+"""
+import os
+
+from .._C import FormatError
+from .._frontend import ImportFailed
+from ._importer import import_graph
+from ._schema import GraphDef
+from .converters import CONVERTERS
+
+__all__ = ["ImportFailed", "load", "supported_ops"]
+
+
+def load(model, *, inputs=None, outputs=None, shapes=None, name=None, max_memory_bytes=None):
+    """An esgraph Graph from a frozen TensorFlow GraphDef: a `.pb` path, its bytes, or a
+    `tf.compat.v1.GraphDef`.
+
+    `outputs` names the tensors the graph returns ("node" or "node:k"); by default, output 0 of
+    every node no other node reads. `inputs` names the tensors it takes, cutting the graph there;
+    by default its Placeholders. `shapes` ({tensor name: [dims]}) gives input shapes: integers
+    for fixed sizes, strings for symbolic ones; a Placeholder's unknown sizes are symbols anyway.
+    `max_memory_bytes` bounds what computing constants while importing may hold (default 256 MiB
+    plus twice the graph's constants; 0 for none).
+    """
+    data, source = _read(model)
+    graph_def = GraphDef()
+    try:
+        graph_def.ParseFromString(data)
+    except Exception as e:  # protobuf's DecodeError, or what a hostile file makes it raise
+        raise FormatError(f"{source} is not a TensorFlow GraphDef: {type(e).__name__}: {e}") from e
+    if not graph_def.node:
+        raise FormatError(f"{source} is not a TensorFlow GraphDef with nodes (an empty or foreign file)")
+    return import_graph(graph_def, inputs=inputs, outputs=outputs, shapes=shapes, name=name,
+                        max_memory_bytes=max_memory_bytes)
+
+
+def _read(model):
+    """The serialized GraphDef in `model`, and how to name it in errors."""
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if os.path.isdir(path):
+            if os.path.exists(os.path.join(path, "saved_model.pb")):
+                raise FormatError(f"`{path}` is a SavedModel directory: esgraph reads frozen GraphDefs so far "
+                                  "(freeze it with convert_variables_to_constants_v2)")
+            raise FormatError(f"`{path}` is a directory, not a TensorFlow GraphDef")
+        if path.endswith(".json"):
+            raise FormatError(f"`{path}` is a TF.js model: esgraph reads frozen GraphDefs so far")
+        with open(path, "rb") as f:
+            return f.read(), f"`{path}`"
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return bytes(model), f"the {len(model)} bytes"
+    if hasattr(model, "SerializeToString") and type(model).__name__ == "GraphDef":
+        return model.SerializeToString(), "the GraphDef"
+    raise TypeError(f"load: expected a path, bytes or a GraphDef, got {type(model).__name__}")
+
+
+def supported_ops():
+    """The TF ops the importer converts (besides Const, Placeholder, Identity and NoOp)."""
+    return sorted(CONVERTERS)

@@ -1,0 +1,386 @@
+"""Walks a TensorFlow GraphDef and rebuilds it through esgraph's builder API.
+
+Each TF tensor ("node:k") resolves to an esgraph Tensor, or, when it is known while importing
+(Const nodes and what is computed only from them), to a numpy array, which folding computes
+with esgraph's own kernels (_folding.py). Known values are what lets TF's tensor-valued operands
+(Reshape's shape, Mean's axes, Pad's paddings, ...) become the static attributes esgraph's ops
+take.
+
+Layout: TF's convolutions and pools take NHWC; esgraph's take NCHW, and its compiler chooses the
+physical format (blocked or channels last) for them. A 4-D value a convolution makes stays NCHW
+(an `Nchw`), through the ops that do not care about the order of axes (elementwise ops, their
+per-channel operands, batch norm, pads, means over the spatial axes, channel concatenations), and
+goes back to TF's order only where an op reads the order (a Reshape, a graph output). So an NHWC
+model costs one transpose at its input and one at its output, not two around every convolution.
+
+Conversion goes on past a failing node, skipping only what depends on it, so that one error lists
+every node that cannot be imported.
+"""
+import numpy as np
+
+from .. import _C
+from .._folding import FoldingImporter
+from .._frontend import ImportFailed, name_outputs
+from . import _tensors
+from ._layout import NCHW_TO_NHWC, NHWC_TO_NCHW, Nchw
+from .converters import CONVERTERS, NeedsValue, Unsupported
+
+ops = _C.ops
+
+# Ops that compute nothing: their output is their input (the first), or they have none.
+_PASS_THROUGH = {"Identity", "StopGradient", "Snapshot", "PreventGradient", "CheckNumerics", "EnsureShape"}
+_NOTHING = {"NoOp", "Assert", "SaveV2", "RestoreV2"}
+
+# What folding may hold beyond the constants: shape arithmetic and transforms of weights.
+FOLDING_BASE_BYTES = 256 << 20
+
+
+class _Poisoned:
+    """The output of a node that failed to convert; its consumers are skipped silently."""
+
+
+POISONED = _Poisoned()
+
+
+def parse_ref(ref):
+    """A NodeDef input, "name", "name:k" or "^name" (a control input), as (name, k, control)."""
+    if ref.startswith("^"):
+        return ref[1:], 0, True
+    name, _, index = ref.rpartition(":")
+    if name and index.isdigit():
+        return name, int(index), False
+    return ref, 0, False
+
+
+def tensor_key(ref):
+    name, index, _ = parse_ref(ref)
+    return f"{name}:{index}"
+
+
+def attr_value(a):
+    """An AttrValue as Python: str for s (TF's strings are bytes; the ones ops read are ASCII),
+    int, float, bool, a type number, dims for a shape, an array for a tensor, lists of those."""
+    kind = a.WhichOneof("value")
+    if kind == "s":
+        return a.s.decode("utf-8", "replace")
+    if kind in ("i", "f", "b", "type", "placeholder"):
+        return getattr(a, kind)
+    if kind == "shape":
+        return _tensors.tensor_dims(a.shape)
+    if kind == "tensor":
+        return _tensors.to_array(a.tensor)
+    if kind == "func":
+        return a.func.name
+    if kind == "list":
+        lst = a.list
+        for field in ("i", "f", "b", "type"):
+            if len(getattr(lst, field)):
+                return list(getattr(lst, field))
+        if len(lst.s):
+            return [s.decode("utf-8", "replace") for s in lst.s]
+        if len(lst.shape):
+            return [_tensors.tensor_dims(s) for s in lst.shape]
+        return []
+    return None
+
+
+class Node:
+    """What a converter sees of one TF node: its attributes, and its inputs as esgraph tensors in
+    TF's layout (`x(i)`), in NCHW (`nchw(i)`) or as import-time constants (`const(i)`)."""
+
+    def __init__(self, importer, proto, inputs):
+        self.proto = proto
+        self.op = proto.op
+        self.name = proto.name
+        self._attrs = proto.attr
+        self._importer = importer
+        self._inputs = inputs
+
+    @property
+    def num_inputs(self):
+        return len(self._inputs)
+
+    def attr(self, name, default=None):
+        if name not in self._attrs:
+            return default
+        try:
+            return attr_value(self._attrs[name])
+        except (ValueError, _tensors.UnsupportedType) as e:
+            raise Unsupported(f"attribute '{name}': {e}") from None
+
+    def value(self, i):
+        return self._inputs[i]
+
+    def known(self, i):
+        return isinstance(self._inputs[i], np.ndarray)
+
+    def is_nchw(self, i):
+        return isinstance(self._inputs[i], Nchw)
+
+    def const(self, i, what=None):
+        v = self._inputs[i]
+        if not isinstance(v, np.ndarray):
+            raise NeedsValue(f"input {i} ({what or 'operand'}) must be a constant or computable from constants; "
+                             "it is computed at run time")
+        return v
+
+    def ints(self, i, what=None):
+        return [int(v) for v in self.const(i, what).reshape(-1)]
+
+    def x(self, i):
+        """Input i in TF's own layout."""
+        return self._importer.tf_layout(self._inputs[i])
+
+    def nchw(self, i):
+        """Input i, a 4-D NHWC value, as NCHW."""
+        return self._importer.nchw(self._inputs[i])
+
+    def shape(self, i):
+        """Input i's shape in TF's layout (ints, and symbols for dynamic sizes)."""
+        v = self._inputs[i]
+        if isinstance(v, Nchw):
+            n, c, h, w = v.tensor.shape
+            return (n, h, w, c)
+        return tuple(v.shape)
+
+    def rank(self, i):
+        return len(self.shape(i))
+
+    def dtype(self, i):
+        v = self._inputs[i]
+        if isinstance(v, np.ndarray):
+            return _numpy_to_esg(v.dtype)
+        return (v.tensor if isinstance(v, Nchw) else v).dtype
+
+    def tensor(self, v):
+        """A value (array, tensor or Nchw) as a tensor of the graph being built, in TF's layout."""
+        return self._importer.tf_layout(v)
+
+
+def _numpy_to_esg(dtype):
+    for t in _C.DType.__members__.values():
+        if t != _C.bf16 and np.dtype(t.numpy) == dtype:
+            return t
+    raise Unsupported(f"numpy dtype {dtype}")
+
+
+class Importer(FoldingImporter):
+    refused = Unsupported
+
+    def __init__(self, graph_def, inputs=None, outputs=None, shapes=None, max_memory_bytes=None):
+        super().__init__(FOLDING_BASE_BYTES + 2 * _constant_bytes(graph_def) if max_memory_bytes is None else max_memory_bytes)
+        self.graph_def = graph_def
+        self.nodes = {}
+        self.failures = []
+        for node in graph_def.node:
+            if node.name in self.nodes:
+                self.failures.append((f"node '{node.name}'", "two nodes have this name"))
+            self.nodes[node.name] = node
+        self.shapes = {tensor_key(k): list(v) for k, v in (shapes or {}).items()}
+        self.input_keys = [tensor_key(k) for k in inputs] if inputs is not None else None
+        self.output_refs = list(outputs) if outputs is not None else self._sinks()
+        self.values = {}
+        self.input_tensors = []
+        self._layouts = {}  # id(value) -> (value, its other layout's tensor)
+
+    def _sinks(self):
+        """The default outputs: output 0 of every node no other node reads, but for those that
+        compute nothing (NoOp, Const, Placeholder)."""
+        read = {parse_ref(r)[0] for node in self.graph_def.node for r in node.input}
+        return [n.name for n in self.graph_def.node
+                if n.name not in read and n.op not in _NOTHING | {"Const", "Placeholder", "PlaceholderWithDefault"}]
+
+    def run(self, builder):
+        self._builder = builder
+        input_names = []
+        if self.input_keys is not None:
+            for key in self.input_keys:
+                name, index = key.rsplit(":", 1)
+                if name not in self.nodes:
+                    raise ImportFailed(self._model_name(), [("inputs", f"the graph has no node named '{name}'")])
+                self.values[key] = self._input(builder, self.nodes[name], key)
+                input_names.append(key)
+        for ref in self.output_refs:
+            if parse_ref(ref)[0] not in self.nodes:
+                raise ImportFailed(self._model_name(), [("outputs", f"the graph has no node named '{parse_ref(ref)[0]}'")])
+        if not self.output_refs:
+            raise ImportFailed(self._model_name(), [("outputs", "the graph has no node whose output nobody reads: name them with outputs=")])
+        for node in self._order([parse_ref(r)[0] for r in self.output_refs]):
+            self._convert(node)
+        outputs = [self.values.get(tensor_key(r), POISONED) for r in self.output_refs]
+        for ref, v in zip(self.output_refs, outputs):
+            if tensor_key(ref) not in self.values and parse_ref(ref)[0] in self.nodes and self.nodes[parse_ref(ref)[0]].op not in _NOTHING:
+                self.failures.append((f"output '{ref}'", "its node has no such output"))
+        if self.failures:
+            raise ImportFailed(self._model_name(), self.failures)
+        return [self.tf_layout(v) for v in outputs]
+
+    def _model_name(self):
+        return "tensorflow graph"
+
+    def _order(self, names):
+        """The nodes the outputs depend on, each after its inputs (a GraphDef need not list them
+        so); a cycle (v1 loops, which this importer does not read) is a failure."""
+        order, state, stack = [], {}, [(n, False) for n in reversed(names)]
+        while stack:
+            name, done = stack.pop()
+            if done:
+                state[name] = 2
+                order.append(self.nodes[name])
+                continue
+            if state.get(name) == 2:
+                continue
+            if state.get(name) == 1:
+                self.failures.append((f"node '{name}'", "is part of a cycle (v1 control flow is not supported)"))
+                continue
+            if name not in self.nodes:
+                continue  # reported by the reader
+            if self.input_keys is not None and any(k.startswith(name + ":") for k in self.input_keys):
+                state[name] = 2
+                continue
+            state[name] = 1
+            stack.append((name, True))
+            for ref in reversed(self.nodes[name].input):
+                dep = parse_ref(ref)[0]
+                if state.get(dep) != 2:
+                    stack.append((dep, False))
+        return order
+
+    def _input(self, builder, node, key):
+        dtype_number = node.attr["dtype"].type if "dtype" in node.attr else node.attr["T"].type if "T" in node.attr else 0
+        try:
+            dtype = _tensors.esg_dtype(dtype_number)
+        except _tensors.UnsupportedType as e:
+            self.failures.append((f"input '{node.name}'", str(e)))
+            return POISONED
+        if key in self.shapes:
+            dims = self.shapes[key]
+        else:
+            dims = _tensors.tensor_dims(node.attr["shape"].shape) if "shape" in node.attr else None
+            if dims is None and "_output_shapes" in node.attr and len(node.attr["_output_shapes"].list.shape):
+                dims = _tensors.tensor_dims(node.attr["_output_shapes"].list.shape[0])
+            if dims is None:
+                self.failures.append((f"input '{node.name}'", "has no known rank; give its shape with shapes="))
+                return POISONED
+        dims = [d if not isinstance(d, int) or d >= 0 else f"{node.name}_{i}" for i, d in enumerate(dims)]
+        tensor = builder.input(output_name(key), dtype, dims)
+        self.input_tensors.append(tensor)
+        return tensor
+
+    def _convert(self, proto):
+        refs = [r for r in proto.input if not r.startswith("^")]
+        missing = [r for r in refs if tensor_key(r) not in self.values and parse_ref(r)[0] not in self.nodes]
+        if missing:
+            return self._fail(proto, f"reads '{missing[0]}', which no node of the graph makes")
+        inputs = [self.values.get(tensor_key(r), POISONED) for r in refs]
+        if any(v is POISONED for v in inputs):
+            return self._poison(proto)
+        if proto.op in ("Placeholder", "PlaceholderWithDefault") and (self.input_keys is None or proto.op == "Placeholder"):
+            self.values[f"{proto.name}:0"] = self._input(self._builder, proto, f"{proto.name}:0")
+            return
+        if proto.op in _PASS_THROUGH:
+            self.values[f"{proto.name}:0"] = inputs[0]
+            return
+        if proto.op == "IdentityN":
+            for k, v in enumerate(inputs):
+                self.values[f"{proto.name}:{k}"] = v
+            return
+        if proto.op in _NOTHING:
+            return
+        if proto.op == "Const":
+            try:
+                left = self.max_memory_bytes - self.folded_bytes if self.max_memory_bytes else 0
+                self.values[f"{proto.name}:0"] = _tensors.to_array(proto.attr["value"].tensor, left)
+            except (ValueError, _tensors.UnsupportedType) as e:
+                self._fail(proto, f"its value: {e}")
+            return
+        convert = CONVERTERS.get(proto.op)
+        if convert is None:
+            return self._fail(proto, "no converter for this op")
+        node = Node(self, proto, inputs)
+        try:
+            if inputs and all(isinstance(v, np.ndarray) for v in inputs):
+                try:
+                    outputs = self.fold(lambda: _in_tf_layout(self, convert(node)))
+                except (_C.DTypeError, _C.LimitError):  # a bf16 result, or one beyond the cap: the graph computes it
+                    outputs = convert(node)
+            else:
+                outputs = convert(node)
+        except (Unsupported, _C.Error, _tensors.UnsupportedType) as e:
+            return self._fail(proto, str(e))
+        except Exception as e:  # a converter's own bug: still one report, with the exception's type
+            return self._fail(proto, f"{type(e).__name__}: {e}")
+        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        for k, value in enumerate(outputs):
+            self.values[f"{proto.name}:{k}"] = value
+
+    def _fail(self, proto, reason):
+        self.failures.append((f"{proto.op} '{proto.name}' -> {proto.name}", reason))
+        self._poison(proto)
+
+    def _poison(self, proto):
+        # Every output a consumer could name: as many as any reader asks for.
+        self.values[f"{proto.name}:0"] = POISONED
+        for node in self.graph_def.node:
+            for r in node.input:
+                name, index, control = parse_ref(r)
+                if name == proto.name and not control:
+                    self.values[f"{name}:{index}"] = POISONED
+
+    def tf_layout(self, v):
+        """A value as a tensor in TF's layout: a known array becomes a constant, an NCHW value is
+        transposed back once, however many ops read it so."""
+        if isinstance(v, np.ndarray):
+            return self.as_tensor(v)
+        if isinstance(v, Nchw):
+            return self._other_layout(v, lambda: ops.transpose(v.tensor, perm=NCHW_TO_NHWC))
+        return v
+
+    def nchw(self, v):
+        """A 4-D value in TF's NHWC as NCHW: transposed once, however many ops read it so."""
+        if isinstance(v, Nchw):
+            return v.tensor
+        if isinstance(v, np.ndarray):
+            return self.as_tensor(np.ascontiguousarray(v.transpose(NHWC_TO_NCHW)))
+        if v.ndim != 4:
+            raise Unsupported(f"expected a 4-D NHWC value, got shape {v.shape}")
+        return self._other_layout(v, lambda: ops.transpose(v, perm=NHWC_TO_NCHW))
+
+    def _other_layout(self, v, make):
+        key = (id(v), id(self._builder))
+        if key not in self._layouts:
+            self._layouts[key] = (v, make())
+        return self._layouts[key][1]
+
+
+def _in_tf_layout(importer, outputs):
+    """A folded node's outputs, an NCHW one back in TF's layout (folding yields TF's arrays)."""
+    if isinstance(outputs, (list, tuple)):
+        return [importer.tf_layout(o) if isinstance(o, Nchw) else o for o in outputs]
+    return importer.tf_layout(outputs) if isinstance(outputs, Nchw) else outputs
+
+
+def _constant_bytes(graph_def):
+    total = 0
+    for node in graph_def.node:
+        if node.op == "Const" and "value" in node.attr:
+            t = node.attr["value"].tensor
+            total += len(t.tensor_content)
+    return total
+
+
+def import_graph(graph_def, inputs=None, outputs=None, shapes=None, name=None, max_memory_bytes=None):
+    if max_memory_bytes is not None and (isinstance(max_memory_bytes, bool) or not isinstance(max_memory_bytes, int)
+                                         or max_memory_bytes < 0):
+        raise _C.InvalidArgumentError(f"load: max_memory_bytes must be 0 (no bound) or more, got {max_memory_bytes!r}")
+    importer = Importer(graph_def, inputs, outputs, shapes, max_memory_bytes)
+    with _C.GraphBuilder(name or "tensorflow") as b:
+        tensors = importer.run(b)
+        claimed = {t.name for t in importer.input_tensors} | importer.constant_names()
+        named = name_outputs(tensors, [output_name(tensor_key(r)) for r in importer.output_refs], claimed)
+    return b.build(named)
+
+
+def output_name(key):
+    """The graph's name for TF tensor "node:k": the node's name for output 0, as TF users say it."""
+    return key[:-2] if key.endswith(":0") else key

@@ -1,0 +1,3 @@
+"""TF op converters, one module per family; importing them fills CONVERTERS."""
+from . import elementwise, nn, reduce, shape  # noqa: F401
+from .registry import CONVERTERS, NeedsValue, Unsupported  # noqa: F401

@@ -1,0 +1,56 @@
+"""Helpers of the TensorFlow frontend's tests: graphs made by TensorFlow itself (frozen with its
+own convert_variables_to_constants_v2), run by TensorFlow as the reference."""
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+tf = pytest.importorskip("tensorflow")
+from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2  # noqa: E402
+
+import esgraph  # noqa: E402
+import esgraph.tensorflow  # noqa: E402,F401
+
+
+class Frozen:
+    """A tf.function frozen for the given input specs: `graph_def` (a tf GraphDef), `data` (its
+    bytes), `reference(*arrays)` (TensorFlow's outputs) and the tensor names of its outputs."""
+
+    def __init__(self, fn, *specs):
+        concrete = tf.function(fn).get_concrete_function(*specs)
+        frozen = convert_variables_to_constants_v2(concrete)
+        self.graph_def = frozen.graph.as_graph_def()
+        self.data = self.graph_def.SerializeToString()
+        self._frozen = frozen
+
+    def reference(self, *arrays):
+        out = self._frozen(*[tf.constant(a) for a in arrays])
+        return [o.numpy() for o in (out if isinstance(out, (list, tuple)) else [out])]
+
+
+def spec(*shape, dtype="float32"):
+    return tf.TensorSpec(list(shape), getattr(tf, dtype))
+
+
+def rand(*shape, seed=0, dtype=np.float32):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def run(frozen, *arrays, **load_kwargs):
+    """esgraph's outputs for the frozen graph, as a list."""
+    outs = esgraph.compile(esgraph.tensorflow.load(frozen.data, **load_kwargs))(*arrays)
+    return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+
+
+def assert_matches_tensorflow(frozen, *arrays, tolerance=1e-4, **load_kwargs):
+    """esgraph's outputs equal TensorFlow's to `tolerance` of each output's largest magnitude."""
+    got, want = run(frozen, *arrays, **load_kwargs), frozen.reference(*arrays)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
+        scale = (float(np.max(np.abs(w))) or 1.0) if w.size and w.dtype.kind == "f" else 1.0
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=0, atol=tolerance * scale)
+        else:
+            np.testing.assert_array_equal(g, w)
