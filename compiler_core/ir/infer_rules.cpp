@@ -60,6 +60,9 @@ bool dims_compatible(Dim a, Dim b) { return a == b || dim_is_symbolic(a) || dim_
 // A static dim if both are static, else a symbol naming the expression.
 Dim combine(InferContext& ctx, Dim a, const char* op, Dim b, int64_t (*f)(int64_t, int64_t)) {
   if (!dim_is_symbolic(a) && !dim_is_symbolic(b)) return f(a, b);
+  // A symbol plus nothing is the symbol itself: a pad of 0 on a dynamic batch keeps its name,
+  // which the frontends compare sizes by.
+  if (op[0] == '+' && !dim_is_symbolic(b) && b == 0) return a;
   const Graph& g = ctx.graph();
   return ctx.derived_symbol("(" + g.dim_str(a) + op + g.dim_str(b) + ")");
 }

@@ -21,7 +21,8 @@ from . import _dtypes
 from ._weights import Weights
 from .converters import CONVERTERS, NeedsShape, NeedsValue, Unsupported
 from .converters.registry import current_import
-from .converters.sizes import SIZES_CONVERTERS, Sizes, entries
+from .._sizes import Sizes, entries
+from .converters.sizes import SIZES_CONVERTERS
 
 MIN_OPSET, MAX_OPSET = 1, 18
 

@@ -20,10 +20,11 @@ import numpy as np
 
 from .. import _C
 from .._folding import FoldingImporter
-from .._frontend import ImportFailed, name_outputs
-from . import _tensors
+from .._frontend import ImportFailed, NeedsShape, name_outputs
+from .._sizes import Sizes, entries
+from . import _functions, _tensors
 from ._layout import NCHW_TO_NHWC, NHWC_TO_NCHW, Nchw
-from .converters import CONVERTERS, NeedsValue, Unsupported
+from .converters import CONVERTERS, SIZES_CONVERTERS, NeedsValue, Unsupported
 
 ops = _C.ops
 
@@ -118,7 +119,7 @@ class Node:
         return isinstance(self._inputs[i], Nchw)
 
     def const(self, i, what=None):
-        v = self._inputs[i]
+        v = self._symbolic_sizes_refused(i, what or "operand")
         if not isinstance(v, np.ndarray):
             raise NeedsValue(f"input {i} ({what or 'operand'}) must be a constant or computable from constants; "
                              "it is computed at run time")
@@ -127,9 +128,21 @@ class Node:
     def ints(self, i, what=None):
         return [int(v) for v in self.const(i, what).reshape(-1)]
 
+    def sizes(self, i, what=None):
+        """Input i, a shape operand, as ints and the symbolic Sizes it holds (esgraph/_sizes.py)."""
+        v = self._inputs[i]
+        return entries(v) if isinstance(v, Sizes) else self.ints(i, what)
+
+    def _symbolic_sizes_refused(self, i, what):
+        v = self._inputs[i]
+        if isinstance(v, Sizes):
+            raise NeedsShape(f"input {i} ({what}) holds sizes of symbolic dimensions {v.values.tolist()}: "
+                             "known only at run time (give the inputs' shapes with shapes=)")
+        return v
+
     def x(self, i):
         """Input i in TF's own layout."""
-        return self._importer.tf_layout(self._inputs[i])
+        return self._importer.tf_layout(self._symbolic_sizes_refused(i, "a tensor"))
 
     def nchw(self, i):
         """Input i, a 4-D NHWC value, as NCHW."""
@@ -148,7 +161,7 @@ class Node:
 
     def dtype(self, i):
         v = self._inputs[i]
-        if isinstance(v, np.ndarray):
+        if isinstance(v, (np.ndarray, Sizes)):
             return _numpy_to_esg(v.dtype)
         return (v.tensor if isinstance(v, Nchw) else v).dtype
 
@@ -176,8 +189,12 @@ class Importer(FoldingImporter):
             if node.name in self.nodes:
                 self.failures.append((f"node '{node.name}'", "two nodes have this name"))
             self.nodes[node.name] = node
+        self.functions = {f.signature.name: f for f in graph_def.library.function}
+        self._calls = []  # the functions being converted, innermost last (recursion is refused)
         self.shapes = {tensor_key(k): list(v) for k, v in (shapes or {}).items()}
-        self.input_keys = [tensor_key(k) for k in inputs] if inputs is not None else None
+        # By default the graph's Placeholders, in its order, whether the outputs read them or not.
+        self.input_keys = ([tensor_key(k) for k in inputs] if inputs is not None
+                           else [f"{n.name}:0" for n in graph_def.node if n.op == "Placeholder"])
         self.output_refs = list(outputs) if outputs is not None else self._sinks()
         self.values = {}
         self.input_tensors = []
@@ -192,14 +209,12 @@ class Importer(FoldingImporter):
 
     def run(self, builder):
         self._builder = builder
-        input_names = []
-        if self.input_keys is not None:
-            for key in self.input_keys:
-                name, index = key.rsplit(":", 1)
-                if name not in self.nodes:
-                    raise ImportFailed(self._model_name(), [("inputs", f"the graph has no node named '{name}'")])
-                self.values[key] = self._input(builder, self.nodes[name], key)
-                input_names.append(key)
+        self._cut = {key.rsplit(":", 1)[0] for key in self.input_keys}
+        for key in self.input_keys:
+            name = key.rsplit(":", 1)[0]
+            if name not in self.nodes:
+                raise ImportFailed(self._model_name(), [("inputs", f"the graph has no node named '{name}'")])
+            self.values[key] = self._input(builder, self.nodes[name], key)
         for ref in self.output_refs:
             if parse_ref(ref)[0] not in self.nodes:
                 raise ImportFailed(self._model_name(), [("outputs", f"the graph has no node named '{parse_ref(ref)[0]}'")])
@@ -208,6 +223,9 @@ class Importer(FoldingImporter):
         for node in self._order([parse_ref(r)[0] for r in self.output_refs]):
             self._convert(node)
         outputs = [self.values.get(tensor_key(r), POISONED) for r in self.output_refs]
+        for ref, v in zip(self.output_refs, outputs):
+            if isinstance(v, Sizes):  # a graph has no op that reads a tensor's sizes
+                self.failures.append((f"output '{ref}'", "sizes of symbolic dimensions: known only from a run's input shapes"))
         for ref, v in zip(self.output_refs, outputs):
             if tensor_key(ref) not in self.values and parse_ref(ref)[0] in self.nodes and self.nodes[parse_ref(ref)[0]].op not in _NOTHING:
                 self.failures.append((f"output '{ref}'", "its node has no such output"))
@@ -235,7 +253,7 @@ class Importer(FoldingImporter):
                 continue
             if name not in self.nodes:
                 continue  # reported by the reader
-            if self.input_keys is not None and any(k.startswith(name + ":") for k in self.input_keys):
+            if name in self._cut and not self._calls:  # an input: the graph is cut there
                 state[name] = 2
                 continue
             state[name] = 1
@@ -275,10 +293,9 @@ class Importer(FoldingImporter):
         inputs = [self.values.get(tensor_key(r), POISONED) for r in refs]
         if any(v is POISONED for v in inputs):
             return self._poison(proto)
-        if proto.op in ("Placeholder", "PlaceholderWithDefault") and (self.input_keys is None or proto.op == "Placeholder"):
-            self.values[f"{proto.name}:0"] = self._input(self._builder, proto, f"{proto.name}:0")
-            return
-        if proto.op in _PASS_THROUGH:
+        if proto.op == "Placeholder":
+            return self._fail(proto, "a Placeholder the outputs read, which inputs= does not name")
+        if proto.op in _PASS_THROUGH or proto.op == "PlaceholderWithDefault":  # its default, unless it is an input
             self.values[f"{proto.name}:0"] = inputs[0]
             return
         if proto.op == "IdentityN":
@@ -294,12 +311,22 @@ class Importer(FoldingImporter):
             except (ValueError, _tensors.UnsupportedType) as e:
                 self._fail(proto, f"its value: {e}")
             return
+        if proto.op in ("PartitionedCall", "StatefulPartitionedCall"):
+            return self._call(proto, inputs)
         convert = CONVERTERS.get(proto.op)
         if convert is None:
             return self._fail(proto, "no converter for this op")
         node = Node(self, proto, inputs)
         try:
-            if inputs and all(isinstance(v, np.ndarray) for v in inputs):
+            if any(isinstance(v, Sizes) for v in inputs) and proto.op in SIZES_CONVERTERS \
+                    and all(isinstance(v, (np.ndarray, Sizes)) for v in inputs):
+                try:
+                    outputs = SIZES_CONVERTERS[proto.op](node)
+                except Unsupported:
+                    raise
+                except Exception as e:  # numpy's refusal of sizes the graph combines oddly
+                    raise NeedsShape(f"sizes of symbolic dimensions: {type(e).__name__}: {e}") from e
+            elif inputs and all(isinstance(v, np.ndarray) for v in inputs):
                 try:
                     outputs = self.fold(lambda: _in_tf_layout(self, convert(node)))
                 except (_C.DTypeError, _C.LimitError):  # a bf16 result, or one beyond the cap: the graph computes it
@@ -314,6 +341,39 @@ class Importer(FoldingImporter):
         for k, value in enumerate(outputs):
             self.values[f"{proto.name}:{k}"] = value
 
+    def _call(self, proto, inputs):
+        """A function call, converted inline: its body's nodes in a scope of their own."""
+        name = proto.attr["f"].func.name
+        fdef = self.functions.get(name)
+        if fdef is None:
+            return self._fail(proto, f"calls '{name}', which the graph's function library does not define")
+        if name in self._calls:
+            return self._fail(proto, f"calls '{name}' within itself")
+        if len(inputs) != len(fdef.signature.input_arg):
+            return self._fail(proto, f"gives {len(inputs)} inputs to '{name}', which takes {len(fdef.signature.input_arg)}")
+        try:
+            nodes, results = _functions.body(fdef)
+        except _functions.UnknownOutput as e:
+            return self._fail(proto, f"its function '{name}' names an unknown output {e}")
+        outer = self.nodes, self.values, len(self.failures)
+        self.nodes = {n.name: n for n in nodes}
+        self.values = {f"{a.name}:0": v for a, v in zip(fdef.signature.input_arg, inputs)}
+        self._calls.append(name)
+        try:
+            for node in self._order([parse_ref(r)[0] for r in results]):
+                self._convert(node)
+            outputs = [self.values.get(tensor_key(r), POISONED) for r in results]
+        finally:
+            self.nodes, self.values = outer[0], outer[1]
+            self._calls.pop()
+        for k in range(outer[2], len(self.failures)):  # what failed inside, named with the function
+            where, why = self.failures[k]
+            self.failures[k] = (f"{where} (in function '{name}')", why)
+        if any(v is POISONED for v in outputs):
+            return self._poison(proto)
+        for k, value in enumerate(outputs):
+            self.values[f"{proto.name}:{k}"] = value
+
     def _fail(self, proto, reason):
         self.failures.append((f"{proto.op} '{proto.name}' -> {proto.name}", reason))
         self._poison(proto)
@@ -321,7 +381,7 @@ class Importer(FoldingImporter):
     def _poison(self, proto):
         # Every output a consumer could name: as many as any reader asks for.
         self.values[f"{proto.name}:0"] = POISONED
-        for node in self.graph_def.node:
+        for node in self.nodes.values():
             for r in node.input:
                 name, index, control = parse_ref(r)
                 if name == proto.name and not control:

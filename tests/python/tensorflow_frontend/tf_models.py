@@ -15,18 +15,42 @@ import esgraph.tensorflow  # noqa: E402,F401
 
 class Frozen:
     """A tf.function frozen for the given input specs: `graph_def` (a tf GraphDef), `data` (its
-    bytes), `reference(*arrays)` (TensorFlow's outputs) and the tensor names of its outputs."""
+    bytes) and `reference(*arrays)` (TensorFlow's outputs). `remapped`: the graph as grappler's
+    remapper optimizes it (what tf_optimizer writes: _FusedConv2D, _FusedMatMul, ...)."""
 
-    def __init__(self, fn, *specs):
+    def __init__(self, fn, *specs, remapped=False):
         concrete = tf.function(fn).get_concrete_function(*specs)
         frozen = convert_variables_to_constants_v2(concrete)
         self.graph_def = frozen.graph.as_graph_def()
+        if remapped:
+            self.graph_def = _remapped(self.graph_def, [o.name.split(":")[0] for o in frozen.outputs])
         self.data = self.graph_def.SerializeToString()
         self._frozen = frozen
 
     def reference(self, *arrays):
         out = self._frozen(*[tf.constant(a) for a in arrays])
         return [o.numpy() for o in (out if isinstance(out, (list, tuple)) else [out])]
+
+
+def _remapped(graph_def, outputs):
+    """The graph optimized by grappler with its remapper on, as on a CPU (the remapper fuses
+    only ops placed on a device)."""
+    from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+    from tensorflow.python.grappler import tf_optimizer
+    placed = tf.compat.v1.GraphDef()
+    placed.CopyFrom(graph_def)
+    for node in placed.node:
+        node.device = "/device:CPU:0"
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.graph_util.import_graph_def(placed, name="")
+    meta = tf.compat.v1.train.export_meta_graph(graph_def=placed, graph=graph)
+    meta.collection_def["train_op"].node_list.value.extend(outputs)  # what grappler must keep
+    config = config_pb2.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    rewrite.optimizers.extend(["constfold", "arithmetic", "dependency", "remap"])
+    rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
+    return tf_optimizer.OptimizeGraph(config, meta)
 
 
 def spec(*shape, dtype="float32"):

@@ -9,7 +9,7 @@ from ..._compose import pad_or_crop
 from .. import _dtypes
 from .nn import _static
 from .registry import Unsupported, check_attrs, converts, reserve
-from .sizes import element_count, expand_size, reshape_dims, shape_of, slice_end
+from ..._sizes import element_count, expand_size, reshape_dims, shape_of, slice_end
 
 ops = _C.ops
 

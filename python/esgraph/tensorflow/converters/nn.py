@@ -63,6 +63,11 @@ def _filter(n, i, to_oihw):
 
 @converts("Conv2D")
 def conv2d(n):
+    return _result(_conv2d(n), data_format(n))
+
+
+def _conv2d(n):
+    """Conv2D's convolution, in NCHW."""
     fmt = data_format(n)
     x, sizes = _input(n, fmt)
     kh, kw, cin, cout = n.shape(1)
@@ -73,12 +78,16 @@ def conv2d(n):
         raise Unsupported(f"input channels {channels} are not a multiple of the filter's {cin}")
     w = _filter(n, 1, lambda f: f.transpose(3, 2, 0, 1))
     pads = _pads(n, fmt, sizes, [kh, kw], strides, dilations)
-    y = ops.conv2d(x, w, strides=strides, pads=pads, dilations=dilations, groups=channels // cin)
-    return _result(y, fmt)
+    return ops.conv2d(x, w, strides=strides, pads=pads, dilations=dilations, groups=channels // cin)
 
 
 @converts("DepthwiseConv2dNative")
 def depthwise_conv2d(n):
+    return _result(_depthwise_conv2d(n), data_format(n))
+
+
+def _depthwise_conv2d(n):
+    """DepthwiseConv2dNative's convolution, in NCHW."""
     fmt = data_format(n)
     x, sizes = _input(n, fmt)
     kh, kw, channels, multiplier = n.shape(1)
@@ -87,8 +96,66 @@ def depthwise_conv2d(n):
     # [kh, kw, C, M] -> [C*M, 1, kh, kw]: output channel c*M + m reads input channel c.
     w = _filter(n, 1, lambda f: f.reshape(kh, kw, channels * multiplier).transpose(2, 0, 1)[:, None])
     pads = _pads(n, fmt, sizes, [kh, kw], strides, dilations)
-    y = ops.conv2d(x, w, strides=strides, pads=pads, dilations=dilations, groups=channels)
-    return _result(y, fmt)
+    return ops.conv2d(x, w, strides=strides, pads=pads, dilations=dilations, groups=channels)
+
+
+# What grappler's remapper fuses into a convolution or a product, after the BiasAdd or the
+# FusedBatchNorm (TF's _FusedConv2D and _FusedMatMul `fused_ops`).
+_ACTIVATIONS = {
+    "Relu": ops.relu, "Relu6": lambda x: ops.clip(x, min=0.0, max=6.0), "Elu": ops.elu, "Tanh": ops.tanh,
+    "Sigmoid": ops.sigmoid, "GeluExact": ops.gelu, "GeluApproximate": lambda x: ops.gelu(x, approximate="tanh"),
+}
+
+
+def _fused(n, y, channel_axis):
+    """y (a convolution's NCHW result, or a product's rows) with the node's fused_ops applied:
+    BiasAdd or FusedBatchNorm, then Add (a residual, the next argument), then an activation."""
+    fused = n.attr("fused_ops", [])
+    rank = len(y.shape)
+    per_channel = [-1] + [1] * (rank - 1 - channel_axis)
+    args = list(range(2, n.num_inputs))
+    steps = list(fused)
+    if steps and steps[0] == "BiasAdd":
+        y = y + ops.reshape(n.x(args.pop(0)), per_channel)
+        steps.pop(0)
+    elif steps and steps[0] == "FusedBatchNorm":
+        scale, offset, mean, variance = (n.const(args.pop(0), what) for what in ("scale", "offset", "mean", "variance"))
+        multiplier, shift = batch_norm_constants(scale, offset, mean, variance, n.attr("epsilon", 1e-4))
+        y = y * n.tensor(multiplier.reshape(per_channel)) + n.tensor(shift.reshape(per_channel))
+        steps.pop(0)
+    if steps and steps[0] in ("Add", "AddV2"):
+        residual = args.pop(0)
+        y = y + (n.nchw(residual) if rank == 4 and channel_axis == 1 else n.x(residual))
+        steps.pop(0)
+    if steps and steps[0] == "LeakyRelu":
+        alpha = float(n.attr("leakyrelu_alpha", 0.2))
+        y = ops.leaky_relu(y, alpha=alpha)
+        steps.pop(0)
+    elif steps and steps[0] in _ACTIVATIONS:
+        y = _ACTIVATIONS[steps.pop(0)](y)
+    if steps or not fused:
+        raise Unsupported(f"fused_ops {fused}")
+    return y
+
+
+@converts("_FusedConv2D", "_FusedDepthwiseConv2dNative")
+def fused_conv2d(n):
+    fmt = data_format(n)
+    y = _conv2d(n) if n.op == "_FusedConv2D" else _depthwise_conv2d(n)
+    return _result(_fused(n, y, channel_axis=1), fmt)
+
+
+@converts("_FusedMatMul")
+def fused_matmul(n):
+    return _fused(n, matmul(n), channel_axis=1)
+
+
+def batch_norm_constants(scale, offset, mean, variance, epsilon):
+    """Inference batch norm as y = x * multiplier + shift, per channel, in float32: TF computes
+    (x - mean) * (scale * rsqrt(variance + epsilon)) + offset."""
+    f32 = np.float32
+    multiplier = (scale.astype(f32) / np.sqrt(variance.astype(f32) + f32(epsilon))).astype(f32)
+    return multiplier, (offset.astype(f32) - mean.astype(f32) * multiplier).astype(f32)
 
 
 def _pool(n, pool):
@@ -116,12 +183,9 @@ def fused_batch_norm(n):
     if n.attr("is_training", True):
         raise Unsupported("batch norm in training mode (is_training) is not supported")
     fmt = data_format(n)
-    eps = float(n.attr("epsilon", 1e-3))
     scale, offset, mean, variance = (n.const(i, what) for i, what in
                                      ((1, "scale"), (2, "offset"), (3, "mean"), (4, "variance")))
-    # TF computes (x - mean) * (scale * rsqrt(variance + eps)) + offset.
-    multiplier = (scale.astype(np.float32) / np.sqrt(variance.astype(np.float32) + np.float32(eps))).astype(np.float32)
-    shift = (offset - mean * multiplier).astype(np.float32)
+    multiplier, shift = batch_norm_constants(scale, offset, mean, variance, n.attr("epsilon", 1e-4))
     x = n.nchw(0) if fmt == "NHWC" else n.x(0)
     per_channel = (-1, 1, 1)
     y = x * n.tensor(multiplier.reshape(per_channel)) + n.tensor(shift.reshape(per_channel))

@@ -2,12 +2,12 @@
 arrays known while importing, or `Nchw` values); and what the converters share."""
 from functools import partial
 
-from ..._frontend import NeedsValue, Unsupported, converts as _converts
+from ..._frontend import NeedsShape, NeedsValue, Unsupported, converts as _converts
 
 CONVERTERS = {}
 converts = partial(_converts, table=CONVERTERS)
 
-__all__ = ["CONVERTERS", "NeedsValue", "Unsupported", "converts", "data_format"]
+__all__ = ["CONVERTERS", "NeedsShape", "NeedsValue", "Unsupported", "converts", "data_format"]
 
 
 def data_format(n):

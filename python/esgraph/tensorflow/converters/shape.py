@@ -6,7 +6,9 @@ from ... import _C
 from .. import _tensors
 from .._layout import NHWC_TO_NCHW, TO_NCHW_AXIS, Nchw
 from .elementwise import operands
+from ..._sizes import Sizes, element_count, reshape_dims, shape_of
 from .registry import NeedsValue, Unsupported, converts
+from .slices import slice_spec
 
 ops = _C.ops
 
@@ -23,10 +25,11 @@ def _static_shape(n, i, what):
 
 @converts("Reshape")
 def reshape(n):
-    dims = n.ints(1, "shape")
-    if 0 in dims:  # TF's 0 is an empty axis; esgraph's would copy the input's size
-        raise Unsupported(f"a reshape to an empty shape {dims}")
-    return ops.reshape(n.x(0), dims)
+    sizes = n.sizes(1, "shape")
+    if 0 in sizes:  # TF's 0 is an empty axis; esgraph's would copy the input's size
+        raise Unsupported(f"a reshape to an empty shape {sizes}")
+    # A size that is the input's own symbolic dimension is esgraph's 0 (copied), one left unknown its -1.
+    return ops.reshape(n.x(0), reshape_dims(n.shape(0), sizes, allowzero=False))
 
 
 @converts("Squeeze")
@@ -78,11 +81,15 @@ def unpack(n):
 
 @converts("Shape", "Size", "Rank")
 def shape(n):
-    dims = _static_shape(n, 0, n.op)
-    dtype = _tensors.numpy_dtype(n.attr("out_type", 3))
+    """Known sizes, or symbolic ones (esgraph/_sizes.py) that shape operands resolve."""
+    dims = list(n.shape(0))
     if n.op == "Rank":
         return np.array(len(dims), np.int32)
-    return np.array(dims if n.op == "Shape" else int(np.prod(dims)), dtype)
+    dtype = _tensors.numpy_dtype(n.attr("out_type", 3))
+    if n.op == "Shape":
+        return shape_of(dims, dtype)
+    count = element_count(dims)
+    return count.astype(dtype) if isinstance(count, np.ndarray) else Sizes(count.values, dtype)
 
 
 @converts("Fill")
@@ -93,48 +100,29 @@ def fill(n):
 
 @converts("StridedSlice")
 def strided_slice(n):
-    begin, end, strides = n.ints(1, "begin"), n.ints(2, "end"), n.ints(3, "strides")
-    masks = {k: n.attr(k, 0) for k in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")}
     rank = n.rank(0)
-    specs = len(begin)
-    # How many of the input's axes the ellipsis stands for: all the specs do not name.
-    named = sum(1 for i in range(specs) if not (masks["ellipsis_mask"] >> i) & 1 and not (masks["new_axis_mask"] >> i) & 1)
-    if not masks["ellipsis_mask"]:  # an implicit ellipsis at the end
-        masks["ellipsis_mask"], begin, end, strides = 1 << specs, begin + [0], end + [0], strides + [1]
-        specs += 1
-    starts, ends, steps, axes, shrink, out = [], [], [], [], [], []
+    starts, ends, steps, axes, shrink, new = [], [], [], [], [], []
     axis = 0
-    for i in range(specs):
-        bit = lambda mask: (masks[mask] >> i) & 1  # noqa: E731
-        if bit("ellipsis_mask"):
-            for _ in range(rank - named):
-                out.append("keep")
-                axis += 1
+    for item in slice_spec(n, rank):
+        if item is None:  # a new axis, at this place of the result
+            new.append(axis - len(shrink) + len(new))
             continue
-        if bit("new_axis_mask"):
-            out.append("new")
-            continue
-        b, e, s = begin[i], end[i], strides[i]
-        if s == 0:
-            raise Unsupported("a stride of 0")
-        if bit("shrink_axis_mask"):
-            starts.append(b)
-            ends.append(b + 1 if b != -1 else _END)
+        if isinstance(item, int):  # one element, the axis dropped
+            starts.append(item)
+            ends.append(item + 1 if item != -1 else _END)
             steps.append(1)
+            axes.append(axis)
             shrink.append(axis)
-        else:
-            starts.append((0 if s > 0 else _END) if bit("begin_mask") else b)
-            ends.append((_END if s > 0 else _BEFORE) if bit("end_mask") else e)
-            steps.append(s)
-            out.append("keep")
-        axes.append(axis)
+        elif item != slice(None):
+            step = 1 if item.step is None else item.step
+            starts.append(item.start if item.start is not None else 0 if step > 0 else _END)
+            ends.append(item.stop if item.stop is not None else _END if step > 0 else _BEFORE)
+            steps.append(step)
+            axes.append(axis)
         axis += 1
-    if axis != rank:
-        raise Unsupported(f"{specs} slice specs for a rank-{rank} input")
     y = ops.slice(n.x(0), starts, ends, axes=axes, steps=steps) if axes else n.x(0)
     if shrink:
         y = ops.squeeze(y, axes=shrink)
-    new = [k for k, what in enumerate(out) if what == "new"]
     return ops.unsqueeze(y, new) if new else y
 
 

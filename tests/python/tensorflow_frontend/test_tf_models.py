@@ -1,0 +1,78 @@
+"""Whole models TensorFlow makes: Keras 3 applications and tf-keras (Keras 2) models with random
+weights, frozen by TF's own convert_variables_to_constants_v2 and optimized by grappler's
+remapper, against TensorFlow to 1e-4 of each output's largest magnitude. Sized small (64 by 64,
+75 where the model needs it) for the suite's time; their op mix is the full models'."""
+import collections
+
+import pytest
+
+from tf_models import Frozen, assert_matches_tensorflow, rand, spec, tf
+
+keras = pytest.importorskip("keras")
+
+
+def _keras3(name, size, **kw):
+    return getattr(keras.applications, name)(weights=None, input_shape=(size, size, 3), classifier_activation=None, **kw)
+
+
+def _tf_keras(name, size):
+    tf_keras = pytest.importorskip("tf_keras")
+    return getattr(tf_keras.applications, name)(weights=None, input_shape=(size, size, 3), classifier_activation=None)
+
+
+_MODELS = {
+    "ResNet50": lambda: _keras3("ResNet50", 64),
+    "MobileNetV2": lambda: _keras3("MobileNetV2", 64),
+    "MobileNetV3Small": lambda: _keras3("MobileNetV3Small", 64, include_preprocessing=False),
+    "EfficientNetB0": lambda: _keras3("EfficientNetB0", 64),
+    "DenseNet121": lambda: _keras3("DenseNet121", 64),
+    "InceptionV3": lambda: _keras3("InceptionV3", 75),
+    "Xception": lambda: _keras3("Xception", 75),
+    "ConvNeXtTiny": lambda: _keras3("ConvNeXtTiny", 64, include_preprocessing=False),
+    "tf_keras.MobileNetV2": lambda: _tf_keras("MobileNetV2", 64),
+    "tf_keras.ResNet50": lambda: _tf_keras("ResNet50", 64),
+}
+
+
+def _frozen(name, remapped):
+    model = _MODELS[name]()
+    size = model.input_shape[1]
+    return Frozen(lambda x: model(x, training=False), spec(None, size, size, 3), remapped=remapped), size
+
+
+@pytest.mark.parametrize("name", list(_MODELS))
+def test_frozen_keras_model(name):
+    """A dynamic batch: one graph, run at batch 2."""
+    frozen, size = _frozen(name, remapped=False)
+    assert_matches_tensorflow(frozen, rand(2, size, size, 3))
+
+
+@pytest.mark.parametrize("name", ["tf_keras.MobileNetV2", "tf_keras.ResNet50", "MobileNetV2"])
+def test_remapped_keras_model(name):
+    """Grappler's remapper fuses tf-keras's Conv2D + FusedBatchNormV3 + Relu/Relu6 into
+    _FusedConv2D, and BiasAdd + activation into it and into _FusedMatMul."""
+    frozen, size = _frozen(name, remapped=True)
+    ops = collections.Counter(n.op for n in frozen.graph_def.node)
+    if name.startswith("tf_keras"):
+        assert ops["_FusedConv2D"] > 10, ops
+    assert_matches_tensorflow(frozen, rand(1, size, size, 3))
+
+
+@pytest.mark.parametrize("fused_ops", [["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Relu6"], ["BiasAdd", "Elu"],
+                                       ["BiasAdd", "LeakyRelu"], ["BiasAdd", "Add"], ["BiasAdd", "Add", "Relu"]])
+def test_remapped_convolution_and_product(fused_ops):
+    w, b, m, c = rand(3, 3, 4, 6, seed=1), rand(6, seed=2), rand(6 * 5 * 5, 7, seed=3), rand(7, seed=4)
+    act = {"Relu": tf.nn.relu, "Relu6": tf.nn.relu6, "Elu": tf.nn.elu, "LeakyRelu": tf.nn.leaky_relu}
+
+    def fn(x, r):
+        y = tf.nn.bias_add(tf.nn.conv2d(x, w, 1, "SAME"), b)
+        if "Add" in fused_ops:
+            y = y + r
+        if fused_ops[-1] in act:
+            y = act[fused_ops[-1]](y)
+        z = tf.nn.bias_add(tf.matmul(tf.reshape(y, [-1, 6 * 5 * 5]), m), c)
+        return y, act[fused_ops[-1]](z) if fused_ops[-1] in act else z
+    frozen = Frozen(fn, spec(2, 5, 5, 4), spec(2, 5, 5, 6), remapped=True)
+    ops = collections.Counter(n.op for n in frozen.graph_def.node)
+    assert ops["_FusedConv2D"] == 1 and ops["_FusedMatMul"] == 1, ops
+    assert_matches_tensorflow(frozen, rand(2, 5, 5, 4), rand(2, 5, 5, 6, seed=5))
