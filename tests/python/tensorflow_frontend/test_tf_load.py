@@ -1,0 +1,176 @@
+"""esgraph.tensorflow.load's sources, options and refusals: hostile and foreign files, graphs
+with unsupported ops (every one named at once), inputs and outputs chosen by name, and the
+command line. The graphs here are written with esgraph's own copy of TF's schema where
+TensorFlow would refuse to make them."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import esgraph
+from esgraph.tensorflow import _schema
+from tf_models import Frozen, assert_matches_tensorflow, rand, spec, tf
+
+
+def _node(graph, name, op, inputs=(), **attrs):
+    node = graph.node.add(name=name, op=op)
+    node.input.extend(inputs)
+    for key, value in attrs.items():
+        if isinstance(value, bool):
+            node.attr[key].b = value
+        elif isinstance(value, int):
+            node.attr[key].type = value
+        elif isinstance(value, list):  # a shape
+            for d in value:
+                node.attr[key].shape.dim.add(size=d)
+    return node
+
+
+def _placeholder(graph, name, dims, dtype=1):
+    return _node(graph, name, "Placeholder", dtype=dtype, shape=dims)
+
+
+def test_sources_a_path_bytes_and_a_tf_graph_def(tmp_path):
+    frozen = Frozen(lambda x: tf.nn.relu(x) * 2.0, spec(2, 3))
+    path = tmp_path / "model.pb"
+    path.write_bytes(frozen.data)
+    x = rand(2, 3)
+    for source in (str(path), path, frozen.data, frozen.graph_def):
+        np.testing.assert_allclose(esgraph.compile(esgraph.tensorflow.load(source))(x), frozen.reference(x)[0])
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00" * 7, b"garbage, not a protobuf \xff\xff\xff", b"\x0a\xff\xff\xff\xff\x0f"])
+def test_foreign_and_truncated_bytes_are_format_errors(data):
+    with pytest.raises(esgraph.FormatError, match="not a TensorFlow GraphDef"):
+        esgraph.tensorflow.load(data)
+
+
+def test_a_truncated_file_is_a_format_error(tmp_path):
+    frozen = Frozen(lambda x: tf.nn.conv2d(x, rand(3, 3, 2, 4), 1, "SAME"), spec(1, 5, 5, 2))
+    for cut in (len(frozen.data) // 2, len(frozen.data) - 3):
+        with pytest.raises(esgraph.FormatError):
+            esgraph.tensorflow.load(frozen.data[:cut])
+
+
+def test_a_saved_model_directory_and_a_tfjs_model_are_named(tmp_path):
+    (tmp_path / "saved").mkdir()
+    (tmp_path / "saved" / "saved_model.pb").write_bytes(b"")
+    with pytest.raises(esgraph.FormatError, match="SavedModel directory"):
+        esgraph.tensorflow.load(tmp_path / "saved")
+    with pytest.raises(esgraph.FormatError, match="TF.js"):
+        esgraph.tensorflow.load(str(tmp_path / "model.json"))
+    with pytest.raises(TypeError, match="expected a path, bytes or a GraphDef"):
+        esgraph.tensorflow.load(3)
+
+
+def test_every_unsupported_op_is_named_at_once():
+    graph = _schema.GraphDef()
+    _placeholder(graph, "x", [2, 3])
+    _node(graph, "a", "Bucketize", ["x"], T=1)
+    _node(graph, "b", "Relu", ["a"], T=1)  # after a failure: skipped, not reported
+    _node(graph, "c", "Cumprod", ["x", "x"], T=1)
+    _node(graph, "d", "AddV2", ["b", "c"], T=1)
+    with pytest.raises(esgraph.tensorflow.ImportFailed) as e:
+        esgraph.tensorflow.load(graph.SerializeToString())
+    failures = e.value.failures
+    assert [where.split(" ")[0] for where, _ in failures] == ["Bucketize", "Cumprod"]
+    assert all("no converter for this op" in why for _, why in failures)
+    assert "2 unsupported node(s)" in str(e.value)
+
+
+def test_broken_references_and_cycles_are_named():
+    graph = _schema.GraphDef()
+    _placeholder(graph, "x", [2])
+    _node(graph, "a", "Relu", ["nowhere:0"], T=1)
+    _node(graph, "b", "AddV2", ["x", "c"], T=1)
+    _node(graph, "c", "Relu", ["b"], T=1)
+    _node(graph, "out", "AddV2", ["a", "c"], T=1)
+    with pytest.raises(esgraph.tensorflow.ImportFailed) as e:
+        esgraph.tensorflow.load(graph.SerializeToString(), outputs=["out"])
+    text = str(e.value)
+    assert "reads 'nowhere:0', which no node of the graph makes" in text
+    assert "cycle" in text
+
+
+def test_element_types_esgraph_lacks_are_named():
+    graph = _schema.GraphDef()
+    _placeholder(graph, "s", [2], dtype=7)  # DT_STRING
+    _node(graph, "y", "Identity", ["s"], T=7)
+    with pytest.raises(esgraph.tensorflow.ImportFailed, match="element type string"):
+        esgraph.tensorflow.load(graph.SerializeToString())
+
+
+def test_a_constant_whose_data_does_not_fill_its_shape():
+    graph = _schema.GraphDef()
+    _placeholder(graph, "x", [4])
+    c = _node(graph, "c", "Const", dtype=1)
+    c.attr["value"].tensor.dtype = 1
+    c.attr["value"].tensor.tensor_shape.dim.add(size=4)
+    c.attr["value"].tensor.tensor_content = b"\x00" * 12
+    _node(graph, "y", "AddV2", ["x", "c"], T=1)
+    with pytest.raises(esgraph.tensorflow.ImportFailed, match="12 bytes of data do not hold"):
+        esgraph.tensorflow.load(graph.SerializeToString())
+
+
+def test_a_huge_constant_is_refused_before_it_is_made():
+    """A splat constant of 2^40 floats in a file of a few dozen bytes."""
+    graph = _schema.GraphDef()
+    _placeholder(graph, "x", [1])
+    c = _node(graph, "c", "Const", dtype=1)
+    c.attr["value"].tensor.dtype = 1
+    c.attr["value"].tensor.tensor_shape.dim.add(size=1 << 40)
+    c.attr["value"].tensor.float_val.append(1.0)
+    _node(graph, "y", "Sum", ["c", "axes"], T=1)
+    axes = _node(graph, "axes", "Const", dtype=3)
+    axes.attr["value"].tensor.dtype = 3
+    axes.attr["value"].tensor.int_val.append(0)
+    with pytest.raises(esgraph.tensorflow.ImportFailed, match="beyond the import's memory cap"):
+        esgraph.tensorflow.load(graph.SerializeToString(), outputs=["y"])
+
+
+def test_inputs_and_outputs_by_name():
+    def fn(x):
+        a = tf.nn.relu(x, name="a")
+        return tf.identity(a * 3.0, name="b"), tf.identity(a + 1.0, name="c")
+    frozen = Frozen(fn, spec(2, 3))
+    x = rand(2, 3)
+    # cut at a: its value is the input, whose shape only shapes= can say
+    with pytest.raises(esgraph.tensorflow.ImportFailed, match="input 'a': has no known rank; give its shape with shapes="):
+        esgraph.tensorflow.load(frozen.data, inputs=["a"], outputs=["b:0"])
+    g = esgraph.tensorflow.load(frozen.data, inputs=["a"], outputs=["b:0"], shapes={"a": [2, 3]})
+    np.testing.assert_allclose(esgraph.compile(g)(x), x * 3.0, rtol=1e-6)
+    with pytest.raises(esgraph.tensorflow.ImportFailed, match="no node named 'nope'"):
+        esgraph.tensorflow.load(frozen.data, outputs=["nope"])
+    with pytest.raises(esgraph.tensorflow.ImportFailed, match="no node named 'nope'"):
+        esgraph.tensorflow.load(frozen.data, inputs=["nope"])
+
+
+def test_unknown_sizes_are_symbols_and_shapes_overrides_them():
+    w = rand(3, 3, 3, 4, seed=1)
+    frozen = Frozen(lambda x: tf.reduce_mean(tf.nn.conv2d(x, w, 1, "VALID"), axis=[1, 2]), spec(None, None, None, 3))
+    model = esgraph.compile(esgraph.tensorflow.load(frozen.data, shapes={"x": ["n", 8, 9, 3]}))
+    for batch in (1, 3):
+        x = rand(batch, 8, 9, 3)
+        np.testing.assert_allclose(model(x), frozen.reference(x)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_dynamic_batch_flattened_is_one_graph():
+    """Keras's Flatten computes [batch, -1] from Shape: one symbolic graph serves every batch."""
+    keras = pytest.importorskip("keras")
+    model = keras.Sequential([keras.Input((4, 4, 2)), keras.layers.Conv2D(3, 3), keras.layers.Flatten(), keras.layers.Dense(5)])
+    frozen = Frozen(lambda x: model(x, training=False), spec(None, 4, 4, 2))
+    assert any(n.op == "Shape" for n in frozen.graph_def.node)
+    for batch in (1, 4):
+        assert_matches_tensorflow(frozen, rand(batch, 4, 4, 2))
+
+
+def test_the_command_line_runs_a_frozen_graph(tmp_path):
+    frozen = Frozen(lambda x: tf.nn.softmax(x), spec(2, 5))
+    path = tmp_path / "model.pb"
+    path.write_bytes(frozen.data)
+    out = subprocess.run([sys.executable, "-m", "esgraph", "run", str(path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "Identity" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "esgraph", "info", str(path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "softmax" in out.stdout, out.stdout + out.stderr
