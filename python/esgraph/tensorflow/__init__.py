@@ -15,16 +15,21 @@ import os
 
 from .._C import FormatError
 from .._frontend import ImportFailed
-from ._importer import import_graph
+from ._importer import import_graph, tensor_key
+from ._saved_model import SavedModel
 from ._schema import GraphDef
 from .converters import CONVERTERS
 
 __all__ = ["ImportFailed", "load", "supported_ops"]
 
 
-def load(model, *, inputs=None, outputs=None, shapes=None, name=None, max_memory_bytes=None):
-    """An esgraph Graph from a frozen TensorFlow GraphDef: a `.pb` path, its bytes, or a
-    `tf.compat.v1.GraphDef`.
+def load(model, *, inputs=None, outputs=None, shapes=None, name=None, max_memory_bytes=None, signature=None):
+    """An esgraph Graph from a TensorFlow model: a frozen GraphDef (a `.pb` path, its bytes, or a
+    `tf.compat.v1.GraphDef`), or a SavedModel directory.
+
+    A SavedModel gives the graph of its signature `signature` ("serving_default" by default):
+    its inputs and outputs are the signature's, named by its keys and sorted by them, and its
+    variables are read from variables/ (_saved_model.py).
 
     `outputs` names the tensors the graph returns ("node" or "node:k"); by default, output 0 of
     every node no other node reads. `inputs` names the tensors it takes, cutting the graph there;
@@ -33,6 +38,12 @@ def load(model, *, inputs=None, outputs=None, shapes=None, name=None, max_memory
     `max_memory_bytes` bounds what computing constants while importing may hold (default 256 MiB
     plus twice the graph's constants; 0 for none).
     """
+    if isinstance(model, (str, os.PathLike)) and os.path.isfile(os.path.join(os.fspath(model), "saved_model.pb")):
+        if inputs is not None or outputs is not None:
+            raise TypeError("load: inputs= and outputs= cut a GraphDef; a SavedModel's are its signature's (signature=)")
+        return _load_saved_model(os.fspath(model), signature, shapes, name, max_memory_bytes)
+    if signature is not None:
+        raise TypeError("load: signature= names a SavedModel's signature; this is a GraphDef")
     data, source = _read(model)
     graph_def = GraphDef()
     try:
@@ -45,15 +56,21 @@ def load(model, *, inputs=None, outputs=None, shapes=None, name=None, max_memory
                         max_memory_bytes=max_memory_bytes)
 
 
+def _load_saved_model(path, signature, shapes, name, max_memory_bytes):
+    saved = SavedModel(path, signature)
+    names = {tensor_key(t): k for k, t in saved.inputs + saved.outputs}
+    keyed_shapes = {t: shapes[k] for k, t in saved.inputs if shapes and k in shapes}
+    return import_graph(saved.graph_def, inputs=[t for _, t in saved.inputs], outputs=[t for _, t in saved.outputs],
+                        shapes=keyed_shapes, name=name or os.path.basename(os.path.normpath(path)),
+                        max_memory_bytes=max_memory_bytes, resources=saved.resources, names=names)
+
+
 def _read(model):
     """The serialized GraphDef in `model`, and how to name it in errors."""
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if os.path.isdir(path):
-            if os.path.exists(os.path.join(path, "saved_model.pb")):
-                raise FormatError(f"`{path}` is a SavedModel directory: esgraph reads frozen GraphDefs so far "
-                                  "(freeze it with convert_variables_to_constants_v2)")
-            raise FormatError(f"`{path}` is a directory, not a TensorFlow GraphDef")
+            raise FormatError(f"`{path}` is a directory, but not a SavedModel (no saved_model.pb)")
         if path.endswith(".json"):
             raise FormatError(f"`{path}` is a TF.js model: esgraph reads frozen GraphDefs so far")
         with open(path, "rb") as f:

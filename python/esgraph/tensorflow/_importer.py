@@ -29,7 +29,8 @@ from .converters import CONVERTERS, SIZES_CONVERTERS, NeedsValue, Unsupported
 ops = _C.ops
 
 # Ops that compute nothing: their output is their input (the first), or they have none.
-_PASS_THROUGH = {"Identity", "StopGradient", "Snapshot", "PreventGradient", "CheckNumerics", "EnsureShape"}
+_PASS_THROUGH = {"Identity", "StopGradient", "Snapshot", "PreventGradient", "CheckNumerics", "EnsureShape",
+                 "ReadVariableOp"}
 _NOTHING = {"NoOp", "Assert", "SaveV2", "RestoreV2"}
 
 # What folding may hold beyond the constants: shape arithmetic and transforms of weights.
@@ -180,7 +181,8 @@ def _numpy_to_esg(dtype):
 class Importer(FoldingImporter):
     refused = Unsupported
 
-    def __init__(self, graph_def, inputs=None, outputs=None, shapes=None, max_memory_bytes=None):
+    def __init__(self, graph_def, inputs=None, outputs=None, shapes=None, max_memory_bytes=None, resources=None,
+                 names=None):
         super().__init__(FOLDING_BASE_BYTES + 2 * _constant_bytes(graph_def) if max_memory_bytes is None else max_memory_bytes)
         self.graph_def = graph_def
         self.nodes = {}
@@ -196,6 +198,8 @@ class Importer(FoldingImporter):
         self.input_keys = ([tensor_key(k) for k in inputs] if inputs is not None
                            else [f"{n.name}:0" for n in graph_def.node if n.op == "Placeholder"])
         self.output_refs = list(outputs) if outputs is not None else self._sinks()
+        self.resources = dict(resources or {})  # VarHandleOp name -> its variable's value (a SavedModel's)
+        self.names = dict(names or {})  # tensor key -> the name the graph gives it (a signature's keys)
         self.values = {}
         self.input_tensors = []
         self._layouts = {}  # id(value) -> (value, its other layout's tensor)
@@ -281,7 +285,7 @@ class Importer(FoldingImporter):
                 self.failures.append((f"input '{node.name}'", "has no known rank; give its shape with shapes="))
                 return POISONED
         dims = [d if not isinstance(d, int) or d >= 0 else f"{node.name}_{i}" for i, d in enumerate(dims)]
-        tensor = builder.input(output_name(key), dtype, dims)
+        tensor = builder.input(self.names.get(key, output_name(key)), dtype, dims)
         self.input_tensors.append(tensor)
         return tensor
 
@@ -303,6 +307,11 @@ class Importer(FoldingImporter):
                 self.values[f"{proto.name}:{k}"] = v
             return
         if proto.op in _NOTHING:
+            return
+        if proto.op == "VarHandleOp":
+            if proto.name not in self.resources:
+                return self._fail(proto, "a variable the graph's object graph does not bind (only a SavedModel's are)")
+            self.values[f"{proto.name}:0"] = self.resources[proto.name]
             return
         if proto.op == "Const":
             try:
@@ -429,15 +438,17 @@ def _constant_bytes(graph_def):
     return total
 
 
-def import_graph(graph_def, inputs=None, outputs=None, shapes=None, name=None, max_memory_bytes=None):
+def import_graph(graph_def, inputs=None, outputs=None, shapes=None, name=None, max_memory_bytes=None, resources=None,
+                 names=None):
     if max_memory_bytes is not None and (isinstance(max_memory_bytes, bool) or not isinstance(max_memory_bytes, int)
                                          or max_memory_bytes < 0):
         raise _C.InvalidArgumentError(f"load: max_memory_bytes must be 0 (no bound) or more, got {max_memory_bytes!r}")
-    importer = Importer(graph_def, inputs, outputs, shapes, max_memory_bytes)
+    importer = Importer(graph_def, inputs, outputs, shapes, max_memory_bytes, resources, names)
     with _C.GraphBuilder(name or "tensorflow") as b:
         tensors = importer.run(b)
         claimed = {t.name for t in importer.input_tensors} | importer.constant_names()
-        named = name_outputs(tensors, [output_name(tensor_key(r)) for r in importer.output_refs], claimed)
+        names = [importer.names.get(tensor_key(r), output_name(tensor_key(r))) for r in importer.output_refs]
+        named = name_outputs(tensors, names, claimed)
     return b.build(named)
 
 

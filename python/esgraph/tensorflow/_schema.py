@@ -1,6 +1,8 @@
 """The subset of TensorFlow's protobuf schema the importer reads, declared here from the field
 numbers of TF's public `.proto` files (graph.proto, node_def.proto, attr_value.proto,
-tensor.proto, tensor_shape.proto, types.proto, function.proto, op_def.proto, versions.proto).
+tensor.proto, tensor_shape.proto, types.proto, function.proto, op_def.proto, versions.proto;
+for SavedModels saved_model.proto, meta_graph.proto, saved_object_graph.proto,
+trackable_object_graph.proto and tensor_bundle.proto).
 
 The messages are built at import time as descriptors of their own package (`esgraph.tf`), so
 reading a model needs neither TensorFlow nor generated code, and protobuf's own parser (its C
@@ -12,7 +14,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 _F = descriptor_pb2.FieldDescriptorProto
 _SCALARS = {"int32": _F.TYPE_INT32, "int64": _F.TYPE_INT64, "uint32": _F.TYPE_UINT32, "uint64": _F.TYPE_UINT64,
             "float": _F.TYPE_FLOAT, "double": _F.TYPE_DOUBLE, "bool": _F.TYPE_BOOL, "string": _F.TYPE_STRING,
-            "bytes": _F.TYPE_BYTES, "DataType": _F.TYPE_ENUM}
+            "bytes": _F.TYPE_BYTES, "fixed32": _F.TYPE_FIXED32, "DataType": _F.TYPE_ENUM}
 
 # message -> [(field, number, type, repeated?)]; a type not in _SCALARS is a message of this
 # file, "map<string,X>" a map. DataType is an enum in TF; it is read as its number.
@@ -46,6 +48,33 @@ _MESSAGES = {
     "OpDef": [("name", 1, "string", False), ("input_arg", 2, "ArgDef", True), ("output_arg", 3, "ArgDef", True)],
     "ArgDef": [("name", 1, "string", False), ("type", 3, "DataType", False), ("type_attr", 4, "string", False),
                ("number_attr", 5, "string", False), ("type_list_attr", 6, "string", False)],
+    # SavedModel: its graphs, signatures and object graph.
+    "SavedModel": [("saved_model_schema_version", 1, "int64", False), ("meta_graphs", 2, "MetaGraphDef", True)],
+    "MetaGraphDef": [("meta_info_def", 1, "MetaInfoDef", False), ("graph_def", 2, "GraphDef", False),
+                     ("signature_def", 5, "map<string,SignatureDef>", False),
+                     ("object_graph_def", 7, "SavedObjectGraph", False)],
+    "MetaInfoDef": [("tags", 4, "string", True)],
+    "SignatureDef": [("inputs", 1, "map<string,TensorInfo>", False), ("outputs", 2, "map<string,TensorInfo>", False),
+                     ("method_name", 3, "string", False)],
+    "TensorInfo": [("name", 1, "string", False), ("dtype", 2, "DataType", False),
+                   ("tensor_shape", 3, "TensorShapeProto", False)],
+    "SavedObjectGraph": [("nodes", 1, "SavedObject", True),
+                         ("concrete_functions", 2, "map<string,SavedConcreteFunction>", False)],
+    "SavedObject": [("children", 1, "ObjectReference", True), ("variable", 7, "SavedVariable", False)],
+    "ObjectReference": [("node_id", 1, "int32", False), ("local_name", 2, "string", False)],
+    "SavedVariable": [("dtype", 1, "DataType", False), ("shape", 2, "TensorShapeProto", False),
+                      ("name", 6, "string", False)],
+    "SavedConcreteFunction": [("bound_inputs", 2, "int32", True)],
+    # The checkpoint in variables/: its object graph, and the TensorBundle's header and entries.
+    "TrackableObjectGraph": [("nodes", 1, "TrackableObject", True)],
+    "TrackableObject": [("children", 1, "ObjectReference", True), ("attributes", 2, "SerializedTensor", True)],
+    "SerializedTensor": [("name", 1, "string", False), ("full_name", 2, "string", False),
+                         ("checkpoint_key", 3, "string", False)],
+    "BundleHeaderProto": [("num_shards", 1, "int32", False), ("endianness", 2, "int32", False)],
+    "BundleEntryProto": [("dtype", 1, "DataType", False), ("shape", 2, "TensorShapeProto", False),
+                         ("shard_id", 3, "int32", False), ("offset", 4, "int64", False), ("size", 5, "int64", False),
+                         ("crc32c", 6, "fixed32", False), ("slices", 7, "TensorSlice", True)],
+    "TensorSlice": [],
 }
 
 # An AttrValue holds one of its fields: WhichOneof("value") tells which.
@@ -92,6 +121,8 @@ def _file():
 
 _pool = descriptor_pool.DescriptorPool()
 _pool.Add(_file())
-GraphDef, NodeDef, AttrValue, TensorProto = (
+(GraphDef, NodeDef, AttrValue, TensorProto, SavedModel, TrackableObjectGraph, BundleHeaderProto,
+ BundleEntryProto) = (
     message_factory.GetMessageClass(_pool.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
-    for name in ("GraphDef", "NodeDef", "AttrValue", "TensorProto"))
+    for name in ("GraphDef", "NodeDef", "AttrValue", "TensorProto", "SavedModel", "TrackableObjectGraph",
+                 "BundleHeaderProto", "BundleEntryProto"))

@@ -78,3 +78,19 @@ def assert_matches_tensorflow(frozen, *arrays, tolerance=1e-4, **load_kwargs):
             np.testing.assert_allclose(g, w, rtol=0, atol=tolerance * scale)
         else:
             np.testing.assert_array_equal(g, w)
+
+
+def saved(model_or_module, path, keras_export=False):
+    """`model_or_module` written as a SavedModel at `path`: by tf.saved_model.save (a tf.Module
+    with a `serve` signature) or by Keras's own export."""
+    if keras_export:
+        model_or_module.export(str(path), verbose=False)
+    else:
+        tf.saved_model.save(model_or_module, str(path), signatures={"serving_default": model_or_module.serve})
+    return path
+
+
+def serving_reference(path, *arrays):
+    """TensorFlow's outputs of the SavedModel's serving signature, sorted by output key."""
+    outputs = tf.saved_model.load(str(path)).signatures["serving_default"](*[tf.constant(a) for a in arrays])
+    return [outputs[k].numpy() for k in sorted(outputs)]
