@@ -738,30 +738,56 @@ void expand(const KernelCall& c) {
   for (int64_t i = 0; i < y.size(); ++i, walk.next()) copy_elem(*c.in[0], walk.offset(0), y, i);
 }
 
+// A row (the last axis) at a time: each output row's source row is found once, the part of it
+// inside the input copied whole and the padding around it filled; reflect and edge find a
+// source element per element only in the padding.
 void pad(const KernelCall& c) {
   const TensorRef& x = *c.in[0];
   const TensorRef& y = *c.out[0];
+  if (y.size() == 0) return;
   const size_t r = x.shape.rank();
   const ir::PadAttrs attrs = c.attrs<ir::PadAttrs>();
   const ir::Span<int64_t> pads = attrs.pads;
   const auto mode = static_cast<int64_t>(attrs.mode);  // constant, reflect, edge
-  const double value = attrs.value;
+  const size_t es = ir::dtype_size(x.dtype);
+  std::vector<uint8_t> fill(es);
+  store_f(TensorRef{y.dtype, Shape{1}, fill.data()}, 0, attrs.value);
+  // The source index of output index i of an axis of n elements padded by `before`: -1 outside.
+  const auto source = [&](int64_t i, int64_t before, int64_t n) -> int64_t {
+    const int64_t v = i - before;
+    if (v >= 0 && v < n) return v;
+    if (mode == 0) return -1;
+    if (mode == 1) return v < 0 ? -v : 2 * (n - 1) - v;
+    return v < 0 ? 0 : n - 1;
+  };
+  const int64_t w_out = r ? y.shape[r - 1] : 1, w_in = r ? x.shape[r - 1] : 1, before = r ? pads[r - 1] : 0;
   const std::vector<int64_t> xs = strides_of(x.shape);
-  for (int64_t i = 0; i < y.size(); ++i) {
-    std::vector<int64_t> idx = unravel(i, y.shape);
+  std::vector<int64_t> idx(r, 0);  // the output row's index over the leading axes
+  for (int64_t row = 0, rows = y.size() / w_out; row < rows; ++row) {
+    int64_t src = 0;
     bool outside = false;
-    for (size_t d = 0; d < r; ++d) {
-      int64_t v = idx[d] - pads[d];
-      const int64_t n = x.shape[d];
-      if (v < 0 || v >= n) {
-        if (mode == 0) outside = true;
-        else if (mode == 1) v = v < 0 ? -v : 2 * (n - 1) - v;
-        else v = v < 0 ? 0 : n - 1;
-      }
-      idx[d] = v;
+    for (size_t d = 0; d + 1 < r; ++d) {
+      const int64_t v = source(idx[d], pads[d], x.shape[d]);
+      outside = outside || v < 0;
+      src += v * xs[d];
     }
-    if (outside) store_f(y, i, value);
-    else copy_elem(x, ravel(idx, xs), y, i);
+    uint8_t* out = y.bytes + static_cast<size_t>(row * w_out) * es;
+    for (int64_t j = 0; j < w_out; ++j) {
+      const int64_t v = outside ? -1 : source(j, before, w_in);
+      if (v < 0) {
+        std::memcpy(out + static_cast<size_t>(j) * es, fill.data(), es);
+      } else if (j - before == v) {  // inside: the rest of the input's row at once
+        const int64_t run = std::min(w_in - v, w_out - j);
+        std::memcpy(out + static_cast<size_t>(j) * es, x.bytes + static_cast<size_t>(src + v) * es, static_cast<size_t>(run) * es);
+        j += run - 1;
+      } else {
+        std::memcpy(out + static_cast<size_t>(j) * es, x.bytes + static_cast<size_t>(src + v) * es, es);
+      }
+    }
+    for (size_t d = r > 0 ? r - 1 : 0; d-- > 0;) {  // the next row's index
+      if (++idx[d] < y.shape[d]) break;
+      idx[d] = 0;
+    }
   }
 }
 

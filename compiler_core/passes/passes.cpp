@@ -397,6 +397,27 @@ bool reshape_chain(const Site& s) {
   return true;
 }
 
+// conv2d(pad(x)) where the pad adds zeros to the height and width only: the convolution pads x
+// itself (TF's ZeroPadding2D before a strided convolution). Exact: the padding is the same
+// zeros. Padding with -0 stays, whose products could flip the sign of an all-zero window's sum.
+bool zero_pad_into_conv(const Site& s) {
+  const ir::Node& pad = *s.inner;
+  const ir::Span<int64_t> p = s.t.ints_of(s.t.attrs[pad.first_attr]);
+  const ir::AttrValue& mode = s.t.attrs[pad.first_attr + 1];
+  const ir::AttrValue& value = s.t.attrs[pad.first_attr + 2];
+  if (mode.i != 0 || value.f != 0.0 || std::signbit(value.f) || p.size() != 8) return false;
+  if (p[0] || p[1] || p[4] || p[5] || std::any_of(p.begin(), p.end(), [](int64_t v) { return v < 0; })) return false;
+  std::vector<ir::AttrArg> attrs = attrs_of(s.g, s.n);  // strides, pads, dilations, groups
+  const ir::Span<int64_t> own = s.g.ints_of(s.g.attrs[s.n.first_attr + 1]);  // top, left, bottom, right
+  const int64_t pads[] = {own[0] + p[2], own[1] + p[3], own[2] + p[6], own[3] + p[7]};
+  attrs[1] = ir::AttrArg::of_ints(pads, 4);
+  std::vector<ValueId> in = {s.t.operands[pad.first_input]};
+  for (uint32_t i = 1; i < s.n.num_inputs && s.g.operands[s.n.first_input + i] != kNone; ++i)
+    in.push_back(s.r.get(s.g.operands[s.n.first_input + i]));
+  s.r.set(s.n.first_output, added(s.r, *s.n.op, {in.data(), in.size()}, {attrs.data(), attrs.size()}));
+  return true;
+}
+
 // simplify's rewrites, tried in order on each node: the first that applies replaces it. A rule
 // names the node's kind and the kind of the node making its first operand it looks at (none:
 // any).
@@ -415,6 +436,7 @@ const SimplifyRule kSimplifyRules[] = {
     {K::reshape, K::transpose, channel_shuffle_as_gather},
     {K::slice, K::gather, slice_of_gather},
     {K::reshape, K::reshape, reshape_chain},
+    {K::conv2d, K::pad, zero_pad_into_conv},
 };
 
 }  // namespace
@@ -725,7 +747,7 @@ std::unique_ptr<Graph> optimize(const Graph& g, bool verify, std::vector<std::st
   using Pass = std::unique_ptr<Graph> (*)(const Graph&);
   const std::pair<const char*, Pass> pipeline[] = {
       {"simplify (x*1, x+0, transpose/reshape/cast chains, transposes into matmul, transposes of size-1 axes as reshapes, "
-       "channel shuffles and their slices as gathers, constants at their consumer's rank)",
+       "channel shuffles and their slices as gathers, constants at their consumer's rank, zero pads into convolutions)",
        simplify},
       {"fold constants", [](const Graph& x) { return fold_constants(x); }},
       {"recognize quantized convolutions, pools and products (dequantize, conv2d, max_pool2d or matmul, relu or clip, quantize)", recognize_quantized_ops},

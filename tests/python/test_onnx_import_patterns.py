@@ -82,3 +82,38 @@ def test_a_norm_over_other_axes_than_the_trailing_ones_is_left_as_written():
     assert "layer_norm" not in model.to_dot()
     mean = x.mean(0, keepdims=True)
     close(model(x), (x - mean) / np.sqrt(((x - mean) ** 2).mean(0, keepdims=True) + 1e-5))
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0, 1.5])
+def test_a_zero_pad_before_a_convolution_is_the_convolutions_own(value):
+    """TF's ZeroPadding2D (and tf2onnx's Pad before a Conv): zeros around the height and width
+    become the convolution's padding, and no pad runs; another value (or -0, whose products could
+    flip an all-zero window's sign) stays a pad."""
+    x, w = rand(2, 3, 9, 8), rand(4, 3, 3, 3, seed=1)
+    nodes = [helper.make_node("Pad", ["x", "pads", "value"], ["p"]),
+             helper.make_node("Conv", ["p", "w"], ["y"], strides=[2, 2], pads=[1, 0, 0, 1])]
+    pads = np.array([0, 0, 1, 2, 0, 0, 0, 3], np.int64)
+    consts = [init("pads", pads), init("value", np.float32(value)), init("w", w)]
+    model = esgraph.compile(esgraph.onnx.load(make(nodes, [vi("x", shape=[2, 3, 9, 8])], [vi("y")], consts)))
+    assert ("reference_ops" in model.stats() and any(r["op"] == "pad" for r in model.stats()["reference_ops"])) == (value != 0.0 or np.signbit(value))
+    padded = np.pad(x, [(0, 0), (0, 0), (1, 0), (2, 3)], constant_values=value)
+    padded = np.pad(padded, [(0, 0), (0, 0), (1, 0), (0, 1)])
+    expected = np.zeros((2, 4, (padded.shape[2] - 3) // 2 + 1, (padded.shape[3] - 3) // 2 + 1))
+    for i in range(expected.shape[2]):
+        for j in range(expected.shape[3]):
+            window = padded[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].astype(np.float64)
+            expected[:, :, i, j] = np.einsum("nchw,ochw->no", window, w)
+    np.testing.assert_allclose(model(x), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad_rows_against_numpy(mode):
+    """The pad kernel copies rows whole: every mode, every axis padded, against numpy."""
+    x = rand(2, 3, 4, 5)
+    pads = [0, 1, 2, 3, 1, 2, 1, 2] if mode != "reflect" else [0, 1, 2, 3, 1, 2, 1, 4]
+    nodes = [helper.make_node("Pad", ["x", "pads", "value"], ["y"], mode=mode)]
+    consts = [init("pads", np.array(pads, np.int64)), init("value", np.float32(7.0))]
+    model = esgraph.compile(esgraph.onnx.load(make(nodes, [vi("x", shape=[2, 3, 4, 5])], [vi("y")], consts)))
+    width = list(zip(pads[:4], pads[4:]))
+    expected = np.pad(x, width, mode=mode, **({"constant_values": 7.0} if mode == "constant" else {}))
+    np.testing.assert_array_equal(model(x), expected)
