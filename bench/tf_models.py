@@ -1,0 +1,93 @@
+"""Keras applications (random weights, no download) saved as SavedModels, run by esgraph
+(esgraph.tensorflow.load) and by TensorFlow's own CPU runtime (the serving signature of
+tf.saved_model.load) side by side, each on `--threads` threads: TF's intra-op pool gets them,
+its inter-op pool one. XLA off, and beside it the same Keras model (the same weights) under
+tf.function(jit_compile=True), which the loaded signature itself refuses.
+The sides alternate `--rounds` rounds, each warmed up by 3 runs a round and keeping its best
+round's median of `--runs` (bench/timing.py). Outputs are checked against TF's first.
+
+    PYTHONPATH=build/default/python:bench .venv/bin/python bench/tf_models.py [--runs 9] [--rounds 3]
+        [--batches 1,8] [--models ResNet50,MobileNetV2] [--size 224] [--no-xla]
+"""
+import argparse
+import os
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import esgraph  # noqa: E402
+import esgraph.tensorflow  # noqa: E402
+
+import peers  # noqa: E402  bench/peers.py
+from timing import side_by_side  # noqa: E402  bench/timing.py
+
+MODELS = ["ResNet50", "MobileNetV2", "MobileNetV3Small", "EfficientNetB0", "DenseNet121", "InceptionV3", "Xception",
+          "ConvNeXtTiny", "tf_keras.MobileNetV2", "tf_keras.ResNet50"]
+
+
+def make(name, size):
+    """The application with random weights, its classifier's softmax left out."""
+    if name.startswith("tf_keras."):
+        import tf_keras
+        return getattr(tf_keras.applications, name.split(".")[1])(weights=None, input_shape=(size, size, 3),
+                                                                   classifier_activation=None)
+    import keras
+    extra = {"include_preprocessing": False} if name.startswith(("MobileNetV3", "ConvNeXt")) else {}
+    return getattr(keras.applications, name)(weights=None, input_shape=(size, size, 3), classifier_activation=None, **extra)
+
+
+def save(model, name, folder):
+    path = os.path.join(folder, name)
+    if name.startswith("tf_keras."):
+        tf.saved_model.save(model, path)
+    else:
+        model.export(path, verbose=False)
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=peers.THREADS)
+    ap.add_argument("--batches", default="1,8")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--no-xla", action="store_true")
+    args = ap.parse_args()
+    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    print(f"tensorflow {tf.__version__}, esgraph on {args.threads} thread(s), TF intra-op {args.threads}, inter-op 1; "
+          f"input {args.size}x{args.size}")
+    print(f"{'model':22} {'batch':>5} {'esgraph ms':>11} {'TF ms':>9} {'ratio':>6} {'TF+XLA ms':>10} {'ratio':>6} {'max err':>8}")
+    with tempfile.TemporaryDirectory() as folder:
+        for name in args.models.split(","):
+            keras_model = make(name, args.size)
+            path = save(keras_model, name, folder)
+            signature = tf.saved_model.load(path).signatures["serving_default"]
+            xla = None if args.no_xla else tf.function(lambda x, m=keras_model: m(x, training=False), jit_compile=True)
+            model = esgraph.compile(esgraph.tensorflow.load(path), threads=args.threads)
+            for batch in (int(b) for b in args.batches.split(",")):
+                x = np.random.default_rng(0).standard_normal((batch, args.size, args.size, 3)).astype(np.float32)
+                tx = tf.constant(x)
+                want = next(iter(signature(tx).values())).numpy()
+                got = model(x)
+                err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+                sides = {"esgraph": lambda: model(x), "TF": lambda: signature(tx)}
+                if xla is not None:
+                    try:
+                        xla(tx)
+                        sides["XLA"] = lambda: xla(tx)
+                    except Exception as e:  # what XLA cannot compile is reported, not measured
+                        print(f"  {name}: XLA refused it: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+                ms = side_by_side(sides, rounds=args.rounds, runs=args.runs)
+                x_ms = ms.get("XLA")
+                print(f"{name:22} {batch:5d} {ms['esgraph']:11.2f} {ms['TF']:9.2f} {ms['esgraph'] / ms['TF']:6.2f} "
+                      + (f"{x_ms:10.2f} {ms['esgraph'] / x_ms:6.2f}" if x_ms else f"{'-':>10} {'-':>6}") + f" {err:8.1e}",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
