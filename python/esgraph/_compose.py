@@ -113,3 +113,10 @@ def conv_transpose_nd(x, w, bias, strides, dilations, groups, begins, ends, outp
                           [groups * c_out_per_group, c_in // groups] + kernel)
     return conv_nd(x, swapped, bias, dilations=list(dilations), groups=groups)
 
+
+def tiled(x, dims, repeats):
+    """x (of static `dims`) repeated `repeats` times along each axis (ONNX's Tile, TF's): a unit
+    axis interleaved before each axis, broadcast to the repeat count, the pairs merged."""
+    spread = ops.reshape(x, [v for d in dims for v in (1, d)])
+    expanded = ops.expand(spread, [v for r, d in zip(repeats, dims) for v in (r, d)])
+    return ops.reshape(expanded, [r * d for r, d in zip(repeats, dims)])

@@ -2,9 +2,15 @@
 the graph's constants, one per known array, and folding: a node whose inputs are all known while
 importing is converted in a scratch builder, compiled and run by esgraph itself, so folding uses
 the same kernels as the imported model, within a memory cap."""
+import contextvars
+import math
+
 import numpy as np
 
 from . import _C
+
+# The import under way (a FoldingImporter), whose memory cap the converters' own arrays count against.
+current_import = contextvars.ContextVar("esgraph_import", default=None)
 
 
 def line_offset(dims, itemsize):
@@ -28,6 +34,14 @@ class FoldingImporter:
         self.folded_bytes = 0  # of the arrays folding computed, and converters made, so far
         self._builder = None
         self._constants = {}  # id(array) -> (array, tensor) of the builder in use
+
+    def run(self, builder):
+        """The importer's `_run(builder)`, the import under way for the converters (reserve)."""
+        token = current_import.set(self)
+        try:
+            return self._run(builder)
+        finally:
+            current_import.reset(token)
 
     def as_tensor(self, array):
         # One esgraph constant per known array and builder, however many nodes read it. A
@@ -84,3 +98,16 @@ class FoldingImporter:
                 results = iter(results)
                 outputs = [next(results) if isinstance(o, _C.Tensor) else o for o in outputs]
         return outputs[0] if single else outputs
+
+
+def reserve(shape, itemsize, what, kept):
+    """Room for the arrays of `shape` (`itemsize` bytes an element, all of them together) that a
+    converter is about to make while importing: an index table, a mask, an interpolation or
+    Fourier matrix, sized by the model's shapes and constants. Beyond what is left of load()'s
+    max_memory_bytes the node is refused, naming them, before anything is allocated: a small
+    file cannot make the import fill the machine. `kept` bytes an element stay, as the graph's
+    constants, and count against the cap from then on; the rest are temporaries."""
+    importer = current_import.get()
+    if importer is not None:
+        elements = math.prod(int(d) for d in shape)
+        importer.reserve(elements * itemsize, elements * kept, what)

@@ -107,10 +107,11 @@ EQUAL = np.frompyfunc(_equal, 2, 1)
 
 class Sizes:
     """An integer tensor holding symbolic sizes: `values`, an object array of ints and Sizes,
-    and the element type the model gives it."""
+    and the element type the model gives it. `shape_of`: the value whose shape these are
+    exactly, when they are (Shape's result, unchanged), for ops that fill a tensor of that shape."""
 
-    def __init__(self, values, dtype):
-        self.values, self.dtype = values, np.dtype(dtype)
+    def __init__(self, values, dtype, shape_of=None):
+        self.values, self.dtype, self.shape_of = values, np.dtype(dtype), shape_of
 
     @property
     def shape(self):

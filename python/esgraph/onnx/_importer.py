@@ -20,7 +20,6 @@ from .._frontend import ImportFailed, name_outputs
 from . import _dtypes
 from ._weights import Weights
 from .converters import CONVERTERS, NeedsShape, NeedsValue, Unsupported
-from .converters.registry import current_import
 from .._sizes import Sizes, entries
 from .converters.sizes import SIZES_CONVERTERS
 
@@ -213,13 +212,6 @@ class Importer(FoldingImporter):
         if name not in self.values:
             raise Unsupported(f"value '{name}' is used before it is defined")
         return self.values[name]
-
-    def run(self, builder):
-        token = current_import.set(self)
-        try:
-            return self._run(builder)
-        finally:
-            current_import.reset(token)
 
     def _run(self, builder):
         self._builder = builder

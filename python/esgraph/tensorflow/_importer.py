@@ -95,7 +95,7 @@ class Node:
         self.op = proto.op
         self.name = proto.name
         self._attrs = proto.attr
-        self._importer = importer
+        self.importer = importer  # converters/control.py converts bodies with it
         self._inputs = inputs
 
     @property
@@ -143,11 +143,11 @@ class Node:
 
     def x(self, i):
         """Input i in TF's own layout."""
-        return self._importer.tf_layout(self._symbolic_sizes_refused(i, "a tensor"))
+        return self.importer.tf_layout(self._symbolic_sizes_refused(i, "a tensor"))
 
     def nchw(self, i):
         """Input i, a 4-D NHWC value, as NCHW."""
-        return self._importer.nchw(self._inputs[i])
+        return self.importer.nchw(self._inputs[i])
 
     def shape(self, i):
         """Input i's shape in TF's layout (ints, and symbols for dynamic sizes)."""
@@ -168,7 +168,7 @@ class Node:
 
     def tensor(self, v):
         """A value (array, tensor or Nchw) as a tensor of the graph being built, in TF's layout."""
-        return self._importer.tf_layout(v)
+        return self.importer.tf_layout(v)
 
 
 def _numpy_to_esg(dtype):
@@ -181,10 +181,11 @@ def _numpy_to_esg(dtype):
 class Importer(FoldingImporter):
     refused = Unsupported
 
-    def __init__(self, graph_def, inputs=None, outputs=None, shapes=None, max_memory_bytes=None, resources=None,
+    def __init__(self, graph_def, name, inputs=None, outputs=None, shapes=None, max_memory_bytes=None, resources=None,
                  names=None):
         super().__init__(FOLDING_BASE_BYTES + 2 * _constant_bytes(graph_def) if max_memory_bytes is None else max_memory_bytes)
         self.graph_def = graph_def
+        self.name = name
         self.nodes = {}
         self.failures = []
         for node in graph_def.node:
@@ -211,19 +212,19 @@ class Importer(FoldingImporter):
         return [n.name for n in self.graph_def.node
                 if n.name not in read and n.op not in _NOTHING | {"Const", "Placeholder", "PlaceholderWithDefault"}]
 
-    def run(self, builder):
+    def _run(self, builder):
         self._builder = builder
         self._cut = {key.rsplit(":", 1)[0] for key in self.input_keys}
         for key in self.input_keys:
             name = key.rsplit(":", 1)[0]
             if name not in self.nodes:
-                raise ImportFailed(self._model_name(), [("inputs", f"the graph has no node named '{name}'")])
+                raise ImportFailed(self.name, [("inputs", f"the graph has no node named '{name}'")])
             self.values[key] = self._input(builder, self.nodes[name], key)
         for ref in self.output_refs:
             if parse_ref(ref)[0] not in self.nodes:
-                raise ImportFailed(self._model_name(), [("outputs", f"the graph has no node named '{parse_ref(ref)[0]}'")])
+                raise ImportFailed(self.name, [("outputs", f"the graph has no node named '{parse_ref(ref)[0]}'")])
         if not self.output_refs:
-            raise ImportFailed(self._model_name(), [("outputs", "the graph has no node whose output nobody reads: name them with outputs=")])
+            raise ImportFailed(self.name, [("outputs", "the graph has no node whose output nobody reads: name them with outputs=")])
         for node in self._order([parse_ref(r)[0] for r in self.output_refs]):
             self._convert(node)
         outputs = [self.values.get(tensor_key(r), POISONED) for r in self.output_refs]
@@ -234,11 +235,8 @@ class Importer(FoldingImporter):
             if tensor_key(ref) not in self.values and parse_ref(ref)[0] in self.nodes and self.nodes[parse_ref(ref)[0]].op not in _NOTHING:
                 self.failures.append((f"output '{ref}'", "its node has no such output"))
         if self.failures:
-            raise ImportFailed(self._model_name(), self.failures)
+            raise ImportFailed(self.name, self.failures)
         return [self.tf_layout(v) for v in outputs]
-
-    def _model_name(self):
-        return "tensorflow graph"
 
     def _order(self, names):
         """The nodes the outputs depend on, each after its inputs (a GraphDef need not list them
@@ -315,8 +313,12 @@ class Importer(FoldingImporter):
             return
         if proto.op == "Const":
             try:
+                tensor = proto.attr["value"].tensor
                 left = self.max_memory_bytes - self.folded_bytes if self.max_memory_bytes else 0
-                self.values[f"{proto.name}:0"] = _tensors.to_array(proto.attr["value"].tensor, left)
+                array = _tensors.to_array(tensor, left)
+                if not tensor.tensor_content:  # a listed value spread over its shape: memory the file did not hold
+                    self.folded_bytes += array.nbytes
+                self.values[f"{proto.name}:0"] = array
             except (ValueError, _tensors.UnsupportedType) as e:
                 self._fail(proto, f"its value: {e}")
             return
@@ -351,37 +353,54 @@ class Importer(FoldingImporter):
             self.values[f"{proto.name}:{k}"] = value
 
     def _call(self, proto, inputs):
-        """A function call, converted inline: its body's nodes in a scope of their own."""
-        name = proto.attr["f"].func.name
+        """A function call, converted inline."""
+        try:
+            outputs = self.function(proto.attr["f"].func.name, inputs)
+        except Unsupported as e:
+            return self._fail(proto, str(e))
+        for k, value in enumerate(outputs):
+            self.values[f"{proto.name}:{k}"] = value
+
+    def function(self, name, inputs, body=False):
+        """The results of function `name` of the library on `inputs`, its nodes converted in a
+        scope of their own. As a body of an if or a while (`body`), its constants are made
+        inside the body and its results are tensors in TF's layout. Unsupported when the
+        function is missing or recursive, or when one of its nodes fails (each failure is
+        listed, named with the function)."""
         fdef = self.functions.get(name)
         if fdef is None:
-            return self._fail(proto, f"calls '{name}', which the graph's function library does not define")
+            raise Unsupported(f"calls '{name}', which the graph's function library does not define")
         if name in self._calls:
-            return self._fail(proto, f"calls '{name}' within itself")
+            raise Unsupported(f"calls '{name}' within itself")
         if len(inputs) != len(fdef.signature.input_arg):
-            return self._fail(proto, f"gives {len(inputs)} inputs to '{name}', which takes {len(fdef.signature.input_arg)}")
+            raise Unsupported(f"gives {len(inputs)} inputs to '{name}', which takes {len(fdef.signature.input_arg)}")
         try:
             nodes, results = _functions.body(fdef)
         except _functions.UnknownOutput as e:
-            return self._fail(proto, f"its function '{name}' names an unknown output {e}")
-        outer = self.nodes, self.values, len(self.failures)
+            raise Unsupported(f"its function '{name}' names an unknown output {e}") from None
+        outer = self.nodes, self.values, len(self.failures), self._constants, self._layouts
         self.nodes = {n.name: n for n in nodes}
         self.values = {f"{a.name}:0": v for a, v in zip(fdef.signature.input_arg, inputs)}
+        if body:  # a body's constants and transposes belong to the body
+            self._constants, self._layouts = {}, {}
         self._calls.append(name)
         try:
             for node in self._order([parse_ref(r)[0] for r in results]):
                 self._convert(node)
             outputs = [self.values.get(tensor_key(r), POISONED) for r in results]
+            if body and not any(v is POISONED for v in outputs):
+                outputs = [self.tf_layout(v) for v in outputs]
         finally:
             self.nodes, self.values = outer[0], outer[1]
+            if body:
+                self._constants, self._layouts = outer[3], outer[4]
             self._calls.pop()
         for k in range(outer[2], len(self.failures)):  # what failed inside, named with the function
             where, why = self.failures[k]
             self.failures[k] = (f"{where} (in function '{name}')", why)
         if any(v is POISONED for v in outputs):
-            return self._poison(proto)
-        for k, value in enumerate(outputs):
-            self.values[f"{proto.name}:{k}"] = value
+            raise Unsupported(f"its function '{name}' has nodes that cannot be imported (listed)")
+        return outputs
 
     def _fail(self, proto, reason):
         self.failures.append((f"{proto.op} '{proto.name}' -> {proto.name}", reason))
@@ -443,8 +462,8 @@ def import_graph(graph_def, inputs=None, outputs=None, shapes=None, name=None, m
     if max_memory_bytes is not None and (isinstance(max_memory_bytes, bool) or not isinstance(max_memory_bytes, int)
                                          or max_memory_bytes < 0):
         raise _C.InvalidArgumentError(f"load: max_memory_bytes must be 0 (no bound) or more, got {max_memory_bytes!r}")
-    importer = Importer(graph_def, inputs, outputs, shapes, max_memory_bytes, resources, names)
-    with _C.GraphBuilder(name or "tensorflow") as b:
+    importer = Importer(graph_def, name or "tensorflow", inputs, outputs, shapes, max_memory_bytes, resources, names)
+    with _C.GraphBuilder(importer.name) as b:
         tensors = importer.run(b)
         claimed = {t.name for t in importer.input_tensors} | importer.constant_names()
         names = [importer.names.get(tensor_key(r), output_name(tensor_key(r))) for r in importer.output_refs]

@@ -222,3 +222,24 @@ def test_dense_layers_with_keras():
                               keras.layers.LayerNormalization(), keras.layers.Dense(3, activation="softmax")])
     frozen = Frozen(lambda x: model(x, training=False), spec(4, 10))
     assert_matches_tensorflow(frozen, rand(4, 10))
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("abc,cde->abde", [(2, 3, 4), (4, 5, 6)]),      # Keras's EinsumDense: a query projection
+    ("aecd,abcd->acbe", [(2, 5, 3, 4), (2, 6, 3, 4)]),  # MultiHeadAttention's scores
+    ("acbe,aecd->abcd", [(2, 3, 6, 5), (2, 5, 3, 4)]),  # and its weighted values
+    ("abcd,cde->abe", [(2, 3, 4, 5), (4, 5, 6)]),     # its output projection
+    ("ij,jk", [(3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("ij,ij->i", [(3, 4), (3, 4)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ijk,kl->il", [(2, 3, 4), (4, 5)]),              # j summed alone first
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]),
+    ("ii->i", [(4, 4)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("Ab,bC->AC", [(2, 3), (3, 4)]),                  # TF allows capitals
+])
+def test_einsum(equation, shapes):
+    operands = [rand(*s, seed=k) for k, s in enumerate(shapes)]
+    frozen = Frozen(lambda *xs: tf.einsum(equation, *xs), *[spec(*s) for s in shapes])
+    assert_matches_tensorflow(frozen, *operands)

@@ -16,15 +16,20 @@ import esgraph.tensorflow  # noqa: E402,F401
 class Frozen:
     """A tf.function frozen for the given input specs: `graph_def` (a tf GraphDef), `data` (its
     bytes) and `reference(*arrays)` (TensorFlow's outputs). `remapped`: the graph as grappler's
-    remapper optimizes it (what tf_optimizer writes: _FusedConv2D, _FusedMatMul, ...)."""
+    remapper optimizes it (what tf_optimizer writes: _FusedConv2D, _FusedMatMul, ...);
+    `lower_control_flow` False keeps TF2's functional If and While (True, TF's default, lowers
+    them to v1's Switch, Merge, Enter, Exit, NextIteration and LoopCond)."""
 
-    def __init__(self, fn, *specs, remapped=False):
+    def __init__(self, fn, *specs, remapped=False, lower_control_flow=True):
         concrete = tf.function(fn).get_concrete_function(*specs)
-        frozen = convert_variables_to_constants_v2(concrete)
+        frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=lower_control_flow)
         self.graph_def = frozen.graph.as_graph_def()
         if remapped:
             self.graph_def = _remapped(self.graph_def, [o.name.split(":")[0] for o in frozen.outputs])
         self.data = self.graph_def.SerializeToString()
+        # A GraphDef keeps no argument order: the tests name the inputs and outputs.
+        self.input_names = [t.name.split(":")[0] for t in frozen.inputs]
+        self.output_names = [t.name for t in frozen.outputs]
         self._frozen = frozen
 
     def reference(self, *arrays):
@@ -62,9 +67,10 @@ def rand(*shape, seed=0, dtype=np.float32):
 
 
 def run(frozen, *arrays, **load_kwargs):
-    """esgraph's outputs for the frozen graph, as a list."""
-    outs = esgraph.compile(esgraph.tensorflow.load(frozen.data, **load_kwargs))(*arrays)
-    return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    """esgraph's outputs for the frozen graph, as a list, in the function's order of outputs."""
+    load_kwargs.setdefault("outputs", frozen.output_names)
+    model = esgraph.compile(esgraph.tensorflow.load(frozen.data, **load_kwargs))
+    return list(model.run(dict(zip(frozen.input_names, arrays))))
 
 
 def assert_matches_tensorflow(frozen, *arrays, tolerance=1e-4, **load_kwargs):
@@ -90,7 +96,9 @@ def saved(model_or_module, path, keras_export=False):
     return path
 
 
-def serving_reference(path, *arrays):
-    """TensorFlow's outputs of the SavedModel's serving signature, sorted by output key."""
-    outputs = tf.saved_model.load(str(path)).signatures["serving_default"](*[tf.constant(a) for a in arrays])
+def serving_reference(path, *arrays, **named):
+    """TensorFlow's outputs of the SavedModel's serving signature, sorted by output key; the
+    inputs by position, or by name."""
+    signature = tf.saved_model.load(str(path)).signatures["serving_default"]
+    outputs = signature(*[tf.constant(a) for a in arrays], **{k: tf.constant(v) for k, v in named.items()})
     return [outputs[k].numpy() for k in sorted(outputs)]

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ... import _C
-from ..._compose import pad_or_crop
+from ..._compose import pad_or_crop, tiled
 from .. import _dtypes
 from .nn import _static
 from .registry import Unsupported, check_attrs, converts, reserve
@@ -212,12 +212,8 @@ def pad(n):
 
 @converts("Tile")
 def tile(n):
-    # Interleave a unit axis before each axis, broadcast it to the repeat count, merge the pairs.
-    x, repeats = n.x(0), n.ints(1, "repeats")
-    dims = _static(x.shape, "Tile")
-    spread = ops.reshape(x, [v for d in dims for v in (1, d)])
-    tiled = ops.expand(spread, [v for r, d in zip(repeats, dims) for v in (r, d)])
-    return ops.reshape(tiled, [r * d for r, d in zip(repeats, dims)])
+    x = n.x(0)
+    return tiled(x, _static(x.shape, "Tile"), n.ints(1, "repeats"))
 
 
 def _blocks(n):

@@ -4,6 +4,7 @@ import numpy as np
 
 from ... import _C
 from ..._compose import same_pads
+from ..._einsum import einsum as compute_einsum, parse as parse_einsum
 from .. import _tensors
 from .._layout import Nchw, TO_NCHW_AXIS
 from .registry import Unsupported, converts, data_format
@@ -224,3 +225,12 @@ def softmax(n):
     if n.is_nchw(0):
         return Nchw(fn(n.nchw(0), axis=TO_NCHW_AXIS[3]))
     return fn(n.x(0), axis=-1)
+
+
+@converts("Einsum")
+def einsum(n):
+    try:
+        terms, out = parse_einsum(n.attr("equation"), [n.rank(i) for i in range(n.num_inputs)])
+    except ValueError as e:
+        raise Unsupported(str(e)) from None
+    return compute_einsum([n.x(i) for i in range(n.num_inputs)], terms, out)

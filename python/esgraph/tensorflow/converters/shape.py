@@ -6,6 +6,7 @@ from ... import _C
 from .. import _tensors
 from .._layout import NHWC_TO_NCHW, TO_NCHW_AXIS, Nchw
 from .elementwise import operands
+from ..._compose import tiled
 from ..._sizes import Sizes, element_count, reshape_dims, shape_of
 from .registry import NeedsValue, Unsupported, converts
 from .slices import slice_spec
@@ -87,15 +88,36 @@ def shape(n):
         return np.array(len(dims), np.int32)
     dtype = _tensors.numpy_dtype(n.attr("out_type", 3))
     if n.op == "Shape":
-        return shape_of(dims, dtype)
+        sizes = shape_of(dims, dtype)
+        if isinstance(sizes, Sizes):
+            sizes.shape_of = n.value(0)
+        return sizes
     count = element_count(dims)
     return count.astype(dtype) if isinstance(count, np.ndarray) else Sizes(count.values, dtype)
 
 
 @converts("Fill")
 def fill(n):
+    dims = n.value(0)
+    if isinstance(dims, Sizes) and dims.shape_of is not None:  # the shape of a tensor with symbolic sizes
+        return filled_like(n, dims.shape_of, n.const(1, "value"))
     dims = n.ints(0, "dims")
     return ops.expand(ops.reshape(n.x(1), [1] * len(dims)) if dims else n.x(1), dims)
+
+
+@converts("ZerosLike", "OnesLike")
+def zeros_like(n):
+    dtype = _tensors.numpy_dtype(n.attr("T", 1))
+    return filled_like(n, n.value(0), np.array(0 if n.op == "ZerosLike" else 1, dtype))
+
+
+def filled_like(n, like, value):
+    """`value` (an array of one element) spread over the shape of `like` (a tensor, or an NCHW
+    one) without reading its values: where(x != x, v, v) is v wherever x is, NaN or not."""
+    x = like.tensor if isinstance(like, Nchw) else n.tensor(like)
+    v = n.tensor(value.reshape(()))
+    y = ops.where(ops.not_equal(x, x), v, v)
+    return Nchw(y) if isinstance(like, Nchw) else y
 
 
 @converts("StridedSlice")
@@ -183,3 +205,8 @@ def range_(n):
     start, limit, delta = (n.const(i, what).item() for i, what in ((0, "start"), (1, "limit"), (2, "delta")))
     dtype = _tensors.numpy_dtype(n.attr("Tidx", 3))
     return np.arange(start, limit, delta, dtype=dtype)
+
+
+@converts("Tile")
+def tile(n):
+    return tiled(n.x(0), _static_shape(n, 0, "Tile"), n.ints(1, "multiples"))
