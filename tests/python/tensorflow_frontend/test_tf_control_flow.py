@@ -1,0 +1,54 @@
+"""TF2's functional control flow (If, While and their Stateless forms, from the function
+library) against TensorFlow; the v1 form, which TF's freezing writes by default, refused by
+name."""
+import numpy as np
+import pytest
+
+import esgraph
+from tf_models import Frozen, assert_matches_tensorflow, rand, spec, tf
+
+
+def _cond(x, flag):
+    return tf.cond(flag > 0, lambda: tf.nn.relu(x) * 2.0, lambda: tf.reduce_sum(x, axis=1, keepdims=True) + x)
+
+
+def test_if_on_a_condition_computed_at_run_time():
+    frozen = Frozen(_cond, spec(2, 3), spec(dtype="int32"), lower_control_flow=False)
+    ops = {n.op for n in frozen.graph_def.node}
+    assert ops & {"If", "StatelessIf"}, ops
+    model = esgraph.compile(esgraph.tensorflow.load(frozen.data))
+    x = rand(2, 3)
+    for flag in (1, 0):
+        got = model.run({"x": x, "flag": np.array(flag, np.int32)})[0]
+        np.testing.assert_allclose(got, frozen.reference(x, np.array(flag, np.int32))[0], rtol=1e-6)
+
+
+def test_if_on_a_known_condition_keeps_the_branch_taken():
+    frozen = Frozen(lambda x: tf.cond(tf.constant(True), lambda: x * 3.0, lambda: x - 1.0), spec(4), lower_control_flow=False)
+    graph = esgraph.tensorflow.load(frozen.data)
+    assert "if" not in graph.to_dot()
+    assert_matches_tensorflow(frozen, rand(4))
+
+
+def test_while_with_a_trip_count_computed_at_run_time():
+    def fn(x, n):
+        i0 = tf.constant(0)
+        _, y = tf.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, tf.tanh(y) * 1.5 + 0.1), [i0, x])
+        return y
+    frozen = Frozen(fn, spec(2, 3), spec(dtype="int32"), lower_control_flow=False)
+    assert {n.op for n in frozen.graph_def.node} & {"While", "StatelessWhile"}
+    model = esgraph.compile(esgraph.tensorflow.load(frozen.data))
+    x = rand(2, 3)
+    for n in (0, 1, 5):
+        got = model.run({"x": x, "n": np.array(n, np.int32)})[0]
+        np.testing.assert_allclose(got, frozen.reference(x, np.array(n, np.int32))[0], rtol=1e-5, atol=1e-6)
+
+
+def test_v1_control_flow_is_refused_by_name():
+    frozen = Frozen(_cond, spec(2, 3), spec(dtype="int32"))  # lowered: Switch and Merge
+    assert {"Switch", "Merge"} <= {n.op for n in frozen.graph_def.node}
+    with pytest.raises(esgraph.tensorflow.ImportFailed) as e:
+        esgraph.tensorflow.load(frozen.data)
+    # what reads a Switch is skipped: the Switch is named, once
+    assert {where.split(" ")[0] for where, _ in e.value.failures} == {"Switch"}
+    assert all(why == "no converter for this op" for _, why in e.value.failures)
