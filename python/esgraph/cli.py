@@ -10,7 +10,8 @@
     python3 -m esgraph ascend-check [--simulated] [--cann-include DIR]
     python3 -m esgraph cann-headers [--cann-include DIR]
 
-Models are ONNX files (.onnx), compiled-model files (as written by `compile` or Model.save,
+Models are ONNX files (.onnx), TensorFlow models (a frozen GraphDef, .pb, or a SavedModel
+directory), compiled-model files (as written by `compile` or Model.save,
 recognized by their first bytes) or esgraph graph files (anything else, as written by
 Graph.save). Symbolic dimensions are bound with --bind (run, info and dot --compiled bind the
 ones left to 1, and say so); inputs not given with -i are random. A model whose graph depends on
@@ -66,7 +67,7 @@ def _load_graph(path, bind, given):
         if isinstance(graph, esg_onnx.ValueDependentGraph):
             return _graph_for_the_inputs(path, graph, bind, given)
         return graph, model, set()
-    if path.endswith(".pb"):
+    if path.endswith(".pb") or os.path.isfile(os.path.join(path, "saved_model.pb")):
         from . import tensorflow as esg_tf
         return esg_tf.load(path), None, set()
     return _C.Graph.load(path), None, set()
@@ -479,7 +480,7 @@ def main(argv=None):
                        help="an input from a .npy file" + ("" if p is run else
                                                            " (a model whose graph depends on its inputs' values takes the graph of these)"))
     for p in (comp, run, info, dot, quant):
-        p.add_argument("model", help="an .onnx file, a frozen TensorFlow GraphDef (.pb), a compiled-model file or an esgraph graph file")
+        p.add_argument("model", help="an .onnx file, a TensorFlow frozen GraphDef (.pb) or SavedModel directory, a compiled-model file or an esgraph graph file")
         p.add_argument("--bind", action="append", metavar="SYMBOL=SIZE" + ("|MIN..MAX" if p is comp else ""),
                        help="a size for a symbolic dimension" + (", or the range of sizes its plan serves" if p is comp else ""))
         if p not in (dot, quant):

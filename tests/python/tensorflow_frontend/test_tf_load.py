@@ -53,10 +53,12 @@ def test_a_truncated_file_is_a_format_error(tmp_path):
             esgraph.tensorflow.load(frozen.data[:cut])
 
 
-def test_a_saved_model_directory_and_a_tfjs_model_are_named(tmp_path):
+def test_foreign_directories_and_a_tfjs_model_are_named(tmp_path):
     (tmp_path / "saved").mkdir()
+    with pytest.raises(esgraph.FormatError, match="a directory, but not a SavedModel"):
+        esgraph.tensorflow.load(tmp_path / "saved")
     (tmp_path / "saved" / "saved_model.pb").write_bytes(b"")
-    with pytest.raises(esgraph.FormatError, match="SavedModel directory"):
+    with pytest.raises(esgraph.FormatError, match="has no MetaGraphDef tagged \\['serve'\\]"):
         esgraph.tensorflow.load(tmp_path / "saved")
     with pytest.raises(esgraph.FormatError, match="TF.js"):
         esgraph.tensorflow.load(str(tmp_path / "model.json"))
