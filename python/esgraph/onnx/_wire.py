@@ -2,6 +2,8 @@
 parsing all of it (how deep it nests bodies; where its weights lie)."""
 from typing import NamedTuple
 
+from .._varint import varint
+
 
 class Field(NamedTuple):
     number: int
@@ -9,19 +11,6 @@ class Field(NamedTuple):
     key: int    # where the field's key begins
     begin: int  # where its value begins (after the length, for wire type 2)
     end: int    # one past its value
-
-
-def varint(data, at):
-    """The varint at data[at] and the position after it; ValueError when it runs off the end."""
-    value = shift = 0
-    while True:
-        if at >= len(data) or shift > 63:
-            raise ValueError("truncated")
-        byte = data[at]
-        value |= (byte & 0x7F) << shift
-        at, shift = at + 1, shift + 7
-        if not byte & 0x80:
-            return value, at
 
 
 def fields(data, begin, end):

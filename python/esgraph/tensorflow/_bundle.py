@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+from .._varint import varint
 from . import _schema, _tensors
 from ._table import read_table
 
@@ -64,14 +65,10 @@ class Bundle:
         entry, data = self._bytes(key)
         if entry.dtype != _STRING or _tensors.tensor_dims(entry.shape):
             raise ValueError(f"'{key}' is not a scalar string")
-        length = shift = at = 0
-        while True:
-            if at >= len(data) or shift > 63:
-                raise ValueError(f"'{key}': its length runs past its data")
-            length |= (data[at] & 0x7F) << shift
-            at, shift = at + 1, shift + 7
-            if not data[at - 1] & 0x80:
-                break
+        try:
+            length, at = varint(data, 0)
+        except ValueError:
+            raise ValueError(f"'{key}': its length runs past its data") from None
         at += 4  # the masked CRC32C of the lengths
         if at + length != len(data):
             raise ValueError(f"'{key}': a string of {length} bytes in {len(data) - at}")

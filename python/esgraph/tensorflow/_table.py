@@ -4,25 +4,15 @@ whose entries are the keys and values. Blocks are uncompressed, as TF writes the
 says otherwise, or whose handles point outside it, is a ValueError."""
 import struct
 
+from .._varint import varint
+
 _MAGIC = 0xDB4775248B80FB57
 _FOOTER = 48
 
 
-def _varint(data, at, end):
-    value = shift = 0
-    while True:
-        if at >= end or shift > 63:
-            raise ValueError("a varint runs past its block")
-        byte = data[at]
-        value |= (byte & 0x7F) << shift
-        at, shift = at + 1, shift + 7
-        if not byte & 0x80:
-            return value, at
-
-
 def _handle(data, at, end):
-    offset, at = _varint(data, at, end)
-    size, at = _varint(data, at, end)
+    offset, at = varint(data, at, end)
+    size, at = varint(data, at, end)
     return (offset, size), at
 
 
@@ -42,9 +32,9 @@ def _block(data, handle):
         raise ValueError("a block's restart array runs past its start")
     at, key, entries = offset, b"", []
     while at < limit:
-        shared, at = _varint(data, at, limit)
-        unshared, at = _varint(data, at, limit)
-        length, at = _varint(data, at, limit)
+        shared, at = varint(data, at, limit)
+        unshared, at = varint(data, at, limit)
+        length, at = varint(data, at, limit)
         if shared > len(key) or at + unshared + length > limit:
             raise ValueError("a block entry runs past its block")
         key = key[:shared] + bytes(data[at:at + unshared])

@@ -31,6 +31,18 @@ def _placeholder(graph, name, dims, dtype=1):
     return _node(graph, name, "Placeholder", dtype=dtype, shape=dims)
 
 
+def _constant(graph, name, dims, dtype=1, content=None, floats=(), ints=()):
+    """A Const node of `dims`: its raw bytes, or a list of values spread over the shape."""
+    tensor = _node(graph, name, "Const", dtype=dtype).attr["value"].tensor
+    tensor.dtype = dtype
+    for d in dims:
+        tensor.tensor_shape.dim.add(size=d)
+    if content is not None:
+        tensor.tensor_content = content
+    tensor.float_val.extend(floats)
+    tensor.int_val.extend(ints)
+
+
 def test_sources_a_path_bytes_and_a_tf_graph_def(tmp_path):
     frozen = Frozen(lambda x: tf.nn.relu(x) * 2.0, spec(2, 3))
     path = tmp_path / "model.pb"
@@ -106,10 +118,7 @@ def test_element_types_esgraph_lacks_are_named():
 def test_a_constant_whose_data_does_not_fill_its_shape():
     graph = _schema.GraphDef()
     _placeholder(graph, "x", [4])
-    c = _node(graph, "c", "Const", dtype=1)
-    c.attr["value"].tensor.dtype = 1
-    c.attr["value"].tensor.tensor_shape.dim.add(size=4)
-    c.attr["value"].tensor.tensor_content = b"\x00" * 12
+    _constant(graph, "c", [4], content=b"\x00" * 12)
     _node(graph, "y", "AddV2", ["x", "c"], T=1)
     with pytest.raises(esgraph.tensorflow.ImportFailed, match="12 bytes of data do not hold"):
         esgraph.tensorflow.load(graph.SerializeToString())
@@ -119,14 +128,9 @@ def test_a_huge_constant_is_refused_before_it_is_made():
     """A splat constant of 2^40 floats in a file of a few dozen bytes."""
     graph = _schema.GraphDef()
     _placeholder(graph, "x", [1])
-    c = _node(graph, "c", "Const", dtype=1)
-    c.attr["value"].tensor.dtype = 1
-    c.attr["value"].tensor.tensor_shape.dim.add(size=1 << 40)
-    c.attr["value"].tensor.float_val.append(1.0)
+    _constant(graph, "c", [1 << 40], floats=[1.0])
     _node(graph, "y", "Sum", ["c", "axes"], T=1)
-    axes = _node(graph, "axes", "Const", dtype=3)
-    axes.attr["value"].tensor.dtype = 3
-    axes.attr["value"].tensor.int_val.append(0)
+    _constant(graph, "axes", [], dtype=3, ints=[0])
     with pytest.raises(esgraph.tensorflow.ImportFailed, match="beyond the import's memory cap"):
         esgraph.tensorflow.load(graph.SerializeToString(), outputs=["y"])
 

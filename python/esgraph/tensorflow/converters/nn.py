@@ -55,31 +55,9 @@ def _result(y, fmt):
     return Nchw(y) if fmt == "NHWC" else y
 
 
-def _filter(n, i, to_oihw):
-    """Filter input i in esgraph's OIHW: rearranged now when it is a constant."""
-    if n.known(i):
-        return n.tensor(np.ascontiguousarray(to_oihw(n.const(i))))
-    raise Unsupported("a filter computed at run time")
-
-
 @converts("Conv2D")
 def conv2d(n):
     return _result(_conv2d(n), data_format(n))
-
-
-def _conv2d(n):
-    """Conv2D's convolution, in NCHW."""
-    fmt = data_format(n)
-    x, sizes = _input(n, fmt)
-    kh, kw, cin, cout = n.shape(1)
-    strides = _spatial(n.attr("strides"), fmt, "strides")
-    dilations = _spatial(n.attr("dilations", [1, 1, 1, 1]), fmt, "dilations")
-    channels = x.shape[1]
-    if not isinstance(channels, int) or channels % cin:
-        raise Unsupported(f"input channels {channels} are not a multiple of the filter's {cin}")
-    w = _filter(n, 1, lambda f: f.transpose(3, 2, 0, 1))
-    pads = _pads(n, fmt, sizes, [kh, kw], strides, dilations)
-    return ops.conv2d(x, w, strides=strides, pads=pads, dilations=dilations, groups=channels // cin)
 
 
 @converts("DepthwiseConv2dNative")
@@ -87,17 +65,37 @@ def depthwise_conv2d(n):
     return _result(_depthwise_conv2d(n), data_format(n))
 
 
+def _conv2d(n):
+    """Conv2D's convolution, in NCHW: an HWIO filter, grouped where it reads part of the channels."""
+    def groups(channels, cin, cout):
+        if not isinstance(channels, int) or channels % cin:
+            raise Unsupported(f"input channels {channels} are not a multiple of the filter's {cin}")
+        return channels // cin
+    return _convolution(n, lambda f: f.transpose(3, 2, 0, 1), groups)
+
+
 def _depthwise_conv2d(n):
-    """DepthwiseConv2dNative's convolution, in NCHW."""
+    """DepthwiseConv2dNative's, in NCHW: a [kh, kw, C, M] filter is [C*M, 1, kh, kw], output
+    channel c*M + m reading input channel c."""
+    kh, kw, channels, multiplier = n.shape(1)
+    return _convolution(n, lambda f: f.reshape(kh, kw, channels * multiplier).transpose(2, 0, 1)[:, None],
+                        lambda c, cin, m: cin)
+
+
+def _convolution(n, to_oihw, groups):
+    """The node's convolution of input 0 by its filter (input 1, a constant rearranged now by
+    `to_oihw`), with `groups(input channels, filter dim 2, filter dim 3)` groups, in NCHW."""
     fmt = data_format(n)
     x, sizes = _input(n, fmt)
-    kh, kw, channels, multiplier = n.shape(1)
+    if not n.known(1):
+        raise Unsupported("a filter computed at run time")
+    kh, kw, third, fourth = n.shape(1)
     strides = _spatial(n.attr("strides"), fmt, "strides")
     dilations = _spatial(n.attr("dilations", [1, 1, 1, 1]), fmt, "dilations")
-    # [kh, kw, C, M] -> [C*M, 1, kh, kw]: output channel c*M + m reads input channel c.
-    w = _filter(n, 1, lambda f: f.reshape(kh, kw, channels * multiplier).transpose(2, 0, 1)[:, None])
+    count = groups(x.shape[1], third, fourth)
+    w = n.tensor(np.ascontiguousarray(to_oihw(n.const(1))))
     pads = _pads(n, fmt, sizes, [kh, kw], strides, dilations)
-    return ops.conv2d(x, w, strides=strides, pads=pads, dilations=dilations, groups=channels)
+    return ops.conv2d(x, w, strides=strides, pads=pads, dilations=dilations, groups=count)
 
 
 # What grappler's remapper fuses into a convolution or a product, after the BiasAdd or the
