@@ -115,8 +115,13 @@ def conv_transpose_nd(x, w, bias, strides, dilations, groups, begins, ends, outp
 
 
 def tiled(x, dims, repeats):
-    """x (of static `dims`) repeated `repeats` times along each axis (ONNX's Tile, TF's): a unit
-    axis interleaved before each axis, broadcast to the repeat count, the pairs merged."""
+    """x (of `dims`) repeated `repeats` times along each axis (ONNX's Tile, TF's): a unit axis
+    interleaved before each axis, broadcast to the repeat count, the pairs merged. Where a size
+    is symbolic, the copies along each repeated axis are concatenated instead."""
+    if any(not isinstance(d, int) for d in dims):
+        for axis, r in enumerate(repeats):
+            x = ops.concat([x] * r, axis) if r != 1 else x
+        return x
     spread = ops.reshape(x, [v for d in dims for v in (1, d)])
     expanded = ops.expand(spread, [v for r, d in zip(repeats, dims) for v in (r, d)])
     return ops.reshape(expanded, [r * d for r, d in zip(repeats, dims)])

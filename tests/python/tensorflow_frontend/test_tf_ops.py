@@ -243,3 +243,26 @@ def test_einsum(equation, shapes):
     operands = [rand(*s, seed=k) for k, s in enumerate(shapes)]
     frozen = Frozen(lambda *xs: tf.einsum(equation, *xs), *[spec(*s) for s in shapes])
     assert_matches_tensorflow(frozen, *operands)
+
+
+@pytest.mark.parametrize("method", ["bilinear", "nearest"])
+@pytest.mark.parametrize("corners,centers", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("size", [(9, 14), (3, 2), (7, 5)])
+def test_resize(method, corners, centers, size):
+    """TF's three coordinate rules, up and down, on an image and on a convolution's NCHW result."""
+    resize = tf.compat.v1.image.resize_bilinear if method == "bilinear" else tf.compat.v1.image.resize_nearest_neighbor
+    w = rand(1, 1, 3, 3, seed=1)
+
+    def fn(x):
+        a = resize(x, size, align_corners=corners, half_pixel_centers=centers)
+        b = resize(tf.nn.conv2d(x, w, 1, "SAME"), size, align_corners=corners, half_pixel_centers=centers)
+        return a, b
+    assert_matches_tensorflow(Frozen(fn, spec(2, 5, 7, 3)), rand(2, 5, 7, 3))
+
+
+def test_keras_upsampling_and_image_resize():
+    keras = pytest.importorskip("keras")
+    model = keras.Sequential([keras.Input((6, 6, 2)), keras.layers.Conv2D(4, 3, padding="same"),
+                              keras.layers.UpSampling2D(2), keras.layers.UpSampling2D(2, interpolation="bilinear")])
+    frozen = Frozen(lambda x: (model(x, training=False), tf.image.resize(x, (10, 4))), spec(None, 6, 6, 2))
+    assert_matches_tensorflow(frozen, rand(3, 6, 6, 2))

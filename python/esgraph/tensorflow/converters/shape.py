@@ -209,4 +209,4 @@ def range_(n):
 
 @converts("Tile")
 def tile(n):
-    return tiled(n.x(0), _static_shape(n, 0, "Tile"), n.ints(1, "multiples"))
+    return tiled(n.x(0), list(n.shape(0)), n.ints(1, "multiples"))
