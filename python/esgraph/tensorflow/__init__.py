@@ -15,7 +15,8 @@ import os
 
 from .._C import FormatError
 from .._frontend import ImportFailed
-from ._importer import import_graph, tensor_key
+from ._importer import import_graph
+from ._refs import tensor_key
 from ._saved_model import SavedModel
 from ._schema import GraphDef
 from .converters import CONVERTERS

@@ -22,7 +22,8 @@ from .. import _C
 from .._folding import FoldingImporter
 from .._frontend import ImportFailed, NeedsShape, name_outputs
 from .._sizes import Sizes, entries
-from . import _functions, _tensors
+from . import _functions, _tensors, _v1_cond
+from ._refs import POISONED, parse_ref, tensor_key
 from ._layout import NCHW_TO_NHWC, NHWC_TO_NCHW, Nchw
 from .converters import CONVERTERS, SIZES_CONVERTERS, NeedsValue, Unsupported
 
@@ -33,30 +34,11 @@ _PASS_THROUGH = {"Identity", "StopGradient", "Snapshot", "PreventGradient", "Che
                  "ReadVariableOp"}
 _NOTHING = {"NoOp", "Assert", "SaveV2", "RestoreV2"}
 
+# TF1's while loops, which freezing writes unless told lower_control_flow=False.
+_V1_LOOP = ("Enter", "Exit", "NextIteration", "LoopCond")
+
 # What folding may hold beyond the constants: shape arithmetic and transforms of weights.
 FOLDING_BASE_BYTES = 256 << 20
-
-
-class _Poisoned:
-    """The output of a node that failed to convert; its consumers are skipped silently."""
-
-
-POISONED = _Poisoned()
-
-
-def parse_ref(ref):
-    """A NodeDef input, "name", "name:k" or "^name" (a control input), as (name, k, control)."""
-    if ref.startswith("^"):
-        return ref[1:], 0, True
-    name, _, index = ref.rpartition(":")
-    if name and index.isdigit():
-        return name, int(index), False
-    return ref, 0, False
-
-
-def tensor_key(ref):
-    name, index, _ = parse_ref(ref)
-    return f"{name}:{index}"
 
 
 def attr_value(a):
@@ -202,6 +184,10 @@ class Importer(FoldingImporter):
         self.resources = dict(resources or {})  # VarHandleOp name -> its variable's value (a SavedModel's)
         self.names = dict(names or {})  # tensor key -> the name the graph gives it (a signature's keys)
         self.values = {}
+        # v1 conditionals (_v1_cond.py): what a Switch's branch computes carries its guard, the
+        # (predicate, branch) pairs it lies under, outermost first; by tensor and by node.
+        self.guards, self.node_guards = {}, {}
+        self._cycles = set()  # nodes found on a cycle
         self.input_tensors = []
         self._layouts = {}  # id(value) -> (value, its other layout's tensor)
 
@@ -225,7 +211,12 @@ class Importer(FoldingImporter):
                 raise ImportFailed(self.name, [("outputs", f"the graph has no node named '{parse_ref(ref)[0]}'")])
         if not self.output_refs:
             raise ImportFailed(self.name, [("outputs", "the graph has no node whose output nobody reads: name them with outputs=")])
-        for node in self._order([parse_ref(r)[0] for r in self.output_refs]):
+        order = self._order([parse_ref(r)[0] for r in self.output_refs])
+        loops = sorted({n.op for n in order if n.op in _V1_LOOP} | {n.op for n in self.nodes.values() if n.op in _V1_LOOP and self._cycles})
+        if loops:  # each loop is a cycle: one line for them all, not one per node
+            raise ImportFailed(self.name, [(f"{', '.join(loops)}", "a TF1 while loop, which esgraph does not read; freeze with "
+                                            "convert_variables_to_constants_v2(..., lower_control_flow=False) to keep TF2's While")])
+        for node in order:
             self._convert(node)
         outputs = [self.values.get(tensor_key(r), POISONED) for r in self.output_refs]
         for ref, v in zip(self.output_refs, outputs):
@@ -240,7 +231,7 @@ class Importer(FoldingImporter):
 
     def _order(self, names):
         """The nodes the outputs depend on, each after its inputs (a GraphDef need not list them
-        so); a cycle (v1 loops, which this importer does not read) is a failure."""
+        so); a node on a cycle is a failure, once."""
         order, state, stack = [], {}, [(n, False) for n in reversed(names)]
         while stack:
             name, done = stack.pop()
@@ -251,7 +242,9 @@ class Importer(FoldingImporter):
             if state.get(name) == 2:
                 continue
             if state.get(name) == 1:
-                self.failures.append((f"node '{name}'", "is part of a cycle (v1 control flow is not supported)"))
+                if name not in self._cycles:
+                    self.failures.append((f"node '{name}'", "is part of a cycle"))
+                self._cycles.add(name)
                 continue
             if name not in self.nodes:
                 continue  # reported by the reader
@@ -288,6 +281,18 @@ class Importer(FoldingImporter):
         return tensor
 
     def _convert(self, proto):
+        if proto.op in ("Switch", "Merge"):
+            return _v1_cond.convert(self, proto)
+        self._convert_node(proto)
+        guard = _v1_cond.guard_of(self, proto)
+        if guard:
+            self.node_guards[proto.name] = guard
+            k = 0
+            while f"{proto.name}:{k}" in self.values:
+                self.guards[f"{proto.name}:{k}"] = guard
+                k += 1
+
+    def _convert_node(self, proto):
         refs = [r for r in proto.input if not r.startswith("^")]
         missing = [r for r in refs if tensor_key(r) not in self.values and parse_ref(r)[0] not in self.nodes]
         if missing:

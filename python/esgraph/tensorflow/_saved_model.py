@@ -11,7 +11,7 @@ import os
 from .._C import FormatError
 from . import _schema, _tensors
 from ._bundle import Bundle
-from ._importer import parse_ref
+from ._refs import parse_ref
 
 _OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 

@@ -1,6 +1,6 @@
 """TF2's functional control flow (If, While and their Stateless forms, from the function
-library) against TensorFlow; the v1 form, which TF's freezing writes by default, refused by
-name."""
+library) and TF1's conditionals (Switch and Merge, which TF's freezing writes by default) against
+TensorFlow; v1 loops refused by name."""
 import numpy as np
 import pytest
 
@@ -44,11 +44,29 @@ def test_while_with_a_trip_count_computed_at_run_time():
         np.testing.assert_allclose(got, frozen.reference(x, np.array(n, np.int32))[0], rtol=1e-5, atol=1e-6)
 
 
-def test_v1_control_flow_is_refused_by_name():
-    frozen = Frozen(_cond, spec(2, 3), spec(dtype="int32"))  # lowered: Switch and Merge
+@pytest.mark.parametrize("flag", [1, 0])
+def test_v1_conditionals_both_branches_computed_and_merged(flag):
+    """TF's default freezing lowers tf.cond to Switch and Merge; a nested one too, and a branch
+    that returns a constant (tied to its branch by a control input)."""
+    def fn(x, flag):
+        inner = lambda: tf.cond(flag > 1, lambda: x * 5.0, lambda: tf.constant(7.0, shape=[2, 3]))  # noqa: E731
+        return _cond(x, flag), tf.cond(flag > 0, inner, lambda: -x)
+    frozen = Frozen(fn, spec(2, 3), spec(dtype="int32"))
     assert {"Switch", "Merge"} <= {n.op for n in frozen.graph_def.node}
+    model = esgraph.compile(esgraph.tensorflow.load(frozen.data, outputs=frozen.output_names))
+    x = rand(2, 3)
+    for f in (flag, 2 * flag):
+        got = model.run({"x": x, "flag": np.array(f, np.int32)})
+        for g, w in zip(got, frozen.reference(x, np.array(f, np.int32))):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_v1_loops_are_refused_by_name():
+    def fn(x, n):
+        return tf.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, y * 2.0), [tf.constant(0), x])[1]
+    frozen = Frozen(fn, spec(2), spec(dtype="int32"))  # lowered: Enter, Merge, Switch, NextIteration, Exit
+    assert {"Enter", "NextIteration", "Exit"} <= {n.op for n in frozen.graph_def.node}
     with pytest.raises(esgraph.tensorflow.ImportFailed) as e:
         esgraph.tensorflow.load(frozen.data)
-    # what reads a Switch is skipped: the Switch is named, once
-    assert {where.split(" ")[0] for where, _ in e.value.failures} == {"Switch"}
-    assert all(why == "no converter for this op" for _, why in e.value.failures)
+    assert e.value.failures == [("Enter, Exit, LoopCond, NextIteration", "a TF1 while loop, which esgraph does not read; freeze "
+                                 "with convert_variables_to_constants_v2(..., lower_control_flow=False) to keep TF2's While")]
