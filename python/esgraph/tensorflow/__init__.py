@@ -18,6 +18,7 @@ from .._frontend import ImportFailed
 from ._importer import import_graph
 from ._refs import tensor_key
 from ._saved_model import SavedModel
+from ._tfjs import TfjsModel
 from ._schema import GraphDef
 from .converters import CONVERTERS
 
@@ -26,7 +27,8 @@ __all__ = ["ImportFailed", "load", "supported_ops"]
 
 def load(model, *, inputs=None, outputs=None, shapes=None, name=None, max_memory_bytes=None, signature=None):
     """An esgraph Graph from a TensorFlow model: a frozen GraphDef (a `.pb` path, its bytes, or a
-    `tf.compat.v1.GraphDef`), or a SavedModel directory.
+    `tf.compat.v1.GraphDef`), a SavedModel directory, or a TF.js graph model (its `model.json`,
+    the weight shards beside it; inputs and outputs its signature's when it has one).
 
     A SavedModel gives the graph of its signature `signature` ("serving_default" by default):
     its inputs and outputs are the signature's, named by its keys and sorted by them, and its
@@ -43,6 +45,8 @@ def load(model, *, inputs=None, outputs=None, shapes=None, name=None, max_memory
         if inputs is not None or outputs is not None:
             raise TypeError("load: inputs= and outputs= cut a GraphDef; a SavedModel's are its signature's (signature=)")
         return _load_saved_model(os.fspath(model), signature, shapes, name, max_memory_bytes)
+    if isinstance(model, (str, os.PathLike)) and os.fspath(model).endswith(".json"):
+        return _load_tfjs(os.fspath(model), inputs, outputs, shapes, name, max_memory_bytes)
     if signature is not None:
         raise TypeError("load: signature= names a SavedModel's signature; this is a GraphDef")
     data, source = _read(model)
@@ -66,14 +70,25 @@ def _load_saved_model(path, signature, shapes, name, max_memory_bytes):
                         max_memory_bytes=max_memory_bytes, resources=saved.resources, names=names)
 
 
+def _load_tfjs(path, inputs, outputs, shapes, name, max_memory_bytes):
+    tfjs = TfjsModel(path)
+    names = {}
+    if inputs is None and tfjs.inputs:  # the signature's, named by its keys
+        inputs, names = [t for _, t in tfjs.inputs], {tensor_key(t): k for k, t in tfjs.inputs}
+        shapes = {t: shapes[k] for k, t in tfjs.inputs if shapes and k in shapes}
+    if outputs is None and tfjs.outputs:
+        outputs = [t for _, t in tfjs.outputs]
+        names.update({tensor_key(t): k for k, t in tfjs.outputs})
+    return import_graph(tfjs.graph_def, inputs=inputs, outputs=outputs, shapes=shapes, name=name or "tfjs",
+                        max_memory_bytes=max_memory_bytes, resources=tfjs.weights, names=names)
+
+
 def _read(model):
     """The serialized GraphDef in `model`, and how to name it in errors."""
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if os.path.isdir(path):
             raise FormatError(f"`{path}` is a directory, but not a SavedModel (no saved_model.pb)")
-        if path.endswith(".json"):
-            raise FormatError(f"`{path}` is a TF.js model: esgraph reads frozen GraphDefs so far")
         with open(path, "rb") as f:
             return f.read(), f"`{path}`"
     if isinstance(model, (bytes, bytearray, memoryview)):

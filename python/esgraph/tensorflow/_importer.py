@@ -181,7 +181,9 @@ class Importer(FoldingImporter):
         self.input_keys = ([tensor_key(k) for k in inputs] if inputs is not None
                            else [f"{n.name}:0" for n in graph_def.node if n.op == "Placeholder"])
         self.output_refs = list(outputs) if outputs is not None else self._sinks()
-        self.resources = dict(resources or {})  # VarHandleOp name -> its variable's value (a SavedModel's)
+        # Values from outside the graph, by node: a SavedModel's variables (VarHandleOp), a TF.js
+        # model's weights (Const nodes without a value).
+        self.resources = dict(resources or {})
         self.names = dict(names or {})  # tensor key -> the name the graph gives it (a signature's keys)
         self.values = {}
         # v1 conditionals (_v1_cond.py): what a Switch's branch computes carries its guard, the
@@ -311,11 +313,11 @@ class Importer(FoldingImporter):
             return
         if proto.op in _NOTHING:
             return
-        if proto.op == "VarHandleOp":
-            if proto.name not in self.resources:
-                return self._fail(proto, "a variable the graph's object graph does not bind (only a SavedModel's are)")
+        if proto.op in ("VarHandleOp", "Const") and proto.name in self.resources:
             self.values[f"{proto.name}:0"] = self.resources[proto.name]
             return
+        if proto.op == "VarHandleOp":
+            return self._fail(proto, "a variable the graph's object graph does not bind (only a SavedModel's are)")
         if proto.op == "Const":
             try:
                 tensor = proto.attr["value"].tensor

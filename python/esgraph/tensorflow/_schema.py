@@ -82,6 +82,11 @@ _ONEOFS = {"AttrValue": "value"}
 
 _PACKAGE = "esgraph.tf"
 
+# types.proto's DataType names, by number.
+_TYPE_NAMES = ("INVALID", "FLOAT", "DOUBLE", "INT32", "UINT8", "INT16", "INT8", "STRING", "COMPLEX64", "INT64", "BOOL",
+               "QINT8", "QUINT8", "QINT32", "BFLOAT16", "QINT16", "QUINT16", "UINT16", "COMPLEX128", "HALF", "RESOURCE",
+               "VARIANT", "UINT32", "UINT64")
+
 
 def _field(message, name, number, type_name, repeated):
     f = message.field.add(name=name, number=number,
@@ -106,8 +111,10 @@ def _field(message, name, number, type_name, repeated):
 def _file():
     proto = descriptor_pb2.FileDescriptorProto(name="esgraph/tf_subset.proto", package=_PACKAGE, syntax="proto3")
     # An open enum: every number a file holds is kept, and the importer names the ones it lacks.
+    # The names are what a TF.js model's JSON GraphDef spells its types with.
     enum = proto.enum_type.add(name="DataType")
-    enum.value.add(name="DT_INVALID", number=0)
+    for number, name in enumerate(_TYPE_NAMES):
+        enum.value.add(name=f"DT_{name}", number=number)
     for name, fields in _MESSAGES.items():
         message = proto.message_type.add(name=name)
         if name in _ONEOFS:

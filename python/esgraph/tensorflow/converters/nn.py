@@ -7,6 +7,7 @@ from ..._compose import same_pads
 from ..._einsum import einsum as compute_einsum, parse as parse_einsum
 from .. import _tensors
 from .._layout import Nchw, TO_NCHW_AXIS
+from .elementwise import operands
 from .registry import Unsupported, converts, data_format
 
 ops = _C.ops
@@ -130,6 +131,9 @@ def _fused(n, y, channel_axis):
         alpha = float(n.attr("leakyrelu_alpha", 0.2))
         y = ops.leaky_relu(y, alpha=alpha)
         steps.pop(0)
+    elif steps and steps[0] == "Prelu":  # TF.js's: a slope per channel, the next argument
+        y = prelu(y, ops.reshape(n.x(args.pop(0)), per_channel))
+        steps.pop(0)
     elif steps and steps[0] in _ACTIVATIONS:
         y = _ACTIVATIONS[steps.pop(0)](y)
     if steps or not fused:
@@ -137,8 +141,9 @@ def _fused(n, y, channel_axis):
     return y
 
 
-@converts("_FusedConv2D", "_FusedDepthwiseConv2dNative")
+@converts("_FusedConv2D", "_FusedDepthwiseConv2dNative", "FusedDepthwiseConv2dNative")
 def fused_conv2d(n):
+    """Grappler's fused convolutions, and TF.js's fused depthwise one (the same attributes)."""
     fmt = data_format(n)
     y = _conv2d(n) if n.op == "_FusedConv2D" else _depthwise_conv2d(n)
     return _result(_fused(n, y, channel_axis=1), fmt)
@@ -232,3 +237,15 @@ def einsum(n):
     except ValueError as e:
         raise Unsupported(str(e)) from None
     return compute_einsum([n.x(i) for i in range(n.num_inputs)], terms, out)
+
+
+def prelu(x, alpha):
+    """x where it is positive, alpha * x elsewhere (NaN stays NaN)."""
+    return ops.where(ops.greater(x, 0.0), x, alpha * x)
+
+
+@converts("Prelu")
+def prelu_op(n):
+    """TF.js's PReLU op: alpha broadcasts against x's trailing axes, as TF's do."""
+    (x, alpha), wrap = operands(n, [0, 1])
+    return wrap(prelu(x, alpha))
