@@ -1,12 +1,15 @@
 """Whole models TensorFlow makes: Keras 3 applications and tf-keras (Keras 2) models with random
-weights, frozen by TF's own convert_variables_to_constants_v2 and optimized by grappler's
-remapper, against TensorFlow to 1e-4 of each output's largest magnitude. Sized small (64 by 64,
-75 where the model needs it) for the suite's time; their op mix is the full models'."""
+weights, each frozen by TF's own convert_variables_to_constants_v2, optimized by grappler's
+remapper, and saved as a SavedModel, against TensorFlow to 1e-4 of each output's largest
+magnitude. Sized small (64 by 64, 75 where the model needs it) for the suite's time; their op
+mix is the full models' (bench/tf_models.py runs them at 224 by 224)."""
 import collections
 
+import numpy as np
 import pytest
 
-from tf_models import Frozen, assert_matches_tensorflow, rand, spec, tf
+import esgraph
+from tf_models import Frozen, assert_matches_tensorflow, rand, saved, serving_reference, spec, tf
 
 keras = pytest.importorskip("keras")
 
@@ -47,7 +50,7 @@ def test_frozen_keras_model(name):
     assert_matches_tensorflow(frozen, rand(2, size, size, 3))
 
 
-@pytest.mark.parametrize("name", ["tf_keras.MobileNetV2", "tf_keras.ResNet50", "MobileNetV2"])
+@pytest.mark.parametrize("name", list(_MODELS))
 def test_remapped_keras_model(name):
     """Grappler's remapper fuses tf-keras's Conv2D + FusedBatchNormV3 + Relu/Relu6 into
     _FusedConv2D, and BiasAdd + activation into it and into _FusedMatMul."""
@@ -56,6 +59,18 @@ def test_remapped_keras_model(name):
     if name.startswith("tf_keras"):
         assert ops["_FusedConv2D"] > 10, ops
     assert_matches_tensorflow(frozen, rand(1, size, size, 3))
+
+
+@pytest.mark.parametrize("name", list(_MODELS))
+def test_saved_keras_model(name, tmp_path):
+    """Saved by Keras's export (tf.saved_model.save for tf-keras), read from the directory."""
+    model = _MODELS[name]()
+    size = model.input_shape[1]
+    path = saved(model, tmp_path / "model", keras_export=not name.startswith("tf_keras"))
+    x = rand(2, size, size, 3)
+    (want,) = serving_reference(path, x)
+    got = esgraph.compile(esgraph.tensorflow.load(path))(x)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * float(np.max(np.abs(want))))
 
 
 @pytest.mark.parametrize("fused_ops", [["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Relu6"], ["BiasAdd", "Elu"],

@@ -87,12 +87,14 @@ def assert_matches_tensorflow(frozen, *arrays, tolerance=1e-4, **load_kwargs):
 
 
 def saved(model_or_module, path, keras_export=False):
-    """`model_or_module` written as a SavedModel at `path`: by tf.saved_model.save (a tf.Module
-    with a `serve` signature) or by Keras's own export."""
+    """`model_or_module` written as a SavedModel at `path`: by Keras's own export, or by
+    tf.saved_model.save (a tf.Module with a `serve` signature, or a tf-keras model)."""
     if keras_export:
         model_or_module.export(str(path), verbose=False)
-    else:
+    elif hasattr(model_or_module, "serve"):
         tf.saved_model.save(model_or_module, str(path), signatures={"serving_default": model_or_module.serve})
+    else:  # a tf-keras model: its call is the serving signature
+        tf.saved_model.save(model_or_module, str(path))
     return path
 
 

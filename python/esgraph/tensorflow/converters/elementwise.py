@@ -17,7 +17,7 @@ _UNARY = {
     "Erf": ops.erf, "Erfc": lambda x: 1.0 - ops.erf(x), "Reciprocal": ops.reciprocal, "Inv": ops.reciprocal, "Sin": ops.sin, "Cos": ops.cos,
     "Tan": ops.tan, "Asin": ops.asin, "Acos": ops.acos, "Atan": ops.atan, "Sinh": ops.sinh, "Cosh": ops.cosh,
     "Asinh": ops.asinh, "Acosh": ops.acosh, "Atanh": ops.atanh, "LogicalNot": ops.logical_not,
-    "IsNan": ops.is_nan, "IsInf": ops.is_inf,
+    "IsNan": ops.is_nan, "IsInf": ops.is_inf, "_MklSwish": ops.silu,  # grappler's x * sigmoid(x) on oneDNN builds
 }
 
 _BINARY = {
