@@ -119,6 +119,8 @@ def tiled(x, dims, repeats):
     interleaved before each axis, broadcast to the repeat count, the pairs merged. Where a size
     is symbolic, the copies along each repeated axis are concatenated instead."""
     if any(not isinstance(d, int) for d in dims):
+        if any(r > 4096 for r in repeats):
+            raise ValueError(f"a tile of symbolic sizes repeated {max(repeats)} times (at most 4096, as copies)")
         for axis, r in enumerate(repeats):
             x = ops.concat([x] * r, axis) if r != 1 else x
         return x

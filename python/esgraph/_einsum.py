@@ -78,16 +78,17 @@ def _as_product(a, ta, b, tb, out):
     nb, nr = len(batch), len(rows)
     a = _transposed(a, ta, batch + rows + inner)
     b = _transposed(b, tb, batch + inner + cols)
-    # a: [batch, rows, one inner axis]; b: [batch, one inner axis, one column axis]
+    # a: [batch, rows, one inner axis]; b: [batch, one inner axis, one column axis]. The columns
+    # first (a 0 copies the axis at its own place: batch and inner ones stay where they are).
+    if not cols:
+        b = ops.unsqueeze(b, [b.ndim])
+    elif len(cols) > 1:
+        b = ops.reshape(b, [0] * (nb + len(inner)) + [-1])
     if not inner:
         a, b = ops.unsqueeze(a, [nb + nr]), ops.unsqueeze(b, [nb])
     elif len(inner) > 1:
         a = ops.reshape(a, [0] * (nb + nr) + [-1])
         b = ops.reshape(b, [0] * nb + [math.prod(inner_sizes), -1])
-    if not cols:
-        b = ops.unsqueeze(b, [b.ndim])
-    elif len(cols) > 1:
-        b = ops.reshape(b, [0] * (nb + 1) + [-1])
     if not rows:
         a = ops.unsqueeze(a, [nb])
     elif nr > 1:  # the rows beyond the last broadcast against unit axes of b

@@ -24,14 +24,14 @@ class Bundle:
         if not table or table[0][0] != b"":
             raise ValueError("the index has no header entry")
         header = _schema.BundleHeaderProto()
-        header.ParseFromString(table[0][1])
+        _parse(header, table[0][1], "the header")
         if header.endianness != 0:
             raise ValueError("the bundle is big-endian")
         self.num_shards = header.num_shards
         self.entries = {}
         for key, value in table[1:]:
             entry = _schema.BundleEntryProto()
-            entry.ParseFromString(value)
+            _parse(entry, value, f"entry '{key.decode('utf-8', 'replace')}'")
             self.entries[key.decode("utf-8", "replace")] = entry
 
     def _bytes(self, key):
@@ -73,3 +73,10 @@ class Bundle:
         if at + length != len(data):
             raise ValueError(f"'{key}': a string of {length} bytes in {len(data) - at}")
         return data[at:]
+
+
+def _parse(message, data, what):
+    try:
+        message.ParseFromString(data)
+    except Exception as e:  # protobuf's DecodeError
+        raise ValueError(f"{what} is not a protobuf message: {e}") from e

@@ -29,6 +29,8 @@ def graph_ref(ref, ops):
     parts = ref.split(":")
     if len(parts) != 3:
         return ref
+    if not parts[2].isdigit():
+        raise UnknownOutput(f"'{ref}': its index is not a number")
     node, arg, index = parts[0], parts[1], int(parts[2])
     args = _OUTPUT_ARGS.get(ops.get(node))
     if args is None:

@@ -321,7 +321,7 @@ class Importer(FoldingImporter):
         if proto.op == "Const":
             try:
                 tensor = proto.attr["value"].tensor
-                left = self.max_memory_bytes - self.folded_bytes if self.max_memory_bytes else 0
+                left = self.max_memory_bytes - self.folded_bytes if self.max_memory_bytes else None
                 array = _tensors.to_array(tensor, left)
                 if not tensor.tensor_content:  # a listed value spread over its shape: memory the file did not hold
                     self.folded_bytes += array.nbytes

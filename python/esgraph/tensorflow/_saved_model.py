@@ -55,6 +55,8 @@ class SavedModel:
                 continue
             bound = list(functions[node.attr["f"].func.name].bound_inputs) if node.attr["f"].func.name in functions else []
             refs = [r for r in node.input if not r.startswith("^")]
+            if len(bound) > len(refs):
+                raise FormatError(f"`{self.path}`: '{node.name}' captures {len(bound)} objects but passes {len(refs)} inputs")
             for ref, object_id in zip(refs[len(refs) - len(bound):], bound):
                 handle = parse_ref(ref)[0]
                 if handle in nodes and nodes[handle].op == "VarHandleOp":
@@ -65,7 +67,10 @@ class SavedModel:
         try:
             bundle = Bundle(prefix)
             checkpoint = _schema.TrackableObjectGraph()
-            checkpoint.ParseFromString(bundle.string(_OBJECT_GRAPH_KEY))
+            try:
+                checkpoint.ParseFromString(bundle.string(_OBJECT_GRAPH_KEY))
+            except Exception as e:  # protobuf's DecodeError
+                raise ValueError(f"its object graph is not a protobuf message: {e}") from e
         except (OSError, ValueError, KeyError) as e:
             raise FormatError(f"`{self.path}/variables` cannot be read: {type(e).__name__}: {e}") from e
         resources = {}

@@ -53,8 +53,11 @@ def read_table(data):
         raise ValueError("the table's magic number is missing")
     _, at = _handle(data, footer, len(data) - 8)  # the meta-index, which TF leaves empty
     index, _ = _handle(data, at, len(data) - 8)
-    entries = []
+    entries, seen = [], set()
     for _, value in _block(data, index):
         handle, _ = _handle(value, 0, len(value))
+        if handle in seen:  # each data block once: the work is bounded by the file
+            raise ValueError(f"two index entries name the block at {handle[0]}")
+        seen.add(handle)
         entries.extend(_block(data, handle))
     return entries

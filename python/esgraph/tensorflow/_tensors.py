@@ -52,17 +52,17 @@ def tensor_dims(shape):
     return None if shape.unknown_rank else [int(d.size) for d in shape.dim]
 
 
-def to_array(proto, max_bytes=0):
+def to_array(proto, max_bytes=None):
     """A TensorProto's value as a read-only numpy array (bfloat16 as its uint16 bits). TF writes
     either the raw bytes (tensor_content) or a typed list, whose last element fills the rest of
     the shape (a splat constant is one value). ValueError for data that does not fit the shape,
-    and for an array beyond `max_bytes` (0: no bound) before it is made."""
+    and for an array beyond `max_bytes` (None: no bound) before it is made."""
     dtype = numpy_dtype(proto.dtype)
     dims = tensor_dims(proto.tensor_shape)
     if dims is None or any(d < 0 for d in dims):
         raise ValueError(f"a constant's shape {dims} is not fully known")
     count = int(np.prod(dims, dtype=object)) if dims else 1
-    if max_bytes and count * dtype.itemsize > max_bytes:
+    if max_bytes is not None and count * dtype.itemsize > max_bytes:
         raise ValueError(f"a {dims} {type_name(proto.dtype)} constant would take {count * dtype.itemsize} bytes, "
                          f"beyond the import's memory cap ({max_bytes} bytes)")
     if proto.tensor_content:

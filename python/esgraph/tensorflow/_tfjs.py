@@ -39,14 +39,17 @@ class TfjsModel:
             self.graph_def = json_format.ParseDict(model["modelTopology"], _schema.GraphDef(), ignore_unknown_fields=True)
         except json_format.ParseError as e:
             raise FormatError(f"`{path}`: its modelTopology is not a GraphDef: {e}") from e
-        signature = model.get("signature") or {}
-        self.inputs = sorted((k, v["name"]) for k, v in (signature.get("inputs") or {}).items())
-        self.outputs = sorted((k, v["name"]) for k, v in (signature.get("outputs") or {}).items())
+        try:
+            signature = model.get("signature") or {}
+            self.inputs = sorted((k, v["name"]) for k, v in (signature.get("inputs") or {}).items())
+            self.outputs = sorted((k, v["name"]) for k, v in (signature.get("outputs") or {}).items())
+        except (AttributeError, KeyError, TypeError) as e:
+            raise FormatError(f"`{path}`: its signature: {type(e).__name__}: {e}") from e
         self.weights = {}
         try:
             for group in model.get("weightsManifest") or []:
                 self._read_group(folder, group)
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, OSError) as e:
             raise FormatError(f"`{path}`: its weights manifest: {type(e).__name__}: {e}") from e
 
     def _read_group(self, folder, group):
@@ -83,7 +86,9 @@ def _dequantized(codes, weight, quantization):
     if quantization["dtype"] == "float16":
         values = codes.astype(target)
     elif "scale" in quantization:
-        values = (codes.astype(np.float32) * np.float32(quantization["scale"]) + np.float32(quantization["min"])).astype(target)
+        values = codes.astype(np.float32) * np.float32(quantization["scale"]) + np.float32(quantization["min"])
+        # An integer weight is rounded as TF.js's Math.round does (half up), not truncated.
+        values = (np.floor(values + 0.5) if target.kind in "iu" else values).astype(target)
     else:
         raise ValueError(f"weight '{weight['name']}': quantization {quantization} names no scale")
     values.setflags(write=False)

@@ -44,6 +44,8 @@ def convert(importer, proto):
         return importer._poison(proto)
     guard = guard_of(importer, proto)
     if proto.op == "Switch":
+        if len(keys) != 2:
+            return importer._fail(proto, f"a Switch of {len(keys)} inputs (it takes data and a predicate)")
         data, predicate = keys
         for branch in (0, 1):  # output 0 is the false branch, output 1 the true one
             importer.values[f"{proto.name}:{branch}"] = importer.values[data]
@@ -59,6 +61,8 @@ def convert(importer, proto):
     outer = guards[0][:-1]
     on_true, on_false = importer.values[keys[true_input]], importer.values[keys[1 - true_input]]
     condition = importer.values[predicate]
+    if isinstance(condition, Nchw) or any(d != 1 for d in condition.shape):
+        return importer._fail(proto, f"its Switch's predicate is not one boolean (shape {tuple(condition.shape)})")
     if isinstance(condition, np.ndarray):  # known while importing: the branch taken
         taken = bool(condition.reshape(-1)[0])
         value, index = (on_true, true_input) if taken else (on_false, 1 - true_input)

@@ -234,6 +234,8 @@ def test_dense_layers_with_keras():
     ("ij,ij->i", [(3, 4), (3, 4)]),
     ("i,j->ij", [(3,), (4,)]),
     ("ijk,kl->il", [(2, 3, 4), (4, 5)]),              # j summed alone first
+    ("ijk,jk->i", [(2, 3, 4), (3, 4)]),               # two inner letters, no column
+    ("bijk,bjkl->bil", [(2, 3, 4, 5), (2, 4, 5, 6)]),  # two inner letters and a batch
     ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]),
     ("ii->i", [(4, 4)]),
     ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),

@@ -49,7 +49,7 @@ def _as_nchw(n, i):
         return n.tensor(np.ascontiguousarray(full.transpose(NHWC_TO_NCHW)))
     if v.ndim == 0:
         return v
-    full = ops.reshape(v, [1] * (4 - v.ndim) + [0] * v.ndim) if v.ndim < 4 else v
+    full = ops.unsqueeze(v, list(range(4 - v.ndim))) if v.ndim < 4 else v  # TF broadcasts from the right
     return ops.transpose(full, perm=NHWC_TO_NCHW)
 
 
@@ -66,7 +66,7 @@ def unary_op(n):
 @converts(*_BINARY)
 def binary_op(n):
     if n.op in ("Div", "RealDiv") and n.dtype(0) not in (_C.f32, _C.f16, _C.bf16, _C.f64):
-        X
+        raise Unsupported(f"{n.op} of integers (TF truncates them; not supported)")
     (a, b), wrap = operands(n, [0, 1])
     return wrap(_BINARY[n.op](a, b))
 

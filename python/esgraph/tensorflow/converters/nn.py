@@ -107,8 +107,9 @@ _ACTIVATIONS = {
 }
 
 
-def _fused(n, y, channel_axis):
-    """y (a convolution's NCHW result, or a product's rows) with the node's fused_ops applied:
+def _fused(n, y, channel_axis, nhwc=False):
+    """y (a convolution's NCHW result, `nhwc` when the node's own layout is NHWC, or a product's
+    rows) with the node's fused_ops applied:
     BiasAdd or FusedBatchNorm, then Add (a residual, the next argument), then an activation."""
     fused = n.attr("fused_ops", [])
     rank = len(y.shape)
@@ -125,7 +126,7 @@ def _fused(n, y, channel_axis):
         steps.pop(0)
     if steps and steps[0] in ("Add", "AddV2"):
         residual = args.pop(0)
-        y = y + (n.nchw(residual) if rank == 4 and channel_axis == 1 else n.x(residual))
+        y = y + (n.nchw(residual) if nhwc else n.x(residual))  # an NHWC residual joins the NCHW result
         steps.pop(0)
     if steps and steps[0] == "LeakyRelu":
         alpha = float(n.attr("leakyrelu_alpha", 0.2))
@@ -146,7 +147,7 @@ def fused_conv2d(n):
     """Grappler's fused convolutions, and TF.js's fused depthwise one (the same attributes)."""
     fmt = data_format(n)
     y = _conv2d(n) if n.op == "_FusedConv2D" else _depthwise_conv2d(n)
-    return _result(_fused(n, y, channel_axis=1), fmt)
+    return _result(_fused(n, y, channel_axis=1, nhwc=fmt == "NHWC"), fmt)
 
 
 @converts("_FusedMatMul")

@@ -1,13 +1,16 @@
 """Ops that move, select or reshape elements. Those that read the order of axes take TF's
 layout; a transpose, a concatenation or a pad of an NCHW value stays in NCHW order."""
+import math
+
 import numpy as np
 
 from ... import _C
+from ..._compose import tiled
+from ..._folding import reserve
+from ..._sizes import Sizes, element_count, reshape_dims, shape_of
 from .. import _tensors
 from .._layout import NHWC_TO_NCHW, TO_NCHW_AXIS, Nchw
 from .elementwise import operands
-from ..._compose import tiled
-from ..._sizes import Sizes, element_count, reshape_dims, shape_of
 from .registry import NeedsValue, Unsupported, converts
 from .slices import slice_spec
 
@@ -203,10 +206,16 @@ def split_v(n):
 @converts("Range")
 def range_(n):
     start, limit, delta = (n.const(i, what).item() for i, what in ((0, "start"), (1, "limit"), (2, "delta")))
+    if delta == 0:
+        raise Unsupported("a Range of step 0")
     dtype = _tensors.numpy_dtype(n.attr("Tidx", 3))
+    reserve([max(math.ceil((limit - start) / delta), 0)], dtype.itemsize, "Range's values", kept=dtype.itemsize)
     return np.arange(start, limit, delta, dtype=dtype)
 
 
 @converts("Tile")
 def tile(n):
-    return tiled(n.x(0), list(n.shape(0)), n.ints(1, "multiples"))
+    try:
+        return tiled(n.x(0), list(n.shape(0)), n.ints(1, "multiples"))
+    except ValueError as e:
+        raise Unsupported(str(e)) from None
