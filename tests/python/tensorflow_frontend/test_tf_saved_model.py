@@ -92,3 +92,35 @@ def test_broken_saved_models_are_named(tmp_path):
     (broken / "saved_model.pb").write_bytes(b"\xff\xff not a SavedModel")
     with pytest.raises(esgraph.FormatError, match="not a SavedModel|no MetaGraphDef tagged"):
         esgraph.tensorflow.load(broken)
+
+
+def _table(blocks, index_entries):
+    """A LevelDB-format table of uncompressed `blocks` (lists of (key, value)) and an index
+    whose entries name blocks by number, as TF's TensorBundle index is written."""
+    from esgraph.onnx._wire import encode_varint as v
+    import struct
+
+    def block(entries):
+        body = b"".join(v(0) + v(len(k)) + v(len(x)) + k + x for k, x in entries)
+        return body + struct.pack("<II", 0, 1)
+    data, handles = b"", []
+    for entries in blocks:
+        raw = block(entries)
+        handles.append((len(data), len(raw)))
+        data += raw + b"\x00" + b"\x00" * 4  # compression type none, a checksum
+    index = block([(b"k%d" % i, v(handles[b][0]) + v(handles[b][1])) for i, b in enumerate(index_entries)])
+    index_handle = (len(data), len(index))
+    data += index + b"\x00" * 5
+    footer = v(0) + v(0) + v(index_handle[0]) + v(index_handle[1])
+    return data + footer + b"\x00" * (40 - len(footer)) + struct.pack("<Q", 0xDB4775248B80FB57)
+
+
+def test_the_index_table_reader_bounds_its_work_and_names_bad_entries(tmp_path):
+    from esgraph.tensorflow._bundle import Bundle
+    from esgraph.tensorflow._table import read_table
+    assert read_table(_table([[(b"", b""), (b"a", b"1")]], [0])) == [(b"", b""), (b"a", b"1")]
+    with pytest.raises(ValueError, match="two index entries name the block"):
+        read_table(_table([[(b"a", b"1")]], [0, 0, 0]))
+    (tmp_path / "v.index").write_bytes(_table([[(b"", b"\xff\xff\xff")]], [0]))
+    with pytest.raises(ValueError, match="the header is not a protobuf message"):
+        Bundle(str(tmp_path / "v"))

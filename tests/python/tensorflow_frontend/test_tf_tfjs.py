@@ -76,3 +76,11 @@ def test_broken_tfjs_models_are_named(tmp_path):
     (broken / "model.json").write_text("[1, 2")
     with pytest.raises(esgraph.FormatError, match="is not a TF.js model"):
         esgraph.tensorflow.load(str(broken / "model.json"))
+
+
+def test_quantized_integer_weights_round_as_tfjs_does():
+    """TF.js rounds an integer weight's dequantized value (Math.round, half up); a cast would truncate."""
+    from esgraph.tensorflow._tfjs import _dequantized
+    codes = np.array([0, 1, 2, 3], np.uint8)
+    got = _dequantized(codes, {"name": "w", "dtype": "int32"}, {"dtype": "uint8", "scale": 0.9999, "min": 0.0})
+    np.testing.assert_array_equal(got, [0, 1, 2, 3])  # 0, 0.9999, 1.9998, 2.9997 rounded; truncated: 0, 0, 1, 2
