@@ -106,6 +106,8 @@ def _graph_for_the_inputs(path, graph, bind, given):
 
 
 def _is_compiled_model(path):
+    if os.path.isdir(path):  # a SavedModel
+        return False
     with open(path, "rb") as f:
         return f.read(8) == b"ESGMODEL"
 

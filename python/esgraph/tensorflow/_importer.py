@@ -277,8 +277,9 @@ class Importer(FoldingImporter):
             if dims is None:
                 self.failures.append((f"input '{node.name}'", "has no known rank; give its shape with shapes="))
                 return POISONED
-        dims = [d if not isinstance(d, int) or d >= 0 else f"{node.name}_{i}" for i, d in enumerate(dims)]
-        tensor = builder.input(self.names.get(key, output_name(key)), dtype, dims)
+        name = self.names.get(key, output_name(key))  # a signature's key, or the Placeholder's name
+        dims = [d if not isinstance(d, int) or d >= 0 else f"{name}_{i}" for i, d in enumerate(dims)]
+        tensor = builder.input(name, dtype, dims)
         self.input_tensors.append(tensor)
         return tensor
 

@@ -259,3 +259,19 @@ def test_a_per_channel_operand_computed_at_run_time():
     w = rand(3, 3, 2, 4, seed=1)
     frozen = Frozen(lambda x, b: tf.nn.conv2d(x, w, 1, "SAME") + b, spec(2, 5, 5, 2), spec(4))
     assert_matches_tensorflow(frozen, rand(2, 5, 5, 2), rand(4, seed=2))
+
+
+def test_the_command_line_compiles_a_saved_model_once(tmp_path):
+    """`compile` writes a compiled-model file from a SavedModel directory; `run` loads it."""
+    keras = pytest.importorskip("keras")
+    from tf_models import saved
+    model = keras.Sequential([keras.Input((6, 6, 3)), keras.layers.Conv2D(4, 3), keras.layers.GlobalAveragePooling2D()])
+    path = saved(model, tmp_path / "saved", keras_export=True)
+    (name,) = esgraph.compile(esgraph.tensorflow.load(path)).input_names  # the signature's key: Keras numbers it
+    out = tmp_path / "model.esgm"
+    done = subprocess.run([sys.executable, "-m", "esgraph", "compile", str(path), "-o", str(out), "--bind", f"{name}_0=2"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and out.exists(), done.stdout + done.stderr
+    x = rand(2, 6, 6, 3)
+    loaded = esgraph.load_model(str(out))
+    np.testing.assert_allclose(loaded(x), model(x, training=False).numpy(), rtol=1e-5, atol=1e-5)
