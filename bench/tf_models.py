@@ -24,11 +24,40 @@ import peers  # noqa: E402  bench/peers.py
 from timing import side_by_side  # noqa: E402  bench/timing.py
 
 MODELS = ["ResNet50", "MobileNetV2", "MobileNetV3Small", "EfficientNetB0", "DenseNet121", "InceptionV3", "Xception",
-          "ConvNeXtTiny", "tf_keras.MobileNetV2", "tf_keras.ResNet50"]
+          "ConvNeXtTiny", "tf_keras.MobileNetV2", "tf_keras.ResNet50", "encoder"]
+SEQUENCE = 128  # the encoder's tokens per sequence
+
+
+def encoder(vocab=30522, hidden=256, heads=4, layers=4):
+    """A BERT-style encoder (Keras ships none): embeddings, MultiHeadAttention with a padding
+    mask, LayerNormalization and a GELU feed-forward; the first token's state projected."""
+    import keras
+    tokens = keras.Input((SEQUENCE,), dtype="int32", name="tokens")
+    mask = keras.Input((SEQUENCE,), dtype="float32", name="mask")
+    x = keras.layers.Embedding(vocab, hidden)(tokens) + keras.layers.Embedding(SEQUENCE, hidden)(keras.ops.arange(SEQUENCE))
+    attention_mask = keras.ops.cast(mask[:, None, :] * mask[:, :, None], "bool")
+    for _ in range(layers):
+        a = keras.layers.MultiHeadAttention(heads, hidden // heads)(x, x, attention_mask=attention_mask)
+        x = keras.layers.LayerNormalization(epsilon=1e-12)(x + a)
+        f = keras.layers.Dense(hidden)(keras.layers.Dense(4 * hidden, activation="gelu")(x))
+        x = keras.layers.LayerNormalization(epsilon=1e-12)(x + f)
+    return keras.Model([tokens, mask], keras.layers.Dense(2)(x[:, 0]))
+
+
+def inputs_for(name, batch, size):
+    """The model's inputs, by signature key."""
+    rng = np.random.default_rng(0)
+    if name == "encoder":
+        mask = np.ones((batch, SEQUENCE), np.float32)
+        mask[:, SEQUENCE - 16:] = 0
+        return {"tokens": rng.integers(0, 30522, (batch, SEQUENCE)).astype(np.int32), "mask": mask}
+    return {None: rng.standard_normal((batch, size, size, 3)).astype(np.float32)}
 
 
 def make(name, size):
     """The application with random weights, its classifier's softmax left out."""
+    if name == "encoder":
+        return encoder()
     if name.startswith("tf_keras."):
         import tf_keras
         return getattr(tf_keras.applications, name.split(".")[1])(weights=None, input_shape=(size, size, 3),
@@ -70,16 +99,21 @@ def main():
             xla = None if args.no_xla else tf.function(lambda x, m=keras_model: m(x, training=False), jit_compile=True)
             model = esgraph.compile(esgraph.tensorflow.load(path), threads=args.threads)
             for batch in (int(b) for b in args.batches.split(",")):
-                x = np.random.default_rng(0).standard_normal((batch, args.size, args.size, 3)).astype(np.float32)
-                tx = tf.constant(x)
-                want = next(iter(signature(tx).values())).numpy()
-                got = model(x)
+                arrays = inputs_for(name, batch, args.size)
+                if None in arrays:  # one image input, whatever the signature calls it
+                    (key,) = model.input_names
+                    arrays = {key: arrays[None]}
+                feed = {k: tf.constant(v) for k, v in arrays.items()}
+                ordered = [arrays[k] for k in model.input_names]
+                want = next(iter(signature(**feed).values())).numpy()
+                got = model(*ordered)
                 err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-                sides = {"esgraph": lambda: model(x), "TF": lambda: signature(tx)}
+                sides = {"esgraph": lambda: model(*ordered), "TF": lambda: signature(**feed)}
                 if xla is not None:
+                    keras_input = [feed["tokens"], feed["mask"]] if name == "encoder" else next(iter(feed.values()))
                     try:
-                        xla(tx)
-                        sides["XLA"] = lambda: xla(tx)
+                        xla(keras_input)
+                        sides["XLA"] = lambda: xla(keras_input)
                     except Exception as e:  # what XLA cannot compile is reported, not measured
                         print(f"  {name}: XLA refused it: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
                 ms = side_by_side(sides, rounds=args.rounds, runs=args.runs)
