@@ -22,7 +22,7 @@ from .. import _C
 from .._folding import FoldingImporter
 from .._frontend import ImportFailed, NeedsShape, name_outputs
 from .._sizes import Sizes, entries
-from . import _functions, _tensors, _v1_cond
+from . import _functions, _tensors, _v1_cond, _v1_loop
 from ._refs import POISONED, parse_ref, tensor_key
 from ._layout import NCHW_TO_NHWC, NHWC_TO_NCHW, Nchw
 from .converters import CONVERTERS, SIZES_CONVERTERS, NeedsValue, Unsupported
@@ -31,11 +31,8 @@ ops = _C.ops
 
 # Ops that compute nothing: their output is their input (the first), or they have none.
 _PASS_THROUGH = {"Identity", "StopGradient", "Snapshot", "PreventGradient", "CheckNumerics", "EnsureShape",
-                 "ReadVariableOp"}
+                 "ReadVariableOp", "Enter"}  # an Enter left in the graph is a v1 loop's read-only value
 _NOTHING = {"NoOp", "Assert", "SaveV2", "RestoreV2"}
-
-# TF1's while loops, which freezing writes unless told lower_control_flow=False.
-_V1_LOOP = ("Enter", "Exit", "NextIteration", "LoopCond")
 
 # What folding may hold beyond the constants: shape arithmetic and transforms of weights.
 FOLDING_BASE_BYTES = 256 << 20
@@ -174,12 +171,16 @@ class Importer(FoldingImporter):
             if node.name in self.nodes:
                 self.failures.append((f"node '{node.name}'", "two nodes have this name"))
             self.nodes[node.name] = node
+        self.nodes, self.v1_loops, malformed = _v1_loop.rewrite(self.nodes)  # TF1 loops, one node each
+        self.failures.extend(malformed)
         self.functions = {f.signature.name: f for f in graph_def.library.function}
         self._calls = []  # the functions being converted, innermost last (recursion is refused)
         self.shapes = {tensor_key(k): list(v) for k, v in (shapes or {}).items()}
         # By default the graph's Placeholders, in its order, whether the outputs read them or not.
+        # (TF's lowering of a while loop leaves Placeholders of its own, unused_control_flow_input.)
         self.input_keys = ([tensor_key(k) for k in inputs] if inputs is not None
-                           else [f"{n.name}:0" for n in graph_def.node if n.op == "Placeholder"])
+                           else [f"{n.name}:0" for n in graph_def.node
+                                 if n.op == "Placeholder" and not n.name.startswith("unused_control_flow_input")])
         self.output_refs = list(outputs) if outputs is not None else self._sinks()
         # Values from outside the graph, by node: a SavedModel's variables (VarHandleOp), a TF.js
         # model's weights (Const nodes without a value).
@@ -190,6 +191,7 @@ class Importer(FoldingImporter):
         # (predicate, branch) pairs it lies under, outermost first; by tensor and by node.
         self.guards, self.node_guards = {}, {}
         self._cycles = set()  # nodes found on a cycle
+        self._cut = set()  # nodes whose values are given: the walk stops there
         self.input_tensors = []
         self._layouts = {}  # id(value) -> (value, its other layout's tensor)
 
@@ -213,12 +215,7 @@ class Importer(FoldingImporter):
                 raise ImportFailed(self.name, [("outputs", f"the graph has no node named '{parse_ref(ref)[0]}'")])
         if not self.output_refs:
             raise ImportFailed(self.name, [("outputs", "the graph has no node whose output nobody reads: name them with outputs=")])
-        order = self._order([parse_ref(r)[0] for r in self.output_refs])
-        loops = sorted({n.op for n in order if n.op in _V1_LOOP} | {n.op for n in self.nodes.values() if n.op in _V1_LOOP and self._cycles})
-        if loops:  # each loop is a cycle: one line for them all, not one per node
-            raise ImportFailed(self.name, [(f"{', '.join(loops)}", "a TF1 while loop, which esgraph does not read; freeze with "
-                                            "convert_variables_to_constants_v2(..., lower_control_flow=False) to keep TF2's While")])
-        for node in order:
+        for node in self._order([parse_ref(r)[0] for r in self.output_refs]):
             self._convert(node)
         outputs = [self.values.get(tensor_key(r), POISONED) for r in self.output_refs]
         for ref, v in zip(self.output_refs, outputs):
@@ -250,7 +247,8 @@ class Importer(FoldingImporter):
                 continue
             if name not in self.nodes:
                 continue  # reported by the reader
-            if name in self._cut and not self._calls:  # an input: the graph is cut there
+            # an input, a value a loop's condition or body is given, or one converted already
+            if name in self._cut or f"{name}:0" in self.values:
                 state[name] = 2
                 continue
             state[name] = 1
@@ -286,6 +284,8 @@ class Importer(FoldingImporter):
     def _convert(self, proto):
         if proto.op in ("Switch", "Merge"):
             return _v1_cond.convert(self, proto)
+        if proto.op == _v1_loop.OP:
+            return self._v1_while(proto)
         self._convert_node(proto)
         guard = _v1_cond.guard_of(self, proto)
         if guard:
@@ -386,8 +386,8 @@ class Importer(FoldingImporter):
             nodes, results = _functions.body(fdef)
         except _functions.UnknownOutput as e:
             raise Unsupported(f"its function '{name}' names an unknown output {e}") from None
-        outer = self.nodes, self.values, len(self.failures), self._constants, self._layouts
-        self.nodes = {n.name: n for n in nodes}
+        outer = self.nodes, self.values, len(self.failures), self._constants, self._layouts, self._cut
+        self.nodes, self._cut = {n.name: n for n in nodes}, set()
         self.values = {f"{a.name}:0": v for a, v in zip(fdef.signature.input_arg, inputs)}
         if body:  # a body's constants and transposes belong to the body
             self._constants, self._layouts = {}, {}
@@ -399,7 +399,7 @@ class Importer(FoldingImporter):
             if body and not any(v is POISONED for v in outputs):
                 outputs = [self.tf_layout(v) for v in outputs]
         finally:
-            self.nodes, self.values = outer[0], outer[1]
+            self.nodes, self.values, self._cut = outer[0], outer[1], outer[5]
             if body:
                 self._constants, self._layouts = outer[3], outer[4]
             self._calls.pop()
@@ -409,6 +409,44 @@ class Importer(FoldingImporter):
         if any(v is POISONED for v in outputs):
             raise Unsupported(f"its function '{name}' has nodes that cannot be imported (listed)")
         return outputs
+
+    def _v1_while(self, proto):
+        """A TF1 loop (_v1_loop.py) as esgraph's while."""
+        values = [self.values.get(tensor_key(r), POISONED) for r in proto.input]
+        if any(v is POISONED for v in values):
+            return self._poison(proto)
+        loop = self.v1_loops[proto.name]
+
+        def condition(*current):
+            (c,) = self.subgraph([loop.loop_cond.input[0]], {f"{m.name}:0": v for m, v in zip(loop.merges, current)})
+            return ops.reshape(c, []) if c.ndim else c
+
+        def body(*current):
+            return self.subgraph([n.input[0] for n in loop.nexts], {f"{s.name}:1": v for s, v in zip(loop.switches, current)})
+        try:
+            outputs = ops.while_([self.tf_layout(v) for v in values], condition, body)
+        except (Unsupported, _C.Error) as e:
+            return self._fail(proto, str(e))
+        for k, value in enumerate(outputs if isinstance(outputs, (list, tuple)) else [outputs]):
+            self.values[f"{proto.name}:{k}"] = value
+
+    def subgraph(self, refs, given):
+        """Tensors `refs` as tensors in TF's layout, their nodes converted in a scope of their
+        own where the tensors of `given` ({key: value}) have those values and the graph is cut:
+        a TF1 loop's condition or body. Unsupported when one of its nodes fails (listed)."""
+        outer = self.values, self._cut, self._constants, self._layouts, len(self.failures)
+        self.values = {**self.values, **given}
+        self._cut = {key.rsplit(":", 1)[0] for key in given}
+        self._constants, self._layouts = {}, {}
+        try:
+            for node in self._order([parse_ref(r)[0] for r in refs]):
+                self._convert(node)
+            results = [self.values.get(tensor_key(r), POISONED) for r in refs]
+            if len(self.failures) > outer[4] or any(v is POISONED for v in results):
+                raise Unsupported("its loop's condition or body has nodes that cannot be imported (listed)")
+            return [self.tf_layout(v) for v in results]
+        finally:
+            self.values, self._cut, self._constants, self._layouts = outer[:4]
 
     def _fail(self, proto, reason):
         self.failures.append((f"{proto.op} '{proto.name}' -> {proto.name}", reason))

@@ -1,6 +1,6 @@
 """TF2's functional control flow (If, While and their Stateless forms, from the function
-library) and TF1's conditionals (Switch and Merge, which TF's freezing writes by default) against
-TensorFlow; v1 loops refused by name."""
+library) and TF1's conditionals and loops (Switch, Merge, Enter, Exit, NextIteration, LoopCond:
+what TF's freezing writes by default) against TensorFlow."""
 import numpy as np
 import pytest
 
@@ -61,12 +61,22 @@ def test_v1_conditionals_both_branches_computed_and_merged(flag):
             np.testing.assert_allclose(g, w, rtol=1e-6)
 
 
-def test_v1_loops_are_refused_by_name():
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_v1_loops_as_esgraphs_while(n):
+    """TF's default freezing lowers tf.while_loop to Enter, Merge, Switch, LoopCond,
+    NextIteration and Exit; each frame becomes one while, its body reading a value from outside
+    the loop (a matrix) and a loop variable the condition compares with."""
+    w = rand(3, 3, seed=1) * 0.5
+
     def fn(x, n):
-        return tf.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, y * 2.0), [tf.constant(0), x])[1]
-    frozen = Frozen(fn, spec(2), spec(dtype="int32"))  # lowered: Enter, Merge, Switch, NextIteration, Exit
-    assert {"Enter", "NextIteration", "Exit"} <= {n.op for n in frozen.graph_def.node}
-    with pytest.raises(esgraph.tensorflow.ImportFailed) as e:
-        esgraph.tensorflow.load(frozen.data)
-    assert e.value.failures == [("Enter, Exit, LoopCond, NextIteration", "a TF1 while loop, which esgraph does not read; freeze "
-                                 "with convert_variables_to_constants_v2(..., lower_control_flow=False) to keep TF2's While")]
+        def body(i, y, total):
+            return i + 1, tf.tanh(tf.matmul(y, w)), total + tf.reduce_sum(y)
+        return tf.while_loop(lambda i, y, total: i < n, body, [tf.constant(0), x, tf.constant(0.0)])[1:]
+    frozen = Frozen(fn, spec(2, 3), spec(dtype="int32"))
+    assert {"Enter", "NextIteration", "Exit", "LoopCond"} <= {n.op for n in frozen.graph_def.node}
+    model = esgraph.compile(esgraph.tensorflow.load(frozen.data, outputs=frozen.output_names))
+    assert model.input_names == ["x", "n"]  # not the Placeholders TF's lowering leaves unused
+    x = rand(2, 3)
+    got = model.run({"x": x, "n": np.array(n, np.int32)})
+    for g, w_ in zip(got, frozen.reference(x, np.array(n, np.int32))):
+        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
