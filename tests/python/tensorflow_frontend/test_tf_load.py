@@ -275,3 +275,13 @@ def test_the_command_line_compiles_a_saved_model_once(tmp_path):
     x = rand(2, 6, 6, 3)
     loaded = esgraph.load_model(str(out))
     np.testing.assert_allclose(loaded(x), model(x, training=False).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_loop_frame_that_is_not_a_lowered_loop_is_named():
+    graph = _schema.GraphDef()
+    _placeholder(graph, "x", [2])
+    enter = _node(graph, "e", "Enter", ["x"], T=1)
+    enter.attr["frame_name"].s = b"f"
+    _node(graph, "y", "Identity", ["e"], T=1)  # an Enter no Merge reads
+    with pytest.raises(esgraph.tensorflow.ImportFailed, match="while loop 'f': Enter 'e': 0 Merge nodes where the lowered loop has one"):
+        esgraph.tensorflow.load(graph.SerializeToString(), outputs=["y"])
