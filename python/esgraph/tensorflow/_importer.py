@@ -171,8 +171,7 @@ class Importer(FoldingImporter):
             if node.name in self.nodes:
                 self.failures.append((f"node '{node.name}'", "two nodes have this name"))
             self.nodes[node.name] = node
-        self.nodes, self.v1_loops, malformed = _v1_loop.rewrite(self.nodes)  # TF1 loops, one node each
-        self.failures.extend(malformed)
+        self.nodes, self.v1_loops, self._malformed_loops = _v1_loop.rewrite(self.nodes)  # TF1 loops, one node each
         self.functions = {f.signature.name: f for f in graph_def.library.function}
         self._calls = []  # the functions being converted, innermost last (recursion is refused)
         self.shapes = {tensor_key(k): list(v) for k, v in (shapes or {}).items()}
@@ -215,7 +214,10 @@ class Importer(FoldingImporter):
                 raise ImportFailed(self.name, [("outputs", f"the graph has no node named '{parse_ref(ref)[0]}'")])
         if not self.output_refs:
             raise ImportFailed(self.name, [("outputs", "the graph has no node whose output nobody reads: name them with outputs=")])
-        for node in self._order([parse_ref(r)[0] for r in self.output_refs]):
+        order = self._order([parse_ref(r)[0] for r in self.output_refs])
+        reached = {n.name for n in order} | self._cycles
+        self.failures.extend(sorted({why for enter, why in self._malformed_loops.items() if enter in reached}))
+        for node in order:
             self._convert(node)
         outputs = [self.values.get(tensor_key(r), POISONED) for r in self.output_refs]
         for ref, v in zip(self.output_refs, outputs):
@@ -284,9 +286,10 @@ class Importer(FoldingImporter):
     def _convert(self, proto):
         if proto.op in ("Switch", "Merge"):
             return _v1_cond.convert(self, proto)
-        if proto.op == _v1_loop.OP:
-            return self._v1_while(proto)
-        self._convert_node(proto)
+        if proto.op == _v1_loop.OP and proto.name in self.v1_loops:
+            self._v1_while(proto)
+        else:
+            self._convert_node(proto)
         guard = _v1_cond.guard_of(self, proto)
         if guard:
             self.node_guards[proto.name] = guard
@@ -412,7 +415,10 @@ class Importer(FoldingImporter):
 
     def _v1_while(self, proto):
         """A TF1 loop (_v1_loop.py) as esgraph's while."""
-        values = [self.values.get(tensor_key(r), POISONED) for r in proto.input]
+        missing = [r for r in proto.input if tensor_key(r) not in self.values]
+        if missing:
+            return self._fail(proto, f"its loop starts from '{missing[0]}', which no node of the graph makes")
+        values = [self.values[tensor_key(r)] for r in proto.input]
         if any(v is POISONED for v in values):
             return self._poison(proto)
         loop = self.v1_loops[proto.name]
@@ -436,7 +442,7 @@ class Importer(FoldingImporter):
         a TF1 loop's condition or body. Unsupported when one of its nodes fails (listed)."""
         outer = self.values, self._cut, self._constants, self._layouts, len(self.failures)
         self.values = {**self.values, **given}
-        self._cut = {key.rsplit(":", 1)[0] for key in given}
+        self._cut = self._cut | {key.rsplit(":", 1)[0] for key in given}
         self._constants, self._layouts = {}, {}
         try:
             for node in self._order([parse_ref(r)[0] for r in refs]):

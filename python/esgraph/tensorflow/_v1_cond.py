@@ -7,7 +7,7 @@ what a branch computes carries a guard (the (predicate, branch) pairs it lies un
 inputs and its control inputs, as a branch's constants hang on its pivot), and a Merge of the two
 branches of one predicate is where(predicate, true branch, false branch). Exact for branches that
 compute (as inference graphs' do); a branch that would fail on the data of the other is not
-guarded. v1 loops (Enter, Exit, NextIteration) are cycles, refused as such."""
+guarded. TF1's loops are _v1_loop.py's."""
 import numpy as np
 
 from .. import _C

@@ -28,7 +28,9 @@ class Malformed(Exception):
 
 def rewrite(nodes):
     """`nodes` ({name: NodeDef}) with each frame replaced: a `_EsgV1While` node in its place,
-    each Exit an Identity of its output. Returns (nodes, {loop node name: Loop}, failures)."""
+    each Exit an Identity of its output. Returns (nodes, {loop node name: Loop}, {Enter name:
+    (where, why)} for the frames that are not a lowered loop, left as they are: reported if the
+    outputs reach them)."""
     readers = {}
     for node in nodes.values():
         for ref in node.input:
@@ -37,13 +39,14 @@ def rewrite(nodes):
     for node in nodes.values():
         if node.op == "Enter" and not (node.attr["is_constant"].b if "is_constant" in node.attr else False):
             frames.setdefault(node.attr["frame_name"].s.decode("utf-8", "replace"), []).append(node)
-    nodes, loops, failures = dict(nodes), {}, []
+    nodes, loops, malformed = dict(nodes), {}, {}
     for frame, enters in sorted(frames.items()):
         try:
             loops[_loop_name(frame)] = _rewrite_frame(nodes, readers, frame, enters)
         except Malformed as e:
-            failures.append((f"while loop '{frame}'", str(e)))
-    return nodes, loops, failures
+            for enter in enters:
+                malformed[enter.name] = (f"while loop '{frame}'", str(e))
+    return nodes, loops, malformed
 
 
 def _loop_name(frame):
@@ -57,14 +60,23 @@ def _only(nodes, op, what):
     return found[0]
 
 
+def _inputs(node):
+    return [r for r in node.input if not r.startswith("^")]
+
+
 def _rewrite_frame(nodes, readers, frame, enters):
     merges, switches, nexts, exits, loop_conds = [], [], [], [], set()
     for enter in enters:
+        if len(_inputs(enter)) != 1:
+            raise Malformed(f"Enter '{enter.name}' has {len(_inputs(enter))} inputs")
         merge = _only(readers.get(enter.name, []), "Merge", f"Enter '{enter.name}'")
-        switch = _only(readers.get(merge.name, []), "Switch", f"Merge '{merge.name}'")
-        sources = [parse_ref(r)[0] for r in merge.input if not r.startswith("^")]
+        # The Switch on the LoopCond (TF1's own condition may switch on a Merge too, for a tf.cond).
+        switch = _only([n for n in readers.get(merge.name, []) if n.op == "Switch" and len(_inputs(n)) == 2
+                        and parse_ref(n.input[1])[0] in nodes and nodes[parse_ref(n.input[1])[0]].op == "LoopCond"],
+                       "Switch", f"Merge '{merge.name}'")
+        sources = [parse_ref(r)[0] for r in _inputs(merge)]
         after = [nodes[s] for s in sources if s in nodes and nodes[s].op == "NextIteration"]
-        if len(sources) != 2 or len(after) != 1:
+        if len(sources) != 2 or len(after) != 1 or len(_inputs(after[0])) != 1:
             raise Malformed(f"Merge '{merge.name}' does not join its Enter and one NextIteration")
         merges.append(merge)
         switches.append(switch)
@@ -73,6 +85,9 @@ def _rewrite_frame(nodes, readers, frame, enters):
         loop_conds.add(parse_ref(switch.input[1])[0])
     if len(loop_conds) != 1:
         raise Malformed(f"its Switches read {len(loop_conds)} LoopConds")
+    loop_cond = nodes[next(iter(loop_conds))]
+    if len(_inputs(loop_cond)) != 1:
+        raise Malformed(f"LoopCond '{loop_cond.name}' has {len(_inputs(loop_cond))} inputs")
     loop = _schema.NodeDef(name=_loop_name(frame), op=OP)
     loop.input.extend(enter.input[0] for enter in enters)
     nodes[loop.name] = loop
@@ -81,4 +96,4 @@ def _rewrite_frame(nodes, readers, frame, enters):
             identity = _schema.NodeDef(name=exit_node.name, op="Identity")
             identity.input.append(f"{loop.name}:{k}")
             nodes[exit_node.name] = identity
-    return Loop(merges, switches, nexts, nodes[loop_conds.pop()])
+    return Loop(merges, switches, nexts, loop_cond)

@@ -80,3 +80,22 @@ def test_v1_loops_as_esgraphs_while(n):
     got = model.run({"x": x, "n": np.array(n, np.int32)})
     for g, w_ in zip(got, frozen.reference(x, np.array(n, np.int32))):
         np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("flag", [1, 0])
+def test_v1_loops_nested_and_inside_a_conditional(flag):
+    """A loop in a loop's body reading the outer loop's value, and a loop in a tf.cond branch."""
+    def fn(x, flag):
+        def outer_body(i, y):
+            inner = tf.while_loop(lambda j, z: j < 2, lambda j, z: (j + 1, z * 0.5 + y), [tf.constant(0), y])[1]
+            return i + 1, tf.tanh(inner)
+        nested = tf.while_loop(lambda i, y: i < 3, outer_body, [tf.constant(0), x])[1]
+        in_branch = tf.cond(flag > 0, lambda: tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2.0),
+                                                            [tf.constant(0), x])[1], lambda: x)
+        return nested, in_branch
+    frozen = Frozen(fn, spec(2, 3), spec(dtype="int32"))
+    model = esgraph.compile(esgraph.tensorflow.load(frozen.data, outputs=frozen.output_names))
+    x = rand(2, 3)
+    got = model.run({"x": x, "flag": np.array(flag, np.int32)})
+    for g, w in zip(got, frozen.reference(x, np.array(flag, np.int32))):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
