@@ -121,6 +121,12 @@ class Sizes:
         return f"Sizes({self.values.tolist()})"
 
 
+def kept_dtype(node):
+    """The element type of a node's Sizes input (a frontend's node: `value(i)`, `num_inputs`):
+    what an op on sizes keeps in its result."""
+    return next(node.value(i).dtype for i in range(node.num_inputs) if isinstance(node.value(i), Sizes))
+
+
 def shape_of(dims, dtype=np.int64):
     """Shape's value for `dims` (ints and symbols)."""
     return made(np.array([d if isinstance(d, int) else Size.of(d) for d in dims], dtype=object), dtype)

@@ -1,7 +1,6 @@
 """ONNX element types <-> esgraph dtypes <-> numpy dtypes: the one table both directions use."""
-import numpy as np
-
 from .. import _C
+from .._dtypes import UnsupportedType, from_numpy, numpy_dtype  # noqa: F401  (the importer's, with ONNX's numbers)
 
 # ONNX TensorProto.DataType value -> esgraph dtype. Types esgraph has no counterpart for
 # (strings, complex) are absent and reported as unsupported.
@@ -17,31 +16,9 @@ ONNX_TYPE_NAMES = {
     14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16",
 }
 
-# Every dtype but bf16, whose uint16 bit patterns are not a numpy type of their own.
-_NUMPY = {t: t.numpy for t in _C.DType.__members__.values() if t != _C.bf16}
-
-
-class UnsupportedType(Exception):
-    """An ONNX element type esgraph has no dtype for."""
-
 
 def esg_dtype(onnx_type: int):
     try:
         return ONNX_TO_ESG[onnx_type]
     except KeyError:
         raise UnsupportedType(f"element type {ONNX_TYPE_NAMES.get(onnx_type, onnx_type)}") from None
-
-
-def numpy_dtype(dtype):
-    """The numpy dtype of an esgraph dtype (bf16 has none: it is refused)."""
-    try:
-        return np.dtype(_NUMPY[dtype])
-    except KeyError:
-        raise UnsupportedType(f"dtype {dtype.name} has no numpy counterpart") from None
-
-
-def from_numpy(dtype: np.dtype):
-    for esg, np_type in _NUMPY.items():
-        if np.dtype(np_type) == dtype:
-            return esg
-    raise UnsupportedType(f"numpy dtype {dtype}")

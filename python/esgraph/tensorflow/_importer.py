@@ -19,6 +19,7 @@ every node that cannot be imported.
 import numpy as np
 
 from .. import _C
+from .._dtypes import from_numpy
 from .._folding import FoldingImporter
 from .._frontend import ImportFailed, NeedsShape, name_outputs
 from .._sizes import Sizes, entries
@@ -142,19 +143,12 @@ class Node:
     def dtype(self, i):
         v = self._inputs[i]
         if isinstance(v, (np.ndarray, Sizes)):
-            return _numpy_to_esg(v.dtype)
+            return from_numpy(v.dtype)
         return (v.tensor if isinstance(v, Nchw) else v).dtype
 
     def tensor(self, v):
         """A value (array, tensor or Nchw) as a tensor of the graph being built, in TF's layout."""
         return self.importer.tf_layout(v)
-
-
-def _numpy_to_esg(dtype):
-    for t in _C.DType.__members__.values():
-        if t != _C.bf16 and np.dtype(t.numpy) == dtype:
-            return t
-    raise Unsupported(f"numpy dtype {dtype}")
 
 
 class Importer(FoldingImporter):

@@ -2,6 +2,7 @@
 import numpy as np
 
 from .. import _C
+from .._dtypes import UnsupportedType  # a TF element type esgraph has no dtype for (strings, complex, ...)
 
 # TF's DataType numbers (types.proto) -> (name, numpy dtype or None, esgraph dtype or None).
 # bfloat16 has no numpy dtype: its arrays hold the bits as uint16 and become bf16 constants.
@@ -16,10 +17,6 @@ _TYPES = {
     22: ("uint32", np.uint32, _C.u32), 23: ("uint64", np.uint64, _C.u64),
 }
 BFLOAT16 = 14
-
-
-class UnsupportedType(Exception):
-    """A TF element type esgraph has no dtype for (strings, complex, quantized, resources)."""
 
 
 def type_name(number):

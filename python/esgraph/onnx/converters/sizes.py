@@ -3,7 +3,7 @@ shape operands with, on `Sizes` inputs."""
 import numpy as np
 
 from ... import _C
-from ..._sizes import EQUAL, ELEMENTWISE, Sizes, as_entries, made
+from ..._sizes import EQUAL, ELEMENTWISE, as_entries, kept_dtype, made
 from .. import _dtypes
 from .registry import NeedsShape, converts
 
@@ -14,11 +14,6 @@ SIZES_CONVERTERS = {}
 
 def _on_sizes(*op_types):
     return converts(*op_types, table=SIZES_CONVERTERS)
-
-
-def _dtype(n):
-    """The element type of the node's Sizes input: what its result keeps."""
-    return next(n.value(i).dtype for i in range(n.num_inputs) if isinstance(n.value(i), Sizes))
 
 
 @_on_sizes("Identity")
@@ -42,7 +37,7 @@ def _cast(n):
 @_on_sizes("Gather")
 def _gather(n):
     data = as_entries(n.value(0))
-    return made(np.take(data, np.asarray(n.const(1, "indices")).astype(np.int64), axis=n.attr("axis", 0)), _dtype(n))
+    return made(np.take(data, np.asarray(n.const(1, "indices")).astype(np.int64), axis=n.attr("axis", 0)), kept_dtype(n))
 
 
 @_on_sizes("Unsqueeze", "Squeeze")
@@ -50,13 +45,13 @@ def _unsqueeze(n):
     data = as_entries(n.value(0))
     axes = n.ints(1, "axes") if n.opset >= 13 and n.has(1) else list(n.attr("axes", []))
     if n.op_type == "Squeeze":
-        return made(np.squeeze(data, axis=tuple(axes) if axes else None), _dtype(n))
-    return made(np.expand_dims(data, tuple(axes)), _dtype(n))
+        return made(np.squeeze(data, axis=tuple(axes) if axes else None), kept_dtype(n))
+    return made(np.expand_dims(data, tuple(axes)), kept_dtype(n))
 
 
 @_on_sizes("Concat")
 def _concat(n):
-    return made(np.concatenate([as_entries(n.value(i)) for i in range(n.num_inputs) if n.has(i)], axis=n.attr("axis")), _dtype(n))
+    return made(np.concatenate([as_entries(n.value(i)) for i in range(n.num_inputs) if n.has(i)], axis=n.attr("axis")), kept_dtype(n))
 
 
 @_on_sizes("Slice")
@@ -72,18 +67,18 @@ def _slice(n):
     index = [slice(None)] * data.ndim
     for start, end, axis, step in zip(starts, ends, axes, steps):
         index[axis] = slice(start, end, step)
-    return made(data[tuple(index)], _dtype(n))
+    return made(data[tuple(index)], kept_dtype(n))
 
 
 @_on_sizes("Reshape")
 def _reshape(n):
     shape = n.ints(1, "shape") if n.opset >= 5 else list(n.attr("shape"))
-    return made(as_entries(n.value(0)).reshape(shape), _dtype(n))
+    return made(as_entries(n.value(0)).reshape(shape), kept_dtype(n))
 
 
 @_on_sizes("Mul", "Add", "Sub", "Div")
 def _arithmetic(n):
-    return made(ELEMENTWISE[n.op_type](as_entries(n.value(0)), as_entries(n.value(1))), _dtype(n))
+    return made(ELEMENTWISE[n.op_type](as_entries(n.value(0)), as_entries(n.value(1))), kept_dtype(n))
 
 
 @_on_sizes("Equal")
@@ -94,6 +89,6 @@ def _equal_op(n):
 @_on_sizes("Where")
 def _where(n):
     condition = np.asarray(n.const(0, "condition")).astype(bool)
-    return made(np.where(condition, as_entries(n.value(1)), as_entries(n.value(2))), _dtype(n))
+    return made(np.where(condition, as_entries(n.value(1)), as_entries(n.value(2))), kept_dtype(n))
 
 

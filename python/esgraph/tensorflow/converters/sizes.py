@@ -4,7 +4,7 @@ Reshape layers compute a dynamic batch's shape operand with, on `Sizes` inputs
 import numpy as np
 
 from ... import _C
-from ..._sizes import ELEMENTWISE, Sizes, as_entries, made
+from ..._sizes import ELEMENTWISE, as_entries, kept_dtype, made
 from .. import _tensors
 from .registry import NeedsShape, converts
 from .slices import slice_spec
@@ -17,11 +17,6 @@ def _on_sizes(*ops):
     return converts(*ops, table=SIZES_CONVERTERS)
 
 
-def _dtype(n):
-    """The element type of the node's Sizes input: what its result keeps."""
-    return next(n.value(i).dtype for i in range(n.num_inputs) if isinstance(n.value(i), Sizes))
-
-
 def _entries(n, i):
     return as_entries(n.value(i))
 
@@ -30,25 +25,25 @@ def _entries(n, i):
 def _strided_slice(n):
     data = _entries(n, 0)
     index = slice_spec(n, data.ndim)
-    return made(data[index], _dtype(n))
+    return made(data[index], kept_dtype(n))
 
 
 @_on_sizes("Pack")
 def _pack(n):
     axis = n.attr("axis", 0)
-    return made(np.stack([_entries(n, i) for i in range(n.num_inputs)], axis=axis), _dtype(n))
+    return made(np.stack([_entries(n, i) for i in range(n.num_inputs)], axis=axis), kept_dtype(n))
 
 
 @_on_sizes("ConcatV2")
 def _concat(n):
     (axis,) = n.ints(n.num_inputs - 1, "axis")
-    return made(np.concatenate([_entries(n, i) for i in range(n.num_inputs - 1)], axis=axis), _dtype(n))
+    return made(np.concatenate([_entries(n, i) for i in range(n.num_inputs - 1)], axis=axis), kept_dtype(n))
 
 
 @_on_sizes("GatherV2")
 def _gather(n):
     (axis,) = n.ints(2, "axis")
-    return made(np.take(_entries(n, 0), n.const(1, "indices").astype(np.int64), axis=axis), _dtype(n))
+    return made(np.take(_entries(n, 0), n.const(1, "indices").astype(np.int64), axis=axis), kept_dtype(n))
 
 
 @_on_sizes("Cast")
@@ -62,7 +57,7 @@ def _cast(n):
 @_on_sizes("Mul", "AddV2", "Add", "Sub")
 def _arithmetic(n):
     op = {"AddV2": "Add"}.get(n.op, n.op)
-    return made(ELEMENTWISE[op](_entries(n, 0), _entries(n, 1)), _dtype(n))
+    return made(ELEMENTWISE[op](_entries(n, 0), _entries(n, 1)), kept_dtype(n))
 
 
 @_on_sizes("Prod")
@@ -71,4 +66,4 @@ def _prod(n):
     keep = bool(n.attr("keep_dims", False))
     for axis in sorted({a % total.ndim for a in n.ints(1, "axes")}, reverse=True) if total.ndim else []:
         total = ELEMENTWISE["Mul"].reduce(total, axis=axis, keepdims=keep)
-    return made(total, _dtype(n))
+    return made(total, kept_dtype(n))
