@@ -29,6 +29,13 @@ def collect():
     return [c for c in cases if c.kind == "node"]
 
 
+def collect_models():
+    """ONNX's model test cases that come with their model ("simple"); the "real" ones are
+    downloads, which the project never makes."""
+    from onnx.backend.test.case import model
+    return [c for c in model.collect_testcases() if c.kind == "simple"]
+
+
 def ops_of(cases):
     """{case name: the op type it tests}. An `_expanded` case runs the op's function body, so
     it counts for the op of its unexpanded twin."""
@@ -52,6 +59,31 @@ def _compare(expected, got, rtol, atol):
     return None
 
 
+def _shape_of(value):
+    """What load's input_shapes takes for a value: a shape, a list of shapes for a sequence,
+    None for an empty optional."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [list(np.shape(v)) for v in value]
+    return list(np.shape(value))
+
+
+def _compare_value(expected, got, rtol, atol):
+    """_compare for a tensor, element by element for a sequence (a list), or both None."""
+    if expected is None or got is None:
+        return None if expected is None and got is None else f"{got!r:.60}, expected {expected!r:.60}"
+    if isinstance(expected, list):
+        if not isinstance(got, list) or len(got) != len(expected):
+            return f"{type(got).__name__} of {len(got) if isinstance(got, list) else '-'}, expected a list of {len(expected)}"
+        for k, (e, g) in enumerate(zip(expected, got)):
+            why = _compare(np.asarray(e), g, rtol, atol)
+            if why:
+                return f"element {k}: {why}"
+        return None
+    return _compare(np.asarray(expected), got, rtol, atol)
+
+
 def run_case(case, op, esgraph):
     """One case's Result; every exception becomes a reason, never a crash of the whole run."""
     names = [vi.name for vi in case.model.graph.input]
@@ -60,7 +92,7 @@ def run_case(case, op, esgraph):
         # their dtype matters for (CastLike's `like`). Shape operands passed as inputs stay
         # inputs: the graph waits for their values (esgraph.onnx.ValueDependentGraph).
         values = dict(zip(names, case.data_sets[0][0]))
-        graph = esgraph.onnx.load(case.model, input_shapes={k: list(np.shape(v)) for k, v in values.items()})
+        graph = esgraph.onnx.load(case.model, input_shapes={k: _shape_of(v) for k, v in values.items()})
     except esgraph.onnx.ImportFailed as e:
         return Result(case.name, op, UNSUPPORTED, "; ".join(why for _, why in e.failures))
     except Exception as e:  # noqa: BLE001 — reported per case
@@ -75,7 +107,7 @@ def run_case(case, op, esgraph):
             if len(got) != len(outputs):
                 return Result(case.name, op, MISMATCH, f"{len(got)} outputs, expected {len(outputs)}")
             for k, (e, g) in enumerate(zip(outputs, got)):
-                why = _compare(np.asarray(e), g, case.rtol, case.atol)
+                why = _compare_value(e, g, case.rtol, case.atol)
                 if why:
                     return Result(case.name, op, MISMATCH, f"output {k}: {why}")
     except Exception as e:  # noqa: BLE001

@@ -9,7 +9,9 @@ importing (constants, or computed from constants and static shapes) become attri
 sizes of dynamic axes where a static attribute can say them (Reshape's 0 and -1:
 converters/sizes.py). One known only at run time (an input, or a size no attribute can say)
 makes `load` return a `ValueDependentGraph`, which reads it at each run and compiles the graph
-for each value once.
+for each value once. So does a model that takes or gives sequences or optionals: they are
+lowered to their tensors while importing (_sequences.py), and the model takes and gives them
+as lists of arrays (None for an empty optional).
 The conformance
 suite (`docs/conformance.md`) checks the opsets of ONNX 1.12 (up to 17); 1 to 18 are accepted. A model
 that cannot be imported raises `ImportFailed`, which lists every unsupported node at once.
@@ -27,6 +29,7 @@ from ._external import load_external_data, needs_external_data
 from ._weights import Weights, open_file, split_weights
 from ._nesting import parse_nested, subgraph_depth
 from ._quantize_weights import quantize_weights
+from ._sequences import carries_collections
 from ._values import ValueDependentGraph, ValueDependentModel
 from .converters import CONVERTERS
 
@@ -65,12 +68,17 @@ def load(model, *, input_shapes=None, constants=None, name=None, base_dir=None, 
     """
     opened = model if isinstance(model, OpenedModel) else open_model(model, base_dir)
     try:
-        return load_graph(opened.proto, input_shapes=input_shapes, constants=constants, name=name, sharding=sharding,
-                          weights=opened.weights, max_memory_bytes=max_memory_bytes)
-    except ImportFailed as e:
-        if not (e.waits_for_values and (e.needed_constants or e.waits_for_shapes)):
-            raise
-        return ValueDependentGraph(opened.proto, e.needed_constants, input_shapes, constants, name, by_shapes=e.waits_for_shapes,
+        try:
+            graph = load_graph(opened.proto, input_shapes=input_shapes, constants=constants, name=name, sharding=sharding,
+                               weights=opened.weights, max_memory_bytes=max_memory_bytes)
+            if not carries_collections(opened.proto.graph):
+                return graph
+            waits, by_shapes = (), False  # the graph fits one set of sequences: the model gives them as lists
+        except ImportFailed as e:
+            if not (e.waits_for_values and (e.needed_constants or e.waits_for_shapes)):
+                raise
+            waits, by_shapes = e.needed_constants, e.waits_for_shapes
+        return ValueDependentGraph(opened.proto, waits, input_shapes, constants, name, by_shapes=by_shapes,
                                    sharding=sharding, weights=opened.weights, max_memory_bytes=max_memory_bytes)
     finally:
         opened.weights.close()  # every initializer is read (and kept) by now

@@ -20,6 +20,7 @@ from .._frontend import ImportFailed, name_outputs
 from . import _dtypes
 from ._weights import Weights
 from .converters import CONVERTERS, NeedsShape, NeedsValue, Unsupported
+from ._sequences import Optional, Sequence, describe, element_type, flat_names, flatten, is_collection, kind_of, layout_of
 from .._sizes import Sizes, entries
 from .converters.sizes import SIZES_CONVERTERS
 
@@ -127,9 +128,20 @@ class Node:
         v = self._inputs[i] if self.has(i) else None
         return entries(v) if isinstance(v, Sizes) else self.ints(i, what)
 
+    def collection(self, i, kind, what=None):
+        """Input i as the Sequence or Optional (`kind`) it must be."""
+        v = self._inputs[i] if self.has(i) else None
+        if not isinstance(v, kind):
+            got = "missing" if v is None else f"a {type(v).__name__.lower()}" if is_collection(v) else "a tensor"
+            raise Unsupported(f"input {i} ({what or 'operand'}) is {got}, where {kind.__name__.lower()} is expected")
+        return v
+
     def _symbolic_sizes_refused(self, i, what):
-        """Input i, unless it holds symbolic sizes where only an ordinary value will do."""
+        """Input i, unless it holds symbolic sizes where only an ordinary value will do (or a
+        sequence or optional where a tensor must be)."""
         v = self._inputs[i]
+        if is_collection(v):
+            raise Unsupported(f"input {i} ({what}) is a {type(v).__name__.lower()}, where a tensor is expected")
         if isinstance(v, Sizes):
             raise NeedsShape(f"input {i} ({what}) holds sizes of symbolic dimensions {v.values.tolist()}: "
                              "its value waits for a run's input shapes (or give them with load(input_shapes=...))")
@@ -247,7 +259,13 @@ class Importer(FoldingImporter):
         if self.failures:
             raise ImportFailed(graph.name or "model", self.failures, self._inputs_behind(self.needed_constants),
                                waits_for_values=self.waiting == len(self.failures), waits_for_shapes=self.waits_for_shapes)
-        return [self.as_tensor(v) if isinstance(v, np.ndarray) else v for v in outputs]
+        # A sequence output stands for its elements, an optional one for its value, if any.
+        self.output_layouts = [layout_of(v) for v in outputs]
+        self.output_names = [name for vi, v in zip(graph.output, outputs) for name in flat_names(vi.name, v)]
+        if outputs and not self.output_names:
+            raise ImportFailed(graph.name or "model", [("outputs", "every output is an empty sequence or optional: "
+                                                                   "the graph would compute nothing")])
+        return [self.as_tensor(v) if isinstance(v, np.ndarray) else v for v in (t for out in outputs for t in flatten(out))]
 
     def _check_sharding(self, graph):
         initializers = {init.name for init in graph.initializer}
@@ -298,10 +316,13 @@ class Importer(FoldingImporter):
             return POISONED
 
     def _graph_input(self, builder, vi):
-        t = vi.type.tensor_type
-        if not vi.type.HasField("tensor_type"):
-            self.failures.append((f"input '{vi.name}'", "only tensor inputs are supported"))
+        kind = kind_of(vi.type)
+        if kind in ("sequence", "optional"):
+            return self._collection_input(builder, vi, kind)
+        if kind != "tensor":
+            self.failures.append((f"input '{vi.name}'", f"a {kind} input is not supported (tensors, sequences and optionals are)"))
             return POISONED
+        t = vi.type.tensor_type
         try:
             dtype = _dtypes.esg_dtype(t.elem_type)
         except _dtypes.UnsupportedType as e:
@@ -316,6 +337,36 @@ class Importer(FoldingImporter):
             dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or f"{vi.name}_{i}")
                     for i, d in enumerate(t.shape.dim)]
         return builder.input(vi.name, dtype, dims)
+
+    def _collection_input(self, builder, vi, kind):
+        """A sequence input as its elements, inputs `name[0]`, `name[1]`, ... of the shapes
+        input_shapes gives (a list of shapes); an optional one as its value, or empty where
+        input_shapes gives None. Without input_shapes the graph waits for a run's values."""
+        where = f"input '{vi.name}'"
+        if vi.name not in self.input_shapes:
+            self.failures.append((where, f"a {kind}: its elements come with a run (or give their shapes with input_shapes=)"))
+            self.waiting += 1
+            self.waits_for_shapes = True
+            return POISONED
+        try:
+            dtype = _dtypes.esg_dtype(element_type(vi.type))
+        except _dtypes.UnsupportedType as e:
+            self.failures.append((where, str(e)))
+            return POISONED
+        given = self.input_shapes[vi.name]
+        inner = vi.type.optional_type.elem_type if kind == "optional" else vi.type
+        if kind == "optional" and given is None:
+            return Optional(None)
+        try:
+            if kind_of(inner) == "sequence":
+                value = Sequence([builder.input(f"{vi.name}[{k}]", dtype, list(dims)) for k, dims in enumerate(given)], dtype)
+            else:
+                value = builder.input(vi.name, dtype, list(given))
+        except TypeError:
+            shape = "a list of shapes" if kind_of(inner) == "sequence" else "a shape"
+            self.failures.append((where, f"input_shapes gives {given!r}; a {describe(vi.type)} takes {shape}"))
+            return POISONED
+        return Optional(value) if kind == "optional" else value
 
     def convert_nodes(self, nodes):
         for proto in nodes:
@@ -404,7 +455,12 @@ class Importer(FoldingImporter):
                     if self.waiting - waiting_before == len(self.failures) - failures_before:  # each waits for a run's values
                         raise (NeedsShape if self.waits_for_shapes else NeedsValue)(why)
                     raise Unsupported(why)
-                return results if inline else [self.as_tensor(v) if isinstance(v, np.ndarray) else v for v in results]
+                if inline:
+                    return results
+                if any(is_collection(v) for v in results):
+                    raise Unsupported(f"its subgraph '{graph.name}' gives a sequence or an optional, which a loop or branch "
+                                      "computed at run time cannot carry")
+                return [self.as_tensor(v) if isinstance(v, np.ndarray) else v for v in results]
             finally:
                 self.values, self._constants = saved_values, saved_constants
         return body
@@ -451,10 +507,16 @@ def load_graph(model, input_shapes=None, constants=None, name=None, sharding=Non
     if max_memory_bytes is not None and (isinstance(max_memory_bytes, bool) or not isinstance(max_memory_bytes, int)
                                          or max_memory_bytes < 0):
         raise _C.InvalidArgumentError(f"load: max_memory_bytes must be 0 (no bound) or more, got {max_memory_bytes!r}")
+    return import_graph(model, input_shapes, constants, name, sharding, weights, max_memory_bytes)[0]
+
+
+def import_graph(model, input_shapes=None, constants=None, name=None, sharding=None, weights=None, max_memory_bytes=None):
+    """load_graph's Graph, and the layouts of its outputs (_sequences.py): what the graph's flat
+    outputs stand for, where the model gives sequences or optionals."""
     importer = Importer(model, input_shapes, constants, sharding, weights, max_memory_bytes)
     with _C.GraphBuilder(name or model.graph.name or "onnx") as b:
         outputs = importer.run(b)
-        claimed = {vi.name for vi in model.graph.input} | set(importer.given_constants)
-        claimed.update(importer.constant_names())
-        named = name_outputs(outputs, [vi.name for vi in model.graph.output], claimed)
-    return b.build(named)
+        claimed = {n for vi in model.graph.input for n in flat_names(vi.name, importer.values[vi.name])}
+        claimed.update(importer.given_constants, importer.constant_names())
+        named = name_outputs(outputs, importer.output_names, claimed)
+    return b.build(named), importer.output_layouts

@@ -12,7 +12,8 @@ import numpy as np
 from .. import _C
 from .._frontend import ImportFailed
 from . import _dtypes
-from ._importer import load_graph
+from ._importer import import_graph
+from ._sequences import kind_of, structure, unflatten
 
 
 class ValueDependentGraph:
@@ -29,11 +30,16 @@ class ValueDependentGraph:
         self._weights = weights  # the initializers read at the first import, for every later one
         self._sharding = sharding
         self.shape_inputs = tuple(sorted(shape_inputs))
-        self.by_shapes = by_shapes  # the graph also waits for the inputs' shapes (Shape of a dynamic axis)
+        # by_shapes: the graph also waits for the inputs' shapes (Shape of a dynamic axis)
         self._input_shapes = dict(input_shapes or {})
         self._constants = dict(constants or {})
         self._name = name
         self.input_names = [vi.name for vi in model.graph.input if vi.name not in self._constants]
+        # Inputs that are sequences or optionals: a run brings their elements, whose number and
+        # shapes fix the graph as shapes do.
+        self.collections = {vi.name for vi in model.graph.input if kind_of(vi.type) in ("sequence", "optional")
+                            and vi.name not in self._constants}
+        self.by_shapes = by_shapes or bool(self.collections - set(self._input_shapes))
 
     def __repr__(self):
         waits = [f"the values of {', '.join(self.shape_inputs)}"] if self.shape_inputs else []
@@ -64,17 +70,22 @@ class ValueDependentGraph:
     def key(self, values):
         """What fixes the graph for a run's `values` ({name: array}, every input)."""
         key = tuple((name, str(values[name].dtype), values[name].shape, values[name].tobytes()) for name in self.shape_inputs)
-        return key + (tuple((name, values[name].shape) for name in self.input_names) if self.by_shapes else ())
+        return key + (tuple((name, structure(values[name])) for name in self.input_names) if self.by_shapes else ())
 
     def graph_for(self, values, what="run", cast=False):
-        """The esgraph Graph for a run's `values` ({name: array}, every input). Importing it may
-        show that more inputs carry shapes, or that sizes are read: shape_inputs and by_shapes
-        then grow (and key() with them). The shape inputs' arrays are checked (checked()) first."""
+        """The esgraph Graph for a run's `values` ({name: array}, every input; a list of arrays
+        for a sequence, None for an empty optional). Importing it may show that more inputs
+        carry shapes, or that sizes are read: shape_inputs and by_shapes then grow (and key()
+        with them). The shape inputs' arrays are checked (checked()) first."""
+        return self.import_for(values, what, cast)[0]
+
+    def import_for(self, values, what="run", cast=False):
+        """graph_for's Graph, and what its flat outputs stand for (_sequences.unflatten)."""
         while True:
             frozen = {name: self.checked(name, values[name], what, cast) for name in self.shape_inputs}
-            shapes = {name: list(values[name].shape) for name in self.input_names} if self.by_shapes else self._input_shapes
+            shapes = {name: structure(values[name]) for name in self.input_names} if self.by_shapes else self._input_shapes
             try:
-                return load_graph(self.model, input_shapes={k: v for k, v in shapes.items() if k not in frozen},
+                return import_graph(self.model, input_shapes={k: v for k, v in shapes.items() if k not in frozen},
                                   constants={**self._constants, **frozen}, name=self._name, sharding=self._sharding,
                                   weights=self._weights, max_memory_bytes=self._max_memory_bytes)
             except ImportFailed as e:
@@ -106,33 +117,36 @@ class ValueDependentModel:
         if not isinstance(self._max_plans, int) or self._max_plans < 0:
             raise _C.InvalidArgumentError(f"compile: max_plans must be 0 (no limit) or more, got {self._max_plans!r}")
         self._models = collections.OrderedDict()  # the values' key -> Model, least recently run first
+        self._layouts = {}  # the values' key -> what the model's flat outputs stand for
         self._compiled = 0
         self._lock = threading.Lock()  # runs may come from several threads; the graph learns as it imports
         self.input_names = list(graph.input_names)
         self.output_names = [vi.name for vi in graph.model.graph.output]
 
     def _model_for(self, values, what, cast):
-        """The model for a run's values, and the inputs that are not its own (the shape inputs)."""
+        """The model for a run's values, what its outputs stand for, and the inputs that are not
+        its own (the shape inputs)."""
         with self._lock:
-            return self._find_or_compile(values, what, cast), self._graph.shape_inputs
+            key = self._find_or_compile(values, what, cast)
+            return self._models[key], self._layouts[key], self._graph.shape_inputs
 
     def _find_or_compile(self, values, what, cast):
         key = self._graph.key(values)
-        model = self._models.get(key)
-        if model is not None:
+        if key in self._models:
             self._models.move_to_end(key)
-            return model
-        model = _C.compile(self._graph.graph_for(values, what, cast), **self._options)
+            return key
+        graph, layouts = self._graph.import_for(values, what, cast)
+        model = _C.compile(graph, **self._options)
         if self._graph.key(values) != key:  # importing found more that fixes the graph: key on it too
             key = self._graph.key(values)
             if key in self._models:
                 self._models.move_to_end(key)
-                return self._models[key]
+                return key
         self._compiled += 1
-        self._models[key] = model
+        self._models[key], self._layouts[key] = model, layouts
         if self._max_plans and len(self._models) > self._max_plans:
-            self._models.popitem(last=False)
-        return model
+            self._layouts.pop(self._models.popitem(last=False)[0])
+        return key
 
     def _graph_and_data(self, inputs, what, cast=False):
         """For inputs given as {name: array} or a list in the ONNX model's input order: every
@@ -149,31 +163,50 @@ class ValueDependentModel:
         inputs = list(inputs)
         if len(inputs) != len(self.input_names):
             raise _C.InvalidArgumentError(f"{what}: the model takes {len(self.input_names)} input(s), got {len(inputs)}")
-        values = {name: np.asarray(a) for name, a in zip(self.input_names, inputs)}
+        values = {name: self._value(name, a, what) for name, a in zip(self.input_names, inputs)}
         for name in self._graph.shape_inputs:
             values[name] = self._graph.checked(name, values[name], what, cast)
-        model, shape_inputs = self._model_for(values, what, cast)
-        return values, model, [a for name, a in zip(self.input_names, inputs) if name not in shape_inputs]
+        model, layouts, shape_inputs = self._model_for(values, what, cast)
+        data = []
+        for name, a in zip(self.input_names, inputs):
+            if name in self._graph.collections:
+                data.extend([] if a is None else a if isinstance(a, (list, tuple)) else [a])
+            elif name not in shape_inputs:
+                data.append(a)
+        return values, model, layouts, data
+
+    def _value(self, name, a, what):
+        """A run's value of one input: an array, or for a sequence a list of arrays (None for an
+        empty optional)."""
+        if name not in self._graph.collections:
+            return np.asarray(a)
+        if a is None or isinstance(a, np.ndarray) and a.dtype != object:
+            return a
+        if not isinstance(a, (list, tuple)):
+            raise _C.InvalidArgumentError(f"{what}: input `{name}` is a sequence or optional: give a list of arrays "
+                                          f"(or an array, or None), got {type(a).__name__}")
+        return [np.asarray(e) for e in a]
 
     def run(self, inputs, out=None, *, cast=False):
         """Runs on inputs given as {name: array} or a list in the ONNX model's input order; returns
         the outputs as a list (`out`: arrays to write them into; `cast`: convert inputs of another
-        dtype, as Model.run takes them)."""
-        _, model, data = self._graph_and_data(inputs, "run", cast)
-        return model.run(data, out=out, cast=cast)
+        dtype, as Model.run takes them). A sequence is given and returned as a list of arrays,
+        an empty optional as None."""
+        _, model, layouts, data = self._graph_and_data(inputs, "run", cast)
+        return unflatten(layouts, model.run(data, out=out, cast=cast))
 
     def prepare(self, inputs, out=None):
         """A prepared run (Model.prepare) of the graph for the shape inputs' values as they are
         now: every run reads the other inputs' arrays in place and checks that the shape inputs
         still hold those values (changed, they would need another graph: prepare again)."""
-        values, model, data = self._graph_and_data(inputs, "prepare")
-        return PreparedValueRun(self._graph, values, model.prepare(data, out=out))
+        values, model, layouts, data = self._graph_and_data(inputs, "prepare")
+        return PreparedValueRun(self._graph, values, model.prepare(data, out=out), layouts)
 
     def profile(self, *inputs, path):
         """Runs once on the inputs (in the ONNX model's input order), writing each kernel's time
         to `path` as a Chrome trace (Model.profile); returns the outputs as a list."""
-        _, model, data = self._graph_and_data(list(inputs), "profile")
-        return model.profile(*data, path=path)
+        _, model, layouts, data = self._graph_and_data(list(inputs), "profile")
+        return unflatten(layouts, model.profile(*data, path=path))
 
     def _latest(self, what):
         with self._lock:
@@ -235,8 +268,8 @@ class PreparedValueRun:
     was made with, which each run checks are still the arrays' (the values read when the run was
     prepared fixed the graph)."""
 
-    def __init__(self, graph, values, run):
-        self._graph, self._values, self._run = graph, values, run
+    def __init__(self, graph, values, run, layouts):
+        self._graph, self._values, self._run, self._layouts = graph, values, run, layouts
         self._key = graph.key(values)
 
     def run(self):
@@ -244,7 +277,7 @@ class PreparedValueRun:
         if self._graph.key(self._values) != self._key:
             raise _C.InvalidArgumentError(f"run: the values of {', '.join(self._graph.shape_inputs) or 'the inputs'} changed since "
                                           "the run was prepared, and they fix the graph: prepare again")
-        return self._run.run()
+        return unflatten(self._layouts, self._run.run())
 
     @property
     def inputs(self):

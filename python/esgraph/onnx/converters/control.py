@@ -4,6 +4,7 @@ which needs the trip count and every iteration's condition known then."""
 import numpy as np
 
 from ... import _C
+from .._sequences import carries_collections, is_collection
 from .registry import Unsupported, converts
 
 ops = _C.ops
@@ -11,8 +12,10 @@ ops = _C.ops
 
 @converts("If")
 def if_(n):
-    if n.known(0):
-        taken = "then_branch" if bool(np.asarray(n.const(0)).reshape(-1)[0]) else "else_branch"
+    # Branches that give sequences or optionals are taken while importing: the condition is
+    # read when a run brings it.
+    if n.known(0) or any(carries_collections(n.attrs[b]) for b in ("then_branch", "else_branch")):
+        taken = "then_branch" if bool(np.asarray(n.const(0, "cond")).reshape(-1)[0]) else "else_branch"
         return n.subgraph(taken, inline=True)()
     return ops.if_(n.x(0), n.subgraph("then_branch"), n.subgraph("else_branch"))
 
@@ -32,11 +35,14 @@ def loop(n):
     values are the iteration number, the condition and the carried values."""
     scan_outputs = n.num_outputs - (n.num_inputs - 2)
     known = all(n.known(i) or not n.has(i) for i in (0, 1))
-    if scan_outputs or known:
+    # Sequences and optionals carried through the loop are unrolled too: the trip count and
+    # the condition are then read when a run brings them.
+    collections = carries_collections(n.attrs["body"]) or any(is_collection(n.value(i)) for i in range(2, n.num_inputs))
+    if scan_outputs or known or collections:
         try:
             return _unrolled(n)
         except _RuntimeCondition:
-            if scan_outputs:
+            if scan_outputs or collections:
                 raise
     return _while_loop(n)
 
@@ -54,7 +60,7 @@ def _unrolled(n):
             raise _RuntimeCondition(f"more than {MAX_UNROLLED_ITERATIONS} iterations to unroll")
         results = body(np.array(i, np.int64), np.array(going), *carried)
         if not isinstance(results[0], np.ndarray):
-            raise _RuntimeCondition("a loop condition computed at run time, with scan outputs (which need unrolling)")
+            raise _RuntimeCondition("a loop condition computed at run time, with scan outputs or sequences (which need unrolling)")
         going = bool(results[0].reshape(-1)[0])
         carried = results[1:1 + len(carried)]
         step = results[1 + len(carried):]

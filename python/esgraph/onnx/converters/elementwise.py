@@ -8,6 +8,7 @@ import numpy as np
 
 from ... import _C
 from .. import _dtypes
+from .._sequences import is_collection
 from .registry import Unsupported, check_attrs, converts
 
 ops = _C.ops
@@ -85,7 +86,8 @@ def where(n):
 
 @converts("Identity")
 def identity(n):
-    return n.x(0)
+    v = n.value(0)
+    return v if is_collection(v) else n.x(0)
 
 
 @converts("Dropout")
