@@ -7,6 +7,8 @@
 #               models written in esgraph and imported from torch.nn, against PyTorch and ONNX Runtime
 #               (requirements.txt's onnxruntime, given esgraph's thread count)
 #   make conformance  ONNX's node test suite through the importer; rewrites docs/conformance.md
+#   make conformance-latest  the same for the newest onnx release's suite (an environment of its own);
+#               rewrites docs/conformance-latest.md
 #   make release-snapshot   record the current API version (see scripts/release-snapshot.sh)
 #   make package  a .deb of the library, headers, CMake package, esgraph.pc and Python package
 #   make fuzz     each libFuzzer target for FUZZ_SECONDS (default 60) from the committed corpus;
@@ -18,7 +20,7 @@ PY      := $(CURDIR)/.venv/bin/python
 JOBS    ?= 2
 FUZZ_SECONDS ?= 60
 FUZZERS := graph_file_fuzzer builder_fuzzer model_file_fuzzer integer_graph_fuzzer
-.PHONY: deps build demo test test-asan test-tsan test-fuzz fuzz pytest conformance bench package release-snapshot clean
+.PHONY: deps build demo test test-asan test-tsan test-fuzz fuzz pytest conformance conformance-latest bench package release-snapshot clean
 
 deps:
 	@scripts/install-deps.sh
@@ -65,6 +67,14 @@ pytest: build
 
 conformance: build
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) tests/conformance/report.py --write
+
+# The newest onnx release's node suite, in an environment of its own (its pins:
+# tests/conformance/requirements-latest.txt), through the module built for the project's Python.
+LATEST_PY := $(CURDIR)/build/onnx-latest/venv/bin/python
+conformance-latest: build
+	@[ -x $(LATEST_PY) ] || /usr/bin/python3 -m venv --system-site-packages build/onnx-latest/venv
+	@$(LATEST_PY) -m pip install --disable-pip-version-check --no-input -q -r tests/conformance/requirements-latest.txt
+	PYTHONPATH=$(CURDIR)/build/default/python $(LATEST_PY) -W ignore tests/conformance/report.py --write
 
 test: build
 	ctest --preset default

@@ -13,11 +13,14 @@ from ._folding import reserve
 ops = _C.ops
 
 
-def _source_position(x, scale, length_in, length_out, mode, roi=None):
+def _source_position(x, scale, length_in, length_out, mode, roi=None, sized_out=None):
     """Where output position x samples the input, in input coordinates. `length_out` is
-    scale * length_in, unrounded, as ONNX defines align_corners and pytorch_half_pixel."""
+    scale * length_in, unrounded, as ONNX defines align_corners and pytorch_half_pixel;
+    `sized_out` the output's length, a whole number."""
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":  # opset 19: half_pixel, the rounding of the size spread over both ends
+        return length_in / 2 * (1 - sized_out / length_out) + (x + 0.5) / scale - 0.5
     if mode == "pytorch_half_pixel":
         return (x + 0.5) / scale - 0.5 if length_out > 1 else -0.5
     if mode == "align_corners":
@@ -62,7 +65,7 @@ def interpolation_matrix(length_in, length_out, scale, method, coordinates, near
     w = np.zeros((length_out, length_in))
     outside = np.zeros(length_out, bool)
     for x in range(length_out):
-        pos = _source_position(x, scale, length_in, scale * length_in, coordinates, roi)
+        pos = _source_position(x, scale, length_in, scale * length_in, coordinates, roi, length_out)
         outside[x] = pos < 0 or pos > length_in - 1
         base = math.floor(pos)
         ratio = 1.0 if pos == base else pos - base

@@ -59,6 +59,21 @@ def _compare(expected, got, rtol, atol):
     return None
 
 
+def _array(value):
+    """A case's value as esgraph takes and gives it: newer onnx releases keep some as
+    TensorProtos, and bf16 as ml_dtypes' bfloat16, which esgraph holds as its bit patterns
+    (uint16). Lists (sequences) and None (empty optionals) keep their form."""
+    if isinstance(value, list):
+        return [_array(v) for v in value]
+    if value is None:
+        return None
+    if not isinstance(value, np.ndarray) and hasattr(value, "data_type"):
+        from onnx import numpy_helper
+        value = numpy_helper.to_array(value)
+    value = np.asarray(value)
+    return value.view(np.uint16) if value.dtype.name == "bfloat16" else value
+
+
 def _shape_of(value):
     """What load's input_shapes takes for a value: a shape, a list of shapes for a sequence,
     None for an empty optional."""
@@ -91,7 +106,7 @@ def run_case(case, op, esgraph):
         # The data's own shapes are the input shapes: a few cases declare others for inputs only
         # their dtype matters for (CastLike's `like`). Shape operands passed as inputs stay
         # inputs: the graph waits for their values (esgraph.onnx.ValueDependentGraph).
-        values = dict(zip(names, case.data_sets[0][0]))
+        values = dict(zip(names, map(_array, case.data_sets[0][0])))
         graph = esgraph.onnx.load(case.model, input_shapes={k: _shape_of(v) for k, v in values.items()})
     except esgraph.onnx.ImportFailed as e:
         return Result(case.name, op, UNSUPPORTED, "; ".join(why for _, why in e.failures))
@@ -100,8 +115,9 @@ def run_case(case, op, esgraph):
     try:
         model = esgraph.compile(graph)
         for inputs, outputs in case.data_sets:
+            inputs, outputs = [_array(v) for v in inputs], [_array(v) for v in outputs]
             try:
-                got = model.run(list(inputs))
+                got = model.run(inputs)
             except esgraph.onnx.ImportFailed as e:  # what the values let the importer see
                 return Result(case.name, op, UNSUPPORTED, "; ".join(why for _, why in e.failures))
             if len(got) != len(outputs):

@@ -12,8 +12,9 @@ makes `load` return a `ValueDependentGraph`, which reads it at each run and comp
 for each value once. So does a model that takes or gives sequences or optionals: they are
 lowered to their tensors while importing (_sequences.py), and the model takes and gives them
 as lists of arrays (None for an empty optional).
-The conformance
-suite (`docs/conformance.md`) checks the opsets of ONNX 1.12 (up to 17); 1 to 18 are accepted. A model
+Opsets 1 to 28 are accepted; a node whose op changed after opset 18 in a way its
+converter does not read is refused by name (_versions.py). ONNX 1.12's node suite checks opsets
+up to 17 (`docs/conformance.md`), the newest release's up to 28 (`docs/conformance-latest.md`). A model
 that cannot be imported raises `ImportFailed`, which lists every unsupported node at once.
 """
 import os

@@ -20,11 +20,12 @@ from .._frontend import ImportFailed, name_outputs
 from . import _dtypes
 from ._weights import Weights
 from .converters import CONVERTERS, NeedsShape, NeedsValue, Unsupported
+from ._versions import LATEST_OPSET, VERIFIED_OPSET, too_new
 from ._sequences import Optional, Sequence, describe, element_type, flat_names, flatten, is_collection, kind_of, layout_of
 from .._sizes import Sizes, entries
 from .converters.sizes import SIZES_CONVERTERS
 
-MIN_OPSET, MAX_OPSET = 1, 18
+MIN_OPSET, MAX_OPSET = 1, LATEST_OPSET
 
 
 class _Poisoned:
@@ -212,8 +213,8 @@ class Importer(FoldingImporter):
     @staticmethod
     def _opset(model):
         versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
-        if not versions:
-            return MAX_OPSET
+        if not versions:  # no default-domain op should be in it; read any as opset 18 defines it
+            return VERIFIED_OPSET
         opset = versions[0]
         if not MIN_OPSET <= opset <= MAX_OPSET:
             raise ImportFailed(model.graph.name, [("model", f"opset {opset} is outside the supported "
@@ -382,6 +383,9 @@ class Importer(FoldingImporter):
             known = sorted(k.rsplit(".", 1)[1] for k in CONVERTERS if k.startswith(proto.domain + "."))
             return self._fail(proto, f"domain '{proto.domain}' is not supported" + (
                 f" beyond {', '.join(known)}" if known else ""))
+        newer = too_new(proto.op_type, self.opset) if standard else None
+        if newer:
+            return self._fail(proto, newer)
         try:
             node = Node(self, proto, self.opset)
         except Unsupported as e:

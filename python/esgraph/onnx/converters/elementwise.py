@@ -107,12 +107,13 @@ def dropout(n):
 
 @converts("Cast")
 def cast(n):
-    check_attrs(n, ("to", "saturate"))
+    check_attrs(n, ("to", "saturate", "round_mode"))  # both for float8 types only, which esgraph has not
     return ops.cast(n.x(0), _dtypes.esg_dtype(n.attr("to")))
 
 
 @converts("CastLike")
 def cast_like(n):
+    check_attrs(n, ("saturate", "round_mode"))
     return ops.cast(n.x(0), n.dtype(1))
 
 

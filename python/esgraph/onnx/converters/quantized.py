@@ -4,6 +4,7 @@ does), and ONNX Runtime's com.microsoft QLinearAdd and MatMulNBits (weight-only 
 import numpy as np
 
 from ... import _C
+from .. import _dtypes
 from .nn import convolve
 from .registry import Unsupported, check_attrs, converts
 
@@ -25,6 +26,12 @@ def _saturate(v, dtype):
     return ops.cast(ops.clip(v, min=low, max=high), dtype)
 
 
+def _blocks_refused(n):
+    """Blocked quantization (opset 21's block_size) is refused; per-tensor and per-axis are not."""
+    if n.attr("block_size", 0):
+        raise Unsupported(f"blocked quantization (block_size={n.attr('block_size')})")
+
+
 def _zero_point(n, index, dtype):
     """Input `index` of n, a zero point, or 0 of `dtype` when it is absent."""
     return n.x(index) if n.has(index) else ops.fill([], value=0.0, dtype=dtype)
@@ -32,9 +39,13 @@ def _zero_point(n, index, dtype):
 
 @converts("QuantizeLinear")
 def quantize(n):
+    check_attrs(n, ("axis", "saturate", "block_size", "output_dtype", "precision"))  # saturate: float8 only
+    _blocks_refused(n)
     x, rank = n.x(0), n.rank(0)
     axis = n.attr("axis", 1)
-    out = n.dtype(2) if n.has(2) else _C.u8
+    if n.attr("precision", 0) not in (0, 1):  # the scale's type, or f32: what the division runs in here
+        raise Unsupported(f"precision {_dtypes.ONNX_TYPE_NAMES.get(n.attr('precision'), n.attr('precision'))}")
+    out = n.dtype(2) if n.has(2) else _dtypes.esg_dtype(n.attr("output_dtype", 0) or 2)  # uint8 by default
     if out not in _SATURATION:
         raise Unsupported(f"quantizing to {out.name}")
     zero_point = _along(_zero_point(n, 2, out), axis, rank)
@@ -43,6 +54,8 @@ def quantize(n):
 
 @converts("DequantizeLinear")
 def dequantize(n):
+    check_attrs(n, ("axis", "block_size", "output_dtype"))
+    _blocks_refused(n)
     x, rank = n.x(0), n.rank(0)
     axis = n.attr("axis", 1)
     scale = _along(ops.cast(n.x(1), _C.f32), axis, rank)
@@ -53,8 +66,9 @@ def dequantize(n):
         if n.has(2):
             y = y - ops.cast(_along(n.x(2), axis, rank), _C.f32)
         y = y * scale
-    # the scale's dtype from opset 19 on, f32 before it
-    return y if n.dtype(1) == _C.f32 else ops.cast(y, n.dtype(1))
+    # the scale's dtype from opset 19 on (f32 before it), unless opset 23's output_dtype says
+    out = _dtypes.esg_dtype(n.attr("output_dtype")) if n.attr("output_dtype", 0) else n.dtype(1)
+    return y if out == _C.f32 else ops.cast(y, out)
 
 
 @converts("DynamicQuantizeLinear")

@@ -66,7 +66,10 @@ _GRID_MODES = ("bilinear", "nearest", "bicubic")
 @converts("GridSample")
 def grid_sample(n):
     check_attrs(n, ("align_corners", "mode", "padding_mode"))
-    mode, padding = n.attr("mode", "bilinear"), n.attr("padding_mode", "zeros")
+    # opset 20 names the modes by what they do in N dimensions: linear and cubic
+    mode = n.attr("mode", "linear" if n.opset >= 20 else "bilinear")
+    mode = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode) if n.opset >= 20 else mode
+    padding = n.attr("padding_mode", "zeros")
     if mode not in _GRID_MODES:
         raise Unsupported(f"mode '{mode}'")
     if padding not in ("zeros", "border", "reflection"):

@@ -238,7 +238,11 @@ def depth_to_space(n):
 @converts("SpaceToDepth")
 def space_to_depth(n):
     x, b, (N, C, H, W) = _blocks(n)
-    y = ops.transpose(ops.reshape(x, [N, C, H // b, b, W // b, b]), perm=[0, 3, 5, 1, 2, 4])
+    mode = n.attr("mode", "DCR")  # opset 28; before it, always DCR
+    if mode not in ("DCR", "CRD"):
+        raise Unsupported(f"mode={mode}")
+    perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+    y = ops.transpose(ops.reshape(x, [N, C, H // b, b, W // b, b]), perm=perm)
     return ops.reshape(y, [N, C * b * b, H // b, W // b])
 
 

@@ -74,7 +74,8 @@ def dft(n):
     check_attrs(n, ("axis", "inverse", "onesided"))
     x, rank = n.x(0), n.rank(0)
     dims = _static(x.shape, "DFT")
-    axis = n.attr("axis", 1) % rank
+    # opset 20 takes the axis as an input, -2 (the last signal axis) by default
+    axis = (n.ints(2, "axis")[0] if n.has(2) else -2) % rank if n.opset >= 20 else n.attr("axis", 1) % rank
     if axis == rank - 1:
         raise Unsupported("a DFT along the real/imaginary axis")
     inverse, onesided = bool(n.attr("inverse", 0)), bool(n.attr("onesided", 0))

@@ -1,0 +1,95 @@
+"""Ops as opsets 19 to 28 define them, where their converters read what changed (_versions.py),
+against numpy; and the versions no converter implements, refused by name."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import esgraph
+import esgraph.onnx
+
+from onnx_models import F32, I64, close, i64, init, make, rand, run, vi
+
+
+def test_dft_20_takes_its_axis_as_an_input_minus_two_by_default():
+    x = rand(3, 8, 5, 1, seed=1)
+    # -2 of the input's rank 4 is the signal's axis 2 (the last axis holds real and imaginary parts)
+    for inputs, inits, axis in ((["x"], [], 2), (["x", "", "a"], [i64("a", 1)], 1)):
+        model = make([helper.make_node("DFT", inputs, ["y"])], [vi("x", F32, [3, 8, 5, 1])], [vi("y")], inits, opset=20)
+        want = np.fft.fft(x[..., 0], axis=axis)
+        close(run(model, x)[0], np.stack([want.real, want.imag], -1).astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_grid_sample_20_calls_bilinear_linear():
+    x, grid = rand(1, 2, 4, 5, seed=2), np.clip(rand(1, 3, 3, 2, seed=3), -1, 1)
+    grid[0, 1, 2] = (0.1, -0.3)
+    outputs = []
+    for opset, mode in ((16, "bilinear"), (20, "linear"), (20, None)):
+        attrs = {"mode": mode} if mode else {}
+        model = make([helper.make_node("GridSample", ["x", "g"], ["y"], align_corners=1, **attrs)],
+                     [vi("x", F32, [1, 2, 4, 5]), vi("g", F32, [1, 3, 3, 2])], [vi("y")], opset=opset)
+        outputs.append(run(model, x, grid)[0])
+    # align_corners: grid -1..1 spans the corner pixels, so (0.1, -0.3) samples x = 2.2, y = 1.05.
+    fx, fy = 0.2, 0.05
+    p = x[0, :, 1:3, 2:4]
+    want = p[:, 0, 0] * (1 - fx) * (1 - fy) + p[:, 0, 1] * fx * (1 - fy) + p[:, 1, 0] * (1 - fx) * fy + p[:, 1, 1] * fx * fy
+    close(outputs[0][0, :, 1, 2], want.astype(np.float32), rtol=1e-5, atol=1e-5)
+    for y in outputs[1:]:
+        np.testing.assert_array_equal(y, outputs[0])
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth_28_orders_blocks_by_mode(mode):
+    x, b = rand(2, 3, 4, 6, seed=4), 2
+    model = make([helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=b, mode=mode)],
+                 [vi("x", F32, [2, 3, 4, 6])], [vi("y")], opset=28)
+    blocks = x.reshape(2, 3, 2, b, 3, b)
+    perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    np.testing.assert_array_equal(run(model, x)[0], blocks.transpose(perm).reshape(2, 12, 2, 3))
+
+
+def test_quantize_linear_21_output_dtype_without_a_zero_point():
+    x, scale = rand(4, 3, seed=5) * 50, np.float32(0.5)
+    model = make([helper.make_node("QuantizeLinear", ["x", "s"], ["q"], output_dtype=TensorProto.INT8)],
+                 [vi("x", F32, [4, 3])], [vi("q", TensorProto.INT8)], [init("s", scale)], opset=21)
+    want = np.clip(np.rint(x / scale), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(run(model, x)[0], want)
+
+
+def test_dequantize_linear_23_output_dtype():
+    q = np.arange(-6, 6, dtype=np.int8).reshape(3, 4)
+    model = make([helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], output_dtype=TensorProto.FLOAT16)],
+                 [vi("q", TensorProto.INT8, [3, 4])], [vi("y", TensorProto.FLOAT16)],
+                 [init("s", np.float32(0.25)), init("z", np.int8(1))], opset=23)
+    y = run(model, q)[0]
+    assert y.dtype == np.float16
+    np.testing.assert_array_equal(y, ((q.astype(np.float32) - 1) * 0.25).astype(np.float16))
+
+
+def test_resize_19_half_pixel_symmetric():
+    # ONNX's definition: offset = in/2 * (1 - out_int/out), x_in = offset + (x + 0.5)/scale - 0.5.
+    x = rand(1, 1, 1, 5, seed=6)
+    scale = 1.7
+    model = make([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="linear",
+                                   coordinate_transformation_mode="half_pixel_symmetric")],
+                 [vi("x", F32, [1, 1, 1, 5])], [vi("y")], [init("sc", np.array([1, 1, 1, scale], np.float32))], opset=19)
+    out = int(np.floor(5 * scale))
+    pos = 5 / 2 * (1 - out / (5 * scale)) + (np.arange(out) + 0.5) / scale - 0.5
+    pos = np.clip(pos, 0, 4)
+    want = np.interp(pos, np.arange(5), x[0, 0, 0])
+    close(run(model, x)[0][0, 0, 0], want.astype(np.float32), rtol=1e-5, atol=1e-6)
+
+
+def test_blocked_quantization_is_refused_by_name():
+    model = make([helper.make_node("DequantizeLinear", ["q", "s"], ["y"], axis=1, block_size=2)],
+                 [vi("q", TensorProto.INT8, [2, 4])], [vi("y")], [init("s", np.ones((2, 2), np.float32))], opset=21)
+    with pytest.raises(esgraph.onnx.ImportFailed, match=r"blocked quantization \(block_size=2\)"):
+        esgraph.onnx.load(model)
+
+
+def test_every_converted_op_knows_its_versions():
+    # A converter of the default domain must name an op ONNX has: _versions resolves them all.
+    from esgraph.onnx._versions import HISTORY, NEWER, implemented
+    standard = [op for op in esgraph.onnx.CONVERTERS if "." not in op]
+    assert not [op for op in standard if op not in HISTORY]
+    assert all(implemented(op) for op in standard)
+    assert all(v in HISTORY[op] for op, v in NEWER.items())
