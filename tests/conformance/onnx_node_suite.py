@@ -44,6 +44,10 @@ def ops_of(cases):
 
 
 def _compare(expected, got, rtol, atol):
+    if expected.dtype.name == "bfloat16":  # esgraph gives bf16 as its bit patterns: compare the values
+        if got.dtype != np.uint16:
+            return f"dtype {got.dtype}, expected bf16 bit patterns (uint16)"
+        expected, got = expected.astype(np.float32), got.view(expected.dtype).astype(np.float32)
     if got.shape != expected.shape:
         return f"shape {got.shape}, expected {expected.shape}"
     if expected.dtype != got.dtype:
@@ -59,19 +63,19 @@ def _compare(expected, got, rtol, atol):
     return None
 
 
-def _array(value):
-    """A case's value as esgraph takes and gives it: newer onnx releases keep some as
-    TensorProtos, and bf16 as ml_dtypes' bfloat16, which esgraph holds as its bit patterns
-    (uint16). Lists (sequences) and None (empty optionals) keep their form."""
+def _array(value, bits=True):
+    """A case's value as esgraph takes it: newer onnx releases keep some as TensorProtos, and
+    bf16 as ml_dtypes' bfloat16, which esgraph takes as its bit patterns (uint16; `bits`).
+    Lists (sequences) and None (empty optionals) keep their form."""
     if isinstance(value, list):
-        return [_array(v) for v in value]
+        return [_array(v, bits) for v in value]
     if value is None:
         return None
     if not isinstance(value, np.ndarray) and hasattr(value, "data_type"):
         from onnx import numpy_helper
         value = numpy_helper.to_array(value)
     value = np.asarray(value)
-    return value.view(np.uint16) if value.dtype.name == "bfloat16" else value
+    return value.view(np.uint16) if bits and value.dtype.name == "bfloat16" else value
 
 
 def _shape_of(value):
@@ -115,7 +119,7 @@ def run_case(case, op, esgraph):
     try:
         model = esgraph.compile(graph)
         for inputs, outputs in case.data_sets:
-            inputs, outputs = [_array(v) for v in inputs], [_array(v) for v in outputs]
+            inputs, outputs = [_array(v) for v in inputs], [_array(v, bits=False) for v in outputs]
             try:
                 got = model.run(inputs)
             except esgraph.onnx.ImportFailed as e:  # what the values let the importer see

@@ -36,6 +36,13 @@ NEWER.update({
     "QuantizeLinear": HISTORY["QuantizeLinear"][-1],  # 19: saturate (float8); 21: block_size, output_dtype; 23: precision
     "DequantizeLinear": HISTORY["DequantizeLinear"][-1],  # 21: block_size; 23: output_dtype
     "SpaceToDepth": 28,      # 28: mode, DCR (as before) or CRD
+    # ops that came after opset 18
+    "Attention": 25,         # 24: nonpad_kv_seqlen; 25: sliding windows
+    "Gelu": 20,
+    "GroupNormalization": 21,  # 21: scale and bias per channel (per group at 18)
+    "RMSNormalization": 23,
+    "RotaryEmbedding": 23,
+    "Swish": 24,
 })
 
 
@@ -53,7 +60,9 @@ def implemented(op):
 def too_new(op, opset):
     """Why a default-domain node of `op` in a model of `opset` is refused, or None."""
     version, newest = version_at(op, opset), implemented(op)
-    if version is None or newest is None or version <= newest:
+    if version is None or (newest is not None and version <= newest):
         return None
+    if newest is None:
+        return f"{op}-{version} came after opset {VERIFIED_OPSET}, and esgraph implements no version of it"
     return (f"{op}-{version} (the version opset {opset} uses) is newer than the {op}-{newest} esgraph implements: "
             f"export the model for opset {version - 1} or lower")

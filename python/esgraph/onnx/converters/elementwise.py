@@ -212,3 +212,19 @@ def bit_shift(n):
     if direction not in ("LEFT", "RIGHT"):
         raise Unsupported(f"BitShift direction '{direction}' (LEFT or RIGHT)")
     return (ops.shift_left if direction == "LEFT" else ops.shift_right)(x, amount)
+
+
+@converts("Gelu")
+def gelu(n):
+    check_attrs(n, ("approximate",))
+    approximate = n.attr("approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise Unsupported(f"approximate={approximate}")
+    return ops.gelu(n.x(0), approximate=approximate)
+
+
+@converts("Swish")
+def swish(n):
+    check_attrs(n, ("alpha",))
+    x, alpha = n.x(0), n.attr("alpha", 1.0)
+    return ops.silu(x) if alpha == 1.0 else x * ops.sigmoid(x * ops.cast(n.tensor(np.asarray(alpha, np.float32)), x.dtype))

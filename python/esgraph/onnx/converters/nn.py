@@ -259,3 +259,40 @@ def lp_normalization(n):
     if p == 2:
         return x / ops.sqrt(ops.reduce_sum(x * x, axes=[axis], keepdims=True))
     raise Unsupported(f"p={p}")
+
+
+def _stashed(n, x):
+    """x in the precision of stash_type's first stage (f32 by default, as ONNX's 1 says)."""
+    stash = n.attr("stash_type", 1)
+    if stash not in (1, 11):
+        raise Unsupported(f"stash_type {stash} (FLOAT or DOUBLE)")
+    want = _C.f32 if stash == 1 else _C.f64
+    return x if x.dtype == want else ops.cast(x, want)
+
+
+@converts("RMSNormalization")
+def rms_norm(n):
+    check_attrs(n, ("axis", "epsilon", "stash_type"))
+    x = n.x(0)
+    y = ops.rms_norm(_stashed(n, x), axis=n.attr("axis", -1), epsilon=n.attr("epsilon", 1e-5))
+    y = ops.cast(y, x.dtype) if y.dtype != x.dtype else y
+    return y * n.x(1)
+
+
+@converts("GroupNormalization")
+def group_norm(n):
+    """The statistics per instance and group of channels (x as [N, groups, rest]); scale and
+    bias per channel from opset 21, per group before it."""
+    check_attrs(n, ("epsilon", "num_groups", "stash_type"))
+    x, rank, groups = n.x(0), n.rank(0), n.attr("num_groups")
+    rest = list(x.shape[1:])
+    if not all(isinstance(d, int) for d in rest):
+        raise NeedsShape(f"GroupNormalization of symbolic sizes {rest}")
+    grouped = ops.reshape(_stashed(n, x), [0, groups, -1])
+    normalized = ops.layer_norm(grouped, axis=2, epsilon=n.attr("epsilon", 1e-5))
+    y = ops.reshape(ops.cast(normalized, x.dtype) if normalized.dtype != x.dtype else normalized, [0] + rest)
+    scale, bias = n.x(1), n.x(2)
+    if n.opset < 21:  # one value per group: repeated over the group's channels
+        channels = rest[0]
+        scale, bias = (ops.reshape(ops.concat([ops.unsqueeze(t, [1])] * (channels // groups), 1), [-1]) for t in (scale, bias))
+    return y * _per_channel(scale, rank) + _per_channel(bias, rank)
