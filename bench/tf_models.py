@@ -11,6 +11,7 @@ round's median of `--runs` (bench/timing.py). Outputs are checked against TF's f
 """
 import argparse
 import os
+import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -23,8 +24,10 @@ import esgraph.tensorflow  # noqa: E402
 import peers  # noqa: E402  bench/peers.py
 from timing import side_by_side  # noqa: E402  bench/timing.py
 
-MODELS = ["ResNet50", "MobileNetV2", "MobileNetV3Small", "EfficientNetB0", "DenseNet121", "InceptionV3", "Xception",
-          "ConvNeXtTiny", "tf_keras.MobileNetV2", "tf_keras.ResNet50", "encoder"]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python", "tensorflow_frontend"))
+from keras_apps import APPS, make, save  # noqa: E402  the applications the tests check
+
+MODELS = APPS + ["encoder"]
 SEQUENCE = 128  # the encoder's tokens per sequence
 
 
@@ -54,28 +57,6 @@ def inputs_for(name, batch, size):
     return {None: rng.standard_normal((batch, size, size, 3)).astype(np.float32)}
 
 
-def make(name, size):
-    """The application with random weights, its classifier's softmax left out."""
-    if name == "encoder":
-        return encoder()
-    if name.startswith("tf_keras."):
-        import tf_keras
-        return getattr(tf_keras.applications, name.split(".")[1])(weights=None, input_shape=(size, size, 3),
-                                                                   classifier_activation=None)
-    import keras
-    extra = {"include_preprocessing": False} if name.startswith(("MobileNetV3", "ConvNeXt")) else {}
-    return getattr(keras.applications, name)(weights=None, input_shape=(size, size, 3), classifier_activation=None, **extra)
-
-
-def save(model, name, folder):
-    path = os.path.join(folder, name)
-    if name.startswith("tf_keras."):
-        tf.saved_model.save(model, path)
-    else:
-        model.export(path, verbose=False)
-    return path
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=9)
@@ -93,7 +74,7 @@ def main():
     print(f"{'model':22} {'batch':>5} {'esgraph ms':>11} {'TF ms':>9} {'ratio':>6} {'TF+XLA ms':>10} {'ratio':>6} {'max err':>8}")
     with tempfile.TemporaryDirectory() as folder:
         for name in args.models.split(","):
-            keras_model = make(name, args.size)
+            keras_model = encoder() if name == "encoder" else make(name, args.size)
             path = save(keras_model, name, folder)
             signature = tf.saved_model.load(path).signatures["serving_default"]
             xla = None if args.no_xla else tf.function(lambda x, m=keras_model: m(x, training=False), jit_compile=True)

@@ -9,48 +9,32 @@ import numpy as np
 import pytest
 
 import esgraph
-from tf_models import Frozen, assert_matches_tensorflow, rand, saved, serving_reference, spec, tf
+from keras_apps import APPS, SMALLEST, make, save
+from tf_models import Frozen, assert_matches_tensorflow, rand, serving_reference, spec, tf
 
 keras = pytest.importorskip("keras")
 
 
-def _keras3(name, size, **kw):
-    return getattr(keras.applications, name)(weights=None, input_shape=(size, size, 3), classifier_activation=None, **kw)
-
-
-def _tf_keras(name, size):
-    tf_keras = pytest.importorskip("tf_keras")
-    return getattr(tf_keras.applications, name)(weights=None, input_shape=(size, size, 3), classifier_activation=None)
-
-
-_MODELS = {
-    "ResNet50": lambda: _keras3("ResNet50", 64),
-    "MobileNetV2": lambda: _keras3("MobileNetV2", 64),
-    "MobileNetV3Small": lambda: _keras3("MobileNetV3Small", 64, include_preprocessing=False),
-    "EfficientNetB0": lambda: _keras3("EfficientNetB0", 64),
-    "DenseNet121": lambda: _keras3("DenseNet121", 64),
-    "InceptionV3": lambda: _keras3("InceptionV3", 75),
-    "Xception": lambda: _keras3("Xception", 75),
-    "ConvNeXtTiny": lambda: _keras3("ConvNeXtTiny", 64, include_preprocessing=False),
-    "tf_keras.MobileNetV2": lambda: _tf_keras("MobileNetV2", 64),
-    "tf_keras.ResNet50": lambda: _tf_keras("ResNet50", 64),
-}
+def _make(name):
+    if name.startswith("tf_keras."):
+        pytest.importorskip("tf_keras")
+    return make(name, SMALLEST.get(name, 64))
 
 
 def _frozen(name, remapped):
-    model = _MODELS[name]()
+    model = _make(name)
     size = model.input_shape[1]
     return Frozen(lambda x: model(x, training=False), spec(None, size, size, 3), remapped=remapped), size
 
 
-@pytest.mark.parametrize("name", list(_MODELS))
+@pytest.mark.parametrize("name", APPS)
 def test_frozen_keras_model(name):
     """A dynamic batch: one graph, run at batch 2."""
     frozen, size = _frozen(name, remapped=False)
     assert_matches_tensorflow(frozen, rand(2, size, size, 3))
 
 
-@pytest.mark.parametrize("name", list(_MODELS))
+@pytest.mark.parametrize("name", APPS)
 def test_remapped_keras_model(name):
     """Grappler's remapper fuses tf-keras's Conv2D + FusedBatchNormV3 + Relu/Relu6 into
     _FusedConv2D, and BiasAdd + activation into it and into _FusedMatMul."""
@@ -61,12 +45,12 @@ def test_remapped_keras_model(name):
     assert_matches_tensorflow(frozen, rand(1, size, size, 3))
 
 
-@pytest.mark.parametrize("name", list(_MODELS))
+@pytest.mark.parametrize("name", APPS)
 def test_saved_keras_model(name, tmp_path):
     """Saved by Keras's export (tf.saved_model.save for tf-keras), read from the directory."""
-    model = _MODELS[name]()
+    model = _make(name)
     size = model.input_shape[1]
-    path = saved(model, tmp_path / "model", keras_export=not name.startswith("tf_keras"))
+    path = save(model, name, str(tmp_path))
     x = rand(2, size, size, 3)
     (want,) = serving_reference(path, x)
     got = esgraph.compile(esgraph.tensorflow.load(path))(x)

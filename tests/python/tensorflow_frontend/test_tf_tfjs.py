@@ -53,6 +53,19 @@ def test_tfjs_ops_the_converter_fuses():
     assert {"_FusedConv2D", "FusedDepthwiseConv2dNative", "_FusedMatMul"} <= ops
 
 
+def test_what_the_converter_folds_into_a_bias_add():
+    """tfjs_fixtures/residual: a _FusedConv2D whose BiasAdd adds the other branch of a residual
+    (a whole tensor), one whose BiasAdd adds a scalar, a depthwise convolution with no bias."""
+    folder = os.path.join(FIXTURES, "residual")
+    topology = json.load(open(os.path.join(folder, "float32", "model.json")))["modelTopology"]
+    fused = [n for n in topology["node"] if n["op"] in ("_FusedConv2D", "FusedDepthwiseConv2dNative")]
+    assert len(fused) == 3
+    image = rand(2, 16, 16, 3, seed=5)
+    got = esgraph.compile(esgraph.tensorflow.load(os.path.join(folder, "float32", "model.json")))(image)
+    (want,) = serving_reference(os.path.join(folder, "saved_model"), image=image)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * float(np.max(np.abs(want))))
+
+
 def test_broken_tfjs_models_are_named(tmp_path):
     broken = tmp_path / "m"
     shutil.copytree(os.path.join(FIXTURES, "uint8"), broken)

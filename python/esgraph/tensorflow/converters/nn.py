@@ -117,7 +117,16 @@ def _fused(n, y, channel_axis, nhwc=False):
     args = list(range(2, n.num_inputs))
     steps = list(fused)
     if steps and steps[0] == "BiasAdd":
-        y = y + ops.reshape(n.x(args.pop(0)), per_channel)
+        bias = args.pop(0)
+        # TF.js's converter takes an Add of a scalar or of a whole tensor into its BiasAdd too.
+        if n.rank(bias) == 1:
+            y = y + ops.reshape(n.x(bias), per_channel)
+        elif n.rank(bias) in (0, rank):
+            y = y + (n.nchw(bias) if nhwc and n.rank(bias) else n.x(bias))
+        else:
+            raise Unsupported(f"a BiasAdd operand of rank {n.rank(bias)} (0, 1, or the result's {rank})")
+        steps.pop(0)
+    elif steps and steps[0] == "NoOp":  # TF.js's: no bias
         steps.pop(0)
     elif steps and steps[0] == "FusedBatchNorm":
         scale, offset, mean, variance = (n.const(args.pop(0), what) for what in ("scale", "offset", "mean", "variance"))
