@@ -441,6 +441,17 @@ void gather(const KernelCall& c) {
     for (int64_t j = 0; j < picks; ++j, dst += run) std::memcpy(dst, x.bytes + static_cast<size_t>(o * axis_len + at[static_cast<size_t>(j)]) * run, run);
 }
 
+// The element at a position the run computed (negative from the end): one copy of it.
+void sequence_at(const KernelCall& c) {
+  const int64_t n = static_cast<int64_t>(c.in.size()) - 1;
+  const int64_t given = load_i(*c.in[static_cast<size_t>(n)], 0);
+  const int64_t at = given < 0 ? given + n : given;
+  if (at < 0 || at >= n)
+    throw ir::Error(ir::ErrorCode::InvalidArgument, "sequence_at: position " + std::to_string(given) + " is outside a sequence of " +
+                                                        std::to_string(n) + " element(s)");
+  move_bytes(c.out[0]->bytes, c.in[static_cast<size_t>(at)]->bytes, c.out[0]->nbytes());
+}
+
 // ---- scatter and top-k -------------------------------------------------------------------------
 
 // y[at] = update, or y[at] combined with it (reduction: 1 add, 2 mul) in double.
@@ -845,6 +856,7 @@ Kernel find_kernel(const ir::OpSchema& op) {
     case K::split: return split;
     case K::slice: return slice;
     case K::gather: return gather;
+    case K::sequence_at: return sequence_at;
     case K::scatter_elements: return scatter_elements;
     case K::scatter_nd: return scatter_nd;
     case K::top_k: return top_k;

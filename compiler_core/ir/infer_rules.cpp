@@ -710,6 +710,22 @@ void infer_gather(InferContext& ctx) {
   ctx.set_shape(0, out);
 }
 
+void infer_sequence_at(InferContext& ctx) {
+  const Graph& g = ctx.graph();
+  const size_t n = ctx.num_inputs() - 1;  // the elements, then the position
+  const Shape& first = ctx.shape(0);
+  for (size_t i = 1; i < n; ++i) {
+    const Shape& s = ctx.shape(i);
+    bool same = s.rank() == first.rank();
+    for (size_t d = 0; same && d < s.rank(); ++d) same = dims_compatible(s[d], first[d]);
+    if (!same)
+      ctx.fail("elements[" + std::to_string(i) + "] " + g.shape_str(s) + " differs from elements[0] " + g.shape_str(first) +
+               ": a position read at run time picks among elements of one shape");
+  }
+  if (ctx.shape(n).rank() != 0) ctx.fail("`position` " + g.shape_str(ctx.shape(n)) + " must be a scalar");
+  ctx.set_shape(0, first);
+}
+
 void infer_scatter_elements(InferContext& ctx) {
   const Graph& g = ctx.graph();
   const Shape& data = ctx.shape(0);

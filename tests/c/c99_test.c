@@ -537,6 +537,45 @@ static void test_unsigned(void) {
   esg_builder_destroy(b);
 }
 
+/* sequence_at: a sequence is an array of tensors; the position is read at run time, negative
+   from the end, and one outside the sequence fails the run naming it. Elements of two shapes
+   are refused when the graph is built. */
+static void test_sequence_at(void) {
+  esg_builder* b = esg_builder_create(NULL);
+  int64_t two[1] = {2}, three[1] = {3};
+  float values[3][2] = {{1, 2}, {3, 4}, {5, 6}}, y[2] = {0, 0};
+  int64_t position = -1;
+  esg_tensor elements[3], pos, ty, odd[2];
+  esg_model* m;
+  esg_buffer in[4], out;
+  int k;
+  for (k = 0; k < 3; ++k) {
+    char name[4] = {'e', (char)('0' + k), 0, 0};
+    elements[k] = esg_input(b, name, ESG_F32, two, 1);
+    in[k] = buffer(values[k], sizeof values[k], ESG_F32, two, 1);
+  }
+  pos = esg_input(b, "p", ESG_I64, NULL, 0);
+  in[3] = buffer(&position, sizeof position, ESG_I64, NULL, 0);
+  ty = esg_sequence_at(elements, 3, pos, NULL);
+  CHECK(esg_tensor_valid(ty));
+  m = compile_output(b, ty);
+  out = buffer(y, sizeof y, ESG_F32, two, 1);
+  CHECK(esg_model_run(m, in, 4, &out, 1) == ESG_OK && y[0] == 5 && y[1] == 6);
+  position = 1;
+  CHECK(esg_model_run(m, in, 4, &out, 1) == ESG_OK && y[0] == 3 && y[1] == 4);
+  position = 3;
+  CHECK(esg_model_run(m, in, 4, &out, 1) == ESG_ERR_INVALID_ARGUMENT &&
+        strstr(esg_last_error(), "sequence_at: position 3 is outside a sequence of 3 element(s)") != NULL);
+  esg_model_destroy(m);
+  esg_builder_destroy(b);
+  b = esg_builder_create(NULL);
+  odd[0] = esg_input(b, "narrow", ESG_F32, two, 1);
+  odd[1] = esg_input(b, "wide", ESG_F32, three, 1);
+  CHECK(!esg_tensor_valid(esg_sequence_at(odd, 2, esg_input(b, "p", ESG_I64, NULL, 0), NULL)) &&
+        strstr(esg_last_error(), "elements[1] [3] differs from elements[0] [2]") != NULL);
+  esg_builder_destroy(b);
+}
+
 /* matmul_integer: a dynamically quantized product's u8 rows, their zero point given at run time,
    times constant s8 weights, summed exactly in int32 on the integer GEMM (the facts count it);
    a zero point that is neither one value nor one per row is refused by name. */
@@ -1642,6 +1681,7 @@ int main(int argc, char** argv) {
   test_compile_and_run();
   test_attention();
   test_unsigned();
+  test_sequence_at();
   test_matmul_integer();
   test_matmul_nbits();
   test_quantized_add();

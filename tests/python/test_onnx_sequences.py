@@ -207,3 +207,35 @@ def test_a_loop_whose_condition_the_data_decides_cannot_carry_a_sequence():
     m = compiled(model)
     with pytest.raises(esgraph.onnx.ImportFailed, match="loop condition computed at run time"):
         m.run([scalar(3), rand(2)])
+
+
+# esgraph's own sequence_at, the op SequenceAt of one shape imports as.
+
+def test_sequence_at_in_python_picks_at_run_time_and_names_a_bad_position():
+    with esgraph.GraphBuilder("pick") as b:
+        xs = [b.input(f"x{k}", esgraph.f32, [2, 3]) for k in range(3)]
+        p = b.input("p", esgraph.i64, [])
+        y = esgraph.ops.sequence_at(xs, p)
+    m = esgraph.compile(b.build([y]))
+    values = [rand(2, 3, seed=k) for k in range(3)]
+    for at in (0, 2, -1, -3):
+        np.testing.assert_array_equal(m.run(values + [scalar(at)])[0], values[at])
+    with pytest.raises(esgraph.InvalidArgumentError, match=r"sequence_at: position -4 is outside a sequence of 3 element\(s\)"):
+        m.run(values + [scalar(-4)])
+    with esgraph.GraphBuilder("odd") as b:
+        with pytest.raises(esgraph.ShapeError, match=r"elements\[1\] \[3\] differs from elements\[0\] \[2\]"):
+            esgraph.ops.sequence_at([b.input("a", esgraph.f32, [2]), b.input("c", esgraph.f32, [3])], b.input("p", esgraph.i32, []))
+
+
+def test_sequence_at_exports_as_onnx_sequence_ops_onnx_runtime_runs():
+    ort = pytest.importorskip("onnxruntime")
+    with esgraph.GraphBuilder("pick") as b:
+        xs = [b.input(f"x{k}", esgraph.f32, [4]) for k in range(3)]
+        y = esgraph.ops.sequence_at(xs, b.input("p", esgraph.i64, []))
+        y.name = "y"
+    model = esgraph.onnx.to_model(b.build([y]))
+    assert [n.op_type for n in model.graph.node] == ["SequenceConstruct", "SequenceAt"]
+    values = [rand(4, seed=k) for k in range(3)]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {**{f"x{k}": v for k, v in enumerate(values)}, "p": scalar(-2)})[0]
+    np.testing.assert_array_equal(got, values[1])

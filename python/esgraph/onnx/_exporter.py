@@ -626,6 +626,12 @@ def _emit_shift_right(e, n, ins, outs):
     e.node("BitShift", ins, outs, direction="RIGHT")
 
 
+@_exports("sequence_at")
+def _emit_sequence_at(e, n, ins, outs):
+    # ONNX's own: the elements as a sequence, picked at the position.
+    e.node("SequenceAt", [e.node("SequenceConstruct", ins[:-1]), ins[-1]], outs)
+
+
 @_exports("integer_range")
 def _emit_integer_range(e, n, ins, outs):
     scalars = [e.const(np.array(n["attrs"][k], np.int64), k) for k in ("start", "limit", "step")]

@@ -208,3 +208,26 @@ TEST_CASE("builders on several threads at once stay apart, made and destroyed by
   for (std::thread& t : threads) t.join();
   CHECK(wrong == 0);
 }
+
+TEST_CASE("sequence_at refuses elements of two shapes when built, and a position outside the sequence when run") {
+  {
+    esg::GraphBuilder b;
+    const Tensor a = b.input("a", esg::f32, {2}), wide = b.input("wide", esg::f32, {3});
+    CHECK(contains(message_of<esg::ShapeError>([&] { esg::sequence_at({a, wide}, b.input("p", esg::i32, {})); }),
+                   "elements[1] [3] differs from elements[0] [2]: a position read at run time picks among elements of one shape"));
+    CHECK(contains(message_of<esg::ShapeError>([&] { esg::sequence_at({a, a}, b.input("q", esg::i32, {1})); }),
+                   "`position` [1] must be a scalar"));
+  }
+  esg::GraphBuilder b;
+  const Tensor a = b.input("a", esg::f32, {2}), c = b.input("c", esg::f32, {2}), p = b.input("p", esg::i32, {});
+  const esg::Model m = esg::compile(b.build({esg::sequence_at({a, c}, p)}));
+  const auto run = [&](int32_t at) {
+    return m.run({esg::HostTensor::from(esg::f32, std::vector<float>{1, 2}, {2}), esg::HostTensor::from(esg::f32, std::vector<float>{3, 4}, {2}),
+                  esg::HostTensor::from(esg::i32, std::vector<int32_t>{at}, {})})[0]
+        .values<float>();
+  };
+  CHECK(run(-1) == std::vector<float>{3, 4});
+  CHECK(run(0) == std::vector<float>{1, 2});
+  CHECK(contains(message_of<esg::InvalidArgumentError>([&] { run(-3); }), "sequence_at: position -3 is outside a sequence of 2 element(s)"));
+  CHECK(run(1) == std::vector<float>{3, 4});  // the model runs on
+}

@@ -1,7 +1,7 @@
 """Sequences and optionals (../_sequences.py): list work on elements whose number is known
 while importing. A position, a split or a condition that decides which tensors a sequence holds
-is read when a run brings it (NeedsValue); only SequenceAt of elements that all have one shape
-picks at run time, with a gather."""
+is read when a run brings it (NeedsValue); SequenceAt of elements that all have one shape picks
+at run time (esgraph's sequence_at, which checks the position as ONNX does)."""
 import numpy as np
 
 from ... import _C
@@ -86,10 +86,8 @@ def sequence_at(n):
     seq = n.collection(0, Sequence, "input_sequence")
     if n.known(1) or not len(seq) or len({tuple(n.tensor(v).shape) for v in seq.elements}) > 1:
         return seq.elements[_position(n, 1, len(seq), "position")]
-    # One shape for every element: the position may stay a run-time value. gather takes
-    # negative indices from the end, as SequenceAt does.
-    stacked = ops.concat([ops.unsqueeze(t, [0]) for t in _elements(n, seq)], 0)
-    return ops.gather(stacked, ops.cast(n.x(1), _C.i64), axis=0)
+    # One shape for every element: the position stays a run-time value.
+    return ops.sequence_at(_elements(n, seq), n.x(1))
 
 
 @converts("SplitToSequence")
