@@ -93,3 +93,30 @@ def test_every_converted_op_knows_its_versions():
     assert not [op for op in standard if op not in HISTORY]
     assert all(implemented(op) for op in standard)
     assert all(v in HISTORY[op] for op, v in NEWER.items())
+
+
+@pytest.mark.parametrize("exclusive, reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_cumprod_26_matches_numpy(exclusive, reverse):
+    x = rand(3, 7, 2, seed=7)
+    x[1, 3, 0] = 0.0  # a zero stops the products after it
+    model = make([helper.make_node("CumProd", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)],
+                 [vi("x", F32, [3, 7, 2])], [vi("y")], [i64("axis", -2)], opset=26)
+    v = x[:, ::-1] if reverse else x
+    if exclusive:
+        v = np.concatenate([np.ones_like(v[:, :1]), v[:, :-1]], axis=1)
+    want = np.cumprod(v, axis=1)
+    close(run(model, x)[0], want[:, ::-1] if reverse else want, rtol=1e-5, atol=1e-6)
+
+
+def test_mod_28_takes_floats_with_pythons_sign_rule():
+    a = np.array([5.5, -5.5, 5.5, -5.5, 3.0, 3.0, 2.0, -2.0, np.inf, 1.0], np.float32)
+    b = np.array([2.0, 2.0, -2.0, -2.0, 1.5, -1.5, np.inf, np.inf, 2.0, 0.0], np.float32)
+    model = make([helper.make_node("Mod", ["a", "b"], ["y"])], [vi("a", F32, [10]), vi("b", F32, [10])], [vi("y")], opset=28)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = np.mod(a, b)
+    got = run(model, a, b)[0]
+    np.testing.assert_array_equal(got, want)  # NaN where numpy's is, and -0.0 where the divisor is negative
+    assert list(np.signbit(got[4:6])) == [False, True]
+    older = make([helper.make_node("Mod", ["a", "b"], ["y"])], [vi("a", F32, [10]), vi("b", F32, [10])], [vi("y")], opset=27)
+    with pytest.raises(esgraph.onnx.ImportFailed, match="fmod=0 is defined for integers only"):
+        esgraph.onnx.load(older)

@@ -38,6 +38,7 @@ NEWER.update({
     "SpaceToDepth": 28,      # 28: mode, DCR (as before) or CRD
     # ops that came after opset 18
     "Attention": 25,         # 24: nonpad_kv_seqlen; 25: sliding windows
+    "CumProd": 26,
     "Gelu": 20,
     "GroupNormalization": 21,  # 21: scale and bias per channel (per group at 18)
     "RMSNormalization": 23,

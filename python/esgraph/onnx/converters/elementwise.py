@@ -187,13 +187,19 @@ def mod(n):
     a, b = n.x(0), n.x(1)
     fmod = bool(n.attr("fmod", 0))
     if a.dtype in _FLOATS:
-        if not fmod:
-            raise Unsupported("fmod=0 is defined for integers only")
-        # In f64, so f32's quotient does not round: C's fmod truncates the quotient.
+        if not fmod and n.opset < 28:
+            raise Unsupported("fmod=0 is defined for integers only (for floats too from opset 28)")
+        # In f64, so f32's quotient does not round: C's fmod truncates the quotient. A finite a
+        # over an infinite b is a itself (the product below would be 0 * inf).
         wide_a, wide_b = ops.cast(a, _C.f64), ops.cast(b, _C.f64)
         q = wide_a / wide_b
         q = ops.sign(q) * ops.floor(ops.abs(q))
-        return ops.cast(wide_a - q * wide_b, a.dtype)
+        r = ops.where(ops.is_inf(wide_b) & ops.logical_not(ops.is_inf(wide_a) | ops.is_nan(wide_a)), wide_a,
+                      wide_a - q * wide_b)
+        if not fmod:  # Python's %: the divisor's sign, one b away where the signs differ; a zero signed as b
+            r = ops.where((r != 0) & ((r < 0) != (wide_b < 0)), r + wide_b, r)
+            r = ops.where(r == 0, ops.sign(wide_b) * 0.0, r)
+        return ops.cast(r, a.dtype)
     # Integers stay exact in their own type: division truncates (C's %, which fmod=1 asks for);
     # the default takes the divisor's sign (Python's %), one step of b away when the signs differ.
     r = a - (a / b) * b

@@ -63,6 +63,38 @@ def cumsum(n):
     return ops.transpose(y, perm=inverse) if axis != x.ndim - 1 else y
 
 
+@converts("CumProd")
+def cumprod(n):
+    """Products of prefixes by doubling: after the step of shift s every position holds the
+    product of the 2s values ending there (ones before the start), so ceil(log2(length)) steps
+    of one multiply each. Exclusive shifts the values by one first; reverse runs along the
+    axis reversed."""
+    check_attrs(n, ("exclusive", "reverse"))
+    x = n.x(0)
+    axis = int(np.asarray(n.const(1, "axis")).reshape(-1)[0]) % x.ndim
+    length = _static([x.shape[axis]], "CumProd")[0]
+    one = np.ones([1 if d == axis else size for d, size in enumerate(_static(x.shape, "CumProd"))],
+                  _dtypes.numpy_dtype(x.dtype))
+
+    def shifted(t, s):  # t moved s places along the axis, ones coming in
+        ones = n.tensor(np.repeat(one, min(s, length), axis=axis))
+        if s >= length:
+            return ones
+        return ops.concat([ones, ops.slice(t, [0], [length - s], axes=[axis])], axis)
+
+    def flipped(t):
+        return ops.slice(t, [-1], [-length - 1], axes=[axis], steps=[-1])
+
+    y = flipped(x) if n.attr("reverse", 0) else x
+    if n.attr("exclusive", 0):
+        y = shifted(y, 1)
+    s = 1
+    while s < length:
+        y = y * shifted(y, s)
+        s *= 2
+    return flipped(y) if n.attr("reverse", 0) else y
+
+
 @converts("GatherElements")
 def gather_elements(n):
     return _gather_elements(n.x(0), n.x(1), n.attr("axis", 0))
