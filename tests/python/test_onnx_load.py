@@ -188,16 +188,21 @@ def test_opset_out_of_range_is_refused():
         esgraph.onnx.load(model)
 
 
-def test_an_op_newer_than_its_converter_is_refused_by_name():
-    # Range-27 (opset 27 on) is past what its converter implements; Neg has not changed since 13.
-    nodes = [helper.make_node("Range", ["a", "b", "c"], ["r"]), helper.make_node("Neg", ["x"], ["y"])]
-    inputs = [vi("a", F32, []), vi("b", F32, []), vi("c", F32, []), vi("x", F32, [2])]
-    with pytest.raises(esgraph.onnx.ImportFailed, match=r"Range-27 \(the version opset 27 uses\) is newer than the "
-                       r"Range-11 esgraph implements: export the model for opset 26 or lower") as info:
-        esgraph.onnx.load(make(nodes, inputs, [vi("r", F32, None), vi("y", F32, [2])], opset=27))
-    assert "Neg" not in str(info.value)
+def test_an_op_newer_than_its_converter_is_refused_by_name(monkeypatch):
+    # Today every converter reads its op's newest version; the table a newer onnx writes
+    # (scripts/onnx-op-versions.py) may add one: here, a Neg-28 no converter was written for.
+    from esgraph.onnx import _versions
+    monkeypatch.setitem(_versions.HISTORY, "Neg", (1, 6, 13, 28))
+    nodes = [helper.make_node("Neg", ["x"], ["y"]), helper.make_node("Relu", ["x"], ["r"])]
+    outputs = [vi("y", F32, [2]), vi("r", F32, [2])]
+    with pytest.raises(esgraph.onnx.ImportFailed, match=r"Neg-28 \(the version opset 28 uses\) is newer than the "
+                       r"Neg-13 esgraph implements: export the model for opset 27 or lower") as info:
+        esgraph.onnx.load(make(nodes, [vi("x", F32, [2])], outputs, opset=28))
+    assert "Relu" not in str(info.value)
     x = rand(2)
-    close(esgraph.compile(esgraph.onnx.load(make(nodes[1:], inputs[3:], [vi("y", F32, [2])], opset=26)))(x), -x)
+    neg, relu = esgraph.compile(esgraph.onnx.load(make(nodes, [vi("x", F32, [2])], outputs, opset=27))).run([x])
+    close(neg, -x)
+    close(relu, np.maximum(x, 0))
 
 
 def test_graph_output_nothing_produces_is_reported():

@@ -120,3 +120,19 @@ def test_mod_28_takes_floats_with_pythons_sign_rule():
     older = make([helper.make_node("Mod", ["a", "b"], ["y"])], [vi("a", F32, [10]), vi("b", F32, [10])], [vi("y")], opset=27)
     with pytest.raises(esgraph.onnx.ImportFailed, match="fmod=0 is defined for integers only"):
         esgraph.onnx.load(older)
+
+
+def test_reduce_max_20_of_booleans_and_of_no_elements():
+    x = np.array([[True, False, False], [False, False, False]])
+    model = make([helper.make_node("ReduceMax", ["x", "axes"], ["y"], keepdims=0),
+                  helper.make_node("ReduceMin", ["x", "axes"], ["z"], keepdims=0)],
+                 [vi("x", TensorProto.BOOL, [2, 3])], [vi("y"), vi("z")], [i64("axes", [1])], opset=20)
+    y, z = run(model, x)
+    np.testing.assert_array_equal(y, x.max(1))
+    np.testing.assert_array_equal(z, x.min(1))
+    empty = make([helper.make_node("ReduceMax", ["x", "axes"], ["y"], keepdims=1),
+                  helper.make_node("ReduceMin", ["i", "axes"], ["z"], keepdims=0)],
+                 [vi("x", F32, [2, 0]), vi("i", TensorProto.INT32, [2, 0])], [vi("y"), vi("z")], [i64("axes", [1])], opset=20)
+    y, z = run(empty, np.zeros((2, 0), np.float32), np.zeros((2, 0), np.int32))
+    np.testing.assert_array_equal(y, np.full((2, 1), -np.inf, np.float32))
+    np.testing.assert_array_equal(z, np.full(2, np.iinfo(np.int32).max, np.int32))

@@ -36,6 +36,7 @@ NEWER.update({
     "QuantizeLinear": HISTORY["QuantizeLinear"][-1],  # 19: saturate (float8); 21: block_size, output_dtype; 23: precision
     "DequantizeLinear": HISTORY["DequantizeLinear"][-1],  # 21: block_size; 23: output_dtype
     "SpaceToDepth": 28,      # 28: mode, DCR (as before) or CRD
+    "Range": 27,             # 27: stash_type, what f16 and bf16 ranges count in
     # ops that came after opset 18
     "Attention": 25,         # 24: nonpad_kv_seqlen; 25: sliding windows
     "CumProd": 26,

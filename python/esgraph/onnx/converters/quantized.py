@@ -109,10 +109,10 @@ def qlinear_matmul(n):
     # Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point; a's
     # scale and zero point scalars or one per row, b's scalars or one per column.
     acc = _matmul_integer(n, 0, 3, 2, 5)
-    a_scale = n.x(1)
+    a_scale, b_scale, y_scale = (ops.cast(n.x(i), _C.f32) for i in (1, 4, 6))  # f16 or bf16 ones from opset 21
     if a_scale.ndim == 1:
         a_scale = ops.unsqueeze(a_scale, [1])
-    return _requantize(acc, a_scale * n.x(4) / n.x(6), n.x(7), n.dtype(7) if n.has(7) else n.dtype(0))
+    return _requantize(acc, a_scale * b_scale / y_scale, n.x(7), n.dtype(7) if n.has(7) else n.dtype(0))
 
 
 def _integer_images(x, zero_point, rank):

@@ -1,7 +1,12 @@
 """Reductions, arg-reductions and Det. ONNX keeps reduced axes by default; axes move from an
 attribute to an input at opset 13 (ReduceSum) or 18 (the others)."""
+import math
+
+import numpy as np
+
 from ... import _C
-from .registry import check_attrs, converts
+from .. import _dtypes
+from .registry import Unsupported, check_attrs, converts
 
 ops = _C.ops
 
@@ -32,11 +37,39 @@ def _log_sum_exp(x, axes, keepdims):
     return y if keepdims else ops.squeeze(y, axes=axes or list(range(x.ndim)))
 
 
+def _extreme(reduce, empty):
+    """ReduceMax or ReduceMin: booleans as 0 and 1 (False < True, opset 20); over no elements,
+    the identity of the reduction (-inf or +inf, a type's bound where it has no infinity)."""
+    def compose(x, axes, keepdims):
+        if x.dtype == _C.bool:
+            return ops.cast(compose(ops.cast(x, _C.u8), axes, keepdims), _C.bool)
+        reduced = [a % x.ndim for a in axes] if axes else list(range(x.ndim))
+        if any(x.shape[a] == 0 for a in reduced):
+            shape = [1 if d in reduced else size for d, size in enumerate(x.shape) if keepdims or d not in reduced]
+            if not all(isinstance(d, int) for d in shape):
+                raise Unsupported(f"a reduction of no elements to symbolic sizes {shape}")
+            if x.dtype == _C.bf16:
+                return ops.fill(shape, value=float(empty(x.dtype)), dtype=x.dtype)
+            return _C.constant(np.full(shape, empty(x.dtype), _dtypes.numpy_dtype(x.dtype)))
+        return reduce(x, axes=axes, keepdims=keepdims)
+    return compose
+
+
+_FLOATS = (_C.f16, _C.bf16, _C.f32, _C.f64)
+
+
+def _bound(dtype, low):
+    if dtype in _FLOATS:
+        return -math.inf if low else math.inf
+    info = np.iinfo(_dtypes.numpy_dtype(dtype))
+    return info.min if low else info.max
+
+
 _REDUCTIONS = {
     "ReduceSum": lambda x, a, k: ops.reduce_sum(x, axes=a, keepdims=k),
     "ReduceMean": lambda x, a, k: ops.reduce_mean(x, axes=a, keepdims=k),
-    "ReduceMax": lambda x, a, k: ops.reduce_max(x, axes=a, keepdims=k),
-    "ReduceMin": lambda x, a, k: ops.reduce_min(x, axes=a, keepdims=k),
+    "ReduceMax": _extreme(ops.reduce_max, lambda dtype: _bound(dtype, low=True)),
+    "ReduceMin": _extreme(ops.reduce_min, lambda dtype: _bound(dtype, low=False)),
     "ReduceProd": lambda x, a, k: ops.reduce_prod(x, axes=a, keepdims=k),
     "ReduceL1": lambda x, a, k: ops.reduce_sum(ops.abs(x), axes=a, keepdims=k),
     "ReduceL2": lambda x, a, k: ops.sqrt(ops.reduce_sum(x * x, axes=a, keepdims=k)),

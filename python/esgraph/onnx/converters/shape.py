@@ -63,6 +63,11 @@ def constant_of_shape(n):
 
 @converts("Range")
 def range_(n):
+    check_attrs(n, ("stash_type",))
+    # Opset 27's stash_type picks what f16 and bf16 ranges count in: f32 (1, the default) is what
+    # range does (in doubles, each value rounded once); their own type (0) is not.
+    if n.attr("stash_type", 1) != 1 and n.dtype(0) in (_C.f16, _C.bf16):
+        raise Unsupported(f"stash_type {n.attr('stash_type')}: counting in {n.dtype(0).name} itself")
     values = [np.asarray(n.const(i, name)).reshape(-1)[0] for i, name in ((0, "start"), (1, "limit"), (2, "delta"))]
     if all(np.issubdtype(v.dtype, np.integer) for v in values):  # counted exactly (range's doubles stop at 2**53)
         start, limit, delta = (int(v) for v in values)
