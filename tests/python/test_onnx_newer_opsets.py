@@ -136,3 +136,43 @@ def test_reduce_max_20_of_booleans_and_of_no_elements():
     y, z = run(empty, np.zeros((2, 0), np.float32), np.zeros((2, 0), np.int32))
     np.testing.assert_array_equal(y, np.full((2, 1), -np.inf, np.float32))
     np.testing.assert_array_equal(z, np.full(2, np.iinfo(np.int32).max, np.int32))
+
+
+def test_center_crop_pad_18_crops_and_pads_around_the_centre():
+    x = rand(5, 4, 3, seed=8)
+    model = make([helper.make_node("CenterCropPad", ["x", "s"], ["y"], axes=[0, 1])],
+                 [vi("x", F32, [5, 4, 3])], [vi("y")], [i64("s", [2, 7])], opset=18)
+    want = np.zeros((2, 7, 3), np.float32)
+    want[:, 1:5] = x[1:3]  # 5 -> 2 starts at (5 - 2) // 2; 4 -> 7 pads 1 left, 2 right
+    np.testing.assert_array_equal(run(model, x)[0], want)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_24_writes_each_batchs_update_at_its_index(mode):
+    cache, update = rand(2, 3, 6, 4, seed=9), rand(2, 3, 3, 4, seed=10)
+    at = np.array([1, 4 if mode == "circular" else 3], np.int64)
+    model = make([helper.make_node("TensorScatter", ["c", "u", "w"], ["y"], axis=2, mode=mode)],
+                 [vi("c", F32, [2, 3, 6, 4]), vi("u", F32, [2, 3, 3, 4]), vi("w", I64, [2])], [vi("y")], opset=24)
+    want = cache.copy()
+    for b in range(2):
+        for j in range(3):
+            want[b, :, (at[b] + j) % 6] = update[b, :, j]
+    np.testing.assert_array_equal(run(model, cache, update, at)[0], want)
+
+
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_affine_grid_20_as_torch_defines_it(align_corners):
+    theta = rand(2, 2, 3, seed=11)
+    model = make([helper.make_node("AffineGrid", ["t", "size"], ["g"], align_corners=align_corners)],
+                 [vi("t", F32, [2, 2, 3])], [vi("g")], [i64("size", [2, 1, 3, 4])], opset=20)
+    xs = np.linspace(-1, 1, 4) if align_corners else (np.arange(4) * 2 + 1) / 4 - 1
+    ys = np.linspace(-1, 1, 3) if align_corners else (np.arange(3) * 2 + 1) / 3 - 1
+    want = np.einsum("nij,hwj->nhwi", theta, np.stack(np.broadcast_arrays(xs[None, :], ys[:, None], 1.0), -1))
+    close(run(model, theta)[0], want.astype(np.float32), rtol=1e-5, atol=1e-6)
+
+
+def test_swiglu_28():
+    a, b = rand(3, 4, seed=12), rand(3, 4, seed=13)
+    model = make([helper.make_node("SwiGLU", ["a", "b"], ["y"], alpha=1.702)],
+                 [vi("a", F32, [3, 4]), vi("b", F32, [3, 4])], [vi("y")], opset=28)
+    close(run(model, a, b)[0], a / (1 + np.exp(-1.702 * a)) * b, rtol=1e-5, atol=1e-6)

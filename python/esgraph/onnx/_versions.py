@@ -39,7 +39,10 @@ NEWER.update({
     "Range": 27,             # 27: stash_type, what f16 and bf16 ranges count in
     # ops that came after opset 18
     "Attention": 25,         # 24: nonpad_kv_seqlen; 25: sliding windows
+    "AffineGrid": 20,
     "CumProd": 26,
+    "SwiGLU": 28,
+    "TensorScatter": 24,
     "Gelu": 20,
     "GroupNormalization": 21,  # 21: scale and bias per channel (per group at 18)
     "RMSNormalization": 23,

@@ -234,3 +234,13 @@ def swish(n):
     check_attrs(n, ("alpha",))
     x, alpha = n.x(0), n.attr("alpha", 1.0)
     return ops.silu(x) if alpha == 1.0 else x * ops.sigmoid(x * ops.cast(n.tensor(np.asarray(alpha, np.float32)), x.dtype))
+
+
+@converts("SwiGLU")
+def swiglu(n):
+    check_attrs(n, ("alpha",))
+    a, b, alpha = n.x(0), n.x(1), n.attr("alpha", 1.0)
+    if list(a.shape) != list(b.shape):
+        raise Unsupported(f"A {list(a.shape)} and B {list(b.shape)} must have one shape (SwiGLU does not broadcast)")
+    gate = ops.silu(a) if alpha == 1.0 else a * ops.sigmoid(a * ops.cast(n.tensor(np.asarray(alpha, np.float32)), a.dtype))
+    return gate * b

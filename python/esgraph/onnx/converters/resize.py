@@ -5,6 +5,7 @@ import math
 import numpy as np
 
 from ... import _C
+from .. import _dtypes
 from ..._resize import resize_axes as _resize_axes
 from .nn import _static
 from .registry import Unsupported, check_attrs, converts
@@ -89,3 +90,21 @@ def roi_align(n):
                          output_height=n.attr("output_height", 1), output_width=n.attr("output_width", 1),
                          sampling_ratio=n.attr("sampling_ratio", 0), spatial_scale=float(n.attr("spatial_scale", 1.0)),
                          coordinate_transformation_mode=transformation)
+
+
+@converts("AffineGrid")
+def affine_grid(n):
+    """theta [N, 2, 3] (or [N, 3, 4]) times the homogeneous positions of an evenly spaced grid
+    over [-1, 1] in each of size's spatial axes (x the last): one product with a constant."""
+    check_attrs(n, ("align_corners",))
+    theta, size = n.x(0), n.ints(1, "size")
+    spatial = size[2:]
+    if len(spatial) not in (2, 3) or list(theta.shape[1:]) != [len(spatial), len(spatial) + 1]:
+        raise Unsupported(f"theta {list(theta.shape)} for size {size}: [N, 2, 3] for 2-D, [N, 3, 4] for 3-D")
+    align = bool(n.attr("align_corners", 0))
+    axes = [np.linspace(-1, 1, d) if align else (np.arange(d) * 2 + 1) / d - 1 for d in spatial]
+    mesh = np.meshgrid(*axes, indexing="ij")  # [D,] H, W
+    base = np.stack([m.reshape(-1) for m in reversed(mesh)] + [np.ones(mesh[0].size)], axis=1)  # x, y, [z], 1
+    dtype = _dtypes.numpy_dtype(theta.dtype)
+    grid = ops.matmul(n.tensor(base.astype(dtype)), ops.transpose(theta, perm=[0, 2, 1]))
+    return ops.reshape(grid, [size[0]] + spatial + [len(spatial)])

@@ -259,3 +259,43 @@ def trilu(n):
     reserve([rows, cols], 1, "Trilu's mask", kept=1)
     keep = (np.triu if n.attr("upper", 1) else np.tril)(np.ones((rows, cols), dtype=bool), k)
     return ops.where(keep, x, 0)
+
+
+@converts("CenterCropPad")
+def center_crop_pad(n):
+    """Each named axis cut to its target around its centre (the window's start rounded down) or
+    padded with zeros to it (the odd pixel on the right)."""
+    check_attrs(n, ("axes",))
+    x = n.x(0)
+    dims = _static(x.shape, "CenterCropPad")
+    target = n.ints(1, "shape")
+    axes = [a % x.ndim for a in n.attr("axes", list(range(x.ndim)))]
+    if len(axes) != len(target):
+        raise Unsupported(f"shape {target} for axes {axes}")
+    pads = [0] * (2 * x.ndim)
+    for a, want in zip(axes, target):
+        grow = want - dims[a]
+        begin = grow // 2 if grow >= 0 else -((-grow) // 2)
+        pads[a], pads[x.ndim + a] = begin, grow - begin
+    return pad_or_crop(x, pads)
+
+
+@converts("TensorScatter")
+def tensor_scatter(n):
+    """The update written into the cache along `axis` from each batch's write index (0 when
+    none is given; wrapped around the cache in circular mode): one scatter_elements, its
+    indices the write index plus the position within the update."""
+    check_attrs(n, ("axis", "mode"))
+    cache, update = n.x(0), n.x(1)
+    rank, axis, mode = cache.ndim, n.attr("axis", -2) % cache.ndim, n.attr("mode", "linear")
+    if mode not in ("linear", "circular") or axis == 0:
+        raise Unsupported(f"mode {mode!r} on axis {axis} (linear or circular, not the batch axis)")
+    shape = _static(update.shape, "TensorScatter")
+    length = _static([cache.shape[axis]], "TensorScatter")[0]
+    along = n.tensor(np.arange(shape[axis], dtype=np.int64).reshape([-1 if d == axis else 1 for d in range(rank)]))
+    start = ops.reshape(ops.cast(n.x(2), _C.i64), [-1] + [1] * (rank - 1)) if n.has(2) else None
+    index = along if start is None else along + start
+    if mode == "circular":
+        index = index - (index / length) * length  # the indices are not negative: division truncates
+    index = ops.expand(index, shape)
+    return ops.scatter_elements(cache, index, update, axis=axis)
