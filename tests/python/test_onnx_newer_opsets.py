@@ -176,3 +176,16 @@ def test_swiglu_28():
     model = make([helper.make_node("SwiGLU", ["a", "b"], ["y"], alpha=1.702)],
                  [vi("a", F32, [3, 4]), vi("b", F32, [3, 4])], [vi("y")], opset=28)
     close(run(model, a, b)[0], a / (1 + np.exp(-1.702 * a)) * b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_lp_pool_and_global_lp_pool_are_window_norms(p):
+    x = rand(1, 2, 5, 5, seed=14)
+    model = make([helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1], p=p),
+                  helper.make_node("GlobalLpPool", ["x"], ["g"], p=p)],
+                 [vi("x", F32, [1, 2, 5, 5])], [vi("y"), vi("g")], opset=18)
+    padded = np.pad(np.abs(x) ** p, [(0, 0), (0, 0), (0, 1), (0, 1)])
+    want = padded.reshape(1, 2, 3, 2, 3, 2).sum((3, 5)) ** (1 / p)
+    y, g = run(model, x)
+    close(y, want.astype(np.float32), rtol=1e-5, atol=1e-6)
+    close(g, ((np.abs(x) ** p).sum((2, 3), keepdims=True) ** (1 / p)).astype(np.float32), rtol=1e-5, atol=1e-6)

@@ -26,7 +26,7 @@ def _out_size(size, begin, end, extent, stride, ceil_mode):
 
 def pool_by_shifts(x, kind, kernel, strides, pads, dilations, ceil_mode, count_include_pad, want_indices,
                    column_major=False):
-    """kind "max" or "avg" over windows of any rank, from strided slices of the padded input;
+    """kind "max", "avg" or "sum" over windows of any rank, from strided slices of the padded input;
     with `want_indices`, max also gives each maximum's flat index into the input (its spatial
     part column-major with `column_major`, as ONNX's storage_order=1)."""
     dims = _static(x.shape, "pooling")
@@ -48,7 +48,7 @@ def pool_by_shifts(x, kind, kernel, strides, pads, dilations, ceil_mode, count_i
         starts = [b + o * d + p[0] for b, o, d, p in zip(begins, offset, dilations, positions)]
         window = ops.slice(padded, starts, [st + (o - 1) * s + 1 for st, o, s in zip(starts, outs, strides)],
                            axes=list(range(2, 2 + rank)), steps=list(strides))
-        if kind == "avg":
+        if kind != "max":
             total = window if total is None else total + window
             continue
         # Which windows hold a real input element at this offset (not padding): a maximum is
@@ -68,6 +68,8 @@ def pool_by_shifts(x, kind, kernel, strides, pads, dilations, ceil_mode, count_i
         best_real = best_real | real
     if kind == "max":
         return (best, best_index) if want_indices else best
+    if kind == "sum":
+        return total
     reserve(outs, 2 * 8, "pooling's window counts", kept=8)
     counts = np.ones([1, 1] + outs)
     for axis, (p, k, d, n, b, e) in enumerate(zip(positions, kernel, dilations, sizes, begins, ends)):
@@ -134,6 +136,35 @@ def max_pool(n):
 @converts("AveragePool")
 def average_pool(n):
     return _pool(n, "avg")
+
+
+def _powered(n, x, p):
+    """|x| ** p, and its inverse (p = 2 as a square and a square root)."""
+    if p == 2:
+        return x * x, ops.sqrt
+    exponent = n.tensor(np.asarray(p, _dtypes.numpy_dtype(x.dtype)))
+    inverse = n.tensor(np.asarray(1 / p, _dtypes.numpy_dtype(x.dtype)))
+    return ops.pow(ops.abs(x), exponent), lambda t: ops.pow(t, inverse)
+
+
+@converts("LpPool")
+def lp_pool(n):
+    """The p-norm of each window: the sum of |x|^p over the window (padding adds nothing), to
+    the power 1/p."""
+    check_attrs(n, ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"))
+    spatial = n.rank(0) - 2
+    kernel = n.attr("kernel_shape")
+    strides, dilations = n.attr("strides", [1] * spatial), n.attr("dilations", [1] * spatial)
+    powered, root = _powered(n, n.x(0), n.attr("p", 2))
+    return root(pool_by_shifts(powered, "sum", kernel, strides, onnx_pads(n, spatial, kernel, strides, dilations),
+                               dilations, bool(n.attr("ceil_mode", 0)), False, False))
+
+
+@converts("GlobalLpPool")
+def global_lp_pool(n):
+    check_attrs(n, ("p",))
+    powered, root = _powered(n, n.x(0), n.attr("p", 2))
+    return root(ops.reduce_sum(powered, axes=list(range(2, n.rank(0))), keepdims=True))
 
 
 @converts("GlobalAveragePool")
