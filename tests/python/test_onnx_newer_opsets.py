@@ -189,3 +189,30 @@ def test_lp_pool_and_global_lp_pool_are_window_norms(p):
     y, g = run(model, x)
     close(y, want.astype(np.float32), rtol=1e-5, atol=1e-6)
     close(g, ((np.abs(x) ** p).sum((2, 3), keepdims=True) ** (1 / p)).astype(np.float32), rtol=1e-5, atol=1e-6)
+
+
+def test_pad_19_wraps_around():
+    x = rand(3, 4, seed=15)
+    model = make([helper.make_node("Pad", ["x", "pads"], ["y"], mode="wrap")], [vi("x", F32, [3, 4])], [vi("y")],
+                 [i64("pads", [1, 5, 2, 0])], opset=19)
+    np.testing.assert_array_equal(run(model, x)[0], np.pad(x, [(1, 2), (5, 0)], mode="wrap"))
+
+
+def test_average_pool_counting_padding_with_ceil_mode_against_torch():
+    torch = pytest.importorskip("torch")
+    x = rand(1, 2, 6, 6, seed=16)
+    model = make([helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                                   ceil_mode=1, count_include_pad=1)], [vi("x", F32, [1, 2, 6, 6])], [vi("y")], opset=19)
+    want = torch.nn.functional.avg_pool2d(torch.from_numpy(x), 3, 2, 1, ceil_mode=True, count_include_pad=True).numpy()
+    close(run(model, x)[0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_zero_vector_normalizes_to_zeros_and_an_empty_log_sum_exp_is_minus_infinity():
+    x = rand(3, 4, seed=17)
+    x[1] = 0.0
+    model = make([helper.make_node("LpNormalization", ["x"], ["y"], axis=1, p=2)], [vi("x", F32, [3, 4])], [vi("y")], opset=18)
+    want = x / np.where(np.linalg.norm(x, axis=1, keepdims=True) == 0, 1, np.linalg.norm(x, axis=1, keepdims=True))
+    close(run(model, x)[0], want.astype(np.float32), rtol=1e-5, atol=1e-6)
+    empty = make([helper.make_node("ReduceLogSumExp", ["x", "axes"], ["y"], keepdims=0)], [vi("x", F32, [2, 0])],
+                 [vi("y")], [i64("axes", [1])], opset=18)
+    np.testing.assert_array_equal(run(empty, np.zeros((2, 0), np.float32))[0], np.full(2, -np.inf, np.float32))

@@ -255,10 +255,12 @@ def mean_variance_normalization(n):
 def lp_normalization(n):
     x, axis, p = n.x(0), n.attr("axis", -1), n.attr("p", 2)
     if p == 1:
-        return x / ops.reduce_sum(ops.abs(x), axes=[axis], keepdims=True)
-    if p == 2:
-        return x / ops.sqrt(ops.reduce_sum(x * x, axes=[axis], keepdims=True))
-    raise Unsupported(f"p={p}")
+        norm = ops.reduce_sum(ops.abs(x), axes=[axis], keepdims=True)
+    elif p == 2:
+        norm = ops.sqrt(ops.reduce_sum(x * x, axes=[axis], keepdims=True))
+    else:
+        raise Unsupported(f"p={p}")
+    return ops.where(norm == 0, x * 0.0, x / norm)  # a zero vector stays zero
 
 
 def _stashed(n, x):

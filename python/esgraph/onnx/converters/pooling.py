@@ -113,7 +113,9 @@ def _pool(n, kind):
     dilations = n.attr("dilations", [1] * spatial)
     ceil_mode = bool(n.attr("ceil_mode", 0))
     count_pad = bool(n.attr("count_include_pad", 0))
-    if spatial > 2 or any(d != 1 for d in dilations) or want_indices:
+    # (esgraph's avg_pool2d counts only the input; with ceil_mode, counting the padding too is
+    # what the windows by shifts do)
+    if spatial > 2 or any(d != 1 for d in dilations) or want_indices or (kind == "avg" and count_pad and ceil_mode):
         return pool_by_shifts(n.x(0), kind, kernel, strides, onnx_pads(n, spatial, kernel, strides, dilations),
                               dilations, ceil_mode, count_pad, want_indices, bool(n.attr("storage_order", 0)))
     _spatial(n, n.op_type)

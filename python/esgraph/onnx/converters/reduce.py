@@ -30,7 +30,10 @@ def _reduction(compose):
 
 def _log_sum_exp(x, axes, keepdims):
     # max + log(sum(exp(x - max))): no overflow for large inputs; a row of -inf (whose max is
-    # not finite) shifts by 0 and gives log(0) = -inf as it should.
+    # not finite) shifts by 0 and gives log(0) = -inf as it should, and so does no element.
+    empty = _over_nothing(x, axes, keepdims, -math.inf)
+    if empty is not None:
+        return empty
     top = ops.reduce_max(x, axes=axes, keepdims=True)
     top = ops.where(ops.is_inf(top), 0.0, top)
     y = ops.log(ops.reduce_sum(ops.exp(x - top), axes=axes, keepdims=True)) + top
@@ -43,16 +46,23 @@ def _extreme(reduce, empty):
     def compose(x, axes, keepdims):
         if x.dtype == _C.bool:
             return ops.cast(compose(ops.cast(x, _C.u8), axes, keepdims), _C.bool)
-        reduced = [a % x.ndim for a in axes] if axes else list(range(x.ndim))
-        if any(x.shape[a] == 0 for a in reduced):
-            shape = [1 if d in reduced else size for d, size in enumerate(x.shape) if keepdims or d not in reduced]
-            if not all(isinstance(d, int) for d in shape):
-                raise Unsupported(f"a reduction of no elements to symbolic sizes {shape}")
-            if x.dtype == _C.bf16:
-                return ops.fill(shape, value=float(empty(x.dtype)), dtype=x.dtype)
-            return _C.constant(np.full(shape, empty(x.dtype), _dtypes.numpy_dtype(x.dtype)))
-        return reduce(x, axes=axes, keepdims=keepdims)
+        nothing = _over_nothing(x, axes, keepdims, empty(x.dtype))
+        return reduce(x, axes=axes, keepdims=keepdims) if nothing is None else nothing
     return compose
+
+
+def _over_nothing(x, axes, keepdims, value):
+    """A reduction's result filled with `value` when an axis it reduces has no elements (a
+    kernel has nothing to start from), else None."""
+    reduced = [a % x.ndim for a in axes] if axes else list(range(x.ndim))
+    if not any(x.shape[a] == 0 for a in reduced):
+        return None
+    shape = [1 if d in reduced else size for d, size in enumerate(x.shape) if keepdims or d not in reduced]
+    if not all(isinstance(d, int) for d in shape):
+        raise Unsupported(f"a reduction of no elements to symbolic sizes {shape}")
+    if x.dtype == _C.bf16:
+        return ops.fill(shape, value=float(value), dtype=x.dtype)
+    return _C.constant(np.full(shape, value, _dtypes.numpy_dtype(x.dtype)))
 
 
 _FLOATS = (_C.f16, _C.bf16, _C.f32, _C.f64)

@@ -206,6 +206,15 @@ def pad(n):
                 full[a], full[x.ndim + a] = pads[i], pads[len(axes) + i]
             pads = full
     mode = n.attr("mode", "constant")
+    if mode == "wrap":  # opset 19: each axis continued from its other end, one gather per axis
+        dims = _static(x.shape, "Pad wrap")
+        for a, size in enumerate(dims):
+            begin, end = pads[a], pads[x.ndim + a]
+            if begin or end:
+                if size == 0 or size + begin + end < 0:
+                    raise Unsupported(f"wrap pads {begin}, {end} of an axis of {size}")
+                x = ops.gather(x, n.tensor(np.arange(-begin, size + end, dtype=np.int64) % size), axis=a)
+        return x
     if mode not in ("constant", "reflect", "edge"):
         raise Unsupported(f"mode={mode}")
     if mode == "constant" and _beyond_double(value):
