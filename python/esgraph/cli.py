@@ -89,6 +89,10 @@ def _graph_for_the_inputs(path, graph, bind, given):
     """The graph a value-dependent model (esgraph.onnx.ValueDependentGraph) takes for the inputs
     the command runs on. Its shape inputs' values fix that graph, so they must be given with -i;
     the other inputs are made as for any model (random, at their --bind sizes or 1)."""
+    if graph.collections:
+        raise SystemExit(f"{path}: input(s) {', '.join(sorted(graph.collections))} are sequences or optionals, which the "
+                         "command line does not make; in Python, esgraph.compile(esgraph.onnx.load(...)) takes them as lists "
+                         "of arrays")
     files = {g.partition("=")[0] for g in given or []}
     missing = [name for name in graph.shape_inputs if name not in files]
     if missing:

@@ -270,6 +270,26 @@ def test_a_value_dependent_model_without_its_shape_input_names_it(shape_input_fi
         assert r.returncode == 1 and "depends on the values of s: give them with -i NAME=FILE.npy" in r.stderr, r.stderr
 
 
+def test_sequences_in_and_out(tmp_path):
+    # A sequence output prints as its elements; a sequence input is refused by name, not by a traceback.
+    seq = helper.make_value_info("s", helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None)))
+    opset = [helper.make_opsetid("", 13)]
+    out = tmp_path / "split.onnx"
+    out.write_bytes(helper.make_model(helper.make_graph(
+        [helper.make_node("SplitToSequence", ["x"], ["s"], axis=0)], "split",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2])], [seq]), opset_imports=opset).SerializeToString())
+    r = esgraph_cli("run", out, "--repeat", 0)
+    assert r.returncode == 0, r.stderr
+    assert all(f"s[{k}]: float32[1, 2]" in r.stdout for k in range(3)), r.stdout
+    into = tmp_path / "concat.onnx"
+    into.write_bytes(helper.make_model(helper.make_graph(
+        [helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)], "concat", [seq],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), opset_imports=opset).SerializeToString())
+    for command in ("run", "info"):
+        r = esgraph_cli(command, into)
+        assert r.returncode == 1 and "input(s) s are sequences or optionals, which the command line does not make" in r.stderr
+
+
 def test_quantize_writes_a_qdq_file_and_prints_each_ops_error(onnx_file, tmp_path):
     rng = np.random.default_rng(0)
     batches = [rng.standard_normal((8, 4)).astype(np.float32) for _ in range(2)]
