@@ -105,7 +105,8 @@ def _graph_for_the_inputs(path, graph, bind, given):
     frozen = set(graph.shape_inputs)
     fixed = [f"the values of {', '.join(sorted(frozen))}"] if frozen else []
     fixed += [f"the sizes {', '.join(f'{n}{list(values[n].shape)}' for n in graph.input_names)}"] if graph.by_shapes else []
-    print(f"esgraph: {path}'s graph depends on its inputs; this is the graph for {' and '.join(fixed)}", file=sys.stderr)
+    if fixed:  # (a model that only gives sequences depends on nothing)
+        print(f"esgraph: {path}'s graph depends on its inputs; this is the graph for {' and '.join(fixed)}", file=sys.stderr)
     return concrete, graph.model, frozen
 
 

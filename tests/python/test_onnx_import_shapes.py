@@ -431,13 +431,6 @@ def test_a_constant_cast_to_bf16_is_computed_at_run_time():
     np.testing.assert_array_equal(got[0], np.array([1.5, -2.25], np.float32))  # exact in bf16
 
 
-def test_average_pool_counting_padding_with_ceil_mode_is_refused():
-    model = _single("AveragePool", [("x", TensorProto.FLOAT, [1, 1, 5, 5])], (TensorProto.FLOAT, [1, 1, 3, 3]),
-                    kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)
-    with pytest.raises(esgraph.onnx.ImportFailed, match="ceil_mode"):
-        esgraph.onnx.load(model)
-
-
 @pytest.mark.parametrize("equation, shapes", [
     ("...ii->...i", [(2, 3, 4, 4)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("...ij,...jk", [(2, 3, 4), (4, 5)]),
     ("ii", [(4, 4)]), ("iij->j", [(3, 3, 2)]), ("i,j->ij", [(3,), (4,)]), ("b...i,b...i->b...", [(2, 3, 4), (2, 3, 4)]),

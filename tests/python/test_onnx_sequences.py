@@ -187,7 +187,7 @@ def test_get_element_of_an_empty_optional_is_refused():
 def test_a_sequence_input_given_a_number_is_refused():
     model = make([helper.make_node("SequenceLength", ["s"], ["n"])], [seq_vi("s")], [vi("n", I64, [])], opset=13)
     m = compiled(model)
-    with pytest.raises(esgraph.InvalidArgumentError, match="input `s` is a sequence or optional: give a list"):
+    with pytest.raises(esgraph.InvalidArgumentError, match="input `s` is a sequence: give a list of arrays, got int"):
         m.run([3])
     assert int(m.run([[rand(2), rand(3)]])[0]) == 2
 
@@ -239,3 +239,45 @@ def test_sequence_at_exports_as_onnx_sequence_ops_onnx_runtime_runs():
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     got = session.run(None, {**{f"x{k}": v for k, v in enumerate(values)}, "p": scalar(-2)})[0]
     np.testing.assert_array_equal(got, values[1])
+
+
+def test_a_sequence_of_constants_is_built_in_the_models_graph():
+    # SplitToSequence of an initializer: its elements belong to the model, not to folding's scratch graph.
+    w = rand(4, 3, seed=4)
+    model = make([helper.make_node("SplitToSequence", ["w"], ["s"], axis=0, keepdims=0),
+                  helper.make_node("ConcatFromSequence", ["s"], ["c"], axis=1, new_axis=1),
+                  helper.make_node("Add", ["c", "x"], ["y"])],
+                 [vi("x", F32, [3, 4])], [vi("y", F32, None), seq_vi("s")], [helper.make_tensor("w", F32, [4, 3], w.ravel())],
+                 opset=13)
+    x = rand(3, 4, seed=5)
+    y, s = compiled(model).run([x])
+    np.testing.assert_array_equal(y, w.T + x)
+    assert len(s) == 4 and np.array_equal(s[2], w[2])
+
+
+def test_symbolic_sizes_in_a_sequence_wait_for_the_runs_shapes():
+    model = make([helper.make_node("Shape", ["x"], ["n"]),
+                  helper.make_node("SequenceConstruct", ["n", "n"], ["s"]),
+                  helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)],
+                 [vi("x", F32, ["N", 3])], [vi("y", I64, None)], opset=13)
+    m = compiled(model)
+    np.testing.assert_array_equal(m.run([rand(5, 3)])[0], [5, 3, 5, 3])
+
+
+def test_what_a_sequence_input_cannot_do_is_named():
+    # A sequence input's element used as a shape: its values are not frozen by constants=.
+    model = make([helper.make_node("SequenceAt", ["s", "zero"], ["shape"]),
+                  helper.make_node("Reshape", ["x", "shape"], ["y"])],
+                 [seq_vi("s", I64), vi("x", F32, [6])], [vi("y", F32, None)], [helper.make_tensor("zero", I64, [], [0])],
+                 opset=13)
+    m = compiled(model)
+    with pytest.raises(esgraph.onnx.ImportFailed, match=r"Reshape.*input 1 \(shape\) must be a constant"):
+        m.run([[np.array([2, 3], np.int64)], rand(6)])
+    with pytest.raises(esgraph.onnx.ImportFailed, match=r"constants\['s'\]: freezes tensors; this input is a sequence"):
+        esgraph.onnx.load(model, constants={"s": np.zeros(2)})
+
+
+def test_an_optional_tensor_takes_an_array_as_a_list():
+    tensor = helper.make_tensor_type_proto(F32, [2, 2])
+    model = make([helper.make_node("OptionalGetElement", ["o"], ["y"])], [opt_vi("o", tensor)], [vi("y", F32, None)], opset=15)
+    np.testing.assert_array_equal(compiled(model).run([[[1.0, 2.0], [3.0, 4.0]]], cast=True)[0], [[1, 2], [3, 4]])

@@ -24,6 +24,7 @@ from ._versions import LATEST_OPSET, VERIFIED_OPSET, too_new
 from ._sequences import Optional, Sequence, describe, element_type, flat_names, flatten, is_collection, kind_of, layout_of
 from .._sizes import Sizes, entries
 from .converters.sizes import SIZES_CONVERTERS
+from .converters.sequence import SEQUENCE_OPS
 
 MIN_OPSET, MAX_OPSET = 1, LATEST_OPSET
 
@@ -133,16 +134,19 @@ class Node:
         """Input i as the Sequence or Optional (`kind`) it must be."""
         v = self._inputs[i] if self.has(i) else None
         if not isinstance(v, kind):
-            got = "missing" if v is None else f"a {type(v).__name__.lower()}" if is_collection(v) else "a tensor"
-            raise Unsupported(f"input {i} ({what or 'operand'}) is {got}, where {kind.__name__.lower()} is expected")
+            self._kind_refused(i, what, v, kind.__name__.lower())
         return v
+
+    def _kind_refused(self, i, what, v, wanted):
+        got = "missing" if v is None else f"a {type(v).__name__.lower()}" if is_collection(v) else "a tensor"
+        raise Unsupported(f"input {i} ({what or 'operand'}) is {got}, where {wanted} is expected")
 
     def _symbolic_sizes_refused(self, i, what):
         """Input i, unless it holds symbolic sizes where only an ordinary value will do (or a
         sequence or optional where a tensor must be)."""
         v = self._inputs[i]
         if is_collection(v):
-            raise Unsupported(f"input {i} ({what}) is a {type(v).__name__.lower()}, where a tensor is expected")
+            self._kind_refused(i, what, v, "a tensor")
         if isinstance(v, Sizes):
             raise NeedsShape(f"input {i} ({what}) holds sizes of symbolic dimensions {v.values.tolist()}: "
                              "its value waits for a run's input shapes (or give them with load(input_shapes=...))")
@@ -150,6 +154,8 @@ class Node:
 
     def shape(self, i):
         v = self._inputs[i]
+        if is_collection(v):
+            self._kind_refused(i, None, v, "a tensor")
         return tuple(v.shape) if isinstance(v, np.ndarray) else v.shape
 
     def rank(self, i):
@@ -157,6 +163,8 @@ class Node:
 
     def dtype(self, i):
         v = self._inputs[i]
+        if is_collection(v):
+            self._kind_refused(i, None, v, "a tensor")
         return _dtypes.from_numpy(v.dtype) if isinstance(v, np.ndarray) else v.dtype
 
     def attr(self, name, default=None):
@@ -241,6 +249,9 @@ class Importer(FoldingImporter):
             if unknown:
                 raise ImportFailed(graph.name or "model", [(option, f"the model has no input named {', '.join(unknown)}")])
         for name, value in self.given_constants.items():
+            if kind_of(declared[name].type) != "tensor":
+                raise ImportFailed(graph.name or "model", [(f"constants['{name}']", "freezes tensors; this input is a "
+                                                            f"{kind_of(declared[name].type)}")])
             # A frozen input keeps the element type the model declares for it.
             try:
                 elem_type = declared[name].type.tensor_type.elem_type
@@ -281,7 +292,7 @@ class Importer(FoldingImporter):
         would make those values known. Shape and Size read no data, so the walk stops there."""
         graph = self.model.graph
         producer = {o: node for node in graph.node for o in node.output}
-        inputs = {vi.name for vi in graph.input}
+        inputs = {vi.name for vi in graph.input if kind_of(vi.type) == "tensor"}  # what constants= can freeze
         found, seen, todo = set(), set(), list(names)
         while todo:
             name = todo.pop()
@@ -344,15 +355,15 @@ class Importer(FoldingImporter):
         input_shapes gives (a list of shapes); an optional one as its value, or empty where
         input_shapes gives None. Without input_shapes the graph waits for a run's values."""
         where = f"input '{vi.name}'"
-        if vi.name not in self.input_shapes:
-            self.failures.append((where, f"a {kind}: its elements come with a run (or give their shapes with input_shapes=)"))
-            self.waiting += 1
-            self.waits_for_shapes = True
-            return POISONED
         try:
             dtype = _dtypes.esg_dtype(element_type(vi.type))
         except _dtypes.UnsupportedType as e:
             self.failures.append((where, str(e)))
+            return POISONED
+        if vi.name not in self.input_shapes:
+            self.failures.append((where, f"a {kind}: its elements come with a run (or give their shapes with input_shapes=)"))
+            self.waiting += 1
+            self.waits_for_shapes = True
             return POISONED
         given = self.input_shapes[vi.name]
         inner = vi.type.optional_type.elem_type if kind == "optional" else vi.type
@@ -394,7 +405,7 @@ class Importer(FoldingImporter):
             return self._poison(proto)
         # A dequantized constant stays integers in the graph, for the compiler to take into a
         # quantized op (or fold there).
-        foldable = proto.op_type != "DequantizeLinear" and not any(
+        foldable = proto.op_type != "DequantizeLinear" and proto.op_type not in SEQUENCE_OPS and not any(
             a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in proto.attribute)
         try:
             if any(isinstance(v, Sizes) for v in node._inputs) and proto.op_type in SIZES_CONVERTERS and standard \

@@ -37,14 +37,15 @@ class ValueDependentGraph:
         self.input_names = [vi.name for vi in model.graph.input if vi.name not in self._constants]
         # Inputs that are sequences or optionals: a run brings their elements, whose number and
         # shapes fix the graph as shapes do.
-        self.collections = {vi.name for vi in model.graph.input if kind_of(vi.type) in ("sequence", "optional")
+        self.collections = {vi.name: vi.type for vi in model.graph.input if kind_of(vi.type) in ("sequence", "optional")
                             and vi.name not in self._constants}
-        self.by_shapes = by_shapes or bool(self.collections - set(self._input_shapes))
+        self.by_shapes = by_shapes or bool(set(self.collections) - set(self._input_shapes))
 
     def __repr__(self):
         waits = [f"the values of {', '.join(self.shape_inputs)}"] if self.shape_inputs else []
         waits += ["its inputs' shapes"] if self.by_shapes else []
-        return f"<esgraph.onnx.ValueDependentGraph '{self.model.graph.name}': its graph waits for {' and '.join(waits)}>"
+        what = f"its graph waits for {' and '.join(waits)}" if waits else "it gives sequences or optionals"
+        return f"<esgraph.onnx.ValueDependentGraph '{self.model.graph.name}': {what}>"
 
     def checked(self, name, value, what, cast):
         """A shape input's array as the model declares that input: its element type (another one
@@ -169,22 +170,28 @@ class ValueDependentModel:
         model, layouts, shape_inputs = self._model_for(values, what, cast)
         data = []
         for name, a in zip(self.input_names, inputs):
-            if name in self._graph.collections:
-                data.extend([] if a is None else a if isinstance(a, (list, tuple)) else [a])
+            if name in self._graph.collections:  # its elements, in order; an empty optional none
+                v = values[name]
+                data.extend([] if v is None else v if isinstance(v, list) else [v])
             elif name not in shape_inputs:
                 data.append(a)
         return values, model, layouts, data
 
     def _value(self, name, a, what):
-        """A run's value of one input: an array, or for a sequence a list of arrays (None for an
-        empty optional)."""
-        if name not in self._graph.collections:
+        """A run's value of one input, as its declared type says: an array; for a sequence a
+        list of arrays; for an optional None, or what its type holds."""
+        declared = self._graph.collections.get(name)
+        if declared is None:
             return np.asarray(a)
-        if a is None or isinstance(a, np.ndarray) and a.dtype != object:
-            return a
+        if kind_of(declared) == "optional":
+            if a is None:
+                return None
+            declared = declared.optional_type.elem_type
+            if kind_of(declared) == "tensor":
+                return np.asarray(a)
         if not isinstance(a, (list, tuple)):
-            raise _C.InvalidArgumentError(f"{what}: input `{name}` is a sequence or optional: give a list of arrays "
-                                          f"(or an array, or None), got {type(a).__name__}")
+            raise _C.InvalidArgumentError(f"{what}: input `{name}` is a sequence: give a list of arrays, got "
+                                          f"{type(a).__name__}")
         return [np.asarray(e) for e in a]
 
     def run(self, inputs, out=None, *, cast=False):

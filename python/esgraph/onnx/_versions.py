@@ -13,7 +13,8 @@ from ._op_versions import HISTORY, LATEST_OPSET, ONNX_RELEASE  # noqa: F401  (LA
 VERIFIED_OPSET = 18
 
 # op -> the newest version its converter implements, where that is past opset 18. Versions
-# that add element types only:
+# that add element types, or values of an attribute the converter refuses by name until it
+# reads them (Pad's wrap, Resize's half_pixel_symmetric, Mod's floats: all read now):
 _TYPES_ONLY = [
     "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "BitShift", "Celu", "Compress", "Constant", "ConstantOfShape",
     "Conv", "ConvTranspose", "Cos", "Cosh", "DepthToSpace", "Det", "Dropout", "Einsum", "Elu", "Equal", "EyeLike",

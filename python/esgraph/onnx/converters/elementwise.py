@@ -229,18 +229,22 @@ def gelu(n):
     return ops.gelu(n.x(0), approximate=approximate)
 
 
+def _swish(n, x):
+    """x · sigmoid(alpha · x), silu where alpha is 1."""
+    alpha = n.attr("alpha", 1.0)
+    return ops.silu(x) if alpha == 1.0 else x * ops.sigmoid(x * ops.cast(n.tensor(np.asarray(alpha, np.float32)), x.dtype))
+
+
 @converts("Swish")
 def swish(n):
     check_attrs(n, ("alpha",))
-    x, alpha = n.x(0), n.attr("alpha", 1.0)
-    return ops.silu(x) if alpha == 1.0 else x * ops.sigmoid(x * ops.cast(n.tensor(np.asarray(alpha, np.float32)), x.dtype))
+    return _swish(n, n.x(0))
 
 
 @converts("SwiGLU")
 def swiglu(n):
     check_attrs(n, ("alpha",))
-    a, b, alpha = n.x(0), n.x(1), n.attr("alpha", 1.0)
+    a, b = n.x(0), n.x(1)
     if list(a.shape) != list(b.shape):
         raise Unsupported(f"A {list(a.shape)} and B {list(b.shape)} must have one shape (SwiGLU does not broadcast)")
-    gate = ops.silu(a) if alpha == 1.0 else a * ops.sigmoid(a * ops.cast(n.tensor(np.asarray(alpha, np.float32)), a.dtype))
-    return gate * b
+    return _swish(n, a) * b

@@ -6,8 +6,8 @@ import numpy as np
 
 from ... import _C
 from .. import _dtypes
-from .._sequences import Optional, Sequence, element_type, is_collection, kind_of
-from .registry import NeedsShape, Unsupported, check_attrs, converts
+from .._sequences import Optional, Sequence, element_type, kind_of
+from .registry import CONVERTERS, NeedsShape, Unsupported, check_attrs, converts
 
 ops = _C.ops
 
@@ -26,15 +26,24 @@ def _elements(n, seq):
     return [n.tensor(v) for v in seq.elements]
 
 
+def _element(n, i, what):
+    """Input i as a sequence element: an array known while importing, or a tensor (n.x refuses
+    sizes of symbolic dimensions and sequences by name)."""
+    if not n.has(i):
+        raise Unsupported(f"input {i} ({what}) is missing")
+    return n.value(i) if n.known(i) else n.x(i)
+
+
 def _dtype_of(value):
     return _dtypes.from_numpy(value.dtype) if isinstance(value, np.ndarray) else value.dtype
 
 
-def _same_element_type(seq, value):
-    dtype = _dtype_of(value)
-    if seq.dtype is not None and dtype != seq.dtype:
-        raise Unsupported(f"a {dtype.name} tensor joins a sequence of {seq.dtype.name}")
-    return dtype
+def _one_element_type(values, dtype=None):
+    """The element type the values share with each other (and with `dtype`, a sequence's)."""
+    dtypes = {_dtype_of(v) for v in values} | ({dtype} if dtype is not None else set())
+    if len(dtypes) > 1:
+        raise Unsupported(f"elements of different types: {', '.join(sorted(d.name for d in dtypes))}")
+    return dtypes.pop() if dtypes else dtype
 
 
 @converts("SequenceEmpty")
@@ -45,13 +54,10 @@ def sequence_empty(n):
 
 @converts("SequenceConstruct")
 def sequence_construct(n):
-    values = [n.value(i) for i in range(n.num_inputs)]
-    if any(v is None or is_collection(v) for v in values):
-        raise Unsupported("SequenceConstruct takes tensors")
-    dtypes = {_dtype_of(v) for v in values}
-    if len(dtypes) > 1:
-        raise Unsupported(f"elements of different types: {', '.join(sorted(d.name for d in dtypes))}")
-    return Sequence(values, dtypes.pop())
+    if not n.num_inputs:
+        raise Unsupported("SequenceConstruct of no tensors (SequenceEmpty makes an empty sequence)")
+    values = [_element(n, i, "inputs") for i in range(n.num_inputs)]
+    return Sequence(values, _one_element_type(values))
 
 
 @converts("SequenceLength")
@@ -62,10 +68,8 @@ def sequence_length(n):
 @converts("SequenceInsert")
 def sequence_insert(n):
     seq = n.collection(0, Sequence, "input_sequence")
-    value = n.value(1)
-    if value is None or is_collection(value):
-        raise Unsupported("input 1 (tensor) must be a tensor")
-    dtype = _same_element_type(seq, value)
+    value = _element(n, 1, "tensor")
+    dtype = _one_element_type([value], seq.dtype)
     at = _position(n, 2, len(seq), "position", insert=True) if n.has(2) else len(seq)
     elements = list(seq.elements)
     elements.insert(at, value)
@@ -84,7 +88,9 @@ def sequence_erase(n):
 @converts("SequenceAt")
 def sequence_at(n):
     seq = n.collection(0, Sequence, "input_sequence")
-    if n.known(1) or not len(seq) or len({tuple(n.tensor(v).shape) for v in seq.elements}) > 1:
+    if not len(seq):
+        raise Unsupported("SequenceAt of an empty sequence")
+    if n.known(1) or len({tuple(n.tensor(v).shape) for v in seq.elements}) > 1:
         return seq.elements[_position(n, 1, len(seq), "position")]
     # One shape for every element: the position stays a run-time value.
     return ops.sequence_at(_elements(n, seq), n.x(1))
@@ -94,7 +100,10 @@ def sequence_at(n):
 def split_to_sequence(n):
     check_attrs(n, ["axis", "keepdims"])
     x = n.x(0)
-    axis = n.attr("axis", 0) % max(x.ndim, 1)
+    axis = n.attr("axis", 0)
+    if not -x.ndim <= axis < x.ndim:
+        raise Unsupported(f"axis {axis} of a rank-{x.ndim} input")
+    axis %= x.ndim
     length = x.shape[axis]
     if not isinstance(length, int):
         raise NeedsShape(f"the split axis is symbolic ({length}): a run's input shapes fix the number of elements")
@@ -123,6 +132,8 @@ def concat_from_sequence(n):
     if not len(seq):
         raise Unsupported("ConcatFromSequence of an empty sequence")
     elements = _elements(n, seq)
+    if "axis" not in n.attrs:
+        raise Unsupported("ConcatFromSequence needs its `axis` attribute")
     axis = n.attr("axis")
     if n.attr("new_axis", 0):
         axis = axis % (elements[0].ndim + 1)
@@ -178,3 +189,8 @@ def optional_get_element(n):
     if v.value is None:
         raise Unsupported("OptionalGetElement of an empty optional")
     return v.value
+
+
+# They make sequences and optionals whose elements belong to the graph being built: the
+# importer converts them there, never in folding's scratch builder.
+SEQUENCE_OPS = frozenset(op for op, fn in CONVERTERS.items() if fn.__module__ == __name__)
