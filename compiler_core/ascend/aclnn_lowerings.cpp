@@ -439,7 +439,14 @@ constexpr AclnnLowering kLowerings[] = {
                      b.make.tensor({picks}, data_type(b.g.values[index].dtype), b.in[1]),
                      b.make.tensor(dims, b.out_type(), b.out[0]));
      }},
-    {OpKind::scatter_elements, floats_and_index,
+    {OpKind::scatter_elements,
+     [](const ir::Graph& g, const ir::Node& n) -> std::string {
+       if (std::string why = floats_and_index(g, n); !why.empty()) return why;
+       const ir::ScatterElementsReduction r = ir::ScatterElementsAttrs(g, n).reduction;
+       return r == ir::ScatterElementsReduction::max || r == ir::ScatterElementsReduction::min
+                  ? "a max or min reduction (aclnnScatter's reduce is none, add or mul)"
+                  : "";
+     },
      [](const AclnnBuilder& b) {
        const ir::ScatterElementsAttrs a(b.g, b.n);
        // The reduction none, add, mul is CANN's reduce 0, 1, 2.

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "eval/attention_layout.hpp"
 #include "eval/collective.hpp"
@@ -454,15 +455,25 @@ void sequence_at(const KernelCall& c) {
 
 // ---- scatter and top-k -------------------------------------------------------------------------
 
-// y[at] = update, or y[at] combined with it (reduction: 1 add, 2 mul) in double.
+// a combined with b by a scatter's reduction: 1 add, 2 mul, 3 max, 4 min (a NaN wins max and min, as numpy's).
+template <class T>
+T scatter_combined(T a, T b, int64_t reduction) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (reduction > 2 && (std::isnan(a) || std::isnan(b))) return std::numeric_limits<T>::quiet_NaN();
+  }
+  switch (reduction) {
+    case 1: return a + b;
+    case 2: return a * b;
+    case 3: return std::max(a, b);
+    default: return std::min(a, b);
+  }
+}
+
+// y[at] = update, or y[at] combined with it (in double; integers exactly).
 void scatter_one(const TensorRef& y, int64_t at, const TensorRef& updates, int64_t from, int64_t reduction) {
   if (reduction == 0) return copy_elem(updates, from, y, at);
-  if (ir::dtype_is_float(y.dtype)) {
-    const double a = load_f(y, at), b = load_f(updates, from);
-    return store_f(y, at, reduction == 1 ? a + b : a * b);
-  }
-  const int64_t ia = load_i(y, at), ib = load_i(updates, from);  // integers stay exact
-  store_i(y, at, reduction == 1 ? ia + ib : ia * ib);
+  if (ir::dtype_is_float(y.dtype)) return store_f(y, at, scatter_combined(load_f(y, at), load_f(updates, from), reduction));
+  store_i(y, at, scatter_combined(load_i(y, at), load_i(updates, from), reduction));
 }
 
 void scatter_elements(const KernelCall& c) {

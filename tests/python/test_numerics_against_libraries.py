@@ -24,7 +24,7 @@ def test_top_k_matches_a_stable_numpy_sort(axis, largest, dtype):
     check(values, np.take_along_axis(x, want_idx, axis=axis))
 
 
-@pytest.mark.parametrize("reduction", ["none", "add", "mul"])
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
 def test_scatter_elements_matches_numpy(reduction):
     rng = rng_for("scatter_elements", reduction)
     data = rng.integers(-3, 4, (3, 5)).astype(i64)
@@ -36,10 +36,8 @@ def test_scatter_elements_matches_numpy(reduction):
     cols = np.where(idx < 0, idx + 5, idx)
     if reduction == "none":
         want[rows, cols] = upd
-    elif reduction == "add":
-        np.add.at(want, (rows, cols), upd)
     else:
-        np.multiply.at(want, (rows, cols), upd)
+        {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[reduction].at(want, (rows, cols), upd)
     got = run(lambda d, i, u: ops.scatter_elements(d, i, u, axis=1, reduction=reduction), data, idx.astype(i64), upd)
     check(got, want)
 
@@ -52,6 +50,19 @@ def test_scatter_nd_matches_numpy():
     want = data.copy()
     want[idx[:, 0], idx[:, 1]] = upd
     check(run(lambda d, i, u: ops.scatter_nd(d, i, u), data, idx, upd), want)
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
+def test_scatter_nd_max_and_min_match_numpy_nan_included(reduction):
+    rng = rng_for("scatter_nd", reduction)
+    data = normal(rng, (4, 3))
+    data[2, 1] = np.nan
+    idx = np.array([[3], [0], [3], [2]], dtype=i64)  # row 3 twice
+    upd = normal(rng, (4, 3))
+    upd[1, 0] = np.nan
+    want = data.copy()
+    (np.maximum if reduction == "max" else np.minimum).at(want, idx[:, 0], upd)
+    check(run(lambda d, i, u: ops.scatter_nd(d, i, u, reduction=reduction), data, idx, upd), want)
 
 
 # ---- det against numpy.linalg.det --------------------------------------------------------------

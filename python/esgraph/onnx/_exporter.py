@@ -143,6 +143,9 @@ def _exports(*ops):
 def _emit(e, n):
     ins = [e.name(v) if v is not None else None for v in n["inputs"]]
     outs = [e.name(v) for v in n["outputs"]]
+    if n["op"] in ("scatter_elements", "scatter_nd") and n["attrs"]["reduction"] in ("max", "min"):
+        raise ValueError(f"{n['op']} with reduction {n['attrs']['reduction']}: ONNX has it from opset 18, and the "
+                         f"export writes opset {OPSET}")
     if n["op"] in ONE_NODE:
         _emit_one_node(e, n, ins, outs)
     elif n["op"] in _EXPORTS:
