@@ -26,10 +26,17 @@ def _heads(t, heads, what):
     return ops.transpose(ops.reshape(t, [0, 0, heads, size // heads]), perm=[0, 2, 1, 3])
 
 
-def _static(n, *sizes):
+def _static(*sizes):
     if not all(isinstance(s, int) for s in sizes):
         raise Unsupported(f"sequence lengths {list(sizes)} must be static")
     return sizes
+
+
+def _constant(n, value, dtype):
+    """A float scalar of `dtype` (bf16 by way of f32, which numpy has)."""
+    if dtype == _C.bf16:
+        return ops.cast(n.tensor(np.asarray(value, np.float32)), dtype)
+    return n.tensor(np.asarray(value, _dtypes.numpy_dtype(dtype)))
 
 
 @converts("Attention")
@@ -53,17 +60,15 @@ def attention(n):
             raise Unsupported(f"{q_heads} query heads over {kv_heads} key/value heads")
         group = q_heads // kv_heads
         k, v = (ops.reshape(ops.concat([ops.unsqueeze(t, [2])] * group, 2), [0, q_heads, -1, t.shape[3]]) for t in (k, v))
-    q_len, kv_len = _static(n, q.shape[2], k.shape[2])
+    q_len, kv_len = _static(q.shape[2], k.shape[2])
     head_size = q.shape[3]
     scale = n.attr("scale", None)
     scale = 1 / math.sqrt(head_size) if scale is None else scale
-    root = n.tensor(np.asarray(math.sqrt(scale), _dtypes.numpy_dtype(dtype) if dtype != _C.bf16 else np.float32))
-    if dtype == _C.bf16:
-        root = ops.cast(root, _C.bf16)
-    scores = ops.matmul(q * root, ops.transpose(k * root, perm=[0, 1, 3, 2]))
+    root = _constant(n, math.sqrt(scale), dtype)  # q and k each scaled by its root, as ONNX defines it
+    raw = scores = ops.matmul(q * root, ops.transpose(k * root, perm=[0, 1, 3, 2]))
     softcap = n.attr("softcap", 0.0)
     if softcap > 0:
-        cap = ops.cast(n.tensor(np.asarray(softcap, np.float32)), dtype)
+        cap = _constant(n, softcap, dtype)
         scores = ops.tanh(scores / cap) * cap
     capped = scores
     bias = _bias(n, dtype, q_len, kv_len, past)
@@ -76,7 +81,7 @@ def attention(n):
     probs = ops.softmax(scores, axis=-1)
     if bias is not None:  # a row every key is masked from gives zeros, not NaN
         masked = ops.is_inf(ops.reduce_max(bias, axes=[-1], keepdims=True), positive=False)
-        probs = ops.where(masked, ops.cast(n.tensor(np.zeros((), np.float32)), probs.dtype), probs)
+        probs = ops.where(masked, _constant(n, 0.0, probs.dtype), probs)
     probs = ops.cast(probs, dtype) if probs.dtype != dtype else probs
     y = ops.matmul(probs, v)
     if rank == 3:
@@ -86,9 +91,7 @@ def attention(n):
     mode = n.attr("qk_matmul_output_mode", 0)
     if mode not in (0, 1, 2, 3):
         raise Unsupported(f"qk_matmul_output_mode={mode}")
-    qk = {1: capped, 2: biased, 3: probs}.get(mode)
-    if qk is None:
-        qk = ops.matmul(q * root, ops.transpose(k * root, perm=[0, 1, 3, 2])) if softcap > 0 else capped
+    qk = {0: raw, 1: capped, 2: biased, 3: probs}[mode]
     return [y] + present + [ops.cast(qk, dtype) if qk.dtype != dtype else qk]
 
 
@@ -96,20 +99,17 @@ def _bias(n, dtype, q_len, kv_len, past):
     """What is added to the scores: the mask (a boolean one as 0 or -inf, padded with masked
     keys up to the cache's length), the causal frontier, the windows and the padding of
     nonpad_kv_seqlen; None when there is nothing to add."""
-    float_dtype = np.float32 if dtype == _C.bf16 else _dtypes.numpy_dtype(dtype)
-    neg_inf = ops.cast(n.tensor(np.asarray(-np.inf, float_dtype)), dtype)
-    zero = ops.cast(n.tensor(np.asarray(0, float_dtype)), dtype)
+    neg_inf, zero = _constant(n, -math.inf, dtype), _constant(n, 0.0, dtype)
     terms = []
     if n.has(3):
         mask = n.x(3)
+        if mask.dtype == _C.bool:
+            mask = ops.where(mask, zero, neg_inf)
         if mask.shape[-1] != kv_len:
-            width = _static(n, mask.shape[-1])[0]
-            fill = 0.0 if mask.dtype == _C.bool else -math.inf
             pad = [0] * (2 * mask.ndim)
-            pad[-1] = kv_len - width
-            mask = ops.pad(mask if mask.dtype != _C.bool else ops.cast(mask, _C.u8), pad, value=fill)
-            mask = ops.cast(mask, _C.bool) if n.dtype(3) == _C.bool else mask
-        terms.append(ops.where(mask, zero, neg_inf) if mask.dtype == _C.bool else mask)
+            pad[-1] = kv_len - _static(mask.shape[-1])[0]
+            mask = ops.pad(mask, pad, value=-math.inf)
+        terms.append(mask)
     nonpad = n.x(6) if n.has(6) else None
     if nonpad is not None and n.has(4):
         raise Unsupported("nonpad_kv_seqlen with past_key and past_value")
