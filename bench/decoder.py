@@ -80,7 +80,7 @@ def main():
         with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             path = os.path.join(d, "decoder.onnx")
-            torch.onnx.export(module, (x, *cache), path, opset_version=14)
+            torch.onnx.export(module, (x, *cache), path, dynamo=False, opset_version=14)
             model = esgraph.compile(esgraph.onnx.load(path), threads=args.threads)
             with torch.no_grad():
                 want = [t.numpy() for t in module(x, *cache)]

@@ -108,7 +108,7 @@ def main():
     with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         path = os.path.join(d, "decoder.onnx")
-        torch.onnx.export(module, (x, torch.from_numpy(cache(3)), torch.from_numpy(cache(3))), path, opset_version=14,
+        torch.onnx.export(module, (x, torch.from_numpy(cache(3)), torch.from_numpy(cache(3))), path, dynamo=False, opset_version=14,
                           input_names=["x", "past_k", "past_v"], output_names=["y", "k", "v"],
                           dynamic_axes={"past_k": {3: "past"}, "past_v": {3: "past"}, "k": {3: "total"}, "v": {3: "total"}})
         graph = esgraph.onnx.load(path)

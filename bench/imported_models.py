@@ -70,7 +70,7 @@ def main():
         with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             path = os.path.join(d, "m.onnx")
-            torch.onnx.export(module, (x,), path, opset_version=14)
+            torch.onnx.export(module, (x,), path, dynamo=False, opset_version=14)
             via_fx = esgraph.compile(esgraph.torch.from_module(module, (x,)), threads=args.threads)
             via_onnx = esgraph.compile(esgraph.onnx.load(path), threads=args.threads)
             in_ort = peers.runner("ORT", path, [xn], args.threads)

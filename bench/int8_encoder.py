@@ -120,7 +120,7 @@ def main():
     with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         f32_path, int8_path = os.path.join(d, "f32.onnx"), os.path.join(d, "int8.onnx")
-        torch.onnx.export(encoder(args.layers), (x,), f32_path, opset_version=13, input_names=["x"])
+        torch.onnx.export(encoder(args.layers), (x,), f32_path, dynamo=False, opset_version=13, input_names=["x"])
         q_model = quantize_dynamic(onnx.load(f32_path))
         onnx.save(q_model, int8_path)
         quantized = sum(n.op_type == "MatMulInteger" for n in q_model.graph.node)

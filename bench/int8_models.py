@@ -167,7 +167,7 @@ def main():
             with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 f32_path, qdq_path = os.path.join(d, "f32.onnx"), os.path.join(d, "qdq.onnx")
-                torch.onnx.export(module, (x,), f32_path, opset_version=13)
+                torch.onnx.export(module, (x,), f32_path, dynamo=False, opset_version=13)
                 f32_model = onnx.load(f32_path)
                 images = [rng.standard_normal((batch, 3, 224, 224)).astype(np.float32) for _ in range(4)]
                 onnx.save(quantize(f32_model, calibrate(f32_model, images), 64 if args.reduce_range else 127), qdq_path)

@@ -293,11 +293,18 @@ def onnx_one_node(op: OpDef) -> str:
     return f'("{op.onnx.op}", ({", ".join(attrs)}{"," if len(attrs) == 1 else ""}))'
 
 
+def aten_operands(op: OpDef) -> str:
+    """The generic ATen converter's entry of an op: each input's type variable (or its fixed
+    dtype group), so that ATen's type promotion is applied among the inputs that share one."""
+    types = [f'"{i.type}"' for i in op.inputs]
+    return f'("{op.name}", ({", ".join(types)}{"," if len(types) == 1 else ""}))'
+
+
 HELPERS: Dict[str, Callable] = {f.__name__: f for f in (
     dtype_enum, expected_outputs, range_str, cpp_template, cpp_params, builder_expr, c_args, example_args, type_var_ref, output_type, count,
     input_index, attr_schema, span, py_bound_params, py_arg_type, py_lift, py_call_args, pyi_params,
     py_param_specs, py_signature, py_return,
-    onnx_one_node)}
+    onnx_one_node, aten_operands)}
 
 
 @dataclass(frozen=True)
@@ -469,6 +476,7 @@ EMITTERS = (
     Emitter("python/py_ops.cpp", "py_ops.cpp.j2"),
     Emitter("python/esgraph/ops.pyi", "ops.pyi.j2"),
     Emitter("python/esgraph/onnx/_export_table.py", "onnx_export_table.py.j2"),
+    Emitter("python/esgraph/torch/_aten_table.py", "aten_table.py.j2"),
     Emitter("docs/ops.md", "ops.md.j2"),
     Emitter("tests/op_examples_test.cpp", "op_examples_test.cpp.j2"),
     Emitter("tests/op_values_test.cpp", "op_values_test.cpp.j2"),

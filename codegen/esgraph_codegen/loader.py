@@ -16,7 +16,7 @@ from .model import (ATTR_TYPES, DTYPE_GROUPS, DTYPES, Attr, Example, ExampleTens
                     Location, OnnxNode, OpDef, OpSet, Output, OutputCount, Subgraph, TypeVar)
 
 OP_KEYS = {"name", "since", "status", "summary", "doc", "type_vars", "inputs", "outputs", "attrs",
-           "subgraphs", "infer", "compute", "examples", "onnx", "sized_by_data", "communicates",
+           "subgraphs", "infer", "compute", "examples", "onnx", "aten", "sized_by_data", "communicates",
            "static_form"}
 OP_REQUIRED = ("name", "since", "summary", "outputs", "infer")
 INPUT_KEYS = {"name", "type", "doc", "optional", "variadic", "min", "since"}
@@ -30,6 +30,8 @@ STATUSES = ("stable", "experimental", "deprecated")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 TYPE_VAR_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 ONNX_OP_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+# An ATen overload as torch.ops.aten names it: `name.overload` (`add.Tensor`, `relu.default`).
+ATEN_OP_RE = re.compile(r"^[a-z_][a-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class LoadError(Exception):
@@ -295,6 +297,7 @@ class _OpLoader:
         examples = tuple(e for e in (self._example(n, inputs, attrs, outputs)
                                      for n in _seq(f, "examples", self.what, self.p)) if e)
         onnx = self._onnx(f["onnx"], attrs, subgraphs) if "onnx" in f else None
+        aten = self._aten(f, inputs, attrs, subgraphs)
         sized_by_data = _scalar(f, "sized_by_data", bool, self.what, self.p, False)
         if sized_by_data and (subgraphs or expr is not None):
             self.p.add(f["sized_by_data"].loc, f"{self.what} cannot be `sized_by_data` with bodies or a `compute`")
@@ -310,7 +313,7 @@ class _OpLoader:
                      doc=_scalar(f, "doc", str, self.what, self.p, ""),
                      type_vars=type_vars, inputs=inputs, outputs=outputs, attrs=attrs,
                      subgraphs=subgraphs, infer=infer, compute=expr, examples=examples,
-                     loc=self.node.loc, onnx=onnx, sized_by_data=sized_by_data, static_form=static_form,
+                     loc=self.node.loc, onnx=onnx, aten=aten, sized_by_data=sized_by_data, static_form=static_form,
                      communicates=communicates)
 
     def _check_axis_of(self, attrs, inputs, outputs) -> None:
@@ -371,6 +374,29 @@ class _OpLoader:
                 self.p.add(node.loc, f"{what} writes attributes `{seen[onnx_name]}` and `{a.name}` both as `{onnx_name}`")
             seen.setdefault(onnx_name, a.name)
         return result
+
+    def _aten(self, f: Dict[str, _Node], inputs, attrs, subgraphs) -> Tuple[str, ...]:
+        """`aten: [add.Tensor, add.Scalar]`: ATen overloads that compute this op exactly, their
+        tensor arguments being its inputs in order and its attributes left at their defaults."""
+        what = f"`aten` of {self.what}"
+        names = []
+        for n in _seq(f, "aten", self.what, self.p):
+            op = n.plain() if n.is_scalar else None
+            if not isinstance(op, str) or not ATEN_OP_RE.match(op):
+                self.p.add(n.loc, f"{what} lists {_describe(n)}: an ATen overload is `name.overload`, as `add.Tensor`")
+            elif op in names:
+                self.p.add(n.loc, f"{what} lists `{op}` twice")
+            else:
+                names.append(op)
+        if not names:
+            return ()
+        if subgraphs or any(i.variadic for i in inputs):
+            self.p.add(f["aten"].loc, f"{what}: an op with bodies or a variadic input needs a converter of its own")
+        required = [a.name for a in attrs if a.required]
+        if required:
+            self.p.add(f["aten"].loc, f"{what}: attribute(s) {', '.join(required)} have no default, which the ATen "
+                                      f"arguments would have to set: convert it by hand")
+        return tuple(names)
 
     @staticmethod
     def _name(f: Dict[str, _Node]) -> str:
@@ -658,9 +684,21 @@ def load(paths: Sequence[Path], rules: Sequence[str], root: Optional[Path] = Non
             first[op.name] = op.loc
             ops.append(op)
     _check_static_forms(ops, problems)
+    _check_aten_claims(ops, problems)
     if problems.items:
         raise LoadError(problems.items)
     return OpSet(tuple(sorted(ops, key=lambda o: o.name)), tuple(rules))
+
+
+def _check_aten_claims(ops: Sequence[OpDef], problems: _Problems) -> None:
+    """An ATen overload converts to one op: two claiming it would make the frontend's choice
+    depend on the order the files load in."""
+    claimed: Dict[str, str] = {}
+    for op in ops:
+        for overload in op.aten:
+            if overload in claimed:
+                problems.add(op.loc, f"`aten` of `{op.name}` claims `{overload}`, which `{claimed[overload]}` claims already")
+            claimed.setdefault(overload, op.name)
 
 
 _OPERAND_ATTR_TYPES = ("int", "float", "list<int>")  # what a tensor's values can stand for

@@ -155,6 +155,10 @@ class OpDef:
     loc: Location
     # None for ops whose ONNX export is written by hand (python/esgraph/onnx/_exporter.py).
     onnx: Optional[OnnxNode] = None
+    # The ATen overloads ("relu.default") that are this op exactly: their tensor arguments are
+    # the op's inputs in order, their other arguments left at ATen's defaults. The torch
+    # frontend converts them through one generic converter; the rest it converts by hand.
+    aten: Tuple[str, ...] = ()
     # Some output size is known only once the op has run (nonzero's count): runs stop before it.
     sized_by_data: bool = False
     # The op of fixed sizes it runs as once the inputs named like that op's attributes are read

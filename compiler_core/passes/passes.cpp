@@ -670,12 +670,13 @@ bool scaled_by_constant(const Graph& g, ValueId scaled, ValueId* v, double* fact
 
 // Attention's scores as exporters write them: softmax(s / c + m) or softmax(s · c + m), the
 // mask optional, added either way round and broadcasting to the scores without changing their
-// shape, c a scalar constant (MatMul, Div, Add, Softmax); or softmax(matmul(q / c, k) + m), the
-// scale on the product's first operand (PyTorch's export of nn.MultiheadAttention). Matched at a
-// softmax without a mask or scale of its own; the scale, the mask (kNone without one), and
-// either the scores or (`product` set) the product whose operand `q` replaces the scaled one.
+// shape, c a scalar constant (MatMul, Div, Add, Softmax); or softmax(matmul(q · c1, k · c2) + m),
+// the scale on either operand of the product or split between both (PyTorch's export of
+// nn.MultiheadAttention: q / c before 2.x, q · √c and kᵀ · √c since). Matched at a softmax
+// without a mask or scale of its own; the scale, the mask (kNone without one), and either the
+// scores or (`product` set) the product whose operands `a` and `b` replace the scaled ones.
 struct AttentionScores {
-  ValueId scores = kNone, mask = kNone, q = kNone;
+  ValueId scores = kNone, mask = kNone, a = kNone, b = kNone;
   double scale = 1;
   const ir::Node* product = nullptr;
 };
@@ -698,7 +699,12 @@ bool exported_attention_scores(const Graph& g, const ir::Node& softmax, Attentio
   }
   if (scaled_by_constant(g, logits, &a->scores, &a->scale)) return true;
   const ir::Node* product = made_by(g, logits, K::matmul);
-  if (!product || !scaled_by_constant(g, operand(g, *product, 0), &a->q, &a->scale)) return false;
+  if (!product) return false;
+  double scale_a = 1, scale_b = 1;
+  a->a = operand(g, *product, 0), a->b = operand(g, *product, 1);
+  const bool scaled_a = scaled_by_constant(g, a->a, &a->a, &scale_a), scaled_b = scaled_by_constant(g, a->b, &a->b, &scale_b);
+  if (!scaled_a && !scaled_b) return false;
+  a->scale = scale_a * scale_b;
   a->product = product;
   return true;
 }
@@ -728,10 +734,10 @@ std::unique_ptr<Graph> recognize_exported_ops(const Graph& g) {
     AttentionScores a;
     if (n.op->kind == K::softmax && exported_attention_scores(g, n, &a)) {
       ValueId scores = a.scores == kNone ? kNone : r.get(a.scores);
-      if (a.product) {  // the product again, of the unscaled operand
+      if (a.product) {  // the product again, of the unscaled operands
         const ir::MatmulAttrs m(g, *a.product);
         ir::AttrArg flags[2] = {ir::AttrArg::of_bool(m.transpose_a), ir::AttrArg::of_bool(m.transpose_b)};
-        const ValueId operands[] = {r.get(a.q), r.get(operand(g, *a.product, 1))};
+        const ValueId operands[] = {r.get(a.a), r.get(a.b)};
         scores = added(r, *ir::find_op(K::matmul), {operands, 2}, {flags, 2});
       }
       ir::AttrArg attrs[2] = {ir::AttrArg::of_int(static_cast<int64_t>(ir::SoftmaxAttrs(g, n).axis)), ir::AttrArg::of_float(a.scale)};

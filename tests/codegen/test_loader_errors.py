@@ -459,6 +459,53 @@ def test_valid_compute_expression_uses_the_whole_language(load_yaml):
         """)
 
 
+# ---- the ATen mapping -----------------------------------------------------------------------------
+ATEN_OP = """\
+    ops:
+      - name: t_x
+        since: 1
+        summary: A test op.
+        inputs: [{name: x, type: f32}]
+        outputs: [{name: y, type: f32}]
+        attrs:
+          - {name: alpha, type: float, %s}
+        infer: unary
+        aten: %s  # <-
+    """
+
+
+@pytest.mark.parametrize("aten, problem", [
+    ("relu.default", "`aten` of op `t_x` must be a list"),
+    ("[relu]", "`aten` of op `t_x` lists 'relu': an ATen overload is `name.overload`, as `add.Tensor`"),
+    ("[aten.relu.default]", "`aten` of op `t_x` lists 'aten.relu.default': an ATen overload is `name.overload`, as `add.Tensor`"),
+    ("[3]", "`aten` of op `t_x` lists 3: an ATen overload is `name.overload`, as `add.Tensor`"),
+    ("[relu.default, relu.default]", "`aten` of op `t_x` lists `relu.default` twice"),
+], ids=["not-a-list", "no-overload", "namespaced", "not-a-string", "twice"])
+def test_aten(load_yaml, aten, problem):
+    assert the_problem(load_yaml, ATEN_OP % ("default: 1.0", aten)) == problem
+
+
+def test_aten_of_an_op_with_a_required_attribute(load_yaml):
+    message = the_problem(load_yaml, ATEN_OP % ("required: true", "[elu.default]"))
+    assert message == ("`aten` of op `t_x`: attribute(s) alpha have no default, which the ATen arguments would have to set: "
+                       "convert it by hand")
+
+
+def test_an_aten_overload_claimed_by_two_ops(load_yaml):
+    op = """\
+        ops:
+          - name: %s
+            since: 1
+            summary: A test op.
+            inputs: [{name: x, type: f32}]
+            outputs: [{name: y, type: f32}]
+            infer: unary
+            aten: [relu.default]
+        """
+    found = problems(load_yaml, {"a.yaml": op % "t_a", "b.yaml": op % "t_b"})
+    assert found == ["op_defs/b.yaml:2: `aten` of `t_b` claims `relu.default`, which `t_a` claims already"]
+
+
 # ---- the ONNX export -------------------------------------------------------------------------------
 ONNX_OP = """\
     ops:

@@ -125,7 +125,7 @@ def export(module, example, **options):
     buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(module, torch.from_numpy(example), buf, opset_version=17, **options)
+        torch.onnx.export(module, torch.from_numpy(example), buf, dynamo=False, opset_version=17, **options)
     return buf.getvalue()
 
 

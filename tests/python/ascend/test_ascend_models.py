@@ -49,31 +49,29 @@ def test_half_precision_models_run_on_aclnn_too():
 IMPORTED = ["transformer", "lstm", "gru"]
 
 
-@pytest.mark.parametrize("route", ["fx", "onnx"])
+@pytest.mark.parametrize("route", ["export", "onnx"])
 @pytest.mark.parametrize("model", IMPORTED)
 def test_imported_models_run_on_the_device(model, route, tmp_path):
     """Real torch.nn models, imported both ways, run entirely on ascend-sim and match PyTorch:
     attention with its masks and norms, unrolled recurrences (splits become slices; groups that
     would re-enter themselves become single ops)."""
     torch = pytest.importorskip("torch")
-    import warnings
 
     import esgraph.onnx as esg_onnx
     import esgraph.torch as esg_torch
     from torch import nn
+    from torch_onnx import export_onnx
 
     torch.manual_seed(0)
     net, x = {"transformer": (nn.TransformerEncoderLayer(64, 4, 128, batch_first=True), torch.randn(2, 8, 64)),
               "lstm": (nn.LSTM(16, 32, num_layers=2, batch_first=True), torch.randn(2, 5, 16)),
               "gru": (nn.GRU(16, 32, batch_first=True), torch.randn(2, 5, 16))}[model]
     net.eval()
-    if route == "fx":
+    if route == "export":
         graph = esg_torch.from_module(net, (x,))
     else:
         path = str(tmp_path / "m.onnx")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(net, (x,), path, opset_version=14)
+        export_onnx(net, (x,), path, 14)
         graph = esg_onnx.load(path)
     with torch.no_grad():
         want = net(x)

@@ -1,0 +1,213 @@
+"""ATen's views, copies, joins, splits and fills."""
+import torch
+
+from ... import _C
+from ..._compose import pad_or_crop, tiled
+from .registry import NeedsShape, Unsupported, as_dtype, constant, converts, esg_dtype, ints, ops, static
+
+
+def _axis(d, rank):
+    return d + rank if d < 0 else d
+
+
+def reshape_entries(call, target):
+    """ATen's target sizes as reshape's entries: a number, 0 where the size is the input's at
+    the same axis (symbolic ones included), and -1 for the one size left to infer."""
+    have = list(call.arg_val(0).shape)
+    entries, unknown = [], 0
+    for i, t in enumerate(target):
+        if not isinstance(t, torch.SymInt):
+            entries.append(int(t))
+        elif i < len(have) and str(have[i]) == str(t):
+            entries.append(0)
+        else:
+            entries.append(-1)
+            unknown += 1
+    if unknown > 1 or (unknown and -1 in [int(t) for t in target if not isinstance(t, torch.SymInt)]):
+        raise NeedsShape(f"the target shape {list(target)} has more than one size to infer")
+    return entries
+
+
+@converts("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
+def _view(call, x, size):
+    return ops.reshape(x, reshape_entries(call, size))
+
+
+@converts("aten.permute.default")
+def _permute(call, x, dims):
+    return ops.transpose(x, perm=[_axis(d, x.ndim) for d in dims])
+
+
+@converts("aten.t.default", "aten.numpy_T.default")
+def _t(call, x):
+    return x if x.ndim < 2 else ops.transpose(x, perm=list(range(x.ndim))[::-1])
+
+
+@converts("aten.transpose.int")
+def _transpose(call, x, a, b):
+    perm = list(range(x.ndim))
+    a, b = _axis(a, x.ndim), _axis(b, x.ndim)
+    perm[a], perm[b] = perm[b], perm[a]
+    return ops.transpose(x, perm=perm)
+
+
+@converts("aten.expand.default")
+def _expand(call, x, size, implicit=False):
+    """Broadcast to the result's shape; a symbolic size broadcasts from x's own (a 1 in
+    esgraph's target keeps it), one x does not have would need its number."""
+    have, out = list(call.arg_val(0).shape), list(call.val.shape)
+    lead, shape = len(out) - len(have), []
+    for i, o in enumerate(out):
+        if not isinstance(o, torch.SymInt):
+            shape.append(int(o))
+        elif i >= lead and str(have[i - lead]) == str(o):
+            shape.append(1)
+        else:
+            raise NeedsShape(f"the expanded size {o} is symbolic and not the input's")
+    return ops.expand(x, shape)
+
+
+@converts("aten.unsqueeze.default")
+def _unsqueeze(call, x, dim):
+    return ops.unsqueeze(x, [_axis(dim, x.ndim + 1)])
+
+
+@converts("aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default")
+def _squeeze(call, x, dims=None):
+    dims = range(x.ndim) if dims is None else [dims] if isinstance(dims, int) else dims
+    axes = [_axis(d, x.ndim) for d in dims if x.ndim and call.arg_val(0).shape[_axis(d, x.ndim)] == 1]
+    return ops.squeeze(x, axes=axes) if axes else _copy(call, x)
+
+
+@converts("aten.cat.default")
+def _cat(call, tensors, dim=0):
+    dtype = esg_dtype(call.val.dtype)
+    # ATen skips 1-D empty tensors (the legacy form) and promotes the rest to one type.
+    kept = [as_dtype(t, dtype) for t, f in zip(tensors, call.arg_val(0)) if not (f.ndim == 1 and f.shape[0] == 0)]
+    return ops.concat(kept, _axis(dim, call.val.ndim)) if len(kept) > 1 else _copy(call, kept[0])
+
+
+@converts("aten.split_with_sizes.default", "aten.split.Tensor")
+def _split(call, x, sizes, dim=0):
+    dim = _axis(dim, x.ndim)
+    if isinstance(sizes, (int, torch.SymInt)):
+        sizes = [f.shape[dim] for f in call.val]
+    return tuple(ops.split(x, ints(sizes, "a split size"), axis=dim))
+
+
+@converts("aten.slice.Tensor")
+def _slice(call, x, dim=0, start=None, end=None, step=1):
+    dim = _axis(dim, x.ndim)
+    size = call.arg_val(0).shape[dim]
+    start = 0 if start is None else start
+    end = 2**62 if end is None or (isinstance(end, torch.SymInt) and str(end) == str(size)) else end
+    if start == 0 and end >= 2**62 and step == 1:
+        return _copy(call, x)
+    return ops.slice(x, [static(start, "a slice start")], [static(end, "a slice end")], axes=[dim], steps=[static(step, "a step")])
+
+
+@converts("aten.select.int")
+def _select(call, x, dim, index):
+    dim = _axis(dim, x.ndim)
+    index = static(index, "a selected index")
+    y = ops.slice(x, [index], [index + 1 if index != -1 else 2**62], axes=[dim])
+    return ops.squeeze(y, axes=[dim])
+
+
+def _copy(call, x):
+    """A new tensor of x's values (a reshape to the same shape: esgraph's views cost nothing)."""
+    return ops.reshape(x, [0] * x.ndim)
+
+
+@converts("aten.clone.default", "aten.alias.default", "aten.lift_fresh_copy.default", "aten.detach.default",
+          "aten.contiguous.default")
+def _clone(call, x, memory_format=None):
+    return _copy(call, x)
+
+
+@converts("aten._to_copy.default", "aten.to.dtype")
+def _to_copy(call, x, *args, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+             memory_format=None, copy=False):
+    want = esg_dtype(call.val.dtype)
+    return ops.cast(x, want) if x.dtype != want else _copy(call, x)
+
+
+@converts("aten.constant_pad_nd.default")
+def _pad(call, x, pad, value=0):
+    pad = ints(pad, "a padding")
+    begins, ends = [0] * x.ndim, [0] * x.ndim
+    for k in range(len(pad) // 2):  # pairs from the last axis backwards
+        begins[x.ndim - 1 - k], ends[x.ndim - 1 - k] = pad[2 * k], pad[2 * k + 1]
+    return pad_or_crop(x, begins + ends, value=float(value))
+
+
+@converts("aten.full.default", "aten.new_full.default")
+def _full(call, *args, dtype=None, layout=None, device=None, pin_memory=None):
+    size, value = args[-2], args[-1]
+    out = esg_dtype(call.val.dtype)
+    return ops.expand(constant(value, out), ints(size, "a filled size")) if size else constant(value, out)
+
+
+@converts("aten.scalar_tensor.default")
+def _scalar_tensor(call, value, dtype=None, layout=None, device=None, pin_memory=None):
+    return constant(value, esg_dtype(call.val.dtype))
+
+
+@converts("aten.arange.start_step", "aten.arange.default", "aten.arange.start")
+def _arange(call, *args, dtype=None, layout=None, device=None, pin_memory=None):
+    start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    values = torch.arange(static(start, "a range start"), static(end, "a range end"), static(step, "a step"),
+                          dtype=call.val.dtype)
+    return constant(values, esg_dtype(call.val.dtype))
+
+
+@converts("aten.embedding.default")
+def _embedding(call, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return ops.gather(weight, indices, axis=0)
+
+
+@converts("aten.index_select.default")
+def _index_select(call, x, dim, index):
+    return ops.gather(x, index, axis=_axis(dim, x.ndim))
+
+
+@converts("aten.index.Tensor")
+def _index(call, x, indices):
+    """x[idx] with one index tensor and the other axes whole: a gather along that axis."""
+    given = [(k, i) for k, i in enumerate(indices) if i is not None]
+    if len(given) != 1:
+        raise Unsupported(f"indexing by {len(given)} tensors at once (only one is converted)")
+    axis, index = given[0]
+    if index.dtype == getattr(_C, "bool"):
+        raise Unsupported("indexing by a boolean mask (a size the data decides): use torch.where")
+    return ops.gather(x, index, axis=axis)
+
+
+@converts("aten.flip.default")
+def _flip(call, x, dims):
+    axes = [_axis(d, x.ndim) for d in dims]
+    return ops.slice(x, [-1] * len(axes), [-2**62] * len(axes), axes=axes, steps=[-1] * len(axes))
+
+
+@converts("aten.repeat.default")
+def _repeat(call, x, repeats):
+    repeats = ints(repeats, "a repeat count")
+    lead = len(repeats) - x.ndim
+    if lead:  # repeat gives x leading unit axes first
+        x = ops.unsqueeze(x, list(range(lead)))
+    dims = [1] * lead + [int(d) if not isinstance(d, torch.SymInt) else str(d) for d in call.arg_val(0).shape]
+    return tiled(x, dims, repeats)
+
+
+@converts("aten.full_like.default", "aten.zeros_like.default", "aten.ones_like.default")
+def _full_like(call, x, *value, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    fill = value[0] if value else 0 if call.name.startswith("aten.zeros") else 1
+    shape = ints(call.val.shape, "a filled tensor's size")
+    return ops.expand(constant(fill, esg_dtype(call.val.dtype)), shape)
+
+
+@converts("aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default",
+          "aten.sym_constrain_range.default")
+def _assertion(call, *args, **kwargs):
+    """What PyTorch checked while tracing; nothing to compute."""
+    return None

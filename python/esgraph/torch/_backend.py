@@ -1,0 +1,179 @@
+"""esgraph as a torch.compile backend: `torch.compile(model, backend="esgraph", options={...})`.
+
+Dynamo hands over each captured graph; aot_autograd functionalizes it and lowers it to core ATen
+(PyTorch's own decompositions, as other backends use them), and esgraph compiles the result.
+Parameters and buffers arrive as arguments on every call: they are baked into the graph as
+constants at the first call, and the graph is rebuilt when one of them is another tensor or
+has been written since (its version counter), so no stale weight is ever served.
+
+Inference only: where autograd would need a backward pass (grad mode on and an input that
+requires grad), the graph runs in eager PyTorch, with one warning saying so.
+"""
+import functools
+import warnings
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._decomp import core_aten_decompositions
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+import esgraph
+
+from .._frontend import ImportFailed
+from ._crossing import to_esgraph, to_torch
+from ._aten import CONVERTERS
+from ._aten.registry import overload_name
+from ._graph import converts, to_graph, unsupported_nodes
+
+# What `options` takes: each key's allowed values (a type for free-form ones).
+OPTIONS = {
+    "device": ("cpu", "ascend", "ascend-sim"),
+    "precision": ("f32", "bf16"),
+    "cache_dir": str,
+    "trace": str,
+    "fallback": ("error", "eager"),
+}
+_DEFAULTS = {"device": "cpu", "precision": "f32", "cache_dir": None, "trace": None, "fallback": "error"}
+
+
+def read_options(options):
+    """The backend's settings from torch.compile's `options`; an unknown key or value is named."""
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"esgraph backend: no option {', '.join(repr(u) for u in unknown)} "
+                         f"(it takes {', '.join(OPTIONS)})")
+    for key, value in options.items():
+        allowed = OPTIONS[key]
+        if isinstance(allowed, tuple) and value not in allowed:
+            raise ValueError(f"esgraph backend: option {key!r} is one of {', '.join(allowed)}, got {value!r}")
+        if isinstance(allowed, type) and not isinstance(value, allowed):
+            raise ValueError(f"esgraph backend: option {key!r} takes a {allowed.__name__}, got {type(value).__name__}")
+    return {**_DEFAULTS, **options}
+
+
+_warned_backward = []
+
+
+def _needs_backward(example_inputs):
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs)
+
+
+def esgraph_backend(gm, example_inputs, options=None):
+    """The function torch.compile calls with each graph Dynamo captures."""
+    settings = read_options(options)
+    if _needs_backward(example_inputs):
+        if not _warned_backward:
+            _warned_backward.append(True)
+            warnings.warn("esgraph backend: this graph needs a backward pass (grad mode is on and its parameters "
+                          "require grad); esgraph compiles inference only, so it runs in eager PyTorch. Call the "
+                          "model under torch.no_grad() or torch.inference_mode() to compile it.", stacklevel=2)
+        return gm.forward
+    compiler = functools.partial(_compile_inference, settings=settings)
+    return aot_autograd(fw_compiler=compiler, decompositions=decompositions())(gm, example_inputs)
+
+
+@functools.lru_cache(maxsize=None)
+def _table():
+    return core_aten_decompositions()
+
+
+def decompositions():
+    """PyTorch's core-ATen decompositions, less those of the ops esgraph converts whole
+    (attention, softplus, group norm, resizes): those stay one op, computed as PyTorch does."""
+    return {op: fn for op, fn in _table().items() if overload_name(op) not in CONVERTERS}
+
+
+def _static_inputs():
+    """Which of the graph's arguments are parameters and buffers (Dynamo marks them static)."""
+    ctx = torch._guards.TracingContext.try_get()
+    return set(ctx.fw_metadata.static_input_indices) if ctx is not None and ctx.fw_metadata is not None else set()
+
+
+def _compile_inference(gm, example_inputs, settings):
+    missing = unsupported_nodes(gm)
+    if missing and settings["fallback"] == "eager":
+        return _partitioned(gm, settings)
+    if missing:
+        raise ImportFailed("torch.compile graph", missing)
+    return EsgraphFunction(gm, settings, _static_inputs())
+
+
+class EsgraphFunction:
+    """A graph's compiled form: called by aot_autograd with the list of its arguments (boxed)."""
+
+    _boxed_call = True
+
+    def __init__(self, gm, settings, constants=()):
+        self.gm, self.settings, self.constants = gm, settings, sorted(constants)
+        outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+        self.out_dtypes = [o.meta["val"].dtype for o in (outputs if isinstance(outputs, (list, tuple)) else [outputs])]
+        self.weights = None  # the constant arguments the model was built with, with their versions
+        self.model = self.positions = None
+        self.builds = 0
+
+    def _weights_of(self, args):
+        return [(args[i], args[i]._version, args[i].data_ptr()) for i in self.constants]
+
+    def _current(self, args):
+        return self.weights is not None and all(
+            t is held and v == version and p == ptr for (t, v, p), (held, version, ptr) in zip(self._weights_of(args), self.weights))
+
+    def _build(self, args):
+        graph, self.positions = to_graph(self.gm, "torch_compile", {i: args[i] for i in self.constants})
+        s = self.settings
+        self.model = esgraph.compile(graph, backend=s["device"], precision=s["precision"], cache_dir=s["cache_dir"])
+        self.weights = self._weights_of(args)
+        self.builds += 1
+
+    def __call__(self, args):
+        if not self._current(args):
+            self._build(args)
+        inputs = [to_esgraph(args[i]) for i in self.positions]
+        if self.settings["trace"]:
+            outs = self.model.profile(*inputs, path=self.settings["trace"])
+        else:
+            outs = self.model(*inputs)
+            outs = list(outs) if isinstance(outs, tuple) else [outs]
+        args.clear()  # boxed: the caller's inputs are not kept alive by the call
+        return [to_torch(o, d) for o, d in zip(outs, self.out_dtypes)]
+
+
+class _Converts(OperatorSupportBase):
+    def is_node_supported(self, submodules, node):
+        return node.op == "call_function" and converts(node)
+
+
+def _partitioned(gm, settings):
+    """fallback="eager": the parts esgraph converts run in esgraph, the rest in PyTorch."""
+    partitioner = CapabilityBasedPartitioner(gm, _Converts(), allows_single_node_partition=True)
+    fused = partitioner.fuse_partitions(partitioner.propose_partitions())
+    for node in fused.graph.nodes:
+        if node.op == "call_module" and node.target.startswith("fused_"):
+            sub = fused.get_submodule(node.target)
+            for placeholder, arg in zip((n for n in sub.graph.nodes if n.op == "placeholder"), node.args):
+                placeholder.meta.setdefault("val", arg.meta.get("val"))
+            setattr(fused, node.target, _EsgraphModule(sub, settings))
+    fused.recompile()
+    return fused
+
+
+class _EsgraphModule(torch.nn.Module):
+    """One partition that esgraph runs; a partition esgraph refuses stays in PyTorch."""
+
+    def __init__(self, sub, settings):
+        super().__init__()
+        self.sub = sub
+        try:
+            to_graph(sub, "torch_compile_part")  # refused here, not at the first call
+            self.fn = EsgraphFunction(sub, settings)
+        except ImportFailed:
+            self.fn = None
+
+    def forward(self, *args):
+        if self.fn is None:
+            return self.sub(*args)
+        outs = self.fn(list(args))
+        single = next(n for n in self.sub.graph.nodes if n.op == "output").args[0]
+        return tuple(outs) if isinstance(single, (list, tuple)) else outs[0]

@@ -1,0 +1,130 @@
+"""An ATen FX graph (from aot_autograd or torch.export, after core-ATen decompositions) rebuilt
+through esgraph's builder.
+
+Tensor placeholders become graph inputs, with Dynamo's or export's symbolic sizes as esgraph
+symbols; the ones given in `constants` become constants. Placeholders that are sizes (SymInts
+Dynamo passes beside the tensors) are read from the tensors' shapes and are no inputs.
+Every node without a converter, or whose converter refuses it, is reported at once.
+"""
+import operator
+
+import torch
+import torch.fx as fx
+
+from .. import _C
+from .._frontend import ImportFailed, NeedsValue, Unsupported, name_outputs
+from ._aten import CONVERTERS, Call
+from ._aten.registry import constant, esg_dtype, overload_name
+
+
+def describe(node):
+    return f"{overload_name(node.target) if node.op == 'call_function' else node.op} ({node.name})"
+
+
+def converts(node):
+    """Whether a node has a converter (placeholders, outputs and size arithmetic need none)."""
+    return node.op != "call_function" or _is_python(node) or overload_name(node.target) in CONVERTERS
+
+
+def unsupported_nodes(gm):
+    """The call nodes no converter claims: (description, reason), in graph order."""
+    return [(describe(n), "no converter") for n in gm.graph.nodes if not converts(n)]
+
+
+def _is_python(node):
+    """getitem on a node's tuple, and arithmetic on sizes (aten.sym_size, operator.mul on
+    SymInts): PyTorch traced their values, which the converters read as they are."""
+    if node.target is operator.getitem:
+        return True
+    sized = isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
+    return sized and (not isinstance(node.target, torch._ops.OpOverload) or overload_name(node.target).startswith("aten.sym_"))
+
+
+def _dims(shape):
+    return [str(d) if isinstance(d, torch.SymInt) else int(d) for d in shape]
+
+
+def to_graph(gm, name, constants=None, outputs=None):
+    """(Graph, positions): the graph of `gm`, whose placeholder i is the constant `constants[i]`
+    (a torch tensor) when given, and the placeholders that are its inputs, in order. `outputs`
+    picks which of gm's outputs the graph has (all by default)."""
+    constants, picked = constants or {}, outputs
+    missing = unsupported_nodes(gm)
+    if missing:
+        raise ImportFailed(name, missing)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    env, failures, positions, outputs = {}, [], [], None
+    with _C.GraphBuilder(name) as b:
+        for i, node in enumerate(placeholders):
+            val = node.meta.get("val")
+            if i in constants:
+                env[node] = constant(constants[i], None)
+            elif isinstance(val, torch.Tensor):
+                try:
+                    env[node] = b.input(node.name, esg_dtype(val.dtype), _dims(val.shape))
+                except Unsupported as e:
+                    failures.append((f"input {node.name}", str(e)))
+                    env[node] = _FAILED
+                positions.append(i)
+            else:  # a size: its value is the SymInt itself
+                env[node] = val
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                continue
+            args = fx.node.map_arg(node.args, lambda n: env[n])
+            kwargs = fx.node.map_arg(node.kwargs, lambda n: env[n])
+            if node.op == "output":
+                outputs = args[0]
+                break
+            if _holds(args, kwargs, _FAILED):  # downstream of a failure: already reported
+                env[node] = _FAILED
+                continue
+            env[node] = _FAILED
+            try:
+                env[node] = _convert(node, args, kwargs)
+            except NeedsValue as e:
+                failures.append((describe(node), str(e)))
+            except Unsupported as e:
+                failures.append((describe(node), str(e)))
+            except (_C.Error, ValueError, TypeError) as e:  # the builder's own refusal: one report, with its type
+                failures.append((describe(node), f"{type(e).__name__}: {e}"))
+        if failures:
+            raise ImportFailed(name, failures)
+        flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        flat = flat if picked is None else [flat[k] for k in picked]
+        for k, o in enumerate(flat):
+            if isinstance(o, (int, float, bool)):  # a number the program returns: a constant output
+                flat[k] = constant(o, esg_dtype(torch.tensor(o).dtype))
+            elif not isinstance(o, _C.Tensor):
+                failures.append((f"output {k}", f"a {type(o).__name__}, not a tensor: a symbolic size, which the caller "
+                                                f"reads from the tensors' shapes"))
+        if failures:
+            raise ImportFailed(name, failures)
+        names = [f"output_{k}" for k in range(len(flat))] if len(flat) > 1 else ["output"]
+        named = name_outputs(flat, names, {p.name for p in placeholders})
+    return b.build(named), positions
+
+
+class _Failed:
+    pass
+
+
+_FAILED = _Failed()
+
+
+def _holds(args, kwargs, value):
+    found = []
+    fx.node.map_aggregate((args, kwargs), lambda a: found.append(a) if a is value else a)
+    return bool(found)
+
+
+def _convert(node, args, kwargs):
+    if node.target is operator.getitem:
+        item = args[0][args[1]]
+        if item is None:
+            raise Unsupported(f"output {args[1]} of {describe(node.args[0])}, which esgraph does not compute "
+                              f"(a pooling's indices, a normalization's saved statistics)")
+        return item
+    if _is_python(node):  # a size computed from sizes: PyTorch's traced value is it
+        return node.meta.get("val")
+    return CONVERTERS[overload_name(node.target)](Call(node), *args, **kwargs)
