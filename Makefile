@@ -87,7 +87,7 @@ test: build
 MPI_AS_ROOT := $(shell [ "$$(id -u)" -eq 0 ] && echo --allow-run-as-root)
 
 bench: build
-	@scripts/install-deps.sh python3-torchvision libopenblas-dev libblis-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev
+	@scripts/install-deps.sh libopenblas-dev libblis-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev
 	@cmake --preset default >/dev/null
 	@cmake --build --preset default -j$(JOBS)
 	./build/default/bench/bench_build --benchmark_min_time=0.5

@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ ccache pkg-config python3 python3-dev python3-jinja2
           python3-yaml python3-numpy python3-pytest pybind11-dev doctest-dev libbenchmark-dev
-          zlib1g-dev libxxhash-dev abigail-tools libdnnl-dev python3-onnx python3-torch
+          zlib1g-dev libxxhash-dev abigail-tools libdnnl-dev python3-onnx
           python3-setuptools python3-wheel python3-build python3-venv python3-pip dpkg-dev
           clang libclang-rt-dev libomp-dev python3-hypothesis python3-clang
           libopenmpi-dev openmpi-bin

@@ -16,7 +16,7 @@ parts in PyTorch instead. docs/pytorch.md has the whole story.
 """
 from .._frontend import ImportFailed
 from ._aten import CONVERTERS
-from ._backend import OPTIONS, esgraph_backend
+from ._backend import OPTIONS, compiled_functions, esgraph_backend
 from ._export import from_module, load, symbol_ranges
 
 
@@ -36,4 +36,4 @@ def _register():
 
 _register()
 
-__all__ = ["ImportFailed", "OPTIONS", "esgraph_backend", "from_module", "load", "supported", "symbol_ranges"]
+__all__ = ["ImportFailed", "OPTIONS", "compiled_functions", "esgraph_backend", "from_module", "load", "supported", "symbol_ranges"]

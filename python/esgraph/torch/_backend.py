@@ -11,6 +11,7 @@ requires grad), the graph runs in eager PyTorch, with one warning saying so.
 """
 import functools
 import warnings
+import weakref
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
@@ -100,12 +101,24 @@ def _compile_inference(gm, example_inputs, settings):
     return EsgraphFunction(gm, settings, _static_inputs())
 
 
+_live = []  # weak references to every EsgraphFunction made, in order
+
+
+def compiled_functions():
+    """The graphs the backend compiled that are still in use, oldest first: each has `model`
+    (the esgraph Model, None before its first call) and `builds` (how often it was built: once,
+    plus once per change of a parameter)."""
+    _live[:] = [r for r in _live if r() is not None]
+    return [r() for r in _live]
+
+
 class EsgraphFunction:
     """A graph's compiled form: called by aot_autograd with the list of its arguments (boxed)."""
 
     _boxed_call = True
 
     def __init__(self, gm, settings, constants=()):
+        _live.append(weakref.ref(self))
         self.gm, self.settings, self.constants = gm, settings, sorted(constants)
         outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
         self.out_dtypes = [o.meta["val"].dtype for o in (outputs if isinstance(outputs, (list, tuple)) else [outputs])]

@@ -23,7 +23,11 @@ def to_esgraph(t):
 
 
 def to_torch(a, dtype):
-    """esgraph's output array as a tensor of `dtype` over the same memory (bf16 from its bits)."""
+    """esgraph's output array as a tensor of `dtype` over the same memory (bf16 from its bits).
+    An output esgraph holds read-only (a constant of the graph) is copied: DLPack cannot mark
+    a tensor read-only, and the caller may write to what it is given."""
+    if not a.flags.writeable:
+        a = a.copy()
     if dtype == torch.bfloat16:
-        return torch.from_dlpack(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
-    return torch.from_dlpack(np.ascontiguousarray(a))
+        return torch.from_dlpack(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_dlpack(a)

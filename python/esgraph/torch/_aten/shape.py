@@ -211,3 +211,22 @@ def _full_like(call, x, *value, dtype=None, layout=None, device=None, pin_memory
 def _assertion(call, *args, **kwargs):
     """What PyTorch checked while tracing; nothing to compute."""
     return None
+
+
+@converts("aten.as_strided.default")
+def _as_strided(call, x, size, stride, storage_offset=None):
+    """A view of x's storage. esgraph's tensors have no storage layout of their own: the same
+    mapping as x's (a restride PyTorch adds for a memory format; unit axes' strides never
+    matter) is x itself, and over a contiguous x any view is a gather of its flat elements."""
+    have = call.arg_val(0)
+    size, stride = ints(size, "an as_strided size"), ints(stride, "an as_strided stride")
+    offset = have.storage_offset() if storage_offset is None else static(storage_offset, "a storage offset")
+    if size == ints(have.shape, "an as_strided input's size") and offset == have.storage_offset() and all(
+            d == 1 or s == h for d, s, h in zip(size, stride, ints(have.stride(), "a stride"))):
+        return _copy(call, x)
+    if not have.is_contiguous() or have.storage_offset():
+        raise Unsupported(f"as_strided of a tensor laid out with strides {list(have.stride())} (esgraph's are dense)")
+    index = torch.full(size, offset, dtype=torch.int64)
+    for axis, (d, s) in enumerate(zip(size, stride)):
+        index += (torch.arange(d) * s).reshape([d] + [1] * (len(size) - axis - 1))
+    return ops.gather(ops.reshape(x, [-1]), constant(index, _C.i64), axis=0)
