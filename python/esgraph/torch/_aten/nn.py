@@ -158,13 +158,10 @@ def _hardsigmoid(call, x):
     return ops.hard_sigmoid(x, alpha=1 / 6, beta=0.5)
 
 
-@converts("aten.scaled_dot_product_attention.default", "aten._scaled_dot_product_flash_attention_for_cpu.default")
-def _attention(call, q, k, v, *args, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    """[batch, heads, seq, head] operands: esgraph's attention op, with a causal or given mask."""
-    positional = dict(zip(("dropout_p", "is_causal") if call.name.endswith("cpu.default") else
-                          ("attn_mask", "dropout_p", "is_causal"), args))
-    attn_mask = positional.get("attn_mask", attn_mask)
-    dropout_p, is_causal = positional.get("dropout_p", dropout_p), positional.get("is_causal", is_causal)
+@converts("aten.scaled_dot_product_attention.default")
+def _attention(call, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """[batch, heads, seq, head] operands: esgraph's attention op, with a causal or given mask.
+    (aot_autograd takes it apart into products and a softmax, which compile into the same op.)"""
     if dropout_p:
         raise Unsupported(f"attention with dropout_p={dropout_p} (inference has none)")
     if enable_gqa or q.ndim != 4:
@@ -179,8 +176,7 @@ def _attention(call, q, k, v, *args, attn_mask=None, dropout_p=0.0, is_causal=Fa
         bias = torch.zeros(lq, lk).masked_fill(~causal, -math.inf)
         causal = as_dtype(bias, q.dtype)
         mask = causal if mask is None else mask + causal
-    y = ops.attention(q, k, v, mask=mask, scale=0.0 if scale is None else float(scale))
-    return (y, None) if call.name.endswith("cpu.default") else y
+    return ops.attention(q, k, v, mask=mask, scale=0.0 if scale is None else float(scale))
 
 
 @converts("aten.native_group_norm.default")
@@ -211,9 +207,8 @@ def _upsample_nearest(call, x, output_size, *scales):
     return _resized(call, x, factors, "nearest", "asymmetric", "floor")
 
 
-@converts("aten.upsample_bilinear2d.vec", "aten.upsample_bilinear2d.default")
-def _upsample_bilinear(call, x, output_size, align_corners, *scales):
-    factors = scales[0] if call.name.endswith(".vec") else [s for s in scales if s is not None] or None
+@converts("aten.upsample_bilinear2d.vec")
+def _upsample_bilinear(call, x, output_size, align_corners, factors):
     return _resized(call, x, factors, "linear", "align_corners" if align_corners else "pytorch_half_pixel")
 
 

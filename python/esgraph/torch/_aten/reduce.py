@@ -4,12 +4,14 @@ from .registry import Unsupported, as_dtype, converts, esg_dtype, ops
 
 
 def _axes(dims, rank):
-    return list(range(rank)) if not dims else [d + rank if d < 0 else d for d in ([dims] if isinstance(dims, int) else dims)]
+    """ATen's reduced dims: None or an empty list for every axis."""
+    dims = [dims] if isinstance(dims, int) else list(dims or [])
+    return [d + rank if d < 0 else d for d in dims] or list(range(rank))
 
 
-def _reduce(op, call, x, dims, keepdim):
-    out = esg_dtype(call.val.dtype)
+def _reduce(op, call, x, dims, keepdim, dtype=None):
     # ATen sums integers and booleans in i64; the result's dtype says which it is.
+    out = esg_dtype(dtype or call.val.dtype)
     return getattr(ops, op)(as_dtype(x, out), axes=_axes(dims, x.ndim), keepdims=bool(keepdim))
 
 
@@ -59,7 +61,7 @@ def _argmax(call, x, dim=None, keepdim=False):
 
 @converts("aten.max.dim", "aten.min.dim")
 def _max_dim(call, x, dim, keepdim=False):
-    values = _reduce("reduce_max" if call.name.startswith("aten.max") else "reduce_min", call, x, dim, keepdim)
+    values = _reduce("reduce_max" if call.name.startswith("aten.max") else "reduce_min", call, x, dim, keepdim, call.val[0].dtype)
     indices = (ops.argmax if call.name.startswith("aten.max") else ops.argmin)(x, axis=dim, keepdims=bool(keepdim))
     return (values, indices)
 

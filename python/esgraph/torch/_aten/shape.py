@@ -28,7 +28,7 @@ def reshape_entries(call, target):
     return entries
 
 
-@converts("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
+@converts("aten.view.default", "aten._unsafe_view.default")
 def _view(call, x, size):
     return ops.reshape(x, reshape_entries(call, size))
 
@@ -38,7 +38,7 @@ def _permute(call, x, dims):
     return ops.transpose(x, perm=[_axis(d, x.ndim) for d in dims])
 
 
-@converts("aten.t.default", "aten.numpy_T.default")
+@converts("aten.t.default")
 def _t(call, x):
     return x if x.ndim < 2 else ops.transpose(x, perm=list(range(x.ndim))[::-1])
 
@@ -119,13 +119,12 @@ def _copy(call, x):
     return ops.reshape(x, [0] * x.ndim)
 
 
-@converts("aten.clone.default", "aten.alias.default", "aten.lift_fresh_copy.default", "aten.detach.default",
-          "aten.contiguous.default")
+@converts("aten.clone.default", "aten.alias.default", "aten.detach.default")
 def _clone(call, x, memory_format=None):
     return _copy(call, x)
 
 
-@converts("aten._to_copy.default", "aten.to.dtype")
+@converts("aten._to_copy.default")
 def _to_copy(call, x, *args, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
              memory_format=None, copy=False):
     want = esg_dtype(call.val.dtype)
@@ -173,14 +172,28 @@ def _index_select(call, x, dim, index):
 
 @converts("aten.index.Tensor")
 def _index(call, x, indices):
-    """x[idx] with one index tensor and the other axes whole: a gather along that axis."""
-    given = [(k, i) for k, i in enumerate(indices) if i is not None]
-    if len(given) != 1:
-        raise Unsupported(f"indexing by {len(given)} tensors at once (only one is converted)")
-    axis, index = given[0]
-    if index.dtype == getattr(_C, "bool"):
+    """x[i, j, ...] by index tensors on adjacent axes (the others whole): their broadcast
+    positions flattened into one index into those axes merged, one gather (PyTorch's
+    decompositions index this way: a resize as x[:, :, rows[:, None], cols])."""
+    given = [k for k, i in enumerate(indices) if i is not None]
+    if given != list(range(given[0], given[-1] + 1)):
+        raise Unsupported("index tensors on axes that are not adjacent (their result axes would move to the front)")
+    if any(indices[k].dtype == getattr(_C, "bool") for k in given):
         raise Unsupported("indexing by a boolean mask (a size the data decides): use torch.where")
-    return ops.gather(x, index, axis=axis)
+    first, last = given[0], given[-1]
+    if len(given) == 1:
+        return ops.gather(x, indices[first], axis=first)
+    sizes = ints(call.arg_val(0).shape[first:last + 1], "an indexed axis's size")
+    flat, stride = None, 1
+    for k, size in zip(reversed(given), reversed(sizes)):
+        index = indices[k] if indices[k].dtype == _C.i64 else ops.cast(indices[k], _C.i64)
+        # negative positions count from the end of their own axis
+        index = ops.where(ops.less(index, as_dtype(0, _C.i64)), index + as_dtype(size, _C.i64), index)
+        term = index if stride == 1 else index * as_dtype(stride, _C.i64)
+        flat = term if flat is None else flat + term
+        stride *= size
+    merged = ops.reshape(x, [0] * first + [stride] + ints(call.arg_val(0).shape[last + 1:], "a size after the indexed axes"))
+    return ops.gather(merged, flat, axis=first)
 
 
 @converts("aten.flip.default")
