@@ -30,6 +30,12 @@ ESG_CMAKE_BUILD_DIR="$build" /usr/bin/python3 -m build --no-isolation --wheel --
   { tail -20 "$work/wheel.log"; exit 1; }
 "$work/venv/bin/pip" install --no-index --no-deps --quiet "$work"/dist/esgraph-*.whl
 "$work/venv/bin/python" "$src/tests/install/consumer.py" "wheel in a venv"
+# torch.compile(backend="esgraph") finds an installed esgraph by its entry point.
+"$work/venv/bin/python" -c "
+from importlib.metadata import entry_points
+(ep,) = entry_points(group='torch_dynamo_backends', name='esgraph')
+assert ep.value == 'esgraph.torch._backend:esgraph_backend', ep.value
+print('entry point (torch_dynamo_backends): ok,', ep.value)"
 
 (cd "$build" && cpack -G DEB -B "$work/deb" >"$work/deb.log" 2>&1) || { tail -20 "$work/deb.log"; exit 1; }
 deb=$(ls "$work"/deb/esgraph_*.deb)
