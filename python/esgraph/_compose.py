@@ -1,5 +1,9 @@
 """Small compositions of esgraph ops that the importers share."""
+import numpy as np
+
 from . import _C
+from ._folding import reserve
+from ._frontend import NeedsShape
 
 ops = _C.ops
 
@@ -127,3 +131,26 @@ def tiled(x, dims, repeats):
     spread = ops.reshape(x, [v for d in dims for v in (1, d)])
     expanded = ops.expand(spread, [v for r, d in zip(repeats, dims) for v in (r, d)])
     return ops.reshape(expanded, [r * d for r, d in zip(repeats, dims)])
+
+
+def wrapped(idx, size):
+    """Negative indices count from the end (a tensor, or a numpy array known while importing)."""
+    if isinstance(idx, np.ndarray):
+        return np.where(idx < 0, idx + size, idx)
+    return ops.where(idx < 0, idx + size, idx)
+
+
+def gather_elements(data, indices, axis):
+    """data's elements at `indices` along `axis` (a tensor or a numpy array), elsewhere at the
+    index's own position: one gather from the flattened data at computed flat offsets."""
+    shape, out = list(data.shape), list(indices.shape)
+    if any(not isinstance(d, (int, np.integer)) for d in shape + out):  # a frontend waits for the run's shapes
+        raise NeedsShape(f"GatherElements needs static dimensions, got {tuple(shape)} and {tuple(out)}")
+    axis = axis % len(shape)
+    reserve(out, 8 * (len(out) + 2), "GatherElements' indices", kept=8)
+    strides = np.cumprod([1] + shape[::-1])[:-1][::-1].astype(np.int64)
+    grids = np.meshgrid(*[np.arange(s, dtype=np.int64) for s in out], indexing="ij") if out else []
+    base = sum((g * strides[d] for d, g in enumerate(grids) if d != axis), np.zeros(out, np.int64))
+    idx = indices.astype(np.int64) if isinstance(indices, np.ndarray) else ops.cast(indices, _C.i64)
+    flat = wrapped(idx, shape[axis]) * int(strides[axis]) + base
+    return ops.gather(ops.reshape(data, [-1]), flat)

@@ -25,7 +25,7 @@ from .._frontend import ImportFailed
 from ._crossing import to_esgraph, to_torch
 from ._aten import CONVERTERS
 from ._aten.registry import overload_name
-from ._graph import converts, to_graph, unsupported_nodes
+from ._graph import converts, refused_nodes, to_graph, unsupported_nodes
 
 # What `options` takes: each key's allowed values (a type for free-form ones).
 OPTIONS = {
@@ -94,8 +94,10 @@ def _static_inputs():
 
 def _compile_inference(gm, example_inputs, settings):
     missing = unsupported_nodes(gm)
-    if missing and settings["fallback"] == "eager":
-        return _partitioned(gm, settings)
+    if settings["fallback"] == "eager":
+        refused = refused_nodes(gm) if not missing else set()
+        if missing or refused:
+            return _partitioned(gm, settings, refused)
     if missing:
         raise ImportFailed("torch.compile graph", missing)
     return EsgraphFunction(gm, settings, _static_inputs())
@@ -154,13 +156,22 @@ class EsgraphFunction:
 
 
 class _Converts(OperatorSupportBase):
+    def __init__(self, refused):
+        super().__init__()
+        self.refused = refused
+
     def is_node_supported(self, submodules, node):
-        return node.op == "call_function" and converts(node)
+        # Arithmetic on sizes stays with PyTorch: a partition's outputs are tensors.
+        made = node.meta.get("val")
+        tensors = isinstance(made, torch.Tensor) or (isinstance(made, (tuple, list)) and all(
+            isinstance(v, torch.Tensor) or v is None for v in made))
+        return node.op == "call_function" and tensors and converts(node) and node not in self.refused
 
 
-def _partitioned(gm, settings):
-    """fallback="eager": the parts esgraph converts run in esgraph, the rest in PyTorch."""
-    partitioner = CapabilityBasedPartitioner(gm, _Converts(), allows_single_node_partition=True)
+def _partitioned(gm, settings, refused):
+    """fallback="eager": the parts esgraph converts run in esgraph, the rest (nodes without a
+    converter, or refused by theirs) in PyTorch."""
+    partitioner = CapabilityBasedPartitioner(gm, _Converts(refused), allows_single_node_partition=True)
     fused = partitioner.fuse_partitions(partitioner.propose_partitions())
     for node in fused.graph.nodes:
         if node.op == "call_module" and node.target.startswith("fused_"):
@@ -178,11 +189,8 @@ class _EsgraphModule(torch.nn.Module):
     def __init__(self, sub, settings):
         super().__init__()
         self.sub = sub
-        try:
-            to_graph(sub, "torch_compile_part")  # refused here, not at the first call
-            self.fn = EsgraphFunction(sub, settings)
-        except ImportFailed:
-            self.fn = None
+        # A partition with a node its converter refuses stays in PyTorch whole.
+        self.fn = None if unsupported_nodes(sub) or refused_nodes(sub) else EsgraphFunction(sub, settings)
 
     def forward(self, *args):
         if self.fn is None:

@@ -10,9 +10,10 @@ import operator
 
 import torch
 import torch.fx as fx
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from .. import _C
-from .._frontend import ImportFailed, NeedsValue, Unsupported, name_outputs
+from .._frontend import ImportFailed, Unsupported, name_outputs
 from ._aten import CONVERTERS, Call
 from ._aten.registry import constant, esg_dtype, overload_name
 
@@ -48,50 +49,18 @@ def to_graph(gm, name, constants=None, outputs=None):
     """(Graph, positions): the graph of `gm`, whose placeholder i is the constant `constants[i]`
     (a torch tensor) when given, and the placeholders that are its inputs, in order. `outputs`
     picks which of gm's outputs the graph has (all by default)."""
-    constants, picked = constants or {}, outputs
     missing = unsupported_nodes(gm)
     if missing:
         raise ImportFailed(name, missing)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    env, failures, positions, outputs = {}, [], [], None
     with _C.GraphBuilder(name) as b:
-        for i, node in enumerate(placeholders):
-            val = node.meta.get("val")
-            if i in constants:
-                env[node] = constant(constants[i], None)
-            elif isinstance(val, torch.Tensor):
-                try:
-                    env[node] = b.input(node.name, esg_dtype(val.dtype), _dims(val.shape))
-                except Unsupported as e:
-                    failures.append((f"input {node.name}", str(e)))
-                    env[node] = _FAILED
-                positions.append(i)
-            else:  # a size: its value is the SymInt itself
-                env[node] = val
-        for node in gm.graph.nodes:
-            if node.op == "placeholder":
-                continue
-            args = fx.node.map_arg(node.args, lambda n: env[n])
-            kwargs = fx.node.map_arg(node.kwargs, lambda n: env[n])
-            if node.op == "output":
-                outputs = args[0]
-                break
-            if _holds(args, kwargs, _FAILED):  # downstream of a failure: already reported
-                env[node] = _FAILED
-                continue
-            env[node] = _FAILED
-            try:
-                env[node] = _convert(node, args, kwargs)
-            except NeedsValue as e:
-                failures.append((describe(node), str(e)))
-            except Unsupported as e:
-                failures.append((describe(node), str(e)))
-            except (_C.Error, ValueError, TypeError) as e:  # the builder's own refusal: one report, with its type
-                failures.append((describe(node), f"{type(e).__name__}: {e}"))
+        env, positions, failures = _inputs(b, placeholders, constants or {})
+        results, refused = _convert_nodes(gm, env)
+        failures += [(describe(node), why) for node, why in refused]
         if failures:
             raise ImportFailed(name, failures)
-        flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-        flat = flat if picked is None else [flat[k] for k in picked]
+        flat = list(results) if isinstance(results, (list, tuple)) else [results]
+        flat = flat if outputs is None else [flat[k] for k in outputs]
         for k, o in enumerate(flat):
             if isinstance(o, (int, float, bool)):  # a number the program returns: a constant output
                 flat[k] = constant(o, esg_dtype(torch.tensor(o).dtype))
@@ -103,6 +72,69 @@ def to_graph(gm, name, constants=None, outputs=None):
         names = [f"output_{k}" for k in range(len(flat))] if len(flat) > 1 else ["output"]
         named = name_outputs(flat, names, {p.name for p in placeholders})
     return b.build(named), positions
+
+
+def refused_nodes(gm):
+    """The nodes whose converters refuse them (a size they need is symbolic, a setting esgraph
+    lacks), found by converting gm with every placeholder an input: what fallback="eager"
+    leaves to PyTorch besides the nodes without a converter."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    # Called while aot_autograd traces with fake tensors: the converters' constants are real.
+    with unset_fake_temporarily(), _C.GraphBuilder("trial") as b:
+        env, _, _ = _inputs(b, placeholders, {})
+        return {node for node, _ in _convert_nodes(gm, env)[1]}
+
+
+def _inputs(b, placeholders, constants):
+    """The placeholders' values: constants, graph inputs (with their positions), or sizes."""
+    env, positions, failures = {}, [], []
+    for i, node in enumerate(placeholders):
+        val = node.meta.get("val")
+        if i in constants:
+            env[node] = constant(constants[i], None)
+        elif isinstance(val, torch.Tensor):
+            try:
+                env[node] = b.input(node.name, esg_dtype(val.dtype), _dims(val.shape))
+            except Unsupported as e:
+                failures.append((f"input {node.name}", str(e)))
+                env[node] = _FAILED
+            positions.append(i)
+        else:  # a size: its value is the SymInt itself
+            env[node] = val
+    return env, positions, failures
+
+
+def _convert_nodes(gm, env):
+    """Converts every node after the placeholders into `env`: (the output node's value,
+    [(node, why it was refused)]). A node downstream of a refused one is not tried."""
+    refused = []
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            continue
+        if node.op == "get_attr":  # a tensor the graph holds (a constant PyTorch lifted)
+            env[node] = constant(_attribute(gm, node.target), None)
+            continue
+        args = fx.node.map_arg(node.args, lambda n: env[n])
+        kwargs = fx.node.map_arg(node.kwargs, lambda n: env[n])
+        if node.op == "output":
+            return args[0], refused
+        env[node] = _FAILED
+        if _holds(args, kwargs, _FAILED):
+            continue
+        try:
+            env[node] = _convert(node, args, kwargs)
+        except Unsupported as e:
+            refused.append((node, str(e)))
+        except (_C.Error, ValueError, TypeError) as e:  # the builder's own refusal: one report, with its type
+            refused.append((node, f"{type(e).__name__}: {e}"))
+    return None, refused
+
+
+def _attribute(gm, target):
+    value = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
 
 
 class _Failed:

@@ -121,6 +121,15 @@ CASES = {
                                   torch.ops.aten.any.dims(x > 0, [0, 1]), torch.ops.aten.arange.start(2, 7)], (randn(3, 4),), 0),
     "resize_overloads": (lambda x: [torch.ops.aten.upsample_nearest2d.default(x, [6, 10]),
                                     torch.ops.aten.upsample_nearest2d.default(x, [9, 10], 3.0, 2.0)], (randn(1, 2, 3, 5),), 1e-5),
+    "bitwise_masks": (lambda a, b: [a & b, a | b, ~a], (torch.rand(7) > 0.5, torch.rand(7) > 0.5), 0),
+    "gather_topk": (lambda x, i: [torch.gather(x, 1, i), *torch.topk(x, 2), *torch.topk(x, 2, dim=0, largest=False), x.max(), x.min(),
+                                  torch.log2(x.abs() + 1), torch.true_divide(x, 3)],
+                    (randn(4, 5), torch.tensor([[0, 4], [1, 1], [3, 4], [2, 0]])), 1e-6),
+    "constants_and_copies": (lambda x: [x + torch.tensor([1.0, 2.0, 3.0, 4.0]),
+                                        torch.ops.aten.copy.default(torch.ops.aten.empty.memory_format([3, 4]), x),
+                                        torch.ops.aten.copy.default(torch.ops.aten.empty_like.default(x), x[0]),
+                                        torch.ops.aten.lift_fresh_copy.default(x),
+                                        torch.ops.prims.convert_element_type.default(x, torch.float64)], (randn(3, 4),), 0),
     "integer_sums": (lambda i, b: [i.sum(1), b.sum(), i.int().sum(0), i.to(torch.uint8).sum()], (ints(4, 6, low=0), torch.rand(5) > 0.3), 0),
 }
 

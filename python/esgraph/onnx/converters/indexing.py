@@ -3,19 +3,12 @@ arithmetic (grids, strides) as constants from the static shapes."""
 import numpy as np
 
 from ... import _C
-from ..._compose import numpy_matmul
+from ..._compose import gather_elements, numpy_matmul, wrapped
 from .. import _dtypes
 from .nn import _static
 from .registry import Unsupported, check_attrs, converts, reserve
 
 ops = _C.ops
-
-
-def _wrapped(idx, size):
-    """Negative indices count from the end (a tensor, or a numpy array known while importing)."""
-    if isinstance(idx, np.ndarray):
-        return np.where(idx < 0, idx + size, idx)
-    return ops.where(idx < 0, idx + size, idx)
 
 
 @converts("OneHot")
@@ -29,7 +22,7 @@ def one_hot(n):
     idx = ops.cast(indices, _C.i64)  # ONNX allows float indices: truncated
     reserve([depth], 8, "OneHot's positions", kept=8)
     positions = np.arange(depth, dtype=np.int64).reshape([depth] + [1] * (rank - axis))
-    hot = ops.equal(ops.unsqueeze(_wrapped(idx, depth), [axis]), positions)
+    hot = ops.equal(ops.unsqueeze(wrapped(idx, depth), [axis]), positions)
     return ops.where(hot, ops.reshape(on, []), ops.reshape(off, []))
 
 
@@ -97,22 +90,7 @@ def cumprod(n):
 
 @converts("GatherElements")
 def gather_elements(n):
-    return _gather_elements(n.x(0), n.x(1), n.attr("axis", 0))
-
-
-def _gather_elements(data, indices, axis):
-    """data's elements at `indices` along `axis` (a tensor or a numpy array), elsewhere at the
-    index's own position: one gather from the flattened data at computed flat offsets."""
-    shape = _static(data.shape, "GatherElements")
-    out = _static(indices.shape, "GatherElements")
-    axis = axis % len(shape)
-    reserve(out, 8 * (len(out) + 2), "GatherElements' indices", kept=8)
-    strides = np.cumprod([1] + shape[::-1])[:-1][::-1].astype(np.int64)
-    grids = np.meshgrid(*[np.arange(s, dtype=np.int64) for s in out], indexing="ij") if out else []
-    base = sum((g * strides[d] for d, g in enumerate(grids) if d != axis), np.zeros(out, np.int64))
-    idx = indices.astype(np.int64) if isinstance(indices, np.ndarray) else ops.cast(indices, _C.i64)
-    flat = _wrapped(idx, shape[axis]) * int(strides[axis]) + base
-    return ops.gather(ops.reshape(data, [-1]), flat)
+    return gather_elements(n.x(0), n.x(1), n.attr("axis", 0))
 
 
 @converts("GatherND")
@@ -127,7 +105,7 @@ def gather_nd(n):
     k = index_shape[-1]
     batch, lead, rest = int(np.prod(shape[:b])), shape[b:b + k], shape[b + k:]
     strides = np.cumprod([1] + lead[::-1])[:-1][::-1].astype(np.int64)
-    idx = _wrapped(ops.cast(indices, _C.i64), np.array(lead, np.int64))
+    idx = wrapped(ops.cast(indices, _C.i64), np.array(lead, np.int64))
     flat = ops.reduce_sum(idx * strides, axes=[-1])
     if b:
         entries = index_shape[:-1]
@@ -191,7 +169,7 @@ def reverse_sequence(n):
     grids = np.meshgrid(*[np.arange(d, dtype=np.int64) for d in dims], indexing="ij")
     t, b = grids[time_axis], grids[batch_axis]
     length = lens[b]
-    return _gather_elements(x, np.where(t < length, length - 1 - t, t), time_axis)
+    return gather_elements(x, np.where(t < length, length - 1 - t, t), time_axis)
 
 
 @converts("TopK")

@@ -4,7 +4,7 @@ function bodies define them."""
 import numpy as np
 
 from ... import _C
-from .indexing import _gather_elements
+from ..._compose import gather_elements
 from .registry import Unsupported, check_attrs, converts
 
 ops = _C.ops
@@ -32,7 +32,7 @@ def _negative_log_likelihood(log_prob, target, weight, reduction, ignore_index):
         kept = ops.not_equal(target, _C.constant(np.array(ignore_index, index_type)))
         # an ignored target may lie outside [0, C): it reads class 0, and its weight is 0
         target = ops.where(kept, target, _C.constant(np.zeros((), index_type)))
-    picked = ops.squeeze(_gather_elements(log_prob, ops.unsqueeze(target, axes=[1]), 1), axes=[1])
+    picked = ops.squeeze(gather_elements(log_prob, ops.unsqueeze(target, axes=[1]), 1), axes=[1])
     weights = ops.gather(weight, target) if weight is not None else None
     if kept is not None:
         kept = ops.cast(kept, log_prob.dtype)

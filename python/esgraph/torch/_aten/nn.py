@@ -229,3 +229,19 @@ def _div_mode(call, a, b, rounding_mode=None):
     zero = as_dtype(0, dtype)
     off = ops.logical_and(ops.not_equal(r, zero), ops.not_equal(ops.less(r, zero), ops.less(b, zero)))
     return q - ops.cast(off, dtype)
+
+
+@converts("aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_not.default")
+def _bitwise(call, a, b=None):
+    """&, | and ~ of booleans (masks): logical ops. Of integers esgraph has no op."""
+    if a.dtype != getattr(_C, "bool") or (b is not None and b.dtype != getattr(_C, "bool")):
+        raise Unsupported(f"{call.name} of {a.dtype.name} tensors (only booleans convert, as logical ops)")
+    if b is None:
+        return ops.logical_not(a)
+    return (ops.logical_and if "and" in call.name else ops.logical_or)(a, b)
+
+
+@converts("aten.log2.default")
+def _log2(call, x):
+    y = as_dtype(x, esg_dtype(call.val.dtype))
+    return ops.log(y) * as_dtype(1 / math.log(2), y.dtype)

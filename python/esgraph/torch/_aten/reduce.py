@@ -1,6 +1,6 @@
 """ATen's reductions."""
 from ... import _C
-from .registry import Unsupported, as_dtype, converts, esg_dtype, ops
+from .registry import Unsupported, as_dtype, converts, esg_dtype, ops, static
 
 
 def _axes(dims, rank):
@@ -33,6 +33,11 @@ def _mean(call, x, dims=None, keepdim=False, dtype=None):
 @converts("aten.mean.default")
 def _mean_all(call, x, dtype=None):
     return _reduce("reduce_mean", call, x, None, False)
+
+
+@converts("aten.max.default", "aten.min.default")
+def _max_all(call, x):
+    return _reduce("reduce_max" if call.name.startswith("aten.max") else "reduce_min", call, x, None, False)
 
 
 @converts("aten.amax.default")
@@ -86,3 +91,9 @@ def _any(call, x, dims=None, keepdim=False):
     nonzero = x if x.dtype == getattr(_C, "bool") else ops.not_equal(x, as_dtype(0, x.dtype))
     found = ops.reduce_max(ops.cast(nonzero, _C.u8), axes=_axes(dims, x.ndim), keepdims=bool(keepdim))
     return ops.cast(found, getattr(_C, "bool"))
+
+
+@converts("aten.topk.default")
+def _topk(call, x, k, dim=-1, largest=True, sorted=True):
+    """The k largest or smallest along dim, in order (sorted=False allows any order: this one)."""
+    return tuple(ops.top_k(x, static(k, "top-k's k"), axis=dim, largest=bool(largest)))

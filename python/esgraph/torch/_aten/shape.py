@@ -2,7 +2,7 @@
 import torch
 
 from ... import _C
-from ..._compose import pad_or_crop, tiled
+from ..._compose import gather_elements, pad_or_crop, tiled
 from .registry import NeedsShape, Unsupported, as_dtype, constant, converts, esg_dtype, ints, ops, static
 
 
@@ -53,8 +53,9 @@ def _transpose(call, x, a, b):
 
 @converts("aten.expand.default")
 def _expand(call, x, size, implicit=False):
-    """Broadcast to the result's shape; a symbolic size broadcasts from x's own (a 1 in
-    esgraph's target keeps it), one x does not have would need its number."""
+    """Broadcast to the result's shape. Where a size is symbolic it is x's own, which esgraph's
+    expand (numpy's broadcast_to) cannot leave open: x then broadcasts against zeros of the
+    static sizes (a 1 at each symbolic one), one addition."""
     have, out = list(call.arg_val(0).shape), list(call.val.shape)
     lead, shape = len(out) - len(have), []
     for i, o in enumerate(out):
@@ -64,7 +65,12 @@ def _expand(call, x, size, implicit=False):
             shape.append(1)
         else:
             raise NeedsShape(f"the expanded size {o} is symbolic and not the input's")
-    return ops.expand(x, shape)
+    if not any(isinstance(o, torch.SymInt) for o in out):
+        return ops.expand(x, shape)
+    if len(shape) == x.ndim and all(d == 1 or d == h for d, h in zip(shape, have)):
+        return _copy(call, x)
+    zeros = constant(torch.zeros(shape, dtype=call.val.dtype), x.dtype)
+    return ops.logical_or(x, zeros) if x.dtype == getattr(_C, "bool") else x + zeros
 
 
 @converts("aten.unsqueeze.default")
@@ -124,7 +130,7 @@ def _clone(call, x, memory_format=None):
     return _copy(call, x)
 
 
-@converts("aten._to_copy.default")
+@converts("aten._to_copy.default", "prims.convert_element_type.default")
 def _to_copy(call, x, *args, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
              memory_format=None, copy=False):
     want = esg_dtype(call.val.dtype)
@@ -212,11 +218,20 @@ def _repeat(call, x, repeats):
     return tiled(x, dims, repeats)
 
 
-@converts("aten.full_like.default", "aten.zeros_like.default", "aten.ones_like.default")
+@converts("aten.empty.memory_format")
+def _empty(call, *args, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    """A tensor whose values the program writes before it reads them: zeros."""
+    return ops.expand(constant(0, esg_dtype(call.val.dtype)), ints(call.val.shape, "an empty tensor's size"))
+
+
+@converts("aten.full_like.default", "aten.zeros_like.default", "aten.ones_like.default", "aten.empty_like.default")
 def _full_like(call, x, *value, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    fill = value[0] if value else 0 if call.name.startswith("aten.zeros") else 1
-    shape = ints(call.val.shape, "a filled tensor's size")
-    return ops.expand(constant(fill, esg_dtype(call.val.dtype)), shape)
+    fill = constant(value[0] if value else 1 if call.name.startswith("aten.ones") else 0, esg_dtype(call.val.dtype))
+    if all(isinstance(d, int) for d in call.val.shape):
+        return ops.expand(fill, list(call.val.shape))
+    # Sizes that are symbolic are x's: a where over a condition of x's shape broadcasts to it.
+    everywhere = ops.is_nan(x) if x.dtype in (_C.f32, _C.f64, _C.f16, _C.bf16) else ops.equal(x, x)
+    return ops.where(everywhere, fill, fill)
 
 
 @converts("aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default",
@@ -243,3 +258,21 @@ def _as_strided(call, x, size, stride, storage_offset=None):
     for axis, (d, s) in enumerate(zip(size, stride)):
         index += (torch.arange(d) * s).reshape([d] + [1] * (len(size) - axis - 1))
     return ops.gather(ops.reshape(x, [-1]), constant(index, _C.i64), axis=0)
+
+
+@converts("aten.gather.default")
+def _gather(call, x, dim, index, sparse_grad=False):
+    return gather_elements(x, index, dim)
+
+
+@converts("aten.lift_fresh_copy.default")
+def _lift_fresh_copy(call, x):
+    """A tensor the program made from Python data (torch.tensor([...])): already a constant."""
+    return x
+
+
+@converts("aten.copy.default")
+def _copy_into(call, dst, src, non_blocking=False):
+    """dst's shape and dtype with src's values (broadcast): the functional form of copy_."""
+    y = as_dtype(src, dst.dtype)
+    return ops.expand(y, ints(call.val.shape, "a copied size")) if list(call.arg_val(1).shape) != list(call.val.shape) else _copy(call, y)
