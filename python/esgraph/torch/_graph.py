@@ -111,8 +111,9 @@ def _convert_nodes(gm, env):
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             continue
-        if node.op == "get_attr":  # a tensor the graph holds (a constant PyTorch lifted)
-            env[node] = constant(_attribute(gm, node.target), None)
+        if node.op == "get_attr":  # a tensor the graph holds (a constant PyTorch lifted), or a body
+            held = _attribute(gm, node.target)
+            env[node] = held if isinstance(held, fx.GraphModule) else constant(held, None)
             continue
         args = fx.node.map_arg(node.args, lambda n: env[n])
         kwargs = fx.node.map_arg(node.kwargs, lambda n: env[n])
@@ -128,6 +129,16 @@ def _convert_nodes(gm, env):
         except (_C.Error, ValueError, TypeError) as e:  # the builder's own refusal: one report, with its type
             refused.append((node, f"{type(e).__name__}: {e}"))
     return None, refused
+
+
+def convert_body(gm, operands):
+    """A body's outputs (torch.cond's branches) built from `operands`, its placeholders' values,
+    in the builder the caller is in; a refusal inside it is the caller's Unsupported."""
+    env = dict(zip((n for n in gm.graph.nodes if n.op == "placeholder"), operands))
+    results, refused = _convert_nodes(gm, env)
+    if refused:
+        raise Unsupported("; ".join(f"{describe(node)}: {why}" for node, why in refused))
+    return list(results) if isinstance(results, (list, tuple)) else [results]
 
 
 def _attribute(gm, target):

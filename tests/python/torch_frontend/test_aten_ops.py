@@ -130,6 +130,11 @@ CASES = {
                                         torch.ops.aten.copy.default(torch.ops.aten.empty_like.default(x), x[0]),
                                         torch.ops.aten.lift_fresh_copy.default(x),
                                         torch.ops.prims.convert_element_type.default(x, torch.float64)], (randn(3, 4),), 0),
+    # torch.cond as esgraph's if_, the branch picked when the graph runs
+    "cond_true": (lambda x: torch.cond(x.sum() > 0, lambda x: (x.sin() * 2, x + 1), lambda x: (x.cos(), x - 1), (x,)),
+                  (torch.rand(3, 4) + 0.1,), 1e-6),
+    "cond_false": (lambda x, y: torch.cond(x.sum() > 0, lambda x, y: x @ y, lambda x, y: x @ y.flip(0) - 1, (x, y)),
+                   (-torch.rand(3, 4) - 0.1, randn(4, 2)), 1e-6),
     "integer_sums": (lambda i, b: [i.sum(1), b.sum(), i.int().sum(0), i.to(torch.uint8).sum()], (ints(4, 6, low=0), torch.rand(5) > 0.3), 0),
 }
 

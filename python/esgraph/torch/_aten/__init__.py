@@ -3,7 +3,7 @@
 The overloads that are one YAML op exactly are claimed by that op's `aten:` key and converted
 by `one_op.py`; the rest are written here by subject. Importing this package fills the table.
 """
-from . import nn, one_op, reduce, shape, vision  # noqa: F401  (each registers its converters)
+from . import control, nn, one_op, reduce, shape, vision  # noqa: F401  (each registers its converters)
 from .registry import CONVERTERS, Call
 
 __all__ = ["CONVERTERS", "Call"]

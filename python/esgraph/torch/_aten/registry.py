@@ -21,9 +21,12 @@ converts = functools.partial(_converts, table=CONVERTERS)
 
 
 def overload_name(target):
-    """"aten.add.Tensor" for torch.ops.aten.add.Tensor; the callable's name otherwise."""
+    """"aten.add.Tensor" for torch.ops.aten.add.Tensor, "higher_order.cond" for torch.cond; the
+    callable's name otherwise."""
     if isinstance(target, torch._ops.OpOverload):
         return f"{target.namespace}.{target._schema.name.split('::')[1]}.{target._overloadname}"
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return f"higher_order.{target.name()}"
     return getattr(target, "__name__", str(target))
 
 
