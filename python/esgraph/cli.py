@@ -11,7 +11,8 @@
     python3 -m esgraph cann-headers [--cann-include DIR]
 
 Models are ONNX files (.onnx), TensorFlow models (a frozen GraphDef, .pb, or a SavedModel
-directory), compiled-model files (as written by `compile` or Model.save,
+directory), PyTorch programs written by torch.export.save (.pt2; reading one needs PyTorch; its
+symbolic dims keep their ranges, which --bind overrides), compiled-model files (as written by `compile` or Model.save,
 recognized by their first bytes) or esgraph graph files (anything else, as written by
 Graph.save). Symbolic dimensions are bound with --bind (run, info and dot --compiled bind the
 ones left to 1, and say so); inputs not given with -i are random. A model whose graph depends on
@@ -22,10 +23,12 @@ holds plans for.
 """
 import argparse
 import collections
+import functools
 import os
 import statistics
 import sys
 import time
+import zipfile
 
 import numpy as np
 
@@ -70,7 +73,29 @@ def _load_graph(path, bind, given):
     if path.endswith(".pb") or os.path.isfile(os.path.join(path, "saved_model.pb")):
         from . import tensorflow as esg_tf
         return esg_tf.load(path), None, set()
+    if path.endswith(".pt2"):
+        return _exported_program(path)[0], None, set()
     return _C.Graph.load(path), None, set()
+
+
+@functools.lru_cache(maxsize=None)
+def _exported_program(path):
+    """(graph, {symbol: (min, max)}) of a torch.export.save file. An AOTInductor package (a .pt2
+    of compiled code for PyTorch's own runtime) holds no program to read: refused by name."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            if any("/data/aotinductor/" in f"/{name}" for name in z.namelist()):
+                raise SystemExit(f"{path} is an AOTInductor package (code compiled by TorchInductor for PyTorch's runtime), "
+                                 f"not a program: write the model with torch.export.save(torch.export.export(model, args), path)")
+    except zipfile.BadZipFile:
+        raise SystemExit(f"{path} is not a .pt2 file (a zip archive written by torch.export.save)") from None
+    try:
+        import torch
+    except ImportError:
+        raise SystemExit(f"reading {path} needs PyTorch (pip install torch): a .pt2 file is a pickled PyTorch program") from None
+    from . import torch as esg_torch
+    program = torch.export.load(path)
+    return esg_torch.load(program, name=os.path.splitext(os.path.basename(path))[0]), esg_torch.symbol_ranges(program)
 
 
 def _onnx_signature(model, names):
@@ -248,6 +273,8 @@ def cmd_compile(args):
     if _is_compiled_model(args.model):
         raise SystemExit(f"{args.model} is compiled already; compile its source model")
     shapes = _bindings(args.bind, ranges=True)
+    if args.model.endswith(".pt2"):  # the program's own ranges, where --bind says nothing
+        shapes = {**_exported_program(args.model)[1], **shapes}
     fixed = {k: v for k, v in shapes.items() if isinstance(v, int)}
     graph, _, _ = _load(args.model, fixed)
     symbols = _symbols(_signature(graph))
@@ -487,7 +514,7 @@ def main(argv=None):
                        help="an input from a .npy file" + ("" if p is run else
                                                            " (a model whose graph depends on its inputs' values takes the graph of these)"))
     for p in (comp, run, info, dot, quant):
-        p.add_argument("model", help="an .onnx file, a TensorFlow frozen GraphDef (.pb) or SavedModel directory, a compiled-model file or an esgraph graph file")
+        p.add_argument("model", help="an .onnx file, a TensorFlow frozen GraphDef (.pb) or SavedModel directory, a torch.export program (.pt2), a compiled-model file or an esgraph graph file")
         p.add_argument("--bind", action="append", metavar="SYMBOL=SIZE" + ("|MIN..MAX" if p is comp else ""),
                        help="a size for a symbolic dimension" + (", or the range of sizes its plan serves" if p is comp else ""))
         if p not in (dot, quant):
