@@ -10,6 +10,7 @@ Inference only: where autograd would need a backward pass (grad mode on and an i
 requires grad), the graph runs in eager PyTorch, with one warning saying so.
 """
 import functools
+import time
 import warnings
 import weakref
 
@@ -108,8 +109,9 @@ _live = []  # weak references to every EsgraphFunction made, in order
 
 def compiled_functions():
     """The graphs the backend compiled that are still in use, oldest first: each has `model`
-    (the esgraph Model, None before its first call) and `builds` (how often it was built: once,
-    plus once per change of a parameter)."""
+    (the esgraph Model, None before its first call), `builds` (how often it was built: once,
+    plus once per change of a parameter) and `build_seconds` (their time: converting the graph
+    and compiling it, at the first call and after a change)."""
     _live[:] = [r for r in _live if r() is not None]
     return [r() for r in _live]
 
@@ -126,7 +128,7 @@ class EsgraphFunction:
         self.out_dtypes = [o.meta["val"].dtype for o in (outputs if isinstance(outputs, (list, tuple)) else [outputs])]
         self.weights = None  # the constant arguments the model was built with, with their versions
         self.model = self.positions = None
-        self.builds = 0
+        self.builds, self.build_seconds = 0, 0.0
 
     def _weights_of(self, args):
         return [(args[i], args[i]._version, args[i].data_ptr()) for i in self.constants]
@@ -136,11 +138,13 @@ class EsgraphFunction:
             t is held and v == version and p == ptr for (t, v, p), (held, version, ptr) in zip(self._weights_of(args), self.weights))
 
     def _build(self, args):
+        start = time.perf_counter()
         graph, self.positions = to_graph(self.gm, "torch_compile", {i: args[i] for i in self.constants})
         s = self.settings
         self.model = esgraph.compile(graph, backend=s["device"], precision=s["precision"], cache_dir=s["cache_dir"])
         self.weights = self._weights_of(args)
         self.builds += 1
+        self.build_seconds += time.perf_counter() - start
 
     def __call__(self, args):
         if not self._current(args):

@@ -189,3 +189,46 @@ def test_a_decoder_loop_whose_cache_grows_every_step_compiles_once():
     stats = last.model.stats()
     assert last.builds == 1 and stats["bindings"] >= 9 and stats["plans"] < stats["bindings"]
     assert len(graphs) == len(decode("aot_eager")) <= 4
+
+
+def test_hugging_face_generation_with_its_growing_cache():
+    """GPT-2's own KV cache (transformers' DynamicCache) grows a token a step, dynamic=True:
+    the position ids and masks are aranges and fills of the symbolic length, which esgraph
+    leaves to PyTorch with fallback="eager"; the rest compiles into graphs that serve every
+    length. The tokens are eager's, token for token, and Dynamo hands esgraph the graphs it
+    hands aot_autograd's own backend."""
+    pytest.importorskip("transformers")
+    from transformers import GPT2Config, GPT2LMHeadModel
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=1000, n_embd=128, n_layer=2, n_head=4)).eval()
+
+    def step(ids, past):
+        out = model(input_ids=ids, past_key_values=past, use_cache=True)
+        return out.logits[:, -1], out.past_key_values
+
+    def generate(fn, tokens=8):
+        ids, past, out = torch.tensor([[5, 17, 256, 3, 999]]), None, []
+        with torch.no_grad():
+            for _ in range(tokens):
+                logits, past = fn(ids, past)
+                ids = logits.argmax(-1, keepdim=True)
+                out.append(int(ids))
+        return out
+
+    def graphs_for(backend, **options):
+        graphs = []
+
+        def counting(gm, example_inputs, **kwargs):
+            graphs.append(gm)
+            return (esg_torch.esgraph_backend(gm, example_inputs, options=options) if backend == "esgraph"
+                    else torch._dynamo.lookup_backend(backend)(gm, example_inputs))
+        torch._dynamo.reset()
+        return generate(torch.compile(step, backend=counting, dynamic=True)), graphs
+
+    want = generate(step)
+    got, graphs = graphs_for("esgraph", fallback="eager")
+    assert got == want
+    serving = [f for f in esg_torch.compiled_functions() if f.model is not None and f.model.stats()["bindings"] > 1]
+    assert serving and all(f.builds == 1 for f in serving)
+    assert len(graphs) == len(graphs_for("aot_eager")[1])

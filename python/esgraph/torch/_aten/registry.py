@@ -65,7 +65,11 @@ def esg_dtype(dtype):
 
 
 def constant(value, dtype):
-    """A Python number or a torch tensor as an esgraph constant of esgraph dtype `dtype`."""
+    """A Python number or a torch tensor as an esgraph constant of esgraph dtype `dtype`. A
+    symbolic number (a size, or arithmetic on sizes) has no value until a run: reading it here
+    would specialize it, a guard Dynamo would then check at every call."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        raise NeedsShape(f"the symbolic value {value} as an operand (esgraph reads sizes from its tensors' shapes only)")
     if isinstance(value, torch.Tensor):
         value = value.detach().cpu()
         t = ops.cast(_C.constant(value.float().numpy()), _C.bf16) if value.dtype == torch.bfloat16 else \

@@ -81,7 +81,8 @@ def _unsqueeze(call, x, dim):
 @converts("aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default")
 def _squeeze(call, x, dims=None):
     dims = range(x.ndim) if dims is None else [dims] if isinstance(dims, int) else dims
-    axes = [_axis(d, x.ndim) for d in dims if x.ndim and call.arg_val(0).shape[_axis(d, x.ndim)] == 1]
+    # Dynamo specializes sizes of 1: a symbolic size is never squeezed.
+    axes = [_axis(d, x.ndim) for d in dims if x.ndim and _is(call.arg_val(0).shape[_axis(d, x.ndim)], 1)]
     return ops.squeeze(x, axes=axes) if axes else _copy(call, x)
 
 
@@ -89,7 +90,7 @@ def _squeeze(call, x, dims=None):
 def _cat(call, tensors, dim=0):
     dtype = esg_dtype(call.val.dtype)
     # ATen skips 1-D empty tensors (the legacy form) and promotes the rest to one type.
-    kept = [as_dtype(t, dtype) for t, f in zip(tensors, call.arg_val(0)) if not (f.ndim == 1 and f.shape[0] == 0)]
+    kept = [as_dtype(t, dtype) for t, f in zip(tensors, call.arg_val(0)) if not (f.ndim == 1 and _is(f.shape[0], 0))]
     return ops.concat(kept, _axis(dim, call.val.ndim)) if len(kept) > 1 else _copy(call, kept[0])
 
 
@@ -105,11 +106,19 @@ def _split(call, x, sizes, dim=0):
 def _slice(call, x, dim=0, start=None, end=None, step=1):
     dim = _axis(dim, x.ndim)
     size = call.arg_val(0).shape[dim]
+    # Whole-axis bounds are recognized without comparing a symbolic size (a comparison would
+    # add a guard to Dynamo's, and a recompile for every size).
     start = 0 if start is None else start
-    end = 2**62 if end is None or (isinstance(end, torch.SymInt) and str(end) == str(size)) else end
-    if start == 0 and end >= 2**62 and step == 1:
+    to_end = end is None or str(end) == str(size) or (not isinstance(end, torch.SymInt) and end >= 2**62)
+    if _is(start, 0) and to_end and _is(step, 1):
         return _copy(call, x)
-    return ops.slice(x, [static(start, "a slice start")], [static(end, "a slice end")], axes=[dim], steps=[static(step, "a step")])
+    end = 2**62 if to_end else static(end, "a slice end")
+    return ops.slice(x, [static(start, "a slice start")], [end], axes=[dim], steps=[static(step, "a step")])
+
+
+def _is(value, number):
+    """value is that number, without a guard on a symbolic value (which is then not)."""
+    return not isinstance(value, torch.SymInt) and value == number
 
 
 @converts("aten.select.int")
@@ -275,4 +284,5 @@ def _lift_fresh_copy(call, x):
 def _copy_into(call, dst, src, non_blocking=False):
     """dst's shape and dtype with src's values (broadcast): the functional form of copy_."""
     y = as_dtype(src, dst.dtype)
-    return ops.expand(y, ints(call.val.shape, "a copied size")) if list(call.arg_val(1).shape) != list(call.val.shape) else _copy(call, y)
+    same = [str(d) for d in call.arg_val(1).shape] == [str(d) for d in call.val.shape]
+    return _copy(call, y) if same else ops.expand(y, ints(call.val.shape, "a copied size"))

@@ -1,0 +1,152 @@
+"""torch.compile(model, backend="esgraph") against eager PyTorch and TorchInductor, side by side
+in one process (issue 49).
+
+    PYTHONPATH=build/default/python:bench .venv/bin/python bench/torch_compile.py [--models a,b] [--batches 1,8]
+
+Every side runs under torch.no_grad() on the same inputs, PyTorch with torch.set_num_threads(T)
+and esgraph on T threads (T: every core, esgraph's default). Inductor runs in its best CPU
+inference setting: torch._inductor.config.freezing = True. Outputs are checked against eager
+first (1e-4 of the largest magnitude; detections are not in this table). Steady state: the sides
+alternate rounds, each keeps its best round's median (timing.side_by_side).
+
+Compile time, both caches cold (a fresh TORCHINDUCTOR_CACHE_DIR, no esgraph cache): the time of
+the first call of each side (Dynamo's tracing is in both), and the backend's own share of it
+(inside the backend calls plus esgraph's first build and run, which happen at the first call).
+"""
+import argparse
+import gc
+import os
+import tempfile
+import time
+import warnings
+
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-cold-"))
+
+import torch  # noqa: E402
+import torchvision  # noqa: E402
+
+import esgraph.torch as esg_torch  # noqa: E402
+from timing import side_by_side  # noqa: E402
+
+THREADS = os.cpu_count()
+
+
+def hugging_face(name):
+    from transformers import (BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, ViTConfig,
+                              ViTModel)
+    small = dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, intermediate_size=2048)
+    return {"bert": lambda: BertModel(BertConfig(vocab_size=8000, **small)),
+            "gpt2": lambda: GPT2LMHeadModel(GPT2Config(vocab_size=8000, n_embd=512, n_layer=4, n_head=8)),
+            "llama": lambda: LlamaForCausalLM(LlamaConfig(vocab_size=8000, num_key_value_heads=4, **small)),
+            "vit": lambda: ViTModel(ViTConfig(image_size=224, patch_size=16, **small))}[name]()
+
+
+MODELS = {
+    "resnet18": (lambda: torchvision.models.resnet18(), "image"),
+    "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(), "image"),
+    "efficientnet_b0": (lambda: torchvision.models.efficientnet_b0(), "image"),
+    "deeplabv3_mobilenet_v3": (lambda: torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(
+        weights=None, weights_backbone=None, aux_loss=False), "image"),
+    "bert": (lambda: hugging_face("bert"), "tokens"),
+    "gpt2": (lambda: hugging_face("gpt2"), "tokens"),
+    "llama": (lambda: hugging_face("llama"), "tokens"),
+    "vit": (lambda: hugging_face("vit"), "image"),
+}
+
+
+def inputs_for(kind, batch):
+    return torch.randn(batch, 3, 224, 224) if kind == "image" else torch.randint(0, 8000, (batch, 128))
+
+
+def main_output(out):
+    if isinstance(out, torch.Tensor):
+        return out
+    for key in ("logits", "last_hidden_state", "out"):
+        if hasattr(out, key) or (isinstance(out, dict) and key in out):
+            return out[key] if isinstance(out, dict) else getattr(out, key)
+    return out[0]
+
+
+class BackendClock:
+    """The esgraph backend's own time: inside its calls from Dynamo, and building the graphs it
+    compiled (which happens at their first call)."""
+
+    def __init__(self):
+        self.in_calls = 0.0
+
+    def backend(self, gm, example_inputs, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return esg_torch.esgraph_backend(gm, example_inputs, **kwargs)
+        finally:
+            self.in_calls += time.perf_counter() - t0
+
+    @property
+    def seconds(self):
+        return self.in_calls + sum(fn.build_seconds for fn in esg_torch.compiled_functions())
+
+
+def first_call(fn, x):
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        out = fn(x)
+    return out, time.perf_counter() - t0
+
+
+def measure(name, batch, rounds, runs):
+    make, kind = MODELS[name]
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = make().eval()
+    x = inputs_for(kind, batch)
+    with torch.no_grad():
+        want = main_output(model(x))
+    scale = want.abs().max().item()
+
+    torch._dynamo.reset()
+    gc.collect()  # the clock sums the compiled graphs still alive: this model's only
+    clock = BackendClock()
+    esg = torch.compile(model, backend=clock.backend)
+    out, esg_first = first_call(esg, x)
+    esg_err = (main_output(out) - want).abs().max().item() / scale
+
+    torch._dynamo.reset()
+    torch._inductor.config.freezing = True
+    inductor = torch.compile(model)
+    out, ind_first = first_call(inductor, x)
+    ind_err = (main_output(out) - want).abs().max().item() / scale
+
+    def run(fn):
+        def once():
+            with torch.no_grad():
+                fn(x)
+        return once
+    ms = side_by_side({"eager": run(model), "inductor": run(inductor), "esgraph": run(esg)}, rounds=rounds, runs=runs)
+    return dict(esgraph=ms["esgraph"], eager=ms["eager"], inductor=ms["inductor"], esg_err=esg_err, ind_err=ind_err,
+                esg_first=esg_first, ind_first=ind_first, backend=clock.seconds)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--batches", default="1,8")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--runs", type=int, default=9)
+    args = p.parse_args()
+    torch.set_num_threads(THREADS)
+    print(f"torch {torch.__version__}, {THREADS} threads each; Inductor with freezing; best round's median of {args.runs} "
+          f"runs over {args.rounds} alternating rounds")
+    print("| model | batch | esgraph ms | eager ms | Inductor ms | / eager | / Inductor | error (esgraph, Inductor) "
+          "| first call s (esgraph, Inductor) | esgraph backend s | backend / Inductor's first call |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name in args.models.split(","):
+        for batch in (int(b) for b in args.batches.split(",")):
+            r = measure(name, batch, args.rounds, args.runs)
+            print(f"| {name} | {batch} | {r['esgraph']:.2f} | {r['eager']:.2f} | {r['inductor']:.2f} | "
+                  f"{r['esgraph'] / r['eager']:.2f} | {r['esgraph'] / r['inductor']:.2f} | {r['esg_err']:.1e}, {r['ind_err']:.1e} | "
+                  f"{r['esg_first']:.2f}, {r['ind_first']:.1f} | {r['backend']:.2f} | {r['backend'] / r['ind_first']:.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
