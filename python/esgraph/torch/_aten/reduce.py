@@ -88,9 +88,11 @@ def _var(call, x, dims=None, correction=None, keepdim=False):
 
 @converts("aten.any.dim", "aten.any.dims", "aten.any.default")
 def _any(call, x, dims=None, keepdim=False):
+    """Whether any element is nonzero: the largest of 0/1 values, reduced in f32 (the CPU's
+    fast reductions; PyTorch's attention decomposition asks it of every score row)."""
     nonzero = x if x.dtype == getattr(_C, "bool") else ops.not_equal(x, as_dtype(0, x.dtype))
-    found = ops.reduce_max(ops.cast(nonzero, _C.u8), axes=_axes(dims, x.ndim), keepdims=bool(keepdim))
-    return ops.cast(found, getattr(_C, "bool"))
+    found = ops.reduce_max(ops.cast(nonzero, _C.f32), axes=_axes(dims, x.ndim), keepdims=bool(keepdim))
+    return ops.greater(found, as_dtype(0.0, _C.f32))
 
 
 @converts("aten.topk.default")

@@ -65,6 +65,8 @@ def _expand(call, x, size, implicit=False):
             shape.append(1)
         else:
             raise NeedsShape(f"the expanded size {o} is symbolic and not the input's")
+    if [str(d) for d in have] == [str(d) for d in out]:  # to its own shape (PyTorch's bmm decomposition)
+        return x
     if not any(isinstance(o, torch.SymInt) for o in out):
         return ops.expand(x, shape)
     if len(shape) == x.ndim and all(d == 1 or d == h for d, h in zip(shape, have)):
