@@ -3,8 +3,10 @@
 Dynamo hands over each captured graph; aot_autograd functionalizes it and lowers it to core ATen
 (PyTorch's own decompositions, as other backends use them), and esgraph compiles the result.
 Parameters and buffers arrive as arguments on every call: they are baked into the graph as
-constants at the first call, and the graph is rebuilt when one of them is another tensor or
-has been written since (its version counter), so no stale weight is ever served.
+constants at the first call, and the graph is rebuilt when one of them is another tensor, has
+another storage, or has been written through itself since (its version counter). A write
+through `.data` (`p.data.mul_(2)`) bumps no version counter: PyTorch hides it from autograd,
+and from this check too, as from Inductor's freezing.
 
 Inference only: where autograd would need a backward pass (grad mode on and an input that
 requires grad), the graph runs in eager PyTorch, with one warning saying so.
@@ -125,7 +127,9 @@ class EsgraphFunction:
         _live.append(weakref.ref(self))
         self.gm, self.settings, self.constants = gm, settings, sorted(constants)
         outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-        self.out_dtypes = [o.meta["val"].dtype for o in (outputs if isinstance(outputs, (list, tuple)) else [outputs])]
+        # (An output that is no tensor is refused by name when the graph is built.)
+        self.out_dtypes = [getattr(o.meta.get("val"), "dtype", None) if isinstance(o, torch.fx.Node) else None
+                           for o in (outputs if isinstance(outputs, (list, tuple)) else [outputs])]
         self.weights = None  # the constant arguments the model was built with, with their versions
         self.model = self.positions = None
         self.builds, self.build_seconds = 0, 0.0

@@ -30,4 +30,7 @@ def to_torch(a, dtype):
         a = a.copy()
     if dtype == torch.bfloat16:
         return torch.from_dlpack(a.view(np.int16)).view(torch.bfloat16)
-    return torch.from_dlpack(a)
+    t = torch.from_dlpack(a)
+    if dtype is not None and t.dtype != dtype:  # a converter's result of another dtype than PyTorch's
+        raise TypeError(f"esgraph computed a {t.dtype} output where PyTorch's graph has {dtype} (a converter's error)")
+    return t

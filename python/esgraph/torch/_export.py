@@ -32,6 +32,9 @@ def load(program, *, name=None):
     mutated = [spec.target for spec in program.graph_signature.output_specs if spec.kind == OutputKind.BUFFER_MUTATION]
     if mutated:  # a buffer the forward writes (batch norm in training mode): a state esgraph's graph does not keep
         failures.append(("buffers", f"the program writes {', '.join(mutated)}; export the module in eval() mode"))
+    written = [spec.target for spec in program.graph_signature.output_specs if spec.kind == OutputKind.USER_INPUT_MUTATION]
+    if written:  # an input the forward writes in place: esgraph's inputs are read only
+        failures.append(("inputs", f"the program writes its input(s) {', '.join(written)} in place"))
     if failures:
         raise ImportFailed(label, failures)
     graph, _ = to_graph(program.graph_module, label, constants, outputs=outputs)
@@ -41,8 +44,10 @@ def load(program, *, name=None):
 def symbol_ranges(program):
     """{symbol: (min, max)} of the program's symbolic dims whose range is bounded, for
     esgraph.compile(graph, shapes=...): one plan serves every size in the range."""
+    if not isinstance(program, ExportedProgram):
+        raise TypeError(f"esgraph.torch.symbol_ranges: expected a torch.export.ExportedProgram, got {type(program).__name__}")
     ranges = {}
-    for symbol, r in _decomposed(program).range_constraints.items():
+    for symbol, r in program.range_constraints.items():
         lower, upper = r.lower, r.upper
         if upper.is_finite and lower.is_finite:
             ranges[str(symbol)] = (int(lower), int(upper))
@@ -61,5 +66,6 @@ def from_module(module, example_inputs, *, dynamic_shapes=None, name=None):
     try:
         program = torch.export.export(module.eval(), example_inputs, dynamic_shapes=dynamic_shapes)
     except Exception as e:  # export's own refusal (data-dependent control flow, an untraceable call): one report
-        raise ImportFailed(label, [("module", f"torch.export cannot capture it: {type(e).__name__}: {str(e).splitlines()[0]}")]) from e
+        first = (str(e).splitlines() or [""])[0]
+        raise ImportFailed(label, [("module", f"torch.export cannot capture it: {type(e).__name__}: {first}")]) from e
     return load(program, name=label)

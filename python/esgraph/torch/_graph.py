@@ -126,7 +126,7 @@ def _convert_nodes(gm, env):
             env[node] = _convert(node, args, kwargs)
         except Unsupported as e:
             refused.append((node, str(e)))
-        except (_C.Error, ValueError, TypeError) as e:  # the builder's own refusal: one report, with its type
+        except Exception as e:  # the builder's refusal, or a converter's limit: one report, with its type
             refused.append((node, f"{type(e).__name__}: {e}"))
     return None, refused
 

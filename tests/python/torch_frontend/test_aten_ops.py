@@ -79,10 +79,12 @@ CASES = {
     "norms": (lambda x, w, b: [F.layer_norm(x, (8,), w, b), F.layer_norm(x, (4, 8)), F.group_norm(x.transpose(1, 2), 2, w, b),
                                F.batch_norm(x.transpose(1, 2), b, w.abs(), w, b, False, 0.1, 1e-3)],
               (randn(3, 4, 8), randn(8), randn(8)), 1e-5),
-    "softmax": (lambda x: [F.softmax(x, -1), F.log_softmax(x, 1), F.softmax(x.double(), 0)], (randn(3, 5, 7) * 4,), 1e-5),
+    "softmax": (lambda x: [F.softmax(x, -1), F.log_softmax(x, 1), F.softmax(x.double(), 0), F.softmax(x, -1, dtype=torch.float64),
+                           F.log_softmax(x, 0, dtype=torch.float64)], (randn(3, 5, 7) * 4,), 1e-5),
     "attention": (lambda q, k, v, m: [F.scaled_dot_product_attention(q, k, v), F.scaled_dot_product_attention(q, k, v, is_causal=True),
                                       F.scaled_dot_product_attention(q, k, v, attn_mask=m), F.scaled_dot_product_attention(q, k, v, scale=0.3),
-                                      F.scaled_dot_product_attention(q, k, v, attn_mask=m > 0)],
+                                      F.scaled_dot_product_attention(q, k, v, attn_mask=m > 0),
+                                      F.scaled_dot_product_attention(q[:, :, :3], k, v, is_causal=True)],  # top-left aligned
                   (randn(2, 3, 5, 8), randn(2, 3, 5, 8), randn(2, 3, 5, 4), randn(5, 5)), 1e-5),
     "resize": (lambda x: [F.interpolate(x, scale_factor=2, mode="nearest"), F.interpolate(x, size=(5, 7), mode="nearest"),
                           F.interpolate(x, scale_factor=2, mode="bilinear"), F.interpolate(x, size=(6, 9), mode="bilinear", align_corners=True)],
@@ -99,11 +101,13 @@ CASES = {
     "casts": (lambda x, i: [x.int(), x.double(), i.float(), (x > 0).long(), x.half(), x.to(torch.bfloat16), x.clone(), x.detach(),
                             x.contiguous()], (randn(3, 4) * 10, ints(3, 4)), 1e-2),
     "fills": (lambda x: [torch.zeros_like(x), torch.ones_like(x), torch.full_like(x, 7.0), torch.full((2, 3), 1.5), x + torch.arange(4),
-                         torch.arange(2, 11, 3), x.new_full((2,), 4.0), torch.scalar_tensor(3.0) + x], (randn(3, 4),), 0),
+                         torch.arange(2, 11, 3), x.new_full((2,), 4.0), torch.scalar_tensor(3.0) + x, torch.arange(0.5, 3),
+                         torch.arange(0, 1, 0.25)], (randn(3, 4),), 0),
     "indexing": (lambda w, i, x: [F.embedding(i, w), torch.index_select(x, 1, i[0]), x[:, i[0]], x[i[1]]],
                  (randn(10, 4), torch.tensor([[1, 3], [0, 2]]), randn(3, 5)), 0),
     "as_strided": (lambda x: [x.as_strided((2, 2), (1, 4)), x.as_strided((3,), (5,), 2)], (randn(4, 4),), 0),
-    "clamps": (lambda x, i: [x.clamp(-0.5, 0.5), x.clamp(min=0), x.clamp(max=0.2), i.clamp(-2, 3), i.clamp(min=0)],
+    "clamps": (lambda x, i: [x.clamp(-0.5, 0.5), x.clamp(min=0), x.clamp(max=0.2), i.clamp(-2, 3), i.clamp(min=0),
+                             i.clamp(min=1.5), torch.ops.aten.hardtanh.default(x)],
                (randn(4, 5), ints(4, 5)), 0),
     # reductions
     "reductions": (lambda x: [x.sum(), x.sum(1), x.sum((0, 2), keepdim=True), x.mean(), x.mean(-1), x.amax(1), x.amin((0, 1)),
@@ -154,6 +158,7 @@ def compare(got, want, rtol, how):
             g = g.float().numpy() if g.dtype == torch.bfloat16 else g.numpy()
         elif g.dtype == np.uint16:  # bf16 from a Model: its bits
             g = torch.from_numpy(g.view(np.int16)).view(torch.bfloat16).float().numpy()
+        assert str(g.dtype) == str(w.float().numpy().dtype if w.dtype == torch.bfloat16 else w.numpy().dtype), (how, k, g.dtype, w.dtype)
         w = w.float().numpy() if w.dtype == torch.bfloat16 else w.numpy()
         assert g.shape == w.shape, (how, k, g.shape, w.shape)
         if w.dtype == np.bool_ or rtol == 0:

@@ -28,8 +28,8 @@ def fresh_dynamo():
 
 def close(got, want, rtol=1e-4):
     """Within rtol of the output's largest magnitude (the issue's measure)."""
+    assert got.shape == want.shape and got.dtype == want.dtype
     got, want = got.detach().float(), want.detach().float()
-    assert got.shape == want.shape and got.dtype == got.dtype
     assert (got - want).abs().max().item() <= rtol * max(want.abs().max().item(), 1e-6)
 
 

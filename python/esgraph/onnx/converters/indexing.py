@@ -89,7 +89,7 @@ def cumprod(n):
 
 
 @converts("GatherElements")
-def gather_elements(n):
+def gather_elements_node(n):
     return gather_elements(n.x(0), n.x(1), n.attr("axis", 0))
 
 

@@ -81,10 +81,10 @@ def _avg_pool2d(call, x, kernel, stride=(), padding=(0,), ceil_mode=False, count
 
 @converts("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default")
 def _adaptive_avg_pool2d(call, x, output_size):
-    h, w = ints(call.arg_val(0).shape[-2:], "an adaptively pooled size")
     oh, ow = ints(output_size, "an adaptive pooling's output size")
-    if (oh, ow) == (1, 1):
+    if (oh, ow) == (1, 1):  # any input size, symbolic ones included
         return ops.reduce_mean(x, axes=[x.ndim - 2, x.ndim - 1], keepdims=True)
+    h, w = ints(call.arg_val(0).shape[-2:], "an adaptively pooled size")
     if h % oh or w % ow:
         raise Unsupported(f"adaptive average pooling of {h}x{w} to {oh}x{ow}, whose windows differ in size")
     return ops.avg_pool2d(x, [h // oh, w // ow], strides=[h // oh, w // ow])
@@ -114,13 +114,15 @@ def _layer_norm(call, x, shape, weight, bias, eps):
 
 
 @converts("aten._softmax.default", "aten.softmax.int")
-def _softmax(call, x, dim, half_to_float=False):
-    return ops.softmax(x, axis=dim)
+def _softmax(call, x, dim, dtype_or_half=None):
+    """_softmax's third argument is half_to_float, softmax.int's a dtype: either way the
+    result's dtype says what to compute in."""
+    return ops.softmax(as_dtype(x, esg_dtype(call.val.dtype)), axis=dim)
 
 
 @converts("aten._log_softmax.default", "aten.log_softmax.int")
-def _log_softmax(call, x, dim, half_to_float=False):
-    return ops.log_softmax(x, axis=dim)
+def _log_softmax(call, x, dim, dtype_or_half=None):
+    return ops.log_softmax(as_dtype(x, esg_dtype(call.val.dtype)), axis=dim)
 
 
 @converts("aten.gelu.default")
@@ -133,14 +135,21 @@ def _leaky_relu(call, x, negative_slope=0.01):
     return ops.leaky_relu(x, alpha=float(negative_slope))
 
 
-@converts("aten.hardtanh.default", "aten.clamp.default")
+@converts("aten.clamp.default")
 def _clamp(call, x, lo=None, hi=None):
+    """x within [lo, hi] in the result's dtype (an int tensor with a float bound is promoted)."""
     if isinstance(lo, _C.Tensor) or isinstance(hi, _C.Tensor):
         raise Unsupported("bounds that are tensors")
+    x = as_dtype(x, esg_dtype(call.val.dtype))
     if x.dtype in (_C.f32, _C.f64, _C.f16, _C.bf16):
         return ops.clip(x, min=-math.inf if lo is None else float(lo), max=math.inf if hi is None else float(hi))
     y = x if lo is None else ops.maximum(x, as_dtype(lo, x.dtype))
     return y if hi is None else ops.minimum(y, as_dtype(hi, x.dtype))
+
+
+@converts("aten.hardtanh.default")
+def _hardtanh(call, x, lo=-1.0, hi=1.0):
+    return _clamp(call, x, lo, hi)
 
 
 @converts("aten.clamp_min.default")
@@ -172,7 +181,7 @@ def _attention(call, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sc
             ops.where(attn_mask, as_dtype(0.0, q.dtype), as_dtype(-math.inf, q.dtype))
     if is_causal:
         lq, lk = ints([call.arg_val(0).shape[-2], call.arg_val(1).shape[-2]], "a causal attention's length")
-        causal = torch.ones(lq, lk, dtype=torch.bool).tril(diagonal=lk - lq)
+        causal = torch.ones(lq, lk, dtype=torch.bool).tril()  # aligned top-left, as PyTorch's
         bias = torch.zeros(lq, lk).masked_fill(~causal, -math.inf)
         causal = as_dtype(bias, q.dtype)
         mask = causal if mask is None else mask + causal
@@ -183,7 +192,7 @@ def _attention(call, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sc
 def _group_norm(call, x, weight, bias, n, c, hw, groups, eps):
     """Each group's channels normalized together: [N, G, rest] through layer_norm's axis."""
     y = ops.layer_norm(ops.reshape(x, [0, groups, -1]), axis=2, epsilon=float(eps))
-    y = ops.reshape(y, ints(call.arg_val(0).shape, "a group norm's input size"))
+    y = ops.reshape(y, [0] + ints(call.arg_val(0).shape[1:], "a group norm's channels and spatial size"))
     shape = [-1] + [1] * (x.ndim - 2)
     y = y if weight is None else y * ops.reshape(weight, shape)
     y = y if bias is None else y + ops.reshape(bias, shape)

@@ -21,6 +21,9 @@ def _promoted(call, fakes):
     return esg_dtype(dtype)
 
 
+_FIXED = {str(d.name): d for d in (_C.f32, _C.f64, _C.f16, _C.bf16, _C.i8, _C.i16, _C.i32, _C.i64, _C.u8, getattr(_C, "bool"))}
+
+
 def _convert(op_name, types):
     op = getattr(ops, op_name)
 
@@ -34,9 +37,9 @@ def _convert(op_name, types):
         operands = list(args)
         for var in set(types):
             at = [i for i, t in enumerate(types) if t == var]
-            if var == "bool":
+            if var in _FIXED:  # an input of one dtype whatever the others' (where's bool condition)
                 for i in at:
-                    operands[i] = as_dtype(operands[i], getattr(_C, "bool"))
+                    operands[i] = as_dtype(operands[i], _FIXED[var])
                 continue
             dtype = _promoted(call, [call.arg_val(i) for i in at])
             for i in at:

@@ -83,7 +83,9 @@ def _var(call, x, dims=None, correction=None, keepdim=False):
     centered = x - ops.reduce_mean(x, axes=axes, keepdims=True)
     total = ops.reduce_sum(centered * centered, axes=axes, keepdims=bool(keepdim))
     correction = 1 if correction is None else correction
-    return total * (1.0 / max(count - correction, 0)) if count > correction else total * float("nan")
+    if count > correction:
+        return total * (1.0 / (count - correction))
+    return ops.div(total, as_dtype(0.0, total.dtype))  # as PyTorch: inf, or nan where the sum is 0
 
 
 @converts("aten.any.dim", "aten.any.dims", "aten.any.default")

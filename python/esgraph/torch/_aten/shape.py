@@ -172,9 +172,10 @@ def _scalar_tensor(call, value, dtype=None, layout=None, device=None, pin_memory
 @converts("aten.arange.start_step", "aten.arange.default", "aten.arange.start")
 def _arange(call, *args, dtype=None, layout=None, device=None, pin_memory=None):
     start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
-    values = torch.arange(static(start, "a range start"), static(end, "a range end"), static(step, "a step"),
-                          dtype=call.val.dtype)
-    return constant(values, esg_dtype(call.val.dtype))
+    for bound in (start, end, step):
+        if isinstance(bound, (torch.SymInt, torch.SymFloat)):
+            raise NeedsShape(f"a range bound is the symbolic value {bound}, which this converter needs as a number")
+    return constant(torch.arange(start, end, step, dtype=call.val.dtype), esg_dtype(call.val.dtype))
 
 
 @converts("aten.embedding.default")
@@ -240,9 +241,9 @@ def _full_like(call, x, *value, dtype=None, layout=None, device=None, pin_memory
     fill = constant(value[0] if value else 1 if call.name.startswith("aten.ones") else 0, esg_dtype(call.val.dtype))
     if all(isinstance(d, int) for d in call.val.shape):
         return ops.expand(fill, list(call.val.shape))
-    # Sizes that are symbolic are x's: a where over a condition of x's shape broadcasts to it.
-    everywhere = ops.is_nan(x) if x.dtype in (_C.f32, _C.f64, _C.f16, _C.bf16) else ops.equal(x, x)
-    return ops.where(everywhere, fill, fill)
+    # Sizes that are symbolic are x's: a condition of x's shape (any, its value unused: both
+    # branches are the fill) carries that shape to the result.
+    return ops.where(ops.equal(x, x), fill, fill)
 
 
 @converts("aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default",

@@ -13,7 +13,7 @@ constexpr uint32_t mask(std::initializer_list<DType> ts) {
   return m;
 }
 
-// t_body (fixtures/test_ops.yaml:113)
+// t_body (fixtures/test_ops.yaml:114)
 const InputSchema t_body_inputs[] = {
   {"init", InputSchema::kAny, DType::Invalid, false, true, 1},
 };
@@ -25,7 +25,7 @@ const SubgraphSchema t_body_subgraphs[] = {
   {"body", 0},
 };
 
-// t_branch (fixtures/test_ops.yaml:123)
+// t_branch (fixtures/test_ops.yaml:124)
 const InputSchema t_branch_inputs[] = {
   {"pred", InputSchema::kFixed, DType::Bool, false, false, 1},
 };
@@ -37,7 +37,7 @@ const SubgraphSchema t_branch_subgraphs[] = {
   {"else_branch", -1},
 };
 
-// t_generator (fixtures/test_ops.yaml:96)
+// t_generator (fixtures/test_ops.yaml:97)
 const OutputSchema t_generator_outputs[] = {
   {"y", OutputType::FromAttr, -1, DType::Invalid, 5, OutputCount::One, -1},
 };
@@ -51,7 +51,7 @@ const AttrSchema t_generator_attrs[] = {
   {"dtype", AttrKind::DType, false, static_cast<int64_t>(DType::F32), 0.0, nullptr, nullptr, nullptr, 0, false, false, 0.0, 0.0, nullptr, 0},
 };
 
-// t_options (fixtures/test_ops.yaml:26)
+// t_options (fixtures/test_ops.yaml:27)
 const TypeVarSchema t_options_type_vars[] = {
   {"T", mask({DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32, DType::U64})},
 };
@@ -79,7 +79,7 @@ const AttrSchema t_options_attrs[] = {
   {"no_default", AttrKind::IntList, false, 0, 0.0, nullptr, nullptr, nullptr, 0, false, false, 0.0, 0.0, nullptr, 0},
 };
 
-// t_pair (fixtures/test_ops.yaml:57)
+// t_pair (fixtures/test_ops.yaml:58)
 const TypeVarSchema t_pair_type_vars[] = {
   {"T", mask({DType::F32, DType::F16, DType::BF16, DType::F64})},
 };
@@ -91,7 +91,7 @@ const OutputSchema t_pair_outputs[] = {
   {"indices", OutputType::Fixed, -1, DType::I64, -1, OutputCount::One, -1},
 };
 
-// t_split (fixtures/test_ops.yaml:82)
+// t_split (fixtures/test_ops.yaml:83)
 const TypeVarSchema t_split_type_vars[] = {
   {"T", mask({DType::F32, DType::F16, DType::BF16, DType::F64})},
 };
@@ -119,7 +119,7 @@ const AttrSchema t_unary_attrs[] = {
   {"alpha", AttrKind::Float, false, 0, 1.0, nullptr, nullptr, nullptr, 0, true, true, 0.0, 10.0, nullptr, 0},
 };
 
-// t_variadic (fixtures/test_ops.yaml:68)
+// t_variadic (fixtures/test_ops.yaml:69)
 const TypeVarSchema t_variadic_type_vars[] = {
   {"T", mask({DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32, DType::U64, DType::Bool})},
 };

@@ -12,14 +12,14 @@
   return true;
 }
 
-TEST_CASE("example 1 of t_generator (fixtures/test_ops.yaml:109)") {
+TEST_CASE("example 1 of t_generator (fixtures/test_ops.yaml:110)") {
   esg::GraphBuilder builder;
   const auto result = esg::t_generator(builder, {2, 3}, esg::TGeneratorPattern::Ramp, 1.0, "r", {0.5}, esg::TGeneratorOptions().dtype(esg::DType::I64));
   CHECK(result.dtype() == esg::DType::I64);
   CHECK(result.shape() == std::vector<int64_t>{2, 3});
 }
 
-TEST_CASE("example 1 of t_options (fixtures/test_ops.yaml:50)") {
+TEST_CASE("example 1 of t_options (fixtures/test_ops.yaml:51)") {
   esg::GraphBuilder builder;
   const esg::Tensor in_x = builder.input("x", esg::DType::F32, {2, 3});
   const esg::Tensor in_bias = builder.input("bias", esg::DType::F32, {3});
@@ -28,7 +28,7 @@ TEST_CASE("example 1 of t_options (fixtures/test_ops.yaml:50)") {
   CHECK(result.shape() == std::vector<int64_t>{2, 3});
 }
 
-TEST_CASE("example 1 of t_split (fixtures/test_ops.yaml:92)") {
+TEST_CASE("example 1 of t_split (fixtures/test_ops.yaml:93)") {
   esg::GraphBuilder builder;
   const esg::Tensor in_x = builder.input("x", esg::DType::F16, {5, 2});
   const auto result = esg::t_split(in_x, {2, 3}, esg::TSplitOptions());
@@ -39,7 +39,7 @@ TEST_CASE("example 1 of t_split (fixtures/test_ops.yaml:92)") {
   CHECK(result[1].shape() == std::vector<int64_t>{3, 2});
 }
 
-TEST_CASE("example 1 of t_unary (fixtures/test_ops.yaml:20)") {
+TEST_CASE("example 1 of t_unary (fixtures/test_ops.yaml:21)") {
   esg::GraphBuilder builder;
   const esg::Tensor in_x = builder.input("x", esg::DType::F32, {2, 2});
   const auto result = esg::t_unary(in_x, esg::TUnaryOptions());
@@ -47,7 +47,7 @@ TEST_CASE("example 1 of t_unary (fixtures/test_ops.yaml:20)") {
   CHECK(result.shape() == std::vector<int64_t>{2, 2});
 }
 
-TEST_CASE("example 2 of t_unary (fixtures/test_ops.yaml:22)") {
+TEST_CASE("example 2 of t_unary (fixtures/test_ops.yaml:23)") {
   esg::GraphBuilder builder;
   const esg::Tensor in_x = builder.input("x", esg::DType::F32, {3});
   const auto result = esg::t_unary(in_x, esg::TUnaryOptions().alpha(2.0));
@@ -55,7 +55,7 @@ TEST_CASE("example 2 of t_unary (fixtures/test_ops.yaml:22)") {
   CHECK(result.shape() == std::vector<int64_t>{3});
 }
 
-TEST_CASE("example 1 of t_variadic (fixtures/test_ops.yaml:78)") {
+TEST_CASE("example 1 of t_variadic (fixtures/test_ops.yaml:79)") {
   esg::GraphBuilder builder;
   std::vector<esg::Tensor> in_xs;
   in_xs.push_back(builder.input("xs0", esg::DType::I32, {2, 1}));

@@ -8,14 +8,14 @@
 using esg::ir::AttrArg;
 using esg::ir::DType;
 
-TEST_CASE("values of example 1 of t_unary (fixtures/test_ops.yaml:20)") {
+TEST_CASE("values of example 1 of t_unary (fixtures/test_ops.yaml:21)") {
   esg::test::ExampleCase(esg::ir::ops::t_unary)
       .input(DType::F32, {2, 2}, {1.0, -1.0, 0.0, 2.0})
       .expect(DType::F32, {2, 2}, {1.0, -0.63212055, 0.0, 2.0})
       .run();
 }
 
-TEST_CASE("values of example 1 of t_variadic (fixtures/test_ops.yaml:78)") {
+TEST_CASE("values of example 1 of t_variadic (fixtures/test_ops.yaml:79)") {
   esg::test::ExampleCase(esg::ir::ops::t_variadic)
       .input(DType::I32, {2, 1}, {1.0, 2.0})
       .input(DType::I32, {2, 2}, {3.0, 4.0, 5.0, 6.0})

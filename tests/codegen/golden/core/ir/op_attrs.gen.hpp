@@ -16,7 +16,7 @@ namespace esg::ir {
 
 enum class TGeneratorPattern : int64_t { constant, ramp };
 
-// t_generator (fixtures/test_ops.yaml:96)
+// t_generator (fixtures/test_ops.yaml:97)
 struct TGeneratorAttrs {
   Span<int64_t> shape;
   TGeneratorPattern pattern;
@@ -42,7 +42,7 @@ struct TGeneratorAttrs {
 
 enum class TOptionsMode : int64_t { nearest, linear, cubic };
 
-// t_options (fixtures/test_ops.yaml:26)
+// t_options (fixtures/test_ops.yaml:27)
 struct TOptionsAttrs {
   size_t axis;  // of x's rank, normalized
   int64_t late;
@@ -74,7 +74,7 @@ struct TOptionsAttrs {
   }
 };
 
-// t_split (fixtures/test_ops.yaml:82)
+// t_split (fixtures/test_ops.yaml:83)
 struct TSplitAttrs {
   Span<int64_t> sizes;
   // Positions in a node's attributes, for passes that add a node of this op.
@@ -102,7 +102,7 @@ struct TUnaryAttrs {
   }
 };
 
-// t_variadic (fixtures/test_ops.yaml:68)
+// t_variadic (fixtures/test_ops.yaml:69)
 struct TVariadicAttrs {
   size_t axis;  // of y's rank, normalized
   // Positions in a node's attributes, for passes that add a node of this op.

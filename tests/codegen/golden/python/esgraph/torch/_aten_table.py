@@ -3,4 +3,6 @@
 esgraph.torch converts them with one generic converter and every other ATen op by hand.
 Overload ("aten.add.Tensor") -> (op name, (each input's type: a type variable or a dtype))."""
 ONE_OP = {
+    "aten.t_elu.default": ("t_unary", ("T",)),
+    "aten.t_elu.Scalar": ("t_unary", ("T",)),
 }
