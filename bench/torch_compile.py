@@ -16,6 +16,7 @@ the first call of each side (Dynamo's tracing is in both), and the backend's own
 import argparse
 import gc
 import os
+import sys
 import tempfile
 import time
 import warnings
@@ -28,43 +29,29 @@ import torchvision  # noqa: E402
 import esgraph.torch as esg_torch  # noqa: E402
 from timing import side_by_side  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python", "torch_frontend"))
+from torch_models import hugging_face, main_output  # noqa: E402  the models the tests check
+
 THREADS = os.cpu_count()
 
 
-def hugging_face(name):
-    from transformers import (BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, ViTConfig,
-                              ViTModel)
-    small = dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, intermediate_size=2048)
-    return {"bert": lambda: BertModel(BertConfig(vocab_size=8000, **small)),
-            "gpt2": lambda: GPT2LMHeadModel(GPT2Config(vocab_size=8000, n_embd=512, n_layer=4, n_head=8)),
-            "llama": lambda: LlamaForCausalLM(LlamaConfig(vocab_size=8000, num_key_value_heads=4, **small)),
-            "vit": lambda: ViTModel(ViTConfig(image_size=224, patch_size=16, **small))}[name]()
-
-
+# Hidden 512, 4 layers, 8 heads; 128 tokens or 224x224 images.
+SMALL = dict(hidden=512, layers=4, heads=8, vocabulary=8000, image=224)
 MODELS = {
     "resnet18": (lambda: torchvision.models.resnet18(), "image"),
     "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(), "image"),
     "efficientnet_b0": (lambda: torchvision.models.efficientnet_b0(), "image"),
     "deeplabv3_mobilenet_v3": (lambda: torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(
         weights=None, weights_backbone=None, aux_loss=False), "image"),
-    "bert": (lambda: hugging_face("bert"), "tokens"),
-    "gpt2": (lambda: hugging_face("gpt2"), "tokens"),
-    "llama": (lambda: hugging_face("llama"), "tokens"),
-    "vit": (lambda: hugging_face("vit"), "image"),
+    "bert": (lambda: hugging_face("bert", **SMALL), "tokens"),
+    "gpt2": (lambda: hugging_face("gpt2", **SMALL), "tokens"),
+    "llama": (lambda: hugging_face("llama", **SMALL), "tokens"),
+    "vit": (lambda: hugging_face("vit", **SMALL), "image"),
 }
 
 
 def inputs_for(kind, batch):
     return torch.randn(batch, 3, 224, 224) if kind == "image" else torch.randint(0, 8000, (batch, 128))
-
-
-def main_output(out):
-    if isinstance(out, torch.Tensor):
-        return out
-    for key in ("logits", "last_hidden_state", "out"):
-        if hasattr(out, key) or (isinstance(out, dict) and key in out):
-            return out[key] if isinstance(out, dict) else getattr(out, key)
-    return out[0]
 
 
 class BackendClock:

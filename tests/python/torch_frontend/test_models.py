@@ -14,6 +14,7 @@ import torchvision
 
 import esgraph
 import esgraph.torch as esg_torch
+from torch_models import hugging_face, main_output
 
 
 @pytest.fixture(autouse=True)
@@ -24,16 +25,6 @@ def fresh_dynamo():
     yield
     torch._dynamo.reset()
     gc.collect()  # compiled_functions() lists only what is still in use
-
-
-def main_output(out):
-    """The tensor a model's result leads with (logits, a hidden state, a segmentation map)."""
-    if isinstance(out, torch.Tensor):
-        return out
-    for key in ("logits", "last_hidden_state", "out"):
-        if hasattr(out, key) or (isinstance(out, dict) and key in out):
-            return out[key] if isinstance(out, dict) else getattr(out, key)
-    return out[0]
 
 
 def assert_close(got, want, rtol=1e-4):
@@ -114,25 +105,11 @@ def test_torchvision_nms():
     assert torch.equal(got, want)
 
 
-def hugging_face():
-    from transformers import (BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, ViTConfig,
-                              ViTModel)
-    small = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=512)
-    return {
-        "bert": lambda: BertModel(BertConfig(vocab_size=1000, **small)),
-        "gpt2": lambda: GPT2LMHeadModel(GPT2Config(vocab_size=1000, n_embd=256, n_layer=4, n_head=4)),
-        "llama": lambda: LlamaForCausalLM(LlamaConfig(vocab_size=1000, num_key_value_heads=2, **small)),
-        "vit": lambda: ViTModel(ViTConfig(image_size=64, patch_size=16, **small)),
-    }
-
-
 @pytest.mark.parametrize("batch", [1, 2])
 @pytest.mark.parametrize("name", ["bert", "gpt2", "llama", "vit"])
 def test_hugging_face_models(name, batch):
     pytest.importorskip("transformers")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = hugging_face()[name]().eval()
+    model = hugging_face(name)
     inputs = torch.randn(batch, 3, 64, 64) if name == "vit" else torch.randint(0, 1000, (batch, 16))
     got, want = compiled(model, inputs)
     assert_close(got, want)
