@@ -4,7 +4,8 @@
 #               under AddressSanitizer + UBSan, the concurrency tests under ThreadSanitizer
 #               (clang), and the fuzzers over their committed corpus (clang)
 #   make bench  graph building against onnx.helper and torch.fx, compile time, per-launch overhead, an elementwise chain,
-#               models written in esgraph and imported from torch.nn, against PyTorch and ONNX Runtime
+#               models written in esgraph and imported from torch.nn, against PyTorch and ONNX Runtime,
+#               torch.compile(backend="esgraph") against eager PyTorch and TorchInductor
 #               (requirements.txt's onnxruntime, given esgraph's thread count)
 #   make conformance  ONNX's node test suite through the importer; rewrites docs/conformance.md
 #   make conformance-latest  the same for the newest onnx release's suite (an environment of its own);
@@ -98,6 +99,7 @@ bench: build
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/norms.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/models.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/imported_models.py
+	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/torch_compile.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/model_load.py
 	PYTHONPATH=$(CURDIR)/build/default/python $(PY) bench/ascend_lowering.py
 	mpirun -np 2 --oversubscribe $(MPI_AS_ROOT) ./build/default/bench/bench_allreduce

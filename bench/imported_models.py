@@ -1,4 +1,4 @@
-"""Real torch.nn models imported into esgraph — through torch.fx and through torch.onnx.export
+"""Real torch.nn models imported into esgraph — through torch.export and through torch.onnx.export
 + esgraph.onnx.load — timed side by side with PyTorch eager and ONNX Runtime (CPU) on the same
 exported file, every side on `--threads` threads; the sides alternate rounds and keep their best
 round's median (bench/timing.py); outputs checked against PyTorch first.
@@ -63,7 +63,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)  # Debian's build starts with one
     print(f"{args.threads} threads on every side; torch {torch.__version__}, {peers.versions()}")
-    print(f"{'model':42} {'torch':>8} {'fx':>8} {'onnx':>8} {'ORT':>8} {'fx/torch':>9} {'onnx/ORT':>9}  (ms)")
+    print(f"{'model':42} {'torch':>8} {'export':>8} {'onnx':>8} {'ORT':>8} {'exp/torch':>9} {'onnx/ORT':>9}  (ms)")
     for name, module, x in models():
         module.eval()
         xn = x.numpy()
@@ -71,20 +71,20 @@ def main():
             warnings.simplefilter("ignore")
             path = os.path.join(d, "m.onnx")
             torch.onnx.export(module, (x,), path, dynamo=False, opset_version=14)
-            via_fx = esgraph.compile(esgraph.torch.from_module(module, (x,)), threads=args.threads)
+            via_export = esgraph.compile(esgraph.torch.from_module(module, (x,)), threads=args.threads)
             via_onnx = esgraph.compile(esgraph.onnx.load(path), threads=args.threads)
             in_ort = peers.runner("ORT", path, [xn], args.threads)
             with torch.no_grad():
                 want = first(module(x)).numpy()
-                for run in (via_fx.run, via_onnx.run) + ((lambda _: in_ort(),) if in_ort else ()):
+                for run in (via_export.run, via_onnx.run) + ((lambda _: in_ort(),) if in_ort else ()):
                     got = run([xn])[0]
                     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), name
-                ms = side_by_side({"torch": lambda: module(x), "fx": lambda: via_fx.run([xn]), "onnx": lambda: via_onnx.run([xn]),
+                ms = side_by_side({"torch": lambda: module(x), "export": lambda: via_export.run([xn]), "onnx": lambda: via_onnx.run([xn]),
                                    "ORT": in_ort}, args.rounds, args.runs)
         t_ort = ms.get("ORT")
         ort_col = f"{t_ort:8.2f}" if t_ort else f"{'-':>8}"
         ratio = f"{ms['onnx'] / t_ort:8.2f}x" if t_ort else f"{'-':>9}"
-        print(f"{name:42} {ms['torch']:8.2f} {ms['fx']:8.2f} {ms['onnx']:8.2f} {ort_col} {ms['fx'] / ms['torch']:8.2f}x {ratio}",
+        print(f"{name:42} {ms['torch']:8.2f} {ms['export']:8.2f} {ms['onnx']:8.2f} {ort_col} {ms['export'] / ms['torch']:8.2f}x {ratio}",
               flush=True)
 
 

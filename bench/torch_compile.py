@@ -1,7 +1,7 @@
 """torch.compile(model, backend="esgraph") against eager PyTorch and TorchInductor, side by side
 in one process (issue 49).
 
-    PYTHONPATH=build/default/python:bench .venv/bin/python bench/torch_compile.py [--models a,b] [--batches 1,8]
+    PYTHONPATH=build/default/python .venv/bin/python bench/torch_compile.py [--models a,b] [--batches 1,8]
 
 Every side runs under torch.no_grad() on the same inputs, PyTorch with torch.set_num_threads(T)
 and esgraph on T threads (T: every core, esgraph's default). Inductor runs in its best CPU
