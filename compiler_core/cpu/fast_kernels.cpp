@@ -7,6 +7,7 @@ namespace esg::cpu {
 eval::Kernel gemm_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel attention_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel transpose_kernel(const ir::Graph& g, const ir::Node& n);
+eval::Kernel expand_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel conv_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel normalize_kernel(const ir::Graph& g, const ir::Node& n);
 eval::Kernel pool_kernel(const ir::Graph& g, const ir::Node& n);
@@ -22,6 +23,7 @@ eval::Kernel find_fast_kernel(const ir::Graph& g, const ir::Node& n) {
   if (const eval::Kernel k = gemm_kernel(g, n)) return k;
   if (const eval::Kernel k = attention_kernel(g, n)) return k;
   if (const eval::Kernel k = transpose_kernel(g, n)) return k;
+  if (const eval::Kernel k = expand_kernel(g, n)) return k;
   if (const eval::Kernel k = conv_kernel(g, n)) return k;
   if (const eval::Kernel k = reduce_kernel(g, n)) return k;
   if (const eval::Kernel k = pool_kernel(g, n)) return k;

@@ -1,4 +1,4 @@
-// transpose at memory speed, any element width. When the last axis stays last, every output
+// transpose and expand at memory speed, any element width. Transpose: when the last axis stays last, every output
 // row is one contiguous run of the input: one memcpy a row. When it moves, the output's last
 // axis and the output axis the input's last axis became form a 2-D transpose per index of the
 // other axes, done in 16×16 tiles so that both sides are read and written a cache line at a
@@ -92,7 +92,50 @@ void transpose_any(const eval::KernelCall& c) {
   });
 }
 
+// expand: the trailing axes the input has whole make every output row one contiguous run of
+// the input, copied with one memcpy; where the input's last axis broadcasts, a row is one
+// element repeated. (The reference kernel copies element by element through an odometer, which
+// made a grouped-query attention's k and v, broadcast over the heads of a group, 7 ms each.)
+void expand_any(const eval::KernelCall& c) {
+  const eval::TensorRef& x = *c.in[0];
+  const eval::TensorRef& y = *c.out[0];
+  if (y.size() == 0) return;
+  const size_t r = y.shape.rank(), lead = r - x.shape.rank(), w = ir::dtype_size(y.dtype);
+  if (r == 0) {
+    std::memcpy(y.bytes, x.bytes, w);
+    return;
+  }
+  const std::vector<int64_t> xs = eval::strides_of(x.shape), ys = eval::strides_of(y.shape);
+  auto whole = [&](size_t d) { return d >= lead && x.shape[d - lead] == y.shape[d]; };
+  size_t inner = r;  // from here on, x has the axes whole
+  while (inner > 0 && whole(inner - 1)) --inner;
+  const bool repeat = inner == r;  // the last axis broadcasts
+  const size_t walked = repeat ? r - 1 : inner;
+  Outer outer;
+  for (size_t d = 0; d < walked; ++d)
+    outer.dims.push_back(y.shape[d]), outer.in_strides.push_back(whole(d) ? xs[d - lead] : 0), outer.out_strides.push_back(ys[d]);
+  int64_t row = 1;
+  for (size_t d = walked; d < r; ++d) row *= y.shape[d];
+  split_work(outer.count(), row, c.parallel, [&](int64_t first, int64_t end) {
+    for (int64_t u = first; u < end; ++u) {
+      int64_t in = 0, out = 0;
+      outer.offsets(u, &in, &out);
+      uint8_t* dst = y.bytes + static_cast<size_t>(out) * w;
+      const uint8_t* src = x.bytes + static_cast<size_t>(in) * w;
+      if (!repeat) {
+        std::memcpy(dst, src, static_cast<size_t>(row) * w);
+        continue;
+      }
+      for (int64_t j = 0; j < row; ++j) std::memcpy(dst + static_cast<size_t>(j) * w, src, w);
+    }
+  });
+}
+
 }  // namespace
+
+eval::Kernel expand_kernel(const ir::Graph&, const ir::Node& n) {
+  return n.op->kind == ir::OpKind::expand ? expand_any : nullptr;
+}
 
 eval::Kernel transpose_kernel(const ir::Graph& g, const ir::Node& n) {
   if (n.op->kind != ir::OpKind::transpose) return nullptr;

@@ -89,9 +89,13 @@ def test_gather(axis, index_shape, index_dtype):
 
 
 @pytest.mark.parametrize("src, shape", [((3, 1), (2, 3, 4)), ((1,), (5,)), ((2, 1, 3), (2, 4, 3)), ((), (2, 2)),
-                                        ((1, 3), (0, 3)), ((4,), (4,))], ids=str)
-def test_expand(src, shape):
+                                        ((1, 3), (0, 3)), ((4,), (4,)), ((), ()),
+                                        ((2, 2, 1, 3, 4), (2, 2, 3, 3, 4)),  # grouped-query attention's k and v
+                                        ((3, 1, 1), (3, 2, 5)), ((1, 4, 1), (2, 4, 3))], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.bool_])
+def test_expand(src, shape, dtype):
     x = normal(rng_for(src, shape), src)
+    x = (x > 0) if dtype == np.bool_ else x.astype(dtype)
     check(run(lambda t: ops.expand(t, list(shape)), x), np.broadcast_to(x, shape))
 
 
