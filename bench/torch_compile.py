@@ -15,14 +15,18 @@ the first call of each side (Dynamo's tracing is in both), and the backend's own
 converting, compiling, planning and running).
 """
 import argparse
+import atexit
 import gc
 import os
+import shutil
 import sys
 import tempfile
 import time
 import warnings
 
-os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-cold-"))
+if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:  # cold, and gone afterwards (Inductor writes ~0.5 GB a run)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cold-")
+    atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
 
 import torch  # noqa: E402
 import torchvision  # noqa: E402
