@@ -85,8 +85,24 @@ def _table():
 
 def decompositions():
     """PyTorch's core-ATen decompositions, less those of the ops esgraph converts whole
-    (attention, softplus, group norm, resizes): those stay one op, computed as PyTorch does."""
-    return {op: fn for op, fn in _table().items() if overload_name(op) not in CONVERTERS}
+    (softplus, group norm, nearest resizes, ...): those stay one op; and attention kept one op
+    (_attention_whole)."""
+    table = {op: fn for op, fn in _table().items() if overload_name(op) not in CONVERTERS}
+    table[torch.ops.aten.scaled_dot_product_attention.default] = _attention_whole
+    return table
+
+
+def _attention_whole(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """scaled_dot_product_attention as PyTorch's CPU flash kernel, one op esgraph converts to its
+    attention op, where aot_autograd would take it apart (products, a softmax and a guard for
+    fully masked rows, each a launch). What that kernel does not take (dropout, grouped queries,
+    other ranks) is taken apart as before."""
+    if dropout_p or enable_gqa or not q.dim() == k.dim() == v.dim() == 4:
+        return NotImplemented
+    if attn_mask is not None and attn_mask.dtype == torch.bool:  # the kernel adds a float mask
+        attn_mask = torch.zeros(attn_mask.shape, dtype=q.dtype).masked_fill(attn_mask.logical_not(), float("-inf"))
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, dropout_p, is_causal, attn_mask=attn_mask,
+                                                                             scale=scale)[0]
 
 
 def _static_inputs():

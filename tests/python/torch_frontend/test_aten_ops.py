@@ -84,7 +84,8 @@ CASES = {
     "attention": (lambda q, k, v, m: [F.scaled_dot_product_attention(q, k, v), F.scaled_dot_product_attention(q, k, v, is_causal=True),
                                       F.scaled_dot_product_attention(q, k, v, attn_mask=m), F.scaled_dot_product_attention(q, k, v, scale=0.3),
                                       F.scaled_dot_product_attention(q, k, v, attn_mask=m > 0),
-                                      F.scaled_dot_product_attention(q[:, :, :3], k, v, is_causal=True)],  # top-left aligned
+                                      F.scaled_dot_product_attention(q[:, :, :3], k, v, is_causal=True),  # top-left aligned
+                                      F.scaled_dot_product_attention(q, k[:, :1], v[:, :1], enable_gqa=True)],  # grouped queries
                   (randn(2, 3, 5, 8), randn(2, 3, 5, 8), randn(2, 3, 5, 4), randn(5, 5)), 1e-5),
     "resize": (lambda x: [F.interpolate(x, scale_factor=2, mode="nearest"), F.interpolate(x, size=(5, 7), mode="nearest"),
                           F.interpolate(x, scale_factor=2, mode="bilinear"), F.interpolate(x, size=(6, 9), mode="bilinear", align_corners=True)],

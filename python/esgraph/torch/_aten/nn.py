@@ -6,7 +6,7 @@ import torch
 from ... import _C
 from ..._compose import avg_pool_counting_padding, conv_nd, conv_transpose_nd, numpy_matmul, pad_or_crop
 from ..._resize import resize_axes
-from .registry import Unsupported, as_dtype, converts, esg_dtype, ints, ops
+from .registry import Unsupported, as_dtype, converts, esg_dtype, ints, ops, static
 
 
 @converts("aten.mm.default", "aten.bmm.default", "aten.matmul.default")
@@ -167,14 +167,33 @@ def _hardsigmoid(call, x):
     return ops.hard_sigmoid(x, alpha=1 / 6, beta=0.5)
 
 
-@converts("aten.scaled_dot_product_attention.default")
-def _attention(call, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    """[batch, heads, seq, head] operands: esgraph's attention op, with a causal or given mask.
-    (aot_autograd takes it apart into products and a softmax, which compile into the same op.)"""
+def _repeat_heads(t, group, shape):
+    """[b, h, s, d] -> [b, h·group, s, d], each head repeated `group` times in place (sizes b
+    and s may be symbolic: the repeat is a broadcast against zeros, d is static)."""
+    spread = ops.unsqueeze(t, [2])
+    spread = spread + as_dtype(torch.zeros(1, 1, group, 1, 1), t.dtype)
+    return ops.reshape(spread, [0, int(shape[1]) * group, -1, static(shape[3], "an attention head's size")])
+
+
+@converts("aten._scaled_dot_product_flash_attention_for_cpu.default", "aten.scaled_dot_product_attention.default")
+def _attention(call, q, k, v, *args, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """PyTorch's attention: its CPU flash kernel (the backend's decompositions keep
+    scaled_dot_product_attention as it: dropout_p and is_causal by position, a result and the
+    log-sum-exp, which is not computed), or the op itself (attn_mask first; what torch.export
+    keeps of grouped-query attention). [batch, heads, seq, head] operands, grouped queries
+    included (k and v repeated over each group's heads), a causal or given mask; esgraph's
+    attention op."""
+    flash = call.name.endswith("for_cpu.default")
+    positional = dict(zip(("dropout_p", "is_causal") if flash else ("attn_mask", "dropout_p", "is_causal", "scale"), args))
+    attn_mask, scale = positional.get("attn_mask", attn_mask), positional.get("scale", scale)
+    dropout_p, is_causal = positional.get("dropout_p", dropout_p), positional.get("is_causal", is_causal)
     if dropout_p:
         raise Unsupported(f"attention with dropout_p={dropout_p} (inference has none)")
-    if enable_gqa or q.ndim != 4:
-        raise Unsupported("attention other than [batch, heads, seq, head] with as many heads in q, k and v")
+    if q.ndim != 4:
+        raise Unsupported(f"attention of rank {q.ndim} operands ([batch, heads, seq, head] only)")
+    heads, kv_heads = ints([call.arg_val(0).shape[1], call.arg_val(1).shape[1]], "an attention's head count")
+    if heads != kv_heads:  # grouped queries: each k and v head serves heads // kv_heads of q's
+        k, v = (_repeat_heads(t, heads // kv_heads, call.arg_val(i).shape) for i, t in ((1, k), (2, v)))
     mask = None
     if attn_mask is not None:
         mask = attn_mask if attn_mask.dtype != getattr(_C, "bool") else \
@@ -185,7 +204,8 @@ def _attention(call, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sc
         bias = torch.zeros(lq, lk).masked_fill(~causal, -math.inf)
         causal = as_dtype(bias, q.dtype)
         mask = causal if mask is None else mask + causal
-    return ops.attention(q, k, v, mask=mask, scale=0.0 if scale is None else float(scale))
+    y = ops.attention(q, k, v, mask=mask, scale=0.0 if scale is None else float(scale))
+    return (y, None) if flash else y
 
 
 @converts("aten.native_group_norm.default")
