@@ -218,10 +218,10 @@ class _EsgraphModule(torch.nn.Module):
         self.sub = sub
         # A partition with a node its converter refuses stays in PyTorch whole.
         self.fn = None if unsupported_nodes(sub) or refused_nodes(sub) else EsgraphFunction(sub, settings)
+        self.several = isinstance(next(n for n in sub.graph.nodes if n.op == "output").args[0], (list, tuple))
 
     def forward(self, *args):
         if self.fn is None:
             return self.sub(*args)
         outs = self.fn(list(args))
-        single = next(n for n in self.sub.graph.nodes if n.op == "output").args[0]
-        return tuple(outs) if isinstance(single, (list, tuple)) else outs[0]
+        return tuple(outs) if self.several else outs[0]

@@ -6,6 +6,7 @@ import torch
 from ... import _C
 from ..._compose import avg_pool_counting_padding, conv_nd, conv_transpose_nd, numpy_matmul, pad_or_crop
 from ..._resize import resize_axes
+from .._dtypes import FLOATS
 from .registry import Unsupported, as_dtype, converts, esg_dtype, ints, ops, static
 
 
@@ -141,7 +142,7 @@ def _clamp(call, x, lo=None, hi=None):
     if isinstance(lo, _C.Tensor) or isinstance(hi, _C.Tensor):
         raise Unsupported("bounds that are tensors")
     x = as_dtype(x, esg_dtype(call.val.dtype))
-    if x.dtype in (_C.f32, _C.f64, _C.f16, _C.bf16):
+    if x.dtype in FLOATS:
         return ops.clip(x, min=-math.inf if lo is None else float(lo), max=math.inf if hi is None else float(hi))
     y = x if lo is None else ops.maximum(x, as_dtype(lo, x.dtype))
     return y if hi is None else ops.minimum(y, as_dtype(hi, x.dtype))
@@ -248,7 +249,7 @@ def _div_mode(call, a, b, rounding_mode=None):
     a, b = as_dtype(a, dtype), as_dtype(b, dtype)
     if rounding_mode is None:
         return ops.div(a, b)
-    if dtype in (_C.f32, _C.f64, _C.f16, _C.bf16):
+    if dtype in FLOATS:
         q = ops.div(a, b)
         return ops.floor(q) if rounding_mode == "floor" else ops.sign(q) * ops.floor(ops.abs(q))
     q = ops.div(a, b)  # integers: esgraph truncates

@@ -7,8 +7,8 @@ takes a root of integers.
 """
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
-from ... import _C
 from .._aten_table import ONE_OP
+from .._dtypes import TO_ESG
 from .registry import Unsupported, as_dtype, converts, esg_dtype, ops
 
 
@@ -21,7 +21,7 @@ def _promoted(call, fakes):
     return esg_dtype(dtype)
 
 
-_FIXED = {str(d.name): d for d in (_C.f32, _C.f64, _C.f16, _C.bf16, _C.i8, _C.i16, _C.i32, _C.i64, _C.u8, getattr(_C, "bool"))}
+_FIXED = {str(d.name): d for d in TO_ESG.values()}  # a fixed dtype by its YAML name
 
 
 def _convert(op_name, types):

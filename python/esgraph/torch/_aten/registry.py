@@ -46,10 +46,6 @@ class Call:
         """Argument i's traced value: fake tensors for its nodes (a list of them for a list)."""
         return torch.fx.node.map_arg(self.node.args[i], lambda a: a.meta.get("val"))
 
-    @property
-    def dtype(self):
-        return esg_dtype(self.val.dtype)
-
     def default(self, name):
         """The ATen schema's default for argument `name`."""
         for a in self.node.target._schema.arguments:
